@@ -1,0 +1,57 @@
+# drover — the two commands a newcomer needs are `make run` and `make test` (see README.md).
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+VITEST := npx vitest run --reporter=default --reporter=json
+RESULTS := .run/test-results
+TIERS := unit int host k8s e2e proof
+
+help: ## list targets
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
+
+node_modules/.stamp: package.json package-lock.json
+	npm ci --no-audit --no-fund
+	@touch $@
+
+deps: node_modules/.stamp tools ## install npm packages and build/install the servers (cached)
+
+tools: ## build nats-server and FerretDB from Go modules into .tools/bin, install Redis from Debian if missing
+	@scripts/install-tools.sh
+
+infra-up: deps ## start nats-server, FerretDB and Redis on loopback (idempotent; prints where)
+	@scripts/infra-up.sh
+
+infra-down: ## stop exactly what infra-up started
+	@scripts/infra-down.sh
+
+run: deps ## bring up the infrastructure and the whole control plane (process hosts) on this machine
+	@scripts/run.sh
+
+stop: ## stop what `make run` started
+	@scripts/run.sh --stop
+
+lint: node_modules/.stamp ## eslint, including the boundary rules (pure domain, no service→service imports)
+	npx eslint .
+
+typecheck: node_modules/.stamp ## tsc --noEmit, strict
+	npx tsc -p tsconfig.json --noEmit
+
+check: lint typecheck ## lint + typecheck
+
+# A tier runs only when it has test files, so an empty tier is reported, never counted as a pass.
+define tier
+test-$(1): deps ## run the $(1) test tier
+	@mkdir -p $(RESULTS); rm -f $(RESULTS)/$(1).json
+	@if [[ -n "$$$$(scripts/tier-files.sh $(1))" ]]; then $(VITEST) --project $(1) --outputFile.json=$(RESULTS)/$(1).json; \
+	 else echo "[drover] tier $(1): no test files yet"; fi
+endef
+$(foreach t,$(TIERS),$(eval $(call tier,$(t))))
+
+test: deps check ## lint, typecheck and every test tier (unit, int, host, k8s, e2e, proof), then a summary
+	@rm -rf $(RESULTS); status=0; for t in $(TIERS); do $(MAKE) --no-print-directory test-$$t || status=1; done; \
+	 node scripts/test-summary.mjs $(RESULTS); exit $$status
+
+clean: ## remove run state and test results (keeps the cached tool builds)
+	rm -rf .run
+
+.PHONY: help deps tools infra-up infra-down run stop lint typecheck check test clean $(addprefix test-,$(TIERS))

@@ -1,0 +1,55 @@
+// Lint enforces the two boundary rules of ../shared/design/conventions.md:
+// 1. domain code is pure (no IO modules, no clock, no randomness);
+// 2. a service imports contracts/ and streams/, never another service.
+import js from "@eslint/js";
+import tseslint from "typescript-eslint";
+
+const SERVICES = ["admission", "api", "capacity", "forensics", "provisioner", "recovery", "runtime"];
+
+const ioModules = [
+  { group: ["node:*", "@nats-io/*", "fastify", "fastify-*", "@kubernetes/*", "ioredis", "mongodb", "@grpc/*", "pino"],
+    message: "domain code is pure: IO belongs in shell/" },
+  { group: ["**/streams/**", "**/shell/**", "**/http/**", "**/grpc/**"], message: "domain code must not reach IO layers" },
+];
+
+const impureSyntax = [
+  { selector: "MemberExpression[object.name='Date'][property.name='now']", message: "inject time through the command metadata" },
+  { selector: "NewExpression[callee.name='Date'][arguments.length=0]", message: "inject time through the command metadata" },
+  { selector: "MemberExpression[object.name='Math'][property.name='random']", message: "inject randomness/ids" },
+  { selector: "MemberExpression[property.name='randomUUID']", message: "inject ids" },
+  { selector: "MemberExpression[object.name='process']", message: "domain code must not read the process" },
+];
+
+export default tseslint.config(
+  { ignores: ["node_modules/**", ".tools/**", ".run/**", "dist/**", "k8s/local-cluster/bin/**"] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    languageOptions: { globals: { process: "readonly", console: "readonly", setTimeout: "readonly", clearTimeout: "readonly",
+      setInterval: "readonly", clearInterval: "readonly", Buffer: "readonly", URL: "readonly", AbortController: "readonly",
+      TextEncoder: "readonly", TextDecoder: "readonly", fetch: "readonly", structuredClone: "readonly", queueMicrotask: "readonly",
+      setImmediate: "readonly", AbortSignal: "readonly" } },
+    rules: {
+      "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],
+      "@typescript-eslint/consistent-type-imports": "error",
+      "no-restricted-syntax": ["error", { selector: "CallExpression[callee.property.name='only']", message: "no .only" }],
+    },
+  },
+  ...SERVICES.map((svc) => ({
+    files: [`services/${svc}/**/*.ts`],
+    rules: {
+      "no-restricted-imports": ["error", { patterns: [{
+        group: SERVICES.filter((s) => s !== svc).flatMap((s) => [`**/services/${s}/**`, `../../${s}/**`, `../${s}/**`]),
+        message: "a service never imports another service: talk through subjects",
+      }] }],
+    },
+  })),
+  {
+    files: ["services/*/domain/**/*.ts", "contracts/**/*.ts"],
+    ignores: ["**/*.test.ts"],
+    rules: {
+      "no-restricted-imports": ["error", { patterns: ioModules }],
+      "no-restricted-syntax": ["error", ...impureSyntax],
+    },
+  },
+);

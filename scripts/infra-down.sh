@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Stops exactly the servers infra-up started (by their pid files), and nothing else.
+source "$(dirname "$0")/lib.sh"
+for name in redis ferretdb nats; do
+  pidfile="$RUN_DIR/$name.pid"
+  [[ -f $pidfile ]] || continue
+  pid=$(cat "$pidfile")
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -TERM "$pid"
+    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -0 "$pid" 2>/dev/null && kill -KILL "$pid"
+    log "$name stopped (pid $pid)"
+  fi
+  rm -f "$pidfile" "$RUN_DIR/$name.port"
+done

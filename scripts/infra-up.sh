@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Starts nats-server (JetStream), FerretDB (SQLite) and Redis on loopback, idempotently.
+# Ports: NATS_PORT / MONGO_PORT / REDIS_PORT when set, else free ports chosen now.
+# Writes pid files and $RUN_DIR/env (NATS_URL, MONGO_URL, REDIS_URL); stops nothing it did not start.
+source "$(dirname "$0")/lib.sh"
+"$ROOT/scripts/install-tools.sh"
+mkdir -p "$RUN_DIR"
+ENV_FILE="$RUN_DIR/env"
+declare -A PORTS=()
+
+start() { # start NAME PORTVAR CMD...
+  local name=$1 var=$2; shift 2
+  local pidfile="$RUN_DIR/$name.pid" portfile="$RUN_DIR/$name.port" port
+  if alive "$pidfile" && [[ -f $portfile ]]; then
+    port=$(cat "$portfile"); PORTS[$var]=$port; log "$name already running (pid $(cat "$pidfile"), port $port)"; return 0
+  fi
+  port=${!var:-}
+  if [[ -z $port ]]; then port=$(free_port); elif port_open "$port"; then log "$var=$port is taken"; return 1; fi
+  echo "$port" >"$portfile"
+  PORTS[$var]=$port
+  local cmd=("${@//\{PORT\}/$port}")
+  setsid "${cmd[@]}" >"$RUN_DIR/$name.log" 2>&1 < /dev/null &
+  echo $! >"$pidfile"
+  wait_port "$port" 60 "$name" "$pidfile"
+  log "$name started (pid $(cat "$pidfile"), 127.0.0.1:$port)"
+}
+
+mkdir -p "$RUN_DIR/nats" "$RUN_DIR/ferretdb/data" "$RUN_DIR/ferretdb/state"
+start nats NATS_PORT "$TOOLS_BIN/nats-server" -a 127.0.0.1 -p '{PORT}' -js -sd "$RUN_DIR/nats" --http_port 0
+start ferretdb MONGO_PORT "$TOOLS_BIN/ferretdb" --handler=sqlite --sqlite-url="file:$RUN_DIR/ferretdb/data/" \
+  --listen-addr='127.0.0.1:{PORT}' --state-dir="$RUN_DIR/ferretdb/state" --debug-addr=- --telemetry=disable --log-level=warn
+start redis REDIS_PORT redis-server --bind 127.0.0.1 --port '{PORT}' --save '' --appendonly no --protected-mode yes
+
+cat >"$ENV_FILE" <<ENV
+NATS_PORT=${PORTS[NATS_PORT]}
+MONGO_PORT=${PORTS[MONGO_PORT]}
+REDIS_PORT=${PORTS[REDIS_PORT]}
+NATS_URL=nats://127.0.0.1:${PORTS[NATS_PORT]}
+MONGO_URL=mongodb://127.0.0.1:${PORTS[MONGO_PORT]}/?directConnection=true&retryWrites=false
+REDIS_URL=redis://127.0.0.1:${PORTS[REDIS_PORT]}
+ENV
+log "infrastructure is up; environment in $ENV_FILE:"
+grep _URL "$ENV_FILE" | sed 's/^/  /' >&2

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs the servers drover's tests and `make run` need, idempotently:
+#   nats-server and FerretDB with `go install` into .tools/bin (cached: skipped when the pinned
+#   version is already there), redis-server from Debian's packages when missing.
+source "$(dirname "$0")/lib.sh"
+mkdir -p "$TOOLS_BIN"
+
+go_tool() { # go_tool NAME MODULE VERSION VERSION_CMD
+  local name=$1 module=$2 version=$3 stamp="$TOOLS_BIN/.$1.version"
+  if [[ -x $TOOLS_BIN/$name && -f $stamp && $(cat "$stamp") == "$version" ]]; then return 0; fi
+  command -v go >/dev/null || { log "go is required to build $name ($module@$version)"; exit 1; }
+  log "building $name $version with go install (first run takes a few minutes; cached afterwards)"
+  GOBIN="$TOOLS_BIN" GOFLAGS="${GOFLAGS:-} -buildvcs=false" go install "$module@$version"
+  echo "$version" >"$stamp"
+}
+
+go_tool nats-server github.com/nats-io/nats-server/v2 "$NATS_SERVER_VERSION"
+# FerretDB: `go install .../cmd/ferretdb@v1.24.2` builds, but the binary panics at start-up because the
+# module zip lacks build/version/version.txt (written by FerretDB's own release tooling). So build the
+# same module source from a copy with that one file added.
+ferretdb_tool() {
+  local stamp="$TOOLS_BIN/.ferretdb.version"
+  if [[ -x $TOOLS_BIN/ferretdb && -f $stamp && $(cat "$stamp") == "$FERRETDB_VERSION" ]]; then return 0; fi
+  log "building ferretdb $FERRETDB_VERSION from its Go module (first run takes a few minutes; cached afterwards)"
+  local dir src
+  dir=$(go mod download -json "github.com/FerretDB/FerretDB@$FERRETDB_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  src="$ROOT/.tools/src/ferretdb-$FERRETDB_VERSION"
+  rm -rf "$src"; mkdir -p "$(dirname "$src")"; cp -r "$dir" "$src"; chmod -R u+w "$src"
+  echo "$FERRETDB_VERSION" >"$src/build/version/version.txt"
+  (cd "$src" && GOFLAGS="-mod=mod -buildvcs=false" go build -o "$TOOLS_BIN/ferretdb" ./cmd/ferretdb)
+  echo "$FERRETDB_VERSION" >"$stamp"
+}
+ferretdb_tool
+
+if ! command -v redis-server >/dev/null; then
+  log "installing redis-server from Debian's packages"
+  # Keep the package's init script from starting a system-wide Redis we would then leave running.
+  policy=/usr/sbin/policy-rc.d; created=0
+  if [[ ! -e $policy ]]; then printf '#!/bin/sh\nexit 101\n' >"$policy"; chmod +x "$policy"; created=1; fi
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null) || { [[ $created == 1 ]] && rm -f "$policy"; exit 1; }
+  [[ $created == 1 ]] && rm -f "$policy"
+fi
+log "tools: nats-server $NATS_SERVER_VERSION, ferretdb $FERRETDB_VERSION, $(redis-server --version | awk '{print $1" "$3}')"

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# `make run`: brings up the infrastructure, then every control-plane service that exists under
+# services/<name>/main.ts (process hosts by default), each as its own process with pid and log
+# files under .run/services. `make stop` (run.sh --stop) stops exactly those, then the infrastructure.
+source "$(dirname "$0")/lib.sh"
+SVC_DIR="$ROOT/.run/services"
+# start order: projections and deciders first, the API last
+ORDER=(capacity forensics provisioner recovery admission api)
+
+if [[ ${1:-} == --stop ]]; then
+  for pidfile in "$SVC_DIR"/*.pid; do
+    [[ -f $pidfile ]] || continue
+    pid=$(cat "$pidfile"); name=$(basename "$pidfile" .pid)
+    if kill -0 "$pid" 2>/dev/null; then kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid"; log "$name stopped (pid $pid)"; fi
+    rm -f "$pidfile"
+  done
+  exec "$ROOT/scripts/infra-down.sh"
+fi
+
+"$ROOT/scripts/infra-up.sh"
+set -a; source "$RUN_DIR/env"; set +a
+mkdir -p "$SVC_DIR"
+export DROVER_CONFIG="${DROVER_CONFIG:-$ROOT/config/drover.local.json}"
+started=()
+for svc in "${ORDER[@]}"; do
+  main="$ROOT/services/$svc/main.ts"
+  [[ -f $main ]] || continue
+  pidfile="$SVC_DIR/$svc.pid"
+  if alive "$pidfile"; then log "$svc already running (pid $(cat "$pidfile"))"; started+=("$svc"); continue; fi
+  setsid "$ROOT/node_modules/.bin/tsx" "$main" >"$SVC_DIR/$svc.log" 2>&1 </dev/null &
+  echo $! >"$pidfile"
+  started+=("$svc")
+done
+if ((${#started[@]} == 0)); then
+  log "no control-plane service exists yet (services/*/main.ts); only the infrastructure is running"
+else
+  log "services: ${started[*]} (logs in $SVC_DIR)"
+fi
+if [[ -f $SVC_DIR/api.port ]]; then
+  log "API:       http://127.0.0.1:$(cat "$SVC_DIR/api.port")/v1"
+  log "dashboard: http://127.0.0.1:$(cat "$SVC_DIR/api.port")/"
+fi
+log "stop everything with: make stop"

@@ -1,0 +1,99 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtemp, rm, mkdir } from "node:fs/promises";
+import { createServer, connect } from "node:net";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+
+/**
+ * Launchers for the real servers the int/host/e2e tiers run against: nats-server (JetStream),
+ * FerretDB (SQLite backend, the MongoDB server) and Redis. Each starts on a free loopback port in a
+ * private temp dir and is stopped (and its dir removed) by `stop()`; a process exit hook kills any
+ * left over so a crashed test run leaves no server behind. Binaries come from `.tools/bin`
+ * (`scripts/install-tools.sh`), or DROVER_TOOLS_DIR.
+ */
+export interface RunningServer {
+  readonly name: string;
+  readonly port: number;
+  readonly url: string;
+  readonly pid: number;
+  stop(): Promise<void>;
+}
+
+const ROOT = resolve(import.meta.dirname, "../..");
+export const toolsBin = (): string => process.env.DROVER_TOOLS_DIR ?? join(ROOT, ".tools/bin");
+
+const live = new Set<ChildProcess>();
+process.once("exit", () => { for (const c of live) c.kill("SIGKILL"); });
+
+export function freePort(): Promise<number> {
+  return new Promise((ok, fail) => {
+    const s = createServer();
+    s.once("error", fail);
+    s.listen(0, "127.0.0.1", () => {
+      const addr = s.address();
+      s.close(() => (typeof addr === "object" && addr ? ok(addr.port) : fail(new Error("no port"))));
+    });
+  });
+}
+
+function canConnect(port: number): Promise<boolean> {
+  return new Promise((ok) => {
+    const sock = connect({ host: "127.0.0.1", port });
+    sock.once("connect", () => { sock.destroy(); ok(true); });
+    sock.once("error", () => ok(false));
+  });
+}
+
+async function launch(name: string, cmd: string, args: string[], port: number, url: string, dir: string): Promise<RunningServer> {
+  const child = spawn(cmd, args, { stdio: ["ignore", "ignore", "pipe"] });
+  live.add(child);
+  let stderr = "";
+  child.stderr?.on("data", (d: Buffer) => { stderr = (stderr + d.toString()).slice(-4000); });
+  const exited = new Promise<void>((ok) => child.once("exit", () => { live.delete(child); ok(); }));
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${name} exited during start-up: ${stderr}`);
+    if (await canConnect(port)) break;
+    if (Date.now() > deadline) { child.kill("SIGKILL"); throw new Error(`${name} did not listen on ${port} within 30s: ${stderr}`); }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return {
+    name, port, url, pid: child.pid ?? -1,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill("SIGTERM");
+        const timer = setTimeout(() => child.kill("SIGKILL"), 5_000);
+        await exited;
+        clearTimeout(timer);
+      }
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Starts a private nats-server with JetStream (file store in a temp dir). */
+export async function startNats(opts: { port?: number; extraArgs?: string[] } = {}): Promise<RunningServer> {
+  const dir = await mkdtemp(join(tmpdir(), "drover-nats-"));
+  const port = opts.port ?? (await freePort());
+  return launch("nats-server", join(toolsBin(), "nats-server"),
+    ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", dir, ...(opts.extraArgs ?? [])], port, `nats://127.0.0.1:${port}`, dir);
+}
+
+/** Starts a private FerretDB v1 with the SQLite backend; the url is a mongodb:// connection string. */
+export async function startFerret(): Promise<RunningServer> {
+  const dir = await mkdtemp(join(tmpdir(), "drover-ferret-"));
+  await mkdir(join(dir, "data"));
+  const port = await freePort();
+  return launch("ferretdb", join(toolsBin(), "ferretdb"), [
+    "--handler=sqlite", `--sqlite-url=file:${dir}/data/`, `--listen-addr=127.0.0.1:${port}`, `--state-dir=${dir}`,
+    "--debug-addr=-", "--telemetry=disable", "--log-level=error",
+  ], port, `mongodb://127.0.0.1:${port}/?directConnection=true&retryWrites=false`, dir);
+}
+
+/** Starts a private Redis with no persistence. */
+export async function startRedis(): Promise<RunningServer> {
+  const dir = await mkdtemp(join(tmpdir(), "drover-redis-"));
+  const port = await freePort();
+  return launch("redis-server", "redis-server", ["--bind", "127.0.0.1", "--port", String(port), "--save", "", "--appendonly", "no", "--dir", dir],
+    port, `redis://127.0.0.1:${port}`, dir);
+}
