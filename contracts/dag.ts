@@ -1,0 +1,109 @@
+import { z } from "zod";
+import { StepId } from "./ids.ts";
+
+/**
+ * The DAG a run carries (runtime.md "DAG model"). Step kinds are a closed set; each kind has its
+ * own params schema. `DagDefinition` validates shape, ids, dependencies, acyclicity and size, so a
+ * DAG that parses is executable.
+ */
+export const DAG_LIMITS = { maxSteps: 500, maxParamsBytes: 16 * 1024, maxDependsOn: 64 } as const;
+
+export const RetryPolicy = z.object({
+  maxAttempts: z.number().int().min(1).max(20).describe("attempts including the first"),
+  backoffMs: z.number().int().min(0).max(600_000).describe("delay before attempt n+1 is backoffMs * 2^(n-1)"),
+}).strict();
+export type RetryPolicy = z.infer<typeof RetryPolicy>;
+
+const durationMs = z.number().int().min(0).max(3_600_000);
+export const ComputeParams = z.object({ durationMs: durationMs.default(0), busy: z.boolean().default(false).describe("spin the CPU instead of a timer") }).strict();
+export const FlakyParams = z.object({
+  durationMs: durationMs.default(0),
+  failAttempts: z.number().int().min(0).max(19).describe("the first N attempts fail (deterministic); must be < retry.maxAttempts to succeed"),
+}).strict();
+export const SleepParams = z.object({ durationMs }).strict();
+export const HttpParams = z.object({
+  url: z.url({ protocol: /^https?$/ }),
+  method: z.enum(["GET", "POST", "PUT", "DELETE"]).default("GET"),
+  headers: z.record(z.string(), z.string()).default({}),
+  body: z.string().max(8192).optional(),
+  timeoutMs: z.number().int().min(1).max(120_000).default(10_000),
+}).strict();
+export const LlmParams = z.object({
+  model: z.string().min(1).max(128),
+  prompt: z.string().min(1).max(8192),
+  system: z.string().max(8192).optional(),
+  maxTokens: z.number().int().min(1).max(32_768).default(256),
+  temperature: z.number().min(0).max(2).default(0),
+  timeoutMs: z.number().int().min(1).max(300_000).default(60_000),
+}).strict();
+
+const retryDefault = { maxAttempts: 1, backoffMs: 0 };
+const base = { id: StepId, dependsOn: z.array(StepId).max(DAG_LIMITS.maxDependsOn).default([]), retry: RetryPolicy.default(retryDefault) };
+export const Step = z.discriminatedUnion("kind", [
+  z.object({ ...base, kind: z.literal("compute"), params: ComputeParams.default({ durationMs: 0, busy: false }) }).strict(),
+  z.object({ ...base, kind: z.literal("flaky"), params: FlakyParams }).strict(),
+  z.object({ ...base, kind: z.literal("sleep"), params: SleepParams }).strict(),
+  z.object({ ...base, kind: z.literal("http"), params: HttpParams }).strict(),
+  z.object({ ...base, kind: z.literal("llm"), params: LlmParams }).strict(),
+]);
+export type Step = z.infer<typeof Step>;
+export type StepKind = Step["kind"];
+export const STEP_KINDS = ["compute", "flaky", "sleep", "http", "llm"] as const satisfies readonly StepKind[];
+
+/** Structural checks beyond the per-step schema; each returns a message naming the offending step. */
+export function dagIssues(steps: readonly Pick<Step, "id" | "dependsOn" | "params">[]): string[] {
+  const issues: string[] = [];
+  const ids = new Set<string>();
+  for (const s of steps) {
+    if (ids.has(s.id)) issues.push(`duplicate step id "${s.id}"`);
+    ids.add(s.id);
+    const size = new TextEncoder().encode(JSON.stringify(s.params ?? {})).length;
+    if (size > DAG_LIMITS.maxParamsBytes) issues.push(`step "${s.id}" params are ${size} bytes, more than ${DAG_LIMITS.maxParamsBytes}`);
+  }
+  for (const s of steps) {
+    for (const d of s.dependsOn) {
+      if (!ids.has(d)) issues.push(`step "${s.id}" depends on unknown step "${d}"`);
+      if (d === s.id) issues.push(`step "${s.id}" depends on itself`);
+    }
+  }
+  if (issues.length === 0) {
+    const cycle = findCycle(steps);
+    if (cycle) issues.push(`dependency cycle: ${cycle.join(" -> ")}`);
+  }
+  return issues;
+}
+
+/** Returns one cycle as a path of step ids (first id repeated at the end), or undefined. */
+export function findCycle(steps: readonly Pick<Step, "id" | "dependsOn">[]): string[] | undefined {
+  const deps = new Map(steps.map((s) => [s.id as string, s.dependsOn as readonly string[]]));
+  const state = new Map<string, "visiting" | "done">();
+  const path: string[] = [];
+  const visit = (id: string): string[] | undefined => {
+    if (state.get(id) === "done") return undefined;
+    if (state.get(id) === "visiting") return [...path.slice(path.indexOf(id)), id];
+    state.set(id, "visiting");
+    path.push(id);
+    for (const d of deps.get(id) ?? []) {
+      const c = visit(d);
+      if (c) return c;
+    }
+    path.pop();
+    state.set(id, "done");
+    return undefined;
+  };
+  for (const s of [...steps].sort((a, b) => (a.id < b.id ? -1 : 1))) {
+    const c = visit(s.id);
+    if (c) return c;
+  }
+  return undefined;
+}
+
+export const DagDefinition = z.object({
+  name: z.string().min(1).max(128).optional(),
+  steps: z.array(Step).min(1, "a DAG needs at least one step").max(DAG_LIMITS.maxSteps, `a DAG has at most ${DAG_LIMITS.maxSteps} steps`),
+}).strict().superRefine((dag, ctx) => {
+  for (const message of dagIssues(dag.steps)) ctx.addIssue({ code: "custom", message, path: ["steps"] });
+});
+export type DagDefinition = z.infer<typeof DagDefinition>;
+/** The DAG as submitted, before defaults are applied. */
+export type DagInput = z.input<typeof DagDefinition>;

@@ -1,0 +1,64 @@
+import type { DroverEvent } from "../contracts/index.ts";
+import type { AggregateRef } from "./subjects.ts";
+
+/** An event as stored: its stream sequence is its position in the one total order. */
+export interface StoredEvent<E extends DroverEvent = DroverEvent> {
+  readonly seq: number;
+  readonly subject: string;
+  /** Server receive time of the message. */
+  readonly time: Date;
+  readonly event: E;
+}
+
+/** Result of an acknowledged append. `duplicate` is true when the msg id was already stored (idempotent retry). */
+export interface Appended {
+  readonly seq: number;
+  readonly duplicate: boolean;
+}
+
+export interface AppendOptions {
+  /** Stream sequence of the aggregate's last event as read (0 = the aggregate must not exist yet). */
+  readonly expectedSeq: number;
+  /** Deterministic id of the decision; defaults to `<aggregate subject>:<expectedSeq>`. */
+  readonly msgId?: string;
+}
+
+/** One aggregate's part of an atomic multi-aggregate transition. */
+export interface BatchEntry {
+  readonly ref: AggregateRef;
+  readonly expectedSeq: number;
+  readonly events: readonly DroverEvent[];
+}
+
+/** An aggregate's stored history and the sequence to expect on the next append. */
+export interface AggregateHistory {
+  readonly events: readonly StoredEvent[];
+  /** 0 when the aggregate has no events. */
+  readonly lastSeq: number;
+}
+
+/** Where replay starts: a stream sequence (inclusive) or a time. */
+export type ReplayFrom = { readonly seq: number } | { readonly time: Date };
+
+/**
+ * The event store over JetStream (identities-and-events.md "Appending"). Every append is validated
+ * by the event's zod schema before a byte is sent, is conditional on the aggregate's expected
+ * sequence (scoped to the aggregate wildcard) and carries a deterministic `Nats-Msg-Id`.
+ *
+ * Failure modes: a stale expectation rejects with `DroverError` code `version-conflict`
+ * (details: subject, expectedSeq); an invalid event with `contract-violation` (nothing sent); no
+ * answer with `event-store-unavailable` (retry with the same msg id is safe inside the duplicate window).
+ */
+export interface EventStore {
+  append(ref: AggregateRef, event: DroverEvent, opts: AppendOptions): Promise<Appended>;
+  /** Appends events to one aggregate in order, each conditional on the previous; stops at the first failure. */
+  appendAll(ref: AggregateRef, events: readonly DroverEvent[], opts: AppendOptions): Promise<Appended[]>;
+  /** One JetStream atomic batch: every entry's expectation holds and all events are stored, or nothing is. */
+  appendAtomic(entries: readonly BatchEntry[]): Promise<Appended[]>;
+  /** The aggregate's full history in stream order. */
+  read(ref: AggregateRef): Promise<AggregateHistory>;
+  /** Sequence of the aggregate's last event (0 when none) without reading its history. */
+  lastSeq(ref: AggregateRef): Promise<number>;
+  /** Ordered replay of the event stream (optionally filtered) until the end as of the call; returns the last sequence seen. */
+  replay(from: ReplayFrom, onEvent: (e: StoredEvent) => void | Promise<void>, opts?: { filter?: string | string[] }): Promise<number>;
+}
