@@ -17,7 +17,7 @@ export const Heartbeat = z.object({
   availableWorkers: z.number().int().nonnegative(),
   queuedRuns: z.number().int().nonnegative(),
   runningRuns: z.number().int().nonnegative(),
-  availableSlots: z.number().int().nonnegative(),
+  availableSlots: z.number().int().nonnegative().describe("maxConcurrentRuns + localQueueCapacity - runningRuns - queuedRuns (the local queue counts)"),
   paused: z.boolean(),
   draining: z.boolean(),
 }).strict();
