@@ -53,6 +53,7 @@ export const ERROR_CATALOGUE = {
   "command-unauthorized": { retryable: false, httpStatus: 401, summary: "the runtime command lacks the instance token" },
   "local-queue-full": { retryable: true, httpStatus: 429, summary: "the runtime's local queue is at capacity" },
   "execution-ownership-lost": { retryable: false, httpStatus: 409, summary: "another owner appended to this execution; this writer stops" },
+  "step-attempts-exhausted": { retryable: false, httpStatus: 422, summary: "a step failed on every attempt its retry policy allows" },
   // --- health, fencing, recovery ---
   "heartbeat-stale": { retryable: false, httpStatus: 503, summary: "no fresh heartbeat within the staleness bound" },
   "host-exited": { retryable: false, httpStatus: 503, summary: "the runtime process exited" },
