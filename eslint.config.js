@@ -45,7 +45,7 @@ export default tseslint.config(
     },
   })),
   {
-    files: ["services/*/domain/**/*.ts", "contracts/**/*.ts"],
+    files: ["services/*/domain/**/*.ts", "contracts/**/*.ts", "aggregates/**/*.ts"],
     ignores: ["**/*.test.ts"],
     rules: {
       "no-restricted-imports": ["error", { patterns: ioModules }],

@@ -1,0 +1,101 @@
+import type { DagDefinition, DataOf, DroverEvent } from "../contracts/index.ts";
+
+type RunEvent = Extract<DroverEvent, { type: `run.${string}` }>;
+
+export type RunStatus =
+  | "none" | "submitted" | "queued" | "admitted" | "dispatched" | "started"
+  | "requeued-for-resume" | "requeued-for-local-queued-recovery" | "completed" | "failed" | "cancelled" | "rejected";
+
+/** A placement: the run's attempt on one runtime's local queue. */
+export interface Placement {
+  readonly runtimeInstanceId: string;
+  readonly localRunId: string;
+  readonly reservationId?: string;
+  readonly admittedSeq: number;
+  readonly dispatchedSeq?: number;
+  readonly transport?: DataOf<"run.dispatched">["transport"];
+}
+
+/**
+ * The run aggregate's state, folded from `drover.run.<tenant>.<sharedRunId>.*`. Shared by admission
+ * (placement decisions), recovery (inventory: runs whose latest placement is a fenced runtime) and
+ * the API (status). Pure.
+ */
+export interface RunState {
+  readonly status: RunStatus;
+  readonly sharedRunId?: string;
+  readonly tenantId?: string;
+  readonly dag?: DagDefinition;
+  readonly submittedSeq?: number;
+  /** The latest placement (admitted, maybe dispatched); cleared by a requeue or dispatch failure. */
+  readonly placement?: Placement;
+  /** Every LocalRunId ever used by this run, in order. */
+  readonly localRunIds: readonly string[];
+  /** Set once the DAG started; the same across an in-flight recovery. */
+  readonly executionId?: string;
+  /** True while the run waits for placement as a recovery item (ahead of new work). */
+  readonly recoveryPending: boolean;
+  /** When requeued for resume: the execution to resume and the epoch recovery assigned. */
+  readonly resume?: { readonly executionId: string; readonly epoch: number; readonly forensicsId: string };
+  readonly lastReason?: string;
+  readonly dispatchFailures: number;
+  /** Stream sequence of the last event: what the next conditional append expects. */
+  readonly lastSeq: number;
+}
+
+export const initialRunState = (): RunState => ({ status: "none", localRunIds: [], recoveryPending: false, dispatchFailures: 0, lastSeq: 0 });
+
+export const isTerminal = (s: RunStatus): boolean => s === "completed" || s === "failed" || s === "cancelled" || s === "rejected";
+
+/** Folds one run event at its stream sequence. */
+export function evolveRun(s: RunState, e: RunEvent, seq: number): RunState {
+  const next = apply(s, e, seq);
+  return { ...next, lastSeq: seq };
+}
+
+function apply(s: RunState, e: RunEvent, seq: number): RunState {
+  switch (e.type) {
+    case "run.submitted":
+      return { ...s, status: "submitted", sharedRunId: e.data.sharedRunId, tenantId: e.tenantId, dag: e.data.dag, submittedSeq: seq };
+    case "run.admitted":
+      return { ...s, status: "admitted", placement: { runtimeInstanceId: e.data.runtimeInstanceId, localRunId: e.data.localRunId, reservationId: e.data.reservationId, admittedSeq: seq },
+        localRunIds: s.localRunIds.includes(e.data.localRunId) ? s.localRunIds : [...s.localRunIds, e.data.localRunId] };
+    case "run.queued-globally":
+      return { ...s, status: isTerminal(s.status) ? s.status : "queued", lastReason: e.data.reason.code };
+    case "run.scale-out-requested":
+      return s;
+    case "run.dispatch-failed":
+      return { ...s, status: "queued", placement: undefined, lastReason: e.data.reason.code, dispatchFailures: s.dispatchFailures + 1 };
+    case "run.dispatched":
+      return s.placement ? { ...s, status: "dispatched", placement: { ...s.placement, dispatchedSeq: seq, transport: e.data.transport } } : s;
+    case "run.started":
+      return { ...s, status: "started", executionId: e.data.executionId, recoveryPending: false, resume: undefined };
+    case "run.requeued-for-resume":
+      return { ...s, status: "requeued-for-resume", placement: undefined, recoveryPending: true,
+        resume: { executionId: e.data.executionId, epoch: e.data.newEpoch, forensicsId: e.data.forensicsId } };
+    case "run.requeued-for-local-queued-recovery":
+      return { ...s, status: "requeued-for-local-queued-recovery", placement: undefined, recoveryPending: true };
+    case "run.replacement-selected":
+      return s;
+    case "run.completed":
+      return { ...s, status: "completed", recoveryPending: false };
+    case "run.failed":
+      return { ...s, status: "failed", recoveryPending: false, lastReason: e.data.reason.code };
+    case "run.cancelled":
+      return { ...s, status: "cancelled", recoveryPending: false };
+    case "run.rejected":
+      return { ...s, status: "rejected", lastReason: e.data.reason.code };
+    default:
+      return assertNever(e);
+  }
+}
+
+function assertNever(x: never): never {
+  throw new Error(`unhandled run event ${JSON.stringify(x)}`);
+}
+
+/** Folds a run's history (events with their stream sequences). */
+export function foldRun(events: readonly { seq: number; event: DroverEvent }[]): RunState {
+  return events.reduce((s, { seq, event }) => (event.type.startsWith("run.") ? evolveRun(s, event as RunEvent, seq) : s), initialRunState());
+}
+export type { RunEvent };
