@@ -1,0 +1,77 @@
+import type { HostProvider, ReadinessLayer, Reason, RuntimeSizing, Transport } from "../../contracts/index.ts";
+
+/**
+ * The host contract (hosts.md): a host strategy owns host lifecycle only. HTTP/gRPC own command
+ * transport, the runtime owns its queue and DAG execution, the control plane owns capacity
+ * publication and recovery. Both strategies (process, kubernetes) implement this interface; no SDK
+ * type crosses it. It lives in platform/ because the provisioner (start) and recovery (kill,
+ * observe) are separate services.
+ */
+export interface HostSpec {
+  readonly controlPlaneId: string;
+  readonly runtimeInstanceId: string;
+  readonly tenantId?: string;
+  readonly tenantGroupId?: string;
+  readonly isolationMode: "shared" | "dedicated" | "hybrid";
+  readonly transport: Transport;
+  readonly sizing: RuntimeSizing;
+  /** Per-instance command token, given to the runtime at start (env or Secret). */
+  readonly commandToken: string;
+  /** Stream layout tag for isolated tests (DROVER_STREAM_TAG); absent in production. */
+  readonly streamTag?: string;
+  readonly natsUrl: string;
+  readonly heartbeatMs?: number;
+  readonly llmBaseUrl?: string;
+}
+
+/** Where and how the control plane reaches the runtime, as resolved by the strategy. */
+export interface HostEndpoint {
+  /** `http://host:port` for HTTP, `host:port` for gRPC. */
+  readonly endpoint: string;
+  readonly aliases: readonly string[];
+  readonly route?: { readonly kind: "HTTPRoute" | "GRPCRoute"; readonly name: string; readonly namespace: string };
+}
+
+export interface HostFacts {
+  readonly hostIncarnation: string;
+  readonly pid?: number;
+  readonly podUid?: string;
+  readonly podName?: string;
+  readonly namespace?: string;
+  readonly node?: string;
+}
+
+export type HostStartResult =
+  | {
+      readonly outcome: "created" | "converged";
+      /** For `converged`: where convergence came from (e.g. `lifecycle-cache`, `existing-pod`). */
+      readonly convergenceSource?: string;
+      readonly host: HostFacts;
+      readonly endpoint: HostEndpoint;
+      /** Layers the strategy itself proved (resource, host, endpoint, route); `command` is proven by the caller's probe. */
+      readonly layersPassed: readonly ReadinessLayer[];
+      /** Resources this attempt created (failure cleanup deletes only these). */
+      readonly owned: readonly string[];
+    }
+  | { readonly outcome: "rejected"; readonly reason: Reason; readonly layer?: ReadinessLayer; readonly owned: readonly string[] };
+
+export type KillResult =
+  | { readonly outcome: "killed"; readonly proof: { kind: "process-exit"; pid: number; exitCode: number | null; signal: string | null } | { kind: "pod-uid-gone"; podUid: string; podName: string; namespace: string; observedBy: string } }
+  | { readonly outcome: "timeout"; readonly detail: string };
+
+/** A host fact observed by the strategy: the fastest failure signal drover has. */
+export type HostObservation =
+  | { readonly kind: "exited"; readonly runtimeInstanceId: string; readonly hostIncarnation: string; readonly exitCode: number | null; readonly signal: string | null }
+  | { readonly kind: "pod-deleted" | "container-terminated" | "pod-failed"; readonly runtimeInstanceId: string; readonly hostIncarnation: string; readonly detail: string };
+
+export interface HostStrategy {
+  readonly provider: HostProvider;
+  /** Starts (or converges on) the host for the spec. Serialized per RuntimeInstanceId by the caller's lifecycle gate. */
+  start(spec: HostSpec, signal?: AbortSignal): Promise<HostStartResult>;
+  /** Kills the exact incarnation and returns only when it can no longer run (or the deadline passed). */
+  kill(runtimeInstanceId: string, host: HostFacts, deadlineMs: number): Promise<KillResult>;
+  /** Host facts as they happen; the returned function stops observing. */
+  observe(onFact: (fact: HostObservation) => void): () => void;
+  /** Releases strategy resources (watches, child handles) without killing hosts. */
+  close(): Promise<void>;
+}
