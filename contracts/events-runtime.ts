@@ -66,8 +66,16 @@ export const RuntimeRecoveryPlanned = defineEvent("runtime", "recovery-planned",
     executionId: ExecutionId.optional(), class: RecoveryClass,
   }).strict()).max(10_000),
 }).strict());
+/** A host fact observed by the host strategy (e.g. the provisioner saw its child exit): evidence for health, not a decision. */
+export const RuntimeHostExited = defineEvent("runtime", "host-exited", z.object({
+  hostIncarnation: HostIncarnation,
+  kind: z.enum(["exited", "pod-deleted", "container-terminated", "pod-failed"]),
+  exitCode: z.number().int().nullable().default(null),
+  signal: z.string().max(32).nullable().default(null),
+  detail: z.string().max(500).default(""),
+}).strict());
 export const RuntimeRetired = defineEvent("runtime", "retired", z.object({ reason: z.string().max(500).default("") }).strict());
 
 export const RUNTIME_EVENTS = [RuntimeRegistered, RuntimeHostStartRequested, RuntimeHostStarted, RuntimeHostStartFailed,
   RuntimeReadinessLayerPassed, RuntimeEndpointPublished, RuntimeCapacityPublished, RuntimeDraining, RuntimeSuspected,
-  RuntimeFenced, RuntimeRecoveryPlanned, RuntimeRetired] as const;
+  RuntimeFenced, RuntimeRecoveryPlanned, RuntimeHostExited, RuntimeRetired] as const;

@@ -61,6 +61,7 @@ function applyEvent(d: CapacityDescriptor, e: RuntimeEvent): CapacityDescriptor 
     case "runtime.host-start-requested":
     case "runtime.host-start-failed":
     case "runtime.recovery-planned":
+    case "runtime.host-exited":
       return d;
     default:
       return assertNever(e);
