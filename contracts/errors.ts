@@ -54,6 +54,8 @@ export const ERROR_CATALOGUE = {
   "local-queue-full": { retryable: true, httpStatus: 429, summary: "the runtime's local queue is at capacity" },
   "execution-ownership-lost": { retryable: false, httpStatus: 409, summary: "another owner appended to this execution; this writer stops" },
   "step-attempts-exhausted": { retryable: false, httpStatus: 422, summary: "a step failed on every attempt its retry policy allows" },
+  "runtime-draining": { retryable: true, httpStatus: 503, summary: "the runtime is draining and takes no new runs" },
+  "resume-epoch-mismatch": { retryable: false, httpStatus: 409, summary: "ResumeExecution's epoch is not the journal's pending recovery epoch" },
   // --- health, fencing, recovery ---
   "heartbeat-stale": { retryable: false, httpStatus: 503, summary: "no fresh heartbeat within the staleness bound" },
   "host-exited": { retryable: false, httpStatus: 503, summary: "the runtime process exited" },

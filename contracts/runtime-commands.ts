@@ -45,6 +45,8 @@ export const QueueStatus = z.object({
 export const RunStatus = z.object({
   localRunId: LocalRunId, state: z.enum(["queued", "running", "completed", "failed", "cancelled", "unknown"]),
   executionId: ExecutionId.optional(), completedSteps: z.number().int().nonnegative().optional(),
+  failureReason: ReasonCode.optional().describe("why a failed or cancelled run stopped, e.g. execution-ownership-lost"),
+  failureDetail: z.string().max(2000).optional(),
 }).strict();
 
 /** Every response names the responder; callers treat a mismatch with their target as `runtime-identity-mismatch`. */
