@@ -1,9 +1,10 @@
 import { describe, expect, it } from "vitest";
+import type { z } from "zod";
 import { TenantSettings } from "../../../contracts/index.ts";
 import { rankCandidates, type Candidate } from "./ranking.ts";
 import { isVisible, type IsolationFacts } from "./visibility.ts";
 
-const tenant = (over: Partial<TenantSettings> & { tenantId: string }) => TenantSettings.parse(over);
+const tenant = (over: z.input<typeof TenantSettings>) => TenantSettings.parse(over);
 const shared = tenant({ tenantId: "t-shared" });
 const dedicated = tenant({ tenantId: "t-ded", isolationMode: "dedicated" });
 const dedicatedFallback = tenant({ tenantId: "t-ded2", isolationMode: "dedicated", allowSharedFallback: true });
