@@ -1,0 +1,43 @@
+import { z } from "zod";
+import { ControlPlaneId, TenantId } from "./ids.ts";
+import { TenantSettings } from "./tenant-settings.ts";
+
+/** A bearer credential: a tenant's (scoped to that tenant) or an operator's (sees every tenant). */
+export const Credential = z.discriminatedUnion("role", [
+  z.object({ role: z.literal("tenant"), tenantId: TenantId }).strict(),
+  z.object({ role: z.literal("operator"), name: z.string().min(1).max(63) }).strict(),
+]);
+export type Credential = z.infer<typeof Credential>;
+
+/**
+ * drover's configuration file (DROVER_CONFIG), shared by every service and validated at start-up;
+ * a bad file stops the service with the schema's message. Tokens map to credentials: the API derives
+ * TenantId from the caller's token and from nothing else.
+ */
+export const DroverConfig = z.object({
+  controlPlaneId: ControlPlaneId,
+  tenants: z.array(TenantSettings).default([]),
+  tokens: z.record(z.string().min(16, "tokens are at least 16 characters"), Credential).default({}),
+  api: z.object({ host: z.string().default("127.0.0.1"), port: z.number().int().min(0).max(65535).default(8080) }).strict().prefault({}),
+  heartbeatIntervalMs: z.number().int().min(50).max(60_000).default(1000),
+  staleHeartbeatMs: z.number().int().min(150).max(600_000).optional().describe("default 3 × heartbeatIntervalMs"),
+  maxConcurrentHostStartups: z.number().int().min(1).max(64).default(4),
+  scaleOutExpiryMs: z.number().int().min(1000).default(120_000),
+  dispatchTimeoutMs: z.number().int().min(100).default(5_000),
+  fenceDeadlineMs: z.number().int().min(100).default(15_000),
+  llmBaseUrl: z.string().optional(),
+}).strict().superRefine((c, ctx) => {
+  const ids = new Set<string>();
+  for (const t of c.tenants) {
+    if (ids.has(t.tenantId)) ctx.addIssue({ code: "custom", message: `tenant ${t.tenantId} is configured twice`, path: ["tenants"] });
+    ids.add(t.tenantId);
+  }
+});
+export type DroverConfig = z.infer<typeof DroverConfig>;
+
+/** The tenant's settings, or the documented shared defaults for an unknown tenant (never another tenant's). */
+export function tenantSettingsOf(config: DroverConfig, tenantId: string): TenantSettings {
+  return config.tenants.find((t) => t.tenantId === tenantId) ?? TenantSettings.parse({ tenantId });
+}
+
+export const staleHeartbeatMsOf = (c: DroverConfig): number => c.staleHeartbeatMs ?? 3 * c.heartbeatIntervalMs;
