@@ -1,0 +1,82 @@
+import type { DataOf, DroverEvent } from "../../../contracts/index.ts";
+import { assertNever } from "./assert-never.ts";
+
+export type ExecEvent = Extract<DroverEvent, { type: `exec.${string}` }>;
+export const isExecEvent = (e: DroverEvent): e is ExecEvent => e.type.startsWith("exec.");
+
+/** An event with its stream sequence (structurally a streams `StoredEvent`; domain code does not import streams/). */
+export interface SequencedEvent { readonly seq: number; readonly event: DroverEvent }
+
+export interface CompletedStep { readonly attempt: number; readonly output: unknown; readonly outputDigest: string; readonly seq: number }
+
+/** An execution's state as its journal proves it: what a resuming runtime continues from. */
+export interface ExecutionState {
+  readonly started?: DataOf<"exec.started">;
+  /** The current owner epoch: the latest of started, paused-for-recovery (newEpoch) and resumed. */
+  readonly epoch: number;
+  /** Set while the latest `paused-for-recovery` has not been followed by a `resumed` at its epoch. */
+  readonly pendingRecovery?: DataOf<"exec.paused-for-recovery">;
+  readonly lastResumed?: DataOf<"exec.resumed">;
+  readonly completed: ReadonlyMap<string, CompletedStep>;
+  /** Latest failure per step not (yet) completed; retryAt in epoch ms. */
+  readonly failures: ReadonlyMap<string, { readonly attempt: number; readonly retryAt?: number }>;
+  readonly terminal?: "completed" | "failed" | "cancelled";
+  /** Sequence of the last event folded: the expectation of the next append. */
+  readonly lastSeq: number;
+  /** Invariant breaks seen while folding (e.g. a second step-completed for a step); empty for a sound journal. */
+  readonly violations: readonly string[];
+}
+
+export const initialExecutionState = (): ExecutionState => ({ epoch: 0, completed: new Map(), failures: new Map(), lastSeq: 0, violations: [] });
+
+/**
+ * Folds one execution event into the state. Pure and total: events of other aggregates are ignored,
+ * invariant breaks are recorded in `violations` (never thrown) so replay validation can report them
+ * with their sequence. A step's recorded output is kept from its first completion: a duplicate never
+ * overwrites what downstream steps already consumed.
+ */
+export function evolveExecution(state: ExecutionState, { seq, event }: SequencedEvent): ExecutionState {
+  const next = { ...state, lastSeq: Math.max(state.lastSeq, seq) };
+  // Other aggregates' events can share a replay; they do not change an execution.
+  if (!isExecEvent(event)) return next;
+  switch (event.type) {
+    case "exec.started":
+      if (state.started) return { ...next, violations: [...state.violations, `second exec.started at seq ${seq}`] };
+      return { ...next, started: event.data, epoch: Math.max(state.epoch, event.data.epoch) };
+    case "exec.step-completed": {
+      const { stepId, attempt, output, outputDigest } = event.data;
+      if (state.completed.has(stepId)) return { ...next, violations: [...state.violations, `duplicate step-completed for ${stepId} at seq ${seq}`] };
+      const completed = new Map(state.completed).set(stepId, { attempt, output, outputDigest, seq });
+      const failures = new Map(state.failures);
+      failures.delete(stepId);
+      return { ...next, completed, failures };
+    }
+    case "exec.step-failed": {
+      const retryAt = event.data.retryAt === undefined ? undefined : Date.parse(event.data.retryAt);
+      const failure = retryAt === undefined ? { attempt: event.data.attempt } : { attempt: event.data.attempt, retryAt };
+      return { ...next, failures: new Map(state.failures).set(event.data.stepId, failure) };
+    }
+    case "exec.paused-for-recovery":
+      return { ...next, epoch: Math.max(state.epoch, event.data.newEpoch), pendingRecovery: event.data };
+    case "exec.resumed": {
+      const { pendingRecovery: _cleared, ...rest } = next;
+      if (state.pendingRecovery?.newEpoch !== event.data.epoch) {
+        return { ...rest, lastResumed: event.data, violations: [...state.violations, `resumed at epoch ${event.data.epoch} without a matching paused-for-recovery at seq ${seq}`] };
+      }
+      return { ...rest, lastResumed: event.data, epoch: Math.max(state.epoch, event.data.epoch) };
+    }
+    case "exec.completed":
+      return { ...next, terminal: "completed" };
+    case "exec.failed":
+      return { ...next, terminal: "failed" };
+    case "exec.cancelled":
+      return { ...next, terminal: "cancelled" };
+    default:
+      return assertNever(event);
+  }
+}
+
+/** Folds a journal (in stream order) from the initial state. */
+export function foldExecution(events: readonly SequencedEvent[]): ExecutionState {
+  return events.reduce(evolveExecution, initialExecutionState());
+}

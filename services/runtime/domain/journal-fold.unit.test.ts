@@ -1,0 +1,61 @@
+import { describe, expect, it } from "vitest";
+import type { DataOf, EventType, Writer } from "../../../contracts/index.ts";
+import { buildEvent } from "./event-builder.ts";
+import { foldExecution, type SequencedEvent } from "./journal-fold.ts";
+
+const writer: Writer = { service: "runtime", instanceId: "rt-a", runtimeInstanceId: "rt-a" as never, epoch: 0 };
+const ctx = { tenantId: "t1", correlationId: "c1", causationId: "c1", writer };
+let n = 0;
+const ev = <T extends EventType>(seq: number, type: T, data: DataOf<T>): SequencedEvent =>
+  ({ seq, event: buildEvent(type, data, ctx, { eventId: `e-${++n}`, now: "2026-01-01T00:00:00.000Z" }) });
+const digest = "a".repeat(64);
+const started = (seq: number) => ev(seq, "exec.started", { sharedRunId: "s1", localRunId: "l1", runtimeInstanceId: "rt-a", dagDigest: digest, stepCount: 3, epoch: 0 } as DataOf<"exec.started">);
+const done = (seq: number, stepId: string, attempt = 1) => ev(seq, "exec.step-completed", { stepId, attempt, output: { v: stepId }, outputDigest: digest, durationMs: 1 } as unknown as DataOf<"exec.step-completed">);
+const paused = (seq: number, newEpoch: number) => ev(seq, "exec.paused-for-recovery", {
+  forensicsId: "runtime-recovery:x:s1:l1", incidentId: "inc-1", failedRuntimeInstanceId: "rt-a", newEpoch } as DataOf<"exec.paused-for-recovery">);
+
+describe("foldExecution: the journal is the resume state", () => {
+  it("given started and two step-completed, then both outputs are recorded and lastSeq is the next append's expectation", () => {
+    const s = foldExecution([started(3), done(7, "a"), done(9, "b")]);
+    expect([...s.completed.keys()]).toEqual(["a", "b"]);
+    expect(s.completed.get("b")).toEqual({ attempt: 1, output: { v: "b" }, outputDigest: digest, seq: 9 });
+    expect(s.lastSeq).toBe(9);
+    expect(s.epoch).toBe(0);
+    expect(s.violations).toEqual([]);
+  });
+
+  it("given a failed attempt with a retry time, then the failure carries its attempt and retryAt in epoch ms; a later completion clears it", () => {
+    const failed = ev(5, "exec.step-failed", { stepId: "a", attempt: 1, error: "boom", retryAt: "2026-01-01T00:00:01.000Z" } as DataOf<"exec.step-failed">);
+    expect(foldExecution([started(1), failed]).failures.get("a")).toEqual({ attempt: 1, retryAt: Date.parse("2026-01-01T00:00:01.000Z") });
+    expect(foldExecution([started(1), failed, done(6, "a", 2)]).failures.has("a")).toBe(false);
+  });
+
+  it("given paused-for-recovery, then the epoch moves to newEpoch and recovery is pending until a resumed at that epoch", () => {
+    const pausedState = foldExecution([started(1), done(2, "a"), paused(4, 1)]);
+    expect(pausedState.epoch).toBe(1);
+    expect(pausedState.pendingRecovery?.newEpoch).toBe(1);
+    const resumed = ev(5, "exec.resumed", { runtimeInstanceId: "rt-b", localRunId: "l2", epoch: 1, completedSteps: 1 } as DataOf<"exec.resumed">);
+    const s = foldExecution([started(1), done(2, "a"), paused(4, 1), resumed]);
+    expect(s.pendingRecovery).toBeUndefined();
+    expect(s.lastResumed?.runtimeInstanceId).toBe("rt-b");
+    expect(s.epoch).toBe(1);
+  });
+
+  it("given a second step-completed for the same step, then the first output is kept and the duplicate is reported with its sequence", () => {
+    const s = foldExecution([started(1), done(2, "a", 1), done(3, "a", 2)]);
+    expect(s.completed.get("a")?.seq).toBe(2);
+    expect(s.violations).toEqual(["duplicate step-completed for a at seq 3"]);
+  });
+
+  it("given paused-for-recovery before any started (the runtime died between run started and exec started), then the fold resumes from nothing", () => {
+    const s = foldExecution([paused(1, 1)]);
+    expect(s.started).toBeUndefined();
+    expect(s.pendingRecovery?.newEpoch).toBe(1);
+    expect(s.completed.size).toBe(0);
+  });
+
+  it("given a terminal event, then the state is terminal", () => {
+    expect(foldExecution([started(1), ev(2, "exec.completed", { outputDigest: digest })]).terminal).toBe("completed");
+    expect(foldExecution([started(1), ev(2, "exec.cancelled", { reason: "" })]).terminal).toBe("cancelled");
+  });
+});

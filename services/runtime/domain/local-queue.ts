@@ -1,0 +1,48 @@
+import type { RuntimeSizing } from "../../../contracts/index.ts";
+
+/** The local queue's counters at one instant (the queue itself is volatile: never recovery truth). */
+export interface QueueFacts {
+  readonly queued: number;
+  readonly running: number;
+  readonly paused: boolean;
+  readonly draining: boolean;
+}
+
+export type Admission =
+  | { readonly accepted: true }
+  | { readonly accepted: false; readonly code: "local-queue-full" | "runtime-draining"; readonly detail: string };
+
+/** Run slots a new run could start in right now (none while paused or draining). */
+export function freeRunSlots(f: QueueFacts, sizing: RuntimeSizing): number {
+  return f.paused || f.draining ? 0 : Math.max(0, sizing.maxConcurrentRuns - f.running);
+}
+
+/**
+ * How many more runs this runtime accepts now: the free local-queue places plus the run slots a run
+ * would start in at once. The queue proper (runs waiting for a slot) never holds more than
+ * `localQueueCapacity`.
+ */
+export function availableSlots(f: QueueFacts, sizing: RuntimeSizing): number {
+  return Math.max(0, sizing.localQueueCapacity + freeRunSlots(f, sizing) - f.queued);
+}
+
+/**
+ * Whether a new run may enter the local queue. A draining runtime takes nothing new; otherwise the
+ * run is accepted while `availableSlots` > 0, and refused with `local-queue-full` and the counts
+ * that made it full (so the caller can tell a paused queue from a busy one).
+ */
+export function admitRun(f: QueueFacts, sizing: RuntimeSizing): Admission {
+  if (f.draining) return { accepted: false, code: "runtime-draining", detail: "the runtime is draining and takes no new runs" };
+  if (availableSlots(f, sizing) > 0) return { accepted: true };
+  return {
+    accepted: false, code: "local-queue-full",
+    detail: `local queue full: queued=${f.queued}/${sizing.localQueueCapacity}, running=${f.running}/${sizing.maxConcurrentRuns}, paused=${f.paused}`,
+  };
+}
+
+/** How many queued runs to start now: none while paused; a draining runtime still starts what it already accepted. */
+export function runsToStart(f: QueueFacts, sizing: RuntimeSizing): number {
+  // Draining still finishes runs already accepted: a queued run is work this runtime promised.
+  const slots = f.paused ? 0 : Math.max(0, sizing.maxConcurrentRuns - f.running);
+  return Math.min(f.queued, slots);
+}

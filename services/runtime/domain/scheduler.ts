@@ -1,0 +1,86 @@
+import type { DagDefinition, Step } from "../../../contracts/index.ts";
+
+/** What the journal (plus this process's in-flight set) says about each step. */
+export interface StepProgress {
+  /** Steps with a durable `step-completed`. */
+  readonly completed: ReadonlySet<string>;
+  /** Latest durable `step-failed` per step: its attempt and, when a retry is allowed, the earliest time (epoch ms) for it. */
+  readonly failures: ReadonlyMap<string, { readonly attempt: number; readonly retryAt?: number }>;
+  /** Steps this process is executing right now (none after a crash: recovery starts with an empty set). */
+  readonly running: ReadonlySet<string>;
+}
+
+export interface StepStart { readonly stepId: string; readonly attempt: number }
+
+/** The scheduler's decision for one execution at one instant. */
+export type ScheduleDecision =
+  | { readonly kind: "completed" }
+  | { readonly kind: "failed"; readonly stepId: string; readonly attempt: number }
+  | { readonly kind: "continue"; readonly start: readonly StepStart[]; readonly wakeAt?: number };
+
+/**
+ * Topological level of every step (0 for roots, else 1 + the deepest dependency). Ready steps are
+ * ordered by (level, id): deterministic for a given DAG, so a replay of the journal re-derives the
+ * same choices. The DAG must be acyclic (DagDefinition guarantees it).
+ */
+export function topologicalLevels(steps: readonly Pick<Step, "id" | "dependsOn">[]): ReadonlyMap<string, number> {
+  const deps = new Map(steps.map((s) => [s.id as string, s.dependsOn as readonly string[]]));
+  const level = new Map<string, number>();
+  const visit = (id: string): number => {
+    const known = level.get(id);
+    if (known !== undefined) return known;
+    // Seed to guard against a cycle turning into unbounded recursion; a valid DAG never reads it.
+    level.set(id, 0);
+    const l = Math.max(-1, ...(deps.get(id) ?? []).map(visit)) + 1;
+    level.set(id, l);
+    return l;
+  };
+  for (const s of steps) visit(s.id);
+  return level;
+}
+
+/**
+ * Decides which steps to start now. Pure: the same DAG, progress, `now` and cap always give the same
+ * answer.
+ *
+ * - every step completed → `completed`;
+ * - a step whose latest failure has no retry left (attempt ≥ retry.maxAttempts) → `failed`;
+ * - otherwise ready steps (not completed, not running, every dependency completed, retry time
+ *   reached) in (topological level, id) order, as many as `maxParallel` minus the running count;
+ *   the attempt number continues from the journal, so a crash never consumes retry budget;
+ * - `wakeAt` is the earliest future retry time of a step that is otherwise ready.
+ */
+export function scheduleSteps(dag: Pick<DagDefinition, "steps">, progress: StepProgress, now: number, maxParallel: number): ScheduleDecision {
+  if (dag.steps.every((s) => progress.completed.has(s.id))) return { kind: "completed" };
+  for (const s of [...dag.steps].sort(byId)) {
+    const f = progress.failures.get(s.id);
+    if (f && !progress.completed.has(s.id) && f.attempt >= s.retry.maxAttempts) return { kind: "failed", stepId: s.id, attempt: f.attempt };
+  }
+  const levels = topologicalLevels(dag.steps);
+  const ready: StepStart[] = [];
+  let wakeAt: number | undefined;
+  const candidates = dag.steps
+    .filter((s) => !progress.completed.has(s.id) && !progress.running.has(s.id) && s.dependsOn.every((d) => progress.completed.has(d)))
+    .sort((a, b) => (levels.get(a.id) ?? 0) - (levels.get(b.id) ?? 0) || byId(a, b));
+  for (const s of candidates) {
+    const f = progress.failures.get(s.id);
+    if (f?.retryAt !== undefined && f.retryAt > now) {
+      wakeAt = wakeAt === undefined ? f.retryAt : Math.min(wakeAt, f.retryAt);
+      continue;
+    }
+    ready.push({ stepId: s.id, attempt: (f?.attempt ?? 0) + 1 });
+  }
+  const room = Math.max(0, maxParallel - progress.running.size);
+  return wakeAt === undefined ? { kind: "continue", start: ready.slice(0, room) } : { kind: "continue", start: ready.slice(0, room), wakeAt };
+}
+
+/**
+ * After attempt `attempt` of `step` failed at `now`: the time the next attempt may start
+ * (backoffMs · 2^(attempt−1) later), or undefined when the retry budget is spent.
+ */
+export function retryAtAfterFailure(step: Pick<Step, "retry">, attempt: number, now: number): number | undefined {
+  if (attempt >= step.retry.maxAttempts) return undefined;
+  return now + step.retry.backoffMs * 2 ** (attempt - 1);
+}
+
+const byId = (a: { id: string }, b: { id: string }): number => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
