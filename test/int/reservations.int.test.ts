@@ -1,0 +1,44 @@
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { redisReservations } from "../../platform/reservations.ts";
+import { uniqueName } from "../support/isolation.ts";
+
+describe("slot reservations (Lua script against a real Redis)", () => {
+  let redis: Redis;
+  beforeAll(() => { redis = new Redis(inject("redisUrl"), { maxRetriesPerRequest: 1 }); });
+  afterAll(() => redis.disconnect());
+
+  it("never over-commits a runtime under 40 concurrent reservations from 4 connections for 3 slots", async () => {
+    const conns = Array.from({ length: 4 }, () => new Redis(inject("redisUrl"), { maxRetriesPerRequest: 1 }));
+    try {
+      for (let round = 0; round < 5; round++) {
+        const cp = uniqueName("cp");
+        const stores = conns.map((c) => redisReservations(c, cp));
+        const results = await Promise.all(Array.from({ length: 40 }, (_, i) => stores[i % 4]!.reserve("rt-1", `run-${i}`, 3, 10_000, 1_000)));
+        expect(results.filter((r) => r === "reserved")).toHaveLength(3);
+        expect(results.filter((r) => r === "full")).toHaveLength(37);
+        expect(await stores[0]!.count("rt-1", 1_000)).toBe(3);
+      }
+    } finally {
+      for (const c of conns) c.disconnect();
+    }
+  });
+
+  it("confirms a retried reservation for the same run without taking a second slot", async () => {
+    const r = redisReservations(redis, uniqueName("cp"));
+    expect(await r.reserve("rt-1", "run-a", 2, 10_000, 1_000)).toBe("reserved");
+    expect(await r.reserve("rt-1", "run-a", 2, 10_000, 1_001)).toBe("already-reserved");
+    expect(await r.count("rt-1", 1_002)).toBe(1);
+    expect(await r.reserve("rt-1", "run-b", 2, 10_000, 1_002)).toBe("reserved");
+    expect(await r.reserve("rt-1", "run-c", 2, 10_000, 1_003)).toBe("full");
+  });
+
+  it("frees a slot when a reservation expires or is released", async () => {
+    const r = redisReservations(redis, uniqueName("cp"));
+    expect(await r.reserve("rt-1", "run-a", 1, 500, 1_000)).toBe("reserved");
+    expect(await r.reserve("rt-1", "run-b", 1, 500, 1_499)).toBe("full");
+    expect(await r.reserve("rt-1", "run-b", 1, 500, 1_500)).toBe("reserved");
+    await r.release("rt-1", "run-b");
+    expect(await r.count("rt-1", 1_600)).toBe(0);
+  });
+});
