@@ -39,13 +39,16 @@ export const EventId = id("EventId").brand<"EventId">();
 export type EventId = z.infer<typeof EventId>;
 
 /**
- * ForensicsId is deterministic and contains `:` separators, so it is not subject-safe as is:
+ * ForensicsId is deterministic so a retried recovery cannot create a second record:
  * `runtime-recovery:<ExecutionId>:<SharedRunId>:<LocalRunId>` (in-flight) or
- * `runtime-recovery:local-queued:<SharedRunId>:<LocalRunId>`. Subjects carry its digest
- * (see `forensicsSubjectToken` in streams/subjects.ts).
+ * `runtime-recovery:local-queued:<SharedRunId>:<LocalRunId>`. Each part is an id as above. `:` is
+ * legal in NATS subjects, so the ForensicsId is used directly as the id token of
+ * `drover.forensics.<tenant>.<forensicsId>.<event>`; it never appears in Kubernetes names.
  */
+const ID_PART = "[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?";
+export const FORENSICS_ID_PATTERN = new RegExp(`^runtime-recovery:${ID_PART}:${ID_PART}:${ID_PART}$`);
 export const ForensicsId = z.string().min(1).max(260)
-  .regex(/^runtime-recovery:[a-z0-9:-]+$/, "ForensicsId must be runtime-recovery:<ids joined by ':'>")
+  .regex(FORENSICS_ID_PATTERN, "ForensicsId must be runtime-recovery:<ExecutionId>:<SharedRunId>:<LocalRunId> or runtime-recovery:local-queued:<SharedRunId>:<LocalRunId>")
   .brand<"ForensicsId">().describe("ForensicsId");
 export type ForensicsId = z.infer<typeof ForensicsId>;
 
@@ -57,4 +60,14 @@ export type HostIncarnation = z.infer<typeof HostIncarnation>;
 /** True when `value` is a valid id (same rule as the schemas), without throwing. */
 export function isSubjectSafeId(value: string): boolean {
   return value.length > 0 && value.length <= ID_MAX_LENGTH && ID_PATTERN.test(value);
+}
+
+/** The ForensicsId of an in-flight execution's recovery; deterministic in its inputs. */
+export function inFlightForensicsId(executionId: ExecutionId, sharedRunId: SharedRunId, localRunId: LocalRunId): ForensicsId {
+  return ForensicsId.parse(`runtime-recovery:${executionId}:${sharedRunId}:${localRunId}`);
+}
+
+/** The ForensicsId of a dispatched-but-never-started run's recovery; deterministic in its inputs. */
+export function localQueuedForensicsId(sharedRunId: SharedRunId, localRunId: LocalRunId): ForensicsId {
+  return ForensicsId.parse(`runtime-recovery:local-queued:${sharedRunId}:${localRunId}`);
 }
