@@ -9,7 +9,7 @@ export { AGGREGATES, TENANT_SCOPED_AGGREGATES, defineEvent, type Aggregate } fro
 export { DAG_LIMITS, DagDefinition, Step, STEP_KINDS, RetryPolicy, ComputeParams, FlakyParams, SleepParams, HttpParams, LlmParams,
   dagIssues, findCycle, type DagInput, type StepKind } from "./dag.ts";
 export { TenantSettings, IsolationMode, HostProvider, Transport, RuntimeSizing, defaultTenantSettings, runtimePrefixOf, sizingOf,
-  tenantSettingsFor, RUNTIME_PREFIX_MAX_LENGTH } from "./tenant-settings.ts";
+  RUNTIME_PREFIX_MAX_LENGTH } from "./tenant-settings.ts";
 export * as RunEvents from "./events-run.ts";
 export * as ExecEvents from "./events-exec.ts";
 export * as ScaleOutEvents from "./events-scaleout.ts";

@@ -43,9 +43,26 @@ export function defaultTenantSettings(tenantId: TenantId): TenantSettings {
   return TenantSettings.parse({ tenantId });
 }
 
-/** The prefix runtime ids of this tenant start with: the configured one, or `rt-<tenantId>` cut to 31 characters. */
+export const RUNTIME_PREFIX_MAX_LENGTH = 31;
+
+/**
+ * The prefix runtime ids of this tenant start with: the configured one, or `rt-<tenantId>` when that
+ * fits in 31 characters. A longer tenant id is shortened to `rt-<first 19 characters>-<8 hex of
+ * FNV-1a(tenantId)>`: plain truncation would give two tenants sharing their first 28 characters the
+ * same prefix, and a tenant's runtime count is taken by prefix (admission-and-capacity.md "Limits").
+ */
 export function runtimePrefixOf(t: TenantSettings): string {
-  return t.runtimeInstanceIdPrefix ?? `rt-${t.tenantId}`.slice(0, 31).replace(/-+$/, "");
+  if (t.runtimeInstanceIdPrefix !== undefined) return t.runtimeInstanceIdPrefix;
+  const whole = `rt-${t.tenantId}`;
+  if (whole.length <= RUNTIME_PREFIX_MAX_LENGTH) return whole;
+  return `rt-${t.tenantId.slice(0, 19).replace(/-+$/, "")}-${fnv1a32(t.tenantId)}`;
+}
+
+/** FNV-1a 32-bit as 8 hex digits: a stable, dependency-free digest (contracts cannot import node:crypto). */
+function fnv1a32(s: string): string {
+  let h = 0x811c9dc5;
+  for (const byte of new TextEncoder().encode(s)) h = Math.imul(h ^ byte, 0x01000193) >>> 0;
+  return h.toString(16).padStart(8, "0");
 }
 
 export function sizingOf(t: TenantSettings): RuntimeSizing {
