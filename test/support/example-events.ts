@@ -1,0 +1,189 @@
+/**
+ * One valid example of every event type in the catalogue, for tests of the codec, the event store,
+ * folds and projections. `EXAMPLE_BUILDERS` is typed by `EventType`, so adding an event to the
+ * catalogue without an example here fails the typecheck.
+ */
+import {
+  ControlPlaneId, DagDefinition, EventId, ExecutionId, HostIncarnation, LocalRunId, RuntimeFailureIncidentId, RuntimeInstanceId,
+  ScaleOutRequestId, SharedRunId, StepId, TenantId, inFlightForensicsId, localQueuedForensicsId,
+  type DagInput, type DroverEvent, type ErrorCode, type EventOf, type EventType, type Reason,
+} from "../../contracts/index.ts";
+
+/** Fixed, valid ids shared by the examples (and handy for other tests). */
+export const ids = {
+  tenant: TenantId.parse("tenant-a"),
+  sharedRun: SharedRunId.parse("run-0001"),
+  localRun: LocalRunId.parse("lr-0001"),
+  replacementLocalRun: LocalRunId.parse("lr-0002"),
+  execution: ExecutionId.parse("ex-0001"),
+  runtime: RuntimeInstanceId.parse("rt-tenant-a-0001"),
+  replacementRuntime: RuntimeInstanceId.parse("rt-tenant-a-0002"),
+  incident: RuntimeFailureIncidentId.parse("inc-0001"),
+  scaleOut: ScaleOutRequestId.parse("so-0001"),
+  controlPlane: ControlPlaneId.parse("cp-test"),
+  step: StepId.parse("b"),
+  host: HostIncarnation.parse("pid:4242:987654"),
+  pod: HostIncarnation.parse("pod:0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"),
+};
+export const forensicsIds = {
+  inFlight: inFlightForensicsId(ids.execution, ids.sharedRun, ids.localRun),
+  localQueued: localQueuedForensicsId(ids.sharedRun, ids.localRun),
+};
+
+const DIGEST = "a".repeat(64);
+const AT = "2026-01-02T03:04:05.678Z";
+
+export const exampleDagInput: DagInput = {
+  name: "example",
+  steps: [
+    { id: "a", kind: "compute", params: { durationMs: 5 } },
+    { id: "b", kind: "flaky", dependsOn: ["a"], params: { failAttempts: 1 }, retry: { maxAttempts: 3, backoffMs: 10 } },
+    { id: "c", kind: "sleep", dependsOn: ["a"], params: { durationMs: 10 } },
+    { id: "d", kind: "http", dependsOn: ["b", "c"], params: { url: "http://127.0.0.1:8080/hook", method: "POST", body: "{}" } },
+    { id: "e", kind: "llm", dependsOn: ["d"], params: { model: "tiny", prompt: "summarise" } },
+  ],
+};
+export const exampleDag = DagDefinition.parse(exampleDagInput);
+
+export const reason = (code: ErrorCode, detail = ""): Reason => ({ code, detail });
+
+/** The envelope fields of an example; `tenantId` only for tenant-scoped aggregates (not `runtime.*`). */
+export function envelope<T extends EventType>(type: T, n = 1) {
+  const tenantScoped = !type.startsWith("runtime.");
+  return {
+    eventId: EventId.parse(`ev-${type.replace(".", "-")}-${n}`),
+    type,
+    schemaVersion: 1 as const,
+    occurredAt: AT,
+    ...(tenantScoped ? { tenantId: ids.tenant } : {}),
+    correlationId: ids.sharedRun as string,
+    causationId: "cmd-0001",
+    writer: { service: "test" as const, instanceId: "test-1" },
+  };
+}
+
+const runtimeWriter = { service: "runtime" as const, instanceId: "rt-proc-1", runtimeInstanceId: ids.runtime, hostIncarnation: ids.host, epoch: 0 };
+const item = { forensicsId: forensicsIds.inFlight, incidentId: ids.incident, class: "in-flight-execution" as const, sharedRunId: ids.sharedRun,
+  failedRuntimeInstanceId: ids.runtime, failedLocalRunId: ids.localRun, executionId: ids.execution };
+const sizing = { workers: 2, maxConcurrentRuns: 2, localQueueCapacity: 8, maxWorkersPerRun: 1 };
+
+type Builders = { readonly [T in EventType]: () => EventOf<T> };
+
+/** Builders of one valid example per event type (every optional field set where it has a meaning). */
+export const EXAMPLE_BUILDERS: Builders = {
+  "run.submitted": () => ({ ...envelope("run.submitted"), tenantId: ids.tenant,
+    data: { sharedRunId: ids.sharedRun, dag: exampleDag, idempotencyKey: "idem-1", source: "api", labels: { team: "ml" } } }),
+  "run.admitted": () => ({ ...envelope("run.admitted"), tenantId: ids.tenant,
+    data: { runtimeInstanceId: ids.runtime, localRunId: ids.localRun, reservationId: "res-1",
+      candidates: [{ runtimeInstanceId: ids.runtime, rank: 0, why: "most free slots" }], recovery: false } }),
+  "run.queued-globally": () => ({ ...envelope("run.queued-globally"), tenantId: ids.tenant, data: { reason: reason("no-visible-capacity", "0 candidates") } }),
+  "run.scale-out-requested": () => ({ ...envelope("run.scale-out-requested"), tenantId: ids.tenant, data: { requestId: ids.scaleOut } }),
+  "run.dispatch-failed": () => ({ ...envelope("run.dispatch-failed"), tenantId: ids.tenant,
+    data: { runtimeInstanceId: ids.runtime, localRunId: ids.localRun, reason: reason("dispatch-timeout") } }),
+  "run.dispatched": () => ({ ...envelope("run.dispatched"), tenantId: ids.tenant,
+    data: { runtimeInstanceId: ids.runtime, localRunId: ids.localRun, transport: "grpc", hostIncarnation: ids.host } }),
+  "run.started": () => ({ ...envelope("run.started"), tenantId: ids.tenant, writer: runtimeWriter,
+    data: { executionId: ids.execution, localRunId: ids.localRun, runtimeInstanceId: ids.runtime } }),
+  "run.requeued-for-resume": () => ({ ...envelope("run.requeued-for-resume"), tenantId: ids.tenant,
+    data: { forensicsId: forensicsIds.inFlight, incidentId: ids.incident, executionId: ids.execution, failedRuntimeInstanceId: ids.runtime,
+      failedLocalRunId: ids.localRun, newEpoch: 1 } }),
+  "run.requeued-for-local-queued-recovery": () => ({ ...envelope("run.requeued-for-local-queued-recovery"), tenantId: ids.tenant,
+    data: { forensicsId: forensicsIds.localQueued, incidentId: ids.incident, failedRuntimeInstanceId: ids.runtime, failedLocalRunId: ids.localRun } }),
+  "run.replacement-selected": () => ({ ...envelope("run.replacement-selected"), tenantId: ids.tenant,
+    data: { forensicsId: forensicsIds.inFlight, runtimeInstanceId: ids.replacementRuntime } }),
+  "run.completed": () => ({ ...envelope("run.completed"), tenantId: ids.tenant, data: { executionId: ids.execution, localRunId: ids.localRun, outputDigest: DIGEST } }),
+  "run.failed": () => ({ ...envelope("run.failed"), tenantId: ids.tenant,
+    data: { executionId: ids.execution, localRunId: ids.localRun, reason: reason("step-attempts-exhausted", "step b") } }),
+  "run.cancelled": () => ({ ...envelope("run.cancelled"), tenantId: ids.tenant, data: { reason: "user asked" } }),
+  "run.rejected": () => ({ ...envelope("run.rejected"), tenantId: ids.tenant, data: { reason: reason("tenant-quota-exceeded") } }),
+
+  "exec.started": () => ({ ...envelope("exec.started"), tenantId: ids.tenant, writer: runtimeWriter,
+    data: { sharedRunId: ids.sharedRun, localRunId: ids.localRun, runtimeInstanceId: ids.runtime, dagDigest: DIGEST, stepCount: 5, epoch: 0 } }),
+  "exec.step-completed": () => ({ ...envelope("exec.step-completed"), tenantId: ids.tenant, writer: runtimeWriter,
+    data: { stepId: ids.step, attempt: 2, output: { ok: true, n: 3, note: null }, outputDigest: DIGEST, durationMs: 12 } }),
+  "exec.step-failed": () => ({ ...envelope("exec.step-failed"), tenantId: ids.tenant, writer: runtimeWriter,
+    data: { stepId: ids.step, attempt: 1, error: "flaky attempt 1", retryAt: AT } }),
+  "exec.paused-for-recovery": () => ({ ...envelope("exec.paused-for-recovery"), tenantId: ids.tenant,
+    data: { forensicsId: forensicsIds.inFlight, incidentId: ids.incident, failedRuntimeInstanceId: ids.runtime, newEpoch: 1 } }),
+  "exec.resumed": () => ({ ...envelope("exec.resumed"), tenantId: ids.tenant,
+    writer: { ...runtimeWriter, runtimeInstanceId: ids.replacementRuntime, epoch: 1 },
+    data: { runtimeInstanceId: ids.replacementRuntime, localRunId: ids.replacementLocalRun, epoch: 1, completedSteps: 2 } }),
+  "exec.completed": () => ({ ...envelope("exec.completed"), tenantId: ids.tenant, writer: runtimeWriter, data: { outputDigest: DIGEST } }),
+  "exec.failed": () => ({ ...envelope("exec.failed"), tenantId: ids.tenant, writer: runtimeWriter,
+    data: { reason: reason("step-attempts-exhausted"), stepId: ids.step } }),
+  "exec.cancelled": () => ({ ...envelope("exec.cancelled"), tenantId: ids.tenant, writer: runtimeWriter, data: { reason: "run cancelled" } }),
+
+  "scaleout.requested": () => ({ ...envelope("scaleout.requested"), tenantId: ids.tenant,
+    data: { requestId: ids.scaleOut, controlPlaneId: ids.controlPlane, dedupeKey: "cp-test/tenant-a/rt-tenant-a/no-visible-capacity",
+      reason: reason("no-visible-capacity"),
+      policy: { isolationMode: "dedicated", allowSharedFallback: false, runtimeInstanceIdPrefix: "rt-tenant-a", maxRuntimeInstances: 2 },
+      sizing, providerHint: "process", transport: "http", expiresAt: AT } }),
+  "scaleout.observed": () => ({ ...envelope("scaleout.observed"), tenantId: ids.tenant, data: { provisionerInstanceId: "prov-1" } }),
+  "scaleout.fulfilled": () => ({ ...envelope("scaleout.fulfilled"), tenantId: ids.tenant, data: { runtimeInstanceId: ids.runtime } }),
+  "scaleout.rejected": () => ({ ...envelope("scaleout.rejected"), tenantId: ids.tenant,
+    data: { reason: reason("scale-out-limit-reached"), runtimeInstanceId: ids.runtime } }),
+  "scaleout.expired": () => ({ ...envelope("scaleout.expired"), tenantId: ids.tenant, data: {} }),
+  "scaleout.cancelled": () => ({ ...envelope("scaleout.cancelled"), tenantId: ids.tenant, data: { reason: "" } }),
+
+  "runtime.registered": () => ({ ...envelope("runtime.registered"),
+    data: { controlPlaneId: ids.controlPlane, tenantId: ids.tenant, isolationMode: "dedicated", allowSharedFallback: false, pool: "default",
+      hostProvider: "process", transport: "http", sizing, requiredLayers: ["resource", "host", "endpoint", "command", "published"],
+      scaleOutRequestId: ids.scaleOut } }),
+  "runtime.host-start-requested": () => ({ ...envelope("runtime.host-start-requested"), data: { attempt: 1 } }),
+  "runtime.host-started": () => ({ ...envelope("runtime.host-started"),
+    data: { hostIncarnation: ids.pod, podUid: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", podName: "rt-tenant-a-0001-0123456789ab",
+      namespace: "drover", node: "node-1", convergence: "converged", convergenceSource: "existing pod with matching labels" } }),
+  "runtime.host-start-failed": () => ({ ...envelope("runtime.host-start-failed"), data: { reason: reason("pod-readiness-timeout"), layer: "host" } }),
+  "runtime.readiness-layer-passed": () => ({ ...envelope("runtime.readiness-layer-passed"),
+    data: { layer: "command", hostIncarnation: ids.host, detail: "GetQueueStatus answered" } }),
+  "runtime.endpoint-published": () => ({ ...envelope("runtime.endpoint-published"),
+    data: { endpoint: "http://127.0.0.1:41234", aliases: ["http://localhost:41234"],
+      route: { kind: "HTTPRoute", name: "rt-tenant-a-0001", namespace: "drover" },
+      routingHeader: "x-drover-runtime-instance-id", hostIncarnation: ids.host } }),
+  "runtime.capacity-published": () => ({ ...envelope("runtime.capacity-published"), data: { hostIncarnation: ids.host } }),
+  "runtime.draining": () => ({ ...envelope("runtime.draining"), data: { reason: "SIGTERM" } }),
+  "runtime.suspected": () => ({ ...envelope("runtime.suspected"),
+    data: { incidentId: ids.incident, reason: reason("heartbeat-stale", "last beat 9 s ago"), hostIncarnation: ids.host } }),
+  "runtime.fenced": () => ({ ...envelope("runtime.fenced"),
+    data: { incidentId: ids.incident, hostIncarnation: ids.host, proof: { kind: "process-exit", pid: 4242, exitCode: null, signal: "SIGKILL" } } }),
+  "runtime.recovery-planned": () => ({ ...envelope("runtime.recovery-planned"),
+    data: { incidentId: ids.incident, items: [
+      { forensicsId: forensicsIds.inFlight, tenantId: ids.tenant, sharedRunId: ids.sharedRun, localRunId: ids.localRun,
+        executionId: ids.execution, class: "in-flight-execution" },
+      { forensicsId: forensicsIds.localQueued, tenantId: ids.tenant, sharedRunId: ids.sharedRun, localRunId: ids.localRun, class: "local-queued" },
+    ] } }),
+  "runtime.host-exited": () => ({ ...envelope("runtime.host-exited"),
+    data: { hostIncarnation: ids.host, kind: "exited", exitCode: null, signal: "SIGKILL", detail: "child exit observed" } }),
+  "runtime.retired": () => ({ ...envelope("runtime.retired"), data: { reason: "drained" } }),
+
+  "forensics.execution-recovery-candidate-detected": () => ({ ...envelope("forensics.execution-recovery-candidate-detected"), tenantId: ids.tenant,
+    data: { ...item, completedSteps: 2 } }),
+  "forensics.shared-run-requeued-for-resume": () => ({ ...envelope("forensics.shared-run-requeued-for-resume"), tenantId: ids.tenant,
+    data: { ...item, newEpoch: 1 } }),
+  "forensics.shared-run-requeued-for-local-queued-recovery": () => ({ ...envelope("forensics.shared-run-requeued-for-local-queued-recovery"),
+    tenantId: ids.tenant, data: { ...item, forensicsId: forensicsIds.localQueued, class: "local-queued", executionId: undefined } }),
+  "forensics.failed-local-run-marked-requeued-for-recovery": () => ({ ...envelope("forensics.failed-local-run-marked-requeued-for-recovery"),
+    tenantId: ids.tenant, data: { ...item } }),
+  "forensics.replacement-runtime-selected": () => ({ ...envelope("forensics.replacement-runtime-selected"), tenantId: ids.tenant,
+    data: { ...item, replacementRuntimeInstanceId: ids.replacementRuntime } }),
+  "forensics.replacement-local-run-registered": () => ({ ...envelope("forensics.replacement-local-run-registered"), tenantId: ids.tenant,
+    data: { ...item, replacementRuntimeInstanceId: ids.replacementRuntime, replacementLocalRunId: ids.replacementLocalRun } }),
+  "forensics.resume-context-seeded": () => ({ ...envelope("forensics.resume-context-seeded"), tenantId: ids.tenant,
+    data: { ...item, completedSteps: 2, firstIncompleteStepId: StepId.parse("d") } }),
+  "forensics.dag-resume-started": () => ({ ...envelope("forensics.dag-resume-started"), tenantId: ids.tenant,
+    data: { ...item, replacementRuntimeInstanceId: ids.replacementRuntime, epoch: 1 } }),
+  "forensics.dag-resume-completed": () => ({ ...envelope("forensics.dag-resume-completed"), tenantId: ids.tenant,
+    data: { ...item, outputDigest: DIGEST } }),
+  "forensics.execution-recovery-completed": () => ({ ...envelope("forensics.execution-recovery-completed"), tenantId: ids.tenant,
+    data: { ...item, outcome: "completed" } }),
+};
+
+/** A fresh example of the event of type `type`. */
+export function exampleEvent<T extends EventType>(type: T): EventOf<T> {
+  return EXAMPLE_BUILDERS[type]() as EventOf<T>;
+}
+
+/** One fresh example per event type, in catalogue order. */
+export function allExampleEvents(): DroverEvent[] {
+  return (Object.keys(EXAMPLE_BUILDERS) as EventType[]).map((t) => exampleEvent(t));
+}
