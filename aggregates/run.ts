@@ -39,11 +39,13 @@ export interface RunState {
   readonly resume?: { readonly executionId: string; readonly epoch: number; readonly forensicsId: string };
   readonly lastReason?: string;
   readonly dispatchFailures: number;
+  /** Scale-out requests this run asked for (each recorded once). */
+  readonly scaleOutRequestIds: readonly string[];
   /** Stream sequence of the last event: what the next conditional append expects. */
   readonly lastSeq: number;
 }
 
-export const initialRunState = (): RunState => ({ status: "none", localRunIds: [], recoveryPending: false, dispatchFailures: 0, lastSeq: 0 });
+export const initialRunState = (): RunState => ({ status: "none", localRunIds: [], recoveryPending: false, dispatchFailures: 0, scaleOutRequestIds: [], lastSeq: 0 });
 
 export const isTerminal = (s: RunStatus): boolean => s === "completed" || s === "failed" || s === "cancelled" || s === "rejected";
 
@@ -63,7 +65,7 @@ function apply(s: RunState, e: RunEvent, seq: number): RunState {
     case "run.queued-globally":
       return { ...s, status: isTerminal(s.status) ? s.status : "queued", lastReason: e.data.reason.code };
     case "run.scale-out-requested":
-      return s;
+      return { ...s, scaleOutRequestIds: [...s.scaleOutRequestIds, e.data.requestId] };
     case "run.dispatch-failed":
       return { ...s, status: "queued", placement: undefined, lastReason: e.data.reason.code, dispatchFailures: s.dispatchFailures + 1 };
     case "run.dispatched":
