@@ -58,6 +58,8 @@ export function evolveRun(s: RunState, e: RunEvent, seq: number): RunState {
 function apply(s: RunState, e: RunEvent, seq: number): RunState {
   switch (e.type) {
     case "run.submitted":
+      // Trusted producers publish without a sequence expectation: only the first submission counts.
+      if (s.status !== "none") return s;
       return { ...s, status: "submitted", sharedRunId: e.data.sharedRunId, tenantId: e.tenantId, dag: e.data.dag, submittedSeq: seq };
     case "run.admitted":
       return { ...s, status: "admitted", placement: { runtimeInstanceId: e.data.runtimeInstanceId, localRunId: e.data.localRunId, reservationId: e.data.reservationId, admittedSeq: seq },
