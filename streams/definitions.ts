@@ -1,0 +1,87 @@
+import { DiscardPolicy, RetentionPolicy, StorageType, type StreamConfig } from "@nats-io/jetstream";
+import { nanos } from "@nats-io/transport-node";
+import type { StreamLayout } from "./layout.ts";
+
+/** Knobs that vary by deployment; everything else about the streams is fixed by drover's guarantees. */
+export interface StreamOptions {
+  /** Replicas of each stream (1 on one machine; 3 in a cluster). */
+  readonly replicas?: number;
+  /** Dedupe window of the event stream in ms; at least 2 min so a timed-out publish can be retried. */
+  readonly duplicateWindowMs?: number;
+}
+
+export const MIN_DUPLICATE_WINDOW_MS = 120_000;
+/** Heartbeats kept per runtime: enough to see the last few beats, never a history. */
+export const HEARTBEATS_PER_RUNTIME = 3;
+export const HEARTBEAT_MAX_AGE_MS = 10 * 60_000;
+
+/** The advisory subjects the dead-letter stream captures for the event stream (every consumer). */
+export function deadLetterSubjects(layout: StreamLayout): string[] {
+  return [
+    `$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.${layout.eventStream}.*`,
+    `$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.${layout.eventStream}.*`,
+  ];
+}
+
+/**
+ * The event stream: one total order of every domain event. `deny_delete`/`deny_purge` make it an
+ * immutable forensic log (the server refuses both, and the flags cannot be turned off later);
+ * `allow_atomic` enables multi-aggregate transitions; `allow_direct` makes aggregate reads cheap;
+ * no per-subject limit, ever: that would silently drop history.
+ */
+export function eventStreamConfig(layout: StreamLayout, opts: StreamOptions = {}): Partial<StreamConfig> & { name: string } {
+  const window = opts.duplicateWindowMs ?? MIN_DUPLICATE_WINDOW_MS;
+  if (window < MIN_DUPLICATE_WINDOW_MS) throw new RangeError(`duplicate window ${window}ms is below the ${MIN_DUPLICATE_WINDOW_MS}ms drover needs for safe retries`);
+  return {
+    name: layout.eventStream,
+    subjects: [`${layout.eventPrefix}.>`],
+    storage: StorageType.File,
+    retention: RetentionPolicy.Limits,
+    discard: DiscardPolicy.Old,
+    num_replicas: opts.replicas ?? 1,
+    max_msgs: -1, max_bytes: -1, max_age: 0, max_msgs_per_subject: -1,
+    duplicate_window: nanos(window),
+    deny_delete: true, deny_purge: true,
+    allow_atomic: true, allow_direct: true,
+    allow_rollup_hdrs: false,
+  };
+}
+
+/** Heartbeats: the last few beats per runtime, aged out in minutes; read by last-per-subject. */
+export function heartbeatStreamConfig(layout: StreamLayout, opts: StreamOptions = {}): Partial<StreamConfig> & { name: string } {
+  return {
+    name: layout.heartbeatStream,
+    subjects: [`${layout.heartbeatPrefix}.>`],
+    storage: StorageType.File,
+    retention: RetentionPolicy.Limits,
+    discard: DiscardPolicy.Old,
+    num_replicas: opts.replicas ?? 1,
+    max_msgs_per_subject: HEARTBEATS_PER_RUNTIME,
+    max_age: nanos(HEARTBEAT_MAX_AGE_MS),
+    allow_direct: true,
+  };
+}
+
+/**
+ * Dead letters: the server's own advisories for messages of the event stream that a consumer gave
+ * up on (max deliveries reached, or `term()`ed), each naming the stream sequence, consumer and,
+ * for terms, the reason. There is no built-in DLQ in JetStream; capturing the advisories is the
+ * documented way and needs no cooperation from the consumer that failed. The event itself stays
+ * in the event stream (deny_delete), so the advisory is a complete pointer to it.
+ */
+export function deadLetterStreamConfig(layout: StreamLayout, opts: StreamOptions = {}): Partial<StreamConfig> & { name: string } {
+  return {
+    name: layout.deadLetterStream,
+    subjects: deadLetterSubjects(layout),
+    storage: StorageType.File,
+    retention: RetentionPolicy.Limits,
+    discard: DiscardPolicy.Old,
+    num_replicas: opts.replicas ?? 1,
+    allow_direct: true,
+  };
+}
+
+/** Every stream drover needs for a layout, in creation order. */
+export function streamConfigs(layout: StreamLayout, opts: StreamOptions = {}): Array<Partial<StreamConfig> & { name: string }> {
+  return [eventStreamConfig(layout, opts), heartbeatStreamConfig(layout, opts), deadLetterStreamConfig(layout, opts)];
+}

@@ -1,0 +1,94 @@
+import { DroverError, type DroverEvent } from "../contracts/index.ts";
+import type { NatsHandle } from "./connection.ts";
+import type { StreamLayout } from "./layout.ts";
+import { defaultMsgId, nthMsgId } from "./msg-ids.ts";
+import { JS, jsCode, toStoreError } from "./nats-errors.ts";
+import { appendAtomic } from "./atomic-append.ts";
+import { replay } from "./replay.ts";
+import { assertServerVersion } from "./server-version.ts";
+import { encodeFor, storeContext, type Encoded, type EventStoreOptions, type StoreContext } from "./store-context.ts";
+import { landedEarlier, versionConflict } from "./occ.ts";
+import { readFiltered, toStoredEvent } from "./stored.ts";
+import { aggregateWildcard, type AggregateRef } from "./subjects.ts";
+import type { Appended, AppendOptions, EventStore } from "./types.ts";
+
+export type { EventStoreOptions } from "./store-context.ts";
+
+/**
+ * The event store over JetStream (see the EventStore interface for the contract). Refuses a
+ * server older than 2.12 at construction (`server-version-unsupported`), since atomic batches and
+ * wildcard expectations would silently degrade there. Synchronous: no request is made until the
+ * first operation.
+ */
+export function createEventStore(handle: NatsHandle, layout: StreamLayout, opts: EventStoreOptions = {}): EventStore {
+  const ctx = storeContext(handle, layout, opts);
+  assertServerVersion(ctx.nc.info?.version);
+  return {
+    // async wrappers so validation failures reject the promise rather than throw synchronously.
+    append: async (ref, event, o) => appendOne(ctx, ref, encodeFor(layout, ref, event), o.expectedSeq, o.msgId ?? defaultMsgId(layout, ref, o.expectedSeq)),
+    appendAll: async (ref, events, o) => appendAll(ctx, ref, events, o),
+    appendAtomic: async (entries) => appendAtomic(ctx, entries),
+    read: async (ref) => {
+      const events = await readFiltered(await ctx.jsm, layout.eventStream, aggregateWildcard(layout, ref));
+      return { events, lastSeq: events.at(-1)?.seq ?? 0 };
+    },
+    lastSeq: (ref) => lastSeq(ctx, ref),
+    replay: (from, onEvent, o) => replay(ctx, from, onEvent, o),
+  };
+}
+
+/** The aggregate's last sequence from the stream leader (read-after-write, unlike Direct Get on R>1). */
+async function lastSeq(ctx: StoreContext, ref: AggregateRef): Promise<number> {
+  const wildcard = aggregateWildcard(ctx.layout, ref);
+  try {
+    const m = await (await ctx.jsm).streams.getMessage(ctx.layout.eventStream, { last_by_subj: wildcard });
+    return m?.seq ?? 0;
+  } catch (e) {
+    throw toStoreError(e, `reading the last sequence of ${wildcard}`, { subject: wildcard });
+  }
+}
+
+async function appendOne(ctx: StoreContext, ref: AggregateRef, enc: Encoded, expectedSeq: number, msgId: string): Promise<Appended> {
+  const wildcard = aggregateWildcard(ctx.layout, ref);
+  let pa;
+  try {
+    pa = await ctx.js.publish(enc.subject, enc.data, {
+      msgID: msgId, timeout: ctx.timeoutMs,
+      expect: { streamName: ctx.layout.eventStream, lastSubjectSequence: expectedSeq, lastSubjectSequenceSubject: wildcard },
+    });
+  } catch (e) {
+    if (jsCode(e) === JS.wrongLastSequence) {
+      const seq = await landedEarlier(ctx, ref, expectedSeq, enc.eventId);
+      if (seq !== undefined) return { seq, duplicate: true };
+      throw versionConflict(ctx, ref, expectedSeq, e);
+    }
+    throw toStoreError(e, `appending to ${wildcard}`, { subject: wildcard, expectedSeq, msgId });
+  }
+  if (!pa.duplicate) return { seq: pa.seq, duplicate: false };
+  // A duplicate ack names whatever message holds this msg id; it is ours only if it is our event.
+  const stored = await (await ctx.jsm).direct.getMessage(ctx.layout.eventStream, { seq: pa.seq }).catch(() => null);
+  if (stored && stored.subject === enc.subject && toStoredEvent(stored).event.eventId === enc.eventId) return { seq: pa.seq, duplicate: true };
+  throw new DroverError("contract-violation",
+    `msg id ${msgId} already names another message (stream sequence ${pa.seq}); a msg id must identify one decision on one aggregate`,
+    { details: { msgId, seq: pa.seq, subject: wildcard } });
+}
+
+async function appendAll(ctx: StoreContext, ref: AggregateRef, events: readonly DroverEvent[], o: AppendOptions): Promise<Appended[]> {
+  // Validate every event before the first byte goes out.
+  const encoded = events.map((e) => encodeFor(ctx.layout, ref, e));
+  const base = o.msgId ?? defaultMsgId(ctx.layout, ref, o.expectedSeq);
+  const out: Appended[] = [];
+  let expected = o.expectedSeq;
+  for (const [i, enc] of encoded.entries()) {
+    try {
+      const a = await appendOne(ctx, ref, enc, expected, nthMsgId(base, i));
+      out.push(a);
+      expected = a.seq;
+    } catch (e) {
+      // Tell the caller how far it got: earlier events are stored (appendAll is not atomic).
+      if (!(e instanceof DroverError)) throw e;
+      throw new DroverError(e.code, e.message, { cause: e.cause, retryable: e.retryable, details: { ...e.details, appended: out, failedIndex: i } });
+    }
+  }
+  return out;
+}

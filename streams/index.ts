@@ -1,0 +1,12 @@
+/** drover's streams: definitions as code, subjects, the event store over JetStream, consumer and projection runners. */
+export { DEFAULT_LAYOUT, taggedLayout, type StreamLayout } from "./layout.ts";
+export { aggregateSubject, aggregateWildcard, eventSubject, eventTypeFilter, tenantFilter, heartbeatSubject,
+  runRef, execRef, scaleOutRef, forensicsRef, runtimeRef, type AggregateRef } from "./subjects.ts";
+export type { EventStore, StoredEvent, Appended, AppendOptions, BatchEntry, AggregateHistory, ReplayFrom } from "./types.ts";
+export { eventStreamConfig, heartbeatStreamConfig, deadLetterStreamConfig, deadLetterSubjects, streamConfigs,
+  MIN_DUPLICATE_WINDOW_MS, HEARTBEATS_PER_RUNTIME, HEARTBEAT_MAX_AGE_MS, type StreamOptions } from "./definitions.ts";
+export { ensureStreams, configDifferences } from "./ensure-streams.ts";
+export { MIN_SERVER_VERSION, assertServerVersion, compareVersions, parseServerVersion } from "./server-version.ts";
+export { createEventStore, type EventStoreOptions } from "./event-store.ts";
+export { defaultMsgId, nthMsgId } from "./msg-ids.ts";
+export { connectionOf, type NatsHandle } from "./connection.ts";

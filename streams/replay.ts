@@ -1,0 +1,66 @@
+import { DeliverPolicy } from "@nats-io/jetstream";
+import { isNotFound, toStoreError } from "./nats-errors.ts";
+import type { StoreContext } from "./store-context.ts";
+import { firstAtOrAfter, toStoredEvent } from "./stored.ts";
+import type { ReplayFrom, StoredEvent } from "./types.ts";
+
+// Client-side buffer of the ordered consumer: big enough to stream, small enough for a slow fold.
+const REPLAY_BUFFER = 256;
+
+/**
+ * Ordered replay of the event stream from a sequence (inclusive) or a time, optionally filtered,
+ * up to the stream's last sequence as of the call; events appended meanwhile are not delivered.
+ * Returns the sequence of the last event delivered (0 when none matched).
+ *
+ * The end is fixed from stream info before reading, and an empty range is detected with one
+ * Direct Get per filter, so a replay never waits on an idle consumer. Events come from an
+ * ordered consumer (flow-controlled, recreated by the client on gaps), in stream order.
+ *
+ * Failure modes: an event that does not decode stops the replay with `contract-violation` naming
+ * its stream sequence; a handler error stops it and propagates; no answer → `event-store-unavailable`.
+ */
+export async function replay(ctx: StoreContext, from: ReplayFrom, onEvent: (e: StoredEvent) => void | Promise<void>,
+  opts: { filter?: string | string[] } = {}): Promise<number> {
+  const jsm = await ctx.jsm;
+  const stream = ctx.layout.eventStream;
+  const filters = opts.filter === undefined ? [`${ctx.layout.eventPrefix}.>`] : Array.isArray(opts.filter) ? [...opts.filter] : [opts.filter];
+  let endSeq: number, start: number;
+  try {
+    endSeq = (await jsm.streams.info(stream)).state.last_seq;
+    start = "seq" in from ? Math.max(1, from.seq) : await firstSeqAtOrAfterTime(ctx, from.time);
+  } catch (e) {
+    throw toStoreError(e, `starting a replay of ${stream}`, { filters });
+  }
+  if (start === 0 || start > endSeq) return 0;
+
+  let first = Number.POSITIVE_INFINITY;
+  for (const f of filters) first = Math.min(first, (await firstAtOrAfter(jsm, stream, f, start))?.seq ?? Number.POSITIVE_INFINITY);
+  if (first > endSeq) return 0;
+
+  const oc = await ctx.js.consumers.get(stream, { filter_subjects: filters, deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: first });
+  const messages = await oc.consume({ max_messages: REPLAY_BUFFER });
+  let last = 0;
+  try {
+    for await (const m of messages) {
+      if (m.seq > endSeq) break;
+      await onEvent(toStoredEvent(m));
+      last = m.seq;
+      // pending counts matching messages after this one: 0 means everything up to now was delivered.
+      if (m.seq >= endSeq || m.info.pending === 0) break;
+    }
+  } finally {
+    await messages.close();
+  }
+  return last;
+}
+
+/** Sequence of the first message stored at or after `time`, or 0 when there is none. */
+async function firstSeqAtOrAfterTime(ctx: StoreContext, time: Date): Promise<number> {
+  try {
+    const m = await (await ctx.jsm).direct.getMessage(ctx.layout.eventStream, { start_time: time });
+    return m?.seq ?? 0;
+  } catch (e) {
+    if (isNotFound(e)) return 0;
+    throw e;
+  }
+}

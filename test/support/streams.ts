@@ -1,0 +1,48 @@
+import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { EventId, type EventOf, type EventType } from "../../contracts/index.ts";
+import { ensureStreams } from "../../streams/ensure-streams.ts";
+import { taggedLayout, type StreamLayout } from "../../streams/layout.ts";
+import { exampleEvent } from "./example-events.ts";
+import { uniqueName } from "./isolation.ts";
+
+/** A connection to `url` and drover's streams under a fresh tagged layout: one isolated event store per test. */
+export interface StreamsFixture {
+  readonly nc: NatsConnection;
+  readonly jsm: JetStreamManager;
+  readonly layout: StreamLayout;
+  close(): Promise<void>;
+}
+
+export async function freshStreams(url: string, tag = "st"): Promise<StreamsFixture> {
+  const nc = await connect({ servers: url });
+  const jsm = await jetstreamManager(nc);
+  const layout = taggedLayout(uniqueName(tag));
+  await ensureStreams(jsm, layout);
+  return {
+    nc, jsm, layout,
+    async close() {
+      // deny_delete forbids deleting messages, not the stream: tests clean up what they created.
+      for (const s of [layout.eventStream, layout.heartbeatStream, layout.deadLetterStream]) await jsm.streams.delete(s).catch(() => undefined);
+      await nc.close();
+    },
+  };
+}
+
+let counter = 0;
+/** The catalogue's example event of `type` with a unique eventId (and optional overrides). */
+export function event<T extends EventType>(type: T, patch: Partial<EventOf<T>> = {}): EventOf<T> {
+  counter += 1;
+  return { ...exampleEvent(type), eventId: EventId.parse(`ev-${process.pid}-${counter}`), ...patch };
+}
+
+/** Resolves when `check` returns a value other than undefined, polling until `timeoutMs` (then rejects naming `what`). */
+export async function eventually<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await check();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs}ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
