@@ -20,7 +20,8 @@ const TRANSIENT = new Set<number>([JS.batchIncomplete, JS.batchTooManyInflight])
  * entry carry no expectation: their aggregate was already checked, and an expectation on a
  * subject written earlier in the same batch is refused by the server (10164).
  *
- * Failure modes: a stale expectation → `version-conflict` (details.stale lists each stale entry);
+ * Failure modes: a stale expectation → `version-conflict` (details.subject/expectedSeq name the first
+ * stale entry, details.stale lists all of them);
  * any other refusal → `batch-rejected` (retryable when the server lost a message of the batch or
  * had too many in flight); no answer → `event-store-unavailable`, and a retry of the same entries
  * is idempotent (an already committed batch is recognised and returned with `duplicate: true`).
@@ -56,7 +57,15 @@ export async function appendAtomic(ctx: StoreContext, entries: readonly BatchEnt
     if (code === JS.wrongLastSequence || code === JS.batchDuplicateMsgId) {
       const earlier = await committedEarlier(ctx, entries, eventIds);
       if (earlier) return earlier;
-      if (code === JS.wrongLastSequence) throw versionConflict(ctx, entries[0]!.ref, entries[0]!.expectedSeq, e, { stale: await staleEntries(ctx, entries) });
+      // A duplicate msg id that is not our batch means another decision was appended at one of our
+      // expectations (msg ids are `<aggregate>:<expectedSeq>`): the server checks ids before
+      // expectations inside a batch, so that conflict surfaces as 10201, not 10071.
+      const stale = await staleEntries(ctx, entries);
+      const head = stale[0];
+      if (head) {
+        const ref = entries[scopes.indexOf(head.subject)]!.ref;
+        throw versionConflict(ctx, ref, head.expectedSeq, code === JS.wrongLastSequence ? e : undefined, { stale, jsCode: code, actualSeq: head.actualSeq });
+      }
     }
     if (code !== undefined) {
       throw new DroverError("batch-rejected", `atomic batch of ${messages.length} events refused, nothing stored: ${(e as Error).message} (code ${code})`,

@@ -68,6 +68,8 @@ async function appendOne(ctx: StoreContext, ref: AggregateRef, enc: Encoded, exp
   // A duplicate ack names whatever message holds this msg id; it is ours only if it is our event.
   const stored = await (await ctx.jsm).direct.getMessage(ctx.layout.eventStream, { seq: pa.seq }).catch(() => null);
   if (stored && stored.subject === enc.subject && toStoredEvent(stored).event.eventId === enc.eventId) return { seq: pa.seq, duplicate: true };
+  // Another decision on this aggregate holds the id (servers that dedupe before checking the expectation).
+  if (stored && stored.subject.startsWith(wildcard.slice(0, -1))) throw versionConflict(ctx, ref, expectedSeq, undefined, { actualSeq: pa.seq, msgId });
   throw new DroverError("contract-violation",
     `msg id ${msgId} already names another message (stream sequence ${pa.seq}); a msg id must identify one decision on one aggregate`,
     { details: { msgId, seq: pa.seq, subject: wildcard } });
