@@ -1,4 +1,4 @@
-import type { DataOf, Heartbeat, ReadinessLayer } from "../../../contracts/index.ts";
+import type { DataOf, Heartbeat, ReadinessLayer } from "../../contracts/index.ts";
 
 /** Lifecycle of a runtime as capacity sees it; it only moves forward (rank order). */
 export const LIFECYCLE = ["registered", "ready", "draining", "suspected", "fenced", "retired"] as const;

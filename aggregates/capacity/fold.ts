@@ -1,4 +1,4 @@
-import type { DroverEvent, Heartbeat } from "../../../contracts/index.ts";
+import type { DroverEvent, Heartbeat } from "../../contracts/index.ts";
 import { emptyDescriptor, rankOf, type CapacityDescriptor, type Lifecycle } from "./descriptor.ts";
 
 type RuntimeEvent = Extract<DroverEvent, { type: `runtime.${string}` }>;

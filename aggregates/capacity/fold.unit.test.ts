@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import type { Heartbeat } from "../../../contracts/index.ts";
+import type { Heartbeat } from "../../contracts/index.ts";
 import { visibleEndpoint, type CapacityDescriptor } from "./descriptor.ts";
 import { evolveCapacity, type CapacityInput, type RuntimeEvent } from "./fold.ts";
 import { routability } from "./routability.ts";
