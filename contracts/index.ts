@@ -23,3 +23,4 @@ export { ROUTING_HEADER, TOKEN_HEADER, RuntimeCommand, RuntimeCommandResult, Dis
   RunStatus, type RuntimeOperation } from "./runtime-commands.ts";
 export { validate, encodeJson, decodeJson, parseEvent, encodeEvent, decodeEvent, contractViolation } from "./codec.ts";
 export { DroverConfig, Credential, tenantSettingsOf, staleHeartbeatMsOf } from "./config.ts";
+export type { Decider } from "./decider.ts";
