@@ -10,3 +10,6 @@ export { MIN_SERVER_VERSION, assertServerVersion, compareVersions, parseServerVe
 export { createEventStore, type EventStoreOptions } from "./event-store.ts";
 export { defaultMsgId, nthMsgId } from "./msg-ids.ts";
 export { connectionOf, type NatsHandle } from "./connection.ts";
+export { fold } from "./fold.ts";
+export { memoryCheckpointStore, type CheckpointStore } from "./checkpoints.ts";
+export { createProjectionRunner, type Projection, type ProjectionRunner, type ProjectionRunnerOptions } from "./projection-runner.ts";

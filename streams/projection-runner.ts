@@ -1,0 +1,130 @@
+import { DeliverPolicy, type ConsumerMessages } from "@nats-io/jetstream";
+import { isDroverError } from "../contracts/index.ts";
+import type { CheckpointStore } from "./checkpoints.ts";
+import type { NatsHandle } from "./connection.ts";
+import type { StreamLayout } from "./layout.ts";
+import { replay } from "./replay.ts";
+import { storeContext, type EventStoreOptions, type StoreContext } from "./store-context.ts";
+import { toStoredEvent } from "./stored.ts";
+import type { StoredEvent } from "./types.ts";
+
+/** A read model fed from the event stream. Projections only fold: no appends, no side effects. */
+export interface Projection {
+  /** Stable name: the checkpoint key. */
+  readonly name: string;
+  /** Subjects to read (default: every event). */
+  readonly filter?: string | string[];
+  /**
+   * Applies one event. The runner never applies a sequence at or below the checkpoint, but a crash
+   * between `apply` and the checkpoint save re-applies the last events, so `apply` must be
+   * idempotent by `e.seq` (e.g. store the seq with the row and ignore older ones).
+   */
+  apply(e: StoredEvent): void | Promise<void>;
+  /** Clears the read model before a rebuild from sequence 1. */
+  reset?(): void | Promise<void>;
+}
+
+export interface ProjectionRunner {
+  /** Sequence applied up to (the checkpoint as last saved or about to be saved). */
+  readonly position: number;
+  /** Applies everything up to the stream's end as of the call; returns the position. */
+  catchUp(): Promise<number>;
+  /** Resets the read model and checkpoint, then catches up from sequence 1. */
+  rebuild(): Promise<number>;
+  /** Follows the stream live from the checkpoint until `stop()`. Rejects `failed` on a non-retryable apply error. */
+  start(): Promise<void>;
+  /** Resolves once `position >= seq` (read-your-writes after an append); rejects after `timeoutMs`. */
+  waitFor(seq: number, timeoutMs?: number): Promise<void>;
+  stop(): Promise<void>;
+  /** Settles when the live loop ends: resolves on stop, rejects with the error that stopped it. */
+  readonly done: Promise<void>;
+}
+
+export interface ProjectionRunnerOptions extends EventStoreOptions {
+  /** Save the checkpoint after this many applied events (default 1: after each); always on stop. */
+  readonly checkpointEvery?: number;
+  /** Delay before re-applying an event whose apply failed with a retryable error (default 200 ms, doubling to 5 s). */
+  readonly retryDelayMs?: number;
+}
+
+/**
+ * Runs `projection` over the event stream: idempotent by stream sequence (skips seq <= checkpoint),
+ * checkpointed through `checkpoints`, rebuildable from sequence 1. An `apply` that throws a
+ * retryable or unknown error is retried (with backoff) on the same event — the read model's store
+ * being down must not skip events; a non-retryable one (e.g. contract-violation) stops the runner.
+ */
+export function createProjectionRunner(handle: NatsHandle, layout: StreamLayout, projection: Projection, checkpoints: CheckpointStore,
+  opts: ProjectionRunnerOptions = {}): ProjectionRunner {
+  const ctx: StoreContext = storeContext(handle, layout, opts);
+  const every = Math.max(1, opts.checkpointEvery ?? 1);
+  let position = -1; // unknown until loaded
+  let unsaved = 0;
+  let messages: ConsumerMessages | undefined;
+  let stopping = false;
+  let started = false;
+  const waiters = new Set<{ seq: number; resolve: () => void }>();
+  let settle!: { resolve: () => void; reject: (e: unknown) => void };
+  const done = new Promise<void>((resolve, reject) => { settle = { resolve, reject }; });
+  done.catch(() => undefined); // observed through `done` by whoever cares
+
+  const load = async () => { if (position < 0) position = await checkpoints.load(projection.name); return position; };
+  const save = async () => { if (unsaved > 0) { await checkpoints.save(projection.name, position); unsaved = 0; } };
+
+  async function applyOne(e: StoredEvent): Promise<void> {
+    if (e.seq <= position) return;
+    for (let delay = opts.retryDelayMs ?? 200; ; delay = Math.min(delay * 2, 5000)) {
+      try { await projection.apply(e); break; } catch (err) {
+        if ((isDroverError(err) && !err.retryable) || stopping) throw err;
+        await new Promise((r) => setTimeout(r, delay));
+      }
+    }
+    position = e.seq;
+    if (++unsaved >= every) await save();
+    for (const w of waiters) if (position >= w.seq) { waiters.delete(w); w.resolve(); }
+  }
+
+  async function live(): Promise<void> {
+    const from = (await load()) + 1;
+    const filters = projection.filter === undefined ? [`${layout.eventPrefix}.>`] : ([] as string[]).concat(projection.filter);
+    const oc = await ctx.js.consumers.get(layout.eventStream, { filter_subjects: filters, deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: from });
+    messages = await oc.consume({ max_messages: 256 });
+    if (stopping) await messages.close();
+    for await (const m of messages) await applyOne(toStoredEvent(m));
+  }
+
+  const runner: ProjectionRunner = {
+    get position() { return Math.max(0, position); },
+    async catchUp() {
+      await replay(ctx, { seq: (await load()) + 1 }, applyOne, projection.filter === undefined ? {} : { filter: projection.filter });
+      await save();
+      return position;
+    },
+    async rebuild() {
+      await projection.reset?.();
+      position = 0; unsaved = 1;
+      await save();
+      return runner.catchUp();
+    },
+    async start() {
+      if (started) return;
+      started = true;
+      live().then(async () => { await save(); settle.resolve(); }, async (e: unknown) => { await save().catch(() => undefined); settle.reject(e); });
+    },
+    waitFor(seq, timeoutMs = 10_000) {
+      if (position >= seq) return Promise.resolve();
+      return new Promise<void>((resolve, reject) => {
+        const w = { seq, resolve: () => { clearTimeout(t); resolve(); } };
+        const t = setTimeout(() => { waiters.delete(w); reject(new Error(`projection ${projection.name} did not reach ${seq} within ${timeoutMs}ms (at ${position})`)); }, timeoutMs);
+        waiters.add(w);
+      });
+    },
+    async stop() {
+      stopping = true;
+      if (!started) { started = true; settle.resolve(); }
+      await messages?.close();
+      await done.catch(() => undefined);
+    },
+    done,
+  };
+  return runner;
+}
