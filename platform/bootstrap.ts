@@ -1,0 +1,86 @@
+import { readFileSync } from "node:fs";
+import { hostname } from "node:os";
+import { resolve } from "node:path";
+import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { Redis } from "ioredis";
+import { pino, type Logger } from "pino";
+import { DroverConfig, validate } from "../contracts/index.ts";
+import { createEventStore, DEFAULT_LAYOUT, ensureStreams, taggedLayout, type EventStore, type StreamLayout } from "../streams/index.ts";
+
+/** What every control-plane service process starts with. */
+export interface ServiceContext {
+  readonly service: string;
+  readonly instanceId: string;
+  readonly config: DroverConfig;
+  readonly layout: StreamLayout;
+  readonly nc: NatsConnection;
+  readonly js: JetStreamClient;
+  readonly jsm: JetStreamManager;
+  readonly store: EventStore;
+  readonly redis?: Redis;
+  readonly log: Logger;
+  /** Registers a hook run on SIGTERM/SIGINT before the connections close (last registered runs first). */
+  onShutdown(fn: () => Promise<void> | void): void;
+}
+
+const ROOT = resolve(import.meta.dirname, "..");
+
+/** Reads and validates DROVER_CONFIG (default config/drover.local.json); a bad file stops start-up with the schema's message. */
+export function loadConfig(path = process.env.DROVER_CONFIG ?? resolve(ROOT, "config/drover.local.json")): DroverConfig {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(path, "utf8"));
+  } catch (e) {
+    throw new Error(`cannot read DROVER_CONFIG ${path}: ${(e as Error).message}`);
+  }
+  return validate(DroverConfig, raw, `DROVER_CONFIG ${path}`);
+}
+
+/** The stream layout: DROVER_STREAM_TAG (tests) or the production default. */
+export const layoutFromEnv = (): StreamLayout => (process.env.DROVER_STREAM_TAG ? taggedLayout(process.env.DROVER_STREAM_TAG) : DEFAULT_LAYOUT);
+
+function required(name: string): string {
+  const v = process.env[name];
+  if (!v) throw new Error(`${name} is required`);
+  return v;
+}
+
+/**
+ * Wires a service process: config, logger, NATS (streams ensured, server version checked by the
+ * store), optionally Redis, and graceful shutdown on SIGTERM/SIGINT. Any start-up failure exits 1
+ * with one clear line on stderr.
+ */
+export async function bootstrap(service: string, opts: { redis?: boolean } = {}): Promise<ServiceContext> {
+  try {
+    const config = loadConfig();
+    const layout = layoutFromEnv();
+    const instanceId = process.env.DROVER_INSTANCE_ID ?? `${service}-${hostname()}-${process.pid}`;
+    const log = pino({ name: service, base: { service, instanceId }, level: process.env.LOG_LEVEL ?? "info" });
+    const nc = await connect({ servers: required("NATS_URL"), name: instanceId, maxReconnectAttempts: -1 });
+    const jsm = await jetstreamManager(nc);
+    await ensureStreams(jsm, layout);
+    const js = jetstream(nc);
+    const store = createEventStore(nc, layout);
+    const redis = opts.redis ? new Redis(required("REDIS_URL"), { maxRetriesPerRequest: 2, enableOfflineQueue: true }) : undefined;
+    redis?.on("error", (e) => log.warn({ err: e.message }, "redis error"));
+    const hooks: (() => Promise<void> | void)[] = [];
+    let closing = false;
+    const shutdown = async (signal: string) => {
+      if (closing) return;
+      closing = true;
+      log.info({ signal }, "shutting down");
+      for (const h of hooks.reverse()) await Promise.resolve(h()).catch((e) => log.error({ err: String(e) }, "shutdown hook failed"));
+      await nc.drain().catch(() => undefined);
+      redis?.disconnect();
+      process.exit(0);
+    };
+    process.once("SIGTERM", () => void shutdown("SIGTERM"));
+    process.once("SIGINT", () => void shutdown("SIGINT"));
+    log.info({ nats: nc.getServer(), layout: layout.eventStream, controlPlaneId: config.controlPlaneId }, "started");
+    return { service, instanceId, config, layout, nc, js, jsm, store, redis, log, onShutdown: (fn) => hooks.push(fn) };
+  } catch (e) {
+    process.stderr.write(`${service}: cannot start: ${(e as Error).message}\n`);
+    process.exit(1);
+  }
+}
