@@ -1,0 +1,33 @@
+import Fastify, { type FastifyInstance } from "fastify";
+import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from "fastify-type-provider-zod";
+import { z } from "zod";
+import { ROUTING_HEADER, RuntimeCommandResult, TOKEN_HEADER } from "../../../contracts/index.ts";
+import { HTTP_COMMAND_PATH } from "../../../platform/runtime-grpc-service.ts";
+import type { CommandHandler } from "../shell/command-handler.ts";
+
+const header = (v: string | string[] | undefined): string | undefined => (Array.isArray(v) ? v[0] : v);
+
+/**
+ * HTTP transport: `POST /runtime-instance/commands`. Thin on purpose: the body is passed as is to the
+ * one command handler (so a malformed command is refused with the same structured result as over
+ * gRPC, not with a framework-shaped 400); the response is serialized through the result schema and
+ * the status comes from the error catalogue.
+ */
+export async function startHttpServer(handler: CommandHandler, host: string, port: number): Promise<{ server: FastifyInstance; port: number }> {
+  const server = Fastify({ logger: false, bodyLimit: 1024 * 1024 }).withTypeProvider<ZodTypeProvider>();
+  server.setValidatorCompiler(validatorCompiler);
+  server.setSerializerCompiler(serializerCompiler);
+  // A body that is not JSON still reaches the handler (as a string) and gets its structured refusal.
+  server.addContentTypeParser("application/json", { parseAs: "string" }, (_req, body, done) => {
+    try { done(null, JSON.parse(body as string)); } catch { done(null, { unparseable: String(body).slice(0, 200) }); }
+  });
+  server.post(HTTP_COMMAND_PATH, {
+    schema: { body: z.unknown(), response: { default: RuntimeCommandResult } },
+  }, async (req, reply) => {
+    const answer = await handler({ routingHeader: header(req.headers[ROUTING_HEADER]), token: header(req.headers[TOKEN_HEADER]), body: req.body });
+    return reply.code(answer.httpStatus).send(answer.result);
+  });
+  await server.listen({ host, port });
+  const addr = server.server.address();
+  return { server, port: typeof addr === "object" && addr ? addr.port : port };
+}

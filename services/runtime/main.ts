@@ -1,0 +1,69 @@
+/**
+ * Runtime instance process: wiring only. Reads its identity and sizing from the environment
+ * (refusing to start, with one line per bad variable, when they do not validate), connects to NATS,
+ * serves the command API on its transport, heartbeats, and drains on SIGTERM. Prints one JSON line
+ * `{"event":"listening",...}` on stdout once commands can reach it, so a parent learns the port.
+ */
+import { randomUUID } from "node:crypto";
+import { setTimeout as delay } from "node:timers/promises";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { connect } from "@nats-io/transport-node";
+import { selfIncarnation } from "../../platform/process-incarnation.ts";
+import { createEventStore, DEFAULT_LAYOUT, ensureStreams, heartbeatSubject, taggedLayout } from "../../streams/index.ts";
+import { parseRuntimeConfig } from "./domain/runtime-config.ts";
+import { startGrpcServer } from "./grpc/server.ts";
+import { startHttpServer } from "./http/server.ts";
+import { createCommandHandler } from "./shell/command-handler.ts";
+import { HeartbeatPublisher } from "./shell/heartbeat.ts";
+import { RuntimeInstance } from "./shell/runtime-instance.ts";
+import { runStep } from "./shell/step-runners.ts";
+import { WorkerPool } from "./shell/worker-pool.ts";
+
+const parsed = parseRuntimeConfig(process.env);
+if (!parsed.ok) {
+  for (const p of parsed.problems) process.stderr.write(`drover runtime: invalid configuration: ${p}\n`);
+  process.exit(2);
+}
+const config = parsed.config;
+const hostIncarnation = selfIncarnation(config.podUid);
+const log = (fields: Record<string, unknown>): void => {
+  process.stdout.write(`${JSON.stringify({ ...fields, runtimeInstanceId: config.runtimeInstanceId, at: new Date().toISOString() })}\n`);
+};
+const now = () => new Date();
+
+const nc = await connect({ servers: config.natsUrl, name: `drover-runtime-${config.runtimeInstanceId}`, maxReconnectAttempts: -1 });
+const layout = config.streamTag ? taggedLayout(config.streamTag) : DEFAULT_LAYOUT;
+await ensureStreams(await jetstreamManager(nc), layout);
+const store = createEventStore(nc, layout);
+
+const workers = new WorkerPool(config.sizing.workers);
+const instance = new RuntimeInstance(config.sizing,
+  { store, runtimeInstanceId: config.runtimeInstanceId, hostIncarnation, now, newEventId: randomUUID, sleep: (ms) => delay(ms) },
+  { workers, maxWorkersPerRun: config.sizing.maxWorkersPerRun, runStep, llmBaseUrl: config.llmBaseUrl, now, log },
+  hostIncarnation);
+const handler = createCommandHandler({ runtimeInstanceId: config.runtimeInstanceId, hostIncarnation, token: config.commandToken, instance, now });
+const heartbeats = new HeartbeatPublisher({ subject: heartbeatSubject(layout, config.runtimeInstanceId), runtimeInstanceId: config.runtimeInstanceId,
+  hostIncarnation, instance, publish: (s, d) => nc.publish(s, d), now, log }, config.heartbeatMs);
+
+const listening = config.transport === "http"
+  ? await startHttpServer(handler, config.bindHost, config.port).then((s) => ({ port: s.port, close: () => s.server.close() }))
+  : await startGrpcServer(handler, config.bindHost, config.port).then((s) => ({ port: s.port, close: () => new Promise<void>((ok) => s.server.tryShutdown(() => ok())) }));
+heartbeats.start();
+log({ event: "listening", port: listening.port, transport: config.transport, hostIncarnation, controlPlaneId: config.controlPlaneId, tenantId: config.tenantId ?? null });
+
+let stopping = false;
+process.on("SIGTERM", () => {
+  if (stopping) return;
+  stopping = true;
+  // SIGTERM drains: no new runs, finish what was accepted, a last heartbeat saying so, then exit.
+  instance.drain();
+  heartbeats.publishNow();
+  void instance.whenIdle().then(async () => {
+    heartbeats.stop();
+    heartbeats.publishNow();
+    await listening.close();
+    await nc.drain();
+    log({ event: "drained" });
+    process.exit(0);
+  });
+});

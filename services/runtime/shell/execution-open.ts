@@ -1,0 +1,100 @@
+import { DroverError, type DagDefinition, type DataOf, type DroverEvent, type EventType, type RuntimeCommand, type Writer } from "../../../contracts/index.ts";
+import { execRef, runRef } from "../../../streams/subjects.ts";
+import type { EventStore } from "../../../streams/types.ts";
+import { buildEvent, type EventContext } from "../domain/event-builder.ts";
+import { foldExecution, type ExecutionState } from "../domain/journal-fold.ts";
+import { canonicalJson, executionIdFromDigest, executionIdSeed } from "../domain/step-inputs.ts";
+import { AggregateJournal } from "./journal.ts";
+import { sha256Hex } from "./step-runners.ts";
+
+export type DispatchPayload = Extract<RuntimeCommand, { operation: "DispatchRun" }>["payload"];
+export type ResumePayload = Extract<RuntimeCommand, { operation: "ResumeExecution" }>["payload"];
+
+/** The IO and identity an execution needs; time and ids are injected so tests can fix them. */
+export interface JournalEnv {
+  readonly store: EventStore;
+  readonly runtimeInstanceId: string;
+  readonly hostIncarnation: string;
+  readonly now: () => Date;
+  readonly newEventId: () => string;
+  readonly sleep: (ms: number) => Promise<void>;
+}
+
+/** An execution whose ownership is proven by the log: run `started` and exec `started`/`resumed` are durable. */
+export interface OpenedExecution {
+  readonly executionId: string;
+  readonly localRunId: string;
+  readonly epoch: number;
+  readonly run: AggregateJournal;
+  readonly exec: AggregateJournal;
+  /** The journal as folded before this runtime's first write (empty for a fresh start). */
+  readonly prior: ExecutionState;
+  readonly emit: <T extends EventType>(type: T, data: DataOf<T>) => DroverEvent;
+}
+
+/** ExecutionId of a (SharedRunId, LocalRunId): a retried DispatchRun of the same local run converges on it. */
+export const executionIdFor = (sharedRunId: string, localRunId: string): string => executionIdFromDigest(sha256Hex(executionIdSeed(sharedRunId, localRunId)));
+export const dagDigest = (dag: DagDefinition): string => sha256Hex(canonicalJson(dag));
+
+function emitter(env: JournalEnv, p: DispatchPayload, epoch: number): OpenedExecution["emit"] {
+  const writer: Writer = { service: "runtime", instanceId: env.runtimeInstanceId, runtimeInstanceId: env.runtimeInstanceId as Writer["runtimeInstanceId"],
+    hostIncarnation: env.hostIncarnation as Writer["hostIncarnation"], epoch };
+  const ctx: EventContext = { tenantId: p.tenantId, correlationId: p.correlationId, causationId: `local-run:${p.localRunId}`, writer };
+  return (type, data) => buildEvent(type, data, ctx, { eventId: env.newEventId(), now: env.now().toISOString() }) as DroverEvent;
+}
+
+const writerKey = (env: JournalEnv, epoch: number) => `${env.runtimeInstanceId}.e${epoch}`;
+
+/**
+ * Starts a fresh execution for a dispatched run: run `started` expecting the run's `dispatched`
+ * sequence (a requeued or cancelled run cannot be started by this runtime), then exec `started`
+ * expecting an empty journal. Either conflict rejects with `execution-ownership-lost` and, for the
+ * first, nothing is written.
+ */
+export async function openFresh(env: JournalEnv, p: DispatchPayload): Promise<OpenedExecution> {
+  const executionId = executionIdFor(p.sharedRunId, p.localRunId);
+  const emit = emitter(env, p, 0);
+  const run = new AggregateJournal(env.store, runRef(p.tenantId, p.sharedRunId), p.dispatchedSeq, writerKey(env, 0), env.sleep);
+  await run.append(emit("run.started", { executionId, localRunId: p.localRunId, runtimeInstanceId: env.runtimeInstanceId } as DataOf<"run.started">));
+  const exec = new AggregateJournal(env.store, execRef(p.tenantId, executionId), 0, writerKey(env, 0), env.sleep);
+  await exec.append(emit("exec.started", { sharedRunId: p.sharedRunId, localRunId: p.localRunId, runtimeInstanceId: env.runtimeInstanceId,
+    dagDigest: dagDigest(p.dag), stepCount: p.dag.steps.length, epoch: 0 } as DataOf<"exec.started">));
+  return { executionId, localRunId: p.localRunId, epoch: 0, run, exec, prior: foldExecution([]), emit };
+}
+
+/**
+ * Reads and folds the journal and checks that `p` may resume it: the latest `paused-for-recovery`
+ * is unresumed with newEpoch == p.epoch, the execution is not finished, and it belongs to the same
+ * run and DAG. Writes nothing. Rejects with `resume-epoch-mismatch` or `dag-invalid`.
+ */
+export async function checkResumable(env: JournalEnv, p: ResumePayload): Promise<ExecutionState> {
+  const history = await env.store.read(execRef(p.tenantId, p.executionId));
+  const state = foldExecution(history.events);
+  const refuse = (detail: string) => new DroverError("resume-epoch-mismatch", `execution ${p.executionId}: ${detail}`, { details: { executionId: p.executionId, epoch: p.epoch } });
+  if (state.terminal) throw refuse(`already ${state.terminal}`);
+  if (!state.pendingRecovery) throw refuse(`no unresumed paused-for-recovery in the journal (current epoch ${state.epoch})`);
+  if (state.pendingRecovery.newEpoch !== p.epoch) throw refuse(`journal's pending recovery epoch is ${state.pendingRecovery.newEpoch}, command says ${p.epoch}`);
+  if (state.started && state.started.sharedRunId !== p.sharedRunId) {
+    throw new DroverError("contract-violation", `execution ${p.executionId} belongs to run ${state.started.sharedRunId}, not ${p.sharedRunId}`);
+  }
+  if (state.started && state.started.dagDigest !== dagDigest(p.dag)) {
+    throw new DroverError("dag-invalid", `execution ${p.executionId} was started with another DAG (digest ${state.started.dagDigest})`);
+  }
+  return state;
+}
+
+/**
+ * Resumes an execution on this runtime: checks it (see checkResumable), appends run `started`
+ * expecting the run's `dispatched` sequence, then exec `resumed` at the sequence just folded.
+ * Every later write carries writer.epoch = p.epoch. Conflicts reject with `execution-ownership-lost`.
+ */
+export async function openResume(env: JournalEnv, p: ResumePayload): Promise<OpenedExecution> {
+  const prior = await checkResumable(env, p);
+  const emit = emitter(env, p, p.epoch);
+  const run = new AggregateJournal(env.store, runRef(p.tenantId, p.sharedRunId), p.dispatchedSeq, writerKey(env, p.epoch), env.sleep);
+  await run.append(emit("run.started", { executionId: p.executionId, localRunId: p.localRunId, runtimeInstanceId: env.runtimeInstanceId } as DataOf<"run.started">));
+  const exec = new AggregateJournal(env.store, execRef(p.tenantId, p.executionId), prior.lastSeq, writerKey(env, p.epoch), env.sleep);
+  await exec.append(emit("exec.resumed", { runtimeInstanceId: env.runtimeInstanceId, localRunId: p.localRunId, epoch: p.epoch,
+    completedSteps: prior.completed.size } as DataOf<"exec.resumed">));
+  return { executionId: p.executionId, localRunId: p.localRunId, epoch: p.epoch, run, exec, prior, emit };
+}

@@ -1,0 +1,72 @@
+import { DroverError, isDroverError, type DroverEvent } from "../../../contracts/index.ts";
+import type { AggregateRef } from "../../../streams/subjects.ts";
+import type { EventStore } from "../../../streams/types.ts";
+
+/** Bounded, same-msg-id retries for an append that got no answer: safe inside the duplicate window. */
+const UNAVAILABLE_RETRIES = 5;
+const UNAVAILABLE_BACKOFF_MS = 200;
+
+/**
+ * The single writer of one aggregate from this runtime's point of view (identities-and-events.md
+ * "Fencing"). Appends are serialized, each expecting exactly the sequence this writer last wrote or
+ * read, so parallel steps never race each other and any foreign append (recovery's
+ * `paused-for-recovery`, a replacement's step) makes the next append fail.
+ *
+ * A `version-conflict` is final: the journal marks itself lost, rejects every queued and later
+ * append without sending it, and throws `execution-ownership-lost`. There is no re-read and no retry
+ * over the top. An append with no answer (`event-store-unavailable`) is retried a few times with the
+ * same msg id (JetStream dedupes it) and then surfaces.
+ *
+ * Msg ids carry the writer (runtime instance and epoch): JetStream checks the duplicate window
+ * before the expected sequence, so two writers using the same id at the same expectation would see
+ * the second acked as a "duplicate" of the first. A writer-unique id keeps that from masking a
+ * conflict.
+ */
+export class AggregateJournal {
+  private tail: Promise<unknown> = Promise.resolve();
+  private lostError: DroverError | undefined;
+
+  constructor(
+    private readonly store: EventStore,
+    readonly ref: AggregateRef,
+    private seq: number,
+    private readonly writerKey: string,
+    private readonly sleep: (ms: number) => Promise<void>,
+  ) {}
+
+  /** Sequence of the last event this writer wrote or read: the next append's expectation. */
+  get lastSeq(): number { return this.seq; }
+  get lost(): DroverError | undefined { return this.lostError; }
+
+  /**
+   * Appends `event` after every append queued before it. Resolves with the stored sequence.
+   * Rejects with `execution-ownership-lost` (conflict now or earlier), or the store's error.
+   */
+  append(event: DroverEvent): Promise<number> {
+    const run = this.tail.then(() => this.appendNow(event));
+    this.tail = run.catch(() => undefined);
+    return run;
+  }
+
+  private async appendNow(event: DroverEvent): Promise<number> {
+    if (this.lostError) throw this.lostError;
+    const expectedSeq = this.seq;
+    const msgId = `${this.writerKey}:${this.ref.aggregate}:${this.ref.id}:${expectedSeq}`;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const r = await this.store.append(this.ref, event, { expectedSeq, msgId });
+        this.seq = r.seq;
+        return r.seq;
+      } catch (e) {
+        if (isDroverError(e, "version-conflict")) {
+          this.lostError = new DroverError("execution-ownership-lost",
+            `another writer appended to ${this.ref.aggregate} ${this.ref.id} after sequence ${expectedSeq}; this runtime stops writing it`,
+            { cause: e, details: { aggregate: this.ref.aggregate, id: this.ref.id, expectedSeq, event: event.type } });
+          throw this.lostError;
+        }
+        if (!isDroverError(e, "event-store-unavailable") || attempt >= UNAVAILABLE_RETRIES) throw e;
+        await this.sleep(UNAVAILABLE_BACKOFF_MS * attempt);
+      }
+    }
+  }
+}

@@ -1,0 +1,168 @@
+import { DroverError, isDroverError, type ErrorCode, type QueueStatus, type RunStatus, type RuntimeSizing } from "../../../contracts/index.ts";
+import type { z } from "zod";
+import { admitRun, availableSlots, runsToStart, type QueueFacts } from "../domain/local-queue.ts";
+import { checkResumable, executionIdFor, openFresh, openResume, type DispatchPayload, type JournalEnv, type ResumePayload } from "./execution-open.ts";
+import { Execution, type ExecutorEnv } from "./execution.ts";
+
+type RunState = z.infer<typeof RunStatus>["state"];
+
+interface LocalRun {
+  readonly localRunId: string;
+  readonly request: { readonly mode: "start"; readonly payload: DispatchPayload } | { readonly mode: "resume"; readonly payload: ResumePayload };
+  readonly acceptedAt: number;
+  state: RunState;
+  execution?: Execution;
+  failure?: { readonly code: ErrorCode; readonly detail: string };
+}
+
+/** Terminal local runs kept for GetRunStatus (and DispatchRun idempotency) before the oldest are forgotten. */
+const KEEP_FINISHED = 10_000;
+
+/**
+ * One runtime instance's volatile state: the local queue, the runs it accepted and their executions.
+ * The queue is never recovery truth (the journal is); losing it with the process is expected.
+ * Methods map 1:1 to runtime commands and throw `DroverError` refusals (local-queue-full,
+ * runtime-draining, resume-epoch-mismatch, contract-violation) that the command handler turns into
+ * structured results.
+ */
+export class RuntimeInstance {
+  private readonly runs = new Map<string, LocalRun>();
+  private readonly queue: LocalRun[] = [];
+  private runningCount = 0;
+  private paused = false;
+  private draining = false;
+  private idleWaiters: (() => void)[] = [];
+
+  constructor(private readonly sizing: RuntimeSizing, private readonly journal: JournalEnv, private readonly executor: ExecutorEnv,
+    private readonly hostIncarnation: string) {}
+
+  /**
+   * DispatchRun: idempotent per LocalRunId (a repeat returns the run's current status with
+   * `duplicate: true`). Refuses a LocalRunId already used for another run (contract-violation), a
+   * draining runtime (runtime-draining) and a full queue (local-queue-full).
+   */
+  dispatch(payload: DispatchPayload): Record<string, unknown> {
+    return this.accept({ mode: "start", payload });
+  }
+
+  /**
+   * ResumeExecution: checks the journal first (the pending recovery epoch must equal `epoch`), then
+   * queues the resume ahead of new work (recovery items go first). Idempotent per LocalRunId.
+   */
+  async resume(payload: ResumePayload): Promise<Record<string, unknown>> {
+    const known = this.runs.get(payload.localRunId);
+    if (!known) await checkResumable(this.journal, payload);
+    return this.accept({ mode: "resume", payload });
+  }
+
+  private accept(request: LocalRun["request"]): Record<string, unknown> {
+    const p = request.payload;
+    const known = this.runs.get(p.localRunId);
+    if (known) {
+      const same = known.request.mode === request.mode && known.request.payload.sharedRunId === p.sharedRunId && known.request.payload.tenantId === p.tenantId;
+      if (!same) throw new DroverError("contract-violation", `LocalRunId ${p.localRunId} was already used for another run or operation on this runtime`);
+      return { duplicate: true, run: this.status(p.localRunId) };
+    }
+    const admission = admitRun(this.facts(), this.sizing);
+    if (!admission.accepted) throw new DroverError(admission.code, admission.detail, { details: { ...this.queueStatus() } });
+    const run: LocalRun = { localRunId: p.localRunId, request, acceptedAt: this.executor.now().getTime(), state: "queued" };
+    this.runs.set(p.localRunId, run);
+    if (request.mode === "resume") this.queue.unshift(run); else this.queue.push(run);
+    this.forgetOldFinished();
+    this.pump();
+    return { duplicate: false, run: this.status(p.localRunId) };
+  }
+
+  /** GetRunStatus: `unknown` for a LocalRunId this process never accepted (or forgot). */
+  status(localRunId: string): z.infer<typeof RunStatus> {
+    const run = this.runs.get(localRunId);
+    if (!run) return { localRunId: localRunId as never, state: "unknown" };
+    const executionId = run.execution?.executionId ?? (run.request.mode === "resume" ? run.request.payload.executionId : run.state === "queued" ? undefined : executionIdFor(run.request.payload.sharedRunId, localRunId));
+    return {
+      localRunId: localRunId as never, state: run.state, ...(executionId ? { executionId: executionId as never } : {}),
+      ...(run.execution ? { completedSteps: run.execution.completedSteps } : {}),
+      ...(run.failure ? { failureReason: run.failure.code, failureDetail: run.failure.detail.slice(0, 2000) } : {}),
+    };
+  }
+
+  queueStatus(): z.infer<typeof QueueStatus> {
+    const f = this.facts();
+    return { hostIncarnation: this.hostIncarnation as never, queuedRuns: f.queued, runningRuns: f.running, availableSlots: availableSlots(f, this.sizing),
+      workers: this.executor.workers.size, availableWorkers: this.executor.workers.availableWorkers, paused: this.paused, draining: this.draining };
+  }
+
+  /** Heartbeat facts: what this process itself knows, nothing about how it is reached. */
+  localFacts(): z.infer<typeof QueueStatus> & { activeWorkers: number } {
+    return { ...this.queueStatus(), activeWorkers: this.executor.workers.activeWorkers };
+  }
+
+  pause(): void { this.paused = true; }
+  resumeQueue(): void { this.paused = false; this.pump(); }
+
+  /** Drain: take no new runs; finish the ones accepted (queued ones still start). */
+  drain(): void { this.draining = true; this.pump(); this.notifyIdle(); }
+
+  /** CancelRun: a queued run leaves the queue (nothing was written for it); a running one is cancelled through its journal. */
+  cancel(localRunId: string): z.infer<typeof RunStatus> {
+    const run = this.runs.get(localRunId);
+    if (!run) throw new DroverError("not-found", `no local run ${localRunId} on this runtime`);
+    if (run.state === "queued") {
+      this.queue.splice(this.queue.indexOf(run), 1);
+      run.state = "cancelled";
+      this.notifyIdle();
+    } else if (run.state === "running") {
+      run.execution?.cancel();
+    }
+    return this.status(localRunId);
+  }
+
+  /** Resolves once nothing is queued or running (used by SIGTERM drain). */
+  whenIdle(): Promise<void> {
+    if (this.queue.length === 0 && this.runningCount === 0) return Promise.resolve();
+    return new Promise((ok) => this.idleWaiters.push(ok));
+  }
+
+  private facts(): QueueFacts {
+    return { queued: this.queue.length, running: this.runningCount, paused: this.paused, draining: this.draining };
+  }
+
+  private pump(): void {
+    for (let n = runsToStart(this.facts(), this.sizing); n > 0; n--) {
+      const run = this.queue.shift();
+      if (!run) return;
+      this.runningCount++;
+      run.state = "running";
+      void this.execute(run).finally(() => { this.runningCount--; this.pump(); this.notifyIdle(); });
+    }
+  }
+
+  private async execute(run: LocalRun): Promise<void> {
+    try {
+      const opened = run.request.mode === "start" ? await openFresh(this.journal, run.request.payload) : await openResume(this.journal, run.request.payload);
+      const execution = new Execution(this.executor, opened, run.request.payload.dag, run.acceptedAt);
+      run.execution = execution;
+      const outcome = await execution.run();
+      run.state = outcome.state;
+      if (outcome.state === "failed") run.failure = { code: outcome.reason, detail: outcome.detail };
+    } catch (e) {
+      run.state = "failed";
+      run.failure = isDroverError(e) ? { code: e.code, detail: e.message } : { code: "event-store-unavailable", detail: String((e as Error)?.message ?? e) };
+      if (run.failure.code === "execution-ownership-lost") this.executor.log({ event: "execution-ownership-lost", localRunId: run.localRunId, detail: run.failure.detail });
+    }
+  }
+
+  private notifyIdle(): void {
+    if (this.queue.length > 0 || this.runningCount > 0) return;
+    const waiters = this.idleWaiters;
+    this.idleWaiters = [];
+    for (const w of waiters) w();
+  }
+
+  private forgetOldFinished(): void {
+    if (this.runs.size <= KEEP_FINISHED) return;
+    for (const [id, r] of this.runs) {
+      if (this.runs.size <= KEEP_FINISHED) break;
+      if (r.state !== "queued" && r.state !== "running") this.runs.delete(id);
+    }
+  }
+}

@@ -1,0 +1,114 @@
+import { randomUUID } from "node:crypto";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { isDroverError, type DagDefinition, type DagInput, type DataOf, type DroverEvent, type EventType, DagDefinition as DagSchema } from "../../contracts/index.ts";
+import { aggregateWildcard, createEventStore, ensureStreams, execRef, runRef, taggedLayout, type EventStore, type StoredEvent, type StreamLayout } from "../../streams/index.ts";
+
+/**
+ * The test plays the control plane's part around a runtime (admission's run events, recovery's
+ * paused-for-recovery + requeued-for-resume) by appending the same events those services append,
+ * through the real event store on a tagged layout. It proves nothing about those services; it lets
+ * host tests drive a real runtime process through the real journal.
+ */
+export interface ControlPlaneDouble {
+  readonly nc: NatsConnection;
+  readonly layout: StreamLayout;
+  readonly store: EventStore;
+  close(): Promise<void>;
+}
+
+export async function openControlPlaneDouble(natsUrl: string, tag: string): Promise<ControlPlaneDouble> {
+  const nc = await connect({ servers: natsUrl, name: `host-test-${tag}` });
+  const layout = taggedLayout(tag);
+  await ensureStreams(await jetstreamManager(nc), layout);
+  return { nc, layout, store: createEventStore(nc, layout), close: () => nc.drain() };
+}
+
+/** An event as a test writer (service "test") appends it; `data` is validated by the store before anything is sent. */
+export function testEvent<T extends EventType>(type: T, data: Partial<DataOf<T>> | Record<string, unknown>, tenantId: string, correlationId = "host-test"): DroverEvent {
+  return { eventId: randomUUID(), type, schemaVersion: 1, occurredAt: new Date().toISOString(), tenantId, correlationId,
+    causationId: correlationId, writer: { service: "test", instanceId: "host-test" }, data } as unknown as DroverEvent;
+}
+
+/** A chain s01 → s02 → … of `n` compute steps of `stepMs` each (ids sort in chain order). */
+export function chainDag(n: number, stepMs: number, extra: Partial<DagInput["steps"][number]> = {}): DagDefinition {
+  return DagSchema.parse({ name: `chain-${n}`, steps: Array.from({ length: n }, (_, i) => ({
+    id: `s${String(i + 1).padStart(2, "0")}`, kind: "compute", params: { durationMs: stepMs }, dependsOn: i === 0 ? [] : [`s${String(i).padStart(2, "0")}`], ...extra,
+  })) });
+}
+
+export interface Placement { readonly tenantId: string; readonly sharedRunId: string; readonly localRunId: string; readonly runtimeInstanceId: string;
+  readonly hostIncarnation: string; readonly transport: "http" | "grpc"; readonly resumeExecutionId?: string }
+
+/** Appends run `submitted` (first time only), `admitted` and `dispatched` as admission would; returns the `dispatched` sequence. */
+export async function admitAndDispatch(cp: ControlPlaneDouble, p: Placement, dag: DagDefinition): Promise<number> {
+  const ref = runRef(p.tenantId, p.sharedRunId);
+  const last = await cp.store.lastSeq(ref);
+  const events = [
+    ...(last === 0 ? [testEvent("run.submitted", { sharedRunId: p.sharedRunId, dag, source: "api", labels: {} }, p.tenantId)] : []),
+    testEvent("run.admitted", { runtimeInstanceId: p.runtimeInstanceId, localRunId: p.localRunId, reservationId: `res-${p.localRunId}`, candidates: [],
+      recovery: p.resumeExecutionId !== undefined }, p.tenantId),
+    testEvent("run.dispatched", { runtimeInstanceId: p.runtimeInstanceId, localRunId: p.localRunId, transport: p.transport, hostIncarnation: p.hostIncarnation,
+      ...(p.resumeExecutionId ? { resumeExecutionId: p.resumeExecutionId } : {}) }, p.tenantId),
+  ];
+  const appended = await cp.store.appendAll(ref, events, { expectedSeq: last, msgId: `host-test:${p.localRunId}:${last}` });
+  return appended.at(-1)?.seq ?? 0;
+}
+
+/**
+ * Recovery's in-flight transition as one atomic batch: exec `paused-for-recovery` (new epoch) and
+ * run `requeued-for-resume`, each expecting the aggregate's last sequence as read. A conflict (the
+ * old runtime's append landed in between) re-reads and retries a bounded number of times.
+ */
+export async function pauseForRecovery(cp: ControlPlaneDouble, o: { tenantId: string; sharedRunId: string; executionId: string;
+  failedRuntimeInstanceId: string; failedLocalRunId: string; newEpoch: number }): Promise<{ execSeq: number }> {
+  const forensicsId = `runtime-recovery:${o.executionId}:${o.sharedRunId}:${o.failedLocalRunId}`;
+  const incidentId = `inc-${o.failedRuntimeInstanceId}`;
+  for (let attempt = 1; ; attempt++) {
+    const [execSeq, runSeq] = await Promise.all([cp.store.lastSeq(execRef(o.tenantId, o.executionId)), cp.store.lastSeq(runRef(o.tenantId, o.sharedRunId))]);
+    try {
+      const r = await cp.store.appendAtomic([
+        { ref: execRef(o.tenantId, o.executionId), expectedSeq: execSeq, events: [testEvent("exec.paused-for-recovery",
+          { forensicsId, incidentId, failedRuntimeInstanceId: o.failedRuntimeInstanceId, newEpoch: o.newEpoch }, o.tenantId)] },
+        { ref: runRef(o.tenantId, o.sharedRunId), expectedSeq: runSeq, events: [testEvent("run.requeued-for-resume",
+          { forensicsId, incidentId, executionId: o.executionId, failedRuntimeInstanceId: o.failedRuntimeInstanceId, failedLocalRunId: o.failedLocalRunId,
+            newEpoch: o.newEpoch }, o.tenantId)] },
+      ]);
+      return { execSeq: r[0]?.seq ?? 0 };
+    } catch (e) {
+      if (!isDroverError(e, "version-conflict") || attempt >= 5) throw e;
+    }
+  }
+}
+
+/** The execution journal as stored. */
+export async function journal(cp: ControlPlaneDouble, tenantId: string, executionId: string): Promise<readonly StoredEvent[]> {
+  return (await cp.store.read(execRef(tenantId, executionId))).events;
+}
+
+/**
+ * Waits until `pred` holds for the durable journal: re-reads it whenever an event is published on
+ * the execution's subjects (a core subscription is only the trigger; the read is the truth), with a
+ * deadline. Returns the journal that satisfied `pred`.
+ */
+export async function waitForJournal(cp: ControlPlaneDouble, tenantId: string, executionId: string,
+  pred: (events: readonly StoredEvent[]) => boolean, timeoutMs = 60_000): Promise<readonly StoredEvent[]> {
+  const sub = cp.nc.subscribe(aggregateWildcard(cp.layout, execRef(tenantId, executionId)));
+  const deadline = setTimeout(() => sub.unsubscribe(), timeoutMs);
+  try {
+    let events = await journal(cp, tenantId, executionId);
+    if (pred(events)) return events;
+    for await (const _ of sub) {
+      // Skip triggers that queued up while reading: one read covers them all.
+      if (sub.getPending() > 1) continue;
+      events = await journal(cp, tenantId, executionId);
+      if (pred(events)) return events;
+    }
+    events = await journal(cp, tenantId, executionId);
+    if (pred(events)) return events;
+    throw new Error(`journal of ${executionId} did not reach the expected state within ${timeoutMs} ms (${events.length} events, last ${events.at(-1)?.event.type})`);
+  } finally {
+    clearTimeout(deadline);
+    sub.unsubscribe();
+  }
+}
