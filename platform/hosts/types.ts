@@ -68,7 +68,12 @@ export interface HostStrategy {
   readonly provider: HostProvider;
   /** Starts (or converges on) the host for the spec. Serialized per RuntimeInstanceId by the caller's lifecycle gate. */
   start(spec: HostSpec, signal?: AbortSignal): Promise<HostStartResult>;
-  /** Kills the exact incarnation and returns only when it can no longer run (or the deadline passed). */
+  /**
+   * Kills the exact incarnation and returns only when it can no longer run (or the deadline passed).
+   * `deadlineMs` is a budget in milliseconds from the call (like DroverConfig.fenceDeadlineMs), not
+   * an epoch time. A host that is not this strategy's kind (e.g. `pod:` for the process strategy)
+   * is refused with `host-spec-invalid`.
+   */
   kill(runtimeInstanceId: string, host: HostFacts, deadlineMs: number): Promise<KillResult>;
   /** Host facts as they happen; the returned function stops observing. */
   observe(onFact: (fact: HostObservation) => void): () => void;

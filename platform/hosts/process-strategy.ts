@@ -1,0 +1,204 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { resolve } from "node:path";
+import { DroverError, type ErrorCode, type ReadinessLayer } from "../../contracts/index.ts";
+import { processIncarnation } from "../process-incarnation.ts";
+import { killExactIncarnation } from "./exact-kill.ts";
+import { LifecycleGate } from "./lifecycle-gate.ts";
+import { allocateLoopbackPort } from "./loopback-port.ts";
+import { incarnationState, parseProcessIncarnation } from "./proc-table.ts";
+import { killGroup, trackGroup, untrackGroup } from "./process-groups.ts";
+import { identityKey, runtimeEnv } from "./runtime-env.ts";
+import { awaitListening, followOutput, type ChildExit } from "./startup-announcement.ts";
+import type { HostEndpoint, HostFacts, HostObservation, HostSpec, HostStartResult, HostStrategy, KillResult } from "./types.ts";
+
+const ROOT = resolve(import.meta.dirname, "../..");
+
+export interface ProcessStrategyOptions {
+  /**
+   * argv of the runtime. Default: this Node with `--import tsx` running services/runtime/main.ts.
+   * Not `node_modules/.bin/tsx`: that CLI runs the script in a second (child) process, so the pid we
+   * spawn would not be the runtime's pid, its incarnation would not match the one the runtime
+   * reports, and killing it would orphan the real runtime.
+   */
+  readonly command?: readonly string[];
+  readonly cwd?: string;
+  readonly bindHost?: string;
+  /** How long a runtime may take to announce `listening` (default 30 s; cold tsx start-up on a busy machine is seconds). */
+  readonly startupTimeoutMs?: number;
+  /** Environment the runtime needs to run at all (default PATH and HOME); identity variables always win over it. */
+  readonly baseEnv?: Readonly<Record<string, string>>;
+  readonly onOutput?: (runtimeInstanceId: string, stream: "stdout" | "stderr", line: string) => void;
+  /** Port allocation (injectable so a test can prove `port-allocation-failed`). */
+  readonly allocatePort?: (host: string) => Promise<number>;
+}
+
+interface HostRecord {
+  readonly identity: string;
+  child?: ChildProcess;
+  exited?: Promise<ChildExit>;
+  exit?: ChildExit;
+  running?: { readonly host: HostFacts; readonly endpoint: HostEndpoint };
+}
+
+const STRATEGY_LAYERS: readonly ReadinessLayer[] = ["resource", "host", "endpoint"];
+const CLEANUP_BUDGET_MS = 10_000;
+
+/** The process host strategy plus what tests and `make run` need to stop every host it started. */
+export interface ProcessHostStrategy extends HostStrategy {
+  /** SIGKILLs every runtime this strategy spawned that is still running and waits for each exit. */
+  killAll(budgetMs?: number): Promise<void>;
+  /** Pids of runtimes this strategy spawned that have not exited (for tests proving "exactly one"). */
+  livePids(): number[];
+}
+
+/**
+ * The process host strategy (hosts.md "Process strategy"): spawns services/runtime as a detached
+ * child (its own process group) with identity, tenant and sizing in its environment, a free loopback
+ * port and the per-instance command token, and proves the `resource`, `host` and `endpoint` layers;
+ * the caller proves `command`. One lifecycle gate per RuntimeInstanceId serializes start and kill.
+ *
+ * A RuntimeInstanceId gets at most one process: a repeated start converges on the running one
+ * (`converged`, source `lifecycle-cache`) after revalidating its incarnation, and is rejected
+ * (`host-exited`) once that process is gone — a replacement is a new RuntimeInstanceId. A start
+ * that fails kills what it spawned before returning `rejected` (`owned` names it).
+ */
+export function createProcessStrategy(opts: ProcessStrategyOptions = {}): ProcessHostStrategy {
+  const gate = new LifecycleGate();
+  const records = new Map<string, HostRecord>();
+  const observers = new Set<(fact: HostObservation) => void>();
+  const bindHost = opts.bindHost ?? "127.0.0.1";
+  const command = opts.command ?? [process.execPath, "--import", "tsx", "services/runtime/main.ts"];
+  const baseEnv = opts.baseEnv ?? { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/tmp" };
+  const startupTimeoutMs = opts.startupTimeoutMs ?? 30_000;
+  const allocatePort = opts.allocatePort ?? allocateLoopbackPort;
+
+  const rejected = (code: ErrorCode, detail: string, layer: ReadinessLayer | undefined, owned: string[]): HostStartResult =>
+    ({ outcome: "rejected", reason: { code, detail: detail.slice(0, 2000) }, ...(layer ? { layer } : {}), owned });
+
+  function converge(rec: HostRecord, spec: HostSpec): HostStartResult {
+    if (rec.identity !== identityKey(spec)) {
+      return rejected("host-identity-collision", `runtime ${spec.runtimeInstanceId} already has a host started with another identity or sizing`, "resource", []);
+    }
+    const inc = rec.running && parseProcessIncarnation(rec.running.host.hostIncarnation);
+    if (rec.running && inc && !rec.exit && incarnationState(inc.pid, inc.startTime) === "running") {
+      return { outcome: "converged", convergenceSource: "lifecycle-cache", host: rec.running.host, endpoint: rec.running.endpoint, layersPassed: STRATEGY_LAYERS, owned: [] };
+    }
+    const what = rec.running ? `host ${rec.running.host.hostIncarnation} exited` : "earlier start failed";
+    return rejected("host-exited", `runtime ${spec.runtimeInstanceId}: ${what}; a RuntimeInstanceId never gets a second host`, "host", []);
+  }
+
+  async function stopChild(rec: HostRecord, budgetMs: number): Promise<ChildExit | undefined> {
+    if (!rec.child?.pid || !rec.exited) return rec.exit;
+    if (!rec.exit) killGroup(rec.child.pid);
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<undefined>((r) => { timer = setTimeout(() => r(undefined), budgetMs); });
+    try { return await Promise.race([rec.exited, timeout]); } finally { clearTimeout(timer); }
+  }
+
+  async function spawnAndProve(spec: HostSpec, rec: HostRecord, signal?: AbortSignal): Promise<HostStartResult> {
+    let port: number;
+    try {
+      port = await allocatePort(bindHost);
+    } catch (e) {
+      return rejected("port-allocation-failed", `no free port on ${bindHost}: ${(e as Error).message}`, "endpoint", []);
+    }
+    const [file, ...args] = command as [string, ...string[]];
+    const child = spawn(file, args, { cwd: opts.cwd ?? ROOT, env: runtimeEnv(spec, bindHost, port, baseEnv), detached: true, stdio: ["ignore", "pipe", "pipe"] });
+    const spawnError = new Promise<Error>((r) => child.once("error", r));
+    if (child.pid === undefined) return rejected("host-creation-failed", `spawn ${file}: ${(await spawnError).message}`, "resource", []);
+    const pid = child.pid;
+    trackGroup(pid);
+    let incarnationOf: string | undefined;
+    rec.child = child;
+    rec.exited = new Promise((r) => child.once("exit", (exitCode, sig) => {
+      untrackGroup(pid);
+      rec.exit = { exitCode, signal: sig };
+      const hostIncarnation = rec.running?.host.hostIncarnation ?? incarnationOf;
+      if (hostIncarnation) for (const o of observers) o({ kind: "exited", runtimeInstanceId: spec.runtimeInstanceId, hostIncarnation, ...rec.exit });
+      r(rec.exit);
+    }));
+    const owned = [`process:${pid}`];
+    const output = followOutput(child, (stream, line) => opts.onOutput?.(spec.runtimeInstanceId, stream, line));
+    try {
+      incarnationOf = processIncarnation(pid);
+    } catch {
+      // Already reaped: the process exited before we could read its start time.
+    }
+    const fail = async (code: ErrorCode, detail: string, layer: ReadinessLayer): Promise<HostStartResult> => {
+      const exit = await stopChild(rec, CLEANUP_BUDGET_MS);
+      const stopped = exit ? "" : ` (and pid ${pid} did not exit within ${CLEANUP_BUDGET_MS} ms of SIGKILL)`;
+      return rejected(code, `${detail}${stopped}; output: ${output.tail().slice(-1200)}`, layer, owned);
+    };
+    const outcome = await awaitListening(output, rec.exited, startupTimeoutMs, signal);
+    switch (outcome.kind) {
+      case "exited":
+        return fail("process-exited-during-startup", `pid ${pid} exited (code ${outcome.exit.exitCode}, signal ${outcome.exit.signal}) before listening`, "host");
+      case "timeout":
+        return fail("endpoint-resolution-failed", `pid ${pid} did not announce a listening port within ${startupTimeoutMs} ms`, "endpoint");
+      case "aborted":
+        return fail("host-creation-failed", `start of ${spec.runtimeInstanceId} was aborted`, "resource");
+      case "listening":
+        break;
+      default:
+        return assertNever(outcome);
+    }
+    const line = outcome.line;
+    if (!incarnationOf || line.hostIncarnation !== incarnationOf) {
+      return fail("runtime-identity-mismatch", `runtime announced incarnation ${line.hostIncarnation}, spawned ${incarnationOf ?? `pid ${pid} (start time unknown)`}`, "host");
+    }
+    if (line.port !== port) return fail("endpoint-resolution-failed", `runtime listens on ${line.port}, allocated ${port}`, "endpoint");
+    const inc = parseProcessIncarnation(incarnationOf);
+    if (rec.exit || !inc || incarnationState(inc.pid, inc.startTime) !== "running") {
+      return fail("process-exited-during-startup", `pid ${pid} exited right after announcing its port`, "host");
+    }
+    const hostPort = `${bindHost}:${port}`;
+    const endpoint: HostEndpoint = { endpoint: spec.transport === "http" ? `http://${hostPort}` : hostPort, aliases: [] };
+    rec.running = { host: { hostIncarnation: incarnationOf, pid }, endpoint };
+    return { outcome: "created", host: rec.running.host, endpoint, layersPassed: STRATEGY_LAYERS, owned };
+  }
+
+  return {
+    provider: "process",
+    start(spec, signal) {
+      return gate.run(spec.runtimeInstanceId, async () => {
+        const known = records.get(spec.runtimeInstanceId);
+        if (known) return converge(known, spec);
+        // Recorded before anything is spawned: a failed start also consumes the id.
+        const rec: HostRecord = { identity: identityKey(spec) };
+        records.set(spec.runtimeInstanceId, rec);
+        return spawnAndProve(spec, rec, signal);
+      });
+    },
+    kill(runtimeInstanceId, host, budgetMs): Promise<KillResult> {
+      const inc = parseProcessIncarnation(host.hostIncarnation);
+      if (!inc) return Promise.reject(new DroverError("host-spec-invalid", `${host.hostIncarnation} is not a process incarnation`));
+      return gate.run(runtimeInstanceId, async () => {
+        const rec = records.get(runtimeInstanceId);
+        if (rec?.child && rec.running?.host.hostIncarnation === host.hostIncarnation) {
+          const exit = await stopChild(rec, budgetMs);
+          if (!exit) return { outcome: "timeout", detail: `pid ${inc.pid} did not exit within ${budgetMs} ms of SIGKILL` };
+          return { outcome: "killed", proof: { kind: "process-exit", pid: inc.pid, exitCode: exit.exitCode, signal: exit.signal } };
+        }
+        // Not our child (we restarted, or another service spawned it): prove the exit through /proc.
+        return killExactIncarnation(inc.pid, inc.startTime, budgetMs);
+      });
+    },
+    observe(onFact) {
+      observers.add(onFact);
+      return () => { observers.delete(onFact); };
+    },
+    async close() {
+      observers.clear();
+    },
+    async killAll(budgetMs = CLEANUP_BUDGET_MS) {
+      await Promise.all([...records.values()].map((rec) => stopChild(rec, budgetMs)));
+    },
+    livePids() {
+      return [...records.values()].flatMap((r) => (r.child?.pid !== undefined && !r.exit ? [r.child.pid] : []));
+    },
+  };
+}
+
+function assertNever(x: never): never {
+  throw new Error(`unhandled start-up outcome ${JSON.stringify(x)}`);
+}
