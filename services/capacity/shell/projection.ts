@@ -1,0 +1,91 @@
+import type { JetStreamClient, JsMsg } from "@nats-io/jetstream";
+import { decodeEvent, decodeJson, Heartbeat } from "../../../contracts/index.ts";
+import { evolveCapacity, type CapacityInput, type RuntimeEvent } from "../../../aggregates/capacity/fold.ts";
+import type { CapacityDescriptor } from "../../../aggregates/capacity/descriptor.ts";
+import type { CapacityViewStore } from "../../../platform/capacity-view.ts";
+import { follow, type Follower } from "../../../platform/follow.ts";
+import type { StreamLayout } from "../../../streams/index.ts";
+
+export interface CapacityProjectionDeps {
+  readonly js: JetStreamClient;
+  readonly layout: StreamLayout;
+  readonly view: CapacityViewStore<CapacityDescriptor>;
+  readonly controlPlaneId: string;
+  readonly onError?: (e: unknown) => void;
+}
+
+export interface CapacityProjection {
+  /** Resolves once the runtime events and heartbeats present at start are folded into the view. */
+  readonly ready: Promise<void>;
+  /** Drops the view and folds everything again from stream sequence 1. */
+  rebuild(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+const CHECKPOINT = "runtime-events";
+
+/**
+ * The capacity projection: folds `<prefix>.runtime.>` and the heartbeat stream into one descriptor
+ * per runtime of this control plane and writes it to the Redis view. Inputs from both streams go
+ * through one serial queue, so a descriptor's writes never reorder; events are idempotent by stream
+ * sequence (the fold skips seq ≤ lastSeq) and the checkpoint is written after the view, so a crash
+ * re-folds at most a few events harmlessly. Nobody else writes the view.
+ */
+export async function startCapacityProjection(deps: CapacityProjectionDeps): Promise<CapacityProjection> {
+  const cache = new Map<string, CapacityDescriptor>();
+  let queue: Promise<void> = Promise.resolve();
+  let followers: Follower[] = [];
+  const eventPrefix = `${deps.layout.eventPrefix}.runtime.`;
+
+  const apply = (runtimeInstanceId: string, input: CapacityInput, seq?: number) => {
+    queue = queue.then(async () => {
+      const next = evolveCapacity(cache.get(runtimeInstanceId), input);
+      cache.set(runtimeInstanceId, next);
+      // Only runtimes registered by this control plane enter its view; others stay in memory.
+      if (next.registration?.controlPlaneId === deps.controlPlaneId) await deps.view.put(runtimeInstanceId, next);
+      if (seq !== undefined) await deps.view.setCheckpoint(CHECKPOINT, seq);
+    });
+    return queue;
+  };
+
+  const onEvent = (m: JsMsg) => {
+    const runtimeInstanceId = m.subject.slice(eventPrefix.length).split(".")[0]!;
+    const event = decodeEvent(m.data, { seq: m.seq, subject: m.subject }) as RuntimeEvent;
+    return apply(runtimeInstanceId, { kind: "event", seq: m.seq, runtimeInstanceId, event }, m.seq);
+  };
+  const onBeat = (m: JsMsg) => {
+    const beat = decodeJson(Heartbeat, m.data, "heartbeat", { seq: m.seq, subject: m.subject });
+    return apply(beat.runtimeInstanceId, { kind: "heartbeat", beat });
+  };
+
+  const start = async (fromSeq: number) => {
+    // Descriptors are folded from scratch in memory; the stored view is overwritten as events arrive.
+    if (fromSeq > 1) for (const d of await deps.view.all()) cache.set(d.runtimeInstanceId, d);
+    const events = await follow(deps.js, { stream: deps.layout.eventStream, filters: [`${eventPrefix}>`], fromSeq }, onEvent);
+    const beats = await follow(deps.js, { stream: deps.layout.heartbeatStream, filters: [`${deps.layout.heartbeatPrefix}.>`], lastPerSubject: true }, onBeat);
+    followers = [events, beats];
+    for (const f of followers) f.done.catch((e) => deps.onError?.(e));
+    await Promise.all(followers.map((f) => f.caughtUp));
+    await queue;
+  };
+  const stopFollowers = async () => {
+    await Promise.all(followers.map((f) => f.stop()));
+    followers = [];
+    await queue;
+  };
+
+  const checkpoint = await deps.view.getCheckpoint(CHECKPOINT);
+  if (checkpoint === 0) await deps.view.clear();
+  const ready = start(checkpoint + 1);
+  return {
+    ready,
+    async rebuild() {
+      await ready;
+      await stopFollowers();
+      cache.clear();
+      await deps.view.clear();
+      await start(1);
+    },
+    stop: async () => { await ready.catch(() => undefined); await stopFollowers(); },
+  };
+}

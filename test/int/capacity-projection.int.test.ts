@@ -1,0 +1,73 @@
+import { jetstream, jetstreamManager, type JetStreamClient } from "@nats-io/jetstream";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import type { DroverEvent, EventType } from "../../contracts/index.ts";
+import type { CapacityDescriptor } from "../../aggregates/capacity/descriptor.ts";
+import { routability } from "../../aggregates/capacity/routability.ts";
+import { redisCapacityView } from "../../platform/capacity-view.ts";
+import { startCapacityProjection } from "../../services/capacity/shell/projection.ts";
+import { createEventStore, ensureStreams, heartbeatSubject, runtimeRef, taggedLayout, type EventStore, type StreamLayout } from "../../streams/index.ts";
+import { EXAMPLE_BUILDERS, ids } from "../support/example-events.ts";
+import { uniqueName } from "../support/isolation.ts";
+
+const CP = ids.controlPlane;
+
+/** Publishes the provisioner's events for one runtime, each conditional on the previous. */
+async function publishRuntime(store: EventStore, rt: string, types: EventType[]) {
+  let seq = await store.lastSeq(runtimeRef(rt));
+  for (const t of types) {
+    const e = EXAMPLE_BUILDERS[t]() as DroverEvent;
+    const event = { ...e, eventId: `${e.eventId}-${rt}`.slice(0, 63) } as DroverEvent;
+    seq = (await store.append(runtimeRef(rt), event, { expectedSeq: seq })).seq;
+  }
+}
+
+const beat = (rt: string, n: number, at: Date) => JSON.stringify({
+  type: "heartbeat", runtimeInstanceId: rt, hostIncarnation: ids.host, beat: n, at: at.toISOString(), workers: 2, activeWorkers: 0,
+  availableWorkers: 2, queuedRuns: 0, runningRuns: 0, availableSlots: 4, paused: false, draining: false,
+});
+
+describe("capacity projection (real nats-server and Redis)", () => {
+  let nc: NatsConnection, js: JetStreamClient, redis: Redis, layout: StreamLayout, store: EventStore;
+  const READY: EventType[] = ["runtime.registered", "runtime.host-started", "runtime.readiness-layer-passed", "runtime.endpoint-published", "runtime.capacity-published"];
+
+  beforeAll(async () => {
+    nc = await connect({ servers: inject("natsUrl") });
+    js = jetstream(nc);
+    // A Redis database of its own, so flushing it cannot touch other tests' keys.
+    redis = new Redis(inject("redisUrl"), { maxRetriesPerRequest: 1, db: 7 });
+    layout = taggedLayout(uniqueName("cap"));
+    await ensureStreams(await jetstreamManager(nc), layout);
+    store = createEventStore(nc, layout);
+  });
+  afterAll(async () => { redis.disconnect(); await nc.close(); });
+
+  it("folds runtime events and heartbeats into the Redis view, and a rebuild from sequence 1 after a Redis flush equals it", async () => {
+    for (const rt of ["rt-cap-a", "rt-cap-b"]) {
+      await publishRuntime(store, rt, READY.map((t) => t));
+      await js.publish(heartbeatSubject(layout, rt), beat(rt, 1, new Date()));
+    }
+    const live = redisCapacityView<CapacityDescriptor>(redis, CP);
+    const projection = await startCapacityProjection({ js, layout, view: live, controlPlaneId: CP });
+    await projection.ready;
+    const before = await live.all();
+    expect(before.map((d) => d.runtimeInstanceId)).toEqual(["rt-cap-a", "rt-cap-b"]);
+    for (const d of before) {
+      expect(routability(d, { now: Date.now(), staleMs: 30_000, reservedSlots: 0 }).reasons).not.toContain("http-endpoint-missing");
+      expect(d.beats[ids.host]?.beat).toBe(1);
+    }
+    await redis.flushdb();
+    await projection.rebuild();
+    expect(await live.all()).toEqual(before);
+    await projection.stop();
+  });
+
+  it("keeps runtimes registered by another control plane out of this control plane's view (runs after runtimes exist)", async () => {
+    const other = redisCapacityView<CapacityDescriptor>(redis, "cp-other");
+    const projection = await startCapacityProjection({ js, layout, view: other, controlPlaneId: "cp-other" });
+    await projection.ready;
+    expect(await other.all()).toEqual([]);
+    await projection.stop();
+  });
+});
