@@ -5,7 +5,7 @@ import type { RuntimeCommand, RuntimeCommandResult, RuntimeSizing, Transport } f
 import { sendCommand } from "../../platform/runtime-client.ts";
 
 /**
- * Starts a REAL runtime instance process (`tsx services/runtime/main.ts`) for host/e2e/proof tests,
+ * Starts a REAL runtime instance process (`node --import tsx services/runtime/main.ts`) for host/e2e/proof tests,
  * waits for its `listening` line, and gives the test handles to command it, read its log lines,
  * pause (SIGSTOP), continue (SIGCONT), kill (SIGKILL) and stop (SIGTERM drain) it. Every process is
  * killed at exit if a test forgot it.
@@ -66,7 +66,10 @@ export async function startRuntimeProcess(o: RuntimeProcessOptions): Promise<Run
     DROVER_HEARTBEAT_MS: String(o.heartbeatMs ?? 500),
     ...(o.tenantId ? { DROVER_TENANT_ID: o.tenantId } : {}), ...(o.llmBaseUrl ? { DROVER_LLM_BASE_URL: o.llmBaseUrl } : {}), ...o.env,
   };
-  const child = spawn(resolve(ROOT, "node_modules/.bin/tsx"), [resolve(ROOT, "services/runtime/main.ts")], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
+  // node with tsx's loader, not the `tsx` CLI: the CLI runs the program in a CHILD node process, so
+  // signals to the CLI's pid (SIGKILL, SIGSTOP) would miss the runtime and orphan it, and the pid
+  // would not be the one in the runtime's host incarnation.
+  const child = spawn(process.execPath, ["--import", "tsx", resolve(ROOT, "services/runtime/main.ts")], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
   live.add(child);
   const lines: Record<string, unknown>[] = [];
   const listeners = new Set<() => void>();
@@ -98,6 +101,10 @@ export async function startRuntimeProcess(o: RuntimeProcessOptions): Promise<Run
     });
 
   const listening = await waitForLine((l) => l.event === "listening", o.startTimeoutMs ?? 30_000);
+  if (listening.hostIncarnation !== undefined && !String(listening.hostIncarnation).startsWith(`pid:${child.pid}:`)) {
+    child.kill("SIGKILL");
+    throw new Error(`runtime reports incarnation ${String(listening.hostIncarnation)} but the spawned pid is ${child.pid}: signals would miss it`);
+  }
   const port = Number(listening.port);
   const endpoint = `127.0.0.1:${port}`;
   let correlation = 0;
