@@ -13,3 +13,7 @@ export { connectionOf, type NatsHandle } from "./connection.ts";
 export { fold } from "./fold.ts";
 export { memoryCheckpointStore, type CheckpointStore } from "./checkpoints.ts";
 export { createProjectionRunner, type Projection, type ProjectionRunner, type ProjectionRunnerOptions } from "./projection-runner.ts";
+export { outcomeOf, DEFAULT_BACKOFF_MS, type Outcome, type RetryPolicy } from "./consumer-outcome.ts";
+export { ensureConsumer, runConsumer, durableConsumerConfig, type DurableConsumerSpec, type ConsumerRunner, type ConsumerRunnerOptions,
+  type EventHandler, type DeliveryContext } from "./consumer-runner.ts";
+export { readDeadLetters, parseDeadLetter, type DeadLetter } from "./dead-letters.ts";
