@@ -6,6 +6,7 @@ import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { Redis } from "ioredis";
 import { pino, type Logger } from "pino";
 import { DroverConfig, validate } from "../contracts/index.ts";
+import { commandSecretFromEnv, commandTokenFor } from "./command-token.ts";
 import { createEventStore, DEFAULT_LAYOUT, ensureStreams, taggedLayout, type EventStore, type StreamLayout } from "../streams/index.ts";
 
 /** What every control-plane service process starts with. */
@@ -20,6 +21,8 @@ export interface ServiceContext {
   readonly store: EventStore;
   readonly redis?: Redis;
   readonly log: Logger;
+  /** The command token of a runtime instance, derived from DROVER_COMMAND_SECRET (see command-token.ts). */
+  commandTokenFor(runtimeInstanceId: string): string;
   /** Registers a hook run on SIGTERM/SIGINT before the connections close (last registered runs first). */
   onShutdown(fn: () => Promise<void> | void): void;
 }
@@ -77,8 +80,11 @@ export async function bootstrap(service: string, opts: { redis?: boolean } = {})
     };
     process.once("SIGTERM", () => void shutdown("SIGTERM"));
     process.once("SIGINT", () => void shutdown("SIGINT"));
+    const { secret, isDefault } = commandSecretFromEnv();
+    if (isDefault) log.warn("DROVER_COMMAND_SECRET is not set: using the development secret (never in production)");
     log.info({ nats: nc.getServer(), layout: layout.eventStream, controlPlaneId: config.controlPlaneId }, "started");
-    return { service, instanceId, config, layout, nc, js, jsm, store, redis, log, onShutdown: (fn) => hooks.push(fn) };
+    return { service, instanceId, config, layout, nc, js, jsm, store, redis, log,
+      commandTokenFor: (id) => commandTokenFor(secret, id), onShutdown: (fn) => hooks.push(fn) };
   } catch (e) {
     process.stderr.write(`${service}: cannot start: ${(e as Error).message}\n`);
     process.exit(1);
