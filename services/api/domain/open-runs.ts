@@ -1,0 +1,46 @@
+/**
+ * The tenant's unfinished runs, folded from run event subjects alone
+ * (`<prefix>.run.<tenant>.<sharedRunId>.<event>`): the API's quota check needs no payload, so it
+ * decodes none. Idempotent by stream sequence: an event at or below the last folded sequence is
+ * ignored, so a redelivered or replayed message never counts twice.
+ *
+ * The state is mutated in place (still no IO, still deterministic): copying a tenant's set on every
+ * event would make a long replay quadratic.
+ */
+export interface OpenRuns {
+  lastSeq: number;
+  /** tenant → runs submitted and not yet terminal. */
+  readonly open: Map<string, Set<string>>;
+  /** tenant → runs that reached a terminal event; a late duplicate `submitted` never reopens one. */
+  readonly closed: Map<string, Set<string>>;
+}
+
+/** Run events after which a run no longer counts against the quota (aggregates/run.ts `isTerminal`). */
+const TERMINAL = new Set(["completed", "failed", "cancelled", "rejected"]);
+
+export const emptyOpenRuns = (): OpenRuns => ({ lastSeq: 0, open: new Map(), closed: new Map() });
+
+const setOf = (m: Map<string, Set<string>>, k: string): Set<string> => {
+  let s = m.get(k);
+  if (s === undefined) m.set(k, (s = new Set()));
+  return s;
+};
+
+/**
+ * Folds one event given its subject tokens after the prefix: `run`, tenant, id, event name.
+ * Any other subject only advances the sequence.
+ */
+export function foldOpenRunEvent(s: OpenRuns, seq: number, tokens: readonly string[]): void {
+  if (seq <= s.lastSeq) return;
+  s.lastSeq = seq;
+  const [aggregate, tenant, runId, name] = tokens;
+  if (aggregate !== "run" || tokens.length !== 4 || tenant === undefined || runId === undefined || name === undefined) return;
+  if (name === "submitted") {
+    if (!s.closed.get(tenant)?.has(runId)) setOf(s.open, tenant).add(runId);
+  } else if (TERMINAL.has(name)) {
+    s.open.get(tenant)?.delete(runId);
+    setOf(s.closed, tenant).add(runId);
+  }
+}
+
+export const openRunCount = (s: OpenRuns, tenantId: string): number => s.open.get(tenantId)?.size ?? 0;

@@ -1,0 +1,54 @@
+import type { RunState } from "../../../aggregates/run.ts";
+import type { DagDefinition } from "../../../contracts/index.ts";
+
+/** What `GET /v1/runs/:id` answers: the folded run aggregate, nothing another tenant could use. */
+export interface RunView {
+  readonly sharedRunId: string;
+  readonly tenantId: string;
+  readonly status: RunState["status"];
+  readonly submittedSeq: number | null;
+  /** Stream sequence of the run's last event: a client can resume the event feed after it. */
+  readonly lastSeq: number;
+  readonly executionId: string | null;
+  readonly placement: { readonly runtimeInstanceId: string; readonly localRunId: string; readonly transport: string | null } | null;
+  readonly localRunIds: readonly string[];
+  readonly recoveryPending: boolean;
+  readonly lastReason: string | null;
+  readonly dispatchFailures: number;
+  readonly dag: DagDefinition | null;
+}
+
+/**
+ * The view of a folded run, or undefined when the run has no submission (no events, or events
+ * without a `submitted`, which the API treats as not found rather than expose a half run).
+ */
+export function runView(s: RunState): RunView | undefined {
+  if (s.status === "none" || s.sharedRunId === undefined || s.tenantId === undefined) return undefined;
+  return {
+    sharedRunId: s.sharedRunId,
+    tenantId: s.tenantId,
+    status: s.status,
+    submittedSeq: s.submittedSeq ?? null,
+    lastSeq: s.lastSeq,
+    executionId: s.executionId ?? null,
+    placement: s.placement
+      ? { runtimeInstanceId: s.placement.runtimeInstanceId, localRunId: s.placement.localRunId, transport: s.placement.transport ?? null }
+      : null,
+    localRunIds: s.localRunIds,
+    recoveryPending: s.recoveryPending,
+    lastReason: s.lastReason ?? null,
+    dispatchFailures: s.dispatchFailures,
+    dag: s.dag ?? null,
+  };
+}
+
+/** Every ExecutionId a run's events name, in first-seen order: the journals its event history includes. */
+export function executionIdsOf(events: readonly { readonly event: { readonly type: string; readonly data: unknown } }[]): string[] {
+  const ids: string[] = [];
+  for (const { event } of events) {
+    if (event.type !== "run.started" && event.type !== "run.requeued-for-resume") continue;
+    const id = (event.data as { executionId?: unknown }).executionId;
+    if (typeof id === "string" && !ids.includes(id)) ids.push(id);
+  }
+  return ids;
+}
