@@ -40,6 +40,7 @@ export const ERROR_CATALOGUE = {
   "route-not-accepted": { retryable: true, httpStatus: 503, summary: "the route is not Accepted/ResolvedRefs at its generation" },
   "route-probe-identity-mismatch": { retryable: false, httpStatus: 502, summary: "a probe through the route reached another runtime" },
   "capacity-publication-failed": { retryable: true, httpStatus: 503, summary: "endpoint or capacity could not be published" },
+  "host-start-abandoned": { retryable: true, httpStatus: 503, summary: "the provisioner driving a host start stopped before proving it; a later attempt cleaned it up" },
   // --- admission and dispatch ---
   "http-endpoint-missing": { retryable: true, httpStatus: 503, summary: "an HTTP runtime has no published endpoint" },
   "grpc-endpoint-missing": { retryable: true, httpStatus: 503, summary: "a gRPC runtime has no published endpoint" },
