@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { DagDefinition } from "../../contracts/index.ts";
-import type { StoredEvent } from "../../streams/index.ts";
-import { admitAndDispatch, chainDag, journal, openControlPlaneDouble, waitForJournal, type ControlPlaneDouble } from "../support/control-plane-double.ts";
+import { runRef, type StoredEvent } from "../../streams/index.ts";
+import { admitAndDispatch, chainDag, journal, openControlPlaneDouble, waitForAggregate, waitForJournal, type ControlPlaneDouble } from "../support/control-plane-double.ts";
 import { uniqueName } from "../support/isolation.ts";
 import { startRuntimeProcess, type RuntimeProcess } from "../support/runtime-process.ts";
 
@@ -46,7 +46,7 @@ describe("runtime process executes a DAG durably", () => {
     expect(events[0]?.event.type).toBe("exec.started");
     expect(events.at(-1)?.event.type).toBe("exec.completed");
     expect(events.every((e) => e.event.writer.runtimeInstanceId === rt.runtimeInstanceId && e.event.writer.epoch === 0)).toBe(true);
-    const run = (await cp.store.read({ aggregate: "run", tenantId: TENANT, id: "run-fifty" })).events.map((e) => e.event.type);
+    const run = (await waitForAggregate(cp, runRef(TENANT, "run-fifty"), (es) => es.some((e) => e.event.type === "run.completed"))).map((e) => e.event.type);
     expect(run).toEqual(["run.submitted", "run.admitted", "run.dispatched", "run.started", "run.completed"]);
     const firstStep = events.find((e) => e.event.type === "exec.step-completed");
     const lastStep = events.filter((e) => e.event.type === "exec.step-completed").at(-1);

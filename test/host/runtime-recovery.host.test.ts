@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { DagDefinition, Transport } from "../../contracts/index.ts";
 import { runRef, type StoredEvent } from "../../streams/index.ts";
-import { admitAndDispatch, chainDag, journal, openControlPlaneDouble, pauseForRecovery, waitForJournal, type ControlPlaneDouble } from "../support/control-plane-double.ts";
+import { admitAndDispatch, chainDag, journal, openControlPlaneDouble, pauseForRecovery, waitForAggregate, waitForJournal, type ControlPlaneDouble } from "../support/control-plane-double.ts";
 import { uniqueName } from "../support/isolation.ts";
 import { startRuntimeProcess, type RuntimeProcess } from "../support/runtime-process.ts";
 
@@ -80,7 +80,7 @@ describe("crash recovery: a replacement runtime continues the same execution", (
     expectExactlyOnePerStep(events, dag);
     // Every write after the recovery fence is the replacement's, at the new epoch.
     expect(events.slice(resumedAt).every((e) => e.event.writer.runtimeInstanceId === b.runtimeInstanceId && e.event.writer.epoch === 1)).toBe(true);
-    const run = (await cp.store.read(runRef(TENANT, "run-kill"))).events.map((e) => e.event);
+    const run = (await waitForAggregate(cp, runRef(TENANT, "run-kill"), (es) => es.some((e) => e.event.type === "run.completed"))).map((e) => e.event);
     expect(run.filter((e) => e.type === "run.started").map((e) => (e.data as { executionId: string }).executionId)).toEqual([executionId, executionId]);
     expect(run.at(-1)?.type).toBe("run.completed");
     console.log(`[measure] ResumeExecution → first resumed step started: ${toFirstStepMs.toFixed(0)} ms (runtime-side ${String(first.sinceOpenMs)} ms)`);

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { isDroverError, type DagDefinition, type DagInput, type DataOf, type DroverEvent, type EventType, DagDefinition as DagSchema } from "../../contracts/index.ts";
-import { aggregateWildcard, createEventStore, ensureStreams, execRef, runRef, taggedLayout, type EventStore, type StoredEvent, type StreamLayout } from "../../streams/index.ts";
+import { aggregateWildcard, createEventStore, ensureStreams, execRef, runRef, taggedLayout, type AggregateRef, type EventStore, type StoredEvent, type StreamLayout } from "../../streams/index.ts";
 
 /**
  * The test plays the control plane's part around a runtime (admission's run events, recovery's
@@ -87,28 +87,34 @@ export async function journal(cp: ControlPlaneDouble, tenantId: string, executio
 }
 
 /**
- * Waits until `pred` holds for the durable journal: re-reads it whenever an event is published on
- * the execution's subjects (a core subscription is only the trigger; the read is the truth), with a
- * deadline. Returns the journal that satisfied `pred`.
+ * Waits until `pred` holds for an aggregate's durable history: re-reads it whenever an event is
+ * published on its subjects (a core subscription is only the trigger; the read is the truth), with
+ * a deadline. Returns the history that satisfied `pred`.
  */
-export async function waitForJournal(cp: ControlPlaneDouble, tenantId: string, executionId: string,
+export async function waitForAggregate(cp: ControlPlaneDouble, ref: AggregateRef,
   pred: (events: readonly StoredEvent[]) => boolean, timeoutMs = 60_000): Promise<readonly StoredEvent[]> {
-  const sub = cp.nc.subscribe(aggregateWildcard(cp.layout, execRef(tenantId, executionId)));
+  const sub = cp.nc.subscribe(aggregateWildcard(cp.layout, ref));
   const deadline = setTimeout(() => sub.unsubscribe(), timeoutMs);
+  const read = async () => (await cp.store.read(ref)).events;
   try {
-    let events = await journal(cp, tenantId, executionId);
+    let events = await read();
     if (pred(events)) return events;
     for await (const _ of sub) {
       // Skip triggers that queued up while reading: one read covers them all.
       if (sub.getPending() > 1) continue;
-      events = await journal(cp, tenantId, executionId);
+      events = await read();
       if (pred(events)) return events;
     }
-    events = await journal(cp, tenantId, executionId);
+    events = await read();
     if (pred(events)) return events;
-    throw new Error(`journal of ${executionId} did not reach the expected state within ${timeoutMs} ms (${events.length} events, last ${events.at(-1)?.event.type})`);
+    throw new Error(`${ref.aggregate} ${ref.id} did not reach the expected state within ${timeoutMs} ms (${events.length} events, last ${events.at(-1)?.event.type})`);
   } finally {
     clearTimeout(deadline);
     sub.unsubscribe();
   }
 }
+
+/** waitForAggregate on an execution journal. */
+export const waitForJournal = (cp: ControlPlaneDouble, tenantId: string, executionId: string,
+  pred: (events: readonly StoredEvent[]) => boolean, timeoutMs = 60_000): Promise<readonly StoredEvent[]> =>
+  waitForAggregate(cp, execRef(tenantId, executionId), pred, timeoutMs);
