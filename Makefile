@@ -51,7 +51,10 @@ test: deps check ## lint, typecheck and every test tier (unit, int, host, k8s, e
 	@rm -rf $(RESULTS); status=0; for t in $(TIERS); do $(MAKE) --no-print-directory test-$$t || status=1; done; \
 	 node scripts/test-summary.mjs $(RESULTS); exit $$status
 
+bench: deps ## run every benchmark (bench/*.bench.ts, with tsx, against private servers); merges into bench/results/latest.json
+	@for f in bench/*.bench.ts; do echo "[drover] bench $$f"; npx tsx "$$f"; done
+
 clean: ## remove run state and test results (keeps the cached tool builds)
 	rm -rf .run
 
-.PHONY: help deps tools infra-up infra-down run stop lint typecheck check test clean $(addprefix test-,$(TIERS))
+.PHONY: help deps tools infra-up infra-down run stop lint typecheck check test bench clean $(addprefix test-,$(TIERS))
