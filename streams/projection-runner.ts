@@ -89,7 +89,12 @@ export function createProjectionRunner(handle: NatsHandle, layout: StreamLayout,
     const oc = await ctx.js.consumers.get(layout.eventStream, { filter_subjects: filters, deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: from });
     messages = await oc.consume({ max_messages: 256 });
     if (stopping) await messages.close();
-    for await (const m of messages) await applyOne(toStoredEvent(m));
+    try {
+      for await (const m of messages) await applyOne(toStoredEvent(m));
+    } finally {
+      await messages.close();
+      await oc.delete().catch(() => undefined); // not left for the client's 5-minute inactive threshold
+    }
   }
 
   const runner: ProjectionRunner = {

@@ -50,6 +50,9 @@ export async function replay(ctx: StoreContext, from: ReplayFrom, onEvent: (e: S
     }
   } finally {
     await messages.close();
+    // The client gives ordered consumers a 5-minute inactive threshold; frequent replays would
+    // otherwise leave one server-side consumer each behind for that long.
+    await oc.delete().catch(() => undefined);
   }
   return last;
 }

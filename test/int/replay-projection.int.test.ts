@@ -51,6 +51,8 @@ describe("replay, fold and projections against a real nats-server", () => {
     expect(a.out.map((e) => e.seq)).toEqual(Array.from({ length: last }, (_, i) => i + 1));
     expect(fold(a.out, evolve, initial)).toEqual(fold(b.out, evolve, initial));
     expect(fold(a.out, evolve, initial)).toEqual({ status: "started", events: last, lastSeq: last });
+    // each replay removes its ordered consumer instead of leaving it to expire
+    expect((await fx.jsm.consumers.list(fx.layout.eventStream).next()).length).toBe(0);
   });
 
   it("replays from a sequence, from a time and through filters, in stream order", async () => {
@@ -107,6 +109,7 @@ describe("replay, fold and projections against a real nats-server", () => {
 
     // Restarting from the checkpoint applies nothing twice and picks up only new events.
     await runner.stop();
+    expect((await fx.jsm.consumers.list(fx.layout.eventStream).next()).length).toBe(0);
     const applied: number[] = [];
     const again = createProjectionRunner(fx.nc, fx.layout, { ...live.p, apply: (e) => { applied.push(e.seq); return live.p.apply(e); } }, cps);
     const after = await store.append(runRef(ids.tenant, "run-0"), event("run.dispatched"), { expectedSeq: (await store.lastSeq(runRef(ids.tenant, "run-0"))) });
