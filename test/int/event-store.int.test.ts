@@ -1,3 +1,4 @@
+import { connect } from "@nats-io/transport-node";
 import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
 import { isDroverError, type DroverEvent } from "../../contracts/index.ts";
 import { createEventStore } from "../../streams/event-store.ts";
@@ -116,6 +117,15 @@ describe("event store append/read against a real nats-server", () => {
     expect(isDroverError(err, "contract-violation")).toBe(true);
     expect((err as { details: { seq: number } }).details.seq).toBe(2);
     expect((err as Error).message).toContain("at stream sequence 2");
+  });
+
+  it("reports a closed connection as retryable event-store-unavailable", async () => {
+    const nc = await connect({ servers: inject("natsUrl") });
+    const s = createEventStore(nc, fx.layout);
+    await nc.close();
+    const err = await s.append(ex("ex-1"), event("exec.started"), { expectedSeq: 0 }).catch((x: unknown) => x);
+    expect(err).toMatchObject({ code: "event-store-unavailable", retryable: true });
+    expect(await store.lastSeq(ex("ex-1"))).toBe(0);
   });
 
   it("reads an aggregate longer than one direct-get batch completely and in order", async () => {

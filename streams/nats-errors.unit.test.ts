@@ -1,0 +1,27 @@
+import { JetStreamApiError } from "@nats-io/jetstream";
+import { RequestError, TimeoutError } from "@nats-io/transport-node";
+import { describe, expect, it } from "vitest";
+import { DroverError } from "../contracts/index.ts";
+import { toStoreError } from "./nats-errors.ts";
+
+describe("JetStream failures → drover's error catalogue", () => {
+  it("maps no answer (timeout, no responders) to retryable event-store-unavailable", () => {
+    for (const e of [new TimeoutError(), new RequestError("no responders", { cause: new TimeoutError() })]) {
+      const d = toStoreError(e, "appending");
+      expect(d).toMatchObject({ code: "event-store-unavailable", retryable: true });
+      expect(d.cause).toBe(e);
+    }
+  });
+
+  it("maps a JetStream refusal to non-retryable event-store-unavailable carrying the server's code", () => {
+    const d = toStoreError(new JetStreamApiError({ code: 400, err_code: 10054, description: "message size exceeds maximum allowed" }), "appending", { subject: "x" });
+    expect(d).toMatchObject({ code: "event-store-unavailable", retryable: false, details: { subject: "x", jsCode: 10054 } });
+    expect(d.message).toContain("message size exceeds maximum allowed");
+  });
+
+  it("passes typed errors through and treats unknown errors as retryable infrastructure faults", () => {
+    const typed = new DroverError("version-conflict", "moved");
+    expect(toStoreError(typed, "appending")).toBe(typed);
+    expect(toStoreError(new Error("socket hang up"), "appending")).toMatchObject({ code: "event-store-unavailable", retryable: true });
+  });
+});
