@@ -81,8 +81,11 @@ export class Execution {
           return this.finishFailed(d.stepId, d.attempt);
         case "continue":
           for (const s of d.start) {
-            await this.env.workers.acquire(this.abort.signal).catch(() => undefined);
-            if (this.abort.signal.aborted) break;
+            const acquired = await this.env.workers.acquire(this.abort.signal).then(() => true, () => false);
+            if (this.abort.signal.aborted) {
+              if (acquired) this.env.workers.release();
+              break;
+            }
             void this.execute(s);
           }
           if (d.start.length === 0) await this.changed(d.wakeAt);

@@ -12,6 +12,8 @@ interface LocalRun {
   readonly acceptedAt: number;
   state: RunState;
   execution?: Execution;
+  /** CancelRun arrived while the execution was still being opened. */
+  cancelRequested?: boolean;
   failure?: { readonly code: ErrorCode; readonly detail: string };
 }
 
@@ -111,6 +113,7 @@ export class RuntimeInstance {
       run.state = "cancelled";
       this.notifyIdle();
     } else if (run.state === "running") {
+      run.cancelRequested = true;
       run.execution?.cancel();
     }
     return this.status(localRunId);
@@ -141,6 +144,7 @@ export class RuntimeInstance {
       const opened = run.request.mode === "start" ? await openFresh(this.journal, run.request.payload) : await openResume(this.journal, run.request.payload);
       const execution = new Execution(this.executor, opened, run.request.payload.dag, run.acceptedAt);
       run.execution = execution;
+      if (run.cancelRequested) execution.cancel();
       const outcome = await execution.run();
       run.state = outcome.state;
       if (outcome.state === "failed") run.failure = { code: outcome.reason, detail: outcome.detail };

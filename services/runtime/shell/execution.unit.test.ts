@@ -1,0 +1,119 @@
+import { describe, expect, it } from "vitest";
+import { DagDefinition, type DagInput, type DroverEvent, type Step } from "../../../contracts/index.ts";
+import { execRef, runRef } from "../../../streams/subjects.ts";
+import { MemoryEventStore } from "../../../test/support/memory-event-store.ts";
+import { Execution } from "./execution.ts";
+import { executionIdFor, openFresh, openResume, type JournalEnv } from "./execution-open.ts";
+import { AggregateJournal } from "./journal.ts";
+import type { StepRunner } from "./step-runners.ts";
+import { WorkerPool } from "./worker-pool.ts";
+
+// Unit tier with an in-memory event store: proves the executor's decisions and fencing reactions,
+// NOT any transport or JetStream behaviour (the host tier proves those against real processes).
+const T = "t1";
+let ids = 0;
+const journalEnv = (store: MemoryEventStore, runtimeInstanceId = "rt-a"): JournalEnv => ({
+  store, runtimeInstanceId, hostIncarnation: "pid:1:1", now: () => new Date(1_000_000), newEventId: () => `ev-${++ids}`, sleep: async () => undefined,
+});
+const chain = (n: number): DagDefinition => DagDefinition.parse({ steps: Array.from({ length: n }, (_, i) => ({ id: `s${i + 1}`, kind: "compute", dependsOn: i ? [`s${i}`] : [] })) } satisfies DagInput);
+const payload = (dag: DagDefinition, localRunId = "l1") => ({ sharedRunId: "r1", localRunId, tenantId: T, dag, dispatchedSeq: 0, correlationId: "c1" }) as Parameters<typeof openFresh>[1];
+
+function recordingRunner(onStep?: (step: Step, attempt: number) => Promise<void> | void): { runner: StepRunner; calls: string[] } {
+  const calls: string[] = [];
+  return { calls, runner: async (step, ctx) => { calls.push(`${step.id}#${ctx.attempt}`); await onStep?.(step, ctx.attempt); return { ok: step.id }; } };
+}
+const executor = (runner: StepRunner, workers = new WorkerPool(2)) => ({ workers, maxWorkersPerRun: 1, runStep: runner, now: () => new Date(1_000_000), log: () => undefined });
+const types = (store: MemoryEventStore, ref = execRef(T, executionIdFor("r1", "l1"))) => store.read(ref).then((h) => h.events.map((e) => e.event.type));
+
+describe("AggregateJournal: the runtime is the single writer of its execution", () => {
+  it("after a version conflict, the journal is lost: that append and every queued one fail with execution-ownership-lost and none is sent", async () => {
+    const store = new MemoryEventStore();
+    const opened = await openFresh(journalEnv(store), payload(chain(2)));
+    // A foreign writer (recovery) appends after the runtime's last sequence.
+    await store.append(opened.exec.ref, opened.emit("exec.paused-for-recovery", { forensicsId: `runtime-recovery:${executionIdFor("r1", "l1")}:r1:l1`, incidentId: "i1", failedRuntimeInstanceId: "rt-a", newEpoch: 1 } as never), { expectedSeq: opened.exec.lastSeq, msgId: "recovery" });
+    const attemptsBefore = store.appendLog.length;
+    const a = opened.exec.append(opened.emit("exec.completed", { outputDigest: "a".repeat(64) }));
+    const b = opened.exec.append(opened.emit("exec.completed", { outputDigest: "b".repeat(64) }));
+    await expect(a).rejects.toMatchObject({ code: "execution-ownership-lost" });
+    await expect(b).rejects.toMatchObject({ code: "execution-ownership-lost" });
+    expect(store.appendLog.length - attemptsBefore).toBe(1);
+  });
+
+  it("an append with no answer is retried with the same msg id and expectation, so it lands exactly once", async () => {
+    const store = new MemoryEventStore();
+    const opened = await openFresh(journalEnv(store), payload(chain(1)));
+    store.failNext(2);
+    await opened.exec.append(opened.emit("exec.completed", { outputDigest: "a".repeat(64) }));
+    const tries = store.appendLog.slice(-3);
+    expect(tries.map((t) => t.outcome)).toEqual(["unavailable", "unavailable", "stored"]);
+    expect(new Set(tries.map((t) => `${t.msgId}@${t.expectedSeq}`)).size).toBe(1);
+  });
+
+  it("two writers deciding at the same expectation never share a msg id (a foreign decision cannot be acked as our duplicate)", () => {
+    const store = new MemoryEventStore();
+    const ref = execRef(T, "e1");
+    const mine = new AggregateJournal(store, ref, 5, "rt-a.e0", async () => undefined);
+    const theirs = new AggregateJournal(store, ref, 5, "rt-b.e1", async () => undefined);
+    expect(mine.lastSeq).toBe(theirs.lastSeq);
+    const ids = [mine, theirs].map((j) => (j as unknown as { writerKey: string }).writerKey);
+    expect(ids[0]).not.toBe(ids[1]);
+  });
+});
+
+describe("Execution: deterministic, durable, fenced", () => {
+  it("a fresh run appends run started (at the dispatched sequence), exec started, one step-completed per step, exec completed, run completed", async () => {
+    const store = new MemoryEventStore();
+    const { runner, calls } = recordingRunner();
+    const opened = await openFresh(journalEnv(store), payload(chain(3)));
+    expect(await new Execution(executor(runner), opened, chain(3), 0).run()).toEqual({ state: "completed" });
+    expect(calls).toEqual(["s1#1", "s2#1", "s3#1"]);
+    expect(await types(store)).toEqual(["exec.started", "exec.step-completed", "exec.step-completed", "exec.step-completed", "exec.completed"]);
+    expect(await types(store, runRef(T, "r1"))).toEqual(["run.started", "run.completed"]);
+  });
+
+  it("a resume never re-runs a recorded step and continues the attempt count from the journal (recovery consumes no retry budget)", async () => {
+    const store = new MemoryEventStore();
+    const dag = DagDefinition.parse({ steps: [{ id: "s1", kind: "compute" }, { id: "s2", kind: "flaky", dependsOn: ["s1"], retry: { maxAttempts: 3, backoffMs: 0 }, params: { failAttempts: 1 } }] } satisfies DagInput);
+    const first = await openFresh(journalEnv(store), payload(dag));
+    await first.exec.append(first.emit("exec.step-completed", { stepId: "s1", attempt: 1, output: { ok: "s1" }, outputDigest: "a".repeat(64), durationMs: 1 } as never));
+    await first.exec.append(first.emit("exec.step-failed", { stepId: "s2", attempt: 1, error: "x", retryAt: new Date(0).toISOString() } as never));
+    const executionId = first.executionId;
+    await store.append(first.exec.ref, first.emit("exec.paused-for-recovery", { forensicsId: `runtime-recovery:${executionIdFor("r1", "l1")}:r1:l1`, incidentId: "i1", failedRuntimeInstanceId: "rt-a", newEpoch: 1 } as never), { expectedSeq: first.exec.lastSeq, msgId: "recovery" });
+    const { runner, calls } = recordingRunner();
+    const resumed = await openResume(journalEnv(store, "rt-b"), { ...payload(dag, "l2"), executionId, epoch: 1, dispatchedSeq: await store.lastSeq(runRef(T, "r1")) } as never);
+    expect(await new Execution(executor(runner), resumed, dag, 0).run()).toEqual({ state: "completed" });
+    expect(calls).toEqual(["s2#2"]);
+    const tail = (await store.read(first.exec.ref)).events.slice(-3).map((e) => e.event as DroverEvent);
+    expect(tail.map((e) => [e.type, e.writer.runtimeInstanceId, e.writer.epoch])).toEqual([["exec.resumed", "rt-b", 1], ["exec.step-completed", "rt-b", 1], ["exec.completed", "rt-b", 1]]);
+  });
+
+  it("a foreign append mid-run stops the execution with execution-ownership-lost: no further append, the worker is released", async () => {
+    const store = new MemoryEventStore();
+    const workers = new WorkerPool(1);
+    const holder: { opened?: Awaited<ReturnType<typeof openFresh>> } = {};
+    const { runner } = recordingRunner(async (step) => {
+      const opened = holder.opened;
+      if (step.id === "s2" && opened) {
+        await store.append(opened.exec.ref, opened.emit("exec.paused-for-recovery", { forensicsId: `runtime-recovery:${executionIdFor("r1", "l1")}:r1:l1`, incidentId: "i1", failedRuntimeInstanceId: "rt-a", newEpoch: 1 } as never),
+          { expectedSeq: await store.lastSeq(opened.exec.ref), msgId: "recovery" });
+      }
+    });
+    const opened = await openFresh(journalEnv(store), payload(chain(4)));
+    holder.opened = opened;
+    const outcome = await new Execution(executor(runner, workers), opened, chain(4), 0).run();
+    expect(outcome).toMatchObject({ state: "failed", reason: "execution-ownership-lost" });
+    expect(await types(store)).toEqual(["exec.started", "exec.step-completed", "exec.paused-for-recovery"]);
+    expect(store.appendLog.filter((a) => a.outcome === "conflict")).toHaveLength(1);
+    expect(workers.availableWorkers).toBe(1);
+    expect(await types(store, runRef(T, "r1"))).toEqual(["run.started"]);
+  });
+
+  it("a run whose dispatched sequence is stale is not started: run started conflicts and the execution journal stays empty", async () => {
+    const store = new MemoryEventStore();
+    const env = journalEnv(store);
+    const other = await openFresh(env, payload(chain(1), "l0"));
+    expect(other.run.lastSeq).toBeGreaterThan(0);
+    await expect(openFresh(env, payload(chain(1)))).rejects.toMatchObject({ code: "execution-ownership-lost" });
+    expect(await types(store)).toEqual([]);
+  });
+});
