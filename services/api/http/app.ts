@@ -1,0 +1,41 @@
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastify";
+import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from "fastify-type-provider-zod";
+import type { ApiDeps } from "../shell/deps.ts";
+import { requireCredentials } from "./auth.ts";
+import { dashboardRoute } from "./dashboard-route.ts";
+import { errorHandler } from "./error-handler.ts";
+import { eventsRoute } from "./events-route.ts";
+import { operatorRoutes } from "./operator-routes.ts";
+import { runsRoutes } from "./runs-routes.ts";
+
+/** Bodies above this are refused with 413 before parsing: a DAG fits well below, and an event must stay under NATS' max payload. */
+export const BODY_LIMIT_BYTES = 256 * 1024;
+
+/**
+ * Builds the API: `/v1/*` behind bearer-token authentication, the dashboard at `/`, one error
+ * handler for everything. Does not listen; `main.ts` does, tests use `inject()` or `listen({ port: 0 })`.
+ */
+export async function buildApp(deps: ApiDeps, opts: { logger?: FastifyServerOptions["logger"] } = {}): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: opts.logger ?? false,
+    bodyLimit: BODY_LIMIT_BYTES,
+    genReqId: () => deps.newId(),
+    // Live SSE feeds are ended by the events plugin's preClose hook; anything else idle is closed at once.
+    forceCloseConnections: "idle",
+  }).withTypeProvider<ZodTypeProvider>();
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  app.setErrorHandler(errorHandler);
+  app.setNotFoundHandler((request, reply) => reply.code(404).send({
+    error: { code: "not-found", message: `no route ${request.method} ${request.url.split("?")[0]}`, retryable: false, details: {} },
+  }));
+
+  await app.register(async (v1) => {
+    requireCredentials(v1, deps.tokens);
+    await v1.register(runsRoutes, { deps });
+    await v1.register(eventsRoute, { deps });
+    await v1.register(operatorRoutes, { deps });
+  }, { prefix: "/v1" });
+  await app.register(dashboardRoute);
+  return app;
+}

@@ -1,0 +1,58 @@
+/**
+ * The api process: wiring only. Reads the environment (see shell/startup.ts), connects to NATS,
+ * ensures the streams, starts the quota projection when a tenant rejects over quota, listens on
+ * config.api and prints one JSON line {"event":"listening","port":N}. SIGINT/SIGTERM close the
+ * server (ending live event feeds) and drain the NATS connection.
+ */
+import { hostname } from "node:os";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { connect } from "@nats-io/transport-node";
+import { createEventStore, ensureStreams } from "../../streams/index.ts";
+import { tokenTable } from "./domain/access.ts";
+import { buildApp } from "./http/app.ts";
+import { replayCapacityReader } from "./shell/capacity-reader.ts";
+import { jetStreamFeed } from "./shell/event-feed.ts";
+import { randomIdGenerator } from "./shell/ids.ts";
+import { startOpenRunsProjection } from "./shell/open-runs-projection.ts";
+import { loadConfig, readEnv, writePortFile } from "./shell/startup.ts";
+
+const env = readEnv(process.env);
+const config = loadConfig(env.configPath);
+const nc = await connect({ servers: env.natsUrl, name: "drover-api" });
+const js = jetstream(nc);
+const jsm = await jetstreamManager(nc);
+await ensureStreams(jsm, env.layout);
+const store = createEventStore(nc, env.layout);
+const openRuns = config.tenants.some((t) => t.overQuota === "reject") ? await startOpenRunsProjection(js, jsm, env.layout) : undefined;
+
+const app = await buildApp({
+  config, tokens: tokenTable(config.tokens), layout: env.layout, store,
+  feed: jetStreamFeed(js, jsm, env.layout),
+  capacity: replayCapacityReader(store, jsm, env.layout),
+  openRuns,
+  clock: () => new Date(),
+  newId: randomIdGenerator,
+  instanceId: `api-${hostname()}-${process.pid}`,
+}, { logger: { level: process.env.LOG_LEVEL ?? "info" } });
+
+await app.listen({ host: config.api.host, port: config.api.port });
+const address = app.server.address();
+const port = typeof address === "object" && address ? address.port : config.api.port;
+writePortFile(env.portFile, port);
+console.log(JSON.stringify({ event: "listening", port, host: config.api.host }));
+
+let stopping = false;
+const stop = async (signal: string) => {
+  if (stopping) return;
+  stopping = true;
+  app.log.info({ signal }, "stopping");
+  // In-flight requests get a grace period; sockets still open after it (e.g. a client's idle
+  // pre-opened connection) must not keep the process alive.
+  setTimeout(() => app.server.closeAllConnections(), 5_000).unref();
+  await app.close();
+  await openRuns?.stop();
+  await nc.drain();
+  process.exit(0);
+};
+process.once("SIGINT", () => void stop("SIGINT"));
+process.once("SIGTERM", () => void stop("SIGTERM"));

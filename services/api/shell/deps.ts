@@ -1,0 +1,28 @@
+import type { Credential, DroverConfig } from "../../../contracts/index.ts";
+import type { StreamLayout } from "../../../streams/layout.ts";
+import type { EventStore } from "../../../streams/types.ts";
+import type { TokenTable } from "../domain/access.ts";
+import type { CapacityReader } from "./capacity-reader.ts";
+import type { EventFeed } from "./event-feed.ts";
+import type { IdGenerator } from "./ids.ts";
+import type { OpenRunsCounter } from "./open-runs-projection.ts";
+
+/**
+ * Everything the API's shell and routes use, injected so tests control time, ids and the stores.
+ * `openRuns` is absent when no quota is enforced at submission (admission still enforces it).
+ */
+export interface ApiDeps {
+  readonly config: DroverConfig;
+  readonly tokens: TokenTable;
+  readonly layout: StreamLayout;
+  readonly store: EventStore;
+  readonly feed: EventFeed;
+  readonly capacity: CapacityReader;
+  readonly openRuns?: OpenRunsCounter;
+  readonly clock: () => Date;
+  readonly newId: IdGenerator;
+  /** This API process, as recorded in the `writer` of every event it appends. */
+  readonly instanceId: string;
+}
+
+export type { Credential };

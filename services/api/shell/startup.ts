@@ -1,0 +1,55 @@
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { z } from "zod";
+import { DroverConfig } from "../../../contracts/index.ts";
+import { DEFAULT_LAYOUT, taggedLayout, type StreamLayout } from "../../../streams/layout.ts";
+
+const ROOT = resolve(import.meta.dirname, "../../..");
+
+/**
+ * Reads and validates the configuration file. Throws an Error naming the file and every schema
+ * issue (the process then stops: a service never runs on a configuration it cannot trust).
+ */
+export function loadConfig(path: string): DroverConfig {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(path, "utf8"));
+  } catch (e) {
+    throw new Error(`cannot read configuration ${path}: ${(e as Error).message}`, { cause: e });
+  }
+  const r = DroverConfig.safeParse(raw);
+  if (!r.success) throw new Error(`configuration ${path} is invalid:\n${z.prettifyError(r.error)}`);
+  return r.data;
+}
+
+/** The environment the API reads at start-up, with its defaults. */
+export interface ApiEnv {
+  readonly configPath: string;
+  readonly natsUrl: string;
+  readonly layout: StreamLayout;
+  /** Where to record the listening port for scripts/run.sh, when that directory exists. */
+  readonly portFile: string | undefined;
+}
+
+/**
+ * DROVER_CONFIG (default config/drover.local.json), NATS_URL (default nats://127.0.0.1:4222),
+ * DROVER_STREAM_TAG (a tagged stream layout, for isolated runs), DROVER_SERVICES_DIR (default
+ * .run/services: the port file goes there only if it exists, so a bare `tsx main.ts` leaves no
+ * file behind). Throws when DROVER_STREAM_TAG is not a lowercase id.
+ */
+export function readEnv(env: NodeJS.ProcessEnv): ApiEnv {
+  const tag = env.DROVER_STREAM_TAG;
+  if (tag !== undefined && !/^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/.test(tag)) throw new Error(`DROVER_STREAM_TAG ${JSON.stringify(tag)} is not lowercase [a-z0-9-]`);
+  const servicesDir = env.DROVER_SERVICES_DIR ?? join(ROOT, ".run/services");
+  return {
+    configPath: env.DROVER_CONFIG ?? join(ROOT, "config/drover.local.json"),
+    natsUrl: env.NATS_URL ?? "nats://127.0.0.1:4222",
+    layout: tag ? taggedLayout(tag) : DEFAULT_LAYOUT,
+    portFile: existsSync(servicesDir) ? join(servicesDir, "api.port") : undefined,
+  };
+}
+
+/** Writes the port for scripts/run.sh, which prints the API and dashboard URLs from it. */
+export function writePortFile(path: string | undefined, port: number): void {
+  if (path !== undefined) writeFileSync(path, `${port}\n`);
+}
