@@ -1,0 +1,90 @@
+import type { DroverEvent } from "../../../contracts/index.ts";
+import { assertNever } from "./assert-never.ts";
+
+export type RuntimeEvent = Extract<DroverEvent, { type: `runtime.${string}` }>;
+
+/** Why a runtime no longer counts against its tenant's limit. */
+export type EndedBy = "host-start-failed" | "host-exited" | "fenced" | "retired";
+
+/** What the provisioner needs to know about one runtime: who it is for, how far its start got, whether it ended. */
+export interface RuntimeSummary {
+  readonly runtimeInstanceId: string;
+  readonly tenantId?: string;
+  readonly scaleOutRequestId?: string;
+  readonly hostIncarnation?: string;
+  readonly pid?: number;
+  readonly capacityPublished: boolean;
+  /** The first reason it ended; later endings are evidence only. */
+  readonly endedBy?: EndedBy;
+  readonly retired: boolean;
+  readonly lastSeq: number;
+}
+
+/** Every runtime of the control plane, folded from `drover.runtime.*.*` in stream order. */
+export interface Roster {
+  readonly runtimes: ReadonlyMap<string, RuntimeSummary>;
+  readonly lastSeq: number;
+}
+
+export const emptyRoster = (): Roster => ({ runtimes: new Map(), lastSeq: 0 });
+
+/** Folds a runtime event into its summary. Idempotent by sequence (replays and redeliveries are no-ops). */
+export function evolveRuntime(s: RuntimeSummary | undefined, id: string, seq: number, e: RuntimeEvent): RuntimeSummary {
+  const base: RuntimeSummary = s ?? { runtimeInstanceId: id, capacityPublished: false, retired: false, lastSeq: 0 };
+  if (seq <= base.lastSeq) return base;
+  const at = { ...base, lastSeq: seq };
+  const end = (by: EndedBy): RuntimeSummary => (base.endedBy ? at : { ...at, endedBy: by });
+  switch (e.type) {
+    case "runtime.registered":
+      return { ...at, tenantId: e.data.tenantId, scaleOutRequestId: e.data.scaleOutRequestId };
+    case "runtime.host-started":
+      return base.hostIncarnation ? at : { ...at, hostIncarnation: e.data.hostIncarnation, pid: e.data.pid };
+    case "runtime.capacity-published":
+      return { ...at, capacityPublished: true };
+    case "runtime.host-start-failed":
+      return end("host-start-failed");
+    case "runtime.host-exited":
+      return end("host-exited");
+    case "runtime.fenced":
+      return end("fenced");
+    case "runtime.retired":
+      return { ...end("retired"), retired: true };
+    case "runtime.host-start-requested":
+    case "runtime.readiness-layer-passed":
+    case "runtime.endpoint-published":
+    case "runtime.draining":
+    case "runtime.suspected":
+    case "runtime.recovery-planned":
+      return at;
+    default:
+      return assertNever(e, "runtime event");
+  }
+}
+
+/** Folds one stored runtime event into the roster. */
+export function evolveRoster(r: Roster, seq: number, runtimeInstanceId: string, e: RuntimeEvent): Roster {
+  if (seq <= r.lastSeq) return r;
+  const runtimes = new Map(r.runtimes);
+  runtimes.set(runtimeInstanceId, evolveRuntime(r.runtimes.get(runtimeInstanceId), runtimeInstanceId, seq, e));
+  return { runtimes, lastSeq: seq };
+}
+
+/**
+ * Whether `id` was allocated under `prefix`: `<prefix>-<suffix>` where the suffix has no dash
+ * (see runtime-id.ts). The dash-free suffix keeps prefixes exact: tenant `a` never counts
+ * tenant `a-b`'s runtime `a-b-xyz`.
+ */
+export const hasPrefix = (id: string, prefix: string): boolean =>
+  id.startsWith(`${prefix}-`) && /^[a-z0-9]+$/.test(id.slice(prefix.length + 1));
+
+/**
+ * A tenant's live runtimes, counted by its prefix (never the global count): registered and not
+ * ended. A runtime whose host exited no longer counts: nothing runs there, and its tenant needs a
+ * replacement while recovery fences it.
+ */
+export const liveByPrefix = (r: Roster, prefix: string): RuntimeSummary[] =>
+  [...r.runtimes.values()].filter((s) => hasPrefix(s.runtimeInstanceId, prefix) && s.endedBy === undefined);
+
+/** Runtimes registered for one scale-out request: the attempts of earlier deliveries. */
+export const runtimesOfRequest = (r: Roster, requestId: string): RuntimeSummary[] =>
+  [...r.runtimes.values()].filter((s) => s.scaleOutRequestId === requestId);

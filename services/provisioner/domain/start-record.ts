@@ -1,0 +1,32 @@
+import type { DataOf, HostIncarnation, ReadinessLayer } from "../../../contracts/index.ts";
+import type { HostStartResult } from "../../../platform/hosts/types.ts";
+
+type Started = Extract<HostStartResult, { outcome: "created" | "converged" }>;
+
+/** `host-started` from a strategy's successful start: the incarnation and whatever host facts it has. */
+export function hostStartedData(r: Started): DataOf<"runtime.host-started"> {
+  const h = r.host;
+  return {
+    hostIncarnation: h.hostIncarnation as HostIncarnation,
+    ...(h.pid !== undefined ? { pid: h.pid } : {}),
+    ...(h.podUid !== undefined ? { podUid: h.podUid } : {}),
+    ...(h.podName !== undefined ? { podName: h.podName } : {}),
+    ...(h.namespace !== undefined ? { namespace: h.namespace } : {}),
+    ...(h.node !== undefined ? { node: h.node } : {}),
+    convergence: r.outcome,
+    ...(r.convergenceSource !== undefined ? { convergenceSource: r.convergenceSource } : {}),
+  };
+}
+
+/**
+ * The layers the strategy proved, in the canonical order (resource → host → endpoint → route), and
+ * any layer the provider requires before `command` that the strategy did not prove: publishing on
+ * a partial proof is the defect the layers exist to prevent. `command` and `published` are never
+ * the strategy's to claim.
+ */
+export function strategyLayers(r: Started, required: readonly ReadinessLayer[]): { passed: ReadinessLayer[]; missing: ReadinessLayer[] } {
+  const order: ReadinessLayer[] = ["resource", "host", "endpoint", "route"];
+  const passed = order.filter((l) => r.layersPassed.includes(l));
+  const missing = required.filter((l) => l !== "command" && l !== "published" && !passed.includes(l));
+  return { passed, missing };
+}
