@@ -1,0 +1,37 @@
+/**
+ * Provisioner process: wiring only. Reads DROVER_CONFIG, NATS_URL and DROVER_STREAM_TAG (via the
+ * common bootstrap), starts the process host strategy and `maxConcurrentHostStartups` pull loops
+ * on the shared scale-out consumer. SIGTERM/SIGINT stop the loops (in-flight requests settle) and
+ * then exit, which kills the runtimes this process spawned (process hosts do not outlive their
+ * control plane); SIGKILL leaves them running for the next provisioner to adopt or retire.
+ */
+import { randomUUID } from "node:crypto";
+import { bootstrap } from "../../platform/bootstrap.ts";
+import { commandSecretFromEnv, commandTokenFor } from "../../platform/command-token.ts";
+import { createProcessStrategy } from "../../platform/hosts/process-strategy.ts";
+import { consumeScaleOutRequests } from "./shell/consumer.ts";
+import { createProvisioner } from "./shell/provisioner.ts";
+import { randomSuffix } from "./shell/suffix.ts";
+
+const ctx = await bootstrap("provisioner");
+const { secret, isDefault } = commandSecretFromEnv();
+if (isDefault) ctx.log.warn("DROVER_COMMAND_SECRET is unset: using the development secret");
+const strategy = createProcessStrategy({ onOutput: (id, stream, line) => ctx.log.debug({ runtimeInstanceId: id, stream, line }, "runtime output") });
+const natsUrl = process.env.NATS_URL as string;
+const provisioner = createProvisioner({
+  store: ctx.store, layout: ctx.layout, strategies: new Map([["process", strategy]]), instanceId: ctx.instanceId,
+  natsUrl, ...(process.env.DROVER_STREAM_TAG ? { streamTag: process.env.DROVER_STREAM_TAG } : {}),
+  heartbeatMs: ctx.config.heartbeatIntervalMs, ...(ctx.config.llmBaseUrl ? { llmBaseUrl: ctx.config.llmBaseUrl } : {}),
+  now: () => new Date(), newEventId: randomUUID, newSuffix: randomSuffix,
+  commandTokenFor: (id) => commandTokenFor(secret, id),
+  probeBudgetMs: 10_000, killBudgetMs: ctx.config.fenceDeadlineMs, maxConcurrentHostStartups: ctx.config.maxConcurrentHostStartups,
+  log: (msg, fields) => ctx.log.info(fields ?? {}, msg),
+});
+const runners = await consumeScaleOutRequests(ctx, ctx.layout, provisioner, ctx.config.maxConcurrentHostStartups,
+  process.env.DROVER_SCALEOUT_ACK_WAIT_MS ? Number(process.env.DROVER_SCALEOUT_ACK_WAIT_MS) : undefined);
+ctx.onShutdown(async () => {
+  await Promise.all(runners.map((r) => r.stop()));
+  provisioner.close();
+  await strategy.close();
+});
+ctx.log.info({ parallel: runners.length }, "provisioner consuming scale-out requests");

@@ -1,0 +1,37 @@
+import type { HostProvider } from "../../../contracts/index.ts";
+import type { HostStrategy } from "../../../platform/hosts/types.ts";
+import type { EventStore, StreamLayout } from "../../../streams/index.ts";
+import type { Origin } from "../domain/envelope.ts";
+import { envelope } from "../domain/envelope.ts";
+import type { DataOf, EventOf, EventType } from "../../../contracts/index.ts";
+
+/** Everything the provisioner's shell needs; main.ts builds it, tests build it with their own clock and strategies. */
+export interface ProvisionerDeps {
+  readonly store: EventStore;
+  readonly layout: StreamLayout;
+  readonly strategies: ReadonlyMap<HostProvider, HostStrategy>;
+  /** This provisioner process (written into `observed` and every envelope). */
+  readonly instanceId: string;
+  /** What runtimes connect to: NATS and the stream layout tag (tests). */
+  readonly natsUrl: string;
+  readonly streamTag?: string;
+  readonly heartbeatMs?: number;
+  readonly llmBaseUrl?: string;
+  readonly now: () => Date;
+  readonly newEventId: () => string;
+  /** 12 random [a-z0-9]: the unique part of a new RuntimeInstanceId. */
+  readonly newSuffix: () => string;
+  /** The per-instance command token of a runtime (platform/command-token.ts). */
+  readonly commandTokenFor: (runtimeInstanceId: string) => string;
+  /** Budget of the `command` readiness probe. */
+  readonly probeBudgetMs: number;
+  /** Budget of a kill during clean-up. */
+  readonly killBudgetMs: number;
+  /** Parallel host starts in this process (DroverConfig.maxConcurrentHostStartups). */
+  readonly maxConcurrentHostStartups: number;
+  readonly log: (msg: string, fields?: Record<string, unknown>) => void;
+}
+
+/** Stamps an event for `origin` with the injected clock and id. */
+export const stamp = <T extends EventType>(d: ProvisionerDeps, type: T, data: DataOf<T>, origin: Origin): EventOf<T> =>
+  envelope(type, data, origin, { now: d.now(), eventId: d.newEventId() });

@@ -1,0 +1,41 @@
+import { isDroverError, type HostIncarnation } from "../../../contracts/index.ts";
+import type { HostObservation } from "../../../platform/hosts/types.ts";
+import { runtimeRef } from "../../../streams/index.ts";
+import { stamp, type ProvisionerDeps } from "./context.ts";
+
+const MAX_CONFLICTS = 8;
+
+/**
+ * Records what a host strategy observed (a child exited, a Pod went away) as `runtime host-exited`:
+ * evidence for recovery, which decides and fences; the provisioner decides nothing here. Once per
+ * incarnation and kind: a repeated observation (or a retry after a timeout) appends nothing.
+ * Unknown runtimes (never registered in this stream) are ignored.
+ * Failure modes: store errors propagate to the caller, which logs them (the observation is lost,
+ * recovery still sees the stale heartbeat).
+ */
+export async function recordHostExit(d: ProvisionerDeps, fact: HostObservation): Promise<void> {
+  const ref = runtimeRef(fact.runtimeInstanceId);
+  for (let conflicts = 0; ; conflicts++) {
+    const h = await d.store.read(ref);
+    const registered = h.events.find((s) => s.event.type === "runtime.registered");
+    if (!registered) return;
+    const already = h.events.some((s) => s.event.type === "runtime.host-exited"
+      && s.event.data.hostIncarnation === fact.hostIncarnation && s.event.data.kind === fact.kind);
+    if (already) return;
+    const reg = registered.event.type === "runtime.registered" ? registered.event : undefined;
+    const e = stamp(d, "runtime.host-exited", {
+      hostIncarnation: fact.hostIncarnation as HostIncarnation,
+      kind: fact.kind,
+      exitCode: fact.kind === "exited" ? fact.exitCode : null,
+      signal: fact.kind === "exited" ? fact.signal : null,
+      detail: fact.kind === "exited" ? `exit observed by ${d.instanceId}` : fact.detail.slice(0, 500),
+    }, { instanceId: d.instanceId, correlationId: reg?.correlationId ?? fact.runtimeInstanceId, causationId: `host-observation:${fact.hostIncarnation}`,
+      ...(reg?.data.tenantId ? { tenantId: reg.data.tenantId } : {}) });
+    try {
+      await d.store.append(ref, e, { expectedSeq: h.lastSeq });
+      return;
+    } catch (err) {
+      if (!isDroverError(err, "version-conflict") || conflicts >= MAX_CONFLICTS) throw err;
+    }
+  }
+}

@@ -1,0 +1,108 @@
+import { LifecycleGate } from "../../../platform/hosts/lifecycle-gate.ts";
+import type { HostProvider } from "../../../contracts/index.ts";
+import type { StoredEvent } from "../../../streams/index.ts";
+import { planRequest } from "../domain/plan.ts";
+import type { RequestState } from "../domain/request-state.ts";
+import { assertNever } from "../domain/assert-never.ts";
+import { abandonAttempt } from "./abandon.ts";
+import { stamp, type ProvisionerDeps } from "./context.ts";
+import { recordHostExit } from "./host-exits.ts";
+import { driveHostStart, type PlannedStart } from "./host-start.ts";
+import { observe, originOf, outcome, settle } from "./request-writer.ts";
+import { RosterView } from "./roster-view.ts";
+import { RuntimeWriter } from "./runtime-writer.ts";
+import { Semaphore } from "./semaphore.ts";
+
+/** One scale-out request's handling, as the consumer (or a test) drives it. */
+export interface Provisioner {
+  /**
+   * Handles a delivered `scaleout requested` event: resolves once the request is settled (fulfilled,
+   * rejected, expired), or is not this handler's to drive (terminal already, or observed concurrently
+   * by another handler). Idempotent: redelivery converges using the request's own events.
+   * Failure modes: store errors reject (the consumer naks; the redelivery takes over).
+   */
+  handle(requested: StoredEvent): Promise<void>;
+  /** Stops recording host observations (does not kill hosts). */
+  close(): void;
+}
+
+/**
+ * The provisioner's shell: observe → plan (pure) → register → start → readiness → publish → settle.
+ * The plan and the registration of a new runtime run under a per-prefix gate, so two requests of
+ * one tenant in this process can never both pass the limit check; host starts are bounded by
+ * `maxConcurrentHostStartups`. Deliveries of one request in this process join the one in flight.
+ */
+export function createProvisioner(d: ProvisionerDeps): Provisioner {
+  const roster = new RosterView(d.store, d.layout);
+  const prefixGate = new LifecycleGate();
+  const startSlots = new Semaphore(d.maxConcurrentHostStartups);
+  const inFlight = new Map<string, Promise<void>>();
+  const providers = [...d.strategies.keys()] as HostProvider[];
+  const stopObserving = [...d.strategies.values()].map((s) => s.observe((fact) => {
+    recordHostExit(d, fact).catch((e) => d.log("could not record a host observation", { fact, err: String(e) }));
+  }));
+
+  async function drive(tenantId: string, requestId: string): Promise<void> {
+    const s = await observe(d, tenantId, requestId);
+    if (!s) return;
+    const planned = await prefixGate.run(s.request?.policy.runtimeInstanceIdPrefix ?? "", () => decide(s));
+    if (!planned) return;
+    const r = await startSlots.run(() => driveHostStart(d, planned));
+    const settled = r.ok ? outcome.fulfilled(d, s, planned.runtimeInstanceId) : outcome.rejected(d, s, r.reason, planned.runtimeInstanceId);
+    await settle(d, s, settled);
+    d.log(r.ok ? "scale-out fulfilled" : "scale-out rejected", { requestId, runtimeInstanceId: planned.runtimeInstanceId, ...(r.ok ? {} : { reason: r.reason }) });
+  }
+
+  /** Plans under the prefix gate; settles everything but a start, and registers a start before the gate opens. */
+  async function decide(s: RequestState): Promise<PlannedStart | undefined> {
+    const req = s.request!;
+    const plan = planRequest({ request: s, roster: await roster.current(), now: d.now(), suffix: d.newSuffix(), providers });
+    const origin = originOf(d, s);
+    for (const earlier of plan.abandon) {
+      if ((await abandonAttempt(d, earlier, req.providerHint, origin)) === "published") {
+        await settle(d, s, outcome.fulfilled(d, s, earlier.runtimeInstanceId));
+        return undefined;
+      }
+    }
+    const next = plan.next;
+    switch (next.kind) {
+      case "fulfil":
+        await settle(d, s, outcome.fulfilled(d, s, next.runtimeInstanceId));
+        return undefined;
+      case "expire":
+        await settle(d, s, outcome.expired(d, s));
+        return undefined;
+      case "reject":
+        await settle(d, s, outcome.rejected(d, s, next.reason));
+        d.log("scale-out rejected", { requestId: req.requestId, reason: next.reason });
+        return undefined;
+      case "start": {
+        const runtimeOrigin = { ...origin, tenantId: next.registration.tenantId };
+        const writer = new RuntimeWriter(d.store, next.runtimeInstanceId, 0);
+        // Sequence 0: a suffix collision with an existing runtime is a conflict, never a reuse.
+        await writer.append([stamp(d, "runtime.registered", next.registration, runtimeOrigin),
+          stamp(d, "runtime.host-start-requested", { attempt: 1 }, runtimeOrigin)]);
+        return { runtimeInstanceId: next.runtimeInstanceId, registration: next.registration, writer, origin: runtimeOrigin };
+      }
+      default:
+        return assertNever(next, "plan");
+    }
+  }
+
+  return {
+    handle(requested) {
+      if (requested.event.type !== "scaleout.requested") return Promise.resolve();
+      const tenantId = requested.event.tenantId;
+      const requestId = requested.event.data.requestId;
+      const key = `${tenantId}/${requestId}`;
+      const running = inFlight.get(key);
+      if (running) return running;
+      const p = drive(tenantId, requestId).finally(() => inFlight.delete(key));
+      inFlight.set(key, p);
+      return p;
+    },
+    close() {
+      for (const stop of stopObserving) stop();
+    },
+  };
+}

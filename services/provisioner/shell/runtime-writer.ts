@@ -1,0 +1,75 @@
+import { isDroverError, type DroverEvent } from "../../../contracts/index.ts";
+import { runtimeRef, type EventStore } from "../../../streams/index.ts";
+import { evolveRuntime, type EndedBy, type RuntimeEvent, type RuntimeSummary } from "../domain/runtime-roster.ts";
+
+const MAX_CONFLICTS = 8;
+
+/** The runtime ended under us (its host exited, another provisioner retired it, recovery fenced it). */
+export class RuntimeEnded extends Error {
+  constructor(readonly runtimeInstanceId: string, readonly endedBy: EndedBy) {
+    super(`runtime ${runtimeInstanceId} ended (${endedBy}) while its start was being recorded`);
+    this.name = "RuntimeEnded";
+  }
+}
+
+/**
+ * Appends a start's events to one runtime aggregate, each conditional on the sequence this writer
+ * last saw. Another writer in between (our own host-exit recorder, a provisioner that took the
+ * request over, recovery) is a version conflict: the writer re-reads and continues only if the
+ * runtime has not ended, so a retired or exited runtime can never be published afterwards.
+ *
+ * Failure modes: `RuntimeEnded`; store errors (`event-store-unavailable`, `contract-violation`)
+ * propagate; more than 8 consecutive conflicts rethrow the last `version-conflict`.
+ */
+export class RuntimeWriter {
+  private summary: RuntimeSummary | undefined;
+  private seq: number;
+
+  constructor(private readonly store: EventStore, readonly runtimeInstanceId: string, expectedSeq = 0) {
+    this.seq = expectedSeq;
+  }
+
+  /** Reads the aggregate as it is now (for a runtime this writer did not create). */
+  static async open(store: EventStore, runtimeInstanceId: string): Promise<RuntimeWriter> {
+    const w = new RuntimeWriter(store, runtimeInstanceId);
+    await w.refresh();
+    return w;
+  }
+
+  get state(): RuntimeSummary | undefined { return this.summary; }
+
+  /**
+   * Appends `events` in order after the last seen sequence. Throws `RuntimeEnded` if the runtime
+   * has ended (checked first and after every conflict), unless `evenIfEnded` (clean-up records:
+   * the failure reason and the retirement are written whatever happened meanwhile).
+   */
+  async append(events: readonly DroverEvent[], opts: { readonly evenIfEnded?: boolean } = {}): Promise<void> {
+    let pending = [...events];
+    for (let conflicts = 0; ; conflicts++) {
+      if (!opts.evenIfEnded && this.summary?.endedBy) throw new RuntimeEnded(this.runtimeInstanceId, this.summary.endedBy);
+      try {
+        const done = await this.store.appendAll(runtimeRef(this.runtimeInstanceId), pending, { expectedSeq: this.seq });
+        for (const [i, a] of done.entries()) this.apply(a.seq, pending[i] as RuntimeEvent);
+        return;
+      } catch (e) {
+        if (!isDroverError(e, "version-conflict") || conflicts >= MAX_CONFLICTS) throw e;
+        // Events stored before the conflict are ours (appendAll reports them); re-read to learn what the other writer did.
+        pending = pending.slice(Array.isArray(e.details.appended) ? e.details.appended.length : 0);
+        await this.refresh();
+        if (pending.length === 0) return;
+      }
+    }
+  }
+
+  async refresh(): Promise<void> {
+    const h = await this.store.read(runtimeRef(this.runtimeInstanceId));
+    this.summary = undefined;
+    for (const s of h.events) this.apply(s.seq, s.event as RuntimeEvent);
+    this.seq = h.lastSeq;
+  }
+
+  private apply(seq: number, e: RuntimeEvent): void {
+    this.summary = evolveRuntime(this.summary, this.runtimeInstanceId, seq, e);
+    this.seq = Math.max(this.seq, seq);
+  }
+}
