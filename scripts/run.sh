@@ -27,6 +27,8 @@ for svc in "${ORDER[@]}"; do
   [[ -f $main ]] || continue
   pidfile="$SVC_DIR/$svc.pid"
   if alive "$pidfile"; then log "$svc already running (pid $(cat "$pidfile"))"; started+=("$svc"); continue; fi
+  # A port file left by an earlier run would name a port nobody listens on any more.
+  rm -f "$SVC_DIR/$svc.port"
   setsid "$ROOT/node_modules/.bin/tsx" "$main" >"$SVC_DIR/$svc.log" 2>&1 </dev/null &
   echo $! >"$pidfile"
   started+=("$svc")
@@ -35,6 +37,11 @@ if ((${#started[@]} == 0)); then
   log "no control-plane service exists yet (services/*/main.ts); only the infrastructure is running"
 else
   log "services: ${started[*]} (logs in $SVC_DIR)"
+fi
+# The api writes its port once it listens; give it a moment rather than print nothing.
+if alive "$SVC_DIR/api.pid"; then
+  for ((i = 0; i < 150; i++)); do [[ -f $SVC_DIR/api.port ]] && break; alive "$SVC_DIR/api.pid" || break; sleep 0.1; done
+  [[ -f $SVC_DIR/api.port ]] || log "api did not report a port; see $SVC_DIR/api.log"
 fi
 if [[ -f $SVC_DIR/api.port ]]; then
   log "API:       http://127.0.0.1:$(cat "$SVC_DIR/api.port")/v1"

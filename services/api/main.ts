@@ -14,7 +14,7 @@ import { replayCapacityReader } from "./shell/capacity-reader.ts";
 import { jetStreamFeed } from "./shell/event-feed.ts";
 import { randomIdGenerator } from "./shell/ids.ts";
 import { startOpenRunsProjection } from "./shell/open-runs-projection.ts";
-import { loadConfig, readEnv, writePortFile } from "./shell/startup.ts";
+import { loadConfig, readEnv, removePortFile, writePortFile } from "./shell/startup.ts";
 
 const env = readEnv(process.env);
 const config = loadConfig(env.configPath);
@@ -25,6 +25,7 @@ await ensureStreams(jsm, env.layout);
 const store = createEventStore(nc, env.layout);
 const openRuns = config.tenants.some((t) => t.overQuota === "reject") ? await startOpenRunsProjection(js, jsm, env.layout) : undefined;
 
+// Logs go to stderr so stdout carries exactly one line, the listening announcement.
 const app = await buildApp({
   config, tokens: tokenTable(config.tokens), layout: env.layout, store,
   feed: jetStreamFeed(js, jsm, env.layout),
@@ -33,7 +34,7 @@ const app = await buildApp({
   clock: () => new Date(),
   newId: randomIdGenerator,
   instanceId: `api-${hostname()}-${process.pid}`,
-}, { logger: { level: process.env.LOG_LEVEL ?? "info" } });
+}, { logger: { level: process.env.LOG_LEVEL ?? "info", stream: process.stderr } });
 
 await app.listen({ host: config.api.host, port: config.api.port });
 const address = app.server.address();
@@ -46,6 +47,7 @@ const stop = async (signal: string) => {
   if (stopping) return;
   stopping = true;
   app.log.info({ signal }, "stopping");
+  removePortFile(env.portFile);
   // In-flight requests get a grace period; sockets still open after it (e.g. a client's idle
   // pre-opened connection) must not keep the process alive.
   setTimeout(() => app.server.closeAllConnections(), 5_000).unref();

@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { z } from "zod";
 import { DroverConfig } from "../../../contracts/index.ts";
@@ -52,4 +52,9 @@ export function readEnv(env: NodeJS.ProcessEnv): ApiEnv {
 /** Writes the port for scripts/run.sh, which prints the API and dashboard URLs from it. */
 export function writePortFile(path: string | undefined, port: number): void {
   if (path !== undefined) writeFileSync(path, `${port}\n`);
+}
+
+/** Removes the port file on a clean stop, so nothing points at a port that no longer listens. */
+export function removePortFile(path: string | undefined): void {
+  if (path !== undefined) rmSync(path, { force: true });
 }
