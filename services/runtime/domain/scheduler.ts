@@ -51,27 +51,42 @@ export function topologicalLevels(steps: readonly Pick<Step, "id" | "dependsOn">
  * - `wakeAt` is the earliest future retry time of a step that is otherwise ready.
  */
 export function scheduleSteps(dag: Pick<DagDefinition, "steps">, progress: StepProgress, now: number, maxParallel: number): ScheduleDecision {
-  if (dag.steps.every((s) => progress.completed.has(s.id))) return { kind: "completed" };
-  for (const s of [...dag.steps].sort(byId)) {
-    const f = progress.failures.get(s.id);
-    if (f && !progress.completed.has(s.id) && f.attempt >= s.retry.maxAttempts) return { kind: "failed", stepId: s.id, attempt: f.attempt };
+  const plan = planOf(dag.steps);
+  if (progress.completed.size >= plan.order.length && plan.order.every((s) => progress.completed.has(s.id))) return { kind: "completed" };
+  let exhausted: { stepId: string; attempt: number } | undefined;
+  for (const [stepId, f] of progress.failures) {
+    const s = plan.byId.get(stepId);
+    if (s && !progress.completed.has(stepId) && f.attempt >= s.retry.maxAttempts && (!exhausted || stepId < exhausted.stepId)) exhausted = { stepId, attempt: f.attempt };
   }
-  const levels = topologicalLevels(dag.steps);
+  if (exhausted) return { kind: "failed", ...exhausted };
+  const room = Math.max(0, maxParallel - progress.running.size);
   const ready: StepStart[] = [];
   let wakeAt: number | undefined;
-  const candidates = dag.steps
-    .filter((s) => !progress.completed.has(s.id) && !progress.running.has(s.id) && s.dependsOn.every((d) => progress.completed.has(d)))
-    .sort((a, b) => (levels.get(a.id) ?? 0) - (levels.get(b.id) ?? 0) || byId(a, b));
-  for (const s of candidates) {
+  // plan.order is already (level, id)-sorted, so filtering keeps the deterministic order.
+  for (const s of plan.order) {
+    if (progress.completed.has(s.id) || progress.running.has(s.id) || !s.dependsOn.every((d) => progress.completed.has(d))) continue;
     const f = progress.failures.get(s.id);
     if (f?.retryAt !== undefined && f.retryAt > now) {
       wakeAt = wakeAt === undefined ? f.retryAt : Math.min(wakeAt, f.retryAt);
       continue;
     }
-    ready.push({ stepId: s.id, attempt: (f?.attempt ?? 0) + 1 });
+    if (ready.length < room) ready.push({ stepId: s.id, attempt: (f?.attempt ?? 0) + 1 });
   }
-  const room = Math.max(0, maxParallel - progress.running.size);
-  return wakeAt === undefined ? { kind: "continue", start: ready.slice(0, room) } : { kind: "continue", start: ready.slice(0, room), wakeAt };
+  return wakeAt === undefined ? { kind: "continue", start: ready } : { kind: "continue", start: ready, wakeAt };
+}
+
+interface Plan { readonly order: readonly Step[]; readonly byId: ReadonlyMap<string, Step> }
+// Memoized per DAG (steps array identity): a long execution re-plans after every step, and the
+// order depends on the DAG alone. Deterministic, so the cache changes no answer.
+const plans = new WeakMap<readonly Step[], Plan>();
+function planOf(steps: readonly Step[]): Plan {
+  let plan = plans.get(steps);
+  if (!plan) {
+    const levels = topologicalLevels(steps);
+    plan = { order: [...steps].sort((a, b) => (levels.get(a.id) ?? 0) - (levels.get(b.id) ?? 0) || byId(a, b)), byId: new Map(steps.map((s) => [s.id as string, s])) };
+    plans.set(steps, plan);
+  }
+  return plan;
 }
 
 /**

@@ -31,6 +31,7 @@ export type ExecutionOutcome =
  */
 export class Execution {
   private readonly completed = new Map<string, string>(); // stepId → output digest
+  private readonly completedIds = new Set<string>();
   private readonly failures = new Map<string, { attempt: number; retryAt?: number }>();
   private readonly running = new Set<string>();
   private readonly abort = new AbortController();
@@ -41,7 +42,7 @@ export class Execution {
   private firstStepLogged = false;
 
   constructor(private readonly env: ExecutorEnv, private readonly opened: OpenedExecution, private readonly dag: DagDefinition, private readonly startedAt: number) {
-    for (const [id, c] of opened.prior.completed) this.completed.set(id, c.outputDigest);
+    for (const [id, c] of opened.prior.completed) { this.completed.set(id, c.outputDigest); this.completedIds.add(id); }
     for (const [id, f] of opened.prior.failures) this.failures.set(id, f);
   }
 
@@ -72,7 +73,7 @@ export class Execution {
     for (;;) {
       if (this.fatal) throw this.fatal;
       if (this.cancelRequested) return this.finishCancelled();
-      const d = scheduleSteps(this.dag, { completed: new Set(this.completed.keys()), failures: this.failures, running: this.running },
+      const d = scheduleSteps(this.dag, { completed: this.completedIds, failures: this.failures, running: this.running },
         this.env.now().getTime(), this.env.maxWorkersPerRun);
       switch (d.kind) {
         case "completed":
@@ -121,6 +122,7 @@ export class Execution {
           outputDigest, durationMs: Math.max(0, now.getTime() - t0) } as DataOf<"exec.step-completed">));
         this.failures.delete(s.stepId);
         this.completed.set(s.stepId, outputDigest);
+        this.completedIds.add(s.stepId);
       } else {
         const retryAt = retryAtAfterFailure(step, s.attempt, now.getTime());
         const message = String((error as Error)?.message ?? error).slice(0, 2000);
