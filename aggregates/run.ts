@@ -39,6 +39,8 @@ export interface RunState {
   readonly resume?: { readonly executionId: string; readonly epoch: number; readonly forensicsId: string };
   readonly lastReason?: string;
   readonly dispatchFailures: number;
+  /** The runtime of the latest dispatch failure (admission tries another first). */
+  readonly lastFailedRuntimeId?: string;
   /** Scale-out requests this run asked for (each recorded once). */
   readonly scaleOutRequestIds: readonly string[];
   /** Stream sequence of the last event: what the next conditional append expects. */
@@ -51,6 +53,8 @@ export const isTerminal = (s: RunStatus): boolean => s === "completed" || s === 
 
 /** Folds one run event at its stream sequence. */
 export function evolveRun(s: RunState, e: RunEvent, seq: number): RunState {
+  // Idempotent by stream sequence: a redelivered or already-applied event changes nothing.
+  if (seq <= s.lastSeq) return s;
   const next = apply(s, e, seq);
   return { ...next, lastSeq: seq };
 }
@@ -69,7 +73,8 @@ function apply(s: RunState, e: RunEvent, seq: number): RunState {
     case "run.scale-out-requested":
       return { ...s, scaleOutRequestIds: [...s.scaleOutRequestIds, e.data.requestId] };
     case "run.dispatch-failed":
-      return { ...s, status: "queued", placement: undefined, lastReason: e.data.reason.code, dispatchFailures: s.dispatchFailures + 1 };
+      return { ...s, status: "queued", placement: undefined, lastReason: e.data.reason.code, dispatchFailures: s.dispatchFailures + 1,
+        lastFailedRuntimeId: e.data.runtimeInstanceId };
     case "run.dispatched":
       return s.placement ? { ...s, status: "dispatched", placement: { ...s.placement, dispatchedSeq: seq, transport: e.data.transport } } : s;
     case "run.started":

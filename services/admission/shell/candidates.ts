@@ -1,0 +1,39 @@
+import type { CapacityDescriptor } from "../../../aggregates/capacity/descriptor.ts";
+import { currentBeat, visibleEndpoint } from "../../../aggregates/capacity/descriptor.ts";
+import { routability } from "../../../aggregates/capacity/routability.ts";
+import type { CapacityViewStore } from "../../../platform/capacity-view.ts";
+import type { Reservations } from "../../../platform/reservations.ts";
+import type { Candidate } from "../domain/ranking.ts";
+
+/** A candidate plus what dispatch needs to reach it. */
+export interface Placeable extends Candidate {
+  readonly endpoint?: string;
+  readonly transport: "http" | "grpc";
+  readonly hostIncarnation?: string;
+  /** The runtime's own free slots per its heartbeat: the reservation limit. */
+  readonly heartbeatSlots: number;
+}
+
+/**
+ * The capacity view as admission sees it right now: every runtime of the control plane with its
+ * routability derived at `now` (reservations subtracted). Nothing here is stored.
+ */
+export async function readCandidates(view: CapacityViewStore<CapacityDescriptor>, reservations: Reservations, now: number, staleMs: number): Promise<Placeable[]> {
+  const out: Placeable[] = [];
+  for (const d of await view.all()) {
+    const reg = d.registration;
+    if (!reg) continue;
+    const reservedSlots = await reservations.count(d.runtimeInstanceId, now);
+    const r = routability(d, { now, staleMs, reservedSlots });
+    const hb = currentBeat(d);
+    const endpoint = visibleEndpoint(d)?.endpoint;
+    out.push({
+      runtimeInstanceId: d.runtimeInstanceId, isolationMode: reg.isolationMode, tenantId: reg.tenantId, tenantGroupId: reg.tenantGroupId,
+      canAcceptRun: r.canAcceptRun, reasons: r.reasons, effectiveAvailableSlots: r.effectiveAvailableSlots, availableWorkers: r.availableWorkers,
+      runningRuns: hb?.runningRuns ?? 0, queuedRuns: hb?.queuedRuns ?? 0, lastHeartbeatAt: hb ? Date.parse(hb.at) : 0, status: d.status,
+      transport: reg.transport, heartbeatSlots: hb?.availableSlots ?? 0,
+      ...(endpoint ? { endpoint } : {}), ...(d.host ? { hostIncarnation: d.host.hostIncarnation } : {}),
+    });
+  }
+  return out;
+}

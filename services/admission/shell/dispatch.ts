@@ -1,0 +1,66 @@
+import { DroverError, isDroverError, isErrorCode, type Reason, type RuntimeCommand } from "../../../contracts/index.ts";
+import { appendRunDecision } from "./append-run.ts";
+import type { Placeable } from "./candidates.ts";
+import type { AdmissionDeps } from "./deps.ts";
+import type { IndexedRun } from "./run-index.ts";
+
+/**
+ * Records `dispatched` (the intent, before the side effect), then sends DispatchRun — or
+ * ResumeExecution for a run requeued for resume — over the runtime's transport with the routing
+ * header and the instance token. The runtime must answer as the targeted instance. On failure the
+ * run gets `dispatch-failed` with a structured reason and its reservation is released, so the next
+ * tick places it again. Returns true when the runtime accepted the run.
+ */
+export async function dispatchRun(deps: AdmissionDeps, r: IndexedRun, target: Pick<Placeable, "runtimeInstanceId" | "endpoint" | "transport" | "hostIncarnation">): Promise<boolean> {
+  const p = r.state.placement;
+  if (!p) return false;
+  const resume = r.state.resume;
+  const causation = `dispatch:${p.localRunId}`;
+  let dispatchedSeq = p.dispatchedSeq;
+  if (dispatchedSeq === undefined) {
+    if (!target.endpoint || !target.hostIncarnation) return fail(deps, r, p.localRunId, { code: target.transport === "grpc" ? "grpc-endpoint-missing" : "http-endpoint-missing", detail: "no published endpoint" });
+    dispatchedSeq = await appendRunDecision(deps, r, { kind: "MarkDispatched", data: {
+      runtimeInstanceId: target.runtimeInstanceId, localRunId: p.localRunId, transport: target.transport, hostIncarnation: target.hostIncarnation,
+      ...(resume ? { resumeExecutionId: resume.executionId } : {}),
+    } as never }, causation);
+    if (dispatchedSeq === undefined) return false;
+  }
+  const base = { sharedRunId: r.sharedRunId, localRunId: p.localRunId, tenantId: r.tenantId, dag: r.state.dag, dispatchedSeq, correlationId: r.sharedRunId };
+  const command = (resume
+    ? { operation: "ResumeExecution", runtimeInstanceId: target.runtimeInstanceId, correlationId: r.sharedRunId, payload: { ...base, executionId: resume.executionId, epoch: resume.epoch } }
+    : { operation: "DispatchRun", runtimeInstanceId: target.runtimeInstanceId, correlationId: r.sharedRunId, payload: base }) as RuntimeCommand;
+  try {
+    const result = await deps.send(target.endpoint!, target.transport, command, deps.commandTokenFor(target.runtimeInstanceId), deps.config.dispatchTimeoutMs);
+    if (result.success) {
+      // Keep the slot counted until the runtime's heartbeats show the run (then the reservation lapses).
+      const until = deps.env.clock.now().getTime() + 3 * deps.config.heartbeatIntervalMs;
+      await deps.reservations.extend(target.runtimeInstanceId, r.sharedRunId, until);
+      return true;
+    }
+    const code = result.failureReason && isErrorCode(result.failureReason) ? result.failureReason : "runtime-command-readiness-failed";
+    return fail(deps, r, p.localRunId, { code, detail: result.failureDetail ?? `${command.operation} refused` });
+  } catch (e) {
+    const err = isDroverError(e) ? e : new DroverError("runtime-unreachable", String(e));
+    deps.log.warn({ run: r.sharedRunId, runtime: target.runtimeInstanceId, code: err.code, err: err.message }, "dispatch failed");
+    return fail(deps, r, p.localRunId, { code: err.code, detail: err.message.slice(0, 2000) });
+  }
+}
+
+async function fail(deps: AdmissionDeps, r: IndexedRun, localRunId: string, reason: Reason): Promise<false> {
+  const runtimeInstanceId = r.state.placement?.runtimeInstanceId;
+  if (!runtimeInstanceId) return false;
+  await appendRunDecision(deps, r, { kind: "MarkDispatchFailed", data: { runtimeInstanceId, localRunId, reason } as never }, `dispatch:${localRunId}`);
+  await deps.reservations.release(runtimeInstanceId, r.sharedRunId);
+  return false;
+}
+
+/** Whether the runtime knows the LocalRunId (GetRunStatus answers anything but `unknown`); unreachable counts as known (health decides). */
+export async function runtimeKnowsRun(deps: AdmissionDeps, target: Pick<Placeable, "runtimeInstanceId" | "endpoint" | "transport">, localRunId: string): Promise<boolean> {
+  try {
+    const res = await deps.send(target.endpoint!, target.transport, { operation: "GetRunStatus", runtimeInstanceId: target.runtimeInstanceId, correlationId: localRunId,
+      payload: { localRunId } } as RuntimeCommand, deps.commandTokenFor(target.runtimeInstanceId), deps.config.dispatchTimeoutMs);
+    return !(res.success && (res.payload as { run?: { state?: string } }).run?.state === "unknown");
+  } catch {
+    return true;
+  }
+}

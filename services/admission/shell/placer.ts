@@ -1,0 +1,114 @@
+import { isSubjectSafeId, tenantSettingsOf, staleHeartbeatMsOf, type TenantSettings } from "../../../contracts/index.ts";
+import { fairOrder } from "../domain/fair-queue.ts";
+import { rankCandidates, whyNoCandidate } from "../domain/ranking.ts";
+import { appendRunDecision } from "./append-run.ts";
+import { readCandidates, type Placeable } from "./candidates.ts";
+import type { AdmissionDeps } from "./deps.ts";
+import { dispatchRun, runtimeKnowsRun } from "./dispatch.ts";
+import { requestScaleOut } from "./scale-out.ts";
+import type { IndexedRun } from "./run-index.ts";
+
+const PARALLEL = 8;
+
+/**
+ * One admission pass over every pending run, in fair order (recovery items first, then weighted
+ * round-robin across tenants), at most PARALLEL runs at once, one tenant's runs in sequence (so its
+ * quota, counted from the index, holds within a replica). Slot reservations in Redis keep
+ * concurrent placements (and replicas) from over-committing a runtime; conditional appends keep two
+ * deciders from moving one run. Safe to run again at any time: every step is idempotent.
+ */
+export async function admissionPass(deps: AdmissionDeps, busy: Set<string>): Promise<void> {
+  const now = deps.env.clock.now().getTime();
+  const candidates = await readCandidates(deps.view, deps.reservations, now, staleHeartbeatMsOf(deps.config));
+  const pending = deps.index.pending().filter((r) => !busy.has(key(r)));
+  const byKey = new Map(pending.map((r) => [key(r), r]));
+  const order = fairOrder(pending.map((r) => ({ tenantId: r.tenantId, sharedRunId: r.sharedRunId, recovery: r.state.recoveryPending, sinceSeq: r.sinceSeq })),
+    (t) => tenantSettingsOf(deps.config, t).weight).map((p) => byKey.get(`${p.tenantId}/${p.sharedRunId}`)!);
+  let i = 0;
+  // One tenant's runs are decided one after another (its quota is counted from the index, which
+  // each decision updates); different tenants proceed in parallel.
+  const tenantTail = new Map<string, Promise<void>>();
+  const worker = async () => {
+    for (let r = order[i++]; r; r = order[i++]) {
+      const run = r;
+      busy.add(key(run));
+      const prev = tenantTail.get(run.tenantId) ?? Promise.resolve();
+      const mine = prev.then(() => handle(deps, run, candidates, now)).catch((e) => {
+        deps.log.error({ run: run.sharedRunId, err: String(e) }, "admission of run failed; retried next pass");
+      }).finally(() => busy.delete(key(run)));
+      tenantTail.set(run.tenantId, mine);
+      await mine;
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(PARALLEL, order.length) }, worker));
+}
+
+const key = (r: IndexedRun) => `${r.tenantId}/${r.sharedRunId}`;
+
+async function handle(deps: AdmissionDeps, r: IndexedRun, candidates: Placeable[], now: number): Promise<void> {
+  const s = r.state;
+  if (r.invalid && s.status === "none") return rejectInvalid(deps, r);
+  const stale = now - r.sinceMs > 2 * deps.config.dispatchTimeoutMs;
+  if (s.status === "admitted" && s.placement) {
+    // Admitted but never dispatched: the replica that admitted it died (or this is its own earlier attempt). Finish it.
+    if (!stale) return;
+    const target = candidates.find((c) => c.runtimeInstanceId === s.placement!.runtimeInstanceId);
+    await dispatchRun(deps, r, target ?? { runtimeInstanceId: s.placement.runtimeInstanceId, transport: "http" });
+    return;
+  }
+  if (s.status === "dispatched" && s.placement) {
+    // Dispatched long ago and never started: the sender may have died before the command left.
+    // Ask the runtime; if it does not know the LocalRunId, send the (idempotent) command again.
+    if (!stale || now - (r.checkedMs ?? 0) < 2 * deps.config.dispatchTimeoutMs) return;
+    r.checkedMs = now;
+    const target = candidates.find((c) => c.runtimeInstanceId === s.placement!.runtimeInstanceId);
+    if (target?.endpoint && !(await runtimeKnowsRun(deps, target, s.placement.localRunId))) await dispatchRun(deps, r, target);
+    return;
+  }
+  const tenant = tenantSettingsOf(deps.config, r.tenantId);
+  if (!s.recoveryPending && deps.index.activeCount(r.tenantId) >= tenant.maxConcurrentRuns) {
+    const reason = { code: "tenant-quota-exceeded" as const, detail: `tenant ${r.tenantId} holds ${tenant.maxConcurrentRuns} active runs` };
+    if (tenant.overQuota === "reject" && s.status === "submitted") await appendRunDecision(deps, r, { kind: "Reject", reason }, "quota");
+    else await appendRunDecision(deps, r, { kind: "QueueGlobally", reason }, "quota");
+    return;
+  }
+  // Back off after dispatch failures (exponential, capped), and try another runtime than the last that refused.
+  if (s.dispatchFailures > 0 && now - r.sinceMs < Math.min(10_000, 100 * 2 ** s.dispatchFailures)) return;
+  const ranked = rankCandidates(candidates, tenant);
+  const fresh = ranked.filter((x) => x.candidate.runtimeInstanceId !== s.lastFailedRuntimeId);
+  for (const { candidate } of fresh.length > 0 ? fresh : ranked) {
+    const c = candidate as Placeable;
+    const outcome = await deps.reservations.reserve(c.runtimeInstanceId, r.sharedRunId, c.heartbeatSlots, 3 * deps.config.dispatchTimeoutMs, now);
+    if (outcome === "full") continue;
+    const localRunId = deps.env.ids.next("lr");
+    const admittedSeq = await appendRunDecision(deps, r, { kind: "Admit", data: {
+      runtimeInstanceId: c.runtimeInstanceId, localRunId, reservationId: `${c.runtimeInstanceId}/${r.sharedRunId}`,
+      candidates: rankCandidates(candidates, tenant).slice(0, 8).map((x) => ({ runtimeInstanceId: x.candidate.runtimeInstanceId, rank: x.rank, why: x.why })),
+      recovery: s.recoveryPending,
+    } as never }, `admission:${r.sharedRunId}:${s.lastSeq}`);
+    // Lost the run to another decider: keep the reservation until it expires. Releasing it could free
+    // a slot the winner holds under the same key (same run) and let a third placement over-commit.
+    if (admittedSeq === undefined) return;
+    await dispatchRun(deps, r, c);
+    return;
+  }
+  await queueWithScaleOut(deps, r, tenant, candidates);
+}
+
+async function queueWithScaleOut(deps: AdmissionDeps, r: IndexedRun, tenant: TenantSettings, candidates: Placeable[]): Promise<void> {
+  const reason = { code: "no-visible-capacity" as const, detail: whyNoCandidate(candidates, tenant).slice(0, 2000) };
+  const requestId = await requestScaleOut(deps, tenant, { code: "no-visible-capacity", detail: "" }, r.sharedRunId);
+  await appendRunDecision(deps, r, { kind: "QueueGlobally", reason, ...(requestId ? { scaleOutRequestId: requestId } : {}) }, `queue:${r.sharedRunId}`);
+}
+
+async function rejectInvalid(deps: AdmissionDeps, r: IndexedRun): Promise<void> {
+  if (!isSubjectSafeId(r.tenantId) || !isSubjectSafeId(r.sharedRunId)) {
+    // No valid `rejected` can name this run: report it once and stop trying (the raw message stays in the log).
+    deps.log.error({ subject: `${r.tenantId}/${r.sharedRunId}`, seq: r.invalid!.seq, err: r.invalid!.error }, "invalid submission with an unusable subject; cannot be rejected");
+    r.abandoned = true;
+    return;
+  }
+  // The invalid submission is the aggregate's last event; `rejected` must follow exactly it.
+  const state = { ...r.state, status: "submitted" as const, lastSeq: r.invalid!.seq };
+  await appendRunDecision(deps, { ...r, state }, { kind: "Reject", reason: { code: "contract-violation", detail: r.invalid!.error.slice(0, 2000) } }, `validation:${r.invalid!.seq}`);
+}

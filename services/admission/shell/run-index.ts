@@ -1,0 +1,127 @@
+import type { JsMsg } from "@nats-io/jetstream";
+import { decodeEvent, isDroverError, type DroverEvent } from "../../../contracts/index.ts";
+import { evolveRun, initialRunState, isTerminal, type RunEvent, type RunState } from "../../../aggregates/run.ts";
+import { isPlaceable } from "../domain/run-decider.ts";
+
+/** One run as admission tracks it. */
+export interface IndexedRun {
+  readonly tenantId: string;
+  readonly sharedRunId: string;
+  state: RunState;
+  /** Stream sequence and server time at which the run last changed (FIFO order, staleness). */
+  sinceSeq: number;
+  sinceMs: number;
+  /** A `submitted` that failed validation (trusted producers publish straight to JetStream). */
+  invalid?: { readonly seq: number; readonly error: string };
+  /** Set when admission gave up on an invalid submission it cannot reject (its subject holds no valid ids). */
+  abandoned?: boolean;
+  /** When admission last asked the runtime about a dispatched-but-not-started placement. */
+  checkedMs?: number;
+}
+
+export interface ScaleOutEntry { readonly tenantId: string; readonly requestId: string; dedupeKey?: string; status: string; endedMs?: number }
+
+const ACTIVE = new Set(["admitted", "dispatched", "started"]);
+
+/**
+ * Admission's in-memory index of every run and scale-out request, folded live from
+ * `<prefix>.run.>` and `<prefix>.scaleout.>` (rebuilt from sequence 1 on start: the log is the
+ * truth). Admission's own appends are applied at once (`applyOwn`), the follower's later delivery
+ * of the same sequences is a no-op (the run fold is idempotent by sequence).
+ */
+export class RunIndex {
+  readonly runs = new Map<string, IndexedRun>();
+  readonly scaleOuts = new Map<string, ScaleOutEntry>();
+  private readonly listeners = new Set<() => void>();
+
+  constructor(private readonly eventPrefix: string, private readonly onInvalid: (subject: string, seq: number, error: string) => void) {}
+
+  onChange(fn: () => void): () => void {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  }
+
+  /** Applies a message from the follower; an invalid `submitted` is recorded (to be rejected), any other invalid event reported. */
+  apply(m: Pick<JsMsg, "subject" | "seq" | "data" | "info">): void {
+    const [agg, tenantId, id, name] = m.subject.slice(this.eventPrefix.length + 1).split(".");
+    const ms = m.info?.timestampNanos ? Math.floor(Number(m.info.timestampNanos) / 1e6) : Date.now();
+    let event: DroverEvent;
+    try {
+      event = decodeEvent(m.data, { seq: m.seq, subject: m.subject });
+    } catch (e) {
+      const error = isDroverError(e) ? e.message : String(e);
+      if (agg === "run" && name === "submitted" && tenantId && id) {
+        const r = this.entry(tenantId, id);
+        if (r.state.status === "none" && !r.invalid) {
+          r.invalid = { seq: m.seq, error };
+          r.sinceSeq = m.seq;
+          r.sinceMs = ms;
+          this.changed();
+        }
+      }
+      this.onInvalid(m.subject, m.seq, error);
+      return;
+    }
+    if (agg === "run" && tenantId && id) this.applyRun(tenantId, id, event as RunEvent, m.seq, ms);
+    else if (agg === "scaleout" && tenantId && id) this.applyScaleOut(tenantId, id, event, name ?? "", ms);
+  }
+
+  /** Applies an event admission itself appended (read-your-writes before the follower delivers it). */
+  applyOwn(tenantId: string, sharedRunId: string, event: DroverEvent, seq: number): void {
+    this.applyRun(tenantId, sharedRunId, event as RunEvent, seq, Date.now());
+  }
+
+  get(tenantId: string, sharedRunId: string): IndexedRun | undefined {
+    return this.runs.get(`${tenantId}/${sharedRunId}`);
+  }
+
+  /** Runs admission has something to do for: placeable, invalid submissions, or placements not yet confirmed. */
+  pending(): IndexedRun[] {
+    return [...this.runs.values()].filter((r) => !r.abandoned).filter((r) => (r.invalid && r.state.status === "none") || isPlaceable(r.state)
+      || r.state.status === "admitted" || r.state.status === "dispatched");
+  }
+
+  /** Runs of the tenant currently holding a placement (for the tenant-wide quota). */
+  activeCount(tenantId: string): number {
+    let n = 0;
+    for (const r of this.runs.values()) if (r.tenantId === tenantId && ACTIVE.has(r.state.status)) n++;
+    return n;
+  }
+
+  private applyRun(tenantId: string, id: string, event: RunEvent, seq: number, ms: number): void {
+    const r = this.entry(tenantId, id);
+    const before = r.state;
+    r.state = evolveRun(r.state, event, seq);
+    if (r.state !== before) {
+      r.sinceSeq = seq;
+      r.sinceMs = ms;
+      if (isTerminal(r.state.status)) r.invalid = undefined;
+      this.changed();
+    }
+  }
+
+  private applyScaleOut(tenantId: string, requestId: string, event: DroverEvent, name: string, ms: number): void {
+    const s = this.scaleOuts.get(requestId) ?? { tenantId, requestId, status: "requested" };
+    if (event.type === "scaleout.requested") s.dedupeKey = event.data.dedupeKey;
+    // observed may arrive after a terminal event only through redelivery; status never moves back.
+    if (s.endedMs !== undefined) return;
+    s.status = name;
+    if (name !== "requested" && name !== "observed") s.endedMs = ms;
+    this.scaleOuts.set(requestId, s);
+    this.changed();
+  }
+
+  private entry(tenantId: string, sharedRunId: string): IndexedRun {
+    const key = `${tenantId}/${sharedRunId}`;
+    let r = this.runs.get(key);
+    if (!r) {
+      r = { tenantId, sharedRunId, state: initialRunState(), sinceSeq: 0, sinceMs: 0 };
+      this.runs.set(key, r);
+    }
+    return r;
+  }
+
+  private changed(): void {
+    for (const fn of this.listeners) fn();
+  }
+}

@@ -1,0 +1,42 @@
+import { isDroverError, runtimePrefixOf, sizingOf, type Reason, type TenantSettings } from "../../../contracts/index.ts";
+import { envelope } from "../../../platform/envelope.ts";
+import { scaleOutRef } from "../../../streams/index.ts";
+import type { AdmissionDeps } from "./deps.ts";
+
+const OPEN = new Set(["requested", "observed"]);
+/** After a request is rejected or expired, wait this long before asking again (no request storm at the limit). */
+export const SCALE_OUT_RETRY_MS = 10_000;
+
+/**
+ * Single-flight scale-out (admission-and-capacity.md step 5): the dedupe key is control plane +
+ * tenant + prefix + reason; the request id is a hash of the key and its generation (how many
+ * requests with that key have ended), so concurrent admissions converge on one request (the append
+ * expects the aggregate not to exist; a conflict means another replica made it). While a request is
+ * open, or ended recently, no new one is made. Returns the request id the run should wait on, if any.
+ */
+export async function requestScaleOut(deps: AdmissionDeps, tenant: TenantSettings, reason: Reason, causationId: string): Promise<string | undefined> {
+  const prefix = runtimePrefixOf(tenant);
+  const dedupeKey = `${deps.config.controlPlaneId}:${tenant.tenantId}:${prefix}:${reason.code}`;
+  const mine = [...deps.index.scaleOuts.values()].filter((s) => s.dedupeKey === dedupeKey);
+  const open = mine.find((s) => OPEN.has(s.status));
+  if (open) return open.requestId;
+  const now = deps.env.clock.now().getTime();
+  const lastEnded = Math.max(0, ...mine.map((s) => s.endedMs ?? 0));
+  if (mine.length > 0 && now - lastEnded < SCALE_OUT_RETRY_MS) return undefined;
+  const requestId = `so-${deps.sha256(`${dedupeKey}:${mine.length}`).slice(0, 24)}`;
+  const data = {
+    requestId, controlPlaneId: deps.config.controlPlaneId, dedupeKey, reason,
+    policy: { isolationMode: tenant.isolationMode, ...(tenant.tenantGroupId ? { tenantGroupId: tenant.tenantGroupId } : {}),
+      allowSharedFallback: tenant.allowSharedFallback, runtimeInstanceIdPrefix: prefix, maxRuntimeInstances: tenant.maxRuntimeInstances },
+    sizing: sizingOf(tenant), providerHint: tenant.hostProvider, transport: tenant.transport,
+    expiresAt: new Date(now + deps.config.scaleOutExpiryMs).toISOString(),
+  };
+  const event = envelope(deps.env, "scaleout.requested", data, { tenantId: tenant.tenantId, correlationId: requestId, causationId });
+  try {
+    await deps.store.append(scaleOutRef(tenant.tenantId, requestId), event, { expectedSeq: 0 });
+  } catch (e) {
+    if (!isDroverError(e, "version-conflict")) throw e;
+  }
+  deps.index.scaleOuts.set(requestId, { tenantId: tenant.tenantId, requestId, dedupeKey, status: "requested" });
+  return requestId;
+}

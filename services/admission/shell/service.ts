@@ -1,0 +1,60 @@
+import type { JetStreamClient } from "@nats-io/jetstream";
+import { follow, type Follower } from "../../../platform/follow.ts";
+import type { AdmissionDeps } from "./deps.ts";
+import { admissionPass } from "./placer.ts";
+
+export interface AdmissionService {
+  /** Resolves once the run index has caught up with the stream (before that, no decision is taken). */
+  readonly ready: Promise<void>;
+  /** Resolves after the next full pass completes (tests use it instead of sleeping). */
+  nextPass(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Runs admission: follows run and scale-out events into the index, and runs an admission pass
+ * whenever the index changes and on every tick (capacity changes arrive through the Redis view).
+ * Passes never overlap within a replica; other replicas are kept honest by conditional appends.
+ */
+export async function startAdmission(deps: AdmissionDeps & { js: JetStreamClient; tickMs?: number }): Promise<AdmissionService> {
+  const prefix = deps.layout.eventPrefix;
+  const follower: Follower = await follow(deps.js, { stream: deps.layout.eventStream, filters: [`${prefix}.run.>`, `${prefix}.scaleout.>`] },
+    (m) => deps.index.apply(m));
+  follower.done.catch((e) => deps.log.fatal({ err: String(e) }, "run follower stopped"));
+  const busy = new Set<string>();
+  let running: Promise<void> | undefined;
+  let again = false;
+  let stopped = false;
+  let waiters: (() => void)[] = [];
+
+  const pass = (): void => {
+    if (stopped) return;
+    if (running) { again = true; return; }
+    running = (async () => {
+      do {
+        again = false;
+        const done = waiters;
+        waiters = [];
+        await admissionPass(deps, busy).catch((e) => deps.log.error({ err: String(e) }, "admission pass failed"));
+        for (const w of done) w();
+      } while (again && !stopped);
+    })().finally(() => { running = undefined; });
+  };
+
+  const ready = follower.caughtUp.then(() => {
+    deps.index.onChange(pass);
+    pass();
+  });
+  const timer = setInterval(pass, deps.tickMs ?? 250);
+  return {
+    ready,
+    nextPass: () => new Promise<void>((ok) => { waiters.push(ok); pass(); }),
+    async stop() {
+      stopped = true;
+      clearInterval(timer);
+      await follower.stop();
+      await running;
+      for (const w of waiters) w();
+    },
+  };
+}
