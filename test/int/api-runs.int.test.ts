@@ -27,20 +27,23 @@ describe("api runs against a real nats-server", () => {
     expect(got.json()).toMatchObject({ sharedRunId: run.sharedRunId, status: "submitted", submittedSeq: stored.lastSeq, dag: { name: "t" } });
   });
 
-  it("converges concurrent and repeated submissions with one idempotency key on one run and one event", async () => {
+  it("creates exactly the distinct runs from 50 concurrent submissions over 10 idempotency keys, one event each", async () => {
     const before = await fx.messageCount();
-    const body = { dag: validDag, idempotencyKey: "order-7" };
-    const answers = await Promise.all(Array.from({ length: 8 }, () => submit(body)));
-    const again = await submit(body);
-    const ids = new Set([...answers, again].map((r) => r.json().sharedRunId));
-    expect(ids.size).toBe(1);
-    expect(answers.filter((r) => r.statusCode === 201)).toHaveLength(1);
-    expect([...answers, again].filter((r) => r.statusCode === 200)).toHaveLength(8);
-    expect(await fx.messageCount()).toBe(before + 1);
-    // The same key from another tenant is another run: the tenant is part of the derivation.
-    const other = await submit(body, "globex");
+    const keys = Array.from({ length: 50 }, (_, i) => `order-${i % 10}`);
+    const answers = await Promise.all(keys.map((idempotencyKey) => submit({ dag: validDag, idempotencyKey })));
+    const runOf = new Map<string, Set<string>>();
+    answers.forEach((r, i) => runOf.set(keys[i]!, (runOf.get(keys[i]!) ?? new Set()).add(r.json().sharedRunId)));
+    expect([...runOf.values()].every((ids) => ids.size === 1)).toBe(true);
+    expect(new Set(answers.map((r) => r.json().sharedRunId)).size).toBe(10);
+    expect(answers.filter((r) => r.statusCode === 201)).toHaveLength(10);
+    expect(answers.filter((r) => r.statusCode === 200)).toHaveLength(40);
+    expect(await fx.messageCount()).toBe(before + 10);
+    // A later retry still converges; the same key from another tenant is another run.
+    const again = await submit({ dag: validDag, idempotencyKey: "order-3" });
+    expect([again.statusCode, again.json().sharedRunId]).toEqual([200, [...runOf.get("order-3")!][0]]);
+    const other = await submit({ dag: validDag, idempotencyKey: "order-3" }, "globex");
     expect(other.statusCode).toBe(201);
-    expect(other.json().sharedRunId).not.toBe([...ids][0]);
+    expect(other.json().sharedRunId).not.toBe(again.json().sharedRunId);
   });
 
   it("refuses invalid DAGs of every kind with 400 dag-invalid and writes nothing", async () => {
