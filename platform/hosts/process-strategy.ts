@@ -95,7 +95,7 @@ export function createProcessStrategy(opts: ProcessStrategyOptions = {}): Proces
     try { return await Promise.race([rec.exited, timeout]); } finally { clearTimeout(timer); }
   }
 
-  async function spawnAndProve(spec: HostSpec, rec: HostRecord, signal?: AbortSignal): Promise<HostStartResult> {
+  async function spawnAndProve(spec: HostSpec, rec: HostRecord, signal?: AbortSignal, onHostCreated?: (host: HostFacts) => Promise<void>): Promise<HostStartResult> {
     let port: number;
     try {
       port = await allocatePort(bindHost);
@@ -129,7 +129,17 @@ export function createProcessStrategy(opts: ProcessStrategyOptions = {}): Proces
       const stopped = exit ? "" : ` (and pid ${pid} did not exit within ${CLEANUP_BUDGET_MS} ms of SIGKILL)`;
       return rejected(code, `${detail}${stopped}; output: ${output.tail().slice(-1200)}`, layer, owned);
     };
-    const outcome = await awaitListening(output, rec.exited, startupTimeoutMs, signal);
+    // Subscribed before the hook runs, so an announcement printed meanwhile is not missed.
+    const listening = awaitListening(output, rec.exited, startupTimeoutMs, signal);
+    if (incarnationOf && onHostCreated) {
+      try {
+        await onHostCreated({ hostIncarnation: incarnationOf, pid });
+      } catch (e) {
+        await stopChild(rec, CLEANUP_BUDGET_MS);
+        throw e;
+      }
+    }
+    const outcome = await listening;
     switch (outcome.kind) {
       case "exited":
         return fail("process-exited-during-startup", `pid ${pid} exited (code ${outcome.exit.exitCode}, signal ${outcome.exit.signal}) before listening`, "host");
@@ -159,14 +169,14 @@ export function createProcessStrategy(opts: ProcessStrategyOptions = {}): Proces
 
   return {
     provider: "process",
-    start(spec, signal) {
+    start(spec, signal, onHostCreated) {
       return gate.run(spec.runtimeInstanceId, async () => {
         const known = records.get(spec.runtimeInstanceId);
         if (known) return converge(known, spec);
         // Recorded before anything is spawned: a failed start also consumes the id.
         const rec: HostRecord = { identity: identityKey(spec) };
         records.set(spec.runtimeInstanceId, rec);
-        return spawnAndProve(spec, rec, signal);
+        return spawnAndProve(spec, rec, signal, onHostCreated);
       });
     },
     kill(runtimeInstanceId, host, budgetMs): Promise<KillResult> {

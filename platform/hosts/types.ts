@@ -66,8 +66,14 @@ export type HostObservation =
 
 export interface HostStrategy {
   readonly provider: HostProvider;
-  /** Starts (or converges on) the host for the spec. Serialized per RuntimeInstanceId by the caller's lifecycle gate. */
-  start(spec: HostSpec, signal?: AbortSignal): Promise<HostStartResult>;
+  /**
+   * Starts (or converges on) the host for the spec. Serialized per RuntimeInstanceId by the caller's lifecycle gate.
+   * `onHostCreated`, when given, is awaited as soon as a new host exists and its incarnation is known,
+   * before readiness is awaited, so the caller can record the incarnation durably: a caller that dies
+   * mid-start then leaves a host its successor can kill by exact incarnation instead of an unknown orphan.
+   * If the hook rejects, the strategy removes what it created and rejects with the hook's error.
+   */
+  start(spec: HostSpec, signal?: AbortSignal, onHostCreated?: (host: HostFacts) => Promise<void>): Promise<HostStartResult>;
   /**
    * Kills the exact incarnation and returns only when it can no longer run (or the deadline passed).
    * `deadlineMs` is a budget in milliseconds from the call (like DroverConfig.fenceDeadlineMs), not

@@ -86,6 +86,22 @@ describe("process host strategy (real processes, stand-in runtime)", () => {
     expect(processesWithEnv(ID, spec.runtimeInstanceId)).toEqual([]);
   });
 
+  it("hands the exact incarnation to onHostCreated before readiness, and a rejecting hook leaves nothing running", async () => {
+    const s = strategy("silent");
+    const spec = hostSpec();
+    const seen: string[] = [];
+    const start = s.start(spec, undefined, async (h) => {
+      seen.push(h.hostIncarnation);
+      expect(h.hostIncarnation).toBe(processIncarnation(h.pid as number));
+      throw new Error("recording failed (injected)");
+    });
+    await expect(start).rejects.toThrow(/injected/);
+    expect(seen).toHaveLength(1);
+    const inc = parseProcessIncarnation(seen[0] as string)!;
+    expect(incarnationState(inc.pid, inc.startTime)).toBe("gone");
+    expect(processesWithEnv(ID, spec.runtimeInstanceId)).toEqual([]);
+  });
+
   it("kill returns only after the exact incarnation has exited, even when the runtime ignores SIGTERM", async () => {
     const s = strategy("ignore-term");
     const spec = hostSpec();

@@ -40,7 +40,7 @@ describe("provisioner with process hosts (real NATS, real runtime processes)", (
       expect(rt.flatMap((s) => (s.event.type === "runtime.readiness-layer-passed" ? [s.event.data.layer] : []))).toEqual(["resource", "host", "endpoint", "command"]);
       const started = rt[2]?.event;
       const pid = started?.type === "runtime.host-started" ? started.data.pid : undefined;
-      expect(processesWithEnv(CP, cp)).toEqual([pid]);
+      expect(processesWithEnv(CP, cp), `runtime processes of ${cp}; host-started ${JSON.stringify(started)}`).toEqual([pid]);
       const published = rt.at(-1) as (typeof rt)[number];
       // Cold scale-out latency: request appended → capacity-published stored (server clock for both).
       console.log(`[provisioner] cold scale-out request→capacity-published: ${published.time.getTime() - requested.time.getTime()} ms`);

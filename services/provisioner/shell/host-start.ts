@@ -42,11 +42,19 @@ export async function driveHostStart(d: ProvisionerDeps, p: PlannedStart): Promi
     ...(d.llmBaseUrl ? { llmBaseUrl: d.llmBaseUrl } : {}),
   };
   let host: HostFacts | undefined;
+  let recorded = false;
+  // host-started is recorded the moment the process exists (the resource layer's fact), so a
+  // provisioner that dies while the runtime boots leaves an incarnation its successor can kill.
+  const onHostCreated = async (h: HostFacts): Promise<void> => {
+    await p.writer.append([stamp(d, "runtime.host-started", { hostIncarnation: h.hostIncarnation as HostIncarnation,
+      ...(h.pid !== undefined ? { pid: h.pid } : {}), convergence: "created" }, p.origin)]);
+    recorded = true;
+  };
   try {
-    const r = await strategy.start(spec);
+    const r = await strategy.start(spec, undefined, onHostCreated);
     if (r.outcome === "rejected") throw new StartFailed(r.reason, r.layer);
     host = r.host;
-    await proveAndPublish(d, p, spec, r);
+    await proveAndPublish(d, p, spec, r, recorded);
     return { ok: true };
   } catch (e) {
     const failure = asFailure(e);
@@ -62,10 +70,11 @@ export async function driveHostStart(d: ProvisionerDeps, p: PlannedStart): Promi
   }
 }
 
-async function proveAndPublish(d: ProvisionerDeps, p: PlannedStart, spec: HostSpec, r: Extract<HostStartResult, { outcome: "created" | "converged" }>): Promise<void> {
+async function proveAndPublish(d: ProvisionerDeps, p: PlannedStart, spec: HostSpec, r: Extract<HostStartResult, { outcome: "created" | "converged" }>,
+  hostRecorded: boolean): Promise<void> {
   const o = p.origin;
   const hostIncarnation = r.host.hostIncarnation as HostIncarnation;
-  await p.writer.append([stamp(d, "runtime.host-started", hostStartedData(r), o)]);
+  if (!hostRecorded) await p.writer.append([stamp(d, "runtime.host-started", hostStartedData(r), o)]);
   const layers = strategyLayers(r, p.registration.requiredLayers);
   if (layers.missing.length > 0) throw new StartFailed({ code: "host-creation-failed", detail: `the ${r.outcome} host did not prove ${layers.missing.join(", ")}` }, layers.missing[0]);
   for (const layer of layers.passed) {
