@@ -84,6 +84,10 @@ describe("api runs against a real nats-server", () => {
     const unknown = await fx.app.inject({ url: "/v1/runs/run-x", headers: { authorization: "Bearer not-a-configured-token-00" } });
     expect(unknown.statusCode).toBe(401);
     expect((await submit({ dag: validDag }, "operator")).json().error.code).toBe("forbidden");
+    // The dashboard itself needs no token and carries none: the user types it.
+    const page = await fx.app.inject({ url: "/" });
+    expect([page.statusCode, page.headers["content-type"]]).toEqual([200, "text/html; charset=utf-8"]);
+    expect(page.body).not.toMatch(/token-[a-z]+-0/);
   });
 
   it("never shows tenant globex acme's run or its events: 404, not 403, and names nothing", async () => {

@@ -18,6 +18,7 @@ export interface OpenRuns {
 /** Run events after which a run no longer counts against the quota (aggregates/run.ts `isTerminal`). */
 const TERMINAL = new Set(["completed", "failed", "cancelled", "rejected"]);
 
+/** The state before any event: no tenant has an open run. */
 export const emptyOpenRuns = (): OpenRuns => ({ lastSeq: 0, open: new Map(), closed: new Map() });
 
 const setOf = (m: Map<string, Set<string>>, k: string): Set<string> => {
@@ -43,4 +44,5 @@ export function foldOpenRunEvent(s: OpenRuns, seq: number, tokens: readonly stri
   }
 }
 
+/** The tenant's runs submitted and not yet terminal, as of `lastSeq`. */
 export const openRunCount = (s: OpenRuns, tenantId: string): number => s.open.get(tenantId)?.size ?? 0;

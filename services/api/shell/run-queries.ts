@@ -16,7 +16,8 @@ export class StoredEventUnreadable extends Error {
   }
 }
 
-async function readAggregate(store: EventStore, ref: AggregateRef): Promise<readonly StoredEvent[]> {
+/** The aggregate's stored events; an undecodable one raises {@link StoredEventUnreadable} (500), not the store's contract-violation (400). */
+export async function readAggregate(store: EventStore, ref: AggregateRef): Promise<readonly StoredEvent[]> {
   try {
     return (await store.read(ref)).events;
   } catch (e) {

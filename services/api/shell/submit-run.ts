@@ -4,6 +4,7 @@ import { aggregateSubject, runRef } from "../../../streams/subjects.ts";
 import { decideSubmission, type SubmitRunBody } from "../domain/submission.ts";
 import type { ApiDeps } from "./deps.ts";
 import { submissionIds } from "./ids.ts";
+import { readAggregate } from "./run-queries.ts";
 import { serialPerKey } from "./serial.ts";
 
 /** The outcome of a submission: the run as folded, and whether this request created it. */
@@ -32,7 +33,7 @@ export function createSubmitter(deps: ApiDeps): (tenantId: TenantId, body: Submi
 async function submitOnce(deps: ApiDeps, tenantId: TenantId, settings: TenantSettings, body: SubmitRunBody, requestId: string): Promise<Submitted> {
   const ids = submissionIds(tenantId, body.idempotencyKey, deps.newId);
   const ref = runRef(tenantId, ids.sharedRunId);
-  const existing = body.idempotencyKey === undefined ? foldRun([]) : foldRun((await deps.store.read(ref)).events);
+  const existing = body.idempotencyKey === undefined ? foldRun([]) : foldRun(await readAggregate(deps.store, ref));
   const enforce = settings.overQuota === "reject" && deps.openRuns !== undefined && existing.status === "none";
   const openRuns = enforce ? await deps.openRuns!.openRuns(tenantId) : undefined;
   const [event] = decideSubmission({
@@ -48,7 +49,7 @@ async function submitOnce(deps: ApiDeps, tenantId: TenantId, settings: TenantSet
   } catch (e) {
     if (!isDroverError(e, "version-conflict")) throw e;
   }
-  const run = foldRun((await deps.store.read(ref)).events);
+  const run = foldRun(await readAggregate(deps.store, ref));
   if (run.status === "none") throw new Error(`run ${ids.sharedRunId} conflicted on append but has no submission`);
   return { run, created: false };
 }
