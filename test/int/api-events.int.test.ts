@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { TenantId } from "../../contracts/index.ts";
-import { runRef } from "../../streams/subjects.ts";
+import { runRef, runtimeRef } from "../../streams/subjects.ts";
 import { apiFixture, auth, validDag, type ApiFixture } from "../support/api-app.ts";
 import { event } from "../support/streams.ts";
 
@@ -81,8 +81,10 @@ describe("api event feed (SSE) against a real nats-server", () => {
     try {
       const url = await fresh.app.listen({ host: "127.0.0.1", port: 0 });
       await fresh.app.inject({ method: "POST", url: "/v1/runs", headers: auth("acme"), payload: { dag: validDag } });
+      // A runtime named like the tenant: its subject matches <prefix>.*.globex.>, yet it is not globex's.
+      await fresh.store.append(runtimeRef("globex"), event("runtime.registered"), { expectedSeq: 0 });
       expect(events(await readFeed(url, auth("globex"), caughtUp))).toEqual([]);
-      expect(events(await readFeed(url, auth("operator"), caughtUp)).map((e) => e.event.type)).toEqual(["run.submitted"]);
+      expect(events(await readFeed(url, auth("operator"), caughtUp)).map((e) => e.event.type)).toEqual(["run.submitted", "runtime.registered"]);
     } finally {
       await fresh.close();
     }
