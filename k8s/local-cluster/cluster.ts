@@ -1,0 +1,127 @@
+import { existsSync } from "node:fs";
+import { mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { join, resolve } from "node:path";
+import { freePortOnLoopback } from "./lib/free-port.ts";
+import { daemonAlive, startDaemon, stopDaemon, waitUntilReady, type DaemonRecord } from "./lib/daemon.ts";
+import { startControlPlane, stopControlPlane } from "./control-plane/control-plane.ts";
+import { applyGatewayApi } from "./control-plane/gateway-crds.ts";
+import { loadKubeconfig, writeKubeconfig } from "./control-plane/kubeconfig.ts";
+import { claimNetworkSlot, networkSlot, releaseNetworkSlot } from "./control-plane/network.ts";
+import { readAllRecords, reapRecords } from "./kubelet/state-store.ts";
+
+/** Where a running local cluster is and how to reach it (also written to `<runDir>/cluster.json`). */
+export interface ClusterInfo {
+  readonly runDir: string;
+  readonly kubeconfig: string;
+  readonly server: string;
+  readonly token: string;
+  readonly caFile: string;
+  readonly networkSlot: number;
+  readonly nodeName: string;
+  readonly gatewayCidr: string;
+}
+
+export const LOCAL_CLUSTER_DIR = import.meta.dirname;
+export const REPO_ROOT = resolve(import.meta.dirname, "../..");
+export const BIN_DIR = process.env.DROVER_K8S_BIN_DIR ?? join(LOCAL_CLUSTER_DIR, "bin");
+export const MAIN_NODE = "drover-local-node";
+
+/**
+ * Starts a whole local cluster under `runDir`: etcd and kube-apiserver (built by build.sh) on free
+ * loopback ports, a kubeconfig at `<runDir>/kubeconfig`, the Gateway API CRDs and GatewayClass,
+ * the process kubelet for node `drover-local-node` (which also binds unscheduled Pods to itself,
+ * there being no scheduler) and the local gateway. Every daemon is detached and recorded, so
+ * {@link stopCluster} can stop exactly them from any process. On failure, stops what started and
+ * rethrows.
+ */
+export async function startCluster(runDir: string): Promise<ClusterInfo> {
+  for (const bin of ["kube-apiserver", "etcd-local", "gateway-api.dir"]) {
+    if (!existsSync(join(BIN_DIR, bin))) throw new Error(`${join(BIN_DIR, bin)} is missing: run \`make k8s-build\` (k8s/local-cluster/build.sh) first`);
+  }
+  await mkdir(runDir, { recursive: true });
+  const slot = claimNetworkSlot(runDir);
+  await writeFile(join(runDir, "slot"), String(slot.slot));
+  try {
+    const [etcdClient, etcdPeer, apiserver] = [await freePortOnLoopback(), await freePortOnLoopback(), await freePortOnLoopback()];
+    const cp = await startControlPlane({ binDir: BIN_DIR, dir: runDir, ports: { etcdClient, etcdPeer, apiserver } });
+    const kubeconfig = join(runDir, "kubeconfig");
+    await writeKubeconfig(kubeconfig, cp.server, cp.pki.caCert, cp.pki.adminToken);
+    await applyGatewayApi(loadKubeconfig(kubeconfig), (await readFile(join(BIN_DIR, "gateway-api.dir"), "utf8")).trim());
+    const info: ClusterInfo = { runDir, kubeconfig, server: cp.server, token: cp.pki.adminToken, caFile: cp.pki.caCert,
+      networkSlot: slot.slot, nodeName: MAIN_NODE, gatewayCidr: slot.gatewayCidr };
+    await startKubelet(info, { nodeName: MAIN_NODE, podCidr: slot.podCidr(0), bindUnscheduled: true });
+    await startGateway(info);
+    await writeFile(join(runDir, "cluster.json"), JSON.stringify(info, null, 2));
+    return info;
+  } catch (err) {
+    await stopCluster(runDir).catch(() => undefined);
+    throw err;
+  }
+}
+
+/** Reads `<runDir>/cluster.json`; undefined when no cluster was (completely) started there. */
+export async function readClusterInfo(runDir: string): Promise<ClusterInfo | undefined> {
+  try { return JSON.parse(await readFile(join(runDir, "cluster.json"), "utf8")) as ClusterInfo; } catch { return undefined; }
+}
+
+const tsDaemon = (script: string, args: string[]): [string, string[]] => [process.execPath, ["--import", "tsx", join(LOCAL_CLUSTER_DIR, script), ...args]];
+
+async function waitForReadyFile(rec: DaemonRecord, file: string, timeoutMs: number): Promise<void> {
+  await waitUntilReady(rec, async () => (await readFile(file, "utf8").catch(() => "")).trim() === String(rec.pid), timeoutMs);
+}
+
+/**
+ * Starts a process kubelet for `nodeName` (state in `<runDir>/kubelet-<nodeName>/`, record in
+ * `<runDir>/kubelet-<nodeName>.json`) and resolves once it has registered its Node and adopted or
+ * cleaned up what an earlier kubelet with the same state dir left. `podCidr` must be a /24 of the
+ * cluster's network slot. Throws with the log tail if it exits during start-up.
+ */
+export async function startKubelet(info: ClusterInfo, opts: { nodeName: string; podCidr: string; bindUnscheduled?: boolean }): Promise<DaemonRecord> {
+  const stateDir = join(info.runDir, `kubelet-${opts.nodeName}`);
+  await mkdir(stateDir, { recursive: true });
+  const readyFile = join(stateDir, "ready");
+  await rm(readyFile, { force: true });
+  const [cmd, args] = tsDaemon("kubelet/main.ts", ["--kubeconfig", info.kubeconfig, "--node-name", opts.nodeName, "--state-dir", stateDir,
+    "--pod-cidr", opts.podCidr, "--ready-file", readyFile, ...(opts.bindUnscheduled ? ["--bind-unscheduled"] : [])]);
+  const rec = await startDaemon(`kubelet-${opts.nodeName}`, cmd, args, { logFile: join(info.runDir, `kubelet-${opts.nodeName}.log`),
+    recordFile: join(info.runDir, `kubelet-${opts.nodeName}.json`), cwd: REPO_ROOT });
+  await waitForReadyFile(rec, readyFile, 60_000);
+  return rec;
+}
+
+/** The pod CIDR a second or third kubelet (node index 1 or 2) of this cluster must use. */
+export function extraPodCidr(info: ClusterInfo, node: 1 | 2): string {
+  return networkSlot(info.networkSlot).podCidr(node);
+}
+
+async function startGateway(info: ClusterInfo): Promise<DaemonRecord> {
+  const readyFile = join(info.runDir, "gateway.ready");
+  const [cmd, args] = tsDaemon("gateway/main.ts", ["--kubeconfig", info.kubeconfig, "--address-cidr", info.gatewayCidr, "--ready-file", readyFile]);
+  const rec = await startDaemon("gateway", cmd, args, { logFile: join(info.runDir, "gateway.log"), recordFile: join(info.runDir, "gateway.json"), cwd: REPO_ROOT });
+  await waitForReadyFile(rec, readyFile, 60_000);
+  return rec;
+}
+
+/** True when the recorded daemon of that name (e.g. `kubelet-drover-local-node`) is alive. */
+export async function daemonRunning(runDir: string, name: string): Promise<boolean> {
+  try { return daemonAlive(JSON.parse(await readFile(join(runDir, `${name}.json`), "utf8")) as DaemonRecord); } catch { return false; }
+}
+
+/**
+ * Stops everything a cluster in `runDir` runs, in order: gateway, kubelets, every container
+ * process the kubelets recorded (SIGTERM, then SIGKILL after 5 s), kube-apiserver, etcd; then
+ * releases the network slot. Only recorded processes whose pid and start time still match are
+ * signalled. Safe to call twice and on a half-started cluster.
+ */
+export async function stopCluster(runDir: string): Promise<void> {
+  await stopDaemon(join(runDir, "gateway.json"));
+  const entries = await readdir(runDir).catch(() => [] as string[]);
+  for (const f of entries.filter((e) => /^kubelet-.*\.json$/.test(e))) await stopDaemon(join(runDir, f));
+  for (const d of entries.filter((e) => /^kubelet-[^.]*$/.test(e))) {
+    const stateDir = join(runDir, d);
+    await reapRecords(stateDir, await readAllRecords(stateDir), 5_000);
+  }
+  await stopControlPlane(runDir);
+  const slot = Number(await readFile(join(runDir, "slot"), "utf8").catch(() => "0"));
+  if (slot > 0) releaseNetworkSlot(networkSlot(slot), runDir);
+}
