@@ -38,7 +38,7 @@ const store = createEventStore(nc, layout);
 
 const workers = new WorkerPool(config.sizing.workers);
 const instance = new RuntimeInstance(config.sizing,
-  { store, runtimeInstanceId: config.runtimeInstanceId, hostIncarnation, now, newEventId: randomUUID, sleep: (ms) => delay(ms) },
+  { store, runtimeInstanceId: config.runtimeInstanceId, hostIncarnation, now, newEventId: randomUUID, sleep: (ms) => delay(ms), log },
   { workers, maxWorkersPerRun: config.sizing.maxWorkersPerRun, runStep, llmBaseUrl: config.llmBaseUrl, now, log },
   hostIncarnation);
 const handler = createCommandHandler({ runtimeInstanceId: config.runtimeInstanceId, hostIncarnation, token: config.commandToken, instance, now });

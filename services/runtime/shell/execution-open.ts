@@ -1,5 +1,5 @@
 import { DroverError, type DagDefinition, type DataOf, type DroverEvent, type EventType, type RuntimeCommand, type Writer } from "../../../contracts/index.ts";
-import { execRef, runRef } from "../../../streams/subjects.ts";
+import { execRef, runRef, type AggregateRef } from "../../../streams/subjects.ts";
 import type { EventStore } from "../../../streams/types.ts";
 import { buildEvent, type EventContext } from "../domain/event-builder.ts";
 import { foldExecution, type ExecutionState } from "../domain/journal-fold.ts";
@@ -18,6 +18,8 @@ export interface JournalEnv {
   readonly now: () => Date;
   readonly newEventId: () => string;
   readonly sleep: (ms: number) => Promise<void>;
+  /** Told about unanswered appends being retried (first and every 10th attempt). */
+  readonly log?: (fields: Record<string, unknown>) => void;
 }
 
 /** An execution whose ownership is proven by the log: run `started` and exec `started`/`resumed` are durable. */
@@ -45,6 +47,12 @@ function emitter(env: JournalEnv, p: DispatchPayload, epoch: number): OpenedExec
 
 const writerKey = (env: JournalEnv, epoch: number) => `${env.runtimeInstanceId}.e${epoch}`;
 
+function journalFor(env: JournalEnv, ref: AggregateRef, seq: number, epoch: number): AggregateJournal {
+  return new AggregateJournal(env.store, ref, seq, writerKey(env, epoch), env.sleep, (attempt, e) => {
+    if (attempt === 1 || attempt % 10 === 0) env.log?.({ event: "append-retry", aggregate: ref.aggregate, id: ref.id, attempt, detail: e.message });
+  });
+}
+
 /**
  * Starts a fresh execution for a dispatched run: run `started` expecting the run's `dispatched`
  * sequence (a requeued or cancelled run cannot be started by this runtime), then exec `started`
@@ -54,9 +62,9 @@ const writerKey = (env: JournalEnv, epoch: number) => `${env.runtimeInstanceId}.
 export async function openFresh(env: JournalEnv, p: DispatchPayload): Promise<OpenedExecution> {
   const executionId = executionIdFor(p.sharedRunId, p.localRunId);
   const emit = emitter(env, p, 0);
-  const run = new AggregateJournal(env.store, runRef(p.tenantId, p.sharedRunId), p.dispatchedSeq, writerKey(env, 0), env.sleep);
+  const run = journalFor(env, runRef(p.tenantId, p.sharedRunId), p.dispatchedSeq, 0);
   await run.append(emit("run.started", { executionId, localRunId: p.localRunId, runtimeInstanceId: env.runtimeInstanceId } as DataOf<"run.started">));
-  const exec = new AggregateJournal(env.store, execRef(p.tenantId, executionId), 0, writerKey(env, 0), env.sleep);
+  const exec = journalFor(env, execRef(p.tenantId, executionId), 0, 0);
   await exec.append(emit("exec.started", { sharedRunId: p.sharedRunId, localRunId: p.localRunId, runtimeInstanceId: env.runtimeInstanceId,
     dagDigest: dagDigest(p.dag), stepCount: p.dag.steps.length, epoch: 0 } as DataOf<"exec.started">));
   return { executionId, localRunId: p.localRunId, epoch: 0, run, exec, prior: foldExecution([]), emit };
@@ -91,9 +99,9 @@ export async function checkResumable(env: JournalEnv, p: ResumePayload): Promise
 export async function openResume(env: JournalEnv, p: ResumePayload): Promise<OpenedExecution> {
   const prior = await checkResumable(env, p);
   const emit = emitter(env, p, p.epoch);
-  const run = new AggregateJournal(env.store, runRef(p.tenantId, p.sharedRunId), p.dispatchedSeq, writerKey(env, p.epoch), env.sleep);
+  const run = journalFor(env, runRef(p.tenantId, p.sharedRunId), p.dispatchedSeq, p.epoch);
   await run.append(emit("run.started", { executionId: p.executionId, localRunId: p.localRunId, runtimeInstanceId: env.runtimeInstanceId } as DataOf<"run.started">));
-  const exec = new AggregateJournal(env.store, execRef(p.tenantId, p.executionId), prior.lastSeq, writerKey(env, p.epoch), env.sleep);
+  const exec = journalFor(env, execRef(p.tenantId, p.executionId), prior.lastSeq, p.epoch);
   await exec.append(emit("exec.resumed", { runtimeInstanceId: env.runtimeInstanceId, localRunId: p.localRunId, epoch: p.epoch,
     completedSteps: prior.completed.size } as DataOf<"exec.resumed">));
   return { executionId: p.executionId, localRunId: p.localRunId, epoch: p.epoch, run, exec, prior, emit };

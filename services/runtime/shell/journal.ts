@@ -2,9 +2,9 @@ import { DroverError, isDroverError, type DroverEvent } from "../../../contracts
 import type { AggregateRef } from "../../../streams/subjects.ts";
 import type { EventStore } from "../../../streams/types.ts";
 
-/** Bounded, same-msg-id retries for an append that got no answer: safe inside the duplicate window. */
-const UNAVAILABLE_RETRIES = 5;
-const UNAVAILABLE_BACKOFF_MS = 200;
+/** Backoff between same-msg-id retries of an append that got no answer (doubling, capped). */
+const RETRY_FIRST_MS = 50;
+const RETRY_CAP_MS = 2_000;
 
 /**
  * The single writer of one aggregate from this runtime's point of view (identities-and-events.md
@@ -32,6 +32,7 @@ export class AggregateJournal {
     private seq: number,
     private readonly writerKey: string,
     private readonly sleep: (ms: number) => Promise<void>,
+    private readonly onRetry?: (attempt: number, error: DroverError) => void,
   ) {}
 
   /** Sequence of the last event this writer wrote or read: the next append's expectation. */
@@ -64,8 +65,9 @@ export class AggregateJournal {
             { cause: e, details: { aggregate: this.ref.aggregate, id: this.ref.id, expectedSeq, event: event.type } });
           throw this.lostError;
         }
-        if (!isDroverError(e, "event-store-unavailable") || attempt >= UNAVAILABLE_RETRIES) throw e;
-        await this.sleep(UNAVAILABLE_BACKOFF_MS * attempt);
+        if (!isDroverError(e, "event-store-unavailable") || !e.retryable) throw e;
+        this.onRetry?.(attempt, e);
+        await this.sleep(Math.min(RETRY_CAP_MS, RETRY_FIRST_MS * 2 ** (attempt - 1)));
       }
     }
   }
