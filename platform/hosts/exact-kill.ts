@@ -1,5 +1,5 @@
 import type { KillResult } from "./types.ts";
-import { incarnationState } from "./proc-table.ts";
+import { incarnationState, leadsOwnGroup } from "./proc-table.ts";
 
 const POLL_MS = 10;
 
@@ -20,7 +20,8 @@ export async function killExactIncarnation(pid: number, startTime: string, budge
   let signal: string | null = null;
   if (incarnationState(pid, startTime) === "running") {
     try {
-      process.kill(pid, "SIGKILL");
+      // A detached runtime leads its own group: take its helpers (e.g. tsx's esbuild service) with it.
+      process.kill(leadsOwnGroup(pid, startTime) ? -pid : pid, "SIGKILL");
       signal = "SIGKILL";
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== "ESRCH") throw e;

@@ -34,3 +34,17 @@ export function incarnationState(pid: number, startTime: string): IncarnationSta
   if (state === "Z" || state === "X" || state === "x") return "gone";
   return startTimeFromStat(stat) === startTime ? "running" : "gone";
 }
+
+/**
+ * True when the exact incarnation is running and leads its own process group (it was spawned
+ * detached), so signalling the group reaches exactly what it spawned and nothing else.
+ */
+export function leadsOwnGroup(pid: number, startTime: string): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return startTimeFromStat(stat) === startTime && rest[2] === String(pid);
+  } catch {
+    return false;
+  }
+}

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { resolve } from "node:path";
+import { join, resolve } from "node:path";
 import { DroverError, type ErrorCode, type ReadinessLayer } from "../../contracts/index.ts";
 import { processIncarnation } from "../process-incarnation.ts";
 import { killExactIncarnation } from "./exact-kill.ts";
@@ -8,7 +8,8 @@ import { allocateLoopbackPort } from "./loopback-port.ts";
 import { incarnationState, parseProcessIncarnation } from "./proc-table.ts";
 import { killGroup, trackGroup, untrackGroup } from "./process-groups.ts";
 import { identityKey, runtimeEnv } from "./runtime-env.ts";
-import { awaitListening, followOutput, type ChildExit } from "./startup-announcement.ts";
+import { followLog, openRuntimeLog } from "./runtime-log.ts";
+import { awaitListening, type ChildExit } from "./startup-announcement.ts";
 import type { HostEndpoint, HostFacts, HostObservation, HostSpec, HostStartResult, HostStrategy, KillResult } from "./types.ts";
 
 const ROOT = resolve(import.meta.dirname, "../..");
@@ -27,7 +28,10 @@ export interface ProcessStrategyOptions {
   readonly startupTimeoutMs?: number;
   /** Environment the runtime needs to run at all (default PATH and HOME); identity variables always win over it. */
   readonly baseEnv?: Readonly<Record<string, string>>;
-  readonly onOutput?: (runtimeInstanceId: string, stream: "stdout" | "stderr", line: string) => void;
+  /** Receives the runtime's output lines while it starts up (the whole log stays in `logDir`). */
+  readonly onOutput?: (runtimeInstanceId: string, line: string) => void;
+  /** Where each runtime's stdout+stderr file goes (default `.run/runtimes` in the repository). */
+  readonly logDir?: string;
   /** Port allocation (injectable so a test can prove `port-allocation-failed`). */
   readonly allocatePort?: (host: string) => Promise<number>;
 }
@@ -103,9 +107,20 @@ export function createProcessStrategy(opts: ProcessStrategyOptions = {}): Proces
       return rejected("port-allocation-failed", `no free port on ${bindHost}: ${(e as Error).message}`, "endpoint", []);
     }
     const [file, ...args] = command as [string, ...string[]];
-    const child = spawn(file, args, { cwd: opts.cwd ?? ROOT, env: runtimeEnv(spec, bindHost, port, baseEnv), detached: true, stdio: ["ignore", "pipe", "pipe"] });
+    const log = openRuntimeLog(opts.logDir ?? join(ROOT, ".run/runtimes"), spec.runtimeInstanceId);
+    // Followed from before the spawn, so no line is missed.
+    const output = await followLog(log.path, (line) => opts.onOutput?.(spec.runtimeInstanceId, line));
+    let child: ChildProcess;
+    try {
+      child = spawn(file, args, { cwd: opts.cwd ?? ROOT, env: runtimeEnv(spec, bindHost, port, baseEnv), detached: true, stdio: ["ignore", log.fd, log.fd] });
+    } finally {
+      log.closeParentCopy();
+    }
     const spawnError = new Promise<Error>((r) => child.once("error", r));
-    if (child.pid === undefined) return rejected("host-creation-failed", `spawn ${file}: ${(await spawnError).message}`, "resource", []);
+    if (child.pid === undefined) {
+      await output.stop();
+      return rejected("host-creation-failed", `spawn ${file}: ${(await spawnError).message}`, "resource", []);
+    }
     const pid = child.pid;
     trackGroup(pid);
     let incarnationOf: string | undefined;
@@ -118,7 +133,6 @@ export function createProcessStrategy(opts: ProcessStrategyOptions = {}): Proces
       r(rec.exit);
     }));
     const owned = [`process:${pid}`];
-    const output = followOutput(child, (stream, line) => opts.onOutput?.(spec.runtimeInstanceId, stream, line));
     try {
       incarnationOf = processIncarnation(pid);
     } catch {
@@ -126,8 +140,9 @@ export function createProcessStrategy(opts: ProcessStrategyOptions = {}): Proces
     }
     const fail = async (code: ErrorCode, detail: string, layer: ReadinessLayer): Promise<HostStartResult> => {
       const exit = await stopChild(rec, CLEANUP_BUDGET_MS);
+      await output.stop();
       const stopped = exit ? "" : ` (and pid ${pid} did not exit within ${CLEANUP_BUDGET_MS} ms of SIGKILL)`;
-      return rejected(code, `${detail}${stopped}; output: ${output.tail().slice(-1200)}`, layer, owned);
+      return rejected(code, `${detail}${stopped}; log ${log.path}: ${output.tail().slice(-1200)}`, layer, owned);
     };
     // Subscribed before the hook runs, so an announcement printed meanwhile is not missed.
     const listening = awaitListening(output, rec.exited, startupTimeoutMs, signal);
@@ -136,6 +151,7 @@ export function createProcessStrategy(opts: ProcessStrategyOptions = {}): Proces
         await onHostCreated({ hostIncarnation: incarnationOf, pid });
       } catch (e) {
         await stopChild(rec, CLEANUP_BUDGET_MS);
+        await output.stop();
         throw e;
       }
     }
@@ -161,6 +177,7 @@ export function createProcessStrategy(opts: ProcessStrategyOptions = {}): Proces
     if (rec.exit || !inc || incarnationState(inc.pid, inc.startTime) !== "running") {
       return fail("process-exited-during-startup", `pid ${pid} exited right after announcing its port`, "host");
     }
+    await output.stop();
     const hostPort = `${bindHost}:${port}`;
     const endpoint: HostEndpoint = { endpoint: spec.transport === "http" ? `http://${hostPort}` : hostPort, aliases: [] };
     rec.running = { host: { hostIncarnation: incarnationOf, pid }, endpoint };

@@ -1,6 +1,5 @@
-import type { ChildProcess } from "node:child_process";
-import { createInterface } from "node:readline";
 import { z } from "zod";
+import type { FollowedOutput } from "./runtime-log.ts";
 
 /** The line a runtime prints once its command transport listens (services/runtime/main.ts). */
 export const ListeningLine = z.object({
@@ -18,39 +17,8 @@ export type StartupOutcome =
   | { readonly kind: "timeout" }
   | { readonly kind: "aborted" };
 
-/** A child's output as it is read: the last few KiB for failure reasons, and stdout lines for watchers. */
-export interface FollowedOutput {
-  tail(): string;
-  /** Calls `listener` for every later stdout line until the returned function is called. */
-  onStdoutLine(listener: (line: string) => void): () => void;
-}
-
 /**
- * Follows a child's stdout and stderr for its whole life: every line goes to `onLine`, the last few
- * KiB to `tail()`. Reading never stops, so a chatty runtime can never block on a full pipe.
- */
-export function followOutput(child: ChildProcess, onLine: (stream: "stdout" | "stderr", line: string) => void): FollowedOutput {
-  let tail = "";
-  const watchers = new Set<(line: string) => void>();
-  for (const [name, stream] of [["stdout", child.stdout], ["stderr", child.stderr]] as const) {
-    if (!stream) continue;
-    createInterface({ input: stream, crlfDelay: Infinity }).on("line", (line) => {
-      tail = `${tail}${line}\n`.slice(-4000);
-      onLine(name, line);
-      if (name === "stdout") for (const w of watchers) w(line);
-    });
-  }
-  return {
-    tail: () => tail,
-    onStdoutLine(listener) {
-      watchers.add(listener);
-      return () => { watchers.delete(listener); };
-    },
-  };
-}
-
-/**
- * Waits for the first `listening` line on stdout, or the child's exit, or `timeoutMs`, or `signal`,
+ * Waits for the first `listening` line in the runtime's log, or the child's exit, or `timeoutMs`, or `signal`,
  * whichever comes first. Lines that are not JSON or not the announcement are ignored (the runtime
  * may log to stdout). Never rejects.
  */
@@ -68,7 +36,7 @@ export function awaitListening(output: FollowedOutput, exited: Promise<ChildExit
     };
     const onAbort = (): void => done({ kind: "aborted" });
     const timer = setTimeout(() => done({ kind: "timeout" }), timeoutMs);
-    const stop = output.onStdoutLine(onLine);
+    const stop = output.onLine(onLine);
     signal?.addEventListener("abort", onAbort, { once: true });
     if (signal?.aborted) onAbort();
     void exited.then((exit) => done({ kind: "exited", exit }));

@@ -16,7 +16,7 @@ import { randomSuffix } from "./shell/suffix.ts";
 const ctx = await bootstrap("provisioner");
 const { secret, isDefault } = commandSecretFromEnv();
 if (isDefault) ctx.log.warn("DROVER_COMMAND_SECRET is unset: using the development secret");
-const strategy = createProcessStrategy({ onOutput: (id, stream, line) => ctx.log.debug({ runtimeInstanceId: id, stream, line }, "runtime output") });
+const strategy = createProcessStrategy({ onOutput: (id, line) => ctx.log.debug({ runtimeInstanceId: id, line }, "runtime output") });
 const natsUrl = process.env.NATS_URL as string;
 const provisioner = createProvisioner({
   store: ctx.store, layout: ctx.layout, strategies: new Map([["process", strategy]]), instanceId: ctx.instanceId,

@@ -4,7 +4,7 @@ import { processIncarnation } from "../../platform/process-incarnation.ts";
 import { createProcessStrategy, type ProcessHostStrategy } from "../../platform/hosts/process-strategy.ts";
 import { incarnationState, parseProcessIncarnation } from "../../platform/hosts/proc-table.ts";
 import type { HostObservation } from "../../platform/hosts/types.ts";
-import { hostSpec, processGroupOf, processesWithEnv } from "../support/host-processes.ts";
+import { hostSpec, processGroupOf, processesWithEnv, RUNTIME_LOGS } from "../support/host-processes.ts";
 
 // Real processes, no NATS: these tests prove host lifecycle boundaries of the process strategy with
 // a stand-in runtime (test/support/fake-runtime.mjs); they prove no command transport.
@@ -14,6 +14,7 @@ function strategy(mode: string, extra: Parameters<typeof createProcessStrategy>[
     command: [process.execPath, "test/support/fake-runtime.mjs"],
     baseEnv: { PATH: process.env.PATH ?? "", FAKE_RUNTIME_MODE: mode },
     startupTimeoutMs: 20_000,
+    logDir: RUNTIME_LOGS,
     ...extra,
   });
   strategies.push(s);

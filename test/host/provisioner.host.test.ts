@@ -5,7 +5,7 @@ import { incarnationState, parseProcessIncarnation } from "../../platform/hosts/
 import { consumeScaleOutRequests } from "../../services/provisioner/index.ts";
 import { runtimeRef, scaleOutRef } from "../../streams/index.ts";
 import { exampleEvent } from "../support/example-events.ts";
-import { hostSpec, processesWithEnv } from "../support/host-processes.ts";
+import { hostSpec, processGroupsWithEnv, RUNTIME_LOGS } from "../support/host-processes.ts";
 import { uniqueName } from "../support/isolation.ts";
 import { provisionerFixture, type ProvisionerFixture } from "../support/provisioner-fixture.ts";
 import { eventually } from "../support/streams.ts";
@@ -40,7 +40,7 @@ describe("provisioner with process hosts (real NATS, real runtime processes)", (
       expect(rt.flatMap((s) => (s.event.type === "runtime.readiness-layer-passed" ? [s.event.data.layer] : []))).toEqual(["resource", "host", "endpoint", "command"]);
       const started = rt[2]?.event;
       const pid = started?.type === "runtime.host-started" ? started.data.pid : undefined;
-      expect(processesWithEnv(CP, cp), `runtime processes of ${cp}; host-started ${JSON.stringify(started)}`).toEqual([pid]);
+      expect(processGroupsWithEnv(CP, cp), `runtime processes of ${cp}; host-started ${JSON.stringify(started)}`).toEqual([pid]);
       const published = rt.at(-1) as (typeof rt)[number];
       // Cold scale-out latency: request appended → capacity-published stored (server clock for both).
       console.log(`[provisioner] cold scale-out request→capacity-published: ${published.time.getTime() - requested.time.getTime()} ms`);
@@ -63,7 +63,7 @@ describe("provisioner with process hosts (real NATS, real runtime processes)", (
     expect(rt.find((s) => s.event.type === "runtime.host-start-failed")?.event).toMatchObject({ data: { reason: { code: "process-exited-during-startup" }, layer: "host" } });
     expect(types(rt)).not.toContain("runtime.capacity-published");
     expect(types(rt)).toContain("runtime.retired");
-    expect(processesWithEnv(CP, cp)).toEqual([]);
+    expect(processGroupsWithEnv(CP, cp)).toEqual([]);
   });
 
   it("counts the tenant's live runtimes by its prefix from the runtime events, never other prefixes, and rejects at maxRuntimeInstances", async () => {
@@ -78,7 +78,7 @@ describe("provisioner with process hosts (real NATS, real runtime processes)", (
     const events = await f.settled("tenant-lim", atLimit.event.correlationId);
     expect(types(events)).toEqual(["scaleout.requested", "scaleout.observed", "scaleout.rejected"]);
     expect(events.at(-1)?.event).toMatchObject({ data: { reason: { code: "scale-out-limit-reached", detail: expect.stringMatching(/^2 live runtimes/) } } });
-    expect(processesWithEnv(CP, cp)).toEqual([]);
+    expect(processGroupsWithEnv(CP, cp)).toEqual([]);
   });
 
   it("fulfils a request delivered concurrently to two provisioner replicas once, with one runtime process", async () => {
@@ -90,7 +90,7 @@ describe("provisioner with process hosts (real NATS, real runtime processes)", (
     const events = await f.settled("tenant-dup", requested.event.correlationId);
     expect(types(events).filter((t) => t === "scaleout.fulfilled")).toHaveLength(1);
     expect(types(events).filter((t) => t === "scaleout.rejected")).toHaveLength(0);
-    expect(processesWithEnv(CP, cp)).toHaveLength(1);
+    expect(processGroupsWithEnv(CP, cp)).toHaveLength(1);
   });
 
   it("a provisioner that takes over a dead one's request kills the orphaned host by its exact incarnation, retires it, and fulfils with a new runtime", async () => {
@@ -98,7 +98,7 @@ describe("provisioner with process hosts (real NATS, real runtime processes)", (
     const requested = await f.request("tenant-takeover", cp);
     const requestId = requested.event.correlationId;
     // The dead provisioner got as far as host-started: its runtime (a stand-in process) still runs, not our child.
-    const deadStrategy = createProcessStrategy({ command: [process.execPath, "test/support/fake-runtime.mjs"], baseEnv: { PATH: process.env.PATH ?? "" } });
+    const deadStrategy = createProcessStrategy({ command: [process.execPath, "test/support/fake-runtime.mjs"], baseEnv: { PATH: process.env.PATH ?? "" }, logDir: RUNTIME_LOGS });
     const orphanId = `rt-tenant-takeover-${"o".repeat(12)}`;
     const orphan = await deadStrategy.start(hostSpec({ runtimeInstanceId: orphanId, controlPlaneId: cp }));
     if (orphan.outcome !== "created") throw new Error(JSON.stringify(orphan));
@@ -125,6 +125,6 @@ describe("provisioner with process hosts (real NATS, real runtime processes)", (
     const fresh = fulfilledId(events) as string;
     expect(fresh).not.toBe(orphanId);
     expect(types(await f.runtimeEvents(fresh))).toContain("runtime.capacity-published");
-    await eventually("only the new runtime runs", async () => (processesWithEnv(CP, cp).length === 1 ? true : undefined), 10_000);
+    await eventually("only the new runtime runs", async () => (processGroupsWithEnv(CP, cp).length === 1 ? true : undefined), 10_000);
   });
 });

@@ -1,6 +1,11 @@
 import { readdirSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { HostSpec } from "../../platform/hosts/types.ts";
 import { uniqueName } from "./isolation.ts";
+
+/** Where host tests' runtimes write their logs (outside the repository). */
+export const RUNTIME_LOGS = join(tmpdir(), "drover-host-test-runtimes");
 
 /**
  * Pids of live (non-zombie) processes whose environment has `name=value`, found by scanning /proc
@@ -21,6 +26,17 @@ export function processesWithEnv(name: string, value: string): number[] {
     }
   }
   return out;
+}
+
+/**
+ * Process groups (by leader pid) of live processes whose environment has `name=value`. A runtime
+ * started with tsx has a helper child (esbuild's service) in its group, so "exactly one runtime"
+ * is one group, not one process.
+ */
+export function processGroupsWithEnv(name: string, value: string): number[] {
+  return [...new Set(processesWithEnv(name, value).flatMap((pid) => {
+    try { return [processGroupOf(pid)]; } catch { return []; }
+  }))].sort((a, b) => a - b);
 }
 
 /** Process group id of `pid` (field 5 of /proc/<pid>/stat). */

@@ -7,6 +7,7 @@ import type { ProvisionerDeps } from "../../services/provisioner/shell/context.t
 import { randomSuffix } from "../../services/provisioner/shell/suffix.ts";
 import { createEventStore, runtimeRef, scaleOutRef, type EventStore, type StoredEvent } from "../../streams/index.ts";
 import { exampleEvent } from "./example-events.ts";
+import { RUNTIME_LOGS } from "./host-processes.ts";
 import { uniqueName } from "./isolation.ts";
 import { eventually, freshStreams, type StreamsFixture } from "./streams.ts";
 
@@ -36,7 +37,7 @@ export async function provisionerFixture(natsUrl: string): Promise<ProvisionerFi
   return {
     streams, store, streamTag,
     provisioner(patch = {}, strategyOpts = {}) {
-      const strategy = createProcessStrategy({ startupTimeoutMs: 60_000, ...strategyOpts });
+      const strategy = createProcessStrategy({ startupTimeoutMs: 60_000, logDir: RUNTIME_LOGS, ...strategyOpts });
       const provisioner = createProvisioner({
         store, layout: streams.layout, strategies: new Map([["process", strategy]]), instanceId: uniqueName("prov"),
         natsUrl, streamTag, heartbeatMs: 500, now: () => new Date(), newEventId: randomUUID, newSuffix: randomSuffix,
