@@ -74,8 +74,12 @@ export const RuntimeHostExited = defineEvent("runtime", "host-exited", z.object(
   signal: z.string().max(32).nullable().default(null),
   detail: z.string().max(500).default(""),
 }).strict());
+/** The host boundary could not be proven before the deadline: the incident stays open, no work moves, an operator is told why. */
+export const RuntimeFenceFailed = defineEvent("runtime", "fence-failed", z.object({
+  incidentId: RuntimeFailureIncidentId, hostIncarnation: HostIncarnation, reason: Reason, attempt: z.number().int().positive(),
+}).strict());
 export const RuntimeRetired = defineEvent("runtime", "retired", z.object({ reason: z.string().max(500).default("") }).strict());
 
 export const RUNTIME_EVENTS = [RuntimeRegistered, RuntimeHostStartRequested, RuntimeHostStarted, RuntimeHostStartFailed,
   RuntimeReadinessLayerPassed, RuntimeEndpointPublished, RuntimeCapacityPublished, RuntimeDraining, RuntimeSuspected,
-  RuntimeFenced, RuntimeRecoveryPlanned, RuntimeHostExited, RuntimeRetired] as const;
+  RuntimeFenced, RuntimeFenceFailed, RuntimeRecoveryPlanned, RuntimeHostExited, RuntimeRetired] as const;

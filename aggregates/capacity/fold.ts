@@ -62,6 +62,7 @@ function applyEvent(d: CapacityDescriptor, e: RuntimeEvent): CapacityDescriptor 
     case "runtime.host-start-failed":
     case "runtime.recovery-planned":
     case "runtime.host-exited":
+    case "runtime.fence-failed":
       return d;
     default:
       return assertNever(e);

@@ -152,6 +152,8 @@ export const EXAMPLE_BUILDERS: Builders = {
         executionId: ids.execution, class: "in-flight-execution" },
       { forensicsId: forensicsIds.localQueued, tenantId: ids.tenant, sharedRunId: ids.sharedRun, localRunId: ids.localRun, class: "local-queued" },
     ] } }),
+  "runtime.fence-failed": () => ({ ...envelope("runtime.fence-failed"),
+    data: { incidentId: ids.incident, hostIncarnation: ids.host, reason: reason("fence-timeout", "pid still running after 15000 ms"), attempt: 1 } }),
   "runtime.host-exited": () => ({ ...envelope("runtime.host-exited"),
     data: { hostIncarnation: ids.host, kind: "exited", exitCode: null, signal: "SIGKILL", detail: "child exit observed" } }),
   "runtime.retired": () => ({ ...envelope("runtime.retired"), data: { reason: "drained" } }),

@@ -55,6 +55,7 @@ export function evolveRuntime(s: RuntimeSummary | undefined, id: string, seq: nu
     case "runtime.draining":
     case "runtime.suspected":
     case "runtime.recovery-planned":
+    case "runtime.fence-failed":
       return at;
     default:
       return assertNever(e, "runtime event");
