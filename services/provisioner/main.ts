@@ -1,7 +1,9 @@
 /**
  * Provisioner process: wiring only. Reads DROVER_CONFIG, NATS_URL and DROVER_STREAM_TAG (via the
- * common bootstrap), starts the process host strategy and `maxConcurrentHostStartups` pull loops
- * on the shared scale-out consumer. SIGTERM/SIGINT stop the loops (in-flight requests settle) and
+ * common bootstrap), DROVER_COMMAND_SECRET, and optionally DROVER_RUNTIME_LOG_DIR (runtime logs,
+ * default .run/runtimes) and DROVER_SCALEOUT_ACK_WAIT_MS (redelivery delay after a crash, default
+ * 30 s); starts the process host strategy and `maxConcurrentHostStartups` pull loops on the shared
+ * scale-out consumer. SIGTERM/SIGINT stop the loops (in-flight requests settle) and
  * then exit, which kills the runtimes this process spawned (process hosts do not outlive their
  * control plane); SIGKILL leaves them running for the next provisioner to adopt or retire.
  */
@@ -16,7 +18,10 @@ import { randomSuffix } from "./shell/suffix.ts";
 const ctx = await bootstrap("provisioner");
 const { secret, isDefault } = commandSecretFromEnv();
 if (isDefault) ctx.log.warn("DROVER_COMMAND_SECRET is unset: using the development secret");
-const strategy = createProcessStrategy({ onOutput: (id, line) => ctx.log.debug({ runtimeInstanceId: id, line }, "runtime output") });
+const strategy = createProcessStrategy({
+  onOutput: (id, line) => ctx.log.debug({ runtimeInstanceId: id, line }, "runtime output"),
+  ...(process.env.DROVER_RUNTIME_LOG_DIR ? { logDir: process.env.DROVER_RUNTIME_LOG_DIR } : {}),
+});
 const natsUrl = process.env.NATS_URL as string;
 const provisioner = createProvisioner({
   store: ctx.store, layout: ctx.layout, strategies: new Map([["process", strategy]]), instanceId: ctx.instanceId,
