@@ -81,6 +81,28 @@ describe("provisioner with process hosts (real NATS, real runtime processes)", (
     expect(processGroupsWithEnv(CP, cp)).toEqual([]);
   });
 
+  it("expires a request past its expiresAt without registering or starting anything", async () => {
+    const { provisioner } = f.provisioner();
+    const cp = uniqueName("cp");
+    const late = await f.request("tenant-late", cp, {}, { expiresAt: new Date(Date.now() - 1_000).toISOString() });
+    await provisioner.handle(late);
+    expect(types(await f.settled("tenant-late", late.event.correlationId))).toEqual(["scaleout.requested", "scaleout.observed", "scaleout.expired"]);
+    expect(processGroupsWithEnv(CP, cp)).toEqual([]);
+  });
+
+  it("records runtime host-exited with the exact incarnation when a published runtime's process dies", async () => {
+    const { provisioner } = f.provisioner();
+    const cp = uniqueName("cp");
+    const requested = await f.request("tenant-exit", cp);
+    await provisioner.handle(requested);
+    const id = fulfilledId(await f.settled("tenant-exit", requested.event.correlationId)) as string;
+    const started = (await f.runtimeEvents(id)).find((s) => s.event.type === "runtime.host-started")?.event;
+    if (started?.type !== "runtime.host-started") throw new Error("no host-started");
+    process.kill(started.data.pid as number, "SIGKILL");
+    const exited = await eventually("host-exited recorded", async () => (await f.runtimeEvents(id)).find((s) => s.event.type === "runtime.host-exited"), 30_000);
+    expect(exited.event).toMatchObject({ data: { hostIncarnation: started.data.hostIncarnation, kind: "exited", signal: "SIGKILL" } });
+  });
+
   it("fulfils a request delivered concurrently to two provisioner replicas once, with one runtime process", async () => {
     const a = f.provisioner().provisioner;
     const b = f.provisioner().provisioner;
