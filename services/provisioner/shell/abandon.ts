@@ -18,8 +18,11 @@ const MAX_CONFLICTS = 8;
  * killed at its exact boundary; then `retired`. Returns "published" (and touches nothing) when the
  * runtime turns out to have published capacity: the request is fulfilled with it instead.
  *
- * Known gap: a host spawned by a provisioner that died before appending `host-started` has no
- * recorded incarnation, so it cannot be killed here (see the README of this service).
+ * Residual gap: a provisioner that dies in the milliseconds between spawning a process and
+ * appending `host-started` (recorded through the strategy's onHostCreated hook, before readiness)
+ * leaves a host with no recorded incarnation, which cannot be killed here; its runtime is retired,
+ * so it never gets an endpoint or capacity, and it keeps running until the machine's operator (or
+ * a graceful stop of that provisioner, which never happened) ends it.
  */
 export async function abandonAttempt(d: ProvisionerDeps, r: RuntimeSummary, provider: HostProvider, origin: Origin): Promise<"abandoned" | "published"> {
   const o: Origin = { ...origin, ...(r.tenantId ? { tenantId: r.tenantId } : {}) };
