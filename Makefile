@@ -54,6 +54,18 @@ test: deps check ## lint, typecheck and every test tier (unit, int, host, k8s, e
 bench: deps ## run every benchmark (bench/*.bench.ts, with tsx, against private servers); merges into bench/results/latest.json
 	@for f in bench/*.bench.ts; do echo "[drover] bench $$f"; npx tsx "$$f"; done
 
+k8s-build: ## build kube-apiserver + etcd from Go modules and fetch the Gateway API CRDs into k8s/local-cluster/bin (cached)
+	@k8s/local-cluster/build.sh
+
+k8s-up: node_modules/.stamp k8s-build ## start the local Kubernetes cluster (real API server, process kubelet, gateway); prints the kubeconfig path
+	@node --import tsx k8s/local-cluster/cli.ts up
+
+k8s-down: node_modules/.stamp ## stop exactly what k8s-up started (API server, etcd, kubelet, gateway and every Pod process)
+	@node --import tsx k8s/local-cluster/cli.ts down
+
+# The k8s tier runs against a real kube-apiserver: build it first (a no-op when cached).
+test-k8s: k8s-build
+
 clean: ## remove run state and test results (keeps the cached tool builds)
 	rm -rf .run
 

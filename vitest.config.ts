@@ -10,7 +10,7 @@ export default defineConfig({
         testTimeout: 60_000, hookTimeout: 60_000, fileParallelism: true, maxWorkers: 2 } },
       { test: { name: "host", include: ["test/host/**/*.host.test.ts"], globalSetup: ["test/support/int-global-setup.ts"],
         testTimeout: 180_000, hookTimeout: 120_000, maxWorkers: 1 } },
-      { test: { name: "k8s", include: ["test/k8s/**/*.k8s.test.ts"], testTimeout: 300_000, hookTimeout: 600_000, maxWorkers: 1 } },
+      { test: { name: "k8s", include: ["test/k8s/**/*.k8s.test.ts"], globalSetup: ["test/k8s/support/global-setup.ts"], testTimeout: 300_000, hookTimeout: 600_000, maxWorkers: 1 } },
       { test: { name: "e2e", include: ["test/e2e/**/*.e2e.test.ts"], globalSetup: ["test/support/int-global-setup.ts"],
         testTimeout: 300_000, hookTimeout: 120_000, maxWorkers: 1 } },
       { test: { name: "proof", include: ["test/proof/**/*.proof.test.ts"], globalSetup: ["test/support/int-global-setup.ts"],

@@ -1,0 +1,150 @@
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import { inject, describe, expect, it, beforeAll } from "vitest";
+import type { CoreV1Api, KubeConfig, V1Pod } from "@kubernetes/client-node";
+import { apiFailure } from "../../k8s/local-cluster/lib/api-errors.ts";
+import { processStartTime } from "../../k8s/local-cluster/lib/proc.ts";
+import { clusterClients, eventually, freshNamespace, isReady, waitForPod } from "./support/cluster-client.ts";
+import { appPod, httpGet, APP_HTTP_PORT } from "./support/pod-app.ts";
+
+const run = promisify(execFile);
+let kc: KubeConfig;
+let core: CoreV1Api;
+let ns: string;
+
+beforeAll(async () => {
+  ({ kc, core } = clusterClients());
+  ns = await freshNamespace(core, "pods");
+});
+
+async function createReady(pod: V1Pod): Promise<V1Pod> {
+  await core.createNamespacedPod({ namespace: ns, body: pod });
+  const ready = await waitForPod(kc, core, ns, pod.metadata?.name ?? "", isReady);
+  if (!ready) throw new Error("pod vanished");
+  return ready;
+}
+
+const terminatedState = (p: V1Pod | undefined) => p?.status?.containerStatuses?.[0]?.state?.terminated;
+const gone = (pid: number): boolean => processStartTime(pid) === undefined;
+
+describe("Pods run as local processes, against the local cluster's real API server", () => {
+  it("a Pod created through @kubernetes/client-node becomes Running and Ready with its own loopback IP and answers HTTP on it; creating it again is 409 AlreadyExists", async () => {
+    const t0 = Date.now();
+    const a = await createReady(appPod("web-a"));
+    console.info(`[timing] pod create → Ready: ${Date.now() - t0} ms`);
+    const b = await createReady(appPod("web-b"));
+    for (const p of [a, b]) {
+      expect(p.status?.phase).toBe("Running");
+      expect(p.spec?.nodeName).toBe("drover-local-node"); // bound by the local kubelet's binder: no scheduler runs
+      expect(p.status?.podIP).toMatch(/^127\.0\.\d+\.\d+$/);
+      expect(p.status?.podIPs).toEqual([{ ip: p.status?.podIP }]);
+      expect(p.status?.hostIP).toBe("127.0.0.1");
+      expect(p.status?.startTime).toBeDefined();
+      expect(p.status?.conditions?.filter((c) => c.status === "True").map((c) => c.type).sort())
+        .toEqual(["ContainersReady", "Initialized", "PodScheduled", "Ready"]);
+      const cs = p.status?.containerStatuses?.[0];
+      expect(cs).toMatchObject({ name: "app", ready: true, started: true, restartCount: 0 });
+      expect(cs?.state?.running?.startedAt).toBeDefined();
+    }
+    expect(a.status?.podIP).not.toBe(b.status?.podIP);
+    const answer = await httpGet(`http://${a.status?.podIP}:${APP_HTTP_PORT}/`);
+    expect(answer.body).toMatchObject({ name: "web-a", uid: a.metadata?.uid, ip: a.status?.podIP });
+
+    const again = await core.createNamespacedPod({ namespace: ns, body: appPod("web-a") }).then(() => undefined, (e: unknown) => apiFailure(e));
+    expect(again).toMatchObject({ code: 409, reason: "AlreadyExists" });
+  });
+
+  it("graceful deletion keeps the Pod Terminating until its process has exited, then its UID is gone; a namesake gets a new UID and a delete preconditioned on the old UID is 409 and leaves it alone", async () => {
+    const old = await createReady(appPod("graceful", { termDelayMs: 1500, graceSeconds: 20 }));
+    const oldUid = old.metadata?.uid ?? "";
+    const pid = (await httpGet(`http://${old.status?.podIP}:${APP_HTTP_PORT}/`)).body?.pid ?? -1;
+
+    const t0 = Date.now();
+    // With a body, kube-apiserver ignores the query parameters (handlers/delete.go): the grace period must be in the body.
+    await core.deleteNamespacedPod({ name: "graceful", namespace: ns, body: { gracePeriodSeconds: 20, preconditions: { uid: oldUid } } });
+    const terminating = await core.readNamespacedPod({ name: "graceful", namespace: ns });
+    expect(terminating.metadata?.uid).toBe(oldUid);
+    expect(terminating.metadata?.deletionTimestamp).toBeDefined();
+    expect(gone(pid)).toBe(false); // still shutting down (it takes 1.5 s after SIGTERM)
+
+    await waitForPod(kc, core, ns, "graceful", (p) => p === undefined || p.metadata?.uid !== oldUid);
+    const goneAfter = Date.now() - t0;
+    console.info(`[timing] pod delete → UID gone: ${goneAfter} ms (process needed 1500 ms after SIGTERM)`);
+    expect(goneAfter).toBeGreaterThanOrEqual(1500);
+    expect(gone(pid)).toBe(true);
+
+    const fresh = await core.createNamespacedPod({ namespace: ns, body: appPod("graceful") });
+    expect(fresh.metadata?.uid).not.toBe(oldUid);
+    const stale = await core.deleteNamespacedPod({ name: "graceful", namespace: ns, body: { gracePeriodSeconds: 0, preconditions: { uid: oldUid } } })
+      .then(() => undefined, (e: unknown) => apiFailure(e));
+    expect(stale?.code).toBe(409);
+    expect(stale?.message).toContain("the UID in the precondition");
+    const survivor = await core.readNamespacedPod({ name: "graceful", namespace: ns });
+    expect(survivor.metadata?.uid).toBe(fresh.metadata?.uid);
+    expect(survivor.metadata?.deletionTimestamp).toBeUndefined();
+  });
+
+  it("a process that ignores SIGTERM is SIGKILLed when the grace period ends, and the Pod is finalized", async () => {
+    const p = await createReady(appPod("stubborn", { termDelayMs: 600_000 }));
+    const pid = (await httpGet(`http://${p.status?.podIP}:${APP_HTTP_PORT}/`)).body?.pid ?? -1;
+    const t0 = Date.now();
+    await core.deleteNamespacedPod({ name: "stubborn", namespace: ns, body: { gracePeriodSeconds: 2, preconditions: { uid: p.metadata?.uid } } });
+    await waitForPod(kc, core, ns, "stubborn", (x) => x === undefined, 20_000);
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(2000);
+    expect(gone(pid)).toBe(true);
+  });
+
+  it("a container process killed behind the kubelet's back shows as terminated with its exit code within a second", async () => {
+    const p = await createReady(appPod("victim"));
+    const pid = (await httpGet(`http://${p.status?.podIP}:${APP_HTTP_PORT}/`)).body?.pid ?? -1;
+    const t0 = Date.now();
+    process.kill(pid, "SIGKILL");
+    const after = await waitForPod(kc, core, ns, "victim", (x) => terminatedState(x) !== undefined, 5_000);
+    const took = Date.now() - t0;
+    console.info(`[timing] container killed → terminated status: ${took} ms`);
+    expect(took).toBeLessThan(1000);
+    expect(terminatedState(after)).toMatchObject({ exitCode: 137, reason: "Error" });
+    expect(after?.status?.phase).toBe("Failed");
+    expect(isReady(after)).toBe(false);
+  });
+
+  it("a container's own exit code is reported, and restartPolicy Always restarts it with a restart count and lastState", async () => {
+    const never = await createReady(appPod("exits"));
+    await httpGet(`http://${never.status?.podIP}:${APP_HTTP_PORT}/exit?code=3`).catch(() => undefined);
+    const done = await waitForPod(kc, core, ns, "exits", (x) => terminatedState(x) !== undefined);
+    expect(terminatedState(done)).toMatchObject({ exitCode: 3, reason: "Error" });
+    expect(done?.status?.phase).toBe("Failed");
+
+    const always = await createReady(appPod("restarts", { restartPolicy: "Always" }));
+    await httpGet(`http://${always.status?.podIP}:${APP_HTTP_PORT}/exit?code=4`).catch(() => undefined);
+    const back = await waitForPod(kc, core, ns, "restarts", (x) => (x?.status?.containerStatuses?.[0]?.restartCount ?? 0) >= 1 && isReady(x));
+    const cs = back?.status?.containerStatuses?.[0];
+    expect(cs?.lastState?.terminated?.exitCode).toBe(4);
+    expect(cs?.state?.running).toBeDefined();
+    expect(back?.status?.podIP).toBe(always.status?.podIP);
+    const answer = await eventually(async () => (await httpGet(`http://${back?.status?.podIP}:${APP_HTTP_PORT}/`)).body, 10_000, "restarted container answers");
+    expect(answer.uid).toBe(always.metadata?.uid);
+  });
+
+  it("kubectl get pods -o wide shows what the tests see through the client", async () => {
+    await createReady(appPod("listed"));
+    const list = await core.listNamespacedPod({ namespace: ns });
+    const { stdout } = await run("kubectl", ["get", "pods", "-o", "wide", "-n", ns], { env: { ...process.env, KUBECONFIG: inject("k8sKubeconfig") } });
+    // Columns are aligned under the header (RESTARTS may read "1 (5s ago)"): cut by header offsets.
+    const [header = "", ...lines] = stdout.trimEnd().split("\n");
+    const starts = [...header.matchAll(/\S+(?: \S+)*/g)].map((m) => ({ name: m[0], at: m.index })); // "NOMINATED NODE" is one column
+    const rows = new Map(lines.map((line) => {
+      const row = Object.fromEntries(starts.map((c, i) => [c.name, line.slice(c.at, starts[i + 1]?.at ?? line.length).trim()]));
+      return [row.NAME, row];
+    }));
+    expect(rows.size).toBe(list.items.length);
+    for (const p of list.items) {
+      const row = rows.get(p.metadata?.name ?? "");
+      expect(row, p.metadata?.name).toBeDefined();
+      expect(row?.IP).toBe(p.status?.podIP ?? "<none>");
+      expect(row?.NODE).toBe(p.spec?.nodeName);
+      expect(row?.STATUS).toBe(p.metadata?.deletionTimestamp ? "Terminating" : p.status?.phase === "Failed" ? "Error" : p.status?.phase);
+    }
+    expect(rows.get("listed")).toMatchObject({ READY: "1/1", STATUS: "Running" });
+  });
+});
