@@ -1,0 +1,4 @@
+/** recovery service: health, fencing, recovery of a failed runtime's work, forensics timelines. */
+export { startRecovery, type RecoveryService } from "./shell/service.ts";
+export { RecoveryState } from "./shell/state.ts";
+export type { RecoveryDeps } from "./shell/deps.ts";

@@ -1,0 +1,22 @@
+import type { Logger } from "pino";
+import type { DroverConfig, HostProvider } from "../../../contracts/index.ts";
+import type { EnvelopeContext } from "../../../platform/envelope.ts";
+import type { HostStrategy } from "../../../platform/hosts/types.ts";
+import type { EventStore, StreamLayout } from "../../../streams/index.ts";
+import type { RecoveryState } from "./state.ts";
+
+/** Everything the recovery shell touches, injected. */
+export interface RecoveryDeps {
+  readonly config: DroverConfig;
+  readonly layout: StreamLayout;
+  readonly store: EventStore;
+  readonly state: RecoveryState;
+  readonly env: EnvelopeContext;
+  /** The host strategy that can kill hosts of this provider (undefined: this replica cannot fence them). */
+  readonly hosts: (provider: HostProvider) => HostStrategy | undefined;
+  readonly sha256: (s: string) => string;
+  readonly log: Logger;
+}
+
+/** One failure of one runtime instance: runtime ids are never reused, so the id determines the incident. */
+export const incidentIdOf = (deps: RecoveryDeps, runtimeInstanceId: string): string => `inc-${deps.sha256(runtimeInstanceId).slice(0, 24)}`;

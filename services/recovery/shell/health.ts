@@ -1,0 +1,28 @@
+import { isDroverError } from "../../../contracts/index.ts";
+import { envelope } from "../../../platform/envelope.ts";
+import { runtimeRef } from "../../../streams/index.ts";
+import { suspicion } from "../domain/runtime-health.ts";
+import { incidentIdOf, type RecoveryDeps } from "./deps.ts";
+
+/**
+ * Health: turns the first failure signal of each live runtime of this control plane into
+ * `runtime suspected` (conditional on the runtime's sequence, so replicas converge on one). Capacity
+ * folds it as unschedulable at once. A missing heartbeat counts only past the staleness bound.
+ */
+export async function detect(deps: RecoveryDeps, now: number, staleMs: number): Promise<void> {
+  for (const rt of deps.state.runtimes.values()) {
+    if (rt.registration?.controlPlaneId !== deps.config.controlPlaneId) continue;
+    const why = suspicion(rt, deps.state.lastBeatMs.get(rt.runtimeInstanceId), now, staleMs);
+    if (!why) continue;
+    const incidentId = incidentIdOf(deps, rt.runtimeInstanceId);
+    const event = envelope(deps.env, "runtime.suspected", { incidentId, reason: why, hostIncarnation: rt.host!.hostIncarnation },
+      { correlationId: incidentId, causationId: `health:${rt.runtimeInstanceId}` });
+    try {
+      const a = await deps.store.append(runtimeRef(rt.runtimeInstanceId), event, { expectedSeq: rt.lastSeq });
+      deps.state.applyOwn(`${deps.layout.eventPrefix}.runtime.${rt.runtimeInstanceId}.suspected`, event, a.seq);
+      deps.log.warn({ runtime: rt.runtimeInstanceId, incidentId, reason: why }, "runtime suspected");
+    } catch (e) {
+      if (!isDroverError(e, "version-conflict")) throw e;
+    }
+  }
+}

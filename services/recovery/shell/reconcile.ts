@@ -1,0 +1,69 @@
+import { isDroverError, type DroverEvent } from "../../../contracts/index.ts";
+import { foldRun } from "../../../aggregates/run.ts";
+import { envelope } from "../../../platform/envelope.ts";
+import { execRef, forensicsRef, runRef, runtimeRef, type AggregateRef, type BatchEntry } from "../../../streams/index.ts";
+import { classifyInventory, forensicsIdOf, type RecoveryItem } from "../domain/classify.ts";
+import { summarizeExecution } from "../domain/exec-summary.ts";
+import { recoveryTransition, type AggregateEvents } from "../domain/transitions.ts";
+import type { RuntimeRecord } from "../domain/runtime-health.ts";
+import type { RecoveryDeps } from "./deps.ts";
+
+const ATTEMPTS = 5;
+
+/**
+ * Recovery of a fenced runtime (recovery.md): inventory from the run aggregates, in-flight first;
+ * each item moves in one atomic batch (exec paused-for-recovery + run requeue + forensics record),
+ * built from a fresh read of its aggregates. The forensics record's deterministic id and "must not
+ * exist" expectation make a re-run a no-op, so the reconciler is idempotent. Finally the plan is
+ * appended to the runtime aggregate. Nothing moves unless the runtime is fenced.
+ */
+export async function reconcile(deps: RecoveryDeps, rt: RuntimeRecord): Promise<void> {
+  if (!rt.fenced || rt.planned) return;
+  const incidentId = rt.fenced.incidentId;
+  const candidates = classifyInventory(rt.runtimeInstanceId, [...deps.state.runs.values()].map((r) => ({ ...r })));
+  const planned: RecoveryItem[] = [];
+  for (const candidate of candidates) {
+    const item = await recoverItem(deps, rt.runtimeInstanceId, incidentId, candidate);
+    if (item) planned.push(item);
+  }
+  const data = { incidentId, items: planned.map((i) => ({ forensicsId: forensicsIdOf(i), tenantId: i.tenantId, sharedRunId: i.sharedRunId, localRunId: i.localRunId,
+    ...(i.executionId ? { executionId: i.executionId } : {}), class: i.class })) };
+  const event = envelope(deps.env, "runtime.recovery-planned", data, { correlationId: incidentId, causationId: `recovery:${incidentId}` });
+  try {
+    // Expect the sequence the decision was based on: if anything was appended since (another
+    // replica's plan or fence), this append must conflict rather than repeat it.
+    const a = await deps.store.append(runtimeRef(rt.runtimeInstanceId), event, { expectedSeq: rt.lastSeq });
+    deps.state.applyOwn(`${deps.layout.eventPrefix}.runtime.${rt.runtimeInstanceId}.recovery-planned`, event, a.seq);
+    deps.log.warn({ runtime: rt.runtimeInstanceId, incidentId, items: data.items.length }, "recovery planned");
+  } catch (e) {
+    if (!isDroverError(e, "version-conflict")) throw e;
+  }
+}
+
+/** Moves one item; returns it when it is recovered (now or by an earlier run), undefined when the run moved on. */
+async function recoverItem(deps: RecoveryDeps, failed: string, incidentId: string, candidate: RecoveryItem): Promise<RecoveryItem | undefined> {
+  for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
+    // Fresh reads: the follower may lag, and the batch must expect the aggregates' true last sequences.
+    const run = foldRun((await deps.store.read(runRef(candidate.tenantId, candidate.sharedRunId))).events);
+    const [item] = classifyInventory(failed, [{ tenantId: candidate.tenantId, sharedRunId: candidate.sharedRunId, state: run }]);
+    const forensicsId = forensicsIdOf(item ?? candidate);
+    if (await deps.store.lastSeq(forensicsRef(candidate.tenantId, forensicsId)) > 0) return item ?? candidate;
+    if (!item) return undefined;
+    const exec = item.executionId ? summarizeExecution((await deps.store.read(execRef(item.tenantId, item.executionId))).events) : undefined;
+    const aggs = recoveryTransition(item, { incidentId, failedRuntimeInstanceId: failed, ...(exec ? { exec } : {}) });
+    const entries: BatchEntry[] = aggs.map((a) => ({ ref: refOf(a), expectedSeq: a.expectedSeq,
+      events: a.events.map((e) => envelope(deps.env, e.type as DroverEvent["type"], e.data, { tenantId: a.tenantId, correlationId: item.sharedRunId, causationId: `recovery:${incidentId}` })) }));
+    try {
+      await deps.store.appendAtomic(entries);
+      return item;
+    } catch (e) {
+      if (!isDroverError(e, "version-conflict")) throw e;
+      deps.log.info({ run: item.sharedRunId, attempt }, "recovery transition raced; re-reading");
+    }
+  }
+  throw new Error(`recovery of ${candidate.sharedRunId} kept conflicting after ${ATTEMPTS} attempts`);
+}
+
+function refOf(a: AggregateEvents): AggregateRef {
+  return a.aggregate === "run" ? runRef(a.tenantId, a.id) : a.aggregate === "exec" ? execRef(a.tenantId, a.id) : forensicsRef(a.tenantId, a.id);
+}

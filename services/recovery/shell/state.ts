@@ -1,0 +1,87 @@
+import type { JsMsg } from "@nats-io/jetstream";
+import { decodeEvent, decodeJson, Heartbeat, type DataOf, type DroverEvent } from "../../../contracts/index.ts";
+import { evolveRun, initialRunState, type RunEvent, type RunState } from "../../../aggregates/run.ts";
+import { emptyRuntime, evolveRuntime, type RuntimeRecord } from "../domain/runtime-health.ts";
+
+export interface TrackedRun { readonly tenantId: string; readonly sharedRunId: string; state: RunState }
+export interface ForensicsRecord {
+  readonly tenantId: string;
+  readonly forensicsId: string;
+  item?: DataOf<"forensics.execution-recovery-candidate-detected">;
+  readonly types: Set<string>;
+  lastSeq: number;
+}
+export interface ExecProgress { resumed?: DataOf<"exec.resumed">; completedDigest?: string; tenantId: string }
+
+/**
+ * Recovery's view of the log, folded live: every run (inventory comes from here, never from a dead
+ * runtime), every runtime's lifecycle, latest heartbeat times, forensics records, and the resume /
+ * completion facts of executions. Invalid events are reported, not applied.
+ */
+export class RecoveryState {
+  readonly runs = new Map<string, TrackedRun>();
+  readonly runtimes = new Map<string, RuntimeRecord>();
+  readonly lastBeatMs = new Map<string, number>();
+  readonly forensics = new Map<string, ForensicsRecord>();
+  readonly execs = new Map<string, ExecProgress>();
+  private readonly listeners = new Set<() => void>();
+
+  constructor(private readonly prefix: string, private readonly onInvalid: (subject: string, seq: number, error: string) => void) {}
+
+  onChange(fn: () => void): void { this.listeners.add(fn); }
+
+  apply(m: Pick<JsMsg, "subject" | "seq" | "data" | "info">): void {
+    const tokens = m.subject.slice(this.prefix.length + 1).split(".");
+    const atMs = m.info?.timestampNanos ? Math.floor(Number(m.info.timestampNanos) / 1e6) : Date.now();
+    let e: DroverEvent;
+    try {
+      e = decodeEvent(m.data, { seq: m.seq, subject: m.subject });
+    } catch (err) {
+      this.onInvalid(m.subject, m.seq, String(err));
+      return;
+    }
+    this.applyEvent(tokens, e, m.seq, atMs);
+    for (const fn of this.listeners) fn();
+  }
+
+  /** Applies an event recovery itself appended, before the follower delivers it. */
+  applyOwn(subject: string, e: DroverEvent, seq: number): void {
+    this.applyEvent(subject.slice(this.prefix.length + 1).split("."), e, seq, Date.now());
+  }
+
+  applyBeat(m: Pick<JsMsg, "data" | "seq" | "subject">): void {
+    try {
+      const hb = decodeJson(Heartbeat, m.data, "heartbeat", { seq: m.seq, subject: m.subject });
+      const rt = this.runtimes.get(hb.runtimeInstanceId);
+      // Only beats of the current incarnation count as proof of life.
+      if (rt?.host && rt.host.hostIncarnation !== hb.hostIncarnation) return;
+      this.lastBeatMs.set(hb.runtimeInstanceId, Math.max(this.lastBeatMs.get(hb.runtimeInstanceId) ?? 0, Date.parse(hb.at)));
+    } catch (err) {
+      this.onInvalid(m.subject, m.seq, String(err));
+    }
+  }
+
+  private applyEvent(tokens: string[], e: DroverEvent, seq: number, atMs: number): void {
+    const [agg, a, b] = tokens;
+    if (agg === "run" && a && b) {
+      const key = `${a}/${b}`;
+      const r = this.runs.get(key) ?? { tenantId: a, sharedRunId: b, state: initialRunState() };
+      r.state = evolveRun(r.state, e as RunEvent, seq);
+      this.runs.set(key, r);
+    } else if (agg === "runtime" && a) {
+      this.runtimes.set(a, evolveRuntime(this.runtimes.get(a) ?? emptyRuntime(a), e as never, seq, atMs));
+    } else if (agg === "forensics" && a && b) {
+      const f = this.forensics.get(b) ?? { tenantId: a, forensicsId: b, types: new Set<string>(), lastSeq: 0 };
+      if (seq <= f.lastSeq) return;
+      f.lastSeq = seq;
+      f.types.add(e.type);
+      if (e.type === "forensics.execution-recovery-candidate-detected") f.item = e.data;
+      this.forensics.set(b, f);
+    } else if (agg === "exec" && a && b) {
+      const x = this.execs.get(b) ?? { tenantId: a };
+      if (e.type === "exec.resumed") x.resumed = e.data;
+      if (e.type === "exec.completed") x.completedDigest = e.data.outputDigest;
+      this.execs.set(b, x);
+    }
+  }
+}
