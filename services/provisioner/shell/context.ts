@@ -2,6 +2,7 @@ import type { HostProvider } from "../../../contracts/index.ts";
 import type { HostStrategy } from "../../../platform/hosts/types.ts";
 import type { EventStore, StreamLayout } from "../../../streams/index.ts";
 import type { Origin } from "../domain/envelope.ts";
+import type { ProbeResult, ProbeTarget } from "./command-probe.ts";
 import { envelope } from "../domain/envelope.ts";
 import type { DataOf, EventOf, EventType } from "../../../contracts/index.ts";
 
@@ -30,6 +31,8 @@ export interface ProvisionerDeps {
   /** Parallel host starts in this process (DroverConfig.maxConcurrentHostStartups). */
   readonly maxConcurrentHostStartups: number;
   readonly log: (msg: string, fields?: Record<string, unknown>) => void;
+  /** The `command` layer's probe (default: a real GetQueueStatus, command-probe.ts); replaced only by shell tests that prove no transport. */
+  readonly probe?: (target: ProbeTarget, budgetMs: number) => Promise<ProbeResult>;
 }
 
 /** Stamps an event for `origin` with the injected clock and id. */

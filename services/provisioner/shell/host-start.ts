@@ -80,7 +80,7 @@ async function proveAndPublish(d: ProvisionerDeps, p: PlannedStart, spec: HostSp
   for (const layer of layers.passed) {
     await p.writer.append([stamp(d, "runtime.readiness-layer-passed", { layer, hostIncarnation, detail: layerDetail(layer, r) }, o)]);
   }
-  const probe = await probeCommandReadiness({ runtimeInstanceId: p.runtimeInstanceId, hostIncarnation, endpoint: r.endpoint.endpoint,
+  const probe = await (d.probe ?? probeCommandReadiness)({ runtimeInstanceId: p.runtimeInstanceId, hostIncarnation, endpoint: r.endpoint.endpoint,
     transport: spec.transport, token: spec.commandToken }, d.probeBudgetMs);
   if (!probe.ok) throw new StartFailed(probe.reason, "command");
   await p.writer.append([stamp(d, "runtime.readiness-layer-passed", { layer: "command", hostIncarnation, detail: probe.detail.slice(0, 500) }, o)]);

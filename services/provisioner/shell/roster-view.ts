@@ -26,6 +26,8 @@ export class RosterView {
   private async catchUp(): Promise<Roster> {
     const prefix = `${this.layout.eventPrefix}.runtime.`;
     await this.store.replay({ seq: this.roster.lastSeq + 1 }, (s) => {
+      // The filter already limits the replay; the check keeps the fold safe on stores that ignore it.
+      if (!s.subject.startsWith(prefix)) return;
       // `<prefix>.runtime.<id>.<event>`: the id is the token after the aggregate name.
       const id = s.subject.slice(prefix.length).split(".")[0] as string;
       this.roster = evolveRoster(this.roster, s.seq, id, s.event as RuntimeEvent);

@@ -53,19 +53,21 @@ export class RuntimeWriter {
         return;
       } catch (e) {
         if (!isDroverError(e, "version-conflict") || conflicts >= MAX_CONFLICTS) throw e;
-        // Events stored before the conflict are ours (appendAll reports them); re-read to learn what the other writer did.
-        pending = pending.slice(Array.isArray(e.details.appended) ? e.details.appended.length : 0);
-        await this.refresh();
+        // Re-read to learn what the other writer did; events of ours stored before the conflict are in it.
+        const stored = await this.refresh();
+        pending = pending.filter((p) => !stored.has(p.eventId));
         if (pending.length === 0) return;
       }
     }
   }
 
-  async refresh(): Promise<void> {
+  /** Re-reads the aggregate; returns the event ids it holds. */
+  async refresh(): Promise<Set<string>> {
     const h = await this.store.read(runtimeRef(this.runtimeInstanceId));
     this.summary = undefined;
     for (const s of h.events) this.apply(s.seq, s.event as RuntimeEvent);
     this.seq = h.lastSeq;
+    return new Set(h.events.map((s) => s.event.eventId as string));
   }
 
   private apply(seq: number, e: RuntimeEvent): void {
