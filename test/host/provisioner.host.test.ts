@@ -49,6 +49,18 @@ describe("provisioner with process hosts (real NATS, real runtime processes)", (
     }
   });
 
+  it("proves the command layer over gRPC for a gRPC runtime and publishes its host:port endpoint", async () => {
+    const { provisioner } = f.provisioner();
+    const cp = uniqueName("cp");
+    const requested = await f.request("tenant-grpc", cp, {}, { transport: "grpc" });
+    await provisioner.handle(requested);
+    const id = fulfilledId(await f.settled("tenant-grpc", requested.event.correlationId)) as string;
+    const rt = await f.runtimeEvents(id);
+    const command = rt.find((s) => s.event.type === "runtime.readiness-layer-passed" && s.event.data.layer === "command")?.event;
+    expect(command).toMatchObject({ data: { detail: expect.stringMatching(/^GetQueueStatus over grpc answered by /) } });
+    expect(rt.find((s) => s.event.type === "runtime.endpoint-published")?.event).toMatchObject({ data: { endpoint: expect.stringMatching(/^127\.0\.0\.1:\d+$/) } });
+  });
+
   it("rejects a runtime that exits during start-up with host-start-failed + process-exited-during-startup and leaves nothing running", async () => {
     // The runtime refuses a NATS URL that is not one and exits 2 before listening: a real start-up crash.
     const { provisioner } = f.provisioner({ natsUrl: "not-a-nats-url" });
