@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { EventId, type DroverEvent } from "../../contracts/index.ts";
 import { createProcessStrategy } from "../../platform/hosts/process-strategy.ts";
+import type { HostSpec, HostStrategy } from "../../platform/hosts/types.ts";
 import { incarnationState, parseProcessIncarnation } from "../../platform/hosts/proc-table.ts";
 import { consumeScaleOutRequests } from "../../services/provisioner/index.ts";
 import { runtimeRef, scaleOutRef } from "../../streams/index.ts";
@@ -20,6 +21,11 @@ const types = (events: readonly { event: DroverEvent }[]) => events.map((s) => s
 const fulfilledId = (events: readonly { event: DroverEvent }[]) => {
   const e = events.find((s) => s.event.type === "scaleout.fulfilled")?.event;
   return e?.type === "scaleout.fulfilled" ? (e.data.runtimeInstanceId as string) : undefined;
+};
+
+const fulfilledOrRejectedRuntime = (events: readonly { event: DroverEvent }[]) => {
+  const e = events.at(-1)?.event;
+  return e?.type === "scaleout.rejected" || e?.type === "scaleout.fulfilled" ? (e.data.runtimeInstanceId as string) : "";
 };
 
 describe("provisioner with process hosts (real NATS, real runtime processes)", () => {
@@ -77,6 +83,29 @@ describe("provisioner with process hosts (real NATS, real runtime processes)", (
     expect(types(rt)).toContain("runtime.retired");
     expect(processGroupsWithEnv(CP, cp)).toEqual([]);
   });
+
+  // A lying strategy in front of the real one: the runtime it starts is real, but not what the probe expects.
+  const lying = (change: (spec: HostSpec) => HostSpec) => (real: HostStrategy): HostStrategy => ({ ...real, provider: real.provider,
+    start: (spec, signal, onHost) => real.start(change(spec), signal, onHost), kill: real.kill, observe: real.observe, close: real.close });
+
+  for (const [what, change, code] of [
+    ["a runtime that cannot answer GetQueueStatus (it was given another token)", (s: HostSpec) => ({ ...s, commandToken: "x".repeat(64) }), "runtime-command-readiness-failed"],
+    ["a runtime that answers as another RuntimeInstanceId", (s: HostSpec) => ({ ...s, runtimeInstanceId: `${s.runtimeInstanceId.slice(0, 50)}-impostor` }), "runtime-identity-mismatch"],
+  ] as const) {
+    it(`never publishes ${what}: the request is rejected with ${code} and the host is killed`, async () => {
+      const { provisioner } = f.provisioner({ probeBudgetMs: 3_000 }, {}, lying(change));
+      const cp = uniqueName("cp");
+      const requested = await f.request("tenant-liar", cp);
+      await provisioner.handle(requested);
+      const events = await f.settled("tenant-liar", requested.event.correlationId);
+      expect(events.at(-1)?.event).toMatchObject({ type: "scaleout.rejected", data: { reason: { code } } });
+      const rt = await f.runtimeEvents(fulfilledOrRejectedRuntime(events));
+      expect(types(rt)).not.toContain("runtime.endpoint-published");
+      expect(types(rt)).not.toContain("runtime.capacity-published");
+      expect(rt.find((s) => s.event.type === "runtime.host-start-failed")?.event).toMatchObject({ data: { reason: { code }, layer: "command" } });
+      expect(processGroupsWithEnv(CP, cp)).toEqual([]);
+    });
+  }
 
   it("counts the tenant's live runtimes by its prefix from the runtime events, never other prefixes, and rejects at maxRuntimeInstances", async () => {
     const { provisioner } = f.provisioner();

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { EventId, type DroverEvent, type EventOf } from "../../contracts/index.ts";
 import { commandTokenFor } from "../../platform/command-token.ts";
 import { createProcessStrategy, type ProcessHostStrategy, type ProcessStrategyOptions } from "../../platform/hosts/process-strategy.ts";
+import type { HostStrategy } from "../../platform/hosts/types.ts";
 import { createProvisioner, type Provisioner } from "../../services/provisioner/index.ts";
 import type { ProvisionerDeps } from "../../services/provisioner/shell/context.ts";
 import { randomSuffix } from "../../services/provisioner/shell/suffix.ts";
@@ -18,7 +19,8 @@ export interface ProvisionerFixture {
   readonly streams: StreamsFixture;
   readonly store: EventStore;
   readonly streamTag: string;
-  provisioner(patch?: Partial<ProvisionerDeps>, strategyOpts?: ProcessStrategyOptions): { provisioner: Provisioner; strategy: ProcessHostStrategy };
+  /** `wrap` lets a test put a lying strategy in front of the real one (the real one is still cleaned up). */
+  provisioner(patch?: Partial<ProvisionerDeps>, strategyOpts?: ProcessStrategyOptions, wrap?: (s: HostStrategy) => HostStrategy): { provisioner: Provisioner; strategy: ProcessHostStrategy };
   /** Appends a `scaleout requested` for a fresh request id of `tenantId`; returns it as stored. */
   request(tenantId: string, controlPlaneId: string, policy?: Partial<EventOf<"scaleout.requested">["data"]["policy"]>,
     patch?: Partial<EventOf<"scaleout.requested">["data"]>): Promise<StoredEvent>;
@@ -36,10 +38,10 @@ export async function provisionerFixture(natsUrl: string): Promise<ProvisionerFi
   const made: { provisioner: Provisioner; strategy: ProcessHostStrategy }[] = [];
   return {
     streams, store, streamTag,
-    provisioner(patch = {}, strategyOpts = {}) {
+    provisioner(patch = {}, strategyOpts = {}, wrap = (s) => s) {
       const strategy = createProcessStrategy({ startupTimeoutMs: 60_000, logDir: RUNTIME_LOGS, ...strategyOpts });
       const provisioner = createProvisioner({
-        store, layout: streams.layout, strategies: new Map([["process", strategy]]), instanceId: uniqueName("prov"),
+        store, layout: streams.layout, strategies: new Map([["process", wrap(strategy)]]), instanceId: uniqueName("prov"),
         natsUrl, streamTag, heartbeatMs: 500, now: () => new Date(), newEventId: randomUUID, newSuffix: randomSuffix,
         commandTokenFor: (id) => commandTokenFor(TEST_COMMAND_SECRET, id), probeBudgetMs: 20_000, killBudgetMs: 15_000,
         maxConcurrentHostStartups: 2, log: () => undefined, ...patch,
