@@ -1,0 +1,79 @@
+import { connect } from "@nats-io/transport-node";
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { apiClient, chainDag } from "../support/api-client.ts";
+import { startControlPlane, type ControlPlane } from "../support/control-plane.ts";
+import { createEventStore } from "../../streams/index.ts";
+import { eventually } from "../support/streams.ts";
+
+/**
+ * The main path with every service as a real process (api, admission, capacity, provisioner,
+ * recovery), real process hosts, real nats-server and Redis: a tenant's HTTP submission ends up
+ * executing on a runtime the tenant may use, started by scale-out and published only after every
+ * readiness layer passed.
+ */
+const TOKENS = { "token-tenant-blue-000001": { role: "tenant", tenantId: "t-blue" }, "token-tenant-green-00001": { role: "tenant", tenantId: "t-green" },
+  "token-operator-00000001": { role: "operator", name: "ops" } } as const;
+
+describe("main path: API → admission → scale-out → process runtime → completion (all services real)", () => {
+  let cp: ControlPlane;
+  beforeAll(async () => {
+    const redis = new Redis(inject("redisUrl"), { db: 9 });
+    await redis.flushdb();
+    redis.disconnect();
+    cp = await startControlPlane({
+      natsUrl: inject("natsUrl"), redisUrl: `${inject("redisUrl")}/9`,
+      config: {
+        controlPlaneId: "cp-e2e", heartbeatIntervalMs: 250, dispatchTimeoutMs: 2000,
+        tenants: [
+          { tenantId: "t-blue", isolationMode: "dedicated", maxRuntimeInstances: 1, workersPerInstance: 2, maxConcurrentRunsPerInstance: 2, localQueueCapacity: 4, transport: "http" },
+          { tenantId: "t-green", isolationMode: "dedicated", maxRuntimeInstances: 1, workersPerInstance: 1, maxConcurrentRunsPerInstance: 1, localQueueCapacity: 4, transport: "grpc" },
+        ],
+        tokens: TOKENS,
+      },
+    });
+  });
+  afterAll(async () => { await cp?.stop(); });
+
+  it("completes every tenant's runs exactly once, each on a runtime of its own tenant, over HTTP and gRPC runtimes", async () => {
+    const blue = apiClient(cp.apiUrl, "token-tenant-blue-000001");
+    const green = apiClient(cp.apiUrl, "token-tenant-green-00001");
+    const ids: [ReturnType<typeof apiClient>, string][] = [];
+    for (let i = 0; i < 3; i++) {
+      for (const c of [blue, green]) {
+        const r = await c.submit(chainDag(5, 5, 3));
+        expect(r.status).toBe(201);
+        ids.push([c, r.body.sharedRunId]);
+      }
+    }
+    for (const [c, id] of ids) {
+      const view = await eventually(`run ${id} completed`, async () => { const r = await c.run(id); return r.body?.status === "completed" ? r.body : undefined; }, 90_000);
+      expect(view.placement.runtimeInstanceId.startsWith(view.tenantId === "t-blue" ? "rt-t-blue" : "rt-t-green")).toBe(true);
+      const events = (await c.events(id)).body.events as { event: { type: string } }[];
+      expect(events.filter((e) => e.event.type === "run.completed")).toHaveLength(1);
+      expect(events.filter((e) => e.event.type === "exec.completed")).toHaveLength(1);
+    }
+    // another tenant's run is invisible
+    expect((await green.run(ids[0]![1])).status).toBe(404);
+  });
+
+  it("published each runtime's capacity only after resource, host, endpoint and command passed, in that order", async () => {
+    const nc = await connect({ servers: inject("natsUrl") });
+    try {
+      const store = createEventStore(nc, cp.layout);
+      const byRuntime = new Map<string, string[]>();
+      await store.replay({ seq: 1 }, (e) => {
+        const rt = e.subject.split(".")[cp.layout.eventPrefix.split(".").length + 1]!;
+        const label = e.event.type === "runtime.readiness-layer-passed" ? `layer:${e.event.data.layer}` : e.event.type;
+        byRuntime.set(rt, [...(byRuntime.get(rt) ?? []), label]);
+      }, { filter: `${cp.layout.eventPrefix}.runtime.>` });
+      expect(byRuntime.size).toBe(2);
+      for (const events of byRuntime.values()) {
+        const order = ["runtime.registered", "runtime.host-started", "layer:resource", "layer:host", "layer:endpoint", "layer:command", "runtime.endpoint-published", "runtime.capacity-published"];
+        expect(events.filter((e) => order.includes(e))).toEqual(order);
+      }
+    } finally {
+      await nc.close();
+    }
+  });
+});

@@ -1,0 +1,98 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { createWriteStream } from "node:fs";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import type { z } from "zod";
+import type { DroverConfig } from "../../contracts/index.ts";
+import { taggedLayout, type StreamLayout } from "../../streams/index.ts";
+import { uniqueName } from "./isolation.ts";
+
+const ROOT = resolve(import.meta.dirname, "../..");
+export const SERVICES = ["capacity", "recovery", "provisioner", "admission", "api"] as const;
+export type ServiceName = (typeof SERVICES)[number] | "forensics";
+
+/**
+ * The whole control plane as real processes (`node --import tsx services/<name>/main.ts`, each
+ * its own process so it can be killed alone), on a private stream layout and Redis database, with
+ * a generated config. For e2e and proof tests: every process is stopped by `stop()` (and killed at
+ * exit if a test forgot), the provisioner's runtimes with it.
+ */
+export interface ControlPlane {
+  readonly apiUrl: string;
+  readonly layout: StreamLayout;
+  readonly streamTag: string;
+  readonly env: Readonly<Record<string, string>>;
+  readonly logDir: string;
+  /** SIGKILLs one service (a crash); `restart` starts it again. */
+  kill(service: ServiceName): Promise<void>;
+  restart(service: ServiceName): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export interface ControlPlaneOptions {
+  readonly natsUrl: string;
+  readonly redisUrl: string;
+  readonly mongoUrl?: string;
+  readonly config: z.input<typeof DroverConfig>;
+  readonly services?: readonly ServiceName[];
+}
+
+const live = new Set<ChildProcess>();
+process.once("exit", () => { for (const c of live) c.kill("SIGKILL"); });
+
+export async function startControlPlane(o: ControlPlaneOptions): Promise<ControlPlane> {
+  const streamTag = uniqueName("e2e");
+  const dir = await mkdtemp(join(tmpdir(), "drover-cp-"));
+  const configPath = join(dir, "drover.json");
+  await writeFile(configPath, JSON.stringify({ ...o.config, api: { host: "127.0.0.1", port: 0 } }));
+  const env: Record<string, string> = {
+    ...(process.env as Record<string, string>), NATS_URL: o.natsUrl, REDIS_URL: o.redisUrl, DROVER_CONFIG: configPath,
+    DROVER_STREAM_TAG: streamTag, DROVER_SERVICES_DIR: dir, DROVER_RUNTIME_LOG_DIR: join(dir, "runtimes"), LOG_LEVEL: "info",
+    DROVER_SCALEOUT_ACK_WAIT_MS: "5000", ...(o.mongoUrl ? { MONGO_URL: o.mongoUrl } : {}),
+  };
+  const procs = new Map<ServiceName, ChildProcess>();
+  let apiUrl = "";
+
+  const start = async (name: ServiceName): Promise<void> => {
+    const child = spawn(process.execPath, ["--import", "tsx", join(ROOT, "services", name, "main.ts")], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
+    live.add(child);
+    child.once("exit", () => live.delete(child));
+    const log = createWriteStream(join(dir, `${name}.log`), { flags: "a" });
+    child.stderr!.pipe(log);
+    procs.set(name, child);
+    if (name !== "api") { child.stdout!.pipe(log); return; }
+    apiUrl = await new Promise<string>((ok, fail) => {
+      let buf = "";
+      const timer = setTimeout(() => fail(new Error(`api did not listen within 30s; see ${dir}/api.log`)), 30_000);
+      child.once("exit", (code) => fail(new Error(`api exited (${code}) during start-up; see ${dir}/api.log`)));
+      child.stdout!.on("data", (d: Buffer) => {
+        buf += d.toString();
+        const m = /"port":(\d+)/.exec(buf);
+        if (m) { clearTimeout(timer); ok(`http://127.0.0.1:${m[1]}`); }
+      });
+    });
+  };
+  const stopOne = async (name: ServiceName, signal: NodeJS.Signals) => {
+    const c = procs.get(name);
+    if (!c || c.exitCode !== null || c.signalCode !== null) return;
+    const exited = new Promise((r) => c.once("exit", r));
+    c.kill(signal);
+    const t = setTimeout(() => c.kill("SIGKILL"), 10_000);
+    await exited;
+    clearTimeout(t);
+  };
+
+  for (const s of o.services ?? SERVICES) await start(s);
+  return {
+    get apiUrl() { return apiUrl; },
+    layout: taggedLayout(streamTag), streamTag, env, logDir: dir,
+    kill: (s) => stopOne(s, "SIGKILL"),
+    restart: (s) => start(s),
+    async stop() {
+      // api first (no new work), provisioner last (it takes its runtimes down with it)
+      for (const s of ["api", "admission", "recovery", "capacity", "forensics", "provisioner"] as ServiceName[]) await stopOne(s, "SIGTERM");
+      if (!process.env.DROVER_KEEP_LOGS) await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
