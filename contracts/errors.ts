@@ -62,6 +62,8 @@ export const ERROR_CATALOGUE = {
   "host-exited": { retryable: false, httpStatus: 503, summary: "the runtime process exited" },
   "pod-deleted": { retryable: false, httpStatus: 503, summary: "the runtime Pod was deleted or its container terminated" },
   "fence-timeout": { retryable: true, httpStatus: 504, summary: "the host boundary could not be proven in time; no work moves" },
+  // --- read models ---
+  "read-model-unavailable": { retryable: true, httpStatus: 503, summary: "the forensics read models (MongoDB) are not configured or not reachable" },
 } as const satisfies Record<string, CatalogueEntry>;
 
 export type ErrorCode = keyof typeof ERROR_CATALOGUE;
