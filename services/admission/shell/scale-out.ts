@@ -6,6 +6,8 @@ import type { AdmissionDeps } from "./deps.ts";
 const OPEN = new Set(["requested", "observed"]);
 /** After a request is rejected or expired, wait this long before asking again (no request storm at the limit). */
 export const SCALE_OUT_RETRY_MS = 10_000;
+/** After a request is fulfilled, its runtime needs a heartbeat or two before it is routable: do not ask again meanwhile. */
+const fulfilledGraceMs = (heartbeatIntervalMs: number) => Math.max(1000, 3 * heartbeatIntervalMs);
 
 /**
  * Single-flight scale-out (admission-and-capacity.md step 5): the dedupe key is control plane +
@@ -21,8 +23,8 @@ export async function requestScaleOut(deps: AdmissionDeps, tenant: TenantSetting
   const open = mine.find((s) => OPEN.has(s.status));
   if (open) return open.requestId;
   const now = deps.env.clock.now().getTime();
-  const lastEnded = Math.max(0, ...mine.map((s) => s.endedMs ?? 0));
-  if (mine.length > 0 && now - lastEnded < SCALE_OUT_RETRY_MS) return undefined;
+  const waitUntil = Math.max(0, ...mine.map((s) => (s.endedMs ?? 0) + (s.status === "fulfilled" ? fulfilledGraceMs(deps.config.heartbeatIntervalMs) : SCALE_OUT_RETRY_MS)));
+  if (now < waitUntil) return undefined;
   const requestId = `so-${deps.sha256(`${dedupeKey}:${mine.length}`).slice(0, 24)}`;
   const data = {
     requestId, controlPlaneId: deps.config.controlPlaneId, dedupeKey, reason,
