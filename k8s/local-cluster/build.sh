@@ -6,7 +6,7 @@
 # Skips all work when bin/.stamp matches the hash of the inputs. Needs Go ≥1.24 and the module proxy.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
-BIN="$HERE/bin"
+BIN="${DROVER_K8S_BIN_DIR:-$HERE/bin}"
 GATEWAY_API_VERSION=v1.6.3
 log() { printf '[drover] %s\n' "$*" >&2; }
 

@@ -32,6 +32,9 @@ export interface PodStatusInput {
 
 interface Condition { type: string; status: "True" | "False"; reason?: string; message?: string; lastTransitionTime: string; lastProbeTime: null }
 
+// metav1.Time has second precision: format like the server does, so a status read back compares equal.
+const seconds = (t: string | Date): string => new Date(t).toISOString().replace(/\.\d{3}Z$/, "Z");
+
 /** Kubernetes' names for the end of a container: 0 → Completed, else Error. */
 export function terminationReason(exitCode: number): string {
   return exitCode === 0 ? "Completed" : "Error";
@@ -67,13 +70,14 @@ export function podPhase(input: Pick<PodStatusInput, "containers" | "terminal">)
  * startTime and one containerStatus per spec container in spec order.
  */
 export function buildPodStatus(input: PodStatusInput): Record<string, unknown> {
-  const { pod, now } = input;
+  const { pod } = input;
+  const now = seconds(input.now);
   const phase = podPhase(input);
   const previous = new Map((pod.status?.conditions ?? []).map((c) => [c.type, c]));
   const cond = (type: string, ok: boolean, reason?: string, message?: string): Condition => {
     const status = ok ? "True" : "False";
     const prev = previous.get(type);
-    const since = prev && prev.status === status && prev.lastTransitionTime ? new Date(prev.lastTransitionTime).toISOString() : now;
+    const since = prev && prev.status === status && prev.lastTransitionTime ? seconds(prev.lastTransitionTime) : now;
     return { type, status, ...(reason ? { reason } : {}), ...(message ? { message } : {}), lastTransitionTime: since, lastProbeTime: null };
   };
   const unready = input.containers.filter((c) => !(c.state.kind === "running" && c.state.ready)).map((c) => c.name);
