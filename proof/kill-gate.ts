@@ -1,0 +1,33 @@
+import type { JetStreamClient } from "@nats-io/jetstream";
+import { decodeEvent } from "../contracts/index.ts";
+import { follow, type Follower } from "../platform/follow.ts";
+import { runtimeRef, type EventStore, type StreamLayout } from "../streams/index.ts";
+import type { KillRecord } from "./assertions.ts";
+
+/**
+ * Kills each impacted tenant's runtime once its in-flight execution has `afterSteps` durable
+ * `step-completed` events — gated on the journal, never on a sleep. The kill is a SIGKILL of the
+ * exact runtime process named by the runtime's `host-started` (process hosts).
+ */
+export async function startKillGate(js: JetStreamClient, store: EventStore, layout: StreamLayout, impacted: ReadonlySet<string>, afterSteps: number,
+  onKill: (k: KillRecord) => void): Promise<Follower> {
+  const execs = new Map<string, { tenantId: string; sharedRunId: string; runtime: string; steps: number }>();
+  const killed = new Set<string>();
+  const p = layout.eventPrefix;
+  return follow(js, { stream: layout.eventStream, filters: [`${p}.exec.*.*.started`, `${p}.exec.*.*.step-completed`] }, async (m) => {
+    const e = decodeEvent(m.data, { seq: m.seq, subject: m.subject });
+    const tenantId = e.tenantId ?? "";
+    if (!impacted.has(tenantId) || killed.has(tenantId)) return;
+    const executionId = m.subject.split(".").at(-2)!;
+    if (e.type === "exec.started") execs.set(executionId, { tenantId, sharedRunId: e.data.sharedRunId, runtime: e.data.runtimeInstanceId, steps: 0 });
+    const x = execs.get(executionId);
+    if (e.type !== "exec.step-completed" || !x) return;
+    x.steps++;
+    if (x.steps < afterSteps) return;
+    killed.add(tenantId);
+    const host = (await store.read(runtimeRef(x.runtime))).events.find((s) => s.event.type === "runtime.host-started")?.event;
+    if (host?.type !== "runtime.host-started" || !host.data.pid) throw new Error(`runtime ${x.runtime} has no process to kill`);
+    process.kill(host.data.pid, "SIGKILL");
+    onKill({ tenantId, runtimeInstanceId: x.runtime, hostIncarnation: host.data.hostIncarnation, executionId, sharedRunId: x.sharedRunId, completedAtKill: x.steps });
+  });
+}

@@ -1,0 +1,100 @@
+import { jetstream } from "@nats-io/jetstream";
+import { connect } from "@nats-io/transport-node";
+import { Redis } from "ioredis";
+import { follow } from "../platform/follow.ts";
+import { createEventStore, type StoredEvent } from "../streams/index.ts";
+import { apiClient } from "../test/support/api-client.ts";
+import { startControlPlane } from "../test/support/control-plane.ts";
+import { assertProof, type AssertionResult, type KillRecord } from "./assertions.ts";
+import { startKillGate } from "./kill-gate.ts";
+import { proofConfig, scenarioTenants, tokenOf, type ProofOptions } from "./scenario-config.ts";
+import { proofDag } from "./workload.ts";
+
+export interface ProofProgress { readonly submitted: number; readonly completed: number; readonly killed: number; readonly elapsedMs: number; readonly phase: string }
+export interface ProofReport {
+  readonly options: ProofOptions;
+  readonly runs: number;
+  readonly recovered: number;
+  readonly kills: readonly KillRecord[];
+  readonly assertions: readonly AssertionResult[];
+  readonly durationMs: number;
+  readonly pass: boolean;
+  readonly logDir: string;
+}
+
+/**
+ * The crash-recovery proof (proof-and-bench.md): P scenarios of 2 impacted + 1 safe tenant, 3 runs
+ * each, against the real services on real infrastructure; each impacted runtime is SIGKILLed once
+ * its in-flight execution has `killAfterSteps` durable steps; recovery is automatic. Then every
+ * assertion is evaluated over the whole event log.
+ */
+export async function runProof(o: ProofOptions, infra: { natsUrl: string; redisUrl: string }, onProgress: (p: ProofProgress) => void,
+  timeoutMs = 600_000): Promise<ProofReport> {
+  const t0 = Date.now();
+  const redis = new Redis(infra.redisUrl);
+  await redis.flushdb();
+  redis.disconnect();
+  const cp = await startControlPlane({ natsUrl: infra.natsUrl, redisUrl: infra.redisUrl, config: proofConfig(o) });
+  const nc = await connect({ servers: infra.natsUrl });
+  try {
+    const js = jetstream(nc);
+    const store = createEventStore(nc, cp.layout);
+    const tenants = Array.from({ length: o.parallel }, (_, i) => scenarioTenants(i));
+    const impacted = new Set(tenants.flatMap((t) => t.impacted));
+    const kills: KillRecord[] = [];
+    const gate = await startKillGate(js, store, cp.layout, impacted, o.killAfterSteps, (k) => kills.push(k));
+    let completed = 0;
+    const done = await follow(js, { stream: cp.layout.eventStream, filters: [`${cp.layout.eventPrefix}.run.*.*.completed`] }, () => { completed++; });
+    const runs: { tenantId: string; sharedRunId: string }[] = [];
+    const progress = (phase: string) => onProgress({ submitted: runs.length, completed, killed: kills.length, elapsedMs: Date.now() - t0, phase });
+    const ticker = setInterval(() => progress("running"), 1000);
+    try {
+      const dag = proofDag(o.steps, o.stepMs, o.seed);
+      await Promise.all(tenants.flatMap((t) => [...t.impacted, t.safe]).map(async (tenantId) => {
+        const api = apiClient(cp.apiUrl, tokenOf(tenantId));
+        for (let r = 0; r < 3; r++) {
+          const res = await api.submit(dag, `proof-${o.seed}-${tenantId}-${r}`);
+          if (res.status !== 201 && res.status !== 200) throw new Error(`submission for ${tenantId} refused: ${res.status} ${JSON.stringify(res.body)}`);
+          runs.push({ tenantId, sharedRunId: res.body.sharedRunId });
+        }
+      }));
+      progress("submitted");
+      const deadline = Date.now() + timeoutMs;
+      while (completed < runs.length && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    } finally {
+      clearInterval(ticker);
+      await gate.stop();
+      await done.stop();
+    }
+    progress("verifying");
+    // Let the forensics timelines catch up with the last completions before reading the log.
+    await waitForTimelines(store, cp.layout.eventPrefix, kills.length * 3, 30_000);
+    const log: StoredEvent[] = [];
+    await store.replay({ seq: 1 }, (e) => { log.push(e); });
+    const assertions = assertProof(log, { impactedTenants: [...impacted], safeTenants: tenants.map((t) => t.safe), runs, kills }, cp.layout.eventPrefix.split(".").length);
+    const recovered = log.filter((e) => e.event.type === "forensics.execution-recovery-completed").length;
+    return { options: o, runs: runs.length, recovered, kills, assertions, durationMs: Date.now() - t0, pass: assertions.every((a) => a.ok), logDir: cp.logDir };
+  } finally {
+    await nc.close();
+    await cp.stop();
+  }
+}
+
+async function waitForTimelines(store: ReturnType<typeof createEventStore>, prefix: string, items: number, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    let n = 0;
+    await store.replay({ seq: 1 }, () => { n++; }, { filter: `${prefix}.forensics.*.*.execution-recovery-completed` });
+    if (n >= items) return;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/** The final line (proof-and-bench.md): violation counts per assertion, then PASS or the first broken assertion. */
+export function proofLine(r: ProofReport): string {
+  const failed = r.assertions.find((a) => !a.ok);
+  const n = (prefix: string) => r.assertions.filter((a) => a.name.startsWith(prefix)).reduce((s, a) => s + a.violations, 0);
+  return `proof: P=${r.options.parallel} transport=${r.options.transport} host=${r.options.host} runs=${r.runs} recovered=${r.recovered} `
+    + `duplicates=${n("duplicates")} lost=${n("lost")} safe_leaks=${n("safe_leaks")} fence_violations=${n("fence_violations")} replay_failures=${n("replay")} `
+    + `result=${r.pass ? "PASS" : `FAIL (${failed?.name}: ${failed?.detail})`}`;
+}

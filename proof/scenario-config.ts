@@ -1,0 +1,43 @@
+import type { z } from "zod";
+import type { DroverConfig, Transport } from "../contracts/index.ts";
+
+/** The proof's knobs (proof-and-bench.md "The crash-recovery proof"). */
+export interface ProofOptions {
+  readonly parallel: number;
+  readonly transport: Transport;
+  readonly host: "process" | "kubernetes";
+  readonly steps: number;
+  readonly stepMs: number;
+  readonly seed: number;
+  readonly killAfterSteps: number;
+}
+
+export const DEFAULT_PROOF: ProofOptions = { parallel: 1, transport: "http", host: "process", steps: 50, stepMs: 20, seed: 1, killAfterSteps: 25 };
+
+/** The three tenants of scenario `i`: two impacted, one safe, each with a dedicated runtime. */
+export function scenarioTenants(i: number): { impacted: [string, string]; safe: string } {
+  return { impacted: [`p${i}-imp-a`, `p${i}-imp-b`], safe: `p${i}-safe` };
+}
+
+export const tokenOf = (tenantId: string): string => `proof-token-${tenantId}`.padEnd(24, "0");
+export const OPERATOR_TOKEN = "proof-token-operator-000001";
+
+/**
+ * Every tenant dedicated, one runtime each (maxRuntimeInstances 1, so all three runs land on the
+ * same runtime), sized 1 worker × 1 concurrent run + 2 queued: at kill time an impacted runtime holds
+ * exactly 1 in-flight execution and 2 local-queued runs.
+ */
+export function proofConfig(o: ProofOptions): z.input<typeof DroverConfig> {
+  const tenants = [];
+  const tokens: Record<string, unknown> = { [OPERATOR_TOKEN]: { role: "operator", name: "proof" } };
+  for (let i = 0; i < o.parallel; i++) {
+    const t = scenarioTenants(i);
+    for (const tenantId of [...t.impacted, t.safe]) {
+      tenants.push({ tenantId, isolationMode: "dedicated", maxRuntimeInstances: 1, workersPerInstance: 1, maxConcurrentRunsPerInstance: 1,
+        localQueueCapacity: 2, maxWorkersPerRun: 1, maxConcurrentRuns: 10, transport: o.transport, hostProvider: o.host });
+      tokens[tokenOf(tenantId)] = { role: "tenant", tenantId };
+    }
+  }
+  return { controlPlaneId: "cp-proof", heartbeatIntervalMs: 250, dispatchTimeoutMs: 3000, fenceDeadlineMs: 10_000,
+    maxConcurrentHostStartups: 4, scaleOutExpiryMs: 300_000, tenants, tokens } as z.input<typeof DroverConfig>;
+}
