@@ -19,6 +19,7 @@ export interface ProofReport {
   readonly assertions: readonly AssertionResult[];
   readonly durationMs: number;
   readonly pass: boolean;
+  /** Service logs, kept only when the proof failed ("" otherwise). */
   readonly logDir: string;
 }
 
@@ -36,6 +37,7 @@ export async function runProof(o: ProofOptions, infra: { natsUrl: string; redisU
   redis.disconnect();
   const cp = await startControlPlane({ natsUrl: infra.natsUrl, redisUrl: infra.redisUrl, config: proofConfig(o) });
   const nc = await connect({ servers: infra.natsUrl });
+  let pass = false;
   try {
     const js = jetstream(nc);
     const store = createEventStore(nc, cp.layout);
@@ -73,10 +75,12 @@ export async function runProof(o: ProofOptions, infra: { natsUrl: string; redisU
     await store.replay({ seq: 1 }, (e) => { log.push(e); });
     const assertions = assertProof(log, { impactedTenants: [...impacted], safeTenants: tenants.map((t) => t.safe), runs, kills }, cp.layout.eventPrefix.split(".").length);
     const recovered = log.filter((e) => e.event.type === "forensics.execution-recovery-completed").length;
-    return { options: o, runs: runs.length, recovered, kills, assertions, durationMs: Date.now() - t0, pass: assertions.every((a) => a.ok), logDir: cp.logDir };
+    pass = assertions.every((a) => a.ok);
+    return { options: o, runs: runs.length, recovered, kills, assertions, durationMs: Date.now() - t0, pass, logDir: pass ? "" : cp.logDir };
   } finally {
     await nc.close();
-    await cp.stop();
+    // A failed proof keeps every service's log for the investigation.
+    await cp.stop(!pass);
   }
 }
 

@@ -27,7 +27,8 @@ export interface ControlPlane {
   /** SIGKILLs one service (a crash); `restart` starts it again. */
   kill(service: ServiceName): Promise<void>;
   restart(service: ServiceName): Promise<void>;
-  stop(): Promise<void>;
+  /** Stops every service; the log directory is removed unless `keepLogs` (or DROVER_KEEP_LOGS) is set. */
+  stop(keepLogs?: boolean): Promise<void>;
 }
 
 export interface ControlPlaneOptions {
@@ -89,10 +90,10 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
     layout: taggedLayout(streamTag), streamTag, env, logDir: dir,
     kill: (s) => stopOne(s, "SIGKILL"),
     restart: (s) => start(s),
-    async stop() {
+    async stop(keepLogs = false) {
       // api first (no new work), provisioner last (it takes its runtimes down with it)
       for (const s of ["api", "admission", "recovery", "capacity", "forensics", "provisioner"] as ServiceName[]) await stopOne(s, "SIGTERM");
-      if (!process.env.DROVER_KEEP_LOGS) await rm(dir, { recursive: true, force: true });
+      if (!keepLogs && !process.env.DROVER_KEEP_LOGS) await rm(dir, { recursive: true, force: true });
     },
   };
 }
