@@ -46,10 +46,14 @@ export async function startCluster(runDir: string): Promise<ClusterInfo> {
     const cp = await startControlPlane({ binDir: BIN_DIR, dir: runDir, ports: { etcdClient, etcdPeer, apiserver } });
     const kubeconfig = join(runDir, "kubeconfig");
     await writeKubeconfig(kubeconfig, cp.server, cp.pki.caCert, cp.pki.adminToken);
-    await applyGatewayApi(loadKubeconfig(kubeconfig), (await readFile(join(BIN_DIR, "gateway-api.dir"), "utf8")).trim());
     const info: ClusterInfo = { runDir, kubeconfig, server: cp.server, token: cp.pki.adminToken, caFile: cp.pki.caCert,
       networkSlot: slot.slot, nodeName: MAIN_NODE, gatewayCidr: slot.gatewayCidr };
-    await startKubelet(info, { nodeName: MAIN_NODE, podCidr: slot.podCidr(0), bindUnscheduled: true });
+    // The kubelet needs no CRDs, so it starts while they are being established (about 3 s).
+    const crdDir = (await readFile(join(BIN_DIR, "gateway-api.dir"), "utf8")).trim();
+    const [crds, kubelet] = await Promise.allSettled([applyGatewayApi(loadKubeconfig(kubeconfig), crdDir),
+      startKubelet(info, { nodeName: MAIN_NODE, podCidr: slot.podCidr(0), bindUnscheduled: true })]);
+    if (crds.status === "rejected") throw crds.reason;
+    if (kubelet.status === "rejected") throw kubelet.reason;
     await startGateway(info);
     await writeFile(join(runDir, "cluster.json"), JSON.stringify(info, null, 2));
     return info;

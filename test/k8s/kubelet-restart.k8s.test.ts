@@ -35,16 +35,19 @@ async function readyPid(name: string): Promise<{ pid: number; ip: string; uid: s
 }
 
 describe("the process kubelet survives its own restart, against the local cluster's real API server", () => {
-  it("a restarted kubelet adopts the processes it can prove are its own, finalizes a Pod deleted while it was down and stops the process of a Pod that no longer exists", async () => {
+  it("a restarted kubelet adopts the processes it can prove are its own, reports the exit code of one that ended while it was down, finalizes a Pod deleted meanwhile and stops the process of a Pod that no longer exists", async () => {
     const first: DaemonRecord = await startKubelet(info, { nodeName: node, podCidr: extraPodCidr(info, 1) });
     const nodeObj = await core.readNode({ name: node });
     expect(nodeObj.status?.conditions?.find((c) => c.type === "Ready")?.status).toBe("True");
-    for (const name of ["keep", "drain", "orphan"]) await core.createNamespacedPod({ namespace: ns, body: appPod(name, { nodeName: node }) });
-    const [keep, drain, orphan] = [await readyPid("keep"), await readyPid("drain"), await readyPid("orphan")];
+    for (const name of ["keep", "drain", "orphan", "quitter"]) await core.createNamespacedPod({ namespace: ns, body: appPod(name, { nodeName: node }) });
+    const [keep, drain, orphan, quitter] = [await readyPid("keep"), await readyPid("drain"), await readyPid("orphan"), await readyPid("quitter")];
 
     process.kill(first.pid, "SIGKILL");
     await eventually(async () => (alive(first.pid) ? undefined : true), 5_000, "kubelet killed");
-    // While no kubelet runs: a graceful delete (stays Terminating) and a forced one (object gone at once).
+    // While no kubelet runs: a process exits on its own, a Pod is deleted gracefully (stays
+    // Terminating) and one is force-deleted (object gone at once).
+    await httpGet(`http://${quitter.ip}:${APP_HTTP_PORT}/exit?code=5`).catch(() => undefined);
+    await eventually(async () => (alive(quitter.pid) ? undefined : true), 5_000, "quitter exited");
     await core.deleteNamespacedPod({ name: "drain", namespace: ns, body: { gracePeriodSeconds: 30, preconditions: { uid: drain.uid } } });
     await core.deleteNamespacedPod({ name: "orphan", namespace: ns, body: { gracePeriodSeconds: 0, preconditions: { uid: orphan.uid } } });
     expect((await core.readNamespacedPod({ name: "drain", namespace: ns })).metadata?.deletionTimestamp).toBeDefined();
@@ -54,6 +57,9 @@ describe("the process kubelet survives its own restart, against the local cluste
     expect(alive(orphan.pid)).toBe(false);
     await waitForPod(kc, core, ns, "drain", (p) => p === undefined, 15_000);
     expect(alive(drain.pid)).toBe(false);
+    const quit = await waitForPod(kc, core, ns, "quitter", (p) => p?.status?.containerStatuses?.[0]?.state?.terminated !== undefined, 5_000);
+    expect(quit?.status?.containerStatuses?.[0]?.state?.terminated?.exitCode).toBe(5); // read from the wrapper's exit file
+    expect(quit?.status?.phase).toBe("Failed");
 
     const adopted = await core.readNamespacedPod({ name: "keep", namespace: ns });
     expect(isReady(adopted)).toBe(true);
