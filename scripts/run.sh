@@ -11,7 +11,13 @@ if [[ ${1:-} == --stop ]]; then
   for pidfile in "$SVC_DIR"/*.pid; do
     [[ -f $pidfile ]] || continue
     pid=$(cat "$pidfile"); name=$(basename "$pidfile" .pid)
-    if kill -0 "$pid" 2>/dev/null; then kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid"; log "$name stopped (pid $pid)"; fi
+    if kill -0 "$pid" 2>/dev/null; then
+      kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid"
+      # Wait for a clean exit (the provisioner takes its runtimes down) before the servers go.
+      for _ in $(seq 1 150); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+      kill -0 "$pid" 2>/dev/null && kill -KILL -- "-$pid" 2>/dev/null
+      log "$name stopped (pid $pid)"
+    fi
     rm -f "$pidfile"
   done
   exec "$ROOT/scripts/infra-down.sh"
@@ -29,7 +35,8 @@ for svc in "${ORDER[@]}"; do
   if alive "$pidfile"; then log "$svc already running (pid $(cat "$pidfile"))"; started+=("$svc"); continue; fi
   # A port file left by an earlier run would name a port nobody listens on any more.
   rm -f "$SVC_DIR/$svc.port"
-  setsid "$ROOT/node_modules/.bin/tsx" "$main" >"$SVC_DIR/$svc.log" 2>&1 </dev/null &
+  # node --import tsx (not the tsx wrapper) so the pid is the service itself and signals reach it.
+  (cd "$ROOT" && exec setsid node --import tsx "$main" >"$SVC_DIR/$svc.log" 2>&1 </dev/null) &
   echo $! >"$pidfile"
   started+=("$svc")
 done
@@ -46,5 +53,13 @@ fi
 if [[ -f $SVC_DIR/api.port ]]; then
   log "API:       http://127.0.0.1:$(cat "$SVC_DIR/api.port")/v1"
   log "dashboard: http://127.0.0.1:$(cat "$SVC_DIR/api.port")/"
+fi
+if [[ -f $SVC_DIR/api.port ]]; then
+  token=$(node -e 'const c=require(process.argv[1]);const t=Object.entries(c.tokens??{}).find(([,v])=>v.role==="tenant");if(t)console.log(t[0]+" "+t[1].tenantId)' "$DROVER_CONFIG")
+  if [[ -n $token ]]; then
+    log "try it (tenant ${token#* }):"
+    log "  curl -s -H 'authorization: Bearer ${token%% *}' -H 'content-type: application/json' \\"
+    log "    -d '{\"dag\":{\"steps\":[{\"id\":\"a\",\"kind\":\"compute\",\"params\":{\"durationMs\":50}}]}}' http://127.0.0.1:$(cat "$SVC_DIR/api.port")/v1/runs"
+  fi
 fi
 log "stop everything with: make stop"
