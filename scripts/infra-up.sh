@@ -35,9 +35,9 @@ cat >"$ENV_FILE" <<ENV
 NATS_PORT=${PORTS[NATS_PORT]}
 MONGO_PORT=${PORTS[MONGO_PORT]}
 REDIS_PORT=${PORTS[REDIS_PORT]}
-NATS_URL=nats://127.0.0.1:${PORTS[NATS_PORT]}
-MONGO_URL=mongodb://127.0.0.1:${PORTS[MONGO_PORT]}/?directConnection=true&retryWrites=false
-REDIS_URL=redis://127.0.0.1:${PORTS[REDIS_PORT]}
+NATS_URL='nats://127.0.0.1:${PORTS[NATS_PORT]}'
+MONGO_URL='mongodb://127.0.0.1:${PORTS[MONGO_PORT]}/?directConnection=true&retryWrites=false'
+REDIS_URL='redis://127.0.0.1:${PORTS[REDIS_PORT]}'
 ENV
 log "infrastructure is up; environment in $ENV_FILE:"
-grep _URL "$ENV_FILE" | sed 's/^/  /' >&2
+grep _URL "$ENV_FILE" | tr -d "'" | sed 's/^/  /' >&2

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # `make run`: brings up the infrastructure, then every control-plane service that exists under
 # services/<name>/main.ts (process hosts by default), each as its own process with pid and log
-# files under .run/services. `make stop` (run.sh --stop) stops exactly those, then the infrastructure.
+# files under .run/services, and stays in the foreground: Ctrl-C stops everything it started.
+# DROVER_RUN_DETACH=1 returns at once instead; `make stop` (run.sh --stop) stops exactly those
+# services, then the infrastructure.
 source "$(dirname "$0")/lib.sh"
 SVC_DIR="$ROOT/.run/services"
 # start order: projections and deciders first, the API last
@@ -62,4 +64,16 @@ if [[ -f $SVC_DIR/api.port ]]; then
     log "    -d '{\"dag\":{\"steps\":[{\"id\":\"a\",\"kind\":\"compute\",\"params\":{\"durationMs\":50}}]}}' http://127.0.0.1:$(cat "$SVC_DIR/api.port")/v1/runs"
   fi
 fi
-log "stop everything with: make stop"
+if [[ ${DROVER_RUN_DETACH:-0} == 1 ]]; then
+  log "running detached; stop everything with: make stop"
+  exit 0
+fi
+log "running; Ctrl-C stops everything make run started (or run make stop from another terminal)"
+trap 'echo; "$ROOT/scripts/run.sh" --stop; exit 0' INT TERM
+# Stay in the foreground until interrupted; report a service that dies meanwhile.
+while true; do
+  for svc in "${started[@]}"; do
+    if ! alive "$SVC_DIR/$svc.pid"; then log "$svc exited; see $SVC_DIR/$svc.log"; started=("${started[@]/$svc}"); fi
+  done
+  sleep 2 & wait $!
+done
