@@ -78,12 +78,15 @@ describe("the local gateway routes by header to the right Pod, against the local
     expect((await httpGet(`http://${address}:${HTTP_LISTENER_PORT}/queue`)).status).toBe(404);
   });
 
-  it("sends a gRPC call (h2c) with each routing header to that runtime's Pod, and one with an unknown header to none", async () => {
+  it("sends a gRPC call (h2c) with each routing header to that runtime's Pod with its status intact, and one with an unknown header to none", async () => {
     for (const id of ["aaa111", "bbb222"]) {
       const { answer, error } = await askOverGrpc(`${address}:${GRPC_LISTENER_PORT}`, id);
       expect(error).toBeUndefined();
       expect(answer?.name).toBe(`rt-${id}`);
     }
+    const refused = await askOverGrpc(`${address}:${GRPC_LISTENER_PORT}`, "bbb222", "Refuse");
+    expect(refused.error?.code).toBe(grpcStatus.FAILED_PRECONDITION); // the backend's status, carried in trailers
+    expect(refused.error?.details).toBe("refused by rt-bbb222");
     const stray = await askOverGrpc(`${address}:${GRPC_LISTENER_PORT}`, "ccc333");
     expect(stray.answer).toBeUndefined();
     expect(stray.error?.code).toBe(grpcStatus.UNIMPLEMENTED); // HTTP 404 from the gateway, mapped by grpc-js

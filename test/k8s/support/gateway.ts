@@ -36,15 +36,15 @@ export async function waitForProgrammedGateway(custom: CustomObjectsApi, namespa
   }, 15_000, `gateway ${namespace}/${name} Programmed`);
 }
 
-/** Calls /drover.test.Who/Ask over h2c at `target` with the routing header; resolves the answer or the gRPC error. */
-export function askOverGrpc(target: string, runtimeId: string): Promise<{ answer?: AppIdentity; error?: ServiceError }> {
+/** Calls /drover.test.Who/<method> over h2c at `target` with the routing header; resolves the answer or the gRPC error. */
+export function askOverGrpc(target: string, runtimeId: string, method: "Ask" | "Refuse" = "Ask"): Promise<{ answer?: AppIdentity; error?: ServiceError }> {
   const client = new Client(target, credentials.createInsecure());
   const md = new Metadata();
   md.set(ROUTING_HEADER, runtimeId);
   const ser = (v: unknown): Buffer => Buffer.from(JSON.stringify(v));
   const de = (b: Buffer): AppIdentity => JSON.parse(b.toString()) as AppIdentity;
   return new Promise((ok) => {
-    client.makeUnaryRequest("/drover.test.Who/Ask", ser, de, {}, md, { deadline: Date.now() + 5_000 }, (error, answer) => {
+    client.makeUnaryRequest(`/drover.test.Who/${method}`, ser, de, {}, md, { deadline: Date.now() + 5_000 }, (error, answer) => {
       client.close();
       ok(error ? { error } : { answer });
     });
