@@ -1,12 +1,14 @@
 /**
  * The api process: wiring only. Reads the environment (see shell/startup.ts), connects to NATS,
- * ensures the streams, starts the quota projection when a tenant rejects over quota, listens on
+ * ensures the streams, starts the quota projection when a tenant rejects over quota, opens the
+ * forensics read models when MONGO_URL is set, listens on
  * config.api and prints one JSON line {"event":"listening","port":N}. SIGINT/SIGTERM close the
  * server (ending live event feeds) and drain the NATS connection.
  */
 import { hostname } from "node:os";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
+import { readModelClient, readModelDbName } from "../../platform/read-model-db.ts";
 import { createEventStore, ensureStreams } from "../../streams/index.ts";
 import { tokenTable } from "./domain/access.ts";
 import { buildApp } from "./http/app.ts";
@@ -14,6 +16,7 @@ import { replayCapacityReader } from "./shell/capacity-reader.ts";
 import { jetStreamFeed } from "./shell/event-feed.ts";
 import { randomIdGenerator } from "./shell/ids.ts";
 import { startOpenRunsProjection } from "./shell/open-runs-projection.ts";
+import { mongoReadModels } from "./shell/read-models.ts";
 import { loadConfig, readEnv, removePortFile, writePortFile } from "./shell/startup.ts";
 
 const env = readEnv(process.env);
@@ -23,6 +26,9 @@ const js = jetstream(nc);
 const jsm = await jetstreamManager(nc);
 await ensureStreams(jsm, env.layout);
 const store = createEventStore(nc, env.layout);
+// Lazy: the API starts without MongoDB and answers the forensics queries once it is reachable.
+const mongo = env.mongoUrl ? readModelClient(env.mongoUrl) : undefined;
+const readModels = mongo ? mongoReadModels(mongo.db(readModelDbName(process.env, config.controlPlaneId))) : undefined;
 const openRuns = config.tenants.some((t) => t.overQuota === "reject") ? await startOpenRunsProjection(js, jsm, env.layout) : undefined;
 
 // Logs go to stderr so stdout carries exactly one line, the listening announcement.
@@ -31,6 +37,7 @@ const app = await buildApp({
   feed: jetStreamFeed(js, jsm, env.layout),
   capacity: replayCapacityReader(store, jsm, env.layout),
   openRuns,
+  readModels,
   clock: () => new Date(),
   newId: randomIdGenerator,
   instanceId: `api-${hostname()}-${process.pid}`,
@@ -53,6 +60,7 @@ const stop = async (signal: string) => {
   setTimeout(() => app.server.closeAllConnections(), 5_000).unref();
   await app.close();
   await openRuns?.stop();
+  await mongo?.close();
   await nc.drain();
   process.exit(0);
 };

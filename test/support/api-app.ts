@@ -6,6 +6,7 @@ import { buildApp } from "../../services/api/http/app.ts";
 import { replayCapacityReader } from "../../services/api/shell/capacity-reader.ts";
 import { jetStreamFeed } from "../../services/api/shell/event-feed.ts";
 import { startOpenRunsProjection, type OpenRunsProjection } from "../../services/api/shell/open-runs-projection.ts";
+import type { ReadModels } from "../../services/api/shell/read-models.ts";
 import { createEventStore } from "../../streams/index.ts";
 import type { EventStore } from "../../streams/types.ts";
 import { freshStreams, type StreamsFixture } from "./streams.ts";
@@ -29,9 +30,10 @@ export interface ApiFixture extends StreamsFixture {
 /**
  * Builds the API over a fresh tagged layout on the real nats-server at `natsUrl`, with a fixed
  * clock and counting id generator. `tenants` are configured tenant settings; `quota` starts the
- * open-runs projection the API uses for `overQuota: "reject"`.
+ * open-runs projection the API uses for `overQuota: "reject"`; `readModels` backs the forensics queries.
  */
-export async function apiFixture(natsUrl: string, opts: { tenants?: Array<Partial<TenantSettings>>; quota?: boolean } = {}): Promise<ApiFixture> {
+export async function apiFixture(natsUrl: string,
+  opts: { tenants?: Array<Partial<TenantSettings>>; quota?: boolean; readModels?: ReadModels } = {}): Promise<ApiFixture> {
   const streams = await freshStreams(natsUrl, "api");
   const store = createEventStore(streams.nc, streams.layout);
   const js = jetstream(streams.nc);
@@ -51,6 +53,7 @@ export async function apiFixture(natsUrl: string, opts: { tenants?: Array<Partia
     feed: jetStreamFeed(js, streams.jsm, streams.layout),
     capacity: replayCapacityReader(store, streams.jsm, streams.layout),
     openRuns,
+    ...(opts.readModels ? { readModels: opts.readModels } : {}),
     clock: () => new Date("2026-05-06T07:08:09.000Z"),
     newId: () => `id${process.pid}x${++n}`,
     instanceId: "api-test",

@@ -5,6 +5,7 @@ import { requireCredentials } from "./auth.ts";
 import { dashboardRoute } from "./dashboard-route.ts";
 import { errorHandler } from "./error-handler.ts";
 import { eventsRoute } from "./events-route.ts";
+import { forensicsRoutes } from "./forensics-routes.ts";
 import { operatorRoutes } from "./operator-routes.ts";
 import { runsRoutes } from "./runs-routes.ts";
 
@@ -35,6 +36,7 @@ export async function buildApp(deps: ApiDeps, opts: { logger?: FastifyServerOpti
     await v1.register(runsRoutes, { deps });
     await v1.register(eventsRoute, { deps });
     await v1.register(operatorRoutes, { deps });
+    await v1.register(forensicsRoutes, { deps });
   }, { prefix: "/v1" });
   await app.register(dashboardRoute);
   return app;

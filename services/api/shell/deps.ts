@@ -6,10 +6,12 @@ import type { CapacityReader } from "./capacity-reader.ts";
 import type { EventFeed } from "./event-feed.ts";
 import type { IdGenerator } from "./ids.ts";
 import type { OpenRunsCounter } from "./open-runs-projection.ts";
+import type { ReadModels } from "./read-models.ts";
 
 /**
  * Everything the API's shell and routes use, injected so tests control time, ids and the stores.
- * `openRuns` is absent when no quota is enforced at submission (admission still enforces it).
+ * `openRuns` is absent when no quota is enforced at submission (admission still enforces it);
+ * `readModels` is absent without MONGO_URL (the forensics queries then answer 503).
  */
 export interface ApiDeps {
   readonly config: DroverConfig;
@@ -19,6 +21,7 @@ export interface ApiDeps {
   readonly feed: EventFeed;
   readonly capacity: CapacityReader;
   readonly openRuns?: OpenRunsCounter;
+  readonly readModels?: ReadModels;
   readonly clock: () => Date;
   readonly newId: IdGenerator;
   /** This API process, as recorded in the `writer` of every event it appends. */

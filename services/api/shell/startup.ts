@@ -27,6 +27,8 @@ export interface ApiEnv {
   readonly configPath: string;
   readonly natsUrl: string;
   readonly layout: StreamLayout;
+  /** The forensics read models' MongoDB, when configured (MONGO_URL); without it those queries answer 503. */
+  readonly mongoUrl: string | undefined;
   /** Where to record the listening port for scripts/run.sh, when that directory exists. */
   readonly portFile: string | undefined;
 }
@@ -35,7 +37,7 @@ export interface ApiEnv {
  * DROVER_CONFIG (default config/drover.local.json), NATS_URL (default nats://127.0.0.1:4222),
  * DROVER_STREAM_TAG (a tagged stream layout, for isolated runs), DROVER_SERVICES_DIR (default
  * .run/services: the port file goes there only if it exists, so a bare `tsx main.ts` leaves no
- * file behind). Throws when DROVER_STREAM_TAG is not a lowercase id.
+ * file behind), MONGO_URL (optional: the forensics read models). Throws when DROVER_STREAM_TAG is not a lowercase id.
  */
 export function readEnv(env: NodeJS.ProcessEnv): ApiEnv {
   const tag = env.DROVER_STREAM_TAG;
@@ -45,6 +47,7 @@ export function readEnv(env: NodeJS.ProcessEnv): ApiEnv {
     configPath: env.DROVER_CONFIG ?? join(ROOT, "config/drover.local.json"),
     natsUrl: env.NATS_URL ?? "nats://127.0.0.1:4222",
     layout: tag ? taggedLayout(tag) : DEFAULT_LAYOUT,
+    mongoUrl: env.MONGO_URL || undefined,
     portFile: existsSync(servicesDir) ? join(servicesDir, "api.port") : undefined,
   };
 }

@@ -1,0 +1,187 @@
+/**
+ * The forensics read models in MongoDB (recovery.md "Forensics and ledger"): written only by the
+ * `forensics` projector from the DROVER stream, read by the API. Everything here can be rebuilt by
+ * replay from sequence 1, so a document never holds a fact the stream does not.
+ *
+ * Shapes respect FerretDB v1: no arrays of arrays, and no key built from data (step ids, label
+ * keys) — a key may not contain `.` or start with `$`, so such values are stored as array rows.
+ * Step outputs and DAG params are never copied (they may hold nested arrays); digests are.
+ */
+
+/** The collections the projector owns; a rebuild drops and refills exactly these. */
+export const READ_MODEL_COLLECTIONS = ["runs", "executions", "incidents", "forensics", "ledger", "runtimes"] as const;
+export type ReadModelCollection = (typeof READ_MODEL_COLLECTIONS)[number];
+/** Where the projector keeps its checkpoint document (`{ _id: <projection>, seq }`). */
+export const CHECKPOINT_COLLECTION = "checkpoints";
+
+export type Scalar = string | number | boolean | null;
+/** Event facts worth showing, flattened: scalars, or a list of flat rows (never a list of lists). */
+export type Detail = Readonly<Record<string, Scalar | readonly Readonly<Record<string, Scalar>>[]>>;
+
+/** Where an event sits in the one total order, and when it happened. */
+export interface Position {
+  readonly seq: number;
+  /** Writer's clock (envelope `occurredAt`), for humans. */
+  readonly at: string;
+  /** JetStream's receive time of the message. */
+  readonly storedAt: string;
+}
+
+/** The ids an event names, copied to rows so rows can be found by any of them. */
+export interface Refs {
+  readonly sharedRunId?: string;
+  readonly executionId?: string;
+  readonly localRunId?: string;
+  readonly runtimeInstanceId?: string;
+  readonly incidentId?: string;
+  readonly forensicsId?: string;
+}
+
+/**
+ * One event as it concerns one tenant (`ledger`). `_id` is `<stream>:<seq>:<tenantId>`: one event
+ * can concern several tenants (a recovery plan names each impacted tenant), never twice the same.
+ * `recovery` marks recovery entries (forensics timeline, requeues, pause and resume, recovery
+ * plans): a tenant with no work on a failed runtime has none.
+ */
+export interface LedgerRow extends Refs, Position {
+  readonly _id: string;
+  readonly tenantId: string;
+  readonly stream: string;
+  readonly type: string;
+  readonly aggregateId: string;
+  readonly recovery: boolean;
+  readonly summary: string;
+  readonly detail: Detail;
+}
+
+/** One event of a recovered item's forensics timeline; `_id` is `<stream>:<seq>`. */
+export interface ForensicsRow extends Refs, Position {
+  readonly _id: string;
+  readonly tenantId: string;
+  readonly stream: string;
+  readonly type: string;
+  readonly forensicsId: string;
+  readonly incidentId: string;
+  readonly sharedRunId: string;
+  readonly class: string;
+  readonly failedRuntimeInstanceId: string;
+  readonly failedLocalRunId: string;
+  readonly summary: string;
+  readonly detail: Detail;
+}
+
+/** One placement of a run: admitted on a runtime under a LocalRunId, maybe dispatched, maybe failed. */
+export interface PlacementRow {
+  readonly localRunId: string;
+  readonly runtimeInstanceId: string;
+  readonly admittedSeq: number;
+  readonly recovery: boolean;
+  readonly candidates: number;
+  readonly dispatchedSeq?: number;
+  readonly transport?: string;
+  readonly resumeExecutionId?: string;
+  readonly dispatchFailedSeq?: number;
+  readonly dispatchFailure?: string;
+}
+
+/** A run (`runs`, `_id` `<tenantId>:<sharedRunId>`), folded from its run events. */
+export interface RunDoc {
+  readonly _id: string;
+  readonly tenantId: string;
+  readonly sharedRunId: string;
+  readonly status: string;
+  readonly dagName?: string;
+  readonly steps: readonly { readonly stepId: string; readonly kind: string }[];
+  readonly source?: string;
+  readonly idempotencyKey?: string;
+  readonly labels: readonly { readonly key: string; readonly value: string }[];
+  readonly submitted?: Position;
+  readonly placements: readonly PlacementRow[];
+  readonly executionIds: readonly string[];
+  readonly forensicsIds: readonly string[];
+  readonly incidentIds: readonly string[];
+  readonly scaleOutRequestIds: readonly string[];
+  readonly lastReason?: { readonly code: string; readonly detail: string };
+  readonly ended?: Position & { readonly status: string };
+  readonly firstSeq: number;
+  readonly lastSeq: number;
+}
+
+/** A step's journal summary within an execution. */
+export interface StepRow {
+  readonly stepId: string;
+  readonly status: "completed" | "failed";
+  readonly attempts: number;
+  /** `step-completed` events seen for this step: more than 1 is a replay-validation failure to show, not hide. */
+  readonly completions: number;
+  readonly completedSeq?: number;
+  readonly outputDigest?: string;
+  readonly durationMs?: number;
+  readonly lastError?: string;
+  readonly epoch?: number;
+}
+
+/** An execution (`executions`, `_id` `<tenantId>:<executionId>`), folded from its journal. */
+export interface ExecutionDoc {
+  readonly _id: string;
+  readonly tenantId: string;
+  readonly executionId: string;
+  readonly sharedRunId?: string;
+  readonly status: "running" | "paused-for-recovery" | "completed" | "failed" | "cancelled";
+  readonly dagDigest?: string;
+  readonly stepCount?: number;
+  readonly epoch: number;
+  readonly owners: readonly { readonly runtimeInstanceId: string; readonly localRunId: string; readonly epoch: number; readonly seq: number; readonly via: "started" | "resumed" }[];
+  readonly steps: readonly StepRow[];
+  readonly completedSteps: number;
+  readonly failedAttempts: number;
+  readonly duplicateCompletions: number;
+  readonly pauses: readonly { readonly forensicsId: string; readonly incidentId: string; readonly failedRuntimeInstanceId: string; readonly newEpoch: number; readonly seq: number }[];
+  readonly started?: Position;
+  readonly ended?: Position & { readonly status: string; readonly outputDigest?: string; readonly reasonCode?: string; readonly reasonDetail?: string };
+  readonly firstSeq: number;
+  readonly lastSeq: number;
+}
+
+/** One recovered work item of an incident, with its timeline's progress. */
+export interface IncidentItem {
+  readonly forensicsId: string;
+  readonly tenantId: string;
+  readonly sharedRunId: string;
+  readonly localRunId: string;
+  readonly executionId?: string;
+  readonly class: string;
+  /** Sequence of the `recovery-planned` that listed it (absent when only its forensics events were seen). */
+  readonly plannedSeq?: number;
+  readonly lastType?: string;
+  readonly lastSeq?: number;
+  readonly outcome?: string;
+}
+
+/** One runtime failure (`incidents`, `_id` = RuntimeFailureIncidentId): suspected → fenced → planned, and each item's progress. */
+export interface IncidentDoc {
+  readonly _id: string;
+  readonly incidentId: string;
+  readonly runtimeInstanceId: string;
+  readonly ownerTenantId?: string;
+  readonly status: "suspected" | "fenced" | "fence-failed" | "recovery-planned";
+  /** Tenants with at least one item: the only tenants the incident concerns. */
+  readonly tenantIds: readonly string[];
+  readonly suspected?: Position & { readonly reasonCode: string; readonly reasonDetail: string; readonly hostIncarnation?: string };
+  readonly fenced?: Position & { readonly hostIncarnation: string; readonly proof: Readonly<Record<string, Scalar>> };
+  readonly fenceFailures: readonly (Position & { readonly reasonCode: string; readonly reasonDetail: string; readonly attempt: number })[];
+  readonly planned?: Position & { readonly itemCount: number };
+  readonly items: readonly IncidentItem[];
+  readonly firstSeq: number;
+  readonly lastSeq: number;
+}
+
+/** What the projector remembers of a runtime (`runtimes`): whose it is, for the ledger of its events. */
+export interface RuntimeDoc {
+  readonly _id: string;
+  readonly ownerTenantId?: string;
+  readonly status: string;
+  readonly hostIncarnation?: string;
+  readonly incidentIds: readonly string[];
+  readonly lastSeq: number;
+}

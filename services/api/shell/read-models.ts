@@ -1,0 +1,63 @@
+import type { Db, Filter } from "mongodb";
+import { DroverError } from "../../../contracts/index.ts";
+import { CHECKPOINT_COLLECTION, type ExecutionDoc, type ForensicsRow, type IncidentDoc, type LedgerRow, type RunDoc } from "../../../contracts/read-models.ts";
+
+/** Ledger query: entries after `since` (exclusive), optionally only recovery (or only non-recovery) ones. */
+export interface LedgerQuery { readonly since: number; readonly recovery?: boolean; readonly limit: number }
+/** Forensics query: by run, by incident, or both (rows of that run in that incident). */
+export interface ForensicsQuery { readonly sharedRunId?: string; readonly incidentId?: string; readonly limit: number }
+
+/**
+ * The forensics read models as the API reads them. Every method that returns tenant rows takes
+ * the tenant and filters on it in the query itself, so no caller can forget the boundary;
+ * `incident` is the one unscoped read (its callers scope it: see domain/forensics-view.ts).
+ * Failure mode: MongoDB not answering rejects with `read-model-unavailable` (503, retryable).
+ */
+export interface ReadModels {
+  run(tenantId: string, sharedRunId: string): Promise<RunDoc | undefined>;
+  executions(tenantId: string, executionIds: readonly string[]): Promise<ExecutionDoc[]>;
+  /** The run's ledger rows and those of its executions, in stream order. */
+  runLedger(tenantId: string, sharedRunId: string, executionIds: readonly string[]): Promise<LedgerRow[]>;
+  ledger(tenantId: string, q: LedgerQuery): Promise<LedgerRow[]>;
+  forensics(tenantId: string, q: ForensicsQuery): Promise<ForensicsRow[]>;
+  /** Every tenant's forensics rows of one incident: operators only. */
+  incidentForensics(incidentId: string): Promise<ForensicsRow[]>;
+  incident(incidentId: string): Promise<IncidentDoc | undefined>;
+  /** The stream sequence the projector has applied up to: how current the answers are. */
+  position(): Promise<number>;
+}
+
+const unavailable = (e: unknown) => new DroverError("read-model-unavailable", `the forensics read models did not answer: ${(e as Error).message}`, { cause: e });
+
+// Driver errors (server selection, network, timeouts) all mean the same to a caller: try later.
+async function guarded<T>(fn: () => Promise<T>): Promise<T> {
+  try { return await fn(); } catch (e) {
+    throw (e as Error).name?.startsWith("Mongo") ? unavailable(e) : e;
+  }
+}
+
+/** {@link ReadModels} over the projector's database (the same name the `forensics` service writes). */
+export function mongoReadModels(db: Db): ReadModels {
+  const runs = db.collection<RunDoc>("runs");
+  const executions = db.collection<ExecutionDoc>("executions");
+  const ledger = db.collection<LedgerRow>("ledger");
+  const forensics = db.collection<ForensicsRow>("forensics");
+  const incidents = db.collection<IncidentDoc>("incidents");
+  const bySeq = { seq: 1 } as const;
+  return {
+    run: (tenantId, sharedRunId) => guarded(async () => (await runs.findOne({ tenantId, sharedRunId })) ?? undefined),
+    executions: (tenantId, ids) => guarded(() => executions.find({ tenantId, executionId: { $in: [...ids] } }).sort({ firstSeq: 1 }).toArray()),
+    runLedger: (tenantId, sharedRunId, ids) => guarded(() => ledger.find({ tenantId, $or: [{ sharedRunId }, { executionId: { $in: [...ids] } }] }).sort(bySeq).toArray()),
+    ledger: (tenantId, q) => guarded(() => {
+      const filter: Filter<LedgerRow> = { tenantId, seq: { $gt: q.since }, ...(q.recovery === undefined ? {} : { recovery: q.recovery }) };
+      return ledger.find(filter).sort(bySeq).limit(q.limit).toArray();
+    }),
+    forensics: (tenantId, q) => guarded(() => {
+      const filter: Filter<ForensicsRow> = { tenantId, ...(q.sharedRunId ? { sharedRunId: q.sharedRunId } : {}), ...(q.incidentId ? { incidentId: q.incidentId } : {}) };
+      return forensics.find(filter).sort(bySeq).limit(q.limit).toArray();
+    }),
+    incidentForensics: (incidentId) => guarded(() => forensics.find({ incidentId }).sort(bySeq).toArray()),
+    incident: (incidentId) => guarded(async () => (await incidents.findOne({ _id: incidentId })) ?? undefined),
+    position: () => guarded(async () => (await db.collection<{ _id: string; seq: number }>(CHECKPOINT_COLLECTION).findOne({ _id: "forensics" }))?.seq ?? 0),
+  };
+}

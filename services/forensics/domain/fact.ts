@@ -1,0 +1,26 @@
+import type { DroverEvent } from "../../../contracts/index.ts";
+import type { Position } from "../../../contracts/read-models.ts";
+
+/**
+ * One stored event as the projector's pure code sees it. The shell resolves what the event itself
+ * does not carry: the stream (rows are keyed by it), the aggregate id (from the subject: not every
+ * event repeats it in its data) and the server's receive time.
+ */
+export interface Fact<E extends DroverEvent = DroverEvent> {
+  readonly stream: string;
+  readonly seq: number;
+  readonly storedAt: string;
+  readonly aggregateId: string;
+  readonly event: E;
+}
+
+/** The fact's place in the total order and its two clocks. */
+export const positionOf = (f: Fact): Position => ({ seq: f.seq, at: f.event.occurredAt, storedAt: f.storedAt });
+
+/** Exhaustiveness check for switches over a discriminant: a new variant fails to compile here. */
+export function assertNever(value: never, what: string): never {
+  throw new Error(`unhandled ${what}: ${JSON.stringify(value)}`);
+}
+
+/** `list` with `value` appended unless already present (ids recorded once, in first-seen order). */
+export const addOnce = <T>(list: readonly T[], value: T): readonly T[] => (list.includes(value) ? list : [...list, value]);

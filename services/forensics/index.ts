@@ -1,0 +1,8 @@
+/** The forensics service: the MongoDB read models (runs, executions, incidents, forensics, ledger) projected from the DROVER stream. */
+export { startForensics, type ForensicsService, type ForensicsOptions } from "./shell/service.ts";
+export { forensicsProjection, toFact, PROJECTION_NAME } from "./shell/projection.ts";
+export { mongoCheckpointStore, isBuilt } from "./shell/checkpoint-store.ts";
+export { readModelDb, ensureIndexes, dropReadModels, type ReadModelDb } from "./shell/collections.ts";
+export { serveRebuild, type RebuildReply } from "./shell/control.ts";
+export { ledgerRows, forensicsRow, tenantsConcerned } from "./domain/ledger.ts";
+export { describe, isRecoveryEvent } from "./domain/describe.ts";

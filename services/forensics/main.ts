@@ -1,0 +1,38 @@
+/**
+ * The forensics process: wiring only. Projects the DROVER stream into the MongoDB read models
+ * (MONGO_URL, database from DROVER_MONGO_DB or `drover_<controlPlaneId>`), rebuilds them on a
+ * request to `drover-ctl.<controlPlaneId>.forensics.rebuild`, and rebuilds by itself when the
+ * database is dropped under it (checked every DROVER_FORENSICS_WATCHDOG_MS, default 5000).
+ * One replica per database: two would race their rebuilds.
+ */
+import { bootstrap } from "../../platform/bootstrap.ts";
+import { controlSubject, readModelClient, readModelDbName } from "../../platform/read-model-db.ts";
+import { serveRebuild } from "./shell/control.ts";
+import { startForensics } from "./shell/service.ts";
+
+const ctx = await bootstrap("forensics");
+const mongoUrl = process.env.MONGO_URL;
+if (!mongoUrl) {
+  process.stderr.write("forensics: cannot start: MONGO_URL is required\n");
+  process.exit(1);
+}
+const client = readModelClient(mongoUrl);
+const dbName = readModelDbName(process.env, ctx.config.controlPlaneId);
+const service = await startForensics({
+  handle: ctx.nc, layout: ctx.layout, db: client.db(dbName), log: ctx.log,
+  watchdogMs: Number(process.env.DROVER_FORENSICS_WATCHDOG_MS ?? 5_000),
+  // An event that cannot be decoded stops the projection for good: exit non-zero so it is seen, not stuck.
+  onFatal: () => process.exit(1),
+}).catch((e: unknown) => {
+  process.stderr.write(`forensics: cannot start: ${(e as Error).message}\n`);
+  process.exit(1);
+});
+const subject = controlSubject(ctx.layout, ctx.config.controlPlaneId, "forensics", "rebuild");
+const sub = serveRebuild(ctx.nc, subject, service, ctx.log);
+ctx.log.info({ db: dbName, subject, position: service.position }, "forensics projector running");
+
+ctx.onShutdown(async () => {
+  sub.unsubscribe();
+  await service.stop();
+  await client.close();
+});

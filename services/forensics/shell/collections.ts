@@ -1,0 +1,75 @@
+import type { Collection, Db, Filter, IndexSpecification, OptionalUnlessRequiredId } from "mongodb";
+import {
+  CHECKPOINT_COLLECTION, READ_MODEL_COLLECTIONS, type ExecutionDoc, type ForensicsRow, type IncidentDoc, type LedgerRow, type RunDoc, type RuntimeDoc,
+} from "../../../contracts/read-models.ts";
+
+/** The checkpoint document: the stream sequence the projection has applied up to. */
+export interface CheckpointDoc { readonly _id: string; readonly seq: number }
+
+/** The projector's collections in one database. */
+export interface ReadModelDb {
+  readonly db: Db;
+  readonly runs: Collection<RunDoc>;
+  readonly executions: Collection<ExecutionDoc>;
+  readonly incidents: Collection<IncidentDoc>;
+  readonly forensics: Collection<ForensicsRow>;
+  readonly ledger: Collection<LedgerRow>;
+  readonly runtimes: Collection<RuntimeDoc>;
+  readonly checkpoints: Collection<CheckpointDoc>;
+}
+
+export function readModelDb(db: Db): ReadModelDb {
+  return {
+    db, runs: db.collection("runs"), executions: db.collection("executions"), incidents: db.collection("incidents"),
+    forensics: db.collection("forensics"), ledger: db.collection("ledger"), runtimes: db.collection("runtimes"),
+    checkpoints: db.collection(CHECKPOINT_COLLECTION),
+  };
+}
+
+// Every API query names a tenant first (the tenant boundary), then what it filters and sorts by.
+const INDEXES: Readonly<Partial<Record<(typeof READ_MODEL_COLLECTIONS)[number], readonly IndexSpecification[]>>> = {
+  runs: [{ tenantId: 1, sharedRunId: 1 }],
+  executions: [{ tenantId: 1, sharedRunId: 1 }],
+  incidents: [{ tenantIds: 1 }, { runtimeInstanceId: 1 }],
+  forensics: [{ tenantId: 1, incidentId: 1, seq: 1 }, { tenantId: 1, sharedRunId: 1, seq: 1 }, { incidentId: 1, seq: 1 }],
+  ledger: [{ tenantId: 1, seq: 1 }, { tenantId: 1, recovery: 1, seq: 1 }, { tenantId: 1, sharedRunId: 1, seq: 1 }],
+};
+
+/** Creates the query indexes (idempotent: an existing index with the same keys is left alone). */
+export async function ensureIndexes(m: ReadModelDb): Promise<void> {
+  for (const [name, specs] of Object.entries(INDEXES)) {
+    for (const key of specs ?? []) await m.db.collection(name).createIndex(key);
+  }
+}
+
+/** Drops every read-model collection (not the checkpoints): the first half of a rebuild. */
+export async function dropReadModels(m: ReadModelDb): Promise<void> {
+  const existing = new Set((await m.db.listCollections({}, { nameOnly: true }).toArray()).map((c) => c.name));
+  for (const name of READ_MODEL_COLLECTIONS) if (existing.has(name)) await m.db.collection(name).drop();
+}
+
+const isDuplicateKey = (e: unknown): boolean => (e as { code?: unknown }).code === 11000;
+
+/**
+ * Writes `doc` unless its stored version is already at `doc.lastSeq` or later. FerretDB has no
+ * transactions, so this is the whole concurrency story: the filter only matches an older version,
+ * and when the document is newer the upsert's insert collides on `_id` (11000), which means
+ * "already applied" — re-applying an event is harmless.
+ */
+export async function putIfNewer<T extends { readonly _id: string; readonly lastSeq: number }>(c: Collection<T>, doc: T): Promise<void> {
+  try {
+    await c.replaceOne({ _id: doc._id, lastSeq: { $lt: doc.lastSeq } } as Filter<T>, doc, { upsert: true });
+  } catch (e) {
+    if (!isDuplicateKey(e)) throw e;
+  }
+}
+
+/** Writes a row keyed by stream sequence: re-applying an event rewrites the same row. */
+export async function putRow<T extends { readonly _id: string }>(c: Collection<T>, row: T): Promise<void> {
+  await c.replaceOne({ _id: row._id } as Filter<T>, row as OptionalUnlessRequiredId<T>, { upsert: true });
+}
+
+/** Reads one document by `_id` without Mongo's own `_id` typing getting in the way. */
+export async function byId<T extends { readonly _id: string }>(c: Collection<T>, id: string): Promise<T | undefined> {
+  return ((await c.findOne({ _id: id } as Filter<T>)) as T | null) ?? undefined;
+}

@@ -1,0 +1,100 @@
+import type { Db } from "mongodb";
+import { createProjectionRunner, type NatsHandle, type ProjectionRunner, type StreamLayout } from "../../../streams/index.ts";
+import { isBuilt, mongoCheckpointStore, setBuilt } from "./checkpoint-store.ts";
+import { ensureIndexes, readModelDb, type ReadModelDb } from "./collections.ts";
+import { forensicsProjection, PROJECTION_NAME } from "./projection.ts";
+
+export interface ForensicsOptions {
+  readonly handle: NatsHandle;
+  readonly layout: StreamLayout;
+  readonly db: Db;
+  /** How often to check that the database still holds a complete build (0 = never); a dropped database is rebuilt. */
+  readonly watchdogMs?: number;
+  readonly log?: { info(o: object, msg: string): void; error(o: object, msg: string): void };
+  /** Called when the live projection stops on an error it cannot retry (e.g. an undecodable event). */
+  readonly onFatal?: (e: unknown) => void;
+}
+
+export interface ForensicsService {
+  readonly db: ReadModelDb;
+  /** Stream sequence applied up to. */
+  readonly position: number;
+  /** Drops the read models and replays the stream from sequence 1, then follows it live again; returns the position. */
+  rebuild(): Promise<number>;
+  /** Resolves once the read models include stream sequence `seq`. */
+  waitFor(seq: number, timeoutMs?: number): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the forensics projector: ensures the indexes, rebuilds from sequence 1 if this database
+ * holds no complete build (fresh, dropped, or a rebuild that crashed half-way), otherwise resumes
+ * from its checkpoint, then follows the stream live. Rebuilds are serialised: the live runner is
+ * stopped first so two runners never write the same database.
+ * Failure modes: MongoDB or NATS unreachable at start rejects; while live, a retryable error is
+ * retried on the same event and a non-retryable one ends the runner and calls `onFatal`.
+ */
+export async function startForensics(o: ForensicsOptions): Promise<ForensicsService> {
+  const m = readModelDb(o.db);
+  const projection = forensicsProjection(m, o.layout);
+  const checkpoints = mongoCheckpointStore(m);
+  let runner: ProjectionRunner;
+  let stopped = false;
+  let busy: Promise<unknown> = Promise.resolve();
+
+  const follow = async (rebuild: boolean): Promise<number> => {
+    runner = createProjectionRunner(o.handle, o.layout, projection, checkpoints, { checkpointEvery: 16 });
+    let position: number;
+    if (rebuild) {
+      await setBuilt(m, PROJECTION_NAME, false);
+      position = await runner.rebuild();
+      await setBuilt(m, PROJECTION_NAME, true);
+    } else {
+      position = await runner.catchUp();
+    }
+    const current = runner;
+    await current.start();
+    current.done.catch((e: unknown) => { if (!stopped && current === runner) { o.log?.error({ err: String(e) }, "forensics projection stopped"); o.onFatal?.(e); } });
+    return position;
+  };
+  const serial = <T>(fn: () => Promise<T>): Promise<T> => {
+    const next = busy.then(fn, fn);
+    busy = next.catch(() => undefined);
+    return next;
+  };
+  const rebuild = () => serial(async () => {
+    await runner.stop();
+    const position = await follow(true);
+    o.log?.info({ position }, "forensics read models rebuilt from sequence 1");
+    return position;
+  });
+
+  await ensureIndexes(m);
+  const built = await isBuilt(m, PROJECTION_NAME);
+  const position = await serial(() => follow(!built));
+  o.log?.info({ position, rebuilt: !built }, "forensics projection following the stream");
+
+  // A dropped database loses the marker; the checkpoint alone would come back at a high sequence.
+  const watchdog = o.watchdogMs ? setInterval(() => {
+    void serial(async () => {
+      if (stopped || await isBuilt(m, PROJECTION_NAME)) return;
+      o.log?.info({}, "forensics read models missing: rebuilding");
+      await runner.stop();
+      await follow(true);
+    }).catch((e: unknown) => o.log?.error({ err: String(e) }, "forensics watchdog rebuild failed"));
+  }, o.watchdogMs) : undefined;
+  watchdog?.unref();
+
+  return {
+    db: m,
+    get position() { return runner.position; },
+    rebuild,
+    waitFor: (seq, timeoutMs) => runner.waitFor(seq, timeoutMs),
+    async stop() {
+      stopped = true;
+      if (watchdog) clearInterval(watchdog);
+      await busy;
+      await runner.stop();
+    },
+  };
+}
