@@ -1,5 +1,6 @@
 import { isSubjectSafeId, tenantSettingsOf, staleHeartbeatMsOf, type TenantSettings } from "../../../contracts/index.ts";
 import { fairOrder } from "../domain/fair-queue.ts";
+import { quotaDecision } from "../domain/quota.ts";
 import { rankCandidates, whyNoCandidate } from "../domain/ranking.ts";
 import { appendRunDecision } from "./append-run.ts";
 import { readCandidates, type Placeable } from "./candidates.ts";
@@ -66,10 +67,9 @@ async function handle(deps: AdmissionDeps, r: IndexedRun, candidates: Placeable[
     return;
   }
   const tenant = tenantSettingsOf(deps.config, r.tenantId);
-  if (!s.recoveryPending && deps.index.activeCount(r.tenantId) >= tenant.maxConcurrentRuns) {
-    const reason = { code: "tenant-quota-exceeded" as const, detail: `tenant ${r.tenantId} holds ${tenant.maxConcurrentRuns} active runs` };
-    if (tenant.overQuota === "reject" && s.status === "submitted") await appendRunDecision(deps, r, { kind: "Reject", reason }, "quota");
-    else await appendRunDecision(deps, r, { kind: "QueueGlobally", reason }, "quota");
+  const quota = quotaDecision(tenant, deps.index.activeCount(r.tenantId), s);
+  if (quota.kind !== "ok") {
+    await appendRunDecision(deps, r, quota.kind === "reject" ? { kind: "Reject", reason: quota.reason } : { kind: "QueueGlobally", reason: quota.reason }, "quota");
     return;
   }
   // Back off after dispatch failures (exponential, capped), and try another runtime than the last that refused.

@@ -1,13 +1,9 @@
 import { isDroverError, runtimePrefixOf, sizingOf, type Reason, type TenantSettings } from "../../../contracts/index.ts";
 import { envelope } from "../../../platform/envelope.ts";
 import { scaleOutRef } from "../../../streams/index.ts";
+import { planScaleOut } from "../domain/single-flight.ts";
 import type { AdmissionDeps } from "./deps.ts";
 
-const OPEN = new Set(["requested", "observed"]);
-/** After a request is rejected or expired, wait this long before asking again (no request storm at the limit). */
-export const SCALE_OUT_RETRY_MS = 10_000;
-/** After a request is fulfilled, its runtime needs a heartbeat or two before it is routable: do not ask again meanwhile. */
-const fulfilledGraceMs = (heartbeatIntervalMs: number) => Math.max(1000, 3 * heartbeatIntervalMs);
 
 /**
  * Single-flight scale-out (admission-and-capacity.md step 5): the dedupe key is control plane +
@@ -20,12 +16,11 @@ export async function requestScaleOut(deps: AdmissionDeps, tenant: TenantSetting
   const prefix = runtimePrefixOf(tenant);
   const dedupeKey = `${deps.config.controlPlaneId}:${tenant.tenantId}:${prefix}:${reason.code}`;
   const mine = [...deps.index.scaleOuts.values()].filter((s) => s.dedupeKey === dedupeKey);
-  const open = mine.find((s) => OPEN.has(s.status));
-  if (open) return open.requestId;
   const now = deps.env.clock.now().getTime();
-  const waitUntil = Math.max(0, ...mine.map((s) => (s.endedMs ?? 0) + (s.status === "fulfilled" ? fulfilledGraceMs(deps.config.heartbeatIntervalMs) : SCALE_OUT_RETRY_MS)));
-  if (now < waitUntil) return undefined;
-  const requestId = `so-${deps.sha256(`${dedupeKey}:${mine.length}`).slice(0, 24)}`;
+  const plan = planScaleOut(mine, now, deps.config.heartbeatIntervalMs);
+  if (plan.kind === "wait-for") return plan.requestId;
+  if (plan.kind === "hold") return undefined;
+  const requestId = `so-${deps.sha256(`${dedupeKey}:${plan.generation}`).slice(0, 24)}`;
   const data = {
     requestId, controlPlaneId: deps.config.controlPlaneId, dedupeKey, reason,
     policy: { isolationMode: tenant.isolationMode, ...(tenant.tenantGroupId ? { tenantGroupId: tenant.tenantGroupId } : {}),
