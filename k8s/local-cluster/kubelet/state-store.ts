@@ -22,6 +22,7 @@ export interface ContainerRecord {
   readonly logFile: string;
 }
 
+/** The directory holding every record, exit file and log of one Pod (by UID). */
 export const podDir = (stateDir: string, podUid: string): string => join(stateDir, "pods", podUid);
 
 /** Paths for a container's files (record, exit code, output). Creates the pod directory. */

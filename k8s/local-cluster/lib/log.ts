@@ -8,6 +8,7 @@ export interface Logger {
   error(msg: string, fields?: Record<string, unknown>): void;
 }
 
+/** A logger tagging every line with `component`; Error values are logged by their message. Never throws. */
 export function makeLogger(component: string): Logger {
   const write = (level: string, msg: string, fields?: Record<string, unknown>): void => {
     const extra: Record<string, unknown> = {};
