@@ -65,6 +65,7 @@ k8s-down: node_modules/.stamp ## stop exactly what k8s-up started (API server, e
 
 # The k8s tier runs against a real kube-apiserver: build it first (a no-op when cached).
 test-k8s: k8s-build
+.PHONY: k8s-build k8s-up k8s-down
 
 clean: ## remove run state and test results (keeps the cached tool builds)
 	rm -rf .run
