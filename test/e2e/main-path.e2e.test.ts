@@ -13,7 +13,8 @@ import { eventually } from "../support/streams.ts";
  * readiness layer passed.
  */
 const TOKENS = { "token-tenant-blue-000001": { role: "tenant", tenantId: "t-blue" }, "token-tenant-green-00001": { role: "tenant", tenantId: "t-green" },
-  "token-operator-00000001": { role: "operator", name: "ops" } } as const;
+  "token-tenant-shared-0001": { role: "tenant", tenantId: "t-shared" }, "token-tenant-hybfb-00001": { role: "tenant", tenantId: "t-hyb-fb" },
+  "token-tenant-hybno-00001": { role: "tenant", tenantId: "t-hyb-no" }, "token-operator-00000001": { role: "operator", name: "ops" } } as const;
 
 describe("main path: API → admission → scale-out → process runtime → completion (all services real)", () => {
   let cp: ControlPlane;
@@ -28,6 +29,10 @@ describe("main path: API → admission → scale-out → process runtime → com
         tenants: [
           { tenantId: "t-blue", isolationMode: "dedicated", maxRuntimeInstances: 1, workersPerInstance: 2, maxConcurrentRunsPerInstance: 2, localQueueCapacity: 4, transport: "http" },
           { tenantId: "t-green", isolationMode: "dedicated", maxRuntimeInstances: 1, workersPerInstance: 1, maxConcurrentRunsPerInstance: 1, localQueueCapacity: 4, transport: "grpc" },
+          { tenantId: "t-shared", isolationMode: "shared", maxRuntimeInstances: 1, workersPerInstance: 2, maxConcurrentRunsPerInstance: 2, localQueueCapacity: 8 },
+          // hybrid tenants that may not start runtimes of their own: only shared capacity can serve them, and only with fallback
+          { tenantId: "t-hyb-fb", isolationMode: "hybrid", allowSharedFallback: true, maxRuntimeInstances: 0 },
+          { tenantId: "t-hyb-no", isolationMode: "hybrid", allowSharedFallback: false, maxRuntimeInstances: 0 },
         ],
         tokens: TOKENS,
       },
@@ -57,6 +62,23 @@ describe("main path: API → admission → scale-out → process runtime → com
     expect((await green.run(ids[0]![1])).status).toBe(404);
   });
 
+  it("runs a shared tenant on a shared runtime, and a hybrid tenant on it only when shared fallback is allowed", async () => {
+    const shared = apiClient(cp.apiUrl, "token-tenant-shared-0001");
+    const fb = apiClient(cp.apiUrl, "token-tenant-hybfb-00001");
+    const no = apiClient(cp.apiUrl, "token-tenant-hybno-00001");
+    const s1 = (await shared.submit(chainDag(3, 5))).body.sharedRunId;
+    const f1 = (await fb.submit(chainDag(3, 5))).body.sharedRunId;
+    const n1 = (await no.submit(chainDag(3, 5))).body.sharedRunId;
+    const sv = await eventually("shared run completed", async () => { const r = await shared.run(s1); return r.body?.status === "completed" ? r.body : undefined; }, 90_000);
+    const fv = await eventually("hybrid fallback run completed", async () => { const r = await fb.run(f1); return r.body?.status === "completed" ? r.body : undefined; }, 90_000);
+    expect(fv.placement.runtimeInstanceId).toBe(sv.placement.runtimeInstanceId);
+    // the hybrid tenant without fallback never lands on the shared runtime: it waits, with the reason visible
+    const nv = await eventually("hybrid without fallback queued", async () => { const r = await no.run(n1); return r.body?.status === "queued" ? r.body : undefined; });
+    expect(nv.placement).toBeNull();
+    expect(nv.localRunIds).toEqual([]);
+    expect(nv.lastReason).toBe("no-visible-capacity");
+  });
+
   it("published each runtime's capacity only after resource, host, endpoint and command passed, in that order", async () => {
     const nc = await connect({ servers: inject("natsUrl") });
     try {
@@ -67,7 +89,7 @@ describe("main path: API → admission → scale-out → process runtime → com
         const label = e.event.type === "runtime.readiness-layer-passed" ? `layer:${e.event.data.layer}` : e.event.type;
         byRuntime.set(rt, [...(byRuntime.get(rt) ?? []), label]);
       }, { filter: `${cp.layout.eventPrefix}.runtime.>` });
-      expect(byRuntime.size).toBe(2);
+      expect(byRuntime.size).toBe(3);
       for (const events of byRuntime.values()) {
         const order = ["runtime.registered", "runtime.host-started", "layer:resource", "layer:host", "layer:endpoint", "layer:command", "runtime.endpoint-published", "runtime.capacity-published"];
         expect(events.filter((e) => order.includes(e))).toEqual(order);
