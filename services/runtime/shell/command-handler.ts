@@ -1,6 +1,6 @@
 import { timingSafeEqual } from "node:crypto";
 import { ERROR_CATALOGUE, isDroverError, RuntimeCommand, type ErrorCode, type RuntimeCommandResult } from "../../../contracts/index.ts";
-import { assertNever } from "../domain/assert-never.ts";
+import { assertNever } from "../../../aggregates/assert-never.ts";
 import type { RuntimeInstance } from "./runtime-instance.ts";
 
 /** A command as any transport received it: the routing header, the token and the raw JSON body. */

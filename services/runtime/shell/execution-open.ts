@@ -1,9 +1,9 @@
 import { DroverError, type DagDefinition, type DataOf, type DroverEvent, type EventType, type RuntimeCommand, type Writer } from "../../../contracts/index.ts";
 import { execRef, runRef, type AggregateRef } from "../../../streams/subjects.ts";
 import type { EventStore } from "../../../streams/types.ts";
-import { buildEvent, type EventContext } from "../domain/event-builder.ts";
-import { foldExecution, type ExecutionState } from "../domain/journal-fold.ts";
-import { canonicalJson, executionIdFromDigest, executionIdSeed } from "../domain/step-inputs.ts";
+import { buildEvent, type EventContext } from "../../../aggregates/event-builder.ts";
+import { foldExecution, type ExecutionState } from "../../../aggregates/execution.ts";
+import { canonicalJson, executionIdFromDigest, executionIdSeed } from "../../../aggregates/step-inputs.ts";
 import { AggregateJournal } from "./journal.ts";
 import { sha256Hex } from "./step-runners.ts";
 

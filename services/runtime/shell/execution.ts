@@ -1,7 +1,7 @@
 import { DroverError, isDroverError, type DagDefinition, type DataOf, type ErrorCode, type Step } from "../../../contracts/index.ts";
-import { assertNever } from "../domain/assert-never.ts";
-import { retryAtAfterFailure, scheduleSteps, type StepStart } from "../domain/scheduler.ts";
-import { canonicalJson } from "../domain/step-inputs.ts";
+import { assertNever } from "../../../aggregates/assert-never.ts";
+import { retryAtAfterFailure, scheduleSteps, type StepStart } from "../../../aggregates/scheduler.ts";
+import { canonicalJson } from "../../../aggregates/step-inputs.ts";
 import type { OpenedExecution } from "./execution-open.ts";
 import { sha256Hex, type StepRunner } from "./step-runners.ts";
 import type { WorkerPool } from "./worker-pool.ts";

@@ -1,8 +1,8 @@
 import { createHash } from "node:crypto";
 import { setTimeout as delay } from "node:timers/promises";
 import type { Step } from "../../../contracts/index.ts";
-import { assertNever } from "../domain/assert-never.ts";
-import { flakyFails, stepInputs } from "../domain/step-inputs.ts";
+import { assertNever } from "../../../aggregates/assert-never.ts";
+import { flakyFails, stepInputs } from "../../../aggregates/step-inputs.ts";
 import { callChatCompletion } from "./llm-client.ts";
 
 export const sha256Hex = (s: string): string => createHash("sha256").update(s).digest("hex");

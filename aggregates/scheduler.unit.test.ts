@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { DagDefinition, type DagInput } from "../../../contracts/index.ts";
+import { DagDefinition, type DagInput } from "../contracts/index.ts";
 import { retryAtAfterFailure, scheduleSteps, topologicalLevels, type StepProgress } from "./scheduler.ts";
 
 const dag = (input: DagInput) => DagDefinition.parse(input);

@@ -1,4 +1,4 @@
-import type { DataOf, EventOf, EventType, Writer } from "../../../contracts/index.ts";
+import type { DataOf, EventOf, EventType, Writer } from "../contracts/index.ts";
 
 /** Per-event metadata the shell injects: the clock reading and a fresh event id (domain code makes neither). */
 export interface EventMeta { readonly eventId: string; readonly now: string }

@@ -1,4 +1,4 @@
-import type { DataOf, DroverEvent } from "../../../contracts/index.ts";
+import type { DataOf, DroverEvent } from "../contracts/index.ts";
 import { assertNever } from "./assert-never.ts";
 
 export type ExecEvent = Extract<DroverEvent, { type: `exec.${string}` }>;

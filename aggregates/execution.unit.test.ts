@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import type { DataOf, EventType, Writer } from "../../../contracts/index.ts";
+import type { DataOf, EventType, Writer } from "../contracts/index.ts";
 import { buildEvent } from "./event-builder.ts";
-import { foldExecution, type SequencedEvent } from "./journal-fold.ts";
+import { foldExecution, type SequencedEvent } from "./execution.ts";
 
 const writer: Writer = { service: "runtime", instanceId: "rt-a", runtimeInstanceId: "rt-a" as never, epoch: 0 };
 const ctx = { tenantId: "t1", correlationId: "c1", causationId: "c1", writer };

@@ -1,4 +1,4 @@
-import type { Step } from "../../../contracts/index.ts";
+import type { Step } from "../contracts/index.ts";
 
 /**
  * JSON with object keys sorted, so equal values always give equal bytes (and equal digests)

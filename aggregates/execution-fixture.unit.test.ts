@@ -1,12 +1,12 @@
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { describe, expect, it } from "vitest";
-import { DagDefinition, parseEvent } from "../../../contracts/index.ts";
-import { evolveExecution, foldExecution, initialExecutionState, type SequencedEvent } from "./journal-fold.ts";
+import { DagDefinition, parseEvent } from "../contracts/index.ts";
+import { evolveExecution, foldExecution, initialExecutionState, type SequencedEvent } from "./execution.ts";
 
 // Unit: replays a journal RECORDED from real runtime processes (test/fixtures, written once, never
 // edited): runtime A crashed (SIGKILL) while step tail-2 waited for its retry; runtime B resumed it.
-const dir = resolve(import.meta.dirname, "../../../test/fixtures");
+const dir = resolve(import.meta.dirname, "../test/fixtures");
 const dag = DagDefinition.parse(JSON.parse(readFileSync(`${dir}/exec-journal-sigkill-resumed.dag.json`, "utf8")));
 const recorded: SequencedEvent[] = readFileSync(`${dir}/exec-journal-sigkill-resumed.jsonl`, "utf8").trim().split("\n")
   .map((line) => JSON.parse(line) as { seq: number; event: unknown }).map((r) => ({ seq: r.seq, event: parseEvent(r.event, { seq: r.seq }) }));

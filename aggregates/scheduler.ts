@@ -1,4 +1,4 @@
-import type { DagDefinition, Step } from "../../../contracts/index.ts";
+import type { DagDefinition, Step } from "../contracts/index.ts";
 
 /** What the journal (plus this process's in-flight set) says about each step. */
 export interface StepProgress {
