@@ -1,0 +1,15 @@
+import type { Command } from "./command.ts";
+import { replayCommand } from "./replay.ts";
+import { whyCommand } from "./why.ts";
+
+// proof.ts pulls in the whole proof scenario and server launchers: loaded only when asked for, so
+// `drover replay` starts fast. It parses its own flags and prints its own usage (exit 2).
+const proofCommand: Command = {
+  name: "proof",
+  summary: "the crash-recovery proof against the real services",
+  usage: "drover proof [--parallel P] [--transport http|grpc] [--host process] [--steps N] [--step-ms M] [--seed S] [--json]",
+  run: async (args) => (await import("./proof.ts")).proofCommand(args),
+};
+
+/** Every `drover` subcommand, in help order. A new command is one file here plus one line below. */
+export const COMMANDS: readonly Command[] = [proofCommand, replayCommand, whyCommand];

@@ -1,0 +1,49 @@
+import { pathToFileURL } from "node:url";
+import { EXIT, UsageError, type Command, type CommandIo } from "./commands/command.ts";
+import { COMMANDS } from "./commands/index.ts";
+
+/**
+ * `drover <command> [args]`: operator tools that read the event stream directly (no read model
+ * needed). Run as `node --import tsx cli/drover.ts …` or `npm run drover -- …`.
+ *
+ * Exit codes: 0 ok / match, 1 replay divergence, 2 usage error (bad arguments, unknown id),
+ * 3 the stream could not be read.
+ */
+export async function main(argv: readonly string[], io: CommandIo, commands: readonly Command[] = COMMANDS): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === "help" || name === "--help" || name === "-h") {
+    io.out(help(commands));
+    return name === undefined ? EXIT.usage : EXIT.ok;
+  }
+  const cmd = commands.find((c) => c.name === name);
+  if (!cmd) {
+    io.err(`drover: unknown command ${JSON.stringify(name)}\n\n${help(commands)}`);
+    return EXIT.usage;
+  }
+  try {
+    return await cmd.run(rest, io);
+  } catch (e) {
+    if (e instanceof UsageError) {
+      io.err(`drover ${cmd.name}: ${e.message}\nusage: ${cmd.usage}\n`);
+      return EXIT.usage;
+    }
+    // Anything else is the stream or the network: not the operator's arguments, and not a divergence.
+    io.err(`drover ${cmd.name}: ${(e as Error)?.message ?? String(e)}\n`);
+    return EXIT.unavailable;
+  }
+}
+
+function help(commands: readonly Command[]): string {
+  const width = Math.max(...commands.map((c) => c.name.length));
+  return [
+    "usage: drover <command> [args]", "",
+    ...commands.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`), "",
+    "environment: NATS_URL (default nats://127.0.0.1:4222), DROVER_STREAM_TAG (a tagged test layout)",
+    "exit codes: 0 ok/match, 1 replay divergence, 2 usage error or unknown id, 3 stream unavailable", "",
+  ].join("\n");
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
+  const io: CommandIo = { out: (t) => process.stdout.write(t), err: (t) => process.stderr.write(t), env: process.env };
+  process.exitCode = await main(process.argv.slice(2), io);
+}

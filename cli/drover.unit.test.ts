@@ -1,0 +1,55 @@
+import { describe, expect, it } from "vitest";
+import { recordedLog } from "../test/support/recorded-logs.ts";
+import { EXIT, type CommandIo } from "./commands/command.ts";
+import { whyFacts } from "./commands/why.ts";
+import { main } from "./drover.ts";
+import { causalChain } from "./lib/causal-chain.ts";
+
+// Unit: argument handling never touches NATS (the environment points nowhere on purpose).
+function io() {
+  const out: string[] = [], err: string[] = [];
+  const x: CommandIo = { out: (t) => out.push(t), err: (t) => err.push(t), env: { NATS_URL: "nats://127.0.0.1:1" } };
+  return { x, out: () => out.join(""), err: () => err.join("") };
+}
+
+describe("drover argument handling", () => {
+  it("an unknown command, a missing kind, an id that is not a drover id, and --tenant on an incident are usage errors (exit 2) before any read", async () => {
+    for (const argv of [["frobnicate"], ["replay"], ["replay", "run"], ["replay", "run", "a.>"], ["replay", "run", "r1", "--tenant", "T*"], ["replay", "run", "r1", "--bogus"], ["why"]]) {
+      const o = io();
+      expect(await main(argv, o.x), argv.join(" ")).toBe(EXIT.usage);
+      expect(o.err()).toMatch(/usage|unknown command/);
+    }
+  });
+
+  it("help lists every command with the exit codes and exits 0; no command at all is a usage error", async () => {
+    const o = io();
+    expect(await main(["help"], o.x)).toBe(EXIT.ok);
+    expect(o.out()).toMatch(/replay .*\n.*why /);
+    expect(o.out()).toMatch(/exit codes: 0 ok\/match, 1 replay divergence, 2 usage error/);
+    expect(await main([], io().x)).toBe(EXIT.usage);
+  });
+
+  it("an unreachable stream is exit 3, never 0 or a divergence", async () => {
+    const o = io();
+    expect(await main(["replay", "run", "r1"], o.x)).toBe(EXIT.unavailable);
+    expect(o.err()).toMatch(/cannot reach NATS at nats:\/\/127\.0\.0\.1:1/);
+  });
+});
+
+describe("causal chain and why, from a recorded log", () => {
+  it("consecutive step events of one execution collapse into one entry spanning their sequences; other events stay one per line", () => {
+    const chain = causalChain(recordedLog("run-clean.jsonl"));
+    expect(chain.filter((e) => e.phase === "steps").map((e) => [e.seq, e.toSeq])).toEqual([[14, undefined], [15, 19]]); // exec.started, then the summary
+    expect(chain).toHaveLength(21 - 4);
+  });
+
+  it("why names the global-queue reason and the scale-out request state of a run still waiting for capacity", () => {
+    const waiting = recordedLog("run-clean.jsonl").filter((r) => r.seq <= 5);
+    expect(whyFacts("run-clean", waiting)).toMatchObject({
+      status: expect.stringMatching(/^queued since seq 3/),
+      "last reason": "no-visible-capacity",
+      "queued globally": expect.stringMatching(/^seq 2: queued globally: no-visible-capacity/),
+      "scale-out requests": [expect.stringMatching(/^so-clean-1: observed at seq 5/)],
+    });
+  });
+});

@@ -1,0 +1,47 @@
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import type { RecordedEvent } from "../../aggregates/replay-validation.ts";
+import { createEventStore, DEFAULT_LAYOUT, taggedLayout, type EventStore, type StreamLayout } from "../../streams/index.ts";
+
+/** The event stream as the CLI reads it: read-only, straight from JetStream. */
+export interface StreamSource {
+  readonly layout: StreamLayout;
+  /** Every event matching `filter` (non-overlapping subject filters) from `fromSeq` on, in stream order. */
+  collect(filter: string | readonly string[], fromSeq?: number): Promise<RecordedEvent[]>;
+  close(): Promise<void>;
+}
+
+/**
+ * Connects to NATS_URL (default nats://127.0.0.1:4222) and reads the stream of the default layout,
+ * or of `taggedLayout(DROVER_STREAM_TAG)` when set (tests). Rejects when the server cannot be
+ * reached or is older than 2.12 (the event store refuses it); an event that does not decode stops a
+ * read with `contract-violation` naming its sequence — replay never skips evidence silently.
+ */
+export async function openStreamSource(env: Readonly<Record<string, string | undefined>>): Promise<StreamSource> {
+  const layout = env.DROVER_STREAM_TAG ? taggedLayout(env.DROVER_STREAM_TAG) : DEFAULT_LAYOUT;
+  const servers = env.NATS_URL ?? "nats://127.0.0.1:4222";
+  let nc: NatsConnection;
+  try {
+    nc = await connect({ servers, timeout: 5_000, maxReconnectAttempts: 1 });
+  } catch (e) {
+    throw new Error(`cannot reach NATS at ${servers}: ${(e as Error).message}`, { cause: e });
+  }
+  const store: EventStore = createEventStore(nc, layout);
+  return {
+    layout,
+    async collect(filter, fromSeq = 1) {
+      const out: RecordedEvent[] = [];
+      const filters = typeof filter === "string" ? [filter] : [...filter];
+      if (filters.length === 0) return out;
+      await store.replay({ seq: fromSeq }, (e) => { out.push({ seq: e.seq, subject: e.subject, event: e.event }); }, { filter: filters });
+      return out;
+    },
+    close: () => nc.close(),
+  };
+}
+
+/** Union of logs by stream sequence, in stream order. */
+export function mergeLogs(...logs: readonly (readonly RecordedEvent[])[]): RecordedEvent[] {
+  const bySeq = new Map<number, RecordedEvent>();
+  for (const log of logs) for (const r of log) bySeq.set(r.seq, r);
+  return [...bySeq.values()].sort((a, b) => a.seq - b.seq);
+}
