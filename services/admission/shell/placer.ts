@@ -13,8 +13,8 @@ const PARALLEL = 8;
 
 /**
  * One admission pass over every pending run, in fair order (recovery items first, then weighted
- * round-robin across tenants), at most PARALLEL runs at once, one tenant's runs in sequence (so its
- * quota, counted from the index, holds within a replica). Slot reservations in Redis keep
+ * round-robin across tenants), at most PARALLEL runs at once; a tenant's quota counts its placements
+ * in flight, so it holds within a replica. Slot reservations in Redis keep
  * concurrent placements (and replicas) from over-committing a runtime; conditional appends keep two
  * deciders from moving one run. Safe to run again at any time: every step is idempotent.
  */
@@ -26,19 +26,21 @@ export async function admissionPass(deps: AdmissionDeps, busy: Set<string>): Pro
   const order = fairOrder(pending.map((r) => ({ tenantId: r.tenantId, sharedRunId: r.sharedRunId, recovery: r.state.recoveryPending, sinceSeq: r.sinceSeq })),
     (t) => tenantSettingsOf(deps.config, t).weight).map((p) => byKey.get(`${p.tenantId}/${p.sharedRunId}`)!);
   let i = 0;
-  // One tenant's runs are decided one after another (its quota is counted from the index, which
-  // each decision updates); different tenants proceed in parallel.
-  const tenantTail = new Map<string, Promise<void>>();
+  // Placements of one tenant in flight in this pass: the quota counts them with the tenant's active
+  // runs, so parallel decisions cannot overshoot it within a replica.
+  const inFlight = new Map<string, number>();
   const worker = async () => {
     for (let r = order[i++]; r; r = order[i++]) {
-      const run = r;
-      busy.add(key(run));
-      const prev = tenantTail.get(run.tenantId) ?? Promise.resolve();
-      const mine = prev.then(() => handle(deps, run, candidates, now)).catch((e) => {
-        deps.log.error({ run: run.sharedRunId, err: String(e) }, "admission of run failed; retried next pass");
-      }).finally(() => busy.delete(key(run)));
-      tenantTail.set(run.tenantId, mine);
-      await mine;
+      busy.add(key(r));
+      inFlight.set(r.tenantId, (inFlight.get(r.tenantId) ?? 0) + 1);
+      try {
+        await handle(deps, r, candidates, now, (inFlight.get(r.tenantId) ?? 1) - 1);
+      } catch (e) {
+        deps.log.error({ run: r.sharedRunId, err: String(e) }, "admission of run failed; retried next pass");
+      } finally {
+        inFlight.set(r.tenantId, (inFlight.get(r.tenantId) ?? 1) - 1);
+        busy.delete(key(r));
+      }
     }
   };
   await Promise.all(Array.from({ length: Math.min(PARALLEL, order.length) }, worker));
@@ -46,7 +48,7 @@ export async function admissionPass(deps: AdmissionDeps, busy: Set<string>): Pro
 
 const key = (r: IndexedRun) => `${r.tenantId}/${r.sharedRunId}`;
 
-async function handle(deps: AdmissionDeps, r: IndexedRun, candidates: Placeable[], now: number): Promise<void> {
+async function handle(deps: AdmissionDeps, r: IndexedRun, candidates: Placeable[], now: number, othersInFlight: number): Promise<void> {
   const s = r.state;
   if (r.invalid && s.status === "none") return rejectInvalid(deps, r);
   const stale = now - r.sinceMs > 2 * deps.config.dispatchTimeoutMs;
@@ -67,7 +69,7 @@ async function handle(deps: AdmissionDeps, r: IndexedRun, candidates: Placeable[
     return;
   }
   const tenant = tenantSettingsOf(deps.config, r.tenantId);
-  const quota = quotaDecision(tenant, deps.index.activeCount(r.tenantId), s);
+  const quota = quotaDecision(tenant, deps.index.activeCount(r.tenantId) + othersInFlight, s);
   if (quota.kind !== "ok") {
     await appendRunDecision(deps, r, quota.kind === "reject" ? { kind: "Reject", reason: quota.reason } : { kind: "QueueGlobally", reason: quota.reason }, "quota");
     return;

@@ -1,0 +1,77 @@
+/**
+ * Admission and end-to-end latency on the real control plane (every service a process, process
+ * hosts, private nats-server and Redis): cold scale-out (request → capacity-published), then on warm
+ * capacity N one-step runs submitted through the HTTP API: submission → dispatched (p50/p99),
+ * admitted+dispatched runs per second, submission → completed (p50/p99). Times are the server's
+ * stream timestamps, so no client clock enters the figures.
+ */
+import { connect } from "@nats-io/transport-node";
+import { createEventStore, type StoredEvent } from "../streams/index.ts";
+import { apiClient } from "../test/support/api-client.ts";
+import { startControlPlane } from "../test/support/control-plane.ts";
+import { startNats, startRedis } from "../test/support/servers.ts";
+import { eventually } from "../test/support/streams.ts";
+import { quantile, recordMetrics, round } from "./support/results.ts";
+
+const N = Number(process.env.BENCH_RUNS ?? 300);
+const TOKEN = "bench-token-tenant-000001";
+const nats = await startNats();
+const redis = await startRedis();
+try {
+  const cp = await startControlPlane({ natsUrl: nats.url, redisUrl: redis.url, config: {
+    controlPlaneId: "cp-bench", heartbeatIntervalMs: 250, dispatchTimeoutMs: 3000,
+    tenants: [{ tenantId: "t-bench", isolationMode: "dedicated", maxRuntimeInstances: 1, workersPerInstance: 8, maxConcurrentRunsPerInstance: 64,
+      localQueueCapacity: 1000, maxWorkersPerRun: 1, maxConcurrentRuns: 10_000 }],
+    tokens: { [TOKEN]: { role: "tenant", tenantId: "t-bench" } },
+  } });
+  const api = apiClient(cp.apiUrl, TOKEN);
+  const dag = { steps: [{ id: "only", kind: "compute" as const, params: { durationMs: 0 } }] };
+  const warm = (await api.submit(dag)).body.sharedRunId as string;
+  await eventually("warm-up run", async () => ((await api.run(warm)).body?.status === "completed" ? true : undefined), 60_000);
+
+  // Unloaded: one submission at a time, each waited for until completed.
+  const single: string[] = [];
+  for (let k = 0; k < 30; k++) {
+    const id = (await api.submit(dag)).body.sharedRunId as string;
+    single.push(id);
+    await eventually("single run", async () => ((await api.run(id)).body?.status === "completed" ? true : undefined), 30_000);
+  }
+
+  const ids: string[] = [];
+  let next = 0;
+  await Promise.all(Array.from({ length: 16 }, async () => {
+    while (next < N) { next++; ids.push((await api.submit(dag)).body.sharedRunId); }
+  }));
+  await eventually("all completed", async () => {
+    const s = await Promise.all(ids.slice(-20).map(async (id) => (await api.run(id)).body?.status));
+    return s.every((x) => x === "completed") ? true : undefined;
+  }, 300_000);
+
+  const nc = await connect({ servers: nats.url });
+  const log: StoredEvent[] = [];
+  await createEventStore(nc, cp.layout).replay({ seq: 1 }, (e) => { log.push(e); });
+  await nc.close();
+  const at = (type: string, id: string) => log.find((e) => e.event.type === type && e.event.correlationId === id)?.time.getTime();
+  const dispatch1 = single.map((id) => at("run.dispatched", id)! - at("run.submitted", id)!);
+  const e2e1 = single.map((id) => at("run.completed", id)! - at("run.submitted", id)!);
+  const dispatch = ids.map((id) => at("run.dispatched", id)! - at("run.submitted", id)!).filter(Number.isFinite);
+  const e2e = ids.map((id) => at("run.completed", id)! - at("run.submitted", id)!).filter(Number.isFinite);
+  const firstSubmit = Math.min(...ids.map((id) => at("run.submitted", id)!));
+  const lastDispatch = Math.max(...ids.map((id) => at("run.dispatched", id)!));
+  const requested = log.find((e) => e.event.type === "scaleout.requested")!.time.getTime();
+  const published = log.find((e) => e.event.type === "runtime.capacity-published")!.time.getTime();
+  const metrics = {
+    admission_throughput: { unit: "runs/s", value: round((ids.length / (lastDispatch - firstSubmit)) * 1000), note: `${ids.length} one-step runs, 16 concurrent API clients, warm capacity (1 runtime, 8 workers)` },
+    dispatch_latency: { unit: "ms", value: quantile(dispatch1, 0.5), p50: quantile(dispatch1, 0.5), p99: quantile(dispatch1, 0.99), note: "run.submitted → run.dispatched, one submission at a time, warm capacity, server timestamps" },
+    e2e_latency_1step: { unit: "ms", value: quantile(e2e1, 0.5), p50: quantile(e2e1, 0.5), p99: quantile(e2e1, 0.99), note: "run.submitted → run.completed, one at a time, warm capacity" },
+    dispatch_latency_burst: { unit: "ms", value: quantile(dispatch, 0.5), p50: quantile(dispatch, 0.5), p99: quantile(dispatch, 0.99), note: `run.submitted → run.dispatched during a burst of ${ids.length} (includes queueing)` },
+    e2e_latency_1step_burst: { unit: "ms", value: quantile(e2e, 0.5), p50: quantile(e2e, 0.5), p99: quantile(e2e, 0.99), note: `run.submitted → run.completed during the burst` },
+    scale_out_latency: { unit: "ms", value: published - requested, note: "scaleout.requested → capacity-published, process host, cold, one sample" },
+  };
+  await recordMetrics(metrics, { nats: "2.15.3" });
+  console.log(JSON.stringify(metrics, null, 2));
+  await cp.stop();
+} finally {
+  await nats.stop();
+  await redis.stop();
+}
