@@ -67,10 +67,15 @@ k8s-down: node_modules/.stamp ## stop exactly what k8s-up started (API server, e
 test-k8s: k8s-build
 .PHONY: k8s-build k8s-up k8s-down
 
+PROOF_P ?= 5
+proof: deps ## the crash-recovery proof against the real services: P=$(PROOF_P) over HTTP, then over gRPC (PROOF_P=15 make proof)
+	@node --import tsx cli/drover.ts proof --parallel $(PROOF_P) --transport http
+	@node --import tsx cli/drover.ts proof --parallel $(PROOF_P) --transport grpc
+
 drover: node_modules/.stamp ## the operator CLI, e.g. make drover ARGS="replay run <sharedRunId>" (reads NATS_URL; exit 0 match, 1 divergence, 2 usage)
 	@node --import tsx cli/drover.ts $(ARGS)
 
 clean: ## remove run state and test results (keeps the cached tool builds)
 	rm -rf .run
 
-.PHONY: help deps tools infra-up infra-down run stop lint typecheck check test bench drover clean $(addprefix test-,$(TIERS))
+.PHONY: help deps tools infra-up infra-down run stop lint typecheck check test bench proof drover clean $(addprefix test-,$(TIERS))

@@ -1,6 +1,8 @@
+import { createHash } from "node:crypto";
 import { jetstream } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { Redis } from "ioredis";
+import { validateIncidentLog, validateRunLog } from "../aggregates/replay-validation.ts";
 import { follow } from "../platform/follow.ts";
 import { createEventStore, type StoredEvent } from "../streams/index.ts";
 import { apiClient } from "../test/support/api-client.ts";
@@ -73,7 +75,10 @@ export async function runProof(o: ProofOptions, infra: { natsUrl: string; redisU
     await waitForTimelines(store, cp.layout.eventPrefix, kills.length * 3, 30_000);
     const log: StoredEvent[] = [];
     await store.replay({ seq: 1 }, (e) => { log.push(e); });
-    const assertions = assertProof(log, { impactedTenants: [...impacted], safeTenants: tenants.map((t) => t.safe), runs, kills }, cp.layout.eventPrefix.split(".").length);
+    const assertions = [
+      ...assertProof(log, { impactedTenants: [...impacted], safeTenants: tenants.map((t) => t.safe), runs, kills }, cp.layout.eventPrefix.split(".").length),
+      replayAssertion(log, runs, kills),
+    ];
     const recovered = log.filter((e) => e.event.type === "forensics.execution-recovery-completed").length;
     pass = assertions.every((a) => a.ok);
     return { options: o, runs: runs.length, recovered, kills, assertions, durationMs: Date.now() - t0, pass, logDir: pass ? "" : cp.logDir };
@@ -82,6 +87,16 @@ export async function runProof(o: ProofOptions, infra: { natsUrl: string; redisU
     // A failed proof keeps every service's log for the investigation.
     await cp.stop(!pass);
   }
+}
+
+/** Assertion 7: replay validation of every run (its executions) and every incident, from the log alone. */
+function replayAssertion(log: readonly StoredEvent[], runs: readonly { sharedRunId: string }[], kills: readonly KillRecord[]): AssertionResult {
+  const digest = (x: string) => createHash("sha256").update(x).digest("hex");
+  const incidents = new Set(log.flatMap((e) => (e.event.type === "runtime.fenced" ? [e.event.data.incidentId as string] : [])));
+  const results = [...runs.map((r) => validateRunLog(r.sharedRunId, log, { digest })), ...[...incidents].map((i) => validateIncidentLog(i, log, { digest }))];
+  const failures = results.flatMap((r) => (r.kind === "divergence" ? [`${r.scope}: ${r.divergence.invariant} at seq ${r.divergence.seq}: ${r.divergence.message}`] : []));
+  return { name: "replay: every run, execution and incident validates against the log", ok: failures.length === 0, violations: failures.length,
+    detail: failures.length === 0 ? `${runs.length} runs and ${incidents.size} incidents (${kills.length} kills) match` : failures.slice(0, 3).join("; ") };
 }
 
 async function waitForTimelines(store: ReturnType<typeof createEventStore>, prefix: string, items: number, timeoutMs: number): Promise<void> {
