@@ -67,6 +67,9 @@ k8s-down: node_modules/.stamp ## stop exactly what k8s-up started (API server, e
 test-k8s: k8s-build
 .PHONY: k8s-build k8s-up k8s-down
 
+test-proof-long: deps ## the proof at P=20 over HTTP and gRPC, three rounds in a row (longer than make test)
+	PROOF_PARALLEL=20 PROOF_ROUNDS=3 npx vitest run --project proof
+
 PROOF_P ?= 5
 proof: deps ## the crash-recovery proof against the real services: P=$(PROOF_P) over HTTP, then over gRPC (PROOF_P=15 make proof)
 	@node --import tsx cli/drover.ts proof --parallel $(PROOF_P) --transport http
@@ -78,4 +81,4 @@ drover: node_modules/.stamp ## the operator CLI, e.g. make drover ARGS="replay r
 clean: ## remove run state and test results (keeps the cached tool builds)
 	rm -rf .run
 
-.PHONY: help deps tools infra-up infra-down run stop lint typecheck check test bench proof drover clean $(addprefix test-,$(TIERS))
+.PHONY: help deps tools infra-up infra-down run stop lint typecheck check test bench proof test-proof-long drover clean $(addprefix test-,$(TIERS))

@@ -10,6 +10,8 @@ export interface KillRecord {
   readonly executionId: string;
   readonly sharedRunId: string;
   readonly completedAtKill: number;
+  /** Wall-clock ms when the signal was sent (same machine as the server that stamps events). */
+  readonly killedAtMs: number;
 }
 
 export interface ProofFacts {

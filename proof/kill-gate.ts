@@ -6,11 +6,12 @@ import type { KillRecord } from "./assertions.ts";
 
 /**
  * Kills each impacted tenant's runtime once its in-flight execution has `afterSteps` durable
- * `step-completed` events — gated on the journal, never on a sleep. The kill is a SIGKILL of the
- * exact runtime process named by the runtime's `host-started` (process hosts).
+ * `step-completed` events — gated on the journal, never on a sleep. The signal (SIGKILL: a crash;
+ * SIGSTOP: a zombie the fence must kill) goes to the exact runtime process named by the runtime's
+ * `host-started` (process hosts).
  */
 export async function startKillGate(js: JetStreamClient, store: EventStore, layout: StreamLayout, impacted: ReadonlySet<string>, afterSteps: number,
-  onKill: (k: KillRecord) => void): Promise<Follower> {
+  signal: "SIGKILL" | "SIGSTOP", onKill: (k: KillRecord) => void): Promise<Follower> {
   const execs = new Map<string, { tenantId: string; sharedRunId: string; runtime: string; steps: number }>();
   const killed = new Set<string>();
   const p = layout.eventPrefix;
@@ -27,7 +28,8 @@ export async function startKillGate(js: JetStreamClient, store: EventStore, layo
     killed.add(tenantId);
     const host = (await store.read(runtimeRef(x.runtime))).events.find((s) => s.event.type === "runtime.host-started")?.event;
     if (host?.type !== "runtime.host-started" || !host.data.pid) throw new Error(`runtime ${x.runtime} has no process to kill`);
-    process.kill(host.data.pid, "SIGKILL");
-    onKill({ tenantId, runtimeInstanceId: x.runtime, hostIncarnation: host.data.hostIncarnation, executionId, sharedRunId: x.sharedRunId, completedAtKill: x.steps });
+    const killedAtMs = Date.now();
+    process.kill(host.data.pid, signal);
+    onKill({ tenantId, runtimeInstanceId: x.runtime, hostIncarnation: host.data.hostIncarnation, executionId, sharedRunId: x.sharedRunId, completedAtKill: x.steps, killedAtMs });
   });
 }

@@ -19,6 +19,8 @@ export interface ProofReport {
   readonly recovered: number;
   readonly kills: readonly KillRecord[];
   readonly assertions: readonly AssertionResult[];
+  /** kill → suspected / fenced / in-flight execution resumed on the replacement, ms (p50, p99). */
+  readonly latencies: Readonly<Record<"suspected" | "fenced" | "resumed", { p50: number; p99: number }>>;
   readonly durationMs: number;
   readonly pass: boolean;
   /** Service logs, kept only when the proof failed ("" otherwise). */
@@ -46,7 +48,7 @@ export async function runProof(o: ProofOptions, infra: { natsUrl: string; redisU
     const tenants = Array.from({ length: o.parallel }, (_, i) => scenarioTenants(i));
     const impacted = new Set(tenants.flatMap((t) => t.impacted));
     const kills: KillRecord[] = [];
-    const gate = await startKillGate(js, store, cp.layout, impacted, o.killAfterSteps, (k) => kills.push(k));
+    const gate = await startKillGate(js, store, cp.layout, impacted, o.killAfterSteps, o.signal, (k) => kills.push(k));
     let completed = 0;
     const done = await follow(js, { stream: cp.layout.eventStream, filters: [`${cp.layout.eventPrefix}.run.*.*.completed`] }, () => { completed++; });
     const runs: { tenantId: string; sharedRunId: string }[] = [];
@@ -81,12 +83,31 @@ export async function runProof(o: ProofOptions, infra: { natsUrl: string; redisU
     ];
     const recovered = log.filter((e) => e.event.type === "forensics.execution-recovery-completed").length;
     pass = assertions.every((a) => a.ok);
-    return { options: o, runs: runs.length, recovered, kills, assertions, durationMs: Date.now() - t0, pass, logDir: pass ? "" : cp.logDir };
+    return { options: o, runs: runs.length, recovered, kills, assertions, latencies: recoveryLatencies(log, kills), durationMs: Date.now() - t0, pass, logDir: pass ? "" : cp.logDir };
   } finally {
     await nc.close();
     // A failed proof keeps every service's log for the investigation.
     await cp.stop(!pass);
   }
+}
+
+/** Time from each kill to its runtime's `suspected`, `fenced`, and its execution's `resumed` (server timestamps). */
+function recoveryLatencies(log: readonly StoredEvent[], kills: readonly KillRecord[]): ProofReport["latencies"] {
+  const after = (k: KillRecord, pred: (e: StoredEvent) => boolean) => {
+    const e = log.find(pred);
+    return e ? e.time.getTime() - k.killedAtMs : Number.NaN;
+  };
+  const series = (f: (k: KillRecord) => number) => {
+    const xs = kills.map(f).filter(Number.isFinite).sort((a, b) => a - b);
+    const q = (p: number) => xs[Math.min(xs.length - 1, Math.max(0, Math.ceil(p * xs.length) - 1))] ?? Number.NaN;
+    return { p50: q(0.5), p99: q(0.99) };
+  };
+  const onRuntime = (k: KillRecord, type: string) => (e: StoredEvent) => e.event.type === type && e.subject.includes(`.runtime.${k.runtimeInstanceId}.`);
+  return {
+    suspected: series((k) => after(k, onRuntime(k, "runtime.suspected"))),
+    fenced: series((k) => after(k, onRuntime(k, "runtime.fenced"))),
+    resumed: series((k) => after(k, (e) => e.event.type === "exec.resumed" && e.subject.endsWith(`.${k.executionId}.resumed`))),
+  };
 }
 
 /** Assertion 7: replay validation of every run (its executions) and every incident, from the log alone. */

@@ -10,9 +10,11 @@ export interface ProofOptions {
   readonly stepMs: number;
   readonly seed: number;
   readonly killAfterSteps: number;
+  /** SIGKILL (a crash) or SIGSTOP (a zombie: alive but silent; health must notice and the fence must kill it). */
+  readonly signal: "SIGKILL" | "SIGSTOP";
 }
 
-export const DEFAULT_PROOF: ProofOptions = { parallel: 1, transport: "http", host: "process", steps: 50, stepMs: 20, seed: 1, killAfterSteps: 25 };
+export const DEFAULT_PROOF: ProofOptions = { parallel: 1, transport: "http", host: "process", steps: 50, stepMs: 20, seed: 1, killAfterSteps: 25, signal: "SIGKILL" };
 
 /** The three tenants of scenario `i`: two impacted, one safe, each with a dedicated runtime. */
 export function scenarioTenants(i: number): { impacted: [string, string]; safe: string } {

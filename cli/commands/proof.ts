@@ -4,17 +4,17 @@ import { DEFAULT_PROOF, type ProofOptions } from "../../proof/scenario-config.ts
 import { startNats, startRedis, type RunningServer } from "../../test/support/servers.ts";
 
 export const PROOF_USAGE = `drover proof [--parallel P] [--transport http|grpc] [--host process] [--steps N] [--step-ms M]
-             [--seed S] [--kill-after K] [--timeout-s T] [--json]
+             [--seed S] [--kill-after K] [--signal SIGKILL|SIGSTOP] [--timeout-s T] [--json]
   Runs the crash-recovery proof against the real services: P scenarios of 2 impacted + 1 safe tenant,
   3 runs of an N-step DAG each; each impacted runtime is SIGKILLed once its in-flight execution has K
-  durable steps. Uses NATS_URL and REDIS_URL when set, else starts private servers on free ports.
+  durable steps (SIGKILL, or SIGSTOP for a zombie the fence must kill). Uses NATS_URL and REDIS_URL when set, else starts private servers on free ports.
   Exit 0 on PASS, 1 on FAIL, 2 on bad usage.`;
 
 /** Parses the flags; throws a usage error message on anything it does not understand. */
 export function parseProofArgs(argv: readonly string[]): { options: ProofOptions; json: boolean; timeoutMs: number } {
   const { values } = parseArgs({ args: [...argv], strict: true, options: {
     parallel: { type: "string" }, transport: { type: "string" }, host: { type: "string" }, steps: { type: "string" }, "step-ms": { type: "string" },
-    seed: { type: "string" }, "kill-after": { type: "string" }, "timeout-s": { type: "string" }, json: { type: "boolean" },
+    seed: { type: "string" }, "kill-after": { type: "string" }, "timeout-s": { type: "string" }, json: { type: "boolean" }, signal: { type: "string" },
   } });
   const int = (v: string | undefined, def: number, name: string, min: number) => {
     if (v === undefined) return def;
@@ -29,8 +29,10 @@ export function parseProofArgs(argv: readonly string[]): { options: ProofOptions
   const steps = int(values.steps, DEFAULT_PROOF.steps, "steps", 2);
   const killAfterSteps = int(values["kill-after"], Math.min(DEFAULT_PROOF.killAfterSteps, steps - 1), "kill-after", 1);
   if (killAfterSteps >= steps) throw new Error("--kill-after must be smaller than --steps (the kill must land mid-execution)");
+  const signal = (values.signal ?? "SIGKILL").toUpperCase().replace(/^(?!SIG)/, "SIG");
+  if (signal !== "SIGKILL" && signal !== "SIGSTOP") throw new Error("--signal must be SIGKILL (crash) or SIGSTOP (zombie)");
   return {
-    options: { parallel: int(values.parallel, DEFAULT_PROOF.parallel, "parallel", 1), transport, host, steps, killAfterSteps,
+    options: { parallel: int(values.parallel, DEFAULT_PROOF.parallel, "parallel", 1), transport, host, steps, killAfterSteps, signal,
       stepMs: int(values["step-ms"], DEFAULT_PROOF.stepMs, "step-ms", 0), seed: int(values.seed, DEFAULT_PROOF.seed, "seed", 0) },
     json: values.json ?? false,
     timeoutMs: int(values["timeout-s"], 900, "timeout-s", 10) * 1000,
@@ -44,6 +46,7 @@ function progressLine(p: ProofProgress): string {
 export function summary(r: ProofReport): string {
   return [
     ...r.assertions.map((a) => `  ${a.ok ? "ok  " : "FAIL"} ${a.name}: ${a.detail}`),
+    `  kill → suspected p50 ${r.latencies.suspected.p50} ms p99 ${r.latencies.suspected.p99} ms; → fenced p50 ${r.latencies.fenced.p50} p99 ${r.latencies.fenced.p99}; → resumed p50 ${r.latencies.resumed.p50} p99 ${r.latencies.resumed.p99}`,
     `  kills: ${r.kills.map((k) => `${k.runtimeInstanceId}@${k.completedAtKill} steps`).join(", ")}`,
     `  duration ${(r.durationMs / 1000).toFixed(1)} s${r.logDir ? `; service logs kept in ${r.logDir}` : ""}`,
     proofLine(r),

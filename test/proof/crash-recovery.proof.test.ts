@@ -1,19 +1,34 @@
 import { describe, expect, inject, it } from "vitest";
 import { proofLine, runProof } from "../../proof/run-proof.ts";
-import { DEFAULT_PROOF } from "../../proof/scenario-config.ts";
+import { DEFAULT_PROOF, type ProofOptions } from "../../proof/scenario-config.ts";
 
 /**
  * The crash-recovery proof (proof-and-bench.md) with every service a real process, real process
- * hosts killed with SIGKILL mid-execution, real nats-server and Redis.
+ * hosts signalled mid-execution (gated on the durable journal), real nats-server and Redis.
+ * PROOF_PARALLEL (default 5) sets P; `make test-proof-long` runs P=20 three times.
  */
-describe("crash-recovery proof (all services and runtimes real; SIGKILL gated on the durable journal)", () => {
-  it.each(["http", "grpc"] as const)("recovers every impacted tenant's work exactly once and leaves the safe tenant untouched at P=2 over %s", async (transport) => {
-    const report = await runProof({ ...DEFAULT_PROOF, parallel: 2, transport, stepMs: 10 }, { natsUrl: inject("natsUrl"), redisUrl: `${inject("redisUrl")}/11` },
-      () => undefined, 240_000);
-    const line = proofLine(report);
-    console.log(line);
-    for (const a of report.assertions) expect(a, a.detail).toMatchObject({ ok: true });
-    expect(report.kills).toHaveLength(4);
-    expect(line).toMatch(/duplicates=0 lost=0 safe_leaks=0 fence_violations=0 replay_failures=0 result=PASS$/);
+const P = Number(process.env.PROOF_PARALLEL ?? 5);
+const ROUNDS = Number(process.env.PROOF_ROUNDS ?? 1);
+
+async function prove(o: Partial<ProofOptions>): Promise<void> {
+  const report = await runProof({ ...DEFAULT_PROOF, parallel: P, stepMs: 10, ...o }, { natsUrl: inject("natsUrl"), redisUrl: `${inject("redisUrl")}/11` },
+    () => undefined, 600_000);
+  const line = proofLine(report);
+  console.log(`${line}\n  kill→suspected p50/p99 ${report.latencies.suspected.p50}/${report.latencies.suspected.p99} ms, →fenced ${report.latencies.fenced.p50}/${report.latencies.fenced.p99} ms, →resumed ${report.latencies.resumed.p50}/${report.latencies.resumed.p99} ms`);
+  for (const a of report.assertions) expect(a, a.detail).toMatchObject({ ok: true });
+  const parallel = o.parallel ?? P;
+  expect(report.runs).toBe(9 * parallel);
+  expect(report.recovered).toBe(6 * parallel);
+  expect(line).toMatch(/duplicates=0 lost=0 safe_leaks=0 fence_violations=0 replay_failures=0 result=PASS$/);
+}
+
+describe(`crash-recovery proof at P=${P} (all services and runtimes real)`, () => {
+  for (let round = 1; round <= ROUNDS; round++) {
+    it.each(["http", "grpc"] as const)(`round ${round}: SIGKILLed runtimes: every impacted tenant's work recovered exactly once, safe tenants untouched, over %s`, async (transport) => {
+      await prove({ transport, seed: round });
+    });
+  }
+  it("SIGSTOPped runtimes (zombies): health notices the silence, the fence kills the exact incarnation, and the same guarantees hold", async () => {
+    await prove({ transport: "http", signal: "SIGSTOP", parallel: Math.min(P, 3) });
   });
 });

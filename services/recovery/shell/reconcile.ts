@@ -26,8 +26,18 @@ export async function reconcile(deps: RecoveryDeps, rt: RuntimeRecord): Promise<
     const item = await recoverItem(deps, rt.runtimeInstanceId, incidentId, candidate);
     if (item) planned.push(item);
   }
-  const data = { incidentId, items: planned.map((i) => ({ forensicsId: forensicsIdOf(i), tenantId: i.tenantId, sharedRunId: i.sharedRunId, localRunId: i.localRunId,
-    ...(i.executionId ? { executionId: i.executionId } : {}), class: i.class })) };
+  // The plan lists every item of the incident: those moved now, and those an earlier (interrupted or
+  // conflicting) pass moved — their runs no longer point at the runtime, but their records remain.
+  const items = new Map(planned.map((i) => [forensicsIdOf(i), { forensicsId: forensicsIdOf(i), tenantId: i.tenantId, sharedRunId: i.sharedRunId,
+    localRunId: i.localRunId, ...(i.executionId ? { executionId: i.executionId } : {}), class: i.class }]));
+  for (const f of deps.state.forensics.values()) {
+    const x = f.item;
+    if (!x || x.incidentId !== incidentId || items.has(f.forensicsId)) continue;
+    items.set(f.forensicsId, { forensicsId: f.forensicsId, tenantId: f.tenantId, sharedRunId: x.sharedRunId, localRunId: x.failedLocalRunId,
+      ...(x.executionId ? { executionId: x.executionId } : {}), class: x.class });
+  }
+  const order = (c: string) => (c === "in-flight-execution" ? 0 : 1);
+  const data = { incidentId, items: [...items.values()].sort((a, b) => order(a.class) - order(b.class) || (a.sharedRunId < b.sharedRunId ? -1 : 1)) };
   const event = envelope(deps.env, "runtime.recovery-planned", data, { correlationId: incidentId, causationId: `recovery:${incidentId}` });
   try {
     // Expect the sequence the decision was based on: if anything was appended since (another
