@@ -40,6 +40,8 @@ export function proofConfig(o: ProofOptions): z.input<typeof DroverConfig> {
       tokens[tokenOf(tenantId)] = { role: "tenant", tenantId };
     }
   }
-  return { controlPlaneId: "cp-proof", heartbeatIntervalMs: 250, dispatchTimeoutMs: 3000, fenceDeadlineMs: 10_000,
+  // Crashes are detected by the observed process exit (tens of ms); the heartbeat bound only has to
+  // catch zombies, and at P=50 on 2 cores (load > 12) a 750 ms bound suspected a live runtime once.
+  return { controlPlaneId: "cp-proof", heartbeatIntervalMs: 500, staleHeartbeatMs: 3000, dispatchTimeoutMs: 3000, fenceDeadlineMs: 10_000,
     maxConcurrentHostStartups: 4, scaleOutExpiryMs: 300_000, tenants, tokens } as z.input<typeof DroverConfig>;
 }
