@@ -13,6 +13,13 @@ export interface LaunchContext {
   readonly baseEnv: Record<string, string>;
   /** Working directory when the container does not set `workingDir`. */
   readonly defaultCwd: string;
+  /** Decoded data of the Secrets the container's env refers to (name → key → value), read by the caller. */
+  readonly secrets?: ReadonlyMap<string, Readonly<Record<string, string>>>;
+}
+
+/** Names of the Secrets a container's env refers to through secretKeyRef (what the caller must read first). */
+export function referencedSecrets(container: V1Container): string[] {
+  return [...new Set((container.env ?? []).flatMap((e) => (e.valueFrom?.secretKeyRef?.name ? [e.valueFrom.secretKeyRef.name] : [])))];
 }
 
 // Expands $(VAR) from the variables defined so far; $$(VAR) stays literal, as in Kubernetes.
@@ -41,7 +48,7 @@ function fieldValue(pod: V1Pod, path: string, ctx: LaunchContext): string | unde
  * Resolves a container's argv (command + args), environment and working directory. The process
  * gets the host's PATH/HOME, then POD_IP, POD_NAME, POD_NAMESPACE, POD_UID, NODE_NAME and HOSTNAME
  * (so a program knows which loopback address is its own), then the container's `env` (literal
- * values and `fieldRef`s, with $(VAR) expansion). Fails — never guesses — when the container has no
+ * values, `fieldRef`s and `secretKeyRef`s from `ctx.secrets`, with $(VAR) expansion). Fails — never guesses — when the container has no
  * `command` (no images are pulled here) or uses an env source this kubelet does not implement.
  */
 export function resolveLaunch(pod: V1Pod, container: V1Container, ctx: LaunchContext): ContainerLaunch {
@@ -56,9 +63,17 @@ export function resolveLaunch(pod: V1Pod, container: V1Container, ctx: LaunchCon
   };
   for (const e of container.env ?? []) {
     if (e.value !== undefined || !e.valueFrom) { env[e.name] = expand(e.value ?? "", env); continue; }
+    const ref = e.valueFrom.secretKeyRef;
+    if (ref) {
+      const v = ctx.secrets?.get(ref.name ?? "")?.[ref.key];
+      if (v !== undefined) env[e.name] = v;
+      // Like the kubelet: a missing Secret or key fails the start unless the reference is optional.
+      else if (!ref.optional) return { ok: false, message: `container ${container.name}: env ${e.name}: secret ${ref.name} key ${ref.key} not found` };
+      continue;
+    }
     const path = e.valueFrom.fieldRef?.fieldPath;
     const v = path === undefined ? undefined : fieldValue(pod, path, ctx);
-    if (v === undefined) return { ok: false, message: `container ${container.name}: env ${e.name}: only value and supported fieldRef sources are implemented by the local kubelet` };
+    if (v === undefined) return { ok: false, message: `container ${container.name}: env ${e.name}: only value, secretKeyRef and supported fieldRef sources are implemented by the local kubelet` };
     env[e.name] = v;
   }
   const argv = [...container.command, ...(container.args ?? [])].map((a) => expand(a, env));

@@ -2,7 +2,7 @@ import { PatchStrategy, setHeaderOptions, type CoreV1Api, type V1Container, type
 import { isApiCode } from "../lib/api-errors.ts";
 import type { Logger } from "../lib/log.ts";
 import { adoptContainer, spawnContainer, type ContainerExit, type ContainerProcess } from "./container-process.ts";
-import { resolveLaunch } from "./container-env.ts";
+import { referencedSecrets, resolveLaunch } from "./container-env.ts";
 import type { IpPool } from "../lib/ip-pool.ts";
 import { buildPodStatus, terminationReason, type ContainerState } from "./pod-status.ts";
 import { runReadinessProbe } from "./readiness-probe.ts";
@@ -56,6 +56,8 @@ export class PodWorker {
   private finished = false;
   private killAt: number | undefined;
   private killTimer: NodeJS.Timeout | undefined;
+  /** Secrets read for the last container start (name → decoded data); the probe's env reuses them. */
+  private secrets = new Map<string, Record<string, string>>();
 
   constructor(private readonly deps: WorkerDeps, pod: V1Pod, records: readonly ContainerRecord[]) {
     this.pod = pod;
@@ -139,14 +141,37 @@ export class PodWorker {
   }
 
   private async start(slot: Slot): Promise<void> {
+    await this.readSecrets(slot.spec);
     const launch = resolveLaunch(this.pod, slot.spec, { podIP: this.podIP ?? "", hostIP: this.deps.hostIP, nodeName: this.deps.nodeName,
-      baseEnv: this.deps.baseEnv, defaultCwd: this.deps.defaultCwd });
-    if (!launch.ok) { slot.state = { kind: "waiting", reason: "CreateContainerConfigError", message: launch.message }; return; }
+      baseEnv: this.deps.baseEnv, defaultCwd: this.deps.defaultCwd, secrets: this.secrets });
+    if (!launch.ok) {
+      slot.state = { kind: "waiting", reason: "CreateContainerConfigError", message: launch.message };
+      // Like the kubelet, retry: the Secret may be created after the Pod.
+      slot.restartTimer = setTimeout(() => { slot.restartTimer = undefined; slot.state = { kind: "waiting", reason: "ContainerCreating" }; this.kick(); }, 1000);
+      return;
+    }
     const md = this.pod.metadata ?? {};
     const proc = await spawnContainer(this.deps.stateDir, { podUid: this.uid, namespace: md.namespace ?? "", podName: md.name ?? "",
       container: slot.spec.name, podIP: this.podIP ?? "", restartCount: slot.restartCount }, launch.argv, launch.env, launch.cwd);
     this.deps.log.info("started container", { pod: this.key(), container: slot.spec.name, pid: proc.record.pid, ip: this.podIP });
     this.attach(slot, proc);
+  }
+
+  // Reads each Secret the container's env refers to from the Pod's namespace; a missing one is left
+  // out, so resolveLaunch reports it (CreateContainerConfigError) exactly as the kubelet does.
+  private async readSecrets(container: V1Container): Promise<void> {
+    const namespace = this.pod.metadata?.namespace ?? "";
+    for (const name of referencedSecrets(container)) {
+      try {
+        const s = await this.deps.core.readNamespacedSecret({ name, namespace });
+        const data: Record<string, string> = {};
+        for (const [k, v] of Object.entries(s.data ?? {})) data[k] = Buffer.from(v, "base64").toString("utf8");
+        this.secrets.set(name, data);
+      } catch (err) {
+        if (!isApiCode(err, 404)) throw err;
+        this.secrets.delete(name);
+      }
+    }
   }
 
   private attach(slot: Slot, proc: ContainerProcess): void {
@@ -155,7 +180,7 @@ export class PodWorker {
     slot.state = { kind: "running", startedAt: proc.record.startedAt, ready: !probe, pid: proc.record.pid };
     if (probe) {
       const launch = resolveLaunch(this.pod, slot.spec, { podIP: this.podIP ?? "", hostIP: this.deps.hostIP, nodeName: this.deps.nodeName,
-        baseEnv: this.deps.baseEnv, defaultCwd: this.deps.defaultCwd });
+        baseEnv: this.deps.baseEnv, defaultCwd: this.deps.defaultCwd, secrets: this.secrets });
       slot.stopProbe = runReadinessProbe(probe, slot.spec, this.podIP ?? "", launch.ok ? launch.env : {}, launch.ok ? launch.cwd : this.deps.defaultCwd, (ready) => {
         if (slot.proc === proc && slot.state.kind === "running") { slot.state = { ...slot.state, ready }; this.kick(); }
       });

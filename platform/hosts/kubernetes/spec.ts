@@ -1,0 +1,134 @@
+import type { V1EnvVar, V1ObjectMeta, V1Pod, V1Secret, V1Service } from "@kubernetes/client-node";
+import { identityKey, runtimeEnv } from "../runtime-env.ts";
+import type { HostSpec } from "../types.ts";
+import { labelValue, resourceName } from "./names.ts";
+
+// Type-only SDK imports: the objects built here are plain JSON; the SDK itself stays in strategy.ts.
+
+/** How runtime Pods are built; everything else comes from the HostSpec. */
+export interface RuntimePodOptions {
+  readonly namespace: string;
+  /** Readable start of every object name (default `drover-rt`). */
+  readonly namePrefix?: string;
+  /** The runtime's argv: `node --import tsx services/runtime/main.ts` in the local cluster, the image's entrypoint on a real one. */
+  readonly command: readonly string[];
+  /** Reported only by the local kubelet; pulled and run by a real one (k8s/ builds it). */
+  readonly image: string;
+  readonly workingDir?: string;
+  /** Configuration for the runtime (log level, PATH…). Identity, tenant, sizing, token and endpoint variables in it are dropped. */
+  readonly baseEnv?: Readonly<Record<string, string>>;
+  readonly terminationGraceSeconds?: number;
+  /** Label value of `drover.dev/provider` (which runtime implementation the Pod runs). */
+  readonly provider?: string;
+}
+
+export const L = {
+  controlPlane: "drover.dev/control-plane-id", runtime: "drover.dev/runtime-instance-id", tenant: "drover.dev/tenant-id",
+  tenantGroup: "drover.dev/tenant-group-id", provider: "drover.dev/provider", transport: "drover.dev/transport",
+  hostProvider: "drover.dev/host-provider", managedBy: "drover.dev/managed-by", identity: "drover.dev/identity",
+} as const;
+export const MANAGED_BY = "drover-control-plane";
+/** Each Pod has its own IP, so every runtime listens on the same well-known port of its transport. */
+export const RUNTIME_PORT = { http: 8080, grpc: 9090 } as const;
+const TOKEN_KEY = "token";
+
+/** The names of one runtime's objects; Pod, Service and route share one (different kinds), the Secret has its own. */
+export function runtimeNames(prefix: string, runtimeInstanceId: string): { pod: string; service: string; route: string; secret: string } {
+  const name = resourceName(prefix, runtimeInstanceId, runtimeInstanceId);
+  return { pod: name, service: name, route: name, secret: resourceName(`${prefix}-token`, runtimeInstanceId, runtimeInstanceId) };
+}
+
+/**
+ * Labels (selection, values hashed when too long) and annotations (full values) identifying the
+ * runtime. `drover.dev/identity` holds the identity key (instance, tenant, isolation, transport,
+ * sizing): two starts converge only when it is equal, exactly as for process hosts.
+ */
+export function runtimeMetadata(spec: HostSpec, provider = "drover-runtime"): { labels: Record<string, string>; annotations: Record<string, string> } {
+  const full: Record<string, string | undefined> = {
+    [L.controlPlane]: spec.controlPlaneId, [L.runtime]: spec.runtimeInstanceId, [L.tenant]: spec.tenantId,
+    [L.tenantGroup]: spec.tenantGroupId, [L.provider]: provider, [L.transport]: spec.transport,
+    [L.hostProvider]: "kubernetes", [L.managedBy]: MANAGED_BY,
+  };
+  const labels: Record<string, string> = {};
+  const annotations: Record<string, string> = { [L.identity]: identityKey(spec), "drover.dev/isolation-mode": spec.isolationMode };
+  for (const [k, v] of Object.entries(full)) {
+    if (v === undefined) continue;
+    labels[k] = labelValue(v);
+    annotations[k] = v;
+  }
+  return { labels, annotations };
+}
+
+/**
+ * True when an existing object is this runtime's: every expected `drover.dev/` label is present
+ * with the same value, it has no other `drover.dev/` label, and its identity annotation is equal.
+ * The name alone never proves anything: anything may have created an object with that name.
+ */
+export function sameIdentity(expected: { labels: Record<string, string>; annotations: Record<string, string> }, actual: V1ObjectMeta | undefined): boolean {
+  const got = Object.entries(actual?.labels ?? {}).filter(([k]) => k.startsWith("drover.dev/"));
+  const want = Object.entries(expected.labels);
+  return got.length === want.length && want.every(([k, v]) => actual?.labels?.[k] === v)
+    && actual?.annotations?.[L.identity] === expected.annotations[L.identity];
+}
+
+/** The Secret holding the instance command token (the Pod reads it through secretKeyRef; it is never in the Pod spec). */
+export function buildTokenSecret(spec: HostSpec, opts: RuntimePodOptions): V1Secret {
+  const names = runtimeNames(opts.namePrefix ?? "drover-rt", spec.runtimeInstanceId);
+  return { metadata: { name: names.secret, namespace: opts.namespace, ...runtimeMetadata(spec, opts.provider) }, type: "Opaque", stringData: { [TOKEN_KEY]: spec.commandToken } };
+}
+
+/**
+ * The runtime Pod. Identity, tenant, sizing, NATS URL and port are literal env values that no
+ * `baseEnv` entry can override (it is filtered, then listed first); the token comes from the
+ * Secret, the bind address from the Pod IP and DROVER_POD_UID from metadata.uid (the runtime's
+ * incarnation is then `pod:<uid>`). restartPolicy Never: a restarted container would run under
+ * the same UID, i.e. a second life of an incarnation recovery may already have fenced. The TCP
+ * readiness probe only tells Kubernetes the socket is bound; drover's command layer is still proven
+ * by a real GetQueueStatus.
+ */
+export function buildRuntimePod(spec: HostSpec, opts: RuntimePodOptions): V1Pod {
+  const names = runtimeNames(opts.namePrefix ?? "drover-rt", spec.runtimeInstanceId);
+  const port = RUNTIME_PORT[spec.transport];
+  const identity = runtimeEnv(spec, "", port);
+  const reserved = new Set([...Object.keys(identity), "DROVER_POD_UID", "DROVER_TENANT_ID", "DROVER_STREAM_TAG", "DROVER_HEARTBEAT_MS", "DROVER_LLM_BASE_URL"]);
+  const base = Object.entries(opts.baseEnv ?? {}).filter(([k]) => !reserved.has(k));
+  const literal = Object.entries(identity).filter(([k]) => k !== "DROVER_COMMAND_TOKEN" && k !== "DROVER_BIND_HOST");
+  const env: V1EnvVar[] = [
+    ...[...base, ...literal].map(([name, value]) => ({ name, value })),
+    { name: "DROVER_BIND_HOST", valueFrom: { fieldRef: { fieldPath: "status.podIP" } } },
+    { name: "DROVER_POD_UID", valueFrom: { fieldRef: { fieldPath: "metadata.uid" } } },
+    { name: "DROVER_COMMAND_TOKEN", valueFrom: { secretKeyRef: { name: names.secret, key: TOKEN_KEY } } },
+  ];
+  return {
+    metadata: { name: names.pod, namespace: opts.namespace, ...runtimeMetadata(spec, opts.provider) },
+    spec: {
+      restartPolicy: "Never",
+      terminationGracePeriodSeconds: opts.terminationGraceSeconds ?? 30,
+      automountServiceAccountToken: false,
+      enableServiceLinks: false,
+      containers: [{
+        name: "runtime", image: opts.image, command: [...opts.command], ...(opts.workingDir ? { workingDir: opts.workingDir } : {}), env,
+        ports: [{ name: spec.transport, containerPort: port, protocol: "TCP" }],
+        readinessProbe: { tcpSocket: { port: spec.transport }, periodSeconds: 1, failureThreshold: 1 },
+      }],
+    },
+  };
+}
+
+/**
+ * The per-runtime Service selecting exactly this runtime's Pod (by instance and control plane).
+ * gRPC ports declare `kubernetes.io/h2c` so a gateway speaks plaintext HTTP/2 to the backend
+ * instead of negotiating a protocol a proxy may not preserve.
+ */
+export function buildRuntimeService(spec: HostSpec, opts: RuntimePodOptions): V1Service {
+  const names = runtimeNames(opts.namePrefix ?? "drover-rt", spec.runtimeInstanceId);
+  const meta = runtimeMetadata(spec, opts.provider);
+  return {
+    metadata: { name: names.service, namespace: opts.namespace, ...meta },
+    spec: {
+      selector: { [L.runtime]: meta.labels[L.runtime] as string, [L.controlPlane]: meta.labels[L.controlPlane] as string },
+      ports: [{ name: spec.transport, port: RUNTIME_PORT[spec.transport], targetPort: spec.transport,
+        appProtocol: spec.transport === "grpc" ? "kubernetes.io/h2c" : "http" }],
+    },
+  };
+}

@@ -1,0 +1,98 @@
+import { describe, expect, it } from "vitest";
+import { hostSpec } from "../../../test/support/host-processes.ts";
+import { labelValue, resourceName, shortHash } from "./names.ts";
+import { buildRuntimeRoute, routeVerdict, type SharedGateway } from "./routes.ts";
+import { buildRuntimePod, buildRuntimeService, buildTokenSecret, L, runtimeMetadata, runtimeNames, sameIdentity, type RuntimePodOptions } from "./spec.ts";
+
+const OPTS: RuntimePodOptions = { namespace: "runtimes", command: ["node", "--import", "tsx", "services/runtime/main.ts"], image: "drover/runtime:dev" };
+const GW: SharedGateway = { name: "shared", namespace: "infra", className: "drover-local", httpPort: 8080, grpcPort: 8081 };
+const DNS1123 = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+describe("Kubernetes runtime object builders (pure; prove no transport and no cluster)", () => {
+  it("names are <prefix>-<suffix>-<12 hex of sha256(id)>, DNS-1123, at most 63 characters, and stable", () => {
+    const id = "rt-tenant-a-0001";
+    const hash = shortHash(id);
+    expect(hash).toMatch(/^[0-9a-f]{12}$/);
+    expect(resourceName("drover-rt", id, id)).toBe(`drover-rt-rt-tenant-a-0001-${hash}`);
+    expect(runtimeNames("drover-rt", id)).toEqual(runtimeNames("drover-rt", id));
+    const long = `rt-${"x".repeat(60)}`;
+    const longer = `rt-${"x".repeat(59)}y`;
+    for (const n of [resourceName("drover-rt", long, long), resourceName("Drover_RT", "A.B", "a"), runtimeNames("p", long).secret]) {
+      expect(n.length).toBeLessThanOrEqual(63);
+      expect(n).toMatch(DNS1123);
+    }
+    // Truncation never makes two ids collide: the hash of the full id survives.
+    expect(resourceName("drover-rt", long, long)).not.toBe(resourceName("drover-rt", longer, longer));
+    expect(resourceName("drover-rt", long, long).endsWith(shortHash(long))).toBe(true);
+  });
+
+  it("keeps valid label values and turns longer ones into a readable prefix plus the hash", () => {
+    expect(labelValue("tenant-a")).toBe("tenant-a");
+    const long = "t".repeat(70);
+    expect(labelValue(long)).toBe(`${"t".repeat(50)}-${shortHash(long)}`);
+    expect(labelValue("-bad value-")).toMatch(/^bad-value-[0-9a-f]{12}$/);
+  });
+
+  it("labels and annotates every identity field, annotations keeping full values", () => {
+    const spec = hostSpec({ runtimeInstanceId: "rt-a-1", tenantId: "tenant-a", tenantGroupId: "g".repeat(80) });
+    const { labels, annotations } = runtimeMetadata(spec);
+    expect(labels).toEqual({ [L.controlPlane]: "cp-host-test", [L.runtime]: "rt-a-1", [L.tenant]: "tenant-a", [L.tenantGroup]: labelValue("g".repeat(80)),
+      [L.provider]: "drover-runtime", [L.transport]: "http", [L.hostProvider]: "kubernetes", [L.managedBy]: "drover-control-plane" });
+    expect(annotations[L.tenantGroup]).toBe("g".repeat(80));
+    expect(Object.values(labels).every((v) => v.length <= 63)).toBe(true);
+  });
+
+  it("puts identity, tenant and sizing in env that configuration cannot override; the token only through the Secret", () => {
+    const spec = hostSpec({ runtimeInstanceId: "rt-a-2", tenantId: undefined });
+    const pod = buildRuntimePod(spec, { ...OPTS, baseEnv: { LOG: "debug", DROVER_RUNTIME_INSTANCE_ID: "rt-other", DROVER_TENANT_ID: "tenant-b",
+      DROVER_WORKERS: "64", DROVER_COMMAND_TOKEN: "leaked-token-000000", DROVER_POD_UID: "x", DROVER_BIND_HOST: "0.0.0.0" } });
+    const env = pod.spec?.containers[0]?.env ?? [];
+    const names = env.map((e) => e.name);
+    expect(new Set(names).size).toBe(names.length);
+    const value = (n: string) => env.find((e) => e.name === n);
+    expect(value("LOG")?.value).toBe("debug");
+    expect(value("DROVER_RUNTIME_INSTANCE_ID")?.value).toBe("rt-a-2");
+    expect(value("DROVER_WORKERS")?.value).toBe("1");
+    expect(value("DROVER_TENANT_ID")).toBeUndefined();
+    expect(value("DROVER_PORT")?.value).toBe("8080");
+    expect(value("DROVER_BIND_HOST")?.valueFrom?.fieldRef?.fieldPath).toBe("status.podIP");
+    expect(value("DROVER_POD_UID")?.valueFrom?.fieldRef?.fieldPath).toBe("metadata.uid");
+    expect(value("DROVER_COMMAND_TOKEN")?.valueFrom?.secretKeyRef).toEqual({ name: runtimeNames("drover-rt", "rt-a-2").secret, key: "token" });
+    expect(JSON.stringify(pod)).not.toContain(spec.commandToken);
+    expect(buildTokenSecret(spec, OPTS).stringData).toEqual({ token: spec.commandToken });
+    expect(pod.spec?.restartPolicy).toBe("Never");
+    expect(pod.spec?.containers[0]?.readinessProbe).toEqual({ tcpSocket: { port: "http" }, periodSeconds: 1, failureThreshold: 1 });
+  });
+
+  it("exposes gRPC as h2c on its Service and routes each transport with its own route kind by the exact routing header", () => {
+    const spec = hostSpec({ runtimeInstanceId: "rt-g-1", transport: "grpc" });
+    const svc = buildRuntimeService(spec, OPTS);
+    expect(svc.spec?.ports).toEqual([{ name: "grpc", port: 9090, targetPort: "grpc", appProtocol: "kubernetes.io/h2c" }]);
+    expect(svc.spec?.selector).toEqual({ [L.runtime]: "rt-g-1", [L.controlPlane]: "cp-host-test" });
+    const route = buildRuntimeRoute(spec, OPTS, GW);
+    expect(route.kind).toBe("GRPCRoute");
+    expect(JSON.stringify(route.body)).toContain('"headers":[{"type":"Exact","name":"x-drover-runtime-instance-id","value":"rt-g-1"}]');
+    expect(buildRuntimeRoute(hostSpec({ runtimeInstanceId: "rt-h-1" }), OPTS, GW).kind).toBe("HTTPRoute");
+  });
+
+  it("adopts by identity, not by name: another tenant, sizing or an extra drover label is a collision", () => {
+    const spec = hostSpec({ runtimeInstanceId: "rt-a-3" });
+    const mine = runtimeMetadata(spec);
+    expect(sameIdentity(mine, { name: "x", ...mine })).toBe(true);
+    expect(sameIdentity(mine, runtimeMetadata({ ...spec, commandToken: "another-token-00000000" }))).toBe(true);
+    expect(sameIdentity(mine, runtimeMetadata({ ...spec, tenantId: "tenant-b" }))).toBe(false);
+    expect(sameIdentity(mine, runtimeMetadata({ ...spec, sizing: { ...spec.sizing, workers: 2 } }))).toBe(false);
+    expect(sameIdentity(mine, { labels: { ...mine.labels, "drover.dev/extra": "1" }, annotations: mine.annotations })).toBe(false);
+    expect(sameIdentity(mine, { labels: { app: "foreign" } })).toBe(false);
+  });
+
+  it("calls a route ready only with Accepted and ResolvedRefs True at its current generation", () => {
+    const parent = (gen: number, accepted: string) => ({ parentRef: { name: "shared", namespace: "infra" }, conditions: [
+      { type: "Accepted", status: accepted, reason: accepted === "True" ? "Accepted" : "NotAllowedByListeners", observedGeneration: gen },
+      { type: "ResolvedRefs", status: "True", reason: "ResolvedRefs", observedGeneration: gen }] });
+    expect(routeVerdict({ metadata: { generation: 2 }, status: { parents: [parent(2, "True")] } }, GW)).toEqual({ state: "ready" });
+    expect(routeVerdict({ metadata: { generation: 3 }, status: { parents: [parent(2, "True")] } }, GW).state).toBe("pending");
+    expect(routeVerdict({ metadata: { generation: 2 }, status: { parents: [parent(2, "False")] } }, GW).state).toBe("refused");
+    expect(routeVerdict({ metadata: { generation: 1 } }, GW).state).toBe("pending");
+  });
+});
