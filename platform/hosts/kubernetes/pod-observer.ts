@@ -1,0 +1,54 @@
+import { Watch, type CoreV1Api, type KubeConfig, type V1Pod } from "@kubernetes/client-node";
+import type { HostObservation } from "../types.ts";
+import { containerStopped } from "./pod-decisions.ts";
+import { L, MANAGED_BY } from "./spec.ts";
+
+/**
+ * Follows drover's runtime Pods in `namespace` and reports host facts once per Pod UID and kind:
+ * `pod-deleted` (DELETED, or absent from a re-list), `container-terminated`, `pod-failed`. The
+ * RuntimeInstanceId comes from the full-value annotation, the incarnation is `pod:<uid>`. Lists,
+ * then watches from the list's resourceVersion, and lists again whenever the watch ends (410
+ * included). Returns a function that stops it.
+ */
+export function observeRuntimePods(kc: KubeConfig, core: CoreV1Api, namespace: string, emit: (fact: HostObservation) => void): () => void {
+  const labelSelector = `${L.managedBy}=${MANAGED_BY},${L.hostProvider}=kubernetes`;
+  const known = new Map<string, string>(); // uid → runtimeInstanceId
+  const reported = new Set<string>();
+  let stopped = false;
+  let controller: AbortController | undefined;
+  const report = (kind: HostObservation["kind"], uid: string, id: string, detail: string): void => {
+    if (kind === "exited" || reported.has(`${uid}:${kind}`)) return;
+    reported.add(`${uid}:${kind}`);
+    emit({ kind, runtimeInstanceId: id, hostIncarnation: `pod:${uid}`, detail });
+  };
+  const seen = (type: string, pod: V1Pod): void => {
+    const uid = pod.metadata?.uid ?? "";
+    const id = pod.metadata?.annotations?.[L.runtime] ?? "";
+    if (!uid || !id) return;
+    if (type === "DELETED") { known.delete(uid); report("pod-deleted", uid, id, `pod ${namespace}/${pod.metadata?.name} deleted`); return; }
+    known.set(uid, id);
+    const stoppedWhy = containerStopped(pod);
+    if (stoppedWhy) report("container-terminated", uid, id, stoppedWhy);
+    if (pod.status?.phase === "Failed") report("pod-failed", uid, id, pod.status.message ?? stoppedWhy ?? "phase Failed");
+  };
+  const loop = async (): Promise<void> => {
+    while (!stopped) {
+      try {
+        const list = await core.listNamespacedPod({ namespace, labelSelector });
+        const now = new Set(list.items.map((p) => p.metadata?.uid ?? ""));
+        for (const [uid, id] of known) if (!now.has(uid)) { known.delete(uid); report("pod-deleted", uid, id, `pod ${uid} absent from a re-list`); }
+        for (const p of list.items) seen("MODIFIED", p);
+        await new Promise<void>((done) => {
+          void new Watch(kc).watch(`/api/v1/namespaces/${namespace}/pods`, { labelSelector, resourceVersion: list.metadata?.resourceVersion, allowWatchBookmarks: true },
+            (type: string, obj: V1Pod) => { if (type === "ERROR") controller?.abort(); else if (type !== "BOOKMARK") seen(type, obj); },
+            () => done()).then((c) => { controller = c; if (stopped) c.abort(); }, () => done());
+        });
+      } catch {
+        // API server unreachable: try again shortly (a host fact is late, never invented).
+        if (!stopped) await new Promise((r) => setTimeout(r, 1000));
+      }
+    }
+  };
+  void loop();
+  return () => { stopped = true; controller?.abort(); };
+}

@@ -1,0 +1,156 @@
+import { CoreV1Api, CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
+import { DroverError, type ErrorCode, type ReadinessLayer } from "../../../contracts/index.ts";
+import { LifecycleGate } from "../lifecycle-gate.ts";
+import { identityKey } from "../runtime-env.ts";
+import type { HostEndpoint, HostFacts, HostObservation, HostSpec, HostStartResult, HostStrategy, KillResult } from "../types.ts";
+import { exposeThroughGateway } from "./gateway-exposure.ts";
+import { readyDecision } from "./pod-decisions.ts";
+import { killPodExact, podTarget } from "./pod-kill.ts";
+import { observeRuntimePods } from "./pod-observer.ts";
+import { ensureObject } from "./resources.ts";
+import type { SharedGateway } from "./routes.ts";
+import { buildRuntimePod, buildRuntimeService, buildTokenSecret, RUNTIME_PORT, runtimeMetadata, runtimeNames, type RuntimePodOptions } from "./spec.ts";
+import { cleanupOwned, removeRuntimeObjects, type OwnedObject } from "./owned-objects.ts";
+import { followObject } from "./watch-object.ts";
+
+export interface KubernetesStrategyOptions extends RuntimePodOptions {
+  readonly kubeconfig: KubeConfig;
+  /** `pod-ip` (control plane inside the cluster, or the local cluster) or `gateway` (one shared Gateway, a route per runtime). */
+  readonly exposure?: "pod-ip" | "gateway";
+  /** Required for `gateway` exposure. */
+  readonly gateway?: SharedGateway;
+  /** Budget from Pod creation to Ready (default 60 s: a cold image pull or tsx start on a busy machine is seconds). */
+  readonly readinessTimeoutMs?: number;
+  /** Budget for the route layer (default 30 s). */
+  readonly routeTimeoutMs?: number;
+  /** Grace period of the kill's first delete (default 5 s); escalated to 0 at 70 % of the kill budget. */
+  readonly killGraceSeconds?: number;
+}
+
+interface Running { readonly identity: string; readonly host: HostFacts; readonly endpoint: HostEndpoint; readonly layers: readonly ReadinessLayer[] }
+
+const CLEANUP_BUDGET_MS = 15_000;
+
+/** `pod:<uid>` → uid. */
+export function parsePodIncarnation(incarnation: string): string | undefined {
+  const m = /^pod:([a-z0-9-]{1,63})$/.exec(incarnation);
+  return m?.[1];
+}
+
+/**
+ * The Kubernetes host strategy (hosts.md "Kubernetes strategy"): a runtime is a Secret (its command
+ * token), a Pod and a per-runtime Service, plus an HTTPRoute/GRPCRoute on a shared Gateway for
+ * `gateway` exposure. Proves `resource` (created, or adopted after the identity check), `host`
+ * (the exact Pod UID Ready=True), `endpoint` (Pod IP) and, for `gateway`, `route` (route accepted,
+ * Gateway programmed, GetQueueStatus through it answered by this runtime). The caller still proves
+ * `command`. A duplicate start converges (`lifecycle-cache` within this strategy, `existing-pod`
+ * across replicas). A failed start deletes exactly the objects it created (by UID) and nothing
+ * else. Kubernetes performs no execution recovery: nothing here restarts a runtime.
+ */
+export function createKubernetesStrategy(opts: KubernetesStrategyOptions): HostStrategy {
+  const kc = opts.kubeconfig;
+  const core = kc.makeApiClient(CoreV1Api);
+  const custom = kc.makeApiClient(CustomObjectsApi);
+  const ns = opts.namespace;
+  const prefix = opts.namePrefix ?? "drover-rt";
+  const exposure = opts.exposure ?? "pod-ip";
+  const gate = new LifecycleGate();
+  const running = new Map<string, Running>();
+  const stops = new Set<() => void>();
+  if (exposure === "gateway" && !opts.gateway) throw new DroverError("host-config-missing", "gateway exposure needs opts.gateway (the shared Gateway)");
+
+  const rejected = (code: ErrorCode, detail: string, layer: ReadinessLayer, owned: readonly OwnedObject[]): HostStartResult =>
+    ({ outcome: "rejected", reason: { code, detail: detail.slice(0, 2000) }, layer, owned: owned.map((o) => `${o.kind}:${o.namespace}/${o.name}:${o.uid}`) });
+
+  async function revalidate(rec: Running, spec: HostSpec): Promise<HostStartResult> {
+    if (rec.identity !== identityKey(spec)) return rejected("host-identity-collision", `runtime ${spec.runtimeInstanceId} already has a Pod started with another identity or sizing`, "resource", []);
+    const uid = rec.host.podUid ?? "";
+    const r = await followObject(kc, podTarget(core, ns, rec.host.podName ?? ""), (e) => readyDecision(uid, e) ?? { ok: false as const, detail: `pod ${uid} is no longer Ready` }, Date.now() + 10_000);
+    if ("timeout" in r || !r.ok) return rejected("pod-deleted", `runtime ${spec.runtimeInstanceId}: ${"timeout" in r ? "pod not readable" : r.detail}; a RuntimeInstanceId never gets a second host`, "host", []);
+    return { outcome: "converged", convergenceSource: "lifecycle-cache", host: rec.host, endpoint: rec.endpoint, layersPassed: rec.layers, owned: [] };
+  }
+
+  async function startFresh(spec: HostSpec, signal?: AbortSignal, onHostCreated?: (host: HostFacts) => Promise<void>): Promise<HostStartResult> {
+    const names = runtimeNames(prefix, spec.runtimeInstanceId);
+    const meta = runtimeMetadata(spec, opts.provider);
+    const owned: OwnedObject[] = [];
+    const fail = async (code: ErrorCode, detail: string, layer: ReadinessLayer): Promise<HostStartResult> => {
+      const problems = await cleanupOwned(kc, core, custom, owned, CLEANUP_BUDGET_MS);
+      return rejected(code, problems ? `${detail}; cleanup: ${problems}` : detail, layer, owned);
+    };
+    const secret = await ensureObject(`Secret ${ns}/${names.secret}`, meta, () => core.createNamespacedSecret({ namespace: ns, body: buildTokenSecret(spec, opts) }),
+      () => core.readNamespacedSecret({ namespace: ns, name: names.secret }));
+    if (secret.kind === "failed") return fail(secret.code, secret.detail, "resource");
+    if (secret.kind === "created") owned.push({ kind: "Secret", namespace: ns, name: names.secret, uid: secret.uid });
+    const pod = await ensureObject(`Pod ${ns}/${names.pod}`, meta, () => core.createNamespacedPod({ namespace: ns, body: buildRuntimePod(spec, opts) }),
+      () => core.readNamespacedPod({ namespace: ns, name: names.pod }));
+    if (pod.kind === "failed") return fail(pod.code, pod.detail, "resource");
+    if (pod.kind === "created") owned.push({ kind: "Pod", namespace: ns, name: names.pod, uid: pod.uid });
+    let host: HostFacts = { hostIncarnation: `pod:${pod.uid}`, podUid: pod.uid, podName: names.pod, namespace: ns };
+    if (pod.kind === "created" && onHostCreated) {
+      try { await onHostCreated(host); } catch (e) { await cleanupOwned(kc, core, custom, owned, CLEANUP_BUDGET_MS); throw e; }
+    }
+    const svc = await ensureObject(`Service ${ns}/${names.service}`, meta, () => core.createNamespacedService({ namespace: ns, body: buildRuntimeService(spec, opts) }),
+      () => core.readNamespacedService({ namespace: ns, name: names.service }));
+    if (svc.kind === "failed") return fail(svc.code, svc.detail, "resource");
+    if (svc.kind === "created") owned.push({ kind: "Service", namespace: ns, name: names.service, uid: svc.uid });
+    let ready;
+    try {
+      ready = await followObject(kc, podTarget(core, ns, names.pod), (e) => readyDecision(pod.uid, e), Date.now() + (opts.readinessTimeoutMs ?? 60_000), signal);
+    } catch (e) {
+      return fail("pod-readiness-timeout", `watching pod ${ns}/${names.pod}: ${String(e)}`, "host");
+    }
+    if ("timeout" in ready) return fail(signal?.aborted ? "host-creation-failed" : "pod-readiness-timeout", `pod ${ns}/${names.pod} uid ${pod.uid} not Ready in time${signal?.aborted ? " (aborted)" : ""}`, "host");
+    if (!ready.ok) return fail("pod-failed", ready.detail, "host");
+    host = { ...host, ...(ready.pod.spec?.nodeName ? { node: ready.pod.spec.nodeName } : {}) };
+    const podIP = ready.pod.status?.podIP;
+    if (!podIP) return fail("endpoint-resolution-failed", `pod ${ns}/${names.pod} is Ready without a podIP`, "endpoint");
+    const direct = `${podIP}:${RUNTIME_PORT[spec.transport]}`;
+    let endpoint: HostEndpoint = { endpoint: spec.transport === "http" ? `http://${direct}` : direct, aliases: [] };
+    const layers: ReadinessLayer[] = ["resource", "host", "endpoint"];
+    if (exposure === "gateway" && opts.gateway) {
+      const ex = await exposeThroughGateway(kc, custom, spec, opts, opts.gateway, Date.now() + (opts.routeTimeoutMs ?? 30_000), signal);
+      if (ex.created && ex.routeUid) owned.push({ kind: spec.transport === "grpc" ? "GRPCRoute" : "HTTPRoute", namespace: ns, name: names.route, uid: ex.routeUid });
+      if (!ex.ok) return fail(ex.code, ex.detail, "route");
+      endpoint = { endpoint: ex.endpoint, aliases: [endpoint.endpoint], route: ex.route };
+      layers.push("route");
+    }
+    running.set(spec.runtimeInstanceId, { identity: identityKey(spec), host, endpoint, layers });
+    return pod.kind === "created"
+      ? { outcome: "created", host, endpoint, layersPassed: layers, owned: owned.map((o) => `${o.kind}:${o.namespace}/${o.name}:${o.uid}`) }
+      : { outcome: "converged", convergenceSource: "existing-pod", host, endpoint, layersPassed: layers, owned: owned.map((o) => `${o.kind}:${o.namespace}/${o.name}:${o.uid}`) };
+  }
+
+  return {
+    provider: "kubernetes",
+    start(spec, signal, onHostCreated) {
+      return gate.run(spec.runtimeInstanceId, () => {
+        const rec = running.get(spec.runtimeInstanceId);
+        return rec ? revalidate(rec, spec) : startFresh(spec, signal, onHostCreated);
+      });
+    },
+    kill(runtimeInstanceId, host, budgetMs): Promise<KillResult> {
+      const uid = parsePodIncarnation(host.hostIncarnation);
+      if (!uid) return Promise.reject(new DroverError("host-spec-invalid", `${host.hostIncarnation} is not a pod incarnation`));
+      return gate.run(runtimeInstanceId, async () => {
+        running.delete(runtimeInstanceId);
+        const names = runtimeNames(prefix, runtimeInstanceId);
+        const namespace = host.namespace ?? ns;
+        const result = await killPodExact(kc, core, namespace, host.podName ?? names.pod, uid, opts.killGraceSeconds ?? 5, budgetMs);
+        // After the boundary, best effort: the Service, route and Secret carry no execution.
+        if (result.outcome === "killed") await removeRuntimeObjects(core, custom, namespace, runtimeInstanceId, names).catch(() => undefined);
+        return result;
+      });
+    },
+    observe(onFact: (fact: HostObservation) => void) {
+      const stop = observeRuntimePods(kc, core, ns, onFact);
+      stops.add(stop);
+      return () => { stop(); stops.delete(stop); };
+    },
+    async close() {
+      for (const stop of stops) stop();
+      stops.clear();
+    },
+  };
+}
+

@@ -1,0 +1,132 @@
+import { randomUUID } from "node:crypto";
+import { resolve } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
+import type { RuntimeCommand, RuntimeInstanceId } from "../../contracts/index.ts";
+import { buildTokenSecret, L, runtimeNames } from "../../platform/hosts/kubernetes/spec.ts";
+import { createKubernetesStrategy, type KubernetesStrategyOptions } from "../../platform/hosts/kubernetes/strategy.ts";
+import type { HostObservation, HostStrategy } from "../../platform/hosts/types.ts";
+import { closeRuntimeClients, sendCommand } from "../../platform/runtime-client.ts";
+import { hostSpec } from "../support/host-processes.ts";
+import { uniqueName } from "../support/isolation.ts";
+import { startNats, type RunningServer } from "../support/servers.ts";
+import { clusterClients, freshNamespace, isReady, waitForPod } from "./support/cluster-client.ts";
+import { appPod } from "./support/pod-app.ts";
+
+// KubernetesHostStrategy against the local cluster's real API server (real UIDs, 409s, graceful
+// deletion, UID preconditions, watches) and its process kubelet. Runtime Pods run the real runtime
+// (services/runtime/main.ts) against a private nats-server; lifecycle-only tests run the cheaper
+// pod-app fixture as the container, which listens on the same port the runtime would.
+const ROOT = resolve(import.meta.dirname, "../..");
+const RUNTIME_CMD = [process.execPath, "--import", "tsx", "services/runtime/main.ts"];
+const APP_CMD = appPod("x").spec?.containers[0]?.command ?? [];
+let kc: KubeConfig;
+let core: CoreV1Api;
+let ns: string;
+let nats: RunningServer;
+const streamTag = uniqueName("k8s");
+const started: HostStrategy[] = [];
+
+function strategy(patch: Partial<KubernetesStrategyOptions> = {}): HostStrategy {
+  const s = createKubernetesStrategy({ kubeconfig: kc, namespace: ns, command: RUNTIME_CMD, image: "drover/runtime:dev", workingDir: ROOT,
+    readinessTimeoutMs: 60_000, killGraceSeconds: 5, ...patch });
+  started.push(s);
+  return s;
+}
+const appStrategy = (patch: Partial<KubernetesStrategyOptions> = {}) =>
+  strategy({ command: APP_CMD, baseEnv: { HTTP_PORT: "8080", TERM_DELAY_MS: "1500" }, ...patch });
+const spec = (patch: Parameters<typeof hostSpec>[0] = {}) => hostSpec({ natsUrl: nats.url, streamTag, ...patch });
+const podsOf = async (id: string) => (await core.listNamespacedPod({ namespace: ns, labelSelector: `${L.runtime}=${id}` })).items;
+const queueStatus = (id: string): RuntimeCommand => ({ operation: "GetQueueStatus", payload: {}, runtimeInstanceId: id as RuntimeInstanceId, correlationId: randomUUID() });
+
+beforeAll(async () => {
+  ({ kc, core } = clusterClients());
+  ns = await freshNamespace(core, "hosts");
+  nats = await startNats();
+});
+
+afterAll(async () => {
+  closeRuntimeClients();
+  await Promise.all(started.map((s) => s.close()));
+  await nats?.stop();
+});
+
+describe("KubernetesHostStrategy against the local cluster's real API server", () => {
+  it("converges duplicate concurrent starts (one strategy twice, a second replica once) on one Pod, whose runtime answers GetQueueStatus with its own id over the Pod IP", async () => {
+    const s = spec({ runtimeInstanceId: uniqueName("rt-dup") });
+    const replicaA = strategy();
+    const results = await Promise.all([replicaA.start(s), replicaA.start(s), strategy().start(s)]);
+    expect(results.map((r) => r.outcome).sort()).toEqual(["converged", "converged", "created"]);
+    // Within replica A its lifecycle gate serializes the two starts; across replicas the 409 is adopted after the identity check.
+    expect(results.map((r) => (r.outcome === "converged" ? r.convergenceSource : r.outcome)).sort()).toEqual(["created", "existing-pod", "lifecycle-cache"]);
+    const uids = new Set(results.map((r) => (r.outcome === "rejected" ? "" : r.host.podUid)));
+    expect(uids.size).toBe(1);
+    const pods = await podsOf(s.runtimeInstanceId);
+    expect(pods.map((p) => p.metadata?.uid)).toEqual([...uids]);
+    const created = results.find((r) => r.outcome === "created");
+    if (created?.outcome !== "created") throw new Error("no created result");
+    expect(created.host.hostIncarnation).toBe(`pod:${pods[0]?.metadata?.uid}`);
+    expect(created.endpoint.endpoint).toBe(`http://${pods[0]?.status?.podIP}:8080`);
+    const answer = await sendCommand(created.endpoint.endpoint, "http", queueStatus(s.runtimeInstanceId), s.commandToken, 5_000);
+    expect(answer).toMatchObject({ success: true, runtimeInstanceId: s.runtimeInstanceId, hostIncarnation: created.host.hostIncarnation });
+    // A later start on the same strategy converges from its lifecycle cache after revalidating the Pod.
+    const again = await replicaA.start(s);
+    expect(again).toMatchObject({ outcome: "converged", convergenceSource: "lifecycle-cache", host: { podUid: created.host.podUid } });
+  });
+
+  it("never adopts or deletes a foreign Pod with the same name (host-identity-collision) and removes only the Secret it created", async () => {
+    const s = spec({ runtimeInstanceId: uniqueName("rt-foreign") });
+    const names = runtimeNames("drover-rt", s.runtimeInstanceId);
+    const foreign = await core.createNamespacedPod({ namespace: ns, body: appPod(names.pod, { labels: { app: "someone-else" } }) });
+    const r = await appStrategy().start(s);
+    expect(r).toMatchObject({ outcome: "rejected", reason: { code: "host-identity-collision" }, layer: "resource" });
+    expect(r.owned).toEqual([expect.stringMatching(new RegExp(`^Secret:${ns}/${names.secret}:`))]);
+    const still = await core.readNamespacedPod({ namespace: ns, name: names.pod });
+    expect(still.metadata?.uid).toBe(foreign.metadata?.uid);
+    expect(still.metadata?.deletionTimestamp).toBeUndefined();
+    await expect(core.readNamespacedSecret({ namespace: ns, name: names.secret })).rejects.toMatchObject({ code: 404 });
+  });
+
+  it("a start whose Pod fails reports pod-failed and deletes the Pod and Service it created, but not the Secret it adopted", async () => {
+    const s = spec({ runtimeInstanceId: uniqueName("rt-fail") });
+    const names = runtimeNames("drover-rt", s.runtimeInstanceId);
+    const pre = await core.createNamespacedSecret({ namespace: ns, body: buildTokenSecret(s, { namespace: ns, command: [], image: "x" }) });
+    const r = await strategy({ command: [process.execPath, "-e", "process.exit(3)"] }).start(s);
+    expect(r).toMatchObject({ outcome: "rejected", reason: { code: "pod-failed" }, layer: "host" });
+    expect(r.owned.map((o) => o.split(":")[0])).toEqual(["Pod", "Service"]);
+    expect(await podsOf(s.runtimeInstanceId)).toEqual([]);
+    await expect(core.readNamespacedService({ namespace: ns, name: names.service })).rejects.toMatchObject({ code: 404 });
+    expect((await core.readNamespacedSecret({ namespace: ns, name: names.secret })).metadata?.uid).toBe(pre.metadata?.uid);
+  });
+
+  it("kill returns only once the exact Pod UID is gone, reports pod-deleted, and never deletes a replacement with the same name", async () => {
+    const s = spec({ runtimeInstanceId: uniqueName("rt-kill") });
+    const names = runtimeNames("drover-rt", s.runtimeInstanceId);
+    const strat = appStrategy();
+    const r = await strat.start(s);
+    if (r.outcome === "rejected") throw new Error(`start rejected: ${JSON.stringify(r.reason)}`);
+    const uid = r.host.podUid ?? "";
+    let stop = (): void => undefined;
+    const deletedFact = new Promise<HostObservation>((ok, fail) => {
+      const timer = setTimeout(() => fail(new Error("no pod-deleted fact within 30 s")), 30_000);
+      stop = strat.observe((f) => { if (f.kind === "pod-deleted" && f.hostIncarnation === `pod:${uid}`) { clearTimeout(timer); ok(f); } });
+    });
+    const t0 = Date.now();
+    const killed = await strat.kill(s.runtimeInstanceId, r.host, 20_000);
+    // The fixture delays its exit by 1.5 s after SIGTERM: a kill that returned on delete acceptance would be faster.
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(1_500);
+    expect(killed).toMatchObject({ outcome: "killed", proof: { kind: "pod-uid-gone", podUid: uid, podName: names.pod, namespace: ns } });
+    const after = await core.listNamespacedPod({ namespace: ns, fieldSelector: `metadata.name=${names.pod}` });
+    expect(after.items.map((p) => p.metadata?.uid)).not.toContain(uid);
+    await waitForPod(kc, core, ns, names.pod, (p) => p === undefined);
+    const replacement = await core.createNamespacedPod({ namespace: ns, body: appPod(names.pod, { labels: { app: "replacement" } }) });
+    await waitForPod(kc, core, ns, names.pod, isReady);
+    const again = await strat.kill(s.runtimeInstanceId, r.host, 10_000);
+    expect(again).toMatchObject({ outcome: "killed", proof: { podUid: uid } });
+    const survivor = await core.readNamespacedPod({ namespace: ns, name: names.pod });
+    expect(survivor.metadata?.uid).toBe(replacement.metadata?.uid);
+    expect(survivor.metadata?.deletionTimestamp).toBeUndefined();
+    expect(await deletedFact).toMatchObject({ kind: "pod-deleted", runtimeInstanceId: s.runtimeInstanceId, hostIncarnation: `pod:${uid}` });
+    stop();
+  });
+});
