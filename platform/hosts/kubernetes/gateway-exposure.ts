@@ -18,8 +18,8 @@ const PROBE_ATTEMPT_MS = 3_000;
 /**
  * The `route` layer of the `gateway` exposure: ensures the shared Gateway (created if absent,
  * never owned by a runtime), creates or adopts (after the identity check) this runtime's
- * HTTPRoute/GRPCRoute, waits for the route to be Accepted + ResolvedRefs at its generation and the
- * Gateway Programmed, then sends GetQueueStatus through the Gateway with the routing header until
+ * HTTPRoute/GRPCRoute once the Gateway is Programmed, waits for the route to be Accepted +
+ * ResolvedRefs at its generation, then sends GetQueueStatus through the Gateway with the routing header until
  * this runtime answers. Never throws. Reasons: `gateway-not-ready` (CRDs missing, Gateway not
  * Programmed in time), `route-not-accepted` (refused, or not accepted in time),
  * `route-probe-identity-mismatch` (another runtime answered), `runtime-command-readiness-failed`
@@ -41,6 +41,13 @@ export async function exposeThroughGateway(kc: KubeConfig, custom: CustomObjects
       if (f?.code !== 409) return { ok: false, code: "gateway-not-ready", detail: `create Gateway ${gw.namespace}/${gw.name}: ${f?.message ?? String(ce)}`, created: false };
     }
   }
+  const follow = <R>(plural: string, ns: string, n: string, decide: (o: unknown) => R | undefined) => followObject<unknown, R>(kc,
+    { path: `/apis/${GATEWAY_API.group}/${GATEWAY_API.version}/namespaces/${ns}/${plural}`, name: n,
+      list: (fieldSelector) => custom.listNamespacedCustomObject({ ...GATEWAY_API, namespace: ns, plural, fieldSelector }) as Promise<{ items: unknown[] }> },
+    (e) => (e.obj === undefined || e.type === "DELETED" ? undefined : decide(e.obj)), deadline, signal);
+  // The Gateway first: a missing controller is `gateway-not-ready`, not a route that never gets a status.
+  const address = await follow("gateways", gw.namespace, gw.name, (o) => programmedAddress(o as Parameters<typeof programmedAddress>[0]));
+  if (typeof address !== "string") return { ok: false, code: "gateway-not-ready", detail: `Gateway ${gw.namespace}/${gw.name} not Programmed in time (is its controller running?)`, created: false };
   const route = buildRuntimeRoute(spec, opts, gw);
   const name = (route.body.metadata as { name: string }).name;
   const routeRef = { ...GATEWAY_API, namespace: opts.namespace, plural: route.plural };
@@ -48,10 +55,6 @@ export async function exposeThroughGateway(kc: KubeConfig, custom: CustomObjects
     () => custom.createNamespacedCustomObject({ ...routeRef, body: route.body }), () => custom.getNamespacedCustomObject({ ...routeRef, name }), "gateway-not-ready");
   if (ensured.kind === "failed") return { ok: false, code: ensured.code, detail: ensured.detail, created: false };
   const base = { routeUid: ensured.uid, created: ensured.kind === "created" };
-  const follow = <R>(plural: string, ns: string, n: string, decide: (o: unknown) => R | undefined) => followObject<unknown, R>(kc,
-    { path: `/apis/${GATEWAY_API.group}/${GATEWAY_API.version}/namespaces/${ns}/${plural}`, name: n,
-      list: (fieldSelector) => custom.listNamespacedCustomObject({ ...GATEWAY_API, namespace: ns, plural, fieldSelector }) as Promise<{ items: unknown[] }> },
-    (e) => (e.obj === undefined || e.type === "DELETED" ? undefined : decide(e.obj)), deadline, signal);
   let last = "no status yet";
   const accepted = await follow(route.plural, opts.namespace, name, (o) => {
     const v = routeVerdict(o as Parameters<typeof routeVerdict>[0], gw);
@@ -60,8 +63,6 @@ export async function exposeThroughGateway(kc: KubeConfig, custom: CustomObjects
   });
   if ("timeout" in accepted) return { ok: false, code: "route-not-accepted", detail: `${route.kind} ${name} not accepted in time: ${last}`, ...base };
   if (accepted.state !== "ready") return { ok: false, code: "route-not-accepted", detail: `${route.kind} ${name}: ${accepted.detail}`, ...base };
-  const address = await follow("gateways", gw.namespace, gw.name, (o) => programmedAddress(o as Parameters<typeof programmedAddress>[0]));
-  if (typeof address !== "string") return { ok: false, code: "gateway-not-ready", detail: `Gateway ${gw.namespace}/${gw.name} not Programmed in time (is its controller running?)`, ...base };
   const port = spec.transport === "grpc" ? gw.grpcPort : gw.httpPort;
   const endpoint = spec.transport === "http" ? `http://${address}:${port}` : `${address}:${port}`;
   const probe = await probeThrough(endpoint, spec, deadline);
