@@ -9,6 +9,30 @@ export const Credential = z.discriminatedUnion("role", [
 ]);
 export type Credential = z.infer<typeof Credential>;
 
+const dnsLabel = z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "must be a DNS-1123 label").max(63);
+
+/**
+ * Where and how runtime Pods are hosted (hosts.md "Kubernetes strategy"); read by the provisioner
+ * (start) and recovery (kill). Absent: no Kubernetes host strategy, and a tenant asking for one is
+ * rejected with `host-config-missing`.
+ */
+export const KubernetesHostConfig = z.object({
+  kubeconfig: z.string().min(1).optional().describe("kubeconfig path; absent → the in-cluster service account"),
+  namespace: dnsLabel.default("drover-runtimes"),
+  namePrefix: z.string().regex(/^[a-z0-9-]{1,30}$/).default("drover-rt"),
+  exposure: z.enum(["pod-ip", "gateway"]).default("pod-ip"),
+  gateway: z.object({
+    name: dnsLabel, namespace: dnsLabel, className: z.string().min(1).max(253),
+    httpPort: z.number().int().min(1).max(65_535).default(8080), grpcPort: z.number().int().min(1).max(65_535).default(8081),
+  }).strict().optional(),
+  runtimeImage: z.string().min(1).default("drover/runtime:dev"),
+  runtimeCommand: z.array(z.string().min(1)).min(1).default(["node", "--import", "tsx", "services/runtime/main.ts"]),
+  workingDir: z.string().min(1).optional().describe("the runtime's working directory (the repository, for the local cluster)"),
+  readinessTimeoutMs: z.number().int().min(1000).default(60_000),
+  killGraceSeconds: z.number().int().min(0).max(300).default(5),
+}).strict().refine((k) => k.exposure !== "gateway" || k.gateway !== undefined, { message: "exposure gateway needs kubernetes.gateway", path: ["gateway"] });
+export type KubernetesHostConfig = z.infer<typeof KubernetesHostConfig>;
+
 /**
  * drover's configuration file (DROVER_CONFIG), shared by every service and validated at start-up;
  * a bad file stops the service with the schema's message. Tokens map to credentials: the API derives
@@ -26,6 +50,7 @@ export const DroverConfig = z.object({
   dispatchTimeoutMs: z.number().int().min(100).default(5_000),
   fenceDeadlineMs: z.number().int().min(100).default(15_000),
   llmBaseUrl: z.string().optional(),
+  kubernetes: KubernetesHostConfig.optional(),
 }).strict().superRefine((c, ctx) => {
   const ids = new Set<string>();
   for (const t of c.tenants) {

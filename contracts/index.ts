@@ -22,5 +22,5 @@ export { Heartbeat } from "./heartbeat.ts";
 export { ROUTING_HEADER, TOKEN_HEADER, RuntimeCommand, RuntimeCommandResult, DispatchRunPayload, ResumeExecutionPayload, QueueStatus,
   RunStatus, type RuntimeOperation } from "./runtime-commands.ts";
 export { validate, encodeJson, decodeJson, parseEvent, encodeEvent, decodeEvent, contractViolation } from "./codec.ts";
-export { DroverConfig, Credential, tenantSettingsOf, staleHeartbeatMsOf } from "./config.ts";
+export { DroverConfig, Credential, KubernetesHostConfig, tenantSettingsOf, staleHeartbeatMsOf } from "./config.ts";
 export type { Decider } from "./decider.ts";

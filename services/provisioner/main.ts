@@ -2,7 +2,7 @@
  * Provisioner process: wiring only. Reads DROVER_CONFIG, NATS_URL and DROVER_STREAM_TAG (via the
  * common bootstrap), DROVER_COMMAND_SECRET, and optionally DROVER_RUNTIME_LOG_DIR (runtime logs,
  * default .run/runtimes) and DROVER_SCALEOUT_ACK_WAIT_MS (redelivery delay after a crash, default
- * 30 s); starts the process host strategy and `maxConcurrentHostStartups` pull loops on the shared
+ * 30 s); starts the process host strategy (and the Kubernetes one when DROVER_CONFIG configures it) and `maxConcurrentHostStartups` pull loops on the shared
  * scale-out consumer. SIGTERM/SIGINT stop the loops (in-flight requests settle) and
  * then exit, which kills the runtimes this process spawned (process hosts do not outlive their
  * control plane); SIGKILL leaves them running for the next provisioner to adopt or retire.
@@ -10,7 +10,10 @@
 import { randomUUID } from "node:crypto";
 import { bootstrap } from "../../platform/bootstrap.ts";
 import { commandSecretFromEnv, commandTokenFor } from "../../platform/command-token.ts";
+import { kubernetesStrategyFromConfig } from "../../platform/hosts/kubernetes/from-config.ts";
 import { createProcessStrategy } from "../../platform/hosts/process-strategy.ts";
+import type { HostStrategy } from "../../platform/hosts/types.ts";
+import type { HostProvider } from "../../contracts/index.ts";
 import { runtimeCommand } from "../../platform/hosts/runtime-bundle.ts";
 import { consumeScaleOutRequests } from "./shell/consumer.ts";
 import { createProvisioner } from "./shell/provisioner.ts";
@@ -24,9 +27,13 @@ const strategy = createProcessStrategy({
   onOutput: (id, line) => ctx.log.debug({ runtimeInstanceId: id, line }, "runtime output"),
   ...(process.env.DROVER_RUNTIME_LOG_DIR ? { logDir: process.env.DROVER_RUNTIME_LOG_DIR } : {}),
 });
+// Kubernetes hosts only when DROVER_CONFIG has a `kubernetes` section; otherwise a tenant asking
+// for them is rejected with host-config-missing by the plan.
+const strategies = new Map<HostProvider, HostStrategy>([["process", strategy]]);
+if (ctx.config.kubernetes) strategies.set("kubernetes", kubernetesStrategyFromConfig(ctx.config.kubernetes));
 const natsUrl = process.env.NATS_URL as string;
 const provisioner = createProvisioner({
-  store: ctx.store, layout: ctx.layout, strategies: new Map([["process", strategy]]), instanceId: ctx.instanceId,
+  store: ctx.store, layout: ctx.layout, strategies, instanceId: ctx.instanceId,
   natsUrl, ...(process.env.DROVER_STREAM_TAG ? { streamTag: process.env.DROVER_STREAM_TAG } : {}),
   heartbeatMs: ctx.config.heartbeatIntervalMs, ...(ctx.config.llmBaseUrl ? { llmBaseUrl: ctx.config.llmBaseUrl } : {}),
   now: () => new Date(), newEventId: randomUUID, newSuffix: randomSuffix,
@@ -39,6 +46,6 @@ const runners = await consumeScaleOutRequests(ctx, ctx.layout, provisioner, ctx.
 ctx.onShutdown(async () => {
   await Promise.all(runners.map((r) => r.stop()));
   provisioner.close();
-  await strategy.close();
+  await Promise.all([...strategies.values()].map((s) => s.close()));
 });
 ctx.log.info({ parallel: runners.length }, "provisioner consuming scale-out requests");

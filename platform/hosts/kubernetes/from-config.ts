@@ -1,0 +1,21 @@
+import { KubeConfig } from "@kubernetes/client-node";
+import type { KubernetesHostConfig } from "../../../contracts/index.ts";
+import type { HostStrategy } from "../types.ts";
+import { createKubernetesStrategy } from "./strategy.ts";
+
+/**
+ * The Kubernetes host strategy as configured in DROVER_CONFIG's `kubernetes` section: the
+ * kubeconfig file when given, else the in-cluster service account (the control plane running in the
+ * cluster). Throws when the kubeconfig cannot be loaded (the service must not start half-configured);
+ * the API server is first contacted on the first start or kill.
+ */
+export function kubernetesStrategyFromConfig(cfg: KubernetesHostConfig): HostStrategy {
+  const kc = new KubeConfig();
+  if (cfg.kubeconfig) kc.loadFromFile(cfg.kubeconfig);
+  else kc.loadFromCluster();
+  return createKubernetesStrategy({
+    kubeconfig: kc, namespace: cfg.namespace, namePrefix: cfg.namePrefix, exposure: cfg.exposure, ...(cfg.gateway ? { gateway: cfg.gateway } : {}),
+    image: cfg.runtimeImage, command: cfg.runtimeCommand, ...(cfg.workingDir ? { workingDir: cfg.workingDir } : {}),
+    readinessTimeoutMs: cfg.readinessTimeoutMs, killGraceSeconds: cfg.killGraceSeconds,
+  });
+}
