@@ -6,10 +6,14 @@
  * Shapes respect FerretDB v1: no arrays of arrays, and no key built from data (step ids, label
  * keys) — a key may not contain `.` or start with `$`, so such values are stored as array rows.
  * Step outputs and DAG params are never copied (they may hold nested arrays); digests are.
+ * FerretDB v1 (SQLite) finds by `_id` in constant time but scans the whole collection to update
+ * or to filter on any other field, so: rows keyed by sequence are inserted once and never updated
+ * (ledger, forensics, steps); documents that change (runs, executions, incidents, items, runtimes)
+ * are one per aggregate and stay small; the API's tenant queries scan (see the README).
  */
 
 /** The collections the projector owns; a rebuild drops and refills exactly these. */
-export const READ_MODEL_COLLECTIONS = ["runs", "executions", "incidents", "forensics", "ledger", "runtimes"] as const;
+export const READ_MODEL_COLLECTIONS = ["runs", "executions", "steps", "incidents", "incident_items", "forensics", "ledger", "runtimes"] as const;
 export type ReadModelCollection = (typeof READ_MODEL_COLLECTIONS)[number];
 /** Where the projector keeps its checkpoint document (`{ _id: <projection>, seq }`). */
 export const CHECKPOINT_COLLECTION = "checkpoints";
@@ -84,14 +88,19 @@ export interface PlacementRow {
   readonly dispatchFailure?: string;
 }
 
-/** A run (`runs`, `_id` `<tenantId>:<sharedRunId>`), folded from its run events. */
+/** The `runs` key: tenant first, so two tenants' runs never share a document and a tenant's read names its own. */
+export const runDocId = (tenantId: string, sharedRunId: string): string => `${tenantId}:${sharedRunId}`;
+/** The `executions` key, tenant first like `runs`. */
+export const executionDocId = (tenantId: string, executionId: string): string => `${tenantId}:${executionId}`;
+
+/** A run (`runs`, `_id` {@link runDocId}), folded from its run events. */
 export interface RunDoc {
   readonly _id: string;
   readonly tenantId: string;
   readonly sharedRunId: string;
   readonly status: string;
   readonly dagName?: string;
-  readonly steps: readonly { readonly stepId: string; readonly kind: string }[];
+  readonly stepCount: number;
   readonly source?: string;
   readonly idempotencyKey?: string;
   readonly labels: readonly { readonly key: string; readonly value: string }[];
@@ -107,21 +116,25 @@ export interface RunDoc {
   readonly lastSeq: number;
 }
 
-/** A step's journal summary within an execution. */
-export interface StepRow {
+/**
+ * A step's first completion (`steps`, `_id` `<tenantId>:<executionId>:<stepId>`): the one
+ * downstream steps used. Written once; a later completion of the same step is counted in the
+ * execution's `duplicateCompletions`, and failures are in the ledger.
+ */
+export interface StepDoc {
+  readonly _id: string;
+  readonly tenantId: string;
+  readonly executionId: string;
   readonly stepId: string;
-  readonly status: "completed" | "failed";
-  readonly attempts: number;
-  /** `step-completed` events seen for this step: more than 1 is a replay-validation failure to show, not hide. */
-  readonly completions: number;
-  readonly completedSeq?: number;
-  readonly outputDigest?: string;
-  readonly durationMs?: number;
-  readonly lastError?: string;
+  readonly attempt: number;
+  readonly completedSeq: number;
+  readonly outputDigest: string;
+  readonly durationMs: number;
+  /** Owner epoch of the writer. */
   readonly epoch?: number;
 }
 
-/** An execution (`executions`, `_id` `<tenantId>:<executionId>`), folded from its journal. */
+/** An execution (`executions`, `_id` {@link executionDocId}), folded from its journal. */
 export interface ExecutionDoc {
   readonly _id: string;
   readonly tenantId: string;
@@ -132,7 +145,7 @@ export interface ExecutionDoc {
   readonly stepCount?: number;
   readonly epoch: number;
   readonly owners: readonly { readonly runtimeInstanceId: string; readonly localRunId: string; readonly epoch: number; readonly seq: number; readonly via: "started" | "resumed" }[];
-  readonly steps: readonly StepRow[];
+  /** Distinct steps completed (the step documents hold each one). */
   readonly completedSteps: number;
   readonly failedAttempts: number;
   readonly duplicateCompletions: number;
@@ -143,8 +156,10 @@ export interface ExecutionDoc {
   readonly lastSeq: number;
 }
 
-/** One recovered work item of an incident, with its timeline's progress. */
+/** One recovered work item of an incident, with its timeline's progress (`incident_items`, `_id` `<incidentId>:<forensicsId>`). */
 export interface IncidentItem {
+  readonly _id: string;
+  readonly incidentId: string;
   readonly forensicsId: string;
   readonly tenantId: string;
   readonly sharedRunId: string;
@@ -154,11 +169,11 @@ export interface IncidentItem {
   /** Sequence of the `recovery-planned` that listed it (absent when only its forensics events were seen). */
   readonly plannedSeq?: number;
   readonly lastType?: string;
-  readonly lastSeq?: number;
   readonly outcome?: string;
+  readonly lastSeq: number;
 }
 
-/** One runtime failure (`incidents`, `_id` = RuntimeFailureIncidentId): suspected → fenced → planned, and each item's progress. */
+/** One runtime failure (`incidents`, `_id` = RuntimeFailureIncidentId): suspected → fenced → planned; its items are in `incident_items`. */
 export interface IncidentDoc {
   readonly _id: string;
   readonly incidentId: string;
@@ -171,7 +186,6 @@ export interface IncidentDoc {
   readonly fenced?: Position & { readonly hostIncarnation: string; readonly proof: Readonly<Record<string, Scalar>> };
   readonly fenceFailures: readonly (Position & { readonly reasonCode: string; readonly reasonDetail: string; readonly attempt: number })[];
   readonly planned?: Position & { readonly itemCount: number };
-  readonly items: readonly IncidentItem[];
   readonly firstSeq: number;
   readonly lastSeq: number;
 }

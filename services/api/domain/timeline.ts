@@ -53,7 +53,7 @@ export function runTimeline(run: RunDoc, executions: readonly ExecutionDoc[], ro
   for (const i of incidents) links.push(...incidentEntries(i));
   links.sort((a, b) => a.seq - b.seq);
   return {
-    sharedRunId: run.sharedRunId, tenantId: run.tenantId, status: run.status, ...(run.dagName ? { dagName: run.dagName } : {}), stepCount: run.steps.length,
+    sharedRunId: run.sharedRunId, tenantId: run.tenantId, status: run.status, ...(run.dagName ? { dagName: run.dagName } : {}), stepCount: run.stepCount,
     chain: collapseSteps(links), executions: executions.map(({ _id: _ignored, tenantId: _tenant, ...x }) => x), incidents,
   };
 }

@@ -18,6 +18,12 @@ const TimelineQuery = z.object({ tenant }).strict();
 const ForensicsQuery = z.object({ tenant, runId: SharedRunId.optional(), incidentId: RuntimeFailureIncidentId.optional(), limit }).strict();
 const LedgerQuery = z.object({ tenant, since: z.coerce.number().int().min(0).default(0), recovery: flag.optional(), limit }).strict();
 
+/** The incident as the tenant may see it (undefined when it holds none of the tenant's work). */
+async function tenantIncident(rm: ReadModels, incidentId: string, tenantId: string) {
+  const [doc, items] = await Promise.all([rm.incident(incidentId), rm.incidentItems(incidentId, tenantId)]);
+  return incidentForTenant(doc, items, tenantId);
+}
+
 /** The read models, or `read-model-unavailable` (503) when the API runs without MONGO_URL. */
 function readModelsOf(deps: ApiDeps): ReadModels {
   if (!deps.readModels) throw new DroverError("read-model-unavailable", "the forensics read models are not configured (MONGO_URL is not set)");
@@ -42,7 +48,7 @@ export const forensicsRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (
     const [executions, rows, incidents] = await Promise.all([
       rm.executions(tenantId, run.executionIds),
       rm.runLedger(tenantId, run.sharedRunId, run.executionIds),
-      Promise.all(run.incidentIds.map(async (id) => incidentForTenant(await rm.incident(id), tenantId))),
+      Promise.all(run.incidentIds.map((id) => tenantIncident(rm, id, tenantId))),
     ]);
     return { asOf, ...runTimeline(run, executions, rows, incidents.filter((i) => i !== undefined)) };
   });
@@ -54,7 +60,7 @@ export const forensicsRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (
     const asOf = await rm.position();
     const [rows, incident] = await Promise.all([
       rm.forensics(tenantId, { ...(runId ? { sharedRunId: runId } : {}), ...(incidentId ? { incidentId } : {}), limit: max }),
-      incidentId ? rm.incident(incidentId).then((d) => incidentForTenant(d, tenantId)) : Promise.resolve(undefined),
+      incidentId ? tenantIncident(rm, incidentId, tenantId) : Promise.resolve(undefined),
     ]);
     return { asOf, tenantId, incident: incident ?? null, entries: rows.map(publicRow) };
   });
@@ -73,8 +79,9 @@ export const forensicsRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (
     requireOperator(credentialOf(request));
     const rm = readModelsOf(deps);
     const asOf = await rm.position();
-    const [doc, rows] = await Promise.all([rm.incident(request.params.id), rm.incidentForensics(request.params.id)]);
+    const [doc, items, rows] = await Promise.all([rm.incident(request.params.id), rm.incidentItems(request.params.id, undefined),
+      rm.incidentForensics(request.params.id)]);
     if (!doc) throw new DroverError("not-found", `no incident ${request.params.id}`, { details: { incidentId: request.params.id } });
-    return { asOf, incident: publicRow(doc), forensics: rows.map(publicRow) };
+    return { asOf, incident: { ...publicRow(doc), items: items.map(publicRow) }, forensics: rows.map(publicRow) };
   });
 };

@@ -1,6 +1,6 @@
 import type { Db, Filter } from "mongodb";
 import { DroverError } from "../../../contracts/index.ts";
-import { CHECKPOINT_COLLECTION, type ExecutionDoc, type ForensicsRow, type IncidentDoc, type LedgerRow, type RunDoc } from "../../../contracts/read-models.ts";
+import { CHECKPOINT_COLLECTION, executionDocId, runDocId, type ExecutionDoc, type ForensicsRow, type IncidentDoc, type IncidentItem, type LedgerRow, type RunDoc } from "../../../contracts/read-models.ts";
 
 /** Ledger query: entries after `since` (exclusive), optionally only recovery (or only non-recovery) ones. */
 export interface LedgerQuery { readonly since: number; readonly recovery?: boolean; readonly limit: number }
@@ -10,7 +10,8 @@ export interface ForensicsQuery { readonly sharedRunId?: string; readonly incide
 /**
  * The forensics read models as the API reads them. Every method that returns tenant rows takes
  * the tenant and filters on it in the query itself, so no caller can forget the boundary;
- * `incident` is the one unscoped read (its callers scope it: see domain/forensics-view.ts).
+ * `incident` is the one unscoped read (its callers scope it: see domain/forensics-view.ts), and
+ * `incidentItems` is unscoped only when asked for every tenant (operators).
  * Failure mode: MongoDB not answering rejects with `read-model-unavailable` (503, retryable).
  */
 export interface ReadModels {
@@ -23,6 +24,8 @@ export interface ReadModels {
   /** Every tenant's forensics rows of one incident: operators only. */
   incidentForensics(incidentId: string): Promise<ForensicsRow[]>;
   incident(incidentId: string): Promise<IncidentDoc | undefined>;
+  /** The incident's items: one tenant's, or (operators, `tenantId` undefined) every tenant's. */
+  incidentItems(incidentId: string, tenantId: string | undefined): Promise<IncidentItem[]>;
   /** The stream sequence the projector has applied up to: how current the answers are. */
   position(): Promise<number>;
 }
@@ -43,10 +46,15 @@ export function mongoReadModels(db: Db): ReadModels {
   const ledger = db.collection<LedgerRow>("ledger");
   const forensics = db.collection<ForensicsRow>("forensics");
   const incidents = db.collection<IncidentDoc>("incidents");
+  const items = db.collection<IncidentItem>("incident_items");
   const bySeq = { seq: 1 } as const;
   return {
-    run: (tenantId, sharedRunId) => guarded(async () => (await runs.findOne({ tenantId, sharedRunId })) ?? undefined),
-    executions: (tenantId, ids) => guarded(() => executions.find({ tenantId, executionId: { $in: [...ids] } }).sort({ firstSeq: 1 }).toArray()),
+    // By `_id` (which starts with the tenant): FerretDB finds those without scanning the collection.
+    run: (tenantId, sharedRunId) => guarded(async () => (await runs.findOne({ _id: runDocId(tenantId, sharedRunId), tenantId })) ?? undefined),
+    executions: (tenantId, ids) => guarded(async () => {
+      const docs = await Promise.all(ids.map((id) => executions.findOne({ _id: executionDocId(tenantId, id), tenantId })));
+      return docs.filter((d) => d !== null).sort((a, b) => a.firstSeq - b.firstSeq);
+    }),
     runLedger: (tenantId, sharedRunId, ids) => guarded(() => ledger.find({ tenantId, $or: [{ sharedRunId }, { executionId: { $in: [...ids] } }] }).sort(bySeq).toArray()),
     ledger: (tenantId, q) => guarded(() => {
       const filter: Filter<LedgerRow> = { tenantId, seq: { $gt: q.since }, ...(q.recovery === undefined ? {} : { recovery: q.recovery }) };
@@ -58,6 +66,7 @@ export function mongoReadModels(db: Db): ReadModels {
     }),
     incidentForensics: (incidentId) => guarded(() => forensics.find({ incidentId }).sort(bySeq).toArray()),
     incident: (incidentId) => guarded(async () => (await incidents.findOne({ _id: incidentId })) ?? undefined),
+    incidentItems: (incidentId, tenantId) => guarded(() => items.find({ incidentId, ...(tenantId === undefined ? {} : { tenantId }) }).sort({ _id: 1 }).toArray()),
     position: () => guarded(async () => (await db.collection<{ _id: string; seq: number }>(CHECKPOINT_COLLECTION).findOne({ _id: "forensics" }))?.seq ?? 0),
   };
 }

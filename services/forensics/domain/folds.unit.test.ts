@@ -3,8 +3,9 @@ import { StepId, type DroverEvent } from "../../../contracts/index.ts";
 import { exampleEvent, forensicsIds, ids } from "../../../test/support/example-events.ts";
 import { evolveExecutionDoc } from "./execution-doc.ts";
 import type { Fact } from "./fact.ts";
-import { evolveIncidentDoc } from "./incident-doc.ts";
+import { evolveIncidentDoc, evolveIncidentItem, itemIdsOf } from "./incident-doc.ts";
 import { evolveRunDoc } from "./run-doc.ts";
+import { stepCompletion } from "./step-doc.ts";
 
 const fact = <E extends DroverEvent>(event: E, seq: number, aggregateId: string): Fact<E> => ({ stream: "DROVER", seq, storedAt: "2026-01-02T03:04:06.000Z", aggregateId, event });
 const step = (stepId: string) => { const e = exampleEvent("exec.step-completed"); return { ...e, data: { ...e.data, stepId: StepId.parse(stepId) } }; };
@@ -18,23 +19,29 @@ describe("read-model folds", () => {
     expect(admitted).toMatchObject({ status: "admitted", lastSeq: 5, labels: [{ key: "team", value: "ml" }], placements: [{ admittedSeq: 5, candidates: 1 }] });
   });
 
-  it("counts a second step-completed of a step as a duplicate and keeps the first completion", () => {
+  it("counts a step completed a second time as a duplicate, never as progress", () => {
     let x = evolveExecutionDoc(undefined, fact(exampleEvent("exec.started"), 1, ids.execution));
-    x = evolveExecutionDoc(x, fact(step("a"), 2, ids.execution));
-    x = evolveExecutionDoc(x, fact({ ...step("a"), data: { ...step("a").data, outputDigest: "b".repeat(64) } }, 3, ids.execution));
-    x = evolveExecutionDoc(x, fact(step("b"), 4, ids.execution));
-    expect(x).toMatchObject({ completedSteps: 2, duplicateCompletions: 1 });
-    expect(x.steps[0]).toMatchObject({ stepId: "a", completions: 2, completedSeq: 2, outputDigest: "a".repeat(64) });
+    x = evolveExecutionDoc(x, fact(step("a"), 2, ids.execution), true);
+    x = evolveExecutionDoc(x, fact(step("a"), 3, ids.execution), false);
+    x = evolveExecutionDoc(x, fact(exampleEvent("exec.step-failed"), 4, ids.execution));
+    expect(evolveExecutionDoc(x, fact(step("b"), 4, ids.execution), true)).toBe(x);
+    expect(x).toMatchObject({ completedSteps: 1, duplicateCompletions: 1, failedAttempts: 1, lastSeq: 4 });
+    expect(stepCompletion(fact(step("a"), 2, ids.execution))).toMatchObject({ _id: `${ids.tenant}:${ids.execution}:a`, completedSeq: 2, epoch: 0 });
   });
 
   it("builds an incident whichever comes first, the plan or an item's forensics, and never moves it backwards", () => {
-    const fx = exampleEvent("forensics.execution-recovery-completed");
-    let inc = evolveIncidentDoc(undefined, fact(fx, 10, forensicsIds.inFlight), undefined);
-    expect(inc).toMatchObject({ runtimeInstanceId: ids.runtime, tenantIds: [ids.tenant], items: [{ forensicsId: forensicsIds.inFlight, outcome: "completed" }] });
-    inc = evolveIncidentDoc(inc, fact(exampleEvent("runtime.recovery-planned"), 11, ids.runtime), "owner-a");
+    const done = fact(exampleEvent("forensics.execution-recovery-completed"), 10, forensicsIds.inFlight);
+    let inc = evolveIncidentDoc(undefined, done, undefined);
+    expect(inc).toMatchObject({ runtimeInstanceId: ids.runtime, tenantIds: [ids.tenant] });
+    const item = evolveIncidentItem(undefined, done, forensicsIds.inFlight);
+    expect(item).toMatchObject({ tenantId: ids.tenant, outcome: "completed", lastSeq: 10 });
+    const plan = fact(exampleEvent("runtime.recovery-planned"), 11, ids.runtime);
+    inc = evolveIncidentDoc(inc, plan, "owner-a");
     inc = evolveIncidentDoc(inc, fact(exampleEvent("runtime.suspected"), 12, ids.runtime), "owner-a");
     expect(inc).toMatchObject({ status: "recovery-planned", ownerTenantId: "owner-a", planned: { seq: 11, itemCount: 2 }, suspected: { seq: 12 } });
-    expect(inc.items.map((i) => [i.forensicsId, i.plannedSeq, i.lastType ?? null])).toEqual([
-      [forensicsIds.inFlight, 11, "forensics.execution-recovery-completed"], [forensicsIds.localQueued, 11, null]]);
+    expect(itemIdsOf(plan.event)).toEqual([forensicsIds.inFlight, forensicsIds.localQueued]);
+    expect(evolveIncidentItem(item, plan, forensicsIds.inFlight)).toMatchObject({ plannedSeq: 11, lastType: "forensics.execution-recovery-completed", outcome: "completed" });
+    // A later forensics event of a tenant the incident already names changes nothing to write.
+    expect(evolveIncidentDoc(inc, fact(exampleEvent("forensics.dag-resume-started"), 13, forensicsIds.inFlight), undefined)).toBe(inc);
   });
 });

@@ -1,14 +1,12 @@
 import type { DroverEvent } from "../../../contracts/index.ts";
-import type { PlacementRow, RunDoc } from "../../../contracts/read-models.ts";
+import { runDocId, type PlacementRow, type RunDoc } from "../../../contracts/read-models.ts";
 import { addOnce, assertNever, positionOf, type Fact } from "./fact.ts";
 
 type RunEvent = Extract<DroverEvent, { type: `run.${string}` }>;
 
-/** The `runs` key: tenant first, so two tenants' runs can never share a document. */
-export const runDocId = (tenantId: string, sharedRunId: string): string => `${tenantId}:${sharedRunId}`;
 
 const empty = (tenantId: string, sharedRunId: string, seq: number): RunDoc => ({
-  _id: runDocId(tenantId, sharedRunId), tenantId, sharedRunId, status: "none", steps: [], labels: [], placements: [],
+  _id: runDocId(tenantId, sharedRunId), tenantId, sharedRunId, status: "none", stepCount: 0, labels: [], placements: [],
   executionIds: [], forensicsIds: [], incidentIds: [], scaleOutRequestIds: [], firstSeq: seq, lastSeq: 0,
 });
 
@@ -32,7 +30,7 @@ function apply(s: RunDoc, e: RunEvent, f: Fact<RunEvent>): RunDoc {
     case "run.submitted":
       // A trusted producer may publish a second submission of the same run; only the first counts.
       if (s.submitted) return s;
-      return { ...s, status: "submitted", ...(e.data.dag.name ? { dagName: e.data.dag.name } : {}), steps: e.data.dag.steps.map((st) => ({ stepId: st.id, kind: st.kind })),
+      return { ...s, status: "submitted", ...(e.data.dag.name ? { dagName: e.data.dag.name } : {}), stepCount: e.data.dag.steps.length,
         source: e.data.source, ...(e.data.idempotencyKey ? { idempotencyKey: e.data.idempotencyKey } : {}),
         labels: Object.entries(e.data.labels).map(([key, value]) => ({ key, value })).sort((a, b) => a.key.localeCompare(b.key)),
         submitted: positionOf(f) };

@@ -1,6 +1,7 @@
 import type { Collection, Db, Filter, IndexSpecification, OptionalUnlessRequiredId } from "mongodb";
 import {
-  CHECKPOINT_COLLECTION, READ_MODEL_COLLECTIONS, type ExecutionDoc, type ForensicsRow, type IncidentDoc, type LedgerRow, type RunDoc, type RuntimeDoc,
+  CHECKPOINT_COLLECTION, READ_MODEL_COLLECTIONS, type ExecutionDoc, type ForensicsRow, type IncidentDoc, type IncidentItem, type LedgerRow, type RunDoc,
+  type RuntimeDoc, type StepDoc,
 } from "../../../contracts/read-models.ts";
 
 /** The checkpoint document: the stream sequence the projection has applied up to. */
@@ -11,7 +12,9 @@ export interface ReadModelDb {
   readonly db: Db;
   readonly runs: Collection<RunDoc>;
   readonly executions: Collection<ExecutionDoc>;
+  readonly steps: Collection<StepDoc>;
   readonly incidents: Collection<IncidentDoc>;
+  readonly incidentItems: Collection<IncidentItem>;
   readonly forensics: Collection<ForensicsRow>;
   readonly ledger: Collection<LedgerRow>;
   readonly runtimes: Collection<RuntimeDoc>;
@@ -20,7 +23,8 @@ export interface ReadModelDb {
 
 export function readModelDb(db: Db): ReadModelDb {
   return {
-    db, runs: db.collection("runs"), executions: db.collection("executions"), incidents: db.collection("incidents"),
+    db, runs: db.collection("runs"), executions: db.collection("executions"), steps: db.collection("steps"),
+    incidents: db.collection("incidents"), incidentItems: db.collection("incident_items"),
     forensics: db.collection("forensics"), ledger: db.collection("ledger"), runtimes: db.collection("runtimes"),
     checkpoints: db.collection(CHECKPOINT_COLLECTION),
   };
@@ -30,7 +34,9 @@ export function readModelDb(db: Db): ReadModelDb {
 const INDEXES: Readonly<Partial<Record<(typeof READ_MODEL_COLLECTIONS)[number], readonly IndexSpecification[]>>> = {
   runs: [{ tenantId: 1, sharedRunId: 1 }],
   executions: [{ tenantId: 1, sharedRunId: 1 }],
+  steps: [{ tenantId: 1, executionId: 1 }],
   incidents: [{ tenantIds: 1 }, { runtimeInstanceId: 1 }],
+  incident_items: [{ incidentId: 1, tenantId: 1 }],
   forensics: [{ tenantId: 1, incidentId: 1, seq: 1 }, { tenantId: 1, sharedRunId: 1, seq: 1 }, { incidentId: 1, seq: 1 }],
   ledger: [{ tenantId: 1, seq: 1 }, { tenantId: 1, recovery: 1, seq: 1 }, { tenantId: 1, sharedRunId: 1, seq: 1 }],
 };
@@ -64,9 +70,19 @@ export async function putIfNewer<T extends { readonly _id: string; readonly last
   }
 }
 
-/** Writes a row keyed by stream sequence: re-applying an event rewrites the same row. */
-export async function putRow<T extends { readonly _id: string }>(c: Collection<T>, row: T): Promise<void> {
-  await c.replaceOne({ _id: row._id } as Filter<T>, row as OptionalUnlessRequiredId<T>, { upsert: true });
+/**
+ * Inserts a row keyed by stream sequence; returns false when the key exists. A row is a pure
+ * function of its event, so an existing one is the same row written before a crash: never
+ * rewritten (an insert is constant-time on FerretDB, an update scans the collection).
+ */
+export async function insertRow<T extends { readonly _id: string }>(c: Collection<T>, row: T): Promise<boolean> {
+  try {
+    await c.insertOne(row as OptionalUnlessRequiredId<T>);
+    return true;
+  } catch (e) {
+    if (isDuplicateKey(e)) return false;
+    throw e;
+  }
 }
 
 /** Reads one document by `_id` without Mongo's own `_id` typing getting in the way. */

@@ -1,14 +1,15 @@
 import type { DroverEvent } from "../../../contracts/index.ts";
+import { executionDocId, runDocId } from "../../../contracts/read-models.ts";
 import type { Projection, StoredEvent, StreamLayout } from "../../../streams/index.ts";
 import { evolveExecutionDoc } from "../domain/execution-doc.ts";
 import type { Fact } from "../domain/fact.ts";
-import { evolveIncidentDoc, isIncidentEvent } from "../domain/incident-doc.ts";
+import { evolveIncidentDoc, evolveIncidentItem, incidentItemId, isIncidentEvent, itemIdsOf } from "../domain/incident-doc.ts";
 import { forensicsRow, ledgerRows } from "../domain/ledger.ts";
 import { evolveRunDoc } from "../domain/run-doc.ts";
 import { evolveRuntimeDoc } from "../domain/runtime-doc.ts";
-import { executionDocId } from "../domain/execution-doc.ts";
-import { runDocId } from "../domain/run-doc.ts";
-import { byId, dropReadModels, ensureIndexes, putIfNewer, putRow, type ReadModelDb } from "./collections.ts";
+import { stepCompletion } from "../domain/step-doc.ts";
+import { byId, dropReadModels, ensureIndexes, insertRow, type ReadModelDb } from "./collections.ts";
+import { docCache, type DocCache } from "./doc-cache.ts";
 
 export const PROJECTION_NAME = "forensics";
 
@@ -26,53 +27,62 @@ export function toFact(e: StoredEvent, layout: StreamLayout): Fact {
 }
 
 /**
- * The forensics projection: folds every DROVER event into `runs`, `executions`, `runtimes`,
- * `incidents`, `forensics` and `ledger`. Each write is idempotent by stream sequence (aggregate
+ * The forensics projection: folds every DROVER event into `runs`, `executions`, `steps`,
+ * `runtimes`, `incidents`, `incident_items`, `forensics` and `ledger`. Each write is idempotent by stream sequence (aggregate
  * documents keep `lastSeq` and refuse older facts; rows are keyed by `<stream>:<seq>`), so the
  * runner's at-least-once delivery around a crash changes nothing. A Mongo error propagates and the
  * runner retries the same event: the read model being down never skips one. `reset` drops the
  * collections and recreates the indexes for a rebuild from sequence 1.
  */
 export function forensicsProjection(m: ReadModelDb, layout: StreamLayout): Projection {
+  const cache = docCache();
   return {
     name: PROJECTION_NAME,
     async apply(stored) {
       const f = toFact(stored, layout);
-      const owner = await foldAggregate(m, f);
+      const owner = await foldAggregate(m, cache, f);
       if (isIncidentEvent(f.event)) {
         const fact = f as Fact<typeof f.event>;
-        const doc = await byId(m.incidents, f.event.data.incidentId);
-        const next = evolveIncidentDoc(doc, fact, owner);
-        if (next !== doc) await putIfNewer(m.incidents, next);
+        const doc = await cache.get(m.incidents, f.event.data.incidentId);
+        await cache.put(m.incidents, doc, evolveIncidentDoc(doc, fact, owner));
+        for (const forensicsId of itemIdsOf(f.event)) {
+          const item = await cache.get(m.incidentItems, incidentItemId(f.event.data.incidentId, forensicsId));
+          await cache.put(m.incidentItems, item, evolveIncidentItem(item, fact, forensicsId));
+        }
       }
       const row = forensicsRow(f);
-      if (row) await putRow(m.forensics, row);
-      for (const r of ledgerRows(f, owner)) await putRow(m.ledger, r);
+      if (row) await insertRow(m.forensics, row);
+      for (const r of ledgerRows(f, owner)) await insertRow(m.ledger, r);
     },
     async reset() {
+      cache.clear();
       await dropReadModels(m);
       await ensureIndexes(m);
     },
   };
 }
 
-/** Folds the fact into its aggregate's document; returns the runtime's owner tenant for runtime facts. */
-async function foldAggregate(m: ReadModelDb, f: Fact): Promise<string | undefined> {
+/** Folds the fact into its aggregate's documents; returns the runtime's owner tenant for runtime facts. */
+async function foldAggregate(m: ReadModelDb, cache: DocCache, f: Fact): Promise<string | undefined> {
   const type = f.event.type;
   if (type.startsWith("run.")) {
     const fact = f as Of<"run">;
-    const doc = await byId(m.runs, runDocId(fact.event.tenantId, f.aggregateId));
-    const next = evolveRunDoc(doc, fact);
-    if (next !== doc) await putIfNewer(m.runs, next);
+    const doc = await cache.get(m.runs, runDocId(fact.event.tenantId, f.aggregateId));
+    await cache.put(m.runs, doc, evolveRunDoc(doc, fact));
   } else if (type.startsWith("exec.")) {
     const fact = f as Of<"exec">;
-    const doc = await byId(m.executions, executionDocId(fact.event.tenantId, f.aggregateId));
-    const next = evolveExecutionDoc(doc, fact);
-    if (next !== doc) await putIfNewer(m.executions, next);
+    let first = true;
+    if (fact.event.type === "exec.step-completed") {
+      const step = stepCompletion(fact as Fact<Extract<typeof fact.event, { type: "exec.step-completed" }>>);
+      // The stored completion's sequence decides, so re-applying the first one after a crash is still the first.
+      first = (await insertRow(m.steps, step)) || (await byId(m.steps, step._id))?.completedSeq === f.seq;
+    }
+    const doc = await cache.get(m.executions, executionDocId(fact.event.tenantId, f.aggregateId));
+    await cache.put(m.executions, doc, evolveExecutionDoc(doc, fact, first));
   } else if (type.startsWith("runtime.")) {
-    const doc = await byId(m.runtimes, f.aggregateId);
+    const doc = await cache.get(m.runtimes, f.aggregateId);
     const next = evolveRuntimeDoc(doc, f as Of<"runtime">);
-    if (next !== doc) await putIfNewer(m.runtimes, next);
+    await cache.put(m.runtimes, doc, next);
     return next.ownerTenantId;
   }
   return undefined;

@@ -1,0 +1,23 @@
+import type { DroverEvent } from "../../../contracts/index.ts";
+import type { StepDoc } from "../../../contracts/read-models.ts";
+import type { Fact } from "./fact.ts";
+
+type StepCompleted = Extract<DroverEvent, { type: "exec.step-completed" }>;
+
+/** The `steps` key: one document per (tenant, execution, step). */
+export const stepDocId = (tenantId: string, executionId: string, stepId: string): string => `${tenantId}:${executionId}:${stepId}`;
+
+/**
+ * The step's completion as the document to insert. Only the first insert of a key succeeds: it
+ * is the completion downstream steps used, and a later `step-completed` of the same step is a
+ * duplicate (the projector compares `completedSeq` with the event's sequence, so re-applying the
+ * first one is still recognised as the first). Pure.
+ */
+export function stepCompletion(f: Fact<StepCompleted>): StepDoc {
+  const e = f.event;
+  return {
+    _id: stepDocId(e.tenantId, f.aggregateId, e.data.stepId), tenantId: e.tenantId, executionId: f.aggregateId, stepId: e.data.stepId,
+    attempt: e.data.attempt, completedSeq: f.seq, outputDigest: e.data.outputDigest, durationMs: e.data.durationMs,
+    ...(e.writer.epoch !== undefined ? { epoch: e.writer.epoch } : {}),
+  };
+}
