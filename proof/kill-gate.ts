@@ -3,12 +3,14 @@ import { decodeEvent } from "../contracts/index.ts";
 import { follow, type Follower } from "../platform/follow.ts";
 import { runtimeRef, type EventStore, type StreamLayout } from "../streams/index.ts";
 import type { KillRecord } from "./assertions.ts";
+import { podRuntimePid } from "./pod-process.ts";
 
 /**
  * Kills each impacted tenant's runtime once its in-flight execution has `afterSteps` durable
  * `step-completed` events — gated on the journal, never on a sleep. The signal (SIGKILL: a crash;
  * SIGSTOP: a zombie the fence must kill) goes to the exact runtime process named by the runtime's
- * `host-started` (process hosts).
+ * `host-started` (process hosts), or the runtime process inside the Pod with that UID (local cluster:
+ * a crash of the container, which Kubernetes reports and drover must recover from).
  */
 export async function startKillGate(js: JetStreamClient, store: EventStore, layout: StreamLayout, impacted: ReadonlySet<string>, afterSteps: number,
   signal: "SIGKILL" | "SIGSTOP", onKill: (k: KillRecord) => void): Promise<Follower> {
@@ -27,9 +29,11 @@ export async function startKillGate(js: JetStreamClient, store: EventStore, layo
     if (x.steps < afterSteps) return;
     killed.add(tenantId);
     const host = (await store.read(runtimeRef(x.runtime))).events.find((s) => s.event.type === "runtime.host-started")?.event;
-    if (host?.type !== "runtime.host-started" || !host.data.pid) throw new Error(`runtime ${x.runtime} has no process to kill`);
+    if (host?.type !== "runtime.host-started") throw new Error(`runtime ${x.runtime} has no host to kill`);
+    const pid = host.data.pid ?? podRuntimePid(host.data.hostIncarnation);
+    if (!pid) throw new Error(`runtime ${x.runtime} (${host.data.hostIncarnation}) has no process to kill`);
     const killedAtMs = Date.now();
-    process.kill(host.data.pid, signal);
+    process.kill(pid, signal);
     onKill({ tenantId, runtimeInstanceId: x.runtime, hostIncarnation: host.data.hostIncarnation, executionId, sharedRunId: x.sharedRunId, completedAtKill: x.steps, killedAtMs });
   });
 }

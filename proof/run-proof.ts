@@ -1,4 +1,6 @@
 import { createHash } from "node:crypto";
+import type { z } from "zod";
+import type { KubernetesHostConfig } from "../contracts/index.ts";
 import { jetstream } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { Redis } from "ioredis";
@@ -33,13 +35,13 @@ export interface ProofReport {
  * its in-flight execution has `killAfterSteps` durable steps; recovery is automatic. Then every
  * assertion is evaluated over the whole event log.
  */
-export async function runProof(o: ProofOptions, infra: { natsUrl: string; redisUrl: string }, onProgress: (p: ProofProgress) => void,
+export async function runProof(o: ProofOptions, infra: { natsUrl: string; redisUrl: string; kubernetes?: z.input<typeof KubernetesHostConfig> }, onProgress: (p: ProofProgress) => void,
   timeoutMs = 600_000): Promise<ProofReport> {
   const t0 = Date.now();
   const redis = new Redis(infra.redisUrl);
   await redis.flushdb();
   redis.disconnect();
-  const cp = await startControlPlane({ natsUrl: infra.natsUrl, redisUrl: infra.redisUrl, config: proofConfig(o) });
+  const cp = await startControlPlane({ natsUrl: infra.natsUrl, redisUrl: infra.redisUrl, config: proofConfig(o, infra.kubernetes) });
   const nc = await connect({ servers: infra.natsUrl });
   let pass = false;
   try {
@@ -134,7 +136,7 @@ async function waitForTimelines(store: ReturnType<typeof createEventStore>, pref
 export function proofLine(r: ProofReport): string {
   const failed = r.assertions.find((a) => !a.ok);
   const n = (prefix: string) => r.assertions.filter((a) => a.name.startsWith(prefix)).reduce((s, a) => s + a.violations, 0);
-  return `proof: P=${r.options.parallel} transport=${r.options.transport} host=${r.options.host} runs=${r.runs} recovered=${r.recovered} `
+  return `proof: P=${r.options.parallel} transport=${r.options.transport} host=${r.options.host}${r.options.exposure ? `(${r.options.exposure})` : ""} runs=${r.runs} recovered=${r.recovered} `
     + `duplicates=${n("duplicates")} lost=${n("lost")} safe_leaks=${n("safe_leaks")} fence_violations=${n("fence_violations")} replay_failures=${n("replay")} `
     + `result=${r.pass ? "PASS" : `FAIL (${failed?.name}: ${failed?.detail})`}`;
 }

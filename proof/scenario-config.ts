@@ -1,5 +1,5 @@
 import type { z } from "zod";
-import type { DroverConfig, Transport } from "../contracts/index.ts";
+import type { DroverConfig, KubernetesHostConfig, Transport } from "../contracts/index.ts";
 
 /** The proof's knobs (proof-and-bench.md "The crash-recovery proof"). */
 export interface ProofOptions {
@@ -12,6 +12,8 @@ export interface ProofOptions {
   readonly killAfterSteps: number;
   /** SIGKILL (a crash) or SIGSTOP (a zombie: alive but silent; health must notice and the fence must kill it). */
   readonly signal: "SIGKILL" | "SIGSTOP";
+  /** Kubernetes hosts only: how the control plane reaches runtime Pods. */
+  readonly exposure?: "pod-ip" | "gateway";
 }
 
 export const DEFAULT_PROOF: ProofOptions = { parallel: 1, transport: "http", host: "process", steps: 50, stepMs: 20, seed: 1, killAfterSteps: 25, signal: "SIGKILL" };
@@ -29,7 +31,7 @@ export const OPERATOR_TOKEN = "proof-token-operator-000001";
  * same runtime), sized 1 worker × 1 concurrent run + 2 queued: at kill time an impacted runtime holds
  * exactly 1 in-flight execution and 2 local-queued runs.
  */
-export function proofConfig(o: ProofOptions): z.input<typeof DroverConfig> {
+export function proofConfig(o: ProofOptions, kubernetes?: z.input<typeof KubernetesHostConfig>): z.input<typeof DroverConfig> {
   const tenants = [];
   const tokens: Record<string, unknown> = { [OPERATOR_TOKEN]: { role: "operator", name: "proof" } };
   for (let i = 0; i < o.parallel; i++) {
@@ -43,5 +45,5 @@ export function proofConfig(o: ProofOptions): z.input<typeof DroverConfig> {
   // Crashes are detected by the observed process exit (tens of ms); the heartbeat bound only has to
   // catch zombies, and at P=50 on 2 cores (load > 12) a 750 ms bound suspected a live runtime once.
   return { controlPlaneId: "cp-proof", heartbeatIntervalMs: 500, staleHeartbeatMs: 3000, dispatchTimeoutMs: 3000, fenceDeadlineMs: 10_000,
-    maxConcurrentHostStartups: 4, scaleOutExpiryMs: 300_000, tenants, tokens } as z.input<typeof DroverConfig>;
+    maxConcurrentHostStartups: 4, scaleOutExpiryMs: 300_000, tenants, tokens, ...(kubernetes ? { kubernetes } : {}) } as z.input<typeof DroverConfig>;
 }

@@ -1,20 +1,22 @@
 import { parseArgs } from "node:util";
 import { proofLine, runProof, type ProofProgress, type ProofReport } from "../../proof/run-proof.ts";
 import { DEFAULT_PROOF, type ProofOptions } from "../../proof/scenario-config.ts";
+import { startProofCluster } from "../../proof/kubernetes-hosts.ts";
 import { startNats, startRedis, type RunningServer } from "../../test/support/servers.ts";
 
-export const PROOF_USAGE = `drover proof [--parallel P] [--transport http|grpc] [--host process] [--steps N] [--step-ms M]
+export const PROOF_USAGE = `drover proof [--parallel P] [--transport http|grpc] [--host process|kubernetes] [--exposure pod-ip|gateway] [--steps N] [--step-ms M]
              [--seed S] [--kill-after K] [--signal SIGKILL|SIGSTOP] [--timeout-s T] [--json]
   Runs the crash-recovery proof against the real services: P scenarios of 2 impacted + 1 safe tenant,
   3 runs of an N-step DAG each; each impacted runtime is SIGKILLed once its in-flight execution has K
   durable steps (SIGKILL, or SIGSTOP for a zombie the fence must kill). Uses NATS_URL and REDIS_URL when set, else starts private servers on free ports.
+  --host kubernetes starts a private local cluster (make k8s-build first) and hosts runtimes as Pods, reached by Pod IP or through its shared Gateway.
   Exit 0 on PASS, 1 on FAIL, 2 on bad usage.`;
 
 /** Parses the flags; throws a usage error message on anything it does not understand. */
 export function parseProofArgs(argv: readonly string[]): { options: ProofOptions; json: boolean; timeoutMs: number } {
   const { values } = parseArgs({ args: [...argv], strict: true, options: {
     parallel: { type: "string" }, transport: { type: "string" }, host: { type: "string" }, steps: { type: "string" }, "step-ms": { type: "string" },
-    seed: { type: "string" }, "kill-after": { type: "string" }, "timeout-s": { type: "string" }, json: { type: "boolean" }, signal: { type: "string" },
+    seed: { type: "string" }, "kill-after": { type: "string" }, "timeout-s": { type: "string" }, json: { type: "boolean" }, signal: { type: "string" }, exposure: { type: "string" },
   } });
   const int = (v: string | undefined, def: number, name: string, min: number) => {
     if (v === undefined) return def;
@@ -25,7 +27,10 @@ export function parseProofArgs(argv: readonly string[]): { options: ProofOptions
   const transport = values.transport ?? DEFAULT_PROOF.transport;
   if (transport !== "http" && transport !== "grpc") throw new Error("--transport must be http or grpc");
   const host = values.host ?? DEFAULT_PROOF.host;
-  if (host !== "process") throw new Error("--host: only process is available (kubernetes arrives with the Kubernetes host strategy)");
+  if (host !== "process" && host !== "kubernetes") throw new Error("--host must be process or kubernetes");
+  const exposure = values.exposure ?? "pod-ip";
+  if (exposure !== "pod-ip" && exposure !== "gateway") throw new Error("--exposure must be pod-ip or gateway");
+  if (values.exposure !== undefined && host !== "kubernetes") throw new Error("--exposure applies to --host kubernetes only");
   const steps = int(values.steps, DEFAULT_PROOF.steps, "steps", 2);
   const killAfterSteps = int(values["kill-after"], Math.min(DEFAULT_PROOF.killAfterSteps, steps - 1), "kill-after", 1);
   if (killAfterSteps >= steps) throw new Error("--kill-after must be smaller than --steps (the kill must land mid-execution)");
@@ -33,6 +38,7 @@ export function parseProofArgs(argv: readonly string[]): { options: ProofOptions
   if (signal !== "SIGKILL" && signal !== "SIGSTOP") throw new Error("--signal must be SIGKILL (crash) or SIGSTOP (zombie)");
   return {
     options: { parallel: int(values.parallel, DEFAULT_PROOF.parallel, "parallel", 1), transport, host, steps, killAfterSteps, signal,
+      ...(host === "kubernetes" ? { exposure } : {}),
       stepMs: int(values["step-ms"], DEFAULT_PROOF.stepMs, "step-ms", 0), seed: int(values.seed, DEFAULT_PROOF.seed, "seed", 0) },
     json: values.json ?? false,
     timeoutMs: int(values["timeout-s"], 900, "timeout-s", 10) * 1000,
@@ -63,11 +69,13 @@ export async function proofCommand(argv: readonly string[]): Promise<number> {
     return 2;
   }
   const started: RunningServer[] = [];
+  let cluster: Awaited<ReturnType<typeof startProofCluster>> | undefined;
   try {
+    if (parsed.options.host === "kubernetes") cluster = await startProofCluster(parsed.options.exposure ?? "pod-ip");
     const natsUrl = process.env.NATS_URL ?? (started[started.length] = await startNats()).url;
     const redisUrl = process.env.REDIS_URL ?? (started[started.length] = await startRedis()).url;
     const tty = process.stderr.isTTY;
-    const report = await runProof(parsed.options, { natsUrl, redisUrl }, (p) => {
+    const report = await runProof(parsed.options, { natsUrl, redisUrl, ...(cluster ? { kubernetes: cluster.kubernetes } : {}) }, (p) => {
       if (parsed.json) return;
       process.stderr.write(tty ? `\r${progressLine(p)}` : `${progressLine(p)}\n`);
     }, parsed.timeoutMs);
@@ -75,6 +83,7 @@ export async function proofCommand(argv: readonly string[]): Promise<number> {
     process.stdout.write(parsed.json ? `${JSON.stringify({ ...report, line: proofLine(report) })}\n` : `${summary(report)}\n`);
     return report.pass ? 0 : 1;
   } finally {
+    await cluster?.stop();
     for (const s of started) await s.stop();
   }
 }
