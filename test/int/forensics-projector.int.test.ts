@@ -9,10 +9,11 @@ import { serveRebuild, type RebuildReply } from "../../services/forensics/shell/
 import { forensicsProjection, PROJECTION_NAME } from "../../services/forensics/shell/projection.ts";
 import { startForensics, type ForensicsService } from "../../services/forensics/shell/service.ts";
 import { createEventStore } from "../../streams/event-store.ts";
+import { execRef } from "../../streams/subjects.ts";
 import type { EventStore, StoredEvent } from "../../streams/types.ts";
 import { acmeForensicsId, appendExamples, appendScenario, scenario as s } from "../support/forensics-scenario.ts";
 import { uniqueName } from "../support/isolation.ts";
-import { eventually, freshStreams, type StreamsFixture } from "../support/streams.ts";
+import { event, eventually, freshStreams, type StreamsFixture } from "../support/streams.ts";
 
 /** Every read-model collection, sorted by `_id`: what "the same read models" means. */
 async function dump(db: Db): Promise<Record<string, unknown[]>> {
@@ -58,6 +59,10 @@ describe("forensics projector against real FerretDB and a real nats-server", () 
 
   it("applies every event twice, and again newest-first, into the same documents (idempotent by stream sequence) against real FerretDB", async () => {
     await seed();
+    // Free text FerretDB documents as unsupported (NUL) is stored sanitised.
+    const failed = event("exec.step-failed");
+    await store.append(execRef(s.acme, s.acmeExec), { ...failed, tenantId: s.acme, data: { ...failed.data, error: "bad\u0000byte" } },
+      { expectedSeq: await store.lastSeq(execRef(s.acme, s.acmeExec)) });
     const events: StoredEvent[] = [];
     await store.replay({ seq: 1 }, (e) => { events.push(e); });
     const db = freshDb();
@@ -76,6 +81,8 @@ describe("forensics projector against real FerretDB and a real nats-server", () 
     // One ledger row per event, except the shared runtime's registered/suspected/fenced: it has no owner tenant.
     expect(once.ledger).toHaveLength(events.length - 3);
     expect(once.forensics).toHaveLength(events.filter((e) => e.event.type.startsWith("forensics.")).length);
+    expect(once.ledger!.find((r) => (r as { type: string }).type === "exec.step-failed" && (r as { tenantId: string }).tenantId === s.acme))
+      .toMatchObject({ detail: { error: "bad\uFFFDbyte" } });
   });
 
   it("rebuilds from sequence 1 into exactly the read models it built live, collection by collection, against real FerretDB", async () => {

@@ -22,5 +22,20 @@ export function assertNever(value: never, what: string): never {
   throw new Error(`unhandled ${what}: ${JSON.stringify(value)}`);
 }
 
+/**
+ * `value` with every NUL character replaced (U+FFFD). FerretDB lists NUL in strings as unsupported
+ * (its v1.24 SQLite backend happens to accept it; do not rely on that), and a refused write would
+ * stop the projector on that event for good; free text (reasons, step errors, labels) comes from
+ * writers we do not control. Pure.
+ */
+export function storable<T>(value: T): T {
+  if (typeof value === "string") return (value.includes("\u0000") ? value.replaceAll("\u0000", "\uFFFD") : value) as T;
+  if (Array.isArray(value)) return value.map(storable) as T;
+  if (value !== null && typeof value === "object") {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, storable(v)])) as T;
+  }
+  return value;
+}
+
 /** `list` with `value` appended unless already present (ids recorded once, in first-seen order). */
 export const addOnce = <T>(list: readonly T[], value: T): readonly T[] => (list.includes(value) ? list : [...list, value]);

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { StepId, type DroverEvent } from "../../../contracts/index.ts";
 import { exampleEvent, forensicsIds, ids } from "../../../test/support/example-events.ts";
 import { evolveExecutionDoc } from "./execution-doc.ts";
-import type { Fact } from "./fact.ts";
+import { storable, type Fact } from "./fact.ts";
 import { evolveIncidentDoc, evolveIncidentItem, itemIdsOf } from "./incident-doc.ts";
 import { evolveRunDoc } from "./run-doc.ts";
 import { stepCompletion } from "./step-doc.ts";
@@ -11,6 +11,12 @@ const fact = <E extends DroverEvent>(event: E, seq: number, aggregateId: string)
 const step = (stepId: string) => { const e = exampleEvent("exec.step-completed"); return { ...e, data: { ...e.data, stepId: StepId.parse(stepId) } }; };
 
 describe("read-model folds", () => {
+  it("replaces NUL in every string FerretDB would refuse, keeping everything else as it is", () => {
+    const clean = { a: "x", n: 1, list: [{ b: "y" }] };
+    expect(storable(clean)).toEqual(clean);
+    expect(storable({ a: "x\u0000y", list: [{ b: "\u0000" }], n: null })).toEqual({ a: "x\uFFFDy", list: [{ b: "\uFFFD" }], n: null });
+  });
+
   it("ignores a fact at or below the document's lastSeq (idempotent by stream sequence)", () => {
     const run = evolveRunDoc(undefined, fact(exampleEvent("run.submitted"), 3, ids.sharedRun));
     const admitted = evolveRunDoc(run, fact(exampleEvent("run.admitted"), 5, ids.sharedRun));

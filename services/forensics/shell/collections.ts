@@ -1,4 +1,5 @@
 import type { Collection, Db, Filter, IndexSpecification, OptionalUnlessRequiredId } from "mongodb";
+import { storable } from "../domain/fact.ts";
 import {
   CHECKPOINT_COLLECTION, READ_MODEL_COLLECTIONS, type ExecutionDoc, type ForensicsRow, type IncidentDoc, type IncidentItem, type LedgerRow, type RunDoc,
   type RuntimeDoc, type StepDoc,
@@ -64,7 +65,7 @@ const isDuplicateKey = (e: unknown): boolean => (e as { code?: unknown }).code =
  */
 export async function putIfNewer<T extends { readonly _id: string; readonly lastSeq: number }>(c: Collection<T>, doc: T): Promise<void> {
   try {
-    await c.replaceOne({ _id: doc._id, lastSeq: { $lt: doc.lastSeq } } as Filter<T>, doc, { upsert: true });
+    await c.replaceOne({ _id: doc._id, lastSeq: { $lt: doc.lastSeq } } as Filter<T>, storable(doc), { upsert: true });
   } catch (e) {
     if (!isDuplicateKey(e)) throw e;
   }
@@ -77,7 +78,7 @@ export async function putIfNewer<T extends { readonly _id: string; readonly last
  */
 export async function insertRow<T extends { readonly _id: string }>(c: Collection<T>, row: T): Promise<boolean> {
   try {
-    await c.insertOne(row as OptionalUnlessRequiredId<T>);
+    await c.insertOne(storable(row) as OptionalUnlessRequiredId<T>);
     return true;
   } catch (e) {
     if (isDuplicateKey(e)) return false;

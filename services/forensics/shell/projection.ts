@@ -28,31 +28,25 @@ export function toFact(e: StoredEvent, layout: StreamLayout): Fact {
 
 /**
  * The forensics projection: folds every DROVER event into `runs`, `executions`, `steps`,
- * `runtimes`, `incidents`, `incident_items`, `forensics` and `ledger`. Each write is idempotent by stream sequence (aggregate
- * documents keep `lastSeq` and refuse older facts; rows are keyed by `<stream>:<seq>`), so the
- * runner's at-least-once delivery around a crash changes nothing. A Mongo error propagates and the
- * runner retries the same event: the read model being down never skips one. `reset` drops the
- * collections and recreates the indexes for a rebuild from sequence 1.
+ * `runtimes`, `incidents`, `incident_items`, `forensics` and `ledger`. Each write is idempotent by
+ * stream sequence (aggregate documents keep `lastSeq` and refuse older facts; rows are keyed by
+ * sequence and inserted once), so the runner's at-least-once delivery around a crash changes
+ * nothing. A Mongo error is reported to `onApplyError` and propagates, and the runner retries the
+ * same event: the read model being down never skips one. `reset` drops the collections and
+ * recreates the indexes for a rebuild from sequence 1.
  */
-export function forensicsProjection(m: ReadModelDb, layout: StreamLayout): Projection {
+export function forensicsProjection(m: ReadModelDb, layout: StreamLayout, onApplyError?: (e: unknown, seq: number) => void): Projection {
   const cache = docCache();
   return {
     name: PROJECTION_NAME,
     async apply(stored) {
-      const f = toFact(stored, layout);
-      const owner = await foldAggregate(m, cache, f);
-      if (isIncidentEvent(f.event)) {
-        const fact = f as Fact<typeof f.event>;
-        const doc = await cache.get(m.incidents, f.event.data.incidentId);
-        await cache.put(m.incidents, doc, evolveIncidentDoc(doc, fact, owner));
-        for (const forensicsId of itemIdsOf(f.event)) {
-          const item = await cache.get(m.incidentItems, incidentItemId(f.event.data.incidentId, forensicsId));
-          await cache.put(m.incidentItems, item, evolveIncidentItem(item, fact, forensicsId));
-        }
+      try {
+        await applyFact(m, cache, toFact(stored, layout));
+      } catch (e) {
+        // The runner retries the same event until it applies: say so, or a stuck projector is silent.
+        onApplyError?.(e, stored.seq);
+        throw e;
       }
-      const row = forensicsRow(f);
-      if (row) await insertRow(m.forensics, row);
-      for (const r of ledgerRows(f, owner)) await insertRow(m.ledger, r);
     },
     async reset() {
       cache.clear();
@@ -60,6 +54,23 @@ export function forensicsProjection(m: ReadModelDb, layout: StreamLayout): Proje
       await ensureIndexes(m);
     },
   };
+}
+
+/** Applies one fact to every read model it touches, each write idempotent on its own. */
+async function applyFact(m: ReadModelDb, cache: DocCache, f: Fact): Promise<void> {
+  const owner = await foldAggregate(m, cache, f);
+  if (isIncidentEvent(f.event)) {
+    const fact = f as Fact<typeof f.event>;
+    const doc = await cache.get(m.incidents, f.event.data.incidentId);
+    await cache.put(m.incidents, doc, evolveIncidentDoc(doc, fact, owner));
+    for (const forensicsId of itemIdsOf(f.event)) {
+      const item = await cache.get(m.incidentItems, incidentItemId(f.event.data.incidentId, forensicsId));
+      await cache.put(m.incidentItems, item, evolveIncidentItem(item, fact, forensicsId));
+    }
+  }
+  const row = forensicsRow(f);
+  if (row) await insertRow(m.forensics, row);
+  for (const r of ledgerRows(f, owner)) await insertRow(m.ledger, r);
 }
 
 /** Folds the fact into its aggregate's documents; returns the runtime's owner tenant for runtime facts. */

@@ -36,7 +36,7 @@ export interface ForensicsService {
  */
 export async function startForensics(o: ForensicsOptions): Promise<ForensicsService> {
   const m = readModelDb(o.db);
-  const projection = forensicsProjection(m, o.layout);
+  const projection = forensicsProjection(m, o.layout, (e, seq) => o.log?.error({ err: String(e), seq }, "forensics projection cannot apply an event; retrying it"));
   const checkpoints = mongoCheckpointStore(m);
   let runner: ProjectionRunner;
   let stopped = false;
