@@ -16,13 +16,15 @@ export function containerStopped(pod: V1Pod): string | undefined {
 
 /**
  * Readiness of the exact Pod `uid`: Ready=True on that UID is ready; the UID gone (deleted, or the
- * name now holding another Pod), phase Failed/Succeeded or a stopped container is a failure (no
+ * name now holding another Pod), Terminating, phase Failed/Succeeded or a stopped container is a failure (no
  * waiting for a timeout: a runtime Pod never restarts). Anything else: keep watching.
  */
 export function readyDecision(uid: string, e: ObjectEvent<V1Pod>): ReadyDecision | undefined {
   const pod = e.obj;
   if (!pod || e.type === "DELETED") return pod && pod.metadata?.uid !== uid ? undefined : { ok: false, detail: `pod ${uid} was deleted before it became Ready` };
   if (pod.metadata?.uid !== uid) return { ok: false, detail: `pod ${uid} was replaced by ${pod.metadata?.uid} before it became Ready` };
+  // A Terminating Pod may still say Ready; it is never a host to start on or converge onto.
+  if (pod.metadata?.deletionTimestamp) return { ok: false, detail: `pod ${uid} is terminating` };
   const phase = pod.status?.phase;
   if (phase === "Failed" || phase === "Succeeded") return { ok: false, detail: `pod ${uid} is ${phase}: ${containerStopped(pod) ?? pod.status?.message ?? ""}` };
   const stopped = containerStopped(pod);
