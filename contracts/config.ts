@@ -29,7 +29,7 @@ export const KubernetesHostConfig = z.object({
   runtimeCommand: z.array(z.string().min(1)).min(1).default(["node", "--import", "tsx", "services/runtime/main.ts"]),
   workingDir: z.string().min(1).optional().describe("the runtime's working directory (the repository, for the local cluster)"),
   readinessTimeoutMs: z.number().int().min(1000).default(60_000),
-  killGraceSeconds: z.number().int().min(0).max(300).default(5),
+  killGraceSeconds: z.number().int().min(0).max(300).default(1).describe("grace of a kill's first delete; short: a fenced runtime must stop, not drain"),
 }).strict().refine((k) => k.exposure !== "gateway" || k.gateway !== undefined, { message: "exposure gateway needs kubernetes.gateway", path: ["gateway"] });
 export type KubernetesHostConfig = z.infer<typeof KubernetesHostConfig>;
 

@@ -59,7 +59,7 @@ afterAll(async () => {
 
 describe("KubernetesHostStrategy gateway exposure, against the local cluster's real API server and local gateway", () => {
   for (const transport of ["grpc", "http"] as const) {
-    it(`a ${transport} runtime Pod answers GetQueueStatus with its own id through the shared Gateway and the routing header; kill removes its route`, async () => {
+    it(`a ${transport} runtime Pod answers GetQueueStatus with its own id through the shared Gateway and the routing header; a repeated start converges; kill removes its route`, async () => {
       const s = spec(`rt-gw-${transport}`, transport);
       const strat = strategy();
       const r = await strat.start(s);
@@ -70,6 +70,8 @@ describe("KubernetesHostStrategy gateway exposure, against the local cluster's r
       expect(r.endpoint.endpoint).toMatch(transport === "grpc" ? /^127\.0\.\d+\.\d+:8081$/ : /^http:\/\/127\.0\.\d+\.\d+:8080$/);
       const answer = await sendCommand(r.endpoint.endpoint, transport, queueStatus(s.runtimeInstanceId), s.commandToken, 5_000);
       expect(answer).toMatchObject({ success: true, runtimeInstanceId: s.runtimeInstanceId, hostIncarnation: r.host.hostIncarnation });
+      // A repeated start revalidates the Pod and the route, and converges.
+      expect(await strat.start(s)).toMatchObject({ outcome: "converged", convergenceSource: "lifecycle-cache", endpoint: r.endpoint });
       const killed = await strat.kill(s.runtimeInstanceId, r.host, 20_000);
       expect(killed).toMatchObject({ outcome: "killed", proof: { kind: "pod-uid-gone", podUid: r.host.podUid } });
       expect(await leftovers(s.runtimeInstanceId)).toEqual([]);

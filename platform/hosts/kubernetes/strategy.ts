@@ -8,7 +8,7 @@ import { readyDecision } from "./pod-decisions.ts";
 import { killPodExact, podTarget } from "./pod-kill.ts";
 import { observeRuntimePods } from "./pod-observer.ts";
 import { ensureObject } from "./resources.ts";
-import type { SharedGateway } from "./routes.ts";
+import { GATEWAY_API, routeVerdict, type SharedGateway } from "./routes.ts";
 import { buildRuntimePod, buildRuntimeService, buildTokenSecret, RUNTIME_PORT, runtimeMetadata, runtimeNames, type RuntimePodOptions } from "./spec.ts";
 import { cleanupOwned, removeRuntimeObjects, type OwnedObject } from "./owned-objects.ts";
 import { followObject } from "./watch-object.ts";
@@ -23,7 +23,12 @@ export interface KubernetesStrategyOptions extends RuntimePodOptions {
   readonly readinessTimeoutMs?: number;
   /** Budget for the route layer (default 30 s). */
   readonly routeTimeoutMs?: number;
-  /** Grace period of the kill's first delete (default 5 s); escalated to 0 at 70 % of the kill budget. */
+  /**
+   * Grace period of the kill's first delete (default 1 s: a fenced runtime must stop, not drain; and
+   * while a Pod is Terminating its UID still exists, so recovery waits for it). Escalated to 0 at
+   * 70 % of the kill budget — a forced delete removes the UID before the kubelet has stopped the
+   * container, so the proof then rests on the kubelet acting on the deletion.
+   */
   readonly killGraceSeconds?: number;
 }
 
@@ -67,6 +72,14 @@ export function createKubernetesStrategy(opts: KubernetesStrategyOptions): HostS
     const uid = rec.host.podUid ?? "";
     const r = await followObject(kc, podTarget(core, ns, rec.host.podName ?? ""), (e) => readyDecision(uid, e) ?? { ok: false as const, detail: `pod ${uid} is no longer Ready` }, Date.now() + 10_000);
     if ("timeout" in r || !r.ok) return rejected("pod-deleted", `runtime ${spec.runtimeInstanceId}: ${"timeout" in r ? "pod not readable" : r.detail}; a RuntimeInstanceId never gets a second host`, "host", []);
+    const route = rec.endpoint.route;
+    if (route && opts.gateway) {
+      // The route is revalidated too: a converged start is only as good as the path to the runtime.
+      const plural = route.kind === "GRPCRoute" ? "grpcroutes" : "httproutes";
+      const obj: unknown = await custom.getNamespacedCustomObject({ ...GATEWAY_API, namespace: route.namespace, plural, name: route.name }).catch(() => undefined);
+      const v = obj ? routeVerdict(obj as Parameters<typeof routeVerdict>[0], opts.gateway) : { state: "refused" as const, detail: "route is gone" };
+      if (v.state !== "ready") return rejected("route-not-accepted", `runtime ${spec.runtimeInstanceId}: ${route.kind} ${route.name}: ${v.detail}`, "route", []);
+    }
     return { outcome: "converged", convergenceSource: "lifecycle-cache", host: rec.host, endpoint: rec.endpoint, layersPassed: rec.layers, owned: [] };
   }
 
@@ -136,7 +149,7 @@ export function createKubernetesStrategy(opts: KubernetesStrategyOptions): HostS
         running.delete(runtimeInstanceId);
         const names = runtimeNames(prefix, runtimeInstanceId);
         const namespace = host.namespace ?? ns;
-        const result = await killPodExact(kc, core, namespace, host.podName ?? names.pod, uid, opts.killGraceSeconds ?? 5, budgetMs);
+        const result = await killPodExact(kc, core, namespace, host.podName ?? names.pod, uid, opts.killGraceSeconds ?? 1, budgetMs);
         // After the boundary, best effort: the Service, route and Secret carry no execution.
         if (result.outcome === "killed") await removeRuntimeObjects(core, custom, namespace, runtimeInstanceId, names).catch(() => undefined);
         return result;
