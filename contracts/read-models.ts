@@ -118,8 +118,8 @@ export interface RunDoc {
 
 /**
  * A step's first completion (`steps`, `_id` `<tenantId>:<executionId>:<stepId>`): the one
- * downstream steps used. Written once; a later completion of the same step is counted in the
- * execution's `duplicateCompletions`, and failures are in the ledger.
+ * downstream steps used. Written once; every completion and failure is a ledger row, from which
+ * the API counts progress and duplicates.
  */
 export interface StepDoc {
   readonly _id: string;
@@ -134,7 +134,11 @@ export interface StepDoc {
   readonly epoch?: number;
 }
 
-/** An execution (`executions`, `_id` {@link executionDocId}), folded from its journal. */
+/**
+ * An execution (`executions`, `_id` {@link executionDocId}), folded from its lifecycle events.
+ * Step events do not rewrite it: on FerretDB an update scans the collection, and steps are most
+ * of the stream (their rows are in `steps` and `ledger`).
+ */
 export interface ExecutionDoc {
   readonly _id: string;
   readonly tenantId: string;
@@ -145,10 +149,6 @@ export interface ExecutionDoc {
   readonly stepCount?: number;
   readonly epoch: number;
   readonly owners: readonly { readonly runtimeInstanceId: string; readonly localRunId: string; readonly epoch: number; readonly seq: number; readonly via: "started" | "resumed" }[];
-  /** Distinct steps completed (the step documents hold each one). */
-  readonly completedSteps: number;
-  readonly failedAttempts: number;
-  readonly duplicateCompletions: number;
   readonly pauses: readonly { readonly forensicsId: string; readonly incidentId: string; readonly failedRuntimeInstanceId: string; readonly newEpoch: number; readonly seq: number }[];
   readonly started?: Position;
   readonly ended?: Position & { readonly status: string; readonly outputDigest?: string; readonly reasonCode?: string; readonly reasonDetail?: string };

@@ -25,7 +25,20 @@ export interface RunTimeline {
   readonly incidents: readonly TenantIncident[];
 }
 
-export type ExecutionSummary = Omit<ExecutionDoc, "_id" | "tenantId">;
+/** An execution with its step progress, counted from its step rows: a step completed twice is a duplicate, never progress. */
+export type ExecutionSummary = Omit<ExecutionDoc, "_id" | "tenantId"> & {
+  readonly completedSteps: number;
+  readonly duplicateCompletions: number;
+  readonly failedAttempts: number;
+};
+
+function summarize(x: ExecutionDoc, rows: readonly LedgerRow[]): ExecutionSummary {
+  const { _id: _ignored, tenantId: _tenant, ...rest } = x;
+  const mine = rows.filter((r) => r.aggregateId === x.executionId && isStepEvent(r.type));
+  const completions = mine.filter((r) => r.type === "exec.step-completed").map((r) => String(r.detail.stepId));
+  const distinct = new Set(completions).size;
+  return { ...rest, completedSteps: distinct, duplicateCompletions: completions.length - distinct, failedAttempts: mine.length - completions.length };
+}
 
 const PHASES: Readonly<Record<string, Phase>> = {
   "run.submitted": "submission",
@@ -54,7 +67,7 @@ export function runTimeline(run: RunDoc, executions: readonly ExecutionDoc[], ro
   links.sort((a, b) => a.seq - b.seq);
   return {
     sharedRunId: run.sharedRunId, tenantId: run.tenantId, status: run.status, ...(run.dagName ? { dagName: run.dagName } : {}), stepCount: run.stepCount,
-    chain: collapseSteps(links), executions: executions.map(({ _id: _ignored, tenantId: _tenant, ...x }) => x), incidents,
+    chain: collapseSteps(links), executions: executions.map((x) => summarize(x, rows)), incidents,
   };
 }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { IncidentDoc, IncidentItem, LedgerRow, RunDoc } from "../../../contracts/read-models.ts";
+import type { ExecutionDoc, IncidentDoc, IncidentItem, LedgerRow, RunDoc } from "../../../contracts/read-models.ts";
 import { incidentForTenant } from "./forensics-view.ts";
 import { runTimeline } from "./timeline.ts";
 
@@ -21,7 +21,10 @@ describe("run timeline and tenant-scoped incidents", () => {
   it("collapses each stretch of step events into one entry, apart on either side of a failure, calling out duplicates", () => {
     const rows = [row(1, "run.submitted"), row(2, "exec.step-completed", { stepId: "a" }), row(3, "exec.step-failed", { stepId: "b" }),
       row(4, "exec.step-completed", { stepId: "b" }), row(6, "exec.step-completed", { stepId: "a" }), row(9, "run.completed")];
-    const t = runTimeline(run, [], rows, [incidentForTenant(incident, items, "acme")!]);
+    const exec: ExecutionDoc = { _id: "acme:ex-1", tenantId: "acme", executionId: "ex-1", status: "completed", epoch: 1, owners: [], pauses: [], firstSeq: 2, lastSeq: 8 };
+    const t = runTimeline(run, [exec], rows, [incidentForTenant(incident, items, "acme")!]);
+    expect(t.executions).toEqual([{ executionId: "ex-1", status: "completed", epoch: 1, owners: [], pauses: [], firstSeq: 2, lastSeq: 8,
+      completedSteps: 2, duplicateCompletions: 1, failedAttempts: 1 }]);
     expect(t.chain.map((e) => [e.seq, e.phase, e.type])).toEqual([[1, "submission", "run.submitted"], [4, "steps", "exec.steps"],
       [5, "failure", "runtime.suspected"], [6, "steps", "exec.steps"], [7, "recovery", "runtime.recovery-planned"], [9, "completion", "run.completed"]]);
     expect(t.chain[1]!.summary).toBe("2 steps completed (a, b), 1 failed attempts");

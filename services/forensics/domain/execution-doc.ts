@@ -7,30 +7,28 @@ type ExecEvent = Extract<DroverEvent, { type: `exec.${string}` }>;
 
 const empty = (tenantId: string, executionId: string, seq: number): ExecutionDoc => ({
   _id: executionDocId(tenantId, executionId), tenantId, executionId, status: "running", epoch: 0, owners: [],
-  completedSteps: 0, failedAttempts: 0, duplicateCompletions: 0, pauses: [], firstSeq: seq, lastSeq: 0,
+  pauses: [], firstSeq: seq, lastSeq: 0,
 });
 
 /**
- * Folds one journal event into the execution's summary: owners by epoch, step counts, pauses for
- * recovery and the end. For `step-completed`, `firstCompletion` says whether this event is the
- * step's first completion (from its step document, see step-doc.ts): a second one is counted as a
- * duplicate, never hidden. Idempotent by stream sequence. Pure.
+ * Folds one journal event into the execution's summary: owners by epoch, pauses for recovery and
+ * the end. Step events return the document itself (nothing to write: see ExecutionDoc), unless
+ * the execution was never seen, so a journal read from its middle still has a document.
+ * Idempotent by stream sequence. Pure.
  */
-export function evolveExecutionDoc(doc: ExecutionDoc | undefined, f: Fact<ExecEvent>, firstCompletion = true): ExecutionDoc {
+export function evolveExecutionDoc(doc: ExecutionDoc | undefined, f: Fact<ExecEvent>): ExecutionDoc {
   const e = f.event;
   const s = doc ?? empty(e.tenantId, f.aggregateId, f.seq);
-  if (f.seq <= s.lastSeq) return s;
-  return { ...apply(s, e, f, firstCompletion), lastSeq: f.seq };
+  if (f.seq <= s.lastSeq || (doc !== undefined && (e.type === "exec.step-completed" || e.type === "exec.step-failed"))) return s;
+  return { ...apply(s, e, f), lastSeq: f.seq };
 }
 
-function apply(s: ExecutionDoc, e: ExecEvent, f: Fact<ExecEvent>, firstCompletion: boolean): ExecutionDoc {
+function apply(s: ExecutionDoc, e: ExecEvent, f: Fact<ExecEvent>): ExecutionDoc {
   switch (e.type) {
     case "exec.started":
       return { ...s, sharedRunId: e.data.sharedRunId, dagDigest: e.data.dagDigest, stepCount: e.data.stepCount, epoch: e.data.epoch,
         started: positionOf(f), owners: [...s.owners, { runtimeInstanceId: e.data.runtimeInstanceId, localRunId: e.data.localRunId, epoch: e.data.epoch, seq: f.seq, via: "started" }] };
-    case "exec.step-completed":
-      return firstCompletion ? { ...s, completedSteps: s.completedSteps + 1 } : { ...s, duplicateCompletions: s.duplicateCompletions + 1 };
-    case "exec.step-failed": return { ...s, failedAttempts: s.failedAttempts + 1 };
+    case "exec.step-completed": case "exec.step-failed": return s;
     case "exec.paused-for-recovery":
       return { ...s, status: "paused-for-recovery", epoch: Math.max(s.epoch, e.data.newEpoch),
         pauses: [...s.pauses, { forensicsId: e.data.forensicsId, incidentId: e.data.incidentId, failedRuntimeInstanceId: e.data.failedRuntimeInstanceId, newEpoch: e.data.newEpoch, seq: f.seq }] };

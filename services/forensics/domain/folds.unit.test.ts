@@ -25,13 +25,12 @@ describe("read-model folds", () => {
     expect(admitted).toMatchObject({ status: "admitted", lastSeq: 5, labels: [{ key: "team", value: "ml" }], placements: [{ admittedSeq: 5, candidates: 1 }] });
   });
 
-  it("counts a step completed a second time as a duplicate, never as progress", () => {
-    let x = evolveExecutionDoc(undefined, fact(exampleEvent("exec.started"), 1, ids.execution));
-    x = evolveExecutionDoc(x, fact(step("a"), 2, ids.execution), true);
-    x = evolveExecutionDoc(x, fact(step("a"), 3, ids.execution), false);
-    x = evolveExecutionDoc(x, fact(exampleEvent("exec.step-failed"), 4, ids.execution));
-    expect(evolveExecutionDoc(x, fact(step("b"), 4, ids.execution), true)).toBe(x);
-    expect(x).toMatchObject({ completedSteps: 1, duplicateCompletions: 1, failedAttempts: 1, lastSeq: 4 });
+  it("leaves the execution document alone on step events (nothing to rewrite) and folds its lifecycle", () => {
+    const x = evolveExecutionDoc(undefined, fact(exampleEvent("exec.started"), 1, ids.execution));
+    expect(evolveExecutionDoc(x, fact(step("a"), 2, ids.execution))).toBe(x);
+    expect(evolveExecutionDoc(x, fact(exampleEvent("exec.step-failed"), 3, ids.execution))).toBe(x);
+    const paused = evolveExecutionDoc(x, fact(exampleEvent("exec.paused-for-recovery"), 4, ids.execution));
+    expect(paused).toMatchObject({ status: "paused-for-recovery", epoch: 1, lastSeq: 4, pauses: [{ newEpoch: 1, seq: 4 }] });
     expect(stepCompletion(fact(step("a"), 2, ids.execution))).toMatchObject({ _id: `${ids.tenant}:${ids.execution}:a`, completedSeq: 2, epoch: 0 });
   });
 

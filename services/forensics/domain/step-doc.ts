@@ -9,9 +9,8 @@ export const stepDocId = (tenantId: string, executionId: string, stepId: string)
 
 /**
  * The step's completion as the document to insert. Only the first insert of a key succeeds: it
- * is the completion downstream steps used, and a later `step-completed` of the same step is a
- * duplicate (the projector compares `completedSeq` with the event's sequence, so re-applying the
- * first one is still recognised as the first). Pure.
+ * is the completion downstream steps used; a later `step-completed` of the same step (a duplicate)
+ * leaves it as it is. Pure.
  */
 export function stepCompletion(f: Fact<StepCompleted>): StepDoc {
   const e = f.event;

@@ -8,7 +8,7 @@ import { forensicsRow, ledgerRows } from "../domain/ledger.ts";
 import { evolveRunDoc } from "../domain/run-doc.ts";
 import { evolveRuntimeDoc } from "../domain/runtime-doc.ts";
 import { stepCompletion } from "../domain/step-doc.ts";
-import { byId, dropReadModels, ensureIndexes, insertRow, type ReadModelDb } from "./collections.ts";
+import { dropReadModels, ensureIndexes, insertRow, type ReadModelDb } from "./collections.ts";
 import { docCache, type DocCache } from "./doc-cache.ts";
 
 export const PROJECTION_NAME = "forensics";
@@ -82,14 +82,10 @@ async function foldAggregate(m: ReadModelDb, cache: DocCache, f: Fact): Promise<
     await cache.put(m.runs, doc, evolveRunDoc(doc, fact));
   } else if (type.startsWith("exec.")) {
     const fact = f as Of<"exec">;
-    let first = true;
-    if (fact.event.type === "exec.step-completed") {
-      const step = stepCompletion(fact as Fact<Extract<typeof fact.event, { type: "exec.step-completed" }>>);
-      // The stored completion's sequence decides, so re-applying the first one after a crash is still the first.
-      first = (await insertRow(m.steps, step)) || (await byId(m.steps, step._id))?.completedSeq === f.seq;
-    }
+    // Only the first completion of a step is inserted; a duplicate finds its key taken.
+    if (fact.event.type === "exec.step-completed") await insertRow(m.steps, stepCompletion(fact as Fact<Extract<typeof fact.event, { type: "exec.step-completed" }>>));
     const doc = await cache.get(m.executions, executionDocId(fact.event.tenantId, f.aggregateId));
-    await cache.put(m.executions, doc, evolveExecutionDoc(doc, fact, first));
+    await cache.put(m.executions, doc, evolveExecutionDoc(doc, fact));
   } else if (type.startsWith("runtime.")) {
     const doc = await cache.get(m.runtimes, f.aggregateId);
     const next = evolveRuntimeDoc(doc, f as Of<"runtime">);
