@@ -12,6 +12,7 @@ import { startControlPlane } from "../test/support/control-plane.ts";
 import { assertProof, type AssertionResult, type KillRecord } from "./assertions.ts";
 import { startKillGate } from "./kill-gate.ts";
 import { proofConfig, scenarioTenants, tokenOf, type ProofOptions } from "./scenario-config.ts";
+import { startupLatencies, type StartupLatencies } from "./startup-latencies.ts";
 import { proofDag } from "./workload.ts";
 
 export interface ProofProgress { readonly submitted: number; readonly completed: number; readonly killed: number; readonly elapsedMs: number; readonly phase: string }
@@ -23,6 +24,8 @@ export interface ProofReport {
   readonly assertions: readonly AssertionResult[];
   /** kill → suspected / fenced / in-flight execution resumed on the replacement, ms (p50, p99). */
   readonly latencies: Readonly<Record<"suspected" | "fenced" | "resumed", { p50: number; p99: number }>>;
+  /** scale-out request → host layer (process alive / Pod Ready) → route layer (gateway only) → capacity published, ms (p50, p99). */
+  readonly startup: StartupLatencies;
   readonly durationMs: number;
   readonly pass: boolean;
   /** Service logs, kept only when the proof failed ("" otherwise). */
@@ -85,7 +88,7 @@ export async function runProof(o: ProofOptions, infra: { natsUrl: string; redisU
     ];
     const recovered = log.filter((e) => e.event.type === "forensics.execution-recovery-completed").length;
     pass = assertions.every((a) => a.ok);
-    return { options: o, runs: runs.length, recovered, kills, assertions, latencies: recoveryLatencies(log, kills), durationMs: Date.now() - t0, pass, logDir: pass ? "" : cp.logDir };
+    return { options: o, runs: runs.length, recovered, kills, assertions, latencies: recoveryLatencies(log, kills), startup: startupLatencies(log), durationMs: Date.now() - t0, pass, logDir: pass ? "" : cp.logDir };
   } finally {
     await nc.close();
     // A failed proof keeps every service's log for the investigation.

@@ -53,6 +53,7 @@ export function summary(r: ProofReport): string {
   return [
     ...r.assertions.map((a) => `  ${a.ok ? "ok  " : "FAIL"} ${a.name}: ${a.detail}`),
     `  kill → suspected p50 ${r.latencies.suspected.p50} ms p99 ${r.latencies.suspected.p99} ms; → fenced p50 ${r.latencies.fenced.p50} p99 ${r.latencies.fenced.p99}; → resumed p50 ${r.latencies.resumed.p50} p99 ${r.latencies.resumed.p99}`,
+    `  request → host ready p50 ${r.startup.hostReady.p50} ms p99 ${r.startup.hostReady.p99}; ${Number.isNaN(r.startup.route.p50) ? "" : `→ route programmed p50 ${r.startup.route.p50} p99 ${r.startup.route.p99}; `}→ capacity published p50 ${r.startup.published.p50} p99 ${r.startup.published.p99}`,
     `  kills: ${r.kills.slice(0, 4).map((k) => `${k.runtimeInstanceId}@${k.completedAtKill} steps`).join(", ")}${r.kills.length > 4 ? `, … (${r.kills.length} in all)` : ""}`,
     `  duration ${(r.durationMs / 1000).toFixed(1)} s${r.logDir ? `; service logs kept in ${r.logDir}` : ""}`,
     proofLine(r),
