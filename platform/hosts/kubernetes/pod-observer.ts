@@ -38,11 +38,14 @@ export function observeRuntimePods(kc: KubeConfig, core: CoreV1Api, namespace: s
         const now = new Set(list.items.map((p) => p.metadata?.uid ?? ""));
         for (const [uid, id] of known) if (!now.has(uid)) { known.delete(uid); report("pod-deleted", uid, id, `pod ${uid} absent from a re-list`); }
         for (const p of list.items) seen("MODIFIED", p);
+        const began = Date.now();
         await new Promise<void>((done) => {
           void new Watch(kc).watch(`/api/v1/namespaces/${namespace}/pods`, { labelSelector, resourceVersion: list.metadata?.resourceVersion, allowWatchBookmarks: true },
             (type: string, obj: V1Pod) => { if (type === "ERROR") controller?.abort(); else if (type !== "BOOKMARK") seen(type, obj); },
             () => done()).then((c) => { controller = c; if (stopped) c.abort(); }, () => done());
         });
+        // A watch that ends at once (refused, shedding load) must not become a busy list loop.
+        if (!stopped && Date.now() - began < 100) await new Promise((r) => setTimeout(r, 500));
       } catch {
         // API server unreachable: try again shortly (a host fact is late, never invented).
         if (!stopped) await new Promise((r) => setTimeout(r, 1000));

@@ -21,12 +21,18 @@ export interface WatchTarget<T> {
 export async function followObject<T, R>(kc: KubeConfig, target: WatchTarget<T>, decide: (e: ObjectEvent<T>) => R | undefined,
   deadline: number, signal?: AbortSignal): Promise<R | { timeout: true }> {
   const fieldSelector = `metadata.name=${target.name}`;
+  let quickEnds = 0;
   while (Date.now() < deadline && !signal?.aborted) {
     const list = await target.list(fieldSelector);
     const now = decide({ type: "LISTED", obj: list.items[0] });
     if (now !== undefined) return now;
+    const began = Date.now();
     const r = await watchOnce(kc, target.path, fieldSelector, list.metadata?.resourceVersion, decide, deadline, signal);
     if (r !== undefined) return r;
+    // A watch that keeps ending at once (refused, or the server is shedding load) must not turn this
+    // into a busy list loop: back off (50 ms doubling to 1 s) before listing again.
+    quickEnds = Date.now() - began < 100 ? quickEnds + 1 : 0;
+    if (quickEnds > 0) await new Promise((ok) => setTimeout(ok, Math.min(1000, 50 * 2 ** (quickEnds - 1), Math.max(0, deadline - Date.now()))));
   }
   return { timeout: true };
 }
