@@ -8,7 +8,9 @@ import { validateIncidentLog, validateRunLog } from "../aggregates/replay-valida
 import { follow } from "../platform/follow.ts";
 import { createEventStore, type StoredEvent } from "../streams/index.ts";
 import { apiClient } from "../test/support/api-client.ts";
-import { startControlPlane } from "../test/support/control-plane.ts";
+import { SERVICES, startControlPlane } from "../test/support/control-plane.ts";
+import { readModelDbName } from "../platform/read-model-db.ts";
+import { readModelAssertions } from "./read-model-checks.ts";
 import { assertProof, type AssertionResult, type KillRecord } from "./assertions.ts";
 import { startKillGate } from "./kill-gate.ts";
 import { proofConfig, scenarioTenants, tokenOf, type ProofOptions } from "./scenario-config.ts";
@@ -38,13 +40,16 @@ export interface ProofReport {
  * its in-flight execution has `killAfterSteps` durable steps; recovery is automatic. Then every
  * assertion is evaluated over the whole event log.
  */
-export async function runProof(o: ProofOptions, infra: { natsUrl: string; redisUrl: string; kubernetes?: z.input<typeof KubernetesHostConfig> }, onProgress: (p: ProofProgress) => void,
+export async function runProof(o: ProofOptions, infra: { natsUrl: string; redisUrl: string; mongoUrl?: string; kubernetes?: z.input<typeof KubernetesHostConfig> }, onProgress: (p: ProofProgress) => void,
   timeoutMs = 600_000): Promise<ProofReport> {
   const t0 = Date.now();
   const redis = new Redis(infra.redisUrl);
   await redis.flushdb();
   redis.disconnect();
-  const cp = await startControlPlane({ natsUrl: infra.natsUrl, redisUrl: infra.redisUrl, config: proofConfig(o, infra.kubernetes) });
+  // With MongoDB the forensics projector runs too, its database is dropped mid-proof, and the
+  // read-model assertions run through the API.
+  const cp = await startControlPlane({ natsUrl: infra.natsUrl, redisUrl: infra.redisUrl, config: proofConfig(o, infra.kubernetes),
+    ...(infra.mongoUrl ? { mongoUrl: infra.mongoUrl, services: [...SERVICES, "forensics"] as const } : {}) });
   const nc = await connect({ servers: infra.natsUrl });
   let pass = false;
   try {
@@ -53,7 +58,12 @@ export async function runProof(o: ProofOptions, infra: { natsUrl: string; redisU
     const tenants = Array.from({ length: o.parallel }, (_, i) => scenarioTenants(i));
     const impacted = new Set(tenants.flatMap((t) => t.impacted));
     const kills: KillRecord[] = [];
-    const gate = await startKillGate(js, store, cp.layout, impacted, o.killAfterSteps, o.signal, (k) => kills.push(k));
+    let dropped: Promise<void> | undefined;
+    const gate = await startKillGate(js, store, cp.layout, impacted, o.killAfterSteps, o.signal, (k) => {
+      kills.push(k);
+      // Mid-proof, once half the runtimes are down: lose every read model.
+      if (infra.mongoUrl && !dropped && kills.length >= impacted.size / 2) dropped = dropReadModels(infra.mongoUrl, readModelDbName(cp.env, "cp-proof"));
+    });
     let completed = 0;
     const done = await follow(js, { stream: cp.layout.eventStream, filters: [`${cp.layout.eventPrefix}.run.*.*.completed`] }, () => { completed++; });
     const runs: { tenantId: string; sharedRunId: string }[] = [];
@@ -86,6 +96,12 @@ export async function runProof(o: ProofOptions, infra: { natsUrl: string; redisU
       ...assertProof(log, { impactedTenants: [...impacted], safeTenants: tenants.map((t) => t.safe), runs, kills }, cp.layout.eventPrefix.split(".").length),
       replayAssertion(log, runs, kills),
     ];
+    if (infra.mongoUrl) {
+      await dropped;
+      const asTenant = (tenantId: string) => ({ tenantId, token: tokenOf(tenantId), runs: runs.filter((r) => r.tenantId === tenantId).map((r) => r.sharedRunId) });
+      assertions.push(...await readModelAssertions({ apiUrl: cp.apiUrl, nc, layout: cp.layout, controlPlaneId: "cp-proof", endSeq: log.at(-1)?.seq ?? 0,
+        impacted: [...impacted].map(asTenant), safe: tenants.map((t) => asTenant(t.safe)), timeoutMs: 120_000 }));
+    }
     const recovered = log.filter((e) => e.event.type === "forensics.execution-recovery-completed").length;
     pass = assertions.every((a) => a.ok);
     return { options: o, runs: runs.length, recovered, kills, assertions, latencies: recoveryLatencies(log, kills), startup: startupLatencies(log), durationMs: Date.now() - t0, pass, logDir: pass ? "" : cp.logDir };
@@ -123,6 +139,12 @@ function replayAssertion(log: readonly StoredEvent[], runs: readonly { sharedRun
   const failures = results.flatMap((r) => (r.kind === "divergence" ? [`${r.scope}: ${r.divergence.invariant} at seq ${r.divergence.seq}: ${r.divergence.message}`] : []));
   return { name: "replay: every run, execution and incident validates against the log", ok: failures.length === 0, violations: failures.length,
     detail: failures.length === 0 ? `${runs.length} runs and ${incidents.size} incidents (${kills.length} kills) match` : failures.slice(0, 3).join("; ") };
+}
+
+async function dropReadModels(mongoUrl: string, db: string): Promise<void> {
+  const { MongoClient } = await import("mongodb");
+  const client = new MongoClient(mongoUrl, { serverSelectionTimeoutMS: 10_000 });
+  try { await client.db(db).dropDatabase(); } finally { await client.close(); }
 }
 
 async function waitForTimelines(store: ReturnType<typeof createEventStore>, prefix: string, items: number, timeoutMs: number): Promise<void> {

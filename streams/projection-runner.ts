@@ -90,7 +90,11 @@ export function createProjectionRunner(handle: NatsHandle, layout: StreamLayout,
     messages = await oc.consume({ max_messages: 256 });
     if (stopping) await messages.close();
     try {
-      for await (const m of messages) await applyOne(toStoredEvent(m));
+      for await (const m of messages) {
+        await applyOne(toStoredEvent(m));
+        // Caught up (nothing pending): save now, or a batched checkpoint would lag until the next event.
+        if (m.info.pending === 0) await save();
+      }
     } finally {
       await messages.close();
       await oc.delete().catch(() => undefined); // not left for the client's 5-minute inactive threshold

@@ -2,13 +2,14 @@ import { parseArgs } from "node:util";
 import { proofLine, runProof, type ProofProgress, type ProofReport } from "../../proof/run-proof.ts";
 import { DEFAULT_PROOF, type ProofOptions } from "../../proof/scenario-config.ts";
 import { startProofCluster } from "../../proof/kubernetes-hosts.ts";
-import { startNats, startRedis, type RunningServer } from "../../test/support/servers.ts";
+import { startFerret, startNats, startRedis, type RunningServer } from "../../test/support/servers.ts";
 
 export const PROOF_USAGE = `drover proof [--parallel P] [--transport http|grpc] [--host process|kubernetes] [--exposure pod-ip|gateway] [--steps N] [--step-ms M]
              [--seed S] [--kill-after K] [--signal SIGKILL|SIGSTOP] [--timeout-s T] [--json]
   Runs the crash-recovery proof against the real services: P scenarios of 2 impacted + 1 safe tenant,
   3 runs of an N-step DAG each; each impacted runtime is SIGKILLed once its in-flight execution has K
-  durable steps (SIGKILL, or SIGSTOP for a zombie the fence must kill). Uses NATS_URL and REDIS_URL when set, else starts private servers on free ports.
+  durable steps (SIGKILL, or SIGSTOP for a zombie the fence must kill); the forensics read models are
+  dropped mid-proof and must equal a fresh rebuild. Uses NATS_URL, REDIS_URL and MONGO_URL when set, else starts private servers on free ports.
   --host kubernetes starts a private local cluster (make k8s-build first) and hosts runtimes as Pods, reached by Pod IP or through its shared Gateway.
   Exit 0 on PASS, 1 on FAIL, 2 on bad usage.`;
 
@@ -75,8 +76,9 @@ export async function proofCommand(argv: readonly string[]): Promise<number> {
     if (parsed.options.host === "kubernetes") cluster = await startProofCluster(parsed.options.exposure ?? "pod-ip");
     const natsUrl = process.env.NATS_URL ?? (started[started.length] = await startNats()).url;
     const redisUrl = process.env.REDIS_URL ?? (started[started.length] = await startRedis()).url;
+    const mongoUrl = process.env.MONGO_URL ?? (started[started.length] = await startFerret()).url;
     const tty = process.stderr.isTTY;
-    const report = await runProof(parsed.options, { natsUrl, redisUrl, ...(cluster ? { kubernetes: cluster.kubernetes } : {}) }, (p) => {
+    const report = await runProof(parsed.options, { natsUrl, redisUrl, mongoUrl, ...(cluster ? { kubernetes: cluster.kubernetes } : {}) }, (p) => {
       if (parsed.json) return;
       process.stderr.write(tty ? `\r${progressLine(p)}` : `${progressLine(p)}\n`);
     }, parsed.timeoutMs);

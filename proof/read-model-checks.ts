@@ -1,0 +1,68 @@
+import type { NatsConnection } from "@nats-io/transport-node";
+import { controlSubject } from "../platform/read-model-db.ts";
+import type { StreamLayout } from "../streams/index.ts";
+import { apiClient } from "../test/support/api-client.ts";
+import type { AssertionResult } from "./assertions.ts";
+
+interface Tenant { readonly tenantId: string; readonly token: string; readonly runs: readonly string[] }
+
+/**
+ * Assertions over the forensics read models, through the API with each tenant's own token
+ * (proof-and-bench.md 5 and 6): safe tenants have zero recovery ledger entries; each impacted tenant
+ * sees exactly its three recovery records; no tenant can read another's forensics or timeline; and
+ * the read models — dropped mid-proof and rebuilt by the projector — equal a fresh rebuild from
+ * sequence 1.
+ */
+export async function readModelAssertions(o: { apiUrl: string; nc: NatsConnection; layout: StreamLayout; controlPlaneId: string;
+  impacted: readonly Tenant[]; safe: readonly Tenant[]; endSeq: number; timeoutMs: number }): Promise<AssertionResult[]> {
+  const all = [...o.impacted, ...o.safe];
+  const deadline = Date.now() + o.timeoutMs;
+  // The projector must have folded everything the proof read from the stream.
+  for (;;) {
+    const r = await apiClient(o.apiUrl, all[0]!.token).get("/v1/ledger?limit=1");
+    if (r.status === 200 && r.body.asOf >= o.endSeq) break;
+    if (Date.now() > deadline) return [{ name: "read models: caught up with the stream", ok: false, violations: 1, detail: `asOf ${r.body?.asOf} < ${o.endSeq} (${r.status})` }];
+    await new Promise((res) => setTimeout(res, 250));
+  }
+  const snapshot = async () => {
+    const out: Record<string, unknown> = {};
+    for (const t of all) {
+      const api = apiClient(o.apiUrl, t.token);
+      const ledger: unknown[] = [];
+      for (let since = 0; ;) {
+        const page = (await api.get(`/v1/ledger?since=${since}&limit=5000`)).body;
+        ledger.push(...page.entries);
+        if (page.entries.length === 0) break;
+        since = page.next;
+      }
+      out[t.tenantId] = { ledger, forensics: (await api.get("/v1/forensics?limit=5000")).body.entries };
+    }
+    return out;
+  };
+  const leaks: string[] = [], missing: string[] = [], cross: string[] = [];
+  for (const t of o.safe) {
+    const n = (await apiClient(o.apiUrl, t.token).get("/v1/ledger?recovery=true&limit=5000")).body.entries.length;
+    if (n > 0) leaks.push(`${t.tenantId}: ${n} recovery ledger entries`);
+  }
+  for (const [i, t] of o.impacted.entries()) {
+    const api = apiClient(o.apiUrl, t.token);
+    const records = new Set(((await api.get("/v1/forensics?limit=5000")).body.entries as { forensicsId: string }[]).map((e) => e.forensicsId));
+    if (records.size !== 3) missing.push(`${t.tenantId}: ${records.size} forensics records`);
+    const other = o.impacted[(i + 1) % o.impacted.length]!;
+    if (other.tenantId === t.tenantId) continue;
+    const foreign = (await api.get(`/v1/forensics?runId=${other.runs[0]}`)).body.entries.length;
+    const timeline = (await api.get(`/v1/runs/${other.runs[0]}/timeline`)).status;
+    if (foreign > 0 || timeline !== 404) cross.push(`${t.tenantId} read ${other.tenantId}: ${foreign} forensics rows, timeline ${timeline}`);
+  }
+  const before = JSON.stringify(await snapshot());
+  const reply = await o.nc.request(controlSubject(o.layout, o.controlPlaneId, "forensics", "rebuild"), "", { timeout: o.timeoutMs });
+  const after = JSON.stringify(await snapshot());
+  const rebuilt = (reply.json() as { ok?: boolean }).ok === true;
+  return [
+    { name: "safe_leaks (read models): safe tenants have zero recovery ledger entries", ok: leaks.length === 0, violations: leaks.length, detail: leaks.join("; ") || `${o.safe.length} safe tenants, 0 entries` },
+    { name: "forensics (read models): each impacted tenant sees exactly its 3 records, and nobody else's", ok: missing.length + cross.length === 0,
+      violations: missing.length + cross.length, detail: [...missing, ...cross].join("; ") || `${o.impacted.length} tenants, 0 cross-tenant reads` },
+    { name: "rebuild: read models dropped mid-proof equal a fresh rebuild from sequence 1", ok: rebuilt && before === after, violations: rebuilt && before === after ? 0 : 1,
+      detail: rebuilt ? (before === after ? `${before.length} bytes of query results identical` : "query results differ after the rebuild") : "rebuild request failed" },
+  ];
+}
