@@ -99,6 +99,20 @@ describe("KubernetesHostStrategy against the local cluster's real API server", (
     expect((await core.readNamespacedSecret({ namespace: ns, name: names.secret })).metadata?.uid).toBe(pre.metadata?.uid);
   });
 
+  it("reports the Pod's incarnation to onHostCreated before readiness, and when that hook rejects deletes what it created and rethrows", async () => {
+    const s = spec({ runtimeInstanceId: uniqueName("rt-hook") });
+    const names = runtimeNames("drover-rt", s.runtimeInstanceId);
+    let seen: string | undefined;
+    const start = appStrategy().start(s, undefined, async (h) => {
+      seen = h.hostIncarnation;
+      throw new Error("the store refused host-started");
+    });
+    await expect(start).rejects.toThrow("the store refused host-started");
+    expect(seen).toMatch(/^pod:[0-9a-f-]{36}$/);
+    expect(await podsOf(s.runtimeInstanceId)).toEqual([]);
+    await expect(core.readNamespacedSecret({ namespace: ns, name: names.secret })).rejects.toMatchObject({ code: 404 });
+  });
+
   it("kill returns only once the exact Pod UID is gone, reports pod-deleted, and never deletes a replacement with the same name", async () => {
     const s = spec({ runtimeInstanceId: uniqueName("rt-kill") });
     const names = runtimeNames("drover-rt", s.runtimeInstanceId);
