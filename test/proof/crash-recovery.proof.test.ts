@@ -11,7 +11,7 @@ const P = Number(process.env.PROOF_PARALLEL ?? 5);
 const ROUNDS = Number(process.env.PROOF_ROUNDS ?? 1);
 
 async function prove(o: Partial<ProofOptions>): Promise<void> {
-  const report = await runProof({ ...DEFAULT_PROOF, parallel: P, stepMs: 10, ...o }, { natsUrl: inject("natsUrl"), redisUrl: `${inject("redisUrl")}/11` },
+  const report = await runProof({ ...DEFAULT_PROOF, parallel: P, stepMs: 10, ...o }, { natsUrl: inject("natsUrl"), redisUrl: `${inject("redisUrl")}/11`, mongoUrl: inject("mongoUrl") },
     () => undefined, 600_000);
   const line = proofLine(report);
   console.log(`${line}\n  kill→suspected p50/p99 ${report.latencies.suspected.p50}/${report.latencies.suspected.p99} ms, →fenced ${report.latencies.fenced.p50}/${report.latencies.fenced.p99} ms, →resumed ${report.latencies.resumed.p50}/${report.latencies.resumed.p99} ms`);
