@@ -36,4 +36,12 @@ describe("provisioner folds and ids (pure)", () => {
       layersPassed: ["endpoint", "resource"] as const, owned: [] };
     expect(strategyLayers(started, ["resource", "host", "endpoint", "command"])).toEqual({ passed: ["resource", "endpoint"], missing: ["host"] });
   });
+
+  it("requires the route layer of an endpoint behind a shared Gateway route, even when the provider does not list it", () => {
+    const routed = { outcome: "created" as const, host: { hostIncarnation: "pod:u1" }, owned: [],
+      endpoint: { endpoint: "127.0.3.1:8081", aliases: [], route: { kind: "GRPCRoute" as const, name: "rt", namespace: "ns" } } };
+    const required = ["resource", "host", "endpoint", "command"] as const;
+    expect(strategyLayers({ ...routed, layersPassed: ["resource", "host", "endpoint"] }, required).missing).toEqual(["route"]);
+    expect(strategyLayers({ ...routed, layersPassed: ["resource", "host", "endpoint", "route"] }, required).missing).toEqual([]);
+  });
 });

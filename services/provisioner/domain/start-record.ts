@@ -21,12 +21,15 @@ export function hostStartedData(r: Started): DataOf<"runtime.host-started"> {
 /**
  * The layers the strategy proved, in the canonical order (resource → host → endpoint → route), and
  * any layer the provider requires before `command` that the strategy did not prove: publishing on
- * a partial proof is the defect the layers exist to prevent. `command` and `published` are never
+ * a partial proof is the defect the layers exist to prevent. An endpoint with a `route` (shared
+ * Gateway) always requires the `route` layer, whatever the provider's list says. `command` and `published` are never
  * the strategy's to claim.
  */
 export function strategyLayers(r: Started, required: readonly ReadinessLayer[]): { passed: ReadinessLayer[]; missing: ReadinessLayer[] } {
   const order: ReadinessLayer[] = ["resource", "host", "endpoint", "route"];
   const passed = order.filter((l) => r.layersPassed.includes(l));
-  const missing = required.filter((l) => l !== "command" && l !== "published" && !passed.includes(l));
+  // An endpoint behind a shared route is only as good as the route: its proof is required too.
+  const needed: readonly ReadinessLayer[] = r.endpoint.route && !required.includes("route") ? [...required, "route"] : required;
+  const missing = needed.filter((l) => l !== "command" && l !== "published" && !passed.includes(l));
   return { passed, missing };
 }
