@@ -54,7 +54,9 @@ if alive "$SVC_DIR/api.pid"; then
 fi
 if [[ -f $SVC_DIR/api.port ]]; then
   log "API:       http://127.0.0.1:$(cat "$SVC_DIR/api.port")/v1"
-  log "dashboard: http://127.0.0.1:$(cat "$SVC_DIR/api.port")/"
+  op=$(node -e 'const c=require(process.argv[1]);const t=Object.entries(c.tokens??{}).find(([,v])=>v.role==="operator");if(t)console.log(t[0])' "$DROVER_CONFIG")
+  # The token rides in the URL fragment, which the browser never sends to the server.
+  log "dashboard: http://127.0.0.1:$(cat "$SVC_DIR/api.port")/${op:+#token=$op}"
 fi
 if [[ -f $SVC_DIR/api.port ]]; then
   token=$(node -e 'const c=require(process.argv[1]);const t=Object.entries(c.tokens??{}).find(([,v])=>v.role==="tenant");if(t)console.log(t[0]+" "+t[1].tenantId)' "$DROVER_CONFIG")
