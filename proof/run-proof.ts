@@ -10,6 +10,8 @@ import { createEventStore, type StoredEvent } from "../streams/index.ts";
 import { apiClient } from "../test/support/api-client.ts";
 import { SERVICES, startControlPlane } from "../test/support/control-plane.ts";
 import { readModelDbName } from "../platform/read-model-db.ts";
+import { CHECKPOINT_COLLECTION } from "../contracts/read-models.ts";
+import { PROJECTION_NAME } from "../services/forensics/shell/projection.ts";
 import { readModelAssertions } from "./read-model-checks.ts";
 import { assertProof, type AssertionResult, type KillRecord } from "./assertions.ts";
 import { startKillGate } from "./kill-gate.ts";
@@ -58,7 +60,7 @@ export async function runProof(o: ProofOptions, infra: { natsUrl: string; redisU
     const tenants = Array.from({ length: o.parallel }, (_, i) => scenarioTenants(i));
     const impacted = new Set(tenants.flatMap((t) => t.impacted));
     const kills: KillRecord[] = [];
-    let dropped: Promise<void> | undefined;
+    let dropped: Promise<number> | undefined;
     const gate = await startKillGate(js, store, cp.layout, impacted, o.killAfterSteps, o.signal, (k) => {
       kills.push(k);
       // Mid-proof, once half the runtimes are down: lose every read model.
@@ -97,7 +99,10 @@ export async function runProof(o: ProofOptions, infra: { natsUrl: string; redisU
       replayAssertion(log, runs, kills),
     ];
     if (infra.mongoUrl) {
-      await dropped;
+      let rebuildError = "the read models were never dropped";
+      const rebuiltMs = dropped ? await dropped.catch((e: unknown) => { rebuildError = String(e); return -1; }) : -1;
+      assertions.push({ name: "rebuild: the projector rebuilt the read models dropped mid-proof", ok: rebuiltMs >= 0, violations: rebuiltMs >= 0 ? 0 : 1,
+        detail: rebuiltMs >= 0 ? `dropped after ${Math.ceil(impacted.size / 2)} kills, rebuilt in ${(rebuiltMs / 1000).toFixed(1)} s` : rebuildError });
       const asTenant = (tenantId: string) => ({ tenantId, token: tokenOf(tenantId), runs: runs.filter((r) => r.tenantId === tenantId).map((r) => r.sharedRunId) });
       assertions.push(...await readModelAssertions({ apiUrl: cp.apiUrl, nc, layout: cp.layout, controlPlaneId: "cp-proof", endSeq: log.at(-1)?.seq ?? 0,
         impacted: [...impacted].map(asTenant), safe: tenants.map((t) => asTenant(t.safe)), timeoutMs: 120_000 }));
@@ -141,10 +146,26 @@ function replayAssertion(log: readonly StoredEvent[], runs: readonly { sharedRun
     detail: failures.length === 0 ? `${runs.length} runs and ${incidents.size} incidents (${kills.length} kills) match` : failures.slice(0, 3).join("; ") };
 }
 
-async function dropReadModels(mongoUrl: string, db: string): Promise<void> {
+/**
+ * Drops every read model, then waits until the projector has noticed and rebuilt them (its "built"
+ * marker is back): returns how long that took, so a drop that changed nothing cannot pass unnoticed.
+ */
+async function dropReadModels(mongoUrl: string, db: string): Promise<number> {
   const { MongoClient } = await import("mongodb");
   const client = new MongoClient(mongoUrl, { serverSelectionTimeoutMS: 10_000 });
-  try { await client.db(db).dropDatabase(); } finally { await client.close(); }
+  try {
+    const t0 = Date.now();
+    await client.db(db).dropDatabase();
+    const marker = { _id: `${PROJECTION_NAME}:built` } as never;
+    if (await client.db(db).collection(CHECKPOINT_COLLECTION).findOne(marker)) throw new Error("the read models survived dropDatabase");
+    while (Date.now() - t0 < 300_000) {
+      if (await client.db(db).collection(CHECKPOINT_COLLECTION).findOne(marker)) return Date.now() - t0;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    throw new Error("the forensics projector did not rebuild the dropped read models within 300 s");
+  } finally {
+    await client.close();
+  }
 }
 
 async function waitForTimelines(store: ReturnType<typeof createEventStore>, prefix: string, items: number, timeoutMs: number): Promise<void> {
