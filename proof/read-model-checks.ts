@@ -54,15 +54,34 @@ export async function readModelAssertions(o: { apiUrl: string; nc: NatsConnectio
     const timeline = (await api.get(`/v1/runs/${other.runs[0]}/timeline`)).status;
     if (foreign > 0 || timeline !== 404) cross.push(`${t.tenantId} read ${other.tenantId}: ${foreign} forensics rows, timeline ${timeline}`);
   }
-  const before = JSON.stringify(await snapshot());
-  const reply = await o.nc.request(controlSubject(o.layout, o.controlPlaneId, "forensics", "rebuild"), "", { timeout: o.timeoutMs });
-  const after = JSON.stringify(await snapshot());
-  const rebuilt = (reply.json() as { ok?: boolean }).ok === true;
+  // Compare at one stream position: events may still arrive after the runs complete (e.g. a late
+  // suspicion), so a snapshot taken while asOf moved is retaken.
+  const asOf = async () => (await apiClient(o.apiUrl, all[0]!.token).get("/v1/ledger?limit=1")).body.asOf as number;
+  const stable = async (): Promise<{ at: number; body: string }> => {
+    for (;;) {
+      const at = await asOf();
+      const body = JSON.stringify(await snapshot());
+      if ((await asOf()) === at) return { at, body };
+    }
+  };
+  let rebuilt = false, before = "", after = "", position = 0;
+  // Retried only when the stream moved between the snapshots; a difference at one position fails at once.
+  for (let attempt = 0; attempt < 5 && before === ""; attempt++) {
+    const b = await stable();
+    const reply = await o.nc.request(controlSubject(o.layout, o.controlPlaneId, "forensics", "rebuild"), "", { timeout: o.timeoutMs });
+    rebuilt = (reply.json() as { ok?: boolean }).ok === true;
+    while ((await asOf()) < b.at) await new Promise((res) => setTimeout(res, 250));
+    const a = await stable();
+    if (a.at !== b.at) continue; // the stream moved between the snapshots: compare again
+    before = b.body;
+    after = a.body;
+    position = a.at;
+  }
   return [
     { name: "safe_leaks (read models): safe tenants have zero recovery ledger entries", ok: leaks.length === 0, violations: leaks.length, detail: leaks.join("; ") || `${o.safe.length} safe tenants, 0 entries` },
     { name: "forensics (read models): each impacted tenant sees exactly its 3 records, and nobody else's", ok: missing.length + cross.length === 0,
       violations: missing.length + cross.length, detail: [...missing, ...cross].join("; ") || `${o.impacted.length} tenants, 0 cross-tenant reads` },
     { name: "rebuild: read models dropped mid-proof equal a fresh rebuild from sequence 1", ok: rebuilt && before === after, violations: rebuilt && before === after ? 0 : 1,
-      detail: rebuilt ? (before === after ? `${before.length} bytes of query results identical` : "query results differ after the rebuild") : "rebuild request failed" },
+      detail: rebuilt ? (before === after ? `${before.length} bytes of query results identical at stream position ${position}` : `query results differ after the rebuild (position ${position})`) : "rebuild request failed" },
   ];
 }
