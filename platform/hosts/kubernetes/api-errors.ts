@@ -1,6 +1,6 @@
 import { ApiException } from "@kubernetes/client-node";
 
-/** (Same reading as k8s/local-cluster/lib/api-errors.ts; platform code does not depend on test infrastructure.) The HTTP code and Kubernetes `Status.reason` of a failed API call, when it was one. */
+/** The HTTP code and Kubernetes `Status.reason` of a failed API call, when it was one. */
 export interface ApiFailure {
   readonly code: number;
   readonly reason: string;
