@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtemp, rm, mkdir } from "node:fs/promises";
-import { createServer, connect } from "node:net";
+import { connect } from "node:net";
+import { freePortOnLoopback } from "../../k8s/local-cluster/lib/free-port.ts";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 
@@ -25,16 +26,8 @@ export const toolsBin = (): string => process.env.DROVER_TOOLS_DIR ?? join(ROOT,
 const live = new Set<ChildProcess>();
 process.once("exit", () => { for (const c of live) c.kill("SIGKILL"); });
 
-export function freePort(): Promise<number> {
-  return new Promise((ok, fail) => {
-    const s = createServer();
-    s.once("error", fail);
-    s.listen(0, "127.0.0.1", () => {
-      const addr = s.address();
-      s.close(() => (typeof addr === "object" && addr ? ok(addr.port) : fail(new Error("no port"))));
-    });
-  });
-}
+/** A currently unused loopback port (the same helper the local cluster uses). */
+export const freePort = freePortOnLoopback;
 
 function canConnect(port: number): Promise<boolean> {
   return new Promise((ok) => {

@@ -1,4 +1,4 @@
-import type { RecoveryClass } from "../../../contracts/index.ts";
+import { inFlightForensicsId, localQueuedForensicsId, type ExecutionId, type LocalRunId, type RecoveryClass, type SharedRunId } from "../../../contracts/index.ts";
 import type { RunState } from "../../../aggregates/run.ts";
 
 /** One run of the inventory: its tenant and its folded state (from the run aggregate, never the dead runtime). */
@@ -46,9 +46,12 @@ export function classifyInventory(runtimeInstanceId: string, runs: readonly Inve
   return items.sort((a, b) => order(a.class) - order(b.class) || (a.sharedRunId < b.sharedRunId ? -1 : a.sharedRunId > b.sharedRunId ? 1 : 0));
 }
 
-/** The deterministic ForensicsId of an item (identities-and-events.md): a retry can never create a second record. */
+/**
+ * The deterministic ForensicsId of an item (identities-and-events.md), built by the contracts'
+ * single builder so its shape is validated in one place: a retry can never create a second record.
+ */
 export function forensicsIdOf(item: Pick<RecoveryItem, "class" | "executionId" | "sharedRunId" | "localRunId">): string {
   return item.class === "in-flight-execution"
-    ? `runtime-recovery:${item.executionId}:${item.sharedRunId}:${item.localRunId}`
-    : `runtime-recovery:local-queued:${item.sharedRunId}:${item.localRunId}`;
+    ? inFlightForensicsId(item.executionId as ExecutionId, item.sharedRunId as SharedRunId, item.localRunId as LocalRunId)
+    : localQueuedForensicsId(item.sharedRunId as SharedRunId, item.localRunId as LocalRunId);
 }
