@@ -5,7 +5,7 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   test: {
     projects: [
-      { test: { name: "unit", include: ["{contracts,aggregates,platform,streams,services,cli,k8s,bench}/**/*.unit.test.ts", "test/unit/**/*.test.ts"], testTimeout: 20_000 } },
+      { test: { name: "unit", include: ["{contracts,aggregates,platform,streams,services,cli,k8s,bench,proof}/**/*.unit.test.ts", "test/unit/**/*.test.ts"], testTimeout: 20_000 } },
       { test: { name: "int", include: ["test/int/**/*.int.test.ts"], globalSetup: ["test/support/int-global-setup.ts"],
         testTimeout: 60_000, hookTimeout: 60_000, fileParallelism: true, maxWorkers: 2 } },
       { test: { name: "host", include: ["test/host/**/*.host.test.ts"], globalSetup: ["test/support/int-global-setup.ts"],

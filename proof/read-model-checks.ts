@@ -3,6 +3,7 @@ import { controlSubject } from "../platform/read-model-db.ts";
 import type { StreamLayout } from "../streams/index.ts";
 import { apiClient } from "../test/support/api-client.ts";
 import type { AssertionResult } from "./assertions.ts";
+import { firstDifference } from "./first-difference.ts";
 
 interface Tenant { readonly tenantId: string; readonly token: string; readonly runs: readonly string[] }
 
@@ -64,7 +65,7 @@ export async function readModelAssertions(o: { apiUrl: string; nc: NatsConnectio
       if ((await asOf()) === at) return { at, body };
     }
   };
-  let rebuilt = false, before = "", after = "", position = 0;
+  let rebuilt = false, before = "", after = "", position = 0, difference: string | undefined;
   // Retried only when the stream moved between the snapshots; a difference at one position fails at once.
   for (let attempt = 0; attempt < 5 && before === ""; attempt++) {
     const b = await stable();
@@ -76,12 +77,13 @@ export async function readModelAssertions(o: { apiUrl: string; nc: NatsConnectio
     before = b.body;
     after = a.body;
     position = a.at;
+    difference = firstDifference(JSON.parse(before), JSON.parse(after));
   }
   return [
     { name: "safe_leaks (read models): safe tenants have zero recovery ledger entries", ok: leaks.length === 0, violations: leaks.length, detail: leaks.join("; ") || `${o.safe.length} safe tenants, 0 entries` },
     { name: "forensics (read models): each impacted tenant sees exactly its 3 records, and nobody else's", ok: missing.length + cross.length === 0,
       violations: missing.length + cross.length, detail: [...missing, ...cross].join("; ") || `${o.impacted.length} tenants, 0 cross-tenant reads` },
     { name: "rebuild: read models dropped mid-proof equal a fresh rebuild from sequence 1", ok: rebuilt && before === after, violations: rebuilt && before === after ? 0 : 1,
-      detail: rebuilt ? (before === after ? `${before.length} bytes of query results identical at stream position ${position}` : `query results differ after the rebuild (position ${position})`) : "rebuild request failed" },
+      detail: rebuilt ? (before === after ? `${before.length} bytes of query results identical at stream position ${position}` : `query results differ after the rebuild (position ${position}): dropped-and-rebuilt vs fresh ${difference ?? "(key order only)"}`) : "rebuild request failed" },
   ];
 }

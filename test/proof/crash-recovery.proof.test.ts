@@ -15,7 +15,7 @@ async function prove(o: Partial<ProofOptions>): Promise<void> {
     () => undefined, 600_000);
   const line = proofLine(report);
   console.log(`${line}\n  kill→suspected p50/p99 ${report.latencies.suspected.p50}/${report.latencies.suspected.p99} ms, →fenced ${report.latencies.fenced.p50}/${report.latencies.fenced.p99} ms, →resumed ${report.latencies.resumed.p50}/${report.latencies.resumed.p99} ms`);
-  for (const a of report.assertions) expect(a, a.detail).toMatchObject({ ok: true });
+  for (const a of report.assertions) expect(a, `${a.name}: ${a.detail}`).toMatchObject({ ok: true });
   const parallel = o.parallel ?? P;
   expect(report.runs).toBe(9 * parallel);
   expect(report.recovered).toBe(6 * parallel);
