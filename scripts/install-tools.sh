@@ -17,18 +17,21 @@ go_tool() { # go_tool NAME MODULE VERSION VERSION_CMD
 go_tool nats-server github.com/nats-io/nats-server/v2 "$NATS_SERVER_VERSION"
 # FerretDB: `go install .../cmd/ferretdb@v1.24.2` builds, but the binary panics at start-up because the
 # module zip lacks build/version/version.txt (written by FerretDB's own release tooling). So build the
-# same module source from a copy with that one file added.
+# same module source from a copy with that one file added, and with scripts/patches/ferretdb-* applied
+# (why: docs/decisions.md, "FerretDB patched").
 ferretdb_tool() {
-  local stamp="$TOOLS_BIN/.ferretdb.version"
-  if [[ -x $TOOLS_BIN/ferretdb && -f $stamp && $(cat "$stamp") == "$FERRETDB_VERSION" ]]; then return 0; fi
+  local stamp="$TOOLS_BIN/.ferretdb.version" want
+  want="$FERRETDB_VERSION+$(cat "$ROOT"/scripts/patches/ferretdb-"$FERRETDB_VERSION"-*.patch | sha256sum | cut -c1-12)"
+  if [[ -x $TOOLS_BIN/ferretdb && -f $stamp && $(cat "$stamp") == "$want" ]]; then return 0; fi
   log "building ferretdb $FERRETDB_VERSION from its Go module (first run takes a few minutes; cached afterwards)"
   local dir src
   dir=$(go mod download -json "github.com/FerretDB/FerretDB@$FERRETDB_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
   src="$ROOT/.tools/src/ferretdb-$FERRETDB_VERSION"
   rm -rf "$src"; mkdir -p "$(dirname "$src")"; cp -r "$dir" "$src"; chmod -R u+w "$src"
   echo "$FERRETDB_VERSION" >"$src/build/version/version.txt"
+  for p in "$ROOT"/scripts/patches/ferretdb-"$FERRETDB_VERSION"-*.patch; do patch -s -d "$src" -p1 <"$p"; done
   (cd "$src" && GOFLAGS="-mod=mod -buildvcs=false" go build -o "$TOOLS_BIN/ferretdb" ./cmd/ferretdb)
-  echo "$FERRETDB_VERSION" >"$stamp"
+  echo "$want" >"$stamp"
 }
 ferretdb_tool
 
