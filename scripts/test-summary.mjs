@@ -7,6 +7,7 @@ let passed = 0, failed = 0, skipped = 0;
 const rows = [];
 const failures = [];
 // CI shows only the tail of the output: repeat each failure's first lines here, without colours.
+// eslint-disable-next-line no-control-regex -- strips ANSI colour codes
 const plain = (s) => String(s).replace(/\u001b\[[0-9;]*m/g, "");
 const firstLines = (s) => plain(s).split("\n").filter((l) => l.trim()).slice(0, 4).map((l) => `      ${l.trim().slice(0, 400)}`);
 for (const f of readdirSync(dir).filter((f) => f.endsWith(".json")).sort()) {
