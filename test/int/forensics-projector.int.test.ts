@@ -123,6 +123,41 @@ describe("forensics projector against real FerretDB and a real nats-server", () 
     }
   });
 
+  it("a database dropped while the projector is writing is noticed by the watchdog and rebuilt into exactly what a fresh build gives, against real FerretDB", async () => {
+    const db = freshDb();
+    const svc = await start(db, 200);
+    let last = await seed();
+    await svc.waitFor(last);
+    const writing = (async () => { for (let i = 0; i < 12; i++) last = await appendExamples(store); })();
+    await new Promise((r) => setTimeout(r, 400));
+    await db.dropDatabase();
+    await writing;
+    await eventually("the watchdog's rebuild, caught up", async () => (svc.position >= last && await isBuilt(readModelDb(db), PROJECTION_NAME) ? true : undefined), 60_000);
+    const fresh = freshDb();
+    const reference = await start(fresh);
+    await reference.waitFor(last, 60_000);
+    expect(await dump(db)).toEqual(await dump(fresh));
+  });
+
+  it("a database dropped half-way through a build from sequence 1 is built again, never marked built with the rows before the drop missing, against real FerretDB", async () => {
+    let last = await seed();
+    for (let i = 0; i < 10; i++) last = await appendExamples(store);
+    const db = freshDb();
+    const m = readModelDb(db);
+    const starting = start(db, 200);
+    // Drop once the build has checkpointed part of the stream, not all of it.
+    await eventually("a build half-way", async () => {
+      const [marker, cp] = [await m.checkpoints.findOne({ _id: "forensics:built" }), await m.checkpoints.findOne({ _id: PROJECTION_NAME })];
+      return marker?.state === "building" && (cp?.seq ?? 0) > 0 && (cp?.seq ?? 0) < last ? true : undefined;
+    }, 30_000);
+    await db.dropDatabase();
+    const svc = await starting;
+    await eventually("built and caught up", async () => (svc.position >= last && await isBuilt(m, PROJECTION_NAME) ? true : undefined), 60_000);
+    const fresh = freshDb();
+    await (await start(fresh)).waitFor(last, 60_000);
+    expect(await dump(db)).toEqual(await dump(fresh));
+  });
+
   it("resumes from its checkpoint after a restart without re-applying, and re-applies harmlessly after a lost checkpoint, against real FerretDB", async () => {
     const db = freshDb();
     const first = await start(db);

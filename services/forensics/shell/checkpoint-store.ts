@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type { CheckpointStore } from "../../../streams/index.ts";
 import type { ReadModelDb } from "./collections.ts";
 
@@ -24,15 +25,27 @@ export function mongoCheckpointStore(m: ReadModelDb): CheckpointStore {
 /**
  * Whether a complete build exists in this database. The checkpoint alone cannot tell: if the
  * database is dropped under a running projector, its next save recreates the checkpoint at a high
- * sequence over empty collections. The marker is written only when a build from sequence 1 ends,
- * and removed when one starts, so its absence means "rebuild" (a fresh database, a drop, or a
- * rebuild that crashed half-way).
+ * sequence over empty collections. The marker says "built" only when a build from sequence 1 ended
+ * in this very database, so its absence means "rebuild" (a fresh database, a drop, or a rebuild
+ * that crashed half-way).
  */
 export async function isBuilt(m: ReadModelDb, projection: string): Promise<boolean> {
-  return (await m.checkpoints.findOne({ _id: markerId(projection) })) !== null;
+  return (await m.checkpoints.findOne({ _id: markerId(projection) }))?.state === "built";
 }
 
-export async function setBuilt(m: ReadModelDb, projection: string, built: boolean): Promise<void> {
-  if (built) await m.checkpoints.updateOne({ _id: markerId(projection) }, { $set: { seq: 0 } }, { upsert: true });
-  else await m.checkpoints.deleteOne({ _id: markerId(projection) });
+/** Marks a build from sequence 1 as started; returns its token for `endBuild`. */
+export async function beginBuild(m: ReadModelDb, projection: string): Promise<string> {
+  const token = randomUUID();
+  await m.checkpoints.replaceOne({ _id: markerId(projection) }, { seq: 0, state: "building", token }, { upsert: true });
+  return token;
+}
+
+/**
+ * Marks the build `token` as complete, only if its "building" marker is still there: a database
+ * dropped during the build lost it (and the rows written before the drop), so this returns false
+ * and the caller builds again, instead of crowning read models with a hole in them.
+ */
+export async function endBuild(m: ReadModelDb, projection: string, token: string): Promise<boolean> {
+  const r = await m.checkpoints.updateOne({ _id: markerId(projection), state: "building", token }, { $set: { state: "built" } });
+  return r.matchedCount === 1;
 }

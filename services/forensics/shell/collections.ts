@@ -6,7 +6,7 @@ import {
 } from "../../../contracts/read-models.ts";
 
 /** The checkpoint document: the stream sequence the projection has applied up to. */
-export interface CheckpointDoc { readonly _id: string; readonly seq: number }
+export interface CheckpointDoc { readonly _id: string; readonly seq: number; readonly state?: "building" | "built"; readonly token?: string }
 
 /** The projector's collections in one database. */
 export interface ReadModelDb {

@@ -1,6 +1,6 @@
 import type { Db } from "mongodb";
 import { createProjectionRunner, type NatsHandle, type ProjectionRunner, type StreamLayout } from "../../../streams/index.ts";
-import { isBuilt, mongoCheckpointStore, setBuilt } from "./checkpoint-store.ts";
+import { beginBuild, endBuild, isBuilt, mongoCheckpointStore } from "./checkpoint-store.ts";
 import { ensureIndexes, readModelDb, type ReadModelDb } from "./collections.ts";
 import { forensicsProjection, PROJECTION_NAME } from "./projection.ts";
 
@@ -46,9 +46,12 @@ export async function startForensics(o: ForensicsOptions): Promise<ForensicsServ
     runner = createProjectionRunner(o.handle, o.layout, projection, checkpoints, { checkpointEvery: 16 });
     let position: number;
     if (rebuild) {
-      await setBuilt(m, PROJECTION_NAME, false);
-      position = await runner.rebuild();
-      await setBuilt(m, PROJECTION_NAME, true);
+      for (;;) {
+        const token = await beginBuild(m, PROJECTION_NAME);
+        position = await runner.rebuild();
+        if (await endBuild(m, PROJECTION_NAME, token)) break;
+        o.log?.info({ position }, "forensics read models dropped during the rebuild: rebuilding again");
+      }
     } else {
       position = await runner.catchUp();
     }
