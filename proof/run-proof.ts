@@ -31,6 +31,8 @@ export interface ProofReport {
   /** scale-out request → host layer (process alive / Pod Ready) → route layer (gateway only) → capacity published, ms (p50, p99). */
   readonly startup: StartupLatencies;
   readonly durationMs: number;
+  /** Where the time went, ms: start-up and runs to completion, the log assertions, the read-model assertions. */
+  readonly phasesMs: Readonly<Record<"runs" | "log" | "readModels", number>>;
   readonly pass: boolean;
   /** Service logs, kept only when the proof failed ("" otherwise). */
   readonly logDir: string;
@@ -89,6 +91,7 @@ export async function runProof(o: ProofOptions, infra: { natsUrl: string; redisU
       await gate.stop();
       await done.stop();
     }
+    const tRuns = Date.now();
     progress("verifying");
     // Let the forensics timelines catch up with the last completions before reading the log.
     await waitForTimelines(store, cp.layout.eventPrefix, kills.length * 3, 30_000);
@@ -98,6 +101,7 @@ export async function runProof(o: ProofOptions, infra: { natsUrl: string; redisU
       ...assertProof(log, { impactedTenants: [...impacted], safeTenants: tenants.map((t) => t.safe), runs, kills }, cp.layout.eventPrefix.split(".").length),
       replayAssertion(log, runs, kills),
     ];
+    const tLog = Date.now();
     if (infra.mongoUrl) {
       let rebuildError = "the read models were never dropped";
       const rebuiltMs = dropped ? await dropped.catch((e: unknown) => { rebuildError = String(e); return -1; }) : -1;
@@ -109,7 +113,9 @@ export async function runProof(o: ProofOptions, infra: { natsUrl: string; redisU
     }
     const recovered = log.filter((e) => e.event.type === "forensics.execution-recovery-completed").length;
     pass = assertions.every((a) => a.ok);
-    return { options: o, runs: runs.length, recovered, kills, assertions, latencies: recoveryLatencies(log, kills), startup: startupLatencies(log), durationMs: Date.now() - t0, pass, logDir: pass ? "" : cp.logDir };
+    const phasesMs = { runs: tRuns - t0, log: tLog - tRuns, readModels: Date.now() - tLog };
+    return { options: o, runs: runs.length, recovered, kills, assertions, latencies: recoveryLatencies(log, kills), startup: startupLatencies(log), durationMs: Date.now() - t0, phasesMs,
+      pass, logDir: pass ? "" : cp.logDir };
   } finally {
     await nc.close();
     // A failed proof keeps every service's log for the investigation.

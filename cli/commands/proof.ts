@@ -4,13 +4,14 @@ import { DEFAULT_PROOF, type ProofOptions } from "../../proof/scenario-config.ts
 import { startProofCluster } from "../../proof/kubernetes-hosts.ts";
 import { startFerret, startNats, startRedis, type RunningServer } from "../../test/support/servers.ts";
 
-export const PROOF_USAGE = `drover proof [--parallel P] [--transport http|grpc] [--host process|kubernetes] [--exposure pod-ip|gateway] [--steps N] [--step-ms M]
+export const PROOF_USAGE = `drover proof [--parallel P] [--transport http|grpc] [--host process|kubernetes] [--exposure pod-ip|gateway|node-port] [--steps N] [--step-ms M]
              [--seed S] [--kill-after K] [--signal SIGKILL|SIGSTOP] [--timeout-s T] [--json]
   Runs the crash-recovery proof against the real services: P scenarios of 2 impacted + 1 safe tenant,
   3 runs of an N-step DAG each; each impacted runtime is SIGKILLed once its in-flight execution has K
   durable steps (SIGKILL, or SIGSTOP for a zombie the fence must kill); the forensics read models are
   dropped mid-proof and must equal a fresh rebuild. Uses NATS_URL, REDIS_URL and MONGO_URL when set, else starts private servers on free ports.
-  --host kubernetes starts a private local cluster (make k8s-build first) and hosts runtimes as Pods, reached by Pod IP or through its shared Gateway.
+  --host kubernetes starts a private local cluster (make k8s-build first) and hosts runtimes as Pods, reached by Pod IP, through its shared
+  Gateway, or at <node InternalIP>:<nodePort> of a per-runtime NodePort Service (the local cluster's node-port proxy).
   Exit 0 on PASS, 1 on FAIL, 2 on bad usage.`;
 
 /** Parses the flags; throws a usage error message on anything it does not understand. */
@@ -30,7 +31,7 @@ export function parseProofArgs(argv: readonly string[]): { options: ProofOptions
   const host = values.host ?? DEFAULT_PROOF.host;
   if (host !== "process" && host !== "kubernetes") throw new Error("--host must be process or kubernetes");
   const exposure = values.exposure ?? "pod-ip";
-  if (exposure !== "pod-ip" && exposure !== "gateway") throw new Error("--exposure must be pod-ip or gateway");
+  if (exposure !== "pod-ip" && exposure !== "gateway" && exposure !== "node-port") throw new Error("--exposure must be pod-ip, gateway or node-port");
   if (values.exposure !== undefined && host !== "kubernetes") throw new Error("--exposure applies to --host kubernetes only");
   const steps = int(values.steps, DEFAULT_PROOF.steps, "steps", 2);
   const killAfterSteps = int(values["kill-after"], Math.min(DEFAULT_PROOF.killAfterSteps, steps - 1), "kill-after", 1);
@@ -39,7 +40,9 @@ export function parseProofArgs(argv: readonly string[]): { options: ProofOptions
   if (signal !== "SIGKILL" && signal !== "SIGSTOP") throw new Error("--signal must be SIGKILL (crash) or SIGSTOP (zombie)");
   return {
     options: { parallel: int(values.parallel, DEFAULT_PROOF.parallel, "parallel", 1), transport, host, steps, killAfterSteps, signal,
-      ...(host === "kubernetes" ? { exposure } : {}),
+      // proof/ types `exposure` as pod-ip|gateway and only prints it (in the proof line); the cluster's
+      // configuration below is what makes node-port real.
+      ...(host === "kubernetes" ? { exposure: exposure as ProofOptions["exposure"] } : {}),
       stepMs: int(values["step-ms"], DEFAULT_PROOF.stepMs, "step-ms", 0), seed: int(values.seed, DEFAULT_PROOF.seed, "seed", 0) },
     json: values.json ?? false,
     timeoutMs: int(values["timeout-s"], 900, "timeout-s", 10) * 1000,
@@ -56,7 +59,7 @@ export function summary(r: ProofReport): string {
     `  kill → suspected p50 ${r.latencies.suspected.p50} ms p99 ${r.latencies.suspected.p99} ms; → fenced p50 ${r.latencies.fenced.p50} p99 ${r.latencies.fenced.p99}; → resumed p50 ${r.latencies.resumed.p50} p99 ${r.latencies.resumed.p99}`,
     `  request → host ready p50 ${r.startup.hostReady.p50} ms p99 ${r.startup.hostReady.p99}; ${Number.isNaN(r.startup.route.p50) ? "" : `→ route programmed p50 ${r.startup.route.p50} p99 ${r.startup.route.p99}; `}→ capacity published p50 ${r.startup.published.p50} p99 ${r.startup.published.p99}`,
     `  kills: ${r.kills.slice(0, 4).map((k) => `${k.runtimeInstanceId}@${k.completedAtKill} steps`).join(", ")}${r.kills.length > 4 ? `, … (${r.kills.length} in all)` : ""}`,
-    `  duration ${(r.durationMs / 1000).toFixed(1)} s${r.logDir ? `; service logs kept in ${r.logDir}` : ""}`,
+    `  duration ${(r.durationMs / 1000).toFixed(1)} s (runs ${(r.phasesMs.runs / 1000).toFixed(1)} s, log assertions ${(r.phasesMs.log / 1000).toFixed(1)} s, read models ${(r.phasesMs.readModels / 1000).toFixed(1)} s)${r.logDir ? `; service logs kept in ${r.logDir}` : ""}`,
     proofLine(r),
   ].join("\n");
 }
@@ -73,7 +76,12 @@ export async function proofCommand(argv: readonly string[]): Promise<number> {
   const started: RunningServer[] = [];
   let cluster: Awaited<ReturnType<typeof startProofCluster>> | undefined;
   try {
-    if (parsed.options.host === "kubernetes") cluster = await startProofCluster(parsed.options.exposure ?? "pod-ip");
+    if (parsed.options.host === "kubernetes") {
+      const exposure: string = parsed.options.exposure ?? "pod-ip";
+      // node-port needs nothing pod-ip does not (no Gateway): the same cluster, another exposure.
+      const c = await startProofCluster(exposure === "gateway" ? "gateway" : "pod-ip");
+      cluster = exposure === "node-port" ? { ...c, kubernetes: { ...c.kubernetes, exposure: "node-port" } } : c;
+    }
     const natsUrl = process.env.NATS_URL ?? (started[started.length] = await startNats()).url;
     const redisUrl = process.env.REDIS_URL ?? (started[started.length] = await startRedis()).url;
     const mongoUrl = process.env.MONGO_URL ?? (started[started.length] = await startFerret()).url;

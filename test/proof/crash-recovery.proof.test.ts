@@ -14,7 +14,8 @@ async function prove(o: Partial<ProofOptions>): Promise<void> {
   const report = await runProof({ ...DEFAULT_PROOF, parallel: P, stepMs: 10, ...o }, { natsUrl: inject("natsUrl"), redisUrl: `${inject("redisUrl")}/11`, mongoUrl: inject("mongoUrl") },
     () => undefined, 600_000);
   const line = proofLine(report);
-  console.log(`${line}\n  kill→suspected p50/p99 ${report.latencies.suspected.p50}/${report.latencies.suspected.p99} ms, →fenced ${report.latencies.fenced.p50}/${report.latencies.fenced.p99} ms, →resumed ${report.latencies.resumed.p50}/${report.latencies.resumed.p99} ms`);
+  console.log(`${line}\n  kill→suspected p50/p99 ${report.latencies.suspected.p50}/${report.latencies.suspected.p99} ms, →fenced ${report.latencies.fenced.p50}/${report.latencies.fenced.p99} ms, →resumed ${report.latencies.resumed.p50}/${report.latencies.resumed.p99} ms`
+    + `\n  time: runs ${report.phasesMs.runs} ms, log assertions ${report.phasesMs.log} ms, read models ${report.phasesMs.readModels} ms${report.logDir ? `; logs kept in ${report.logDir}` : ""}`);
   for (const a of report.assertions) expect(a, `${a.name}: ${a.detail}`).toMatchObject({ ok: true });
   const parallel = o.parallel ?? P;
   expect(report.runs).toBe(9 * parallel);
