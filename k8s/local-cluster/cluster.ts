@@ -30,7 +30,7 @@ export const MAIN_NODE = "drover-local-node";
  * Starts a whole local cluster under `runDir`: etcd and kube-apiserver (built by build.sh) on free
  * loopback ports, a kubeconfig at `<runDir>/kubeconfig`, the Gateway API CRDs and GatewayClass,
  * the process kubelet for node `drover-local-node` (which also binds unscheduled Pods to itself,
- * there being no scheduler) and the local gateway. Every daemon is detached and recorded, so
+ * there being no scheduler) and the local gateway (which is also the node-port proxy). Every daemon is detached and recorded, so
  * {@link stopCluster} can stop exactly them from any process. On failure, stops what started and
  * rethrows.
  */
@@ -86,11 +86,20 @@ export async function startKubelet(info: ClusterInfo, opts: { nodeName: string; 
   const readyFile = join(stateDir, "ready");
   await rm(readyFile, { force: true });
   const [cmd, args] = tsDaemon("kubelet/main.ts", ["--kubeconfig", info.kubeconfig, "--node-name", opts.nodeName, "--state-dir", stateDir,
-    "--pod-cidr", opts.podCidr, "--ready-file", readyFile, ...(opts.bindUnscheduled ? ["--bind-unscheduled"] : [])]);
+    "--pod-cidr", opts.podCidr, "--host-ip", nodeAddress(opts.podCidr), "--ready-file", readyFile, ...(opts.bindUnscheduled ? ["--bind-unscheduled"] : [])]);
   const rec = await startDaemon(`kubelet-${opts.nodeName}`, cmd, args, { logFile: join(info.runDir, `kubelet-${opts.nodeName}.log`),
     recordFile: join(info.runDir, `kubelet-${opts.nodeName}.json`), cwd: REPO_ROOT });
   await waitForReadyFile(rec, readyFile, 60_000);
   return rec;
+}
+
+/**
+ * A node's InternalIP: the last address of its pod CIDR (the kubelet keeps it out of its Pod IP
+ * pool). Not 127.0.0.1, so the node ports of two clusters on one machine (a developer cluster and a
+ * test run, each allocating node ports from the same 30000–32767 range) never collide.
+ */
+export function nodeAddress(podCidr: string): string {
+  return podCidr.replace(/\.0\/24$/, ".254");
 }
 
 /** The pod CIDR a second or third kubelet (node index 1 or 2) of this cluster must use. */

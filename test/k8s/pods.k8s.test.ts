@@ -2,6 +2,7 @@ import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { inject, describe, expect, it, beforeAll } from "vitest";
 import type { CoreV1Api, KubeConfig, V1Pod } from "@kubernetes/client-node";
+import { networkSlot } from "../../k8s/local-cluster/control-plane/network.ts";
 import { apiFailure } from "../../k8s/local-cluster/lib/api-errors.ts";
 import { processStartTime } from "../../k8s/local-cluster/lib/proc.ts";
 import { clusterClients, eventually, freshNamespace, isReady, waitForPod } from "./support/cluster-client.ts";
@@ -38,7 +39,8 @@ describe("Pods run as local processes, against the local cluster's real API serv
       expect(p.spec?.nodeName).toBe("drover-local-node"); // bound by the local kubelet's binder: no scheduler runs
       expect(p.status?.podIP).toMatch(/^127\.0\.\d+\.\d+$/);
       expect(p.status?.podIPs).toEqual([{ ip: p.status?.podIP }]);
-      expect(p.status?.hostIP).toBe("127.0.0.1");
+      // The node's own loopback address (the last of its pod CIDR), which is its InternalIP and where node ports listen.
+      expect(p.status?.hostIP).toBe(networkSlot(inject("k8sNetworkSlot")).podCidr(0).replace(/\.0\/24$/, ".254"));
       expect(p.status?.startTime).toBeDefined();
       expect(p.status?.conditions?.filter((c) => c.status === "True").map((c) => c.type).sort())
         .toEqual(["ContainersReady", "Initialized", "PodScheduled", "Ready"]);

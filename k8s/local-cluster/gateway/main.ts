@@ -1,6 +1,6 @@
 import { writeFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
-import { CoreV1Api, CustomObjectsApi, type KubernetesListObject, type KubernetesObject, type V1Namespace, type V1Pod, type V1Service } from "@kubernetes/client-node";
+import { CoreV1Api, CustomObjectsApi, type KubernetesListObject, type KubernetesObject, type V1Namespace, type V1Node, type V1Pod, type V1Service } from "@kubernetes/client-node";
 import { loadKubeconfig } from "../control-plane/kubeconfig.ts";
 import { GATEWAY_CONTROLLER } from "../control-plane/gateway-crds.ts";
 import { startInformer, type Informer } from "../lib/informer.ts";
@@ -10,6 +10,7 @@ import { GROUP, type Gateway, type GatewayClass, type GrpcRoute, type HttpRoute 
 import { rfc3339 } from "./conditions.ts";
 import { ListenerServer, type Decision } from "./data-plane.ts";
 import { readyEndpoints } from "./endpoints.ts";
+import { NodePortProxy, nodePortPlan } from "./node-ports.ts";
 import { ourGateways, plan, type RouteEntry } from "./plan.ts";
 import { selectRoute, type RequestFacts } from "./route-match.ts";
 import { StatusWriter } from "./status-writer.ts";
@@ -17,6 +18,8 @@ import { StatusWriter } from "./status-writer.ts";
 // The local gateway of drover's local cluster (test and developer infrastructure, not a Gateway
 // API conformance implementation): serves Gateways of classes whose controllerName is ours, each on
 // its own loopback address from --address-cidr, writes Gateway/route status, and proxies by route.
+// It is also the cluster's node-port proxy (there is no kube-proxy): NodePort Services are served
+// on every Node's InternalIP at their nodePort, forwarding TCP to the Ready Pods they select.
 //   node --import tsx k8s/local-cluster/gateway/main.ts --kubeconfig F --address-cidr 127.0.X.0/24 [--ready-file F]
 const { values: args } = parseArgs({ options: { kubeconfig: { type: "string" }, "address-cidr": { type: "string" }, "ready-file": { type: "string" },
   "controller-name": { type: "string", default: GATEWAY_CONTROLLER } } });
@@ -51,6 +54,8 @@ const [classes, gateways, httpRoutes, grpcRoutes] = [await crd<KubernetesObject>
 const services = await startInformer<V1Service>(kc, { path: "/api/v1/services", list: () => core.listServiceForAllNamespaces(), onChange: kick, log });
 const pods = await startInformer<V1Pod>(kc, { path: "/api/v1/pods", list: () => core.listPodForAllNamespaces(), onChange: () => undefined, log });
 const namespaces = await startInformer<V1Namespace>(kc, { path: "/api/v1/namespaces", list: () => core.listNamespace(), onChange: kick, log });
+const nodes = await startInformer<V1Node>(kc, { path: "/api/v1/nodes", list: () => core.listNode(), onChange: kick, log });
+const nodePorts = new NodePortProxy(makeLogger("node-port-proxy"), () => services.list(), () => pods.list());
 
 function decide(key: string, facts: RequestFacts): Decision {
   const entry = selectRoute(tables.get(key) ?? [], facts);
@@ -71,6 +76,7 @@ function decide(key: string, facts: RequestFacts): Decision {
 }
 
 async function reconcile(): Promise<void> {
+  await nodePorts.sync(nodePortPlan(services.list(), nodes.list()));
   const snapshot = { controllerName, classes: classes.list() as unknown as GatewayClass[], gateways: gateways.list() as unknown as Gateway[],
     httpRoutes: httpRoutes.list() as unknown as HttpRoute[], grpcRoutes: grpcRoutes.list() as unknown as GrpcRoute[],
     services: services.list(), namespaces: namespaces.list(), addresses, bound, now: rfc3339(new Date()) };
@@ -132,8 +138,8 @@ log.info("gateway ready", { addressCidr: args["address-cidr"] });
 if (args["ready-file"]) await writeFile(args["ready-file"], String(process.pid));
 
 const shutdown = async (): Promise<void> => {
-  await Promise.allSettled([classes, gateways, httpRoutes, grpcRoutes, services, pods, namespaces].map((i) => i.stop()));
-  await Promise.allSettled([...servers.values()].map((s) => s.close()));
+  await Promise.allSettled([classes, gateways, httpRoutes, grpcRoutes, services, pods, namespaces, nodes].map((i) => i.stop()));
+  await Promise.allSettled([...[...servers.values()].map((s) => s.close()), nodePorts.close()]);
   process.exit(0);
 };
 process.on("SIGTERM", () => void shutdown());

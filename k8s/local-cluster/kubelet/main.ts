@@ -33,6 +33,7 @@ const log = makeLogger(`kubelet/${nodeName}`);
 const kc = loadKubeconfig(need("kubeconfig"));
 const core = kc.makeApiClient(CoreV1Api);
 const ipPool = new IpPool(podCIDR);
+ipPool.reserve(hostIP); // the node's own address (cluster.ts: the pod CIDR's .254) is never a Pod's
 await mkdir(stateDir, { recursive: true });
 
 await registerNode(core, nodeName, podCIDR, hostIP);
