@@ -20,7 +20,9 @@ export const KubernetesHostConfig = z.object({
   kubeconfig: z.string().min(1).optional().describe("kubeconfig path; absent → the in-cluster service account"),
   namespace: dnsLabel.default("drover-runtimes"),
   namePrefix: z.string().regex(/^[a-z0-9-]{1,30}$/).default("drover-rt"),
-  exposure: z.enum(["pod-ip", "gateway"]).default("pod-ip"),
+  exposure: z.enum(["pod-ip", "gateway", "node-port"]).default("pod-ip"),
+  nodeAddress: z.string().min(1).max(253).optional()
+    .describe("node-port exposure: the address clients dial with the allocated nodePort; absent → the runtime Pod's hostIP (its Node's InternalIP)"),
   gateway: z.object({
     name: dnsLabel, namespace: dnsLabel, className: z.string().min(1).max(253),
     httpPort: z.number().int().min(1).max(65_535).default(8080), grpcPort: z.number().int().min(1).max(65_535).default(8081),

@@ -39,6 +39,7 @@ export const ERROR_CATALOGUE = {
   "gateway-not-ready": { retryable: true, httpStatus: 503, summary: "the Gateway is missing or not Programmed" },
   "route-not-accepted": { retryable: true, httpStatus: 503, summary: "the route is not Accepted/ResolvedRefs at its generation" },
   "route-probe-identity-mismatch": { retryable: false, httpStatus: 502, summary: "a probe through the route reached another runtime" },
+  "node-port-probe-identity-mismatch": { retryable: false, httpStatus: 502, summary: "a probe through the runtime's NodePort Service reached another runtime" },
   "capacity-publication-failed": { retryable: true, httpStatus: 503, summary: "endpoint or capacity could not be published" },
   "host-start-abandoned": { retryable: true, httpStatus: 503, summary: "the provisioner driving a host start stopped before proving it; a later attempt cleaned it up" },
   // --- admission and dispatch ---

@@ -15,6 +15,7 @@ export function kubernetesStrategyFromConfig(cfg: KubernetesHostConfig): HostStr
   else kc.loadFromCluster();
   return createKubernetesStrategy({
     kubeconfig: kc, namespace: cfg.namespace, namePrefix: cfg.namePrefix, exposure: cfg.exposure, ...(cfg.gateway ? { gateway: cfg.gateway } : {}),
+    ...(cfg.nodeAddress ? { nodeAddress: cfg.nodeAddress } : {}),
     image: cfg.runtimeImage, command: cfg.runtimeCommand, ...(cfg.workingDir ? { workingDir: cfg.workingDir } : {}),
     readinessTimeoutMs: cfg.readinessTimeoutMs, killGraceSeconds: cfg.killGraceSeconds,
   });

@@ -9,4 +9,11 @@ describe("kubernetes host configuration (pure, proves no transport)", () => {
     expect(gw.gateway).toEqual({ name: "shared", namespace: "infra", className: "drover-local", httpPort: 8080, grpcPort: 8081 });
     expect(DroverConfig.safeParse({ controlPlaneId: "cp-a", kubernetes: { namespace: "Not_A_Label" } }).success).toBe(false);
   });
+
+  it("accepts node-port exposure with or without a node address, and no other exposure names", () => {
+    expect(KubernetesHostConfig.parse({ exposure: "node-port" })).toMatchObject({ exposure: "node-port" });
+    expect(KubernetesHostConfig.parse({ exposure: "node-port" }).nodeAddress).toBeUndefined();
+    expect(KubernetesHostConfig.parse({ exposure: "node-port", nodeAddress: "10.0.0.7" }).nodeAddress).toBe("10.0.0.7");
+    expect(KubernetesHostConfig.safeParse({ exposure: "port-forward" }).success).toBe(false);
+  });
 });

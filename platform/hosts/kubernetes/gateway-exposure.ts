@@ -1,9 +1,8 @@
-import { randomUUID } from "node:crypto";
 import type { CustomObjectsApi, KubeConfig } from "@kubernetes/client-node";
-import { isDroverError, type ErrorCode, type RuntimeCommand, type RuntimeInstanceId } from "../../../contracts/index.ts";
-import { sendCommand } from "../../runtime-client.ts";
+import type { ErrorCode } from "../../../contracts/index.ts";
 import type { HostSpec } from "../types.ts";
 import { apiFailure } from "./api-errors.ts";
+import { probeExposure } from "./exposure-probe.ts";
 import { ensureObject } from "./resources.ts";
 import { buildRuntimeRoute, buildSharedGateway, GATEWAY_API, programmedAddress, routeVerdict, type SharedGateway } from "./routes.ts";
 import { runtimeMetadata, type RuntimePodOptions } from "./spec.ts";
@@ -12,8 +11,6 @@ import { followObject } from "./watch-object.ts";
 export type Exposure =
   | { readonly ok: true; readonly endpoint: string; readonly route: { kind: "HTTPRoute" | "GRPCRoute"; name: string; namespace: string }; readonly routeUid?: string; readonly created: boolean }
   | { readonly ok: false; readonly code: ErrorCode; readonly detail: string; readonly routeUid?: string; readonly created: boolean };
-
-const PROBE_ATTEMPT_MS = 3_000;
 
 /**
  * The `route` layer of the `gateway` exposure: ensures the shared Gateway (created if absent,
@@ -65,26 +62,7 @@ export async function exposeThroughGateway(kc: KubeConfig, custom: CustomObjects
   if (accepted.state !== "ready") return { ok: false, code: "route-not-accepted", detail: `${route.kind} ${name}: ${accepted.detail}`, ...base };
   const port = spec.transport === "grpc" ? gw.grpcPort : gw.httpPort;
   const endpoint = spec.transport === "http" ? `http://${address}:${port}` : `${address}:${port}`;
-  const probe = await probeThrough(endpoint, spec, deadline);
+  const probe = await probeExposure(endpoint, spec, deadline, "the Gateway", "route-probe-identity-mismatch", signal);
   if (probe) return { ok: false, ...probe, ...base };
   return { ok: true, endpoint, route: { kind: route.kind, name, namespace: opts.namespace }, ...base };
-}
-
-// GetQueueStatus through the Gateway with the routing header: retried while nothing answers (a
-// Programmed route may take moments to reach the data plane), never when another runtime answers.
-async function probeThrough(endpoint: string, spec: HostSpec, deadline: number): Promise<{ code: ErrorCode; detail: string } | undefined> {
-  let last = "no attempt";
-  for (;;) {
-    const cmd: RuntimeCommand = { operation: "GetQueueStatus", payload: {}, runtimeInstanceId: spec.runtimeInstanceId as RuntimeInstanceId, correlationId: `route-probe-${randomUUID()}` };
-    try {
-      const r = await sendCommand(endpoint, spec.transport, cmd, spec.commandToken, Math.min(PROBE_ATTEMPT_MS, Math.max(100, deadline - Date.now())));
-      if (r.success) return undefined;
-      last = `refused: ${r.failureReason ?? "?"} ${r.failureDetail ?? ""}`;
-    } catch (e) {
-      if (isDroverError(e, "runtime-identity-mismatch")) return { code: "route-probe-identity-mismatch", detail: `through ${endpoint}: ${e.message}` };
-      last = e instanceof Error ? e.message : String(e);
-    }
-    if (Date.now() >= deadline) return { code: "runtime-command-readiness-failed", detail: `GetQueueStatus through the Gateway at ${endpoint} did not succeed in time: ${last}` };
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }

@@ -47,12 +47,12 @@ export async function cleanupOwned(kc: KubeConfig, core: CoreV1Api, custom: Cust
 }
 
 /**
- * After a kill: removes the runtime's Service, route (either kind) and token Secret when they are
+ * After a kill: removes the runtime's Services (ClusterIP and NodePort), route (either kind) and token Secret when they are
  * drover's for this RuntimeInstanceId (label check, then a UID-preconditioned delete). Best effort:
  * these objects carry no execution, so a failure here never weakens the kill's boundary.
  */
 export async function removeRuntimeObjects(core: CoreV1Api, custom: CustomObjectsApi, namespace: string, runtimeInstanceId: string,
-  names: { service: string; route: string; secret: string }): Promise<void> {
+  names: { service: string; route: string; secret: string; nodePort: string }): Promise<void> {
   const ours = (m: V1ObjectMeta | undefined): boolean => m?.labels?.[L.runtime] === labelValue(runtimeInstanceId) && m.labels[L.managedBy] === MANAGED_BY;
   const remove = async (read: () => Promise<{ metadata?: V1ObjectMeta }>, del: (body: object) => Promise<unknown>): Promise<void> => {
     let obj;
@@ -62,6 +62,7 @@ export async function removeRuntimeObjects(core: CoreV1Api, custom: CustomObject
   const name = names.route;
   await Promise.allSettled([
     remove(() => core.readNamespacedService({ namespace, name: names.service }), (body) => core.deleteNamespacedService({ namespace, name: names.service, body })),
+    remove(() => core.readNamespacedService({ namespace, name: names.nodePort }), (body) => core.deleteNamespacedService({ namespace, name: names.nodePort, body })),
     remove(() => core.readNamespacedSecret({ namespace, name: names.secret }), (body) => core.deleteNamespacedSecret({ namespace, name: names.secret, body })),
     ...(["httproutes", "grpcroutes"] as const).map((plural) => remove(
       () => custom.getNamespacedCustomObject({ ...GATEWAY_API, namespace, plural, name }) as Promise<{ metadata?: V1ObjectMeta }>,

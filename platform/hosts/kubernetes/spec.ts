@@ -32,10 +32,14 @@ export const MANAGED_BY = "drover-control-plane";
 export const RUNTIME_PORT = { http: 8080, grpc: 9090 } as const;
 const TOKEN_KEY = "token";
 
-/** The names of one runtime's objects; Pod, Service and route share one (different kinds), the Secret has its own. */
-export function runtimeNames(prefix: string, runtimeInstanceId: string): { pod: string; service: string; route: string; secret: string } {
+/**
+ * The names of one runtime's objects; Pod, Service and route share one (different kinds), the Secret
+ * has its own, and so has the NodePort Service of `node-port` exposure (a second Service).
+ */
+export function runtimeNames(prefix: string, runtimeInstanceId: string): { pod: string; service: string; route: string; secret: string; nodePort: string } {
   const name = resourceName(prefix, runtimeInstanceId, runtimeInstanceId);
-  return { pod: name, service: name, route: name, secret: resourceName(`${prefix}-token`, runtimeInstanceId, runtimeInstanceId) };
+  return { pod: name, service: name, route: name, secret: resourceName(`${prefix}-token`, runtimeInstanceId, runtimeInstanceId),
+    nodePort: resourceName(`${prefix}-np`, runtimeInstanceId, runtimeInstanceId) };
 }
 
 /**
@@ -121,10 +125,25 @@ export function buildRuntimePod(spec: HostSpec, opts: RuntimePodOptions): V1Pod 
  * instead of negotiating a protocol a proxy may not preserve.
  */
 export function buildRuntimeService(spec: HostSpec, opts: RuntimePodOptions): V1Service {
-  const names = runtimeNames(opts.namePrefix ?? "drover-rt", spec.runtimeInstanceId);
+  return runtimeService(spec, opts, runtimeNames(opts.namePrefix ?? "drover-rt", spec.runtimeInstanceId).service);
+}
+
+/**
+ * The per-runtime Service of `node-port` exposure: `type: NodePort`, the same selector (exactly this
+ * runtime's Pod), port and appProtocol as {@link buildRuntimeService}, under its own name; the node
+ * port is left to the API server to allocate (a fixed one would collide across runtimes).
+ * `externalTrafficPolicy: Local` would drop traffic on nodes without the Pod, so the default
+ * (Cluster) is kept.
+ */
+export function buildNodePortService(spec: HostSpec, opts: RuntimePodOptions): V1Service {
+  const svc = runtimeService(spec, opts, runtimeNames(opts.namePrefix ?? "drover-rt", spec.runtimeInstanceId).nodePort);
+  return { ...svc, spec: { ...svc.spec, type: "NodePort" } };
+}
+
+function runtimeService(spec: HostSpec, opts: RuntimePodOptions, name: string): V1Service {
   const meta = runtimeMetadata(spec, opts.provider);
   return {
-    metadata: { name: names.service, namespace: opts.namespace, ...meta },
+    metadata: { name, namespace: opts.namespace, ...meta },
     spec: {
       selector: { [L.runtime]: meta.labels[L.runtime] as string, [L.controlPlane]: meta.labels[L.controlPlane] as string },
       ports: [{ name: spec.transport, port: RUNTIME_PORT[spec.transport], targetPort: spec.transport,

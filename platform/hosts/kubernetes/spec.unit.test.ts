@@ -2,7 +2,8 @@ import { describe, expect, it } from "vitest";
 import { hostSpec } from "../../../test/support/host-processes.ts";
 import { labelValue, resourceName, shortHash } from "./names.ts";
 import { buildRuntimeRoute, routeVerdict, type SharedGateway } from "./routes.ts";
-import { buildRuntimePod, buildRuntimeService, buildTokenSecret, L, runtimeMetadata, runtimeNames, sameIdentity, type RuntimePodOptions } from "./spec.ts";
+import { allocatedNodePort, nodePortAddress } from "./node-port-exposure.ts";
+import { buildNodePortService, buildRuntimePod, buildRuntimeService, buildTokenSecret, L, runtimeMetadata, runtimeNames, sameIdentity, type RuntimePodOptions } from "./spec.ts";
 
 const OPTS: RuntimePodOptions = { namespace: "runtimes", command: ["node", "--import", "tsx", "services/runtime/main.ts"], image: "drover/runtime:dev" };
 const GW: SharedGateway = { name: "shared", namespace: "infra", className: "drover-local", httpPort: 8080, grpcPort: 8081 };
@@ -73,6 +74,31 @@ describe("Kubernetes runtime object builders (pure; prove no transport and no cl
     expect(route.kind).toBe("GRPCRoute");
     expect(JSON.stringify(route.body)).toContain('"headers":[{"type":"Exact","name":"x-drover-runtime-instance-id","value":"rt-g-1"}]');
     expect(buildRuntimeRoute(hostSpec({ runtimeInstanceId: "rt-h-1" }), OPTS, GW).kind).toBe("HTTPRoute");
+  });
+
+  it("builds the node-port Service as a NodePort twin of the runtime Service under its own name, leaving the node port to the API server", () => {
+    for (const transport of ["http", "grpc"] as const) {
+      const spec = hostSpec({ runtimeInstanceId: `rt-np-${transport}`, transport });
+      const names = runtimeNames("drover-rt", spec.runtimeInstanceId);
+      const np = buildNodePortService(spec, OPTS);
+      const plain = buildRuntimeService(spec, OPTS);
+      expect(np.metadata).toEqual({ ...plain.metadata, name: names.nodePort });
+      expect(np.spec).toEqual({ ...plain.spec, type: "NodePort" });
+      expect(np.spec?.ports?.[0]).not.toHaveProperty("nodePort");
+      expect(np.spec?.ports?.[0]?.appProtocol).toBe(transport === "grpc" ? "kubernetes.io/h2c" : "http");
+      expect(new Set(Object.values(names)).size).toBe(3); // Pod, Service and route share one name; Secret and NodePort Service each have theirs
+      expect(names.nodePort).toMatch(DNS1123);
+      expect(names.nodePort.length).toBeLessThanOrEqual(63);
+    }
+    expect(runtimeNames("p", `rt-${"x".repeat(80)}`).nodePort.length).toBeLessThanOrEqual(63);
+  });
+
+  it("reads the allocated node port only from a NodePort Service and brackets IPv6 node addresses", () => {
+    expect(allocatedNodePort({ spec: { type: "NodePort", ports: [{ port: 8080, nodePort: 31234 }] } })).toBe(31234);
+    expect(allocatedNodePort({ spec: { type: "NodePort", ports: [{ port: 8080 }] } })).toBeUndefined();
+    expect(allocatedNodePort({ spec: { type: "ClusterIP", ports: [{ port: 8080, nodePort: 31234 }] } })).toBeUndefined();
+    expect(nodePortAddress("127.0.4.254", 31234)).toBe("127.0.4.254:31234");
+    expect(nodePortAddress("fd00::1", 31234)).toBe("[fd00::1]:31234");
   });
 
   it("adopts by identity, not by name: another tenant, sizing or an extra drover label is a collision", () => {

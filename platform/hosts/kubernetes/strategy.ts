@@ -4,6 +4,7 @@ import { LifecycleGate } from "../lifecycle-gate.ts";
 import { identityKey } from "../runtime-env.ts";
 import type { HostEndpoint, HostFacts, HostObservation, HostSpec, HostStartResult, HostStrategy, KillResult } from "../types.ts";
 import { exposeThroughGateway } from "./gateway-exposure.ts";
+import { allocatedNodePort, exposeThroughNodePort } from "./node-port-exposure.ts";
 import { readyDecision } from "./pod-decisions.ts";
 import { killPodExact, podTarget } from "./pod-kill.ts";
 import { observeRuntimePods } from "./pod-observer.ts";
@@ -15,13 +16,18 @@ import { followObject } from "./watch-object.ts";
 
 export interface KubernetesStrategyOptions extends RuntimePodOptions {
   readonly kubeconfig: KubeConfig;
-  /** `pod-ip` (control plane inside the cluster, or the local cluster) or `gateway` (one shared Gateway, a route per runtime). */
-  readonly exposure?: "pod-ip" | "gateway";
+  /**
+   * `pod-ip` (control plane inside the cluster, or the local cluster), `gateway` (one shared Gateway,
+   * a route per runtime) or `node-port` (a per-runtime `type: NodePort` Service, dialled at the node address).
+   */
+  readonly exposure?: "pod-ip" | "gateway" | "node-port";
+  /** For `node-port`: the address dialled with the node port (default: the runtime Pod's `status.hostIP`, its Node's InternalIP). */
+  readonly nodeAddress?: string;
   /** Required for `gateway` exposure. */
   readonly gateway?: SharedGateway;
   /** Budget from Pod creation to Ready (default 60 s: a cold image pull or tsx start on a busy machine is seconds). */
   readonly readinessTimeoutMs?: number;
-  /** Budget for the route layer (default 30 s). */
+  /** Budget for the route layer: Gateway route, or the node-port probe (default 30 s). */
   readonly routeTimeoutMs?: number;
   /**
    * Grace period of the kill's first delete (default 1 s: a fenced runtime must stop, not drain; and
@@ -32,7 +38,10 @@ export interface KubernetesStrategyOptions extends RuntimePodOptions {
   readonly killGraceSeconds?: number;
 }
 
-interface Running { readonly identity: string; readonly host: HostFacts; readonly endpoint: HostEndpoint; readonly layers: readonly ReadinessLayer[] }
+interface Running {
+  readonly identity: string; readonly host: HostFacts; readonly endpoint: HostEndpoint; readonly layers: readonly ReadinessLayer[];
+  readonly nodePortService?: { readonly name: string; readonly uid: string; readonly nodePort: number };
+}
 
 const CLEANUP_BUDGET_MS = 15_000;
 
@@ -45,9 +54,12 @@ export function parsePodIncarnation(incarnation: string): string | undefined {
 /**
  * The Kubernetes host strategy (hosts.md "Kubernetes strategy"): a runtime is a Secret (its command
  * token), a Pod and a per-runtime Service, plus an HTTPRoute/GRPCRoute on a shared Gateway for
- * `gateway` exposure. Proves `resource` (created, or adopted after the identity check), `host`
- * (the exact Pod UID Ready=True), `endpoint` (Pod IP) and, for `gateway`, `route` (route accepted,
- * Gateway programmed, GetQueueStatus through it answered by this runtime). The caller still proves
+ * `gateway` exposure or a second, `type: NodePort` Service for `node-port` exposure. Proves
+ * `resource` (created, or adopted after the identity check), `host` (the exact Pod UID Ready=True),
+ * `endpoint` (Pod IP) and `route`: for `gateway`, route accepted, Gateway programmed and
+ * GetQueueStatus through it answered by this runtime; for `node-port`, the NodePort Service created
+ * after Ready, its node port allocated and GetQueueStatus at `<node address>:<nodePort>` answered by
+ * this runtime. The caller still proves
  * `command`. A duplicate start converges (`lifecycle-cache` within this strategy, `existing-pod`
  * across replicas). A failed start deletes exactly the objects it created (by UID) and nothing
  * else. Kubernetes performs no execution recovery: nothing here restarts a runtime.
@@ -79,6 +91,14 @@ export function createKubernetesStrategy(opts: KubernetesStrategyOptions): HostS
       const obj: unknown = await custom.getNamespacedCustomObject({ ...GATEWAY_API, namespace: route.namespace, plural, name: route.name }).catch(() => undefined);
       const v = obj ? routeVerdict(obj as Parameters<typeof routeVerdict>[0], opts.gateway) : { state: "refused" as const, detail: "route is gone" };
       if (v.state !== "ready") return rejected("route-not-accepted", `runtime ${spec.runtimeInstanceId}: ${route.kind} ${route.name}: ${v.detail}`, "route", []);
+    }
+    const np = rec.nodePortService;
+    if (np) {
+      // The same Service (UID) with the same node port, or the published endpoint no longer leads here.
+      const svc = await core.readNamespacedService({ namespace: ns, name: np.name }).catch(() => undefined);
+      if (svc?.metadata?.uid !== np.uid || allocatedNodePort(svc) !== np.nodePort) {
+        return rejected("endpoint-resolution-failed", `runtime ${spec.runtimeInstanceId}: NodePort Service ${np.name} uid ${np.uid} port ${np.nodePort} is ${svc ? `now uid ${svc.metadata?.uid} port ${allocatedNodePort(svc)}` : "gone"}`, "route", []);
+      }
     }
     return { outcome: "converged", convergenceSource: "lifecycle-cache", host: rec.host, endpoint: rec.endpoint, layersPassed: rec.layers, owned: [] };
   }
@@ -128,7 +148,17 @@ export function createKubernetesStrategy(opts: KubernetesStrategyOptions): HostS
       endpoint = { endpoint: ex.endpoint, aliases: [endpoint.endpoint], route: ex.route };
       layers.push("route");
     }
-    running.set(spec.runtimeInstanceId, { identity: identityKey(spec), host, endpoint, layers });
+    let nodePortService: Running["nodePortService"];
+    if (exposure === "node-port") {
+      const nodeAddress = opts.nodeAddress ?? ready.pod.status?.hostIP ?? "127.0.0.1";
+      const ex = await exposeThroughNodePort(core, spec, opts, nodeAddress, Date.now() + (opts.routeTimeoutMs ?? 30_000), signal);
+      if (ex.created && ex.serviceUid) owned.push({ kind: "Service", namespace: ns, name: names.nodePort, uid: ex.serviceUid });
+      if (!ex.ok) return fail(ex.code, ex.detail, "route");
+      endpoint = { endpoint: ex.endpoint, aliases: [endpoint.endpoint] };
+      nodePortService = { name: names.nodePort, uid: ex.serviceUid, nodePort: ex.nodePort };
+      layers.push("route");
+    }
+    running.set(spec.runtimeInstanceId, { identity: identityKey(spec), host, endpoint, layers, ...(nodePortService ? { nodePortService } : {}) });
     return pod.kind === "created"
       ? { outcome: "created", host, endpoint, layersPassed: layers, owned: owned.map((o) => `${o.kind}:${o.namespace}/${o.name}:${o.uid}`) }
       : { outcome: "converged", convergenceSource: "existing-pod", host, endpoint, layersPassed: layers, owned: owned.map((o) => `${o.kind}:${o.namespace}/${o.name}:${o.uid}`) };
