@@ -20,6 +20,12 @@ export interface Projection {
    * idempotent by `e.seq` (e.g. store the seq with the row and ignore older ones).
    */
   apply(e: StoredEvent): void | Promise<void>;
+  /**
+   * Applies consecutive events at once (same idempotency rule as `apply`; on a throw the runner
+   * retries the whole batch). Optional: a store with a high cost per write (FerretDB commits each
+   * write on its own) folds many events in memory and writes each document once.
+   */
+  applyBatch?(events: readonly StoredEvent[]): Promise<void>;
   /** Clears the read model before a rebuild from sequence 1. */
   reset?(): void | Promise<void>;
 }
@@ -45,6 +51,8 @@ export interface ProjectionRunnerOptions extends EventStoreOptions {
   readonly checkpointEvery?: number;
   /** Delay before re-applying an event whose apply failed with a retryable error (default 200 ms, doubling to 5 s). */
   readonly retryDelayMs?: number;
+  /** Most events handed to `applyBatch` at once (default 256); live, a batch also ends when nothing more is pending. */
+  readonly batchSize?: number;
 }
 
 /**
@@ -70,16 +78,37 @@ export function createProjectionRunner(handle: NatsHandle, layout: StreamLayout,
   const load = async () => { if (position < 0) position = await checkpoints.load(projection.name); return position; };
   const save = async () => { if (unsaved > 0) { await checkpoints.save(projection.name, position); unsaved = 0; } };
 
+  const batchSize = Math.max(1, opts.batchSize ?? 256);
+  let batch: StoredEvent[] = [];
+
   async function applyOne(e: StoredEvent): Promise<void> {
-    if (e.seq <= position) return;
+    if (e.seq <= (batch.at(-1)?.seq ?? position)) return;
+    if (projection.applyBatch) {
+      batch.push(e);
+      if (batch.length >= batchSize) await flush();
+      return;
+    }
+    await applied([e], () => projection.apply(e));
+  }
+
+  /** Applies what is batched (no-op when empty). */
+  async function flush(): Promise<void> {
+    if (batch.length === 0) return;
+    const events = batch;
+    batch = [];
+    await applied(events, () => projection.applyBatch!(events));
+  }
+
+  async function applied(events: readonly StoredEvent[], fn: () => void | Promise<void>): Promise<void> {
     for (let delay = opts.retryDelayMs ?? 200; ; delay = Math.min(delay * 2, 5000)) {
-      try { await projection.apply(e); break; } catch (err) {
+      try { await fn(); break; } catch (err) {
         if ((isDroverError(err) && !err.retryable) || stopping) throw err;
         await new Promise((r) => setTimeout(r, delay));
       }
     }
-    position = e.seq;
-    if (++unsaved >= every) await save();
+    position = events.at(-1)!.seq;
+    unsaved += events.length;
+    if (unsaved >= every) await save();
     for (const w of waiters) if (position >= w.seq) { waiters.delete(w); w.resolve(); }
   }
 
@@ -88,13 +117,16 @@ export function createProjectionRunner(handle: NatsHandle, layout: StreamLayout,
     const filters = projection.filter === undefined ? [`${layout.eventPrefix}.>`] : ([] as string[]).concat(projection.filter);
     const oc = await ctx.js.consumers.get(layout.eventStream, { filter_subjects: filters, deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: from });
     messages = await oc.consume({ max_messages: 256 });
-    if (stopping) await messages.close();
+    // Stopped while the consumer was being created: close without waiting, or the close (which
+    // settles when the iteration ends) and this function would wait for each other for ever.
+    if (stopping) void messages.close().catch(() => undefined);
     try {
       for await (const m of messages) {
         await applyOne(toStoredEvent(m));
-        // Caught up (nothing pending): save now, or a batched checkpoint would lag until the next event.
-        if (m.info.pending === 0) await save();
+        // Caught up (nothing pending): apply the batch and save now, or both would lag until the next event.
+        if (m.info.pending === 0) { await flush(); await save(); }
       }
+      await flush();
     } finally {
       await messages.close();
       await oc.delete().catch(() => undefined); // not left for the client's 5-minute inactive threshold
@@ -105,6 +137,7 @@ export function createProjectionRunner(handle: NatsHandle, layout: StreamLayout,
     get position() { return Math.max(0, position); },
     async catchUp() {
       await replay(ctx, { seq: (await load()) + 1 }, applyOne, projection.filter === undefined ? {} : { filter: projection.filter });
+      await flush();
       await save();
       return position;
     },

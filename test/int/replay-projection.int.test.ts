@@ -130,6 +130,29 @@ describe("replay, fold and projections against a real nats-server", () => {
     expect(seen).toEqual([1, 2, 3, 4]);
   });
 
+  it("stop() right after start() returns, even while the live consumer is still being created (it used to wait for ever)", async () => {
+    await seed(1);
+    for (let i = 0; i < 5; i++) {
+      const runner = createProjectionRunner(fx.nc, fx.layout, countingProjection(`stop-${i}`).p, memoryCheckpointStore());
+      await runner.start();
+      const stopped = await Promise.race([runner.stop().then(() => "stopped"), new Promise((r) => setTimeout(() => r("hung"), 5_000))]);
+      expect(stopped).toBe("stopped");
+    }
+  });
+
+  it("applies in batches when the projection takes them: every event once, in stream order, the checkpoint at the end", async () => {
+    const last = await seed(5);
+    const batches: number[][] = [];
+    const batched: Projection = { name: "batched", apply: () => { throw new Error("apply must not be called when applyBatch exists"); },
+      applyBatch: async (es) => { batches.push(es.map((e) => e.seq)); } };
+    const cps = memoryCheckpointStore();
+    const runner = createProjectionRunner(fx.nc, fx.layout, batched, cps, { batchSize: 3 });
+    expect(await runner.catchUp()).toBe(last);
+    expect(batches.flat()).toEqual(Array.from({ length: last }, (_, i) => i + 1));
+    expect(Math.max(...batches.map((b) => b.length))).toBe(3);
+    expect(await cps.load("batched")).toBe(last);
+  });
+
   it("folds one aggregate's history read from the store", async () => {
     await seed(2);
     const h = await store.read(runRef(ids.tenant, "run-1"));
