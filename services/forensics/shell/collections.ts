@@ -72,17 +72,18 @@ export async function putIfNewer<T extends { readonly _id: string; readonly last
 }
 
 /**
- * Inserts a row keyed by stream sequence; returns false when the key exists. A row is a pure
- * function of its event, so an existing one is the same row written before a crash: never
- * rewritten (an insert is constant-time on FerretDB, an update scans the collection).
+ * Inserts rows keyed by stream sequence in one call, unordered: a row whose key exists is the same
+ * row written before (a row is a pure function of its event) and is skipped; any other failure
+ * throws. FerretDB tries the whole batch in one transaction and, only if that fails, row by row.
  */
-export async function insertRow<T extends { readonly _id: string }>(c: Collection<T>, row: T): Promise<boolean> {
+export async function insertRows<T extends { readonly _id: string }>(c: Collection<T>, rows: readonly T[]): Promise<void> {
+  if (rows.length === 0) return;
   try {
-    await c.insertOne(storable(row) as OptionalUnlessRequiredId<T>);
-    return true;
+    await c.insertMany(rows.map((r) => storable(r) as OptionalUnlessRequiredId<T>), { ordered: false });
   } catch (e) {
-    if (isDuplicateKey(e)) return false;
-    throw e;
+    const w = (e as { writeErrors?: unknown }).writeErrors;
+    const errors = (Array.isArray(w) ? w : w ? [w] : []) as { code?: unknown }[];
+    if (errors.length === 0 || errors.some((x) => x.code !== 11000)) throw e;
   }
 }
 

@@ -8,7 +8,7 @@ import { forensicsRow, ledgerRows } from "../domain/ledger.ts";
 import { evolveRunDoc } from "../domain/run-doc.ts";
 import { evolveRuntimeDoc } from "../domain/runtime-doc.ts";
 import { stepCompletion } from "../domain/step-doc.ts";
-import { dropReadModels, ensureIndexes, insertRow, type ReadModelDb } from "./collections.ts";
+import { dropReadModels, ensureIndexes, type ReadModelDb } from "./collections.ts";
 import { docCache, type DocCache } from "./doc-cache.ts";
 
 export const PROJECTION_NAME = "forensics";
@@ -31,23 +31,29 @@ export function toFact(e: StoredEvent, layout: StreamLayout): Fact {
  * `runtimes`, `incidents`, `incident_items`, `forensics` and `ledger`. Each write is idempotent by
  * stream sequence (aggregate documents keep `lastSeq` and refuse older facts; rows are keyed by
  * sequence and inserted once), so the runner's at-least-once delivery around a crash changes
- * nothing. A Mongo error is reported to `onApplyError` and propagates, and the runner retries the
- * same event: the read model being down never skips one. `reset` drops the collections and
+ * nothing. Events are applied in batches (each touched document written once per batch). A Mongo
+ * error is reported to `onApplyError` and propagates, and the runner retries the same batch: the
+ * read model being down never skips one. `reset` drops the collections and
  * recreates the indexes for a rebuild from sequence 1.
  */
 export function forensicsProjection(m: ReadModelDb, layout: StreamLayout, onApplyError?: (e: unknown, seq: number) => void): Projection {
   const cache = docCache();
+  // Folds the batch in memory, then writes each touched document once and the rows in one call per collection.
+  const applyBatch = async (events: readonly StoredEvent[]): Promise<void> => {
+    try {
+      for (const stored of events) await applyFact(m, cache, toFact(stored, layout));
+      await cache.flush();
+    } catch (e) {
+      // The runner retries the same batch until it applies: say so, or a stuck projector is silent.
+      cache.clear();
+      onApplyError?.(e, events[0]?.seq ?? 0);
+      throw e;
+    }
+  };
   return {
     name: PROJECTION_NAME,
-    async apply(stored) {
-      try {
-        await applyFact(m, cache, toFact(stored, layout));
-      } catch (e) {
-        // The runner retries the same event until it applies: say so, or a stuck projector is silent.
-        onApplyError?.(e, stored.seq);
-        throw e;
-      }
-    },
+    apply: (stored) => applyBatch([stored]),
+    applyBatch,
     async reset() {
       cache.clear();
       await dropReadModels(m);
@@ -62,15 +68,15 @@ async function applyFact(m: ReadModelDb, cache: DocCache, f: Fact): Promise<void
   if (isIncidentEvent(f.event)) {
     const fact = f as Fact<typeof f.event>;
     const doc = await cache.get(m.incidents, f.event.data.incidentId);
-    await cache.put(m.incidents, doc, evolveIncidentDoc(doc, fact, owner));
+    cache.put(m.incidents, doc, evolveIncidentDoc(doc, fact, owner));
     for (const forensicsId of itemIdsOf(f.event)) {
       const item = await cache.get(m.incidentItems, incidentItemId(f.event.data.incidentId, forensicsId));
-      await cache.put(m.incidentItems, item, evolveIncidentItem(item, fact, forensicsId));
+      cache.put(m.incidentItems, item, evolveIncidentItem(item, fact, forensicsId));
     }
   }
   const row = forensicsRow(f);
-  if (row) await insertRow(m.forensics, row);
-  for (const r of ledgerRows(f, owner)) await insertRow(m.ledger, r);
+  if (row) cache.insert(m.forensics, row);
+  for (const r of ledgerRows(f, owner)) cache.insert(m.ledger, r);
 }
 
 /** Folds the fact into its aggregate's documents; returns the runtime's owner tenant for runtime facts. */
@@ -79,17 +85,17 @@ async function foldAggregate(m: ReadModelDb, cache: DocCache, f: Fact): Promise<
   if (type.startsWith("run.")) {
     const fact = f as Of<"run">;
     const doc = await cache.get(m.runs, runDocId(fact.event.tenantId, f.aggregateId));
-    await cache.put(m.runs, doc, evolveRunDoc(doc, fact));
+    cache.put(m.runs, doc, evolveRunDoc(doc, fact));
   } else if (type.startsWith("exec.")) {
     const fact = f as Of<"exec">;
     // Only the first completion of a step is inserted; a duplicate finds its key taken.
-    if (fact.event.type === "exec.step-completed") await insertRow(m.steps, stepCompletion(fact as Fact<Extract<typeof fact.event, { type: "exec.step-completed" }>>));
+    if (fact.event.type === "exec.step-completed") cache.insert(m.steps, stepCompletion(fact as Fact<Extract<typeof fact.event, { type: "exec.step-completed" }>>));
     const doc = await cache.get(m.executions, executionDocId(fact.event.tenantId, f.aggregateId));
-    await cache.put(m.executions, doc, evolveExecutionDoc(doc, fact));
+    cache.put(m.executions, doc, evolveExecutionDoc(doc, fact));
   } else if (type.startsWith("runtime.")) {
     const doc = await cache.get(m.runtimes, f.aggregateId);
     const next = evolveRuntimeDoc(doc, f as Of<"runtime">);
-    await cache.put(m.runtimes, doc, next);
+    cache.put(m.runtimes, doc, next);
     return next.ownerTenantId;
   }
   return undefined;

@@ -1,0 +1,58 @@
+/**
+ * Forensics projector throughput against a private nats-server and FerretDB (run with tsx: `make bench`).
+ *
+ *  - projector_rebuild: a build from sequence 1 of EXECUTIONS runs of STEPS steps each (run and
+ *    execution lifecycles, every step checkpoint: the shape of the proof's stream), events per second.
+ * Medians of ROUNDS rounds, each into a fresh database.
+ */
+import { ExecutionId, LocalRunId, SharedRunId, StepId, TenantId } from "../contracts/index.ts";
+import { readModelClient } from "../platform/read-model-db.ts";
+import { startForensics } from "../services/forensics/shell/service.ts";
+import { createEventStore } from "../streams/event-store.ts";
+import { execRef, runRef } from "../streams/subjects.ts";
+import { event, freshStreams } from "../test/support/streams.ts";
+import { startFerret, startNats } from "../test/support/servers.ts";
+import { median, recordMetrics, round } from "./support/results.ts";
+
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const EXECUTIONS = 20;
+const STEPS = 100;
+
+const [nats, ferret] = await Promise.all([startNats(), startFerret()]);
+const mongo = readModelClient(ferret.url);
+try {
+  const fx = await freshStreams(nats.url, "benchproj");
+  const store = createEventStore(fx.nc, fx.layout);
+  let last = 0;
+  const put = async (ref: Parameters<typeof store.append>[0], e: Parameters<typeof store.append>[1]) => { last = (await store.append(ref, e, { expectedSeq: await store.lastSeq(ref) })).seq; };
+  for (let x = 0; x < EXECUTIONS; x++) {
+    const tenantId = TenantId.parse(`tenant-${x % 4}`);
+    const sharedRunId = SharedRunId.parse(`run-bench-${x}`), executionId = ExecutionId.parse(`ex-bench-${x}`), localRunId = LocalRunId.parse(`lr-bench-${x}`);
+    const run = runRef(tenantId, sharedRunId), exec = execRef(tenantId, executionId);
+    await put(run, { ...event("run.submitted"), tenantId, data: { ...event("run.submitted").data, sharedRunId } });
+    await put(run, { ...event("run.started"), tenantId, data: { ...event("run.started").data, executionId, localRunId } });
+    await put(exec, { ...event("exec.started"), tenantId, data: { ...event("exec.started").data, sharedRunId, localRunId } });
+    for (let s = 0; s < STEPS; s++) await put(exec, { ...event("exec.step-completed"), tenantId, data: { ...event("exec.step-completed").data, stepId: StepId.parse(`s${s}`) } });
+    await put(exec, { ...event("exec.completed"), tenantId });
+    await put(run, { ...event("run.completed"), tenantId });
+  }
+  const rates: number[] = [];
+  for (let r = 0; r < ROUNDS; r++) {
+    const db = mongo.db(`bench_projector_${process.pid}_${r}`);
+    const t0 = performance.now();
+    const svc = await startForensics({ handle: fx.nc, layout: fx.layout, db });
+    await svc.waitFor(last, 600_000);
+    const ms = performance.now() - t0;
+    rates.push(last / (ms / 1000));
+    console.log(`round ${r + 1}: ${last} events in ${round(ms, 0)} ms`);
+    await svc.stop();
+    await db.dropDatabase();
+  }
+  const rate = median(rates);
+  console.log(`projector_rebuild: ${round(rate, 0)} events/s (median of ${ROUNDS})`);
+  await recordMetrics({ projector_rebuild: { unit: "events/s", value: round(rate, 0), note: `${last} events: ${EXECUTIONS} executions × ${STEPS} steps, build from sequence 1 into FerretDB (SQLite)` } });
+  await fx.close();
+} finally {
+  await mongo.close();
+  await Promise.all([nats.stop(), ferret.stop()]);
+}
