@@ -75,9 +75,10 @@ proof: deps ## the crash-recovery proof against the real services: P=$(PROOF_P) 
 	@node --import tsx cli/drover.ts proof --parallel $(PROOF_P) --transport http
 	@node --import tsx cli/drover.ts proof --parallel $(PROOF_P) --transport grpc
 
-proof-k8s: deps k8s-build ## the proof with runtime Pods on a private local cluster: P=$(PROOF_P) over HTTP by Pod IP, then gRPC through the shared Gateway
+proof-k8s: deps k8s-build ## the proof with runtime Pods on a private local cluster: P=$(PROOF_P) over HTTP by Pod IP, gRPC through the shared Gateway, gRPC through NodePort Services
 	@node --import tsx cli/drover.ts proof --parallel $(PROOF_P) --host kubernetes --exposure pod-ip --transport http
 	@node --import tsx cli/drover.ts proof --parallel $(PROOF_P) --host kubernetes --exposure gateway --transport grpc
+	@node --import tsx cli/drover.ts proof --parallel $(PROOF_P) --host kubernetes --exposure node-port --transport grpc
 
 drover: node_modules/.stamp ## the operator CLI, e.g. make drover ARGS="replay run <sharedRunId>" (reads NATS_URL; exit 0 match, 1 divergence, 2 usage)
 	@node --import tsx cli/drover.ts $(ARGS)

@@ -14,10 +14,11 @@ const ROOT = resolve(import.meta.dirname, "..");
  * A private local cluster (real kube-apiserver, process kubelet, local gateway) for a proof run
  * with Kubernetes hosts, and the `kubernetes` configuration that makes the control plane host
  * runtimes on it: a fresh namespace, runtime Pods running services/runtime/main.ts from this
- * repository, `pod-ip` or `gateway` exposure (a shared Gateway of class `drover-local`).
+ * repository, `pod-ip`, `node-port` (the cluster's node-port proxy) or `gateway` exposure (a shared
+ * Gateway of class `drover-local`).
  * `stop()` stops every daemon and Pod process of the cluster and removes its directory.
  */
-export async function startProofCluster(exposure: "pod-ip" | "gateway"): Promise<{ kubernetes: z.input<typeof KubernetesHostConfig>; stop: () => Promise<void> }> {
+export async function startProofCluster(exposure: "pod-ip" | "gateway" | "node-port"): Promise<{ kubernetes: z.input<typeof KubernetesHostConfig>; stop: () => Promise<void> }> {
   const runDir = await mkdtemp(join(tmpdir(), "drover-proof-k8s-"));
   const stop = async (): Promise<void> => { await stopCluster(runDir); await rm(runDir, { recursive: true, force: true }); };
   try {

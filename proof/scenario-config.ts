@@ -13,7 +13,7 @@ export interface ProofOptions {
   /** SIGKILL (a crash) or SIGSTOP (a zombie: alive but silent; health must notice and the fence must kill it). */
   readonly signal: "SIGKILL" | "SIGSTOP";
   /** Kubernetes hosts only: how the control plane reaches runtime Pods. */
-  readonly exposure?: "pod-ip" | "gateway";
+  readonly exposure?: "pod-ip" | "gateway" | "node-port";
 }
 
 export const DEFAULT_PROOF: ProofOptions = { parallel: 1, transport: "http", host: "process", steps: 50, stepMs: 20, seed: 1, killAfterSteps: 25, signal: "SIGKILL" };

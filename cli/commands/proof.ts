@@ -40,9 +40,7 @@ export function parseProofArgs(argv: readonly string[]): { options: ProofOptions
   if (signal !== "SIGKILL" && signal !== "SIGSTOP") throw new Error("--signal must be SIGKILL (crash) or SIGSTOP (zombie)");
   return {
     options: { parallel: int(values.parallel, DEFAULT_PROOF.parallel, "parallel", 1), transport, host, steps, killAfterSteps, signal,
-      // proof/ types `exposure` as pod-ip|gateway and only prints it (in the proof line); the cluster's
-      // configuration below is what makes node-port real.
-      ...(host === "kubernetes" ? { exposure: exposure as ProofOptions["exposure"] } : {}),
+      ...(host === "kubernetes" ? { exposure } : {}),
       stepMs: int(values["step-ms"], DEFAULT_PROOF.stepMs, "step-ms", 0), seed: int(values.seed, DEFAULT_PROOF.seed, "seed", 0) },
     json: values.json ?? false,
     timeoutMs: int(values["timeout-s"], 900, "timeout-s", 10) * 1000,
@@ -77,10 +75,7 @@ export async function proofCommand(argv: readonly string[]): Promise<number> {
   let cluster: Awaited<ReturnType<typeof startProofCluster>> | undefined;
   try {
     if (parsed.options.host === "kubernetes") {
-      const exposure: string = parsed.options.exposure ?? "pod-ip";
-      // node-port needs nothing pod-ip does not (no Gateway): the same cluster, another exposure.
-      const c = await startProofCluster(exposure === "gateway" ? "gateway" : "pod-ip");
-      cluster = exposure === "node-port" ? { ...c, kubernetes: { ...c.kubernetes, exposure: "node-port" } } : c;
+      cluster = await startProofCluster(parsed.options.exposure ?? "pod-ip");
     }
     const natsUrl = process.env.NATS_URL ?? (started[started.length] = await startNats()).url;
     const redisUrl = process.env.REDIS_URL ?? (started[started.length] = await startRedis()).url;

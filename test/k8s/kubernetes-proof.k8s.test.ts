@@ -26,7 +26,7 @@ beforeAll(async () => {
 });
 afterAll(async () => { await Promise.all([nats?.stop(), redis?.stop()]); });
 
-async function prove(o: Partial<ProofOptions>, exposure: "pod-ip" | "gateway"): Promise<void> {
+async function prove(o: Partial<ProofOptions>, exposure: "pod-ip" | "gateway" | "node-port"): Promise<void> {
   const kubernetes: z.input<typeof KubernetesHostConfig> = {
     kubeconfig: inject("k8sKubeconfig"), namespace, exposure, namePrefix: `p${randomBytes(2).toString("hex")}`,
     runtimeCommand: [process.execPath, "--import", "tsx", "services/runtime/main.ts"], workingDir: ROOT,
@@ -38,7 +38,7 @@ async function prove(o: Partial<ProofOptions>, exposure: "pod-ip" | "gateway"): 
   console.log(`${line}\n  kill→suspected p50/p99 ${report.latencies.suspected.p50}/${report.latencies.suspected.p99} ms, →fenced ${report.latencies.fenced.p50}/${report.latencies.fenced.p99} ms, →resumed ${report.latencies.resumed.p50}/${report.latencies.resumed.p99} ms\n`
     + `  request→Pod Ready p50/p99 ${report.startup.hostReady.p50}/${report.startup.hostReady.p99} ms, →route programmed ${report.startup.route.p50}/${report.startup.route.p99} ms, →capacity published ${report.startup.published.p50}/${report.startup.published.p99} ms`);
   expect(report.startup.published.p50).toBeGreaterThan(0);
-  for (const a of report.assertions) expect(a, a.detail).toMatchObject({ ok: true });
+  for (const a of report.assertions) expect(a, `${a.name}: ${a.detail}`).toMatchObject({ ok: true });
   const parallel = o.parallel ?? P;
   expect(report.runs).toBe(9 * parallel);
   expect(report.recovered).toBe(6 * parallel);
@@ -51,6 +51,9 @@ describe(`crash-recovery proof at P=${P} with runtime Pods, against the local cl
   });
   it("SIGKILLed runtime containers over gRPC through the shared Gateway: the same guarantees", async () => {
     await prove({ transport: "grpc" }, "gateway");
+  });
+  it("SIGKILLed runtime containers over gRPC through per-runtime NodePort Services (the local cluster's node-port proxy): the same guarantees", async () => {
+    await prove({ transport: "grpc", parallel: Math.min(P, 2) }, "node-port");
   });
   it("SIGSTOPped runtime containers (zombies: Running and Ready, but silent): health notices, the fence deletes the exact Pod UID, the same guarantees", async () => {
     await prove({ transport: "http", signal: "SIGSTOP", parallel: Math.min(P, 2) }, "pod-ip");
