@@ -15,7 +15,7 @@ node_modules/.stamp: package.json package-lock.json
 
 deps: node_modules/.stamp tools ## install npm packages and build/install the servers (cached)
 
-tools: ## build nats-server and FerretDB from Go modules into .tools/bin, install Redis from Debian if missing
+tools: ## build nats-server and FerretDB from Go modules into .tools/bin, install Redis and kubectl (kubernetes-client) from Debian if missing
 	@scripts/install-tools.sh
 
 infra-up: deps ## start nats-server, FerretDB and Redis on loopback (idempotent; prints where)

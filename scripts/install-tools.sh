@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the servers drover's tests and `make run` need, idempotently:
 #   nats-server and FerretDB with `go install` into .tools/bin (cached: skipped when the pinned
-#   version is already there), redis-server from Debian's packages when missing.
+#   version is already there), redis-server and kubectl (kubernetes-client) from Debian's packages when missing.
 source "$(dirname "$0")/lib.sh"
 mkdir -p "$TOOLS_BIN"
 
@@ -42,5 +42,10 @@ if ! command -v redis-server >/dev/null; then
   if [[ ! -e $policy ]]; then printf '#!/bin/sh\nexit 101\n' >"$policy"; chmod +x "$policy"; created=1; fi
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null) || { [[ $created == 1 ]] && rm -f "$policy"; exit 1; }
   [[ $created == 1 ]] && rm -f "$policy"
+fi
+# The k8s tier runs kubectl against the local cluster (`kubectl get pods -o wide`, `apply --dry-run=server`).
+if ! command -v kubectl >/dev/null; then
+  log "installing kubectl from Debian's packages (kubernetes-client)"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kubernetes-client >/dev/null
 fi
 log "tools: nats-server $NATS_SERVER_VERSION, ferretdb $FERRETDB_VERSION, $(redis-server --version | awk '{print $1" "$3}')"
