@@ -11,7 +11,7 @@ declare -A PORTS=()
 start() { # start NAME PORTVAR CMD...
   local name=$1 var=$2; shift 2
   local pidfile="$RUN_DIR/$name.pid" portfile="$RUN_DIR/$name.port" port
-  if alive "$pidfile" && [[ -f $portfile ]]; then
+  if owned "$pidfile" && [[ -f $portfile ]]; then
     port=$(cat "$portfile"); PORTS[$var]=$port; log "$name already running (pid $(cat "$pidfile"), port $port)"; return 0
   fi
   port=${!var:-}
@@ -21,6 +21,7 @@ start() { # start NAME PORTVAR CMD...
   local cmd=("${@//\{PORT\}/$port}")
   setsid "${cmd[@]}" >"$RUN_DIR/$name.log" 2>&1 < /dev/null &
   echo $! >"$pidfile"
+  record_start "$pidfile"
   wait_port "$port" 60 "$name" "$pidfile"
   log "$name started (pid $(cat "$pidfile"), 127.0.0.1:$port)"
 }

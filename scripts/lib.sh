@@ -26,3 +26,31 @@ wait_port() {
 
 # alive PIDFILE: true when the pid file names a live process.
 alive() { [[ -f $1 ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
+
+# start_ticks PID: the process start time (clock ticks since boot, /proc/PID/stat field 22); empty when gone.
+# Field 2 (comm) may contain spaces, so count fields after its closing parenthesis.
+start_ticks() {
+  local stat rest
+  stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
+  read -ra rest <<<"${stat##*) }"
+  echo "${rest[19]:-}"
+}
+
+# record_start PIDFILE: remember the start time of the process the pid file names, next to it.
+record_start() { start_ticks "$(cat "$1")" >"${1%.pid}.start"; }
+
+# owned PIDFILE: true when the pid file names a live process that is still the one we started: same pid
+# AND same start time. A stale pid file (reboot, crash, kill -9) whose pid now belongs to some other
+# process is never adopted and never signalled. Pid files written before start times were recorded
+# are owned only when the process's command line names the port recorded next to them.
+owned() {
+  alive "$1" || return 1
+  local base=${1%.pid} pid
+  pid=$(cat "$1")
+  if [[ -f $base.start ]]; then [[ -n $(cat "$base.start") && $(cat "$base.start") == "$(start_ticks "$pid")" ]]; return; fi
+  [[ -f $base.port ]] || return 1
+  local cmd port
+  cmd=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || return 1
+  port=$(cat "$base.port")
+  [[ "$cmd " =~ [\ :]$port\  ]]
+}
