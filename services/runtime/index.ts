@@ -8,7 +8,7 @@ export { scheduleSteps, retryAtAfterFailure, topologicalLevels, type ScheduleDec
 export { foldExecution, evolveExecution, initialExecutionState, isExecEvent, type ExecutionState, type CompletedStep, type SequencedEvent, type ExecEvent } from "../../aggregates/execution.ts";
 export { admitRun, availableSlots, freeRunSlots, runsToStart, type Admission, type QueueFacts } from "./domain/local-queue.ts";
 export { canonicalJson, stepInputs, flakyFails } from "../../aggregates/step-inputs.ts";
-export { executionIdFor, dagDigest, openFresh, openResume, checkResumable, type JournalEnv, type OpenedExecution } from "./shell/execution-open.ts";
+export { executionIdFor, dagDigest, openFresh, openResume, checkResumable, checkDispatched, type JournalEnv, type OpenedExecution } from "./shell/execution-open.ts";
 export { Execution, type ExecutionOutcome, type ExecutorEnv } from "./shell/execution.ts";
 export { AggregateJournal } from "./shell/journal.ts";
 export { RuntimeInstance } from "./shell/runtime-instance.ts";

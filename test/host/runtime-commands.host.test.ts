@@ -50,7 +50,7 @@ describe.each(["http", "grpc"] as const)("runtime command API over %s", (transpo
 
   it("refuses a routing header naming another runtime as runtime-misdirected, and still names itself", async () => {
     const r = await sendRawCommand(rt.endpoint, transport, probe(), { routing: "rt-someone-else", token: rt.token }, 5000);
-    expect(r).toMatchObject({ success: false, failureReason: "runtime-misdirected", runtimeInstanceId: rt.runtimeInstanceId });
+    expect(r).toMatchObject({ success: false, failureReason: "runtime-misdirected", runtimeInstanceId: rt.runtimeInstanceId, hostIncarnation: rt.hostIncarnation });
     const none = await sendRawCommand(rt.endpoint, transport, probe(), { token: rt.token }, 5000);
     expect(none.failureReason).toBe("runtime-misdirected");
   });
@@ -62,7 +62,7 @@ describe.each(["http", "grpc"] as const)("runtime command API over %s", (transpo
 
   it("refuses a command without the instance token, or with another token, as command-unauthorized", async () => {
     const missing = await sendRawCommand(rt.endpoint, transport, probe(), { routing: rt.runtimeInstanceId }, 5000);
-    expect(missing).toMatchObject({ success: false, failureReason: "command-unauthorized" });
+    expect(missing).toMatchObject({ success: false, failureReason: "command-unauthorized", runtimeInstanceId: rt.runtimeInstanceId, hostIncarnation: rt.hostIncarnation });
     const wrong = await sendRawCommand(rt.endpoint, transport, probe(), { routing: rt.runtimeInstanceId, token: `${rt.token.slice(1)}x` }, 5000);
     expect(wrong.failureReason).toBe("command-unauthorized");
   });
@@ -80,6 +80,19 @@ describe.each(["http", "grpc"] as const)("runtime command API over %s", (transpo
     expect(bad.failureDetail).toContain("dependency cycle");
     expect(await eventStreamLastSeq()).toBe(before);
     expect((await rt.send({ operation: "GetRunStatus", payload: { localRunId: "lr-cyclic" } } as never)).payload.run).toEqual({ localRunId: "lr-cyclic", state: "unknown" });
+  });
+
+  it("refuses a DispatchRun whose dispatchedSeq is another LocalRunId's dispatch (to another runtime) with contract-violation, writing nothing", async () => {
+    const dag = chainDag(2, 0);
+    const sharedRunId = `run-foreign-${transport}`;
+    const seq = await admitAndDispatch(cp, { tenantId: TENANT, sharedRunId, localRunId: `lr-placed-${transport}`, runtimeInstanceId: "rt-other", hostIncarnation: rt.hostIncarnation, transport }, dag);
+    const before = await eventStreamLastSeq();
+    // The sequence is the run's latest, so a conditional append alone would accept run started here.
+    const r = await dispatch(rt, dag, sharedRunId, `lr-foreign-${transport}`, seq);
+    expect(r).toMatchObject({ success: false, failureReason: "contract-violation", runtimeInstanceId: rt.runtimeInstanceId, hostIncarnation: rt.hostIncarnation });
+    expect(r.failureDetail).toContain(`dispatched LocalRunId lr-placed-${transport}, not lr-foreign-${transport}`);
+    expect(await eventStreamLastSeq()).toBe(before);
+    expect((await rt.send({ operation: "GetRunStatus", payload: { localRunId: `lr-foreign-${transport}` } } as never)).payload.run).toEqual({ localRunId: `lr-foreign-${transport}`, state: "unknown" });
   });
 
   it("DispatchRun is idempotent per LocalRunId: a repeat answers duplicate with the same ExecutionId and starts nothing twice", async () => {

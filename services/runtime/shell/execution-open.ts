@@ -92,6 +92,27 @@ export async function checkResumable(env: JournalEnv, p: ResumePayload): Promise
 }
 
 /**
+ * Checks that the run's event at `p.dispatchedSeq` is the `dispatched` of `p.localRunId` to this
+ * runtime (and, for a resume, of the execution being resumed). Run `started` is conditional on that
+ * sequence, so without this a command carrying another placement's sequence could start the run on
+ * a runtime it was never dispatched to (identities-and-events.md "Fencing" 1). Writes nothing;
+ * rejects with `contract-violation` naming what the log holds at that sequence.
+ */
+export async function checkDispatched(env: JournalEnv, p: DispatchPayload, resumeExecutionId?: string): Promise<void> {
+  const at = (await env.store.read(runRef(p.tenantId, p.sharedRunId))).events.find((e) => e.seq === p.dispatchedSeq)?.event;
+  const d = at?.type === "run.dispatched" ? at.data : undefined;
+  const problem = !d ? `is ${at ? `its ${at.type} event` : "no event of this run"}, not a dispatched event`
+    : d.localRunId !== p.localRunId ? `dispatched LocalRunId ${d.localRunId}, not ${p.localRunId}`
+      : d.runtimeInstanceId !== env.runtimeInstanceId ? `dispatched ${p.localRunId} to ${d.runtimeInstanceId}, not to ${env.runtimeInstanceId}`
+        : d.resumeExecutionId !== resumeExecutionId ? `dispatched ${d.resumeExecutionId ? `a resume of ${d.resumeExecutionId}` : "a fresh start"}, not ${resumeExecutionId ? `a resume of ${resumeExecutionId}` : "a fresh start"}`
+          : undefined;
+  if (problem) {
+    throw new DroverError("contract-violation", `run ${p.sharedRunId} at sequence ${p.dispatchedSeq} ${problem}`,
+      { details: { sharedRunId: p.sharedRunId, localRunId: p.localRunId, dispatchedSeq: p.dispatchedSeq } });
+  }
+}
+
+/**
  * Resumes an execution on this runtime: checks it (see checkResumable), appends run `started`
  * expecting the run's `dispatched` sequence, then exec `resumed` at the sequence just folded.
  * Every later write carries writer.epoch = p.epoch. Conflicts reject with `execution-ownership-lost`.

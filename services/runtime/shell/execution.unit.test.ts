@@ -3,7 +3,8 @@ import { DagDefinition, type DagInput, type DroverEvent, type Step } from "../..
 import { execRef, runRef } from "../../../streams/subjects.ts";
 import { MemoryEventStore } from "../../../test/support/memory-event-store.ts";
 import { Execution } from "./execution.ts";
-import { executionIdFor, openFresh, openResume, type JournalEnv } from "./execution-open.ts";
+import { buildEvent } from "../../../aggregates/event-builder.ts";
+import { checkDispatched, executionIdFor, openFresh, openResume, type JournalEnv } from "./execution-open.ts";
 import { AggregateJournal } from "./journal.ts";
 import type { StepRunner } from "./step-runners.ts";
 import { WorkerPool } from "./worker-pool.ts";
@@ -25,7 +26,7 @@ function recordingRunner(onStep?: (step: Step, attempt: number) => Promise<void>
 const executor = (runner: StepRunner, workers = new WorkerPool(2)) => ({ workers, maxWorkersPerRun: 1, runStep: runner, now: () => new Date(1_000_000), log: () => undefined });
 const types = (store: MemoryEventStore, ref = execRef(T, executionIdFor("r1", "l1"))) => store.read(ref).then((h) => h.events.map((e) => e.event.type));
 
-describe("AggregateJournal: the runtime is the single writer of its execution", () => {
+describe("AggregateJournal: the runtime is the single writer of its execution (in-memory store; proves no transport)", () => {
   it("after a version conflict, the journal is lost: that append and every queued one fail with execution-ownership-lost and none is sent", async () => {
     const store = new MemoryEventStore();
     const opened = await openFresh(journalEnv(store), payload(chain(2)));
@@ -60,7 +61,7 @@ describe("AggregateJournal: the runtime is the single writer of its execution", 
   });
 });
 
-describe("Execution: deterministic, durable, fenced", () => {
+describe("Execution: deterministic, durable, fenced (in-memory store; proves no transport)", () => {
   it("a fresh run appends run started (at the dispatched sequence), exec started, one step-completed per step, exec completed, run completed", async () => {
     const store = new MemoryEventStore();
     const { runner, calls } = recordingRunner();
@@ -115,5 +116,41 @@ describe("Execution: deterministic, durable, fenced", () => {
     expect(other.run.lastSeq).toBeGreaterThan(0);
     await expect(openFresh(env, payload(chain(1)))).rejects.toMatchObject({ code: "execution-ownership-lost" });
     expect(await types(store)).toEqual([]);
+  });
+});
+
+describe("checkDispatched: run started only for this runtime's own dispatch (in-memory store; proves no transport)", () => {
+  const ctx = { tenantId: T, correlationId: "c1", causationId: "admission", writer: { service: "admission", instanceId: "adm-1" } } as const;
+  async function dispatched(store: MemoryEventStore, data: Record<string, unknown>): Promise<number> {
+    const ref = runRef(T, "r1");
+    const e = buildEvent("run.dispatched", { transport: "http", hostIncarnation: "pid:1:1", ...data } as never, ctx, { eventId: `ev-${++ids}`, now: new Date(0).toISOString() });
+    return (await store.append(ref, e, { expectedSeq: await store.lastSeq(ref) })).seq;
+  }
+
+  it("given the run's dispatched event for this LocalRunId on this runtime, when checked, then it passes and writes nothing", async () => {
+    const store = new MemoryEventStore();
+    const seq = await dispatched(store, { runtimeInstanceId: "rt-a", localRunId: "l1" });
+    await expect(checkDispatched(journalEnv(store), { ...payload(chain(1)), dispatchedSeq: seq })).resolves.toBeUndefined();
+    expect(store.events).toHaveLength(1);
+  });
+
+  it("given a sequence naming another LocalRunId, another runtime, no event or a resume dispatch, when a fresh start is checked, then contract-violation names what the log holds", async () => {
+    const store = new MemoryEventStore();
+    const other = await dispatched(store, { runtimeInstanceId: "rt-a", localRunId: "l0" });
+    const elsewhere = await dispatched(store, { runtimeInstanceId: "rt-b", localRunId: "l1" });
+    const resume = await dispatched(store, { runtimeInstanceId: "rt-a", localRunId: "l1", resumeExecutionId: executionIdFor("r1", "l0") });
+    const check = (dispatchedSeq: number) => checkDispatched(journalEnv(store), { ...payload(chain(1)), dispatchedSeq });
+    await expect(check(other)).rejects.toMatchObject({ code: "contract-violation", message: expect.stringContaining("dispatched LocalRunId l0, not l1") });
+    await expect(check(elsewhere)).rejects.toMatchObject({ code: "contract-violation", message: expect.stringContaining("to rt-b, not to rt-a") });
+    await expect(check(resume + 1)).rejects.toMatchObject({ code: "contract-violation", message: expect.stringContaining("no event of this run") });
+    await expect(check(resume)).rejects.toMatchObject({ code: "contract-violation", message: expect.stringContaining("not a fresh start") });
+    expect(store.events).toHaveLength(3);
+  });
+
+  it("given a resume dispatch, when checked as a resume of another execution, then it is refused", async () => {
+    const store = new MemoryEventStore();
+    const seq = await dispatched(store, { runtimeInstanceId: "rt-a", localRunId: "l1", resumeExecutionId: executionIdFor("r1", "l0") });
+    await expect(checkDispatched(journalEnv(store), { ...payload(chain(1)), dispatchedSeq: seq }, executionIdFor("r1", "l0"))).resolves.toBeUndefined();
+    await expect(checkDispatched(journalEnv(store), { ...payload(chain(1)), dispatchedSeq: seq }, executionIdFor("r1", "l9"))).rejects.toMatchObject({ code: "contract-violation" });
   });
 });

@@ -1,7 +1,7 @@
 import { DroverError, isDroverError, type ErrorCode, type QueueStatus, type RunStatus, type RuntimeSizing } from "../../../contracts/index.ts";
 import type { z } from "zod";
 import { admitRun, availableSlots, runsToStart, type QueueFacts } from "../domain/local-queue.ts";
-import { checkResumable, executionIdFor, openFresh, openResume, type DispatchPayload, type JournalEnv, type ResumePayload } from "./execution-open.ts";
+import { checkDispatched, checkResumable, executionIdFor, openFresh, openResume, type DispatchPayload, type JournalEnv, type ResumePayload } from "./execution-open.ts";
 import { Execution, type ExecutorEnv } from "./execution.ts";
 
 type RunState = z.infer<typeof RunStatus>["state"];
@@ -40,20 +40,25 @@ export class RuntimeInstance {
 
   /**
    * DispatchRun: idempotent per LocalRunId (a repeat returns the run's current status with
-   * `duplicate: true`). Refuses a LocalRunId already used for another run (contract-violation), a
-   * draining runtime (runtime-draining) and a full queue (local-queue-full).
+   * `duplicate: true`). Refuses a `dispatchedSeq` that is not this run's dispatch to this runtime
+   * and a LocalRunId already used for another run (contract-violation), a draining runtime
+   * (runtime-draining) and a full queue (local-queue-full).
    */
-  dispatch(payload: DispatchPayload): Record<string, unknown> {
+  async dispatch(payload: DispatchPayload): Promise<Record<string, unknown>> {
+    if (!this.runs.has(payload.localRunId)) await checkDispatched(this.journal, payload);
     return this.accept({ mode: "start", payload });
   }
 
   /**
-   * ResumeExecution: checks the journal first (the pending recovery epoch must equal `epoch`), then
-   * queues the resume ahead of new work (recovery items go first). Idempotent per LocalRunId.
+   * ResumeExecution: checks the journal first (the pending recovery epoch must equal `epoch`) and
+   * that `dispatchedSeq` is this resume's dispatch to this runtime, then queues the resume ahead of
+   * new work (recovery items go first). Idempotent per LocalRunId.
    */
   async resume(payload: ResumePayload): Promise<Record<string, unknown>> {
-    const known = this.runs.get(payload.localRunId);
-    if (!known) await checkResumable(this.journal, payload);
+    if (!this.runs.has(payload.localRunId)) {
+      await checkResumable(this.journal, payload);
+      await checkDispatched(this.journal, payload, payload.executionId);
+    }
     return this.accept({ mode: "resume", payload });
   }
 
