@@ -69,6 +69,10 @@ describe("runtime process executes a DAG durably", () => {
     const events = await waitForJournal(cp, TENANT, executionId, (es) => es.some((e) => e.event.type === "exec.completed"));
     // With a cap of 3, the 4th root can only start after one of the first three completed.
     expect(stepCompletions(events).slice(0, 3).sort()).toEqual(["a", "b", "c"]);
+    // ...and so d's 150 ms of work began only once a worker of this run was free: its completion is
+    // stored at least a step's duration after the first completion (without the cap all four end together).
+    const completedAt = (id: string) => events.find((e) => e.event.type === "exec.step-completed" && (e.event.data as { stepId: string }).stepId === id)?.time.getTime() ?? NaN;
+    expect(completedAt("d") - Math.min(completedAt("a"), completedAt("b"), completedAt("c"))).toBeGreaterThanOrEqual(140);
     const failures = events.filter((e) => e.event.type === "exec.step-failed").map((e) => e.event.data as { stepId: string; attempt: number; retryAt?: string });
     expect(failures.map((f) => [f.stepId, f.attempt])).toEqual([["f", 1], ["f", 2]]);
     expect(failures.every((f) => f.retryAt !== undefined)).toBe(true);
