@@ -35,6 +35,19 @@ ferretdb_tool() {
 }
 ferretdb_tool
 
+# Debian's nats-server 2.9.10, older than drover's minimum (2.12), extracted (not installed: nothing on
+# PATH, no service) so the int tier can prove drover refuses it against a real server.
+old_nats_tool() {
+  local out="$TOOLS_BIN/nats-server-debian" tmp
+  [[ -x $out ]] && return 0
+  log "fetching Debian's nats-server package (an unsupported version the server-version test must see refused)"
+  tmp=$(mktemp -d)
+  (cd "$tmp" && { apt-get download -qq nats-server 2>/dev/null || { apt-get update -qq && apt-get download -qq nats-server 2>/dev/null; }; } \
+    && dpkg-deb -x nats-server_*.deb x) || { rm -rf "$tmp"; log "could not fetch Debian's nats-server package"; exit 1; }
+  cp "$tmp/x/usr/sbin/nats-server" "$out"; rm -rf "$tmp"
+}
+old_nats_tool
+
 if ! command -v redis-server >/dev/null; then
   log "installing redis-server from Debian's packages"
   # Keep the package's init script from starting a system-wide Redis we would then leave running.

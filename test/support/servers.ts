@@ -64,11 +64,14 @@ async function launch(name: string, cmd: string, args: string[], port: number, u
   };
 }
 
-/** Starts a private nats-server with JetStream (file store in a temp dir). */
-export async function startNats(opts: { port?: number; extraArgs?: string[] } = {}): Promise<RunningServer> {
+/**
+ * Starts a private nats-server with JetStream (file store in a temp dir). `binary: "nats-server-debian"`
+ * runs Debian's 2.9.10 instead (older than drover supports; install-tools.sh extracts it).
+ */
+export async function startNats(opts: { port?: number; extraArgs?: string[]; binary?: "nats-server" | "nats-server-debian" } = {}): Promise<RunningServer> {
   const dir = await mkdtemp(join(tmpdir(), "drover-nats-"));
   const port = opts.port ?? (await freePort());
-  return launch("nats-server", join(toolsBin(), "nats-server"),
+  return launch("nats-server", join(toolsBin(), opts.binary ?? "nats-server"),
     ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", dir, ...(opts.extraArgs ?? [])], port, `nats://127.0.0.1:${port}`, dir);
 }
 
