@@ -33,6 +33,11 @@ describe("single-flight scale-out (given/when/then; proves no transport)", () =>
     expect(planScaleOut(known, 1500, 250)).toEqual({ kind: "hold" });
     expect(planScaleOut(known, 2001, 250)).toEqual({ kind: "request", generation: 1 });
   });
+  it("does not hold for a fulfilled runtime that is already suspected or fenced (a crash right after a scale-out)", () => {
+    const known = [{ requestId: "so-a", status: "fulfilled", endedMs: 1000, runtimeGone: true }];
+    expect(planScaleOut(known, 1001, 250)).toEqual({ kind: "request", generation: 1 });
+    expect(planScaleOut([{ ...known[0]!, runtimeGone: false }], 1001, 250)).toEqual({ kind: "hold" });
+  });
   it("backs off after a rejection so a tenant at its runtime limit does not storm the provisioner", () => {
     const known = [{ requestId: "so-a", status: "fulfilled", endedMs: 0 }, { requestId: "so-b", status: "rejected", endedMs: 1000 }];
     expect(planScaleOut(known, 1000 + SCALE_OUT_RETRY_MS - 1, 250)).toEqual({ kind: "hold" });

@@ -1,5 +1,11 @@
 /** What admission knows of earlier scale-out requests with one dedupe key. */
-export interface KnownRequest { readonly requestId: string; readonly status: string; readonly endedMs?: number }
+export interface KnownRequest {
+  readonly requestId: string;
+  readonly status: string;
+  readonly endedMs?: number;
+  /** A fulfilled request whose runtime is already suspected, fenced or retired: it will never become routable. */
+  readonly runtimeGone?: boolean;
+}
 
 export type ScaleOutPlan =
   | { readonly kind: "wait-for"; readonly requestId: string }
@@ -13,12 +19,15 @@ const fulfilledGraceMs = (heartbeatIntervalMs: number) => Math.max(1000, 3 * hea
 /**
  * Single-flight scale-out (pure): while a request with the key is open, every run waits for it; after
  * one ended, hold for a grace (a fulfilled runtime needs its first heartbeats to become routable; a
- * rejected one backs off); otherwise make the next generation. The id is a hash of the key and the
+ * rejected one backs off; no grace for a fulfilled runtime that is already gone, so a crash right
+ * after a scale-out does not delay its replacement); otherwise make the next generation. The id is a hash of the key and the
  * generation, so concurrent admissions that know the same history propose the same request.
  */
 export function planScaleOut(known: readonly KnownRequest[], now: number, heartbeatIntervalMs: number): ScaleOutPlan {
   const open = known.find((s) => s.status === "requested" || s.status === "observed");
   if (open) return { kind: "wait-for", requestId: open.requestId };
-  const waitUntil = Math.max(0, ...known.map((s) => (s.endedMs ?? 0) + (s.status === "fulfilled" ? fulfilledGraceMs(heartbeatIntervalMs) : SCALE_OUT_RETRY_MS)));
+  const holdsUntil = (s: KnownRequest) => s.status !== "fulfilled" ? (s.endedMs ?? 0) + SCALE_OUT_RETRY_MS
+    : s.runtimeGone ? 0 : (s.endedMs ?? 0) + fulfilledGraceMs(heartbeatIntervalMs);
+  const waitUntil = Math.max(0, ...known.map(holdsUntil));
   return now < waitUntil ? { kind: "hold" } : { kind: "request", generation: known.length };
 }

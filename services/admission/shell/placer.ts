@@ -99,7 +99,7 @@ async function handle(deps: AdmissionDeps, r: IndexedRun, candidates: Placeable[
 
 async function queueWithScaleOut(deps: AdmissionDeps, r: IndexedRun, tenant: TenantSettings, candidates: Placeable[]): Promise<void> {
   const reason = { code: "no-visible-capacity" as const, detail: whyNoCandidate(candidates, tenant).slice(0, 2000) };
-  const requestId = await requestScaleOut(deps, tenant, { code: "no-visible-capacity", detail: "" }, r.sharedRunId);
+  const requestId = await requestScaleOut(deps, tenant, { code: "no-visible-capacity", detail: "" }, r.sharedRunId, candidates);
   await appendRunDecision(deps, r, { kind: "QueueGlobally", reason, ...(requestId ? { scaleOutRequestId: requestId } : {}) }, `queue:${r.sharedRunId}`);
 }
 

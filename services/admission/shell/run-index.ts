@@ -19,7 +19,7 @@ export interface IndexedRun {
   checkedMs?: number;
 }
 
-export interface ScaleOutEntry { readonly tenantId: string; readonly requestId: string; dedupeKey?: string; status: string; endedMs?: number }
+export interface ScaleOutEntry { readonly tenantId: string; readonly requestId: string; dedupeKey?: string; status: string; endedMs?: number; runtimeInstanceId?: string }
 
 const ACTIVE = new Set(["admitted", "dispatched", "started"]);
 
@@ -103,6 +103,7 @@ export class RunIndex {
   private applyScaleOut(tenantId: string, requestId: string, event: DroverEvent, name: string, ms: number): void {
     const s = this.scaleOuts.get(requestId) ?? { tenantId, requestId, status: "requested" };
     if (event.type === "scaleout.requested") s.dedupeKey = event.data.dedupeKey;
+    if (event.type === "scaleout.fulfilled") s.runtimeInstanceId = event.data.runtimeInstanceId;
     // observed may arrive after a terminal event only through redelivery; status never moves back.
     if (s.endedMs !== undefined) return;
     s.status = name;

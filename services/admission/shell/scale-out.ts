@@ -2,8 +2,10 @@ import { isDroverError, runtimePrefixOf, sizingOf, type Reason, type TenantSetti
 import { envelope } from "../../../platform/envelope.ts";
 import { scaleOutRef } from "../../../streams/index.ts";
 import { planScaleOut } from "../domain/single-flight.ts";
+import type { Placeable } from "./candidates.ts";
 import type { AdmissionDeps } from "./deps.ts";
 
+const GONE = new Set(["suspected", "fenced", "retired"]);
 
 /**
  * Single-flight scale-out (admission-and-capacity.md step 5): the dedupe key is control plane +
@@ -12,10 +14,13 @@ import type { AdmissionDeps } from "./deps.ts";
  * expects the aggregate not to exist; a conflict means another replica made it). While a request is
  * open, or ended recently, no new one is made. Returns the request id the run should wait on, if any.
  */
-export async function requestScaleOut(deps: AdmissionDeps, tenant: TenantSettings, reason: Reason, causationId: string): Promise<string | undefined> {
+export async function requestScaleOut(deps: AdmissionDeps, tenant: TenantSettings, reason: Reason, causationId: string,
+  candidates: readonly Placeable[]): Promise<string | undefined> {
   const prefix = runtimePrefixOf(tenant);
   const dedupeKey = `${deps.config.controlPlaneId}:${tenant.tenantId}:${prefix}:${reason.code}`;
-  const mine = [...deps.index.scaleOuts.values()].filter((s) => s.dedupeKey === dedupeKey);
+  const gone = new Set(candidates.filter((c) => GONE.has(c.status)).map((c) => c.runtimeInstanceId));
+  const mine = [...deps.index.scaleOuts.values()].filter((s) => s.dedupeKey === dedupeKey)
+    .map((s) => ({ ...s, runtimeGone: s.runtimeInstanceId !== undefined && gone.has(s.runtimeInstanceId) }));
   const now = deps.env.clock.now().getTime();
   const plan = planScaleOut(mine, now, deps.config.heartbeatIntervalMs);
   if (plan.kind === "wait-for") return plan.requestId;
