@@ -5,11 +5,15 @@
 # DROVER_RUN_DETACH=1 returns at once instead; `make stop` (run.sh --stop) stops exactly those
 # services, then the infrastructure.
 source "$(dirname "$0")/lib.sh"
-SVC_DIR="$ROOT/.run/services"
+# DROVER_SERVICES_DIR (and DROVER_RUN_DIR, see lib.sh) move the state elsewhere, e.g. for a test.
+export DROVER_SERVICES_DIR="${DROVER_SERVICES_DIR:-$ROOT/.run/services}"
+SVC_DIR=$DROVER_SERVICES_DIR
 # start order: projections and deciders first, the API last
 ORDER=(capacity forensics provisioner recovery admission api)
 
 if [[ ${1:-} == --stop ]]; then
+  # Tells a foreground `make run` that the services are going on purpose (see the end of this file).
+  [[ -d $SVC_DIR ]] && touch "$SVC_DIR/stopping"
   for pidfile in "$SVC_DIR"/*.pid; do
     [[ -f $pidfile ]] || continue
     pid=$(cat "$pidfile"); name=$(basename "$pidfile" .pid)
@@ -28,6 +32,7 @@ fi
 "$ROOT/scripts/infra-up.sh"
 set -a; source "$RUN_DIR/env"; set +a
 mkdir -p "$SVC_DIR"
+rm -f "$SVC_DIR/stopping"
 export DROVER_CONFIG="${DROVER_CONFIG:-$ROOT/config/drover.local.json}"
 started=()
 for svc in "${ORDER[@]}"; do
@@ -72,10 +77,20 @@ if [[ ${DROVER_RUN_DETACH:-0} == 1 ]]; then
 fi
 log "running; Ctrl-C stops everything make run started (or run make stop from another terminal)"
 trap 'echo; "$ROOT/scripts/run.sh" --stop; exit 0' INT TERM
-# Stay in the foreground until interrupted; report a service that dies meanwhile.
-while true; do
+# Stay in the foreground until interrupted; report a service that dies meanwhile (once), and
+# return when none is left. `make stop` (which leaves a stopping marker) stops the infrastructure
+# itself; when the services all died on their own, this stops the infrastructure.
+while ((${#started[@]} > 0)); do
+  running=()
   for svc in "${started[@]}"; do
-    if ! alive "$SVC_DIR/$svc.pid"; then log "$svc exited; see $SVC_DIR/$svc.log"; started=("${started[@]/$svc}"); fi
+    if alive "$SVC_DIR/$svc.pid"; then running+=("$svc"); else log "$svc exited; see $SVC_DIR/$svc.log"; fi
   done
-  sleep 2 & wait $!
+  started=("${running[@]}")
+  ((${#started[@]} > 0)) && { sleep 2 & wait $!; }
 done
+trap - INT TERM
+if [[ ! -f $SVC_DIR/stopping ]]; then
+  log "no service is left running; stopping the infrastructure"
+  exec "$ROOT/scripts/run.sh" --stop
+fi
+log "stopped from elsewhere (make stop)"
