@@ -5,7 +5,7 @@ import type { CoreV1Api, KubeConfig, V1Pod } from "@kubernetes/client-node";
 import { networkSlot } from "../../k8s/local-cluster/control-plane/network.ts";
 import { apiFailure } from "../../k8s/local-cluster/lib/api-errors.ts";
 import { processStartTime } from "../../k8s/local-cluster/lib/proc.ts";
-import { clusterClients, eventually, freshNamespace, isReady, waitForPod } from "./support/cluster-client.ts";
+import { auditedPodDeletes, clusterClients, eventually, freshNamespace, isReady, waitForPod } from "./support/cluster-client.ts";
 import { appPod, httpGet, APP_HTTP_PORT } from "./support/pod-app.ts";
 
 const run = promisify(execFile);
@@ -56,7 +56,7 @@ describe("Pods run as local processes, against the local cluster's real API serv
     expect(again).toMatchObject({ code: 409, reason: "AlreadyExists" });
   });
 
-  it("graceful deletion keeps the Pod Terminating until its process has exited, then its UID is gone; a namesake gets a new UID and a delete preconditioned on the old UID is 409 and leaves it alone", async () => {
+  it("graceful deletion keeps the Pod Terminating until its process has exited, then the kubelet removes its UID with a grace-0 delete preconditioned on it (per the API server's audit log); a namesake gets a new UID and a delete preconditioned on the old UID is 409 and leaves it alone", async () => {
     const old = await createReady(appPod("graceful", { termDelayMs: 1500, graceSeconds: 20 }));
     const oldUid = old.metadata?.uid ?? "";
     const pid = (await httpGet(`http://${old.status?.podIP}:${APP_HTTP_PORT}/`)).body?.pid ?? -1;
@@ -74,6 +74,12 @@ describe("Pods run as local processes, against the local cluster's real API serv
     console.info(`[timing] pod delete → UID gone: ${goneAfter} ms (process needed 1500 ms after SIGTERM)`);
     expect(goneAfter).toBeGreaterThanOrEqual(1500);
     expect(gone(pid)).toBe(true);
+    // What removed the UID, as the API server recorded it: our graceful delete, then the kubelet's
+    // finalizing delete with grace 0 preconditioned on that UID (so it could never hit a namesake).
+    expect(await auditedPodDeletes(inject("k8sRunDir"), ns, "graceful")).toEqual([
+      { code: 200, gracePeriodSeconds: 20, preconditionUid: oldUid },
+      { code: 200, gracePeriodSeconds: 0, preconditionUid: oldUid },
+    ]);
 
     const fresh = await core.createNamespacedPod({ namespace: ns, body: appPod("graceful") });
     expect(fresh.metadata?.uid).not.toBe(oldUid);

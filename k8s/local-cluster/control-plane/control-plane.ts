@@ -1,4 +1,4 @@
-import { readFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { startDaemon, stopDaemon, waitUntilReady } from "../lib/daemon.ts";
 import { generatePki, type Pki } from "./pki.ts";
@@ -13,6 +13,19 @@ export interface ControlPlane {
 
 export const SERVICE_CIDR = "10.96.0.0/16";
 const FIRST_SERVICE_IP = "10.96.0.1";
+/** The API server's audit log (JSON lines) under the cluster dir: every Pod delete, with its DeleteOptions. */
+export const AUDIT_LOG = "audit.log";
+// Only Pod deletes are audited (with the request body), so tests can read from the API server
+// itself what the kubelet's finalizing delete carried (grace 0, UID precondition).
+const AUDIT_POLICY = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Request
+  verbs: ["delete"]
+  resources: [{ group: "", resources: ["pods"] }]
+- level: None
+`;
 
 /**
  * Starts etcd (bin/etcd-local, the embed launcher) and kube-apiserver on the given free loopback
@@ -31,6 +44,7 @@ export async function startControlPlane(opts: { binDir: string; dir: string; por
   await waitUntilReady(etcd, () => getOk(`${etcdUrl}/health`), 60_000);
 
   const server = `https://127.0.0.1:${ports.apiserver}`;
+  await writeFile(join(dir, "audit-policy.yaml"), AUDIT_POLICY);
   const apiserver = await startDaemon("kube-apiserver", join(binDir, "kube-apiserver"), [
     `--etcd-servers=${etcdUrl}`,
     "--bind-address=127.0.0.1",
@@ -52,6 +66,9 @@ export async function startControlPlane(opts: { binDir: string; dir: string; por
     // The `kubernetes` Service would advertise a loopback endpoint nothing can use; leave it endpoint-less.
     "--endpoint-reconciler-type=none",
     `--cert-dir=${join(dir, "apiserver-certs")}`,
+    `--audit-policy-file=${join(dir, "audit-policy.yaml")}`,
+    `--audit-log-path=${join(dir, AUDIT_LOG)}`,
+    "--audit-log-mode=blocking", // the event is written before the response is sent
     "--v=1",
   ], { logFile: join(dir, "kube-apiserver.log"), recordFile: join(dir, "kube-apiserver.json") });
   const ca = await readFile(pki.caCert);

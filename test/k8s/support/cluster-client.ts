@@ -1,6 +1,9 @@
 import { randomBytes } from "node:crypto";
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
 import { CoreV1Api, CustomObjectsApi, Watch, type KubeConfig, type V1Pod } from "@kubernetes/client-node";
 import { inject } from "vitest";
+import { AUDIT_LOG } from "../../../k8s/local-cluster/control-plane/control-plane.ts";
 import { loadKubeconfig } from "../../../k8s/local-cluster/control-plane/kubeconfig.ts";
 
 /** Clients for the run's local cluster (started by global-setup.ts). */
@@ -66,4 +69,21 @@ export async function eventually<T>(fn: () => Promise<T | undefined>, timeoutMs:
     if (Date.now() > deadline) throw new Error(`${what}: not true within ${timeoutMs} ms (${String(lastErr)})`);
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+/** A Pod delete as the API server's audit log recorded it: response code and the DeleteOptions sent. */
+export interface AuditedDelete { code: number; gracePeriodSeconds: number | undefined; preconditionUid: string | undefined }
+
+/**
+ * Every completed delete of Pod `namespace/name`, in order, from the local cluster's audit log
+ * (`<runDir>/audit.log`, written by kube-apiserver itself before it answers: control-plane.ts).
+ */
+export async function auditedPodDeletes(runDir: string, namespace: string, name: string): Promise<AuditedDelete[]> {
+  interface Event { stage: string; verb: string; objectRef?: { resource?: string; namespace?: string; name?: string };
+    responseStatus?: { code?: number }; requestObject?: { gracePeriodSeconds?: number; preconditions?: { uid?: string } } }
+  const text = await readFile(join(runDir, AUDIT_LOG), "utf8");
+  return text.split("\n").filter((l) => l.trim() !== "").map((l) => JSON.parse(l) as Event)
+    .filter((e) => e.stage === "ResponseComplete" && e.verb === "delete" && e.objectRef?.resource === "pods"
+      && e.objectRef.namespace === namespace && e.objectRef.name === name)
+    .map((e) => ({ code: e.responseStatus?.code ?? 0, gracePeriodSeconds: e.requestObject?.gracePeriodSeconds, preconditionUid: e.requestObject?.preconditions?.uid }));
 }
