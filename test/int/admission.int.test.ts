@@ -159,24 +159,45 @@ describe("admission (real NATS + Redis; runtime transport replaced by an in-memo
     expect(last.type === "run.dispatched" && last.data.runtimeInstanceId).toBe("rt-blue-y");
   });
 
-  it("rejects a trusted producer's invalid submission with a structured reason, and admits a valid one published the same way", async () => {
+  it("rejects every kind of invalid submission a trusted producer publishes straight to JetStream with a structured reason, and admits a valid one after them", async () => {
     await publishReadyRuntime(store, { runtimeInstanceId: "rt-blue-p", controlPlaneId: CP, isolationMode: "dedicated", tenantId: "t-blue", slots: 3 });
     await publishBeat(js, fx.layout, "rt-blue-p", 1, 3);
     await capacityShows("rt-blue-p");
     await admission();
-    const bad = { ...envelope({ writer: { service: "api", instanceId: "producer" }, clock: systemClock, ids: randomIds }, "run.submitted",
-      { sharedRunId: "run-bad", dag: { steps: [{ id: "a", kind: "compute", dependsOn: ["a"] }] }, source: "producer", labels: {} }, { tenantId: "t-blue", correlationId: "x", causationId: "y" }) };
-    await js.publish(eventSubject(fx.layout, runRef("t-blue", "run-bad"), "run.submitted"), JSON.stringify(bad));
-    const good = envelope({ writer: { service: "api", instanceId: "producer" }, clock: systemClock, ids: randomIds }, "run.submitted",
-      { sharedRunId: "run-good", dag: exampleDag, source: "producer", labels: {} }, { tenantId: "t-blue", correlationId: "x", causationId: "y" });
-    await js.publish(eventSubject(fx.layout, runRef("t-blue", "run-good"), "run.submitted"), JSON.stringify(good));
+    const ctx = { writer: { service: "api" as const, instanceId: "producer-1" }, clock: systemClock, ids: randomIds };
+    const submitted = (id: string, data: Record<string, unknown> = {}, tenantId = "t-blue") => ({
+      ...envelope(ctx, "run.submitted", { sharedRunId: id, dag: exampleDag, source: "producer", labels: {}, ...data }, { tenantId, correlationId: id, causationId: "producer" }) });
+    const cases: [id: string, payload: string, why: RegExp][] = [
+      ["run-bad-json", "{ not json", /not JSON/],
+      ["run-bad-type", JSON.stringify({ ...submitted("run-bad-type"), type: "run.submited" }), /unknown event type/],
+      ["run-bad-schema", JSON.stringify({ ...submitted("run-bad-schema"), data: { sharedRunId: "run-bad-schema", source: "producer", labels: {} } }), /dag/],
+      ["run-bad-writer", JSON.stringify({ ...submitted("run-bad-writer"), writer: { service: "producer", instanceId: "p" } }), /writer/],
+      ["run-bad-field", JSON.stringify(submitted("run-bad-field", { priority: "high" })), /priority/],
+      ["run-bad-cycle", JSON.stringify(submitted("run-bad-cycle", { dag: { steps: [{ id: "a", kind: "compute", dependsOn: ["a"] }] } })), /steps/],
+      ["run-bad-dep", JSON.stringify(submitted("run-bad-dep", { dag: { steps: [{ id: "a", kind: "compute", dependsOn: ["zz"] }] } })), /steps/],
+      ["run-bad-tenant", JSON.stringify(submitted("run-bad-tenant", {}, "t-red")), /tenant/],
+      ["run-bad-id", JSON.stringify(submitted("run-other-id")), /sharedRunId/],
+      ["run-bad-notenant", JSON.stringify(submitted("run-bad-notenant", {}, "")), /tenant/],
+    ];
+    for (const [id, payload] of cases) {
+      tenantOf.set(id, "t-blue");
+      await js.publish(eventSubject(fx.layout, runRef("t-blue", id), "run.submitted"), payload);
+    }
+    await js.publish(eventSubject(fx.layout, runRef("t-blue", "run-good"), "run.submitted"), JSON.stringify(submitted("run-good")));
     tenantOf.set("run-good", "t-blue");
     await eventually("good dispatched", async () => ((await types("run-good")).includes("run.dispatched") ? true : undefined));
-    const raw = await eventually("bad rejected", async () => {
-      const m = await fx.jsm.streams.getMessage(fx.layout.eventStream, { last_by_subj: `${fx.layout.eventPrefix}.run.t-blue.run-bad.>` });
-      return m?.subject.endsWith(".rejected") ? m : undefined;
-    });
-    expect(JSON.parse(new TextDecoder().decode(raw.data)).data.reason).toMatchObject({ code: "contract-violation" });
+    for (const [id, , why] of cases) {
+      const raw = await eventually(`${id} rejected`, async () => {
+        const m = await fx.jsm.streams.getMessage(fx.layout.eventStream, { last_by_subj: `${fx.layout.eventPrefix}.run.t-blue.${id}.>` });
+        return m?.subject.endsWith(".rejected") ? m : undefined;
+      });
+      const rejected = JSON.parse(new TextDecoder().decode(raw.data)) as { tenantId: string; data: { reason: { code: string; detail: string } } };
+      expect(rejected.tenantId, id).toBe("t-blue");
+      expect(rejected.data.reason.code, id).toBe("contract-violation");
+      expect(rejected.data.reason.detail, id).toMatch(why);
+    }
+    // Nothing was placed for any invalid submission: only the valid run reached the runtime.
+    expect(sent.filter((c) => c.operation === "DispatchRun").map((c) => (c as { payload: { sharedRunId: string } }).payload.sharedRunId)).toEqual(["run-good"]);
   });
 
   it("keeps a tenant at its concurrent-run quota queued with tenant-quota-exceeded", async () => {

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { DroverEvent, EventType } from "../../../contracts/index.ts";
 import { foldRun } from "../../../aggregates/run.ts";
 import { EXAMPLE_BUILDERS, ids, reason } from "../../../test/support/example-events.ts";
-import { decideRun, NotApplicable, type AdmissionCommand } from "./run-decider.ts";
+import { decideRun, NotApplicable, submissionSubjectMismatch, type AdmissionCommand } from "./run-decider.ts";
 
 /** given(run history) → when(command) → then(events | not applicable). Pure: proves no transport. */
 const given = (...types: EventType[]) => foldRun(types.map((t, i) => ({ seq: i + 1, event: EXAMPLE_BUILDERS[t]() as DroverEvent })));
@@ -58,5 +58,18 @@ describe("admission run decider (given/when/then; proves no transport)", () => {
     const r: AdmissionCommand = { kind: "Reject", reason: reason("dag-invalid") };
     expect(decideRun(r, given("run.submitted")).map((e) => e.type)).toEqual(["run.rejected"]);
     expect(() => decideRun(r, given("run.submitted", "run.admitted"))).toThrow(NotApplicable);
+  });
+});
+
+describe("a trusted producer's submitted against the subject it was published on (pure; proves no transport)", () => {
+  const subject = { tenantId: "t-blue", sharedRunId: "run-1" };
+  it("accepts an envelope that names the subject's tenant and run", () => {
+    expect(submissionSubjectMismatch(subject, { tenantId: "t-blue", data: { sharedRunId: "run-1" } })).toBeUndefined();
+  });
+  it("names every disagreement: another tenant, no tenant, another run", () => {
+    expect(submissionSubjectMismatch(subject, { tenantId: "t-red", data: { sharedRunId: "run-1" } })).toMatch(/tenantId "t-red" is not the subject's tenant t-blue/);
+    expect(submissionSubjectMismatch(subject, { data: { sharedRunId: "run-1" } })).toMatch(/tenantId null/);
+    expect(submissionSubjectMismatch(subject, { tenantId: "t-red", data: { sharedRunId: "run-2" } }))
+      .toMatch(/tenantId "t-red".*; data\.sharedRunId run-2 is not the subject's run run-1/);
   });
 });

@@ -1,7 +1,7 @@
 import type { JsMsg } from "@nats-io/jetstream";
 import { decodeEvent, isDroverError, type DroverEvent } from "../../../contracts/index.ts";
 import { evolveRun, initialRunState, isTerminal, type RunEvent, type RunState } from "../../../aggregates/run.ts";
-import { isPlaceable } from "../domain/run-decider.ts";
+import { isPlaceable, submissionSubjectMismatch } from "../domain/run-decider.ts";
 
 /** One run as admission tracks it. */
 export interface IndexedRun {
@@ -49,20 +49,13 @@ export class RunIndex {
     try {
       event = decodeEvent(m.data, { seq: m.seq, subject: m.subject });
     } catch (e) {
-      const error = isDroverError(e) ? e.message : String(e);
-      if (agg === "run" && name === "submitted" && tenantId && id) {
-        const r = this.entry(tenantId, id);
-        if (r.state.status === "none" && !r.invalid) {
-          r.invalid = { seq: m.seq, error };
-          r.sinceSeq = m.seq;
-          r.sinceMs = ms;
-          this.changed();
-        }
-      }
-      this.onInvalid(m.subject, m.seq, error);
+      this.invalid(m, agg, tenantId, id, name, ms, isDroverError(e) ? e.message : String(e));
       return;
     }
-    if (agg === "run" && tenantId && id) this.applyRun(tenantId, id, event as RunEvent, m.seq, ms);
+    const mismatch = event.type === "run.submitted" && agg === "run" && tenantId && id
+      ? submissionSubjectMismatch({ tenantId, sharedRunId: id }, event) : undefined;
+    if (mismatch) this.invalid(m, agg, tenantId, id, name, ms, `${mismatch} (stream sequence ${m.seq})`);
+    else if (agg === "run" && tenantId && id) this.applyRun(tenantId, id, event as RunEvent, m.seq, ms);
     else if (agg === "scaleout" && tenantId && id) this.applyScaleOut(tenantId, id, event, name ?? "", ms);
   }
 
@@ -86,6 +79,20 @@ export class RunIndex {
     let n = 0;
     for (const r of this.runs.values()) if (r.tenantId === tenantId && ACTIVE.has(r.state.status)) n++;
     return n;
+  }
+
+  /** Records an invalid `submitted` (to be rejected) and reports any invalid event. */
+  private invalid(m: { subject: string; seq: number }, agg?: string, tenantId?: string, id?: string, name?: string, ms = 0, error = ""): void {
+    if (agg === "run" && name === "submitted" && tenantId && id) {
+      const r = this.entry(tenantId, id);
+      if (r.state.status === "none" && !r.invalid) {
+        r.invalid = { seq: m.seq, error };
+        r.sinceSeq = m.seq;
+        r.sinceMs = ms;
+        this.changed();
+      }
+    }
+    this.onInvalid(m.subject, m.seq, error);
   }
 
   private applyRun(tenantId: string, id: string, event: RunEvent, seq: number, ms: number): void {
