@@ -10,6 +10,9 @@ const dedicated = tenant({ tenantId: "t-ded", isolationMode: "dedicated" });
 const dedicatedFallback = tenant({ tenantId: "t-ded2", isolationMode: "dedicated", allowSharedFallback: true });
 const hybridGroup = tenant({ tenantId: "t-hyb", isolationMode: "hybrid", tenantGroupId: "g-1" });
 const otherInGroup = tenant({ tenantId: "t-other", isolationMode: "dedicated", tenantGroupId: "g-1" });
+const hybridFallback = tenant({ tenantId: "t-hyb", isolationMode: "hybrid", allowSharedFallback: true });
+const hybridNoFallback = tenant({ tenantId: "t-hyb", isolationMode: "hybrid", allowSharedFallback: false });
+const otherGroup = tenant({ tenantId: "t-g2", isolationMode: "hybrid", tenantGroupId: "g-2", allowSharedFallback: true });
 
 const rt = (f: IsolationFacts) => f;
 
@@ -24,6 +27,15 @@ describe("tenant visibility of runtimes (pure rule; proves no transport)", () =>
     ["group-owned runtime is visible to a group member", rt({ isolationMode: "hybrid", tenantGroupId: "g-1" }), otherInGroup, true],
     ["group-owned runtime is invisible to a tenant without a group", rt({ isolationMode: "hybrid", tenantGroupId: "g-1" }), dedicated, false],
     ["runtime owned by a group member's tenant id is visible only by group match", rt({ isolationMode: "dedicated", tenantId: "t-hyb", tenantGroupId: "g-1" }), otherInGroup, true],
+    ["shared runtime is visible to a hybrid tenant with fallback", rt({ isolationMode: "shared" }), hybridFallback, true],
+    ["shared runtime is invisible to a hybrid tenant without fallback", rt({ isolationMode: "shared" }), hybridNoFallback, false],
+    ["hybrid runtime is visible to its owner", rt({ isolationMode: "hybrid", tenantId: "t-hyb" }), hybridNoFallback, true],
+    ["hybrid runtime is invisible to a shared tenant", rt({ isolationMode: "hybrid", tenantId: "t-hyb" }), shared, false],
+    ["hybrid runtime is invisible to another tenant, fallback or not", rt({ isolationMode: "hybrid", tenantId: "t-hyb" }), dedicatedFallback, false],
+    ["dedicated runtime is invisible to a hybrid tenant with fallback", rt({ isolationMode: "dedicated", tenantId: "t-ded" }), hybridFallback, false],
+    ["dedicated runtime is visible to its owner even when the owner is hybrid", rt({ isolationMode: "dedicated", tenantId: "t-hyb" }), hybridNoFallback, true],
+    ["group-owned runtime is invisible to another group", rt({ isolationMode: "dedicated", tenantGroupId: "g-1" }), otherGroup, false],
+    ["group-owned hybrid runtime is visible to a hybrid member of the group", rt({ isolationMode: "hybrid", tenantGroupId: "g-1" }), hybridGroup, true],
     ["unowned hybrid runtime is visible to nobody", rt({ isolationMode: "hybrid" }), hybridGroup, false],
     ["unowned dedicated runtime is visible to nobody", rt({ isolationMode: "dedicated" }), shared, false],
   ];
