@@ -55,15 +55,16 @@ let stopping = false;
 process.on("SIGTERM", () => {
   if (stopping) return;
   stopping = true;
-  // SIGTERM drains: no new runs, finish what was accepted, a last heartbeat saying so, then exit.
+  // SIGTERM drains: no new runs, finish what was accepted (a paused queue's runs are handed back),
+  // a last heartbeat saying so, then exit.
   instance.drain();
   heartbeats.publishNow();
-  void instance.whenIdle().then(async () => {
+  void instance.whenIdle().then(async (handedBack) => {
     heartbeats.stop();
     heartbeats.publishNow();
     await listening.close();
     await nc.drain();
-    log({ event: "drained" });
+    log({ event: "drained", handedBack });
     process.exit(0);
   });
 });

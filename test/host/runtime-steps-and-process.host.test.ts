@@ -110,6 +110,20 @@ describe("runtime process lifecycle", () => {
     await waitForJournal(cp, TENANT, executionId, (es) => es.some((e) => e.event.type === "exec.completed"), 5000);
   });
 
+  it("SIGTERM on a paused queue hands the queued run back: nothing is written for it and the process exits 0 instead of waiting forever", async () => {
+    const rt = await runtime({ heartbeatMs: 5000 });
+    await rt.send({ operation: "PauseQueue", payload: {} } as never);
+    const dag = DagSchema.parse({ steps: [{ id: "a", kind: "compute" }] } satisfies DagInput);
+    const dispatchedSeq = await admitAndDispatch(cp, { tenantId: TENANT, sharedRunId: "run-term-paused", localRunId: "lr-term-paused", runtimeInstanceId: rt.runtimeInstanceId, hostIncarnation: rt.hostIncarnation, transport: "http" }, dag);
+    const r = await rt.send({ operation: "DispatchRun", payload: { sharedRunId: "run-term-paused", localRunId: "lr-term-paused", tenantId: TENANT, dag, dispatchedSeq, correlationId: "c" } } as never);
+    expect(r.payload.run).toMatchObject({ state: "queued" });
+    process.kill(rt.pid, "SIGTERM");
+    const exited = await Promise.race([rt.exited, new Promise((ok) => setTimeout(() => ok("still running 10 s after SIGTERM"), 10_000))]);
+    expect(exited).toEqual({ code: 0, signal: null });
+    expect(rt.lines.find((l) => l.event === "drained")).toMatchObject({ handedBack: ["lr-term-paused"] });
+    expect((await cp.store.read(runRef(TENANT, "run-term-paused"))).lastSeq).toBe(dispatchedSeq);
+  });
+
   it("refuses to start with a bad or missing variable: exit code 2 and one line naming each variable", async () => {
     const child = spawn(process.execPath, ["--import", "tsx", resolve(import.meta.dirname, "../../services/runtime/main.ts")], {
       env: { PATH: process.env.PATH ?? "", DROVER_RUNTIME_INSTANCE_ID: "Bad_Id", DROVER_WORKERS: "0" }, stdio: ["ignore", "ignore", "pipe"] });

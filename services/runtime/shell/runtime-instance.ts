@@ -103,10 +103,10 @@ export class RuntimeInstance {
     return { ...this.queueStatus(), activeWorkers: this.executor.workers.activeWorkers };
   }
 
-  pause(): void { this.paused = true; }
+  pause(): void { this.paused = true; this.notifyIdle(); }
   resumeQueue(): void { this.paused = false; this.pump(); }
 
-  /** Drain: take no new runs; finish the ones accepted (queued ones still start). */
+  /** Drain: take no new runs; finish the ones accepted (queued ones still start, unless the queue is paused). */
   drain(): void { this.draining = true; this.pump(); this.notifyIdle(); }
 
   /** CancelRun: a queued run leaves the queue (nothing was written for it); a running one is cancelled through its journal. */
@@ -124,10 +124,18 @@ export class RuntimeInstance {
     return this.status(localRunId);
   }
 
-  /** Resolves once nothing is queued or running (used by SIGTERM drain). */
-  whenIdle(): Promise<void> {
-    if (this.queue.length === 0 && this.runningCount === 0) return Promise.resolve();
-    return new Promise((ok) => this.idleWaiters.push(ok));
+  /**
+   * Resolves once nothing runs and no queued run can start (used by SIGTERM drain). Runs held by a
+   * paused queue are handed back, not waited for: they wrote nothing, and recovery requeues a
+   * runtime's local-queued runs once it is gone. Resolves with their LocalRunIds.
+   */
+  whenIdle(): Promise<readonly string[]> {
+    if (this.idle()) return Promise.resolve(this.queue.map((r) => r.localRunId));
+    return new Promise((ok) => this.idleWaiters.push(() => ok(this.queue.map((r) => r.localRunId))));
+  }
+
+  private idle(): boolean {
+    return this.runningCount === 0 && (this.queue.length === 0 || this.paused);
   }
 
   private facts(): QueueFacts {
@@ -161,7 +169,7 @@ export class RuntimeInstance {
   }
 
   private notifyIdle(): void {
-    if (this.queue.length > 0 || this.runningCount > 0) return;
+    if (!this.idle()) return;
     const waiters = this.idleWaiters;
     this.idleWaiters = [];
     for (const w of waiters) w();
