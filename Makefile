@@ -51,7 +51,7 @@ test: deps check ## lint, typecheck and every test tier (unit, int, host, k8s, e
 	@rm -rf $(RESULTS); status=0; for t in $(TIERS); do $(MAKE) --no-print-directory test-$$t || status=1; done; \
 	 node scripts/test-summary.mjs $(RESULTS); exit $$status
 
-bench: deps ## run every benchmark (bench/*.bench.ts, with tsx, against private servers); merges into bench/results/latest.json
+bench: deps k8s-build ## run every benchmark (bench/*.bench.ts, with tsx, against private servers); merges into bench/results/latest.json
 	@for f in bench/*.bench.ts; do echo "[drover] bench $$f"; npx tsx "$$f"; done
 
 k8s-build: ## build kube-apiserver + etcd from Go modules and fetch the Gateway API CRDs into k8s/local-cluster/bin (cached)
