@@ -37,10 +37,17 @@ describe("admission (real NATS + Redis; runtime transport replaced by an in-memo
   let services: AdmissionService[] = [];
   let sent: RuntimeCommand[] = [];
   let refuse = new Set<string>();
+  /** LocalRunIds the in-memory runtime answers GetRunStatus `unknown` for (a dispatch that never arrived). */
+  let unknownRuns = new Set<string>();
   const tenantOf = new Map<string, string>();
 
   const send = async (_endpoint: string, _t: unknown, c: RuntimeCommand): Promise<RuntimeCommandResult> => {
     sent.push(c);
+    if (c.operation === "GetRunStatus") {
+      const known = !unknownRuns.has(c.payload.localRunId);
+      return { success: true, operation: c.operation, runtimeInstanceId: c.runtimeInstanceId, hostIncarnation: "pid:1:1" as never,
+        payload: { run: { localRunId: c.payload.localRunId, state: known ? "queued" : "unknown" } }, timings: { receivedAt: new Date().toISOString(), handledMs: 1 } };
+    }
     const ok = !refuse.has(c.runtimeInstanceId);
     return { success: ok, operation: c.operation, runtimeInstanceId: c.runtimeInstanceId, hostIncarnation: "pid:1:1" as never, payload: {},
       ...(ok ? {} : { failureReason: "local-queue-full" as const, failureDetail: "full" }), timings: { receivedAt: new Date().toISOString(), handledMs: 1 } };
@@ -82,6 +89,7 @@ describe("admission (real NATS + Redis; runtime transport replaced by an in-memo
     capacity = await startCapacityProjection({ js, layout: fx.layout, view: redisCapacityView<CapacityDescriptor>(redis, CP), controlPlaneId: CP });
     sent = [];
     refuse = new Set();
+    unknownRuns = new Set();
     services = [];
   });
   afterEach(async () => {
@@ -198,6 +206,39 @@ describe("admission (real NATS + Redis; runtime transport replaced by an in-memo
     }
     // Nothing was placed for any invalid submission: only the valid run reached the runtime.
     expect(sent.filter((c) => c.operation === "DispatchRun").map((c) => (c as { payload: { sharedRunId: string } }).payload.sharedRunId)).toEqual(["run-good"]);
+  });
+
+  it("finishes runs a dead replica left admitted-not-dispatched (dispatches the same LocalRunId) or dispatched-but-never-sent (re-sends after GetRunStatus says unknown)", async () => {
+    await publishReadyRuntime(store, { runtimeInstanceId: "rt-blue-d", controlPlaneId: CP, isolationMode: "dedicated", tenantId: "t-blue", slots: 5 });
+    await publishBeat(js, fx.layout, "rt-blue-d", 1, 5);
+    await capacityShows("rt-blue-d");
+    // What a replica that died right after its append leaves behind (its reservations lapse with it).
+    const dead = { writer: { service: "admission" as const, instanceId: "adm-dead" }, clock: systemClock, ids: randomIds };
+    const placement = (id: string, lr: string, dispatched: boolean) => [
+      envelope(dead, "run.admitted", { runtimeInstanceId: "rt-blue-d", localRunId: lr, reservationId: `rt-blue-d/${id}`, candidates: [], recovery: false },
+        { tenantId: "t-blue", correlationId: id, causationId: "dead" }),
+      ...(dispatched ? [envelope(dead, "run.dispatched", { runtimeInstanceId: "rt-blue-d", localRunId: lr, transport: "http", hostIncarnation: "pid:1:1" },
+        { tenantId: "t-blue", correlationId: id, causationId: "dead" })] : []),
+    ];
+    await submit("t-blue", "run-orphan-a");
+    await store.appendAll(runRef("t-blue", "run-orphan-a"), placement("run-orphan-a", "lr-orphan-a", false), { expectedSeq: await store.lastSeq(runRef("t-blue", "run-orphan-a")) });
+    await submit("t-blue", "run-orphan-d");
+    await store.appendAll(runRef("t-blue", "run-orphan-d"), placement("run-orphan-d", "lr-orphan-d", true), { expectedSeq: await store.lastSeq(runRef("t-blue", "run-orphan-d")) });
+    unknownRuns.add("lr-orphan-d");
+    await admission();
+    const dispatchesOf = (lr: string) => sent.filter((c) => c.operation === "DispatchRun" && c.payload.localRunId === lr);
+    await eventually("both orphans sent", async () => (dispatchesOf("lr-orphan-a").length > 0 && dispatchesOf("lr-orphan-d").length > 0 ? true : undefined));
+    const a = await history("run-orphan-a");
+    expect(a.map((e) => e.event.type)).toEqual(["run.submitted", "run.admitted", "run.dispatched"]);
+    const dispatchedA = a[2]!;
+    expect(dispatchedA.event.type === "run.dispatched" && dispatchedA.event.data.localRunId).toBe("lr-orphan-a");
+    expect(dispatchesOf("lr-orphan-a")[0]).toMatchObject({ payload: { dispatchedSeq: dispatchedA.seq, sharedRunId: "run-orphan-a" } });
+    // The dispatched one was asked about first, then re-sent under the same LocalRunId and sequence, with no second dispatched event.
+    const d = await history("run-orphan-d");
+    expect(d.map((e) => e.event.type)).toEqual(["run.submitted", "run.admitted", "run.dispatched"]);
+    expect(sent.findIndex((c) => c.operation === "GetRunStatus" && c.payload.localRunId === "lr-orphan-d"))
+      .toBeLessThan(sent.findIndex((c) => c.operation === "DispatchRun" && c.payload.localRunId === "lr-orphan-d"));
+    expect(dispatchesOf("lr-orphan-d")[0]).toMatchObject({ payload: { dispatchedSeq: d[2]!.seq } });
   });
 
   it("keeps a tenant at its concurrent-run quota queued with tenant-quota-exceeded", async () => {
