@@ -25,25 +25,45 @@ export async function admissionPass(deps: AdmissionDeps, busy: Set<string>): Pro
   const byKey = new Map(pending.map((r) => [key(r), r]));
   const order = fairOrder(pending.map((r) => ({ tenantId: r.tenantId, sharedRunId: r.sharedRunId, recovery: r.state.recoveryPending, sinceSeq: r.sinceSeq })),
     (t) => tenantSettingsOf(deps.config, t).weight).map((p) => byKey.get(`${p.tenantId}/${p.sharedRunId}`)!);
-  let i = 0;
   // Placements of one tenant in flight in this pass: the quota counts them with the tenant's active
   // runs, so parallel decisions cannot overshoot it within a replica.
   const inFlight = new Map<string, number>();
-  const worker = async () => {
-    for (let r = order[i++]; r; r = order[i++]) {
-      busy.add(key(r));
-      inFlight.set(r.tenantId, (inFlight.get(r.tenantId) ?? 0) + 1);
-      try {
-        await handle(deps, r, candidates, now, (inFlight.get(r.tenantId) ?? 1) - 1);
-      } catch (e) {
-        deps.log.error({ run: r.sharedRunId, err: String(e) }, "admission of run failed; retried next pass");
-      } finally {
-        inFlight.set(r.tenantId, (inFlight.get(r.tenantId) ?? 1) - 1);
-        busy.delete(key(r));
-      }
+  const placeOne = async (r: IndexedRun) => {
+    busy.add(key(r));
+    inFlight.set(r.tenantId, (inFlight.get(r.tenantId) ?? 0) + 1);
+    try {
+      await handle(deps, r, candidates, now, (inFlight.get(r.tenantId) ?? 1) - 1);
+    } catch (e) {
+      deps.log.error({ run: r.sharedRunId, err: String(e) }, "admission of run failed; retried next pass");
+    } finally {
+      inFlight.set(r.tenantId, (inFlight.get(r.tenantId) ?? 1) - 1);
+      busy.delete(key(r));
     }
   };
-  await Promise.all(Array.from({ length: Math.min(PARALLEL, order.length) }, worker));
+  // A tenant's interrupted executions are placed before, and finished before, its other runs are
+  // sent: its replacement runtime then queues the resume ahead of redispatched and new runs instead
+  // of racing them for its first free worker (a P=1 proof saw a resume wait 700 ms behind a run
+  // dispatched in the same ms). Per tenant, so one tenant's slow resume never holds another's runs.
+  const isResume = (r: IndexedRun) => r.state.resume !== undefined;
+  const resuming = new Map<string, Promise<void>[]>();
+  await placeAll([...order.filter(isResume), ...order.filter((r) => !isResume(r))], async (r) => {
+    if (!isResume(r)) {
+      await Promise.all(resuming.get(r.tenantId) ?? []);
+      return placeOne(r);
+    }
+    const placed = placeOne(r);
+    resuming.set(r.tenantId, [...(resuming.get(r.tenantId) ?? []), placed]);
+    return placed;
+  });
+}
+
+/** Runs `f` over `list` in order, at most PARALLEL at once (an item is taken only after every earlier one was). */
+async function placeAll(list: readonly IndexedRun[], f: (r: IndexedRun) => Promise<void>): Promise<void> {
+  let i = 0;
+  const worker = async () => {
+    for (let r = list[i++]; r; r = list[i++]) await f(r);
+  };
+  await Promise.all(Array.from({ length: Math.min(PARALLEL, list.length) }, worker));
 }
 
 const key = (r: IndexedRun) => `${r.tenantId}/${r.sharedRunId}`;

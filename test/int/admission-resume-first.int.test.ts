@@ -1,0 +1,99 @@
+import { createHash } from "node:crypto";
+import { jetstream } from "@nats-io/jetstream";
+import { Redis } from "ioredis";
+import { pino } from "pino";
+import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
+import { DroverConfig, type DroverEvent, type RuntimeCommand, type RuntimeCommandResult } from "../../contracts/index.ts";
+import type { CapacityDescriptor } from "../../aggregates/capacity/descriptor.ts";
+import { RunIndex } from "../../services/admission/shell/run-index.ts";
+import { startAdmission, type AdmissionService } from "../../services/admission/shell/service.ts";
+import { startCapacityProjection, type CapacityProjection } from "../../services/capacity/shell/projection.ts";
+import { redisCapacityView } from "../../platform/capacity-view.ts";
+import { envelope, randomIds, systemClock } from "../../platform/envelope.ts";
+import { redisReservations } from "../../platform/reservations.ts";
+import { createEventStore, runRef, type EventStore } from "../../streams/index.ts";
+import { exampleDag, forensicsIds, ids } from "../support/example-events.ts";
+import { FAKE_INCARNATION, publishBeat, publishReadyRuntime } from "../support/fake-runtime-capacity.ts";
+import { uniqueName } from "../support/isolation.ts";
+import { eventually, freshStreams, type StreamsFixture } from "../support/streams.ts";
+
+/**
+ * Admission's order after a crash, against a real nats-server and Redis with the real capacity
+ * projection; the runtime transport is an in-memory responder (proves no runtime transport). A
+ * replacement runtime with one worker must receive a tenant's ResumeExecution before, and answer it
+ * before, that tenant's other runs are sent — else a fresh run can take the only worker first.
+ */
+const CP = "cp-resume-first";
+const config = DroverConfig.parse({ controlPlaneId: CP, heartbeatIntervalMs: 1000, dispatchTimeoutMs: 2000,
+  tenants: [{ tenantId: "t-blue", isolationMode: "dedicated", maxConcurrentRuns: 50 }, { tenantId: "t-red", isolationMode: "dedicated", maxConcurrentRuns: 50 }] });
+const ctx = (service: "api" | "recovery") => ({ writer: { service, instanceId: `${service}-1` }, clock: systemClock, ids: randomIds });
+
+describe("admission sends a tenant's resume first (real NATS + Redis; runtime transport replaced by an in-memory responder)", () => {
+  let fx: StreamsFixture, store: EventStore, redis: Redis, capacity: CapacityProjection, admission: AdmissionService | undefined;
+  beforeEach(async () => {
+    fx = await freshStreams(inject("natsUrl"), "admres");
+    store = createEventStore(fx.nc, fx.layout);
+    redis = new Redis(inject("redisUrl"), { maxRetriesPerRequest: 1, db: 6 });
+    await redis.flushdb();
+    capacity = await startCapacityProjection({ js: jetstream(fx.nc), layout: fx.layout, view: redisCapacityView<CapacityDescriptor>(redis, CP), controlPlaneId: CP });
+  });
+  afterEach(async () => {
+    await admission?.stop();
+    await capacity.stop();
+    redis.disconnect();
+    await fx.close();
+  });
+
+  const append = async (tenantId: string, id: string, type: DroverEvent["type"], data: unknown, service: "api" | "recovery" = "recovery") => {
+    const ref = runRef(tenantId, id);
+    await store.append(ref, envelope(ctx(service), type, data, { tenantId, correlationId: id, causationId: "test" }), { expectedSeq: await store.lastSeq(ref) });
+  };
+  const submit = (tenantId: string, id: string) => append(tenantId, id, "run.submitted", { sharedRunId: id, dag: exampleDag, source: "api", labels: {} }, "api");
+  /** A run that started on a runtime that then died: recovery requeued it for resume (as recovery's batch does). */
+  const interrupted = async (tenantId: string, id: string) => {
+    await submit(tenantId, id);
+    const lr = `lr-${id}`;
+    await append(tenantId, id, "run.admitted", { runtimeInstanceId: "rt-dead", localRunId: lr, reservationId: `rt-dead/${id}`, candidates: [], recovery: false });
+    await append(tenantId, id, "run.dispatched", { runtimeInstanceId: "rt-dead", localRunId: lr, transport: "http", hostIncarnation: ids.host });
+    await append(tenantId, id, "run.started", { executionId: `exec-${id}`, localRunId: lr, runtimeInstanceId: "rt-dead" });
+    await append(tenantId, id, "run.requeued-for-resume", { forensicsId: forensicsIds.inFlight, incidentId: ids.incident, executionId: `exec-${id}`,
+      failedRuntimeInstanceId: "rt-dead", failedLocalRunId: lr, newEpoch: 1 });
+  };
+
+  it("answers a tenant's ResumeExecution before sending that tenant's other runs, and never holds another tenant's runs behind it", async () => {
+    const log: string[] = [];
+    const send = async (_e: string, _t: unknown, c: RuntimeCommand): Promise<RuntimeCommandResult> => {
+      const tenant = c.runtimeInstanceId.includes("blue") ? "blue" : "red";
+      log.push(`${tenant}:${c.operation}:sent`);
+      // The blue resume is slow to answer (a journal to fold); the red run must not wait for it.
+      if (c.operation === "ResumeExecution") await new Promise((r) => setTimeout(r, 400));
+      log.push(`${tenant}:${c.operation}:answered`);
+      return { success: true, operation: c.operation, runtimeInstanceId: c.runtimeInstanceId, hostIncarnation: FAKE_INCARNATION as never, payload: {},
+        timings: { receivedAt: new Date().toISOString(), handledMs: 1 } };
+    };
+    // Fresh runs first in the log, so submission order alone would send them first.
+    for (const id of ["run-fresh-1", "run-fresh-2"]) await submit("t-blue", id);
+    await submit("t-red", "run-red-1");
+    await interrupted("t-blue", "run-resume");
+    for (const [rt, tenantId] of [["rt-blue-new", "t-blue"], ["rt-red-1", "t-red"]] as const) {
+      await publishReadyRuntime(store, { runtimeInstanceId: rt, controlPlaneId: CP, isolationMode: "dedicated", tenantId, slots: 5 });
+      await publishBeat(jetstream(fx.nc), fx.layout, rt, 1, 5);
+    }
+    await eventually("capacity", async () => ((await redisCapacityView<CapacityDescriptor>(redis, CP).all()).filter((d) => d.beats[FAKE_INCARNATION]).length === 2 ? true : undefined));
+    admission = await startAdmission({
+      js: jetstream(fx.nc), config, layout: fx.layout, store, index: new RunIndex(fx.layout.eventPrefix, () => undefined),
+      view: redisCapacityView<CapacityDescriptor>(redis, CP), reservations: redisReservations(redis, CP),
+      env: { writer: { service: "admission", instanceId: uniqueName("adm") }, clock: systemClock, ids: randomIds },
+      send: send as never, commandTokenFor: () => "token", sha256: (x) => createHash("sha256").update(x).digest("hex"), log: pino({ level: "silent" }), tickMs: 100,
+    });
+    await admission.ready;
+    await eventually("all sent", async () => (log.filter((l) => l.endsWith(":answered")).length === 4 ? true : undefined));
+    const at = (entry: string) => log.indexOf(entry);
+    const blue = log.filter((l) => l.startsWith("blue:"));
+    expect(blue.slice(0, 2)).toEqual(["blue:ResumeExecution:sent", "blue:ResumeExecution:answered"]);
+    expect(blue.slice(2).sort()).toEqual(["blue:DispatchRun:answered", "blue:DispatchRun:answered", "blue:DispatchRun:sent", "blue:DispatchRun:sent"]);
+    // The red tenant's run went out while the blue resume was still unanswered.
+    expect(at("red:DispatchRun:sent")).toBeGreaterThan(-1);
+    expect(at("red:DispatchRun:sent")).toBeLessThan(at("blue:ResumeExecution:answered"));
+  });
+});
