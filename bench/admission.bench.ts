@@ -1,7 +1,6 @@
 /**
  * Admission and end-to-end latency on the real control plane (every service a process, process
- * hosts, private nats-server and Redis): cold scale-out (request → capacity-published), then on warm
- * capacity N one-step runs submitted through the HTTP API: submission → dispatched (p50/p99),
+ * hosts, private nats-server and Redis): on warm capacity (cold scale-out is scale-out.bench.ts) N one-step runs submitted through the HTTP API: submission → dispatched (p50/p99),
  * admitted+dispatched runs per second, submission → completed (p50/p99). Times are the server's
  * stream timestamps, so no client clock enters the figures.
  */
@@ -58,15 +57,12 @@ try {
   const e2e = ids.map((id) => at("run.completed", id)! - at("run.submitted", id)!).filter(Number.isFinite);
   const firstSubmit = Math.min(...ids.map((id) => at("run.submitted", id)!));
   const lastDispatch = Math.max(...ids.map((id) => at("run.dispatched", id)!));
-  const requested = log.find((e) => e.event.type === "scaleout.requested")!.time.getTime();
-  const published = log.find((e) => e.event.type === "runtime.capacity-published")!.time.getTime();
   const metrics = {
     admission_throughput: { unit: "runs/s", value: round((ids.length / (lastDispatch - firstSubmit)) * 1000), note: `${ids.length} one-step runs, 16 concurrent API clients, warm capacity (1 runtime, 8 workers)` },
     dispatch_latency: { unit: "ms", value: quantile(dispatch1, 0.5), p50: quantile(dispatch1, 0.5), p99: quantile(dispatch1, 0.99), note: "run.submitted → run.dispatched, one submission at a time, warm capacity, server timestamps" },
     e2e_latency_1step: { unit: "ms", value: quantile(e2e1, 0.5), p50: quantile(e2e1, 0.5), p99: quantile(e2e1, 0.99), note: "run.submitted → run.completed, one at a time, warm capacity" },
     dispatch_latency_burst: { unit: "ms", value: quantile(dispatch, 0.5), p50: quantile(dispatch, 0.5), p99: quantile(dispatch, 0.99), note: `run.submitted → run.dispatched during a burst of ${ids.length} (includes queueing)` },
     e2e_latency_1step_burst: { unit: "ms", value: quantile(e2e, 0.5), p50: quantile(e2e, 0.5), p99: quantile(e2e, 0.99), note: `run.submitted → run.completed during the burst` },
-    scale_out_latency: { unit: "ms", value: published - requested, note: "scaleout.requested → capacity-published, process host, cold, one sample" },
   };
   await recordMetrics(metrics, { nats: "2.15.3" });
   console.log(JSON.stringify(metrics, null, 2));
