@@ -52,7 +52,7 @@ test: deps check ## lint, typecheck and every test tier (unit, int, host, k8s, e
 	 node scripts/test-summary.mjs $(RESULTS); exit $$status
 
 bench: deps k8s-build ## run every benchmark (bench/*.bench.ts, with tsx, against private servers); merges into bench/results/latest.json
-	@for f in bench/*.bench.ts; do echo "[drover] bench $$f"; npx tsx "$$f"; done
+	@for f in bench/*.bench.ts; do echo "[drover] bench $$f"; node --import tsx "$$f"; done
 
 k8s-build: ## build kube-apiserver + etcd from Go modules and fetch the Gateway API CRDs into k8s/local-cluster/bin (cached)
 	@k8s/local-cluster/build.sh
