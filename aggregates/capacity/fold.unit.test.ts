@@ -58,9 +58,10 @@ describe("capacity fold (pure function; proves no transport)", () => {
     }), { numRuns: 20 });
   });
 
-  it("never turns an endpoint-bearing descriptor endpoint-less before fenced, whatever the order and duplicates", () => {
+  it("never turns an endpoint-bearing descriptor endpoint-less before fenced, whatever the order and duplicates, for both transports", () => {
     const beats = Array.from({ length: 6 }, (_, i) => beat(i + 1, 2));
-    fc.assert(fc.property(interleaving(publisher("http"), beats), fc.array(fc.nat({ max: 12 }), { maxLength: 6 }), (order, dupIdx) => {
+    const orders = fc.constantFrom("http" as const, "grpc" as const).chain((t) => interleaving(publisher(t), beats));
+    fc.assert(fc.property(orders, fc.array(fc.nat({ max: 12 }), { maxLength: 6 }), (order, dupIdx) => {
       const withDups = [...order];
       for (const k of dupIdx) if (order[k]) withDups.push(order[k]!);
       let d: CapacityDescriptor | undefined;
@@ -81,6 +82,22 @@ describe("capacity fold (pure function; proves no transport)", () => {
   it("does not count heartbeats of another host incarnation", () => {
     const d = foldAll([...publisher("http"), beat(9, 3, "pid:999:1")]);
     expect(routability(d, ctx).reasons).toContain("heartbeat-missing");
+  });
+
+  it("never routes to a runtime whose endpoint was not published, for any interleaving, duplicates and either transport", () => {
+    const beats = Array.from({ length: 6 }, (_, i) => beat(i + 1, 3));
+    const noEndpoint = (t: "http" | "grpc") => publisher(t).filter((x) => x.kind !== "event" || x.event.type !== "runtime.endpoint-published");
+    const cases = fc.constantFrom("http" as const, "grpc" as const).chain((t) => fc.tuple(fc.constant(t), interleaving(noEndpoint(t), beats)));
+    fc.assert(fc.property(cases, fc.array(fc.nat({ max: 11 }), { maxLength: 6 }), ([transport, order], dupIdx) => {
+      let d: CapacityDescriptor | undefined;
+      for (const x of [...order, ...dupIdx.flatMap((k) => (order[k] ? [order[k]!] : []))]) {
+        d = evolveCapacity(d, x);
+        const r = routability(d, { ...ctx, now: T0 + 7_000 });
+        expect(r.canAcceptRun).toBe(false);
+        // Before registration the transport is not known yet; from then on the reason names it.
+        expect(r.reasons).toContain(r.reasons.includes("not-registered") ? "not-registered" : `${transport}-endpoint-missing`);
+      }
+    }), { numRuns: 200 });
   });
 
   it("refuses capacity without an endpoint for both transports, naming the transport's reason", () => {
