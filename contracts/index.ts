@@ -19,6 +19,7 @@ export { READINESS_LAYERS, ReadinessLayer, RecoveryClass } from "./events-runtim
 export { StepOutput } from "./events-exec.ts";
 export { ALL_EVENTS, EVENT_DEFINITIONS, EVENT_TYPES, type DroverEvent, type EventType, type EventOf, type DataOf } from "./events.ts";
 export { Heartbeat } from "./heartbeat.ts";
+export { CapacityRebuildReply } from "./control-replies.ts";
 export { ROUTING_HEADER, TOKEN_HEADER, RuntimeCommand, RuntimeCommandResult, DispatchRunPayload, ResumeExecutionPayload, QueueStatus,
   RunStatus, type RuntimeOperation } from "./runtime-commands.ts";
 export { validate, encodeJson, decodeJson, parseEvent, encodeEvent, decodeEvent, contractViolation } from "./codec.ts";
