@@ -10,7 +10,7 @@ import { encodeFor, storeContext, type Encoded, type EventStoreOptions, type Sto
 import { landedEarlier, versionConflict } from "./occ.ts";
 import { readFiltered, toStoredEvent } from "./stored.ts";
 import { aggregateWildcard, type AggregateRef } from "./subjects.ts";
-import type { Appended, AppendOptions, EventStore } from "./types.ts";
+import type { Appended, AppendOptions, EventStore, Undecodable } from "./types.ts";
 
 export type { EventStoreOptions } from "./store-context.ts";
 
@@ -28,9 +28,12 @@ export function createEventStore(handle: NatsHandle, layout: StreamLayout, opts:
     append: async (ref, event, o) => appendOne(ctx, ref, encodeFor(layout, ref, event), o.expectedSeq, o.msgId ?? defaultMsgId(layout, ref, o.expectedSeq)),
     appendAll: async (ref, events, o) => appendAll(ctx, ref, events, o),
     appendAtomic: async (entries) => appendAtomic(ctx, entries),
-    read: async (ref) => {
-      const events = await readFiltered(await ctx.jsm, layout.eventStream, aggregateWildcard(layout, ref));
-      return { events, lastSeq: events.at(-1)?.seq ?? 0 };
+    read: async (ref, o) => {
+      const undecodable: Undecodable[] = [];
+      const events = await readFiltered(await ctx.jsm, layout.eventStream, aggregateWildcard(layout, ref), 1,
+        o?.skipUndecodable ? (u) => undecodable.push(u) : undefined);
+      const lastSeq = Math.max(events.at(-1)?.seq ?? 0, undecodable.at(-1)?.seq ?? 0);
+      return o?.skipUndecodable ? { events, lastSeq, undecodable } : { events, lastSeq };
     },
     lastSeq: (ref) => lastSeq(ctx, ref),
     replay: (from, onEvent, o) => replay(ctx, from, onEvent, o),

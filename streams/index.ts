@@ -2,7 +2,7 @@
 export { DEFAULT_LAYOUT, taggedLayout, type StreamLayout } from "./layout.ts";
 export { aggregateSubject, aggregateWildcard, eventSubject, eventTypeFilter, tenantFilter, heartbeatSubject,
   runRef, execRef, scaleOutRef, forensicsRef, runtimeRef, type AggregateRef } from "./subjects.ts";
-export type { EventStore, StoredEvent, Appended, AppendOptions, BatchEntry, AggregateHistory, ReplayFrom } from "./types.ts";
+export type { EventStore, StoredEvent, Appended, AppendOptions, BatchEntry, AggregateHistory, ReplayFrom, Undecodable } from "./types.ts";
 export { eventStreamConfig, heartbeatStreamConfig, deadLetterStreamConfig, deadLetterSubjects, streamConfigs,
   MIN_DUPLICATE_WINDOW_MS, HEARTBEATS_PER_RUNTIME, HEARTBEAT_MAX_AGE_MS, type StreamOptions } from "./definitions.ts";
 export { ensureStreams, configDifferences } from "./ensure-streams.ts";

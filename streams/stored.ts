@@ -1,7 +1,7 @@
 import type { JetStreamManager, StoredMsg } from "@nats-io/jetstream";
 import { decodeEvent } from "../contracts/index.ts";
 import { isNotFound, toStoreError } from "./nats-errors.ts";
-import type { StoredEvent } from "./types.ts";
+import type { StoredEvent, Undecodable } from "./types.ts";
 
 /** Decodes a stored message; an invalid one raises `contract-violation` naming its stream sequence (never skipped). */
 export function toStoredEvent(m: Pick<StoredMsg, "seq" | "subject" | "time" | "data">): StoredEvent {
@@ -18,15 +18,22 @@ const BATCH = 1024;
  * consumer. The result is a contiguous prefix of the filter's history as of the reads; Direct Get
  * may be answered by a lagging replica on R>1 streams, which can only make it shorter, never
  * reorder it, so an append that relies on it fails with a version conflict rather than losing an update.
+ * An undecodable message raises `contract-violation`, unless `onUndecodable` is given: then it is
+ * reported there and left out.
  */
-export async function readFiltered(jsm: JetStreamManager, stream: string, filter: string, fromSeq = 1): Promise<StoredEvent[]> {
+export async function readFiltered(jsm: JetStreamManager, stream: string, filter: string, fromSeq = 1,
+  onUndecodable?: (u: Undecodable) => void): Promise<StoredEvent[]> {
   const out: StoredEvent[] = [];
   let seq = Math.max(1, fromSeq);
   for (;;) {
     let last: StoredMsg | undefined;
     try {
       const iter = await jsm.direct.getBatch(stream, { seq, next_by_subj: filter, batch: BATCH });
-      for await (const m of iter) { out.push(toStoredEvent(m)); last = m; }
+      for await (const m of iter) {
+        last = m;
+        if (!onUndecodable) { out.push(toStoredEvent(m)); continue; }
+        try { out.push(toStoredEvent(m)); } catch (e) { onUndecodable({ seq: m.seq, subject: m.subject, error: e instanceof Error ? e.message : String(e) }); }
+      }
     } catch (e) {
       if (isNotFound(e)) break;
       throw toStoreError(e, `reading ${filter} from ${stream}`, { filter, fromSeq: seq });

@@ -35,7 +35,12 @@ export interface AggregateHistory {
   readonly events: readonly StoredEvent[];
   /** 0 when the aggregate has no events. */
   readonly lastSeq: number;
+  /** With `skipUndecodable`: the messages left out of `events` because they do not decode (else the read fails). */
+  readonly undecodable?: readonly Undecodable[];
 }
+
+/** A stored message that is not a valid drover event (e.g. a trusted producer's invalid `submitted`). */
+export interface Undecodable { readonly seq: number; readonly subject: string; readonly error: string }
 
 /** Where replay starts: a stream sequence (inclusive) or a time. */
 export type ReplayFrom = { readonly seq: number } | { readonly time: Date };
@@ -55,8 +60,11 @@ export interface EventStore {
   appendAll(ref: AggregateRef, events: readonly DroverEvent[], opts: AppendOptions): Promise<Appended[]>;
   /** One JetStream atomic batch: every entry's expectation holds and all events are stored, or nothing is. */
   appendAtomic(entries: readonly BatchEntry[]): Promise<Appended[]>;
-  /** The aggregate's full history in stream order. */
-  read(ref: AggregateRef): Promise<AggregateHistory>;
+  /**
+   * The aggregate's full history in stream order. An undecodable message fails the read with
+   * `contract-violation`, or with `skipUndecodable` is left out and listed in `undecodable`.
+   */
+  read(ref: AggregateRef, opts?: { readonly skipUndecodable?: boolean }): Promise<AggregateHistory>;
   /** Sequence of the aggregate's last event (0 when none) without reading its history. */
   lastSeq(ref: AggregateRef): Promise<number>;
   /** Ordered replay of the event stream (optionally filtered) until the end as of the call; returns the last sequence seen. */

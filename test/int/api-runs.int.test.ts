@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { ExecutionId, SharedRunId, TenantId } from "../../contracts/index.ts";
-import { execRef, runRef, runtimeRef, heartbeatSubject } from "../../streams/subjects.ts";
+import { jetstream } from "@nats-io/jetstream";
+import { eventSubject, execRef, runRef, runtimeRef, heartbeatSubject } from "../../streams/subjects.ts";
 import { apiFixture, auth, validDag, type ApiFixture } from "../support/api-app.ts";
 import { event } from "../support/streams.ts";
 
@@ -101,6 +102,31 @@ describe("api runs against a real nats-server", () => {
     expect((await fx.app.inject({ url: `/v1/runs/${run.sharedRunId}?tenant=acme`, headers: auth("globex") })).statusCode).toBe(403);
     expect((await fx.app.inject({ url: `/v1/runs/${run.sharedRunId}?tenant=acme`, headers: auth("operator") })).statusCode).toBe(200);
     expect((await fx.app.inject({ url: "/v1/runs/Not.An.Id", headers: auth("acme") })).json().error.code).toBe("invalid-id");
+  });
+
+  it("shows a trusted producer's undecodable submission as submitted, then rejected with the reason; another tenant still gets 404, a corrupt later event 500", async () => {
+    const js = jetstream(fx.nc);
+    const id = SharedRunId.parse("run-producer-garbage-1");
+    const ref = runRef(acme, id);
+    const subject = (type: "run.submitted" | "run.started") => eventSubject(fx.layout, ref, type);
+    const bad = await js.publish(subject("run.submitted"), '{"type":"run.submitted","data":{"dag":"not a dag"}}');
+    const url = `/v1/runs/${id}`;
+    const before = await fx.app.inject({ url, headers: auth("acme") });
+    expect(before.statusCode).toBe(200);
+    expect(before.json()).toMatchObject({ sharedRunId: id, tenantId: "acme", status: "submitted", submittedSeq: bad.seq, lastSeq: bad.seq, dag: null });
+    // What admission appends for it (test/int/admission.int.test.ts proves admission does).
+    const rejected = await fx.store.append(ref, event("run.rejected", { tenantId: acme, data: { reason: { code: "contract-violation", detail: "dag: expected object" } } }), { expectedSeq: bad.seq });
+    const after = await fx.app.inject({ url, headers: auth("acme") });
+    expect(after.json()).toMatchObject({ status: "rejected", lastReason: "contract-violation", submittedSeq: bad.seq, lastSeq: rejected.seq });
+    const events = await fx.app.inject({ url: `${url}/events`, headers: auth("acme") });
+    expect(events.statusCode).toBe(200);
+    expect(events.json().events.map((e: { seq: number; event: { type: string; data: unknown } }) => [e.seq, e.event.type, e.event.data]))
+      .toEqual([[rejected.seq, "run.rejected", { reason: { code: "contract-violation", detail: "dag: expected object" } }]]);
+    expect((await fx.app.inject({ url, headers: auth("globex") })).statusCode).toBe(404);
+    // Anything but the submission undecodable is the store's fault: 500, not a made-up run.
+    await js.publish(subject("run.started"), "{}");
+    const corrupt = await fx.app.inject({ url, headers: auth("acme") });
+    expect([corrupt.statusCode, corrupt.json().error.code]).toEqual([500, "internal"]);
   });
 
   it("lists a run's events and its execution's events in stream order", async () => {

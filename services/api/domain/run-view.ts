@@ -42,6 +42,23 @@ export function runView(s: RunState): RunView | undefined {
   };
 }
 
+/**
+ * The view of a run whose `submitted` does not decode (a trusted producer published it straight to
+ * JetStream): `submitted` until admission rejects it, then `rejected` with the reason. Undefined when
+ * anything else is undecodable — that is the store's fault, not the producer's.
+ */
+export function undecodableSubmissionView(tenantId: string, sharedRunId: string, s: RunState,
+  undecodable: readonly { readonly seq: number; readonly subject: string }[]): RunView | undefined {
+  const submission = undecodable[0];
+  if (!submission || undecodable.length > 1 || !submission.subject.endsWith(".submitted")) return undefined;
+  if (s.status !== "none" && s.status !== "rejected") return undefined;
+  return {
+    sharedRunId, tenantId, status: s.status === "none" ? "submitted" : "rejected", submittedSeq: submission.seq,
+    lastSeq: Math.max(s.lastSeq, submission.seq), executionId: null, placement: null, localRunIds: [], recoveryPending: false,
+    lastReason: s.lastReason ?? null, dispatchFailures: 0, dag: null,
+  };
+}
+
 /** Every ExecutionId a run's events name, in first-seen order: the journals its event history includes. */
 export function executionIdsOf(events: readonly { readonly event: { readonly type: string; readonly data: unknown } }[]): string[] {
   const ids: string[] = [];

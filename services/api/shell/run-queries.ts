@@ -2,7 +2,7 @@ import { foldRun } from "../../../aggregates/run.ts";
 import { DroverError, isDroverError, type TenantId } from "../../../contracts/index.ts";
 import { execRef, runRef, type AggregateRef } from "../../../streams/subjects.ts";
 import type { EventStore, StoredEvent } from "../../../streams/types.ts";
-import { executionIdsOf, runView, type RunView } from "../domain/run-view.ts";
+import { executionIdsOf, runView, undecodableSubmissionView, type RunView } from "../domain/run-view.ts";
 
 /**
  * A stored event that no longer parses is the server's problem, not the caller's: it must not be
@@ -28,22 +28,34 @@ export async function readAggregate(store: EventStore, ref: AggregateRef): Promi
 const notFound = (sharedRunId: string) => new DroverError("not-found", `no run ${sharedRunId}`, { details: { sharedRunId } });
 
 /**
- * The run `sharedRunId` of `tenantId`, folded. The read is confined to the tenant's own subjects,
- * so another tenant's run is indistinguishable from a missing one: both are `not-found`.
+ * The run `sharedRunId` of `tenantId`, folded, and the events it was folded from. The read is
+ * confined to the tenant's own subjects, so another tenant's run is indistinguishable from a missing
+ * one: both are `not-found`. A trusted producer's undecodable `submitted` shows as that run,
+ * `submitted` then `rejected` (its reason is in the `rejected` event); any other undecodable event
+ * is {@link StoredEventUnreadable}.
  */
-export async function readRun(store: EventStore, tenantId: TenantId, sharedRunId: string): Promise<RunView> {
-  const view = runView(foldRun(await readAggregate(store, runRef(tenantId, sharedRunId))));
+async function readRunHistory(store: EventStore, tenantId: TenantId, sharedRunId: string): Promise<{ view: RunView; events: readonly StoredEvent[] }> {
+  const { events, undecodable = [] } = await store.read(runRef(tenantId, sharedRunId), { skipUndecodable: true });
+  const state = foldRun(events);
+  const view = undecodable.length === 0 ? runView(state) : undecodableSubmissionView(tenantId, sharedRunId, state, undecodable);
+  if (undecodable.length > 0 && view === undefined) {
+    throw new StoredEventUnreadable(new DroverError("contract-violation", `${undecodable[0]!.subject} (stream sequence ${undecodable[0]!.seq}): ${undecodable[0]!.error}`));
+  }
   if (view === undefined) throw notFound(sharedRunId);
-  return view;
+  return { view, events };
+}
+
+export async function readRun(store: EventStore, tenantId: TenantId, sharedRunId: string): Promise<RunView> {
+  return (await readRunHistory(store, tenantId, sharedRunId)).view;
 }
 
 /**
  * The run's events and the events of every execution it started, merged in stream order (the one
- * total order). `not-found` as for {@link readRun}.
+ * total order). `not-found` as for {@link readRun}; an undecodable submission is left out (the
+ * `rejected` event that follows it says why).
  */
 export async function readRunEvents(store: EventStore, tenantId: TenantId, sharedRunId: string): Promise<StoredEvent[]> {
-  const run = await readAggregate(store, runRef(tenantId, sharedRunId));
-  if (runView(foldRun(run)) === undefined) throw notFound(sharedRunId);
+  const { events: run } = await readRunHistory(store, tenantId, sharedRunId);
   const journals = await Promise.all(executionIdsOf(run).map((id) => readAggregate(store, execRef(tenantId, id))));
   return [...run, ...journals.flat()].sort((a, b) => a.seq - b.seq);
 }
