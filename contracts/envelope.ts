@@ -3,7 +3,7 @@ import { EventId, HostIncarnation, RuntimeInstanceId, TenantId } from "./ids.ts"
 
 /** Who wrote an event: the service and its instance, and for runtime writes the host incarnation and owner epoch. */
 export const Writer = z.object({
-  service: z.enum(["api", "admission", "provisioner", "capacity", "recovery", "runtime", "forensics", "cli", "test"]).describe("writing service"),
+  service: z.enum(["api", "admission", "provisioner", "capacity", "recovery", "runtime", "forensics", "cli", "test", "producer"]).describe("writing service (`producer`: a trusted producer publishing straight to JetStream)"),
   instanceId: z.string().min(1).max(128).describe("the writing process instance"),
   runtimeInstanceId: RuntimeInstanceId.optional().describe("set when a runtime instance writes"),
   hostIncarnation: HostIncarnation.optional().describe("set when a runtime instance writes"),

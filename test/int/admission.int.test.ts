@@ -172,14 +172,14 @@ describe("admission (real NATS + Redis; runtime transport replaced by an in-memo
     await publishBeat(js, fx.layout, "rt-blue-p", 1, 3);
     await capacityShows("rt-blue-p");
     await admission();
-    const ctx = { writer: { service: "api" as const, instanceId: "producer-1" }, clock: systemClock, ids: randomIds };
+    const ctx = { writer: { service: "producer" as const, instanceId: "producer-1" }, clock: systemClock, ids: randomIds };
     const submitted = (id: string, data: Record<string, unknown> = {}, tenantId = "t-blue") => ({
       ...envelope(ctx, "run.submitted", { sharedRunId: id, dag: exampleDag, source: "producer", labels: {}, ...data }, { tenantId, correlationId: id, causationId: "producer" }) });
     const cases: [id: string, payload: string, why: RegExp][] = [
       ["run-bad-json", "{ not json", /not JSON/],
       ["run-bad-type", JSON.stringify({ ...submitted("run-bad-type"), type: "run.submited" }), /unknown event type/],
       ["run-bad-schema", JSON.stringify({ ...submitted("run-bad-schema"), data: { sharedRunId: "run-bad-schema", source: "producer", labels: {} } }), /dag/],
-      ["run-bad-writer", JSON.stringify({ ...submitted("run-bad-writer"), writer: { service: "producer", instanceId: "p" } }), /writer/],
+      ["run-bad-writer", JSON.stringify({ ...submitted("run-bad-writer"), writer: { service: "robot", instanceId: "p" } }), /writer/],
       ["run-bad-field", JSON.stringify(submitted("run-bad-field", { priority: "high" })), /priority/],
       ["run-bad-cycle", JSON.stringify(submitted("run-bad-cycle", { dag: { steps: [{ id: "a", kind: "compute", dependsOn: ["a"] }] } })), /steps/],
       ["run-bad-dep", JSON.stringify(submitted("run-bad-dep", { dag: { steps: [{ id: "a", kind: "compute", dependsOn: ["zz"] }] } })), /steps/],
