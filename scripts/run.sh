@@ -17,14 +17,16 @@ if [[ ${1:-} == --stop ]]; then
   for pidfile in "$SVC_DIR"/*.pid; do
     [[ -f $pidfile ]] || continue
     pid=$(cat "$pidfile"); name=$(basename "$pidfile" .pid)
-    if kill -0 "$pid" 2>/dev/null; then
+    # Only a process that is still the one make run started (pid and start time): a stale pid file's
+    # pid may belong to anybody by now.
+    if owned "$pidfile"; then
       kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid"
       # Wait for a clean exit (the provisioner takes its runtimes down) before the servers go.
       for _ in $(seq 1 150); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
       kill -0 "$pid" 2>/dev/null && kill -KILL -- "-$pid" 2>/dev/null
       log "$name stopped (pid $pid)"
     fi
-    rm -f "$pidfile"
+    rm -f "$pidfile" "${pidfile%.pid}.start"
   done
   exec "$ROOT/scripts/infra-down.sh"
 fi
@@ -39,12 +41,13 @@ for svc in "${ORDER[@]}"; do
   main="$ROOT/services/$svc/main.ts"
   [[ -f $main ]] || continue
   pidfile="$SVC_DIR/$svc.pid"
-  if alive "$pidfile"; then log "$svc already running (pid $(cat "$pidfile"))"; started+=("$svc"); continue; fi
+  if owned "$pidfile"; then log "$svc already running (pid $(cat "$pidfile"))"; started+=("$svc"); continue; fi
   # A port file left by an earlier run would name a port nobody listens on any more.
   rm -f "$SVC_DIR/$svc.port"
   # node --import tsx (not the tsx wrapper) so the pid is the service itself and signals reach it.
   (cd "$ROOT" && exec setsid node --import tsx "$main" >"$SVC_DIR/$svc.log" 2>&1 </dev/null) &
   echo $! >"$pidfile"
+  record_start "$pidfile"
   started+=("$svc")
 done
 if ((${#started[@]} == 0)); then
@@ -53,8 +56,8 @@ else
   log "services: ${started[*]} (logs in $SVC_DIR)"
 fi
 # The api writes its port once it listens; give it a moment rather than print nothing.
-if alive "$SVC_DIR/api.pid"; then
-  for ((i = 0; i < 150; i++)); do [[ -f $SVC_DIR/api.port ]] && break; alive "$SVC_DIR/api.pid" || break; sleep 0.1; done
+if owned "$SVC_DIR/api.pid"; then
+  for ((i = 0; i < 150; i++)); do [[ -f $SVC_DIR/api.port ]] && break; owned "$SVC_DIR/api.pid" || break; sleep 0.1; done
   [[ -f $SVC_DIR/api.port ]] || log "api did not report a port; see $SVC_DIR/api.log"
 fi
 if [[ -f $SVC_DIR/api.port ]]; then
@@ -83,7 +86,7 @@ trap 'echo; "$ROOT/scripts/run.sh" --stop; exit 0' INT TERM
 while ((${#started[@]} > 0)); do
   running=()
   for svc in "${started[@]}"; do
-    if alive "$SVC_DIR/$svc.pid"; then running+=("$svc"); else log "$svc exited; see $SVC_DIR/$svc.log"; fi
+    if owned "$SVC_DIR/$svc.pid"; then running+=("$svc"); else log "$svc exited; see $SVC_DIR/$svc.log"; fi
   done
   started=("${running[@]}")
   ((${#started[@]} > 0)) && { sleep 2 & wait $!; }

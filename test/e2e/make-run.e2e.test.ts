@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -94,6 +94,27 @@ describe("make run (scripts/run.sh): real infrastructure, every service and proc
     process.kill(-run.child.pid!, "SIGINT");
     expect(await run.exited).toBe(0);
     expect(await leftovers(run, infra)).toEqual([]);
+  });
+
+  it("make stop never signals a process named by a stale pid file (pid reused by a stranger): no start time, or another one", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "drover-stale-pid-"));
+    const services = join(dir, "services");
+    await mkdir(services, { recursive: true });
+    // Strangers in their own process groups, as a reused pid's owner would be.
+    const strangers = [spawn("sleep", ["60"], { detached: true, stdio: "ignore" }), spawn("sleep", ["60"], { detached: true, stdio: "ignore" })];
+    try {
+      await writeFile(join(services, "admission.pid"), `${strangers[0]!.pid}\n`);
+      await writeFile(join(services, "api.pid"), `${strangers[1]!.pid}\n`);
+      await writeFile(join(services, "api.start"), "1\n");
+      const env = { ...process.env, DROVER_RUN_DIR: join(dir, "infra"), DROVER_SERVICES_DIR: services };
+      const stop = spawn("bash", [join(ROOT, "scripts/run.sh"), "--stop"], { env, stdio: "ignore" });
+      expect(await new Promise((ok) => stop.once("exit", ok))).toBe(0);
+      for (const s of strangers) expect(s.exitCode === null && s.signalCode === null, `pid ${s.pid} still running`).toBe(true);
+      expect((await readdir(services)).filter((f) => f.endsWith(".pid"))).toEqual([]);
+    } finally {
+      for (const s of strangers) s.kill("SIGKILL");
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it("returns by itself once make stop (run.sh --stop) from elsewhere has stopped everything, reporting each service once", async () => {
