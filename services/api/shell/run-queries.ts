@@ -35,7 +35,13 @@ const notFound = (sharedRunId: string) => new DroverError("not-found", `no run $
  * is {@link StoredEventUnreadable}.
  */
 async function readRunHistory(store: EventStore, tenantId: TenantId, sharedRunId: string): Promise<{ view: RunView; events: readonly StoredEvent[] }> {
-  const { events, undecodable = [] } = await store.read(runRef(tenantId, sharedRunId), { skipUndecodable: true });
+  let history;
+  try {
+    history = await store.read(runRef(tenantId, sharedRunId), { skipUndecodable: true });
+  } catch (e) {
+    throw isDroverError(e, "contract-violation") ? new StoredEventUnreadable(e) : e;
+  }
+  const { events, undecodable = [] } = history;
   const state = foldRun(events);
   const view = undecodable.length === 0 ? runView(state) : undecodableSubmissionView(tenantId, sharedRunId, state, undecodable);
   if (undecodable.length > 0 && view === undefined) {
