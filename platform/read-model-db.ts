@@ -1,5 +1,4 @@
 import { MongoClient } from "mongodb";
-import type { StreamLayout } from "../streams/index.ts";
 
 /**
  * The MongoDB database of the forensics read models, shared by the projector that writes it and
@@ -23,11 +22,5 @@ export function readModelClient(url: string, opts: { serverSelectionTimeoutMS?: 
   return new MongoClient(url, { ignoreUndefined: true, serverSelectionTimeoutMS: opts.serverSelectionTimeoutMS ?? 5_000, appName: "drover" });
 }
 
-/**
- * The request subject of a control-plane operation on a service, e.g.
- * `drover-ctl.<controlPlaneId>.forensics.rebuild`. It follows the event prefix of the layout
- * (`drover` → `drover-ctl`, `<tag>.drover` → `<tag>.drover-ctl`) so isolated runs never answer each other.
- */
-export function controlSubject(layout: StreamLayout, controlPlaneId: string, service: string, operation: string): string {
-  return `${layout.eventPrefix}-ctl.${controlPlaneId}.${service}.${operation}`;
-}
+// Moved to control-subject.ts (the CLI and the capacity service use it without MongoDB); kept here for forensics.
+export { controlSubject } from "./control-subject.ts";
