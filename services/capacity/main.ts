@@ -1,11 +1,14 @@
 import type { CapacityDescriptor } from "../../aggregates/capacity/descriptor.ts";
 import { bootstrap } from "../../platform/bootstrap.ts";
 import { redisCapacityView } from "../../platform/capacity-view.ts";
+import { controlSubject } from "../../platform/control-subject.ts";
+import { serveCapacityRebuild } from "./shell/control.ts";
 import { startCapacityProjection } from "./shell/projection.ts";
 
 /**
  * capacity: folds runtime events and heartbeats into the Redis capacity view. A request on
- * `drover-ctl.<controlPlaneId>.capacity.rebuild` drops the view and rebuilds it from sequence 1.
+ * `drover-ctl.<controlPlaneId>.capacity.rebuild` (`<tag>.drover-ctl…` on a tagged layout; sent by
+ * `drover capacity-rebuild`) drops the view, rebuilds it from sequence 1 and replies with its facts.
  */
 const ctx = await bootstrap("capacity", { redis: true });
 const view = redisCapacityView<CapacityDescriptor>(ctx.redis!, ctx.config.controlPlaneId);
@@ -15,13 +18,8 @@ const projection = await startCapacityProjection({
 });
 await projection.ready;
 ctx.log.info({ runtimes: (await view.all()).length }, "capacity view caught up");
-const sub = ctx.nc.subscribe(`drover-ctl.${ctx.config.controlPlaneId}.capacity.rebuild`, {
-  callback: (_err, msg) => {
-    const t0 = performance.now();
-    projection.rebuild().then(
-      async () => msg.respond(JSON.stringify({ ok: true, runtimes: (await view.all()).length, ms: Math.round(performance.now() - t0) })),
-      (e) => msg.respond(JSON.stringify({ ok: false, error: String(e) })),
-    );
-  },
-});
+const subject = controlSubject(ctx.layout, ctx.config.controlPlaneId, "capacity", "rebuild");
+const sub = serveCapacityRebuild(ctx.nc, subject, projection, view, ctx.log);
+await ctx.nc.flush(); // the server has the subscription before anyone is told it is there
+ctx.log.info({ subject }, "answering capacity rebuild requests");
 ctx.onShutdown(async () => { sub.unsubscribe(); await projection.stop(); });

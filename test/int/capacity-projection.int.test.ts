@@ -63,6 +63,22 @@ describe("capacity projection (real nats-server and Redis)", () => {
     await projection.stop();
   });
 
+  it("two concurrent rebuilds run one after another: both report the full fold, and after stop() nothing folds into the view any more (no leaked follower)", async () => {
+    const live = redisCapacityView<CapacityDescriptor>(redis, CP);
+    const projection = await startCapacityProjection({ js, layout, view: live, controlPlaneId: CP });
+    await projection.ready;
+    const [a, b] = await Promise.all([projection.rebuild(), projection.rebuild()]);
+    const lastSeq = Math.max(await store.lastSeq(runtimeRef("rt-cap-a")), await store.lastSeq(runtimeRef("rt-cap-b")));
+    expect(a).toEqual({ eventsFolded: 2 * READY.length, lastSeq, heartbeatsFolded: 2 });
+    expect(b).toEqual(a);
+    await projection.stop();
+    const ack = await js.publish(heartbeatSubject(layout, "rt-cap-a"), beat("rt-cap-a", 2, new Date()));
+    expect(ack.seq).toBeGreaterThan(0);
+    // A follower left running would fold beat 2 within milliseconds on loopback; give it ample time.
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect((await live.get("rt-cap-a"))?.beats[ids.host]?.beat).toBe(1);
+  });
+
   it("keeps runtimes registered by another control plane out of this control plane's view (runs after runtimes exist)", async () => {
     const other = redisCapacityView<CapacityDescriptor>(redis, "cp-other");
     const projection = await startCapacityProjection({ js, layout, view: other, controlPlaneId: "cp-other" });

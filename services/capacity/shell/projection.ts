@@ -14,11 +14,19 @@ export interface CapacityProjectionDeps {
   readonly onError?: (e: unknown) => void;
 }
 
+/** What a rebuild folded: counted from its start until it caught up (live inputs included). */
+export interface RebuildFacts {
+  readonly eventsFolded: number;
+  /** Stream sequence of the last runtime event folded (0 = none). */
+  readonly lastSeq: number;
+  readonly heartbeatsFolded: number;
+}
+
 export interface CapacityProjection {
   /** Resolves once the runtime events and heartbeats present at start are folded into the view. */
   readonly ready: Promise<void>;
-  /** Drops the view and folds everything again from stream sequence 1. */
-  rebuild(): Promise<void>;
+  /** Drops the view and folds everything again from stream sequence 1; concurrent calls run one after another. */
+  rebuild(): Promise<RebuildFacts>;
   stop(): Promise<void>;
 }
 
@@ -35,6 +43,7 @@ export async function startCapacityProjection(deps: CapacityProjectionDeps): Pro
   const cache = new Map<string, CapacityDescriptor>();
   let queue: Promise<void> = Promise.resolve();
   let followers: Follower[] = [];
+  let folded = { eventsFolded: 0, lastSeq: 0, heartbeatsFolded: 0 };
   const eventPrefix = `${deps.layout.eventPrefix}.runtime.`;
 
   const apply = (runtimeInstanceId: string, input: CapacityInput, seq?: number) => {
@@ -51,10 +60,12 @@ export async function startCapacityProjection(deps: CapacityProjectionDeps): Pro
   const onEvent = (m: JsMsg) => {
     const runtimeInstanceId = m.subject.slice(eventPrefix.length).split(".")[0]!;
     const event = decodeEvent(m.data, { seq: m.seq, subject: m.subject }) as RuntimeEvent;
+    folded = { ...folded, eventsFolded: folded.eventsFolded + 1, lastSeq: m.seq };
     return apply(runtimeInstanceId, { kind: "event", seq: m.seq, runtimeInstanceId, event }, m.seq);
   };
   const onBeat = (m: JsMsg) => {
     const beat = decodeJson(Heartbeat, m.data, "heartbeat", { seq: m.seq, subject: m.subject });
+    folded = { ...folded, heartbeatsFolded: folded.heartbeatsFolded + 1 };
     return apply(beat.runtimeInstanceId, { kind: "heartbeat", beat });
   };
 
@@ -77,14 +88,22 @@ export async function startCapacityProjection(deps: CapacityProjectionDeps): Pro
   const checkpoint = await deps.view.getCheckpoint(CHECKPOINT);
   if (checkpoint === 0) await deps.view.clear();
   const ready = start(checkpoint + 1);
+  // Two rebuilds at once would each start followers and leak the first pair: they queue instead.
+  let rebuilding: Promise<unknown> = ready;
+  const rebuildOnce = async (): Promise<RebuildFacts> => {
+    await stopFollowers();
+    cache.clear();
+    await deps.view.clear();
+    folded = { eventsFolded: 0, lastSeq: 0, heartbeatsFolded: 0 };
+    await start(1);
+    return folded;
+  };
   return {
     ready,
-    async rebuild() {
-      await ready;
-      await stopFollowers();
-      cache.clear();
-      await deps.view.clear();
-      await start(1);
+    rebuild() {
+      const next = rebuilding.then(rebuildOnce);
+      rebuilding = next.catch(() => undefined);
+      return next;
     },
     stop: async () => { await ready.catch(() => undefined); await stopFollowers(); },
   };
