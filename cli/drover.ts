@@ -4,10 +4,11 @@ import { COMMANDS } from "./commands/index.ts";
 
 /**
  * `drover <command> [args]`: operator tools that read the event stream directly (no read model
- * needed). Run as `node --import tsx cli/drover.ts …` or `npm run drover -- …`.
+ * needed), or ask a control-plane service over NATS (`capacity-rebuild`). Run as
+ * `node --import tsx cli/drover.ts …` or `npm run drover -- …`.
  *
  * Exit codes: 0 ok / match, 1 replay divergence, 2 usage error (bad arguments, unknown id),
- * 3 the stream could not be read.
+ * 3 the stream could not be read, or no service answered a request.
  */
 export async function main(argv: readonly string[], io: CommandIo, commands: readonly Command[] = COMMANDS): Promise<number> {
   const [name, ...rest] = argv;
@@ -38,8 +39,8 @@ function help(commands: readonly Command[]): string {
   return [
     "usage: drover <command> [args]", "",
     ...commands.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`), "",
-    "environment: NATS_URL (default nats://127.0.0.1:4222), DROVER_STREAM_TAG (a tagged test layout)",
-    "exit codes: 0 ok/match, 1 replay divergence, 2 usage error or unknown id, 3 stream unavailable", "",
+    "environment: NATS_URL (default nats://127.0.0.1:4222), DROVER_STREAM_TAG (a tagged test layout), DROVER_CONFIG (capacity-rebuild's control plane)",
+    "exit codes: 0 ok/match, 1 replay divergence, 2 usage error or unknown id, 3 stream or service unavailable", "",
   ].join("\n");
 }
 

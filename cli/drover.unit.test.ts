@@ -13,8 +13,9 @@ function io() {
 }
 
 describe("drover argument handling", () => {
-  it("an unknown command, a missing kind, an id that is not a drover id, and --tenant on an incident are usage errors (exit 2) before any read", async () => {
-    for (const argv of [["frobnicate"], ["replay"], ["replay", "run"], ["replay", "run", "a.>"], ["replay", "run", "r1", "--tenant", "T*"], ["replay", "run", "r1", "--bogus"], ["why"]]) {
+  it("an unknown command, a missing kind, an id that is not a drover id, --tenant on an incident, and bad capacity-rebuild flags are usage errors (exit 2) before any read or request", async () => {
+    for (const argv of [["frobnicate"], ["replay"], ["replay", "run"], ["replay", "run", "a.>"], ["replay", "run", "r1", "--tenant", "T*"], ["replay", "run", "r1", "--bogus"], ["why"],
+      ["capacity-rebuild", "extra"], ["capacity-rebuild", "--timeout-ms", "0"], ["capacity-rebuild", "--control-plane", "Not.An-Id"]]) {
       const o = io();
       expect(await main(argv, o.x), argv.join(" ")).toBe(EXIT.usage);
       expect(o.err()).toMatch(/usage|unknown command/);
@@ -25,6 +26,7 @@ describe("drover argument handling", () => {
     const o = io();
     expect(await main(["help"], o.x)).toBe(EXIT.ok);
     expect(o.out()).toMatch(/replay .*\n.*why /);
+    expect(o.out()).toMatch(/capacity-rebuild +rebuild a control plane's Redis capacity view from stream sequence 1/);
     expect(o.out()).toMatch(/exit codes: 0 ok\/match, 1 replay divergence, 2 usage error/);
     expect(await main([], io().x)).toBe(EXIT.usage);
   });

@@ -1,3 +1,4 @@
+import { capacityRebuildCommand } from "./capacity-rebuild.ts";
 import type { Command } from "./command.ts";
 import { replayCommand } from "./replay.ts";
 import { whyCommand } from "./why.ts";
@@ -12,4 +13,4 @@ const proofCommand: Command = {
 };
 
 /** Every `drover` subcommand, in help order. A new command is one file here plus one line below. */
-export const COMMANDS: readonly Command[] = [proofCommand, replayCommand, whyCommand];
+export const COMMANDS: readonly Command[] = [proofCommand, replayCommand, whyCommand, capacityRebuildCommand];
