@@ -11,6 +11,11 @@ export interface CapacityViewStore<D> {
   all(): Promise<D[]>;
   /** Drops the whole view (before a rebuild from sequence 1). */
   clear(): Promise<void>;
+  /**
+   * Replaces the whole view in one MULTI/EXEC (readers see the old view or the new one, never an empty
+   * or half one): exactly `descriptors`, and the checkpoint `name` at `seq`, every other checkpoint gone.
+   */
+  replaceAll(descriptors: ReadonlyArray<readonly [runtimeInstanceId: string, descriptor: D]>, checkpoint: { name: string; seq: number }): Promise<void>;
   getCheckpoint(name: string): Promise<number>;
   setCheckpoint(name: string, seq: number): Promise<void>;
 }
@@ -40,6 +45,16 @@ export function redisCapacityView<D>(redis: Redis, controlPlaneId: string): Capa
       const ids = await redis.smembers(index);
       const names = await redis.keys(`${base}:checkpoint:*`);
       await redis.del(index, ...ids.map(rtKey), ...names);
+    },
+    async replaceAll(descriptors, checkpoint) {
+      const keep = new Set(descriptors.map(([id]) => id));
+      const stale = (await redis.smembers(index)).filter((id) => !keep.has(id)).map(rtKey);
+      const names = (await redis.keys(`${base}:checkpoint:*`)).filter((k) => k !== cpKey(checkpoint.name));
+      const tx = redis.multi();
+      if (stale.length + names.length > 0) tx.del(...stale, ...names);
+      tx.del(index);
+      for (const [id, d] of descriptors) tx.del(rtKey(id)).hset(rtKey(id), "d", JSON.stringify(d)).sadd(index, id);
+      await tx.set(cpKey(checkpoint.name), String(checkpoint.seq)).exec();
     },
     async getCheckpoint(name) {
       return Number((await redis.get(cpKey(name))) ?? 0);

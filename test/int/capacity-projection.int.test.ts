@@ -79,6 +79,30 @@ describe("capacity projection (real nats-server and Redis)", () => {
     expect((await live.get("rt-cap-a"))?.beats[ids.host]?.beat).toBe(1);
   });
 
+  it("a rebuild replaces the view at once: a reader polling throughout never sees it empty or partial, and a runtime dropped from Redis comes back", async () => {
+    const rts = Array.from({ length: 40 }, (_, i) => `rt-cap-many-${String(i).padStart(2, "0")}`);
+    for (const rt of rts) {
+      await publishRuntime(store, rt, READY.map((t) => t));
+      await js.publish(heartbeatSubject(layout, rt), beat(rt, 1, new Date()));
+    }
+    const live = redisCapacityView<CapacityDescriptor>(redis, CP);
+    const projection = await startCapacityProjection({ js, layout, view: live, controlPlaneId: CP });
+    await projection.ready;
+    const before = await live.all();
+    expect(before).toHaveLength(rts.length + 2);
+    await redis.del(`drover:${CP}:cap:rt:${rts[7]}`);
+    const seen: number[] = [];
+    let done = false;
+    const rebuilt = projection.rebuild().finally(() => { done = true; });
+    while (!done) seen.push((await live.all()).length);
+    await rebuilt;
+    // The dropped runtime's hash is gone until the swap: the old view shows one fewer, never 0 or a partial fold.
+    expect(seen.length).toBeGreaterThan(0);
+    expect(seen.filter((n) => n !== before.length - 1 && n !== before.length), `view sizes seen: ${[...new Set(seen)].join(",")}`).toEqual([]);
+    expect(await live.all()).toEqual(before);
+    await projection.stop();
+  });
+
   it("keeps runtimes registered by another control plane out of this control plane's view (runs after runtimes exist)", async () => {
     const other = redisCapacityView<CapacityDescriptor>(redis, "cp-other");
     const projection = await startCapacityProjection({ js, layout, view: other, controlPlaneId: "cp-other" });

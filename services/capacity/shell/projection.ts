@@ -25,7 +25,10 @@ export interface RebuildFacts {
 export interface CapacityProjection {
   /** Resolves once the runtime events and heartbeats present at start are folded into the view. */
   readonly ready: Promise<void>;
-  /** Drops the view and folds everything again from stream sequence 1; concurrent calls run one after another. */
+  /**
+   * Folds everything again from stream sequence 1 and then replaces the view at once (readers never
+   * see it empty); concurrent calls run one after another.
+   */
   rebuild(): Promise<RebuildFacts>;
   stop(): Promise<void>;
 }
@@ -43,6 +46,9 @@ export async function startCapacityProjection(deps: CapacityProjectionDeps): Pro
   const cache = new Map<string, CapacityDescriptor>();
   let queue: Promise<void> = Promise.resolve();
   let followers: Follower[] = [];
+  // While a rebuild folds from sequence 1 it writes nothing: readers keep the old view until the
+  // rebuilt one replaces it at once (an empty view would send admission asking for scale-outs).
+  let shadow = false;
   let folded = { eventsFolded: 0, lastSeq: 0, heartbeatsFolded: 0 };
   const eventPrefix = `${deps.layout.eventPrefix}.runtime.`;
 
@@ -50,6 +56,7 @@ export async function startCapacityProjection(deps: CapacityProjectionDeps): Pro
     queue = queue.then(async () => {
       const next = evolveCapacity(cache.get(runtimeInstanceId), input);
       cache.set(runtimeInstanceId, next);
+      if (shadow) return;
       // Only runtimes registered by this control plane enter its view; others stay in memory.
       if (next.registration?.controlPlaneId === deps.controlPlaneId) await deps.view.put(runtimeInstanceId, next);
       if (seq !== undefined) await deps.view.setCheckpoint(CHECKPOINT, seq);
@@ -93,9 +100,21 @@ export async function startCapacityProjection(deps: CapacityProjectionDeps): Pro
   const rebuildOnce = async (): Promise<RebuildFacts> => {
     await stopFollowers();
     cache.clear();
-    await deps.view.clear();
     folded = { eventsFolded: 0, lastSeq: 0, heartbeatsFolded: 0 };
-    await start(1);
+    shadow = true;
+    try {
+      await start(1);
+    } catch (e) {
+      shadow = false; // the old view stays; the caller learns the rebuild failed
+      throw e;
+    }
+    // In the serial queue: everything folded before is in the new view, everything after is written as usual.
+    queue = queue.then(async () => {
+      shadow = false;
+      const mine = [...cache].filter(([, d]) => d.registration?.controlPlaneId === deps.controlPlaneId);
+      await deps.view.replaceAll(mine, { name: CHECKPOINT, seq: folded.lastSeq });
+    });
+    await queue;
     return folded;
   };
   return {
