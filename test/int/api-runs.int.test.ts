@@ -164,6 +164,10 @@ describe("api runs against a real nats-server", () => {
     const capacity = (await fx.app.inject({ url: "/v1/capacity", headers: auth("operator") })).json();
     expect(capacity).toMatchObject({ reservationsIncluded: false, accepting: 0, runtimes: [{ runtimeInstanceId: rt, canAcceptRun: false, availableSlots: 10 }] });
     expect(capacity.runtimes[0].reasons).toContain("status-registered");
+    // The reader keeps its fold between calls: later events show up, concurrent calls agree.
+    await fx.store.append(ref, event("runtime.draining"), { expectedSeq: seq });
+    const again = await Promise.all([1, 2].map(async () => (await fx.app.inject({ url: "/v1/runtimes", headers: auth("operator") })).json().runtimes));
+    for (const rows of again) expect(rows).toMatchObject([{ runtimeInstanceId: rt, status: "draining", heartbeat: { beat: 3 } }]);
   });
 });
 

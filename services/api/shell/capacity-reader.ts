@@ -20,27 +20,38 @@ export interface CapacityReader {
 }
 
 /**
- * Folds `<prefix>.runtime.>` from sequence 1 with the shared capacity fold on every call, then
- * each runtime's last heartbeat. O(runtime history) per call: fine for an operator page, and the
- * reason it sits behind {@link CapacityReader}. Rejects with the store's errors; an undecodable
- * stored runtime event is `StoredEventUnreadable`; an undecodable heartbeat counts as none.
+ * Folds `<prefix>.runtime.>` with the shared capacity fold, then each runtime's last heartbeat. The
+ * fold is kept between calls and each call folds only the events appended since the last one
+ * (the fold is idempotent by sequence; calls are serialized), so a call costs O(new events +
+ * runtimes), not O(runtime history). Rejects with the store's errors; an undecodable stored runtime
+ * event is `StoredEventUnreadable` (and is met again by the next call); an undecodable heartbeat
+ * counts as none.
  */
 export function replayCapacityReader(store: EventStore, jsm: JetStreamManager, layout: StreamLayout): CapacityReader {
+  const byId = new Map<string, CapacityDescriptor>();
+  let folded = 0;
+  let serial: Promise<unknown> = Promise.resolve();
+  const catchUp = async () => {
+    try {
+      await store.replay({ seq: folded + 1 }, ({ seq, subject, event }) => {
+        folded = seq;
+        const id = subject.slice(layout.eventPrefix.length + 1).split(".")[1];
+        if (id === undefined || !event.type.startsWith("runtime.")) return;
+        byId.set(id, evolveCapacity(byId.get(id), { kind: "event", seq, runtimeInstanceId: id, event: event as RuntimeEvent }));
+      }, { filter: `${layout.eventPrefix}.runtime.>` });
+    } catch (e) {
+      throw isDroverError(e, "contract-violation") ? new StoredEventUnreadable(e) : e;
+    }
+  };
   return {
     includesReservations: false,
     async descriptors() {
-      const byId = new Map<string, CapacityDescriptor>();
-      try {
-        await store.replay({ seq: 1 }, ({ seq, subject, event }) => {
-          const id = subject.slice(layout.eventPrefix.length + 1).split(".")[1];
-          if (id === undefined || !event.type.startsWith("runtime.")) return;
-          byId.set(id, evolveCapacity(byId.get(id), { kind: "event", seq, runtimeInstanceId: id, event: event as RuntimeEvent }));
-        }, { filter: `${layout.eventPrefix}.runtime.>` });
-      } catch (e) {
-        throw isDroverError(e, "contract-violation") ? new StoredEventUnreadable(e) : e;
-      }
-      const beats = await Promise.all([...byId.keys()].map((id) => lastHeartbeat(jsm, layout, id)));
-      return [...byId.values()]
+      const caughtUp = serial.then(catchUp);
+      serial = caughtUp.catch(() => undefined);
+      await caughtUp;
+      const folds = [...byId.values()];
+      const beats = await Promise.all(folds.map((d) => lastHeartbeat(jsm, layout, d.runtimeInstanceId)));
+      return folds
         .map((d, i) => { const beat = beats[i]; return beat ? evolveCapacity(d, { kind: "heartbeat", beat }) : d; })
         .sort((a, b) => (a.runtimeInstanceId < b.runtimeInstanceId ? -1 : 1));
     },
