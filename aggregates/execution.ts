@@ -20,6 +20,8 @@ export interface ExecutionState {
   readonly completed: ReadonlyMap<string, CompletedStep>;
   /** Latest failure per step not (yet) completed; retryAt in epoch ms. */
   readonly failures: ReadonlyMap<string, { readonly attempt: number; readonly retryAt?: number }>;
+  /** Durable timers of `sleep` steps not (yet) completed: wakeAt in epoch ms, per step and attempt. */
+  readonly timers: ReadonlyMap<string, { readonly attempt: number; readonly wakeAt: number }>;
   readonly terminal?: "completed" | "failed" | "cancelled";
   /** Sequence of the last event folded: the expectation of the next append. */
   readonly lastSeq: number;
@@ -27,7 +29,7 @@ export interface ExecutionState {
   readonly violations: readonly string[];
 }
 
-export const initialExecutionState = (): ExecutionState => ({ epoch: 0, completed: new Map(), failures: new Map(), lastSeq: 0, violations: [] });
+export const initialExecutionState = (): ExecutionState => ({ epoch: 0, completed: new Map(), failures: new Map(), timers: new Map(), lastSeq: 0, violations: [] });
 
 /**
  * Folds one execution event into the state. Pure and total: events of other aggregates are ignored,
@@ -49,13 +51,19 @@ export function evolveExecution(state: ExecutionState, { seq, event }: Sequenced
       const completed = new Map(state.completed).set(stepId, { attempt, output, outputDigest, seq });
       const failures = new Map(state.failures);
       failures.delete(stepId);
-      return { ...next, completed, failures };
+      const timers = new Map(state.timers);
+      timers.delete(stepId);
+      return { ...next, completed, failures, timers };
     }
     case "exec.step-failed": {
       const retryAt = event.data.retryAt === undefined ? undefined : Date.parse(event.data.retryAt);
       const failure = retryAt === undefined ? { attempt: event.data.attempt } : { attempt: event.data.attempt, retryAt };
       return { ...next, failures: new Map(state.failures).set(event.data.stepId, failure) };
     }
+    case "exec.timer-started":
+      // The first timer of an attempt is the one it keeps: a duplicate never moves the wake-up.
+      if (state.timers.get(event.data.stepId)?.attempt === event.data.attempt) return next;
+      return { ...next, timers: new Map(state.timers).set(event.data.stepId, { attempt: event.data.attempt, wakeAt: Date.parse(event.data.wakeAt) }) };
     case "exec.paused-for-recovery":
       return { ...next, epoch: Math.max(state.epoch, event.data.newEpoch), pendingRecovery: event.data };
     case "exec.resumed": {

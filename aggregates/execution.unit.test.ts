@@ -24,6 +24,14 @@ describe("foldExecution: the journal is the resume state", () => {
     expect(s.violations).toEqual([]);
   });
 
+  it("given a sleep step's timer, then its wake-up is kept per attempt (a duplicate never moves it), a new attempt replaces it and completion clears it (proves no transport)", () => {
+    const timer = (seq: number, attempt: number, wakeAt: string) => ev(seq, "exec.timer-started", { stepId: "nap", attempt, durationMs: 1000, wakeAt } as DataOf<"exec.timer-started">);
+    const t1 = "2026-01-01T00:00:01.000Z", t2 = "2026-01-01T00:00:05.000Z";
+    expect(foldExecution([started(1), timer(2, 1, t1), timer(3, 1, t2)]).timers.get("nap")).toEqual({ attempt: 1, wakeAt: Date.parse(t1) });
+    expect(foldExecution([started(1), timer(2, 1, t1), timer(3, 2, t2)]).timers.get("nap")).toEqual({ attempt: 2, wakeAt: Date.parse(t2) });
+    expect(foldExecution([started(1), timer(2, 1, t1), done(3, "nap")]).timers.has("nap")).toBe(false);
+  });
+
   it("given a failed attempt with a retry time, then the failure carries its attempt and retryAt in epoch ms; a later completion clears it", () => {
     const failed = ev(5, "exec.step-failed", { stepId: "a", attempt: 1, error: "boom", retryAt: "2026-01-01T00:00:01.000Z" } as DataOf<"exec.step-failed">);
     expect(foldExecution([started(1), failed]).failures.get("a")).toEqual({ attempt: 1, retryAt: Date.parse("2026-01-01T00:00:01.000Z") });

@@ -28,6 +28,16 @@ export const ExecStepFailed = defineEvent("exec", "step-failed", z.object({
   error: z.string().max(2000),
   retryAt: z.iso.datetime().optional().describe("absent when the step has no attempts left"),
 }).strict());
+/**
+ * A `sleep` step's durable timer: appended (conditionally, like every exec append) before the step
+ * waits, so a resumed execution waits only until `wakeAt`, not the whole duration again.
+ */
+export const ExecTimerStarted = defineEvent("exec", "timer-started", z.object({
+  stepId: StepId,
+  attempt: z.number().int().positive(),
+  durationMs: z.number().int().nonnegative(),
+  wakeAt: z.iso.datetime(),
+}).strict());
 export const ExecPausedForRecovery = defineEvent("exec", "paused-for-recovery", z.object({
   forensicsId: ForensicsId,
   incidentId: RuntimeFailureIncidentId,
@@ -44,5 +54,5 @@ export const ExecCompleted = defineEvent("exec", "completed", z.object({ outputD
 export const ExecFailed = defineEvent("exec", "failed", z.object({ reason: Reason, stepId: StepId.optional() }).strict());
 export const ExecCancelled = defineEvent("exec", "cancelled", z.object({ reason: z.string().max(500).default("") }).strict());
 
-export const EXEC_EVENTS = [ExecStarted, ExecStepCompleted, ExecStepFailed, ExecPausedForRecovery, ExecResumed, ExecCompleted,
+export const EXEC_EVENTS = [ExecStarted, ExecStepCompleted, ExecStepFailed, ExecTimerStarted, ExecPausedForRecovery, ExecResumed, ExecCompleted,
   ExecFailed, ExecCancelled] as const;

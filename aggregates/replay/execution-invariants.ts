@@ -103,6 +103,7 @@ function eventProblem(seq: number, event: ExecEvent, c: Ctx): Check {
     }
     case "exec.step-completed":
     case "exec.step-failed":
+    case "exec.timer-started":
       return stepProblem(seq, event, c);
     case "exec.completed": {
       if (c.decision.kind === "completed") return undefined;
@@ -121,15 +122,18 @@ function eventProblem(seq: number, event: ExecEvent, c: Ctx): Check {
   }
 }
 
-function stepProblem(seq: number, event: Extract<ExecEvent, { type: "exec.step-completed" | "exec.step-failed" }>, c: Ctx): Check {
+function stepProblem(seq: number, event: Extract<ExecEvent, { type: "exec.step-completed" | "exec.step-failed" | "exec.timer-started" }>, c: Ctx): Check {
   const { stepId, attempt } = event.data;
   const step = c.byId.get(stepId);
   if (!step) return { invariant: "unknown-step", seq, message: `${label(event)} at seq ${seq}: step ${stepId} is not in the run's DAG` };
+  if (event.type === "exec.timer-started" && step.kind !== "sleep") {
+    return { invariant: "scheduler-divergence", seq, message: `${label(event)} at seq ${seq}: step ${stepId} is a ${step.kind} step; only sleep steps keep timers` };
+  }
   const done = c.state.completed.get(stepId);
   if (done) {
     return event.type === "exec.step-completed"
       ? { invariant: "duplicate-step-completed", seq, message: `second step-completed for step ${stepId} (attempt ${attempt}) at seq ${seq}; it already completed at seq ${done.seq} (attempt ${done.attempt})` }
-      : { invariant: "scheduler-divergence", seq, message: `step-failed for step ${stepId} at seq ${seq} after it completed at seq ${done.seq}` };
+      : { invariant: "scheduler-divergence", seq, message: `${event.type.slice(5)} for step ${stepId} at seq ${seq} after it completed at seq ${done.seq}` };
   }
   const missing = step.dependsOn.filter((d) => !c.state.completed.has(d));
   if (missing.length > 0) {

@@ -37,6 +37,13 @@ describe("execution invariants", () => {
     expect(first(validateRunLog("run-clean", patch(clean, c, { attempt: 3 })))).toEqual({ invariant: "scheduler-divergence", seq: c.seq });
   });
 
+  it("a durable timer for a step that is not a sleep step diverges at the timer", () => {
+    const b = at(clean, (e) => e.type === "exec.step-completed" && stepOf(e) === "b");
+    const timer = { ...b, event: { ...b.event, type: "exec.timer-started", eventId: "ev-timer", data: { stepId: "b", attempt: 1, durationMs: 5, wakeAt: b.event.occurredAt } } as DroverEvent };
+    const log = [...clean.filter((r) => r.seq < b.seq), timer, ...clean.filter((r) => r.seq >= b.seq).map((r) => ({ ...r, seq: r.seq + 1 }))];
+    expect(first(validateRunLog("run-clean", log))).toEqual({ invariant: "scheduler-divergence", seq: b.seq });
+  });
+
   it("a step the DAG does not have, a write after exec.completed and a DAG digest other than the submitted DAG's each diverge", () => {
     const b = at(clean, (e) => e.type === "exec.step-completed" && stepOf(e) === "b");
     expect(first(validateRunLog("run-clean", patch(clean, b, { stepId: "zz" })))).toEqual({ invariant: "unknown-step", seq: b.seq });

@@ -26,6 +26,7 @@ const DESCRIBE: Describe = {
   "exec.started": (e) => ["steps", `execution started on ${e.data.runtimeInstanceId} (${e.data.localRunId}) at epoch ${e.data.epoch}, ${e.data.stepCount} step(s)`],
   "exec.step-completed": (e) => ["steps", `${e.data.stepId}#${e.data.attempt} completed`],
   "exec.step-failed": (e) => ["steps", `${e.data.stepId}#${e.data.attempt} failed${e.data.retryAt ? "" : " (no attempts left)"}`],
+  "exec.timer-started": (e) => ["steps", `${e.data.stepId}#${e.data.attempt} sleeps until ${e.data.wakeAt}`],
   "exec.paused-for-recovery": (e) => ["recovery", `execution paused for recovery: epoch → ${e.data.newEpoch} (${e.data.forensicsId})`],
   "exec.resumed": (e) => ["recovery", `execution resumed on ${e.data.runtimeInstanceId} (${e.data.localRunId}) at epoch ${e.data.epoch} with ${e.data.completedSteps} steps already done`],
   "exec.completed": () => ["completion", "execution completed"],

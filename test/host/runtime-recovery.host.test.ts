@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import type { DagDefinition, Transport } from "../../contracts/index.ts";
+import { DagDefinition, type DagInput, type Transport } from "../../contracts/index.ts";
 import { runRef, type StoredEvent } from "../../streams/index.ts";
 import { admitAndDispatch, chainDag, journal, openControlPlaneDouble, pauseForRecovery, waitForAggregate, waitForJournal, type ControlPlaneDouble } from "../support/control-plane-double.ts";
 import { uniqueName } from "../support/isolation.ts";
@@ -109,6 +109,30 @@ describe("crash recovery: a replacement runtime continues the same execution", (
     const fence = events.findIndex((e) => e.event.type === "exec.paused-for-recovery");
     expect(events.slice(fence + 1).some((e) => e.event.writer.runtimeInstanceId === a.runtimeInstanceId)).toBe(false);
     expect(events.at(-1)?.event.type).toBe("exec.completed");
+  });
+
+  it("a sleep step is a durable timer: SIGKILLed mid-sleep, the replacement wakes at the journalled time instead of sleeping the whole duration again", async () => {
+    const SLEEP_MS = 6_000;
+    const dag = DagDefinition.parse({ steps: [{ id: "first", kind: "compute", params: { durationMs: 10 } },
+      { id: "nap", kind: "sleep", dependsOn: ["first"], params: { durationMs: SLEEP_MS } }] } satisfies DagInput);
+    const a = await runtime("http");
+    const executionId = await dispatchFresh(a, dag, "run-nap", "lr-nap-1");
+    const timer = (await waitForJournal(cp, TENANT, executionId, (es) => es.some((e) => e.event.type === "exec.timer-started")))
+      .find((e) => e.event.type === "exec.timer-started")!;
+    const wakeAt = Date.parse((timer.event.data as { wakeAt: string }).wakeAt);
+    expect(wakeAt - timer.time.getTime()).toBeGreaterThan(SLEEP_MS - 1_000);
+    await new Promise((r) => setTimeout(r, 1_500));
+    await a.kill();
+    const b = await runtime("grpc");
+    await recoverOnto(b, { dag, sharedRunId: "run-nap", executionId, failed: a, failedLocalRunId: "lr-nap-1", localRunId: "lr-nap-2", epoch: 1 });
+    const events = await waitForJournal(cp, TENANT, executionId, (es) => es.some((e) => e.event.type === "exec.completed"));
+    const napDone = events.find((e) => e.event.type === "exec.step-completed" && (e.event.data as { stepId: string }).stepId === "nap")!;
+    // Woke at the journalled time (the server stamps both; a full second sleep would end ≥ 1.5 s later).
+    expect(napDone.time.getTime()).toBeGreaterThanOrEqual(wakeAt - 50);
+    expect(napDone.time.getTime()).toBeLessThan(wakeAt + 1_000);
+    expect(events.filter((e) => e.event.type === "exec.timer-started")).toHaveLength(1);
+    expect(napDone.event.writer.runtimeInstanceId).toBe(b.runtimeInstanceId);
+    expectExactlyOnePerStep(events, dag);
   });
 
   it("refuses ResumeExecution whose epoch is not the journal's pending recovery epoch, writing nothing", async () => {

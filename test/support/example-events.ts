@@ -103,6 +103,8 @@ export const EXAMPLE_BUILDERS: Builders = {
     data: { stepId: ids.step, attempt: 2, output: { ok: true, n: 3, note: null }, outputDigest: DIGEST, durationMs: 12 } }),
   "exec.step-failed": () => ({ ...envelope("exec.step-failed"), tenantId: ids.tenant, writer: runtimeWriter,
     data: { stepId: ids.step, attempt: 1, error: "flaky attempt 1", retryAt: AT } }),
+  "exec.timer-started": () => ({ ...envelope("exec.timer-started"), tenantId: ids.tenant, writer: runtimeWriter,
+    data: { stepId: ids.step, attempt: 1, durationMs: 60_000, wakeAt: AT } }),
   "exec.paused-for-recovery": () => ({ ...envelope("exec.paused-for-recovery"), tenantId: ids.tenant,
     data: { forensicsId: forensicsIds.inFlight, incidentId: ids.incident, failedRuntimeInstanceId: ids.runtime, newEpoch: 1 } }),
   "exec.resumed": () => ({ ...envelope("exec.resumed"), tenantId: ids.tenant,

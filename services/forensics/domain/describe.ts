@@ -74,6 +74,8 @@ function describeExec(e: Of<"exec">, executionId: string): Description {
       { stepId: e.data.stepId, attempt: e.data.attempt, outputDigest: e.data.outputDigest, durationMs: e.data.durationMs, epoch: e.writer.epoch ?? null }, ex);
     case "exec.step-failed": return d(`step ${e.data.stepId} failed (attempt ${e.data.attempt})${e.data.retryAt ? "" : ", no attempts left"}`,
       { stepId: e.data.stepId, attempt: e.data.attempt, error: e.data.error, retryAt: e.data.retryAt ?? null }, ex);
+    case "exec.timer-started": return d(`step ${e.data.stepId} sleeps until ${e.data.wakeAt} (attempt ${e.data.attempt})`,
+      { stepId: e.data.stepId, attempt: e.data.attempt, durationMs: e.data.durationMs, wakeAt: e.data.wakeAt, epoch: e.writer.epoch ?? null }, ex);
     case "exec.paused-for-recovery": return d(`paused for recovery: new epoch ${e.data.newEpoch}, ${e.data.failedRuntimeInstanceId} fenced out`,
       { newEpoch: e.data.newEpoch }, { ...ex, forensicsId: e.data.forensicsId, incidentId: e.data.incidentId, runtimeInstanceId: e.data.failedRuntimeInstanceId });
     case "exec.resumed": return d(`resumed on ${e.data.runtimeInstanceId} at epoch ${e.data.epoch} with ${e.data.completedSteps} steps done`,

@@ -19,7 +19,7 @@ const empty = (tenantId: string, executionId: string, seq: number): ExecutionDoc
 export function evolveExecutionDoc(doc: ExecutionDoc | undefined, f: Fact<ExecEvent>): ExecutionDoc {
   const e = f.event;
   const s = doc ?? empty(e.tenantId, f.aggregateId, f.seq);
-  if (f.seq <= s.lastSeq || (doc !== undefined && (e.type === "exec.step-completed" || e.type === "exec.step-failed"))) return s;
+  if (f.seq <= s.lastSeq || (doc !== undefined && (e.type === "exec.step-completed" || e.type === "exec.step-failed" || e.type === "exec.timer-started"))) return s;
   return { ...apply(s, e, f), lastSeq: f.seq };
 }
 
@@ -28,7 +28,7 @@ function apply(s: ExecutionDoc, e: ExecEvent, f: Fact<ExecEvent>): ExecutionDoc 
     case "exec.started":
       return { ...s, sharedRunId: e.data.sharedRunId, dagDigest: e.data.dagDigest, stepCount: e.data.stepCount, epoch: e.data.epoch,
         started: positionOf(f), owners: [...s.owners, { runtimeInstanceId: e.data.runtimeInstanceId, localRunId: e.data.localRunId, epoch: e.data.epoch, seq: f.seq, via: "started" }] };
-    case "exec.step-completed": case "exec.step-failed": return s;
+    case "exec.step-completed": case "exec.step-failed": case "exec.timer-started": return s;
     case "exec.paused-for-recovery":
       return { ...s, status: "paused-for-recovery", epoch: Math.max(s.epoch, e.data.newEpoch),
         pauses: [...s.pauses, { forensicsId: e.data.forensicsId, incidentId: e.data.incidentId, failedRuntimeInstanceId: e.data.failedRuntimeInstanceId, newEpoch: e.data.newEpoch, seq: f.seq }] };

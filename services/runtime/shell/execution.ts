@@ -33,6 +33,7 @@ export class Execution {
   private readonly completed = new Map<string, string>(); // stepId → output digest
   private readonly completedIds = new Set<string>();
   private readonly failures = new Map<string, { attempt: number; retryAt?: number }>();
+  private readonly timers = new Map<string, { attempt: number; wakeAt: number }>();
   private readonly running = new Set<string>();
   private readonly abort = new AbortController();
   private fatal: unknown;
@@ -44,6 +45,7 @@ export class Execution {
   constructor(private readonly env: ExecutorEnv, private readonly opened: OpenedExecution, private readonly dag: DagDefinition, private readonly startedAt: number) {
     for (const [id, c] of opened.prior.completed) { this.completed.set(id, c.outputDigest); this.completedIds.add(id); }
     for (const [id, f] of opened.prior.failures) this.failures.set(id, f);
+    for (const [id, t] of opened.prior.timers) this.timers.set(id, t);
   }
 
   get executionId(): string { return this.opened.executionId; }
@@ -108,10 +110,12 @@ export class Execution {
     }
     const t0 = this.env.now().getTime();
     try {
+      const wakeAt = step.kind === "sleep" ? await this.timer(step.id, s.attempt, step.params.durationMs) : undefined;
       let output: Record<string, unknown> | undefined;
       let error: unknown;
       try {
-        output = await this.env.runStep(step, { executionId: this.executionId, attempt: s.attempt, depDigests: this.completed, signal: this.abort.signal, llmBaseUrl: this.env.llmBaseUrl });
+        output = await this.env.runStep(step, { executionId: this.executionId, attempt: s.attempt, depDigests: this.completed, signal: this.abort.signal, llmBaseUrl: this.env.llmBaseUrl,
+          ...(wakeAt === undefined ? {} : { sleepMs: Math.max(0, wakeAt - this.env.now().getTime()) }) });
       } catch (e) { error = e; }
       // After cancel or lost ownership nothing more is written: the step's result is dropped.
       if (this.abort.signal.aborted) return;
@@ -138,6 +142,19 @@ export class Execution {
       this.env.workers.release();
       this.poke();
     }
+  }
+
+  /**
+   * A sleep step's durable timer: the journal's wake-up for this attempt if one was recorded (a
+   * resumed execution sleeps only what is left), else a new one, made durable before the wait.
+   */
+  private async timer(stepId: string, attempt: number, durationMs: number): Promise<number> {
+    const known = this.timers.get(stepId);
+    if (known?.attempt === attempt) return known.wakeAt;
+    const wakeAt = this.env.now().getTime() + durationMs;
+    await this.opened.exec.append(this.opened.emit("exec.timer-started", { stepId, attempt, durationMs, wakeAt: new Date(wakeAt).toISOString() } as DataOf<"exec.timer-started">));
+    this.timers.set(stepId, { attempt, wakeAt });
+    return wakeAt;
   }
 
   private async finishCompleted(): Promise<ExecutionOutcome> {

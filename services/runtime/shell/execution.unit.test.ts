@@ -88,6 +88,38 @@ describe("Execution: deterministic, durable, fenced (in-memory store; proves no 
     expect(tail.map((e) => [e.type, e.writer.runtimeInstanceId, e.writer.epoch])).toEqual([["exec.resumed", "rt-b", 1], ["exec.step-completed", "rt-b", 1], ["exec.completed", "rt-b", 1]]);
   });
 
+  it("a sleep step makes its timer durable before it waits; a resume sleeps only what is left of it and records no second timer", async () => {
+    const store = new MemoryEventStore();
+    const dag = DagDefinition.parse({ steps: [{ id: "nap", kind: "sleep", params: { durationMs: 60_000 } }] } satisfies DagInput);
+    const sleeps: (number | undefined)[] = [];
+    const sleeper: StepRunner = async (step, ctx) => { sleeps.push(ctx.sleepMs); return { sleptMs: (step.params as { durationMs: number }).durationMs }; };
+    // First owner, clock at 1 000 000: the timer (wake at 1 060 000) is journalled before the runner is called.
+    const first = await openFresh(journalEnv(store), payload(dag));
+    let wakeUp = (): void => undefined;
+    let asleep = (): void => undefined;
+    const sleeping = new Promise<void>((ok) => { asleep = ok; });
+    const firstRun = new Execution({ ...executor(async (step, ctx) => {
+      expect((await types(store)).at(-1)).toBe("exec.timer-started");
+      asleep();
+      await new Promise<void>((ok) => { wakeUp = ok; });
+      return sleeper(step, ctx);
+    }), now: () => new Date(1_000_000) }, first, dag, 0);
+    const outcome = firstRun.run();
+    await sleeping;
+    // Recovery fences it mid-sleep; when its timer fires, its step-completed is refused.
+    await store.append(first.exec.ref, first.emit("exec.paused-for-recovery", { forensicsId: `runtime-recovery:${first.executionId}:r1:l1`, incidentId: "i1", failedRuntimeInstanceId: "rt-a", newEpoch: 1 } as never), { expectedSeq: await store.lastSeq(first.exec.ref), msgId: "recovery" });
+    wakeUp();
+    expect(await outcome).toMatchObject({ state: "failed", reason: "execution-ownership-lost" });
+    const timers = (await store.read(first.exec.ref)).events.filter((e) => e.event.type === "exec.timer-started").map((e) => e.event.data);
+    expect(timers).toEqual([{ stepId: "nap", attempt: 1, durationMs: 60_000, wakeAt: new Date(1_060_000).toISOString() }]);
+    // The replacement resumes 45 s later: 15 s are left.
+    const resumed = await openResume(journalEnv(store, "rt-b"), { ...payload(dag, "l2"), executionId: first.executionId, epoch: 1, dispatchedSeq: await store.lastSeq(runRef(T, "r1")) } as never);
+    sleeps.length = 0;
+    expect(await new Execution({ ...executor(sleeper), now: () => new Date(1_045_000) }, resumed, dag, 0).run()).toEqual({ state: "completed" });
+    expect(sleeps).toEqual([15_000]);
+    expect((await store.read(first.exec.ref)).events.filter((e) => e.event.type === "exec.timer-started")).toHaveLength(1);
+  });
+
   it("a foreign append mid-run stops the execution with execution-ownership-lost: no further append, the worker is released", async () => {
     const store = new MemoryEventStore();
     const workers = new WorkerPool(1);

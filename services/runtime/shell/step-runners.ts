@@ -15,6 +15,8 @@ export interface StepContext {
   readonly depDigests: ReadonlyMap<string, string>;
   readonly signal: AbortSignal;
   readonly llmBaseUrl?: string;
+  /** Sleep steps: how long is left of the step's durable timer (the whole duration unless resumed). */
+  readonly sleepMs?: number;
 }
 
 /** Runs one attempt of a step; resolves with its JSON output, rejects with the reason the attempt failed. */
@@ -38,7 +40,8 @@ export const runStep: StepRunner = async (step, ctx) => {
       if (flakyFails(step.params.failAttempts, ctx.attempt)) throw new Error(`flaky step fails attempt ${ctx.attempt} of the first ${step.params.failAttempts}`);
       return { digest: inputDigest, attempt: ctx.attempt };
     case "sleep":
-      await delay(step.params.durationMs, undefined, { signal: ctx.signal });
+      // The output names the step's duration, not the time left: it is the same whoever finished the timer.
+      await delay(ctx.sleepMs ?? step.params.durationMs, undefined, { signal: ctx.signal });
       return { sleptMs: step.params.durationMs };
     case "http":
       return callHttp(step.params, ctx.signal);
