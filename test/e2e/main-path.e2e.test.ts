@@ -77,6 +77,10 @@ describe("main path: API → admission → scale-out → process runtime → com
     expect(nv.placement).toBeNull();
     expect(nv.localRunIds).toEqual([]);
     expect(nv.lastReason).toBe("no-visible-capacity");
+    // neither hybrid tenant may start a runtime (maxRuntimeInstances 0): admission never asked for one
+    for (const [c, id] of [[no, n1], [fb, f1]] as const) {
+      expect(((await c.events(id)).body.events as { event: { type: string } }[]).map((e) => e.event.type)).not.toContain("run.scale-out-requested");
+    }
   });
 
   it("published each runtime's capacity only after resource, host, endpoint and command passed, in that order", async () => {

@@ -23,24 +23,29 @@ describe("tenant quota (given/when/then; proves no transport)", () => {
 
 describe("single-flight scale-out (given/when/then; proves no transport)", () => {
   it("makes generation 0 when no request with the key exists", () => {
-    expect(planScaleOut([], 1000, 250)).toEqual({ kind: "request", generation: 0 });
+    expect(planScaleOut([], 1000, 250, 2)).toEqual({ kind: "request", generation: 0 });
   });
   it("makes every run wait for the open request instead of asking again", () => {
-    expect(planScaleOut([{ requestId: "so-a", status: "observed" }], 1000, 250)).toEqual({ kind: "wait-for", requestId: "so-a" });
+    expect(planScaleOut([{ requestId: "so-a", status: "observed" }], 1000, 250, 2)).toEqual({ kind: "wait-for", requestId: "so-a" });
   });
   it("holds for the new runtime's first heartbeats after a fulfilment, then asks for the next generation", () => {
     const known = [{ requestId: "so-a", status: "fulfilled", endedMs: 1000 }];
-    expect(planScaleOut(known, 1500, 250)).toEqual({ kind: "hold" });
-    expect(planScaleOut(known, 2001, 250)).toEqual({ kind: "request", generation: 1 });
+    expect(planScaleOut(known, 1500, 250, 2)).toEqual({ kind: "hold" });
+    expect(planScaleOut(known, 2001, 250, 2)).toEqual({ kind: "request", generation: 1 });
   });
   it("does not hold for a fulfilled runtime that is already suspected or fenced (a crash right after a scale-out)", () => {
     const known = [{ requestId: "so-a", status: "fulfilled", endedMs: 1000, runtimeGone: true }];
-    expect(planScaleOut(known, 1001, 250)).toEqual({ kind: "request", generation: 1 });
-    expect(planScaleOut([{ ...known[0]!, runtimeGone: false }], 1001, 250)).toEqual({ kind: "hold" });
+    expect(planScaleOut(known, 1001, 250, 2)).toEqual({ kind: "request", generation: 1 });
+    expect(planScaleOut([{ ...known[0]!, runtimeGone: false }], 1001, 250, 2)).toEqual({ kind: "hold" });
+  });
+  it("never asks for a runtime for a tenant that may not start any (maxRuntimeInstances 0), with or without history", () => {
+    expect(planScaleOut([], 1000, 250, 0)).toEqual({ kind: "hold" });
+    expect(planScaleOut([{ requestId: "so-a", status: "rejected", endedMs: 0 }], 1000 + SCALE_OUT_RETRY_MS, 250, 0)).toEqual({ kind: "hold" });
+    expect(planScaleOut([], 1000, 250, 1)).toEqual({ kind: "request", generation: 0 });
   });
   it("backs off after a rejection so a tenant at its runtime limit does not storm the provisioner", () => {
     const known = [{ requestId: "so-a", status: "fulfilled", endedMs: 0 }, { requestId: "so-b", status: "rejected", endedMs: 1000 }];
-    expect(planScaleOut(known, 1000 + SCALE_OUT_RETRY_MS - 1, 250)).toEqual({ kind: "hold" });
-    expect(planScaleOut(known, 1000 + SCALE_OUT_RETRY_MS, 250)).toEqual({ kind: "request", generation: 2 });
+    expect(planScaleOut(known, 1000 + SCALE_OUT_RETRY_MS - 1, 250, 2)).toEqual({ kind: "hold" });
+    expect(planScaleOut(known, 1000 + SCALE_OUT_RETRY_MS, 250, 2)).toEqual({ kind: "request", generation: 2 });
   });
 });

@@ -22,8 +22,12 @@ const fulfilledGraceMs = (heartbeatIntervalMs: number) => Math.max(1000, 3 * hea
  * rejected one backs off; no grace for a fulfilled runtime that is already gone, so a crash right
  * after a scale-out does not delay its replacement); otherwise make the next generation. The id is a hash of the key and the
  * generation, so concurrent admissions that know the same history propose the same request.
+ * A tenant that may never grow (`maxRuntimeInstances` 0) asks for nothing: admission requests a
+ * scale-out only "if the tenant may grow" (admission-and-capacity.md step 5). Being at a positive
+ * limit is the provisioner's call (it counts by prefix), answered with a rejection and the back-off.
  */
-export function planScaleOut(known: readonly KnownRequest[], now: number, heartbeatIntervalMs: number): ScaleOutPlan {
+export function planScaleOut(known: readonly KnownRequest[], now: number, heartbeatIntervalMs: number, maxRuntimeInstances: number): ScaleOutPlan {
+  if (maxRuntimeInstances <= 0) return { kind: "hold" };
   const open = known.find((s) => s.status === "requested" || s.status === "observed");
   if (open) return { kind: "wait-for", requestId: open.requestId };
   const holdsUntil = (s: KnownRequest) => s.status !== "fulfilled" ? (s.endedMs ?? 0) + SCALE_OUT_RETRY_MS

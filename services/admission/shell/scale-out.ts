@@ -22,7 +22,7 @@ export async function requestScaleOut(deps: AdmissionDeps, tenant: TenantSetting
   const mine = [...deps.index.scaleOuts.values()].filter((s) => s.dedupeKey === dedupeKey)
     .map((s) => ({ ...s, runtimeGone: s.runtimeInstanceId !== undefined && gone.has(s.runtimeInstanceId) }));
   const now = deps.env.clock.now().getTime();
-  const plan = planScaleOut(mine, now, deps.config.heartbeatIntervalMs);
+  const plan = planScaleOut(mine, now, deps.config.heartbeatIntervalMs, tenant.maxRuntimeInstances);
   if (plan.kind === "wait-for") return plan.requestId;
   if (plan.kind === "hold") return undefined;
   const requestId = `so-${deps.sha256(`${dedupeKey}:${plan.generation}`).slice(0, 24)}`;
