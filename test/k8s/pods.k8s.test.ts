@@ -76,7 +76,10 @@ describe("Pods run as local processes, against the local cluster's real API serv
     expect(gone(pid)).toBe(true);
     // What removed the UID, as the API server recorded it: our graceful delete, then the kubelet's
     // finalizing delete with grace 0 preconditioned on that UID (so it could never hit a namesake).
-    expect(await auditedPodDeletes(inject("k8sRunDir"), ns, "graceful")).toEqual([
+    // A delete's ResponseComplete audit event is written as its handler returns, which can be just
+    // after a watcher saw the Pod go: wait for both entries, then check them exactly.
+    const audited = await eventually(async () => { const a = await auditedPodDeletes(inject("k8sRunDir"), ns, "graceful"); return a.length >= 2 ? a : undefined; }, 5_000, "both deletes in the audit log");
+    expect(audited).toEqual([
       { code: 200, gracePeriodSeconds: 20, preconditionUid: oldUid },
       { code: 200, gracePeriodSeconds: 0, preconditionUid: oldUid },
     ]);

@@ -68,7 +68,7 @@ export async function startControlPlane(opts: { binDir: string; dir: string; por
     `--cert-dir=${join(dir, "apiserver-certs")}`,
     `--audit-policy-file=${join(dir, "audit-policy.yaml")}`,
     `--audit-log-path=${join(dir, AUDIT_LOG)}`,
-    "--audit-log-mode=blocking", // the event is written before the response is sent
+    "--audit-log-mode=blocking", // written synchronously as the handler returns (a client or watcher can see the result a moment before)
     "--v=1",
   ], { logFile: join(dir, "kube-apiserver.log"), recordFile: join(dir, "kube-apiserver.json") });
   const ca = await readFile(pki.caCert);

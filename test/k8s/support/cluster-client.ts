@@ -76,7 +76,8 @@ export interface AuditedDelete { code: number; gracePeriodSeconds: number | unde
 
 /**
  * Every completed delete of Pod `namespace/name`, in order, from the local cluster's audit log
- * (`<runDir>/audit.log`, written by kube-apiserver itself before it answers: control-plane.ts).
+ * (`<runDir>/audit.log`, written by kube-apiserver itself as each request's handler returns, so a
+ * delete whose effect a client already saw may take a moment to appear: poll for it).
  */
 export async function auditedPodDeletes(runDir: string, namespace: string, name: string): Promise<AuditedDelete[]> {
   interface Event { stage: string; verb: string; objectRef?: { resource?: string; namespace?: string; name?: string };
