@@ -18,17 +18,18 @@ import { uniqueName } from "../support/isolation.ts";
 import { eventually, freshStreams, type StreamsFixture } from "../support/streams.ts";
 
 /**
- * Admission's order after a crash, against a real nats-server and Redis with the real capacity
+ * Admission's runtime commands, against a real nats-server and Redis with the real capacity
  * projection; the runtime transport is an in-memory responder (proves no runtime transport). A
  * replacement runtime with one worker must receive a tenant's ResumeExecution before, and answer it
- * before, that tenant's other runs are sent — else a fresh run can take the only worker first.
+ * before, that tenant's other runs are sent — else a fresh run can take the only worker first. And
+ * a runtime slow to answer must hold up only its own run, never another tenant's.
  */
 const CP = "cp-resume-first";
 const config = DroverConfig.parse({ controlPlaneId: CP, heartbeatIntervalMs: 1000, dispatchTimeoutMs: 2000,
   tenants: [{ tenantId: "t-blue", isolationMode: "dedicated", maxConcurrentRuns: 50 }, { tenantId: "t-red", isolationMode: "dedicated", maxConcurrentRuns: 50 }] });
 const ctx = (service: "api" | "recovery") => ({ writer: { service, instanceId: `${service}-1` }, clock: systemClock, ids: randomIds });
 
-describe("admission sends a tenant's resume first (real NATS + Redis; runtime transport replaced by an in-memory responder)", () => {
+describe("admission's runtime commands: a tenant's resume first, a slow runtime never holds another tenant (real NATS + Redis; runtime transport replaced by an in-memory responder)", () => {
   let fx: StreamsFixture, store: EventStore, redis: Redis, capacity: CapacityProjection, admission: AdmissionService | undefined;
   beforeEach(async () => {
     fx = await freshStreams(inject("natsUrl"), "admres");
@@ -60,26 +61,7 @@ describe("admission sends a tenant's resume first (real NATS + Redis; runtime tr
       failedRuntimeInstanceId: "rt-dead", failedLocalRunId: lr, newEpoch: 1 });
   };
 
-  it("answers a tenant's ResumeExecution before sending that tenant's other runs, and never holds another tenant's runs behind it", async () => {
-    const log: string[] = [];
-    const send = async (_e: string, _t: unknown, c: RuntimeCommand): Promise<RuntimeCommandResult> => {
-      const tenant = c.runtimeInstanceId.includes("blue") ? "blue" : "red";
-      log.push(`${tenant}:${c.operation}:sent`);
-      // The blue resume is slow to answer (a journal to fold); the red run must not wait for it.
-      if (c.operation === "ResumeExecution") await new Promise((r) => setTimeout(r, 400));
-      log.push(`${tenant}:${c.operation}:answered`);
-      return { success: true, operation: c.operation, runtimeInstanceId: c.runtimeInstanceId, hostIncarnation: FAKE_INCARNATION as never, payload: {},
-        timings: { receivedAt: new Date().toISOString(), handledMs: 1 } };
-    };
-    // Fresh runs first in the log, so submission order alone would send them first.
-    for (const id of ["run-fresh-1", "run-fresh-2"]) await submit("t-blue", id);
-    await submit("t-red", "run-red-1");
-    await interrupted("t-blue", "run-resume");
-    for (const [rt, tenantId] of [["rt-blue-new", "t-blue"], ["rt-red-1", "t-red"]] as const) {
-      await publishReadyRuntime(store, { runtimeInstanceId: rt, controlPlaneId: CP, isolationMode: "dedicated", tenantId, slots: 5 });
-      await publishBeat(jetstream(fx.nc), fx.layout, rt, 1, 5);
-    }
-    await eventually("capacity", async () => ((await redisCapacityView<CapacityDescriptor>(redis, CP).all()).filter((d) => d.beats[FAKE_INCARNATION]).length === 2 ? true : undefined));
+  const startWith = async (send: (e: string, t: unknown, c: RuntimeCommand) => Promise<RuntimeCommandResult>) => {
     admission = await startAdmission({
       js: jetstream(fx.nc), config, layout: fx.layout, store, index: new RunIndex(fx.layout.eventPrefix, () => undefined),
       view: redisCapacityView<CapacityDescriptor>(redis, CP), reservations: redisReservations(redis, CP),
@@ -87,6 +69,52 @@ describe("admission sends a tenant's resume first (real NATS + Redis; runtime tr
       send: send as never, commandTokenFor: () => "token", sha256: (x) => createHash("sha256").update(x).digest("hex"), log: pino({ level: "silent" }), tickMs: 100,
     });
     await admission.ready;
+  };
+  const readyRuntimes = async (...rts: (readonly [string, string])[]) => {
+    for (const [rt, tenantId] of rts) {
+      await publishReadyRuntime(store, { runtimeInstanceId: rt, controlPlaneId: CP, isolationMode: "dedicated", tenantId, slots: 5 });
+      await publishBeat(jetstream(fx.nc), fx.layout, rt, 1, 5);
+    }
+    await eventually("capacity", async () => ((await redisCapacityView<CapacityDescriptor>(redis, CP).all()).filter((d) => d.status === "ready" && d.beats[FAKE_INCARNATION]).length === rts.length ? true : undefined));
+  };
+  const ok = (c: RuntimeCommand): RuntimeCommandResult => ({ success: true, operation: c.operation, runtimeInstanceId: c.runtimeInstanceId, hostIncarnation: FAKE_INCARNATION as never,
+    payload: {}, timings: { receivedAt: new Date().toISOString(), handledMs: 1 } });
+
+  it("a runtime slow to answer holds up only its own run: another tenant's run submitted meanwhile is sent at once", async () => {
+    await readyRuntimes(["rt-blue-slow", "t-blue"], ["rt-red-1", "t-red"]);
+    const log: string[] = [];
+    let slowSent = (): void => undefined;
+    const slowStarted = new Promise<void>((r) => { slowSent = r; });
+    await startWith(async (_e, _t, c) => {
+      const tenant = c.runtimeInstanceId.includes("blue") ? "blue" : "red";
+      log.push(`${tenant}:sent`);
+      if (tenant === "blue") { slowSent(); await new Promise((r) => setTimeout(r, 2_000)); }
+      log.push(`${tenant}:answered`);
+      return ok(c);
+    });
+    await submit("t-blue", "run-slow-1");
+    await slowStarted;
+    await submit("t-red", "run-red-2");
+    await eventually("both answered", async () => (log.filter((l) => l.endsWith(":answered")).length === 2 ? true : undefined));
+    expect(log).toEqual(["blue:sent", "red:sent", "red:answered", "blue:answered"]);
+  });
+
+  it("answers a tenant's ResumeExecution before sending that tenant's other runs, and never holds another tenant's runs behind it", async () => {
+    const log: string[] = [];
+    const send = async (_e: string, _t: unknown, c: RuntimeCommand): Promise<RuntimeCommandResult> => {
+      const tenant = c.runtimeInstanceId.includes("blue") ? "blue" : "red";
+      log.push(`${tenant}:${c.operation}:sent`);
+      // The blue resume is slow to answer (a journal to fold); the red run must not wait for it.
+      if (c.operation === "ResumeExecution") await new Promise((r) => setTimeout(r, 1_500));
+      log.push(`${tenant}:${c.operation}:answered`);
+      return ok(c);
+    };
+    // Fresh runs first in the log, so submission order alone would send them first.
+    for (const id of ["run-fresh-1", "run-fresh-2"]) await submit("t-blue", id);
+    await submit("t-red", "run-red-1");
+    await interrupted("t-blue", "run-resume");
+    await readyRuntimes(["rt-blue-new", "t-blue"], ["rt-red-1", "t-red"]);
+    await startWith(send);
     await eventually("all sent", async () => (log.filter((l) => l.endsWith(":answered")).length === 4 ? true : undefined));
     const at = (entry: string) => log.indexOf(entry);
     const blue = log.filter((l) => l.startsWith("blue:"));

@@ -4,31 +4,42 @@ import type { Placeable } from "./candidates.ts";
 import type { AdmissionDeps } from "./deps.ts";
 import type { IndexedRun } from "./run-index.ts";
 
+type Target = Pick<Placeable, "runtimeInstanceId" | "endpoint" | "transport" | "hostIncarnation">;
+
 /**
- * Records `dispatched` (the intent, before the side effect), then sends DispatchRun — or
+ * Records `dispatched` (the intent, before the side effect) and returns the send: DispatchRun — or
  * ResumeExecution for a run requeued for resume — over the runtime's transport with the routing
- * header and the instance token. The runtime must answer as the targeted instance. On failure the
- * run gets `dispatch-failed` with a structured reason and its reservation is released, so the next
- * tick places it again. Returns true when the runtime accepted the run.
+ * header and the instance token, resolving true when the runtime accepted the run. The runtime must
+ * answer as the targeted instance. On failure the run gets `dispatch-failed` with a structured
+ * reason and its reservation is released, so the next pass places it again. Undefined when there is
+ * nothing to send (no placement, another decider moved the run, or no endpoint: `dispatch-failed`).
+ * Admission runs the send outside its pass, so a slow runtime holds up only its own run.
  */
-export async function dispatchRun(deps: AdmissionDeps, r: IndexedRun, target: Pick<Placeable, "runtimeInstanceId" | "endpoint" | "transport" | "hostIncarnation">): Promise<boolean> {
+export async function recordDispatch(deps: AdmissionDeps, r: IndexedRun, target: Target): Promise<(() => Promise<boolean>) | undefined> {
   const p = r.state.placement;
-  if (!p) return false;
+  if (!p) return undefined;
   const resume = r.state.resume;
   const causation = `dispatch:${p.localRunId}`;
   let dispatchedSeq = p.dispatchedSeq;
   if (dispatchedSeq === undefined) {
-    if (!target.endpoint || !target.hostIncarnation) return fail(deps, r, p.localRunId, { code: target.transport === "grpc" ? "grpc-endpoint-missing" : "http-endpoint-missing", detail: "no published endpoint" });
+    if (!target.endpoint || !target.hostIncarnation) {
+      await fail(deps, r, p.localRunId, { code: target.transport === "grpc" ? "grpc-endpoint-missing" : "http-endpoint-missing", detail: "no published endpoint" });
+      return undefined;
+    }
     dispatchedSeq = await appendRunDecision(deps, r, { kind: "MarkDispatched", data: {
       runtimeInstanceId: target.runtimeInstanceId, localRunId: p.localRunId, transport: target.transport, hostIncarnation: target.hostIncarnation,
       ...(resume ? { resumeExecutionId: resume.executionId } : {}),
     } as never }, causation);
-    if (dispatchedSeq === undefined) return false;
+    if (dispatchedSeq === undefined) return undefined;
   }
   const base = { sharedRunId: r.sharedRunId, localRunId: p.localRunId, tenantId: r.tenantId, dag: r.state.dag, dispatchedSeq, correlationId: r.sharedRunId };
   const command = (resume
     ? { operation: "ResumeExecution", runtimeInstanceId: target.runtimeInstanceId, correlationId: r.sharedRunId, payload: { ...base, executionId: resume.executionId, epoch: resume.epoch } }
     : { operation: "DispatchRun", runtimeInstanceId: target.runtimeInstanceId, correlationId: r.sharedRunId, payload: base }) as RuntimeCommand;
+  return () => send(deps, r, p.localRunId, target, command);
+}
+
+async function send(deps: AdmissionDeps, r: IndexedRun, localRunId: string, target: Target, command: RuntimeCommand): Promise<boolean> {
   try {
     const result = await deps.send(target.endpoint!, target.transport, command, deps.commandTokenFor(target.runtimeInstanceId), deps.config.dispatchTimeoutMs);
     if (result.success) {
@@ -38,11 +49,11 @@ export async function dispatchRun(deps: AdmissionDeps, r: IndexedRun, target: Pi
       return true;
     }
     const code = result.failureReason && isErrorCode(result.failureReason) ? result.failureReason : "runtime-command-readiness-failed";
-    return fail(deps, r, p.localRunId, { code, detail: result.failureDetail ?? `${command.operation} refused` });
+    return fail(deps, r, localRunId, { code, detail: result.failureDetail ?? `${command.operation} refused` });
   } catch (e) {
     const err = isDroverError(e) ? e : new DroverError("runtime-unreachable", String(e));
     deps.log.warn({ run: r.sharedRunId, runtime: target.runtimeInstanceId, code: err.code, err: err.message }, "dispatch failed");
-    return fail(deps, r, p.localRunId, { code: err.code, detail: err.message.slice(0, 2000) });
+    return fail(deps, r, localRunId, { code: err.code, detail: err.message.slice(0, 2000) });
   }
 }
 

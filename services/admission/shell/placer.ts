@@ -5,11 +5,26 @@ import { rankCandidates, whyNoCandidate } from "../domain/ranking.ts";
 import { appendRunDecision } from "./append-run.ts";
 import { readCandidates, type Placeable } from "./candidates.ts";
 import type { AdmissionDeps } from "./deps.ts";
-import { dispatchRun, runtimeKnowsRun } from "./dispatch.ts";
+import { recordDispatch, runtimeKnowsRun } from "./dispatch.ts";
 import { requestScaleOut } from "./scale-out.ts";
 import type { IndexedRun } from "./run-index.ts";
 
 const PARALLEL = 8;
+
+/** What outlives one pass: runs being decided or sent, and the runtime commands still in flight. */
+export interface AdmissionState {
+  /** Runs a pass or an in-flight send is working on (never handled twice at once). */
+  readonly busy: Set<string>;
+  /** Tenant → its ResumeExecution commands sent and not yet answered: its other runs wait for them. */
+  readonly resuming: Map<string, number>;
+  /** Runtime commands in flight (stop() waits for them). */
+  readonly sends: Set<Promise<unknown>>;
+  /** Called when a command was answered (or failed), so runs waiting on it are looked at at once. */
+  readonly onSendDone: () => void;
+}
+
+/** Hands a runtime command to run outside the pass. */
+type SendLater = (send: () => Promise<unknown>) => void;
 
 /**
  * One admission pass over every pending run, in fair order (recovery items first, then weighted
@@ -17,8 +32,13 @@ const PARALLEL = 8;
  * in flight, so it holds within a replica. Slot reservations in Redis keep
  * concurrent placements (and replicas) from over-committing a runtime; conditional appends keep two
  * deciders from moving one run. Safe to run again at any time: every step is idempotent.
+ *
+ * The pass decides and records (reservation, admitted, dispatched); the runtime commands run outside
+ * it, so a runtime slow to answer (up to dispatchTimeoutMs) holds up its own run, never the next pass
+ * and so never another tenant's runs.
  */
-export async function admissionPass(deps: AdmissionDeps, busy: Set<string>): Promise<void> {
+export async function admissionPass(deps: AdmissionDeps, state: AdmissionState): Promise<void> {
+  const { busy } = state;
   const now = deps.env.clock.now().getTime();
   const candidates = await readCandidates(deps.view, deps.reservations, now, staleHeartbeatMsOf(deps.config));
   const pending = deps.index.pending().filter((r) => !busy.has(key(r)));
@@ -28,31 +48,47 @@ export async function admissionPass(deps: AdmissionDeps, busy: Set<string>): Pro
   // Placements of one tenant in flight in this pass: the quota counts them with the tenant's active
   // runs, so parallel decisions cannot overshoot it within a replica.
   const inFlight = new Map<string, number>();
+  // A tenant's interrupted executions go first, and its other runs are sent only once the resume
+  // was answered: its replacement runtime then queues the resume ahead of redispatched and new runs
+  // instead of racing them for its first free worker (a P=1 proof saw a resume wait 700 ms behind a
+  // run dispatched in the same ms). Per tenant, so one tenant's slow resume never holds another's runs.
+  const isResume = (r: IndexedRun) => r.state.resume !== undefined;
   const placeOne = async (r: IndexedRun) => {
-    busy.add(key(r));
+    if (!isResume(r) && (state.resuming.get(r.tenantId) ?? 0) > 0) return; // next pass, after the answer
+    const k = key(r);
+    busy.add(k);
     inFlight.set(r.tenantId, (inFlight.get(r.tenantId) ?? 0) + 1);
+    let sending = false;
     try {
-      await handle(deps, r, candidates, now, (inFlight.get(r.tenantId) ?? 1) - 1);
+      await handle(deps, r, candidates, now, (inFlight.get(r.tenantId) ?? 1) - 1, (send) => {
+        sending = true;
+        const resume = isResume(r);
+        if (resume) state.resuming.set(r.tenantId, (state.resuming.get(r.tenantId) ?? 0) + 1);
+        const p: Promise<unknown> = send().catch((e) => deps.log.error({ run: r.sharedRunId, err: String(e) }, "runtime command failed; retried next pass")).finally(() => {
+          busy.delete(k);
+          const left = (state.resuming.get(r.tenantId) ?? 1) - 1;
+          if (resume && left > 0) state.resuming.set(r.tenantId, left);
+          else if (resume) state.resuming.delete(r.tenantId);
+          state.sends.delete(p);
+          state.onSendDone();
+        });
+        state.sends.add(p);
+      });
     } catch (e) {
       deps.log.error({ run: r.sharedRunId, err: String(e) }, "admission of run failed; retried next pass");
     } finally {
       inFlight.set(r.tenantId, (inFlight.get(r.tenantId) ?? 1) - 1);
-      busy.delete(key(r));
+      if (!sending) busy.delete(k);
     }
   };
-  // A tenant's interrupted executions are placed before, and finished before, its other runs are
-  // sent: its replacement runtime then queues the resume ahead of redispatched and new runs instead
-  // of racing them for its first free worker (a P=1 proof saw a resume wait 700 ms behind a run
-  // dispatched in the same ms). Per tenant, so one tenant's slow resume never holds another's runs.
-  const isResume = (r: IndexedRun) => r.state.resume !== undefined;
-  const resuming = new Map<string, Promise<void>[]>();
+  const resumes = new Map<string, Promise<void>[]>();
   await placeAll([...order.filter(isResume), ...order.filter((r) => !isResume(r))], async (r) => {
     if (!isResume(r)) {
-      await Promise.all(resuming.get(r.tenantId) ?? []);
+      await Promise.all(resumes.get(r.tenantId) ?? []);
       return placeOne(r);
     }
     const placed = placeOne(r);
-    resuming.set(r.tenantId, [...(resuming.get(r.tenantId) ?? []), placed]);
+    resumes.set(r.tenantId, [...(resumes.get(r.tenantId) ?? []), placed]);
     return placed;
   });
 }
@@ -68,7 +104,7 @@ async function placeAll(list: readonly IndexedRun[], f: (r: IndexedRun) => Promi
 
 const key = (r: IndexedRun) => `${r.tenantId}/${r.sharedRunId}`;
 
-async function handle(deps: AdmissionDeps, r: IndexedRun, candidates: Placeable[], now: number, othersInFlight: number): Promise<void> {
+async function handle(deps: AdmissionDeps, r: IndexedRun, candidates: Placeable[], now: number, othersInFlight: number, sendLater: SendLater): Promise<void> {
   const s = r.state;
   if (r.invalid && s.status === "none") return rejectInvalid(deps, r);
   const stale = now - r.sinceMs > 2 * deps.config.dispatchTimeoutMs;
@@ -76,7 +112,8 @@ async function handle(deps: AdmissionDeps, r: IndexedRun, candidates: Placeable[
     // Admitted but never dispatched: the replica that admitted it died (or this is its own earlier attempt). Finish it.
     if (!stale) return;
     const target = candidates.find((c) => c.runtimeInstanceId === s.placement!.runtimeInstanceId);
-    await dispatchRun(deps, r, target ?? { runtimeInstanceId: s.placement.runtimeInstanceId, transport: "http" });
+    const send = await recordDispatch(deps, r, target ?? { runtimeInstanceId: s.placement.runtimeInstanceId, transport: "http" });
+    if (send) sendLater(send);
     return;
   }
   if (s.status === "dispatched" && s.placement) {
@@ -85,7 +122,14 @@ async function handle(deps: AdmissionDeps, r: IndexedRun, candidates: Placeable[
     if (!stale || now - (r.checkedMs ?? 0) < 2 * deps.config.dispatchTimeoutMs) return;
     r.checkedMs = now;
     const target = candidates.find((c) => c.runtimeInstanceId === s.placement!.runtimeInstanceId);
-    if (target?.endpoint && !(await runtimeKnowsRun(deps, target, s.placement.localRunId))) await dispatchRun(deps, r, target);
+    const localRunId = s.placement.localRunId;
+    if (target?.endpoint) {
+      sendLater(async () => {
+        if (await runtimeKnowsRun(deps, target, localRunId)) return;
+        const send = await recordDispatch(deps, r, target);
+        if (send) await send();
+      });
+    }
     return;
   }
   const tenant = tenantSettingsOf(deps.config, r.tenantId);
@@ -111,7 +155,8 @@ async function handle(deps: AdmissionDeps, r: IndexedRun, candidates: Placeable[
     // Lost the run to another decider: keep the reservation until it expires. Releasing it could free
     // a slot the winner holds under the same key (same run) and let a third placement over-commit.
     if (admittedSeq === undefined) return;
-    await dispatchRun(deps, r, c);
+    const send = await recordDispatch(deps, r, c);
+    if (send) sendLater(send);
     return;
   }
   await queueWithScaleOut(deps, r, tenant, candidates);

@@ -1,12 +1,12 @@
 import type { JetStreamClient } from "@nats-io/jetstream";
 import { follow, type Follower } from "../../../platform/follow.ts";
 import type { AdmissionDeps } from "./deps.ts";
-import { admissionPass } from "./placer.ts";
+import { admissionPass, type AdmissionState } from "./placer.ts";
 
 export interface AdmissionService {
   /** Resolves once the run index has caught up with the stream (before that, no decision is taken). */
   readonly ready: Promise<void>;
-  /** Resolves after the next full pass completes (tests use it instead of sleeping). */
+  /** Resolves after the next full pass completes (its runtime commands may still be in flight). */
   nextPass(): Promise<void>;
   stop(): Promise<void>;
 }
@@ -21,7 +21,7 @@ export async function startAdmission(deps: AdmissionDeps & { js: JetStreamClient
   const follower: Follower = await follow(deps.js, { stream: deps.layout.eventStream, filters: [`${prefix}.run.>`, `${prefix}.scaleout.>`] },
     (m) => deps.index.apply(m));
   follower.done.catch((e) => deps.log.fatal({ err: String(e) }, "run follower stopped"));
-  const busy = new Set<string>();
+  const state: AdmissionState = { busy: new Set(), resuming: new Map(), sends: new Set(), onSendDone: () => pass() };
   let running: Promise<void> | undefined;
   let again = false;
   let stopped = false;
@@ -35,7 +35,7 @@ export async function startAdmission(deps: AdmissionDeps & { js: JetStreamClient
         again = false;
         const done = waiters;
         waiters = [];
-        await admissionPass(deps, busy).catch((e) => deps.log.error({ err: String(e) }, "admission pass failed"));
+        await admissionPass(deps, state).catch((e) => deps.log.error({ err: String(e) }, "admission pass failed"));
         for (const w of done) w();
       } while (again && !stopped);
     })().finally(() => { running = undefined; });
@@ -54,6 +54,7 @@ export async function startAdmission(deps: AdmissionDeps & { js: JetStreamClient
       clearInterval(timer);
       await follower.stop();
       await running;
+      await Promise.allSettled([...state.sends]);
       for (const w of waiters) w();
     },
   };
