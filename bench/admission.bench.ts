@@ -10,7 +10,7 @@ import { apiClient } from "../test/support/api-client.ts";
 import { startControlPlane } from "../test/support/control-plane.ts";
 import { startNats, startRedis } from "../test/support/servers.ts";
 import { eventually } from "../test/support/streams.ts";
-import { quantile, recordMetrics, round } from "./support/results.ts";
+import { latencyMetric, recordMetrics, round } from "./support/results.ts";
 
 const N = Number(process.env.BENCH_RUNS ?? 300);
 const TOKEN = "bench-token-tenant-000001";
@@ -59,10 +59,10 @@ try {
   const lastDispatch = Math.max(...ids.map((id) => at("run.dispatched", id)!));
   const metrics = {
     admission_throughput: { unit: "runs/s", value: round((ids.length / (lastDispatch - firstSubmit)) * 1000), note: `${ids.length} one-step runs, 16 concurrent API clients, warm capacity (1 runtime, 8 workers)` },
-    dispatch_latency: { unit: "ms", value: quantile(dispatch1, 0.5), p50: quantile(dispatch1, 0.5), p99: quantile(dispatch1, 0.99), note: "run.submitted → run.dispatched, one submission at a time, warm capacity, server timestamps" },
-    e2e_latency_1step: { unit: "ms", value: quantile(e2e1, 0.5), p50: quantile(e2e1, 0.5), p99: quantile(e2e1, 0.99), note: "run.submitted → run.completed, one at a time, warm capacity" },
-    dispatch_latency_burst: { unit: "ms", value: quantile(dispatch, 0.5), p50: quantile(dispatch, 0.5), p99: quantile(dispatch, 0.99), note: `run.submitted → run.dispatched during a burst of ${ids.length} (includes queueing)` },
-    e2e_latency_1step_burst: { unit: "ms", value: quantile(e2e, 0.5), p50: quantile(e2e, 0.5), p99: quantile(e2e, 0.99), note: `run.submitted → run.completed during the burst` },
+    dispatch_latency: latencyMetric(dispatch1, "run.submitted → run.dispatched, one submission at a time, warm capacity, server timestamps"),
+    e2e_latency_1step: latencyMetric(e2e1, "run.submitted → run.completed, one at a time, warm capacity"),
+    dispatch_latency_burst: latencyMetric(dispatch, `run.submitted → run.dispatched during a burst of ${ids.length} (includes queueing)`),
+    e2e_latency_1step_burst: latencyMetric(e2e, "run.submitted → run.completed during the burst"),
   };
   await recordMetrics(metrics, { nats: "2.15.3" });
   console.log(JSON.stringify(metrics, null, 2));

@@ -11,7 +11,7 @@ import { apiClient } from "../test/support/api-client.ts";
 import { startControlPlane } from "../test/support/control-plane.ts";
 import { startNats, startRedis } from "../test/support/servers.ts";
 import { eventually } from "../test/support/streams.ts";
-import { quantile, recordMetrics, type Metric } from "./support/results.ts";
+import { latencyMetric, recordMetrics, type Metric } from "./support/results.ts";
 
 const K = Number(process.env.BENCH_SCALEOUTS ?? 12);
 const tenants = Array.from({ length: K }, (_, k) => `t-cold-${String(k).padStart(2, "0")}`);
@@ -44,7 +44,7 @@ try {
     tenants.map((t) => to(t)! - from(t)!).filter(Number.isFinite);
   const requested = (t: string) => first(t, "scaleout.requested");
   const published = (t: string) => first(t, "runtime.capacity-published");
-  const metric = (xs: number[], note: string): Metric => ({ unit: "ms", value: quantile(xs, 0.5), p50: quantile(xs, 0.5), p99: quantile(xs, 0.99), note: `${note}; ${xs.length} cold scale-outs` });
+  const metric = (xs: number[], note: string): Metric => latencyMetric(xs, `${note}; ${xs.length} cold scale-outs`);
   const layers = ["resource", "host", "endpoint", "command"] as const;
   const perLayer = Object.fromEntries(layers.map((l) => [`scale_out_to_${l}`, metric(span(requested, (t) => first(t, "runtime.readiness-layer-passed", l)), `scaleout.requested → readiness layer ${l} passed`)]));
   const metrics: Record<string, Metric> = {

@@ -40,3 +40,9 @@ export function quantile(xs: readonly number[], q: number): number {
 }
 
 export const round = (x: number, digits = 2): number => Number(x.toFixed(digits));
+
+/** A latency figure in ms from samples: value = p50, with p50 and p99. */
+export function latencyMetric(samples: readonly number[], note: string): Metric {
+  const p50 = quantile(samples, 0.5);
+  return { unit: "ms", value: p50, p50, p99: quantile(samples, 0.99), note };
+}
