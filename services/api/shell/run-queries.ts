@@ -1,7 +1,7 @@
 import { foldRun } from "../../../aggregates/run.ts";
 import { DroverError, isDroverError, type TenantId } from "../../../contracts/index.ts";
 import { execRef, runRef, type AggregateRef } from "../../../streams/subjects.ts";
-import type { EventStore, StoredEvent } from "../../../streams/types.ts";
+import type { AggregateHistory, EventStore, StoredEvent } from "../../../streams/types.ts";
 import { executionIdsOf, runView, undecodableSubmissionView, type RunView } from "../domain/run-view.ts";
 
 /**
@@ -16,13 +16,18 @@ export class StoredEventUnreadable extends Error {
   }
 }
 
-/** The aggregate's stored events; an undecodable one raises {@link StoredEventUnreadable} (500), not the store's contract-violation (400). */
-export async function readAggregate(store: EventStore, ref: AggregateRef): Promise<readonly StoredEvent[]> {
+/** The aggregate's history; a store contract-violation (an undecodable event) raises {@link StoredEventUnreadable} (500), not 400. */
+async function readHistory(store: EventStore, ref: AggregateRef, opts?: { readonly skipUndecodable?: boolean }): Promise<AggregateHistory> {
   try {
-    return (await store.read(ref)).events;
+    return await store.read(ref, opts);
   } catch (e) {
     throw isDroverError(e, "contract-violation") ? new StoredEventUnreadable(e) : e;
   }
+}
+
+/** The aggregate's stored events; an undecodable one raises {@link StoredEventUnreadable} (500), not the store's contract-violation (400). */
+export async function readAggregate(store: EventStore, ref: AggregateRef): Promise<readonly StoredEvent[]> {
+  return (await readHistory(store, ref)).events;
 }
 
 const notFound = (sharedRunId: string) => new DroverError("not-found", `no run ${sharedRunId}`, { details: { sharedRunId } });
@@ -35,13 +40,7 @@ const notFound = (sharedRunId: string) => new DroverError("not-found", `no run $
  * is {@link StoredEventUnreadable}.
  */
 async function readRunHistory(store: EventStore, tenantId: TenantId, sharedRunId: string): Promise<{ view: RunView; events: readonly StoredEvent[] }> {
-  let history;
-  try {
-    history = await store.read(runRef(tenantId, sharedRunId), { skipUndecodable: true });
-  } catch (e) {
-    throw isDroverError(e, "contract-violation") ? new StoredEventUnreadable(e) : e;
-  }
-  const { events, undecodable = [] } = history;
+  const { events, undecodable = [] } = await readHistory(store, runRef(tenantId, sharedRunId), { skipUndecodable: true });
   const state = foldRun(events);
   const view = undecodable.length === 0 ? runView(state) : undecodableSubmissionView(tenantId, sharedRunId, state, undecodable);
   if (undecodable.length > 0 && view === undefined) {
