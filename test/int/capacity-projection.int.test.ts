@@ -43,14 +43,24 @@ describe("capacity projection (real nats-server and Redis)", () => {
   });
   afterAll(async () => { redis.disconnect(); await nc.close(); });
 
-  it("folds runtime events and heartbeats into the Redis view, and a rebuild from sequence 1 after a Redis flush equals it", async () => {
-    for (const rt of ["rt-cap-a", "rt-cap-b"]) {
+  /** Each runtime's provisioner events and one heartbeat. */
+  const readyWithBeat = async (rts: readonly string[]) => {
+    for (const rt of rts) {
       await publishRuntime(store, rt, READY.map((t) => t));
       await js.publish(heartbeatSubject(layout, rt), beat(rt, 1, new Date()));
     }
+  };
+  /** This control plane's projection, started and caught up, and the view it writes. */
+  const startLive = async () => {
     const live = redisCapacityView<CapacityDescriptor>(redis, CP);
     const projection = await startCapacityProjection({ js, layout, view: live, controlPlaneId: CP });
     await projection.ready;
+    return { live, projection };
+  };
+
+  it("folds runtime events and heartbeats into the Redis view, and a rebuild from sequence 1 after a Redis flush equals it", async () => {
+    await readyWithBeat(["rt-cap-a", "rt-cap-b"]);
+    const { live, projection } = await startLive();
     const before = await live.all();
     expect(before.map((d) => d.runtimeInstanceId)).toEqual(["rt-cap-a", "rt-cap-b"]);
     for (const d of before) {
@@ -64,9 +74,7 @@ describe("capacity projection (real nats-server and Redis)", () => {
   });
 
   it("two concurrent rebuilds run one after another: both report the full fold, and after stop() nothing folds into the view any more (no leaked follower)", async () => {
-    const live = redisCapacityView<CapacityDescriptor>(redis, CP);
-    const projection = await startCapacityProjection({ js, layout, view: live, controlPlaneId: CP });
-    await projection.ready;
+    const { live, projection } = await startLive();
     const [a, b] = await Promise.all([projection.rebuild(), projection.rebuild()]);
     const lastSeq = Math.max(await store.lastSeq(runtimeRef("rt-cap-a")), await store.lastSeq(runtimeRef("rt-cap-b")));
     expect(a).toEqual({ eventsFolded: 2 * READY.length, lastSeq, heartbeatsFolded: 2 });
@@ -81,13 +89,8 @@ describe("capacity projection (real nats-server and Redis)", () => {
 
   it("a rebuild replaces the view at once: a reader polling throughout never sees it empty or partial, and a runtime dropped from Redis comes back", async () => {
     const rts = Array.from({ length: 40 }, (_, i) => `rt-cap-many-${String(i).padStart(2, "0")}`);
-    for (const rt of rts) {
-      await publishRuntime(store, rt, READY.map((t) => t));
-      await js.publish(heartbeatSubject(layout, rt), beat(rt, 1, new Date()));
-    }
-    const live = redisCapacityView<CapacityDescriptor>(redis, CP);
-    const projection = await startCapacityProjection({ js, layout, view: live, controlPlaneId: CP });
-    await projection.ready;
+    await readyWithBeat(rts);
+    const { live, projection } = await startLive();
     const before = await live.all();
     expect(before).toHaveLength(rts.length + 2);
     await redis.del(`drover:${CP}:cap:rt:${rts[7]}`);
