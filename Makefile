@@ -30,13 +30,17 @@ run: deps ## bring up the infrastructure and the whole control plane (process ho
 stop: ## stop what `make run` started
 	@scripts/run.sh --stop
 
-lint: node_modules/.stamp ## eslint, including the boundary rules (pure domain, no service→service imports)
+lint: node_modules/.stamp ## eslint (boundary rules: pure domain, no service→service imports) and prettier --check (width 120)
 	npx eslint .
+	npx prettier --check --log-level warn "**/*.{ts,mjs,js}"
 
 typecheck: node_modules/.stamp ## tsc --noEmit, strict
 	npx tsc -p tsconfig.json --noEmit
 
 check: lint typecheck ## lint + typecheck
+
+format: node_modules/.stamp ## rewrite every TypeScript/JavaScript file with prettier (width 120, .prettierrc.json)
+	npx prettier --write --log-level warn "**/*.{ts,mjs,js}"
 
 # A tier runs only when it has test files, so an empty tier is reported, never counted as a pass.
 define tier

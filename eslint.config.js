@@ -7,14 +7,25 @@ import tseslint from "typescript-eslint";
 const SERVICES = ["admission", "api", "capacity", "forensics", "provisioner", "recovery", "runtime"];
 
 const ioModules = [
-  { group: ["node:*", "@nats-io/*", "fastify", "fastify-*", "@kubernetes/*", "ioredis", "mongodb", "@grpc/*", "pino"],
-    message: "domain code is pure: IO belongs in shell/" },
-  { group: ["**/streams/**", "**/shell/**", "**/http/**", "**/grpc/**"], message: "domain code must not reach IO layers" },
+  {
+    group: ["node:*", "@nats-io/*", "fastify", "fastify-*", "@kubernetes/*", "ioredis", "mongodb", "@grpc/*", "pino"],
+    message: "domain code is pure: IO belongs in shell/",
+  },
+  {
+    group: ["**/streams/**", "**/shell/**", "**/http/**", "**/grpc/**"],
+    message: "domain code must not reach IO layers",
+  },
 ];
 
 const impureSyntax = [
-  { selector: "MemberExpression[object.name='Date'][property.name='now']", message: "inject time through the command metadata" },
-  { selector: "NewExpression[callee.name='Date'][arguments.length=0]", message: "inject time through the command metadata" },
+  {
+    selector: "MemberExpression[object.name='Date'][property.name='now']",
+    message: "inject time through the command metadata",
+  },
+  {
+    selector: "NewExpression[callee.name='Date'][arguments.length=0]",
+    message: "inject time through the command metadata",
+  },
   { selector: "MemberExpression[object.name='Math'][property.name='random']", message: "inject randomness/ids" },
   { selector: "MemberExpression[property.name='randomUUID']", message: "inject ids" },
   { selector: "MemberExpression[object.name='process']", message: "domain code must not read the process" },
@@ -25,23 +36,53 @@ export default tseslint.config(
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
-    languageOptions: { globals: { process: "readonly", console: "readonly", setTimeout: "readonly", clearTimeout: "readonly",
-      setInterval: "readonly", clearInterval: "readonly", Buffer: "readonly", URL: "readonly", AbortController: "readonly",
-      TextEncoder: "readonly", TextDecoder: "readonly", fetch: "readonly", structuredClone: "readonly", queueMicrotask: "readonly",
-      setImmediate: "readonly", AbortSignal: "readonly" } },
+    languageOptions: {
+      globals: {
+        process: "readonly",
+        console: "readonly",
+        setTimeout: "readonly",
+        clearTimeout: "readonly",
+        setInterval: "readonly",
+        clearInterval: "readonly",
+        Buffer: "readonly",
+        URL: "readonly",
+        AbortController: "readonly",
+        TextEncoder: "readonly",
+        TextDecoder: "readonly",
+        fetch: "readonly",
+        structuredClone: "readonly",
+        queueMicrotask: "readonly",
+        setImmediate: "readonly",
+        AbortSignal: "readonly",
+      },
+    },
     rules: {
       "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],
       "@typescript-eslint/consistent-type-imports": "error",
-      "no-restricted-syntax": ["error", { selector: "CallExpression[callee.property.name='only']", message: "no .only" }],
+      "no-restricted-syntax": [
+        "error",
+        { selector: "CallExpression[callee.property.name='only']", message: "no .only" },
+      ],
     },
   },
   ...SERVICES.map((svc) => ({
     files: [`services/${svc}/**/*.ts`],
     rules: {
-      "no-restricted-imports": ["error", { patterns: [{
-        group: SERVICES.filter((s) => s !== svc).flatMap((s) => [`**/services/${s}/**`, `../../${s}/**`, `../${s}/**`]),
-        message: "a service never imports another service: talk through subjects",
-      }] }],
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            {
+              group: SERVICES.filter((s) => s !== svc).flatMap((s) => [
+                `**/services/${s}/**`,
+                `../../${s}/**`,
+                `../${s}/**`,
+              ]),
+              message: "a service never imports another service: talk through subjects",
+            },
+          ],
+        },
+      ],
     },
   })),
   {

@@ -5,9 +5,17 @@ export type ExecEvent = Extract<DroverEvent, { type: `exec.${string}` }>;
 export const isExecEvent = (e: DroverEvent): e is ExecEvent => e.type.startsWith("exec.");
 
 /** An event with its stream sequence (structurally a streams `StoredEvent`; domain code does not import streams/). */
-export interface SequencedEvent { readonly seq: number; readonly event: DroverEvent }
+export interface SequencedEvent {
+  readonly seq: number;
+  readonly event: DroverEvent;
+}
 
-export interface CompletedStep { readonly attempt: number; readonly output: unknown; readonly outputDigest: string; readonly seq: number }
+export interface CompletedStep {
+  readonly attempt: number;
+  readonly output: unknown;
+  readonly outputDigest: string;
+  readonly seq: number;
+}
 
 /** An execution's state as its journal proves it: what a resuming runtime continues from. */
 export interface ExecutionState {
@@ -29,7 +37,14 @@ export interface ExecutionState {
   readonly violations: readonly string[];
 }
 
-export const initialExecutionState = (): ExecutionState => ({ epoch: 0, completed: new Map(), failures: new Map(), timers: new Map(), lastSeq: 0, violations: [] });
+export const initialExecutionState = (): ExecutionState => ({
+  epoch: 0,
+  completed: new Map(),
+  failures: new Map(),
+  timers: new Map(),
+  lastSeq: 0,
+  violations: [],
+});
 
 /**
  * Folds one execution event into the state. Pure and total: events of other aggregates are ignored,
@@ -47,7 +62,8 @@ export function evolveExecution(state: ExecutionState, { seq, event }: Sequenced
       return { ...next, started: event.data, epoch: Math.max(state.epoch, event.data.epoch) };
     case "exec.step-completed": {
       const { stepId, attempt, output, outputDigest } = event.data;
-      if (state.completed.has(stepId)) return { ...next, violations: [...state.violations, `duplicate step-completed for ${stepId} at seq ${seq}`] };
+      if (state.completed.has(stepId))
+        return { ...next, violations: [...state.violations, `duplicate step-completed for ${stepId} at seq ${seq}`] };
       const completed = new Map(state.completed).set(stepId, { attempt, output, outputDigest, seq });
       const failures = new Map(state.failures);
       failures.delete(stepId);
@@ -57,19 +73,33 @@ export function evolveExecution(state: ExecutionState, { seq, event }: Sequenced
     }
     case "exec.step-failed": {
       const retryAt = event.data.retryAt === undefined ? undefined : Date.parse(event.data.retryAt);
-      const failure = retryAt === undefined ? { attempt: event.data.attempt } : { attempt: event.data.attempt, retryAt };
+      const failure =
+        retryAt === undefined ? { attempt: event.data.attempt } : { attempt: event.data.attempt, retryAt };
       return { ...next, failures: new Map(state.failures).set(event.data.stepId, failure) };
     }
     case "exec.timer-started":
       // The first timer of an attempt is the one it keeps: a duplicate never moves the wake-up.
       if (state.timers.get(event.data.stepId)?.attempt === event.data.attempt) return next;
-      return { ...next, timers: new Map(state.timers).set(event.data.stepId, { attempt: event.data.attempt, wakeAt: Date.parse(event.data.wakeAt) }) };
+      return {
+        ...next,
+        timers: new Map(state.timers).set(event.data.stepId, {
+          attempt: event.data.attempt,
+          wakeAt: Date.parse(event.data.wakeAt),
+        }),
+      };
     case "exec.paused-for-recovery":
       return { ...next, epoch: Math.max(state.epoch, event.data.newEpoch), pendingRecovery: event.data };
     case "exec.resumed": {
       const { pendingRecovery: _cleared, ...rest } = next;
       if (state.pendingRecovery?.newEpoch !== event.data.epoch) {
-        return { ...rest, lastResumed: event.data, violations: [...state.violations, `resumed at epoch ${event.data.epoch} without a matching paused-for-recovery at seq ${seq}`] };
+        return {
+          ...rest,
+          lastResumed: event.data,
+          violations: [
+            ...state.violations,
+            `resumed at epoch ${event.data.epoch} without a matching paused-for-recovery at seq ${seq}`,
+          ],
+        };
       }
       return { ...rest, lastResumed: event.data, epoch: Math.max(state.epoch, event.data.epoch) };
     }

@@ -7,5 +7,14 @@ export { validateExecution, type ExecutionReplay } from "./replay/execution-inva
 export { validateRun } from "./replay/run-invariants.ts";
 export { validateIncident } from "./replay/incident-invariants.ts";
 export { firstDivergence, type Divergence, type Invariant, type ValidationResult } from "./replay/result.ts";
-export { validateRunLog, validateExecutionLog, validateIncidentLog, aggregateIdOf, dagOf, executionsOfRun, incidentsOfRun,
-  type RecordedEvent, type LogOptions } from "./replay/recorded-log.ts";
+export {
+  validateRunLog,
+  validateExecutionLog,
+  validateIncidentLog,
+  aggregateIdOf,
+  dagOf,
+  executionsOfRun,
+  incidentsOfRun,
+  type RecordedEvent,
+  type LogOptions,
+} from "./replay/recorded-log.ts";

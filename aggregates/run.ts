@@ -3,8 +3,18 @@ import type { DagDefinition, DataOf, DroverEvent } from "../contracts/index.ts";
 type RunEvent = Extract<DroverEvent, { type: `run.${string}` }>;
 
 export type RunStatus =
-  | "none" | "submitted" | "queued" | "admitted" | "dispatched" | "started"
-  | "requeued-for-resume" | "requeued-for-local-queued-recovery" | "completed" | "failed" | "cancelled" | "rejected";
+  | "none"
+  | "submitted"
+  | "queued"
+  | "admitted"
+  | "dispatched"
+  | "started"
+  | "requeued-for-resume"
+  | "requeued-for-local-queued-recovery"
+  | "completed"
+  | "failed"
+  | "cancelled"
+  | "rejected";
 
 /** A placement: the run's attempt on one runtime's local queue. */
 export interface Placement {
@@ -47,9 +57,17 @@ export interface RunState {
   readonly lastSeq: number;
 }
 
-export const initialRunState = (): RunState => ({ status: "none", localRunIds: [], recoveryPending: false, dispatchFailures: 0, scaleOutRequestIds: [], lastSeq: 0 });
+export const initialRunState = (): RunState => ({
+  status: "none",
+  localRunIds: [],
+  recoveryPending: false,
+  dispatchFailures: 0,
+  scaleOutRequestIds: [],
+  lastSeq: 0,
+});
 
-export const isTerminal = (s: RunStatus): boolean => s === "completed" || s === "failed" || s === "cancelled" || s === "rejected";
+export const isTerminal = (s: RunStatus): boolean =>
+  s === "completed" || s === "failed" || s === "cancelled" || s === "rejected";
 
 /** Folds one run event at its stream sequence. */
 export function evolveRun(s: RunState, e: RunEvent, seq: number): RunState {
@@ -64,24 +82,53 @@ function apply(s: RunState, e: RunEvent, seq: number): RunState {
     case "run.submitted":
       // Trusted producers publish without a sequence expectation: only the first submission counts.
       if (s.status !== "none") return s;
-      return { ...s, status: "submitted", sharedRunId: e.data.sharedRunId, tenantId: e.tenantId, dag: e.data.dag, submittedSeq: seq };
+      return {
+        ...s,
+        status: "submitted",
+        sharedRunId: e.data.sharedRunId,
+        tenantId: e.tenantId,
+        dag: e.data.dag,
+        submittedSeq: seq,
+      };
     case "run.admitted":
-      return { ...s, status: "admitted", placement: { runtimeInstanceId: e.data.runtimeInstanceId, localRunId: e.data.localRunId, reservationId: e.data.reservationId, admittedSeq: seq },
-        localRunIds: s.localRunIds.includes(e.data.localRunId) ? s.localRunIds : [...s.localRunIds, e.data.localRunId] };
+      return {
+        ...s,
+        status: "admitted",
+        placement: {
+          runtimeInstanceId: e.data.runtimeInstanceId,
+          localRunId: e.data.localRunId,
+          reservationId: e.data.reservationId,
+          admittedSeq: seq,
+        },
+        localRunIds: s.localRunIds.includes(e.data.localRunId) ? s.localRunIds : [...s.localRunIds, e.data.localRunId],
+      };
     case "run.queued-globally":
       return { ...s, status: isTerminal(s.status) ? s.status : "queued", lastReason: e.data.reason.code };
     case "run.scale-out-requested":
       return { ...s, scaleOutRequestIds: [...s.scaleOutRequestIds, e.data.requestId] };
     case "run.dispatch-failed":
-      return { ...s, status: "queued", placement: undefined, lastReason: e.data.reason.code, dispatchFailures: s.dispatchFailures + 1,
-        lastFailedRuntimeId: e.data.runtimeInstanceId };
+      return {
+        ...s,
+        status: "queued",
+        placement: undefined,
+        lastReason: e.data.reason.code,
+        dispatchFailures: s.dispatchFailures + 1,
+        lastFailedRuntimeId: e.data.runtimeInstanceId,
+      };
     case "run.dispatched":
-      return s.placement ? { ...s, status: "dispatched", placement: { ...s.placement, dispatchedSeq: seq, transport: e.data.transport } } : s;
+      return s.placement
+        ? { ...s, status: "dispatched", placement: { ...s.placement, dispatchedSeq: seq, transport: e.data.transport } }
+        : s;
     case "run.started":
       return { ...s, status: "started", executionId: e.data.executionId, recoveryPending: false, resume: undefined };
     case "run.requeued-for-resume":
-      return { ...s, status: "requeued-for-resume", placement: undefined, recoveryPending: true,
-        resume: { executionId: e.data.executionId, epoch: e.data.newEpoch, forensicsId: e.data.forensicsId } };
+      return {
+        ...s,
+        status: "requeued-for-resume",
+        placement: undefined,
+        recoveryPending: true,
+        resume: { executionId: e.data.executionId, epoch: e.data.newEpoch, forensicsId: e.data.forensicsId },
+      };
     case "run.requeued-for-local-queued-recovery":
       return { ...s, status: "requeued-for-local-queued-recovery", placement: undefined, recoveryPending: true };
     case "run.replacement-selected":
@@ -105,6 +152,9 @@ function assertNever(x: never): never {
 
 /** Folds a run's history (events with their stream sequences). */
 export function foldRun(events: readonly { seq: number; event: DroverEvent }[]): RunState {
-  return events.reduce((s, { seq, event }) => (event.type.startsWith("run.") ? evolveRun(s, event as RunEvent, seq) : s), initialRunState());
+  return events.reduce(
+    (s, { seq, event }) => (event.type.startsWith("run.") ? evolveRun(s, event as RunEvent, seq) : s),
+    initialRunState(),
+  );
 }
 export type { RunEvent };

@@ -10,7 +10,10 @@ export interface StepProgress {
   readonly running: ReadonlySet<string>;
 }
 
-export interface StepStart { readonly stepId: string; readonly attempt: number }
+export interface StepStart {
+  readonly stepId: string;
+  readonly attempt: number;
+}
 
 /** The scheduler's decision for one execution at one instant. */
 export type ScheduleDecision =
@@ -50,13 +53,25 @@ export function topologicalLevels(steps: readonly Pick<Step, "id" | "dependsOn">
  *   the attempt number continues from the journal, so a crash never consumes retry budget;
  * - `wakeAt` is the earliest future retry time of a step that is otherwise ready.
  */
-export function scheduleSteps(dag: Pick<DagDefinition, "steps">, progress: StepProgress, now: number, maxParallel: number): ScheduleDecision {
+export function scheduleSteps(
+  dag: Pick<DagDefinition, "steps">,
+  progress: StepProgress,
+  now: number,
+  maxParallel: number,
+): ScheduleDecision {
   const plan = planOf(dag.steps);
-  if (progress.completed.size >= plan.order.length && plan.order.every((s) => progress.completed.has(s.id))) return { kind: "completed" };
+  if (progress.completed.size >= plan.order.length && plan.order.every((s) => progress.completed.has(s.id)))
+    return { kind: "completed" };
   let exhausted: { stepId: string; attempt: number } | undefined;
   for (const [stepId, f] of progress.failures) {
     const s = plan.byId.get(stepId);
-    if (s && !progress.completed.has(stepId) && f.attempt >= s.retry.maxAttempts && (!exhausted || stepId < exhausted.stepId)) exhausted = { stepId, attempt: f.attempt };
+    if (
+      s &&
+      !progress.completed.has(stepId) &&
+      f.attempt >= s.retry.maxAttempts &&
+      (!exhausted || stepId < exhausted.stepId)
+    )
+      exhausted = { stepId, attempt: f.attempt };
   }
   if (exhausted) return { kind: "failed", ...exhausted };
   const room = Math.max(0, maxParallel - progress.running.size);
@@ -64,7 +79,12 @@ export function scheduleSteps(dag: Pick<DagDefinition, "steps">, progress: StepP
   let wakeAt: number | undefined;
   // plan.order is already (level, id)-sorted, so filtering keeps the deterministic order.
   for (const s of plan.order) {
-    if (progress.completed.has(s.id) || progress.running.has(s.id) || !s.dependsOn.every((d) => progress.completed.has(d))) continue;
+    if (
+      progress.completed.has(s.id) ||
+      progress.running.has(s.id) ||
+      !s.dependsOn.every((d) => progress.completed.has(d))
+    )
+      continue;
     const f = progress.failures.get(s.id);
     if (f?.retryAt !== undefined && f.retryAt > now) {
       wakeAt = wakeAt === undefined ? f.retryAt : Math.min(wakeAt, f.retryAt);
@@ -75,7 +95,10 @@ export function scheduleSteps(dag: Pick<DagDefinition, "steps">, progress: StepP
   return wakeAt === undefined ? { kind: "continue", start: ready } : { kind: "continue", start: ready, wakeAt };
 }
 
-interface Plan { readonly order: readonly Step[]; readonly byId: ReadonlyMap<string, Step> }
+interface Plan {
+  readonly order: readonly Step[];
+  readonly byId: ReadonlyMap<string, Step>;
+}
 // Memoized per DAG (steps array identity): a long execution re-plans after every step, and the
 // order depends on the DAG alone. Deterministic, so the cache changes no answer.
 const plans = new WeakMap<readonly Step[], Plan>();
@@ -83,7 +106,10 @@ function planOf(steps: readonly Step[]): Plan {
   let plan = plans.get(steps);
   if (!plan) {
     const levels = topologicalLevels(steps);
-    plan = { order: [...steps].sort((a, b) => (levels.get(a.id) ?? 0) - (levels.get(b.id) ?? 0) || byId(a, b)), byId: new Map(steps.map((s) => [s.id as string, s])) };
+    plan = {
+      order: [...steps].sort((a, b) => (levels.get(a.id) ?? 0) - (levels.get(b.id) ?? 0) || byId(a, b)),
+      byId: new Map(steps.map((s) => [s.id as string, s])),
+    };
     plans.set(steps, plan);
   }
   return plan;

@@ -7,7 +7,9 @@ import type { Step } from "../contracts/index.ts";
 export function canonicalJson(value: unknown): string {
   if (value === null || typeof value !== "object") return JSON.stringify(value) ?? "null";
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
-  const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const entries = Object.entries(value as Record<string, unknown>)
+    .filter(([, v]) => v !== undefined)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
 }
 
@@ -16,7 +18,10 @@ export function canonicalJson(value: unknown): string {
  * (in dependency-id order). Every step kind is deterministic given these, and `compute` outputs
  * their digest, so a replay can re-derive every output.
  */
-export function stepInputs(step: Pick<Step, "id" | "kind" | "params" | "dependsOn">, depDigests: ReadonlyMap<string, string>): string {
+export function stepInputs(
+  step: Pick<Step, "id" | "kind" | "params" | "dependsOn">,
+  depDigests: ReadonlyMap<string, string>,
+): string {
   const deps = [...step.dependsOn].sort().map((d) => [d, depDigests.get(d) ?? ""]);
   return canonicalJson({ step: step.id, kind: step.kind, params: step.params, deps });
 }

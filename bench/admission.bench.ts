@@ -17,40 +17,76 @@ const TOKEN = "bench-token-tenant-000001";
 const nats = await startNats();
 const redis = await startRedis();
 try {
-  const cp = await startControlPlane({ natsUrl: nats.url, redisUrl: redis.url, config: {
-    controlPlaneId: "cp-bench", heartbeatIntervalMs: 250, dispatchTimeoutMs: 3000,
-    tenants: [{ tenantId: "t-bench", isolationMode: "dedicated", maxRuntimeInstances: 1, workersPerInstance: 8, maxConcurrentRunsPerInstance: 64,
-      localQueueCapacity: 1000, maxWorkersPerRun: 1, maxConcurrentRuns: 10_000 }],
-    tokens: { [TOKEN]: { role: "tenant", tenantId: "t-bench" } },
-  } });
+  const cp = await startControlPlane({
+    natsUrl: nats.url,
+    redisUrl: redis.url,
+    config: {
+      controlPlaneId: "cp-bench",
+      heartbeatIntervalMs: 250,
+      dispatchTimeoutMs: 3000,
+      tenants: [
+        {
+          tenantId: "t-bench",
+          isolationMode: "dedicated",
+          maxRuntimeInstances: 1,
+          workersPerInstance: 8,
+          maxConcurrentRunsPerInstance: 64,
+          localQueueCapacity: 1000,
+          maxWorkersPerRun: 1,
+          maxConcurrentRuns: 10_000,
+        },
+      ],
+      tokens: { [TOKEN]: { role: "tenant", tenantId: "t-bench" } },
+    },
+  });
   const api = apiClient(cp.apiUrl, TOKEN);
   const dag = { steps: [{ id: "only", kind: "compute" as const, params: { durationMs: 0 } }] };
   const warm = (await api.submit(dag)).body.sharedRunId as string;
-  await eventually("warm-up run", async () => ((await api.run(warm)).body?.status === "completed" ? true : undefined), 60_000);
+  await eventually(
+    "warm-up run",
+    async () => ((await api.run(warm)).body?.status === "completed" ? true : undefined),
+    60_000,
+  );
 
   // Unloaded: one submission at a time, each waited for until completed.
   const single: string[] = [];
   for (let k = 0; k < 30; k++) {
     const id = (await api.submit(dag)).body.sharedRunId as string;
     single.push(id);
-    await eventually("single run", async () => ((await api.run(id)).body?.status === "completed" ? true : undefined), 30_000);
+    await eventually(
+      "single run",
+      async () => ((await api.run(id)).body?.status === "completed" ? true : undefined),
+      30_000,
+    );
   }
 
   const ids: string[] = [];
   let next = 0;
-  await Promise.all(Array.from({ length: 16 }, async () => {
-    while (next < N) { next++; ids.push((await api.submit(dag)).body.sharedRunId); }
-  }));
-  await eventually("all completed", async () => {
-    const s = await Promise.all(ids.slice(-20).map(async (id) => (await api.run(id)).body?.status));
-    return s.every((x) => x === "completed") ? true : undefined;
-  }, 300_000);
+  await Promise.all(
+    Array.from({ length: 16 }, async () => {
+      while (next < N) {
+        next++;
+        ids.push((await api.submit(dag)).body.sharedRunId);
+      }
+    }),
+  );
+  await eventually(
+    "all completed",
+    async () => {
+      const s = await Promise.all(ids.slice(-20).map(async (id) => (await api.run(id)).body?.status));
+      return s.every((x) => x === "completed") ? true : undefined;
+    },
+    300_000,
+  );
 
   const nc = await connect({ servers: nats.url });
   const log: StoredEvent[] = [];
-  await createEventStore(nc, cp.layout).replay({ seq: 1 }, (e) => { log.push(e); });
+  await createEventStore(nc, cp.layout).replay({ seq: 1 }, (e) => {
+    log.push(e);
+  });
   await nc.close();
-  const at = (type: string, id: string) => log.find((e) => e.event.type === type && e.event.correlationId === id)?.time.getTime();
+  const at = (type: string, id: string) =>
+    log.find((e) => e.event.type === type && e.event.correlationId === id)?.time.getTime();
   const dispatch1 = single.map((id) => at("run.dispatched", id)! - at("run.submitted", id)!);
   const e2e1 = single.map((id) => at("run.completed", id)! - at("run.submitted", id)!);
   const dispatch = ids.map((id) => at("run.dispatched", id)! - at("run.submitted", id)!).filter(Number.isFinite);
@@ -58,10 +94,20 @@ try {
   const firstSubmit = Math.min(...ids.map((id) => at("run.submitted", id)!));
   const lastDispatch = Math.max(...ids.map((id) => at("run.dispatched", id)!));
   const metrics = {
-    admission_throughput: { unit: "runs/s", value: round((ids.length / (lastDispatch - firstSubmit)) * 1000), note: `${ids.length} one-step runs, 16 concurrent API clients, warm capacity (1 runtime, 8 workers)` },
-    dispatch_latency: latencyMetric(dispatch1, "run.submitted → run.dispatched, one submission at a time, warm capacity, server timestamps"),
+    admission_throughput: {
+      unit: "runs/s",
+      value: round((ids.length / (lastDispatch - firstSubmit)) * 1000),
+      note: `${ids.length} one-step runs, 16 concurrent API clients, warm capacity (1 runtime, 8 workers)`,
+    },
+    dispatch_latency: latencyMetric(
+      dispatch1,
+      "run.submitted → run.dispatched, one submission at a time, warm capacity, server timestamps",
+    ),
     e2e_latency_1step: latencyMetric(e2e1, "run.submitted → run.completed, one at a time, warm capacity"),
-    dispatch_latency_burst: latencyMetric(dispatch, `run.submitted → run.dispatched during a burst of ${ids.length} (includes queueing)`),
+    dispatch_latency_burst: latencyMetric(
+      dispatch,
+      `run.submitted → run.dispatched during a burst of ${ids.length} (includes queueing)`,
+    ),
     e2e_latency_1step_burst: latencyMetric(e2e, "run.submitted → run.completed during the burst"),
   };
   await recordMetrics(metrics, { nats: "2.15.3" });

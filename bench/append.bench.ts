@@ -28,7 +28,10 @@ const EXECUTIONS = 200;
 const STEPS_PER_EXECUTION = 50;
 
 let n = 0;
-const stepEvent = (): DroverEvent => ({ ...exampleEvent("exec.step-completed"), eventId: EventId.parse(`ev-bench-${++n}`) });
+const stepEvent = (): DroverEvent => ({
+  ...exampleEvent("exec.step-completed"),
+  eventId: EventId.parse(`ev-bench-${++n}`),
+});
 
 async function freshLayout(jsm: JetStreamManager, round: number, name: string): Promise<StreamLayout> {
   const layout = taggedLayout(`bench-${name}-${round}`);
@@ -37,7 +40,8 @@ async function freshLayout(jsm: JetStreamManager, round: number, name: string): 
 }
 
 async function dropLayout(jsm: JetStreamManager, layout: StreamLayout): Promise<void> {
-  for (const s of [layout.eventStream, layout.heartbeatStream, layout.deadLetterStream]) await jsm.streams.delete(s).catch(() => undefined);
+  for (const s of [layout.eventStream, layout.heartbeatStream, layout.deadLetterStream])
+    await jsm.streams.delete(s).catch(() => undefined);
 }
 
 /** Raw pipelined publishes of a real encoded event: a window of in-flight acknowledged publishes. */
@@ -47,7 +51,12 @@ async function ceiling(nc: NatsConnection, layout: StreamLayout): Promise<number
   const subject = eventSubject(layout, execRef(ids.tenant, "ex-ceiling"), "exec.step-completed");
   const t0 = performance.now();
   let sent = 0;
-  const worker = async () => { while (sent < CEILING_MSGS) { sent++; await js.publish(subject, data); } };
+  const worker = async () => {
+    while (sent < CEILING_MSGS) {
+      sent++;
+      await js.publish(subject, data);
+    }
+  };
   await Promise.all(Array.from({ length: CEILING_WINDOW }, worker));
   return CEILING_MSGS / ((performance.now() - t0) / 1000);
 }
@@ -70,15 +79,17 @@ async function stepCheckpoints(nc: NatsConnection, layout: StreamLayout): Promis
   const store = createEventStore(nc, layout);
   const lat: number[] = [];
   const t0 = performance.now();
-  await Promise.all(Array.from({ length: EXECUTIONS }, async (_, x) => {
-    const ref = execRef(ids.tenant, `ex-${x}`);
-    let expected = 0;
-    for (let i = 0; i < STEPS_PER_EXECUTION; i++) {
-      const s = performance.now();
-      expected = (await store.append(ref, stepEvent(), { expectedSeq: expected })).seq;
-      lat.push(performance.now() - s);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: EXECUTIONS }, async (_, x) => {
+      const ref = execRef(ids.tenant, `ex-${x}`);
+      let expected = 0;
+      for (let i = 0; i < STEPS_PER_EXECUTION; i++) {
+        const s = performance.now();
+        expected = (await store.append(ref, stepEvent(), { expectedSeq: expected })).seq;
+        lat.push(performance.now() - s);
+      }
+    }),
+  );
   return { rate: (EXECUTIONS * STEPS_PER_EXECUTION) / ((performance.now() - t0) / 1000), lat };
 }
 
@@ -87,28 +98,51 @@ async function main(): Promise<void> {
   const nc = await connect({ servers: server.url });
   try {
     const jsm = await jetstreamManager(nc);
-    const ceilings: number[] = [], seqRates: number[] = [], seqLat: number[] = [], stepRates: number[] = [], stepLat: number[] = [];
+    const ceilings: number[] = [],
+      seqRates: number[] = [],
+      seqLat: number[] = [],
+      stepRates: number[] = [],
+      stepLat: number[] = [];
     for (let r = 0; r < ROUNDS; r++) {
       let layout = await freshLayout(jsm, r, "ceiling");
       ceilings.push(await ceiling(nc, layout));
       await dropLayout(jsm, layout);
       layout = await freshLayout(jsm, r, "seq");
       const s = await sequential(nc, layout);
-      seqRates.push(s.rate); seqLat.push(...s.lat);
+      seqRates.push(s.rate);
+      seqLat.push(...s.lat);
       await dropLayout(jsm, layout);
       layout = await freshLayout(jsm, r, "steps");
       const c = await stepCheckpoints(nc, layout);
-      stepRates.push(c.rate); stepLat.push(...c.lat);
+      stepRates.push(c.rate);
+      stepLat.push(...c.lat);
       await dropLayout(jsm, layout);
-      console.log(`[bench] round ${r + 1}/${ROUNDS}: ceiling ${ceilings.at(-1)!.toFixed(0)}/s, sequential ${s.rate.toFixed(0)}/s, step_checkpoints ${c.rate.toFixed(0)}/s`);
+      console.log(
+        `[bench] round ${r + 1}/${ROUNDS}: ceiling ${ceilings.at(-1)!.toFixed(0)}/s, sequential ${s.rate.toFixed(0)}/s, step_checkpoints ${c.rate.toFixed(0)}/s`,
+      );
     }
-    const ceilingMedian = median(ceilings), stepMedian = median(stepRates);
+    const ceilingMedian = median(ceilings),
+      stepMedian = median(stepRates);
     const metrics: Record<string, Metric> = {
-      jetstream_publish_ceiling: { unit: "events/s", value: round(ceilingMedian, 0), note: `${CEILING_MSGS} publishes, ${CEILING_WINDOW} in flight, median of ${ROUNDS}` },
-      append_sequential: { unit: "events/s", value: round(median(seqRates), 0), p50: round(quantile(seqLat, 0.5), 3), p99: round(quantile(seqLat, 0.99), 3),
-        note: "one OCC append at a time on one aggregate; p50/p99 are per-append ms" },
-      step_checkpoints: { unit: "events/s", value: round(stepMedian, 0), p50: round(quantile(stepLat, 0.5), 3), p99: round(quantile(stepLat, 0.99), 3),
-        note: `${EXECUTIONS} executions x ${STEPS_PER_EXECUTION} chained OCC appends, concurrent; p50/p99 are per-append ms` },
+      jetstream_publish_ceiling: {
+        unit: "events/s",
+        value: round(ceilingMedian, 0),
+        note: `${CEILING_MSGS} publishes, ${CEILING_WINDOW} in flight, median of ${ROUNDS}`,
+      },
+      append_sequential: {
+        unit: "events/s",
+        value: round(median(seqRates), 0),
+        p50: round(quantile(seqLat, 0.5), 3),
+        p99: round(quantile(seqLat, 0.99), 3),
+        note: "one OCC append at a time on one aggregate; p50/p99 are per-append ms",
+      },
+      step_checkpoints: {
+        unit: "events/s",
+        value: round(stepMedian, 0),
+        p50: round(quantile(stepLat, 0.5), 3),
+        p99: round(quantile(stepLat, 0.99), 3),
+        note: `${EXECUTIONS} executions x ${STEPS_PER_EXECUTION} chained OCC appends, concurrent; p50/p99 are per-append ms`,
+      },
       checkpoint_efficiency: { unit: "ratio", value: round(stepMedian / ceilingMedian, 3) },
     };
     await recordMetrics(metrics, { nats: nc.info?.version ?? "unknown" });

@@ -21,7 +21,13 @@ import { median, recordMetrics, round } from "./support/results.ts";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const RUNTIMES = Number(process.env.BENCH_RUNTIMES ?? 300);
-const READY: EventType[] = ["runtime.registered", "runtime.host-started", "runtime.readiness-layer-passed", "runtime.endpoint-published", "runtime.capacity-published"];
+const READY: EventType[] = [
+  "runtime.registered",
+  "runtime.host-started",
+  "runtime.readiness-layer-passed",
+  "runtime.endpoint-published",
+  "runtime.capacity-published",
+];
 
 const [nats, redisServer] = await Promise.all([startNats(), startRedis()]);
 const redis = new Redis(redisServer.url, { maxRetriesPerRequest: 1 });
@@ -39,8 +45,21 @@ try {
       seq = (await store.append(runtimeRef(rt), event, { expectedSeq: seq })).seq;
       inputs.push({ kind: "event", seq, runtimeInstanceId: rt, event: event as RuntimeEvent });
     }
-    const beat = Heartbeat.parse({ type: "heartbeat", runtimeInstanceId: rt, hostIncarnation: ids.host, beat: 1, at: new Date().toISOString(), workers: 2, activeWorkers: 0,
-      availableWorkers: 2, queuedRuns: 0, runningRuns: 0, availableSlots: 4, paused: false, draining: false });
+    const beat = Heartbeat.parse({
+      type: "heartbeat",
+      runtimeInstanceId: rt,
+      hostIncarnation: ids.host,
+      beat: 1,
+      at: new Date().toISOString(),
+      workers: 2,
+      activeWorkers: 0,
+      availableWorkers: 2,
+      queuedRuns: 0,
+      runningRuns: 0,
+      availableSlots: 4,
+      paused: false,
+      draining: false,
+    });
     await js.publish(heartbeatSubject(fx.layout, rt), JSON.stringify(beat));
     inputs.push({ kind: "heartbeat", beat });
   }
@@ -63,12 +82,23 @@ try {
   for (let k = 0; k < ROUNDS; k++) {
     const t0 = performance.now();
     const m = new Map<string, CapacityDescriptor>();
-    for (const i of inputs) { const id = i.kind === "event" ? i.runtimeInstanceId : i.beat.runtimeInstanceId; m.set(id, evolveCapacity(m.get(id), i)); }
+    for (const i of inputs) {
+      const id = i.kind === "event" ? i.runtimeInstanceId : i.beat.runtimeInstanceId;
+      m.set(id, evolveCapacity(m.get(id), i));
+    }
     pure.push(total / ((performance.now() - t0) / 1000));
   }
   const metrics = {
-    capacity_fold: { unit: "events/s", value: round(median(rates), 0), note: `rebuild of the Redis capacity view from sequence 1: ${RUNTIMES} runtimes × ${READY.length} events + 1 heartbeat each; median of ${ROUNDS}` },
-    capacity_fold_pure: { unit: "events/s", value: round(median(pure), 0), note: "the same inputs through the pure fold in memory (no NATS, no Redis)" },
+    capacity_fold: {
+      unit: "events/s",
+      value: round(median(rates), 0),
+      note: `rebuild of the Redis capacity view from sequence 1: ${RUNTIMES} runtimes × ${READY.length} events + 1 heartbeat each; median of ${ROUNDS}`,
+    },
+    capacity_fold_pure: {
+      unit: "events/s",
+      value: round(median(pure), 0),
+      note: "the same inputs through the pure fold in memory (no NATS, no Redis)",
+    },
   };
   console.log(JSON.stringify(metrics, null, 2));
   await recordMetrics(metrics);

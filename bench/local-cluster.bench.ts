@@ -28,7 +28,11 @@ const PODS = Number(process.env.BENCH_PODS ?? 20);
 
 const sleeperPod = (name: string): V1Pod => ({
   metadata: { name },
-  spec: { restartPolicy: "Never", terminationGracePeriodSeconds: 5, containers: [{ name: "sleep", image: "drover.local/sleep:bench", command: ["sleep", "3600"] }] },
+  spec: {
+    restartPolicy: "Never",
+    terminationGracePeriodSeconds: 5,
+    containers: [{ name: "sleep", image: "drover.local/sleep:bench", command: ["sleep", "3600"] }],
+  },
 });
 
 const runDir = await mkdtemp(join(tmpdir(), "drover-k8s-bench-"));
@@ -51,7 +55,11 @@ try {
   };
   const deleteGone = async (name: string, uid: string, grace: number): Promise<number> => {
     const t = performance.now();
-    await core.deleteNamespacedPod({ name, namespace: ns, body: { gracePeriodSeconds: grace, preconditions: { uid } } });
+    await core.deleteNamespacedPod({
+      name,
+      namespace: ns,
+      body: { gracePeriodSeconds: grace, preconditions: { uid } },
+    });
     await waitForPod(kc, core, ns, name, (p) => p === undefined || p.metadata?.uid !== uid, 60_000);
     return performance.now() - t;
   };
@@ -68,12 +76,31 @@ try {
     await deleteGone(`sleep-${i}`, sleeper.uid, 5);
   }
 
-  const dist = (xs: number[], note: string) => ({ unit: "ms", value: round(quantile(xs, 0.5), 0), p50: round(quantile(xs, 0.5), 0), p99: round(quantile(xs, 0.99), 0), note });
+  const dist = (xs: number[], note: string) => ({
+    unit: "ms",
+    value: round(quantile(xs, 0.5), 0),
+    p50: round(quantile(xs, 0.5), 0),
+    p99: round(quantile(xs, 0.99), 0),
+    note,
+  });
   const metrics = {
-    k8s_cluster_startup: { unit: "ms", value: round(startup, 0), note: "local cluster: etcd + kube-apiserver v1.34 ready, Gateway API CRDs Established, Node Ready, gateway serving; one sample" },
-    k8s_pod_create_ready: dist(ready, `createNamespacedPod → Ready (watch), ${PODS} pod-app Pods one at a time (node+tsx process, HTTP readiness probe every 1 s)`),
-    k8s_pod_create_ready_noprobe: dist(readyNoProbe, `createNamespacedPod → Ready (watch), ${PODS} \`sleep\` Pods one at a time, no readiness probe`),
-    k8s_pod_delete_gone: dist(gone, `graceful delete (grace 30 s, UID precondition) → UID gone (watch), ${PODS} pod-app Pods that exit at once on SIGTERM`),
+    k8s_cluster_startup: {
+      unit: "ms",
+      value: round(startup, 0),
+      note: "local cluster: etcd + kube-apiserver v1.34 ready, Gateway API CRDs Established, Node Ready, gateway serving; one sample",
+    },
+    k8s_pod_create_ready: dist(
+      ready,
+      `createNamespacedPod → Ready (watch), ${PODS} pod-app Pods one at a time (node+tsx process, HTTP readiness probe every 1 s)`,
+    ),
+    k8s_pod_create_ready_noprobe: dist(
+      readyNoProbe,
+      `createNamespacedPod → Ready (watch), ${PODS} \`sleep\` Pods one at a time, no readiness probe`,
+    ),
+    k8s_pod_delete_gone: dist(
+      gone,
+      `graceful delete (grace 30 s, UID precondition) → UID gone (watch), ${PODS} pod-app Pods that exit at once on SIGTERM`,
+    ),
   };
   await recordMetrics(metrics);
   console.log(JSON.stringify(metrics, null, 2));

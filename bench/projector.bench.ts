@@ -24,15 +24,33 @@ try {
   const fx = await freshStreams(nats.url, "benchproj");
   const store = createEventStore(fx.nc, fx.layout);
   let last = 0;
-  const put = async (ref: Parameters<typeof store.append>[0], e: Parameters<typeof store.append>[1]) => { last = (await store.append(ref, e, { expectedSeq: await store.lastSeq(ref) })).seq; };
+  const put = async (ref: Parameters<typeof store.append>[0], e: Parameters<typeof store.append>[1]) => {
+    last = (await store.append(ref, e, { expectedSeq: await store.lastSeq(ref) })).seq;
+  };
   for (let x = 0; x < EXECUTIONS; x++) {
     const tenantId = TenantId.parse(`tenant-${x % 4}`);
-    const sharedRunId = SharedRunId.parse(`run-bench-${x}`), executionId = ExecutionId.parse(`ex-bench-${x}`), localRunId = LocalRunId.parse(`lr-bench-${x}`);
-    const run = runRef(tenantId, sharedRunId), exec = execRef(tenantId, executionId);
+    const sharedRunId = SharedRunId.parse(`run-bench-${x}`),
+      executionId = ExecutionId.parse(`ex-bench-${x}`),
+      localRunId = LocalRunId.parse(`lr-bench-${x}`);
+    const run = runRef(tenantId, sharedRunId),
+      exec = execRef(tenantId, executionId);
     await put(run, { ...event("run.submitted"), tenantId, data: { ...event("run.submitted").data, sharedRunId } });
-    await put(run, { ...event("run.started"), tenantId, data: { ...event("run.started").data, executionId, localRunId } });
-    await put(exec, { ...event("exec.started"), tenantId, data: { ...event("exec.started").data, sharedRunId, localRunId } });
-    for (let s = 0; s < STEPS; s++) await put(exec, { ...event("exec.step-completed"), tenantId, data: { ...event("exec.step-completed").data, stepId: StepId.parse(`s${s}`) } });
+    await put(run, {
+      ...event("run.started"),
+      tenantId,
+      data: { ...event("run.started").data, executionId, localRunId },
+    });
+    await put(exec, {
+      ...event("exec.started"),
+      tenantId,
+      data: { ...event("exec.started").data, sharedRunId, localRunId },
+    });
+    for (let s = 0; s < STEPS; s++)
+      await put(exec, {
+        ...event("exec.step-completed"),
+        tenantId,
+        data: { ...event("exec.step-completed").data, stepId: StepId.parse(`s${s}`) },
+      });
     await put(exec, { ...event("exec.completed"), tenantId });
     await put(run, { ...event("run.completed"), tenantId });
   }
@@ -50,7 +68,13 @@ try {
   }
   const rate = median(rates);
   console.log(`projector_rebuild: ${round(rate, 0)} events/s (median of ${ROUNDS})`);
-  await recordMetrics({ projector_rebuild: { unit: "events/s", value: round(rate, 0), note: `${last} events: ${EXECUTIONS} executions × ${STEPS} steps, build from sequence 1 into FerretDB (SQLite)` } });
+  await recordMetrics({
+    projector_rebuild: {
+      unit: "events/s",
+      value: round(rate, 0),
+      note: `${last} events: ${EXECUTIONS} executions × ${STEPS} steps, build from sequence 1 into FerretDB (SQLite)`,
+    },
+  });
   await fx.close();
 } finally {
   await mongo.close();

@@ -15,14 +15,27 @@ import { recordMetrics, type Metric } from "./support/results.ts";
 const P = Number(process.env.BENCH_PROOF_P ?? 5);
 const [nats, redis] = await Promise.all([startNats(), startRedis()]);
 try {
-  const report = await runProof({ ...DEFAULT_PROOF, parallel: P, stepMs: 10 }, { natsUrl: nats.url, redisUrl: redis.url }, () => undefined);
+  const report = await runProof(
+    { ...DEFAULT_PROOF, parallel: P, stepMs: 10 },
+    { natsUrl: nats.url, redisUrl: redis.url },
+    () => undefined,
+  );
   console.log(proofLine(report));
   if (!report.pass) throw new Error("the proof failed: no recovery figures recorded");
-  const m = (q: { p50: number; p99: number }, note: string): Metric => ({ unit: "ms", value: q.p50, p50: q.p50, p99: q.p99, note: `${note}; P=${P}, ${report.kills.length} SIGKILLed runtimes, process hosts` });
+  const m = (q: { p50: number; p99: number }, note: string): Metric => ({
+    unit: "ms",
+    value: q.p50,
+    p50: q.p50,
+    p99: q.p99,
+    note: `${note}; P=${P}, ${report.kills.length} SIGKILLed runtimes, process hosts`,
+  });
   const metrics = {
     detect_latency: m(report.latencies.suspected, "kill → runtime.suspected"),
     fence_latency: m(report.latencies.fenced, "kill → runtime.fenced (process exit observed)"),
-    recovery_latency: m(report.latencies.resumed, "kill → in-flight execution resumed on a cold replacement runtime (no warm pool)"),
+    recovery_latency: m(
+      report.latencies.resumed,
+      "kill → in-flight execution resumed on a cold replacement runtime (no warm pool)",
+    ),
   };
   console.log(JSON.stringify(metrics, null, 2));
   await recordMetrics(metrics);

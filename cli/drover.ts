@@ -10,7 +10,11 @@ import { COMMANDS } from "./commands/index.ts";
  * Exit codes: 0 ok / match, 1 replay divergence, 2 usage error (bad arguments, unknown id),
  * 3 the stream could not be read, or no service answered a request.
  */
-export async function main(argv: readonly string[], io: CommandIo, commands: readonly Command[] = COMMANDS): Promise<number> {
+export async function main(
+  argv: readonly string[],
+  io: CommandIo,
+  commands: readonly Command[] = COMMANDS,
+): Promise<number> {
   const [name, ...rest] = argv;
   if (name === undefined || name === "help" || name === "--help" || name === "-h") {
     io.out(help(commands));
@@ -37,10 +41,13 @@ export async function main(argv: readonly string[], io: CommandIo, commands: rea
 function help(commands: readonly Command[]): string {
   const width = Math.max(...commands.map((c) => c.name.length));
   return [
-    "usage: drover <command> [args]", "",
-    ...commands.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`), "",
+    "usage: drover <command> [args]",
+    "",
+    ...commands.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`),
+    "",
     "environment: NATS_URL (default nats://127.0.0.1:4222), DROVER_STREAM_TAG (a tagged test layout), DROVER_CONFIG (capacity-rebuild's control plane)",
-    "exit codes: 0 ok/match, 1 replay divergence, 2 usage error or unknown id, 3 stream or service unavailable", "",
+    "exit codes: 0 ok/match, 1 replay divergence, 2 usage error or unknown id, 3 stream or service unavailable",
+    "",
   ].join("\n");
 }
 

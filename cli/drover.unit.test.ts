@@ -7,15 +7,26 @@ import { causalChain } from "./lib/causal-chain.ts";
 
 // Unit: argument handling never touches NATS (the environment points nowhere on purpose).
 function io() {
-  const out: string[] = [], err: string[] = [];
+  const out: string[] = [],
+    err: string[] = [];
   const x: CommandIo = { out: (t) => out.push(t), err: (t) => err.push(t), env: { NATS_URL: "nats://127.0.0.1:1" } };
   return { x, out: () => out.join(""), err: () => err.join("") };
 }
 
 describe("drover argument handling", () => {
   it("an unknown command, a missing kind, an id that is not a drover id, --tenant on an incident, and bad capacity-rebuild flags are usage errors (exit 2) before any read or request", async () => {
-    for (const argv of [["frobnicate"], ["replay"], ["replay", "run"], ["replay", "run", "a.>"], ["replay", "run", "r1", "--tenant", "T*"], ["replay", "run", "r1", "--bogus"], ["why"],
-      ["capacity-rebuild", "extra"], ["capacity-rebuild", "--timeout-ms", "0"], ["capacity-rebuild", "--control-plane", "Not.An-Id"]]) {
+    for (const argv of [
+      ["frobnicate"],
+      ["replay"],
+      ["replay", "run"],
+      ["replay", "run", "a.>"],
+      ["replay", "run", "r1", "--tenant", "T*"],
+      ["replay", "run", "r1", "--bogus"],
+      ["why"],
+      ["capacity-rebuild", "extra"],
+      ["capacity-rebuild", "--timeout-ms", "0"],
+      ["capacity-rebuild", "--control-plane", "Not.An-Id"],
+    ]) {
       const o = io();
       expect(await main(argv, o.x), argv.join(" ")).toBe(EXIT.usage);
       expect(o.err()).toMatch(/usage|unknown command/);
@@ -41,7 +52,10 @@ describe("drover argument handling", () => {
 describe("causal chain and why, from a recorded log", () => {
   it("consecutive step events of one execution collapse into one entry spanning their sequences; other events stay one per line", () => {
     const chain = causalChain(recordedLog("run-clean.jsonl"));
-    expect(chain.filter((e) => e.phase === "steps").map((e) => [e.seq, e.toSeq])).toEqual([[14, undefined], [15, 19]]); // exec.started, then the summary
+    expect(chain.filter((e) => e.phase === "steps").map((e) => [e.seq, e.toSeq])).toEqual([
+      [14, undefined],
+      [15, 19],
+    ]); // exec.started, then the summary
     expect(chain).toHaveLength(21 - 4);
   });
 

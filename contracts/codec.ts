@@ -10,8 +10,13 @@ import { EVENT_DEFINITIONS, type DroverEvent } from "./events.ts";
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-export function contractViolation(what: string, issues: readonly z.core.$ZodIssue[] | string, at?: { seq?: number; subject?: string }): DroverError {
-  const list = typeof issues === "string" ? [issues] : issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`);
+export function contractViolation(
+  what: string,
+  issues: readonly z.core.$ZodIssue[] | string,
+  at?: { seq?: number; subject?: string },
+): DroverError {
+  const list =
+    typeof issues === "string" ? [issues] : issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`);
   const where = at?.seq !== undefined ? ` at stream sequence ${at.seq}` : "";
   return new DroverError("contract-violation", `${what} is invalid${where}: ${list.slice(0, 5).join("; ")}`, {
     details: { issues: list, ...(at ?? {}) },
@@ -29,7 +34,12 @@ export function encodeJson<S extends z.ZodType>(schema: S, value: z.input<S>, wh
   return encoder.encode(JSON.stringify(validate(schema, value, what)));
 }
 
-export function decodeJson<S extends z.ZodType>(schema: S, bytes: Uint8Array, what = "message", at?: { seq?: number; subject?: string }): z.output<S> {
+export function decodeJson<S extends z.ZodType>(
+  schema: S,
+  bytes: Uint8Array,
+  what = "message",
+  at?: { seq?: number; subject?: string },
+): z.output<S> {
   let raw: unknown;
   try {
     raw = JSON.parse(decoder.decode(bytes));

@@ -42,7 +42,9 @@ describe("encode refuses an invalid event: nothing invalid is ever appended", ()
     const e = exampleEvent("run.dispatched");
     const bad = { ...e, data: { ...e.data, runtimeInstanceId: "RT.1" } } as DroverEvent;
     const err = violation(() => encodeEvent(bad));
-    expect(err.message).toMatch(/^event run\.dispatched is invalid: data\.runtimeInstanceId: RuntimeInstanceId must be lowercase/);
+    expect(err.message).toMatch(
+      /^event run\.dispatched is invalid: data\.runtimeInstanceId: RuntimeInstanceId must be lowercase/,
+    );
     expect(err.retryable).toBe(false);
   });
 
@@ -104,24 +106,45 @@ describe("decode reports where the bad message is in the stream", () => {
   });
 
   it("parseEvent validates already-parsed values with the same rules", () => {
-    expect(parseEvent(JSON.parse(JSON.stringify(exampleEvent("runtime.fenced"))))).toEqual(exampleEvent("runtime.fenced"));
+    expect(parseEvent(JSON.parse(JSON.stringify(exampleEvent("runtime.fenced"))))).toEqual(
+      exampleEvent("runtime.fenced"),
+    );
     violation(() => parseEvent({ ...exampleEvent("runtime.fenced"), occurredAt: "yesterday" }));
   });
 });
 
 describe("generic JSON codec (heartbeats, commands)", () => {
-  const beat = { type: "heartbeat" as const, runtimeInstanceId: ids.runtime, hostIncarnation: ids.host, beat: 3, at: "2026-01-02T03:04:05.000Z",
-    workers: 2, activeWorkers: 1, availableWorkers: 1, queuedRuns: 0, runningRuns: 1, availableSlots: 1, paused: false, draining: false };
+  const beat = {
+    type: "heartbeat" as const,
+    runtimeInstanceId: ids.runtime,
+    hostIncarnation: ids.host,
+    beat: 3,
+    at: "2026-01-02T03:04:05.000Z",
+    workers: 2,
+    activeWorkers: 1,
+    availableWorkers: 1,
+    queuedRuns: 0,
+    runningRuns: 1,
+    availableSlots: 1,
+    paused: false,
+    draining: false,
+  };
 
   it("round-trips a valid value and refuses to encode an invalid one", () => {
     expect(decodeJson(Heartbeat, encodeJson(Heartbeat, beat))).toEqual(beat);
-    expect(violation(() => encodeJson(Heartbeat, { ...beat, beat: -1 }, "heartbeat")).message).toMatch(/^heartbeat is invalid: beat:/);
+    expect(violation(() => encodeJson(Heartbeat, { ...beat, beat: -1 }, "heartbeat")).message).toMatch(
+      /^heartbeat is invalid: beat:/,
+    );
   });
 
   it("reports the stream sequence on decode and refuses an endpoint in a heartbeat", () => {
-    const err = violation(() => decodeJson(Heartbeat, bytes({ ...beat, endpoint: "http://x" }), "heartbeat", { seq: 12 }));
+    const err = violation(() =>
+      decodeJson(Heartbeat, bytes({ ...beat, endpoint: "http://x" }), "heartbeat", { seq: 12 }),
+    );
     expect(err.message).toMatch(/^heartbeat is invalid at stream sequence 12: .*endpoint/);
-    expect(violation(() => decodeJson(Heartbeat, bytes("]"), "heartbeat", { seq: 13 })).message).toMatch(/at stream sequence 13: not JSON/);
+    expect(violation(() => decodeJson(Heartbeat, bytes("]"), "heartbeat", { seq: 13 })).message).toMatch(
+      /at stream sequence 13: not JSON/,
+    );
   });
 
   it("validate returns the parsed value with defaults", () => {

@@ -9,30 +9,64 @@ export const Credential = z.discriminatedUnion("role", [
 ]);
 export type Credential = z.infer<typeof Credential>;
 
-const dnsLabel = z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "must be a DNS-1123 label").max(63);
+const dnsLabel = z
+  .string()
+  .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "must be a DNS-1123 label")
+  .max(63);
 
 /**
  * Where and how runtime Pods are hosted (hosts.md "Kubernetes strategy"); read by the provisioner
  * (start) and recovery (kill). Absent: no Kubernetes host strategy, and a tenant asking for one is
  * rejected with `host-config-missing`.
  */
-export const KubernetesHostConfig = z.object({
-  kubeconfig: z.string().min(1).optional().describe("kubeconfig path; absent → the in-cluster service account"),
-  namespace: dnsLabel.default("drover-runtimes"),
-  namePrefix: z.string().regex(/^[a-z0-9-]{1,30}$/).default("drover-rt"),
-  exposure: z.enum(["pod-ip", "gateway", "node-port"]).default("pod-ip"),
-  nodeAddress: z.string().min(1).max(253).optional()
-    .describe("node-port exposure: the address clients dial with the allocated nodePort; absent → the runtime Pod's hostIP (its Node's InternalIP)"),
-  gateway: z.object({
-    name: dnsLabel, namespace: dnsLabel, className: z.string().min(1).max(253),
-    httpPort: z.number().int().min(1).max(65_535).default(8080), grpcPort: z.number().int().min(1).max(65_535).default(8081),
-  }).strict().optional(),
-  runtimeImage: z.string().min(1).default("drover/runtime:dev"),
-  runtimeCommand: z.array(z.string().min(1)).min(1).default(["node", "--import", "tsx", "services/runtime/main.ts"]),
-  workingDir: z.string().min(1).optional().describe("the runtime's working directory (the repository, for the local cluster)"),
-  readinessTimeoutMs: z.number().int().min(1000).default(60_000),
-  killGraceSeconds: z.number().int().min(0).max(300).default(1).describe("grace of a kill's first delete; short: a fenced runtime must stop, not drain"),
-}).strict().refine((k) => k.exposure !== "gateway" || k.gateway !== undefined, { message: "exposure gateway needs kubernetes.gateway", path: ["gateway"] });
+export const KubernetesHostConfig = z
+  .object({
+    kubeconfig: z.string().min(1).optional().describe("kubeconfig path; absent → the in-cluster service account"),
+    namespace: dnsLabel.default("drover-runtimes"),
+    namePrefix: z
+      .string()
+      .regex(/^[a-z0-9-]{1,30}$/)
+      .default("drover-rt"),
+    exposure: z.enum(["pod-ip", "gateway", "node-port"]).default("pod-ip"),
+    nodeAddress: z
+      .string()
+      .min(1)
+      .max(253)
+      .optional()
+      .describe(
+        "node-port exposure: the address clients dial with the allocated nodePort; absent → the runtime Pod's hostIP (its Node's InternalIP)",
+      ),
+    gateway: z
+      .object({
+        name: dnsLabel,
+        namespace: dnsLabel,
+        className: z.string().min(1).max(253),
+        httpPort: z.number().int().min(1).max(65_535).default(8080),
+        grpcPort: z.number().int().min(1).max(65_535).default(8081),
+      })
+      .strict()
+      .optional(),
+    runtimeImage: z.string().min(1).default("drover/runtime:dev"),
+    runtimeCommand: z.array(z.string().min(1)).min(1).default(["node", "--import", "tsx", "services/runtime/main.ts"]),
+    workingDir: z
+      .string()
+      .min(1)
+      .optional()
+      .describe("the runtime's working directory (the repository, for the local cluster)"),
+    readinessTimeoutMs: z.number().int().min(1000).default(60_000),
+    killGraceSeconds: z
+      .number()
+      .int()
+      .min(0)
+      .max(300)
+      .default(1)
+      .describe("grace of a kill's first delete; short: a fenced runtime must stop, not drain"),
+  })
+  .strict()
+  .refine((k) => k.exposure !== "gateway" || k.gateway !== undefined, {
+    message: "exposure gateway needs kubernetes.gateway",
+    path: ["gateway"],
+  });
 export type KubernetesHostConfig = z.infer<typeof KubernetesHostConfig>;
 
 /**
@@ -40,26 +74,33 @@ export type KubernetesHostConfig = z.infer<typeof KubernetesHostConfig>;
  * a bad file stops the service with the schema's message. Tokens map to credentials: the API derives
  * TenantId from the caller's token and from nothing else.
  */
-export const DroverConfig = z.object({
-  controlPlaneId: ControlPlaneId,
-  tenants: z.array(TenantSettings).default([]),
-  tokens: z.record(z.string().min(16, "tokens are at least 16 characters"), Credential).default({}),
-  api: z.object({ host: z.string().default("127.0.0.1"), port: z.number().int().min(0).max(65535).default(8080) }).strict().prefault({}),
-  heartbeatIntervalMs: z.number().int().min(50).max(60_000).default(1000),
-  staleHeartbeatMs: z.number().int().min(150).max(600_000).optional().describe("default 3 × heartbeatIntervalMs"),
-  maxConcurrentHostStartups: z.number().int().min(1).max(64).default(4),
-  scaleOutExpiryMs: z.number().int().min(1000).default(120_000),
-  dispatchTimeoutMs: z.number().int().min(100).default(5_000),
-  fenceDeadlineMs: z.number().int().min(100).default(15_000),
-  llmBaseUrl: z.string().optional(),
-  kubernetes: KubernetesHostConfig.optional(),
-}).strict().superRefine((c, ctx) => {
-  const ids = new Set<string>();
-  for (const t of c.tenants) {
-    if (ids.has(t.tenantId)) ctx.addIssue({ code: "custom", message: `tenant ${t.tenantId} is configured twice`, path: ["tenants"] });
-    ids.add(t.tenantId);
-  }
-});
+export const DroverConfig = z
+  .object({
+    controlPlaneId: ControlPlaneId,
+    tenants: z.array(TenantSettings).default([]),
+    tokens: z.record(z.string().min(16, "tokens are at least 16 characters"), Credential).default({}),
+    api: z
+      .object({ host: z.string().default("127.0.0.1"), port: z.number().int().min(0).max(65535).default(8080) })
+      .strict()
+      .prefault({}),
+    heartbeatIntervalMs: z.number().int().min(50).max(60_000).default(1000),
+    staleHeartbeatMs: z.number().int().min(150).max(600_000).optional().describe("default 3 × heartbeatIntervalMs"),
+    maxConcurrentHostStartups: z.number().int().min(1).max(64).default(4),
+    scaleOutExpiryMs: z.number().int().min(1000).default(120_000),
+    dispatchTimeoutMs: z.number().int().min(100).default(5_000),
+    fenceDeadlineMs: z.number().int().min(100).default(15_000),
+    llmBaseUrl: z.string().optional(),
+    kubernetes: KubernetesHostConfig.optional(),
+  })
+  .strict()
+  .superRefine((c, ctx) => {
+    const ids = new Set<string>();
+    for (const t of c.tenants) {
+      if (ids.has(t.tenantId))
+        ctx.addIssue({ code: "custom", message: `tenant ${t.tenantId} is configured twice`, path: ["tenants"] });
+      ids.add(t.tenantId);
+    }
+  });
 export type DroverConfig = z.infer<typeof DroverConfig>;
 
 /** The tenant's settings, or the documented shared defaults for an unknown tenant (never another tenant's). */

@@ -21,36 +21,57 @@ function onlyContractViolations(f: () => unknown): boolean {
 
 describe("parseEvent never fails with anything but a contract-violation (bounded property)", () => {
   it("on arbitrary JSON values", () => {
-    fc.assert(fc.property(fc.jsonValue(), (v) => onlyContractViolations(() => parseEvent(v))), RUNS);
+    fc.assert(
+      fc.property(fc.jsonValue(), (v) => onlyContractViolations(() => parseEvent(v))),
+      RUNS,
+    );
   });
 
   it("on arbitrary objects carrying a real event type", () => {
-    const arb = fc.record({ type: fc.constantFrom(...EVENT_TYPES), rest: fc.dictionary(fc.string(), fc.jsonValue()), data: fc.jsonValue() });
-    fc.assert(fc.property(arb, ({ type, rest, data }) => onlyContractViolations(() => parseEvent({ ...rest, type, data }))), RUNS);
+    const arb = fc.record({
+      type: fc.constantFrom(...EVENT_TYPES),
+      rest: fc.dictionary(fc.string(), fc.jsonValue()),
+      data: fc.jsonValue(),
+    });
+    fc.assert(
+      fc.property(arb, ({ type, rest, data }) => onlyContractViolations(() => parseEvent({ ...rest, type, data }))),
+      RUNS,
+    );
   });
 
   it("on valid example events with one field replaced by arbitrary JSON", () => {
     const examples = allExampleEvents();
-    const arb = fc.record({ i: fc.nat(examples.length - 1), inData: fc.boolean(), key: fc.nat(), value: fc.jsonValue() });
-    fc.assert(fc.property(arb, ({ i, inData, key, value }) => {
-      const event = structuredClone(examples[i]) as unknown as Record<string, unknown>;
-      const target = (inData ? event.data : event) as Record<string, unknown>;
-      const keys = Object.keys(target);
-      const k = keys[key % Math.max(keys.length, 1)] ?? "extra";
-      target[k] = value;
-      return onlyContractViolations(() => parseEvent(event));
-    }), RUNS);
+    const arb = fc.record({
+      i: fc.nat(examples.length - 1),
+      inData: fc.boolean(),
+      key: fc.nat(),
+      value: fc.jsonValue(),
+    });
+    fc.assert(
+      fc.property(arb, ({ i, inData, key, value }) => {
+        const event = structuredClone(examples[i]) as unknown as Record<string, unknown>;
+        const target = (inData ? event.data : event) as Record<string, unknown>;
+        const keys = Object.keys(target);
+        const k = keys[key % Math.max(keys.length, 1)] ?? "extra";
+        target[k] = value;
+        return onlyContractViolations(() => parseEvent(event));
+      }),
+      RUNS,
+    );
   });
 
   it("on arbitrary bytes given to decodeEvent, reporting the sequence", () => {
-    fc.assert(fc.property(fc.uint8Array({ maxLength: 256 }), fc.nat(), (bytes, seq) => {
-      try {
-        decodeEvent(bytes, { seq });
-        return true;
-      } catch (e) {
-        return isDroverError(e, "contract-violation") && e.message.includes(`at stream sequence ${seq}`);
-      }
-    }), RUNS);
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 256 }), fc.nat(), (bytes, seq) => {
+        try {
+          decodeEvent(bytes, { seq });
+          return true;
+        } catch (e) {
+          return isDroverError(e, "contract-violation") && e.message.includes(`at stream sequence ${seq}`);
+        }
+      }),
+      RUNS,
+    );
   });
 });
 
@@ -80,15 +101,32 @@ function referenceAccepts(steps: readonly { id: string; dependsOn: readonly stri
 describe("DAG validation agrees with an independent reference on random graphs (bounded property)", () => {
   // A small id pool makes duplicates and cycles common; "ghost" ids are never step ids.
   const stepId = fc.integer({ min: 0, max: 11 }).map((n) => `s${n}`);
-  const depId = fc.oneof({ weight: 12, arbitrary: stepId }, { weight: 1, arbitrary: fc.constantFrom("ghost-1", "ghost-2") });
-  const graph = fc.array(fc.record({ id: stepId, dependsOn: fc.array(depId, { maxLength: 4 }) }), { minLength: 1, maxLength: 12 });
+  const depId = fc.oneof(
+    { weight: 12, arbitrary: stepId },
+    { weight: 1, arbitrary: fc.constantFrom("ghost-1", "ghost-2") },
+  );
+  const graph = fc.array(fc.record({ id: stepId, dependsOn: fc.array(depId, { maxLength: 4 }) }), {
+    minLength: 1,
+    maxLength: 12,
+  });
   // Biased towards acyclic graphs: each step depends only on steps listed before it, unless flipped.
   const mostlyAcyclic = fc.array(fc.array(fc.nat(), { maxLength: 3 }), { minLength: 1, maxLength: 30 }).chain((deps) =>
-    fc.record({ backEdge: fc.option(fc.record({ from: fc.nat(deps.length - 1), to: fc.nat(deps.length - 1) }), { nil: undefined }) }).map(({ backEdge }) =>
-      deps.map((ds, i) => ({
-        id: `n${i}`,
-        dependsOn: [...(i === 0 ? [] : ds.map((d) => `n${d % i}`)), ...(backEdge && backEdge.from === i ? [`n${backEdge.to}`] : [])],
-      }))));
+    fc
+      .record({
+        backEdge: fc.option(fc.record({ from: fc.nat(deps.length - 1), to: fc.nat(deps.length - 1) }), {
+          nil: undefined,
+        }),
+      })
+      .map(({ backEdge }) =>
+        deps.map((ds, i) => ({
+          id: `n${i}`,
+          dependsOn: [
+            ...(i === 0 ? [] : ds.map((d) => `n${d % i}`)),
+            ...(backEdge && backEdge.from === i ? [`n${backEdge.to}`] : []),
+          ],
+        })),
+      ),
+  );
 
   const check = (steps: { id: string; dependsOn: string[] }[]) => {
     const accepted = DagDefinition.safeParse({ steps: steps.map((s) => ({ ...s, kind: "compute" })) }).success;

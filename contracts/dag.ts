@@ -8,39 +8,63 @@ import { StepId } from "./ids.ts";
  */
 export const DAG_LIMITS = { maxSteps: 500, maxParamsBytes: 16 * 1024, maxDependsOn: 64 } as const;
 
-export const RetryPolicy = z.object({
-  maxAttempts: z.number().int().min(1).max(20).describe("attempts including the first"),
-  backoffMs: z.number().int().min(0).max(600_000).describe("delay before attempt n+1 is backoffMs * 2^(n-1)"),
-}).strict();
+export const RetryPolicy = z
+  .object({
+    maxAttempts: z.number().int().min(1).max(20).describe("attempts including the first"),
+    backoffMs: z.number().int().min(0).max(600_000).describe("delay before attempt n+1 is backoffMs * 2^(n-1)"),
+  })
+  .strict();
 export type RetryPolicy = z.infer<typeof RetryPolicy>;
 
 const durationMs = z.number().int().min(0).max(3_600_000);
-export const ComputeParams = z.object({ durationMs: durationMs.default(0), busy: z.boolean().default(false).describe("spin the CPU instead of a timer") }).strict();
-export const FlakyParams = z.object({
-  durationMs: durationMs.default(0),
-  failAttempts: z.number().int().min(0).max(19).describe("the first N attempts fail (deterministic); must be < retry.maxAttempts to succeed"),
-}).strict();
+export const ComputeParams = z
+  .object({
+    durationMs: durationMs.default(0),
+    busy: z.boolean().default(false).describe("spin the CPU instead of a timer"),
+  })
+  .strict();
+export const FlakyParams = z
+  .object({
+    durationMs: durationMs.default(0),
+    failAttempts: z
+      .number()
+      .int()
+      .min(0)
+      .max(19)
+      .describe("the first N attempts fail (deterministic); must be < retry.maxAttempts to succeed"),
+  })
+  .strict();
 export const SleepParams = z.object({ durationMs }).strict();
-export const HttpParams = z.object({
-  url: z.url({ protocol: /^https?$/ }),
-  method: z.enum(["GET", "POST", "PUT", "DELETE"]).default("GET"),
-  headers: z.record(z.string(), z.string()).default({}),
-  body: z.string().max(8192).optional(),
-  timeoutMs: z.number().int().min(1).max(120_000).default(10_000),
-}).strict();
-export const LlmParams = z.object({
-  model: z.string().min(1).max(128),
-  prompt: z.string().min(1).max(8192),
-  system: z.string().max(8192).optional(),
-  maxTokens: z.number().int().min(1).max(32_768).default(256),
-  temperature: z.number().min(0).max(2).default(0),
-  timeoutMs: z.number().int().min(1).max(300_000).default(60_000),
-}).strict();
+export const HttpParams = z
+  .object({
+    url: z.url({ protocol: /^https?$/ }),
+    method: z.enum(["GET", "POST", "PUT", "DELETE"]).default("GET"),
+    headers: z.record(z.string(), z.string()).default({}),
+    body: z.string().max(8192).optional(),
+    timeoutMs: z.number().int().min(1).max(120_000).default(10_000),
+  })
+  .strict();
+export const LlmParams = z
+  .object({
+    model: z.string().min(1).max(128),
+    prompt: z.string().min(1).max(8192),
+    system: z.string().max(8192).optional(),
+    maxTokens: z.number().int().min(1).max(32_768).default(256),
+    temperature: z.number().min(0).max(2).default(0),
+    timeoutMs: z.number().int().min(1).max(300_000).default(60_000),
+  })
+  .strict();
 
 const retryDefault = { maxAttempts: 1, backoffMs: 0 };
-const base = { id: StepId, dependsOn: z.array(StepId).max(DAG_LIMITS.maxDependsOn).default([]), retry: RetryPolicy.default(retryDefault) };
+const base = {
+  id: StepId,
+  dependsOn: z.array(StepId).max(DAG_LIMITS.maxDependsOn).default([]),
+  retry: RetryPolicy.default(retryDefault),
+};
 export const Step = z.discriminatedUnion("kind", [
-  z.object({ ...base, kind: z.literal("compute"), params: ComputeParams.default({ durationMs: 0, busy: false }) }).strict(),
+  z
+    .object({ ...base, kind: z.literal("compute"), params: ComputeParams.default({ durationMs: 0, busy: false }) })
+    .strict(),
   z.object({ ...base, kind: z.literal("flaky"), params: FlakyParams }).strict(),
   z.object({ ...base, kind: z.literal("sleep"), params: SleepParams }).strict(),
   z.object({ ...base, kind: z.literal("http"), params: HttpParams }).strict(),
@@ -58,7 +82,8 @@ export function dagIssues(steps: readonly Pick<Step, "id" | "dependsOn" | "param
     if (ids.has(s.id)) issues.push(`duplicate step id "${s.id}"`);
     ids.add(s.id);
     const size = new TextEncoder().encode(JSON.stringify(s.params ?? {})).length;
-    if (size > DAG_LIMITS.maxParamsBytes) issues.push(`step "${s.id}" params are ${size} bytes, more than ${DAG_LIMITS.maxParamsBytes}`);
+    if (size > DAG_LIMITS.maxParamsBytes)
+      issues.push(`step "${s.id}" params are ${size} bytes, more than ${DAG_LIMITS.maxParamsBytes}`);
   }
   for (const s of steps) {
     for (const d of s.dependsOn) {
@@ -98,12 +123,18 @@ export function findCycle(steps: readonly Pick<Step, "id" | "dependsOn">[]): str
   return undefined;
 }
 
-export const DagDefinition = z.object({
-  name: z.string().min(1).max(128).optional(),
-  steps: z.array(Step).min(1, "a DAG needs at least one step").max(DAG_LIMITS.maxSteps, `a DAG has at most ${DAG_LIMITS.maxSteps} steps`),
-}).strict().superRefine((dag, ctx) => {
-  for (const message of dagIssues(dag.steps)) ctx.addIssue({ code: "custom", message, path: ["steps"] });
-});
+export const DagDefinition = z
+  .object({
+    name: z.string().min(1).max(128).optional(),
+    steps: z
+      .array(Step)
+      .min(1, "a DAG needs at least one step")
+      .max(DAG_LIMITS.maxSteps, `a DAG has at most ${DAG_LIMITS.maxSteps} steps`),
+  })
+  .strict()
+  .superRefine((dag, ctx) => {
+    for (const message of dagIssues(dag.steps)) ctx.addIssue({ code: "custom", message, path: ["steps"] });
+  });
 export type DagDefinition = z.infer<typeof DagDefinition>;
 /** The DAG as submitted, before defaults are applied. */
 export type DagInput = z.input<typeof DagDefinition>;

@@ -11,7 +11,10 @@ const issuesOf = (input: unknown) => {
 const expectRejected = (input: unknown, pattern: RegExp) => {
   const issues = issuesOf(input);
   expect(issues.length, "the DAG was accepted").toBeGreaterThan(0);
-  expect(issues.some((m) => pattern.test(m)), `no issue matches ${pattern}: ${JSON.stringify(issues)}`).toBe(true);
+  expect(
+    issues.some((m) => pattern.test(m)),
+    `no issue matches ${pattern}: ${JSON.stringify(issues)}`,
+  ).toBe(true);
 };
 /** A chain s0 <- s1 <- ... <- s(n-1), each step depending on the previous one. */
 const chain = (n: number) => Array.from({ length: n }, (_, i) => compute(`s${i}`, i === 0 ? [] : [`s${i - 1}`]));
@@ -20,7 +23,13 @@ describe("a valid DAG parses", () => {
   it("accepts a 50-step DAG with fan-out, fan-in and every kind, applying defaults", () => {
     const steps: StepInput[] = [compute("root")];
     for (let i = 1; i < 45; i++) steps.push(compute(`c${i}`, i % 3 === 0 ? ["root", `c${i - 1}`] : ["root"]));
-    steps.push({ id: "flaky", kind: "flaky", dependsOn: ["c1", "c2"], params: { failAttempts: 2 }, retry: { maxAttempts: 3, backoffMs: 100 } });
+    steps.push({
+      id: "flaky",
+      kind: "flaky",
+      dependsOn: ["c1", "c2"],
+      params: { failAttempts: 2 },
+      retry: { maxAttempts: 3, backoffMs: 100 },
+    });
     steps.push({ id: "sleep", kind: "sleep", dependsOn: ["flaky"], params: { durationMs: 1000 } });
     steps.push({ id: "http", kind: "http", dependsOn: ["sleep"], params: { url: "https://example.com/hook" } });
     steps.push({ id: "llm", kind: "llm", dependsOn: ["http"], params: { model: "m", prompt: "p" } });
@@ -28,8 +37,19 @@ describe("a valid DAG parses", () => {
     expect(steps).toHaveLength(50);
     const parsed = DagDefinition.parse(dag(...steps));
     expect(parsed.steps).toHaveLength(50);
-    expect(parsed.steps[0]).toEqual({ id: "root", kind: "compute", dependsOn: [], retry: { maxAttempts: 1, backoffMs: 0 }, params: { durationMs: 0, busy: false } });
-    expect(parsed.steps.find((s) => s.id === "http")?.params).toEqual({ url: "https://example.com/hook", method: "GET", headers: {}, timeoutMs: 10_000 });
+    expect(parsed.steps[0]).toEqual({
+      id: "root",
+      kind: "compute",
+      dependsOn: [],
+      retry: { maxAttempts: 1, backoffMs: 0 },
+      params: { durationMs: 0, busy: false },
+    });
+    expect(parsed.steps.find((s) => s.id === "http")?.params).toEqual({
+      url: "https://example.com/hook",
+      method: "GET",
+      headers: {},
+      timeoutMs: 10_000,
+    });
   });
 
   it(`accepts exactly ${DAG_LIMITS.maxSteps} steps`, () => {
@@ -52,7 +72,10 @@ describe("DAG validation rejects with a message naming the offending step", () =
   });
 
   it("rejects a cycle reachable only through an acyclic prefix", () => {
-    expectRejected(dag(compute("a"), compute("b", ["a", "d"]), compute("c", ["b"]), compute("d", ["c"])), /dependency cycle: b -> d -> c -> b/);
+    expectRejected(
+      dag(compute("a"), compute("b", ["a", "d"]), compute("c", ["b"]), compute("d", ["c"])),
+      /dependency cycle: b -> d -> c -> b/,
+    );
   });
 
   it(`rejects a cycle through all ${DAG_LIMITS.maxSteps} steps`, () => {
@@ -70,7 +93,10 @@ describe("DAG validation rejects with a message naming the offending step", () =
   });
 
   it("rejects an unknown kind, listing the known ones", () => {
-    expectRejected({ steps: [{ id: "a", kind: "shell", params: {} }] }, /steps\.0\.kind: .*'compute' \| 'flaky' \| 'sleep' \| 'http' \| 'llm'/);
+    expectRejected(
+      { steps: [{ id: "a", kind: "shell", params: {} }] },
+      /steps\.0\.kind: .*'compute' \| 'flaky' \| 'sleep' \| 'http' \| 'llm'/,
+    );
     expectRejected({ steps: [{ id: "a" }] }, /steps\.0\.kind/);
   });
 
@@ -85,7 +111,10 @@ describe("DAG validation rejects with a message naming the offending step", () =
 
   it(`rejects params larger than ${DAG_LIMITS.maxParamsBytes} bytes even when every field is within its own limit`, () => {
     const headers = Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`x-h${i}`, "v".repeat(1000)]));
-    expectRejected(dag({ id: "big", kind: "http", params: { url: "http://x.test/", headers } }), /step "big" params are \d+ bytes, more than 16384/);
+    expectRejected(
+      dag({ id: "big", kind: "http", params: { url: "http://x.test/", headers } }),
+      /step "big" params are \d+ bytes, more than 16384/,
+    );
     const llm = { model: "m", prompt: "p".repeat(8192), system: "s".repeat(8192) };
     expectRejected(dag({ id: "llm", kind: "llm", params: llm }), /step "llm" params are \d+ bytes/);
   });
@@ -93,17 +122,28 @@ describe("DAG validation rejects with a message naming the offending step", () =
   it("counts params size in UTF-8 bytes, not characters", () => {
     const headers = Object.fromEntries(Array.from({ length: 6 }, (_, i) => [`x-h${i}`, "€".repeat(1000)]));
     expect(JSON.stringify(headers).length).toBeLessThan(DAG_LIMITS.maxParamsBytes);
-    expectRejected(dag({ id: "utf8", kind: "http", params: { url: "http://x.test/", headers } }), /step "utf8" params are \d+ bytes/);
+    expectRejected(
+      dag({ id: "utf8", kind: "http", params: { url: "http://x.test/", headers } }),
+      /step "utf8" params are \d+ bytes/,
+    );
   });
 
   it.each(["ftp://x.test/file", "file:///etc/passwd", "javascript:alert(1)", "x.test/path", "", "http//x.test"])(
-    "rejects an http step whose URL %j is not http(s)", (url) => {
+    "rejects an http step whose URL %j is not http(s)",
+    (url) => {
       expectRejected(dag({ id: "h", kind: "http", params: { url } }), /steps\.0\.params\.url/);
-    });
+    },
+  );
 
   it("rejects an http step with an unknown method or a zero timeout", () => {
-    expectRejected(dag({ id: "h", kind: "http", params: { url: "http://x.test/", method: "PATCH" } as never }), /params\.method/);
-    expectRejected(dag({ id: "h", kind: "http", params: { url: "http://x.test/", timeoutMs: 0 } }), /params\.timeoutMs/);
+    expectRejected(
+      dag({ id: "h", kind: "http", params: { url: "http://x.test/", method: "PATCH" } as never }),
+      /params\.method/,
+    );
+    expectRejected(
+      dag({ id: "h", kind: "http", params: { url: "http://x.test/", timeoutMs: 0 } }),
+      /params\.timeoutMs/,
+    );
   });
 
   it.each([-1, 20, 1.5])("rejects a flaky step with failAttempts %d (allowed 0..19)", (failAttempts) => {
@@ -137,15 +177,29 @@ describe("DAG validation rejects with a message naming the offending step", () =
 
   it("reports every broken rule at once, not only the first", () => {
     const issues = issuesOf(dag(compute("a", ["ghost"]), compute("a"), compute("b", ["b"])));
-    expect(issues).toEqual(expect.arrayContaining([
-      expect.stringMatching(/duplicate step id "a"/), expect.stringMatching(/unknown step "ghost"/), expect.stringMatching(/"b" depends on itself/),
-    ]));
+    expect(issues).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/duplicate step id "a"/),
+        expect.stringMatching(/unknown step "ghost"/),
+        expect.stringMatching(/"b" depends on itself/),
+      ]),
+    );
   });
 });
 
 describe("findCycle", () => {
   it("returns undefined for an acyclic graph and a closed path for a cyclic one", () => {
-    expect(findCycle([{ id: "a", dependsOn: [] }, { id: "b", dependsOn: ["a"] }] as never)).toBeUndefined();
-    expect(findCycle([{ id: "a", dependsOn: ["b"] }, { id: "b", dependsOn: ["a"] }] as never)).toEqual(["a", "b", "a"]);
+    expect(
+      findCycle([
+        { id: "a", dependsOn: [] },
+        { id: "b", dependsOn: ["a"] },
+      ] as never),
+    ).toBeUndefined();
+    expect(
+      findCycle([
+        { id: "a", dependsOn: ["b"] },
+        { id: "b", dependsOn: ["a"] },
+      ] as never),
+    ).toEqual(["a", "b", "a"]);
   });
 });

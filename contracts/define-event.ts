@@ -11,7 +11,12 @@ export type Aggregate = (typeof AGGREGATES)[number];
  * Their events must carry `tenantId` in the envelope: visibility is evaluated from the event's own
  * tenant and there is no "no tenant means everyone" path (admission-and-capacity.md "Visibility").
  */
-export const TENANT_SCOPED_AGGREGATES = ["run", "exec", "scaleout", "forensics"] as const satisfies readonly Aggregate[];
+export const TENANT_SCOPED_AGGREGATES = [
+  "run",
+  "exec",
+  "scaleout",
+  "forensics",
+] as const satisfies readonly Aggregate[];
 
 /** `tenantId` is required on tenant-scoped aggregates and optional on `runtime` (a shared runtime has no tenant). */
 type TenantIdField<A extends Aggregate> = A extends "runtime" ? z.ZodOptional<typeof TenantId> : typeof TenantId;
@@ -20,11 +25,24 @@ type TenantIdField<A extends Aggregate> = A extends "runtime" ? z.ZodOptional<ty
  * Defines one event: its literal `type` (`<aggregate>.<name>`), schema version and data schema,
  * giving the full envelope schema. The name is the last subject token.
  */
-export function defineEvent<A extends Aggregate, N extends string, D extends z.ZodType>(aggregate: A, name: N, data: D, schemaVersion = 1) {
+export function defineEvent<A extends Aggregate, N extends string, D extends z.ZodType>(
+  aggregate: A,
+  name: N,
+  data: D,
+  schemaVersion = 1,
+) {
   const type = `${aggregate}.${name}` as `${A}.${N}`;
   const tenantId = (aggregate === "runtime" ? TenantId.optional() : TenantId) as TenantIdField<A>;
   return {
-    aggregate, name, type, schemaVersion,
-    schema: EnvelopeBase.extend({ type: z.literal(type), schemaVersion: z.literal(schemaVersion), tenantId, data }).strict(),
+    aggregate,
+    name,
+    type,
+    schemaVersion,
+    schema: EnvelopeBase.extend({
+      type: z.literal(type),
+      schemaVersion: z.literal(schemaVersion),
+      tenantId,
+      data,
+    }).strict(),
   } as const;
 }

@@ -13,58 +13,146 @@ export interface CatalogueEntry {
 export const ERROR_CATALOGUE = {
   // --- contracts and API input ---
   "contract-violation": { retryable: false, httpStatus: 400, summary: "a message or body does not match its schema" },
-  "invalid-id": { retryable: false, httpStatus: 400, summary: "an id is not lowercase [a-z0-9-] of at most 63 characters" },
+  "invalid-id": {
+    retryable: false,
+    httpStatus: 400,
+    summary: "an id is not lowercase [a-z0-9-] of at most 63 characters",
+  },
   "dag-invalid": { retryable: false, httpStatus: 400, summary: "a DAG definition breaks a validation rule" },
-  "unauthenticated": { retryable: false, httpStatus: 401, summary: "no or unknown bearer token" },
-  "forbidden": { retryable: false, httpStatus: 403, summary: "the credential may not perform this operation" },
+  unauthenticated: { retryable: false, httpStatus: 401, summary: "no or unknown bearer token" },
+  forbidden: { retryable: false, httpStatus: 403, summary: "the credential may not perform this operation" },
   "not-found": { retryable: false, httpStatus: 404, summary: "no such resource visible to the caller" },
   // --- event store ---
   "version-conflict": { retryable: true, httpStatus: 409, summary: "the aggregate moved past the expected sequence" },
   "event-store-unavailable": { retryable: true, httpStatus: 503, summary: "JetStream did not answer in time" },
   "server-version-unsupported": { retryable: false, httpStatus: 500, summary: "nats-server is older than 2.12" },
-  "batch-rejected": { retryable: false, httpStatus: 500, summary: "an atomic batch was refused and nothing was stored" },
+  "batch-rejected": {
+    retryable: false,
+    httpStatus: 500,
+    summary: "an atomic batch was refused and nothing was stored",
+  },
   // --- host start and readiness (hosts.md) ---
   "host-config-missing": { retryable: false, httpStatus: 500, summary: "the host strategy lacks configuration" },
   "host-spec-invalid": { retryable: false, httpStatus: 400, summary: "the host spec is invalid" },
   "host-creation-failed": { retryable: true, httpStatus: 502, summary: "the host resource could not be created" },
-  "host-identity-collision": { retryable: false, httpStatus: 409, summary: "an existing resource with the name has another identity" },
-  "process-exited-during-startup": { retryable: true, httpStatus: 502, summary: "the runtime process exited before readiness" },
+  "host-identity-collision": {
+    retryable: false,
+    httpStatus: 409,
+    summary: "an existing resource with the name has another identity",
+  },
+  "process-exited-during-startup": {
+    retryable: true,
+    httpStatus: 502,
+    summary: "the runtime process exited before readiness",
+  },
   "port-allocation-failed": { retryable: true, httpStatus: 503, summary: "no free port for the runtime" },
   "pod-readiness-timeout": { retryable: true, httpStatus: 504, summary: "the Pod did not become Ready in time" },
   "pod-failed": { retryable: true, httpStatus: 502, summary: "the Pod failed" },
-  "endpoint-resolution-failed": { retryable: true, httpStatus: 502, summary: "no endpoint could be resolved for the runtime" },
+  "endpoint-resolution-failed": {
+    retryable: true,
+    httpStatus: 502,
+    summary: "no endpoint could be resolved for the runtime",
+  },
   "port-forward-startup-failed": { retryable: true, httpStatus: 502, summary: "the port-forward bridge did not start" },
-  "runtime-command-readiness-failed": { retryable: true, httpStatus: 502, summary: "a real command did not reach the runtime" },
-  "runtime-identity-mismatch": { retryable: false, httpStatus: 502, summary: "the responder is not the runtime that was targeted" },
+  "runtime-command-readiness-failed": {
+    retryable: true,
+    httpStatus: 502,
+    summary: "a real command did not reach the runtime",
+  },
+  "runtime-identity-mismatch": {
+    retryable: false,
+    httpStatus: 502,
+    summary: "the responder is not the runtime that was targeted",
+  },
   "gateway-not-ready": { retryable: true, httpStatus: 503, summary: "the Gateway is missing or not Programmed" },
-  "route-not-accepted": { retryable: true, httpStatus: 503, summary: "the route is not Accepted/ResolvedRefs at its generation" },
-  "route-probe-identity-mismatch": { retryable: false, httpStatus: 502, summary: "a probe through the route reached another runtime" },
-  "node-port-probe-identity-mismatch": { retryable: false, httpStatus: 502, summary: "a probe through the runtime's NodePort Service reached another runtime" },
-  "capacity-publication-failed": { retryable: true, httpStatus: 503, summary: "endpoint or capacity could not be published" },
-  "host-start-abandoned": { retryable: true, httpStatus: 503, summary: "the provisioner driving a host start stopped before proving it; a later attempt cleaned it up" },
+  "route-not-accepted": {
+    retryable: true,
+    httpStatus: 503,
+    summary: "the route is not Accepted/ResolvedRefs at its generation",
+  },
+  "route-probe-identity-mismatch": {
+    retryable: false,
+    httpStatus: 502,
+    summary: "a probe through the route reached another runtime",
+  },
+  "node-port-probe-identity-mismatch": {
+    retryable: false,
+    httpStatus: 502,
+    summary: "a probe through the runtime's NodePort Service reached another runtime",
+  },
+  "capacity-publication-failed": {
+    retryable: true,
+    httpStatus: 503,
+    summary: "endpoint or capacity could not be published",
+  },
+  "host-start-abandoned": {
+    retryable: true,
+    httpStatus: 503,
+    summary: "the provisioner driving a host start stopped before proving it; a later attempt cleaned it up",
+  },
   // --- admission and dispatch ---
   "http-endpoint-missing": { retryable: true, httpStatus: 503, summary: "an HTTP runtime has no published endpoint" },
   "grpc-endpoint-missing": { retryable: true, httpStatus: 503, summary: "a gRPC runtime has no published endpoint" },
   "runtime-unreachable": { retryable: true, httpStatus: 502, summary: "the runtime did not answer over its transport" },
   "dispatch-timeout": { retryable: true, httpStatus: 504, summary: "the dispatch command timed out" },
-  "no-visible-capacity": { retryable: true, httpStatus: 503, summary: "no capacity visible to the tenant can accept the run" },
+  "no-visible-capacity": {
+    retryable: true,
+    httpStatus: 503,
+    summary: "no capacity visible to the tenant can accept the run",
+  },
   "tenant-quota-exceeded": { retryable: true, httpStatus: 429, summary: "the tenant is at its concurrent-run quota" },
-  "scale-out-limit-reached": { retryable: true, httpStatus: 503, summary: "the tenant is at its runtime-instance limit" },
+  "scale-out-limit-reached": {
+    retryable: true,
+    httpStatus: 503,
+    summary: "the tenant is at its runtime-instance limit",
+  },
   // --- runtime ---
-  "runtime-misdirected": { retryable: false, httpStatus: 421, summary: "the routing header or target id is not this runtime" },
-  "command-unauthorized": { retryable: false, httpStatus: 401, summary: "the runtime command lacks the instance token" },
+  "runtime-misdirected": {
+    retryable: false,
+    httpStatus: 421,
+    summary: "the routing header or target id is not this runtime",
+  },
+  "command-unauthorized": {
+    retryable: false,
+    httpStatus: 401,
+    summary: "the runtime command lacks the instance token",
+  },
   "local-queue-full": { retryable: true, httpStatus: 429, summary: "the runtime's local queue is at capacity" },
-  "execution-ownership-lost": { retryable: false, httpStatus: 409, summary: "another owner appended to this execution; this writer stops" },
-  "step-attempts-exhausted": { retryable: false, httpStatus: 422, summary: "a step failed on every attempt its retry policy allows" },
+  "execution-ownership-lost": {
+    retryable: false,
+    httpStatus: 409,
+    summary: "another owner appended to this execution; this writer stops",
+  },
+  "step-attempts-exhausted": {
+    retryable: false,
+    httpStatus: 422,
+    summary: "a step failed on every attempt its retry policy allows",
+  },
   "runtime-draining": { retryable: true, httpStatus: 503, summary: "the runtime is draining and takes no new runs" },
-  "resume-epoch-mismatch": { retryable: false, httpStatus: 409, summary: "ResumeExecution's epoch is not the journal's pending recovery epoch" },
+  "resume-epoch-mismatch": {
+    retryable: false,
+    httpStatus: 409,
+    summary: "ResumeExecution's epoch is not the journal's pending recovery epoch",
+  },
   // --- health, fencing, recovery ---
   "heartbeat-stale": { retryable: false, httpStatus: 503, summary: "no fresh heartbeat within the staleness bound" },
   "host-exited": { retryable: false, httpStatus: 503, summary: "the runtime process exited" },
-  "pod-deleted": { retryable: false, httpStatus: 503, summary: "the runtime Pod was deleted or its container terminated" },
-  "fence-timeout": { retryable: true, httpStatus: 504, summary: "the host boundary could not be proven in time; no work moves" },
+  "pod-deleted": {
+    retryable: false,
+    httpStatus: 503,
+    summary: "the runtime Pod was deleted or its container terminated",
+  },
+  "fence-timeout": {
+    retryable: true,
+    httpStatus: 504,
+    summary: "the host boundary could not be proven in time; no work moves",
+  },
   // --- read models ---
-  "read-model-unavailable": { retryable: true, httpStatus: 503, summary: "the forensics read models (MongoDB) are not configured or not reachable" },
+  "read-model-unavailable": {
+    retryable: true,
+    httpStatus: 503,
+    summary: "the forensics read models (MongoDB) are not configured or not reachable",
+  },
 } as const satisfies Record<string, CatalogueEntry>;
 
 export type ErrorCode = keyof typeof ERROR_CATALOGUE;
@@ -83,7 +171,11 @@ export class DroverError extends Error {
   readonly retryable: boolean;
   readonly details: Readonly<Record<string, unknown>>;
 
-  constructor(code: ErrorCode, message: string, opts: { cause?: unknown; details?: Record<string, unknown>; retryable?: boolean } = {}) {
+  constructor(
+    code: ErrorCode,
+    message: string,
+    opts: { cause?: unknown; details?: Record<string, unknown>; retryable?: boolean } = {},
+  ) {
     super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
     this.name = "DroverError";
     this.code = code;

@@ -3,22 +3,42 @@ import { describe, expect, it } from "vitest";
 import { DroverError, ERROR_CATALOGUE, ERROR_CODES, isDroverError, isErrorCode } from "./errors.ts";
 
 /** One documented row of docs/errors.md's catalogue table. */
-interface DocRow { code: string; retryable: boolean; httpStatus: number; meaning: string; emittedBy: string; action: string }
+interface DocRow {
+  code: string;
+  retryable: boolean;
+  httpStatus: number;
+  meaning: string;
+  emittedBy: string;
+  action: string;
+}
 
 const HEADER = ["code", "retryable", "HTTP", "meaning", "emitted by", "what an operator should do"];
 
 /** Parses the markdown table whose header is HEADER; throws on any malformed row so the test can fail loudly. */
 function parseCatalogueTable(markdown: string): DocRow[] {
   const lines = markdown.split("\n").map((l) => l.trim());
-  const cells = (line: string) => line.replace(/^\|/, "").replace(/\|$/, "").split("|").map((c) => c.trim());
+  const cells = (line: string) =>
+    line
+      .replace(/^\|/, "")
+      .replace(/\|$/, "")
+      .split("|")
+      .map((c) => c.trim());
   const start = lines.findIndex((l) => l.startsWith("|") && JSON.stringify(cells(l)) === JSON.stringify(HEADER));
   if (start < 0) throw new Error(`docs/errors.md has no table with header ${HEADER.join(" | ")}`);
   const rows: DocRow[] = [];
   for (const line of lines.slice(start + 2)) {
     if (!line.startsWith("|")) break;
     const [code, retryable, http, meaning, emittedBy, action, ...extra] = cells(line);
-    if (code === undefined || retryable === undefined || http === undefined || meaning === undefined || emittedBy === undefined
-      || action === undefined || extra.length > 0) throw new Error(`malformed row: ${line}`);
+    if (
+      code === undefined ||
+      retryable === undefined ||
+      http === undefined ||
+      meaning === undefined ||
+      emittedBy === undefined ||
+      action === undefined ||
+      extra.length > 0
+    )
+      throw new Error(`malformed row: ${line}`);
     const bare = /^`([a-z0-9-]+)`$/.exec(code)?.[1];
     if (!bare) throw new Error(`code cell is not a backticked kebab-case code: ${line}`);
     if (retryable !== "yes" && retryable !== "no") throw new Error(`retryable must be yes or no: ${line}`);
@@ -41,8 +61,10 @@ describe("docs/errors.md documents exactly the error catalogue", () => {
   it.each(ERROR_CODES)("documents catalogue code %s with the catalogue's retryable and HTTP status", (code) => {
     const row = byCode.get(code);
     expect(row, `${code} is missing from docs/errors.md`).toBeDefined();
-    expect({ retryable: row?.retryable, httpStatus: row?.httpStatus })
-      .toEqual({ retryable: ERROR_CATALOGUE[code].retryable, httpStatus: ERROR_CATALOGUE[code].httpStatus });
+    expect({ retryable: row?.retryable, httpStatus: row?.httpStatus }).toEqual({
+      retryable: ERROR_CATALOGUE[code].retryable,
+      httpStatus: ERROR_CATALOGUE[code].httpStatus,
+    });
   });
 
   it("documents no code that is missing from the catalogue", () => {
@@ -57,7 +79,9 @@ describe("docs/errors.md documents exactly the error catalogue", () => {
     const tampered = doc.replace("| `fence-timeout` |", "| `fence-timed-out` |");
     const codes = parseCatalogueTable(tampered).map((r) => r.code);
     expect(codes.filter((c) => !isErrorCode(c))).toEqual(["fence-timed-out"]);
-    expect(() => parseCatalogueTable(doc.replace("| `fence-timeout` | yes |", "| `fence-timeout` | maybe |"))).toThrow(/retryable/);
+    expect(() => parseCatalogueTable(doc.replace("| `fence-timeout` | yes |", "| `fence-timeout` | maybe |"))).toThrow(
+      /retryable/,
+    );
   });
 });
 
@@ -71,13 +95,39 @@ describe("the error catalogue", () => {
   });
 
   // hosts.md "Structured failure reasons": the catalogue must carry every one of them.
-  const HOSTS_MD_REASONS = ["host-config-missing", "host-spec-invalid", "host-creation-failed", "host-identity-collision",
-    "process-exited-during-startup", "port-allocation-failed", "pod-readiness-timeout", "pod-failed", "endpoint-resolution-failed",
-    "port-forward-startup-failed", "runtime-command-readiness-failed", "runtime-identity-mismatch", "gateway-not-ready",
-    "route-not-accepted", "route-probe-identity-mismatch", "capacity-publication-failed", "http-endpoint-missing",
-    "grpc-endpoint-missing", "runtime-unreachable", "dispatch-timeout", "no-visible-capacity", "tenant-quota-exceeded",
-    "scale-out-limit-reached", "heartbeat-stale", "host-exited", "pod-deleted", "execution-ownership-lost", "fence-timeout",
-    "runtime-misdirected", "command-unauthorized", "local-queue-full"];
+  const HOSTS_MD_REASONS = [
+    "host-config-missing",
+    "host-spec-invalid",
+    "host-creation-failed",
+    "host-identity-collision",
+    "process-exited-during-startup",
+    "port-allocation-failed",
+    "pod-readiness-timeout",
+    "pod-failed",
+    "endpoint-resolution-failed",
+    "port-forward-startup-failed",
+    "runtime-command-readiness-failed",
+    "runtime-identity-mismatch",
+    "gateway-not-ready",
+    "route-not-accepted",
+    "route-probe-identity-mismatch",
+    "capacity-publication-failed",
+    "http-endpoint-missing",
+    "grpc-endpoint-missing",
+    "runtime-unreachable",
+    "dispatch-timeout",
+    "no-visible-capacity",
+    "tenant-quota-exceeded",
+    "scale-out-limit-reached",
+    "heartbeat-stale",
+    "host-exited",
+    "pod-deleted",
+    "execution-ownership-lost",
+    "fence-timeout",
+    "runtime-misdirected",
+    "command-unauthorized",
+    "local-queue-full",
+  ];
   it("contains every structured failure reason listed in hosts.md", () => {
     expect(HOSTS_MD_REASONS.filter((c) => !isErrorCode(c))).toEqual([]);
   });
@@ -86,11 +136,20 @@ describe("the error catalogue", () => {
     const cause = new Error("10071");
     const e = new DroverError("version-conflict", "moved", { cause, details: { expected: 3 } });
     expect(e).toBeInstanceOf(Error);
-    expect({ code: e.code, retryable: e.retryable, cause: e.cause, details: e.details })
-      .toEqual({ code: "version-conflict", retryable: true, cause, details: { expected: 3 } });
+    expect({ code: e.code, retryable: e.retryable, cause: e.cause, details: e.details }).toEqual({
+      code: "version-conflict",
+      retryable: true,
+      cause,
+      details: { expected: 3 },
+    });
     expect(new DroverError("dag-invalid", "x").retryable).toBe(false);
     expect(new DroverError("dag-invalid", "x", { retryable: true }).retryable).toBe(true);
-    expect(e.toJSON()).toEqual({ code: "version-conflict", message: "moved", retryable: true, details: { expected: 3 } });
+    expect(e.toJSON()).toEqual({
+      code: "version-conflict",
+      message: "moved",
+      retryable: true,
+      details: { expected: 3 },
+    });
   });
 
   it("isDroverError narrows by class and optionally by code, and refuses look-alike plain objects", () => {

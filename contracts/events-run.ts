@@ -1,68 +1,172 @@
 import { z } from "zod";
 import { DagDefinition } from "./dag.ts";
 import { defineEvent } from "./define-event.ts";
-import { ExecutionId, ForensicsId, HostIncarnation, LocalRunId, RuntimeFailureIncidentId, RuntimeInstanceId, ScaleOutRequestId, SharedRunId } from "./ids.ts";
+import {
+  ExecutionId,
+  ForensicsId,
+  HostIncarnation,
+  LocalRunId,
+  RuntimeFailureIncidentId,
+  RuntimeInstanceId,
+  ScaleOutRequestId,
+  SharedRunId,
+} from "./ids.ts";
 import { Reason } from "./reason.ts";
 import { Transport } from "./tenant-settings.ts";
 
 /** Run lifecycle events on `drover.run.<tenant>.<sharedRunId>.<event>`. */
-export const RunSubmitted = defineEvent("run", "submitted", z.object({
-  sharedRunId: SharedRunId,
-  dag: DagDefinition,
-  idempotencyKey: z.string().min(1).max(200).optional(),
-  source: z.enum(["api", "producer"]).describe("the HTTP API, or a trusted producer publishing to JetStream"),
-  labels: z.record(z.string().max(63), z.string().max(256)).default({}),
-}).strict());
+export const RunSubmitted = defineEvent(
+  "run",
+  "submitted",
+  z
+    .object({
+      sharedRunId: SharedRunId,
+      dag: DagDefinition,
+      idempotencyKey: z.string().min(1).max(200).optional(),
+      source: z.enum(["api", "producer"]).describe("the HTTP API, or a trusted producer publishing to JetStream"),
+      labels: z.record(z.string().max(63), z.string().max(256)).default({}),
+    })
+    .strict(),
+);
 
-export const RunAdmitted = defineEvent("run", "admitted", z.object({
-  runtimeInstanceId: RuntimeInstanceId,
-  localRunId: LocalRunId,
-  reservationId: z.string().min(1).max(200),
-  candidates: z.array(z.object({ runtimeInstanceId: RuntimeInstanceId, rank: z.number().int(), why: z.string().max(300) })).max(64).default([]),
-  recovery: z.boolean().default(false).describe("true when this placement is a recovery item"),
-}).strict());
+export const RunAdmitted = defineEvent(
+  "run",
+  "admitted",
+  z
+    .object({
+      runtimeInstanceId: RuntimeInstanceId,
+      localRunId: LocalRunId,
+      reservationId: z.string().min(1).max(200),
+      candidates: z
+        .array(z.object({ runtimeInstanceId: RuntimeInstanceId, rank: z.number().int(), why: z.string().max(300) }))
+        .max(64)
+        .default([]),
+      recovery: z.boolean().default(false).describe("true when this placement is a recovery item"),
+    })
+    .strict(),
+);
 
 export const RunQueuedGlobally = defineEvent("run", "queued-globally", z.object({ reason: Reason }).strict());
-export const RunScaleOutRequested = defineEvent("run", "scale-out-requested", z.object({ requestId: ScaleOutRequestId }).strict());
-export const RunDispatchFailed = defineEvent("run", "dispatch-failed", z.object({
-  runtimeInstanceId: RuntimeInstanceId, localRunId: LocalRunId, reason: Reason,
-}).strict());
-export const RunDispatched = defineEvent("run", "dispatched", z.object({
-  runtimeInstanceId: RuntimeInstanceId,
-  localRunId: LocalRunId,
-  transport: Transport,
-  hostIncarnation: HostIncarnation,
-  resumeExecutionId: ExecutionId.optional().describe("set when the dispatch is a ResumeExecution of an in-flight execution"),
-}).strict());
-export const RunStarted = defineEvent("run", "started", z.object({
-  executionId: ExecutionId, localRunId: LocalRunId, runtimeInstanceId: RuntimeInstanceId,
-}).strict());
-export const RunRequeuedForResume = defineEvent("run", "requeued-for-resume", z.object({
-  forensicsId: ForensicsId,
-  incidentId: RuntimeFailureIncidentId,
-  executionId: ExecutionId,
-  failedRuntimeInstanceId: RuntimeInstanceId,
-  failedLocalRunId: LocalRunId,
-  newEpoch: z.number().int().positive(),
-}).strict());
-export const RunRequeuedForLocalQueuedRecovery = defineEvent("run", "requeued-for-local-queued-recovery", z.object({
-  forensicsId: ForensicsId,
-  incidentId: RuntimeFailureIncidentId,
-  failedRuntimeInstanceId: RuntimeInstanceId,
-  failedLocalRunId: LocalRunId,
-}).strict());
-export const RunReplacementSelected = defineEvent("run", "replacement-selected", z.object({
-  forensicsId: ForensicsId, runtimeInstanceId: RuntimeInstanceId,
-}).strict());
-export const RunCompleted = defineEvent("run", "completed", z.object({
-  executionId: ExecutionId, localRunId: LocalRunId, outputDigest: z.string().max(128),
-}).strict());
-export const RunFailed = defineEvent("run", "failed", z.object({
-  executionId: ExecutionId.optional(), localRunId: LocalRunId.optional(), reason: Reason,
-}).strict());
-export const RunCancelled = defineEvent("run", "cancelled", z.object({ reason: z.string().max(500).default("") }).strict());
+export const RunScaleOutRequested = defineEvent(
+  "run",
+  "scale-out-requested",
+  z.object({ requestId: ScaleOutRequestId }).strict(),
+);
+export const RunDispatchFailed = defineEvent(
+  "run",
+  "dispatch-failed",
+  z
+    .object({
+      runtimeInstanceId: RuntimeInstanceId,
+      localRunId: LocalRunId,
+      reason: Reason,
+    })
+    .strict(),
+);
+export const RunDispatched = defineEvent(
+  "run",
+  "dispatched",
+  z
+    .object({
+      runtimeInstanceId: RuntimeInstanceId,
+      localRunId: LocalRunId,
+      transport: Transport,
+      hostIncarnation: HostIncarnation,
+      resumeExecutionId: ExecutionId.optional().describe(
+        "set when the dispatch is a ResumeExecution of an in-flight execution",
+      ),
+    })
+    .strict(),
+);
+export const RunStarted = defineEvent(
+  "run",
+  "started",
+  z
+    .object({
+      executionId: ExecutionId,
+      localRunId: LocalRunId,
+      runtimeInstanceId: RuntimeInstanceId,
+    })
+    .strict(),
+);
+export const RunRequeuedForResume = defineEvent(
+  "run",
+  "requeued-for-resume",
+  z
+    .object({
+      forensicsId: ForensicsId,
+      incidentId: RuntimeFailureIncidentId,
+      executionId: ExecutionId,
+      failedRuntimeInstanceId: RuntimeInstanceId,
+      failedLocalRunId: LocalRunId,
+      newEpoch: z.number().int().positive(),
+    })
+    .strict(),
+);
+export const RunRequeuedForLocalQueuedRecovery = defineEvent(
+  "run",
+  "requeued-for-local-queued-recovery",
+  z
+    .object({
+      forensicsId: ForensicsId,
+      incidentId: RuntimeFailureIncidentId,
+      failedRuntimeInstanceId: RuntimeInstanceId,
+      failedLocalRunId: LocalRunId,
+    })
+    .strict(),
+);
+export const RunReplacementSelected = defineEvent(
+  "run",
+  "replacement-selected",
+  z
+    .object({
+      forensicsId: ForensicsId,
+      runtimeInstanceId: RuntimeInstanceId,
+    })
+    .strict(),
+);
+export const RunCompleted = defineEvent(
+  "run",
+  "completed",
+  z
+    .object({
+      executionId: ExecutionId,
+      localRunId: LocalRunId,
+      outputDigest: z.string().max(128),
+    })
+    .strict(),
+);
+export const RunFailed = defineEvent(
+  "run",
+  "failed",
+  z
+    .object({
+      executionId: ExecutionId.optional(),
+      localRunId: LocalRunId.optional(),
+      reason: Reason,
+    })
+    .strict(),
+);
+export const RunCancelled = defineEvent(
+  "run",
+  "cancelled",
+  z.object({ reason: z.string().max(500).default("") }).strict(),
+);
 export const RunRejected = defineEvent("run", "rejected", z.object({ reason: Reason }).strict());
 
-export const RUN_EVENTS = [RunSubmitted, RunAdmitted, RunQueuedGlobally, RunScaleOutRequested, RunDispatchFailed, RunDispatched,
-  RunStarted, RunRequeuedForResume, RunRequeuedForLocalQueuedRecovery, RunReplacementSelected, RunCompleted, RunFailed,
-  RunCancelled, RunRejected] as const;
+export const RUN_EVENTS = [
+  RunSubmitted,
+  RunAdmitted,
+  RunQueuedGlobally,
+  RunScaleOutRequested,
+  RunDispatchFailed,
+  RunDispatched,
+  RunStarted,
+  RunRequeuedForResume,
+  RunRequeuedForLocalQueuedRecovery,
+  RunReplacementSelected,
+  RunCompleted,
+  RunFailed,
+  RunCancelled,
+  RunRejected,
+] as const;

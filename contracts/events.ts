@@ -6,7 +6,13 @@ import { RUNTIME_EVENTS } from "./events-runtime.ts";
 import { SCALEOUT_EVENTS } from "./events-scaleout.ts";
 
 /** Every event definition in the catalogue (identities-and-events.md "Event catalogue"). */
-export const ALL_EVENTS = [...RUN_EVENTS, ...EXEC_EVENTS, ...SCALEOUT_EVENTS, ...RUNTIME_EVENTS, ...FORENSICS_EVENTS] as const;
+export const ALL_EVENTS = [
+  ...RUN_EVENTS,
+  ...EXEC_EVENTS,
+  ...SCALEOUT_EVENTS,
+  ...RUNTIME_EVENTS,
+  ...FORENSICS_EVENTS,
+] as const;
 type Def = (typeof ALL_EVENTS)[number];
 
 /** A decoded, validated event of any type; narrow on `type`. */

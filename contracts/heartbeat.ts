@@ -6,19 +6,25 @@ import { HostIncarnation, RuntimeInstanceId } from "./ids.ts";
  * No endpoint, tenant or route: a runtime cannot know how the control plane reaches it.
  * `beat` is monotonic per host incarnation; the capacity fold orders by it, never by arrival.
  */
-export const Heartbeat = z.object({
-  type: z.literal("heartbeat"),
-  runtimeInstanceId: RuntimeInstanceId,
-  hostIncarnation: HostIncarnation,
-  beat: z.number().int().nonnegative(),
-  at: z.iso.datetime(),
-  workers: z.number().int().nonnegative(),
-  activeWorkers: z.number().int().nonnegative(),
-  availableWorkers: z.number().int().nonnegative(),
-  queuedRuns: z.number().int().nonnegative(),
-  runningRuns: z.number().int().nonnegative(),
-  availableSlots: z.number().int().nonnegative().describe("maxConcurrentRuns + localQueueCapacity - runningRuns - queuedRuns (the local queue counts)"),
-  paused: z.boolean(),
-  draining: z.boolean(),
-}).strict();
+export const Heartbeat = z
+  .object({
+    type: z.literal("heartbeat"),
+    runtimeInstanceId: RuntimeInstanceId,
+    hostIncarnation: HostIncarnation,
+    beat: z.number().int().nonnegative(),
+    at: z.iso.datetime(),
+    workers: z.number().int().nonnegative(),
+    activeWorkers: z.number().int().nonnegative(),
+    availableWorkers: z.number().int().nonnegative(),
+    queuedRuns: z.number().int().nonnegative(),
+    runningRuns: z.number().int().nonnegative(),
+    availableSlots: z
+      .number()
+      .int()
+      .nonnegative()
+      .describe("maxConcurrentRuns + localQueueCapacity - runningRuns - queuedRuns (the local queue counts)"),
+    paused: z.boolean(),
+    draining: z.boolean(),
+  })
+  .strict();
 export type Heartbeat = z.infer<typeof Heartbeat>;

@@ -9,7 +9,8 @@ export const ID_MAX_LENGTH = 63;
 export const ID_PATTERN = /^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/;
 
 const id = (what: string) =>
-  z.string()
+  z
+    .string()
     .min(1, `${what} must not be empty`)
     .max(ID_MAX_LENGTH, `${what} must be at most ${ID_MAX_LENGTH} characters`)
     .regex(ID_PATTERN, `${what} must be lowercase [a-z0-9-], starting and ending with a letter or digit`)
@@ -47,14 +48,24 @@ export type EventId = z.infer<typeof EventId>;
  */
 const ID_PART = "[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?";
 export const FORENSICS_ID_PATTERN = new RegExp(`^runtime-recovery:${ID_PART}:${ID_PART}:${ID_PART}$`);
-export const ForensicsId = z.string().min(1).max(260)
-  .regex(FORENSICS_ID_PATTERN, "ForensicsId must be runtime-recovery:<ExecutionId>:<SharedRunId>:<LocalRunId> or runtime-recovery:local-queued:<SharedRunId>:<LocalRunId>")
-  .brand<"ForensicsId">().describe("ForensicsId");
+export const ForensicsId = z
+  .string()
+  .min(1)
+  .max(260)
+  .regex(
+    FORENSICS_ID_PATTERN,
+    "ForensicsId must be runtime-recovery:<ExecutionId>:<SharedRunId>:<LocalRunId> or runtime-recovery:local-queued:<SharedRunId>:<LocalRunId>",
+  )
+  .brand<"ForensicsId">()
+  .describe("ForensicsId");
 export type ForensicsId = z.infer<typeof ForensicsId>;
 
 /** `pid:<pid>:<startTicks>` for process hosts, `pod:<uid>` for Kubernetes hosts. */
-export const HostIncarnation = z.string().regex(/^(pid:\d+:\d+|pod:[a-z0-9-]+)$/, "HostIncarnation must be pid:<pid>:<start> or pod:<uid>")
-  .brand<"HostIncarnation">().describe("HostIncarnation");
+export const HostIncarnation = z
+  .string()
+  .regex(/^(pid:\d+:\d+|pod:[a-z0-9-]+)$/, "HostIncarnation must be pid:<pid>:<start> or pod:<uid>")
+  .brand<"HostIncarnation">()
+  .describe("HostIncarnation");
 export type HostIncarnation = z.infer<typeof HostIncarnation>;
 
 /** True when `value` is a valid id (same rule as the schemas), without throwing. */
@@ -63,7 +74,11 @@ export function isSubjectSafeId(value: string): boolean {
 }
 
 /** The ForensicsId of an in-flight execution's recovery; deterministic in its inputs. */
-export function inFlightForensicsId(executionId: ExecutionId, sharedRunId: SharedRunId, localRunId: LocalRunId): ForensicsId {
+export function inFlightForensicsId(
+  executionId: ExecutionId,
+  sharedRunId: SharedRunId,
+  localRunId: LocalRunId,
+): ForensicsId {
   return ForensicsId.parse(`runtime-recovery:${executionId}:${sharedRunId}:${localRunId}`);
 }
 

@@ -1,18 +1,48 @@
 import { describe, expect, it } from "vitest";
 import {
-  ControlPlaneId, EventId, ExecutionId, ForensicsId, HostIncarnation, ID_MAX_LENGTH, LocalRunId, RuntimeFailureIncidentId, RuntimeInstanceId,
-  ScaleOutRequestId, SharedRunId, StepId, TenantGroupId, TenantId, inFlightForensicsId, isSubjectSafeId, localQueuedForensicsId,
+  ControlPlaneId,
+  EventId,
+  ExecutionId,
+  ForensicsId,
+  HostIncarnation,
+  ID_MAX_LENGTH,
+  LocalRunId,
+  RuntimeFailureIncidentId,
+  RuntimeInstanceId,
+  ScaleOutRequestId,
+  SharedRunId,
+  StepId,
+  TenantGroupId,
+  TenantId,
+  inFlightForensicsId,
+  isSubjectSafeId,
+  localQueuedForensicsId,
 } from "./ids.ts";
 
-const ID_SCHEMAS = { TenantId, TenantGroupId, SharedRunId, LocalRunId, ExecutionId, RuntimeInstanceId, ScaleOutRequestId,
-  RuntimeFailureIncidentId, ControlPlaneId, StepId, EventId } as const;
+const ID_SCHEMAS = {
+  TenantId,
+  TenantGroupId,
+  SharedRunId,
+  LocalRunId,
+  ExecutionId,
+  RuntimeInstanceId,
+  ScaleOutRequestId,
+  RuntimeFailureIncidentId,
+  ControlPlaneId,
+  StepId,
+  EventId,
+} as const;
 
-const messagesOf = (r: { success: boolean; error?: { issues: { message: string }[] } }) => r.error?.issues.map((i) => i.message) ?? [];
+const messagesOf = (r: { success: boolean; error?: { issues: { message: string }[] } }) =>
+  r.error?.issues.map((i) => i.message) ?? [];
 
 describe.each(Object.entries(ID_SCHEMAS))("%s is subject-safe and never rewritten", (name, schema) => {
-  it.each(["a", "0", "tenant-a", "a1-b2-c3", "x".repeat(ID_MAX_LENGTH)])("accepts %s and returns it unchanged", (value) => {
-    expect(schema.parse(value)).toBe(value);
-  });
+  it.each(["a", "0", "tenant-a", "a1-b2-c3", "x".repeat(ID_MAX_LENGTH)])(
+    "accepts %s and returns it unchanged",
+    (value) => {
+      expect(schema.parse(value)).toBe(value);
+    },
+  );
 
   it("accepts exactly 63 characters and rejects 64 with a message naming the id and the limit", () => {
     expect(schema.safeParse("a".repeat(63)).success).toBe(true);
@@ -58,7 +88,9 @@ describe("isSubjectSafeId", () => {
 });
 
 describe("ForensicsId is deterministic and usable directly as a subject token", () => {
-  const ex = ExecutionId.parse("ex-1"), run = SharedRunId.parse("run-1"), lr = LocalRunId.parse("lr-1");
+  const ex = ExecutionId.parse("ex-1"),
+    run = SharedRunId.parse("run-1"),
+    lr = LocalRunId.parse("lr-1");
 
   it("builds the in-flight and local-queued shapes of identities-and-events.md", () => {
     expect(inFlightForensicsId(ex, run, lr)).toBe("runtime-recovery:ex-1:run-1:lr-1");
@@ -67,7 +99,11 @@ describe("ForensicsId is deterministic and usable directly as a subject token", 
   });
 
   it("contains no NATS subject separator, wildcard or whitespace (':' is allowed in subjects)", () => {
-    const longest = inFlightForensicsId(ExecutionId.parse("e".repeat(63)), SharedRunId.parse("s".repeat(63)), LocalRunId.parse("l".repeat(63)));
+    const longest = inFlightForensicsId(
+      ExecutionId.parse("e".repeat(63)),
+      SharedRunId.parse("s".repeat(63)),
+      LocalRunId.parse("l".repeat(63)),
+    );
     expect(longest).not.toMatch(/[.*>\s]/);
     expect(ForensicsId.parse(longest)).toBe(longest);
   });

@@ -1,15 +1,64 @@
 /** drover's contracts: every schema that crosses a process boundary, the codec and the error catalogue. */
-export { ID_MAX_LENGTH, ID_PATTERN, isSubjectSafeId, TenantId, TenantGroupId, SharedRunId, LocalRunId, ExecutionId, RuntimeInstanceId,
-  ScaleOutRequestId, RuntimeFailureIncidentId, ControlPlaneId, StepId, EventId, ForensicsId, HostIncarnation,
-  FORENSICS_ID_PATTERN, inFlightForensicsId, localQueuedForensicsId } from "./ids.ts";
-export { ERROR_CATALOGUE, ERROR_CODES, DroverError, isDroverError, isErrorCode, type ErrorCode, type CatalogueEntry } from "./errors.ts";
+export {
+  ID_MAX_LENGTH,
+  ID_PATTERN,
+  isSubjectSafeId,
+  TenantId,
+  TenantGroupId,
+  SharedRunId,
+  LocalRunId,
+  ExecutionId,
+  RuntimeInstanceId,
+  ScaleOutRequestId,
+  RuntimeFailureIncidentId,
+  ControlPlaneId,
+  StepId,
+  EventId,
+  ForensicsId,
+  HostIncarnation,
+  FORENSICS_ID_PATTERN,
+  inFlightForensicsId,
+  localQueuedForensicsId,
+} from "./ids.ts";
+export {
+  ERROR_CATALOGUE,
+  ERROR_CODES,
+  DroverError,
+  isDroverError,
+  isErrorCode,
+  type ErrorCode,
+  type CatalogueEntry,
+} from "./errors.ts";
 export { Writer, EnvelopeBase } from "./envelope.ts";
 export { Reason, ReasonCode } from "./reason.ts";
 export { AGGREGATES, TENANT_SCOPED_AGGREGATES, defineEvent, type Aggregate } from "./define-event.ts";
-export { DAG_LIMITS, DagDefinition, Step, STEP_KINDS, RetryPolicy, ComputeParams, FlakyParams, SleepParams, HttpParams, LlmParams,
-  dagIssues, findCycle, type DagInput, type StepKind } from "./dag.ts";
-export { TenantSettings, IsolationMode, HostProvider, Transport, RuntimeSizing, defaultTenantSettings, runtimePrefixOf, sizingOf,
-  RUNTIME_PREFIX_MAX_LENGTH } from "./tenant-settings.ts";
+export {
+  DAG_LIMITS,
+  DagDefinition,
+  Step,
+  STEP_KINDS,
+  RetryPolicy,
+  ComputeParams,
+  FlakyParams,
+  SleepParams,
+  HttpParams,
+  LlmParams,
+  dagIssues,
+  findCycle,
+  type DagInput,
+  type StepKind,
+} from "./dag.ts";
+export {
+  TenantSettings,
+  IsolationMode,
+  HostProvider,
+  Transport,
+  RuntimeSizing,
+  defaultTenantSettings,
+  runtimePrefixOf,
+  sizingOf,
+  RUNTIME_PREFIX_MAX_LENGTH,
+} from "./tenant-settings.ts";
 export * as RunEvents from "./events-run.ts";
 export * as ExecEvents from "./events-exec.ts";
 export * as ScaleOutEvents from "./events-scaleout.ts";
@@ -17,11 +66,28 @@ export * as RuntimeEvents from "./events-runtime.ts";
 export * as ForensicsEvents from "./events-forensics.ts";
 export { READINESS_LAYERS, ReadinessLayer, RecoveryClass } from "./events-runtime.ts";
 export { StepOutput } from "./events-exec.ts";
-export { ALL_EVENTS, EVENT_DEFINITIONS, EVENT_TYPES, type DroverEvent, type EventType, type EventOf, type DataOf } from "./events.ts";
+export {
+  ALL_EVENTS,
+  EVENT_DEFINITIONS,
+  EVENT_TYPES,
+  type DroverEvent,
+  type EventType,
+  type EventOf,
+  type DataOf,
+} from "./events.ts";
 export { Heartbeat } from "./heartbeat.ts";
 export { CapacityRebuildReply } from "./control-replies.ts";
-export { ROUTING_HEADER, TOKEN_HEADER, RuntimeCommand, RuntimeCommandResult, DispatchRunPayload, ResumeExecutionPayload, QueueStatus,
-  RunStatus, type RuntimeOperation } from "./runtime-commands.ts";
+export {
+  ROUTING_HEADER,
+  TOKEN_HEADER,
+  RuntimeCommand,
+  RuntimeCommandResult,
+  DispatchRunPayload,
+  ResumeExecutionPayload,
+  QueueStatus,
+  RunStatus,
+  type RuntimeOperation,
+} from "./runtime-commands.ts";
 export { validate, encodeJson, decodeJson, parseEvent, encodeEvent, decodeEvent, contractViolation } from "./codec.ts";
 export { DroverConfig, Credential, KubernetesHostConfig, tenantSettingsOf, staleHeartbeatMsOf } from "./config.ts";
 export type { Decider } from "./decider.ts";

@@ -13,7 +13,16 @@
  */
 
 /** The collections the projector owns; a rebuild drops and refills exactly these. */
-export const READ_MODEL_COLLECTIONS = ["runs", "executions", "steps", "incidents", "incident_items", "forensics", "ledger", "runtimes"] as const;
+export const READ_MODEL_COLLECTIONS = [
+  "runs",
+  "executions",
+  "steps",
+  "incidents",
+  "incident_items",
+  "forensics",
+  "ledger",
+  "runtimes",
+] as const;
 export type ReadModelCollection = (typeof READ_MODEL_COLLECTIONS)[number];
 /** Where the projector keeps its checkpoint document (`{ _id: <projection>, seq }`). */
 export const CHECKPOINT_COLLECTION = "checkpoints";
@@ -148,10 +157,27 @@ export interface ExecutionDoc {
   readonly dagDigest?: string;
   readonly stepCount?: number;
   readonly epoch: number;
-  readonly owners: readonly { readonly runtimeInstanceId: string; readonly localRunId: string; readonly epoch: number; readonly seq: number; readonly via: "started" | "resumed" }[];
-  readonly pauses: readonly { readonly forensicsId: string; readonly incidentId: string; readonly failedRuntimeInstanceId: string; readonly newEpoch: number; readonly seq: number }[];
+  readonly owners: readonly {
+    readonly runtimeInstanceId: string;
+    readonly localRunId: string;
+    readonly epoch: number;
+    readonly seq: number;
+    readonly via: "started" | "resumed";
+  }[];
+  readonly pauses: readonly {
+    readonly forensicsId: string;
+    readonly incidentId: string;
+    readonly failedRuntimeInstanceId: string;
+    readonly newEpoch: number;
+    readonly seq: number;
+  }[];
   readonly started?: Position;
-  readonly ended?: Position & { readonly status: string; readonly outputDigest?: string; readonly reasonCode?: string; readonly reasonDetail?: string };
+  readonly ended?: Position & {
+    readonly status: string;
+    readonly outputDigest?: string;
+    readonly reasonCode?: string;
+    readonly reasonDetail?: string;
+  };
   readonly firstSeq: number;
   readonly lastSeq: number;
 }
@@ -182,9 +208,17 @@ export interface IncidentDoc {
   readonly status: "suspected" | "fenced" | "fence-failed" | "recovery-planned";
   /** Tenants with at least one item: the only tenants the incident concerns. */
   readonly tenantIds: readonly string[];
-  readonly suspected?: Position & { readonly reasonCode: string; readonly reasonDetail: string; readonly hostIncarnation?: string };
+  readonly suspected?: Position & {
+    readonly reasonCode: string;
+    readonly reasonDetail: string;
+    readonly hostIncarnation?: string;
+  };
   readonly fenced?: Position & { readonly hostIncarnation: string; readonly proof: Readonly<Record<string, Scalar>> };
-  readonly fenceFailures: readonly (Position & { readonly reasonCode: string; readonly reasonDetail: string; readonly attempt: number })[];
+  readonly fenceFailures: readonly (Position & {
+    readonly reasonCode: string;
+    readonly reasonDetail: string;
+    readonly attempt: number;
+  })[];
   readonly planned?: Position & { readonly itemCount: number };
   readonly firstSeq: number;
   readonly lastSeq: number;

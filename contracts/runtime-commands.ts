@@ -8,18 +8,31 @@ export const ROUTING_HEADER = "x-drover-runtime-instance-id";
 /** The per-instance command token header (HTTP) / metadata key (gRPC). */
 export const TOKEN_HEADER = "x-drover-runtime-token";
 
-export const DispatchRunPayload = z.object({
-  sharedRunId: SharedRunId, localRunId: LocalRunId, tenantId: TenantId, dag: DagDefinition,
-  dispatchedSeq: z.number().int().positive().describe("stream sequence of the run's `dispatched` event; run `started` is appended expecting it"),
-  correlationId: z.string().min(1).max(128),
-}).strict();
+export const DispatchRunPayload = z
+  .object({
+    sharedRunId: SharedRunId,
+    localRunId: LocalRunId,
+    tenantId: TenantId,
+    dag: DagDefinition,
+    dispatchedSeq: z
+      .number()
+      .int()
+      .positive()
+      .describe("stream sequence of the run's `dispatched` event; run `started` is appended expecting it"),
+    correlationId: z.string().min(1).max(128),
+  })
+  .strict();
 export const ResumeExecutionPayload = DispatchRunPayload.extend({
-  executionId: ExecutionId, epoch: z.number().int().positive(),
+  executionId: ExecutionId,
+  epoch: z.number().int().positive(),
 }).strict();
 const byLocalRun = z.object({ localRunId: LocalRunId }).strict();
 const empty = z.object({}).strict();
 
-const common = { runtimeInstanceId: RuntimeInstanceId.describe("the exact target"), correlationId: z.string().min(1).max(128) };
+const common = {
+  runtimeInstanceId: RuntimeInstanceId.describe("the exact target"),
+  correlationId: z.string().min(1).max(128),
+};
 const cmd = <O extends string, P extends z.ZodType>(operation: O, payload: P) =>
   z.object({ operation: z.literal(operation), payload, ...common }).strict();
 
@@ -37,27 +50,42 @@ export const RuntimeCommand = z.discriminatedUnion("operation", [
 export type RuntimeCommand = z.infer<typeof RuntimeCommand>;
 export type RuntimeOperation = RuntimeCommand["operation"];
 
-export const QueueStatus = z.object({
-  hostIncarnation: HostIncarnation, queuedRuns: z.number().int().nonnegative(), runningRuns: z.number().int().nonnegative(),
-  availableSlots: z.number().int().nonnegative(), workers: z.number().int().nonnegative(), availableWorkers: z.number().int().nonnegative(),
-  paused: z.boolean(), draining: z.boolean(),
-}).strict();
-export const RunStatus = z.object({
-  localRunId: LocalRunId, state: z.enum(["queued", "running", "completed", "failed", "cancelled", "unknown"]),
-  executionId: ExecutionId.optional(), completedSteps: z.number().int().nonnegative().optional(),
-  failureReason: ReasonCode.optional().describe("why a failed or cancelled run stopped, e.g. execution-ownership-lost"),
-  failureDetail: z.string().max(2000).optional(),
-}).strict();
+export const QueueStatus = z
+  .object({
+    hostIncarnation: HostIncarnation,
+    queuedRuns: z.number().int().nonnegative(),
+    runningRuns: z.number().int().nonnegative(),
+    availableSlots: z.number().int().nonnegative(),
+    workers: z.number().int().nonnegative(),
+    availableWorkers: z.number().int().nonnegative(),
+    paused: z.boolean(),
+    draining: z.boolean(),
+  })
+  .strict();
+export const RunStatus = z
+  .object({
+    localRunId: LocalRunId,
+    state: z.enum(["queued", "running", "completed", "failed", "cancelled", "unknown"]),
+    executionId: ExecutionId.optional(),
+    completedSteps: z.number().int().nonnegative().optional(),
+    failureReason: ReasonCode.optional().describe(
+      "why a failed or cancelled run stopped, e.g. execution-ownership-lost",
+    ),
+    failureDetail: z.string().max(2000).optional(),
+  })
+  .strict();
 
 /** Every response names the responder; callers treat a mismatch with their target as `runtime-identity-mismatch`. */
-export const RuntimeCommandResult = z.object({
-  success: z.boolean(),
-  operation: z.string(),
-  runtimeInstanceId: RuntimeInstanceId.describe("the responder"),
-  hostIncarnation: HostIncarnation,
-  payload: z.record(z.string(), z.unknown()).default({}),
-  failureReason: ReasonCode.optional(),
-  failureDetail: z.string().max(2000).optional(),
-  timings: z.object({ receivedAt: z.iso.datetime(), handledMs: z.number().nonnegative() }).strict(),
-}).strict();
+export const RuntimeCommandResult = z
+  .object({
+    success: z.boolean(),
+    operation: z.string(),
+    runtimeInstanceId: RuntimeInstanceId.describe("the responder"),
+    hostIncarnation: HostIncarnation,
+    payload: z.record(z.string(), z.unknown()).default({}),
+    failureReason: ReasonCode.optional(),
+    failureDetail: z.string().max(2000).optional(),
+    timings: z.object({ receivedAt: z.iso.datetime(), handledMs: z.number().nonnegative() }).strict(),
+  })
+  .strict();
 export type RuntimeCommandResult = z.infer<typeof RuntimeCommandResult>;

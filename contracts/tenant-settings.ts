@@ -9,33 +9,43 @@ export const Transport = z.enum(["http", "grpc"]);
 export type Transport = z.infer<typeof Transport>;
 
 /** Sizing of one runtime instance. Precedence: tenant settings > scale-out request > provider defaults. */
-export const RuntimeSizing = z.object({
-  workers: z.number().int().min(1).max(256),
-  maxConcurrentRuns: z.number().int().min(1).max(1024),
-  localQueueCapacity: z.number().int().min(0).max(10_000),
-  maxWorkersPerRun: z.number().int().min(1).max(256),
-}).strict();
+export const RuntimeSizing = z
+  .object({
+    workers: z.number().int().min(1).max(256),
+    maxConcurrentRuns: z.number().int().min(1).max(1024),
+    localQueueCapacity: z.number().int().min(0).max(10_000),
+    maxWorkersPerRun: z.number().int().min(1).max(256),
+  })
+  .strict();
 export type RuntimeSizing = z.infer<typeof RuntimeSizing>;
 
 /** Per-tenant settings (admission-and-capacity.md "Tenant settings"). */
-export const TenantSettings = z.object({
-  tenantId: TenantId,
-  tenantGroupId: TenantGroupId.optional(),
-  isolationMode: IsolationMode.default("shared"),
-  preferDedicatedCapacity: z.boolean().default(false),
-  allowSharedFallback: z.boolean().default(false),
-  maxRuntimeInstances: z.number().int().min(0).max(1000).default(2),
-  workersPerInstance: z.number().int().min(1).max(256).default(2),
-  maxConcurrentRunsPerInstance: z.number().int().min(1).max(1024).default(2),
-  maxWorkersPerRun: z.number().int().min(1).max(256).default(1),
-  localQueueCapacity: z.number().int().min(0).max(10_000).default(8),
-  runtimeInstanceIdPrefix: z.string().regex(/^[a-z0-9](?:[a-z0-9-]{0,30})$/, "prefix: lowercase [a-z0-9-], at most 31 characters").optional(),
-  maxConcurrentRuns: z.number().int().min(1).max(100_000).default(100),
-  overQuota: z.enum(["reject", "queue"]).default("queue").describe("what happens to a submission over maxConcurrentRuns"),
-  weight: z.number().int().min(1).max(1000).default(1),
-  hostProvider: HostProvider.default("process"),
-  transport: Transport.default("http"),
-}).strict();
+export const TenantSettings = z
+  .object({
+    tenantId: TenantId,
+    tenantGroupId: TenantGroupId.optional(),
+    isolationMode: IsolationMode.default("shared"),
+    preferDedicatedCapacity: z.boolean().default(false),
+    allowSharedFallback: z.boolean().default(false),
+    maxRuntimeInstances: z.number().int().min(0).max(1000).default(2),
+    workersPerInstance: z.number().int().min(1).max(256).default(2),
+    maxConcurrentRunsPerInstance: z.number().int().min(1).max(1024).default(2),
+    maxWorkersPerRun: z.number().int().min(1).max(256).default(1),
+    localQueueCapacity: z.number().int().min(0).max(10_000).default(8),
+    runtimeInstanceIdPrefix: z
+      .string()
+      .regex(/^[a-z0-9](?:[a-z0-9-]{0,30})$/, "prefix: lowercase [a-z0-9-], at most 31 characters")
+      .optional(),
+    maxConcurrentRuns: z.number().int().min(1).max(100_000).default(100),
+    overQuota: z
+      .enum(["reject", "queue"])
+      .default("queue")
+      .describe("what happens to a submission over maxConcurrentRuns"),
+    weight: z.number().int().min(1).max(1000).default(1),
+    hostProvider: HostProvider.default("process"),
+    transport: Transport.default("http"),
+  })
+  .strict();
 export type TenantSettings = z.infer<typeof TenantSettings>;
 
 /** Settings for a tenant the configuration does not name: shared, documented defaults, never another tenant's. */
@@ -66,5 +76,10 @@ function fnv1a32(s: string): string {
 }
 
 export function sizingOf(t: TenantSettings): RuntimeSizing {
-  return { workers: t.workersPerInstance, maxConcurrentRuns: t.maxConcurrentRunsPerInstance, localQueueCapacity: t.localQueueCapacity, maxWorkersPerRun: t.maxWorkersPerRun };
+  return {
+    workers: t.workersPerInstance,
+    maxConcurrentRuns: t.maxConcurrentRunsPerInstance,
+    localQueueCapacity: t.localQueueCapacity,
+    maxWorkersPerRun: t.maxWorkersPerRun,
+  };
 }

@@ -2,13 +2,29 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { DroverConfig, tenantSettingsOf } from "./config.ts";
 import { ID_PATTERN, TenantId } from "./ids.ts";
-import { defaultTenantSettings, RUNTIME_PREFIX_MAX_LENGTH, runtimePrefixOf, sizingOf, TenantSettings } from "./tenant-settings.ts";
+import {
+  defaultTenantSettings,
+  RUNTIME_PREFIX_MAX_LENGTH,
+  runtimePrefixOf,
+  sizingOf,
+  TenantSettings,
+} from "./tenant-settings.ts";
 
 const t = (s: string) => TenantId.parse(s);
 const SHARED_DEFAULTS = {
-  isolationMode: "shared", preferDedicatedCapacity: false, allowSharedFallback: false, maxRuntimeInstances: 2, workersPerInstance: 2,
-  maxConcurrentRunsPerInstance: 2, maxWorkersPerRun: 1, localQueueCapacity: 8, maxConcurrentRuns: 100, overQuota: "queue", weight: 1,
-  hostProvider: "process", transport: "http",
+  isolationMode: "shared",
+  preferDedicatedCapacity: false,
+  allowSharedFallback: false,
+  maxRuntimeInstances: 2,
+  workersPerInstance: 2,
+  maxConcurrentRunsPerInstance: 2,
+  maxWorkersPerRun: 1,
+  localQueueCapacity: 8,
+  maxConcurrentRuns: 100,
+  overQuota: "queue",
+  weight: 1,
+  hostProvider: "process",
+  transport: "http",
 };
 
 describe("tenant settings defaults", () => {
@@ -17,11 +33,24 @@ describe("tenant settings defaults", () => {
   });
 
   it("gives an unknown tenant the shared defaults, never another configured tenant's settings", () => {
-    const config = DroverConfig.parse({ controlPlaneId: "cp", tenants: [
-      { tenantId: "acme", tenantGroupId: "g1", isolationMode: "dedicated", maxRuntimeInstances: 9, runtimeInstanceIdPrefix: "acme" },
-      { tenantId: "beta", isolationMode: "hybrid", allowSharedFallback: true },
-    ] });
-    expect(tenantSettingsOf(config, "acme")).toMatchObject({ tenantId: "acme", isolationMode: "dedicated", tenantGroupId: "g1" });
+    const config = DroverConfig.parse({
+      controlPlaneId: "cp",
+      tenants: [
+        {
+          tenantId: "acme",
+          tenantGroupId: "g1",
+          isolationMode: "dedicated",
+          maxRuntimeInstances: 9,
+          runtimeInstanceIdPrefix: "acme",
+        },
+        { tenantId: "beta", isolationMode: "hybrid", allowSharedFallback: true },
+      ],
+    });
+    expect(tenantSettingsOf(config, "acme")).toMatchObject({
+      tenantId: "acme",
+      isolationMode: "dedicated",
+      tenantGroupId: "g1",
+    });
     const unknown = tenantSettingsOf(config, "acme-2");
     expect(unknown).toEqual({ tenantId: "acme-2", ...SHARED_DEFAULTS });
     expect(unknown.tenantGroupId).toBeUndefined();
@@ -29,7 +58,12 @@ describe("tenant settings defaults", () => {
   });
 
   it("rejects a configuration that names a tenant twice", () => {
-    expect(DroverConfig.safeParse({ controlPlaneId: "cp", tenants: [{ tenantId: "a" }, { tenantId: "a", isolationMode: "dedicated" }] }).success).toBe(false);
+    expect(
+      DroverConfig.safeParse({
+        controlPlaneId: "cp",
+        tenants: [{ tenantId: "a" }, { tenantId: "a", isolationMode: "dedicated" }],
+      }).success,
+    ).toBe(false);
   });
 
   it("rejects unknown fields, unknown modes and invalid prefixes instead of ignoring them", () => {
@@ -41,7 +75,13 @@ describe("tenant settings defaults", () => {
   });
 
   it("sizingOf takes every sizing field from the tenant settings", () => {
-    const s = TenantSettings.parse({ tenantId: "a", workersPerInstance: 4, maxConcurrentRunsPerInstance: 3, localQueueCapacity: 5, maxWorkersPerRun: 2 });
+    const s = TenantSettings.parse({
+      tenantId: "a",
+      workersPerInstance: 4,
+      maxConcurrentRunsPerInstance: 3,
+      localQueueCapacity: 5,
+      maxWorkersPerRun: 2,
+    });
     expect(sizingOf(s)).toEqual({ workers: 4, maxConcurrentRuns: 3, localQueueCapacity: 5, maxWorkersPerRun: 2 });
   });
 });
@@ -65,11 +105,14 @@ describe("runtimePrefixOf", () => {
 
   it("always derives a subject-safe id of at most 31 characters (bounded property)", () => {
     const tenantIds = fc.stringMatching(/^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/);
-    fc.assert(fc.property(tenantIds, (id) => {
-      const prefix = runtimePrefixOf(defaultTenantSettings(t(id)));
-      expect(prefix.length).toBeLessThanOrEqual(RUNTIME_PREFIX_MAX_LENGTH);
-      expect(prefix).toMatch(ID_PATTERN);
-      expect(prefix.startsWith("rt-")).toBe(true);
-    }), { numRuns: 500 });
+    fc.assert(
+      fc.property(tenantIds, (id) => {
+        const prefix = runtimePrefixOf(defaultTenantSettings(t(id)));
+        expect(prefix.length).toBeLessThanOrEqual(RUNTIME_PREFIX_MAX_LENGTH);
+        expect(prefix).toMatch(ID_PATTERN);
+        expect(prefix.startsWith("rt-")).toBe(true);
+      }),
+      { numRuns: 500 },
+    );
   });
 });

@@ -7,7 +7,14 @@ import { Redis } from "ioredis";
 import { pino, type Logger } from "pino";
 import { DroverConfig, validate } from "../contracts/index.ts";
 import { commandSecretFromEnv, commandTokenFor } from "./command-token.ts";
-import { createEventStore, DEFAULT_LAYOUT, ensureStreams, taggedLayout, type EventStore, type StreamLayout } from "../streams/index.ts";
+import {
+  createEventStore,
+  DEFAULT_LAYOUT,
+  ensureStreams,
+  taggedLayout,
+  type EventStore,
+  type StreamLayout,
+} from "../streams/index.ts";
 
 /** What every control-plane service process starts with. */
 export interface ServiceContext {
@@ -30,7 +37,9 @@ export interface ServiceContext {
 const ROOT = resolve(import.meta.dirname, "..");
 
 /** Reads and validates DROVER_CONFIG (default config/drover.local.json); a bad file stops start-up with the schema's message. */
-export function loadConfig(path = process.env.DROVER_CONFIG ?? resolve(ROOT, "config/drover.local.json")): DroverConfig {
+export function loadConfig(
+  path = process.env.DROVER_CONFIG ?? resolve(ROOT, "config/drover.local.json"),
+): DroverConfig {
   let raw: unknown;
   try {
     raw = JSON.parse(readFileSync(path, "utf8"));
@@ -41,7 +50,8 @@ export function loadConfig(path = process.env.DROVER_CONFIG ?? resolve(ROOT, "co
 }
 
 /** The stream layout: DROVER_STREAM_TAG (tests) or the production default. */
-export const layoutFromEnv = (): StreamLayout => (process.env.DROVER_STREAM_TAG ? taggedLayout(process.env.DROVER_STREAM_TAG) : DEFAULT_LAYOUT);
+export const layoutFromEnv = (): StreamLayout =>
+  process.env.DROVER_STREAM_TAG ? taggedLayout(process.env.DROVER_STREAM_TAG) : DEFAULT_LAYOUT;
 
 function required(name: string): string {
   const v = process.env[name];
@@ -65,7 +75,9 @@ export async function bootstrap(service: string, opts: { redis?: boolean } = {})
     await ensureStreams(jsm, layout);
     const js = jetstream(nc);
     const store = createEventStore(nc, layout);
-    const redis = opts.redis ? new Redis(required("REDIS_URL"), { maxRetriesPerRequest: 2, enableOfflineQueue: true }) : undefined;
+    const redis = opts.redis
+      ? new Redis(required("REDIS_URL"), { maxRetriesPerRequest: 2, enableOfflineQueue: true })
+      : undefined;
     redis?.on("error", (e) => log.warn({ err: e.message }, "redis error"));
     const hooks: (() => Promise<void> | void)[] = [];
     let closing = false;
@@ -73,7 +85,8 @@ export async function bootstrap(service: string, opts: { redis?: boolean } = {})
       if (closing) return;
       closing = true;
       log.info({ signal }, "shutting down");
-      for (const h of hooks.reverse()) await Promise.resolve(h()).catch((e) => log.error({ err: String(e) }, "shutdown hook failed"));
+      for (const h of hooks.reverse())
+        await Promise.resolve(h()).catch((e) => log.error({ err: String(e) }, "shutdown hook failed"));
       await nc.drain().catch(() => undefined);
       redis?.disconnect();
       process.exit(0);
@@ -83,8 +96,20 @@ export async function bootstrap(service: string, opts: { redis?: boolean } = {})
     const { secret, isDefault } = commandSecretFromEnv();
     if (isDefault) log.warn("DROVER_COMMAND_SECRET is not set: using the development secret (never in production)");
     log.info({ nats: nc.getServer(), layout: layout.eventStream, controlPlaneId: config.controlPlaneId }, "started");
-    return { service, instanceId, config, layout, nc, js, jsm, store, redis, log,
-      commandTokenFor: (id) => commandTokenFor(secret, id), onShutdown: (fn) => hooks.push(fn) };
+    return {
+      service,
+      instanceId,
+      config,
+      layout,
+      nc,
+      js,
+      jsm,
+      store,
+      redis,
+      log,
+      commandTokenFor: (id) => commandTokenFor(secret, id),
+      onShutdown: (fn) => hooks.push(fn),
+    };
   } catch (e) {
     process.stderr.write(`${service}: cannot start: ${(e as Error).message}\n`);
     process.exit(1);

@@ -15,7 +15,10 @@ export interface CapacityViewStore<D> {
    * Replaces the whole view in one MULTI/EXEC (readers see the old view or the new one, never an empty
    * or half one): exactly `descriptors`, and the checkpoint `name` at `seq`, every other checkpoint gone.
    */
-  replaceAll(descriptors: ReadonlyArray<readonly [runtimeInstanceId: string, descriptor: D]>, checkpoint: { name: string; seq: number }): Promise<void>;
+  replaceAll(
+    descriptors: ReadonlyArray<readonly [runtimeInstanceId: string, descriptor: D]>,
+    checkpoint: { name: string; seq: number },
+  ): Promise<void>;
   getCheckpoint(name: string): Promise<number>;
   setCheckpoint(name: string, seq: number): Promise<void>;
 }

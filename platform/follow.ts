@@ -24,7 +24,11 @@ export interface FollowOptions {
  * messages present at start have been handled, so a service can report ready only after replay. A
  * handler error stops the follower and rejects `done` (callers restart from their checkpoint).
  */
-export async function follow(js: JetStreamClient, opts: FollowOptions, onMsg: (m: JsMsg) => Promise<void> | void): Promise<Follower> {
+export async function follow(
+  js: JetStreamClient,
+  opts: FollowOptions,
+  onMsg: (m: JsMsg) => Promise<void> | void,
+): Promise<Follower> {
   const jsm = await js.jetstreamManager();
   // The end as of now: the highest sequence among the filters' last messages (0 = nothing yet).
   let endSeq = 0;
@@ -41,7 +45,9 @@ export async function follow(js: JetStreamClient, opts: FollowOptions, onMsg: (m
   });
   const messages = await oc.consume({ max_messages: 256 });
   let markCaughtUp!: () => void;
-  const caughtUp = new Promise<void>((ok) => { markCaughtUp = ok; });
+  const caughtUp = new Promise<void>((ok) => {
+    markCaughtUp = ok;
+  });
   let stopped = false;
   if (endSeq === 0 || (!opts.lastPerSubject && endSeq < fromSeq)) markCaughtUp();
   const done = (async () => {

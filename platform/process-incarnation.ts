@@ -22,9 +22,13 @@ export function startTimeFromStat(stat: string): string {
   const close = stat.lastIndexOf(")");
   if (close < 0) throw new Error(`unparseable /proc stat line: ${stat.slice(0, 80)}`);
   // After ") " comes field 3 (state); starttime is field 22, i.e. index 19 of the rest.
-  const rest = stat.slice(close + 2).trim().split(/\s+/);
+  const rest = stat
+    .slice(close + 2)
+    .trim()
+    .split(/\s+/);
   const start = rest[19];
-  if (start === undefined || !/^\d+$/.test(start)) throw new Error(`no starttime in /proc stat line: ${stat.slice(0, 80)}`);
+  if (start === undefined || !/^\d+$/.test(start))
+    throw new Error(`no starttime in /proc stat line: ${stat.slice(0, 80)}`);
   return start;
 }
 

@@ -19,7 +19,11 @@ export function readModelDbName(env: NodeJS.ProcessEnv, controlPlaneId: string):
  * Connecting is lazy: the first operation connects, and fails after `serverSelectionTimeoutMS`.
  */
 export function readModelClient(url: string, opts: { serverSelectionTimeoutMS?: number } = {}): MongoClient {
-  return new MongoClient(url, { ignoreUndefined: true, serverSelectionTimeoutMS: opts.serverSelectionTimeoutMS ?? 5_000, appName: "drover" });
+  return new MongoClient(url, {
+    ignoreUndefined: true,
+    serverSelectionTimeoutMS: opts.serverSelectionTimeoutMS ?? 5_000,
+    appName: "drover",
+  });
 }
 
 // Moved to control-subject.ts (the CLI and the capacity service use it without MongoDB); kept here for forensics.

@@ -35,7 +35,13 @@ export type ReserveOutcome = "reserved" | "already-reserved" | "full";
 
 export interface Reservations {
   /** Reserves one slot of `runtimeInstanceId` for `sharedRunId` if fewer than `slots` are held. */
-  reserve(runtimeInstanceId: string, sharedRunId: string, slots: number, ttlMs: number, now: number): Promise<ReserveOutcome>;
+  reserve(
+    runtimeInstanceId: string,
+    sharedRunId: string,
+    slots: number,
+    ttlMs: number,
+    now: number,
+  ): Promise<ReserveOutcome>;
   /** Shortens (e.g. after dispatch, until the heartbeat shows the run) or extends a reservation. */
   extend(runtimeInstanceId: string, sharedRunId: string, untilMs: number): Promise<void>;
   release(runtimeInstanceId: string, sharedRunId: string): Promise<void>;

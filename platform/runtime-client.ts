@@ -1,5 +1,13 @@
 import { Client, credentials, Metadata, status as GrpcStatus } from "@grpc/grpc-js";
-import { DroverError, ROUTING_HEADER, RuntimeCommandResult, TOKEN_HEADER, validate, type RuntimeCommand, type Transport } from "../contracts/index.ts";
+import {
+  DroverError,
+  ROUTING_HEADER,
+  RuntimeCommandResult,
+  TOKEN_HEADER,
+  validate,
+  type RuntimeCommand,
+  type Transport,
+} from "../contracts/index.ts";
 import { EXECUTE_COMMAND_PATH, HTTP_COMMAND_PATH } from "./runtime-grpc-service.ts";
 
 /** Headers of one raw command send; tests override them to prove refusals. */
@@ -23,11 +31,27 @@ function address(endpoint: string, transport: Transport): string {
  * without checking who answered. Failure modes: `runtime-unreachable` (connection refused/reset,
  * timeout — details.timeout = true), `contract-violation` when the answer is not a result envelope.
  */
-export async function sendRawCommand(endpoint: string, transport: Transport, body: unknown, headers: RawCommandHeaders, timeoutMs: number): Promise<RuntimeCommandResult> {
+export async function sendRawCommand(
+  endpoint: string,
+  transport: Transport,
+  body: unknown,
+  headers: RawCommandHeaders,
+  timeoutMs: number,
+): Promise<RuntimeCommandResult> {
   const bytes = Buffer.from(JSON.stringify(body));
-  const raw = transport === "http" ? await sendHttp(address(endpoint, transport), bytes, headers, timeoutMs) : await sendGrpc(address(endpoint, transport), bytes, headers, timeoutMs);
+  const raw =
+    transport === "http"
+      ? await sendHttp(address(endpoint, transport), bytes, headers, timeoutMs)
+      : await sendGrpc(address(endpoint, transport), bytes, headers, timeoutMs);
   let parsed: unknown;
-  try { parsed = JSON.parse(raw.toString("utf8")); } catch { throw new DroverError("contract-violation", `runtime at ${endpoint} answered non-JSON: ${raw.toString("utf8").slice(0, 200)}`); }
+  try {
+    parsed = JSON.parse(raw.toString("utf8"));
+  } catch {
+    throw new DroverError(
+      "contract-violation",
+      `runtime at ${endpoint} answered non-JSON: ${raw.toString("utf8").slice(0, 200)}`,
+    );
+  }
   return validate(RuntimeCommandResult, parsed, "runtime command result");
 }
 
@@ -38,19 +62,45 @@ export async function sendRawCommand(endpoint: string, transport: Transport, bod
  * come back as results with `success: false` and a `failureReason`; transport failures raise
  * `runtime-unreachable` (or `dispatch-timeout` for a DispatchRun that timed out).
  */
-export async function sendCommand(endpoint: string, transport: Transport, command: RuntimeCommand, token: string, timeoutMs: number): Promise<RuntimeCommandResult> {
+export async function sendCommand(
+  endpoint: string,
+  transport: Transport,
+  command: RuntimeCommand,
+  token: string,
+  timeoutMs: number,
+): Promise<RuntimeCommandResult> {
   let result: RuntimeCommandResult;
   try {
-    result = await sendRawCommand(endpoint, transport, command, { routing: command.runtimeInstanceId, token }, timeoutMs);
+    result = await sendRawCommand(
+      endpoint,
+      transport,
+      command,
+      { routing: command.runtimeInstanceId, token },
+      timeoutMs,
+    );
   } catch (e) {
     if (command.operation === "DispatchRun" && e instanceof DroverError && e.details.timeout === true) {
-      throw new DroverError("dispatch-timeout", `DispatchRun to ${command.runtimeInstanceId} timed out after ${timeoutMs} ms`, { cause: e });
+      throw new DroverError(
+        "dispatch-timeout",
+        `DispatchRun to ${command.runtimeInstanceId} timed out after ${timeoutMs} ms`,
+        { cause: e },
+      );
     }
     throw e;
   }
   if (result.runtimeInstanceId !== command.runtimeInstanceId) {
-    throw new DroverError("runtime-identity-mismatch", `expected=${command.runtimeInstanceId};actual=${result.runtimeInstanceId}`,
-      { details: { expected: command.runtimeInstanceId, actual: result.runtimeInstanceId, hostIncarnation: result.hostIncarnation, endpoint } });
+    throw new DroverError(
+      "runtime-identity-mismatch",
+      `expected=${command.runtimeInstanceId};actual=${result.runtimeInstanceId}`,
+      {
+        details: {
+          expected: command.runtimeInstanceId,
+          actual: result.runtimeInstanceId,
+          hostIncarnation: result.hostIncarnation,
+          endpoint,
+        },
+      },
+    );
   }
   return result;
 }
@@ -66,11 +116,20 @@ async function sendHttp(base: string, bytes: Buffer, h: RawCommandHeaders, timeo
   if (h.routing !== undefined) headers[ROUTING_HEADER] = h.routing;
   if (h.token !== undefined) headers[TOKEN_HEADER] = h.token;
   try {
-    const res = await fetch(`${base}${HTTP_COMMAND_PATH}`, { method: "POST", headers, body: bytes, signal: AbortSignal.timeout(timeoutMs) });
+    const res = await fetch(`${base}${HTTP_COMMAND_PATH}`, {
+      method: "POST",
+      headers,
+      body: bytes,
+      signal: AbortSignal.timeout(timeoutMs),
+    });
     return Buffer.from(await res.arrayBuffer());
   } catch (e) {
     const timeout = (e as Error).name === "TimeoutError";
-    throw new DroverError("runtime-unreachable", `POST ${base}${HTTP_COMMAND_PATH}: ${timeout ? `no answer within ${timeoutMs} ms` : String((e as Error).cause ?? (e as Error).message)}`, { cause: e, details: { timeout } });
+    throw new DroverError(
+      "runtime-unreachable",
+      `POST ${base}${HTTP_COMMAND_PATH}: ${timeout ? `no answer within ${timeoutMs} ms` : String((e as Error).cause ?? (e as Error).message)}`,
+      { cause: e, details: { timeout } },
+    );
   }
 }
 
@@ -84,11 +143,25 @@ function sendGrpc(hostPort: string, bytes: Buffer, h: RawCommandHeaders, timeout
   if (h.routing !== undefined) md.set(ROUTING_HEADER, h.routing);
   if (h.token !== undefined) md.set(TOKEN_HEADER, h.token);
   return new Promise((ok, fail) => {
-    client.makeUnaryRequest(EXECUTE_COMMAND_PATH, (b: Buffer) => b, (b: Buffer) => b, bytes, md, { deadline: Date.now() + timeoutMs }, (err, value) => {
-      if (err || !value) {
-        const timeout = err?.code === GrpcStatus.DEADLINE_EXCEEDED;
-        fail(new DroverError("runtime-unreachable", `gRPC ExecuteCommand at ${hostPort}: ${err?.details ?? "no response"}`, { cause: err, details: { timeout, grpcCode: err?.code } }));
-      } else ok(value);
-    });
+    client.makeUnaryRequest(
+      EXECUTE_COMMAND_PATH,
+      (b: Buffer) => b,
+      (b: Buffer) => b,
+      bytes,
+      md,
+      { deadline: Date.now() + timeoutMs },
+      (err, value) => {
+        if (err || !value) {
+          const timeout = err?.code === GrpcStatus.DEADLINE_EXCEEDED;
+          fail(
+            new DroverError(
+              "runtime-unreachable",
+              `gRPC ExecuteCommand at ${hostPort}: ${err?.details ?? "no response"}`,
+              { cause: err, details: { timeout, grpcCode: err?.code } },
+            ),
+          );
+        } else ok(value);
+      },
+    );
   });
 }

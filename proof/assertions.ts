@@ -1,7 +1,11 @@
 import type { DroverEvent } from "../contracts/index.ts";
 
 /** A stored event as the proof reads it (structurally streams' StoredEvent). */
-export interface LoggedEvent { readonly seq: number; readonly subject: string; readonly event: DroverEvent }
+export interface LoggedEvent {
+  readonly seq: number;
+  readonly subject: string;
+  readonly event: DroverEvent;
+}
 
 export interface KillRecord {
   readonly tenantId: string;
@@ -21,13 +25,37 @@ export interface ProofFacts {
   readonly kills: readonly KillRecord[];
 }
 
-export interface AssertionResult { readonly name: string; readonly ok: boolean; readonly violations: number; readonly detail: string }
+export interface AssertionResult {
+  readonly name: string;
+  readonly ok: boolean;
+  readonly violations: number;
+  readonly detail: string;
+}
 
-const IN_FLIGHT_TIMELINE = ["execution-recovery-candidate-detected", "failed-local-run-marked-requeued-for-recovery", "shared-run-requeued-for-resume",
-  "replacement-runtime-selected", "replacement-local-run-registered", "resume-context-seeded", "dag-resume-started", "dag-resume-completed", "execution-recovery-completed"];
-const LOCAL_QUEUED_TIMELINE = ["execution-recovery-candidate-detected", "failed-local-run-marked-requeued-for-recovery", "shared-run-requeued-for-local-queued-recovery",
-  "replacement-runtime-selected", "replacement-local-run-registered", "execution-recovery-completed"];
-const RECOVERY_TYPES = (t: string) => t.startsWith("forensics.") || t.startsWith("run.requeued") || t === "exec.paused-for-recovery" || t === "exec.resumed";
+const IN_FLIGHT_TIMELINE = [
+  "execution-recovery-candidate-detected",
+  "failed-local-run-marked-requeued-for-recovery",
+  "shared-run-requeued-for-resume",
+  "replacement-runtime-selected",
+  "replacement-local-run-registered",
+  "resume-context-seeded",
+  "dag-resume-started",
+  "dag-resume-completed",
+  "execution-recovery-completed",
+];
+const LOCAL_QUEUED_TIMELINE = [
+  "execution-recovery-candidate-detected",
+  "failed-local-run-marked-requeued-for-recovery",
+  "shared-run-requeued-for-local-queued-recovery",
+  "replacement-runtime-selected",
+  "replacement-local-run-registered",
+  "execution-recovery-completed",
+];
+const RECOVERY_TYPES = (t: string) =>
+  t.startsWith("forensics.") ||
+  t.startsWith("run.requeued") ||
+  t === "exec.paused-for-recovery" ||
+  t === "exec.resumed";
 
 /** Splits `<prefix...>.<aggregate>.<tenant>.<id>.<event>` given the prefix's token count. */
 function tokens(subject: string, prefixTokens: number) {
@@ -49,44 +77,82 @@ export function assertProof(log: readonly LoggedEvent[], facts: ProofFacts, pref
   for (const e of log) {
     const t = tokens(e.subject, prefixTokens);
     const key = `${t.scope}/${t.id}`;
-    const map = t.aggregate === "run" ? byRun : t.aggregate === "exec" ? byExec : t.aggregate === "forensics" ? byForensics : undefined;
+    const map =
+      t.aggregate === "run"
+        ? byRun
+        : t.aggregate === "exec"
+          ? byExec
+          : t.aggregate === "forensics"
+            ? byForensics
+            : undefined;
     map?.set(key, [...(map.get(key) ?? []), e]);
   }
   const results: AssertionResult[] = [];
   const check = (name: string, failures: string[], okDetail: string) =>
-    results.push({ name, ok: failures.length === 0, violations: failures.length, detail: failures.length === 0 ? okDetail : failures.slice(0, 5).join("; ") });
+    results.push({
+      name,
+      ok: failures.length === 0,
+      violations: failures.length,
+      detail: failures.length === 0 ? okDetail : failures.slice(0, 5).join("; "),
+    });
 
   // 1. exactly once, none lost
-  const lost: string[] = [], dup: string[] = [];
+  const lost: string[] = [],
+    dup: string[] = [];
   for (const r of facts.runs) {
-    const n = (byRun.get(`${r.tenantId}/${r.sharedRunId}`) ?? []).filter((e) => e.event.type === "run.completed").length;
+    const n = (byRun.get(`${r.tenantId}/${r.sharedRunId}`) ?? []).filter(
+      (e) => e.event.type === "run.completed",
+    ).length;
     if (n === 0) lost.push(r.sharedRunId);
     if (n > 1) dup.push(r.sharedRunId);
   }
-  check("lost: every submitted run completed", lost.map((x) => `lost ${x}`), `${facts.runs.length} runs completed`);
-  check("duplicates: no run completed twice", dup.map((x) => `duplicate ${x}`), "0 duplicates");
+  check(
+    "lost: every submitted run completed",
+    lost.map((x) => `lost ${x}`),
+    `${facts.runs.length} runs completed`,
+  );
+  check(
+    "duplicates: no run completed twice",
+    dup.map((x) => `duplicate ${x}`),
+    "0 duplicates",
+  );
 
   // 2. in-flight: same ExecutionId, one step-completed per step, resume at the first incomplete step
   const inflight: string[] = [];
   for (const k of facts.kills) {
     const run = byRun.get(`${k.tenantId}/${k.sharedRunId}`) ?? [];
     const execIds = new Set(run.flatMap((e) => (e.event.type === "run.started" ? [e.event.data.executionId] : [])));
-    if (execIds.size !== 1 || !execIds.has(k.executionId as never)) inflight.push(`${k.sharedRunId}: executions ${[...execIds].join(",")}`);
+    if (execIds.size !== 1 || !execIds.has(k.executionId as never))
+      inflight.push(`${k.sharedRunId}: executions ${[...execIds].join(",")}`);
     const journal = byExec.get(`${k.tenantId}/${k.executionId}`) ?? [];
-    const steps = journal.flatMap((e) => (e.event.type === "exec.step-completed" ? [e.event.data.stepId as string] : []));
+    const steps = journal.flatMap((e) =>
+      e.event.type === "exec.step-completed" ? [e.event.data.stepId as string] : [],
+    );
     if (new Set(steps).size !== steps.length) inflight.push(`${k.executionId}: duplicate step-completed`);
     const resumedAt = journal.findIndex((e) => e.event.type === "exec.resumed");
-    if (resumedAt < 0) { inflight.push(`${k.executionId}: never resumed`); continue; }
+    if (resumedAt < 0) {
+      inflight.push(`${k.executionId}: never resumed`);
+      continue;
+    }
     const resumed = journal[resumedAt]!.event;
-    if (resumed.type === "exec.resumed" && resumed.data.runtimeInstanceId === k.runtimeInstanceId) inflight.push(`${k.executionId}: resumed on the failed runtime`);
-    const before = new Set(journal.slice(0, resumedAt).flatMap((e) => (e.event.type === "exec.step-completed" ? [e.event.data.stepId as string] : [])));
+    if (resumed.type === "exec.resumed" && resumed.data.runtimeInstanceId === k.runtimeInstanceId)
+      inflight.push(`${k.executionId}: resumed on the failed runtime`);
+    const before = new Set(
+      journal
+        .slice(0, resumedAt)
+        .flatMap((e) => (e.event.type === "exec.step-completed" ? [e.event.data.stepId as string] : [])),
+    );
     const firstAfter = journal.slice(resumedAt).find((e) => e.event.type === "exec.step-completed");
     const expected = expectedFirstIncomplete(log, k, before);
     if (firstAfter?.event.type === "exec.step-completed" && firstAfter.event.data.stepId !== expected) {
       inflight.push(`${k.executionId}: first step after resume ${firstAfter.event.data.stepId}, expected ${expected}`);
     }
   }
-  check("in-flight: same ExecutionId, one step-completed per step, resumed at the first incomplete step", inflight, `${facts.kills.length} executions resumed`);
+  check(
+    "in-flight: same ExecutionId, one step-completed per step, resumed at the first incomplete step",
+    inflight,
+    `${facts.kills.length} executions resumed`,
+  );
 
   // 3. local-queued: requeued, new LocalRunId, new ExecutionId
   const lq: string[] = [];
@@ -95,52 +161,93 @@ export function assertProof(log: readonly LoggedEvent[], facts: ProofFacts, pref
     for (const r of facts.runs.filter((x) => x.tenantId === k.tenantId && x.sharedRunId !== k.sharedRunId)) {
       const run = byRun.get(`${r.tenantId}/${r.sharedRunId}`) ?? [];
       const at = run.findIndex((e) => e.event.type === "run.requeued-for-local-queued-recovery");
-      if (at < 0) { lq.push(`${r.sharedRunId}: not requeued for local-queued recovery`); continue; }
+      if (at < 0) {
+        lq.push(`${r.sharedRunId}: not requeued for local-queued recovery`);
+        continue;
+      }
       lqCount++;
-      const lrBefore = run.slice(0, at).flatMap((e) => (e.event.type === "run.admitted" ? [e.event.data.localRunId] : []));
+      const lrBefore = run
+        .slice(0, at)
+        .flatMap((e) => (e.event.type === "run.admitted" ? [e.event.data.localRunId] : []));
       const lrAfter = run.slice(at).flatMap((e) => (e.event.type === "run.admitted" ? [e.event.data.localRunId] : []));
-      if (lrAfter.length === 0 || lrAfter.some((l) => lrBefore.includes(l))) lq.push(`${r.sharedRunId}: no new LocalRunId`);
-      if (run.slice(0, at).some((e) => e.event.type === "run.started")) lq.push(`${r.sharedRunId}: had started before the crash`);
-      if (run.slice(at).filter((e) => e.event.type === "run.started").length !== 1) lq.push(`${r.sharedRunId}: not started exactly once after redispatch`);
+      if (lrAfter.length === 0 || lrAfter.some((l) => lrBefore.includes(l)))
+        lq.push(`${r.sharedRunId}: no new LocalRunId`);
+      if (run.slice(0, at).some((e) => e.event.type === "run.started"))
+        lq.push(`${r.sharedRunId}: had started before the crash`);
+      if (run.slice(at).filter((e) => e.event.type === "run.started").length !== 1)
+        lq.push(`${r.sharedRunId}: not started exactly once after redispatch`);
     }
   }
-  check("local-queued: requeued-for-local-queued-recovery, new LocalRunId, new ExecutionId", lq, `${lqCount} runs redispatched`);
+  check(
+    "local-queued: requeued-for-local-queued-recovery, new LocalRunId, new ExecutionId",
+    lq,
+    `${lqCount} runs redispatched`,
+  );
 
   // 4. fencing
   const fence: string[] = [];
   for (const k of facts.kills) {
-    const fenced = log.find((e) => e.event.type === "runtime.fenced" && e.subject.includes(`.runtime.${k.runtimeInstanceId}.`));
-    if (!fenced) { fence.push(`${k.runtimeInstanceId}: never fenced`); continue; }
+    const fenced = log.find(
+      (e) => e.event.type === "runtime.fenced" && e.subject.includes(`.runtime.${k.runtimeInstanceId}.`),
+    );
+    if (!fenced) {
+      fence.push(`${k.runtimeInstanceId}: never fenced`);
+      continue;
+    }
     const late = log.filter((e) => e.seq > fenced.seq && e.event.writer.hostIncarnation === k.hostIncarnation);
-    if (late.length > 0) fence.push(`${k.runtimeInstanceId}: ${late.length} events after fenced (first at seq ${late[0]!.seq})`);
+    if (late.length > 0)
+      fence.push(`${k.runtimeInstanceId}: ${late.length} events after fenced (first at seq ${late[0]!.seq})`);
   }
-  check("fence_violations: no event of a failed incarnation after its fenced", fence, `${facts.kills.length} runtimes fenced, 0 violations`);
+  check(
+    "fence_violations: no event of a failed incarnation after its fenced",
+    fence,
+    `${facts.kills.length} runtimes fenced, 0 violations`,
+  );
 
   // 5. safe tenants
   const leaks = log.filter((e) => facts.safeTenants.includes(e.event.tenantId ?? "") && RECOVERY_TYPES(e.event.type));
-  const safeRuntimeIncidents = log.filter((e) => e.event.type === "runtime.recovery-planned" && e.event.data.items.some((i) => facts.safeTenants.includes(i.tenantId)));
-  check("safe_leaks: safe tenants carry no recovery or forensics evidence", [...leaks.map((e) => `${e.event.type} at seq ${e.seq}`), ...safeRuntimeIncidents.map((e) => `plan names a safe tenant at seq ${e.seq}`)],
-    `${facts.safeTenants.length} safe tenants, 0 leaks`);
+  const safeRuntimeIncidents = log.filter(
+    (e) =>
+      e.event.type === "runtime.recovery-planned" &&
+      e.event.data.items.some((i) => facts.safeTenants.includes(i.tenantId)),
+  );
+  check(
+    "safe_leaks: safe tenants carry no recovery or forensics evidence",
+    [
+      ...leaks.map((e) => `${e.event.type} at seq ${e.seq}`),
+      ...safeRuntimeIncidents.map((e) => `plan names a safe tenant at seq ${e.seq}`),
+    ],
+    `${facts.safeTenants.length} safe tenants, 0 leaks`,
+  );
 
   // 6. forensics: one record per item, full timeline
   const fx: string[] = [];
-  const items = log.flatMap((e) => (e.event.type === "runtime.recovery-planned" ? e.event.data.items.map((i) => ({ ...i })) : []));
+  const items = log.flatMap((e) =>
+    e.event.type === "runtime.recovery-planned" ? e.event.data.items.map((i) => ({ ...i })) : [],
+  );
   for (const item of items) {
     const rec = byForensics.get(`${item.tenantId}/${item.forensicsId}`) ?? [];
     const types = rec.map((e) => e.event.type.slice("forensics.".length));
     const want = item.class === "in-flight-execution" ? IN_FLIGHT_TIMELINE : LOCAL_QUEUED_TIMELINE;
     if (JSON.stringify(types) !== JSON.stringify(want)) fx.push(`${item.forensicsId}: ${types.join(">")}`);
   }
-  if (items.length !== facts.kills.length * 3) fx.push(`expected ${facts.kills.length * 3} recovery items, planned ${items.length}`);
+  if (items.length !== facts.kills.length * 3)
+    fx.push(`expected ${facts.kills.length * 3} recovery items, planned ${items.length}`);
   check("forensics: one record per recovered item with the full timeline", fx, `${items.length} records complete`);
   return results;
 }
 
 /** For a chain (or any DAG), the first step in the scheduler's order that was not completed before the resume. */
 function expectedFirstIncomplete(log: readonly LoggedEvent[], k: KillRecord, done: Set<string>): string | undefined {
-  const submitted = log.find((e) => e.event.type === "run.submitted" && e.event.tenantId === k.tenantId && e.event.data.sharedRunId === k.sharedRunId);
+  const submitted = log.find(
+    (e) =>
+      e.event.type === "run.submitted" && e.event.tenantId === k.tenantId && e.event.data.sharedRunId === k.sharedRunId,
+  );
   if (submitted?.event.type !== "run.submitted") return undefined;
   const steps = submitted.event.data.dag.steps;
-  const ready = steps.filter((s) => !done.has(s.id) && s.dependsOn.every((d) => done.has(d))).map((s) => s.id as string).sort();
+  const ready = steps
+    .filter((s) => !done.has(s.id) && s.dependsOn.every((d) => done.has(d)))
+    .map((s) => s.id as string)
+    .sort();
   return ready[0];
 }

@@ -12,28 +12,55 @@ import { podRuntimePid } from "./pod-process.ts";
  * `host-started` (process hosts), or the runtime process inside the Pod with that UID (local cluster:
  * a crash of the container, which Kubernetes reports and drover must recover from).
  */
-export async function startKillGate(js: JetStreamClient, store: EventStore, layout: StreamLayout, impacted: ReadonlySet<string>, afterSteps: number,
-  signal: "SIGKILL" | "SIGSTOP", onKill: (k: KillRecord) => void): Promise<Follower> {
+export async function startKillGate(
+  js: JetStreamClient,
+  store: EventStore,
+  layout: StreamLayout,
+  impacted: ReadonlySet<string>,
+  afterSteps: number,
+  signal: "SIGKILL" | "SIGSTOP",
+  onKill: (k: KillRecord) => void,
+): Promise<Follower> {
   const execs = new Map<string, { tenantId: string; sharedRunId: string; runtime: string; steps: number }>();
   const killed = new Set<string>();
   const p = layout.eventPrefix;
-  return follow(js, { stream: layout.eventStream, filters: [`${p}.exec.*.*.started`, `${p}.exec.*.*.step-completed`] }, async (m) => {
-    const e = decodeEvent(m.data, { seq: m.seq, subject: m.subject });
-    const tenantId = e.tenantId ?? "";
-    if (!impacted.has(tenantId) || killed.has(tenantId)) return;
-    const executionId = m.subject.split(".").at(-2)!;
-    if (e.type === "exec.started") execs.set(executionId, { tenantId, sharedRunId: e.data.sharedRunId, runtime: e.data.runtimeInstanceId, steps: 0 });
-    const x = execs.get(executionId);
-    if (e.type !== "exec.step-completed" || !x) return;
-    x.steps++;
-    if (x.steps < afterSteps) return;
-    killed.add(tenantId);
-    const host = (await store.read(runtimeRef(x.runtime))).events.find((s) => s.event.type === "runtime.host-started")?.event;
-    if (host?.type !== "runtime.host-started") throw new Error(`runtime ${x.runtime} has no host to kill`);
-    const pid = host.data.pid ?? podRuntimePid(host.data.hostIncarnation);
-    if (!pid) throw new Error(`runtime ${x.runtime} (${host.data.hostIncarnation}) has no process to kill`);
-    const killedAtMs = Date.now();
-    process.kill(pid, signal);
-    onKill({ tenantId, runtimeInstanceId: x.runtime, hostIncarnation: host.data.hostIncarnation, executionId, sharedRunId: x.sharedRunId, completedAtKill: x.steps, killedAtMs });
-  });
+  return follow(
+    js,
+    { stream: layout.eventStream, filters: [`${p}.exec.*.*.started`, `${p}.exec.*.*.step-completed`] },
+    async (m) => {
+      const e = decodeEvent(m.data, { seq: m.seq, subject: m.subject });
+      const tenantId = e.tenantId ?? "";
+      if (!impacted.has(tenantId) || killed.has(tenantId)) return;
+      const executionId = m.subject.split(".").at(-2)!;
+      if (e.type === "exec.started")
+        execs.set(executionId, {
+          tenantId,
+          sharedRunId: e.data.sharedRunId,
+          runtime: e.data.runtimeInstanceId,
+          steps: 0,
+        });
+      const x = execs.get(executionId);
+      if (e.type !== "exec.step-completed" || !x) return;
+      x.steps++;
+      if (x.steps < afterSteps) return;
+      killed.add(tenantId);
+      const host = (await store.read(runtimeRef(x.runtime))).events.find(
+        (s) => s.event.type === "runtime.host-started",
+      )?.event;
+      if (host?.type !== "runtime.host-started") throw new Error(`runtime ${x.runtime} has no host to kill`);
+      const pid = host.data.pid ?? podRuntimePid(host.data.hostIncarnation);
+      if (!pid) throw new Error(`runtime ${x.runtime} (${host.data.hostIncarnation}) has no process to kill`);
+      const killedAtMs = Date.now();
+      process.kill(pid, signal);
+      onKill({
+        tenantId,
+        runtimeInstanceId: x.runtime,
+        hostIncarnation: host.data.hostIncarnation,
+        executionId,
+        sharedRunId: x.sharedRunId,
+        completedAtKill: x.steps,
+        killedAtMs,
+      });
+    },
+  );
 }

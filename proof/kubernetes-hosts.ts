@@ -18,15 +18,26 @@ const ROOT = resolve(import.meta.dirname, "..");
  * Gateway of class `drover-local`).
  * `stop()` stops every daemon and Pod process of the cluster and removes its directory.
  */
-export async function startProofCluster(exposure: "pod-ip" | "gateway" | "node-port"): Promise<{ kubernetes: z.input<typeof KubernetesHostConfig>; stop: () => Promise<void> }> {
+export async function startProofCluster(
+  exposure: "pod-ip" | "gateway" | "node-port",
+): Promise<{ kubernetes: z.input<typeof KubernetesHostConfig>; stop: () => Promise<void> }> {
   const runDir = await mkdtemp(join(tmpdir(), "drover-proof-k8s-"));
-  const stop = async (): Promise<void> => { await stopCluster(runDir); await rm(runDir, { recursive: true, force: true }); };
+  const stop = async (): Promise<void> => {
+    await stopCluster(runDir);
+    await rm(runDir, { recursive: true, force: true });
+  };
   try {
     const info = await startCluster(runDir);
     const namespace = `drover-proof-${randomBytes(3).toString("hex")}`;
-    await loadKubeconfig(info.kubeconfig).makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: namespace } } });
+    await loadKubeconfig(info.kubeconfig)
+      .makeApiClient(CoreV1Api)
+      .createNamespace({ body: { metadata: { name: namespace } } });
     const kubernetes: z.input<typeof KubernetesHostConfig> = {
-      kubeconfig: info.kubeconfig, namespace, exposure, runtimeCommand: [process.execPath, "--import", "tsx", "services/runtime/main.ts"], workingDir: ROOT,
+      kubeconfig: info.kubeconfig,
+      namespace,
+      exposure,
+      runtimeCommand: [process.execPath, "--import", "tsx", "services/runtime/main.ts"],
+      workingDir: ROOT,
       ...(exposure === "gateway" ? { gateway: { name: "drover-shared", namespace, className: "drover-local" } } : {}),
     };
     return { kubernetes, stop };

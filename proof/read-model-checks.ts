@@ -7,7 +7,11 @@ import { firstDifference } from "./first-difference.ts";
 
 const PAGE = 5000;
 
-interface Tenant { readonly tenantId: string; readonly token: string; readonly runs: readonly string[] }
+interface Tenant {
+  readonly tenantId: string;
+  readonly token: string;
+  readonly runs: readonly string[];
+}
 
 /**
  * Assertions over the forensics read models, through the API with each tenant's own token
@@ -16,15 +20,31 @@ interface Tenant { readonly tenantId: string; readonly token: string; readonly r
  * the read models — dropped mid-proof and rebuilt by the projector — equal a fresh rebuild from
  * sequence 1.
  */
-export async function readModelAssertions(o: { apiUrl: string; nc: NatsConnection; layout: StreamLayout; controlPlaneId: string;
-  impacted: readonly Tenant[]; safe: readonly Tenant[]; endSeq: number; timeoutMs: number }): Promise<AssertionResult[]> {
+export async function readModelAssertions(o: {
+  apiUrl: string;
+  nc: NatsConnection;
+  layout: StreamLayout;
+  controlPlaneId: string;
+  impacted: readonly Tenant[];
+  safe: readonly Tenant[];
+  endSeq: number;
+  timeoutMs: number;
+}): Promise<AssertionResult[]> {
   const all = [...o.impacted, ...o.safe];
   const deadline = Date.now() + o.timeoutMs;
   // The projector must have folded everything the proof read from the stream.
   for (;;) {
     const r = await apiClient(o.apiUrl, all[0]!.token).get("/v1/ledger?limit=1");
     if (r.status === 200 && r.body.asOf >= o.endSeq) break;
-    if (Date.now() > deadline) return [{ name: "read models: caught up with the stream", ok: false, violations: 1, detail: `asOf ${r.body?.asOf} < ${o.endSeq} (${r.status})` }];
+    if (Date.now() > deadline)
+      return [
+        {
+          name: "read models: caught up with the stream",
+          ok: false,
+          violations: 1,
+          detail: `asOf ${r.body?.asOf} < ${o.endSeq} (${r.status})`,
+        },
+      ];
     await new Promise((res) => setTimeout(res, 250));
   }
   const snapshot = async () => {
@@ -43,20 +63,25 @@ export async function readModelAssertions(o: { apiUrl: string; nc: NatsConnectio
     }
     return out;
   };
-  const leaks: string[] = [], missing: string[] = [], cross: string[] = [];
+  const leaks: string[] = [],
+    missing: string[] = [],
+    cross: string[] = [];
   for (const t of o.safe) {
     const n = (await apiClient(o.apiUrl, t.token).get("/v1/ledger?recovery=true&limit=5000")).body.entries.length;
     if (n > 0) leaks.push(`${t.tenantId}: ${n} recovery ledger entries`);
   }
   for (const [i, t] of o.impacted.entries()) {
     const api = apiClient(o.apiUrl, t.token);
-    const records = new Set(((await api.get("/v1/forensics?limit=5000")).body.entries as { forensicsId: string }[]).map((e) => e.forensicsId));
+    const records = new Set(
+      ((await api.get("/v1/forensics?limit=5000")).body.entries as { forensicsId: string }[]).map((e) => e.forensicsId),
+    );
     if (records.size !== 3) missing.push(`${t.tenantId}: ${records.size} forensics records`);
     const other = o.impacted[(i + 1) % o.impacted.length]!;
     if (other.tenantId === t.tenantId) continue;
     const foreign = (await api.get(`/v1/forensics?runId=${other.runs[0]}`)).body.entries.length;
     const timeline = (await api.get(`/v1/runs/${other.runs[0]}/timeline`)).status;
-    if (foreign > 0 || timeline !== 404) cross.push(`${t.tenantId} read ${other.tenantId}: ${foreign} forensics rows, timeline ${timeline}`);
+    if (foreign > 0 || timeline !== 404)
+      cross.push(`${t.tenantId} read ${other.tenantId}: ${foreign} forensics rows, timeline ${timeline}`);
   }
   // Compare at one stream position: events may still arrive after the runs complete (e.g. a late
   // suspicion), so a snapshot taken while asOf moved is retaken.
@@ -68,11 +93,17 @@ export async function readModelAssertions(o: { apiUrl: string; nc: NatsConnectio
       if ((await asOf()) === at) return { at, body };
     }
   };
-  let rebuilt = false, before = "", after = "", position = 0, difference: string | undefined;
+  let rebuilt = false,
+    before = "",
+    after = "",
+    position = 0,
+    difference: string | undefined;
   // Retried only when the stream moved between the snapshots; a difference at one position fails at once.
   for (let attempt = 0; attempt < 5 && before === ""; attempt++) {
     const b = await stable();
-    const reply = await o.nc.request(controlSubject(o.layout, o.controlPlaneId, "forensics", "rebuild"), "", { timeout: o.timeoutMs });
+    const reply = await o.nc.request(controlSubject(o.layout, o.controlPlaneId, "forensics", "rebuild"), "", {
+      timeout: o.timeoutMs,
+    });
     rebuilt = (reply.json() as { ok?: boolean }).ok === true;
     while ((await asOf()) < b.at) await new Promise((res) => setTimeout(res, 250));
     const a = await stable();
@@ -83,10 +114,27 @@ export async function readModelAssertions(o: { apiUrl: string; nc: NatsConnectio
     difference = firstDifference(JSON.parse(before), JSON.parse(after));
   }
   return [
-    { name: "safe_leaks (read models): safe tenants have zero recovery ledger entries", ok: leaks.length === 0, violations: leaks.length, detail: leaks.join("; ") || `${o.safe.length} safe tenants, 0 entries` },
-    { name: "forensics (read models): each impacted tenant sees exactly its 3 records, and nobody else's", ok: missing.length + cross.length === 0,
-      violations: missing.length + cross.length, detail: [...missing, ...cross].join("; ") || `${o.impacted.length} tenants, 0 cross-tenant reads` },
-    { name: "rebuild: read models dropped mid-proof equal a fresh rebuild from sequence 1", ok: rebuilt && before === after, violations: rebuilt && before === after ? 0 : 1,
-      detail: rebuilt ? (before === after ? `${before.length} bytes of query results identical at stream position ${position}` : `query results differ after the rebuild (position ${position}): dropped-and-rebuilt vs fresh ${difference ?? "(key order only)"}`) : "rebuild request failed" },
+    {
+      name: "safe_leaks (read models): safe tenants have zero recovery ledger entries",
+      ok: leaks.length === 0,
+      violations: leaks.length,
+      detail: leaks.join("; ") || `${o.safe.length} safe tenants, 0 entries`,
+    },
+    {
+      name: "forensics (read models): each impacted tenant sees exactly its 3 records, and nobody else's",
+      ok: missing.length + cross.length === 0,
+      violations: missing.length + cross.length,
+      detail: [...missing, ...cross].join("; ") || `${o.impacted.length} tenants, 0 cross-tenant reads`,
+    },
+    {
+      name: "rebuild: read models dropped mid-proof equal a fresh rebuild from sequence 1",
+      ok: rebuilt && before === after,
+      violations: rebuilt && before === after ? 0 : 1,
+      detail: rebuilt
+        ? before === after
+          ? `${before.length} bytes of query results identical at stream position ${position}`
+          : `query results differ after the rebuild (position ${position}): dropped-and-rebuilt vs fresh ${difference ?? "(key order only)"}`
+        : "rebuild request failed",
+    },
   ];
 }

@@ -19,7 +19,13 @@ import { proofConfig, scenarioTenants, tokenOf, type ProofOptions } from "./scen
 import { startupLatencies, type StartupLatencies } from "./startup-latencies.ts";
 import { proofDag } from "./workload.ts";
 
-export interface ProofProgress { readonly submitted: number; readonly completed: number; readonly killed: number; readonly elapsedMs: number; readonly phase: string }
+export interface ProofProgress {
+  readonly submitted: number;
+  readonly completed: number;
+  readonly killed: number;
+  readonly elapsedMs: number;
+  readonly phase: string;
+}
 export interface ProofReport {
   readonly options: ProofOptions;
   readonly runs: number;
@@ -44,16 +50,24 @@ export interface ProofReport {
  * its in-flight execution has `killAfterSteps` durable steps; recovery is automatic. Then every
  * assertion is evaluated over the whole event log.
  */
-export async function runProof(o: ProofOptions, infra: { natsUrl: string; redisUrl: string; mongoUrl?: string; kubernetes?: z.input<typeof KubernetesHostConfig> }, onProgress: (p: ProofProgress) => void,
-  timeoutMs = 600_000): Promise<ProofReport> {
+export async function runProof(
+  o: ProofOptions,
+  infra: { natsUrl: string; redisUrl: string; mongoUrl?: string; kubernetes?: z.input<typeof KubernetesHostConfig> },
+  onProgress: (p: ProofProgress) => void,
+  timeoutMs = 600_000,
+): Promise<ProofReport> {
   const t0 = Date.now();
   const redis = new Redis(infra.redisUrl);
   await redis.flushdb();
   redis.disconnect();
   // With MongoDB the forensics projector runs too, its database is dropped mid-proof, and the
   // read-model assertions run through the API.
-  const cp = await startControlPlane({ natsUrl: infra.natsUrl, redisUrl: infra.redisUrl, config: proofConfig(o, infra.kubernetes),
-    ...(infra.mongoUrl ? { mongoUrl: infra.mongoUrl, services: [...SERVICES, "forensics"] as const } : {}) });
+  const cp = await startControlPlane({
+    natsUrl: infra.natsUrl,
+    redisUrl: infra.redisUrl,
+    config: proofConfig(o, infra.kubernetes),
+    ...(infra.mongoUrl ? { mongoUrl: infra.mongoUrl, services: [...SERVICES, "forensics"] as const } : {}),
+  });
   const nc = await connect({ servers: infra.natsUrl });
   let pass = false;
   try {
@@ -66,23 +80,36 @@ export async function runProof(o: ProofOptions, infra: { natsUrl: string; redisU
     const gate = await startKillGate(js, store, cp.layout, impacted, o.killAfterSteps, o.signal, (k) => {
       kills.push(k);
       // Mid-proof, once half the runtimes are down: lose every read model.
-      if (infra.mongoUrl && !dropped && kills.length >= impacted.size / 2) dropped = dropReadModels(infra.mongoUrl, readModelDbName(cp.env, "cp-proof"));
+      if (infra.mongoUrl && !dropped && kills.length >= impacted.size / 2)
+        dropped = dropReadModels(infra.mongoUrl, readModelDbName(cp.env, "cp-proof"));
     });
     let completed = 0;
-    const done = await follow(js, { stream: cp.layout.eventStream, filters: [`${cp.layout.eventPrefix}.run.*.*.completed`] }, () => { completed++; });
+    const done = await follow(
+      js,
+      { stream: cp.layout.eventStream, filters: [`${cp.layout.eventPrefix}.run.*.*.completed`] },
+      () => {
+        completed++;
+      },
+    );
     const runs: { tenantId: string; sharedRunId: string }[] = [];
-    const progress = (phase: string) => onProgress({ submitted: runs.length, completed, killed: kills.length, elapsedMs: Date.now() - t0, phase });
+    const progress = (phase: string) =>
+      onProgress({ submitted: runs.length, completed, killed: kills.length, elapsedMs: Date.now() - t0, phase });
     const ticker = setInterval(() => progress("running"), 1000);
     try {
       const dag = proofDag(o.steps, o.stepMs, o.seed);
-      await Promise.all(tenants.flatMap((t) => [...t.impacted, t.safe]).map(async (tenantId) => {
-        const api = apiClient(cp.apiUrl, tokenOf(tenantId));
-        for (let r = 0; r < 3; r++) {
-          const res = await api.submit(dag, `proof-${o.seed}-${tenantId}-${r}`);
-          if (res.status !== 201 && res.status !== 200) throw new Error(`submission for ${tenantId} refused: ${res.status} ${JSON.stringify(res.body)}`);
-          runs.push({ tenantId, sharedRunId: res.body.sharedRunId });
-        }
-      }));
+      await Promise.all(
+        tenants
+          .flatMap((t) => [...t.impacted, t.safe])
+          .map(async (tenantId) => {
+            const api = apiClient(cp.apiUrl, tokenOf(tenantId));
+            for (let r = 0; r < 3; r++) {
+              const res = await api.submit(dag, `proof-${o.seed}-${tenantId}-${r}`);
+              if (res.status !== 201 && res.status !== 200)
+                throw new Error(`submission for ${tenantId} refused: ${res.status} ${JSON.stringify(res.body)}`);
+              runs.push({ tenantId, sharedRunId: res.body.sharedRunId });
+            }
+          }),
+      );
       progress("submitted");
       const deadline = Date.now() + timeoutMs;
       while (completed < runs.length && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
@@ -96,26 +123,69 @@ export async function runProof(o: ProofOptions, infra: { natsUrl: string; redisU
     // Let the forensics timelines catch up with the last completions before reading the log.
     await waitForTimelines(store, cp.layout.eventPrefix, kills.length * 3, 30_000);
     const log: StoredEvent[] = [];
-    await store.replay({ seq: 1 }, (e) => { log.push(e); });
+    await store.replay({ seq: 1 }, (e) => {
+      log.push(e);
+    });
     const assertions = [
-      ...assertProof(log, { impactedTenants: [...impacted], safeTenants: tenants.map((t) => t.safe), runs, kills }, cp.layout.eventPrefix.split(".").length),
+      ...assertProof(
+        log,
+        { impactedTenants: [...impacted], safeTenants: tenants.map((t) => t.safe), runs, kills },
+        cp.layout.eventPrefix.split(".").length,
+      ),
       replayAssertion(log, runs, kills),
     ];
     const tLog = Date.now();
     if (infra.mongoUrl) {
       let rebuildError = "the read models were never dropped";
-      const rebuiltMs = dropped ? await dropped.catch((e: unknown) => { rebuildError = String(e); return -1; }) : -1;
-      assertions.push({ name: "rebuild: the projector rebuilt the read models dropped mid-proof", ok: rebuiltMs >= 0, violations: rebuiltMs >= 0 ? 0 : 1,
-        detail: rebuiltMs >= 0 ? `dropped after ${Math.ceil(impacted.size / 2)} kills, rebuilt in ${(rebuiltMs / 1000).toFixed(1)} s` : rebuildError });
-      const asTenant = (tenantId: string) => ({ tenantId, token: tokenOf(tenantId), runs: runs.filter((r) => r.tenantId === tenantId).map((r) => r.sharedRunId) });
-      assertions.push(...await readModelAssertions({ apiUrl: cp.apiUrl, nc, layout: cp.layout, controlPlaneId: "cp-proof", endSeq: log.at(-1)?.seq ?? 0,
-        impacted: [...impacted].map(asTenant), safe: tenants.map((t) => asTenant(t.safe)), timeoutMs: 120_000 }));
+      const rebuiltMs = dropped
+        ? await dropped.catch((e: unknown) => {
+            rebuildError = String(e);
+            return -1;
+          })
+        : -1;
+      assertions.push({
+        name: "rebuild: the projector rebuilt the read models dropped mid-proof",
+        ok: rebuiltMs >= 0,
+        violations: rebuiltMs >= 0 ? 0 : 1,
+        detail:
+          rebuiltMs >= 0
+            ? `dropped after ${Math.ceil(impacted.size / 2)} kills, rebuilt in ${(rebuiltMs / 1000).toFixed(1)} s`
+            : rebuildError,
+      });
+      const asTenant = (tenantId: string) => ({
+        tenantId,
+        token: tokenOf(tenantId),
+        runs: runs.filter((r) => r.tenantId === tenantId).map((r) => r.sharedRunId),
+      });
+      assertions.push(
+        ...(await readModelAssertions({
+          apiUrl: cp.apiUrl,
+          nc,
+          layout: cp.layout,
+          controlPlaneId: "cp-proof",
+          endSeq: log.at(-1)?.seq ?? 0,
+          impacted: [...impacted].map(asTenant),
+          safe: tenants.map((t) => asTenant(t.safe)),
+          timeoutMs: 120_000,
+        })),
+      );
     }
     const recovered = log.filter((e) => e.event.type === "forensics.execution-recovery-completed").length;
     pass = assertions.every((a) => a.ok);
     const phasesMs = { runs: tRuns - t0, log: tLog - tRuns, readModels: Date.now() - tLog };
-    return { options: o, runs: runs.length, recovered, kills, assertions, latencies: recoveryLatencies(log, kills), startup: startupLatencies(log), durationMs: Date.now() - t0, phasesMs,
-      pass, logDir: pass ? "" : cp.logDir };
+    return {
+      options: o,
+      runs: runs.length,
+      recovered,
+      kills,
+      assertions,
+      latencies: recoveryLatencies(log, kills),
+      startup: startupLatencies(log),
+      durationMs: Date.now() - t0,
+      phasesMs,
+      pass,
+      logDir: pass ? "" : cp.logDir,
+    };
   } finally {
     await nc.close();
     // A failed proof keeps every service's log for the investigation.
@@ -130,26 +200,52 @@ function recoveryLatencies(log: readonly StoredEvent[], kills: readonly KillReco
     return e ? e.time.getTime() - k.killedAtMs : Number.NaN;
   };
   const series = (f: (k: KillRecord) => number) => {
-    const xs = kills.map(f).filter(Number.isFinite).sort((a, b) => a - b);
+    const xs = kills
+      .map(f)
+      .filter(Number.isFinite)
+      .sort((a, b) => a - b);
     const q = (p: number) => xs[Math.min(xs.length - 1, Math.max(0, Math.ceil(p * xs.length) - 1))] ?? Number.NaN;
     return { p50: q(0.5), p99: q(0.99) };
   };
-  const onRuntime = (k: KillRecord, type: string) => (e: StoredEvent) => e.event.type === type && e.subject.includes(`.runtime.${k.runtimeInstanceId}.`);
+  const onRuntime = (k: KillRecord, type: string) => (e: StoredEvent) =>
+    e.event.type === type && e.subject.includes(`.runtime.${k.runtimeInstanceId}.`);
   return {
     suspected: series((k) => after(k, onRuntime(k, "runtime.suspected"))),
     fenced: series((k) => after(k, onRuntime(k, "runtime.fenced"))),
-    resumed: series((k) => after(k, (e) => e.event.type === "exec.resumed" && e.subject.endsWith(`.${k.executionId}.resumed`))),
+    resumed: series((k) =>
+      after(k, (e) => e.event.type === "exec.resumed" && e.subject.endsWith(`.${k.executionId}.resumed`)),
+    ),
   };
 }
 
 /** Assertion 7: replay validation of every run (its executions) and every incident, from the log alone. */
-function replayAssertion(log: readonly StoredEvent[], runs: readonly { sharedRunId: string }[], kills: readonly KillRecord[]): AssertionResult {
+function replayAssertion(
+  log: readonly StoredEvent[],
+  runs: readonly { sharedRunId: string }[],
+  kills: readonly KillRecord[],
+): AssertionResult {
   const digest = (x: string) => createHash("sha256").update(x).digest("hex");
-  const incidents = new Set(log.flatMap((e) => (e.event.type === "runtime.fenced" ? [e.event.data.incidentId as string] : [])));
-  const results = [...runs.map((r) => validateRunLog(r.sharedRunId, log, { digest })), ...[...incidents].map((i) => validateIncidentLog(i, log, { digest }))];
-  const failures = results.flatMap((r) => (r.kind === "divergence" ? [`${r.scope}: ${r.divergence.invariant} at seq ${r.divergence.seq}: ${r.divergence.message}`] : []));
-  return { name: "replay: every run, execution and incident validates against the log", ok: failures.length === 0, violations: failures.length,
-    detail: failures.length === 0 ? `${runs.length} runs and ${incidents.size} incidents (${kills.length} kills) match` : failures.slice(0, 3).join("; ") };
+  const incidents = new Set(
+    log.flatMap((e) => (e.event.type === "runtime.fenced" ? [e.event.data.incidentId as string] : [])),
+  );
+  const results = [
+    ...runs.map((r) => validateRunLog(r.sharedRunId, log, { digest })),
+    ...[...incidents].map((i) => validateIncidentLog(i, log, { digest })),
+  ];
+  const failures = results.flatMap((r) =>
+    r.kind === "divergence"
+      ? [`${r.scope}: ${r.divergence.invariant} at seq ${r.divergence.seq}: ${r.divergence.message}`]
+      : [],
+  );
+  return {
+    name: "replay: every run, execution and incident validates against the log",
+    ok: failures.length === 0,
+    violations: failures.length,
+    detail:
+      failures.length === 0
+        ? `${runs.length} runs and ${incidents.size} incidents (${kills.length} kills) match`
+        : failures.slice(0, 3).join("; "),
+  };
 }
 
 /**
@@ -163,7 +259,8 @@ async function dropReadModels(mongoUrl: string, db: string): Promise<number> {
     const t0 = Date.now();
     await client.db(db).dropDatabase();
     const marker = { _id: `${PROJECTION_NAME}:built` } as never;
-    if (await client.db(db).collection(CHECKPOINT_COLLECTION).findOne(marker)) throw new Error("the read models survived dropDatabase");
+    if (await client.db(db).collection(CHECKPOINT_COLLECTION).findOne(marker))
+      throw new Error("the read models survived dropDatabase");
     while (Date.now() - t0 < 300_000) {
       if (await client.db(db).collection(CHECKPOINT_COLLECTION).findOne(marker)) return Date.now() - t0;
       await new Promise((r) => setTimeout(r, 250));
@@ -174,11 +271,22 @@ async function dropReadModels(mongoUrl: string, db: string): Promise<number> {
   }
 }
 
-async function waitForTimelines(store: ReturnType<typeof createEventStore>, prefix: string, items: number, timeoutMs: number): Promise<void> {
+async function waitForTimelines(
+  store: ReturnType<typeof createEventStore>,
+  prefix: string,
+  items: number,
+  timeoutMs: number,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     let n = 0;
-    await store.replay({ seq: 1 }, () => { n++; }, { filter: `${prefix}.forensics.*.*.execution-recovery-completed` });
+    await store.replay(
+      { seq: 1 },
+      () => {
+        n++;
+      },
+      { filter: `${prefix}.forensics.*.*.execution-recovery-completed` },
+    );
     if (n >= items) return;
     await new Promise((r) => setTimeout(r, 200));
   }
@@ -187,8 +295,11 @@ async function waitForTimelines(store: ReturnType<typeof createEventStore>, pref
 /** The final line (proof-and-bench.md): violation counts per assertion, then PASS or the first broken assertion. */
 export function proofLine(r: ProofReport): string {
   const failed = r.assertions.find((a) => !a.ok);
-  const n = (prefix: string) => r.assertions.filter((a) => a.name.startsWith(prefix)).reduce((s, a) => s + a.violations, 0);
-  return `proof: P=${r.options.parallel} transport=${r.options.transport} host=${r.options.host}${r.options.exposure ? `(${r.options.exposure})` : ""} runs=${r.runs} recovered=${r.recovered} `
-    + `duplicates=${n("duplicates")} lost=${n("lost")} safe_leaks=${n("safe_leaks")} fence_violations=${n("fence_violations")} replay_failures=${n("replay")} `
-    + `result=${r.pass ? "PASS" : `FAIL (${failed?.name}: ${failed?.detail})`}`;
+  const n = (prefix: string) =>
+    r.assertions.filter((a) => a.name.startsWith(prefix)).reduce((s, a) => s + a.violations, 0);
+  return (
+    `proof: P=${r.options.parallel} transport=${r.options.transport} host=${r.options.host}${r.options.exposure ? `(${r.options.exposure})` : ""} runs=${r.runs} recovered=${r.recovered} ` +
+    `duplicates=${n("duplicates")} lost=${n("lost")} safe_leaks=${n("safe_leaks")} fence_violations=${n("fence_violations")} replay_failures=${n("replay")} ` +
+    `result=${r.pass ? "PASS" : `FAIL (${failed?.name}: ${failed?.detail})`}`
+  );
 }

@@ -16,7 +16,16 @@ export interface ProofOptions {
   readonly exposure?: "pod-ip" | "gateway" | "node-port";
 }
 
-export const DEFAULT_PROOF: ProofOptions = { parallel: 1, transport: "http", host: "process", steps: 50, stepMs: 20, seed: 1, killAfterSteps: 25, signal: "SIGKILL" };
+export const DEFAULT_PROOF: ProofOptions = {
+  parallel: 1,
+  transport: "http",
+  host: "process",
+  steps: 50,
+  stepMs: 20,
+  seed: 1,
+  killAfterSteps: 25,
+  signal: "SIGKILL",
+};
 
 /** The three tenants of scenario `i`: two impacted, one safe, each with a dedicated runtime. */
 export function scenarioTenants(i: number): { impacted: [string, string]; safe: string } {
@@ -31,19 +40,42 @@ export const OPERATOR_TOKEN = "proof-token-operator-000001";
  * same runtime), sized 1 worker × 1 concurrent run + 2 queued: at kill time an impacted runtime holds
  * exactly 1 in-flight execution and 2 local-queued runs.
  */
-export function proofConfig(o: ProofOptions, kubernetes?: z.input<typeof KubernetesHostConfig>): z.input<typeof DroverConfig> {
+export function proofConfig(
+  o: ProofOptions,
+  kubernetes?: z.input<typeof KubernetesHostConfig>,
+): z.input<typeof DroverConfig> {
   const tenants = [];
   const tokens: Record<string, unknown> = { [OPERATOR_TOKEN]: { role: "operator", name: "proof" } };
   for (let i = 0; i < o.parallel; i++) {
     const t = scenarioTenants(i);
     for (const tenantId of [...t.impacted, t.safe]) {
-      tenants.push({ tenantId, isolationMode: "dedicated", maxRuntimeInstances: 1, workersPerInstance: 1, maxConcurrentRunsPerInstance: 1,
-        localQueueCapacity: 2, maxWorkersPerRun: 1, maxConcurrentRuns: 10, transport: o.transport, hostProvider: o.host });
+      tenants.push({
+        tenantId,
+        isolationMode: "dedicated",
+        maxRuntimeInstances: 1,
+        workersPerInstance: 1,
+        maxConcurrentRunsPerInstance: 1,
+        localQueueCapacity: 2,
+        maxWorkersPerRun: 1,
+        maxConcurrentRuns: 10,
+        transport: o.transport,
+        hostProvider: o.host,
+      });
       tokens[tokenOf(tenantId)] = { role: "tenant", tenantId };
     }
   }
   // Crashes are detected by the observed process exit (tens of ms); the heartbeat bound only has to
   // catch zombies, and at P=50 on 2 cores (load > 12) a 750 ms bound suspected a live runtime once.
-  return { controlPlaneId: "cp-proof", heartbeatIntervalMs: 500, staleHeartbeatMs: 3000, dispatchTimeoutMs: 3000, fenceDeadlineMs: 10_000,
-    maxConcurrentHostStartups: 4, scaleOutExpiryMs: 300_000, tenants, tokens, ...(kubernetes ? { kubernetes } : {}) } as z.input<typeof DroverConfig>;
+  return {
+    controlPlaneId: "cp-proof",
+    heartbeatIntervalMs: 500,
+    staleHeartbeatMs: 3000,
+    dispatchTimeoutMs: 3000,
+    fenceDeadlineMs: 10_000,
+    maxConcurrentHostStartups: 4,
+    scaleOutExpiryMs: 300_000,
+    tenants,
+    tokens,
+    ...(kubernetes ? { kubernetes } : {}),
+  } as z.input<typeof DroverConfig>;
 }

@@ -20,18 +20,29 @@ export function quantiles(values: readonly number[]): Quantiles {
  */
 export function startupLatencies(log: readonly StoredEvent[]): StartupLatencies {
   const requested = new Map<string, number>();
-  for (const e of log) if (e.event.type === "scaleout.requested") requested.set(e.subject.split(".").at(-2) ?? "", e.time.getTime());
+  for (const e of log)
+    if (e.event.type === "scaleout.requested") requested.set(e.subject.split(".").at(-2) ?? "", e.time.getTime());
   const steps: Record<keyof StartupLatencies, number[]> = { hostReady: [], route: [], published: [] };
   for (const reg of log) {
     if (reg.event.type !== "runtime.registered" || !reg.event.data.scaleOutRequestId) continue;
     const t0 = requested.get(reg.event.data.scaleOutRequestId);
     if (t0 === undefined) continue;
     const prefix = reg.subject.slice(0, reg.subject.lastIndexOf(".") + 1);
-    const at = (pred: (e: StoredEvent) => boolean) => log.find((e) => e.subject.startsWith(prefix) && pred(e))?.time.getTime();
-    const layer = (l: string) => at((e) => e.event.type === "runtime.readiness-layer-passed" && e.event.data.layer === l);
-    for (const [k, t] of [["hostReady", layer("host")], ["route", layer("route")], ["published", at((e) => e.event.type === "runtime.capacity-published")]] as const) {
+    const at = (pred: (e: StoredEvent) => boolean) =>
+      log.find((e) => e.subject.startsWith(prefix) && pred(e))?.time.getTime();
+    const layer = (l: string) =>
+      at((e) => e.event.type === "runtime.readiness-layer-passed" && e.event.data.layer === l);
+    for (const [k, t] of [
+      ["hostReady", layer("host")],
+      ["route", layer("route")],
+      ["published", at((e) => e.event.type === "runtime.capacity-published")],
+    ] as const) {
       if (t !== undefined) steps[k].push(t - t0);
     }
   }
-  return { hostReady: quantiles(steps.hostReady), route: quantiles(steps.route), published: quantiles(steps.published) };
+  return {
+    hostReady: quantiles(steps.hostReady),
+    route: quantiles(steps.route),
+    published: quantiles(steps.published),
+  };
 }

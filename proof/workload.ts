@@ -12,7 +12,14 @@ export function proofDag(steps: number, stepMs: number, seed: number): DagInput 
     steps: Array.from({ length: steps }, (_, i) => {
       const id = `s${String(i + 1).padStart(3, "0")}`;
       const dependsOn = i === 0 ? [] : [`s${String(i).padStart(3, "0")}`];
-      if ((i + seed) % 7 === 0) return { id, kind: "flaky" as const, dependsOn, params: { durationMs: stepMs, failAttempts: 1 }, retry: { maxAttempts: 3, backoffMs: 5 } };
+      if ((i + seed) % 7 === 0)
+        return {
+          id,
+          kind: "flaky" as const,
+          dependsOn,
+          params: { durationMs: stepMs, failAttempts: 1 },
+          retry: { maxAttempts: 3, backoffMs: 5 },
+        };
       if ((i + seed) % 11 === 5) return { id, kind: "sleep" as const, dependsOn, params: { durationMs: stepMs } };
       return { id, kind: "compute" as const, dependsOn, params: { durationMs: stepMs } };
     }),

@@ -29,7 +29,8 @@ const TRANSIENT = new Set<number>([JS.batchIncomplete, JS.batchTooManyInflight])
 export async function appendAtomic(ctx: StoreContext, entries: readonly BatchEntry[]): Promise<Appended[]> {
   if (entries.length === 0) throw contractViolation("atomic batch", "has no entries");
   const scopes = entries.map((e) => aggregateWildcard(ctx.layout, e.ref));
-  if (new Set(scopes).size !== scopes.length) throw contractViolation("atomic batch", "names an aggregate twice; put all its events in one entry");
+  if (new Set(scopes).size !== scopes.length)
+    throw contractViolation("atomic batch", "names an aggregate twice; put all its events in one entry");
   const messages: BatchMessage[] = [];
   const eventIds: string[] = [];
   for (const [k, entry] of entries.entries()) {
@@ -64,19 +65,30 @@ export async function appendAtomic(ctx: StoreContext, entries: readonly BatchEnt
       const head = stale[0];
       if (head) {
         const ref = entries[scopes.indexOf(head.subject)]!.ref;
-        throw versionConflict(ctx, ref, head.expectedSeq, code === JS.wrongLastSequence ? e : undefined, { stale, jsCode: code, actualSeq: head.actualSeq });
+        throw versionConflict(ctx, ref, head.expectedSeq, code === JS.wrongLastSequence ? e : undefined, {
+          stale,
+          jsCode: code,
+          actualSeq: head.actualSeq,
+        });
       }
     }
     if (code !== undefined) {
-      throw new DroverError("batch-rejected", `atomic batch of ${messages.length} events refused, nothing stored: ${(e as Error).message} (code ${code})`,
-        { cause: e, retryable: TRANSIENT.has(code), details: { jsCode: code, aggregates: scopes } });
+      throw new DroverError(
+        "batch-rejected",
+        `atomic batch of ${messages.length} events refused, nothing stored: ${(e as Error).message} (code ${code})`,
+        { cause: e, retryable: TRANSIENT.has(code), details: { jsCode: code, aggregates: scopes } },
+      );
     }
     throw toStoreError(e, `atomic batch of ${messages.length} events`, { aggregates: scopes });
   }
 }
 
 /** A retried batch that was committed before: its events sit contiguously after the first entry's expectation. */
-async function committedEarlier(ctx: StoreContext, entries: readonly BatchEntry[], eventIds: readonly string[]): Promise<Appended[] | undefined> {
+async function committedEarlier(
+  ctx: StoreContext,
+  entries: readonly BatchEntry[],
+  eventIds: readonly string[],
+): Promise<Appended[] | undefined> {
   const head = entries[0]!;
   const first = await landedEarlier(ctx, head.ref, head.expectedSeq, eventIds[0]!);
   if (first === undefined) return undefined;
@@ -86,7 +98,10 @@ async function committedEarlier(ctx: StoreContext, entries: readonly BatchEntry[
   return eventIds.map((_, i) => ({ seq: first + i, duplicate: true }));
 }
 
-async function staleEntries(ctx: StoreContext, entries: readonly BatchEntry[]): Promise<Array<{ subject: string; expectedSeq: number; actualSeq: number }>> {
+async function staleEntries(
+  ctx: StoreContext,
+  entries: readonly BatchEntry[],
+): Promise<Array<{ subject: string; expectedSeq: number; actualSeq: number }>> {
   const jsm = await ctx.jsm;
   const out = [];
   for (const e of entries) {

@@ -12,7 +12,11 @@ export interface BatchMessage {
 }
 
 /** The commit acknowledgement: `seq` is the stream sequence of the batch's last message. */
-export interface BatchCommitAck { readonly stream: string; readonly seq: number; readonly count: number }
+export interface BatchCommitAck {
+  readonly stream: string;
+  readonly seq: number;
+  readonly count: number;
+}
 
 function parseReply(data: Uint8Array): Record<string, unknown> | undefined {
   if (data.length === 0) return undefined; // a staged (not yet committed) message is acked with an empty body
@@ -37,10 +41,17 @@ function parseReply(data: Uint8Array): Record<string, unknown> | undefined {
  * Throws `JetStreamApiError` with the server's code when the batch is refused (nothing stored),
  * transport errors when the server does not answer (the batch may or may not be committed).
  */
-export async function publishAtomicBatch(nc: NatsConnection, messages: readonly BatchMessage[], timeoutMs: number): Promise<BatchCommitAck> {
+export async function publishAtomicBatch(
+  nc: NatsConnection,
+  messages: readonly BatchMessage[],
+  timeoutMs: number,
+): Promise<BatchCommitAck> {
   if (messages.length === 0 || messages.length > MAX_ATOMIC_BATCH) {
-    throw new DroverError("batch-rejected", `an atomic batch holds 1..${MAX_ATOMIC_BATCH} messages, got ${messages.length}`,
-      { details: { count: messages.length } });
+    throw new DroverError(
+      "batch-rejected",
+      `an atomic batch holds 1..${MAX_ATOMIC_BATCH} messages, got ${messages.length}`,
+      { details: { count: messages.length } },
+    );
   }
   const id = nuid.next();
   const last = messages.length - 1;
@@ -57,8 +68,11 @@ export async function publishAtomicBatch(nc: NatsConnection, messages: readonly 
     }
   }
   if (!ack || typeof ack.seq !== "number" || ack.count !== messages.length) {
-    throw new DroverError("batch-rejected", `atomic batch commit was not acknowledged as ${messages.length} messages: ${JSON.stringify(ack)}`,
-      { details: { ack: ack ?? null } });
+    throw new DroverError(
+      "batch-rejected",
+      `atomic batch commit was not acknowledged as ${messages.length} messages: ${JSON.stringify(ack)}`,
+      { details: { ack: ack ?? null } },
+    );
   }
   return { stream: String(ack.stream), seq: ack.seq, count: ack.count };
 }

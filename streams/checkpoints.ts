@@ -10,11 +10,15 @@ export interface CheckpointStore {
 }
 
 /** An in-memory checkpoint store for tests and single-process tools; lost on restart. */
-export function memoryCheckpointStore(initial: Record<string, number> = {}): CheckpointStore & { readonly saved: ReadonlyMap<string, number> } {
+export function memoryCheckpointStore(
+  initial: Record<string, number> = {},
+): CheckpointStore & { readonly saved: ReadonlyMap<string, number> } {
   const saved = new Map(Object.entries(initial));
   return {
     saved,
     load: async (p) => saved.get(p) ?? 0,
-    save: async (p, seq) => { saved.set(p, seq); },
+    save: async (p, seq) => {
+      saved.set(p, seq);
+    },
   };
 }

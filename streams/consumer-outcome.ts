@@ -24,7 +24,11 @@ const MAX_REASON = 256;
  * delivery count, except on the last allowed delivery, where the delay is 0 so the server
  * gives up (and the dead-letter stream records it) now rather than after a pointless wait.
  */
-export function outcomeOf(failure: { readonly error: unknown } | undefined, deliveryCount: number, policy: RetryPolicy): Outcome {
+export function outcomeOf(
+  failure: { readonly error: unknown } | undefined,
+  deliveryCount: number,
+  policy: RetryPolicy,
+): Outcome {
   if (failure === undefined) return { kind: "ack" };
   const e = failure.error;
   if (isDroverError(e) && !e.retryable) return { kind: "term", reason: `${e.code}: ${e.message}`.slice(0, MAX_REASON) };

@@ -11,9 +11,16 @@ describe("handler outcome → ack / nak / term", () => {
   });
 
   it("terms non-retryable typed errors, contract violations included, with code and message as the reason", () => {
-    expect(outcomeOf({ error: contractViolation("event", "bad") }, 1, policy)).toEqual({ kind: "term", reason: "contract-violation: event is invalid: bad" });
-    expect(outcomeOf({ error: new DroverError("execution-ownership-lost", "x") }, 1, policy)).toMatchObject({ kind: "term" });
-    expect(outcomeOf({ error: new DroverError("tenant-quota-exceeded", "y", { retryable: false }) }, 1, policy)).toMatchObject({ kind: "term" });
+    expect(outcomeOf({ error: contractViolation("event", "bad") }, 1, policy)).toEqual({
+      kind: "term",
+      reason: "contract-violation: event is invalid: bad",
+    });
+    expect(outcomeOf({ error: new DroverError("execution-ownership-lost", "x") }, 1, policy)).toMatchObject({
+      kind: "term",
+    });
+    expect(
+      outcomeOf({ error: new DroverError("tenant-quota-exceeded", "y", { retryable: false }) }, 1, policy),
+    ).toMatchObject({ kind: "term" });
   });
 
   it("naks retryable typed errors and unknown errors with backoff by delivery count, repeating the last delay", () => {
@@ -21,7 +28,10 @@ describe("handler outcome → ack / nak / term", () => {
     expect(outcomeOf({ error: retryable }, 1, policy)).toEqual({ kind: "nak", delayMs: 100 });
     expect(outcomeOf({ error: new Error("ECONNRESET") }, 2, policy)).toEqual({ kind: "nak", delayMs: 500 });
     expect(outcomeOf({ error: "thrown string" }, 3, policy)).toEqual({ kind: "nak", delayMs: 2000 });
-    expect(outcomeOf({ error: retryable }, 9, { maxDeliver: -1, backoffMs: [100, 500, 2000] })).toEqual({ kind: "nak", delayMs: 2000 });
+    expect(outcomeOf({ error: retryable }, 9, { maxDeliver: -1, backoffMs: [100, 500, 2000] })).toEqual({
+      kind: "nak",
+      delayMs: 2000,
+    });
   });
 
   it("gives up at once on the last allowed delivery so the dead letter is recorded without waiting", () => {

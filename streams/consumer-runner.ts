@@ -1,5 +1,14 @@
-import { AckPolicy, DeliverPolicy, JetStreamApiError, ReplayPolicy, type ConsumerConfig, type ConsumerInfo, type ConsumerMessages,
-  type JetStreamManager, type JsMsg } from "@nats-io/jetstream";
+import {
+  AckPolicy,
+  DeliverPolicy,
+  JetStreamApiError,
+  ReplayPolicy,
+  type ConsumerConfig,
+  type ConsumerInfo,
+  type ConsumerMessages,
+  type JetStreamManager,
+  type JsMsg,
+} from "@nats-io/jetstream";
 import { nanos } from "@nats-io/transport-node";
 import { DroverError } from "../contracts/index.ts";
 import type { NatsHandle } from "./connection.ts";
@@ -44,13 +53,21 @@ const CONSUMER_EXISTS_DIFFERENT = 10148;
  * `contract-violation` rather than silently updated: changing delivery semantics under a running
  * service must be a deliberate `jsm.consumers.update`.
  */
-export async function ensureConsumer(jsm: JetStreamManager, layout: StreamLayout, spec: DurableConsumerSpec): Promise<ConsumerInfo> {
+export async function ensureConsumer(
+  jsm: JetStreamManager,
+  layout: StreamLayout,
+  spec: DurableConsumerSpec,
+): Promise<ConsumerInfo> {
   try {
     return await jsm.consumers.add(layout.eventStream, durableConsumerConfig(spec));
   } catch (e) {
     if (e instanceof JetStreamApiError && e.code === CONSUMER_EXISTS_DIFFERENT) {
-      throw new DroverError("contract-violation", `consumer ${spec.name} on ${layout.eventStream} exists with a different configuration; ` +
-        "refusing to change it implicitly (update it deliberately or choose a new name)", { cause: e, details: { consumer: spec.name } });
+      throw new DroverError(
+        "contract-violation",
+        `consumer ${spec.name} on ${layout.eventStream} exists with a different configuration; ` +
+          "refusing to change it implicitly (update it deliberately or choose a new name)",
+        { cause: e, details: { consumer: spec.name } },
+      );
     }
     throw e;
   }
@@ -71,7 +88,12 @@ export interface ConsumerRunnerOptions extends EventStoreOptions {
   /** Interval of automatic `working()` while a handler runs (default ack_wait / 3). */
   readonly workingEveryMs?: number;
   /** Observes each settled delivery (metrics, logs, tests). */
-  readonly onOutcome?: (o: { readonly seq: number; readonly deliveryCount: number; readonly outcome: Outcome; readonly error?: unknown }) => void;
+  readonly onOutcome?: (o: {
+    readonly seq: number;
+    readonly deliveryCount: number;
+    readonly outcome: Outcome;
+    readonly error?: unknown;
+  }) => void;
 }
 
 export interface ConsumerRunner {
@@ -88,8 +110,13 @@ export interface ConsumerRunner {
  * stream with its sequence), never skipped silently. Handlers must be idempotent: redelivery after
  * a crash or an expired ack wait is normal.
  */
-export async function runConsumer(handle: NatsHandle, layout: StreamLayout, spec: DurableConsumerSpec, handler: EventHandler,
-  opts: ConsumerRunnerOptions = {}): Promise<ConsumerRunner> {
+export async function runConsumer(
+  handle: NatsHandle,
+  layout: StreamLayout,
+  spec: DurableConsumerSpec,
+  handler: EventHandler,
+  opts: ConsumerRunnerOptions = {},
+): Promise<ConsumerRunner> {
   const ctx = storeContext(handle, layout, opts);
   const consumer = await ctx.js.consumers.get(layout.eventStream, spec.name);
   const policy = { maxDeliver: spec.maxDeliver ?? 5, backoffMs: opts.backoffMs ?? DEFAULT_BACKOFF_MS };
@@ -110,18 +137,32 @@ export async function runConsumer(handle: NatsHandle, layout: StreamLayout, spec
     const outcome = outcomeOf(failure, deliveryCount, policy);
     switch (outcome.kind) {
       // ackAck: "acked" means the server confirmed it, so stop() can promise no redelivery of handled work.
-      case "ack": await m.ackAck().catch(() => undefined); break;
-      case "nak": m.nak(outcome.delayMs); break;
-      case "term": m.term(outcome.reason); break;
-      default: { const never: never = outcome; throw new Error(`unhandled outcome ${JSON.stringify(never)}`); }
+      case "ack":
+        await m.ackAck().catch(() => undefined);
+        break;
+      case "nak":
+        m.nak(outcome.delayMs);
+        break;
+      case "term":
+        m.term(outcome.reason);
+        break;
+      default: {
+        const never: never = outcome;
+        throw new Error(`unhandled outcome ${JSON.stringify(never)}`);
+      }
     }
     opts.onOutcome?.({ seq: m.seq, deliveryCount, outcome, ...(failure ? { error: failure.error } : {}) });
   }
 
-  const done = (async () => { for await (const m of messages) await handle1(m); })();
+  const done = (async () => {
+    for await (const m of messages) await handle1(m);
+  })();
   done.catch(() => undefined);
   return {
-    async stop() { await messages.close(); await done; },
+    async stop() {
+      await messages.close();
+      await done;
+    },
     done,
   };
 }

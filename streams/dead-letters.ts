@@ -17,15 +17,36 @@ export interface DeadLetter {
   readonly at: string;
 }
 
-interface Advisory { type?: string; stream?: string; consumer?: string; stream_seq?: number; deliveries?: number; reason?: string; timestamp?: string }
+interface Advisory {
+  type?: string;
+  stream?: string;
+  consumer?: string;
+  stream_seq?: number;
+  deliveries?: number;
+  reason?: string;
+  timestamp?: string;
+}
 
 /** Parses a JetStream give-up advisory; undefined for anything else. */
 export function parseDeadLetter(seq: number, body: Advisory): DeadLetter | undefined {
-  const kind = body.type === "io.nats.jetstream.advisory.v1.max_deliver" ? "max-deliveries"
-    : body.type === "io.nats.jetstream.advisory.v1.terminated" ? "terminated" : undefined;
-  if (!kind || body.stream === undefined || body.consumer === undefined || body.stream_seq === undefined) return undefined;
-  return { seq, kind, stream: body.stream, consumer: body.consumer, streamSeq: body.stream_seq, deliveries: body.deliveries ?? 0,
-    ...(body.reason ? { reason: body.reason } : {}), at: body.timestamp ?? "" };
+  const kind =
+    body.type === "io.nats.jetstream.advisory.v1.max_deliver"
+      ? "max-deliveries"
+      : body.type === "io.nats.jetstream.advisory.v1.terminated"
+        ? "terminated"
+        : undefined;
+  if (!kind || body.stream === undefined || body.consumer === undefined || body.stream_seq === undefined)
+    return undefined;
+  return {
+    seq,
+    kind,
+    stream: body.stream,
+    consumer: body.consumer,
+    streamSeq: body.stream_seq,
+    deliveries: body.deliveries ?? 0,
+    ...(body.reason ? { reason: body.reason } : {}),
+    at: body.timestamp ?? "",
+  };
 }
 
 /** Dead letters recorded for `layout`'s event stream from dead-letter sequence `fromSeq` on, oldest first. */

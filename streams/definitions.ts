@@ -29,9 +29,15 @@ export function deadLetterSubjects(layout: StreamLayout): string[] {
  * `allow_atomic` enables multi-aggregate transitions; `allow_direct` makes aggregate reads cheap;
  * no per-subject limit, ever: that would silently drop history.
  */
-export function eventStreamConfig(layout: StreamLayout, opts: StreamOptions = {}): Partial<StreamConfig> & { name: string } {
+export function eventStreamConfig(
+  layout: StreamLayout,
+  opts: StreamOptions = {},
+): Partial<StreamConfig> & { name: string } {
   const window = opts.duplicateWindowMs ?? MIN_DUPLICATE_WINDOW_MS;
-  if (window < MIN_DUPLICATE_WINDOW_MS) throw new RangeError(`duplicate window ${window}ms is below the ${MIN_DUPLICATE_WINDOW_MS}ms drover needs for safe retries`);
+  if (window < MIN_DUPLICATE_WINDOW_MS)
+    throw new RangeError(
+      `duplicate window ${window}ms is below the ${MIN_DUPLICATE_WINDOW_MS}ms drover needs for safe retries`,
+    );
   return {
     name: layout.eventStream,
     subjects: [`${layout.eventPrefix}.>`],
@@ -39,16 +45,24 @@ export function eventStreamConfig(layout: StreamLayout, opts: StreamOptions = {}
     retention: RetentionPolicy.Limits,
     discard: DiscardPolicy.Old,
     num_replicas: opts.replicas ?? 1,
-    max_msgs: -1, max_bytes: -1, max_age: 0, max_msgs_per_subject: -1,
+    max_msgs: -1,
+    max_bytes: -1,
+    max_age: 0,
+    max_msgs_per_subject: -1,
     duplicate_window: nanos(window),
-    deny_delete: true, deny_purge: true,
-    allow_atomic: true, allow_direct: true,
+    deny_delete: true,
+    deny_purge: true,
+    allow_atomic: true,
+    allow_direct: true,
     allow_rollup_hdrs: false,
   };
 }
 
 /** Heartbeats: the last few beats per runtime, aged out in minutes; read by last-per-subject. */
-export function heartbeatStreamConfig(layout: StreamLayout, opts: StreamOptions = {}): Partial<StreamConfig> & { name: string } {
+export function heartbeatStreamConfig(
+  layout: StreamLayout,
+  opts: StreamOptions = {},
+): Partial<StreamConfig> & { name: string } {
   return {
     name: layout.heartbeatStream,
     subjects: [`${layout.heartbeatPrefix}.>`],
@@ -69,7 +83,10 @@ export function heartbeatStreamConfig(layout: StreamLayout, opts: StreamOptions 
  * documented way and needs no cooperation from the consumer that failed. The event itself stays
  * in the event stream (deny_delete), so the advisory is a complete pointer to it.
  */
-export function deadLetterStreamConfig(layout: StreamLayout, opts: StreamOptions = {}): Partial<StreamConfig> & { name: string } {
+export function deadLetterStreamConfig(
+  layout: StreamLayout,
+  opts: StreamOptions = {},
+): Partial<StreamConfig> & { name: string } {
   return {
     name: layout.deadLetterStream,
     subjects: deadLetterSubjects(layout),
@@ -82,6 +99,9 @@ export function deadLetterStreamConfig(layout: StreamLayout, opts: StreamOptions
 }
 
 /** Every stream drover needs for a layout, in creation order. */
-export function streamConfigs(layout: StreamLayout, opts: StreamOptions = {}): Array<Partial<StreamConfig> & { name: string }> {
+export function streamConfigs(
+  layout: StreamLayout,
+  opts: StreamOptions = {},
+): Array<Partial<StreamConfig> & { name: string }> {
   return [eventStreamConfig(layout, opts), heartbeatStreamConfig(layout, opts), deadLetterStreamConfig(layout, opts)];
 }

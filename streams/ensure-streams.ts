@@ -12,10 +12,11 @@ export function configDifferences(want: Partial<StreamConfig>, have: Partial<Str
   const diffs: string[] = [];
   for (const [key, value] of Object.entries(want)) {
     const actual = (have as Record<string, unknown>)[key];
-    const same = Array.isArray(value) && Array.isArray(actual)
-      ? [...value].sort().join("\u0000") === [...actual].sort().join("\u0000")
-      // The server omits false/zero-valued fields in some versions: treat absent as the zero value.
-      : actual === value || (actual === undefined && (value === false || value === 0));
+    const same =
+      Array.isArray(value) && Array.isArray(actual)
+        ? [...value].sort().join("\u0000") === [...actual].sort().join("\u0000")
+        : // The server omits false/zero-valued fields in some versions: treat absent as the zero value.
+          actual === value || (actual === undefined && (value === false || value === 0));
     if (!same) diffs.push(`${key}: want ${JSON.stringify(value)}, have ${JSON.stringify(actual)}`);
   }
   return diffs;
@@ -30,7 +31,11 @@ export function configDifferences(want: Partial<StreamConfig>, have: Partial<Str
  * behind an operator's back is not ours to do). Fails with `server-version-unsupported` on a server
  * older than 2.12; JetStream errors propagate.
  */
-export async function ensureStreams(jsm: JetStreamManager, layout: StreamLayout, opts: StreamOptions = {}): Promise<StreamInfo[]> {
+export async function ensureStreams(
+  jsm: JetStreamManager,
+  layout: StreamLayout,
+  opts: StreamOptions = {},
+): Promise<StreamInfo[]> {
   assertServerVersion(connectionOf(jsm).info?.version);
   const out: StreamInfo[] = [];
   for (const want of streamConfigs(layout, opts)) {
@@ -44,9 +49,11 @@ export async function ensureStreams(jsm: JetStreamManager, layout: StreamLayout,
     }
     const diffs = configDifferences(want, info.config);
     if (diffs.length > 0) {
-      throw new DroverError("contract-violation",
+      throw new DroverError(
+        "contract-violation",
         `stream ${want.name} exists with settings that differ from drover's definition; refusing to change it: ${diffs.join("; ")}`,
-        { details: { stream: want.name, differences: diffs } });
+        { details: { stream: want.name, differences: diffs } },
+      );
     }
     out.push(info);
   }

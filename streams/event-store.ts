@@ -25,13 +25,25 @@ export function createEventStore(handle: NatsHandle, layout: StreamLayout, opts:
   assertServerVersion(ctx.nc.info?.version);
   return {
     // async wrappers so validation failures reject the promise rather than throw synchronously.
-    append: async (ref, event, o) => appendOne(ctx, ref, encodeFor(layout, ref, event), o.expectedSeq, o.msgId ?? defaultMsgId(layout, ref, o.expectedSeq)),
+    append: async (ref, event, o) =>
+      appendOne(
+        ctx,
+        ref,
+        encodeFor(layout, ref, event),
+        o.expectedSeq,
+        o.msgId ?? defaultMsgId(layout, ref, o.expectedSeq),
+      ),
     appendAll: async (ref, events, o) => appendAll(ctx, ref, events, o),
     appendAtomic: async (entries) => appendAtomic(ctx, entries),
     read: async (ref, o) => {
       const undecodable: Undecodable[] = [];
-      const events = await readFiltered(await ctx.jsm, layout.eventStream, aggregateWildcard(layout, ref), 1,
-        o?.skipUndecodable ? (u) => undecodable.push(u) : undefined);
+      const events = await readFiltered(
+        await ctx.jsm,
+        layout.eventStream,
+        aggregateWildcard(layout, ref),
+        1,
+        o?.skipUndecodable ? (u) => undecodable.push(u) : undefined,
+      );
       const lastSeq = Math.max(events.at(-1)?.seq ?? 0, undecodable.at(-1)?.seq ?? 0);
       return o?.skipUndecodable ? { events, lastSeq, undecodable } : { events, lastSeq };
     },
@@ -51,13 +63,24 @@ async function lastSeq(ctx: StoreContext, ref: AggregateRef): Promise<number> {
   }
 }
 
-async function appendOne(ctx: StoreContext, ref: AggregateRef, enc: Encoded, expectedSeq: number, msgId: string): Promise<Appended> {
+async function appendOne(
+  ctx: StoreContext,
+  ref: AggregateRef,
+  enc: Encoded,
+  expectedSeq: number,
+  msgId: string,
+): Promise<Appended> {
   const wildcard = aggregateWildcard(ctx.layout, ref);
   let pa;
   try {
     pa = await ctx.js.publish(enc.subject, enc.data, {
-      msgID: msgId, timeout: ctx.timeoutMs,
-      expect: { streamName: ctx.layout.eventStream, lastSubjectSequence: expectedSeq, lastSubjectSequenceSubject: wildcard },
+      msgID: msgId,
+      timeout: ctx.timeoutMs,
+      expect: {
+        streamName: ctx.layout.eventStream,
+        lastSubjectSequence: expectedSeq,
+        lastSubjectSequenceSubject: wildcard,
+      },
     });
   } catch (e) {
     if (jsCode(e) === JS.wrongLastSequence) {
@@ -70,15 +93,24 @@ async function appendOne(ctx: StoreContext, ref: AggregateRef, enc: Encoded, exp
   if (!pa.duplicate) return { seq: pa.seq, duplicate: false };
   // A duplicate ack names whatever message holds this msg id; it is ours only if it is our event.
   const stored = await (await ctx.jsm).direct.getMessage(ctx.layout.eventStream, { seq: pa.seq }).catch(() => null);
-  if (stored && stored.subject === enc.subject && toStoredEvent(stored).event.eventId === enc.eventId) return { seq: pa.seq, duplicate: true };
+  if (stored && stored.subject === enc.subject && toStoredEvent(stored).event.eventId === enc.eventId)
+    return { seq: pa.seq, duplicate: true };
   // Another decision on this aggregate holds the id (servers that dedupe before checking the expectation).
-  if (stored && stored.subject.startsWith(wildcard.slice(0, -1))) throw versionConflict(ctx, ref, expectedSeq, undefined, { actualSeq: pa.seq, msgId });
-  throw new DroverError("contract-violation",
+  if (stored && stored.subject.startsWith(wildcard.slice(0, -1)))
+    throw versionConflict(ctx, ref, expectedSeq, undefined, { actualSeq: pa.seq, msgId });
+  throw new DroverError(
+    "contract-violation",
     `msg id ${msgId} already names another message (stream sequence ${pa.seq}); a msg id must identify one decision on one aggregate`,
-    { details: { msgId, seq: pa.seq, subject: wildcard } });
+    { details: { msgId, seq: pa.seq, subject: wildcard } },
+  );
 }
 
-async function appendAll(ctx: StoreContext, ref: AggregateRef, events: readonly DroverEvent[], o: AppendOptions): Promise<Appended[]> {
+async function appendAll(
+  ctx: StoreContext,
+  ref: AggregateRef,
+  events: readonly DroverEvent[],
+  o: AppendOptions,
+): Promise<Appended[]> {
   // Validate every event before the first byte goes out.
   const encoded = events.map((e) => encodeFor(ctx.layout, ref, e));
   const base = o.msgId ?? defaultMsgId(ctx.layout, ref, o.expectedSeq);
@@ -92,7 +124,11 @@ async function appendAll(ctx: StoreContext, ref: AggregateRef, events: readonly 
     } catch (e) {
       // Tell the caller how far it got: earlier events are stored (appendAll is not atomic).
       if (!(e instanceof DroverError)) throw e;
-      throw new DroverError(e.code, e.message, { cause: e.cause, retryable: e.retryable, details: { ...e.details, appended: out, failedIndex: i } });
+      throw new DroverError(e.code, e.message, {
+        cause: e.cause,
+        retryable: e.retryable,
+        details: { ...e.details, appended: out, failedIndex: i },
+      });
     }
   }
   return out;

@@ -1,10 +1,40 @@
 /** drover's streams: definitions as code, subjects, the event store over JetStream, consumer and projection runners. */
 export { DEFAULT_LAYOUT, taggedLayout, type StreamLayout } from "./layout.ts";
-export { aggregateSubject, aggregateWildcard, eventSubject, eventTypeFilter, tenantFilter, heartbeatSubject,
-  runRef, execRef, scaleOutRef, forensicsRef, runtimeRef, type AggregateRef } from "./subjects.ts";
-export type { EventStore, StoredEvent, Appended, AppendOptions, BatchEntry, AggregateHistory, ReplayFrom, Undecodable } from "./types.ts";
-export { eventStreamConfig, heartbeatStreamConfig, deadLetterStreamConfig, deadLetterSubjects, streamConfigs,
-  MIN_DUPLICATE_WINDOW_MS, HEARTBEATS_PER_RUNTIME, HEARTBEAT_MAX_AGE_MS, type StreamOptions } from "./definitions.ts";
+export {
+  aggregateSubject,
+  aggregateWildcard,
+  eventSubject,
+  eventTypeFilter,
+  tenantFilter,
+  heartbeatSubject,
+  runRef,
+  execRef,
+  scaleOutRef,
+  forensicsRef,
+  runtimeRef,
+  type AggregateRef,
+} from "./subjects.ts";
+export type {
+  EventStore,
+  StoredEvent,
+  Appended,
+  AppendOptions,
+  BatchEntry,
+  AggregateHistory,
+  ReplayFrom,
+  Undecodable,
+} from "./types.ts";
+export {
+  eventStreamConfig,
+  heartbeatStreamConfig,
+  deadLetterStreamConfig,
+  deadLetterSubjects,
+  streamConfigs,
+  MIN_DUPLICATE_WINDOW_MS,
+  HEARTBEATS_PER_RUNTIME,
+  HEARTBEAT_MAX_AGE_MS,
+  type StreamOptions,
+} from "./definitions.ts";
 export { ensureStreams, configDifferences } from "./ensure-streams.ts";
 export { MIN_SERVER_VERSION, assertServerVersion, compareVersions, parseServerVersion } from "./server-version.ts";
 export { createEventStore, type EventStoreOptions } from "./event-store.ts";
@@ -12,8 +42,21 @@ export { defaultMsgId, nthMsgId } from "./msg-ids.ts";
 export { connectionOf, type NatsHandle } from "./connection.ts";
 export { fold } from "./fold.ts";
 export { memoryCheckpointStore, type CheckpointStore } from "./checkpoints.ts";
-export { createProjectionRunner, type Projection, type ProjectionRunner, type ProjectionRunnerOptions } from "./projection-runner.ts";
+export {
+  createProjectionRunner,
+  type Projection,
+  type ProjectionRunner,
+  type ProjectionRunnerOptions,
+} from "./projection-runner.ts";
 export { outcomeOf, DEFAULT_BACKOFF_MS, type Outcome, type RetryPolicy } from "./consumer-outcome.ts";
-export { ensureConsumer, runConsumer, durableConsumerConfig, type DurableConsumerSpec, type ConsumerRunner, type ConsumerRunnerOptions,
-  type EventHandler, type DeliveryContext } from "./consumer-runner.ts";
+export {
+  ensureConsumer,
+  runConsumer,
+  durableConsumerConfig,
+  type DurableConsumerSpec,
+  type ConsumerRunner,
+  type ConsumerRunnerOptions,
+  type EventHandler,
+  type DeliveryContext,
+} from "./consumer-runner.ts";
 export { readDeadLetters, parseDeadLetter, type DeadLetter } from "./dead-letters.ts";

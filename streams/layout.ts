@@ -30,8 +30,11 @@ export const DEFAULT_LAYOUT: StreamLayout = {
 export function taggedLayout(tag: string): StreamLayout {
   const up = tag.toUpperCase().replace(/-/g, "_");
   return {
-    eventStream: `DROVER_${up}`, eventPrefix: `${tag}.drover`,
-    heartbeatStream: `HEARTBEATS_${up}`, heartbeatPrefix: `${tag}.drover-hb`,
-    deadLetterStream: `DROVER_DLQ_${up}`, deadLetterPrefix: `${tag}.drover-dlq`,
+    eventStream: `DROVER_${up}`,
+    eventPrefix: `${tag}.drover`,
+    heartbeatStream: `HEARTBEATS_${up}`,
+    heartbeatPrefix: `${tag}.drover-hb`,
+    deadLetterStream: `DROVER_DLQ_${up}`,
+    deadLetterPrefix: `${tag}.drover-dlq`,
   };
 }

@@ -22,7 +22,9 @@ describe("deterministic msg ids and aggregate subjects", () => {
     const layout = taggedLayout("t1");
     expect(aggregateWildcard(layout, execRef("tenant-a", "ex-1"))).toBe("t1.drover.exec.tenant-a.ex-1.>");
     expect(aggregateWildcard(DEFAULT_LAYOUT, runtimeRef("rt-1"))).toBe("drover.runtime.rt-1.>");
-    expect(eventSubject(layout, execRef("tenant-a", "ex-1"), "exec.step-completed")).toBe("t1.drover.exec.tenant-a.ex-1.step-completed");
+    expect(eventSubject(layout, execRef("tenant-a", "ex-1"), "exec.step-completed")).toBe(
+      "t1.drover.exec.tenant-a.ex-1.step-completed",
+    );
     expect(() => eventSubject(layout, execRef("tenant-a", "ex-1"), "run.started")).toThrow(/does not belong/);
   });
 });

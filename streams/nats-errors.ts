@@ -1,6 +1,12 @@
 import { JetStreamApiError } from "@nats-io/jetstream";
 import { JetStreamStatusError } from "@nats-io/jetstream/internal";
-import { ClosedConnectionError, DrainingConnectionError, NoRespondersError, RequestError, TimeoutError } from "@nats-io/transport-node";
+import {
+  ClosedConnectionError,
+  DrainingConnectionError,
+  NoRespondersError,
+  RequestError,
+  TimeoutError,
+} from "@nats-io/transport-node";
 import { DroverError, isDroverError } from "../contracts/index.ts";
 
 /** JetStream API error codes drover reacts to (nats-server jetstream_errors_generated.go). */
@@ -23,9 +29,14 @@ export function jsCode(e: unknown): number | undefined {
 
 /** True for failures where the server may not have answered: the write may or may not be stored. */
 export function isTransportFailure(e: unknown): boolean {
-  return e instanceof TimeoutError || e instanceof NoRespondersError || e instanceof ClosedConnectionError ||
-    e instanceof DrainingConnectionError || (e instanceof Error && e.name === "JetStreamNotEnabled") ||
-    (e instanceof RequestError && (e.isNoResponders() || e.cause instanceof TimeoutError));
+  return (
+    e instanceof TimeoutError ||
+    e instanceof NoRespondersError ||
+    e instanceof ClosedConnectionError ||
+    e instanceof DrainingConnectionError ||
+    (e instanceof Error && e.name === "JetStreamNotEnabled") ||
+    (e instanceof RequestError && (e.isNoResponders() || e.cause instanceof TimeoutError))
+  );
 }
 
 /**
@@ -37,14 +48,23 @@ export function isTransportFailure(e: unknown): boolean {
 export function toStoreError(e: unknown, what: string, details: Record<string, unknown> = {}): DroverError {
   if (isDroverError(e)) return e;
   if (isTransportFailure(e)) {
-    return new DroverError("event-store-unavailable", `${what}: JetStream did not answer (${(e as Error).message})`, { cause: e, details });
+    return new DroverError("event-store-unavailable", `${what}: JetStream did not answer (${(e as Error).message})`, {
+      cause: e,
+      details,
+    });
   }
   if (e instanceof JetStreamApiError) {
-    return new DroverError("event-store-unavailable", `${what}: JetStream refused the request: ${e.message} (code ${e.code})`,
-      { cause: e, retryable: false, details: { ...details, jsCode: e.code } });
+    return new DroverError(
+      "event-store-unavailable",
+      `${what}: JetStream refused the request: ${e.message} (code ${e.code})`,
+      { cause: e, retryable: false, details: { ...details, jsCode: e.code } },
+    );
   }
   // Unknown errors are infrastructure faults until proven otherwise (conventions.md "Errors").
-  return new DroverError("event-store-unavailable", `${what}: ${(e as Error)?.message ?? String(e)}`, { cause: e, details });
+  return new DroverError("event-store-unavailable", `${what}: ${(e as Error)?.message ?? String(e)}`, {
+    cause: e,
+    details,
+  });
 }
 
 /** A direct get found nothing (404): not an error for reads, the answer is "no such message". */

@@ -14,14 +14,25 @@ describe("JetStream failures → drover's error catalogue", () => {
   });
 
   it("maps a JetStream refusal to non-retryable event-store-unavailable carrying the server's code", () => {
-    const d = toStoreError(new JetStreamApiError({ code: 400, err_code: 10054, description: "message size exceeds maximum allowed" }), "appending", { subject: "x" });
-    expect(d).toMatchObject({ code: "event-store-unavailable", retryable: false, details: { subject: "x", jsCode: 10054 } });
+    const d = toStoreError(
+      new JetStreamApiError({ code: 400, err_code: 10054, description: "message size exceeds maximum allowed" }),
+      "appending",
+      { subject: "x" },
+    );
+    expect(d).toMatchObject({
+      code: "event-store-unavailable",
+      retryable: false,
+      details: { subject: "x", jsCode: 10054 },
+    });
     expect(d.message).toContain("message size exceeds maximum allowed");
   });
 
   it("passes typed errors through and treats unknown errors as retryable infrastructure faults", () => {
     const typed = new DroverError("version-conflict", "moved");
     expect(toStoreError(typed, "appending")).toBe(typed);
-    expect(toStoreError(new Error("socket hang up"), "appending")).toMatchObject({ code: "event-store-unavailable", retryable: true });
+    expect(toStoreError(new Error("socket hang up"), "appending")).toMatchObject({
+      code: "event-store-unavailable",
+      retryable: true,
+    });
   });
 });

@@ -4,12 +4,20 @@ import { firstAtOrAfter, toStoredEvent } from "./stored.ts";
 import { aggregateSubject, aggregateWildcard, type AggregateRef } from "./subjects.ts";
 
 /** The typed conflict of an append whose expectation is stale; details carry the OCC scope and sequences. */
-export function versionConflict(ctx: StoreContext, ref: AggregateRef, expectedSeq: number, cause?: unknown, extra: Record<string, unknown> = {}): DroverError {
+export function versionConflict(
+  ctx: StoreContext,
+  ref: AggregateRef,
+  expectedSeq: number,
+  cause?: unknown,
+  extra: Record<string, unknown> = {},
+): DroverError {
   const subject = aggregateWildcard(ctx.layout, ref);
   const actual = /wrong last sequence: (\d+)/.exec((cause as Error | undefined)?.message ?? "")?.[1];
-  return new DroverError("version-conflict",
+  return new DroverError(
+    "version-conflict",
     `${aggregateSubject(ctx.layout, ref)} moved past the expected sequence ${expectedSeq}${actual ? ` (last is ${actual})` : ""}: re-read and decide again`,
-    { cause, details: { subject, expectedSeq, ...(actual ? { actualSeq: Number(actual) } : {}), ...extra } });
+    { cause, details: { subject, expectedSeq, ...(actual ? { actualSeq: Number(actual) } : {}), ...extra } },
+  );
 }
 
 /**
@@ -20,8 +28,18 @@ export function versionConflict(ctx: StoreContext, ref: AggregateRef, expectedSe
  * as a duplicate ack; this lookup is what makes the retry idempotent (and keeps it so after the
  * duplicate window).
  */
-export async function landedEarlier(ctx: StoreContext, ref: AggregateRef, expectedSeq: number, eventId: string): Promise<number | undefined> {
-  const m = await firstAtOrAfter(await ctx.jsm, ctx.layout.eventStream, aggregateWildcard(ctx.layout, ref), expectedSeq + 1);
+export async function landedEarlier(
+  ctx: StoreContext,
+  ref: AggregateRef,
+  expectedSeq: number,
+  eventId: string,
+): Promise<number | undefined> {
+  const m = await firstAtOrAfter(
+    await ctx.jsm,
+    ctx.layout.eventStream,
+    aggregateWildcard(ctx.layout, ref),
+    expectedSeq + 1,
+  );
   if (!m) return undefined;
   try {
     return toStoredEvent(m).event.eventId === eventId ? m.seq : undefined;
@@ -29,4 +47,3 @@ export async function landedEarlier(ctx: StoreContext, ref: AggregateRef, expect
     return undefined; // an undecodable message is certainly not the valid event we sent
   }
 }
-

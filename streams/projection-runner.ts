@@ -61,8 +61,13 @@ export interface ProjectionRunnerOptions extends EventStoreOptions {
  * retryable or unknown error is retried (with backoff) on the same event — the read model's store
  * being down must not skip events; a non-retryable one (e.g. contract-violation) stops the runner.
  */
-export function createProjectionRunner(handle: NatsHandle, layout: StreamLayout, projection: Projection, checkpoints: CheckpointStore,
-  opts: ProjectionRunnerOptions = {}): ProjectionRunner {
+export function createProjectionRunner(
+  handle: NatsHandle,
+  layout: StreamLayout,
+  projection: Projection,
+  checkpoints: CheckpointStore,
+  opts: ProjectionRunnerOptions = {},
+): ProjectionRunner {
   const ctx: StoreContext = storeContext(handle, layout, opts);
   const every = Math.max(1, opts.checkpointEvery ?? 1);
   let position = -1; // unknown until loaded
@@ -72,11 +77,21 @@ export function createProjectionRunner(handle: NatsHandle, layout: StreamLayout,
   let started = false;
   const waiters = new Set<{ seq: number; resolve: () => void }>();
   let settle!: { resolve: () => void; reject: (e: unknown) => void };
-  const done = new Promise<void>((resolve, reject) => { settle = { resolve, reject }; });
+  const done = new Promise<void>((resolve, reject) => {
+    settle = { resolve, reject };
+  });
   done.catch(() => undefined); // observed through `done` by whoever cares
 
-  const load = async () => { if (position < 0) position = await checkpoints.load(projection.name); return position; };
-  const save = async () => { if (unsaved > 0) { await checkpoints.save(projection.name, position); unsaved = 0; } };
+  const load = async () => {
+    if (position < 0) position = await checkpoints.load(projection.name);
+    return position;
+  };
+  const save = async () => {
+    if (unsaved > 0) {
+      await checkpoints.save(projection.name, position);
+      unsaved = 0;
+    }
+  };
 
   const batchSize = Math.max(1, opts.batchSize ?? 256);
   let batch: StoredEvent[] = [];
@@ -101,7 +116,10 @@ export function createProjectionRunner(handle: NatsHandle, layout: StreamLayout,
 
   async function applied(events: readonly StoredEvent[], fn: () => void | Promise<void>): Promise<void> {
     for (let delay = opts.retryDelayMs ?? 200; ; delay = Math.min(delay * 2, 5000)) {
-      try { await fn(); break; } catch (err) {
+      try {
+        await fn();
+        break;
+      } catch (err) {
         if ((isDroverError(err) && !err.retryable) || stopping) throw err;
         await new Promise((r) => setTimeout(r, delay));
       }
@@ -109,13 +127,22 @@ export function createProjectionRunner(handle: NatsHandle, layout: StreamLayout,
     position = events.at(-1)!.seq;
     unsaved += events.length;
     if (unsaved >= every) await save();
-    for (const w of waiters) if (position >= w.seq) { waiters.delete(w); w.resolve(); }
+    for (const w of waiters)
+      if (position >= w.seq) {
+        waiters.delete(w);
+        w.resolve();
+      }
   }
 
   async function live(): Promise<void> {
     const from = (await load()) + 1;
-    const filters = projection.filter === undefined ? [`${layout.eventPrefix}.>`] : ([] as string[]).concat(projection.filter);
-    const oc = await ctx.js.consumers.get(layout.eventStream, { filter_subjects: filters, deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: from });
+    const filters =
+      projection.filter === undefined ? [`${layout.eventPrefix}.>`] : ([] as string[]).concat(projection.filter);
+    const oc = await ctx.js.consumers.get(layout.eventStream, {
+      filter_subjects: filters,
+      deliver_policy: DeliverPolicy.StartSequence,
+      opt_start_seq: from,
+    });
     messages = await oc.consume({ max_messages: 256 });
     // Stopped while the consumer was being created: close without waiting, or the close (which
     // settles when the iteration ends) and this function would wait for each other for ever.
@@ -124,7 +151,10 @@ export function createProjectionRunner(handle: NatsHandle, layout: StreamLayout,
       for await (const m of messages) {
         await applyOne(toStoredEvent(m));
         // Caught up (nothing pending): apply the batch and save now, or both would lag until the next event.
-        if (m.info.pending === 0) { await flush(); await save(); }
+        if (m.info.pending === 0) {
+          await flush();
+          await save();
+        }
       }
       await flush();
     } finally {
@@ -134,35 +164,66 @@ export function createProjectionRunner(handle: NatsHandle, layout: StreamLayout,
   }
 
   const runner: ProjectionRunner = {
-    get position() { return Math.max(0, position); },
+    get position() {
+      return Math.max(0, position);
+    },
     async catchUp() {
-      await replay(ctx, { seq: (await load()) + 1 }, applyOne, projection.filter === undefined ? {} : { filter: projection.filter });
+      await replay(
+        ctx,
+        { seq: (await load()) + 1 },
+        applyOne,
+        projection.filter === undefined ? {} : { filter: projection.filter },
+      );
       await flush();
       await save();
       return position;
     },
     async rebuild() {
       await projection.reset?.();
-      position = 0; unsaved = 1;
+      position = 0;
+      unsaved = 1;
       await save();
       return runner.catchUp();
     },
     async start() {
       if (started) return;
       started = true;
-      live().then(async () => { await save(); settle.resolve(); }, async (e: unknown) => { await save().catch(() => undefined); settle.reject(e); });
+      live().then(
+        async () => {
+          await save();
+          settle.resolve();
+        },
+        async (e: unknown) => {
+          await save().catch(() => undefined);
+          settle.reject(e);
+        },
+      );
     },
     waitFor(seq, timeoutMs = 10_000) {
       if (position >= seq) return Promise.resolve();
       return new Promise<void>((resolve, reject) => {
-        const w = { seq, resolve: () => { clearTimeout(t); resolve(); } };
-        const t = setTimeout(() => { waiters.delete(w); reject(new Error(`projection ${projection.name} did not reach ${seq} within ${timeoutMs}ms (at ${position})`)); }, timeoutMs);
+        const w = {
+          seq,
+          resolve: () => {
+            clearTimeout(t);
+            resolve();
+          },
+        };
+        const t = setTimeout(() => {
+          waiters.delete(w);
+          reject(
+            new Error(`projection ${projection.name} did not reach ${seq} within ${timeoutMs}ms (at ${position})`),
+          );
+        }, timeoutMs);
         waiters.add(w);
       });
     },
     async stop() {
       stopping = true;
-      if (!started) { started = true; settle.resolve(); }
+      if (!started) {
+        started = true;
+        settle.resolve();
+      }
       await messages?.close();
       await done.catch(() => undefined);
     },

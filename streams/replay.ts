@@ -19,11 +19,20 @@ const REPLAY_BUFFER = 256;
  * Failure modes: an event that does not decode stops the replay with `contract-violation` naming
  * its stream sequence; a handler error stops it and propagates; no answer → `event-store-unavailable`.
  */
-export async function replay(ctx: StoreContext, from: ReplayFrom, onEvent: (e: StoredEvent) => void | Promise<void>,
-  opts: { filter?: string | string[] } = {}): Promise<number> {
+export async function replay(
+  ctx: StoreContext,
+  from: ReplayFrom,
+  onEvent: (e: StoredEvent) => void | Promise<void>,
+  opts: { filter?: string | string[] } = {},
+): Promise<number> {
   const jsm = await ctx.jsm;
   const stream = ctx.layout.eventStream;
-  const filters = opts.filter === undefined ? [`${ctx.layout.eventPrefix}.>`] : Array.isArray(opts.filter) ? [...opts.filter] : [opts.filter];
+  const filters =
+    opts.filter === undefined
+      ? [`${ctx.layout.eventPrefix}.>`]
+      : Array.isArray(opts.filter)
+        ? [...opts.filter]
+        : [opts.filter];
   let endSeq: number, start: number;
   try {
     endSeq = (await jsm.streams.info(stream)).state.last_seq;
@@ -34,10 +43,15 @@ export async function replay(ctx: StoreContext, from: ReplayFrom, onEvent: (e: S
   if (start === 0 || start > endSeq) return 0;
 
   let first = Number.POSITIVE_INFINITY;
-  for (const f of filters) first = Math.min(first, (await firstAtOrAfter(jsm, stream, f, start))?.seq ?? Number.POSITIVE_INFINITY);
+  for (const f of filters)
+    first = Math.min(first, (await firstAtOrAfter(jsm, stream, f, start))?.seq ?? Number.POSITIVE_INFINITY);
   if (first > endSeq) return 0;
 
-  const oc = await ctx.js.consumers.get(stream, { filter_subjects: filters, deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: first });
+  const oc = await ctx.js.consumers.get(stream, {
+    filter_subjects: filters,
+    deliver_policy: DeliverPolicy.StartSequence,
+    opt_start_seq: first,
+  });
   const messages = await oc.consume({ max_messages: REPLAY_BUFFER });
   let last = 0;
   try {

@@ -3,7 +3,12 @@ import { DroverError } from "../contracts/index.ts";
 /** The oldest nats-server drover runs on: atomic batch publish (ADR-50) arrived in 2.12. */
 export const MIN_SERVER_VERSION = "2.12.0";
 
-interface Version { readonly major: number; readonly minor: number; readonly patch: number; readonly pre: string }
+interface Version {
+  readonly major: number;
+  readonly minor: number;
+  readonly patch: number;
+  readonly pre: string;
+}
 
 /**
  * Parses `major.minor.patch[-prerelease][+build]`, the form nats-server reports in INFO.
@@ -22,7 +27,8 @@ export function parseServerVersion(v: string): Version | undefined {
  * Throws on an unparsable version.
  */
 export function compareVersions(a: string, b: string): number {
-  const pa = parseServerVersion(a), pb = parseServerVersion(b);
+  const pa = parseServerVersion(a),
+    pb = parseServerVersion(b);
   if (!pa || !pb) throw new Error(`cannot compare versions ${JSON.stringify(a)} and ${JSON.stringify(b)}`);
   const d = pa.major - pb.major || pa.minor - pb.minor || pa.patch - pb.patch;
   if (d !== 0) return d;
@@ -40,11 +46,16 @@ export function compareVersions(a: string, b: string): number {
  * unparsable.
  */
 export function assertServerVersion(version: string | undefined): void {
-  const ok = version !== undefined && parseServerVersion(version) !== undefined && compareVersions(version, MIN_SERVER_VERSION) >= 0;
+  const ok =
+    version !== undefined &&
+    parseServerVersion(version) !== undefined &&
+    compareVersions(version, MIN_SERVER_VERSION) >= 0;
   if (!ok) {
-    throw new DroverError("server-version-unsupported",
+    throw new DroverError(
+      "server-version-unsupported",
       `nats-server ${version ?? "(unknown version)"} is not supported: drover needs nats-server >= ${MIN_SERVER_VERSION} ` +
-      "(atomic batch publish and wildcard subject-sequence expectations); upgrade the server (scripts/install-tools.sh pins one)",
-      { details: { version: version ?? null, minimum: MIN_SERVER_VERSION } });
+        "(atomic batch publish and wildcard subject-sequence expectations); upgrade the server (scripts/install-tools.sh pins one)",
+      { details: { version: version ?? null, minimum: MIN_SERVER_VERSION } },
+    );
   }
 }

@@ -18,13 +18,18 @@ describe("nats-server version gate", () => {
   });
 
   it("accepts 2.12.0 and newer, including build metadata and a leading v", () => {
-    for (const v of ["2.12.0", "2.15.3", "v2.12.1", "2.14.0+abc", "3.0.0"]) expect(() => assertServerVersion(v)).not.toThrow();
+    for (const v of ["2.12.0", "2.15.3", "v2.12.1", "2.14.0+abc", "3.0.0"])
+      expect(() => assertServerVersion(v)).not.toThrow();
   });
 
   it("refuses servers older than 2.12 (Debian's 2.9.10, 2.11) with server-version-unsupported naming the minimum", () => {
     for (const v of ["2.9.10", "2.11.9", "2.12.0-RC.3"]) {
       let err: unknown;
-      try { assertServerVersion(v); } catch (e) { err = e; }
+      try {
+        assertServerVersion(v);
+      } catch (e) {
+        err = e;
+      }
       expect(isDroverError(err, "server-version-unsupported")).toBe(true);
       expect((err as Error).message).toContain(`nats-server ${v}`);
       expect((err as Error).message).toContain(">= 2.12.0");

@@ -1,4 +1,10 @@
-import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager, type JetStreamOptions } from "@nats-io/jetstream";
+import {
+  jetstream,
+  jetstreamManager,
+  type JetStreamClient,
+  type JetStreamManager,
+  type JetStreamOptions,
+} from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { contractViolation, encodeEvent, type DroverEvent, type EventType } from "../contracts/index.ts";
 import { connectionOf, type NatsHandle } from "./connection.ts";
@@ -24,7 +30,10 @@ export interface StoreContext {
 export function storeContext(handle: NatsHandle, layout: StreamLayout, opts: EventStoreOptions = {}): StoreContext {
   const nc = connectionOf(handle);
   const given = handle as Partial<JetStreamClient>;
-  const js = typeof given.publish === "function" && typeof given.startBatch === "function" ? (handle as JetStreamClient) : jetstream(nc, opts.jetStream);
+  const js =
+    typeof given.publish === "function" && typeof given.startBatch === "function"
+      ? (handle as JetStreamClient)
+      : jetstream(nc, opts.jetStream);
   // checkAPI: false — no round trip here; the first real request reports an unreachable server.
   const jsm = jetstreamManager(nc, { ...js.getOptions(), checkAPI: false });
   jsm.catch(() => undefined); // surfaced by the first await, not as an unhandled rejection
@@ -32,7 +41,11 @@ export function storeContext(handle: NatsHandle, layout: StreamLayout, opts: Eve
 }
 
 /** An event ready to publish: its subject and validated bytes. */
-export interface Encoded { readonly subject: string; readonly data: Uint8Array; readonly eventId: string }
+export interface Encoded {
+  readonly subject: string;
+  readonly data: Uint8Array;
+  readonly eventId: string;
+}
 
 /**
  * Validates `event` for `ref` before any byte is sent: its schema (contract-violation otherwise),
@@ -42,9 +55,14 @@ export interface Encoded { readonly subject: string; readonly data: Uint8Array; 
 export function encodeFor(layout: StreamLayout, ref: AggregateRef, event: DroverEvent): Encoded {
   const data = encodeEvent(event);
   const at = { subject: aggregateSubject(layout, ref) };
-  if (!event.type.startsWith(`${ref.aggregate}.`)) throw contractViolation(`event ${event.type}`, `does not belong to a ${ref.aggregate} aggregate`, at);
+  if (!event.type.startsWith(`${ref.aggregate}.`))
+    throw contractViolation(`event ${event.type}`, `does not belong to a ${ref.aggregate} aggregate`, at);
   if ("tenantId" in ref && event.tenantId !== ref.tenantId) {
-    throw contractViolation(`event ${event.type}`, `tenantId ${event.tenantId} does not match the aggregate's tenant ${ref.tenantId}`, at);
+    throw contractViolation(
+      `event ${event.type}`,
+      `tenantId ${event.tenantId} does not match the aggregate's tenant ${ref.tenantId}`,
+      at,
+    );
   }
   return { subject: eventSubject(layout, ref, event.type as EventType), data, eventId: event.eventId };
 }

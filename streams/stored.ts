@@ -5,7 +5,12 @@ import type { StoredEvent, Undecodable } from "./types.ts";
 
 /** Decodes a stored message; an invalid one raises `contract-violation` naming its stream sequence (never skipped). */
 export function toStoredEvent(m: Pick<StoredMsg, "seq" | "subject" | "time" | "data">): StoredEvent {
-  return { seq: m.seq, subject: m.subject, time: m.time, event: decodeEvent(m.data, { seq: m.seq, subject: m.subject }) };
+  return {
+    seq: m.seq,
+    subject: m.subject,
+    time: m.time,
+    event: decodeEvent(m.data, { seq: m.seq, subject: m.subject }),
+  };
 }
 
 // One direct-get batch: large enough that most aggregates are one round trip, small enough to stay
@@ -21,8 +26,13 @@ const BATCH = 1024;
  * An undecodable message raises `contract-violation`, unless `onUndecodable` is given: then it is
  * reported there and left out.
  */
-export async function readFiltered(jsm: JetStreamManager, stream: string, filter: string, fromSeq = 1,
-  onUndecodable?: (u: Undecodable) => void): Promise<StoredEvent[]> {
+export async function readFiltered(
+  jsm: JetStreamManager,
+  stream: string,
+  filter: string,
+  fromSeq = 1,
+  onUndecodable?: (u: Undecodable) => void,
+): Promise<StoredEvent[]> {
   const out: StoredEvent[] = [];
   let seq = Math.max(1, fromSeq);
   for (;;) {
@@ -31,8 +41,15 @@ export async function readFiltered(jsm: JetStreamManager, stream: string, filter
       const iter = await jsm.direct.getBatch(stream, { seq, next_by_subj: filter, batch: BATCH });
       for await (const m of iter) {
         last = m;
-        if (!onUndecodable) { out.push(toStoredEvent(m)); continue; }
-        try { out.push(toStoredEvent(m)); } catch (e) { onUndecodable({ seq: m.seq, subject: m.subject, error: e instanceof Error ? e.message : String(e) }); }
+        if (!onUndecodable) {
+          out.push(toStoredEvent(m));
+          continue;
+        }
+        try {
+          out.push(toStoredEvent(m));
+        } catch (e) {
+          onUndecodable({ seq: m.seq, subject: m.subject, error: e instanceof Error ? e.message : String(e) });
+        }
       }
     } catch (e) {
       if (isNotFound(e)) break;
@@ -45,7 +62,12 @@ export async function readFiltered(jsm: JetStreamManager, stream: string, filter
 }
 
 /** The first message on `filter` at or after `seq`, undecoded; null when there is none. */
-export async function firstAtOrAfter(jsm: JetStreamManager, stream: string, filter: string, seq: number): Promise<StoredMsg | null> {
+export async function firstAtOrAfter(
+  jsm: JetStreamManager,
+  stream: string,
+  filter: string,
+  seq: number,
+): Promise<StoredMsg | null> {
   try {
     return await jsm.direct.getMessage(stream, { seq: Math.max(1, seq), next_by_subj: filter });
   } catch (e) {

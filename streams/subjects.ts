@@ -10,11 +10,30 @@ export type AggregateRef =
   | { readonly aggregate: "run" | "exec" | "scaleout" | "forensics"; readonly tenantId: string; readonly id: string }
   | { readonly aggregate: "runtime"; readonly id: string };
 
-export const runRef = (tenantId: string, sharedRunId: string): AggregateRef => ({ aggregate: "run", tenantId, id: sharedRunId });
-export const execRef = (tenantId: string, executionId: string): AggregateRef => ({ aggregate: "exec", tenantId, id: executionId });
-export const scaleOutRef = (tenantId: string, requestId: string): AggregateRef => ({ aggregate: "scaleout", tenantId, id: requestId });
-export const forensicsRef = (tenantId: string, forensicsId: string): AggregateRef => ({ aggregate: "forensics", tenantId, id: forensicsId });
-export const runtimeRef = (runtimeInstanceId: string): AggregateRef => ({ aggregate: "runtime", id: runtimeInstanceId });
+export const runRef = (tenantId: string, sharedRunId: string): AggregateRef => ({
+  aggregate: "run",
+  tenantId,
+  id: sharedRunId,
+});
+export const execRef = (tenantId: string, executionId: string): AggregateRef => ({
+  aggregate: "exec",
+  tenantId,
+  id: executionId,
+});
+export const scaleOutRef = (tenantId: string, requestId: string): AggregateRef => ({
+  aggregate: "scaleout",
+  tenantId,
+  id: requestId,
+});
+export const forensicsRef = (tenantId: string, forensicsId: string): AggregateRef => ({
+  aggregate: "forensics",
+  tenantId,
+  id: forensicsId,
+});
+export const runtimeRef = (runtimeInstanceId: string): AggregateRef => ({
+  aggregate: "runtime",
+  id: runtimeInstanceId,
+});
 
 /** Subject prefix of the aggregate instance (no trailing dot). */
 export function aggregateSubject(layout: StreamLayout, ref: AggregateRef): string {
@@ -24,7 +43,8 @@ export function aggregateSubject(layout: StreamLayout, ref: AggregateRef): strin
 }
 
 /** Wildcard covering every event of the aggregate instance: the OCC scope of its appends. */
-export const aggregateWildcard = (layout: StreamLayout, ref: AggregateRef): string => `${aggregateSubject(layout, ref)}.>`;
+export const aggregateWildcard = (layout: StreamLayout, ref: AggregateRef): string =>
+  `${aggregateSubject(layout, ref)}.>`;
 
 /** Subject of one event of the aggregate; `type` is `<aggregate>.<name>` and must match the ref's aggregate. */
 export function eventSubject(layout: StreamLayout, ref: AggregateRef, type: EventType): string {
@@ -42,4 +62,5 @@ export function eventTypeFilter(layout: StreamLayout, type: EventType): string {
 /** Everything of one tenant (tenant-scoped aggregates only): what a tenant's event feed may read. */
 export const tenantFilter = (layout: StreamLayout, tenantId: string): string => `${layout.eventPrefix}.*.${tenantId}.>`;
 
-export const heartbeatSubject = (layout: StreamLayout, runtimeInstanceId: string): string => `${layout.heartbeatPrefix}.${runtimeInstanceId}`;
+export const heartbeatSubject = (layout: StreamLayout, runtimeInstanceId: string): string =>
+  `${layout.heartbeatPrefix}.${runtimeInstanceId}`;

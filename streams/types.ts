@@ -40,7 +40,11 @@ export interface AggregateHistory {
 }
 
 /** A stored message that is not a valid drover event (e.g. a trusted producer's invalid `submitted`). */
-export interface Undecodable { readonly seq: number; readonly subject: string; readonly error: string }
+export interface Undecodable {
+  readonly seq: number;
+  readonly subject: string;
+  readonly error: string;
+}
 
 /** Where replay starts: a stream sequence (inclusive) or a time. */
 export type ReplayFrom = { readonly seq: number } | { readonly time: Date };
@@ -68,5 +72,9 @@ export interface EventStore {
   /** Sequence of the aggregate's last event (0 when none) without reading its history. */
   lastSeq(ref: AggregateRef): Promise<number>;
   /** Ordered replay of the event stream (optionally filtered) until the end as of the call; returns the last sequence seen. */
-  replay(from: ReplayFrom, onEvent: (e: StoredEvent) => void | Promise<void>, opts?: { filter?: string | string[] }): Promise<number>;
+  replay(
+    from: ReplayFrom,
+    onEvent: (e: StoredEvent) => void | Promise<void>,
+    opts?: { filter?: string | string[] },
+  ): Promise<number>;
 }

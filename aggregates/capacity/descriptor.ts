@@ -37,7 +37,13 @@ export interface CapacityDescriptor {
 }
 
 export const emptyDescriptor = (runtimeInstanceId: string): CapacityDescriptor => ({
-  runtimeInstanceId, status: "registered", layers: [], capacityPublished: false, beats: {}, conflicts: [], lastSeq: 0,
+  runtimeInstanceId,
+  status: "registered",
+  layers: [],
+  capacityPublished: false,
+  beats: {},
+  conflicts: [],
+  lastSeq: 0,
 });
 
 /** The heartbeat of the current incarnation, if any. Beats of other incarnations never count. */

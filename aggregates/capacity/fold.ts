@@ -37,14 +37,23 @@ function applyEvent(d: CapacityDescriptor, e: RuntimeEvent): CapacityDescriptor 
   switch (e.type) {
     case "runtime.registered":
       if (!d.registration) return { ...d, registration: e.data };
-      return same(d.registration, e.data) ? d : { ...d, conflicts: [...d.conflicts, `conflicting registration ${e.eventId} ignored`] };
+      return same(d.registration, e.data)
+        ? d
+        : { ...d, conflicts: [...d.conflicts, `conflicting registration ${e.eventId} ignored`] };
     case "runtime.host-started":
       if (!d.host) return { ...d, host: e.data };
       if (d.host.hostIncarnation === e.data.hostIncarnation) return d;
-      return { ...d, conflicts: [...d.conflicts, `second incarnation ${e.data.hostIncarnation} ignored (a runtime id is never reused)`] };
+      return {
+        ...d,
+        conflicts: [
+          ...d.conflicts,
+          `second incarnation ${e.data.hostIncarnation} ignored (a runtime id is never reused)`,
+        ],
+      };
     case "runtime.readiness-layer-passed":
       if (rankOf(d.status) >= rankOf("fenced") || d.layers.includes(e.data.layer)) return d;
-      if (d.host && d.host.hostIncarnation !== e.data.hostIncarnation) return { ...d, conflicts: [...d.conflicts, `layer ${e.data.layer} for another incarnation ignored`] };
+      if (d.host && d.host.hostIncarnation !== e.data.hostIncarnation)
+        return { ...d, conflicts: [...d.conflicts, `layer ${e.data.layer} for another incarnation ignored`] };
       return { ...d, layers: [...d.layers, e.data.layer].sort() };
     case "runtime.endpoint-published":
       return d.endpoint ? d : { ...d, endpoint: e.data };

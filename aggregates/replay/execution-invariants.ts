@@ -1,5 +1,12 @@
 import type { DagDefinition, DroverEvent, Step } from "../../contracts/index.ts";
-import { evolveExecution, initialExecutionState, isExecEvent, type ExecEvent, type ExecutionState, type SequencedEvent } from "../execution.ts";
+import {
+  evolveExecution,
+  initialExecutionState,
+  isExecEvent,
+  type ExecEvent,
+  type ExecutionState,
+  type SequencedEvent,
+} from "../execution.ts";
 import { scheduleSteps, type ScheduleDecision } from "../scheduler.ts";
 import { assertNever } from "../assert-never.ts";
 import { canonicalJson } from "../step-inputs.ts";
@@ -35,7 +42,9 @@ export function validateExecution(input: ExecutionReplay): ValidationResult {
   const scope = `execution ${input.executionId}`;
   const byId = new Map(input.dag.steps.map((s) => [s.id as string, s]));
   const firstCompletion = new Map<string, number>();
-  for (const { seq, event } of input.journal) if (event.type === "exec.step-completed" && !firstCompletion.has(event.data.stepId)) firstCompletion.set(event.data.stepId, seq);
+  for (const { seq, event } of input.journal)
+    if (event.type === "exec.step-completed" && !firstCompletion.has(event.data.stepId))
+      firstCompletion.set(event.data.stepId, seq);
   let state = initialExecutionState();
   // Every (step, attempt) the scheduler would have started at some point: steps run in parallel,
   // so an outcome may land after its siblings changed the decision it was started under.
@@ -49,7 +58,8 @@ export function validateExecution(input: ExecutionReplay): ValidationResult {
     const found = checkEvent(e.seq, e.event, { input, byId, firstCompletion, state, offered, decision, pausedAt });
     if (found) return diverged(scope, checked, found);
     const next = evolveExecution(state, e);
-    if (next.violations.length > state.violations.length) return diverged(scope, checked, { invariant: "journal-fold", seq: e.seq, message: next.violations.at(-1) ?? "" });
+    if (next.violations.length > state.violations.length)
+      return diverged(scope, checked, { invariant: "journal-fold", seq: e.seq, message: next.violations.at(-1) ?? "" });
     if (e.event.type === "exec.paused-for-recovery") pausedAt = e.seq;
     state = next;
     decision = decide(input.dag, state);
@@ -61,7 +71,12 @@ export function validateExecution(input: ExecutionReplay): ValidationResult {
 
 /** The scheduler with no local facts: nothing running, no parallelism cap, every retry time reached (writer clocks are not order). */
 const decide = (dag: Pick<DagDefinition, "steps">, s: ExecutionState): ScheduleDecision =>
-  scheduleSteps(dag, { completed: new Set(s.completed.keys()), failures: s.failures, running: new Set() }, Number.POSITIVE_INFINITY, Number.POSITIVE_INFINITY);
+  scheduleSteps(
+    dag,
+    { completed: new Set(s.completed.keys()), failures: s.failures, running: new Set() },
+    Number.POSITIVE_INFINITY,
+    Number.POSITIVE_INFINITY,
+  );
 
 interface Ctx {
   readonly input: ExecutionReplay;
@@ -75,8 +90,14 @@ interface Ctx {
 
 function checkEvent(seq: number, event: ExecEvent, c: Ctx): Check {
   const { state } = c;
-  if (!state.started && event.type !== "exec.started") return { invariant: "exec-not-started", seq, message: `${event.type} at seq ${seq} before any exec.started` };
-  if (state.terminal) return { invariant: "write-after-terminal", seq, message: `${event.type} at seq ${seq} after the execution was ${state.terminal}` };
+  if (!state.started && event.type !== "exec.started")
+    return { invariant: "exec-not-started", seq, message: `${event.type} at seq ${seq} before any exec.started` };
+  if (state.terminal)
+    return {
+      invariant: "write-after-terminal",
+      seq,
+      message: `${event.type} at seq ${seq} after the execution was ${state.terminal}`,
+    };
   return epochProblem(seq, event, c) ?? eventProblem(seq, event, c);
 }
 
@@ -84,14 +105,23 @@ function epochProblem(seq: number, event: ExecEvent, { state, pausedAt }: Ctx): 
   // paused-for-recovery is recovery's own write: it is what moves the epoch.
   if (event.type === "exec.paused-for-recovery") {
     if (event.data.newEpoch > state.epoch) return undefined;
-    return { invariant: "stale-epoch", seq, message: `paused-for-recovery at seq ${seq} sets epoch ${event.data.newEpoch}, not above the current epoch ${state.epoch}` };
+    return {
+      invariant: "stale-epoch",
+      seq,
+      message: `paused-for-recovery at seq ${seq} sets epoch ${event.data.newEpoch}, not above the current epoch ${state.epoch}`,
+    };
   }
   const owner = event.type === "exec.started" ? event.data.epoch : state.epoch;
   const epoch = event.writer.epoch;
   if (pausedAt === undefined ? epoch === undefined || epoch === owner : epoch === owner) return undefined;
   const who = event.writer.runtimeInstanceId ?? `${event.writer.service}/${event.writer.instanceId}`;
-  const since = pausedAt === undefined ? "" : ` after paused-for-recovery at seq ${pausedAt} moved ownership to epoch ${owner}`;
-  return { invariant: "stale-epoch", seq, message: `${label(event)} at seq ${seq} written by ${who} (${event.writer.hostIncarnation ?? "no incarnation"}) at epoch ${epoch ?? "none"}${since}; the owner epoch is ${owner}` };
+  const since =
+    pausedAt === undefined ? "" : ` after paused-for-recovery at seq ${pausedAt} moved ownership to epoch ${owner}`;
+  return {
+    invariant: "stale-epoch",
+    seq,
+    message: `${label(event)} at seq ${seq} written by ${who} (${event.writer.hostIncarnation ?? "no incarnation"}) at epoch ${epoch ?? "none"}${since}; the owner epoch is ${owner}`,
+  };
 }
 
 function eventProblem(seq: number, event: ExecEvent, c: Ctx): Check {
@@ -99,7 +129,11 @@ function eventProblem(seq: number, event: ExecEvent, c: Ctx): Check {
     case "exec.started": {
       const want = c.input.digest?.(canonicalJson(c.input.dag));
       if (want === undefined || want === event.data.dagDigest) return undefined;
-      return { invariant: "dag-digest", seq, message: `exec.started at seq ${seq} names DAG digest ${event.data.dagDigest}, the run's submitted DAG has ${want}` };
+      return {
+        invariant: "dag-digest",
+        seq,
+        message: `exec.started at seq ${seq} names DAG digest ${event.data.dagDigest}, the run's submitted DAG has ${want}`,
+      };
     }
     case "exec.step-completed":
     case "exec.step-failed":
@@ -108,11 +142,20 @@ function eventProblem(seq: number, event: ExecEvent, c: Ctx): Check {
     case "exec.completed": {
       if (c.decision.kind === "completed") return undefined;
       const missing = c.input.dag.steps.map((s) => s.id as string).filter((id) => !c.state.completed.has(id));
-      return { invariant: "scheduler-divergence", seq, message: `exec.completed at seq ${seq} while steps ${missing.join(", ")} have not completed` };
+      return {
+        invariant: "scheduler-divergence",
+        seq,
+        message: `exec.completed at seq ${seq} while steps ${missing.join(", ")} have not completed`,
+      };
     }
     case "exec.failed":
-      if (event.data.stepId === undefined || (c.decision.kind === "failed" && c.decision.stepId === event.data.stepId)) return undefined;
-      return { invariant: "scheduler-divergence", seq, message: `exec.failed at seq ${seq} blames step ${event.data.stepId}, but the scheduler re-run over the journal decides ${summarize(c.decision)}` };
+      if (event.data.stepId === undefined || (c.decision.kind === "failed" && c.decision.stepId === event.data.stepId))
+        return undefined;
+      return {
+        invariant: "scheduler-divergence",
+        seq,
+        message: `exec.failed at seq ${seq} blames step ${event.data.stepId}, but the scheduler re-run over the journal decides ${summarize(c.decision)}`,
+      };
     case "exec.paused-for-recovery":
     case "exec.resumed":
     case "exec.cancelled":
@@ -122,35 +165,73 @@ function eventProblem(seq: number, event: ExecEvent, c: Ctx): Check {
   }
 }
 
-function stepProblem(seq: number, event: Extract<ExecEvent, { type: "exec.step-completed" | "exec.step-failed" | "exec.timer-started" }>, c: Ctx): Check {
+function stepProblem(
+  seq: number,
+  event: Extract<ExecEvent, { type: "exec.step-completed" | "exec.step-failed" | "exec.timer-started" }>,
+  c: Ctx,
+): Check {
   const { stepId, attempt } = event.data;
   const step = c.byId.get(stepId);
-  if (!step) return { invariant: "unknown-step", seq, message: `${label(event)} at seq ${seq}: step ${stepId} is not in the run's DAG` };
+  if (!step)
+    return {
+      invariant: "unknown-step",
+      seq,
+      message: `${label(event)} at seq ${seq}: step ${stepId} is not in the run's DAG`,
+    };
   if (event.type === "exec.timer-started" && step.kind !== "sleep") {
-    return { invariant: "scheduler-divergence", seq, message: `${label(event)} at seq ${seq}: step ${stepId} is a ${step.kind} step; only sleep steps keep timers` };
+    return {
+      invariant: "scheduler-divergence",
+      seq,
+      message: `${label(event)} at seq ${seq}: step ${stepId} is a ${step.kind} step; only sleep steps keep timers`,
+    };
   }
   const done = c.state.completed.get(stepId);
   if (done) {
     return event.type === "exec.step-completed"
-      ? { invariant: "duplicate-step-completed", seq, message: `second step-completed for step ${stepId} (attempt ${attempt}) at seq ${seq}; it already completed at seq ${done.seq} (attempt ${done.attempt})` }
-      : { invariant: "scheduler-divergence", seq, message: `${event.type.slice(5)} for step ${stepId} at seq ${seq} after it completed at seq ${done.seq}` };
+      ? {
+          invariant: "duplicate-step-completed",
+          seq,
+          message: `second step-completed for step ${stepId} (attempt ${attempt}) at seq ${seq}; it already completed at seq ${done.seq} (attempt ${done.attempt})`,
+        }
+      : {
+          invariant: "scheduler-divergence",
+          seq,
+          message: `${event.type.slice(5)} for step ${stepId} at seq ${seq} after it completed at seq ${done.seq}`,
+        };
   }
   const missing = step.dependsOn.filter((d) => !c.state.completed.has(d));
   if (missing.length > 0) {
-    const when = missing.map((d) => `${d} (${c.firstCompletion.has(d) ? `completed later, at seq ${c.firstCompletion.get(d)}` : "never completed"})`);
-    return { invariant: "dependency-order", seq, message: `step ${stepId} ${event.type === "exec.step-completed" ? "completed" : "ran"} at seq ${seq} before its dependency ${when.join(", ")}` };
+    const when = missing.map(
+      (d) =>
+        `${d} (${c.firstCompletion.has(d) ? `completed later, at seq ${c.firstCompletion.get(d)}` : "never completed"})`,
+    );
+    return {
+      invariant: "dependency-order",
+      seq,
+      message: `step ${stepId} ${event.type === "exec.step-completed" ? "completed" : "ran"} at seq ${seq} before its dependency ${when.join(", ")}`,
+    };
   }
   // A step never runs beside itself: its attempts continue one by one from the journal.
   const latest = c.state.failures.get(stepId)?.attempt ?? 0;
   if (attempt !== latest + 1) {
-    return { invariant: "scheduler-divergence", seq, message: `${label(event)} at seq ${seq}: the journal's latest attempt of ${stepId} is ${latest}, so the scheduler would run attempt ${latest + 1}` };
+    return {
+      invariant: "scheduler-divergence",
+      seq,
+      message: `${label(event)} at seq ${seq}: the journal's latest attempt of ${stepId} is ${latest}, so the scheduler would run attempt ${latest + 1}`,
+    };
   }
   if (!c.offered.has(key(stepId, attempt))) {
-    return { invariant: "scheduler-divergence", seq, message: `${label(event)} at seq ${seq}: the scheduler re-run over the recorded outputs never chose attempt ${attempt} of ${stepId}; it decides ${summarize(c.decision)}` };
+    return {
+      invariant: "scheduler-divergence",
+      seq,
+      message: `${label(event)} at seq ${seq}: the scheduler re-run over the recorded outputs never chose attempt ${attempt} of ${stepId}; it decides ${summarize(c.decision)}`,
+    };
   }
   if (event.type !== "exec.step-completed" || !c.input.digest) return undefined;
   const problem = rederivationProblem(step, event.data, c.state, c.input.digest);
-  return problem === undefined ? undefined : { invariant: "output-rederivation", seq, message: `step ${stepId} at seq ${seq}: ${problem}` };
+  return problem === undefined
+    ? undefined
+    : { invariant: "output-rederivation", seq, message: `step ${stepId} at seq ${seq}: ${problem}` };
 }
 
 const label = (e: DroverEvent): string => {
@@ -160,9 +241,15 @@ const label = (e: DroverEvent): string => {
 
 function summarize(d: ScheduleDecision): string {
   switch (d.kind) {
-    case "completed": return "completed";
-    case "failed": return `failed (step ${d.stepId} spent its ${d.attempt} attempts)`;
-    case "continue": return d.start.length === 0 ? "nothing to start" : `start ${d.start.map((s) => key(s.stepId, s.attempt)).join(", ")}`;
-    default: return assertNever(d);
+    case "completed":
+      return "completed";
+    case "failed":
+      return `failed (step ${d.stepId} spent its ${d.attempt} attempts)`;
+    case "continue":
+      return d.start.length === 0
+        ? "nothing to start"
+        : `start ${d.start.map((s) => key(s.stepId, s.attempt)).join(", ")}`;
+    default:
+      return assertNever(d);
   }
 }

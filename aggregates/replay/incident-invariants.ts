@@ -3,9 +3,14 @@ import type { SequencedEvent } from "../execution.ts";
 import { diverged, match, type Divergence, type ValidationResult } from "./result.ts";
 
 /** A fact that moves work for an incident: what may only happen after `fenced`. */
-const MOVES = new Set(["exec.paused-for-recovery", "run.requeued-for-resume", "run.requeued-for-local-queued-recovery"]);
+const MOVES = new Set([
+  "exec.paused-for-recovery",
+  "run.requeued-for-resume",
+  "run.requeued-for-local-queued-recovery",
+]);
 
-const incidentOf = (e: DroverEvent): string | undefined => (e.data as { incidentId?: unknown } | null)?.incidentId as string | undefined;
+const incidentOf = (e: DroverEvent): string | undefined =>
+  (e.data as { incidentId?: unknown } | null)?.incidentId as string | undefined;
 
 /**
  * Checks one runtime failure incident against the stream (recovery.md "Fence" and "Forensics"):
@@ -19,9 +24,15 @@ const incidentOf = (e: DroverEvent): string | undefined => (e.data as { incident
  * are judged: a tenant's view of an incident never reports another tenant's work. Returns `match`
  * or the divergence with the lowest stream sequence. Pure.
  */
-export function validateIncident(incidentId: string, all: readonly SequencedEvent[], tenantId?: string): ValidationResult {
+export function validateIncident(
+  incidentId: string,
+  all: readonly SequencedEvent[],
+  tenantId?: string,
+): ValidationResult {
   const scope = tenantId ? `incident ${incidentId} (tenant ${tenantId})` : `incident ${incidentId}`;
-  const events = tenantId ? all.filter((e) => e.event.tenantId === tenantId || e.event.type.startsWith("runtime.")) : all;
+  const events = tenantId
+    ? all.filter((e) => e.event.tenantId === tenantId || e.event.type.startsWith("runtime."))
+    : all;
   const fenced = events.find((e) => e.event.type === "runtime.fenced" && incidentOf(e.event) === incidentId) as
     { seq: number; event: { data: DataOf<"runtime.fenced"> } } | undefined;
   const found: Omit<Divergence, "scope">[] = [];
@@ -32,14 +43,24 @@ export function validateIncident(incidentId: string, all: readonly SequencedEven
     checked += 1;
     if (fenced && seq > fenced.seq && event.writer.hostIncarnation === fenced.event.data.hostIncarnation) {
       const who = event.writer.runtimeInstanceId ?? event.writer.instanceId;
-      found.push({ invariant: "write-after-fenced", seq, message: `${event.type} at seq ${seq} written by ${who} from host incarnation ${fenced.event.data.hostIncarnation}, fenced at seq ${fenced.seq}` });
+      found.push({
+        invariant: "write-after-fenced",
+        seq,
+        message: `${event.type} at seq ${seq} written by ${who} from host incarnation ${fenced.event.data.hostIncarnation}, fenced at seq ${fenced.seq}`,
+      });
     }
     if (incidentOf(event) !== incidentId) continue;
     const moves = MOVES.has(event.type) || event.type.startsWith("forensics.");
     if (moves && (!fenced || seq < fenced.seq)) {
-      found.push({ invariant: "work-moved-before-fenced", seq, message: `${event.type} at seq ${seq} moves work of incident ${incidentId} ${fenced ? `before its fenced at seq ${fenced.seq}` : "that was never fenced"}` });
+      found.push({
+        invariant: "work-moved-before-fenced",
+        seq,
+        message: `${event.type} at seq ${seq} moves work of incident ${incidentId} ${fenced ? `before its fenced at seq ${fenced.seq}` : "that was never fenced"}`,
+      });
     }
-    if (event.type === "runtime.recovery-planned") for (const i of event.data.items) if ((!tenantId || i.tenantId === tenantId) && !items.has(i.forensicsId)) items.set(i.forensicsId, seq);
+    if (event.type === "runtime.recovery-planned")
+      for (const i of event.data.items)
+        if ((!tenantId || i.tenantId === tenantId) && !items.has(i.forensicsId)) items.set(i.forensicsId, seq);
     if (MOVES.has(event.type)) {
       const id = (event.data as { forensicsId: string }).forensicsId;
       if (!items.has(id)) items.set(id, seq);
@@ -47,9 +68,18 @@ export function validateIncident(incidentId: string, all: readonly SequencedEven
     if (event.type.startsWith("forensics.")) recorded.add((event.data as { forensicsId: string }).forensicsId);
   }
   for (const [id, seq] of items) {
-    if (!recorded.has(id)) found.push({ invariant: "missing-forensics-record", seq, message: `recovery item ${id} (named at seq ${seq}) has no forensics record` });
+    if (!recorded.has(id))
+      found.push({
+        invariant: "missing-forensics-record",
+        seq,
+        message: `recovery item ${id} (named at seq ${seq}) has no forensics record`,
+      });
   }
   const first = found.reduce<Omit<Divergence, "scope"> | undefined>((a, b) => (!a || b.seq < a.seq ? b : a), undefined);
   if (first) return diverged(scope, checked, first);
-  return match(scope, checked, fenced ? [`${items.size} recovery item(s)`] : [`incident ${incidentId} is not fenced; no work moved`]);
+  return match(
+    scope,
+    checked,
+    fenced ? [`${items.size} recovery item(s)`] : [`incident ${incidentId} is not fenced; no work moved`],
+  );
 }

@@ -12,14 +12,21 @@ import { canonicalJson, flakyFails, stepInputs } from "../step-inputs.ts";
  * - `flaky`: it may only succeed after its configured failing attempts.
  * `sleep`, `http` and `llm` record what the world answered; only their digest is checked.
  */
-export function rederivationProblem(step: Step, data: DataOf<"exec.step-completed">, prior: ExecutionState, digest: (s: string) => string): string | undefined {
+export function rederivationProblem(
+  step: Step,
+  data: DataOf<"exec.step-completed">,
+  prior: ExecutionState,
+  digest: (s: string) => string,
+): string | undefined {
   const outputDigest = digest(canonicalJson(data.output));
-  if (outputDigest !== data.outputDigest) return `recorded outputDigest ${data.outputDigest} is not the digest of the recorded output (${outputDigest})`;
+  if (outputDigest !== data.outputDigest)
+    return `recorded outputDigest ${data.outputDigest} is not the digest of the recorded output (${outputDigest})`;
   if (step.kind !== "compute" && step.kind !== "flaky") return undefined;
   const deps = new Map([...prior.completed].map(([id, c]) => [id, c.outputDigest]));
   const want = digest(stepInputs(step, deps));
   const got = (data.output as { digest?: unknown } | null)?.digest;
-  if (got !== want) return `output digest ${String(got)} does not re-derive from the recorded dependency outputs (expected ${want})`;
+  if (got !== want)
+    return `output digest ${String(got)} does not re-derive from the recorded dependency outputs (expected ${want})`;
   if (step.kind === "flaky" && flakyFails(step.params.failAttempts, data.attempt)) {
     return `flaky step succeeded at attempt ${data.attempt}, but it fails its first ${step.params.failAttempts} attempts`;
   }

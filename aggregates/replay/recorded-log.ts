@@ -6,7 +6,9 @@ import { diverged, firstDivergence, match, type ValidationResult } from "./resul
 import { validateRun } from "./run-invariants.ts";
 
 /** One stored event as a recorded log line holds it (test/fixtures/*.jsonl, or read from the stream). */
-export interface RecordedEvent extends SequencedEvent { readonly subject: string }
+export interface RecordedEvent extends SequencedEvent {
+  readonly subject: string;
+}
 
 /**
  * The aggregate id in an event subject: `<prefix>.<aggregate>.<tenant>.<id>.<event>` or
@@ -23,7 +25,9 @@ const ofAggregate = (log: readonly RecordedEvent[], aggregate: string, id: strin
 
 /** The DAG of a run, from its `submitted` event. */
 export const dagOf = (log: readonly RecordedEvent[], sharedRunId: string): DagDefinition | undefined =>
-  ofAggregate(log, "run", sharedRunId).map((r) => r.event).find((e): e is Extract<DroverEvent, { type: "run.submitted" }> => e.type === "run.submitted")?.data.dag;
+  ofAggregate(log, "run", sharedRunId)
+    .map((r) => r.event)
+    .find((e): e is Extract<DroverEvent, { type: "run.submitted" }> => e.type === "run.submitted")?.data.dag;
 
 export interface LogOptions {
   /** sha256 hex, for the DAG digest and output re-derivation (see ExecutionReplay.digest). */
@@ -35,36 +39,62 @@ export interface LogOptions {
  * `exec.started`. A journal whose run's `submitted` is not in the log diverges at its first event
  * (nothing to check it against).
  */
-export function validateExecutionLog(executionId: string, log: readonly RecordedEvent[], opts: LogOptions = {}): ValidationResult {
+export function validateExecutionLog(
+  executionId: string,
+  log: readonly RecordedEvent[],
+  opts: LogOptions = {},
+): ValidationResult {
   const journal = ofAggregate(log, "exec", executionId);
-  const started = journal.find((r) => r.event.type === "exec.started")?.event as Extract<DroverEvent, { type: "exec.started" }> | undefined;
+  const started = journal.find((r) => r.event.type === "exec.started")?.event as
+    Extract<DroverEvent, { type: "exec.started" }> | undefined;
   const dag = started ? dagOf(log, started.data.sharedRunId) : undefined;
   const first = journal[0];
   if (!first) return match(`execution ${executionId}`, 0, [`no journal for ${executionId}`]);
   if (!dag) {
-    return diverged(`execution ${executionId}`, 0, { invariant: "exec-not-started", seq: first.seq,
-      message: started ? `the DAG of run ${started.data.sharedRunId} (its run.submitted) is not in the log` : `journal starts with ${first.event.type} at seq ${first.seq}, not exec.started` });
+    return diverged(`execution ${executionId}`, 0, {
+      invariant: "exec-not-started",
+      seq: first.seq,
+      message: started
+        ? `the DAG of run ${started.data.sharedRunId} (its run.submitted) is not in the log`
+        : `journal starts with ${first.event.type} at seq ${first.seq}, not exec.started`,
+    });
   }
   return validateExecution({ executionId, journal, dag, ...(opts.digest ? { digest: opts.digest } : {}) });
 }
 
-const tenantOf = (log: readonly RecordedEvent[], sharedRunId: string): string | undefined => ofAggregate(log, "run", sharedRunId)[0]?.event.tenantId;
+const tenantOf = (log: readonly RecordedEvent[], sharedRunId: string): string | undefined =>
+  ofAggregate(log, "run", sharedRunId)[0]?.event.tenantId;
 
 /** Every incident that moved this run: named by its requeue events. */
-export const incidentsOfRun = (log: readonly RecordedEvent[], sharedRunId: string): string[] =>
-  [...new Set(ofAggregate(log, "run", sharedRunId).flatMap((r) =>
-    r.event.type === "run.requeued-for-resume" || r.event.type === "run.requeued-for-local-queued-recovery" ? [r.event.data.incidentId as string] : []))];
+export const incidentsOfRun = (log: readonly RecordedEvent[], sharedRunId: string): string[] => [
+  ...new Set(
+    ofAggregate(log, "run", sharedRunId).flatMap((r) =>
+      r.event.type === "run.requeued-for-resume" || r.event.type === "run.requeued-for-local-queued-recovery"
+        ? [r.event.data.incidentId as string]
+        : [],
+    ),
+  ),
+];
 
 /** Every execution the run started (resume keeps one; a redispatch adds one). */
-export const executionsOfRun = (log: readonly RecordedEvent[], sharedRunId: string): string[] =>
-  [...new Set(ofAggregate(log, "run", sharedRunId).flatMap((r) => (r.event.type === "run.started" ? [r.event.data.executionId as string] : [])))];
+export const executionsOfRun = (log: readonly RecordedEvent[], sharedRunId: string): string[] => [
+  ...new Set(
+    ofAggregate(log, "run", sharedRunId).flatMap((r) =>
+      r.event.type === "run.started" ? [r.event.data.executionId as string] : [],
+    ),
+  ),
+];
 
 /**
  * Validates a run as the stream recorded it: the run aggregate, each of its executions and each
  * incident that moved it. `log` must hold those aggregates and, for incidents, every event from the
  * incident's `suspected` on. Incidents are judged within the run's tenant (see validateIncident). Returns `match` or the divergence with the lowest stream sequence.
  */
-export function validateRunLog(sharedRunId: string, log: readonly RecordedEvent[], opts: LogOptions = {}): ValidationResult {
+export function validateRunLog(
+  sharedRunId: string,
+  log: readonly RecordedEvent[],
+  opts: LogOptions = {},
+): ValidationResult {
   return firstDivergence(`run ${sharedRunId}`, [
     ...runParts(sharedRunId, log, opts),
     ...incidentsOfRun(log, sharedRunId).map((i) => validateIncident(i, log, tenantOf(log, sharedRunId))),
@@ -78,10 +108,21 @@ const runParts = (sharedRunId: string, log: readonly RecordedEvent[], opts: LogO
 ];
 
 /** Validates an incident and every run it moved (see validateRunLog and validateIncident). */
-export function validateIncidentLog(incidentId: string, log: readonly RecordedEvent[], opts: LogOptions = {}): ValidationResult {
+export function validateIncidentLog(
+  incidentId: string,
+  log: readonly RecordedEvent[],
+  opts: LogOptions = {},
+): ValidationResult {
   const runs = new Set<string>();
   for (const r of log) {
-    if ((r.event.type === "run.requeued-for-resume" || r.event.type === "run.requeued-for-local-queued-recovery") && r.event.data.incidentId === incidentId) runs.add(aggregateIdOf(r));
+    if (
+      (r.event.type === "run.requeued-for-resume" || r.event.type === "run.requeued-for-local-queued-recovery") &&
+      r.event.data.incidentId === incidentId
+    )
+      runs.add(aggregateIdOf(r));
   }
-  return firstDivergence(`incident ${incidentId}`, [validateIncident(incidentId, log), ...[...runs].flatMap((id) => runParts(id, log, opts))]);
+  return firstDivergence(`incident ${incidentId}`, [
+    validateIncident(incidentId, log),
+    ...[...runs].flatMap((id) => runParts(id, log, opts)),
+  ]);
 }

@@ -3,7 +3,13 @@ import { cpus } from "node:os";
 import { join, resolve } from "node:path";
 
 /** One benchmark figure in bench/results/latest.json (proof-and-bench.md "Benchmarks"). */
-export interface Metric { readonly unit: string; readonly value: number; readonly p50?: number; readonly p99?: number; readonly note?: string }
+export interface Metric {
+  readonly unit: string;
+  readonly value: number;
+  readonly p50?: number;
+  readonly p99?: number;
+  readonly note?: string;
+}
 
 export const RESULTS = resolve(import.meta.dirname, "../results/latest.json");
 
@@ -13,7 +19,11 @@ export const RESULTS = resolve(import.meta.dirname, "../results/latest.json");
  */
 export async function recordMetrics(metrics: Record<string, Metric>, machine: { nats?: string } = {}): Promise<void> {
   let prev: { metrics?: Record<string, Metric>; machine?: Record<string, unknown> } = {};
-  try { prev = JSON.parse(await readFile(RESULTS, "utf8")) as typeof prev; } catch { /* first run */ }
+  try {
+    prev = JSON.parse(await readFile(RESULTS, "utf8")) as typeof prev;
+  } catch {
+    /* first run */
+  }
   const out = {
     at: new Date().toISOString(),
     machine: { ...prev.machine, cpus: cpus().length, node: process.versions.node, ...machine },

@@ -21,13 +21,18 @@ export const capacityRebuildCommand: Command = {
   usage: "drover capacity-rebuild [--control-plane ID] [--nats URL] [--timeout-ms N] [--json]",
   async run(args, io) {
     const { values, positionals } = parseCommandArgs(args, {
-      "control-plane": { type: "string" }, nats: { type: "string" }, "timeout-ms": { type: "string" }, json: { type: "boolean" },
+      "control-plane": { type: "string" },
+      nats: { type: "string" },
+      "timeout-ms": { type: "string" },
+      json: { type: "boolean" },
     });
     if (positionals.length > 0) throw new UsageError(`unexpected arguments: ${positionals.join(" ")}`);
     const timeoutMs = Number(values["timeout-ms"] ?? DEFAULT_TIMEOUT_MS);
-    if (!Number.isInteger(timeoutMs) || timeoutMs <= 0) throw new UsageError(`--timeout-ms must be a positive integer, got ${JSON.stringify(values["timeout-ms"])}`);
-    const controlPlaneId = values["control-plane"] ?? await controlPlaneOfConfig(io.env.DROVER_CONFIG);
-    if (!ControlPlaneId.safeParse(controlPlaneId).success) throw new UsageError(`${JSON.stringify(controlPlaneId)} is not a control plane id`);
+    if (!Number.isInteger(timeoutMs) || timeoutMs <= 0)
+      throw new UsageError(`--timeout-ms must be a positive integer, got ${JSON.stringify(values["timeout-ms"])}`);
+    const controlPlaneId = values["control-plane"] ?? (await controlPlaneOfConfig(io.env.DROVER_CONFIG));
+    if (!ControlPlaneId.safeParse(controlPlaneId).success)
+      throw new UsageError(`${JSON.stringify(controlPlaneId)} is not a control plane id`);
     const layout = io.env.DROVER_STREAM_TAG ? taggedLayout(io.env.DROVER_STREAM_TAG) : DEFAULT_LAYOUT;
     const subject = controlSubject(layout, controlPlaneId, "capacity", "rebuild");
     const servers = values.nats ?? io.env.NATS_URL ?? "nats://127.0.0.1:4222";
@@ -41,21 +46,31 @@ export const capacityRebuildCommand: Command = {
     try {
       const msg = await nc.request(subject, "", { timeout: timeoutMs }).catch((e: unknown) => {
         const none = e instanceof errors.RequestError && e.isNoResponders();
-        throw new Error(none || e instanceof errors.TimeoutError
-          ? `no capacity service answered on ${subject} within ${timeoutMs} ms${none ? " (nobody subscribes to it)" : ""}: is the capacity service of control plane ${controlPlaneId} running on ${servers}${io.env.DROVER_STREAM_TAG ? ` with DROVER_STREAM_TAG=${io.env.DROVER_STREAM_TAG}` : ""}?`
-          : `request on ${subject} failed: ${(e as Error).message}`, { cause: e });
+        throw new Error(
+          none || e instanceof errors.TimeoutError
+            ? `no capacity service answered on ${subject} within ${timeoutMs} ms${none ? " (nobody subscribes to it)" : ""}: is the capacity service of control plane ${controlPlaneId} running on ${servers}${io.env.DROVER_STREAM_TAG ? ` with DROVER_STREAM_TAG=${io.env.DROVER_STREAM_TAG}` : ""}?`
+            : `request on ${subject} failed: ${(e as Error).message}`,
+          { cause: e },
+        );
       });
       const reply = decodeJson(CapacityRebuildReply, msg.data, "capacity rebuild reply", { subject });
       if (!reply.ok) {
-        io.err(`drover capacity-rebuild: the capacity service of ${controlPlaneId} failed to rebuild: ${reply.error}\n`);
+        io.err(
+          `drover capacity-rebuild: the capacity service of ${controlPlaneId} failed to rebuild: ${reply.error}\n`,
+        );
         return EXIT.unavailable;
       }
-      io.out(values.json ? `${JSON.stringify({ controlPlaneId, ...reply }, null, 2)}\n` : [
-        `capacity view of ${controlPlaneId} rebuilt from stream sequence 1 in ${reply.ms} ms`,
-        `runtimes in the view: ${reply.runtimes.length}${reply.runtimes.length ? ` (${reply.runtimes.join(", ")})` : ""}`,
-        `runtime events folded: ${reply.eventsFolded}, up to stream sequence ${reply.lastSeq}`,
-        `heartbeats folded: ${reply.heartbeatsFolded}`, "",
-      ].join("\n"));
+      io.out(
+        values.json
+          ? `${JSON.stringify({ controlPlaneId, ...reply }, null, 2)}\n`
+          : [
+              `capacity view of ${controlPlaneId} rebuilt from stream sequence 1 in ${reply.ms} ms`,
+              `runtimes in the view: ${reply.runtimes.length}${reply.runtimes.length ? ` (${reply.runtimes.join(", ")})` : ""}`,
+              `runtime events folded: ${reply.eventsFolded}, up to stream sequence ${reply.lastSeq}`,
+              `heartbeats folded: ${reply.heartbeatsFolded}`,
+              "",
+            ].join("\n"),
+      );
       return EXIT.ok;
     } finally {
       await nc.close();

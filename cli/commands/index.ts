@@ -8,7 +8,8 @@ import { whyCommand } from "./why.ts";
 const proofCommand: Command = {
   name: "proof",
   summary: "the crash-recovery proof against the real services",
-  usage: "drover proof [--parallel P] [--transport http|grpc] [--host process] [--steps N] [--step-ms M] [--seed S] [--json]",
+  usage:
+    "drover proof [--parallel P] [--transport http|grpc] [--host process] [--steps N] [--step-ms M] [--seed S] [--json]",
   run: async (args) => (await import("./proof.ts")).proofCommand(args),
 };
 

@@ -16,10 +16,23 @@ export const PROOF_USAGE = `drover proof [--parallel P] [--transport http|grpc] 
 
 /** Parses the flags; throws a usage error message on anything it does not understand. */
 export function parseProofArgs(argv: readonly string[]): { options: ProofOptions; json: boolean; timeoutMs: number } {
-  const { values } = parseArgs({ args: [...argv], strict: true, options: {
-    parallel: { type: "string" }, transport: { type: "string" }, host: { type: "string" }, steps: { type: "string" }, "step-ms": { type: "string" },
-    seed: { type: "string" }, "kill-after": { type: "string" }, "timeout-s": { type: "string" }, json: { type: "boolean" }, signal: { type: "string" }, exposure: { type: "string" },
-  } });
+  const { values } = parseArgs({
+    args: [...argv],
+    strict: true,
+    options: {
+      parallel: { type: "string" },
+      transport: { type: "string" },
+      host: { type: "string" },
+      steps: { type: "string" },
+      "step-ms": { type: "string" },
+      seed: { type: "string" },
+      "kill-after": { type: "string" },
+      "timeout-s": { type: "string" },
+      json: { type: "boolean" },
+      signal: { type: "string" },
+      exposure: { type: "string" },
+    },
+  });
   const int = (v: string | undefined, def: number, name: string, min: number) => {
     if (v === undefined) return def;
     const n = Number(v);
@@ -31,17 +44,29 @@ export function parseProofArgs(argv: readonly string[]): { options: ProofOptions
   const host = values.host ?? DEFAULT_PROOF.host;
   if (host !== "process" && host !== "kubernetes") throw new Error("--host must be process or kubernetes");
   const exposure = values.exposure ?? "pod-ip";
-  if (exposure !== "pod-ip" && exposure !== "gateway" && exposure !== "node-port") throw new Error("--exposure must be pod-ip, gateway or node-port");
-  if (values.exposure !== undefined && host !== "kubernetes") throw new Error("--exposure applies to --host kubernetes only");
+  if (exposure !== "pod-ip" && exposure !== "gateway" && exposure !== "node-port")
+    throw new Error("--exposure must be pod-ip, gateway or node-port");
+  if (values.exposure !== undefined && host !== "kubernetes")
+    throw new Error("--exposure applies to --host kubernetes only");
   const steps = int(values.steps, DEFAULT_PROOF.steps, "steps", 2);
   const killAfterSteps = int(values["kill-after"], Math.min(DEFAULT_PROOF.killAfterSteps, steps - 1), "kill-after", 1);
-  if (killAfterSteps >= steps) throw new Error("--kill-after must be smaller than --steps (the kill must land mid-execution)");
+  if (killAfterSteps >= steps)
+    throw new Error("--kill-after must be smaller than --steps (the kill must land mid-execution)");
   const signal = (values.signal ?? "SIGKILL").toUpperCase().replace(/^(?!SIG)/, "SIG");
-  if (signal !== "SIGKILL" && signal !== "SIGSTOP") throw new Error("--signal must be SIGKILL (crash) or SIGSTOP (zombie)");
+  if (signal !== "SIGKILL" && signal !== "SIGSTOP")
+    throw new Error("--signal must be SIGKILL (crash) or SIGSTOP (zombie)");
   return {
-    options: { parallel: int(values.parallel, DEFAULT_PROOF.parallel, "parallel", 1), transport, host, steps, killAfterSteps, signal,
+    options: {
+      parallel: int(values.parallel, DEFAULT_PROOF.parallel, "parallel", 1),
+      transport,
+      host,
+      steps,
+      killAfterSteps,
+      signal,
       ...(host === "kubernetes" ? { exposure } : {}),
-      stepMs: int(values["step-ms"], DEFAULT_PROOF.stepMs, "step-ms", 0), seed: int(values.seed, DEFAULT_PROOF.seed, "seed", 0) },
+      stepMs: int(values["step-ms"], DEFAULT_PROOF.stepMs, "step-ms", 0),
+      seed: int(values.seed, DEFAULT_PROOF.seed, "seed", 0),
+    },
     json: values.json ?? false,
     timeoutMs: int(values["timeout-s"], 900, "timeout-s", 10) * 1000,
   };
@@ -56,7 +81,10 @@ export function summary(r: ProofReport): string {
     ...r.assertions.map((a) => `  ${a.ok ? "ok  " : "FAIL"} ${a.name}: ${a.detail}`),
     `  kill → suspected p50 ${r.latencies.suspected.p50} ms p99 ${r.latencies.suspected.p99} ms; → fenced p50 ${r.latencies.fenced.p50} p99 ${r.latencies.fenced.p99}; → resumed p50 ${r.latencies.resumed.p50} p99 ${r.latencies.resumed.p99}`,
     `  request → host ready p50 ${r.startup.hostReady.p50} ms p99 ${r.startup.hostReady.p99}; ${Number.isNaN(r.startup.route.p50) ? "" : `→ route programmed p50 ${r.startup.route.p50} p99 ${r.startup.route.p99}; `}→ capacity published p50 ${r.startup.published.p50} p99 ${r.startup.published.p99}`,
-    `  kills: ${r.kills.slice(0, 4).map((k) => `${k.runtimeInstanceId}@${k.completedAtKill} steps`).join(", ")}${r.kills.length > 4 ? `, … (${r.kills.length} in all)` : ""}`,
+    `  kills: ${r.kills
+      .slice(0, 4)
+      .map((k) => `${k.runtimeInstanceId}@${k.completedAtKill} steps`)
+      .join(", ")}${r.kills.length > 4 ? `, … (${r.kills.length} in all)` : ""}`,
     `  duration ${(r.durationMs / 1000).toFixed(1)} s (runs ${(r.phasesMs.runs / 1000).toFixed(1)} s, log assertions ${(r.phasesMs.log / 1000).toFixed(1)} s, read models ${(r.phasesMs.readModels / 1000).toFixed(1)} s)${r.logDir ? `; service logs kept in ${r.logDir}` : ""}`,
     proofLine(r),
   ].join("\n");
@@ -81,12 +109,19 @@ export async function proofCommand(argv: readonly string[]): Promise<number> {
     const redisUrl = process.env.REDIS_URL ?? (started[started.length] = await startRedis()).url;
     const mongoUrl = process.env.MONGO_URL ?? (started[started.length] = await startFerret()).url;
     const tty = process.stderr.isTTY;
-    const report = await runProof(parsed.options, { natsUrl, redisUrl, mongoUrl, ...(cluster ? { kubernetes: cluster.kubernetes } : {}) }, (p) => {
-      if (parsed.json) return;
-      process.stderr.write(tty ? `\r${progressLine(p)}` : `${progressLine(p)}\n`);
-    }, parsed.timeoutMs);
+    const report = await runProof(
+      parsed.options,
+      { natsUrl, redisUrl, mongoUrl, ...(cluster ? { kubernetes: cluster.kubernetes } : {}) },
+      (p) => {
+        if (parsed.json) return;
+        process.stderr.write(tty ? `\r${progressLine(p)}` : `${progressLine(p)}\n`);
+      },
+      parsed.timeoutMs,
+    );
     if (tty && !parsed.json) process.stderr.write("\n");
-    process.stdout.write(parsed.json ? `${JSON.stringify({ ...report, line: proofLine(report) })}\n` : `${summary(report)}\n`);
+    process.stdout.write(
+      parsed.json ? `${JSON.stringify({ ...report, line: proofLine(report) })}\n` : `${summary(report)}\n`,
+    );
     return report.pass ? 0 : 1;
   } finally {
     await cluster?.stop();

@@ -1,5 +1,11 @@
 import { createHash } from "node:crypto";
-import { validateExecutionLog, validateIncidentLog, validateRunLog, type RecordedEvent, type ValidationResult } from "../../aggregates/replay-validation.ts";
+import {
+  validateExecutionLog,
+  validateIncidentLog,
+  validateRunLog,
+  type RecordedEvent,
+  type ValidationResult,
+} from "../../aggregates/replay-validation.ts";
 import { assertNever } from "../../aggregates/assert-never.ts";
 import { ID_PATTERN } from "../../contracts/index.ts";
 import { parseCommandArgs } from "../lib/args.ts";
@@ -25,16 +31,23 @@ export const replayCommand: Command = {
   async run(args, io) {
     const { values, positionals } = parseCommandArgs(args, { tenant: { type: "string" }, json: { type: "boolean" } });
     const [kind, id, ...extra] = positionals;
-    if (!KINDS.includes(kind as Kind)) throw new UsageError(`expected one of ${KINDS.join("|")}, got ${JSON.stringify(kind ?? "")}`);
-    if (!id || extra.length > 0) throw new UsageError(id ? `unexpected arguments: ${extra.join(" ")}` : `missing the ${kind} id`);
+    if (!KINDS.includes(kind as Kind))
+      throw new UsageError(`expected one of ${KINDS.join("|")}, got ${JSON.stringify(kind ?? "")}`);
+    if (!id || extra.length > 0)
+      throw new UsageError(id ? `unexpected arguments: ${extra.join(" ")}` : `missing the ${kind} id`);
     // Ids become subject tokens: a wildcard or a dot would read other aggregates' events.
-    for (const [what, v] of [[`${kind} id`, id], ["tenant", values.tenant]] as const) {
-      if (v !== undefined && !ID_PATTERN.test(v)) throw new UsageError(`${what} ${JSON.stringify(v)} is not a drover id (lowercase [a-z0-9-])`);
+    for (const [what, v] of [
+      [`${kind} id`, id],
+      ["tenant", values.tenant],
+    ] as const) {
+      if (v !== undefined && !ID_PATTERN.test(v))
+        throw new UsageError(`${what} ${JSON.stringify(v)} is not a drover id (lowercase [a-z0-9-])`);
     }
     const src = await openStreamSource(io.env);
     try {
       const { log, result } = await replayOf(src, kind as Kind, id, values.tenant);
-      if (values.json) io.out(`${JSON.stringify({ kind, id, chain: causalChain(log), validation: result }, null, 2)}\n`);
+      if (values.json)
+        io.out(`${JSON.stringify({ kind, id, chain: causalChain(log), validation: result }, null, 2)}\n`);
       else io.out(`${formatChain(causalChain(log))}\n${formatResult(result)}`);
       return result.kind === "match" ? EXIT.ok : EXIT.divergence;
     } finally {
@@ -43,7 +56,12 @@ export const replayCommand: Command = {
   },
 };
 
-async function replayOf(src: StreamSource, kind: Kind, id: string, tenant?: string): Promise<{ log: RecordedEvent[]; result: ValidationResult }> {
+async function replayOf(
+  src: StreamSource,
+  kind: Kind,
+  id: string,
+  tenant?: string,
+): Promise<{ log: RecordedEvent[]; result: ValidationResult }> {
   switch (kind) {
     case "run": {
       const { log } = await gatherRun(src, id, tenant);
@@ -54,7 +72,10 @@ async function replayOf(src: StreamSource, kind: Kind, id: string, tenant?: stri
       return { log, result: validateExecutionLog(id, log, { digest }) };
     }
     case "incident": {
-      if (tenant) throw new UsageError("an incident spans tenants: replay incident is an operator view without --tenant (use replay run for one tenant's view)");
+      if (tenant)
+        throw new UsageError(
+          "an incident spans tenants: replay incident is an operator view without --tenant (use replay run for one tenant's view)",
+        );
       const log = await gatherIncident(src, id);
       return { log, result: validateIncidentLog(id, log, { digest }) };
     }

@@ -23,8 +23,16 @@ export function causalChain(log: readonly RecordedEvent[]): ChainEntry[] {
   const out: ChainEntry[] = [];
   let steps: RecordedEvent[] = [];
   const flush = () => {
-    const first = steps[0], last = steps.at(-1);
-    if (first && last) out.push({ seq: first.seq, toSeq: last.seq, phase: "steps", subject: subjectOf(first), text: summarizeSteps(steps) });
+    const first = steps[0],
+      last = steps.at(-1);
+    if (first && last)
+      out.push({
+        seq: first.seq,
+        toSeq: last.seq,
+        phase: "steps",
+        subject: subjectOf(first),
+        text: summarizeSteps(steps),
+      });
     steps = [];
   };
   for (const r of log) {
@@ -44,11 +52,14 @@ export function causalChain(log: readonly RecordedEvent[]): ChainEntry[] {
 const subjectOf = (r: RecordedEvent) => `${r.event.type.split(".")[0]} ${aggregateIdOf(r)}`;
 
 function summarizeSteps(steps: readonly RecordedEvent[]): string {
-  const done: string[] = [], failed: string[] = [];
+  const done: string[] = [],
+    failed: string[] = [];
   for (const r of steps) {
     const d = r.event.data as { stepId: string; attempt: number };
     const label = d.attempt > 1 ? `${d.stepId}#${d.attempt}` : d.stepId;
-    (r.event.type === "exec.step-completed" ? done : failed).push(r.event.type === "exec.step-completed" ? label : `${d.stepId}#${d.attempt}`);
+    (r.event.type === "exec.step-completed" ? done : failed).push(
+      r.event.type === "exec.step-completed" ? label : `${d.stepId}#${d.attempt}`,
+    );
   }
   const parts = [`${done.length} completed${done.length ? ` (${done.join(", ")})` : ""}`];
   if (failed.length) parts.push(`${failed.length} failed attempt(s) (${failed.join(", ")})`);
@@ -61,12 +72,17 @@ export function formatChain(entries: readonly ChainEntry[]): string {
   const w = Math.max(0, ...seqs.map((s) => s.length));
   // Forensics ids are long: cap the column so one long id does not push every line right.
   const ws = Math.min(40, Math.max(0, ...entries.map((e) => e.subject.length)));
-  return entries.map((e, i) => `${(seqs[i] ?? "").padStart(w)}  ${e.phase.padEnd(10)}  ${e.subject.padEnd(ws)}  ${e.text}`).join("\n") + "\n";
+  return (
+    entries
+      .map((e, i) => `${(seqs[i] ?? "").padStart(w)}  ${e.phase.padEnd(10)}  ${e.subject.padEnd(ws)}  ${e.text}`)
+      .join("\n") + "\n"
+  );
 }
 
 /** The validation verdict: `replay: match …` or `replay: DIVERGENCE at seq N …`. */
 export function formatResult(r: ValidationResult): string {
-  if (r.kind === "match") return `replay: match (${r.scope}; ${r.checked} events checked${r.notes.length ? `; ${r.notes.join("; ")}` : ""})\n`;
+  if (r.kind === "match")
+    return `replay: match (${r.scope}; ${r.checked} events checked${r.notes.length ? `; ${r.notes.join("; ")}` : ""})\n`;
   const d = r.divergence;
   return `replay: DIVERGENCE at seq ${d.seq} [${d.invariant}] in ${d.scope}: ${d.message}\n`;
 }

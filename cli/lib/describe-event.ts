@@ -1,44 +1,96 @@
 import type { DroverEvent, EventOf, EventType } from "../../contracts/index.ts";
 
 /** Where an event sits in a run's story (recovery.md "Forensics and ledger"). */
-export type Phase = "submission" | "admission" | "scale-out" | "dispatch" | "host" | "steps" | "failure" | "fence" | "recovery" | "completion";
+export type Phase =
+  | "submission"
+  | "admission"
+  | "scale-out"
+  | "dispatch"
+  | "host"
+  | "steps"
+  | "failure"
+  | "fence"
+  | "recovery"
+  | "completion";
 
 type Describe = { readonly [T in EventType]: (e: EventOf<T>) => readonly [Phase, string] };
 const reason = (r: { code: string; detail?: string }) => (r.detail ? `${r.code} (${r.detail})` : r.code);
 
 // Typed by EventType: a new event in the catalogue fails to compile until it is described here.
 const DESCRIBE: Describe = {
-  "run.submitted": (e) => ["submission", `submitted ${e.data.sharedRunId} (${e.data.dag.steps.length} step(s), DAG ${e.data.dag.name ?? "unnamed"}, via ${e.data.source})`],
-  "run.admitted": (e) => ["admission", `admitted to ${e.data.runtimeInstanceId} as ${e.data.localRunId}${e.data.recovery ? " (recovery item)" : ""}; candidates: ${
-    e.data.candidates.length === 0 ? "none recorded" : e.data.candidates.map((c) => `${c.runtimeInstanceId} rank ${c.rank} — ${c.why}`).join("; ")}`],
+  "run.submitted": (e) => [
+    "submission",
+    `submitted ${e.data.sharedRunId} (${e.data.dag.steps.length} step(s), DAG ${e.data.dag.name ?? "unnamed"}, via ${e.data.source})`,
+  ],
+  "run.admitted": (e) => [
+    "admission",
+    `admitted to ${e.data.runtimeInstanceId} as ${e.data.localRunId}${e.data.recovery ? " (recovery item)" : ""}; candidates: ${
+      e.data.candidates.length === 0
+        ? "none recorded"
+        : e.data.candidates.map((c) => `${c.runtimeInstanceId} rank ${c.rank} — ${c.why}`).join("; ")
+    }`,
+  ],
   "run.queued-globally": (e) => ["admission", `queued globally: ${reason(e.data.reason)}`],
   "run.scale-out-requested": (e) => ["admission", `asked for capacity: scale-out request ${e.data.requestId}`],
-  "run.dispatch-failed": (e) => ["dispatch", `dispatch of ${e.data.localRunId} to ${e.data.runtimeInstanceId} failed: ${reason(e.data.reason)}`],
-  "run.dispatched": (e) => ["dispatch", `dispatched ${e.data.localRunId} to ${e.data.runtimeInstanceId} over ${e.data.transport} (${e.data.hostIncarnation})${e.data.resumeExecutionId ? `, ResumeExecution ${e.data.resumeExecutionId}` : ""}`],
-  "run.started": (e) => ["dispatch", `started: ${e.data.localRunId} on ${e.data.runtimeInstanceId} runs execution ${e.data.executionId}`],
-  "run.requeued-for-resume": (e) => ["recovery", `requeued for resume of ${e.data.executionId} at epoch ${e.data.newEpoch} (incident ${e.data.incidentId}, was ${e.data.failedLocalRunId} on ${e.data.failedRuntimeInstanceId})`],
-  "run.requeued-for-local-queued-recovery": (e) => ["recovery", `requeued for redispatch: ${e.data.failedLocalRunId} never started on ${e.data.failedRuntimeInstanceId} (incident ${e.data.incidentId})`],
+  "run.dispatch-failed": (e) => [
+    "dispatch",
+    `dispatch of ${e.data.localRunId} to ${e.data.runtimeInstanceId} failed: ${reason(e.data.reason)}`,
+  ],
+  "run.dispatched": (e) => [
+    "dispatch",
+    `dispatched ${e.data.localRunId} to ${e.data.runtimeInstanceId} over ${e.data.transport} (${e.data.hostIncarnation})${e.data.resumeExecutionId ? `, ResumeExecution ${e.data.resumeExecutionId}` : ""}`,
+  ],
+  "run.started": (e) => [
+    "dispatch",
+    `started: ${e.data.localRunId} on ${e.data.runtimeInstanceId} runs execution ${e.data.executionId}`,
+  ],
+  "run.requeued-for-resume": (e) => [
+    "recovery",
+    `requeued for resume of ${e.data.executionId} at epoch ${e.data.newEpoch} (incident ${e.data.incidentId}, was ${e.data.failedLocalRunId} on ${e.data.failedRuntimeInstanceId})`,
+  ],
+  "run.requeued-for-local-queued-recovery": (e) => [
+    "recovery",
+    `requeued for redispatch: ${e.data.failedLocalRunId} never started on ${e.data.failedRuntimeInstanceId} (incident ${e.data.incidentId})`,
+  ],
   "run.replacement-selected": (e) => ["recovery", `replacement ${e.data.runtimeInstanceId} selected`],
   "run.completed": (e) => ["completion", `run completed by ${e.data.executionId} (${e.data.localRunId})`],
   "run.failed": (e) => ["completion", `run failed: ${reason(e.data.reason)}`],
   "run.cancelled": (e) => ["completion", `run cancelled${e.data.reason ? `: ${e.data.reason}` : ""}`],
   "run.rejected": (e) => ["completion", `run rejected: ${reason(e.data.reason)}`],
-  "exec.started": (e) => ["steps", `execution started on ${e.data.runtimeInstanceId} (${e.data.localRunId}) at epoch ${e.data.epoch}, ${e.data.stepCount} step(s)`],
+  "exec.started": (e) => [
+    "steps",
+    `execution started on ${e.data.runtimeInstanceId} (${e.data.localRunId}) at epoch ${e.data.epoch}, ${e.data.stepCount} step(s)`,
+  ],
   "exec.step-completed": (e) => ["steps", `${e.data.stepId}#${e.data.attempt} completed`],
-  "exec.step-failed": (e) => ["steps", `${e.data.stepId}#${e.data.attempt} failed${e.data.retryAt ? "" : " (no attempts left)"}`],
+  "exec.step-failed": (e) => [
+    "steps",
+    `${e.data.stepId}#${e.data.attempt} failed${e.data.retryAt ? "" : " (no attempts left)"}`,
+  ],
   "exec.timer-started": (e) => ["steps", `${e.data.stepId}#${e.data.attempt} sleeps until ${e.data.wakeAt}`],
-  "exec.paused-for-recovery": (e) => ["recovery", `execution paused for recovery: epoch → ${e.data.newEpoch} (${e.data.forensicsId})`],
-  "exec.resumed": (e) => ["recovery", `execution resumed on ${e.data.runtimeInstanceId} (${e.data.localRunId}) at epoch ${e.data.epoch} with ${e.data.completedSteps} steps already done`],
+  "exec.paused-for-recovery": (e) => [
+    "recovery",
+    `execution paused for recovery: epoch → ${e.data.newEpoch} (${e.data.forensicsId})`,
+  ],
+  "exec.resumed": (e) => [
+    "recovery",
+    `execution resumed on ${e.data.runtimeInstanceId} (${e.data.localRunId}) at epoch ${e.data.epoch} with ${e.data.completedSteps} steps already done`,
+  ],
   "exec.completed": () => ["completion", "execution completed"],
   "exec.failed": (e) => ["completion", `execution failed: ${reason(e.data.reason)}`],
   "exec.cancelled": () => ["completion", "execution cancelled"],
-  "scaleout.requested": (e) => ["scale-out", `scale-out ${e.data.requestId} requested: ${reason(e.data.reason)}, ${e.data.policy.isolationMode}, prefix ${e.data.policy.runtimeInstanceIdPrefix}`],
+  "scaleout.requested": (e) => [
+    "scale-out",
+    `scale-out ${e.data.requestId} requested: ${reason(e.data.reason)}, ${e.data.policy.isolationMode}, prefix ${e.data.policy.runtimeInstanceIdPrefix}`,
+  ],
   "scaleout.observed": (e) => ["scale-out", `observed by ${e.data.provisionerInstanceId}`],
   "scaleout.fulfilled": (e) => ["scale-out", `fulfilled by runtime ${e.data.runtimeInstanceId}`],
   "scaleout.rejected": (e) => ["scale-out", `rejected: ${reason(e.data.reason)}`],
   "scaleout.expired": () => ["scale-out", "expired"],
   "scaleout.cancelled": () => ["scale-out", "cancelled"],
-  "runtime.registered": (e) => ["host", `registered (${e.data.isolationMode}, ${e.data.hostProvider}, ${e.data.transport})`],
+  "runtime.registered": (e) => [
+    "host",
+    `registered (${e.data.isolationMode}, ${e.data.hostProvider}, ${e.data.transport})`,
+  ],
   "runtime.host-start-requested": (e) => ["host", `host start requested (attempt ${e.data.attempt})`],
   "runtime.host-started": (e) => ["host", `host started: ${e.data.hostIncarnation}`],
   "runtime.host-start-failed": (e) => ["host", `host start failed: ${reason(e.data.reason)}`],
@@ -47,19 +99,49 @@ const DESCRIBE: Describe = {
   "runtime.capacity-published": () => ["host", "capacity published"],
   "runtime.draining": () => ["host", "draining"],
   "runtime.suspected": (e) => ["failure", `suspected: ${reason(e.data.reason)} (incident ${e.data.incidentId})`],
-  "runtime.fenced": (e) => ["fence", `fenced ${e.data.hostIncarnation}: ${e.data.proof.kind === "process-exit" ? `pid ${e.data.proof.pid} exited (${e.data.proof.signal ?? e.data.proof.exitCode})` : `pod ${e.data.proof.podUid} gone`}`],
+  "runtime.fenced": (e) => [
+    "fence",
+    `fenced ${e.data.hostIncarnation}: ${e.data.proof.kind === "process-exit" ? `pid ${e.data.proof.pid} exited (${e.data.proof.signal ?? e.data.proof.exitCode})` : `pod ${e.data.proof.podUid} gone`}`,
+  ],
   "runtime.fence-failed": (e) => ["fence", `fence not proven (attempt ${e.data.attempt}): ${reason(e.data.reason)}`],
-  "runtime.recovery-planned": (e) => ["recovery", `recovery planned: ${e.data.items.length} item(s) (${e.data.items.map((i) => i.class).join(", ")})`],
-  "runtime.host-exited": (e) => ["failure", `host ${e.data.hostIncarnation} ${e.data.kind}${e.data.signal ? ` (${e.data.signal})` : ""}`],
+  "runtime.recovery-planned": (e) => [
+    "recovery",
+    `recovery planned: ${e.data.items.length} item(s) (${e.data.items.map((i) => i.class).join(", ")})`,
+  ],
+  "runtime.host-exited": (e) => [
+    "failure",
+    `host ${e.data.hostIncarnation} ${e.data.kind}${e.data.signal ? ` (${e.data.signal})` : ""}`,
+  ],
   "runtime.retired": () => ["host", "retired"],
-  "forensics.execution-recovery-candidate-detected": (e) => ["recovery", `forensics: ${e.data.class} candidate detected`],
-  "forensics.shared-run-requeued-for-resume": (e) => ["recovery", `forensics: requeued for resume at epoch ${e.data.newEpoch}`],
+  "forensics.execution-recovery-candidate-detected": (e) => [
+    "recovery",
+    `forensics: ${e.data.class} candidate detected`,
+  ],
+  "forensics.shared-run-requeued-for-resume": (e) => [
+    "recovery",
+    `forensics: requeued for resume at epoch ${e.data.newEpoch}`,
+  ],
   "forensics.shared-run-requeued-for-local-queued-recovery": () => ["recovery", "forensics: requeued for redispatch"],
-  "forensics.failed-local-run-marked-requeued-for-recovery": (e) => ["recovery", `forensics: ${e.data.failedLocalRunId} marked requeued`],
-  "forensics.replacement-runtime-selected": (e) => ["recovery", `forensics: replacement ${e.data.replacementRuntimeInstanceId} selected`],
-  "forensics.replacement-local-run-registered": (e) => ["recovery", `forensics: replacement local run ${e.data.replacementLocalRunId}`],
-  "forensics.resume-context-seeded": (e) => ["recovery", `forensics: resume context seeded (${e.data.completedSteps} steps done)`],
-  "forensics.dag-resume-started": (e) => ["recovery", `forensics: DAG resume started on ${e.data.replacementRuntimeInstanceId} at epoch ${e.data.epoch}`],
+  "forensics.failed-local-run-marked-requeued-for-recovery": (e) => [
+    "recovery",
+    `forensics: ${e.data.failedLocalRunId} marked requeued`,
+  ],
+  "forensics.replacement-runtime-selected": (e) => [
+    "recovery",
+    `forensics: replacement ${e.data.replacementRuntimeInstanceId} selected`,
+  ],
+  "forensics.replacement-local-run-registered": (e) => [
+    "recovery",
+    `forensics: replacement local run ${e.data.replacementLocalRunId}`,
+  ],
+  "forensics.resume-context-seeded": (e) => [
+    "recovery",
+    `forensics: resume context seeded (${e.data.completedSteps} steps done)`,
+  ],
+  "forensics.dag-resume-started": (e) => [
+    "recovery",
+    `forensics: DAG resume started on ${e.data.replacementRuntimeInstanceId} at epoch ${e.data.epoch}`,
+  ],
   "forensics.dag-resume-completed": () => ["recovery", "forensics: DAG resume completed"],
   "forensics.execution-recovery-completed": (e) => ["recovery", `forensics: recovery completed (${e.data.outcome})`],
 };

@@ -1,6 +1,12 @@
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import type { RecordedEvent } from "../../aggregates/replay-validation.ts";
-import { createEventStore, DEFAULT_LAYOUT, taggedLayout, type EventStore, type StreamLayout } from "../../streams/index.ts";
+import {
+  createEventStore,
+  DEFAULT_LAYOUT,
+  taggedLayout,
+  type EventStore,
+  type StreamLayout,
+} from "../../streams/index.ts";
 
 /** The event stream as the CLI reads it: read-only, straight from JetStream. */
 export interface StreamSource {
@@ -32,7 +38,13 @@ export async function openStreamSource(env: Readonly<Record<string, string | und
       const out: RecordedEvent[] = [];
       const filters = typeof filter === "string" ? [filter] : [...filter];
       if (filters.length === 0) return out;
-      await store.replay({ seq: fromSeq }, (e) => { out.push({ seq: e.seq, subject: e.subject, event: e.event }); }, { filter: filters });
+      await store.replay(
+        { seq: fromSeq },
+        (e) => {
+          out.push({ seq: e.seq, subject: e.subject, event: e.event });
+        },
+        { filter: filters },
+      );
       return out;
     },
     close: () => nc.close(),

@@ -5,7 +5,9 @@ import { REPO_ROOT, readClusterInfo, startCluster, stopCluster, daemonRunning, M
 // `make k8s-up` / `make k8s-down` / `make k8s-status`: the developer's local cluster, kept under
 // .run/k8s (or DROVER_K8S_RUN_DIR). Tests do not use it; they start their own (test/k8s/support).
 const runDir = process.env.DROVER_K8S_RUN_DIR ?? join(REPO_ROOT, ".run/k8s");
-const say = (s: string): void => { process.stderr.write(`[drover] ${s}\n`); };
+const say = (s: string): void => {
+  process.stderr.write(`[drover] ${s}\n`);
+};
 
 async function main(cmd: string | undefined): Promise<void> {
   switch (cmd) {
@@ -19,9 +21,13 @@ async function main(cmd: string | undefined): Promise<void> {
         await rm(runDir, { recursive: true, force: true });
         const t0 = Date.now();
         const info = await startCluster(runDir);
-        say(`local cluster up in ${((Date.now() - t0) / 1000).toFixed(1)}s: API server ${info.server}, node ${MAIN_NODE}, gateway addresses ${info.gatewayCidr}`);
+        say(
+          `local cluster up in ${((Date.now() - t0) / 1000).toFixed(1)}s: API server ${info.server}, node ${MAIN_NODE}, gateway addresses ${info.gatewayCidr}`,
+        );
       }
-      say(`kubeconfig: ${join(runDir, "kubeconfig")}  (export KUBECONFIG=${join(runDir, "kubeconfig")}; kubectl get nodes)`);
+      say(
+        `kubeconfig: ${join(runDir, "kubeconfig")}  (export KUBECONFIG=${join(runDir, "kubeconfig")}; kubectl get nodes)`,
+      );
       process.stdout.write(`${join(runDir, "kubeconfig")}\n`);
       return;
     }

@@ -36,22 +36,37 @@ export const MAIN_NODE = "drover-local-node";
  */
 export async function startCluster(runDir: string): Promise<ClusterInfo> {
   for (const bin of ["kube-apiserver", "etcd-local", "gateway-api.dir"]) {
-    if (!existsSync(join(BIN_DIR, bin))) throw new Error(`${join(BIN_DIR, bin)} is missing: run \`make k8s-build\` (k8s/local-cluster/build.sh) first`);
+    if (!existsSync(join(BIN_DIR, bin)))
+      throw new Error(`${join(BIN_DIR, bin)} is missing: run \`make k8s-build\` (k8s/local-cluster/build.sh) first`);
   }
   await mkdir(runDir, { recursive: true });
   const slot = claimNetworkSlot(runDir);
   await writeFile(join(runDir, "slot"), String(slot.slot));
   try {
-    const [etcdClient, etcdPeer, apiserver] = [await freePortOnLoopback(), await freePortOnLoopback(), await freePortOnLoopback()];
+    const [etcdClient, etcdPeer, apiserver] = [
+      await freePortOnLoopback(),
+      await freePortOnLoopback(),
+      await freePortOnLoopback(),
+    ];
     const cp = await startControlPlane({ binDir: BIN_DIR, dir: runDir, ports: { etcdClient, etcdPeer, apiserver } });
     const kubeconfig = join(runDir, "kubeconfig");
     await writeKubeconfig(kubeconfig, cp.server, cp.pki.caCert, cp.pki.adminToken);
-    const info: ClusterInfo = { runDir, kubeconfig, server: cp.server, token: cp.pki.adminToken, caFile: cp.pki.caCert,
-      networkSlot: slot.slot, nodeName: MAIN_NODE, gatewayCidr: slot.gatewayCidr };
+    const info: ClusterInfo = {
+      runDir,
+      kubeconfig,
+      server: cp.server,
+      token: cp.pki.adminToken,
+      caFile: cp.pki.caCert,
+      networkSlot: slot.slot,
+      nodeName: MAIN_NODE,
+      gatewayCidr: slot.gatewayCidr,
+    };
     // The kubelet needs no CRDs, so it starts while they are being established (about 3 s).
     const crdDir = (await readFile(join(BIN_DIR, "gateway-api.dir"), "utf8")).trim();
-    const [crds, kubelet] = await Promise.allSettled([applyGatewayApi(loadKubeconfig(kubeconfig), crdDir),
-      startKubelet(info, { nodeName: MAIN_NODE, podCidr: slot.podCidr(0), bindUnscheduled: true })]);
+    const [crds, kubelet] = await Promise.allSettled([
+      applyGatewayApi(loadKubeconfig(kubeconfig), crdDir),
+      startKubelet(info, { nodeName: MAIN_NODE, podCidr: slot.podCidr(0), bindUnscheduled: true }),
+    ]);
     if (crds.status === "rejected") throw crds.reason;
     if (kubelet.status === "rejected") throw kubelet.reason;
     await startGateway(info);
@@ -65,13 +80,24 @@ export async function startCluster(runDir: string): Promise<ClusterInfo> {
 
 /** Reads `<runDir>/cluster.json`; undefined when no cluster was (completely) started there. */
 export async function readClusterInfo(runDir: string): Promise<ClusterInfo | undefined> {
-  try { return JSON.parse(await readFile(join(runDir, "cluster.json"), "utf8")) as ClusterInfo; } catch { return undefined; }
+  try {
+    return JSON.parse(await readFile(join(runDir, "cluster.json"), "utf8")) as ClusterInfo;
+  } catch {
+    return undefined;
+  }
 }
 
-const tsDaemon = (script: string, args: string[]): [string, string[]] => [process.execPath, ["--import", "tsx", join(LOCAL_CLUSTER_DIR, script), ...args]];
+const tsDaemon = (script: string, args: string[]): [string, string[]] => [
+  process.execPath,
+  ["--import", "tsx", join(LOCAL_CLUSTER_DIR, script), ...args],
+];
 
 async function waitForReadyFile(rec: DaemonRecord, file: string, timeoutMs: number): Promise<void> {
-  await waitUntilReady(rec, async () => (await readFile(file, "utf8").catch(() => "")).trim() === String(rec.pid), timeoutMs);
+  await waitUntilReady(
+    rec,
+    async () => (await readFile(file, "utf8").catch(() => "")).trim() === String(rec.pid),
+    timeoutMs,
+  );
 }
 
 /**
@@ -80,15 +106,34 @@ async function waitForReadyFile(rec: DaemonRecord, file: string, timeoutMs: numb
  * cleaned up what an earlier kubelet with the same state dir left. `podCidr` must be a /24 of the
  * cluster's network slot. Throws with the log tail if it exits during start-up.
  */
-export async function startKubelet(info: ClusterInfo, opts: { nodeName: string; podCidr: string; bindUnscheduled?: boolean }): Promise<DaemonRecord> {
+export async function startKubelet(
+  info: ClusterInfo,
+  opts: { nodeName: string; podCidr: string; bindUnscheduled?: boolean },
+): Promise<DaemonRecord> {
   const stateDir = join(info.runDir, `kubelet-${opts.nodeName}`);
   await mkdir(stateDir, { recursive: true });
   const readyFile = join(stateDir, "ready");
   await rm(readyFile, { force: true });
-  const [cmd, args] = tsDaemon("kubelet/main.ts", ["--kubeconfig", info.kubeconfig, "--node-name", opts.nodeName, "--state-dir", stateDir,
-    "--pod-cidr", opts.podCidr, "--host-ip", nodeAddress(opts.podCidr), "--ready-file", readyFile, ...(opts.bindUnscheduled ? ["--bind-unscheduled"] : [])]);
-  const rec = await startDaemon(`kubelet-${opts.nodeName}`, cmd, args, { logFile: join(info.runDir, `kubelet-${opts.nodeName}.log`),
-    recordFile: join(info.runDir, `kubelet-${opts.nodeName}.json`), cwd: REPO_ROOT });
+  const [cmd, args] = tsDaemon("kubelet/main.ts", [
+    "--kubeconfig",
+    info.kubeconfig,
+    "--node-name",
+    opts.nodeName,
+    "--state-dir",
+    stateDir,
+    "--pod-cidr",
+    opts.podCidr,
+    "--host-ip",
+    nodeAddress(opts.podCidr),
+    "--ready-file",
+    readyFile,
+    ...(opts.bindUnscheduled ? ["--bind-unscheduled"] : []),
+  ]);
+  const rec = await startDaemon(`kubelet-${opts.nodeName}`, cmd, args, {
+    logFile: join(info.runDir, `kubelet-${opts.nodeName}.log`),
+    recordFile: join(info.runDir, `kubelet-${opts.nodeName}.json`),
+    cwd: REPO_ROOT,
+  });
   await waitForReadyFile(rec, readyFile, 60_000);
   return rec;
 }
@@ -109,15 +154,30 @@ export function extraPodCidr(info: ClusterInfo, node: 1 | 2): string {
 
 async function startGateway(info: ClusterInfo): Promise<DaemonRecord> {
   const readyFile = join(info.runDir, "gateway.ready");
-  const [cmd, args] = tsDaemon("gateway/main.ts", ["--kubeconfig", info.kubeconfig, "--address-cidr", info.gatewayCidr, "--ready-file", readyFile]);
-  const rec = await startDaemon("gateway", cmd, args, { logFile: join(info.runDir, "gateway.log"), recordFile: join(info.runDir, "gateway.json"), cwd: REPO_ROOT });
+  const [cmd, args] = tsDaemon("gateway/main.ts", [
+    "--kubeconfig",
+    info.kubeconfig,
+    "--address-cidr",
+    info.gatewayCidr,
+    "--ready-file",
+    readyFile,
+  ]);
+  const rec = await startDaemon("gateway", cmd, args, {
+    logFile: join(info.runDir, "gateway.log"),
+    recordFile: join(info.runDir, "gateway.json"),
+    cwd: REPO_ROOT,
+  });
   await waitForReadyFile(rec, readyFile, 60_000);
   return rec;
 }
 
 /** True when the recorded daemon of that name (e.g. `kubelet-drover-local-node`) is alive. */
 export async function daemonRunning(runDir: string, name: string): Promise<boolean> {
-  try { return daemonAlive(JSON.parse(await readFile(join(runDir, `${name}.json`), "utf8")) as DaemonRecord); } catch { return false; }
+  try {
+    return daemonAlive(JSON.parse(await readFile(join(runDir, `${name}.json`), "utf8")) as DaemonRecord);
+  } catch {
+    return false;
+  }
 }
 
 /**

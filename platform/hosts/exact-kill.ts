@@ -15,7 +15,12 @@ const POLL_MS = 10;
  * start time differs. Failure modes: `timeout` when the incarnation is still running at the
  * deadline (e.g. uninterruptible sleep); signal errors other than ESRCH are rethrown.
  */
-export async function killExactIncarnation(pid: number, startTime: string, budgetMs: number, now: () => number = Date.now): Promise<KillResult> {
+export async function killExactIncarnation(
+  pid: number,
+  startTime: string,
+  budgetMs: number,
+  now: () => number = Date.now,
+): Promise<KillResult> {
   const deadline = now() + budgetMs;
   let signal: string | null = null;
   if (incarnationState(pid, startTime) === "running") {
@@ -28,8 +33,10 @@ export async function killExactIncarnation(pid: number, startTime: string, budge
     }
   }
   for (;;) {
-    if (incarnationState(pid, startTime) === "gone") return { outcome: "killed", proof: { kind: "process-exit", pid, exitCode: null, signal } };
-    if (now() >= deadline) return { outcome: "timeout", detail: `pid ${pid} (start ${startTime}) still running after ${budgetMs} ms` };
+    if (incarnationState(pid, startTime) === "gone")
+      return { outcome: "killed", proof: { kind: "process-exit", pid, exitCode: null, signal } };
+    if (now() >= deadline)
+      return { outcome: "timeout", detail: `pid ${pid} (start ${startTime}) still running after ${budgetMs} ms` };
     await new Promise((r) => setTimeout(r, POLL_MS));
   }
 }

@@ -12,7 +12,9 @@ export function allocateLoopbackPort(host: string): Promise<number> {
     server.once("error", reject);
     server.listen({ port: 0, host, exclusive: true }, () => {
       const addr = server.address();
-      server.close(() => (typeof addr === "object" && addr !== null ? resolve(addr.port) : reject(new Error("no port bound"))));
+      server.close(() =>
+        typeof addr === "object" && addr !== null ? resolve(addr.port) : reject(new Error("no port bound")),
+      );
     });
   });
 }

@@ -10,7 +10,11 @@ let hooked = false;
 
 function killAll(): void {
   for (const pgid of live) {
-    try { process.kill(-pgid, "SIGKILL"); } catch { /* already gone */ }
+    try {
+      process.kill(-pgid, "SIGKILL");
+    } catch {
+      /* already gone */
+    }
   }
   live.clear();
 }
@@ -34,5 +38,10 @@ export function untrackGroup(pgid: number): void {
  * Callers guarantee the leader has not been reaped yet (no `exit` event seen).
  */
 export function killGroup(pgid: number): boolean {
-  try { process.kill(-pgid, "SIGKILL"); return true; } catch { return false; }
+  try {
+    process.kill(-pgid, "SIGKILL");
+    return true;
+  } catch {
+    return false;
+  }
 }

@@ -10,7 +10,15 @@ import { killGroup, trackGroup, untrackGroup } from "./process-groups.ts";
 import { identityKey, runtimeEnv } from "./runtime-env.ts";
 import { followLog, openRuntimeLog } from "./runtime-log.ts";
 import { awaitListening, type ChildExit } from "./startup-announcement.ts";
-import type { HostEndpoint, HostFacts, HostObservation, HostSpec, HostStartResult, HostStrategy, KillResult } from "./types.ts";
+import type {
+  HostEndpoint,
+  HostFacts,
+  HostObservation,
+  HostSpec,
+  HostStartResult,
+  HostStrategy,
+  KillResult,
+} from "./types.ts";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 
@@ -76,30 +84,67 @@ export function createProcessStrategy(opts: ProcessStrategyOptions = {}): Proces
   const startupTimeoutMs = opts.startupTimeoutMs ?? 30_000;
   const allocatePort = opts.allocatePort ?? allocateLoopbackPort;
 
-  const rejected = (code: ErrorCode, detail: string, layer: ReadinessLayer | undefined, owned: string[]): HostStartResult =>
-    ({ outcome: "rejected", reason: { code, detail: detail.slice(0, 2000) }, ...(layer ? { layer } : {}), owned });
+  const rejected = (
+    code: ErrorCode,
+    detail: string,
+    layer: ReadinessLayer | undefined,
+    owned: string[],
+  ): HostStartResult => ({
+    outcome: "rejected",
+    reason: { code, detail: detail.slice(0, 2000) },
+    ...(layer ? { layer } : {}),
+    owned,
+  });
 
   function converge(rec: HostRecord, spec: HostSpec): HostStartResult {
     if (rec.identity !== identityKey(spec)) {
-      return rejected("host-identity-collision", `runtime ${spec.runtimeInstanceId} already has a host started with another identity or sizing`, "resource", []);
+      return rejected(
+        "host-identity-collision",
+        `runtime ${spec.runtimeInstanceId} already has a host started with another identity or sizing`,
+        "resource",
+        [],
+      );
     }
     const inc = rec.running && parseProcessIncarnation(rec.running.host.hostIncarnation);
     if (rec.running && inc && !rec.exit && incarnationState(inc.pid, inc.startTime) === "running") {
-      return { outcome: "converged", convergenceSource: "lifecycle-cache", host: rec.running.host, endpoint: rec.running.endpoint, layersPassed: STRATEGY_LAYERS, owned: [] };
+      return {
+        outcome: "converged",
+        convergenceSource: "lifecycle-cache",
+        host: rec.running.host,
+        endpoint: rec.running.endpoint,
+        layersPassed: STRATEGY_LAYERS,
+        owned: [],
+      };
     }
     const what = rec.running ? `host ${rec.running.host.hostIncarnation} exited` : "earlier start failed";
-    return rejected("host-exited", `runtime ${spec.runtimeInstanceId}: ${what}; a RuntimeInstanceId never gets a second host`, "host", []);
+    return rejected(
+      "host-exited",
+      `runtime ${spec.runtimeInstanceId}: ${what}; a RuntimeInstanceId never gets a second host`,
+      "host",
+      [],
+    );
   }
 
   async function stopChild(rec: HostRecord, budgetMs: number): Promise<ChildExit | undefined> {
     if (!rec.child?.pid || !rec.exited) return rec.exit;
     if (!rec.exit) killGroup(rec.child.pid);
     let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<undefined>((r) => { timer = setTimeout(() => r(undefined), budgetMs); });
-    try { return await Promise.race([rec.exited, timeout]); } finally { clearTimeout(timer); }
+    const timeout = new Promise<undefined>((r) => {
+      timer = setTimeout(() => r(undefined), budgetMs);
+    });
+    try {
+      return await Promise.race([rec.exited, timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
-  async function spawnAndProve(spec: HostSpec, rec: HostRecord, signal?: AbortSignal, onHostCreated?: (host: HostFacts) => Promise<void>): Promise<HostStartResult> {
+  async function spawnAndProve(
+    spec: HostSpec,
+    rec: HostRecord,
+    signal?: AbortSignal,
+    onHostCreated?: (host: HostFacts) => Promise<void>,
+  ): Promise<HostStartResult> {
     let port: number;
     try {
       port = await allocatePort(bindHost);
@@ -112,7 +157,12 @@ export function createProcessStrategy(opts: ProcessStrategyOptions = {}): Proces
     const output = await followLog(log.path, (line) => opts.onOutput?.(spec.runtimeInstanceId, line));
     let child: ChildProcess;
     try {
-      child = spawn(file, args, { cwd: opts.cwd ?? ROOT, env: runtimeEnv(spec, bindHost, port, baseEnv), detached: true, stdio: ["ignore", log.fd, log.fd] });
+      child = spawn(file, args, {
+        cwd: opts.cwd ?? ROOT,
+        env: runtimeEnv(spec, bindHost, port, baseEnv),
+        detached: true,
+        stdio: ["ignore", log.fd, log.fd],
+      });
     } finally {
       log.closeParentCopy();
     }
@@ -125,13 +175,17 @@ export function createProcessStrategy(opts: ProcessStrategyOptions = {}): Proces
     trackGroup(pid);
     let incarnationOf: string | undefined;
     rec.child = child;
-    rec.exited = new Promise((r) => child.once("exit", (exitCode, sig) => {
-      untrackGroup(pid);
-      rec.exit = { exitCode, signal: sig };
-      const hostIncarnation = rec.running?.host.hostIncarnation ?? incarnationOf;
-      if (hostIncarnation) for (const o of observers) o({ kind: "exited", runtimeInstanceId: spec.runtimeInstanceId, hostIncarnation, ...rec.exit });
-      r(rec.exit);
-    }));
+    rec.exited = new Promise((r) =>
+      child.once("exit", (exitCode, sig) => {
+        untrackGroup(pid);
+        rec.exit = { exitCode, signal: sig };
+        const hostIncarnation = rec.running?.host.hostIncarnation ?? incarnationOf;
+        if (hostIncarnation)
+          for (const o of observers)
+            o({ kind: "exited", runtimeInstanceId: spec.runtimeInstanceId, hostIncarnation, ...rec.exit });
+        r(rec.exit);
+      }),
+    );
     const owned = [`process:${pid}`];
     try {
       incarnationOf = processIncarnation(pid);
@@ -158,9 +212,17 @@ export function createProcessStrategy(opts: ProcessStrategyOptions = {}): Proces
     const outcome = await listening;
     switch (outcome.kind) {
       case "exited":
-        return fail("process-exited-during-startup", `pid ${pid} exited (code ${outcome.exit.exitCode}, signal ${outcome.exit.signal}) before listening`, "host");
+        return fail(
+          "process-exited-during-startup",
+          `pid ${pid} exited (code ${outcome.exit.exitCode}, signal ${outcome.exit.signal}) before listening`,
+          "host",
+        );
       case "timeout":
-        return fail("endpoint-resolution-failed", `pid ${pid} did not announce a listening port within ${startupTimeoutMs} ms`, "endpoint");
+        return fail(
+          "endpoint-resolution-failed",
+          `pid ${pid} did not announce a listening port within ${startupTimeoutMs} ms`,
+          "endpoint",
+        );
       case "aborted":
         return fail("host-creation-failed", `start of ${spec.runtimeInstanceId} was aborted`, "resource");
       case "listening":
@@ -170,16 +232,24 @@ export function createProcessStrategy(opts: ProcessStrategyOptions = {}): Proces
     }
     const line = outcome.line;
     if (!incarnationOf || line.hostIncarnation !== incarnationOf) {
-      return fail("runtime-identity-mismatch", `runtime announced incarnation ${line.hostIncarnation}, spawned ${incarnationOf ?? `pid ${pid} (start time unknown)`}`, "host");
+      return fail(
+        "runtime-identity-mismatch",
+        `runtime announced incarnation ${line.hostIncarnation}, spawned ${incarnationOf ?? `pid ${pid} (start time unknown)`}`,
+        "host",
+      );
     }
-    if (line.port !== port) return fail("endpoint-resolution-failed", `runtime listens on ${line.port}, allocated ${port}`, "endpoint");
+    if (line.port !== port)
+      return fail("endpoint-resolution-failed", `runtime listens on ${line.port}, allocated ${port}`, "endpoint");
     const inc = parseProcessIncarnation(incarnationOf);
     if (rec.exit || !inc || incarnationState(inc.pid, inc.startTime) !== "running") {
       return fail("process-exited-during-startup", `pid ${pid} exited right after announcing its port`, "host");
     }
     await output.stop();
     const hostPort = `${bindHost}:${port}`;
-    const endpoint: HostEndpoint = { endpoint: spec.transport === "http" ? `http://${hostPort}` : hostPort, aliases: [] };
+    const endpoint: HostEndpoint = {
+      endpoint: spec.transport === "http" ? `http://${hostPort}` : hostPort,
+      aliases: [],
+    };
     rec.running = { host: { hostIncarnation: incarnationOf, pid }, endpoint };
     return { outcome: "created", host: rec.running.host, endpoint, layersPassed: STRATEGY_LAYERS, owned };
   }
@@ -198,13 +268,20 @@ export function createProcessStrategy(opts: ProcessStrategyOptions = {}): Proces
     },
     kill(runtimeInstanceId, host, budgetMs): Promise<KillResult> {
       const inc = parseProcessIncarnation(host.hostIncarnation);
-      if (!inc) return Promise.reject(new DroverError("host-spec-invalid", `${host.hostIncarnation} is not a process incarnation`));
+      if (!inc)
+        return Promise.reject(
+          new DroverError("host-spec-invalid", `${host.hostIncarnation} is not a process incarnation`),
+        );
       return gate.run(runtimeInstanceId, async () => {
         const rec = records.get(runtimeInstanceId);
         if (rec?.child && rec.running?.host.hostIncarnation === host.hostIncarnation) {
           const exit = await stopChild(rec, budgetMs);
-          if (!exit) return { outcome: "timeout", detail: `pid ${inc.pid} did not exit within ${budgetMs} ms of SIGKILL` };
-          return { outcome: "killed", proof: { kind: "process-exit", pid: inc.pid, exitCode: exit.exitCode, signal: exit.signal } };
+          if (!exit)
+            return { outcome: "timeout", detail: `pid ${inc.pid} did not exit within ${budgetMs} ms of SIGKILL` };
+          return {
+            outcome: "killed",
+            proof: { kind: "process-exit", pid: inc.pid, exitCode: exit.exitCode, signal: exit.signal },
+          };
         }
         // Not our child (we restarted, or another service spawned it): prove the exit through /proc.
         return killExactIncarnation(inc.pid, inc.startTime, budgetMs);
@@ -212,7 +289,9 @@ export function createProcessStrategy(opts: ProcessStrategyOptions = {}): Proces
     },
     observe(onFact) {
       observers.add(onFact);
-      return () => { observers.delete(onFact); };
+      return () => {
+        observers.delete(onFact);
+      };
     },
     async close() {
       observers.clear();

@@ -18,8 +18,17 @@ export function runtimeCommand(onFallback?: (why: string) => void): readonly str
   try {
     const dir = resolve(ROOT, ".run/build");
     mkdirSync(dir, { recursive: true });
-    const out = buildSync({ entryPoints: [resolve(ROOT, "services/runtime/main.ts")], bundle: true, platform: "node", format: "esm", target: "node20",
-      packages: "external", logLevel: "silent", write: false, outfile: resolve(dir, "runtime.mjs") }).outputFiles[0]!;
+    const out = buildSync({
+      entryPoints: [resolve(ROOT, "services/runtime/main.ts")],
+      bundle: true,
+      platform: "node",
+      format: "esm",
+      target: "node20",
+      packages: "external",
+      logLevel: "silent",
+      write: false,
+      outfile: resolve(dir, "runtime.mjs"),
+    }).outputFiles[0]!;
     // Named by content: provisioners running side by side share one file, and a changed source gets a new one.
     const outfile = resolve(dir, `runtime-${createHash("sha256").update(out.contents).digest("hex").slice(0, 16)}.mjs`);
     if (!existsSync(outfile)) {

@@ -7,7 +7,12 @@ import type { HostSpec } from "./types.ts";
  * inherited (it may hold another tenant's or the control plane's secrets); callers pass what the
  * runtime needs to run at all (PATH, HOME) in `base`.
  */
-export function runtimeEnv(spec: HostSpec, bindHost: string, port: number, base: Readonly<Record<string, string>> = {}): Record<string, string> {
+export function runtimeEnv(
+  spec: HostSpec,
+  bindHost: string,
+  port: number,
+  base: Readonly<Record<string, string>> = {},
+): Record<string, string> {
   const env: Record<string, string> = {
     ...base,
     DROVER_RUNTIME_INSTANCE_ID: spec.runtimeInstanceId,
@@ -39,6 +44,16 @@ export function runtimeEnv(spec: HostSpec, bindHost: string, port: number, base:
 
 /** The fields two starts of one RuntimeInstanceId must agree on to converge (token and NATS URL excluded: not identity). */
 export function identityKey(spec: HostSpec): string {
-  return JSON.stringify([spec.controlPlaneId, spec.runtimeInstanceId, spec.tenantId ?? null, spec.tenantGroupId ?? null,
-    spec.isolationMode, spec.transport, spec.sizing.workers, spec.sizing.maxConcurrentRuns, spec.sizing.localQueueCapacity, spec.sizing.maxWorkersPerRun]);
+  return JSON.stringify([
+    spec.controlPlaneId,
+    spec.runtimeInstanceId,
+    spec.tenantId ?? null,
+    spec.tenantGroupId ?? null,
+    spec.isolationMode,
+    spec.transport,
+    spec.sizing.workers,
+    spec.sizing.maxConcurrentRuns,
+    spec.sizing.localQueueCapacity,
+    spec.sizing.maxWorkersPerRun,
+  ]);
 }

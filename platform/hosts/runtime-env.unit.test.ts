@@ -7,13 +7,26 @@ describe("runtime start-up environment (pure)", () => {
   it("gives identity, tenant, sizing, token and endpoint, and no base variable can override them or leak an optional one", () => {
     const spec = hostSpec({ runtimeInstanceId: "rt-a-0123456789ab", tenantId: undefined, heartbeatMs: 500 });
     const env = runtimeEnv(spec, "127.0.0.1", 41000, {
-      PATH: "/bin", DROVER_RUNTIME_INSTANCE_ID: "rt-someone-else", DROVER_TENANT_ID: "tenant-b", DROVER_COMMAND_TOKEN: "leaked", DROVER_POD_UID: "u",
+      PATH: "/bin",
+      DROVER_RUNTIME_INSTANCE_ID: "rt-someone-else",
+      DROVER_TENANT_ID: "tenant-b",
+      DROVER_COMMAND_TOKEN: "leaked",
+      DROVER_POD_UID: "u",
     });
     expect(env).toEqual({
-      PATH: "/bin", DROVER_RUNTIME_INSTANCE_ID: "rt-a-0123456789ab", DROVER_CONTROL_PLANE_ID: "cp-host-test",
-      DROVER_WORKERS: "1", DROVER_MAX_CONCURRENT_RUNS: "1", DROVER_LOCAL_QUEUE_CAPACITY: "2", DROVER_MAX_WORKERS_PER_RUN: "1",
-      DROVER_COMMAND_TOKEN: "token-0123456789abcdef", NATS_URL: "nats://127.0.0.1:4222", DROVER_TRANSPORT: "http",
-      DROVER_BIND_HOST: "127.0.0.1", DROVER_PORT: "41000", DROVER_HEARTBEAT_MS: "500",
+      PATH: "/bin",
+      DROVER_RUNTIME_INSTANCE_ID: "rt-a-0123456789ab",
+      DROVER_CONTROL_PLANE_ID: "cp-host-test",
+      DROVER_WORKERS: "1",
+      DROVER_MAX_CONCURRENT_RUNS: "1",
+      DROVER_LOCAL_QUEUE_CAPACITY: "2",
+      DROVER_MAX_WORKERS_PER_RUN: "1",
+      DROVER_COMMAND_TOKEN: "token-0123456789abcdef",
+      NATS_URL: "nats://127.0.0.1:4222",
+      DROVER_TRANSPORT: "http",
+      DROVER_BIND_HOST: "127.0.0.1",
+      DROVER_PORT: "41000",
+      DROVER_HEARTBEAT_MS: "500",
     });
   });
 

@@ -10,7 +10,10 @@ const POLL_MS = 25;
  * reader died gets EPIPE on its next log line and crashes at an unpredictable later moment.
  * `<dir>/<runtimeInstanceId>.log` holds stdout and stderr interleaved by line.
  */
-export function openRuntimeLog(dir: string, runtimeInstanceId: string): { path: string; fd: number; closeParentCopy(): void } {
+export function openRuntimeLog(
+  dir: string,
+  runtimeInstanceId: string,
+): { path: string; fd: number; closeParentCopy(): void } {
   mkdirSync(dir, { recursive: true });
   const path = join(dir, `${runtimeInstanceId}.log`);
   const fd = openSync(path, "a");
@@ -56,7 +59,9 @@ export async function followLog(path: string, onLine: (line: string) => void): P
   };
   const loop = (async () => {
     while (!stopped) {
-      await readMore().catch(() => { stopped = true; });
+      await readMore().catch(() => {
+        stopped = true;
+      });
       if (!stopped) await new Promise((r) => setTimeout(r, POLL_MS));
     }
     // One last read: a runtime that just exited may have written its reason after our last poll.
@@ -67,7 +72,9 @@ export async function followLog(path: string, onLine: (line: string) => void): P
     tail: () => tail + partial,
     onLine(listener) {
       watchers.add(listener);
-      return () => { watchers.delete(listener); };
+      return () => {
+        watchers.delete(listener);
+      };
     },
     async stop() {
       stopped = true;

@@ -2,14 +2,19 @@ import { z } from "zod";
 import type { FollowedOutput } from "./runtime-log.ts";
 
 /** The line a runtime prints once its command transport listens (services/runtime/main.ts). */
-export const ListeningLine = z.object({
-  event: z.literal("listening"),
-  port: z.number().int().min(1).max(65_535),
-  hostIncarnation: z.string().min(1),
-}).loose();
+export const ListeningLine = z
+  .object({
+    event: z.literal("listening"),
+    port: z.number().int().min(1).max(65_535),
+    hostIncarnation: z.string().min(1),
+  })
+  .loose();
 export type ListeningLine = z.infer<typeof ListeningLine>;
 
-export interface ChildExit { readonly exitCode: number | null; readonly signal: string | null }
+export interface ChildExit {
+  readonly exitCode: number | null;
+  readonly signal: string | null;
+}
 
 export type StartupOutcome =
   | { readonly kind: "listening"; readonly line: ListeningLine }
@@ -22,7 +27,12 @@ export type StartupOutcome =
  * whichever comes first. Lines that are not JSON or not the announcement are ignored (the runtime
  * may log to stdout). Never rejects.
  */
-export function awaitListening(output: FollowedOutput, exited: Promise<ChildExit>, timeoutMs: number, signal?: AbortSignal): Promise<StartupOutcome> {
+export function awaitListening(
+  output: FollowedOutput,
+  exited: Promise<ChildExit>,
+  timeoutMs: number,
+  signal?: AbortSignal,
+): Promise<StartupOutcome> {
   return new Promise((resolve) => {
     const done = (o: StartupOutcome): void => {
       clearTimeout(timer);
@@ -44,5 +54,9 @@ export function awaitListening(output: FollowedOutput, exited: Promise<ChildExit
 }
 
 function safeJson(line: string): unknown {
-  try { return JSON.parse(line); } catch { return undefined; }
+  try {
+    return JSON.parse(line);
+  } catch {
+    return undefined;
+  }
 }

@@ -53,16 +53,37 @@ export type HostStartResult =
       /** Resources this attempt created (failure cleanup deletes only these). */
       readonly owned: readonly string[];
     }
-  | { readonly outcome: "rejected"; readonly reason: Reason; readonly layer?: ReadinessLayer; readonly owned: readonly string[] };
+  | {
+      readonly outcome: "rejected";
+      readonly reason: Reason;
+      readonly layer?: ReadinessLayer;
+      readonly owned: readonly string[];
+    };
 
 export type KillResult =
-  | { readonly outcome: "killed"; readonly proof: { kind: "process-exit"; pid: number; exitCode: number | null; signal: string | null } | { kind: "pod-uid-gone"; podUid: string; podName: string; namespace: string; observedBy: string } }
+  | {
+      readonly outcome: "killed";
+      readonly proof:
+        | { kind: "process-exit"; pid: number; exitCode: number | null; signal: string | null }
+        | { kind: "pod-uid-gone"; podUid: string; podName: string; namespace: string; observedBy: string };
+    }
   | { readonly outcome: "timeout"; readonly detail: string };
 
 /** A host fact observed by the strategy: the fastest failure signal drover has. */
 export type HostObservation =
-  | { readonly kind: "exited"; readonly runtimeInstanceId: string; readonly hostIncarnation: string; readonly exitCode: number | null; readonly signal: string | null }
-  | { readonly kind: "pod-deleted" | "container-terminated" | "pod-failed"; readonly runtimeInstanceId: string; readonly hostIncarnation: string; readonly detail: string };
+  | {
+      readonly kind: "exited";
+      readonly runtimeInstanceId: string;
+      readonly hostIncarnation: string;
+      readonly exitCode: number | null;
+      readonly signal: string | null;
+    }
+  | {
+      readonly kind: "pod-deleted" | "container-terminated" | "pod-failed";
+      readonly runtimeInstanceId: string;
+      readonly hostIncarnation: string;
+      readonly detail: string;
+    };
 
 export interface HostStrategy {
   readonly provider: HostProvider;
@@ -73,7 +94,11 @@ export interface HostStrategy {
    * mid-start then leaves a host its successor can kill by exact incarnation instead of an unknown orphan.
    * If the hook rejects, the strategy removes what it created and rejects with the hook's error.
    */
-  start(spec: HostSpec, signal?: AbortSignal, onHostCreated?: (host: HostFacts) => Promise<void>): Promise<HostStartResult>;
+  start(
+    spec: HostSpec,
+    signal?: AbortSignal,
+    onHostCreated?: (host: HostFacts) => Promise<void>,
+  ): Promise<HostStartResult>;
   /**
    * Kills the exact incarnation and returns only when it can no longer run (or the deadline passed).
    * `deadlineMs` is a budget in milliseconds from the call (like DroverConfig.fenceDeadlineMs), not

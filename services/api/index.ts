@@ -7,5 +7,9 @@ export { runView, type RunView } from "./domain/run-view.ts";
 export { runtimeRow, capacityEntry, type RuntimeRow, type CapacityEntry } from "./domain/runtime-view.ts";
 export { jetStreamFeed, type EventFeed, type FeedFrame } from "./shell/event-feed.ts";
 export { replayCapacityReader, type CapacityReader } from "./shell/capacity-reader.ts";
-export { startOpenRunsProjection, type OpenRunsCounter, type OpenRunsProjection } from "./shell/open-runs-projection.ts";
+export {
+  startOpenRunsProjection,
+  type OpenRunsCounter,
+  type OpenRunsProjection,
+} from "./shell/open-runs-projection.ts";
 export { randomIdGenerator, submissionIds, type IdGenerator } from "./shell/ids.ts";

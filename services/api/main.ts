@@ -29,19 +29,27 @@ const store = createEventStore(nc, env.layout);
 // Lazy: the API starts without MongoDB and answers the forensics queries once it is reachable.
 const mongo = env.mongoUrl ? readModelClient(env.mongoUrl) : undefined;
 const readModels = mongo ? mongoReadModels(mongo.db(readModelDbName(process.env, config.controlPlaneId))) : undefined;
-const openRuns = config.tenants.some((t) => t.overQuota === "reject") ? await startOpenRunsProjection(js, jsm, env.layout) : undefined;
+const openRuns = config.tenants.some((t) => t.overQuota === "reject")
+  ? await startOpenRunsProjection(js, jsm, env.layout)
+  : undefined;
 
 // Logs go to stderr so stdout carries exactly one line, the listening announcement.
-const app = await buildApp({
-  config, tokens: tokenTable(config.tokens), layout: env.layout, store,
-  feed: jetStreamFeed(js, jsm, env.layout),
-  capacity: replayCapacityReader(store, jsm, env.layout),
-  openRuns,
-  readModels,
-  clock: () => new Date(),
-  newId: randomIdGenerator,
-  instanceId: `api-${hostname()}-${process.pid}`,
-}, { logger: { level: process.env.LOG_LEVEL ?? "info", stream: process.stderr } });
+const app = await buildApp(
+  {
+    config,
+    tokens: tokenTable(config.tokens),
+    layout: env.layout,
+    store,
+    feed: jetStreamFeed(js, jsm, env.layout),
+    capacity: replayCapacityReader(store, jsm, env.layout),
+    openRuns,
+    readModels,
+    clock: () => new Date(),
+    newId: randomIdGenerator,
+    instanceId: `api-${hostname()}-${process.pid}`,
+  },
+  { logger: { level: process.env.LOG_LEVEL ?? "info", stream: process.stderr } },
+);
 
 await app.listen({ host: config.api.host, port: config.api.port });
 const address = app.server.address();

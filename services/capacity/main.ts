@@ -13,8 +13,14 @@ import { startCapacityProjection } from "./shell/projection.ts";
 const ctx = await bootstrap("capacity", { redis: true });
 const view = redisCapacityView<CapacityDescriptor>(ctx.redis!, ctx.config.controlPlaneId);
 const projection = await startCapacityProjection({
-  js: ctx.js, layout: ctx.layout, view, controlPlaneId: ctx.config.controlPlaneId,
-  onError: (e) => { ctx.log.fatal({ err: String(e) }, "projection stopped; exiting so the supervisor restarts from the checkpoint"); process.exit(1); },
+  js: ctx.js,
+  layout: ctx.layout,
+  view,
+  controlPlaneId: ctx.config.controlPlaneId,
+  onError: (e) => {
+    ctx.log.fatal({ err: String(e) }, "projection stopped; exiting so the supervisor restarts from the checkpoint");
+    process.exit(1);
+  },
 });
 await projection.ready;
 ctx.log.info({ runtimes: (await view.all()).length }, "capacity view caught up");
@@ -22,4 +28,7 @@ const subject = controlSubject(ctx.layout, ctx.config.controlPlaneId, "capacity"
 const sub = serveCapacityRebuild(ctx.nc, subject, projection, view, ctx.log);
 await ctx.nc.flush(); // the server has the subscription before anyone is told it is there
 ctx.log.info({ subject }, "answering capacity rebuild requests");
-ctx.onShutdown(async () => { sub.unsubscribe(); await projection.stop(); });
+ctx.onShutdown(async () => {
+  sub.unsubscribe();
+  await projection.stop();
+});

@@ -19,7 +19,10 @@ if (!mongoUrl) {
 const client = readModelClient(mongoUrl);
 const dbName = readModelDbName(process.env, ctx.config.controlPlaneId);
 const service = await startForensics({
-  handle: ctx.nc, layout: ctx.layout, db: client.db(dbName), log: ctx.log,
+  handle: ctx.nc,
+  layout: ctx.layout,
+  db: client.db(dbName),
+  log: ctx.log,
   watchdogMs: Number(process.env.DROVER_FORENSICS_WATCHDOG_MS ?? 5_000),
   // An event that cannot be decoded stops the projection for good: exit non-zero so it is seen, not stuck.
   onFatal: () => process.exit(1),

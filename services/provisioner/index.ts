@@ -5,5 +5,12 @@ export { consumeScaleOutRequests, scaleOutConsumer } from "./shell/consumer.ts";
 export { randomSuffix } from "./shell/suffix.ts";
 export { planRequest, REQUIRED_LAYERS, type Plan, type Next } from "./domain/plan.ts";
 export { evolveRequest, initialRequestState, isTerminal, type RequestState } from "./domain/request-state.ts";
-export { evolveRoster, emptyRoster, liveByPrefix, hasPrefix, type Roster, type RuntimeSummary } from "./domain/runtime-roster.ts";
+export {
+  evolveRoster,
+  emptyRoster,
+  liveByPrefix,
+  hasPrefix,
+  type Roster,
+  type RuntimeSummary,
+} from "./domain/runtime-roster.ts";
 export { runtimeInstanceIdOf, RUNTIME_SUFFIX_LENGTH } from "./domain/runtime-id.ts";

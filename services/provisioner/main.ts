@@ -23,7 +23,9 @@ const ctx = await bootstrap("provisioner");
 const { secret, isDefault } = commandSecretFromEnv();
 if (isDefault) ctx.log.warn("DROVER_COMMAND_SECRET is unset: using the development secret");
 const strategy = createProcessStrategy({
-  command: runtimeCommand((why) => ctx.log.warn({ why }, "runtime bundle unavailable; starting runtimes from source through tsx")),
+  command: runtimeCommand((why) =>
+    ctx.log.warn({ why }, "runtime bundle unavailable; starting runtimes from source through tsx"),
+  ),
   onOutput: (id, line) => ctx.log.debug({ runtimeInstanceId: id, line }, "runtime output"),
   ...(process.env.DROVER_RUNTIME_LOG_DIR ? { logDir: process.env.DROVER_RUNTIME_LOG_DIR } : {}),
 });
@@ -33,16 +35,30 @@ const strategies = new Map<HostProvider, HostStrategy>([["process", strategy]]);
 if (ctx.config.kubernetes) strategies.set("kubernetes", kubernetesStrategyFromConfig(ctx.config.kubernetes));
 const natsUrl = process.env.NATS_URL as string;
 const provisioner = createProvisioner({
-  store: ctx.store, layout: ctx.layout, strategies, instanceId: ctx.instanceId,
-  natsUrl, ...(process.env.DROVER_STREAM_TAG ? { streamTag: process.env.DROVER_STREAM_TAG } : {}),
-  heartbeatMs: ctx.config.heartbeatIntervalMs, ...(ctx.config.llmBaseUrl ? { llmBaseUrl: ctx.config.llmBaseUrl } : {}),
-  now: () => new Date(), newEventId: randomUUID, newSuffix: randomSuffix,
+  store: ctx.store,
+  layout: ctx.layout,
+  strategies,
+  instanceId: ctx.instanceId,
+  natsUrl,
+  ...(process.env.DROVER_STREAM_TAG ? { streamTag: process.env.DROVER_STREAM_TAG } : {}),
+  heartbeatMs: ctx.config.heartbeatIntervalMs,
+  ...(ctx.config.llmBaseUrl ? { llmBaseUrl: ctx.config.llmBaseUrl } : {}),
+  now: () => new Date(),
+  newEventId: randomUUID,
+  newSuffix: randomSuffix,
   commandTokenFor: (id) => commandTokenFor(secret, id),
-  probeBudgetMs: 10_000, killBudgetMs: ctx.config.fenceDeadlineMs, maxConcurrentHostStartups: ctx.config.maxConcurrentHostStartups,
+  probeBudgetMs: 10_000,
+  killBudgetMs: ctx.config.fenceDeadlineMs,
+  maxConcurrentHostStartups: ctx.config.maxConcurrentHostStartups,
   log: (msg, fields) => ctx.log.info(fields ?? {}, msg),
 });
-const runners = await consumeScaleOutRequests(ctx, ctx.layout, provisioner, ctx.config.maxConcurrentHostStartups,
-  process.env.DROVER_SCALEOUT_ACK_WAIT_MS ? Number(process.env.DROVER_SCALEOUT_ACK_WAIT_MS) : undefined);
+const runners = await consumeScaleOutRequests(
+  ctx,
+  ctx.layout,
+  provisioner,
+  ctx.config.maxConcurrentHostStartups,
+  process.env.DROVER_SCALEOUT_ACK_WAIT_MS ? Number(process.env.DROVER_SCALEOUT_ACK_WAIT_MS) : undefined,
+);
 ctx.onShutdown(async () => {
   await Promise.all(runners.map((r) => r.stop()));
   provisioner.close();

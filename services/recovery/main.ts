@@ -11,13 +11,24 @@ const ctx = await bootstrap("recovery");
 const processes = createProcessStrategy();
 // Fences Pod incarnations (kill by UID) when DROVER_CONFIG configures Kubernetes hosts.
 const pods = ctx.config.kubernetes ? kubernetesStrategyFromConfig(ctx.config.kubernetes) : undefined;
-const state = new RecoveryState(ctx.layout.eventPrefix, (subject, seq, error) => ctx.log.warn({ subject, seq, error }, "invalid event in the stream"));
+const state = new RecoveryState(ctx.layout.eventPrefix, (subject, seq, error) =>
+  ctx.log.warn({ subject, seq, error }, "invalid event in the stream"),
+);
 const service = await startRecovery({
-  js: ctx.js, config: ctx.config, layout: ctx.layout, store: ctx.store, state,
+  js: ctx.js,
+  config: ctx.config,
+  layout: ctx.layout,
+  store: ctx.store,
+  state,
   env: { writer: { service: "recovery", instanceId: ctx.instanceId }, clock: systemClock, ids: randomIds },
   hosts: (provider) => (provider === "process" ? processes : provider === "kubernetes" ? pods : undefined),
-  sha256: (s) => createHash("sha256").update(s).digest("hex"), log: ctx.log,
+  sha256: (s) => createHash("sha256").update(s).digest("hex"),
+  log: ctx.log,
 });
 await service.ready;
 ctx.log.info({ runtimes: state.runtimes.size, runs: state.runs.size }, "recovery caught up");
-ctx.onShutdown(async () => { await service.stop(); await processes.close(); await pods?.close(); });
+ctx.onShutdown(async () => {
+  await service.stop();
+  await processes.close();
+  await pods?.close();
+});

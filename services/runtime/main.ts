@@ -9,7 +9,13 @@ import { setTimeout as delay } from "node:timers/promises";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { selfIncarnation } from "../../platform/process-incarnation.ts";
-import { createEventStore, DEFAULT_LAYOUT, ensureStreams, heartbeatSubject, taggedLayout } from "../../streams/index.ts";
+import {
+  createEventStore,
+  DEFAULT_LAYOUT,
+  ensureStreams,
+  heartbeatSubject,
+  taggedLayout,
+} from "../../streams/index.ts";
 import { parseRuntimeConfig } from "./domain/runtime-config.ts";
 import { startGrpcServer } from "./grpc/server.ts";
 import { startHttpServer } from "./http/server.ts";
@@ -27,29 +33,75 @@ if (!parsed.ok) {
 const config = parsed.config;
 const hostIncarnation = selfIncarnation(config.podUid);
 const log = (fields: Record<string, unknown>): void => {
-  process.stdout.write(`${JSON.stringify({ ...fields, runtimeInstanceId: config.runtimeInstanceId, at: new Date().toISOString() })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ ...fields, runtimeInstanceId: config.runtimeInstanceId, at: new Date().toISOString() })}\n`,
+  );
 };
 const now = () => new Date();
 
-const nc = await connect({ servers: config.natsUrl, name: `drover-runtime-${config.runtimeInstanceId}`, maxReconnectAttempts: -1 });
+const nc = await connect({
+  servers: config.natsUrl,
+  name: `drover-runtime-${config.runtimeInstanceId}`,
+  maxReconnectAttempts: -1,
+});
 const layout = config.streamTag ? taggedLayout(config.streamTag) : DEFAULT_LAYOUT;
 await ensureStreams(await jetstreamManager(nc), layout);
 const store = createEventStore(nc, layout);
 
 const workers = new WorkerPool(config.sizing.workers);
-const instance = new RuntimeInstance(config.sizing,
-  { store, runtimeInstanceId: config.runtimeInstanceId, hostIncarnation, now, newEventId: randomUUID, sleep: (ms) => delay(ms), log },
+const instance = new RuntimeInstance(
+  config.sizing,
+  {
+    store,
+    runtimeInstanceId: config.runtimeInstanceId,
+    hostIncarnation,
+    now,
+    newEventId: randomUUID,
+    sleep: (ms) => delay(ms),
+    log,
+  },
   { workers, maxWorkersPerRun: config.sizing.maxWorkersPerRun, runStep, llmBaseUrl: config.llmBaseUrl, now, log },
-  hostIncarnation);
-const handler = createCommandHandler({ runtimeInstanceId: config.runtimeInstanceId, hostIncarnation, token: config.commandToken, instance, now });
-const heartbeats = new HeartbeatPublisher({ subject: heartbeatSubject(layout, config.runtimeInstanceId), runtimeInstanceId: config.runtimeInstanceId,
-  hostIncarnation, instance, publish: (s, d) => nc.publish(s, d), now, log }, config.heartbeatMs);
+  hostIncarnation,
+);
+const handler = createCommandHandler({
+  runtimeInstanceId: config.runtimeInstanceId,
+  hostIncarnation,
+  token: config.commandToken,
+  instance,
+  now,
+});
+const heartbeats = new HeartbeatPublisher(
+  {
+    subject: heartbeatSubject(layout, config.runtimeInstanceId),
+    runtimeInstanceId: config.runtimeInstanceId,
+    hostIncarnation,
+    instance,
+    publish: (s, d) => nc.publish(s, d),
+    now,
+    log,
+  },
+  config.heartbeatMs,
+);
 
-const listening = config.transport === "http"
-  ? await startHttpServer(handler, config.bindHost, config.port).then((s) => ({ port: s.port, close: () => s.server.close() }))
-  : await startGrpcServer(handler, config.bindHost, config.port).then((s) => ({ port: s.port, close: () => new Promise<void>((ok) => s.server.tryShutdown(() => ok())) }));
+const listening =
+  config.transport === "http"
+    ? await startHttpServer(handler, config.bindHost, config.port).then((s) => ({
+        port: s.port,
+        close: () => s.server.close(),
+      }))
+    : await startGrpcServer(handler, config.bindHost, config.port).then((s) => ({
+        port: s.port,
+        close: () => new Promise<void>((ok) => s.server.tryShutdown(() => ok())),
+      }));
 heartbeats.start();
-log({ event: "listening", port: listening.port, transport: config.transport, hostIncarnation, controlPlaneId: config.controlPlaneId, tenantId: config.tenantId ?? null });
+log({
+  event: "listening",
+  port: listening.port,
+  transport: config.transport,
+  hostIncarnation,
+  controlPlaneId: config.controlPlaneId,
+  tenantId: config.tenantId ?? null,
+});
 
 let stopping = false;
 process.on("SIGTERM", () => {

@@ -29,38 +29,75 @@ describe("drover capacity-rebuild → capacity service over NATS (real processes
     redis = new Redis(inject("redisUrl"), { db: DB, maxRetriesPerRequest: 1 });
     await redis.flushdb();
     view = redisCapacityView<CapacityDescriptor>(redis, CP);
-    cp = await startControlPlane({ natsUrl: inject("natsUrl"), redisUrl: `${inject("redisUrl")}/${DB}`, services: ["capacity"],
-      config: { controlPlaneId: CP, tenants: [{ tenantId: "t-cap", isolationMode: "dedicated" }] } });
+    cp = await startControlPlane({
+      natsUrl: inject("natsUrl"),
+      redisUrl: `${inject("redisUrl")}/${DB}`,
+      services: ["capacity"],
+      config: { controlPlaneId: CP, tenants: [{ tenantId: "t-cap", isolationMode: "dedicated" }] },
+    });
     nc = await connect({ servers: inject("natsUrl") });
     // The service logs this only once the server has its subscription: no request races its start-up.
-    await eventually("the capacity service answering rebuild requests", async () =>
-      ((await readFile(join(cp.logDir, "capacity.log"), "utf8").catch(() => "")).includes("answering capacity rebuild requests") ? true : undefined), 60_000);
+    await eventually(
+      "the capacity service answering rebuild requests",
+      async () =>
+        (await readFile(join(cp.logDir, "capacity.log"), "utf8").catch(() => "")).includes(
+          "answering capacity rebuild requests",
+        )
+          ? true
+          : undefined,
+      60_000,
+    );
   });
-  afterAll(async () => { await nc?.close(); redis?.disconnect(); await cp?.stop(); });
+  afterAll(async () => {
+    await nc?.close();
+    redis?.disconnect();
+    await cp?.stop();
+  });
 
-  function drover(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  function drover(
+    args: string[],
+    env: Record<string, string> = {},
+  ): Promise<{ code: number; stdout: string; stderr: string }> {
     const childEnv = { ...process.env, NATS_URL: "nats://127.0.0.1:1", DROVER_STREAM_TAG: cp.streamTag, ...env };
     return new Promise((ok) => {
-      execFile(process.execPath, ["--import", "tsx", "cli/drover.ts", ...args], { cwd: ROOT, env: childEnv, timeout: 60_000 }, (err, stdout, stderr) => {
-        ok({ code: err ? Number((err as { code?: number }).code ?? -1) : 0, stdout, stderr });
-      });
+      execFile(
+        process.execPath,
+        ["--import", "tsx", "cli/drover.ts", ...args],
+        { cwd: ROOT, env: childEnv, timeout: 60_000 },
+        (err, stdout, stderr) => {
+          ok({ code: err ? Number((err as { code?: number }).code ?? -1) : 0, stdout, stderr });
+        },
+      );
     });
   }
 
   it("restores a corrupted view to exactly what the service had folded, and prints its runtimes, events folded and last sequence", async () => {
     const store = createEventStore(nc, cp.layout);
-    await publishReadyRuntime(store, { runtimeInstanceId: RT, controlPlaneId: CP, isolationMode: "dedicated", tenantId: "t-cap" });
+    await publishReadyRuntime(store, {
+      runtimeInstanceId: RT,
+      controlPlaneId: CP,
+      isolationMode: "dedicated",
+      tenantId: "t-cap",
+    });
     await publishBeat(jetstream(nc), cp.layout, RT, 1, 3);
     const lastSeq = await store.lastSeq(runtimeRef(RT));
-    const before = await eventually("the runtime ready with its heartbeat in the Redis view", async () => {
-      const d = await view.get(RT);
-      return d?.endpoint && d.beats[FAKE_INCARNATION]?.beat === 1 ? view.all() : undefined;
-    }, 30_000);
+    const before = await eventually(
+      "the runtime ready with its heartbeat in the Redis view",
+      async () => {
+        const d = await view.get(RT);
+        return d?.endpoint && d.beats[FAKE_INCARNATION]?.beat === 1 ? view.all() : undefined;
+      },
+      30_000,
+    );
     expect(before.map((d) => d.runtimeInstanceId)).toEqual([RT]);
 
     // Corrupt the view: the runtime's descriptor replaced by garbage, a phantom runtime, no checkpoint.
     await redis.hset(`drover:${CP}:cap:rt:${RT}`, "d", JSON.stringify({ runtimeInstanceId: RT, garbage: true }));
-    await redis.multi().hset(`drover:${CP}:cap:rt:rt-phantom`, "d", JSON.stringify({ runtimeInstanceId: "rt-phantom" })).sadd(`drover:${CP}:cap:index`, "rt-phantom").exec();
+    await redis
+      .multi()
+      .hset(`drover:${CP}:cap:rt:rt-phantom`, "d", JSON.stringify({ runtimeInstanceId: "rt-phantom" }))
+      .sadd(`drover:${CP}:cap:index`, "rt-phantom")
+      .exec();
     await redis.del(`drover:${CP}:cap:checkpoint:runtime-events`);
     expect(await view.all()).not.toEqual(before);
 
@@ -79,14 +116,27 @@ describe("drover capacity-rebuild → capacity service over NATS (real processes
 
     const json = await drover(["capacity-rebuild", "--control-plane", CP, "--json"], { NATS_URL: inject("natsUrl") });
     expect(json.code).toBe(0);
-    expect(JSON.parse(json.stdout)).toMatchObject({ controlPlaneId: CP, ok: true, runtimes: [RT], eventsFolded: 8, lastSeq, heartbeatsFolded: 1 });
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      controlPlaneId: CP,
+      ok: true,
+      runtimes: [RT],
+      eventsFolded: 8,
+      lastSeq,
+      heartbeatsFolded: 1,
+    });
     expect(await view.all()).toEqual(before);
   });
 
   it("exits 3 with a clear error when no capacity service answers for that control plane", async () => {
-    const r = await drover(["capacity-rebuild", "--control-plane", "cp-nobody", "--timeout-ms", "2000"], { NATS_URL: inject("natsUrl") });
+    const r = await drover(["capacity-rebuild", "--control-plane", "cp-nobody", "--timeout-ms", "2000"], {
+      NATS_URL: inject("natsUrl"),
+    });
     expect(r.code).toBe(3);
     expect(r.stdout).toBe("");
-    expect(r.stderr).toMatch(new RegExp(`no capacity service answered on ${cp.streamTag.replace(/[.-]/g, "\\$&")}\\.drover-ctl\\.cp-nobody\\.capacity\\.rebuild within 2000 ms`));
+    expect(r.stderr).toMatch(
+      new RegExp(
+        `no capacity service answered on ${cp.streamTag.replace(/[.-]/g, "\\$&")}\\.drover-ctl\\.cp-nobody\\.capacity\\.rebuild within 2000 ms`,
+      ),
+    );
   });
 });

@@ -17,11 +17,20 @@ import { eventually } from "../support/streams.ts";
  * room; once its own is full and at maxRuntimeInstances, it falls back to shared capacity if
  * allowed, else waits queued (its scale-out rejected at the limit) until its own frees up.
  */
-const TOKENS = { "token-tenant-hyba-000001": { role: "tenant", tenantId: "t-hyb-a" }, "token-tenant-hybb-000001": { role: "tenant", tenantId: "t-hyb-b" },
-  "token-tenant-ded-0000001": { role: "tenant", tenantId: "t-ded" }, "token-tenant-shared-0001": { role: "tenant", tenantId: "t-shared" },
-  "token-operator-00000001": { role: "operator", name: "ops" } } as const;
+const TOKENS = {
+  "token-tenant-hyba-000001": { role: "tenant", tenantId: "t-hyb-a" },
+  "token-tenant-hybb-000001": { role: "tenant", tenantId: "t-hyb-b" },
+  "token-tenant-ded-0000001": { role: "tenant", tenantId: "t-ded" },
+  "token-tenant-shared-0001": { role: "tenant", tenantId: "t-shared" },
+  "token-operator-00000001": { role: "operator", name: "ops" },
+} as const;
 // One slot per hybrid runtime (1 concurrent run, no local queue), so "full" is one run in flight.
-const ONE_SLOT = { maxRuntimeInstances: 1, workersPerInstance: 1, maxConcurrentRunsPerInstance: 1, localQueueCapacity: 0 };
+const ONE_SLOT = {
+  maxRuntimeInstances: 1,
+  workersPerInstance: 1,
+  maxConcurrentRunsPerInstance: 1,
+  localQueueCapacity: 0,
+};
 // The dedicated and shared runtimes have many more free slots: ranking by slots alone would pick them.
 const ROOMY = { maxRuntimeInstances: 1, workersPerInstance: 2, maxConcurrentRunsPerInstance: 4, localQueueCapacity: 4 };
 const own = (tenantId: string) => new RegExp(`^rt-${tenantId}-[a-z0-9]+$`);
@@ -29,19 +38,31 @@ const own = (tenantId: string) => new RegExp(`^rt-${tenantId}-[a-z0-9]+$`);
 describe("hybrid tenant: own runtime by scale-out, preferred while it has room, shared only as its fallback (all services real)", () => {
   let cp: ControlPlane;
   const clients = () => ({
-    a: apiClient(cp.apiUrl, "token-tenant-hyba-000001"), b: apiClient(cp.apiUrl, "token-tenant-hybb-000001"),
-    ded: apiClient(cp.apiUrl, "token-tenant-ded-0000001"), shared: apiClient(cp.apiUrl, "token-tenant-shared-0001"),
+    a: apiClient(cp.apiUrl, "token-tenant-hyba-000001"),
+    b: apiClient(cp.apiUrl, "token-tenant-hybb-000001"),
+    ded: apiClient(cp.apiUrl, "token-tenant-ded-0000001"),
+    shared: apiClient(cp.apiUrl, "token-tenant-shared-0001"),
   });
   type Client = ReturnType<typeof apiClient>;
   type View = { status: string; tenantId: string; placement: { runtimeInstanceId: string } | null };
-  const completed = (c: Client, id: string) => eventually<View>(`run ${id} completed`, async () => {
-    const r = await c.run(id);
-    return r.body?.status === "completed" ? r.body : undefined;
-  }, 90_000);
-  const placed = (c: Client, id: string) => eventually<View>(`run ${id} dispatched`, async () => {
-    const r = await c.run(id);
-    return r.body?.placement && ["dispatched", "started"].includes(r.body.status) ? r.body : undefined;
-  }, 90_000);
+  const completed = (c: Client, id: string) =>
+    eventually<View>(
+      `run ${id} completed`,
+      async () => {
+        const r = await c.run(id);
+        return r.body?.status === "completed" ? r.body : undefined;
+      },
+      90_000,
+    );
+  const placed = (c: Client, id: string) =>
+    eventually<View>(
+      `run ${id} dispatched`,
+      async () => {
+        const r = await c.run(id);
+        return r.body?.placement && ["dispatched", "started"].includes(r.body.status) ? r.body : undefined;
+      },
+      90_000,
+    );
   const submit = async (c: Client, steps: number, stepMs: number) => {
     const r = await c.submit(chainDag(steps, stepMs));
     expect(r.status).toBe(201);
@@ -51,7 +72,13 @@ describe("hybrid tenant: own runtime by scale-out, preferred while it has room, 
     const nc = await connect({ servers: inject("natsUrl") });
     try {
       const out: StoredEvent[] = [];
-      await createEventStore(nc, cp.layout).replay({ seq: 1 }, (e) => { out.push(e); }, { filter: `${cp.layout.eventPrefix}.${filter}` });
+      await createEventStore(nc, cp.layout).replay(
+        { seq: 1 },
+        (e) => {
+          out.push(e);
+        },
+        { filter: `${cp.layout.eventPrefix}.${filter}` },
+      );
       return out;
     } finally {
       await nc.close();
@@ -69,9 +96,12 @@ describe("hybrid tenant: own runtime by scale-out, preferred while it has room, 
     const ops = apiClient(cp.apiUrl, "token-operator-00000001");
     try {
       await eventually(`${rt} has a free slot`, async () => {
-        const entry = ((await ops.get("/v1/capacity")).body.runtimes as { runtimeInstanceId: string; canAcceptRun: boolean }[])
-          .find((e) => e.runtimeInstanceId === rt);
-        return entry?.canAcceptRun && (await redisReservations(redis, "cp-e2e-hyb").count(rt, Date.now())) === 0 ? true : undefined;
+        const entry = (
+          (await ops.get("/v1/capacity")).body.runtimes as { runtimeInstanceId: string; canAcceptRun: boolean }[]
+        ).find((e) => e.runtimeInstanceId === rt);
+        return entry?.canAcceptRun && (await redisReservations(redis, "cp-e2e-hyb").count(rt, Date.now())) === 0
+          ? true
+          : undefined;
       });
     } finally {
       redis.disconnect();
@@ -86,12 +116,27 @@ describe("hybrid tenant: own runtime by scale-out, preferred while it has room, 
     await redis.flushdb();
     redis.disconnect();
     cp = await startControlPlane({
-      natsUrl: inject("natsUrl"), redisUrl: `${inject("redisUrl")}/14`,
+      natsUrl: inject("natsUrl"),
+      redisUrl: `${inject("redisUrl")}/14`,
       config: {
-        controlPlaneId: "cp-e2e-hyb", heartbeatIntervalMs: 250, dispatchTimeoutMs: 2000,
+        controlPlaneId: "cp-e2e-hyb",
+        heartbeatIntervalMs: 250,
+        dispatchTimeoutMs: 2000,
         tenants: [
-          { tenantId: "t-hyb-a", isolationMode: "hybrid", preferDedicatedCapacity: true, allowSharedFallback: true, ...ONE_SLOT },
-          { tenantId: "t-hyb-b", isolationMode: "hybrid", preferDedicatedCapacity: true, allowSharedFallback: false, ...ONE_SLOT },
+          {
+            tenantId: "t-hyb-a",
+            isolationMode: "hybrid",
+            preferDedicatedCapacity: true,
+            allowSharedFallback: true,
+            ...ONE_SLOT,
+          },
+          {
+            tenantId: "t-hyb-b",
+            isolationMode: "hybrid",
+            preferDedicatedCapacity: true,
+            allowSharedFallback: false,
+            ...ONE_SLOT,
+          },
           { tenantId: "t-ded", isolationMode: "dedicated", ...ROOMY },
           { tenantId: "t-shared", isolationMode: "shared", ...ROOMY },
         ],
@@ -99,7 +144,9 @@ describe("hybrid tenant: own runtime by scale-out, preferred while it has room, 
       },
     });
   });
-  afterAll(async () => { await cp?.stop(); });
+  afterAll(async () => {
+    await cp?.stop();
+  });
 
   const runtimes: Record<"a" | "b" | "ded" | "shared", string> = { a: "", b: "", ded: "", shared: "" };
 
@@ -119,16 +166,28 @@ describe("hybrid tenant: own runtime by scale-out, preferred while it has room, 
     expect(await dispatchedTo("t-hyb-b", b1)).toEqual([runtimes.b]);
 
     // the scale-out asked for a hybrid runtime under the tenant's prefix, and got one owned by the tenant
-    for (const [tenantId, fallback, rt] of [["t-hyb-a", true, runtimes.a], ["t-hyb-b", false, runtimes.b]] as const) {
+    for (const [tenantId, fallback, rt] of [
+      ["t-hyb-a", true, runtimes.a],
+      ["t-hyb-b", false, runtimes.b],
+    ] as const) {
       const requested = ofType(await log(`scaleout.${tenantId}.>`), "scaleout.requested");
       expect(requested.length).toBeGreaterThanOrEqual(1);
       for (const r of requested) {
-        expect(r.event.data.policy).toEqual({ isolationMode: "hybrid", allowSharedFallback: fallback, runtimeInstanceIdPrefix: `rt-${tenantId}`, maxRuntimeInstances: 1 });
+        expect(r.event.data.policy).toEqual({
+          isolationMode: "hybrid",
+          allowSharedFallback: fallback,
+          runtimeInstanceIdPrefix: `rt-${tenantId}`,
+          maxRuntimeInstances: 1,
+        });
         expect(r.event.data.reason.code).toBe("no-visible-capacity");
       }
       const registered = ofType(await log(`runtime.${rt}.>`), "runtime.registered");
       expect(registered).toHaveLength(1);
-      expect(registered[0]!.event.data).toMatchObject({ isolationMode: "hybrid", tenantId, allowSharedFallback: fallback });
+      expect(registered[0]!.event.data).toMatchObject({
+        isolationMode: "hybrid",
+        tenantId,
+        allowSharedFallback: fallback,
+      });
       expect(requested.map((r) => r.event.data.requestId)).toContain(registered[0]!.event.data.scaleOutRequestId);
     }
   });
@@ -167,13 +226,21 @@ describe("hybrid tenant: own runtime by scale-out, preferred while it has room, 
     });
     expect(queued.lastReason).toBe("no-visible-capacity");
     // it asked for another runtime of its own; the provisioner refused at maxRuntimeInstances
-    const requestId = await eventually("b3 waits on a scale-out request", async () =>
-      ofType(await log(`run.t-hyb-b.${b3}.>`), "run.scale-out-requested")[0]?.event.data.requestId);
-    const rejected = await eventually("its scale-out rejected", async () =>
-      ofType(await log(`scaleout.t-hyb-b.${requestId}.>`), "scaleout.rejected")[0]);
+    const requestId = await eventually(
+      "b3 waits on a scale-out request",
+      async () => ofType(await log(`run.t-hyb-b.${b3}.>`), "run.scale-out-requested")[0]?.event.data.requestId,
+    );
+    const rejected = await eventually(
+      "its scale-out rejected",
+      async () => ofType(await log(`scaleout.t-hyb-b.${requestId}.>`), "scaleout.rejected")[0],
+    );
     expect(rejected.event.data.reason.code).toBe("scale-out-limit-reached");
     const request = ofType(await log(`scaleout.t-hyb-b.${requestId}.>`), "scaleout.requested")[0]!;
-    expect(request.event.data.policy).toMatchObject({ isolationMode: "hybrid", allowSharedFallback: false, runtimeInstanceIdPrefix: "rt-t-hyb-b" });
+    expect(request.event.data.policy).toMatchObject({
+      isolationMode: "hybrid",
+      allowSharedFallback: false,
+      runtimeInstanceIdPrefix: "rt-t-hyb-b",
+    });
 
     expect((await completed(b, b2)).placement!.runtimeInstanceId).toBe(runtimes.b);
     expect((await completed(b, b3)).placement!.runtimeInstanceId).toBe(runtimes.b);
@@ -188,7 +255,9 @@ describe("hybrid tenant: own runtime by scale-out, preferred while it has room, 
       for (const e of dispatched) expect(ok).toContain(e.event.data.runtimeInstanceId);
     }
     // the hybrid runtimes and the scale-outs are the tenants' own: 4 runtimes, one per tenant, none extra
-    const registered = ofType(await log("runtime.*.registered"), "runtime.registered").map((e) => e.subject.split(".").at(-2));
+    const registered = ofType(await log("runtime.*.registered"), "runtime.registered").map((e) =>
+      e.subject.split(".").at(-2),
+    );
     expect(registered.sort()).toEqual([runtimes.a, runtimes.b, runtimes.ded, runtimes.shared].sort());
   });
 });

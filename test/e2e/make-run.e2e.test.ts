@@ -13,31 +13,69 @@ import { eventually } from "../support/streams.ts";
 const ROOT = resolve(import.meta.dirname, "../..");
 const TOKEN = "token-make-run-tenant-01";
 
-type Run = { child: ChildProcess; out: () => string; exited: Promise<number | null>; env: NodeJS.ProcessEnv; dir: string };
+type Run = {
+  child: ChildProcess;
+  out: () => string;
+  exited: Promise<number | null>;
+  env: NodeJS.ProcessEnv;
+  dir: string;
+};
 const runs: Run[] = [];
 
 async function makeRun(): Promise<Run> {
   const dir = await mkdtemp(join(tmpdir(), "drover-make-run-"));
   const config = join(dir, "drover.json");
-  await writeFile(config, JSON.stringify({
-    controlPlaneId: `cp-mr-${process.pid}`, api: { port: 0 },
-    tenants: [{ tenantId: "mr-acme", isolationMode: "dedicated", maxRuntimeInstances: 1, workersPerInstance: 1, maxConcurrentRunsPerInstance: 1, localQueueCapacity: 2 }],
-    tokens: { [TOKEN]: { role: "tenant", tenantId: "mr-acme" } },
-  }));
-  const env = { ...process.env, DROVER_RUN_DIR: join(dir, "infra"), DROVER_SERVICES_DIR: join(dir, "services"), DROVER_CONFIG: config,
-    NATS_PORT: "", MONGO_PORT: "", REDIS_PORT: "" };
+  await writeFile(
+    config,
+    JSON.stringify({
+      controlPlaneId: `cp-mr-${process.pid}`,
+      api: { port: 0 },
+      tenants: [
+        {
+          tenantId: "mr-acme",
+          isolationMode: "dedicated",
+          maxRuntimeInstances: 1,
+          workersPerInstance: 1,
+          maxConcurrentRunsPerInstance: 1,
+          localQueueCapacity: 2,
+        },
+      ],
+      tokens: { [TOKEN]: { role: "tenant", tenantId: "mr-acme" } },
+    }),
+  );
+  const env = {
+    ...process.env,
+    DROVER_RUN_DIR: join(dir, "infra"),
+    DROVER_SERVICES_DIR: join(dir, "services"),
+    DROVER_CONFIG: config,
+    NATS_PORT: "",
+    MONGO_PORT: "",
+    REDIS_PORT: "",
+  };
   // detached: its own process group, as a terminal's foreground job is, so SIGINT to the group is Ctrl-C.
-  const child = spawn("bash", [join(ROOT, "scripts/run.sh")], { env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn("bash", [join(ROOT, "scripts/run.sh")], {
+    env,
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let out = "";
-  child.stdout!.on("data", (d: Buffer) => { out += d.toString(); });
-  child.stderr!.on("data", (d: Buffer) => { out += d.toString(); });
+  child.stdout!.on("data", (d: Buffer) => {
+    out += d.toString();
+  });
+  child.stderr!.on("data", (d: Buffer) => {
+    out += d.toString();
+  });
   const exited = new Promise<number | null>((ok) => child.once("exit", (code) => ok(code)));
   const run = { child, out: () => out, exited, env, dir };
   runs.push(run);
-  await eventually("make run is up", async () => {
-    if (child.exitCode !== null) throw new Error(`make run exited ${child.exitCode}:\n${out}`);
-    return out.includes("running; Ctrl-C") ? true : undefined;
-  }, 180_000);
+  await eventually(
+    "make run is up",
+    async () => {
+      if (child.exitCode !== null) throw new Error(`make run exited ${child.exitCode}:\n${out}`);
+      return out.includes("running; Ctrl-C") ? true : undefined;
+    },
+    180_000,
+  );
   return run;
 }
 
@@ -49,20 +87,37 @@ async function leftovers(run: Run, infraPids: number[]): Promise<number[]> {
     const environ = await readFile(`/proc/${pid}/environ`, "utf8").catch(() => "");
     if (environ.split("\0").includes(natsUrl)) found.push(pid);
   }
-  return [...found, ...infraPids.filter((p) => { try { process.kill(p, 0); return true; } catch { return false; } })];
+  return [
+    ...found,
+    ...infraPids.filter((p) => {
+      try {
+        process.kill(p, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    }),
+  ];
 }
 
-const infraPids = async (run: Run) => Promise.all(["nats", "ferretdb", "redis"].map(async (n) => Number(await readFile(join(run.dir, "infra", `${n}.pid`), "utf8"))));
+const infraPids = async (run: Run) =>
+  Promise.all(
+    ["nats", "ferretdb", "redis"].map(async (n) => Number(await readFile(join(run.dir, "infra", `${n}.pid`), "utf8"))),
+  );
 
 /** Runs the curl command `make run` printed, exactly as printed. */
 function printedCurl(out: string): Promise<string> {
-  const lines = out.split("\n").filter((l) => /^\[drover\]\s+(curl |-d )/.test(l.trimStart()) || /^\[drover\] {3,}/.test(l));
+  const lines = out
+    .split("\n")
+    .filter((l) => /^\[drover\]\s+(curl |-d )/.test(l.trimStart()) || /^\[drover\] {3,}/.test(l));
   const cmd = lines.map((l) => l.replace(/^\[drover\]\s+/, "")).join("\n");
   expect(cmd).toMatch(/^curl .*\n.*\/v1\/runs$/s);
   return new Promise((ok, fail) => {
     const c = spawn("bash", ["-c", cmd], { stdio: ["ignore", "pipe", "inherit"] });
     let body = "";
-    c.stdout.on("data", (d: Buffer) => { body += d.toString(); });
+    c.stdout.on("data", (d: Buffer) => {
+      body += d.toString();
+    });
     c.once("exit", (code) => (code === 0 ? ok(body) : fail(new Error(`curl exited ${code}`))));
   });
 }
@@ -70,8 +125,17 @@ function printedCurl(out: string): Promise<string> {
 describe("make run (scripts/run.sh): real infrastructure, every service and process-host runtimes, stopped by Ctrl-C or make stop", () => {
   afterEach(async () => {
     for (const r of runs.splice(0)) {
-      if (r.child.exitCode === null) { try { process.kill(-r.child.pid!, "SIGKILL"); } catch { /* gone */ } }
-      await new Promise<void>((ok) => { const c = spawn("bash", [join(ROOT, "scripts/run.sh"), "--stop"], { env: r.env, stdio: "ignore" }); c.once("exit", () => ok()); });
+      if (r.child.exitCode === null) {
+        try {
+          process.kill(-r.child.pid!, "SIGKILL");
+        } catch {
+          /* gone */
+        }
+      }
+      await new Promise<void>((ok) => {
+        const c = spawn("bash", [join(ROOT, "scripts/run.sh"), "--stop"], { env: r.env, stdio: "ignore" });
+        c.once("exit", () => ok());
+      });
       await rm(r.dir, { recursive: true, force: true });
     }
   });
@@ -82,11 +146,17 @@ describe("make run (scripts/run.sh): real infrastructure, every service and proc
     expect(api).toBeDefined();
     const submitted = JSON.parse(await printedCurl(run.out())) as { sharedRunId: string; tenantId: string };
     expect(submitted.tenantId).toBe("mr-acme");
-    const view = await eventually("the printed run completes", async () => {
-      const r = await fetch(`${api}/runs/${submitted.sharedRunId}`, { headers: { authorization: `Bearer ${TOKEN}` } });
-      const body = (await r.json()) as { status: string; placement: { runtimeInstanceId: string } | null };
-      return body.status === "completed" ? body : undefined;
-    }, 120_000);
+    const view = await eventually(
+      "the printed run completes",
+      async () => {
+        const r = await fetch(`${api}/runs/${submitted.sharedRunId}`, {
+          headers: { authorization: `Bearer ${TOKEN}` },
+        });
+        const body = (await r.json()) as { status: string; placement: { runtimeInstanceId: string } | null };
+        return body.status === "completed" ? body : undefined;
+      },
+      120_000,
+    );
     expect(view.placement?.runtimeInstanceId).toMatch(/^rt-mr-acme-/);
     const infra = await infraPids(run);
     expect((await leftovers(run, infra)).length).toBeGreaterThanOrEqual(3 + 6 + 1); // infra, services, the runtime
@@ -101,7 +171,10 @@ describe("make run (scripts/run.sh): real infrastructure, every service and proc
     const services = join(dir, "services");
     await mkdir(services, { recursive: true });
     // Strangers in their own process groups, as a reused pid's owner would be.
-    const strangers = [spawn("sleep", ["60"], { detached: true, stdio: "ignore" }), spawn("sleep", ["60"], { detached: true, stdio: "ignore" })];
+    const strangers = [
+      spawn("sleep", ["60"], { detached: true, stdio: "ignore" }),
+      spawn("sleep", ["60"], { detached: true, stdio: "ignore" }),
+    ];
     try {
       await writeFile(join(services, "admission.pid"), `${strangers[0]!.pid}\n`);
       await writeFile(join(services, "api.pid"), `${strangers[1]!.pid}\n`);
@@ -109,7 +182,8 @@ describe("make run (scripts/run.sh): real infrastructure, every service and proc
       const env = { ...process.env, DROVER_RUN_DIR: join(dir, "infra"), DROVER_SERVICES_DIR: services };
       const stop = spawn("bash", [join(ROOT, "scripts/run.sh"), "--stop"], { env, stdio: "ignore" });
       expect(await new Promise((ok) => stop.once("exit", ok))).toBe(0);
-      for (const s of strangers) expect(s.exitCode === null && s.signalCode === null, `pid ${s.pid} still running`).toBe(true);
+      for (const s of strangers)
+        expect(s.exitCode === null && s.signalCode === null, `pid ${s.pid} still running`).toBe(true);
       expect((await readdir(services)).filter((f) => f.endsWith(".pid"))).toEqual([]);
     } finally {
       for (const s of strangers) s.kill("SIGKILL");

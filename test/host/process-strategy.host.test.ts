@@ -20,7 +20,9 @@ function strategy(mode: string, extra: Parameters<typeof createProcessStrategy>[
   strategies.push(s);
   return s;
 }
-afterAll(async () => { await Promise.all(strategies.map((s) => s.killAll())); });
+afterAll(async () => {
+  await Promise.all(strategies.map((s) => s.killAll()));
+});
 
 const ID = "DROVER_RUNTIME_INSTANCE_ID";
 
@@ -47,7 +49,8 @@ describe("process host strategy (real processes, stand-in runtime)", () => {
     expect(results.map((r) => r.outcome).sort()).toEqual(["converged", "converged", "created"]);
     const incarnations = new Set(results.map((r) => (r.outcome === "rejected" ? "" : r.host.hostIncarnation)));
     expect(incarnations.size).toBe(1);
-    for (const r of results) if (r.outcome === "converged") expect([r.convergenceSource, r.owned]).toEqual(["lifecycle-cache", []]);
+    for (const r of results)
+      if (r.outcome === "converged") expect([r.convergenceSource, r.owned]).toEqual(["lifecycle-cache", []]);
     expect(processesWithEnv(ID, spec.runtimeInstanceId)).toHaveLength(1);
   });
 
@@ -83,7 +86,11 @@ describe("process host strategy (real processes, stand-in runtime)", () => {
   it("reports port-allocation-failed without spawning anything", async () => {
     const s = strategy("listen", { allocatePort: () => Promise.reject(new Error("EADDRINUSE (injected)")) });
     const spec = hostSpec();
-    expect(await s.start(spec)).toMatchObject({ outcome: "rejected", reason: { code: "port-allocation-failed" }, owned: [] });
+    expect(await s.start(spec)).toMatchObject({
+      outcome: "rejected",
+      reason: { code: "port-allocation-failed" },
+      owned: [],
+    });
     expect(processesWithEnv(ID, spec.runtimeInstanceId)).toEqual([]);
   });
 
@@ -112,7 +119,10 @@ describe("process host strategy (real processes, stand-in runtime)", () => {
     process.kill(inc.pid, "SIGTERM");
     const k = await s.kill(spec.runtimeInstanceId, r.host, 10_000);
     expect(incarnationState(inc.pid, inc.startTime)).toBe("gone");
-    expect(k).toEqual({ outcome: "killed", proof: { kind: "process-exit", pid: inc.pid, exitCode: null, signal: "SIGKILL" } });
+    expect(k).toEqual({
+      outcome: "killed",
+      proof: { kind: "process-exit", pid: inc.pid, exitCode: null, signal: "SIGKILL" },
+    });
   });
 
   it("a strategy that did not spawn the runtime proves its exit through /proc before kill returns", async () => {
@@ -143,12 +153,25 @@ describe("process host strategy (real processes, stand-in runtime)", () => {
   it("observes an exit it did not cause, naming the exact incarnation", async () => {
     const s = strategy("listen");
     const seen: HostObservation[] = [];
-    const gotIt = new Promise<void>((ok) => s.observe((f) => { seen.push(f); ok(); }));
+    const gotIt = new Promise<void>((ok) =>
+      s.observe((f) => {
+        seen.push(f);
+        ok();
+      }),
+    );
     const spec = hostSpec();
     const r = await s.start(spec);
     if (r.outcome !== "created") throw new Error(JSON.stringify(r));
     process.kill(r.host.pid as number, "SIGKILL");
     await gotIt;
-    expect(seen).toEqual([{ kind: "exited", runtimeInstanceId: spec.runtimeInstanceId, hostIncarnation: r.host.hostIncarnation, exitCode: null, signal: "SIGKILL" }]);
+    expect(seen).toEqual([
+      {
+        kind: "exited",
+        runtimeInstanceId: spec.runtimeInstanceId,
+        hostIncarnation: r.host.hostIncarnation,
+        exitCode: null,
+        signal: "SIGKILL",
+      },
+    ]);
   });
 });

@@ -21,7 +21,10 @@ const provisioners: ChildProcess[] = [];
 beforeAll(async () => {
   f = await provisionerFixture(inject("natsUrl"));
   configPath = join(mkdtempSync(join(tmpdir(), "drover-prov-")), "drover.json");
-  writeFileSync(configPath, JSON.stringify({ controlPlaneId: cp, maxConcurrentHostStartups: 2, heartbeatIntervalMs: 500 }));
+  writeFileSync(
+    configPath,
+    JSON.stringify({ controlPlaneId: cp, maxConcurrentHostStartups: 2, heartbeatIntervalMs: 500 }),
+  );
 });
 afterAll(async () => {
   for (const p of provisioners) if (p.exitCode === null && p.signalCode === null) p.kill("SIGKILL");
@@ -29,7 +32,8 @@ afterAll(async () => {
   const killer = createProcessStrategy();
   for (const id of started) {
     const host = (await f.runtimeEvents(id)).find((s) => s.event.type === "runtime.host-started")?.event;
-    if (host?.type === "runtime.host-started") await killer.kill(id, { hostIncarnation: host.data.hostIncarnation }, 15_000);
+    if (host?.type === "runtime.host-started")
+      await killer.kill(id, { hostIncarnation: host.data.hostIncarnation }, 15_000);
   }
   await f?.close();
 });
@@ -37,15 +41,24 @@ const started = new Set<string>();
 
 function startProvisioner(): ChildProcess {
   const child = spawn(process.execPath, ["--import", "tsx", "services/provisioner/main.ts"], {
-    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", DROVER_CONFIG: configPath, NATS_URL: inject("natsUrl"),
-      DROVER_STREAM_TAG: f.streamTag, DROVER_SCALEOUT_ACK_WAIT_MS: "3000", DROVER_COMMAND_SECRET: TEST_COMMAND_SECRET,
-      DROVER_RUNTIME_LOG_DIR: RUNTIME_LOGS, LOG_LEVEL: "warn" },
+    env: {
+      PATH: process.env.PATH ?? "",
+      HOME: process.env.HOME ?? "/tmp",
+      DROVER_CONFIG: configPath,
+      NATS_URL: inject("natsUrl"),
+      DROVER_STREAM_TAG: f.streamTag,
+      DROVER_SCALEOUT_ACK_WAIT_MS: "3000",
+      DROVER_COMMAND_SECRET: TEST_COMMAND_SECRET,
+      DROVER_RUNTIME_LOG_DIR: RUNTIME_LOGS,
+      LOG_LEVEL: "warn",
+    },
     stdio: ["ignore", "ignore", "inherit"],
   });
   provisioners.push(child);
   return child;
 }
-const exited = (c: ChildProcess) => new Promise<void>((ok) => (c.exitCode !== null || c.signalCode !== null ? ok() : c.once("exit", () => ok())));
+const exited = (c: ChildProcess) =>
+  new Promise<void>((ok) => (c.exitCode !== null || c.signalCode !== null ? ok() : c.once("exit", () => ok())));
 const types = (events: readonly { event: DroverEvent }[]) => events.map((s) => s.event.type);
 const fulfilledId = (events: readonly { event: DroverEvent }[]) => {
   const e = events.find((s) => s.event.type === "scaleout.fulfilled")?.event;
@@ -53,16 +66,26 @@ const fulfilledId = (events: readonly { event: DroverEvent }[]) => {
 };
 /** The runtime registered for a request once its host-started is recorded. */
 async function hostStartedFor(requestId: string): Promise<{ id: string; incarnation: string }> {
-  return eventually(`host-started for ${requestId}`, async () => {
-    let found: { id: string; incarnation: string } | undefined;
-    const registered = new Map<string, string>();
-    await f.store.replay({ seq: 1 }, (s) => {
-      const id = s.subject.split(".").at(-2) as string;
-      if (s.event.type === "runtime.registered" && s.event.data.scaleOutRequestId === requestId) registered.set(id, requestId);
-      if (s.event.type === "runtime.host-started" && registered.has(id)) found = { id, incarnation: s.event.data.hostIncarnation };
-    }, { filter: `${f.streams.layout.eventPrefix}.runtime.>` });
-    return found;
-  }, 60_000);
+  return eventually(
+    `host-started for ${requestId}`,
+    async () => {
+      let found: { id: string; incarnation: string } | undefined;
+      const registered = new Map<string, string>();
+      await f.store.replay(
+        { seq: 1 },
+        (s) => {
+          const id = s.subject.split(".").at(-2) as string;
+          if (s.event.type === "runtime.registered" && s.event.data.scaleOutRequestId === requestId)
+            registered.set(id, requestId);
+          if (s.event.type === "runtime.host-started" && registered.has(id))
+            found = { id, incarnation: s.event.data.hostIncarnation };
+        },
+        { filter: `${f.streams.layout.eventPrefix}.runtime.>` },
+      );
+      return found;
+    },
+    60_000,
+  );
 }
 
 describe("provisioner process restarts (real provisioner and runtime processes)", () => {
@@ -81,25 +104,39 @@ describe("provisioner process restarts (real provisioner and runtime processes)"
 
     const second = startProvisioner();
     const bEvents = await f.settled("tenant-rb", b.event.correlationId);
-    expect(types(bEvents)).toEqual(["scaleout.requested", "scaleout.observed", "scaleout.observed", "scaleout.fulfilled"]);
+    expect(types(bEvents)).toEqual([
+      "scaleout.requested",
+      "scaleout.observed",
+      "scaleout.observed",
+      "scaleout.fulfilled",
+    ]);
     const replacement = fulfilledId(bEvents);
     started.add(replacement);
     expect(replacement).not.toBe(orphan.id);
     const inc = parseProcessIncarnation(orphan.incarnation)!;
     expect(incarnationState(inc.pid, inc.startTime)).toBe("gone");
-    expect(types(await f.runtimeEvents(orphan.id))).toEqual(expect.arrayContaining(["runtime.host-start-failed", "runtime.retired"]));
+    expect(types(await f.runtimeEvents(orphan.id))).toEqual(
+      expect.arrayContaining(["runtime.host-start-failed", "runtime.retired"]),
+    );
     expect(types(await f.runtimeEvents(orphan.id))).not.toContain("runtime.capacity-published");
 
     // tenant-ra's runtime was spawned by the dead provisioner; the new one still counts it.
     const c = await f.request("tenant-ra", cp, { maxRuntimeInstances: 1 });
-    expect((await f.settled("tenant-ra", c.event.correlationId)).at(-1)?.event).toMatchObject({ type: "scaleout.rejected", data: { reason: { code: "scale-out-limit-reached" } } });
+    expect((await f.settled("tenant-ra", c.event.correlationId)).at(-1)?.event).toMatchObject({
+      type: "scaleout.rejected",
+      data: { reason: { code: "scale-out-limit-reached" } },
+    });
     expect(processGroupsWithEnv(CP, cp)).toHaveLength(2);
 
     // A graceful stop takes the runtimes this provisioner spawned with it (its exit hook); the dead one's survive.
     second.kill("SIGTERM");
     await exited(second);
-    const replacementHost = (await f.runtimeEvents(replacement)).find((s) => s.event.type === "runtime.host-started")?.event;
-    const rInc = parseProcessIncarnation(replacementHost?.type === "runtime.host-started" ? replacementHost.data.hostIncarnation : "")!;
+    const replacementHost = (await f.runtimeEvents(replacement)).find(
+      (s) => s.event.type === "runtime.host-started",
+    )?.event;
+    const rInc = parseProcessIncarnation(
+      replacementHost?.type === "runtime.host-started" ? replacementHost.data.hostIncarnation : "",
+    )!;
     expect(incarnationState(rInc.pid, rInc.startTime)).toBe("gone");
     expect(processGroupsWithEnv(CP, cp)).toHaveLength(1);
   });

@@ -13,8 +13,12 @@ import { eventually } from "../support/streams.ts";
 
 // Real nats-server, real runtime processes (services/runtime/main.ts), the real process strategy.
 let f: ProvisionerFixture;
-beforeAll(async () => { f = await provisionerFixture(inject("natsUrl")); });
-afterAll(async () => { await f?.close(); });
+beforeAll(async () => {
+  f = await provisionerFixture(inject("natsUrl"));
+});
+afterAll(async () => {
+  await f?.close();
+});
 
 const CP = "DROVER_CONTROL_PLANE_ID";
 const types = (events: readonly { event: DroverEvent }[]) => events.map((s) => s.event.type);
@@ -25,13 +29,21 @@ const fulfilledId = (events: readonly { event: DroverEvent }[]) => {
 
 const fulfilledOrRejectedRuntime = (events: readonly { event: DroverEvent }[]) => {
   const e = events.at(-1)?.event;
-  return e?.type === "scaleout.rejected" || e?.type === "scaleout.fulfilled" ? (e.data.runtimeInstanceId as string) : "";
+  return e?.type === "scaleout.rejected" || e?.type === "scaleout.fulfilled"
+    ? (e.data.runtimeInstanceId as string)
+    : "";
 };
 
 describe("provisioner with process hosts (real NATS, real runtime processes)", () => {
   it("turns a request from the shared durable consumer into exactly one runtime whose layers are all recorded, in order, before capacity-published", async () => {
     const { provisioner } = f.provisioner();
-    const runners = await consumeScaleOutRequests({ jsm: f.streams.jsm, nc: f.streams.nc }, f.streams.layout, provisioner, 2, 5_000);
+    const runners = await consumeScaleOutRequests(
+      { jsm: f.streams.jsm, nc: f.streams.nc },
+      f.streams.layout,
+      provisioner,
+      2,
+      5_000,
+    );
     try {
       const cp = uniqueName("cp");
       const requested = await f.request("tenant-fast", cp);
@@ -40,16 +52,31 @@ describe("provisioner with process hosts (real NATS, real runtime processes)", (
       const id = fulfilledId(events) as string;
       expect(id).toMatch(/^rt-tenant-fast-[a-z0-9]{12}$/);
       const rt = await f.runtimeEvents(id);
-      expect(types(rt)).toEqual(["runtime.registered", "runtime.host-start-requested", "runtime.host-started",
-        "runtime.readiness-layer-passed", "runtime.readiness-layer-passed", "runtime.readiness-layer-passed", "runtime.readiness-layer-passed",
-        "runtime.endpoint-published", "runtime.capacity-published"]);
-      expect(rt.flatMap((s) => (s.event.type === "runtime.readiness-layer-passed" ? [s.event.data.layer] : []))).toEqual(["resource", "host", "endpoint", "command"]);
+      expect(types(rt)).toEqual([
+        "runtime.registered",
+        "runtime.host-start-requested",
+        "runtime.host-started",
+        "runtime.readiness-layer-passed",
+        "runtime.readiness-layer-passed",
+        "runtime.readiness-layer-passed",
+        "runtime.readiness-layer-passed",
+        "runtime.endpoint-published",
+        "runtime.capacity-published",
+      ]);
+      expect(
+        rt.flatMap((s) => (s.event.type === "runtime.readiness-layer-passed" ? [s.event.data.layer] : [])),
+      ).toEqual(["resource", "host", "endpoint", "command"]);
       const started = rt[2]?.event;
       const pid = started?.type === "runtime.host-started" ? started.data.pid : undefined;
-      expect(processGroupsWithEnv(CP, cp), `runtime processes of ${cp}; host-started ${JSON.stringify(started)}`).toEqual([pid]);
+      expect(
+        processGroupsWithEnv(CP, cp),
+        `runtime processes of ${cp}; host-started ${JSON.stringify(started)}`,
+      ).toEqual([pid]);
       const published = rt.at(-1) as (typeof rt)[number];
       // Cold scale-out latency: request appended → capacity-published stored (server clock for both).
-      console.log(`[provisioner] cold scale-out request→capacity-published: ${published.time.getTime() - requested.time.getTime()} ms`);
+      console.log(
+        `[provisioner] cold scale-out request→capacity-published: ${published.time.getTime() - requested.time.getTime()} ms`,
+      );
     } finally {
       await Promise.all(runners.map((r) => r.stop()));
     }
@@ -62,9 +89,15 @@ describe("provisioner with process hosts (real NATS, real runtime processes)", (
     await provisioner.handle(requested);
     const id = fulfilledId(await f.settled("tenant-grpc", requested.event.correlationId)) as string;
     const rt = await f.runtimeEvents(id);
-    const command = rt.find((s) => s.event.type === "runtime.readiness-layer-passed" && s.event.data.layer === "command")?.event;
-    expect(command).toMatchObject({ data: { detail: expect.stringMatching(/^GetQueueStatus over grpc answered by /) } });
-    expect(rt.find((s) => s.event.type === "runtime.endpoint-published")?.event).toMatchObject({ data: { endpoint: expect.stringMatching(/^127\.0\.0\.1:\d+$/) } });
+    const command = rt.find(
+      (s) => s.event.type === "runtime.readiness-layer-passed" && s.event.data.layer === "command",
+    )?.event;
+    expect(command).toMatchObject({
+      data: { detail: expect.stringMatching(/^GetQueueStatus over grpc answered by /) },
+    });
+    expect(rt.find((s) => s.event.type === "runtime.endpoint-published")?.event).toMatchObject({
+      data: { endpoint: expect.stringMatching(/^127\.0\.0\.1:\d+$/) },
+    });
   });
 
   it("rejects a runtime that exits during start-up with host-start-failed + process-exited-during-startup and leaves nothing running", async () => {
@@ -75,22 +108,43 @@ describe("provisioner with process hosts (real NATS, real runtime processes)", (
     await provisioner.handle(requested);
     const events = await f.settled("tenant-crash", requested.event.correlationId);
     const rejected = events.at(-1)?.event;
-    expect(rejected).toMatchObject({ type: "scaleout.rejected", data: { reason: { code: "process-exited-during-startup" } } });
+    expect(rejected).toMatchObject({
+      type: "scaleout.rejected",
+      data: { reason: { code: "process-exited-during-startup" } },
+    });
     const id = rejected?.type === "scaleout.rejected" ? (rejected.data.runtimeInstanceId as string) : "";
     const rt = await f.runtimeEvents(id);
-    expect(rt.find((s) => s.event.type === "runtime.host-start-failed")?.event).toMatchObject({ data: { reason: { code: "process-exited-during-startup" }, layer: "host" } });
+    expect(rt.find((s) => s.event.type === "runtime.host-start-failed")?.event).toMatchObject({
+      data: { reason: { code: "process-exited-during-startup" }, layer: "host" },
+    });
     expect(types(rt)).not.toContain("runtime.capacity-published");
     expect(types(rt)).toContain("runtime.retired");
     expect(processGroupsWithEnv(CP, cp)).toEqual([]);
   });
 
   // A lying strategy in front of the real one: the runtime it starts is real, but not what the probe expects.
-  const lying = (change: (spec: HostSpec) => HostSpec) => (real: HostStrategy): HostStrategy => ({ ...real, provider: real.provider,
-    start: (spec, signal, onHost) => real.start(change(spec), signal, onHost), kill: real.kill, observe: real.observe, close: real.close });
+  const lying =
+    (change: (spec: HostSpec) => HostSpec) =>
+    (real: HostStrategy): HostStrategy => ({
+      ...real,
+      provider: real.provider,
+      start: (spec, signal, onHost) => real.start(change(spec), signal, onHost),
+      kill: real.kill,
+      observe: real.observe,
+      close: real.close,
+    });
 
   for (const [what, change, code] of [
-    ["a runtime that cannot answer GetQueueStatus (it was given another token)", (s: HostSpec) => ({ ...s, commandToken: "x".repeat(64) }), "runtime-command-readiness-failed"],
-    ["a runtime that answers as another RuntimeInstanceId", (s: HostSpec) => ({ ...s, runtimeInstanceId: `${s.runtimeInstanceId.slice(0, 50)}-impostor` }), "runtime-identity-mismatch"],
+    [
+      "a runtime that cannot answer GetQueueStatus (it was given another token)",
+      (s: HostSpec) => ({ ...s, commandToken: "x".repeat(64) }),
+      "runtime-command-readiness-failed",
+    ],
+    [
+      "a runtime that answers as another RuntimeInstanceId",
+      (s: HostSpec) => ({ ...s, runtimeInstanceId: `${s.runtimeInstanceId.slice(0, 50)}-impostor` }),
+      "runtime-identity-mismatch",
+    ],
   ] as const) {
     it(`never publishes ${what}: the request is rejected with ${code} and the host is killed`, async () => {
       const { provisioner } = f.provisioner({ probeBudgetMs: 3_000 }, {}, lying(change));
@@ -102,15 +156,23 @@ describe("provisioner with process hosts (real NATS, real runtime processes)", (
       const rt = await f.runtimeEvents(fulfilledOrRejectedRuntime(events));
       expect(types(rt)).not.toContain("runtime.endpoint-published");
       expect(types(rt)).not.toContain("runtime.capacity-published");
-      expect(rt.find((s) => s.event.type === "runtime.host-start-failed")?.event).toMatchObject({ data: { reason: { code }, layer: "command" } });
+      expect(rt.find((s) => s.event.type === "runtime.host-start-failed")?.event).toMatchObject({
+        data: { reason: { code }, layer: "command" },
+      });
       expect(processGroupsWithEnv(CP, cp)).toEqual([]);
     });
   }
 
   it("counts the tenant's live runtimes by its prefix from the runtime events, never other prefixes, and rejects at maxRuntimeInstances", async () => {
     const { provisioner } = f.provisioner();
-    const reg = () => ({ ...exampleEvent("runtime.registered"), eventId: EventId.parse(uniqueName("ev")) }) as DroverEvent;
-    for (const id of ["rt-tenant-lim-aaaaaaaaaaaa", "rt-tenant-lim-bbbbbbbbbbbb", "rt-tenant-lim-x-cccccccccccc", "rt-other-dddddddddddd"]) {
+    const reg = () =>
+      ({ ...exampleEvent("runtime.registered"), eventId: EventId.parse(uniqueName("ev")) }) as DroverEvent;
+    for (const id of [
+      "rt-tenant-lim-aaaaaaaaaaaa",
+      "rt-tenant-lim-bbbbbbbbbbbb",
+      "rt-tenant-lim-x-cccccccccccc",
+      "rt-other-dddddddddddd",
+    ]) {
       await f.store.append(runtimeRef(id), reg(), { expectedSeq: 0 });
     }
     const cp = uniqueName("cp");
@@ -118,7 +180,9 @@ describe("provisioner with process hosts (real NATS, real runtime processes)", (
     await provisioner.handle(atLimit);
     const events = await f.settled("tenant-lim", atLimit.event.correlationId);
     expect(types(events)).toEqual(["scaleout.requested", "scaleout.observed", "scaleout.rejected"]);
-    expect(events.at(-1)?.event).toMatchObject({ data: { reason: { code: "scale-out-limit-reached", detail: expect.stringMatching(/^2 live runtimes/) } } });
+    expect(events.at(-1)?.event).toMatchObject({
+      data: { reason: { code: "scale-out-limit-reached", detail: expect.stringMatching(/^2 live runtimes/) } },
+    });
     expect(processGroupsWithEnv(CP, cp)).toEqual([]);
   });
 
@@ -127,7 +191,11 @@ describe("provisioner with process hosts (real NATS, real runtime processes)", (
     const cp = uniqueName("cp");
     const late = await f.request("tenant-late", cp, {}, { expiresAt: new Date(Date.now() - 1_000).toISOString() });
     await provisioner.handle(late);
-    expect(types(await f.settled("tenant-late", late.event.correlationId))).toEqual(["scaleout.requested", "scaleout.observed", "scaleout.expired"]);
+    expect(types(await f.settled("tenant-late", late.event.correlationId))).toEqual([
+      "scaleout.requested",
+      "scaleout.observed",
+      "scaleout.expired",
+    ]);
     expect(processGroupsWithEnv(CP, cp)).toEqual([]);
   });
 
@@ -140,8 +208,14 @@ describe("provisioner with process hosts (real NATS, real runtime processes)", (
     const started = (await f.runtimeEvents(id)).find((s) => s.event.type === "runtime.host-started")?.event;
     if (started?.type !== "runtime.host-started") throw new Error("no host-started");
     process.kill(started.data.pid as number, "SIGKILL");
-    const exited = await eventually("host-exited recorded", async () => (await f.runtimeEvents(id)).find((s) => s.event.type === "runtime.host-exited"), 30_000);
-    expect(exited.event).toMatchObject({ data: { hostIncarnation: started.data.hostIncarnation, kind: "exited", signal: "SIGKILL" } });
+    const exited = await eventually(
+      "host-exited recorded",
+      async () => (await f.runtimeEvents(id)).find((s) => s.event.type === "runtime.host-exited"),
+      30_000,
+    );
+    expect(exited.event).toMatchObject({
+      data: { hostIncarnation: started.data.hostIncarnation, kind: "exited", signal: "SIGKILL" },
+    });
   });
 
   it("fulfils a request delivered concurrently to two provisioner replicas once, with one runtime process", async () => {
@@ -161,25 +235,63 @@ describe("provisioner with process hosts (real NATS, real runtime processes)", (
     const requested = await f.request("tenant-takeover", cp);
     const requestId = requested.event.correlationId;
     // The dead provisioner got as far as host-started: its runtime (a stand-in process) still runs, not our child.
-    const deadStrategy = createProcessStrategy({ command: [process.execPath, "test/support/fake-runtime.mjs"], baseEnv: { PATH: process.env.PATH ?? "" }, logDir: RUNTIME_LOGS });
+    const deadStrategy = createProcessStrategy({
+      command: [process.execPath, "test/support/fake-runtime.mjs"],
+      baseEnv: { PATH: process.env.PATH ?? "" },
+      logDir: RUNTIME_LOGS,
+    });
     const orphanId = `rt-tenant-takeover-${"o".repeat(12)}`;
     const orphan = await deadStrategy.start(hostSpec({ runtimeInstanceId: orphanId, controlPlaneId: cp }));
     if (orphan.outcome !== "created") throw new Error(JSON.stringify(orphan));
-    const dead = { instanceId: "prov-dead", correlationId: requestId, causationId: requested.event.eventId, tenantId: "tenant-takeover" };
-    const env = (type: DroverEvent["type"], data: object, tenant = true) => ({ ...exampleEvent(type), eventId: EventId.parse(uniqueName("ev")),
-      writer: { service: "provisioner", instanceId: dead.instanceId }, correlationId: requestId, ...(tenant ? { tenantId: dead.tenantId } : {}), data }) as DroverEvent;
-    await f.store.append(scaleOutRef("tenant-takeover", requestId), env("scaleout.observed", { provisionerInstanceId: dead.instanceId }), { expectedSeq: requested.seq });
+    const dead = {
+      instanceId: "prov-dead",
+      correlationId: requestId,
+      causationId: requested.event.eventId,
+      tenantId: "tenant-takeover",
+    };
+    const env = (type: DroverEvent["type"], data: object, tenant = true) =>
+      ({
+        ...exampleEvent(type),
+        eventId: EventId.parse(uniqueName("ev")),
+        writer: { service: "provisioner", instanceId: dead.instanceId },
+        correlationId: requestId,
+        ...(tenant ? { tenantId: dead.tenantId } : {}),
+        data,
+      }) as DroverEvent;
+    await f.store.append(
+      scaleOutRef("tenant-takeover", requestId),
+      env("scaleout.observed", { provisionerInstanceId: dead.instanceId }),
+      { expectedSeq: requested.seq },
+    );
     const reg = exampleEvent("runtime.registered");
-    await f.store.appendAll(runtimeRef(orphanId), [
-      env("runtime.registered", { ...reg.data, controlPlaneId: cp, tenantId: "tenant-takeover", scaleOutRequestId: requestId }),
-      env("runtime.host-start-requested", { attempt: 1 }),
-      env("runtime.host-started", { hostIncarnation: orphan.host.hostIncarnation, pid: orphan.host.pid, convergence: "created" }),
-    ], { expectedSeq: 0 });
+    await f.store.appendAll(
+      runtimeRef(orphanId),
+      [
+        env("runtime.registered", {
+          ...reg.data,
+          controlPlaneId: cp,
+          tenantId: "tenant-takeover",
+          scaleOutRequestId: requestId,
+        }),
+        env("runtime.host-start-requested", { attempt: 1 }),
+        env("runtime.host-started", {
+          hostIncarnation: orphan.host.hostIncarnation,
+          pid: orphan.host.pid,
+          convergence: "created",
+        }),
+      ],
+      { expectedSeq: 0 },
+    );
 
     const { provisioner } = f.provisioner();
     await provisioner.handle(requested);
     const events = await f.settled("tenant-takeover", requestId);
-    expect(types(events)).toEqual(["scaleout.requested", "scaleout.observed", "scaleout.observed", "scaleout.fulfilled"]);
+    expect(types(events)).toEqual([
+      "scaleout.requested",
+      "scaleout.observed",
+      "scaleout.observed",
+      "scaleout.fulfilled",
+    ]);
     const inc = parseProcessIncarnation(orphan.host.hostIncarnation)!;
     expect(incarnationState(inc.pid, inc.startTime)).toBe("gone");
     const old = await f.runtimeEvents(orphanId);
@@ -188,6 +300,10 @@ describe("provisioner with process hosts (real NATS, real runtime processes)", (
     const fresh = fulfilledId(events) as string;
     expect(fresh).not.toBe(orphanId);
     expect(types(await f.runtimeEvents(fresh))).toContain("runtime.capacity-published");
-    await eventually("only the new runtime runs", async () => (processGroupsWithEnv(CP, cp).length === 1 ? true : undefined), 10_000);
+    await eventually(
+      "only the new runtime runs",
+      async () => (processGroupsWithEnv(CP, cp).length === 1 ? true : undefined),
+      10_000,
+    );
   });
 });

@@ -1,7 +1,16 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { DagDefinition, type DagInput, type Transport } from "../../contracts/index.ts";
 import { runRef, type StoredEvent } from "../../streams/index.ts";
-import { admitAndDispatch, chainDag, journal, openControlPlaneDouble, pauseForRecovery, waitForAggregate, waitForJournal, type ControlPlaneDouble } from "../support/control-plane-double.ts";
+import {
+  admitAndDispatch,
+  chainDag,
+  journal,
+  openControlPlaneDouble,
+  pauseForRecovery,
+  waitForAggregate,
+  waitForJournal,
+  type ControlPlaneDouble,
+} from "../support/control-plane-double.ts";
 import { uniqueName } from "../support/isolation.ts";
 import { startRuntimeProcess, type RuntimeProcess } from "../support/runtime-process.ts";
 
@@ -22,30 +31,95 @@ afterAll(async () => {
   await cp.close();
 });
 
-const completedIds = (events: readonly StoredEvent[]) => events.filter((e) => e.event.type === "exec.step-completed").map((e) => (e.event.data as { stepId: string }).stepId);
+const completedIds = (events: readonly StoredEvent[]) =>
+  events.filter((e) => e.event.type === "exec.step-completed").map((e) => (e.event.data as { stepId: string }).stepId);
 
 async function runtime(transport: Transport): Promise<RuntimeProcess> {
-  const rt = await startRuntimeProcess({ natsUrl: inject("natsUrl"), streamTag: tag, runtimeInstanceId: uniqueName("rt"), transport, tenantId: TENANT });
+  const rt = await startRuntimeProcess({
+    natsUrl: inject("natsUrl"),
+    streamTag: tag,
+    runtimeInstanceId: uniqueName("rt"),
+    transport,
+    tenantId: TENANT,
+  });
   started.push(rt);
   return rt;
 }
 
-async function dispatchFresh(rt: RuntimeProcess, dag: DagDefinition, sharedRunId: string, localRunId: string): Promise<string> {
-  const dispatchedSeq = await admitAndDispatch(cp, { tenantId: TENANT, sharedRunId, localRunId, runtimeInstanceId: rt.runtimeInstanceId, hostIncarnation: rt.hostIncarnation, transport: rt.transport }, dag);
-  const r = await rt.send({ operation: "DispatchRun", payload: { sharedRunId, localRunId, tenantId: TENANT, dag, dispatchedSeq, correlationId: sharedRunId } } as never);
+async function dispatchFresh(
+  rt: RuntimeProcess,
+  dag: DagDefinition,
+  sharedRunId: string,
+  localRunId: string,
+): Promise<string> {
+  const dispatchedSeq = await admitAndDispatch(
+    cp,
+    {
+      tenantId: TENANT,
+      sharedRunId,
+      localRunId,
+      runtimeInstanceId: rt.runtimeInstanceId,
+      hostIncarnation: rt.hostIncarnation,
+      transport: rt.transport,
+    },
+    dag,
+  );
+  const r = await rt.send({
+    operation: "DispatchRun",
+    payload: { sharedRunId, localRunId, tenantId: TENANT, dag, dispatchedSeq, correlationId: sharedRunId },
+  } as never);
   expect(r.success).toBe(true);
   return String((r.payload.run as { executionId: string }).executionId);
 }
 
 /** Recovery + admission for an in-flight execution, then ResumeExecution on `to`; returns the time the command was sent. */
-async function recoverOnto(to: RuntimeProcess, o: { dag: DagDefinition; sharedRunId: string; executionId: string; failed: RuntimeProcess; failedLocalRunId: string; localRunId: string; epoch: number }) {
-  await pauseForRecovery(cp, { tenantId: TENANT, sharedRunId: o.sharedRunId, executionId: o.executionId, failedRuntimeInstanceId: o.failed.runtimeInstanceId,
-    failedLocalRunId: o.failedLocalRunId, newEpoch: o.epoch });
-  const dispatchedSeq = await admitAndDispatch(cp, { tenantId: TENANT, sharedRunId: o.sharedRunId, localRunId: o.localRunId, runtimeInstanceId: to.runtimeInstanceId,
-    hostIncarnation: to.hostIncarnation, transport: to.transport, resumeExecutionId: o.executionId }, o.dag);
+async function recoverOnto(
+  to: RuntimeProcess,
+  o: {
+    dag: DagDefinition;
+    sharedRunId: string;
+    executionId: string;
+    failed: RuntimeProcess;
+    failedLocalRunId: string;
+    localRunId: string;
+    epoch: number;
+  },
+) {
+  await pauseForRecovery(cp, {
+    tenantId: TENANT,
+    sharedRunId: o.sharedRunId,
+    executionId: o.executionId,
+    failedRuntimeInstanceId: o.failed.runtimeInstanceId,
+    failedLocalRunId: o.failedLocalRunId,
+    newEpoch: o.epoch,
+  });
+  const dispatchedSeq = await admitAndDispatch(
+    cp,
+    {
+      tenantId: TENANT,
+      sharedRunId: o.sharedRunId,
+      localRunId: o.localRunId,
+      runtimeInstanceId: to.runtimeInstanceId,
+      hostIncarnation: to.hostIncarnation,
+      transport: to.transport,
+      resumeExecutionId: o.executionId,
+    },
+    o.dag,
+  );
   const sentAt = performance.now();
-  const r = await to.send({ operation: "ResumeExecution", payload: { sharedRunId: o.sharedRunId, localRunId: o.localRunId, tenantId: TENANT, dag: o.dag,
-    dispatchedSeq, correlationId: o.sharedRunId, executionId: o.executionId, epoch: o.epoch } } as never);
+  const r = await to.send({
+    operation: "ResumeExecution",
+    payload: {
+      sharedRunId: o.sharedRunId,
+      localRunId: o.localRunId,
+      tenantId: TENANT,
+      dag: o.dag,
+      dispatchedSeq,
+      correlationId: o.sharedRunId,
+      executionId: o.executionId,
+      epoch: o.epoch,
+    },
+  } as never);
   expect(r.success, JSON.stringify(r)).toBe(true);
   return sentAt;
 }
@@ -68,22 +142,52 @@ describe("crash recovery: a replacement runtime continues the same execution", (
     const firstIncomplete = dag.steps.find((s) => !beforeResume.includes(s.id))?.id;
 
     const b = await runtime("grpc");
-    const sentAt = await recoverOnto(b, { dag, sharedRunId: "run-kill", executionId, failed: a, failedLocalRunId: "lr-kill-1", localRunId: "lr-kill-2", epoch: 1 });
+    const sentAt = await recoverOnto(b, {
+      dag,
+      sharedRunId: "run-kill",
+      executionId,
+      failed: a,
+      failedLocalRunId: "lr-kill-1",
+      localRunId: "lr-kill-2",
+      epoch: 1,
+    });
     const first = await b.waitForLine((l) => l.event === "first-step-started");
     const toFirstStepMs = performance.now() - sentAt;
-    const events = await waitForJournal(cp, TENANT, executionId, (es) => es.some((e) => e.event.type === "exec.completed"));
+    const events = await waitForJournal(cp, TENANT, executionId, (es) =>
+      es.some((e) => e.event.type === "exec.completed"),
+    );
 
-    expect(first).toMatchObject({ executionId, stepId: firstIncomplete, attempt: 1, resumedAfter: beforeResume.length });
+    expect(first).toMatchObject({
+      executionId,
+      stepId: firstIncomplete,
+      attempt: 1,
+      resumedAfter: beforeResume.length,
+    });
     const resumedAt = events.findIndex((e) => e.event.type === "exec.resumed");
-    expect(events[resumedAt]?.event.data).toMatchObject({ runtimeInstanceId: b.runtimeInstanceId, localRunId: "lr-kill-2", epoch: 1, completedSteps: beforeResume.length });
+    expect(events[resumedAt]?.event.data).toMatchObject({
+      runtimeInstanceId: b.runtimeInstanceId,
+      localRunId: "lr-kill-2",
+      epoch: 1,
+      completedSteps: beforeResume.length,
+    });
     expect(completedIds(events.slice(resumedAt))[0]).toBe(firstIncomplete);
     expectExactlyOnePerStep(events, dag);
     // Every write after the recovery fence is the replacement's, at the new epoch.
-    expect(events.slice(resumedAt).every((e) => e.event.writer.runtimeInstanceId === b.runtimeInstanceId && e.event.writer.epoch === 1)).toBe(true);
-    const run = (await waitForAggregate(cp, runRef(TENANT, "run-kill"), (es) => es.some((e) => e.event.type === "run.completed"))).map((e) => e.event);
-    expect(run.filter((e) => e.type === "run.started").map((e) => (e.data as { executionId: string }).executionId)).toEqual([executionId, executionId]);
+    expect(
+      events
+        .slice(resumedAt)
+        .every((e) => e.event.writer.runtimeInstanceId === b.runtimeInstanceId && e.event.writer.epoch === 1),
+    ).toBe(true);
+    const run = (
+      await waitForAggregate(cp, runRef(TENANT, "run-kill"), (es) => es.some((e) => e.event.type === "run.completed"))
+    ).map((e) => e.event);
+    expect(
+      run.filter((e) => e.type === "run.started").map((e) => (e.data as { executionId: string }).executionId),
+    ).toEqual([executionId, executionId]);
     expect(run.at(-1)?.type).toBe("run.completed");
-    console.log(`[measure] ResumeExecution → first resumed step started: ${toFirstStepMs.toFixed(0)} ms (runtime-side ${String(first.sinceOpenMs)} ms)`);
+    console.log(
+      `[measure] ResumeExecution → first resumed step started: ${toFirstStepMs.toFixed(0)} ms (runtime-side ${String(first.sinceOpenMs)} ms)`,
+    );
   });
 
   it("a SIGSTOPped runtime revived after recovery gets its next append rejected, stops with execution-ownership-lost, and writes no duplicate step", async () => {
@@ -93,16 +197,30 @@ describe("crash recovery: a replacement runtime continues the same execution", (
     await waitForJournal(cp, TENANT, executionId, (es) => completedIds(es).length >= 10);
     a.pause();
     const b = await runtime("http");
-    await recoverOnto(b, { dag, sharedRunId: "run-stop", executionId, failed: a, failedLocalRunId: "lr-stop-1", localRunId: "lr-stop-2", epoch: 1 });
+    await recoverOnto(b, {
+      dag,
+      sharedRunId: "run-stop",
+      executionId,
+      failed: a,
+      failedLocalRunId: "lr-stop-1",
+      localRunId: "lr-stop-2",
+      epoch: 1,
+    });
     await waitForJournal(cp, TENANT, executionId, (es) => es.some((e) => e.event.type === "exec.completed"));
 
     a.resume();
     const lost = await a.waitForLine((l) => l.event === "execution-ownership-lost");
     expect(lost).toMatchObject({ executionId });
     const status = await a.send({ operation: "GetRunStatus", payload: { localRunId: "lr-stop-1" } } as never);
-    expect(status.payload.run).toMatchObject({ state: "failed", failureReason: "execution-ownership-lost", executionId });
+    expect(status.payload.run).toMatchObject({
+      state: "failed",
+      failureReason: "execution-ownership-lost",
+      executionId,
+    });
     // The queue slot is free again: the revived runtime reports no running run.
-    expect((await a.send({ operation: "GetQueueStatus", payload: {} } as never)).payload.queue).toMatchObject({ runningRuns: 0 });
+    expect((await a.send({ operation: "GetQueueStatus", payload: {} } as never)).payload.queue).toMatchObject({
+      runningRuns: 0,
+    });
 
     const events = await journal(cp, TENANT, executionId);
     expectExactlyOnePerStep(events, dag);
@@ -115,20 +233,37 @@ describe("crash recovery: a replacement runtime continues the same execution", (
     // Killed 4 s into a 10 s sleep: sleeping it all again would end ≥ 4 s after the wake-up, the
     // durable timer ends at it; 6 s is left for the replacement to start under load.
     const SLEEP_MS = 10_000;
-    const dag = DagDefinition.parse({ steps: [{ id: "first", kind: "compute", params: { durationMs: 10 } },
-      { id: "nap", kind: "sleep", dependsOn: ["first"], params: { durationMs: SLEEP_MS } }] } satisfies DagInput);
+    const dag = DagDefinition.parse({
+      steps: [
+        { id: "first", kind: "compute", params: { durationMs: 10 } },
+        { id: "nap", kind: "sleep", dependsOn: ["first"], params: { durationMs: SLEEP_MS } },
+      ],
+    } satisfies DagInput);
     const a = await runtime("http");
     const executionId = await dispatchFresh(a, dag, "run-nap", "lr-nap-1");
-    const timer = (await waitForJournal(cp, TENANT, executionId, (es) => es.some((e) => e.event.type === "exec.timer-started")))
-      .find((e) => e.event.type === "exec.timer-started")!;
+    const timer = (
+      await waitForJournal(cp, TENANT, executionId, (es) => es.some((e) => e.event.type === "exec.timer-started"))
+    ).find((e) => e.event.type === "exec.timer-started")!;
     const wakeAt = Date.parse((timer.event.data as { wakeAt: string }).wakeAt);
     expect(wakeAt - timer.time.getTime()).toBeGreaterThan(SLEEP_MS - 1_000);
     await new Promise((r) => setTimeout(r, 4_000));
     await a.kill();
     const b = await runtime("grpc");
-    await recoverOnto(b, { dag, sharedRunId: "run-nap", executionId, failed: a, failedLocalRunId: "lr-nap-1", localRunId: "lr-nap-2", epoch: 1 });
-    const events = await waitForJournal(cp, TENANT, executionId, (es) => es.some((e) => e.event.type === "exec.completed"));
-    const napDone = events.find((e) => e.event.type === "exec.step-completed" && (e.event.data as { stepId: string }).stepId === "nap")!;
+    await recoverOnto(b, {
+      dag,
+      sharedRunId: "run-nap",
+      executionId,
+      failed: a,
+      failedLocalRunId: "lr-nap-1",
+      localRunId: "lr-nap-2",
+      epoch: 1,
+    });
+    const events = await waitForJournal(cp, TENANT, executionId, (es) =>
+      es.some((e) => e.event.type === "exec.completed"),
+    );
+    const napDone = events.find(
+      (e) => e.event.type === "exec.step-completed" && (e.event.data as { stepId: string }).stepId === "nap",
+    )!;
     // Woke at the journalled time (runtime and server share this machine's clock).
     expect(napDone.time.getTime()).toBeGreaterThanOrEqual(wakeAt - 50);
     expect(napDone.time.getTime()).toBeLessThan(wakeAt + 2_000);
@@ -143,8 +278,19 @@ describe("crash recovery: a replacement runtime continues the same execution", (
     const executionId = await dispatchFresh(a, dag, "run-epoch", "lr-epoch-1");
     await waitForJournal(cp, TENANT, executionId, (es) => es.some((e) => e.event.type === "exec.completed"));
     const before = await journal(cp, TENANT, executionId);
-    const r = await a.send({ operation: "ResumeExecution", payload: { sharedRunId: "run-epoch", localRunId: "lr-epoch-2", tenantId: TENANT, dag,
-      dispatchedSeq: 1, correlationId: "c", executionId, epoch: 1 } } as never);
+    const r = await a.send({
+      operation: "ResumeExecution",
+      payload: {
+        sharedRunId: "run-epoch",
+        localRunId: "lr-epoch-2",
+        tenantId: TENANT,
+        dag,
+        dispatchedSeq: 1,
+        correlationId: "c",
+        executionId,
+        epoch: 1,
+      },
+    } as never);
     expect(r).toMatchObject({ success: false, failureReason: "resume-epoch-mismatch" });
     expect((await journal(cp, TENANT, executionId)).length).toBe(before.length);
   });

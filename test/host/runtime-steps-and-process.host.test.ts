@@ -4,7 +4,13 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { decodeJson, Heartbeat, type DagDefinition, type DagInput } from "../../contracts/index.ts";
 import { DagDefinition as DagSchema } from "../../contracts/index.ts";
 import { heartbeatSubject, runRef } from "../../streams/index.ts";
-import { admitAndDispatch, openControlPlaneDouble, waitForAggregate, waitForJournal, type ControlPlaneDouble } from "../support/control-plane-double.ts";
+import {
+  admitAndDispatch,
+  openControlPlaneDouble,
+  waitForAggregate,
+  waitForJournal,
+  type ControlPlaneDouble,
+} from "../support/control-plane-double.ts";
 import { uniqueName } from "../support/isolation.ts";
 import { startLlmStub, type LlmStub } from "../support/llm-stub.ts";
 import { startRuntimeProcess, type RuntimeProcess } from "../support/runtime-process.ts";
@@ -29,45 +35,92 @@ afterAll(async () => {
 });
 
 async function runtime(extra: { llmBaseUrl?: string; heartbeatMs?: number } = {}): Promise<RuntimeProcess> {
-  const rt = await startRuntimeProcess({ natsUrl: inject("natsUrl"), streamTag: tag, runtimeInstanceId: uniqueName("rt"), transport: "http", tenantId: TENANT, ...extra });
+  const rt = await startRuntimeProcess({
+    natsUrl: inject("natsUrl"),
+    streamTag: tag,
+    runtimeInstanceId: uniqueName("rt"),
+    transport: "http",
+    tenantId: TENANT,
+    ...extra,
+  });
   started.push(rt);
   return rt;
 }
 
 async function runToEnd(rt: RuntimeProcess, dag: DagDefinition, sharedRunId: string) {
   const localRunId = `${sharedRunId}-l1`;
-  const dispatchedSeq = await admitAndDispatch(cp, { tenantId: TENANT, sharedRunId, localRunId, runtimeInstanceId: rt.runtimeInstanceId, hostIncarnation: rt.hostIncarnation, transport: "http" }, dag);
-  const r = await rt.send({ operation: "DispatchRun", payload: { sharedRunId, localRunId, tenantId: TENANT, dag, dispatchedSeq, correlationId: sharedRunId } } as never);
+  const dispatchedSeq = await admitAndDispatch(
+    cp,
+    {
+      tenantId: TENANT,
+      sharedRunId,
+      localRunId,
+      runtimeInstanceId: rt.runtimeInstanceId,
+      hostIncarnation: rt.hostIncarnation,
+      transport: "http",
+    },
+    dag,
+  );
+  const r = await rt.send({
+    operation: "DispatchRun",
+    payload: { sharedRunId, localRunId, tenantId: TENANT, dag, dispatchedSeq, correlationId: sharedRunId },
+  } as never);
   const executionId = String((r.payload.run as { executionId: string }).executionId);
-  return waitForJournal(cp, TENANT, executionId, (es) => es.some((e) => e.event.type === "exec.completed" || e.event.type === "exec.failed"));
+  return waitForJournal(cp, TENANT, executionId, (es) =>
+    es.some((e) => e.event.type === "exec.completed" || e.event.type === "exec.failed"),
+  );
 }
 
 const outputOf = (events: Awaited<ReturnType<typeof runToEnd>>, stepId: string) =>
-  events.find((e) => e.event.type === "exec.step-completed" && (e.event.data as { stepId: string }).stepId === stepId)?.event.data as { output: Record<string, unknown>; attempt: number } | undefined;
+  events.find((e) => e.event.type === "exec.step-completed" && (e.event.data as { stepId: string }).stepId === stepId)
+    ?.event.data as { output: Record<string, unknown>; attempt: number } | undefined;
 
 describe("step kinds that call out", () => {
   it("an llm step sends its prompt to the OpenAI-compatible endpoint and journals prompt and response; a 503 is retried per the step's policy", async () => {
     const rt = await runtime({ llmBaseUrl: stub.baseUrl });
     stub.failNext(1);
-    const dag = DagSchema.parse({ steps: [{ id: "ask", kind: "llm", retry: { maxAttempts: 2, backoffMs: 10 },
-      params: { model: "stub-model", system: "be brief", prompt: "name a colour" } }] } satisfies DagInput);
+    const dag = DagSchema.parse({
+      steps: [
+        {
+          id: "ask",
+          kind: "llm",
+          retry: { maxAttempts: 2, backoffMs: 10 },
+          params: { model: "stub-model", system: "be brief", prompt: "name a colour" },
+        },
+      ],
+    } satisfies DagInput);
     const events = await runToEnd(rt, dag, "run-llm");
     const out = outputOf(events, "ask");
     expect(out?.attempt).toBe(2);
-    expect(out?.output).toMatchObject({ model: "stub-model", prompt: "name a colour", system: "be brief", response: "echo: name a colour", finishReason: "stop" });
+    expect(out?.output).toMatchObject({
+      model: "stub-model",
+      prompt: "name a colour",
+      system: "be brief",
+      response: "echo: name a colour",
+      finishReason: "stop",
+    });
     const calls = stub.requests.filter((r) => r.path === "/v1/chat/completions");
     expect(calls).toHaveLength(2);
-    expect(calls[1]?.body).toMatchObject({ model: "stub-model", messages: [{ role: "system", content: "be brief" }, { role: "user", content: "name a colour" }], temperature: 0 });
+    expect(calls[1]?.body).toMatchObject({
+      model: "stub-model",
+      messages: [
+        { role: "system", content: "be brief" },
+        { role: "user", content: "name a colour" },
+      ],
+      temperature: 0,
+    });
     const failed = events.find((e) => e.event.type === "exec.step-failed")?.event.data as { error: string };
     expect(failed.error).toContain("503");
   });
 
   it("an http step records the response before completing; a dependent step's input includes its output digest", async () => {
     const rt = await runtime();
-    const dag = DagSchema.parse({ steps: [
-      { id: "call", kind: "http", params: { url: stub.echoUrl, method: "POST", body: "hello" } },
-      { id: "after", kind: "compute", dependsOn: ["call"] },
-    ] } satisfies DagInput);
+    const dag = DagSchema.parse({
+      steps: [
+        { id: "call", kind: "http", params: { url: stub.echoUrl, method: "POST", body: "hello" } },
+        { id: "after", kind: "compute", dependsOn: ["call"] },
+      ],
+    } satisfies DagInput);
     const events = await runToEnd(rt, dag, "run-http");
     const out = outputOf(events, "call")?.output;
     expect(out).toMatchObject({ status: 200, truncated: false });
@@ -77,10 +130,17 @@ describe("step kinds that call out", () => {
 
   it("an llm step on a runtime without DROVER_LLM_BASE_URL fails the execution with step-attempts-exhausted and the run failed", async () => {
     const rt = await runtime();
-    const dag = DagSchema.parse({ steps: [{ id: "ask", kind: "llm", params: { model: "m", prompt: "p" } }] } satisfies DagInput);
+    const dag = DagSchema.parse({
+      steps: [{ id: "ask", kind: "llm", params: { model: "m", prompt: "p" } }],
+    } satisfies DagInput);
     const events = await runToEnd(rt, dag, "run-nollm");
-    expect(events.at(-1)?.event).toMatchObject({ type: "exec.failed", data: { stepId: "ask", reason: { code: "step-attempts-exhausted" } } });
-    const run = await waitForAggregate(cp, runRef(TENANT, "run-nollm"), (es) => es.some((e) => e.event.type === "run.failed"));
+    expect(events.at(-1)?.event).toMatchObject({
+      type: "exec.failed",
+      data: { stepId: "ask", reason: { code: "step-attempts-exhausted" } },
+    });
+    const run = await waitForAggregate(cp, runRef(TENANT, "run-nollm"), (es) =>
+      es.some((e) => e.event.type === "run.failed"),
+    );
     expect(run.at(-1)?.event.type).toBe("run.failed");
   });
 });
@@ -92,16 +152,48 @@ describe("runtime process lifecycle", () => {
     const beats = [];
     for await (const m of sub) beats.push(decodeJson(Heartbeat, m.data, "heartbeat"));
     expect(beats.map((b) => b.beat)).toEqual([beats[0]!.beat, beats[0]!.beat + 1, beats[0]!.beat + 2]);
-    expect(beats[0]).toMatchObject({ runtimeInstanceId: rt.runtimeInstanceId, hostIncarnation: rt.hostIncarnation, workers: 2, paused: false, draining: false });
+    expect(beats[0]).toMatchObject({
+      runtimeInstanceId: rt.runtimeInstanceId,
+      hostIncarnation: rt.hostIncarnation,
+      workers: 2,
+      paused: false,
+      draining: false,
+    });
   });
 
   it("SIGTERM drains: accepted work finishes, a last heartbeat says draining, and the process exits 0", async () => {
     const rt = await runtime({ heartbeatMs: 5000 });
-    const dag = DagSchema.parse({ steps: [{ id: "a", kind: "sleep", params: { durationMs: 300 } }] } satisfies DagInput);
-    const dispatchedSeq = await admitAndDispatch(cp, { tenantId: TENANT, sharedRunId: "run-term", localRunId: "lr-term", runtimeInstanceId: rt.runtimeInstanceId, hostIncarnation: rt.hostIncarnation, transport: "http" }, dag);
-    const r = await rt.send({ operation: "DispatchRun", payload: { sharedRunId: "run-term", localRunId: "lr-term", tenantId: TENANT, dag, dispatchedSeq, correlationId: "c" } } as never);
+    const dag = DagSchema.parse({
+      steps: [{ id: "a", kind: "sleep", params: { durationMs: 300 } }],
+    } satisfies DagInput);
+    const dispatchedSeq = await admitAndDispatch(
+      cp,
+      {
+        tenantId: TENANT,
+        sharedRunId: "run-term",
+        localRunId: "lr-term",
+        runtimeInstanceId: rt.runtimeInstanceId,
+        hostIncarnation: rt.hostIncarnation,
+        transport: "http",
+      },
+      dag,
+    );
+    const r = await rt.send({
+      operation: "DispatchRun",
+      payload: {
+        sharedRunId: "run-term",
+        localRunId: "lr-term",
+        tenantId: TENANT,
+        dag,
+        dispatchedSeq,
+        correlationId: "c",
+      },
+    } as never);
     const sub = cp.nc.subscribe(heartbeatSubject(cp.layout, rt.runtimeInstanceId));
-    const draining = (async () => { for await (const m of sub) if (decodeJson(Heartbeat, m.data).draining) return true; return false; })();
+    const draining = (async () => {
+      for await (const m of sub) if (decodeJson(Heartbeat, m.data).draining) return true;
+      return false;
+    })();
     process.kill(rt.pid, "SIGTERM");
     expect(await rt.exited).toEqual({ code: 0, signal: null });
     expect(await draining).toBe(true);
@@ -114,21 +206,53 @@ describe("runtime process lifecycle", () => {
     const rt = await runtime({ heartbeatMs: 5000 });
     await rt.send({ operation: "PauseQueue", payload: {} } as never);
     const dag = DagSchema.parse({ steps: [{ id: "a", kind: "compute" }] } satisfies DagInput);
-    const dispatchedSeq = await admitAndDispatch(cp, { tenantId: TENANT, sharedRunId: "run-term-paused", localRunId: "lr-term-paused", runtimeInstanceId: rt.runtimeInstanceId, hostIncarnation: rt.hostIncarnation, transport: "http" }, dag);
-    const r = await rt.send({ operation: "DispatchRun", payload: { sharedRunId: "run-term-paused", localRunId: "lr-term-paused", tenantId: TENANT, dag, dispatchedSeq, correlationId: "c" } } as never);
+    const dispatchedSeq = await admitAndDispatch(
+      cp,
+      {
+        tenantId: TENANT,
+        sharedRunId: "run-term-paused",
+        localRunId: "lr-term-paused",
+        runtimeInstanceId: rt.runtimeInstanceId,
+        hostIncarnation: rt.hostIncarnation,
+        transport: "http",
+      },
+      dag,
+    );
+    const r = await rt.send({
+      operation: "DispatchRun",
+      payload: {
+        sharedRunId: "run-term-paused",
+        localRunId: "lr-term-paused",
+        tenantId: TENANT,
+        dag,
+        dispatchedSeq,
+        correlationId: "c",
+      },
+    } as never);
     expect(r.payload.run).toMatchObject({ state: "queued" });
     process.kill(rt.pid, "SIGTERM");
-    const exited = await Promise.race([rt.exited, new Promise((ok) => setTimeout(() => ok("still running 10 s after SIGTERM"), 10_000))]);
+    const exited = await Promise.race([
+      rt.exited,
+      new Promise((ok) => setTimeout(() => ok("still running 10 s after SIGTERM"), 10_000)),
+    ]);
     expect(exited).toEqual({ code: 0, signal: null });
     expect(rt.lines.find((l) => l.event === "drained")).toMatchObject({ handedBack: ["lr-term-paused"] });
     expect((await cp.store.read(runRef(TENANT, "run-term-paused"))).lastSeq).toBe(dispatchedSeq);
   });
 
   it("refuses to start with a bad or missing variable: exit code 2 and one line naming each variable", async () => {
-    const child = spawn(process.execPath, ["--import", "tsx", resolve(import.meta.dirname, "../../services/runtime/main.ts")], {
-      env: { PATH: process.env.PATH ?? "", DROVER_RUNTIME_INSTANCE_ID: "Bad_Id", DROVER_WORKERS: "0" }, stdio: ["ignore", "ignore", "pipe"] });
+    const child = spawn(
+      process.execPath,
+      ["--import", "tsx", resolve(import.meta.dirname, "../../services/runtime/main.ts")],
+      {
+        env: { PATH: process.env.PATH ?? "", DROVER_RUNTIME_INSTANCE_ID: "Bad_Id", DROVER_WORKERS: "0" },
+        stdio: ["ignore", "ignore", "pipe"],
+      },
+    );
     let stderr = "";
-    child.stderr.on("data", (d: Buffer) => { stderr += d.toString(); });
+    child.stderr.on("data", (d: Buffer) => {
+      stderr += d.toString();
+    });
     const code = await new Promise<number | null>((ok) => child.once("exit", ok));
     expect(code).toBe(2);
     expect(stderr).toMatch(/DROVER_RUNTIME_INSTANCE_ID is invalid/);

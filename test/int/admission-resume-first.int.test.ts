@@ -3,7 +3,12 @@ import { jetstream } from "@nats-io/jetstream";
 import { Redis } from "ioredis";
 import { pino } from "pino";
 import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
-import { DroverConfig, type DroverEvent, type RuntimeCommand, type RuntimeCommandResult } from "../../contracts/index.ts";
+import {
+  DroverConfig,
+  type DroverEvent,
+  type RuntimeCommand,
+  type RuntimeCommandResult,
+} from "../../contracts/index.ts";
 import type { CapacityDescriptor } from "../../aggregates/capacity/descriptor.ts";
 import { RunIndex } from "../../services/admission/shell/run-index.ts";
 import { startAdmission, type AdmissionService } from "../../services/admission/shell/service.ts";
@@ -25,18 +30,38 @@ import { eventually, freshStreams, type StreamsFixture } from "../support/stream
  * a runtime slow to answer must hold up only its own run, never another tenant's.
  */
 const CP = "cp-resume-first";
-const config = DroverConfig.parse({ controlPlaneId: CP, heartbeatIntervalMs: 1000, dispatchTimeoutMs: 2000,
-  tenants: [{ tenantId: "t-blue", isolationMode: "dedicated", maxConcurrentRuns: 50 }, { tenantId: "t-red", isolationMode: "dedicated", maxConcurrentRuns: 50 }] });
-const ctx = (service: "api" | "recovery") => ({ writer: { service, instanceId: `${service}-1` }, clock: systemClock, ids: randomIds });
+const config = DroverConfig.parse({
+  controlPlaneId: CP,
+  heartbeatIntervalMs: 1000,
+  dispatchTimeoutMs: 2000,
+  tenants: [
+    { tenantId: "t-blue", isolationMode: "dedicated", maxConcurrentRuns: 50 },
+    { tenantId: "t-red", isolationMode: "dedicated", maxConcurrentRuns: 50 },
+  ],
+});
+const ctx = (service: "api" | "recovery") => ({
+  writer: { service, instanceId: `${service}-1` },
+  clock: systemClock,
+  ids: randomIds,
+});
 
 describe("admission's runtime commands: a tenant's resume first, a slow runtime never holds another tenant (real NATS + Redis; runtime transport replaced by an in-memory responder)", () => {
-  let fx: StreamsFixture, store: EventStore, redis: Redis, capacity: CapacityProjection, admission: AdmissionService | undefined;
+  let fx: StreamsFixture,
+    store: EventStore,
+    redis: Redis,
+    capacity: CapacityProjection,
+    admission: AdmissionService | undefined;
   beforeEach(async () => {
     fx = await freshStreams(inject("natsUrl"), "admres");
     store = createEventStore(fx.nc, fx.layout);
     redis = new Redis(inject("redisUrl"), { maxRetriesPerRequest: 1, db: 6 });
     await redis.flushdb();
-    capacity = await startCapacityProjection({ js: jetstream(fx.nc), layout: fx.layout, view: redisCapacityView<CapacityDescriptor>(redis, CP), controlPlaneId: CP });
+    capacity = await startCapacityProjection({
+      js: jetstream(fx.nc),
+      layout: fx.layout,
+      view: redisCapacityView<CapacityDescriptor>(redis, CP),
+      controlPlaneId: CP,
+    });
   });
   afterEach(async () => {
     await admission?.stop();
@@ -45,57 +70,121 @@ describe("admission's runtime commands: a tenant's resume first, a slow runtime 
     await fx.close();
   });
 
-  const append = async (tenantId: string, id: string, type: DroverEvent["type"], data: unknown, service: "api" | "recovery" = "recovery") => {
+  const append = async (
+    tenantId: string,
+    id: string,
+    type: DroverEvent["type"],
+    data: unknown,
+    service: "api" | "recovery" = "recovery",
+  ) => {
     const ref = runRef(tenantId, id);
-    await store.append(ref, envelope(ctx(service), type, data, { tenantId, correlationId: id, causationId: "test" }), { expectedSeq: await store.lastSeq(ref) });
+    await store.append(ref, envelope(ctx(service), type, data, { tenantId, correlationId: id, causationId: "test" }), {
+      expectedSeq: await store.lastSeq(ref),
+    });
   };
-  const submit = (tenantId: string, id: string) => append(tenantId, id, "run.submitted", { sharedRunId: id, dag: exampleDag, source: "api", labels: {} }, "api");
+  const submit = (tenantId: string, id: string) =>
+    append(tenantId, id, "run.submitted", { sharedRunId: id, dag: exampleDag, source: "api", labels: {} }, "api");
   /** A run that started on a runtime that then died: recovery requeued it for resume (as recovery's batch does). */
   const interrupted = async (tenantId: string, id: string) => {
     await submit(tenantId, id);
     const lr = `lr-${id}`;
-    await append(tenantId, id, "run.admitted", { runtimeInstanceId: "rt-dead", localRunId: lr, reservationId: `rt-dead/${id}`, candidates: [], recovery: false });
-    await append(tenantId, id, "run.dispatched", { runtimeInstanceId: "rt-dead", localRunId: lr, transport: "http", hostIncarnation: ids.host });
-    await append(tenantId, id, "run.started", { executionId: `exec-${id}`, localRunId: lr, runtimeInstanceId: "rt-dead" });
-    await append(tenantId, id, "run.requeued-for-resume", { forensicsId: forensicsIds.inFlight, incidentId: ids.incident, executionId: `exec-${id}`,
-      failedRuntimeInstanceId: "rt-dead", failedLocalRunId: lr, newEpoch: 1 });
+    await append(tenantId, id, "run.admitted", {
+      runtimeInstanceId: "rt-dead",
+      localRunId: lr,
+      reservationId: `rt-dead/${id}`,
+      candidates: [],
+      recovery: false,
+    });
+    await append(tenantId, id, "run.dispatched", {
+      runtimeInstanceId: "rt-dead",
+      localRunId: lr,
+      transport: "http",
+      hostIncarnation: ids.host,
+    });
+    await append(tenantId, id, "run.started", {
+      executionId: `exec-${id}`,
+      localRunId: lr,
+      runtimeInstanceId: "rt-dead",
+    });
+    await append(tenantId, id, "run.requeued-for-resume", {
+      forensicsId: forensicsIds.inFlight,
+      incidentId: ids.incident,
+      executionId: `exec-${id}`,
+      failedRuntimeInstanceId: "rt-dead",
+      failedLocalRunId: lr,
+      newEpoch: 1,
+    });
   };
 
   const startWith = async (send: (e: string, t: unknown, c: RuntimeCommand) => Promise<RuntimeCommandResult>) => {
     admission = await startAdmission({
-      js: jetstream(fx.nc), config, layout: fx.layout, store, index: new RunIndex(fx.layout.eventPrefix, () => undefined),
-      view: redisCapacityView<CapacityDescriptor>(redis, CP), reservations: redisReservations(redis, CP),
+      js: jetstream(fx.nc),
+      config,
+      layout: fx.layout,
+      store,
+      index: new RunIndex(fx.layout.eventPrefix, () => undefined),
+      view: redisCapacityView<CapacityDescriptor>(redis, CP),
+      reservations: redisReservations(redis, CP),
       env: { writer: { service: "admission", instanceId: uniqueName("adm") }, clock: systemClock, ids: randomIds },
-      send: send as never, commandTokenFor: () => "token", sha256: (x) => createHash("sha256").update(x).digest("hex"), log: pino({ level: "silent" }), tickMs: 100,
+      send: send as never,
+      commandTokenFor: () => "token",
+      sha256: (x) => createHash("sha256").update(x).digest("hex"),
+      log: pino({ level: "silent" }),
+      tickMs: 100,
     });
     await admission.ready;
   };
   const readyRuntimes = async (...rts: (readonly [string, string])[]) => {
     for (const [rt, tenantId] of rts) {
-      await publishReadyRuntime(store, { runtimeInstanceId: rt, controlPlaneId: CP, isolationMode: "dedicated", tenantId, slots: 5 });
+      await publishReadyRuntime(store, {
+        runtimeInstanceId: rt,
+        controlPlaneId: CP,
+        isolationMode: "dedicated",
+        tenantId,
+        slots: 5,
+      });
       await publishBeat(jetstream(fx.nc), fx.layout, rt, 1, 5);
     }
-    await eventually("capacity", async () => ((await redisCapacityView<CapacityDescriptor>(redis, CP).all()).filter((d) => d.status === "ready" && d.beats[FAKE_INCARNATION]).length === rts.length ? true : undefined));
+    await eventually("capacity", async () =>
+      (await redisCapacityView<CapacityDescriptor>(redis, CP).all()).filter(
+        (d) => d.status === "ready" && d.beats[FAKE_INCARNATION],
+      ).length === rts.length
+        ? true
+        : undefined,
+    );
   };
-  const ok = (c: RuntimeCommand): RuntimeCommandResult => ({ success: true, operation: c.operation, runtimeInstanceId: c.runtimeInstanceId, hostIncarnation: FAKE_INCARNATION as never,
-    payload: {}, timings: { receivedAt: new Date().toISOString(), handledMs: 1 } });
+  const ok = (c: RuntimeCommand): RuntimeCommandResult => ({
+    success: true,
+    operation: c.operation,
+    runtimeInstanceId: c.runtimeInstanceId,
+    hostIncarnation: FAKE_INCARNATION as never,
+    payload: {},
+    timings: { receivedAt: new Date().toISOString(), handledMs: 1 },
+  });
 
   it("a runtime slow to answer holds up only its own run: another tenant's run submitted meanwhile is sent at once", async () => {
     await readyRuntimes(["rt-blue-slow", "t-blue"], ["rt-red-1", "t-red"]);
     const log: string[] = [];
     let slowSent = (): void => undefined;
-    const slowStarted = new Promise<void>((r) => { slowSent = r; });
+    const slowStarted = new Promise<void>((r) => {
+      slowSent = r;
+    });
     await startWith(async (_e, _t, c) => {
       const tenant = c.runtimeInstanceId.includes("blue") ? "blue" : "red";
       log.push(`${tenant}:sent`);
-      if (tenant === "blue") { slowSent(); await new Promise((r) => setTimeout(r, 2_000)); }
+      if (tenant === "blue") {
+        slowSent();
+        await new Promise((r) => setTimeout(r, 2_000));
+      }
       log.push(`${tenant}:answered`);
       return ok(c);
     });
     await submit("t-blue", "run-slow-1");
     await slowStarted;
     await submit("t-red", "run-red-2");
-    await eventually("both answered", async () => (log.filter((l) => l.endsWith(":answered")).length === 2 ? true : undefined));
+    await eventually("both answered", async () =>
+      log.filter((l) => l.endsWith(":answered")).length === 2 ? true : undefined,
+    );
     expect(log).toEqual(["blue:sent", "red:sent", "red:answered", "blue:answered"]);
   });
 
@@ -115,11 +204,18 @@ describe("admission's runtime commands: a tenant's resume first, a slow runtime 
     await interrupted("t-blue", "run-resume");
     await readyRuntimes(["rt-blue-new", "t-blue"], ["rt-red-1", "t-red"]);
     await startWith(send);
-    await eventually("all sent", async () => (log.filter((l) => l.endsWith(":answered")).length === 4 ? true : undefined));
+    await eventually("all sent", async () =>
+      log.filter((l) => l.endsWith(":answered")).length === 4 ? true : undefined,
+    );
     const at = (entry: string) => log.indexOf(entry);
     const blue = log.filter((l) => l.startsWith("blue:"));
     expect(blue.slice(0, 2)).toEqual(["blue:ResumeExecution:sent", "blue:ResumeExecution:answered"]);
-    expect(blue.slice(2).sort()).toEqual(["blue:DispatchRun:answered", "blue:DispatchRun:answered", "blue:DispatchRun:sent", "blue:DispatchRun:sent"]);
+    expect(blue.slice(2).sort()).toEqual([
+      "blue:DispatchRun:answered",
+      "blue:DispatchRun:answered",
+      "blue:DispatchRun:sent",
+      "blue:DispatchRun:sent",
+    ]);
     // The red tenant's run went out while the blue resume was still unanswered.
     expect(at("red:DispatchRun:sent")).toBeGreaterThan(-1);
     expect(at("red:DispatchRun:sent")).toBeLessThan(at("blue:ResumeExecution:answered"));

@@ -4,14 +4,22 @@ import { runRef, runtimeRef } from "../../streams/subjects.ts";
 import { apiFixture, auth, validDag, type ApiFixture } from "../support/api-app.ts";
 import { event } from "../support/streams.ts";
 
-interface Frame { id?: string; event: string; data: string }
+interface Frame {
+  id?: string;
+  event: string;
+  data: string;
+}
 
 /**
  * Reads SSE frames from a live `GET /v1/events` until `until` accepts the frames read so far
  * (e.g. "the caught-up marker arrived"), then disconnects. Waits on frames, never on time; the
  * test timeout is the deadline.
  */
-async function readFeed(base: string, headers: Record<string, string>, until: (frames: Frame[]) => boolean): Promise<Frame[]> {
+async function readFeed(
+  base: string,
+  headers: Record<string, string>,
+  until: (frames: Frame[]) => boolean,
+): Promise<Frame[]> {
   const abort = new AbortController();
   const res = await fetch(`${base}/v1/events`, { headers, signal: abort.signal });
   expect(res.status).toBe(200);
@@ -27,7 +35,11 @@ async function readFeed(base: string, headers: Record<string, string>, until: (f
       for (let i = buf.indexOf("\n\n"); i >= 0; i = buf.indexOf("\n\n")) {
         const raw = buf.slice(0, i);
         buf = buf.slice(i + 2);
-        const field = (name: string) => raw.split("\n").find((l) => l.startsWith(`${name}: `))?.slice(name.length + 2);
+        const field = (name: string) =>
+          raw
+            .split("\n")
+            .find((l) => l.startsWith(`${name}: `))
+            ?.slice(name.length + 2);
         const data = field("data");
         if (data !== undefined) frames.push({ id: field("id"), event: field("event") ?? "message", data });
       }
@@ -39,7 +51,10 @@ async function readFeed(base: string, headers: Record<string, string>, until: (f
 }
 
 const caughtUp = (frames: Frame[]) => frames.some((f) => f.event === "caught-up");
-const events = (frames: Frame[]) => frames.filter((f) => f.event === "message").map((f) => JSON.parse(f.data) as { seq: number; event: { type: string; tenantId?: string } });
+const events = (frames: Frame[]) =>
+  frames
+    .filter((f) => f.event === "message")
+    .map((f) => JSON.parse(f.data) as { seq: number; event: { type: string; tenantId?: string } });
 
 describe("api event feed (SSE) against a real nats-server", () => {
   let fx: ApiFixture;
@@ -48,10 +63,14 @@ describe("api event feed (SSE) against a real nats-server", () => {
     fx = await apiFixture(inject("natsUrl"));
     base = await fx.app.listen({ host: "127.0.0.1", port: 0 });
   });
-  afterAll(async () => { await fx.close(); });
+  afterAll(async () => {
+    await fx.close();
+  });
 
   const submit = async (who: "acme" | "globex") =>
-    (await fx.app.inject({ method: "POST", url: "/v1/runs", headers: auth(who), payload: { dag: validDag } })).json() as { sharedRunId: string; lastSeq: number };
+    (
+      await fx.app.inject({ method: "POST", url: "/v1/runs", headers: auth(who), payload: { dag: validDag } })
+    ).json() as { sharedRunId: string; lastSeq: number };
 
   it("streams a tenant's events with id = stream sequence and resumes after Last-Event-ID with exactly the later events", async () => {
     const runs = [await submit("acme"), await submit("globex"), await submit("acme"), await submit("acme")];
@@ -59,7 +78,10 @@ describe("api event feed (SSE) against a real nats-server", () => {
     expect(all.map((e) => e.seq)).toEqual([runs[0]!.lastSeq, runs[2]!.lastSeq, runs[3]!.lastSeq]);
     expect(all.every((e) => e.event.tenantId === "acme")).toBe(true);
     const resumed = await readFeed(base, { ...auth("acme"), "last-event-id": String(runs[0]!.lastSeq) }, caughtUp);
-    expect(resumed.filter((f) => f.event === "message").map((f) => Number(f.id))).toEqual([runs[2]!.lastSeq, runs[3]!.lastSeq]);
+    expect(resumed.filter((f) => f.event === "message").map((f) => Number(f.id))).toEqual([
+      runs[2]!.lastSeq,
+      runs[3]!.lastSeq,
+    ]);
   });
 
   it("delivers events appended after catching up, live", async () => {
@@ -68,7 +90,11 @@ describe("api event feed (SSE) against a real nats-server", () => {
     const frames = await readFeed(base, { ...auth("acme"), "last-event-id": String(run.lastSeq) }, (fs) => {
       if (caughtUp(fs) && !appended) {
         appended = true;
-        void fx.store.append(runRef(TenantId.parse("acme"), run.sharedRunId), event("run.cancelled", { tenantId: TenantId.parse("acme") }), { expectedSeq: run.lastSeq });
+        void fx.store.append(
+          runRef(TenantId.parse("acme"), run.sharedRunId),
+          event("run.cancelled", { tenantId: TenantId.parse("acme") }),
+          { expectedSeq: run.lastSeq },
+        );
       }
       return events(fs).length > 0;
     });
@@ -84,7 +110,10 @@ describe("api event feed (SSE) against a real nats-server", () => {
       // A runtime named like the tenant: its subject matches <prefix>.*.globex.>, yet it is not globex's.
       await fresh.store.append(runtimeRef("globex"), event("runtime.registered"), { expectedSeq: 0 });
       expect(events(await readFeed(url, auth("globex"), caughtUp))).toEqual([]);
-      expect(events(await readFeed(url, auth("operator"), caughtUp)).map((e) => e.event.type)).toEqual(["run.submitted", "runtime.registered"]);
+      expect(events(await readFeed(url, auth("operator"), caughtUp)).map((e) => e.event.type)).toEqual([
+        "run.submitted",
+        "runtime.registered",
+      ]);
     } finally {
       await fresh.close();
     }

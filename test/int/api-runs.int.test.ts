@@ -9,8 +9,12 @@ const acme = TenantId.parse("acme");
 
 describe("api runs against a real nats-server", () => {
   let fx: ApiFixture;
-  beforeAll(async () => { fx = await apiFixture(inject("natsUrl")); });
-  afterAll(async () => { await fx.close(); });
+  beforeAll(async () => {
+    fx = await apiFixture(inject("natsUrl"));
+  });
+  afterAll(async () => {
+    await fx.close();
+  });
 
   const submit = (body: unknown, who: "acme" | "globex" | "operator" = "acme") =>
     fx.app.inject({ method: "POST", url: "/v1/runs", headers: auth(who), payload: body as object });
@@ -22,10 +26,17 @@ describe("api runs against a real nats-server", () => {
     expect(run).toMatchObject({ tenantId: "acme", status: "submitted", placement: null });
     expect(res.headers.location).toBe(`/v1/runs/${run.sharedRunId}`);
     const stored = await fx.store.read(runRef(acme, run.sharedRunId));
-    expect(stored.events.map((e) => e.event)).toMatchObject([{ type: "run.submitted", tenantId: "acme", data: { source: "api", labels: { team: "ml" } } }]);
+    expect(stored.events.map((e) => e.event)).toMatchObject([
+      { type: "run.submitted", tenantId: "acme", data: { source: "api", labels: { team: "ml" } } },
+    ]);
     const got = await fx.app.inject({ url: `/v1/runs/${run.sharedRunId}`, headers: auth("acme") });
     expect(got.statusCode).toBe(200);
-    expect(got.json()).toMatchObject({ sharedRunId: run.sharedRunId, status: "submitted", submittedSeq: stored.lastSeq, dag: { name: "t" } });
+    expect(got.json()).toMatchObject({
+      sharedRunId: run.sharedRunId,
+      status: "submitted",
+      submittedSeq: stored.lastSeq,
+      dag: { name: "t" },
+    });
   });
 
   it("creates exactly the distinct runs from 50 concurrent submissions over 10 idempotency keys, one event each", async () => {
@@ -50,9 +61,19 @@ describe("api runs against a real nats-server", () => {
   it("refuses invalid DAGs of every kind with 400 dag-invalid and writes nothing", async () => {
     const before = await fx.messageCount();
     const dags = [
-      { steps: [{ id: "a", kind: "compute", dependsOn: ["b"] }, { id: "b", kind: "compute", dependsOn: ["a"] }] },
+      {
+        steps: [
+          { id: "a", kind: "compute", dependsOn: ["b"] },
+          { id: "b", kind: "compute", dependsOn: ["a"] },
+        ],
+      },
       { steps: [{ id: "a", kind: "teleport" }] },
-      { steps: [{ id: "a", kind: "compute" }, { id: "a", kind: "compute" }] },
+      {
+        steps: [
+          { id: "a", kind: "compute" },
+          { id: "a", kind: "compute" },
+        ],
+      },
       { steps: [{ id: "a", kind: "compute", dependsOn: ["ghost"] }] },
       { steps: [] },
       { steps: [{ id: "Not.Safe", kind: "compute" }] },
@@ -82,7 +103,10 @@ describe("api runs against a real nats-server", () => {
     expect(missing.statusCode).toBe(401);
     expect(missing.headers["www-authenticate"]).toBe("Bearer");
     expect(missing.json().error.code).toBe("unauthenticated");
-    const unknown = await fx.app.inject({ url: "/v1/runs/run-x", headers: { authorization: "Bearer not-a-configured-token-00" } });
+    const unknown = await fx.app.inject({
+      url: "/v1/runs/run-x",
+      headers: { authorization: "Bearer not-a-configured-token-00" },
+    });
     expect(unknown.statusCode).toBe(401);
     expect((await submit({ dag: validDag }, "operator")).json().error.code).toBe("forbidden");
     // The dashboard itself needs no token and carries none: the user types it.
@@ -99,9 +123,15 @@ describe("api runs against a real nats-server", () => {
       expect(res.json().error.code).toBe("not-found");
       expect(JSON.stringify(res.json())).not.toContain("acme");
     }
-    expect((await fx.app.inject({ url: `/v1/runs/${run.sharedRunId}?tenant=acme`, headers: auth("globex") })).statusCode).toBe(403);
-    expect((await fx.app.inject({ url: `/v1/runs/${run.sharedRunId}?tenant=acme`, headers: auth("operator") })).statusCode).toBe(200);
-    expect((await fx.app.inject({ url: "/v1/runs/Not.An.Id", headers: auth("acme") })).json().error.code).toBe("invalid-id");
+    expect(
+      (await fx.app.inject({ url: `/v1/runs/${run.sharedRunId}?tenant=acme`, headers: auth("globex") })).statusCode,
+    ).toBe(403);
+    expect(
+      (await fx.app.inject({ url: `/v1/runs/${run.sharedRunId}?tenant=acme`, headers: auth("operator") })).statusCode,
+    ).toBe(200);
+    expect((await fx.app.inject({ url: "/v1/runs/Not.An.Id", headers: auth("acme") })).json().error.code).toBe(
+      "invalid-id",
+    );
   });
 
   it("shows a trusted producer's undecodable submission as submitted, then rejected with the reason; another tenant still gets 404, a corrupt later event 500", async () => {
@@ -113,15 +143,43 @@ describe("api runs against a real nats-server", () => {
     const url = `/v1/runs/${id}`;
     const before = await fx.app.inject({ url, headers: auth("acme") });
     expect(before.statusCode).toBe(200);
-    expect(before.json()).toMatchObject({ sharedRunId: id, tenantId: "acme", status: "submitted", submittedSeq: bad.seq, lastSeq: bad.seq, dag: null });
+    expect(before.json()).toMatchObject({
+      sharedRunId: id,
+      tenantId: "acme",
+      status: "submitted",
+      submittedSeq: bad.seq,
+      lastSeq: bad.seq,
+      dag: null,
+    });
     // What admission appends for it (test/int/admission.int.test.ts proves admission does).
-    const rejected = await fx.store.append(ref, event("run.rejected", { tenantId: acme, data: { reason: { code: "contract-violation", detail: "dag: expected object" } } }), { expectedSeq: bad.seq });
+    const rejected = await fx.store.append(
+      ref,
+      event("run.rejected", {
+        tenantId: acme,
+        data: { reason: { code: "contract-violation", detail: "dag: expected object" } },
+      }),
+      { expectedSeq: bad.seq },
+    );
     const after = await fx.app.inject({ url, headers: auth("acme") });
-    expect(after.json()).toMatchObject({ status: "rejected", lastReason: "contract-violation", submittedSeq: bad.seq, lastSeq: rejected.seq });
+    expect(after.json()).toMatchObject({
+      status: "rejected",
+      lastReason: "contract-violation",
+      submittedSeq: bad.seq,
+      lastSeq: rejected.seq,
+    });
     const events = await fx.app.inject({ url: `${url}/events`, headers: auth("acme") });
     expect(events.statusCode).toBe(200);
-    expect(events.json().events.map((e: { seq: number; event: { type: string; data: unknown } }) => [e.seq, e.event.type, e.event.data]))
-      .toEqual([[rejected.seq, "run.rejected", { reason: { code: "contract-violation", detail: "dag: expected object" } }]]);
+    expect(
+      events
+        .json()
+        .events.map((e: { seq: number; event: { type: string; data: unknown } }) => [
+          e.seq,
+          e.event.type,
+          e.event.data,
+        ]),
+    ).toEqual([
+      [rejected.seq, "run.rejected", { reason: { code: "contract-violation", detail: "dag: expected object" } }],
+    ]);
     expect((await fx.app.inject({ url, headers: auth("globex") })).statusCode).toBe(404);
     // Anything but the submission undecodable is the store's fault: 500, not a made-up run.
     await js.publish(subject("run.started"), "{}");
@@ -134,16 +192,34 @@ describe("api runs against a real nats-server", () => {
     const ref = runRef(acme, run.sharedRunId);
     const executionId = ExecutionId.parse(`ex-${run.sharedRunId.slice(4, 20)}`);
     const sharedRunId = SharedRunId.parse(run.sharedRunId);
-    const s1 = await fx.store.append(ref, event("run.started", { tenantId: acme, data: { ...event("run.started").data, executionId } }), { expectedSeq: run.lastSeq });
-    const e1 = await fx.store.append(execRef(acme, executionId), event("exec.started", { tenantId: acme, data: { ...event("exec.started").data, sharedRunId } }), { expectedSeq: 0 });
-    await fx.store.append(execRef(acme, ExecutionId.parse("ex-unrelated")), event("exec.started", { tenantId: acme }), { expectedSeq: 0 });
-    const e2 = await fx.store.append(execRef(acme, executionId), event("exec.completed", { tenantId: acme }), { expectedSeq: e1.seq });
+    const s1 = await fx.store.append(
+      ref,
+      event("run.started", { tenantId: acme, data: { ...event("run.started").data, executionId } }),
+      { expectedSeq: run.lastSeq },
+    );
+    const e1 = await fx.store.append(
+      execRef(acme, executionId),
+      event("exec.started", { tenantId: acme, data: { ...event("exec.started").data, sharedRunId } }),
+      { expectedSeq: 0 },
+    );
+    await fx.store.append(execRef(acme, ExecutionId.parse("ex-unrelated")), event("exec.started", { tenantId: acme }), {
+      expectedSeq: 0,
+    });
+    const e2 = await fx.store.append(execRef(acme, executionId), event("exec.completed", { tenantId: acme }), {
+      expectedSeq: e1.seq,
+    });
     const res = await fx.app.inject({ url: `/v1/runs/${run.sharedRunId}/events`, headers: auth("acme") });
     expect(res.statusCode).toBe(200);
     expect(res.json().events.map((e: { seq: number; event: { type: string } }) => [e.seq, e.event.type])).toEqual([
-      [run.lastSeq, "run.submitted"], [s1.seq, "run.started"], [e1.seq, "exec.started"], [e2.seq, "exec.completed"],
+      [run.lastSeq, "run.submitted"],
+      [s1.seq, "run.started"],
+      [e1.seq, "exec.started"],
+      [e2.seq, "exec.completed"],
     ]);
-    expect((await fx.app.inject({ url: `/v1/runs/${run.sharedRunId}`, headers: auth("acme") })).json()).toMatchObject({ status: "started", executionId });
+    expect((await fx.app.inject({ url: `/v1/runs/${run.sharedRunId}`, headers: auth("acme") })).json()).toMatchObject({
+      status: "started",
+      executionId,
+    });
   });
 
   it("serves runtimes and capacity to operators only, folded from runtime events and the last heartbeat", async () => {
@@ -155,41 +231,86 @@ describe("api runs against a real nats-server", () => {
       const data = type === "runtime.host-started" ? { ...base.data, hostIncarnation: "pid:4242:987654" } : base.data;
       seq = (await fx.store.append(ref, { ...base, data } as typeof base, { expectedSeq: seq })).seq;
     }
-    const beat = { type: "heartbeat", runtimeInstanceId: rt, hostIncarnation: "pid:4242:987654", beat: 3, at: "2026-05-06T07:08:08.000Z",
-      workers: 2, activeWorkers: 0, availableWorkers: 2, queuedRuns: 0, runningRuns: 0, availableSlots: 10, paused: false, draining: false };
+    const beat = {
+      type: "heartbeat",
+      runtimeInstanceId: rt,
+      hostIncarnation: "pid:4242:987654",
+      beat: 3,
+      at: "2026-05-06T07:08:08.000Z",
+      workers: 2,
+      activeWorkers: 0,
+      availableWorkers: 2,
+      queuedRuns: 0,
+      runningRuns: 0,
+      availableSlots: 10,
+      paused: false,
+      draining: false,
+    };
     await fx.nc.request(heartbeatSubject(fx.layout, rt), JSON.stringify(beat));
-    for (const url of ["/v1/runtimes", "/v1/capacity"]) expect((await fx.app.inject({ url, headers: auth("acme") })).statusCode, url).toBe(403);
+    for (const url of ["/v1/runtimes", "/v1/capacity"])
+      expect((await fx.app.inject({ url, headers: auth("acme") })).statusCode, url).toBe(403);
     const runtimes = (await fx.app.inject({ url: "/v1/runtimes", headers: auth("operator") })).json().runtimes;
-    expect(runtimes).toMatchObject([{ runtimeInstanceId: rt, status: "registered", endpoint: "http://127.0.0.1:41234", heartbeat: { beat: 3 } }]);
+    expect(runtimes).toMatchObject([
+      { runtimeInstanceId: rt, status: "registered", endpoint: "http://127.0.0.1:41234", heartbeat: { beat: 3 } },
+    ]);
     const capacity = (await fx.app.inject({ url: "/v1/capacity", headers: auth("operator") })).json();
-    expect(capacity).toMatchObject({ reservationsIncluded: false, accepting: 0, runtimes: [{ runtimeInstanceId: rt, canAcceptRun: false, availableSlots: 10 }] });
+    expect(capacity).toMatchObject({
+      reservationsIncluded: false,
+      accepting: 0,
+      runtimes: [{ runtimeInstanceId: rt, canAcceptRun: false, availableSlots: 10 }],
+    });
     expect(capacity.runtimes[0].reasons).toContain("status-registered");
     // The reader keeps its fold between calls: later events show up, concurrent calls agree.
     await fx.store.append(ref, event("runtime.draining"), { expectedSeq: seq });
-    const again = await Promise.all([1, 2].map(async () => (await fx.app.inject({ url: "/v1/runtimes", headers: auth("operator") })).json().runtimes));
-    for (const rows of again) expect(rows).toMatchObject([{ runtimeInstanceId: rt, status: "draining", heartbeat: { beat: 3 } }]);
+    const again = await Promise.all(
+      [1, 2].map(async () => (await fx.app.inject({ url: "/v1/runtimes", headers: auth("operator") })).json().runtimes),
+    );
+    for (const rows of again)
+      expect(rows).toMatchObject([{ runtimeInstanceId: rt, status: "draining", heartbeat: { beat: 3 } }]);
   });
 });
 
 describe("api submission quota against a real nats-server", () => {
   let fx: ApiFixture;
-  beforeAll(async () => { fx = await apiFixture(inject("natsUrl"), { quota: true, tenants: [{ tenantId: acme, maxConcurrentRuns: 1, overQuota: "reject" }] }); });
-  afterAll(async () => { await fx.close(); });
+  beforeAll(async () => {
+    fx = await apiFixture(inject("natsUrl"), {
+      quota: true,
+      tenants: [{ tenantId: acme, maxConcurrentRuns: 1, overQuota: "reject" }],
+    });
+  });
+  afterAll(async () => {
+    await fx.close();
+  });
 
   it("refuses a submission over overQuota=reject with 429 tenant-quota-exceeded, answers retries, and frees the slot on a terminal event", async () => {
-    const submit = (key: string) => fx.app.inject({ method: "POST", url: "/v1/runs", headers: auth("acme"), payload: { dag: validDag, idempotencyKey: key } });
+    const submit = (key: string) =>
+      fx.app.inject({
+        method: "POST",
+        url: "/v1/runs",
+        headers: auth("acme"),
+        payload: { dag: validDag, idempotencyKey: key },
+      });
     const first = await submit("q-1");
     expect(first.statusCode).toBe(201);
     const before = await fx.messageCount();
     const over = await submit("q-2");
     expect(over.statusCode).toBe(429);
-    expect(over.json().error).toMatchObject({ code: "tenant-quota-exceeded", retryable: true, details: { openRuns: 1, maxConcurrentRuns: 1 } });
+    expect(over.json().error).toMatchObject({
+      code: "tenant-quota-exceeded",
+      retryable: true,
+      details: { openRuns: 1, maxConcurrentRuns: 1 },
+    });
     expect(await fx.messageCount()).toBe(before);
     expect((await submit("q-1")).statusCode).toBe(200);
     // globex has no quota configured here (defaults: queue), so acme's limit is not its limit.
-    expect((await fx.app.inject({ method: "POST", url: "/v1/runs", headers: auth("globex"), payload: { dag: validDag } })).statusCode).toBe(201);
+    expect(
+      (await fx.app.inject({ method: "POST", url: "/v1/runs", headers: auth("globex"), payload: { dag: validDag } }))
+        .statusCode,
+    ).toBe(201);
     const run = first.json();
-    await fx.store.append(runRef(acme, run.sharedRunId), event("run.rejected", { tenantId: acme }), { expectedSeq: run.lastSeq });
+    await fx.store.append(runRef(acme, run.sharedRunId), event("run.rejected", { tenantId: acme }), {
+      expectedSeq: run.lastSeq,
+    });
     expect((await submit("q-2")).statusCode).toBe(201);
   });
 });

@@ -9,8 +9,13 @@ import { event, freshStreams, type StreamsFixture } from "../support/streams.ts"
 describe("atomic multi-aggregate append (JetStream atomic batch) against a real nats-server", () => {
   let fx: StreamsFixture;
   let store: EventStore;
-  beforeEach(async () => { fx = await freshStreams(inject("natsUrl")); store = createEventStore(fx.nc, fx.layout); });
-  afterEach(async () => { await fx.close(); });
+  beforeEach(async () => {
+    fx = await freshStreams(inject("natsUrl"));
+    store = createEventStore(fx.nc, fx.layout);
+  });
+  afterEach(async () => {
+    await fx.close();
+  });
 
   const run = runRef(ids.tenant, "run-1");
   const exec = execRef(ids.tenant, "ex-1");
@@ -28,8 +33,16 @@ describe("atomic multi-aggregate append (JetStream atomic batch) against a real 
       { ref: exec, expectedSeq: s.exec, events: [event("exec.paused-for-recovery"), event("exec.resumed")] },
       { ref: run, expectedSeq: s.run, events: [event("run.requeued-for-resume")] },
     ]);
-    expect(r).toEqual([{ seq: 3, duplicate: false }, { seq: 4, duplicate: false }, { seq: 5, duplicate: false }]);
-    expect((await store.read(exec)).events.map((e) => e.event.type)).toEqual(["exec.started", "exec.paused-for-recovery", "exec.resumed"]);
+    expect(r).toEqual([
+      { seq: 3, duplicate: false },
+      { seq: 4, duplicate: false },
+      { seq: 5, duplicate: false },
+    ]);
+    expect((await store.read(exec)).events.map((e) => e.event.type)).toEqual([
+      "exec.started",
+      "exec.paused-for-recovery",
+      "exec.resumed",
+    ]);
     expect((await store.read(run)).lastSeq).toBe(5);
   });
 
@@ -37,10 +50,12 @@ describe("atomic multi-aggregate append (JetStream atomic batch) against a real 
     const s = await seed();
     await store.append(run, event("run.queued-globally"), { expectedSeq: s.run }); // the run moves on: s.run is now stale
     const before = { last: await streamLast(), run: await store.read(run), exec: await store.read(exec) };
-    const err = await store.appendAtomic([
-      { ref: exec, expectedSeq: s.exec, events: [event("exec.paused-for-recovery"), event("exec.step-completed")] },
-      { ref: run, expectedSeq: s.run, events: [event("run.requeued-for-resume")] },
-    ]).catch((x: unknown) => x);
+    const err = await store
+      .appendAtomic([
+        { ref: exec, expectedSeq: s.exec, events: [event("exec.paused-for-recovery"), event("exec.step-completed")] },
+        { ref: run, expectedSeq: s.run, events: [event("run.requeued-for-resume")] },
+      ])
+      .catch((x: unknown) => x);
     expect(isDroverError(err, "version-conflict")).toBe(true);
     expect((err as { details: { stale: unknown[] } }).details.stale).toEqual([
       { subject: `${fx.layout.eventPrefix}.run.${ids.tenant}.run-1.>`, expectedSeq: s.run, actualSeq: 3 },
@@ -50,10 +65,12 @@ describe("atomic multi-aggregate append (JetStream atomic batch) against a real 
     expect(await store.read(exec)).toEqual(before.exec);
 
     // An expectation no writer ever used (no msg-id collision): the server's own 10071 path.
-    const ahead = await store.appendAtomic([
-      { ref: exec, expectedSeq: s.exec, events: [event("exec.paused-for-recovery")] },
-      { ref: run, expectedSeq: 99, events: [event("run.requeued-for-resume")] },
-    ]).catch((x: unknown) => x);
+    const ahead = await store
+      .appendAtomic([
+        { ref: exec, expectedSeq: s.exec, events: [event("exec.paused-for-recovery")] },
+        { ref: run, expectedSeq: 99, events: [event("run.requeued-for-resume")] },
+      ])
+      .catch((x: unknown) => x);
     expect(isDroverError(ahead, "version-conflict")).toBe(true);
     expect((ahead as { details: object }).details).toMatchObject({ jsCode: 10071, expectedSeq: 99, actualSeq: 3 });
     expect(await streamLast()).toBe(before.last);
@@ -77,9 +94,15 @@ describe("atomic multi-aggregate append (JetStream atomic batch) against a real 
     const cases = [
       [{ ref: exec, expectedSeq: 2, events: [event("run.cancelled")] }],
       [{ ref: exec, expectedSeq: 2, events: [] }],
-      [{ ref: exec, expectedSeq: 2, events: [event("exec.completed")] }, { ref: exec, expectedSeq: 2, events: [event("exec.failed")] }],
+      [
+        { ref: exec, expectedSeq: 2, events: [event("exec.completed")] },
+        { ref: exec, expectedSeq: 2, events: [event("exec.failed")] },
+      ],
     ];
-    for (const entries of cases) expect(isDroverError(await store.appendAtomic(entries).catch((x: unknown) => x), "contract-violation")).toBe(true);
+    for (const entries of cases)
+      expect(isDroverError(await store.appendAtomic(entries).catch((x: unknown) => x), "contract-violation")).toBe(
+        true,
+      );
     expect(await streamLast()).toBe(2);
   });
 });

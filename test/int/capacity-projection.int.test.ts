@@ -7,7 +7,15 @@ import type { CapacityDescriptor } from "../../aggregates/capacity/descriptor.ts
 import { routability } from "../../aggregates/capacity/routability.ts";
 import { redisCapacityView } from "../../platform/capacity-view.ts";
 import { startCapacityProjection } from "../../services/capacity/shell/projection.ts";
-import { createEventStore, ensureStreams, heartbeatSubject, runtimeRef, taggedLayout, type EventStore, type StreamLayout } from "../../streams/index.ts";
+import {
+  createEventStore,
+  ensureStreams,
+  heartbeatSubject,
+  runtimeRef,
+  taggedLayout,
+  type EventStore,
+  type StreamLayout,
+} from "../../streams/index.ts";
 import { EXAMPLE_BUILDERS, ids } from "../support/example-events.ts";
 import { uniqueName } from "../support/isolation.ts";
 
@@ -23,14 +31,32 @@ async function publishRuntime(store: EventStore, rt: string, types: EventType[])
   }
 }
 
-const beat = (rt: string, n: number, at: Date) => JSON.stringify({
-  type: "heartbeat", runtimeInstanceId: rt, hostIncarnation: ids.host, beat: n, at: at.toISOString(), workers: 2, activeWorkers: 0,
-  availableWorkers: 2, queuedRuns: 0, runningRuns: 0, availableSlots: 4, paused: false, draining: false,
-});
+const beat = (rt: string, n: number, at: Date) =>
+  JSON.stringify({
+    type: "heartbeat",
+    runtimeInstanceId: rt,
+    hostIncarnation: ids.host,
+    beat: n,
+    at: at.toISOString(),
+    workers: 2,
+    activeWorkers: 0,
+    availableWorkers: 2,
+    queuedRuns: 0,
+    runningRuns: 0,
+    availableSlots: 4,
+    paused: false,
+    draining: false,
+  });
 
 describe("capacity projection (real nats-server and Redis)", () => {
   let nc: NatsConnection, js: JetStreamClient, redis: Redis, layout: StreamLayout, store: EventStore;
-  const READY: EventType[] = ["runtime.registered", "runtime.host-started", "runtime.readiness-layer-passed", "runtime.endpoint-published", "runtime.capacity-published"];
+  const READY: EventType[] = [
+    "runtime.registered",
+    "runtime.host-started",
+    "runtime.readiness-layer-passed",
+    "runtime.endpoint-published",
+    "runtime.capacity-published",
+  ];
 
   beforeAll(async () => {
     nc = await connect({ servers: inject("natsUrl") });
@@ -41,12 +67,19 @@ describe("capacity projection (real nats-server and Redis)", () => {
     await ensureStreams(await jetstreamManager(nc), layout);
     store = createEventStore(nc, layout);
   });
-  afterAll(async () => { redis.disconnect(); await nc.close(); });
+  afterAll(async () => {
+    redis.disconnect();
+    await nc.close();
+  });
 
   /** Each runtime's provisioner events and one heartbeat. */
   const readyWithBeat = async (rts: readonly string[]) => {
     for (const rt of rts) {
-      await publishRuntime(store, rt, READY.map((t) => t));
+      await publishRuntime(
+        store,
+        rt,
+        READY.map((t) => t),
+      );
       await js.publish(heartbeatSubject(layout, rt), beat(rt, 1, new Date()));
     }
   };
@@ -64,7 +97,9 @@ describe("capacity projection (real nats-server and Redis)", () => {
     const before = await live.all();
     expect(before.map((d) => d.runtimeInstanceId)).toEqual(["rt-cap-a", "rt-cap-b"]);
     for (const d of before) {
-      expect(routability(d, { now: Date.now(), staleMs: 30_000, reservedSlots: 0 }).reasons).not.toContain("http-endpoint-missing");
+      expect(routability(d, { now: Date.now(), staleMs: 30_000, reservedSlots: 0 }).reasons).not.toContain(
+        "http-endpoint-missing",
+      );
       expect(d.beats[ids.host]?.beat).toBe(1);
     }
     await redis.flushdb();
@@ -96,12 +131,17 @@ describe("capacity projection (real nats-server and Redis)", () => {
     await redis.del(`drover:${CP}:cap:rt:${rts[7]}`);
     const seen: number[] = [];
     let done = false;
-    const rebuilt = projection.rebuild().finally(() => { done = true; });
+    const rebuilt = projection.rebuild().finally(() => {
+      done = true;
+    });
     while (!done) seen.push((await live.all()).length);
     await rebuilt;
     // The dropped runtime's hash is gone until the swap: the old view shows one fewer, never 0 or a partial fold.
     expect(seen.length).toBeGreaterThan(0);
-    expect(seen.filter((n) => n !== before.length - 1 && n !== before.length), `view sizes seen: ${[...new Set(seen)].join(",")}`).toEqual([]);
+    expect(
+      seen.filter((n) => n !== before.length - 1 && n !== before.length),
+      `view sizes seen: ${[...new Set(seen)].join(",")}`,
+    ).toEqual([]);
     expect(await live.all()).toEqual(before);
     await projection.stop();
   });

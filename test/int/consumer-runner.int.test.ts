@@ -1,6 +1,11 @@
 import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
 import { DroverError, isDroverError } from "../../contracts/index.ts";
-import { ensureConsumer, runConsumer, type ConsumerRunner, type DurableConsumerSpec } from "../../streams/consumer-runner.ts";
+import {
+  ensureConsumer,
+  runConsumer,
+  type ConsumerRunner,
+  type DurableConsumerSpec,
+} from "../../streams/consumer-runner.ts";
 import type { Outcome } from "../../streams/consumer-outcome.ts";
 import { readDeadLetters } from "../../streams/dead-letters.ts";
 import { createEventStore } from "../../streams/event-store.ts";
@@ -15,17 +20,36 @@ describe("durable consumer runner against a real nats-server", () => {
   let fx: StreamsFixture;
   let store: EventStore;
   let runner: ConsumerRunner | undefined;
-  beforeEach(async () => { fx = await freshStreams(inject("natsUrl")); store = createEventStore(fx.nc, fx.layout); });
-  afterEach(async () => { await runner?.stop(); runner = undefined; await fx.close(); });
+  beforeEach(async () => {
+    fx = await freshStreams(inject("natsUrl"));
+    store = createEventStore(fx.nc, fx.layout);
+  });
+  afterEach(async () => {
+    await runner?.stop();
+    runner = undefined;
+    await fx.close();
+  });
 
-  const spec = (over: Partial<DurableConsumerSpec> = {}): DurableConsumerSpec =>
-    ({ name: "reactor", filter: `${fx.layout.eventPrefix}.exec.>`, maxDeliver: 3, ackWaitMs: 5_000, ...over });
+  const spec = (over: Partial<DurableConsumerSpec> = {}): DurableConsumerSpec => ({
+    name: "reactor",
+    filter: `${fx.layout.eventPrefix}.exec.>`,
+    maxDeliver: 3,
+    ackWaitMs: 5_000,
+    ...over,
+  });
 
-  async function start(s: DurableConsumerSpec, handler: (e: StoredEvent, n: number) => Promise<void>, backoffMs = [150]) {
+  async function start(
+    s: DurableConsumerSpec,
+    handler: (e: StoredEvent, n: number) => Promise<void>,
+    backoffMs = [150],
+  ) {
     const settled: Settled[] = [];
     await ensureConsumer(fx.jsm, fx.layout, s);
-    runner = await runConsumer(fx.nc, fx.layout, s, (e, c) => handler(e, c.deliveryCount),
-      { backoffMs, onOutcome: (o) => settled.push({ seq: o.seq, deliveryCount: o.deliveryCount, outcome: o.outcome, at: Date.now() }) });
+    runner = await runConsumer(fx.nc, fx.layout, s, (e, c) => handler(e, c.deliveryCount), {
+      backoffMs,
+      onOutcome: (o) =>
+        settled.push({ seq: o.seq, deliveryCount: o.deliveryCount, outcome: o.outcome, at: Date.now() }),
+    });
     return settled;
   }
   const append = (id: string) => store.append(execRef(ids.tenant, id), event("exec.started"), { expectedSeq: 0 });
@@ -35,40 +59,64 @@ describe("durable consumer runner against a real nats-server", () => {
     const settled = await start(spec(), async () => undefined);
     for (const id of ["ex-1", "ex-2", "ex-3"]) await append(id);
     await eventually("three acks", async () => (settled.length === 3 ? true : undefined));
-    expect(settled.map((s) => [s.seq, s.deliveryCount, s.outcome.kind])).toEqual([[1, 1, "ack"], [2, 1, "ack"], [3, 1, "ack"]]);
+    expect(settled.map((s) => [s.seq, s.deliveryCount, s.outcome.kind])).toEqual([
+      [1, 1, "ack"],
+      [2, 1, "ack"],
+      [3, 1, "ack"],
+    ]);
     const info = await consumerInfo();
     expect(info.ack_floor.stream_seq).toBe(3);
     expect(info.num_ack_pending).toBe(0);
   });
 
   it("naks unknown and retryable typed errors with backoff and acks the redelivery that succeeds", async () => {
-    const settled = await start(spec({ maxDeliver: 5 }), async (_e, n) => {
-      if (n === 1) throw new Error("ECONNREFUSED (infrastructure)");
-      if (n === 2) throw new DroverError("runtime-unreachable", "try later");
-    }, [150, 300]);
+    const settled = await start(
+      spec({ maxDeliver: 5 }),
+      async (_e, n) => {
+        if (n === 1) throw new Error("ECONNREFUSED (infrastructure)");
+        if (n === 2) throw new DroverError("runtime-unreachable", "try later");
+      },
+      [150, 300],
+    );
     await append("ex-1");
-    await eventually("the third delivery to be acked", async () => (settled.at(-1)?.outcome.kind === "ack" ? true : undefined));
+    await eventually("the third delivery to be acked", async () =>
+      settled.at(-1)?.outcome.kind === "ack" ? true : undefined,
+    );
     expect(settled.map((s) => [s.deliveryCount, s.outcome])).toEqual([
-      [1, { kind: "nak", delayMs: 150 }], [2, { kind: "nak", delayMs: 300 }], [3, { kind: "ack" }]]);
+      [1, { kind: "nak", delayMs: 150 }],
+      [2, { kind: "nak", delayMs: 300 }],
+      [3, { kind: "ack" }],
+    ]);
     // the server honoured the nak delays (lower bounds only: never assert upper bounds on a shared machine)
     expect(settled[1]!.at - settled[0]!.at).toBeGreaterThanOrEqual(140);
     expect(settled[2]!.at - settled[1]!.at).toBeGreaterThanOrEqual(290);
   });
 
   it("terms a non-retryable error without redelivery and records it as a dead letter with the reason", async () => {
-    const settled = await start(spec(), async () => { throw new DroverError("execution-ownership-lost", "another owner appended"); });
+    const settled = await start(spec(), async () => {
+      throw new DroverError("execution-ownership-lost", "another owner appended");
+    });
     const a = await append("ex-1");
     const dead = await eventually("a dead letter", async () => (await readDeadLetters(fx.jsm, fx.layout)).at(0));
-    expect(dead).toMatchObject({ kind: "terminated", stream: fx.layout.eventStream, consumer: "reactor", streamSeq: a.seq,
-      reason: "execution-ownership-lost: another owner appended" });
+    expect(dead).toMatchObject({
+      kind: "terminated",
+      stream: fx.layout.eventStream,
+      consumer: "reactor",
+      streamSeq: a.seq,
+      reason: "execution-ownership-lost: another owner appended",
+    });
     expect(settled.map((s) => s.outcome.kind)).toEqual(["term"]);
     expect((await consumerInfo()).num_ack_pending).toBe(0);
   });
 
   it("terms an event that does not decode as a contract violation, naming its sequence in the dead letter", async () => {
     const handled: number[] = [];
-    await start(spec(), async (e) => { handled.push(e.seq); });
-    await fx.jsm.jetstream().publish(`${fx.layout.eventPrefix}.exec.${ids.tenant}.ex-9.started`, "{\"type\":\"exec.started\"}");
+    await start(spec(), async (e) => {
+      handled.push(e.seq);
+    });
+    await fx.jsm
+      .jetstream()
+      .publish(`${fx.layout.eventPrefix}.exec.${ids.tenant}.ex-9.started`, '{"type":"exec.started"}');
     const good = await append("ex-1");
     const dead = await eventually("a dead letter", async () => (await readDeadLetters(fx.jsm, fx.layout)).at(0));
     expect(dead).toMatchObject({ kind: "terminated", streamSeq: 1 });
@@ -78,15 +126,34 @@ describe("durable consumer runner against a real nats-server", () => {
   });
 
   it("stops after max_deliver failed deliveries and the dead-letter stream captures the max-deliveries advisory", async () => {
-    const settled = await start(spec({ maxDeliver: 3 }), async () => { throw new Error("downstream still down"); }, [50]);
+    const settled = await start(
+      spec({ maxDeliver: 3 }),
+      async () => {
+        throw new Error("downstream still down");
+      },
+      [50],
+    );
     const a = await append("ex-1");
-    const dead = await eventually("a max-deliveries dead letter", async () => (await readDeadLetters(fx.jsm, fx.layout)).at(0));
-    expect(dead).toMatchObject({ kind: "max-deliveries", stream: fx.layout.eventStream, consumer: "reactor", streamSeq: a.seq, deliveries: 3 });
+    const dead = await eventually("a max-deliveries dead letter", async () =>
+      (await readDeadLetters(fx.jsm, fx.layout)).at(0),
+    );
+    expect(dead).toMatchObject({
+      kind: "max-deliveries",
+      stream: fx.layout.eventStream,
+      consumer: "reactor",
+      streamSeq: a.seq,
+      deliveries: 3,
+    });
     expect(settled.map((s) => [s.deliveryCount, s.outcome])).toEqual([
-      [1, { kind: "nak", delayMs: 50 }], [2, { kind: "nak", delayMs: 50 }], [3, { kind: "nak", delayMs: 0 }]]);
+      [1, { kind: "nak", delayMs: 50 }],
+      [2, { kind: "nak", delayMs: 50 }],
+      [3, { kind: "nak", delayMs: 0 }],
+    ]);
     // nothing more is delivered: a later event is handled, the dead one never again
     const b = await append("ex-2");
-    await eventually("the next event's first delivery", async () => (settled.some((s) => s.seq === b.seq) ? true : undefined));
+    await eventually("the next event's first delivery", async () =>
+      settled.some((s) => s.seq === b.seq) ? true : undefined,
+    );
     expect(settled.filter((s) => s.seq === a.seq)).toHaveLength(3);
   });
 
@@ -99,7 +166,15 @@ describe("durable consumer runner against a real nats-server", () => {
     const s = spec({ ackWaitMs: 1_000 });
     const settled = await start(s, slow);
     // A second instance sharing the durable is idle and would take any redelivery after ack_wait.
-    const twin = await runConsumer(fx.nc, fx.layout, s, async () => { await slow(); }, { onOutcome: (o) => settled.push({ ...o, at: Date.now() }) });
+    const twin = await runConsumer(
+      fx.nc,
+      fx.layout,
+      s,
+      async () => {
+        await slow();
+      },
+      { onOutcome: (o) => settled.push({ ...o, at: Date.now() }) },
+    );
     try {
       await append("ex-1");
       await eventually("the slow handler to finish", async () => (settled.length >= 1 ? true : undefined), 15_000);
@@ -114,11 +189,19 @@ describe("durable consumer runner against a real nats-server", () => {
 
   it("stops gracefully: the in-flight handler finishes and its ack is confirmed before stop resolves; nothing more is delivered", async () => {
     let release!: () => void;
-    const gate = new Promise<void>((r) => { release = r; });
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
     let entered!: () => void;
-    const inHandler = new Promise<void>((r) => { entered = r; });
+    const inHandler = new Promise<void>((r) => {
+      entered = r;
+    });
     const handled: number[] = [];
-    await start(spec(), async (e) => { entered(); await gate; handled.push(e.seq); });
+    await start(spec(), async (e) => {
+      entered();
+      await gate;
+      handled.push(e.seq);
+    });
     await append("ex-1");
     await inHandler;
     const stopping = runner!.stop();

@@ -15,8 +15,12 @@ const ROOT = resolve(import.meta.dirname, "../..");
 
 describe("drover replay over a real stream (child process)", () => {
   let fx: StreamsFixture;
-  beforeEach(async () => { fx = await freshStreams(inject("natsUrl"), "cli"); });
-  afterEach(async () => { await fx.close(); });
+  beforeEach(async () => {
+    fx = await freshStreams(inject("natsUrl"), "cli");
+  });
+  afterEach(async () => {
+    await fx.close();
+  });
 
   async function load(file: string): Promise<void> {
     const js = jetstream(fx.nc);
@@ -29,11 +33,20 @@ describe("drover replay over a real stream (child process)", () => {
   }
 
   function drover(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-    const env = { ...process.env, NATS_URL: inject("natsUrl"), DROVER_STREAM_TAG: fx.layout.eventPrefix.replace(/\.drover$/, "") };
+    const env = {
+      ...process.env,
+      NATS_URL: inject("natsUrl"),
+      DROVER_STREAM_TAG: fx.layout.eventPrefix.replace(/\.drover$/, ""),
+    };
     return new Promise((ok) => {
-      execFile(process.execPath, ["--import", "tsx", "cli/drover.ts", ...args], { cwd: ROOT, env, timeout: 30_000 }, (err, stdout, stderr) => {
-        ok({ code: err ? Number((err as { code?: number }).code ?? -1) : 0, stdout, stderr });
-      });
+      execFile(
+        process.execPath,
+        ["--import", "tsx", "cli/drover.ts", ...args],
+        { cwd: ROOT, env, timeout: 30_000 },
+        (err, stdout, stderr) => {
+          ok({ code: err ? Number((err as { code?: number }).code ?? -1) : 0, stdout, stderr });
+        },
+      );
     });
   }
 
@@ -45,8 +58,12 @@ describe("drover replay over a real stream (child process)", () => {
     expect(r.stdout).toMatch(/#1 +submission +run run-clean +submitted run-clean \(4 step\(s\)/);
     expect(r.stdout).toMatch(/queued globally: no-visible-capacity/);
     expect(r.stdout).toMatch(/scale-out +scaleout so-clean-1 +fulfilled by runtime rt-clean-a/);
-    expect(r.stdout).toMatch(/admitted to rt-clean-a as lr-clean-1; candidates: rt-clean-a rank 0 — dedicated to t-fixture; 2 free run slots/);
-    expect(r.stdout).toMatch(/#15-19 +steps +exec exec-\S+ +steps: 4 completed \(a, b, c#2, d\); 1 failed attempt\(s\) \(c#1\)/);
+    expect(r.stdout).toMatch(
+      /admitted to rt-clean-a as lr-clean-1; candidates: rt-clean-a rank 0 — dedicated to t-fixture; 2 free run slots/,
+    );
+    expect(r.stdout).toMatch(
+      /#15-19 +steps +exec exec-\S+ +steps: 4 completed \(a, b, c#2, d\); 1 failed attempt\(s\) \(c#1\)/,
+    );
     expect(r.stdout).toMatch(/replay: match \(run run-clean; \d+ events checked\)\n$/);
   });
 
@@ -64,10 +81,22 @@ describe("drover replay over a real stream (child process)", () => {
     await load("run-defect-stale-epoch-write.jsonl");
     const r = await drover("replay", "run", "run-fixture");
     expect(r.code).toBe(1);
-    expect(r.stdout).toMatch(/replay: DIVERGENCE at seq 25 \[stale-epoch\] in execution exec-5dc444c06c6b79ac0b2cff0e0cabd918: .*at epoch 0 after paused-for-recovery at seq 23/);
-    const j = await drover("replay", "execution", "exec-5dc444c06c6b79ac0b2cff0e0cabd918", "--tenant", "t-fixture", "--json");
+    expect(r.stdout).toMatch(
+      /replay: DIVERGENCE at seq 25 \[stale-epoch\] in execution exec-5dc444c06c6b79ac0b2cff0e0cabd918: .*at epoch 0 after paused-for-recovery at seq 23/,
+    );
+    const j = await drover(
+      "replay",
+      "execution",
+      "exec-5dc444c06c6b79ac0b2cff0e0cabd918",
+      "--tenant",
+      "t-fixture",
+      "--json",
+    );
     expect(j.code).toBe(1);
-    expect(JSON.parse(j.stdout).validation).toMatchObject({ kind: "divergence", divergence: { invariant: "stale-epoch", seq: 25 } });
+    expect(JSON.parse(j.stdout).validation).toMatchObject({
+      kind: "divergence",
+      divergence: { invariant: "stale-epoch", seq: 25 },
+    });
   });
 
   it("a write by the fenced incarnation exits 1 at its sequence; why explains where the run is; unknown ids and bad arguments exit 2", async () => {

@@ -12,8 +12,13 @@ const ex = (id: string) => execRef(ids.tenant, id);
 describe("event store append/read against a real nats-server", () => {
   let fx: StreamsFixture;
   let store: EventStore;
-  beforeEach(async () => { fx = await freshStreams(inject("natsUrl")); store = createEventStore(fx.nc, fx.layout); });
-  afterEach(async () => { await fx.close(); });
+  beforeEach(async () => {
+    fx = await freshStreams(inject("natsUrl"));
+    store = createEventStore(fx.nc, fx.layout);
+  });
+  afterEach(async () => {
+    await fx.close();
+  });
 
   const lastStreamSeq = async () => (await fx.jsm.streams.info(fx.layout.eventStream)).state.last_seq;
 
@@ -23,7 +28,10 @@ describe("event store append/read against a real nats-server", () => {
     const b = await store.append(ex("ex-1"), event("exec.step-completed"), { expectedSeq: a.seq });
     expect([a.seq, other.seq, b.seq]).toEqual([1, 2, 3]);
     const h = await store.read(ex("ex-1"));
-    expect(h.events.map((e) => [e.seq, e.event.type])).toEqual([[1, "exec.started"], [3, "exec.step-completed"]]);
+    expect(h.events.map((e) => [e.seq, e.event.type])).toEqual([
+      [1, "exec.started"],
+      [3, "exec.step-completed"],
+    ]);
     expect(h.events[0]!.subject).toBe(`${fx.layout.eventPrefix}.exec.${ids.tenant}.ex-1.started`);
     expect(h.lastSeq).toBe(3);
     expect(await store.lastSeq(ex("ex-1"))).toBe(3);
@@ -33,9 +41,15 @@ describe("event store append/read against a real nats-server", () => {
 
   it("rejects an append whose expected sequence is stale with version-conflict naming the aggregate scope", async () => {
     const a = await store.append(ex("ex-1"), event("exec.started"), { expectedSeq: 0 });
-    const err = await store.append(ex("ex-1"), event("exec.step-completed"), { expectedSeq: 0 }).catch((e: unknown) => e);
+    const err = await store
+      .append(ex("ex-1"), event("exec.step-completed"), { expectedSeq: 0 })
+      .catch((e: unknown) => e);
     expect(isDroverError(err, "version-conflict")).toBe(true);
-    expect((err as { details: object }).details).toMatchObject({ subject: aggregateWildcard(fx.layout, ex("ex-1")), expectedSeq: 0, actualSeq: a.seq });
+    expect((err as { details: object }).details).toMatchObject({
+      subject: aggregateWildcard(fx.layout, ex("ex-1")),
+      expectedSeq: 0,
+      actualSeq: a.seq,
+    });
     // The expectation is scoped to the aggregate wildcard, not the event's own subject: a first
     // `step-completed` with expectation 0 conflicts because `started` exists on the aggregate.
     expect(await lastStreamSeq()).toBe(1);
@@ -46,9 +60,12 @@ describe("event store append/read against a real nats-server", () => {
     let expected = 0;
     const winners: number[] = [];
     for (let round = 0; round < 8; round++) {
-      const results = await Promise.allSettled(Array.from({ length: 20 }, () =>
-        store.append(ref, event("exec.step-completed"), { expectedSeq: expected })));
-      const ok = results.filter((r): r is PromiseFulfilledResult<{ seq: number; duplicate: boolean }> => r.status === "fulfilled");
+      const results = await Promise.allSettled(
+        Array.from({ length: 20 }, () => store.append(ref, event("exec.step-completed"), { expectedSeq: expected })),
+      );
+      const ok = results.filter(
+        (r): r is PromiseFulfilledResult<{ seq: number; duplicate: boolean }> => r.status === "fulfilled",
+      );
       const failed = results.filter((r): r is PromiseRejectedResult => r.status === "rejected");
       expect(ok).toHaveLength(1);
       expect(ok[0]!.value.duplicate).toBe(false);
@@ -78,7 +95,9 @@ describe("event store append/read against a real nats-server", () => {
 
   it("refuses a different event reusing a msg id of another aggregate instead of reporting it stored", async () => {
     await store.append(ex("ex-1"), event("exec.started"), { expectedSeq: 0, msgId: "cmd-42" });
-    const err = await store.append(ex("ex-2"), event("exec.started"), { expectedSeq: 0, msgId: "cmd-42" }).catch((x: unknown) => x);
+    const err = await store
+      .append(ex("ex-2"), event("exec.started"), { expectedSeq: 0, msgId: "cmd-42" })
+      .catch((x: unknown) => x);
     expect(isDroverError(err, "contract-violation")).toBe(true);
     expect(await store.lastSeq(ex("ex-2"))).toBe(0);
   });
@@ -93,7 +112,9 @@ describe("event store append/read against a real nats-server", () => {
       expect(isDroverError(err, "contract-violation")).toBe(true);
     }
     // appendAll validates every event before sending the first.
-    const all = await store.appendAll(ex("ex-1"), [event("exec.step-completed"), bad], { expectedSeq: 1 }).catch((x: unknown) => x);
+    const all = await store
+      .appendAll(ex("ex-1"), [event("exec.step-completed"), bad], { expectedSeq: 1 })
+      .catch((x: unknown) => x);
     expect(isDroverError(all, "contract-violation")).toBe(true);
     const info = await fx.jsm.streams.info(fx.layout.eventStream);
     expect(info.state.messages).toBe(1);
@@ -102,17 +123,26 @@ describe("event store append/read against a real nats-server", () => {
 
   it("appendAll chains each event's expectation on the previous one and stops at the first conflict", async () => {
     const ref = runRef(ids.tenant, "run-1");
-    const r = await store.appendAll(ref, [event("run.submitted"), event("run.queued-globally"), event("run.admitted")], { expectedSeq: 0 });
+    const r = await store.appendAll(
+      ref,
+      [event("run.submitted"), event("run.queued-globally"), event("run.admitted")],
+      { expectedSeq: 0 },
+    );
     expect(r.map((a) => a.seq)).toEqual([1, 2, 3]);
     const err = await store.appendAll(ref, [event("run.dispatched")], { expectedSeq: 2 }).catch((x: unknown) => x);
     expect(isDroverError(err, "version-conflict")).toBe(true);
-    expect((err as { details: { appended: unknown[]; failedIndex: number } }).details).toMatchObject({ appended: [], failedIndex: 0 });
+    expect((err as { details: { appended: unknown[]; failedIndex: number } }).details).toMatchObject({
+      appended: [],
+      failedIndex: 0,
+    });
   });
 
   it("reports an undecodable stored event with its stream sequence instead of skipping it", async () => {
     await store.append(ex("ex-1"), event("exec.started"), { expectedSeq: 0 });
     // A producer bypassing the store (e.g. a misconfigured service) wrote garbage on the aggregate.
-    await fx.jsm.jetstream().publish(`${fx.layout.eventPrefix}.exec.${ids.tenant}.ex-1.step-completed`, "{\"type\":\"exec.step-completed\"}");
+    await fx.jsm
+      .jetstream()
+      .publish(`${fx.layout.eventPrefix}.exec.${ids.tenant}.ex-1.step-completed`, '{"type":"exec.step-completed"}');
     const err = await store.read(ex("ex-1")).catch((x: unknown) => x);
     expect(isDroverError(err, "contract-violation")).toBe(true);
     expect((err as { details: { seq: number } }).details.seq).toBe(2);
@@ -130,7 +160,11 @@ describe("event store append/read against a real nats-server", () => {
 
   it("reads an aggregate longer than one direct-get batch completely and in order", async () => {
     const ref = ex("ex-long");
-    const appended = await store.appendAll(ref, Array.from({ length: 1500 }, () => event("exec.step-completed")), { expectedSeq: 0 });
+    const appended = await store.appendAll(
+      ref,
+      Array.from({ length: 1500 }, () => event("exec.step-completed")),
+      { expectedSeq: 0 },
+    );
     await store.append(ex("ex-other"), event("exec.started"), { expectedSeq: 0 });
     const h = await store.read(ref);
     expect(h.events.map((e) => e.seq)).toEqual(appended.map((a) => a.seq));

@@ -33,9 +33,14 @@ describe("FerretDB (as built by scripts/install-tools.sh): dropDatabase under co
       const writers = Array.from({ length: 6 }, async (_, w) => {
         while (!stop) {
           try {
-            await writer.db(db).collection("rows").insertOne({ _id: `${round}-${w}-${n++}`, t: Date.now(), pad: "x".repeat(400) } as never);
+            await writer
+              .db(db)
+              .collection("rows")
+              .insertOne({ _id: `${round}-${w}-${n++}`, t: Date.now(), pad: "x".repeat(400) } as never);
             inserted++;
-          } catch (e) { failures.push(String(e).slice(0, 200)); }
+          } catch (e) {
+            failures.push(String(e).slice(0, 200));
+          }
         }
       });
       await new Promise((r) => setTimeout(r, 150));
@@ -45,11 +50,18 @@ describe("FerretDB (as built by scripts/install-tools.sh): dropDatabase under co
       stop = true;
       await Promise.all(writers);
       // At most one insert per writer can have started before the drop and landed after it.
-      survivors.push(await reader.db(db).collection("rows").countDocuments({ t: { $lt: droppedAt } }));
+      survivors.push(
+        await reader
+          .db(db)
+          .collection("rows")
+          .countDocuments({ t: { $lt: droppedAt } }),
+      );
       await reader.db(db).dropDatabase();
     }
     expect(inserted).toBeGreaterThan(500);
     expect(failures.filter((f) => /malformed|disk image/.test(f))).toEqual([]);
-    expect(Math.max(...survivors), `rows from before the drop, per round: ${survivors.join(" ")}`).toBeLessThanOrEqual(6);
+    expect(Math.max(...survivors), `rows from before the drop, per round: ${survivors.join(" ")}`).toBeLessThanOrEqual(
+      6,
+    );
   });
 });

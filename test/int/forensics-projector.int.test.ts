@@ -41,30 +41,51 @@ describe("forensics projector against real FerretDB and a real nats-server", () 
   let store: EventStore;
   let dbs: Db[];
   let services: ForensicsService[];
-  beforeAll(() => { mongo = readModelClient(inject("mongoUrl")); });
-  afterAll(async () => { await mongo.close(); });
-  beforeEach(async () => { fx = await freshStreams(inject("natsUrl"), "fx"); store = createEventStore(fx.nc, fx.layout); dbs = []; services = []; });
+  beforeAll(() => {
+    mongo = readModelClient(inject("mongoUrl"));
+  });
+  afterAll(async () => {
+    await mongo.close();
+  });
+  beforeEach(async () => {
+    fx = await freshStreams(inject("natsUrl"), "fx");
+    store = createEventStore(fx.nc, fx.layout);
+    dbs = [];
+    services = [];
+  });
   afterEach(async () => {
     for (const svc of services) await svc.stop();
     for (const db of dbs) await db.dropDatabase();
     await fx.close();
   });
-  const freshDb = () => { const db = mongo.db(uniqueName("fx")); dbs.push(db); return db; };
+  const freshDb = () => {
+    const db = mongo.db(uniqueName("fx"));
+    dbs.push(db);
+    return db;
+  };
   const start = async (db: Db, watchdogMs = 0) => {
     const svc = await startForensics({ handle: fx.nc, layout: fx.layout, db, watchdogMs });
     services.push(svc);
     return svc;
   };
-  const seed = async () => { await appendExamples(store); return appendScenario(store); };
+  const seed = async () => {
+    await appendExamples(store);
+    return appendScenario(store);
+  };
 
   it("applies every event twice, and again newest-first, into the same documents (idempotent by stream sequence) against real FerretDB", async () => {
     await seed();
     // Free text FerretDB documents as unsupported (NUL) is stored sanitised.
     const failed = event("exec.step-failed");
-    await store.append(execRef(s.acme, s.acmeExec), { ...failed, tenantId: s.acme, data: { ...failed.data, error: "bad\u0000byte" } },
-      { expectedSeq: await store.lastSeq(execRef(s.acme, s.acmeExec)) });
+    await store.append(
+      execRef(s.acme, s.acmeExec),
+      { ...failed, tenantId: s.acme, data: { ...failed.data, error: "bad\u0000byte" } },
+      { expectedSeq: await store.lastSeq(execRef(s.acme, s.acmeExec)) },
+    );
     const events: StoredEvent[] = [];
-    await store.replay({ seq: 1 }, (e) => { events.push(e); });
+    await store.replay({ seq: 1 }, (e) => {
+      events.push(e);
+    });
     const db = freshDb();
     const m = readModelDb(db);
     await ensureIndexes(m);
@@ -81,8 +102,11 @@ describe("forensics projector against real FerretDB and a real nats-server", () 
     // One ledger row per event, except the shared runtime's registered/suspected/fenced: it has no owner tenant.
     expect(once.ledger).toHaveLength(events.length - 3);
     expect(once.forensics).toHaveLength(events.filter((e) => e.event.type.startsWith("forensics.")).length);
-    expect(once.ledger!.find((r) => (r as { type: string }).type === "exec.step-failed" && (r as { tenantId: string }).tenantId === s.acme))
-      .toMatchObject({ detail: { error: "bad\uFFFDbyte" } });
+    expect(
+      once.ledger!.find(
+        (r) => (r as { type: string }).type === "exec.step-failed" && (r as { tenantId: string }).tenantId === s.acme,
+      ),
+    ).toMatchObject({ detail: { error: "bad\uFFFDbyte" } });
   });
 
   it("rebuilds from sequence 1 into exactly the read models it built live, collection by collection, against real FerretDB", async () => {
@@ -116,7 +140,11 @@ describe("forensics projector against real FerretDB and a real nats-server", () 
       expect(await queries(db)).toEqual({ ...before, position: last });
       // Dropped again with nobody asking: the watchdog sees the build marker gone and rebuilds.
       await db.dropDatabase();
-      await eventually("the watchdog's rebuild", async () => (await isBuilt(readModelDb(db), PROJECTION_NAME) ? true : undefined), 20_000);
+      await eventually(
+        "the watchdog's rebuild",
+        async () => ((await isBuilt(readModelDb(db), PROJECTION_NAME)) ? true : undefined),
+        20_000,
+      );
       expect(await queries(db)).toEqual({ ...before, position: last });
     } finally {
       sub.unsubscribe();
@@ -128,11 +156,17 @@ describe("forensics projector against real FerretDB and a real nats-server", () 
     const svc = await start(db, 200);
     let last = await seed();
     await svc.waitFor(last);
-    const writing = (async () => { for (let i = 0; i < 12; i++) last = await appendExamples(store); })();
+    const writing = (async () => {
+      for (let i = 0; i < 12; i++) last = await appendExamples(store);
+    })();
     await new Promise((r) => setTimeout(r, 400));
     await db.dropDatabase();
     await writing;
-    await eventually("the watchdog's rebuild, caught up", async () => (svc.position >= last && await isBuilt(readModelDb(db), PROJECTION_NAME) ? true : undefined), 60_000);
+    await eventually(
+      "the watchdog's rebuild, caught up",
+      async () => (svc.position >= last && (await isBuilt(readModelDb(db), PROJECTION_NAME)) ? true : undefined),
+      60_000,
+    );
     const fresh = freshDb();
     const reference = await start(fresh);
     await reference.waitFor(last, 60_000);
@@ -146,13 +180,24 @@ describe("forensics projector against real FerretDB and a real nats-server", () 
     const m = readModelDb(db);
     const starting = start(db, 200);
     // Drop once the build has checkpointed part of the stream, not all of it.
-    await eventually("a build half-way", async () => {
-      const [marker, cp] = [await m.checkpoints.findOne({ _id: "forensics:built" }), await m.checkpoints.findOne({ _id: PROJECTION_NAME })];
-      return marker?.state === "building" && (cp?.seq ?? 0) > 0 && (cp?.seq ?? 0) < last ? true : undefined;
-    }, 30_000);
+    await eventually(
+      "a build half-way",
+      async () => {
+        const [marker, cp] = [
+          await m.checkpoints.findOne({ _id: "forensics:built" }),
+          await m.checkpoints.findOne({ _id: PROJECTION_NAME }),
+        ];
+        return marker?.state === "building" && (cp?.seq ?? 0) > 0 && (cp?.seq ?? 0) < last ? true : undefined;
+      },
+      30_000,
+    );
     await db.dropDatabase();
     const svc = await starting;
-    await eventually("built and caught up", async () => (svc.position >= last && await isBuilt(m, PROJECTION_NAME) ? true : undefined), 60_000);
+    await eventually(
+      "built and caught up",
+      async () => (svc.position >= last && (await isBuilt(m, PROJECTION_NAME)) ? true : undefined),
+      60_000,
+    );
     const fresh = freshDb();
     await (await start(fresh)).waitFor(last, 60_000);
     expect(await dump(db)).toEqual(await dump(fresh));
@@ -167,7 +212,9 @@ describe("forensics projector against real FerretDB and a real nats-server", () 
     // A row the restarted projector would rewrite if it re-applied old events.
     const ledger = db.collection<{ _id: string; tenantId: string; seq: number; summary: string }>("ledger");
     const probe = (await ledger.findOne({ tenantId: s.globex }, { sort: { seq: 1 } }))!;
-    expect((await ledger.updateOne({ _id: probe._id }, { $set: { summary: "marked by the test" } })).matchedCount).toBe(1);
+    expect((await ledger.updateOne({ _id: probe._id }, { $set: { summary: "marked by the test" } })).matchedCount).toBe(
+      1,
+    );
 
     const second = await start(db);
     expect(second.position).toBe(last);
@@ -179,7 +226,9 @@ describe("forensics projector against real FerretDB and a real nats-server", () 
 
     // The checkpoint lost (a crash before its save): everything is applied again, to the same documents as a clean build.
     await ledger.updateOne({ _id: probe._id }, { $set: { summary: probe.summary } });
-    await db.collection<{ _id: string; seq: number }>("checkpoints").updateOne({ _id: PROJECTION_NAME }, { $set: { seq: 0 } });
+    await db
+      .collection<{ _id: string; seq: number }>("checkpoints")
+      .updateOne({ _id: PROJECTION_NAME }, { $set: { seq: 0 } });
     const third = await start(db);
     expect(third.position).toBe(last2);
     const clean = freshDb();

@@ -16,16 +16,30 @@ const SERVERS = ["nats", "ferretdb", "redis"] as const;
 
 function sh(script: string, env: Record<string, string>): Promise<{ code: number; out: string }> {
   return new Promise((ok, fail) => {
-    const child = spawn("bash", [join(ROOT, "scripts", script)], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn("bash", [join(ROOT, "scripts", script)], {
+      env: { ...process.env, ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let out = "";
-    child.stdout.on("data", (d: Buffer) => { out += d.toString(); });
-    child.stderr.on("data", (d: Buffer) => { out += d.toString(); });
+    child.stdout.on("data", (d: Buffer) => {
+      out += d.toString();
+    });
+    child.stderr.on("data", (d: Buffer) => {
+      out += d.toString();
+    });
     child.once("error", fail);
     child.once("exit", (code) => ok({ code: code ?? -1, out }));
   });
 }
 
-const alive = (pid: number): boolean => { try { process.kill(pid, 0); return true; } catch { return false; } };
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
 const pidOf = async (dir: string, name: string) => Number((await readFile(join(dir, `${name}.pid`), "utf8")).trim());
 
 /** Every TCP address (hex `ADDR:PORT` from /proc/net/tcp{,6}) on which `pid` listens. */
@@ -51,10 +65,17 @@ describe("infra-up / infra-down scripts starting and stopping real nats-server, 
   const dirs: string[] = [];
   const strangers: ChildProcess[] = [];
   afterEach(async () => {
-    for (const d of dirs.splice(0)) { await sh("infra-down.sh", { DROVER_RUN_DIR: d }); await rm(d, { recursive: true, force: true }); }
+    for (const d of dirs.splice(0)) {
+      await sh("infra-down.sh", { DROVER_RUN_DIR: d });
+      await rm(d, { recursive: true, force: true });
+    }
     for (const s of strangers.splice(0)) s.kill("SIGKILL");
   });
-  const runDir = async () => { const d = await mkdtemp(join(tmpdir(), "drover-infra-")); dirs.push(d); return d; };
+  const runDir = async () => {
+    const d = await mkdtemp(join(tmpdir(), "drover-infra-"));
+    dirs.push(d);
+    return d;
+  };
 
   it("starts all three on loopback only, honours a configured port, adopts them on a second run, and infra-down leaves nothing running", async () => {
     const dir = await runDir();
@@ -69,7 +90,9 @@ describe("infra-up / infra-down scripts starting and stopping real nats-server, 
       expect(alive(pids[i]!), name).toBe(true);
       const port = Number((await readFile(join(dir, `${name}.port`), "utf8")).trim());
       // exactly the one advertised port, on 127.0.0.1 (no monitoring, debug or wildcard listener)
-      expect(await listening(pids[i]!), name).toEqual([`${LOOPBACK}:${port.toString(16).toUpperCase().padStart(4, "0")}`]);
+      expect(await listening(pids[i]!), name).toEqual([
+        `${LOOPBACK}:${port.toString(16).toUpperCase().padStart(4, "0")}`,
+      ]);
     }
 
     const second = await sh("infra-up.sh", env);

@@ -13,29 +13,48 @@ import { event, freshStreams, type StreamsFixture } from "../support/streams.ts"
 function countingProjection(name: string, filter?: string | string[]) {
   const rows = new Map<number, string>();
   const p: Projection = {
-    name, ...(filter ? { filter } : {}),
-    apply: (e) => { rows.set(e.seq, `${e.subject}|${e.event.type}`); },
-    reset: () => { rows.clear(); },
+    name,
+    ...(filter ? { filter } : {}),
+    apply: (e) => {
+      rows.set(e.seq, `${e.subject}|${e.event.type}`);
+    },
+    reset: () => {
+      rows.clear();
+    },
   };
   return { p, rows };
 }
 
 type RunView = { readonly status: string; readonly events: number; readonly lastSeq: number };
-const evolve = (s: RunView, e: StoredEvent): RunView => ({ status: e.event.type.split(".")[1]!, events: s.events + 1, lastSeq: e.seq });
+const evolve = (s: RunView, e: StoredEvent): RunView => ({
+  status: e.event.type.split(".")[1]!,
+  events: s.events + 1,
+  lastSeq: e.seq,
+});
 const initial: RunView = { status: "none", events: 0, lastSeq: 0 };
 
 describe("replay, fold and projections against a real nats-server", () => {
   let fx: StreamsFixture;
   let store: EventStore;
-  beforeEach(async () => { fx = await freshStreams(inject("natsUrl")); store = createEventStore(fx.nc, fx.layout); next = 0; });
-  afterEach(async () => { await fx.close(); });
+  beforeEach(async () => {
+    fx = await freshStreams(inject("natsUrl"));
+    store = createEventStore(fx.nc, fx.layout);
+    next = 0;
+  });
+  afterEach(async () => {
+    await fx.close();
+  });
 
   let next = 0;
   /** Appends `runs` fresh runs (3 events each) and executions (1 event each); returns the last stream seq. */
   async function seed(runs: number): Promise<number> {
     let last = 0;
     for (const i of Array.from({ length: runs }, () => next++)) {
-      const r = await store.appendAll(runRef(ids.tenant, `run-${i}`), [event("run.submitted"), event("run.queued-globally"), event("run.admitted")], { expectedSeq: 0 });
+      const r = await store.appendAll(
+        runRef(ids.tenant, `run-${i}`),
+        [event("run.submitted"), event("run.queued-globally"), event("run.admitted")],
+        { expectedSeq: 0 },
+      );
       const x = await store.append(execRef(ids.tenant, `ex-${i}`), event("exec.started"), { expectedSeq: 0 });
       last = Math.max(r.at(-1)!.seq, x.seq);
     }
@@ -44,7 +63,13 @@ describe("replay, fold and projections against a real nats-server", () => {
 
   it("replays into a fold twice with identical state, stopping at the end as of the call", async () => {
     const last = await seed(20);
-    const collect = async () => { const out: StoredEvent[] = []; const end = await store.replay({ seq: 1 }, (e) => { out.push(e); }); return { out, end }; };
+    const collect = async () => {
+      const out: StoredEvent[] = [];
+      const end = await store.replay({ seq: 1 }, (e) => {
+        out.push(e);
+      });
+      return { out, end };
+    };
     const a = await collect();
     const b = await collect();
     expect(a.end).toBe(last);
@@ -58,24 +83,40 @@ describe("replay, fold and projections against a real nats-server", () => {
   it("replays from a sequence, from a time and through filters, in stream order", async () => {
     await seed(4);
     const all: StoredEvent[] = [];
-    await store.replay({ seq: 1 }, (e) => { all.push(e); });
+    await store.replay({ seq: 1 }, (e) => {
+      all.push(e);
+    });
     const fromSeq: number[] = [];
-    expect(await store.replay({ seq: 10 }, (e) => { fromSeq.push(e.seq); })).toBe(16);
+    expect(
+      await store.replay({ seq: 10 }, (e) => {
+        fromSeq.push(e.seq);
+      }),
+    ).toBe(16);
     expect(fromSeq).toEqual([10, 11, 12, 13, 14, 15, 16]);
     // From a time: exactly the suffix of events stored at or after it (times are ms-truncated here,
     // nanoseconds on the server, so earlier events in the same millisecond legitimately qualify).
     const t = all[12]!.time;
     const fromTime: StoredEvent[] = [];
-    await store.replay({ time: t }, (e) => { fromTime.push(e); });
+    await store.replay({ time: t }, (e) => {
+      fromTime.push(e);
+    });
     const first = fromTime[0]!.seq;
     expect(fromTime.map((e) => e.seq)).toEqual(all.filter((e) => e.seq >= first).map((e) => e.seq));
     expect(first).toBeLessThanOrEqual(13);
     for (const e of fromTime) expect(e.time.getTime()).toBeGreaterThanOrEqual(t.getTime());
     if (first > 1) expect(all[first - 2]!.time.getTime()).toBeLessThan(t.getTime());
     const admitted: string[] = [];
-    await store.replay({ seq: 1 }, (e) => { admitted.push(e.event.type); }, { filter: [eventTypeFilter(fx.layout, "run.admitted"), eventTypeFilter(fx.layout, "exec.started")] });
+    await store.replay(
+      { seq: 1 },
+      (e) => {
+        admitted.push(e.event.type);
+      },
+      { filter: [eventTypeFilter(fx.layout, "run.admitted"), eventTypeFilter(fx.layout, "exec.started")] },
+    );
     expect(admitted).toEqual(Array.from({ length: 4 }, () => ["run.admitted", "exec.started"]).flat());
-    expect(await store.replay({ seq: 1 }, () => undefined, { filter: eventTypeFilter(fx.layout, "run.cancelled") })).toBe(0);
+    expect(
+      await store.replay({ seq: 1 }, () => undefined, { filter: eventTypeFilter(fx.layout, "run.cancelled") }),
+    ).toBe(0);
     expect(await store.replay({ seq: 17 }, () => undefined)).toBe(0);
     expect(await store.replay({ time: new Date(Date.now() + 60_000) }, () => undefined)).toBe(0);
   });
@@ -85,7 +126,11 @@ describe("replay, fold and projections against a real nats-server", () => {
     await fx.jsm.jetstream().publish(`${fx.layout.eventPrefix}.run.${ids.tenant}.run-x.submitted`, "not json");
     await seed(1);
     const seen: number[] = [];
-    const err = await store.replay({ seq: 1 }, (e) => { seen.push(e.seq); }).catch((x: unknown) => x);
+    const err = await store
+      .replay({ seq: 1 }, (e) => {
+        seen.push(e.seq);
+      })
+      .catch((x: unknown) => x);
     expect(isDroverError(err, "contract-violation")).toBe(true);
     expect((err as { details: { seq: number } }).details.seq).toBe(5);
     expect(seen).toEqual([1, 2, 3, 4]);
@@ -111,8 +156,21 @@ describe("replay, fold and projections against a real nats-server", () => {
     await runner.stop();
     expect((await fx.jsm.consumers.list(fx.layout.eventStream).next()).length).toBe(0);
     const applied: number[] = [];
-    const again = createProjectionRunner(fx.nc, fx.layout, { ...live.p, apply: (e) => { applied.push(e.seq); return live.p.apply(e); } }, cps);
-    const after = await store.append(runRef(ids.tenant, "run-0"), event("run.dispatched"), { expectedSeq: (await store.lastSeq(runRef(ids.tenant, "run-0"))) });
+    const again = createProjectionRunner(
+      fx.nc,
+      fx.layout,
+      {
+        ...live.p,
+        apply: (e) => {
+          applied.push(e.seq);
+          return live.p.apply(e);
+        },
+      },
+      cps,
+    );
+    const after = await store.append(runRef(ids.tenant, "run-0"), event("run.dispatched"), {
+      expectedSeq: await store.lastSeq(runRef(ids.tenant, "run-0")),
+    });
     expect(await again.catchUp()).toBe(after.seq);
     expect(applied).toEqual([after.seq]);
   });
@@ -121,10 +179,13 @@ describe("replay, fold and projections against a real nats-server", () => {
     await seed(1);
     let failures = 2;
     const seen: number[] = [];
-    const flaky: Projection = { name: "flaky", apply: (e: StoredEvent) => {
-      if (e.seq === 2 && failures-- > 0) throw new Error("read model store unreachable");
-      seen.push(e.seq);
-    } };
+    const flaky: Projection = {
+      name: "flaky",
+      apply: (e: StoredEvent) => {
+        if (e.seq === 2 && failures-- > 0) throw new Error("read model store unreachable");
+        seen.push(e.seq);
+      },
+    };
     const runner = createProjectionRunner(fx.nc, fx.layout, flaky, memoryCheckpointStore(), { retryDelayMs: 5 });
     expect(await runner.catchUp()).toBe(4);
     expect(seen).toEqual([1, 2, 3, 4]);
@@ -133,9 +194,17 @@ describe("replay, fold and projections against a real nats-server", () => {
   it("stop() right after start() returns, even while the live consumer is still being created (it used to wait for ever)", async () => {
     await seed(1);
     for (let i = 0; i < 5; i++) {
-      const runner = createProjectionRunner(fx.nc, fx.layout, countingProjection(`stop-${i}`).p, memoryCheckpointStore());
+      const runner = createProjectionRunner(
+        fx.nc,
+        fx.layout,
+        countingProjection(`stop-${i}`).p,
+        memoryCheckpointStore(),
+      );
       await runner.start();
-      const stopped = await Promise.race([runner.stop().then(() => "stopped"), new Promise((r) => setTimeout(() => r("hung"), 5_000))]);
+      const stopped = await Promise.race([
+        runner.stop().then(() => "stopped"),
+        new Promise((r) => setTimeout(() => r("hung"), 5_000)),
+      ]);
       expect(stopped).toBe("stopped");
     }
   });
@@ -143,8 +212,15 @@ describe("replay, fold and projections against a real nats-server", () => {
   it("applies in batches when the projection takes them: every event once, in stream order, the checkpoint at the end", async () => {
     const last = await seed(5);
     const batches: number[][] = [];
-    const batched: Projection = { name: "batched", apply: () => { throw new Error("apply must not be called when applyBatch exists"); },
-      applyBatch: async (es) => { batches.push(es.map((e) => e.seq)); } };
+    const batched: Projection = {
+      name: "batched",
+      apply: () => {
+        throw new Error("apply must not be called when applyBatch exists");
+      },
+      applyBatch: async (es) => {
+        batches.push(es.map((e) => e.seq));
+      },
+    };
     const cps = memoryCheckpointStore();
     const runner = createProjectionRunner(fx.nc, fx.layout, batched, cps, { batchSize: 3 });
     expect(await runner.catchUp()).toBe(last);

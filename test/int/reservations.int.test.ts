@@ -5,7 +5,9 @@ import { uniqueName } from "../support/isolation.ts";
 
 describe("slot reservations (Lua script against a real Redis)", () => {
   let redis: Redis;
-  beforeAll(() => { redis = new Redis(inject("redisUrl"), { maxRetriesPerRequest: 1 }); });
+  beforeAll(() => {
+    redis = new Redis(inject("redisUrl"), { maxRetriesPerRequest: 1 });
+  });
   afterAll(() => redis.disconnect());
 
   it("never over-commits a runtime under 40 concurrent reservations from 4 connections for 3 slots", async () => {
@@ -14,7 +16,9 @@ describe("slot reservations (Lua script against a real Redis)", () => {
       for (let round = 0; round < 5; round++) {
         const cp = uniqueName("cp");
         const stores = conns.map((c) => redisReservations(c, cp));
-        const results = await Promise.all(Array.from({ length: 40 }, (_, i) => stores[i % 4]!.reserve("rt-1", `run-${i}`, 3, 10_000, 1_000)));
+        const results = await Promise.all(
+          Array.from({ length: 40 }, (_, i) => stores[i % 4]!.reserve("rt-1", `run-${i}`, 3, 10_000, 1_000)),
+        );
         expect(results.filter((r) => r === "reserved")).toHaveLength(3);
         expect(results.filter((r) => r === "full")).toHaveLength(37);
         expect(await stores[0]!.count("rt-1", 1_000)).toBe(3);

@@ -23,7 +23,10 @@ describe("drover refuses a real nats-server older than 2.12 (Debian's 2.9.10) be
     nc = await connect({ servers: old.url });
     jsm = await jetstreamManager(nc);
   });
-  afterAll(async () => { await nc?.close(); await old?.stop(); });
+  afterAll(async () => {
+    await nc?.close();
+    await old?.stop();
+  });
 
   it("the server really is 2.9.10 with JetStream enabled", async () => {
     expect(nc.info?.version).toBe("2.9.10");
@@ -39,17 +42,30 @@ describe("drover refuses a real nats-server older than 2.12 (Debian's 2.9.10) be
 
   it("createEventStore refuses the connection at construction, before any operation", () => {
     let err: unknown;
-    try { createEventStore(nc, taggedLayout(uniqueName("old"))); } catch (e) { err = e; }
+    try {
+      createEventStore(nc, taggedLayout(uniqueName("old")));
+    } catch (e) {
+      err = e;
+    }
     expect(isDroverError(err, "server-version-unsupported")).toBe(true);
     expect((err as Error).message).toContain(REFUSAL);
   });
 
   it("a service process started against it exits 1 with the one clear line on stderr", async () => {
-    const child = spawn(process.execPath, ["--import", "tsx", "services/capacity/main.ts"],
-      { cwd: ROOT, env: { ...process.env, NATS_URL: old.url, REDIS_URL: "redis://127.0.0.1:1", DROVER_STREAM_TAG: uniqueName("old") },
-        stdio: ["ignore", "ignore", "pipe"] });
+    const child = spawn(process.execPath, ["--import", "tsx", "services/capacity/main.ts"], {
+      cwd: ROOT,
+      env: {
+        ...process.env,
+        NATS_URL: old.url,
+        REDIS_URL: "redis://127.0.0.1:1",
+        DROVER_STREAM_TAG: uniqueName("old"),
+      },
+      stdio: ["ignore", "ignore", "pipe"],
+    });
     let stderr = "";
-    child.stderr.on("data", (d: Buffer) => { stderr += d.toString(); });
+    child.stderr.on("data", (d: Buffer) => {
+      stderr += d.toString();
+    });
     const code = await new Promise<number | null>((ok) => child.once("exit", ok));
     expect(code).toBe(1);
     expect(stderr).toContain(`capacity: cannot start: ${REFUSAL}`);

@@ -12,7 +12,10 @@ describe("real stores (FerretDB as the MongoDB server, Redis)", () => {
     redis = new Redis(inject("redisUrl"), { maxRetriesPerRequest: 1, lazyConnect: true });
     await redis.connect();
   });
-  afterAll(async () => { await mongo.close(); redis.disconnect(); });
+  afterAll(async () => {
+    await mongo.close();
+    redis.disconnect();
+  });
 
   it("writes a document through the mongodb driver and reads the same document back from FerretDB", async () => {
     const db = mongo.db(uniqueName("smoke"));

@@ -9,8 +9,12 @@ import { freshStreams, type StreamsFixture } from "../support/streams.ts";
 
 describe("stream definitions on a real nats-server", () => {
   let fx: StreamsFixture;
-  beforeEach(async () => { fx = await freshStreams(inject("natsUrl")); });
-  afterEach(async () => { await fx.close(); });
+  beforeEach(async () => {
+    fx = await freshStreams(inject("natsUrl"));
+  });
+  afterEach(async () => {
+    await fx.close();
+  });
 
   it("accepts the real server the tests run against (>= 2.12), reading its version from INFO", () => {
     expect(fx.nc.info?.version).toMatch(/^2\.\d+\.\d+/);
@@ -19,8 +23,15 @@ describe("stream definitions on a real nats-server", () => {
 
   it("creates the event stream as an immutable, atomic, direct-readable log with a dedupe window of at least 2 minutes", async () => {
     const c = (await fx.jsm.streams.info(fx.layout.eventStream)).config;
-    expect(c).toMatchObject({ storage: "file", deny_delete: true, deny_purge: true, allow_atomic: true, allow_direct: true,
-      max_msgs_per_subject: -1, subjects: [`${fx.layout.eventPrefix}.>`] });
+    expect(c).toMatchObject({
+      storage: "file",
+      deny_delete: true,
+      deny_purge: true,
+      allow_atomic: true,
+      allow_direct: true,
+      max_msgs_per_subject: -1,
+      subjects: [`${fx.layout.eventPrefix}.>`],
+    });
     expect(c.duplicate_window).toBeGreaterThanOrEqual(120e9);
     const hb = (await fx.jsm.streams.info(fx.layout.heartbeatStream)).config;
     expect(hb.max_msgs_per_subject).toBe(3);
@@ -56,7 +67,9 @@ describe("stream definitions on a real nats-server", () => {
     await js.publish(`${fx.layout.eventPrefix}.run.t.r.submitted`, "{}");
     await expect(fx.jsm.streams.deleteMessage(fx.layout.eventStream, 1)).rejects.toMatchObject({ code: 10057 });
     await expect(fx.jsm.streams.purge(fx.layout.eventStream)).rejects.toMatchObject({ code: 10110 });
-    await expect(fx.jsm.streams.purge(fx.layout.eventStream, { filter: `${fx.layout.eventPrefix}.run.>` })).rejects.toMatchObject({ code: 10110 });
+    await expect(
+      fx.jsm.streams.purge(fx.layout.eventStream, { filter: `${fx.layout.eventPrefix}.run.>` }),
+    ).rejects.toMatchObject({ code: 10110 });
     // and the protection cannot be switched off afterwards
     const cfg = (await fx.jsm.streams.info(fx.layout.eventStream)).config;
     await expect(fx.jsm.streams.update(fx.layout.eventStream, { ...cfg, deny_purge: false })).rejects.toThrow();
@@ -67,6 +80,8 @@ describe("stream definitions on a real nats-server", () => {
     const js = fx.jsm.jetstream();
     for (let i = 0; i < 6; i++) await js.publish(`${fx.layout.heartbeatPrefix}.rt-1`, String(i));
     await js.publish(`${fx.layout.heartbeatPrefix}.rt-2`, "x");
-    expect((await fx.jsm.streams.info(fx.layout.heartbeatStream)).state.messages).toBe(heartbeatStreamConfig(fx.layout).max_msgs_per_subject! + 1);
+    expect((await fx.jsm.streams.info(fx.layout.heartbeatStream)).state.messages).toBe(
+      heartbeatStreamConfig(fx.layout).max_msgs_per_subject! + 1,
+    );
   });
 });

@@ -24,7 +24,9 @@ beforeAll(async () => {
   if (!i) throw new Error("no local cluster info");
   info = i;
 });
-afterAll(async () => { if (info) await stopDaemon(recordFile()); });
+afterAll(async () => {
+  if (info) await stopDaemon(recordFile());
+});
 
 const alive = (pid: number): boolean => processStartTime(pid) !== undefined;
 
@@ -39,8 +41,14 @@ describe("the process kubelet survives its own restart, against the local cluste
     const first: DaemonRecord = await startKubelet(info, { nodeName: node, podCidr: extraPodCidr(info, 1) });
     const nodeObj = await core.readNode({ name: node });
     expect(nodeObj.status?.conditions?.find((c) => c.type === "Ready")?.status).toBe("True");
-    for (const name of ["keep", "drain", "orphan", "quitter"]) await core.createNamespacedPod({ namespace: ns, body: appPod(name, { nodeName: node }) });
-    const [keep, drain, orphan, quitter] = [await readyPid("keep"), await readyPid("drain"), await readyPid("orphan"), await readyPid("quitter")];
+    for (const name of ["keep", "drain", "orphan", "quitter"])
+      await core.createNamespacedPod({ namespace: ns, body: appPod(name, { nodeName: node }) });
+    const [keep, drain, orphan, quitter] = [
+      await readyPid("keep"),
+      await readyPid("drain"),
+      await readyPid("orphan"),
+      await readyPid("quitter"),
+    ];
 
     process.kill(first.pid, "SIGKILL");
     await eventually(async () => (alive(first.pid) ? undefined : true), 5_000, "kubelet killed");
@@ -48,8 +56,16 @@ describe("the process kubelet survives its own restart, against the local cluste
     // Terminating) and one is force-deleted (object gone at once).
     await httpGet(`http://${quitter.ip}:${APP_HTTP_PORT}/exit?code=5`).catch(() => undefined);
     await eventually(async () => (alive(quitter.pid) ? undefined : true), 5_000, "quitter exited");
-    await core.deleteNamespacedPod({ name: "drain", namespace: ns, body: { gracePeriodSeconds: 30, preconditions: { uid: drain.uid } } });
-    await core.deleteNamespacedPod({ name: "orphan", namespace: ns, body: { gracePeriodSeconds: 0, preconditions: { uid: orphan.uid } } });
+    await core.deleteNamespacedPod({
+      name: "drain",
+      namespace: ns,
+      body: { gracePeriodSeconds: 30, preconditions: { uid: drain.uid } },
+    });
+    await core.deleteNamespacedPod({
+      name: "orphan",
+      namespace: ns,
+      body: { gracePeriodSeconds: 0, preconditions: { uid: orphan.uid } },
+    });
     expect((await core.readNamespacedPod({ name: "drain", namespace: ns })).metadata?.deletionTimestamp).toBeDefined();
     expect([alive(keep.pid), alive(drain.pid), alive(orphan.pid)]).toEqual([true, true, true]);
 
@@ -57,7 +73,14 @@ describe("the process kubelet survives its own restart, against the local cluste
     expect(alive(orphan.pid)).toBe(false);
     await waitForPod(kc, core, ns, "drain", (p) => p === undefined, 15_000);
     expect(alive(drain.pid)).toBe(false);
-    const quit = await waitForPod(kc, core, ns, "quitter", (p) => p?.status?.containerStatuses?.[0]?.state?.terminated !== undefined, 5_000);
+    const quit = await waitForPod(
+      kc,
+      core,
+      ns,
+      "quitter",
+      (p) => p?.status?.containerStatuses?.[0]?.state?.terminated !== undefined,
+      5_000,
+    );
     expect(quit?.status?.containerStatuses?.[0]?.state?.terminated?.exitCode).toBe(5); // read from the wrapper's exit file
     expect(quit?.status?.phase).toBe("Failed");
 
@@ -70,7 +93,14 @@ describe("the process kubelet survives its own restart, against the local cluste
     // The adopted process is watched like an own child: its death shows within a second.
     const t0 = Date.now();
     process.kill(keep.pid, "SIGTERM");
-    const after = await waitForPod(kc, core, ns, "keep", (p) => p?.status?.containerStatuses?.[0]?.state?.terminated !== undefined, 5_000);
+    const after = await waitForPod(
+      kc,
+      core,
+      ns,
+      "keep",
+      (p) => p?.status?.containerStatuses?.[0]?.state?.terminated !== undefined,
+      5_000,
+    );
     expect(Date.now() - t0).toBeLessThan(1000);
     expect(after?.status?.containerStatuses?.[0]?.state?.terminated?.exitCode).toBe(0); // pod-app exits 0 on SIGTERM
   });

@@ -29,20 +29,53 @@ let nats: RunningServer;
 const streamTag = uniqueName("k8sgw");
 const strategies: HostStrategy[] = [];
 
-const gateway = (patch: Partial<SharedGateway> = {}): SharedGateway => ({ name: "shared", namespace: infra, className: "drover-local", httpPort: 8080, grpcPort: 8081, ...patch });
+const gateway = (patch: Partial<SharedGateway> = {}): SharedGateway => ({
+  name: "shared",
+  namespace: infra,
+  className: "drover-local",
+  httpPort: 8080,
+  grpcPort: 8081,
+  ...patch,
+});
 function strategy(patch: Partial<KubernetesStrategyOptions> = {}): HostStrategy {
-  const s = createKubernetesStrategy({ kubeconfig: kc, namespace: ns, command: RUNTIME_CMD, image: "drover/runtime:dev", workingDir: ROOT,
-    exposure: "gateway", gateway: gateway(), routeTimeoutMs: 20_000, ...patch });
+  const s = createKubernetesStrategy({
+    kubeconfig: kc,
+    namespace: ns,
+    command: RUNTIME_CMD,
+    image: "drover/runtime:dev",
+    workingDir: ROOT,
+    exposure: "gateway",
+    gateway: gateway(),
+    routeTimeoutMs: 20_000,
+    ...patch,
+  });
   strategies.push(s);
   return s;
 }
-const appStrategy = (patch: Partial<KubernetesStrategyOptions>) => strategy({ command: APP_CMD, baseEnv: { HTTP_PORT: "8080" }, ...patch });
-const spec = (id: string, transport: "http" | "grpc" = "http") => hostSpec({ runtimeInstanceId: uniqueName(id), transport, natsUrl: nats.url, streamTag });
-const queueStatus = (id: string): RuntimeCommand => ({ operation: "GetQueueStatus", payload: {}, runtimeInstanceId: id as RuntimeInstanceId, correlationId: randomUUID() });
+const appStrategy = (patch: Partial<KubernetesStrategyOptions>) =>
+  strategy({ command: APP_CMD, baseEnv: { HTTP_PORT: "8080" }, ...patch });
+const spec = (id: string, transport: "http" | "grpc" = "http") =>
+  hostSpec({ runtimeInstanceId: uniqueName(id), transport, natsUrl: nats.url, streamTag });
+const queueStatus = (id: string): RuntimeCommand => ({
+  operation: "GetQueueStatus",
+  payload: {},
+  runtimeInstanceId: id as RuntimeInstanceId,
+  correlationId: randomUUID(),
+});
 const leftovers = async (id: string) => {
   const sel = { namespace: ns, labelSelector: `${L.runtime}=${id}` };
-  const routes = await Promise.all(["httproutes", "grpcroutes"].map((plural) => custom.listNamespacedCustomObject({ ...GATEWAY_API, plural, ...sel }) as Promise<{ items: unknown[] }>));
-  return [...(await core.listNamespacedPod(sel)).items, ...(await core.listNamespacedService(sel)).items, ...(await core.listNamespacedSecret(sel)).items, ...routes.flatMap((r) => r.items)];
+  const routes = await Promise.all(
+    ["httproutes", "grpcroutes"].map(
+      (plural) =>
+        custom.listNamespacedCustomObject({ ...GATEWAY_API, plural, ...sel }) as Promise<{ items: unknown[] }>,
+    ),
+  );
+  return [
+    ...(await core.listNamespacedPod(sel)).items,
+    ...(await core.listNamespacedService(sel)).items,
+    ...(await core.listNamespacedSecret(sel)).items,
+    ...routes.flatMap((r) => r.items),
+  ];
 };
 
 beforeAll(async () => {
@@ -66,12 +99,32 @@ describe("KubernetesHostStrategy gateway exposure, against the local cluster's r
       if (r.outcome === "rejected") throw new Error(`start rejected: ${JSON.stringify(r.reason)}`);
       expect(r.layersPassed).toEqual(["resource", "host", "endpoint", "route"]);
       const names = runtimeNames("drover-rt", s.runtimeInstanceId);
-      expect(r.endpoint.route).toEqual({ kind: transport === "grpc" ? "GRPCRoute" : "HTTPRoute", name: names.route, namespace: ns });
-      expect(r.endpoint.endpoint).toMatch(transport === "grpc" ? /^127\.0\.\d+\.\d+:8081$/ : /^http:\/\/127\.0\.\d+\.\d+:8080$/);
-      const answer = await sendCommand(r.endpoint.endpoint, transport, queueStatus(s.runtimeInstanceId), s.commandToken, 5_000);
-      expect(answer).toMatchObject({ success: true, runtimeInstanceId: s.runtimeInstanceId, hostIncarnation: r.host.hostIncarnation });
+      expect(r.endpoint.route).toEqual({
+        kind: transport === "grpc" ? "GRPCRoute" : "HTTPRoute",
+        name: names.route,
+        namespace: ns,
+      });
+      expect(r.endpoint.endpoint).toMatch(
+        transport === "grpc" ? /^127\.0\.\d+\.\d+:8081$/ : /^http:\/\/127\.0\.\d+\.\d+:8080$/,
+      );
+      const answer = await sendCommand(
+        r.endpoint.endpoint,
+        transport,
+        queueStatus(s.runtimeInstanceId),
+        s.commandToken,
+        5_000,
+      );
+      expect(answer).toMatchObject({
+        success: true,
+        runtimeInstanceId: s.runtimeInstanceId,
+        hostIncarnation: r.host.hostIncarnation,
+      });
       // A repeated start revalidates the Pod and the route, and converges.
-      expect(await strat.start(s)).toMatchObject({ outcome: "converged", convergenceSource: "lifecycle-cache", endpoint: r.endpoint });
+      expect(await strat.start(s)).toMatchObject({
+        outcome: "converged",
+        convergenceSource: "lifecycle-cache",
+        endpoint: r.endpoint,
+      });
       const killed = await strat.kill(s.runtimeInstanceId, r.host, 20_000);
       expect(killed).toMatchObject({ outcome: "killed", proof: { kind: "pod-uid-gone", podUid: r.host.podUid } });
       expect(await leftovers(s.runtimeInstanceId)).toEqual([]);
@@ -81,27 +134,44 @@ describe("KubernetesHostStrategy gateway exposure, against the local cluster's r
   it("never publishes a Ready Pod whose runtime answers through the Gateway as another id (route-probe-identity-mismatch), and deletes what it created", async () => {
     const s = spec("rt-gw-impostor");
     // The runtime inside believes it is someone else: the Gateway routes to it, it answers with its own id.
-    const r = await strategy({ command: ["env", `DROVER_RUNTIME_INSTANCE_ID=${uniqueName("rt-other")}`, ...RUNTIME_CMD] }).start(s);
+    const r = await strategy({
+      command: ["env", `DROVER_RUNTIME_INSTANCE_ID=${uniqueName("rt-other")}`, ...RUNTIME_CMD],
+    }).start(s);
     expect(r).toMatchObject({ outcome: "rejected", reason: { code: "route-probe-identity-mismatch" }, layer: "route" });
     expect(r.owned.map((o) => o.split(":")[0])).toEqual(["Secret", "Pod", "Service", "HTTPRoute"]);
     expect(await leftovers(s.runtimeInstanceId)).toEqual([]);
   });
 
   it("a route its Gateway does not admit is route-not-accepted at once, not a hang", async () => {
-    await custom.createNamespacedCustomObject({ ...GATEWAY_API, plural: "gateways", namespace: infra, body: {
-      apiVersion: `${GATEWAY_API.group}/v1`, kind: "Gateway", metadata: { name: "same-namespace-only" },
-      spec: { gatewayClassName: "drover-local", listeners: [{ name: "http", protocol: "HTTP", port: 8080 }] } } });
+    await custom.createNamespacedCustomObject({
+      ...GATEWAY_API,
+      plural: "gateways",
+      namespace: infra,
+      body: {
+        apiVersion: `${GATEWAY_API.group}/v1`,
+        kind: "Gateway",
+        metadata: { name: "same-namespace-only" },
+        spec: { gatewayClassName: "drover-local", listeners: [{ name: "http", protocol: "HTTP", port: 8080 }] },
+      },
+    });
     const s = spec("rt-gw-refused");
     const t0 = Date.now();
     const r = await appStrategy({ gateway: gateway({ name: "same-namespace-only" }) }).start(s);
-    expect(r).toMatchObject({ outcome: "rejected", reason: { code: "route-not-accepted", detail: expect.stringContaining("NotAllowedByListeners") as string }, layer: "route" });
+    expect(r).toMatchObject({
+      outcome: "rejected",
+      reason: { code: "route-not-accepted", detail: expect.stringContaining("NotAllowedByListeners") as string },
+      layer: "route",
+    });
     expect(Date.now() - t0).toBeLessThan(20_000);
     expect(await leftovers(s.runtimeInstanceId)).toEqual([]);
   });
 
   it("a Gateway no controller programs is gateway-not-ready within the route budget", async () => {
     const s = spec("rt-gw-nocontroller");
-    const r = await appStrategy({ gateway: gateway({ name: "orphan", className: "no-such-controller" }), routeTimeoutMs: 3_000 }).start(s);
+    const r = await appStrategy({
+      gateway: gateway({ name: "orphan", className: "no-such-controller" }),
+      routeTimeoutMs: 3_000,
+    }).start(s);
     expect(r).toMatchObject({ outcome: "rejected", reason: { code: "gateway-not-ready" }, layer: "route" });
     expect(await leftovers(s.runtimeInstanceId)).toEqual([]);
   });

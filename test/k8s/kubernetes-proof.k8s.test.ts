@@ -24,19 +24,31 @@ beforeAll(async () => {
   [nats, redis] = await Promise.all([startNats(), startRedis()]);
   namespace = await freshNamespace(clusterClients().core, "proof");
 });
-afterAll(async () => { await Promise.all([nats?.stop(), redis?.stop()]); });
+afterAll(async () => {
+  await Promise.all([nats?.stop(), redis?.stop()]);
+});
 
 async function prove(o: Partial<ProofOptions>, exposure: "pod-ip" | "gateway" | "node-port"): Promise<void> {
   const kubernetes: z.input<typeof KubernetesHostConfig> = {
-    kubeconfig: inject("k8sKubeconfig"), namespace, exposure, namePrefix: `p${randomBytes(2).toString("hex")}`,
-    runtimeCommand: [process.execPath, "--import", "tsx", "services/runtime/main.ts"], workingDir: ROOT,
+    kubeconfig: inject("k8sKubeconfig"),
+    namespace,
+    exposure,
+    namePrefix: `p${randomBytes(2).toString("hex")}`,
+    runtimeCommand: [process.execPath, "--import", "tsx", "services/runtime/main.ts"],
+    workingDir: ROOT,
     ...(exposure === "gateway" ? { gateway: { name: "drover-shared", namespace, className: "drover-local" } } : {}),
   };
-  const report = await runProof({ ...DEFAULT_PROOF, parallel: P, stepMs: 10, host: "kubernetes", exposure, ...o },
-    { natsUrl: nats.url, redisUrl: redis.url, kubernetes }, () => undefined, 600_000);
+  const report = await runProof(
+    { ...DEFAULT_PROOF, parallel: P, stepMs: 10, host: "kubernetes", exposure, ...o },
+    { natsUrl: nats.url, redisUrl: redis.url, kubernetes },
+    () => undefined,
+    600_000,
+  );
   const line = proofLine(report);
-  console.log(`${line}\n  kill→suspected p50/p99 ${report.latencies.suspected.p50}/${report.latencies.suspected.p99} ms, →fenced ${report.latencies.fenced.p50}/${report.latencies.fenced.p99} ms, →resumed ${report.latencies.resumed.p50}/${report.latencies.resumed.p99} ms\n`
-    + `  request→Pod Ready p50/p99 ${report.startup.hostReady.p50}/${report.startup.hostReady.p99} ms, →route programmed ${report.startup.route.p50}/${report.startup.route.p99} ms, →capacity published ${report.startup.published.p50}/${report.startup.published.p99} ms`);
+  console.log(
+    `${line}\n  kill→suspected p50/p99 ${report.latencies.suspected.p50}/${report.latencies.suspected.p99} ms, →fenced ${report.latencies.fenced.p50}/${report.latencies.fenced.p99} ms, →resumed ${report.latencies.resumed.p50}/${report.latencies.resumed.p99} ms\n` +
+      `  request→Pod Ready p50/p99 ${report.startup.hostReady.p50}/${report.startup.hostReady.p99} ms, →route programmed ${report.startup.route.p50}/${report.startup.route.p99} ms, →capacity published ${report.startup.published.p50}/${report.startup.published.p99} ms`,
+  );
   expect(report.startup.published.p50).toBeGreaterThan(0);
   for (const a of report.assertions) expect(a, `${a.name}: ${a.detail}`).toMatchObject({ ok: true });
   const parallel = o.parallel ?? P;

@@ -28,16 +28,30 @@ const streamTag = uniqueName("k8s");
 const started: HostStrategy[] = [];
 
 function strategy(patch: Partial<KubernetesStrategyOptions> = {}): HostStrategy {
-  const s = createKubernetesStrategy({ kubeconfig: kc, namespace: ns, command: RUNTIME_CMD, image: "drover/runtime:dev", workingDir: ROOT,
-    readinessTimeoutMs: 60_000, killGraceSeconds: 5, ...patch });
+  const s = createKubernetesStrategy({
+    kubeconfig: kc,
+    namespace: ns,
+    command: RUNTIME_CMD,
+    image: "drover/runtime:dev",
+    workingDir: ROOT,
+    readinessTimeoutMs: 60_000,
+    killGraceSeconds: 5,
+    ...patch,
+  });
   started.push(s);
   return s;
 }
 const appStrategy = (patch: Partial<KubernetesStrategyOptions> = {}) =>
   strategy({ command: APP_CMD, baseEnv: { HTTP_PORT: "8080", TERM_DELAY_MS: "1500" }, ...patch });
 const spec = (patch: Parameters<typeof hostSpec>[0] = {}) => hostSpec({ natsUrl: nats.url, streamTag, ...patch });
-const podsOf = async (id: string) => (await core.listNamespacedPod({ namespace: ns, labelSelector: `${L.runtime}=${id}` })).items;
-const queueStatus = (id: string): RuntimeCommand => ({ operation: "GetQueueStatus", payload: {}, runtimeInstanceId: id as RuntimeInstanceId, correlationId: randomUUID() });
+const podsOf = async (id: string) =>
+  (await core.listNamespacedPod({ namespace: ns, labelSelector: `${L.runtime}=${id}` })).items;
+const queueStatus = (id: string): RuntimeCommand => ({
+  operation: "GetQueueStatus",
+  payload: {},
+  runtimeInstanceId: id as RuntimeInstanceId,
+  correlationId: randomUUID(),
+});
 
 beforeAll(async () => {
   ({ kc, core } = clusterClients());
@@ -58,7 +72,11 @@ describe("KubernetesHostStrategy against the local cluster's real API server", (
     const results = await Promise.all([replicaA.start(s), replicaA.start(s), strategy().start(s)]);
     expect(results.map((r) => r.outcome).sort()).toEqual(["converged", "converged", "created"]);
     // Within replica A its lifecycle gate serializes the two starts; across replicas the 409 is adopted after the identity check.
-    expect(results.map((r) => (r.outcome === "converged" ? r.convergenceSource : r.outcome)).sort()).toEqual(["created", "existing-pod", "lifecycle-cache"]);
+    expect(results.map((r) => (r.outcome === "converged" ? r.convergenceSource : r.outcome)).sort()).toEqual([
+      "created",
+      "existing-pod",
+      "lifecycle-cache",
+    ]);
     const uids = new Set(results.map((r) => (r.outcome === "rejected" ? "" : r.host.podUid)));
     expect(uids.size).toBe(1);
     const pods = await podsOf(s.runtimeInstanceId);
@@ -67,17 +85,34 @@ describe("KubernetesHostStrategy against the local cluster's real API server", (
     if (created?.outcome !== "created") throw new Error("no created result");
     expect(created.host.hostIncarnation).toBe(`pod:${pods[0]?.metadata?.uid}`);
     expect(created.endpoint.endpoint).toBe(`http://${pods[0]?.status?.podIP}:8080`);
-    const answer = await sendCommand(created.endpoint.endpoint, "http", queueStatus(s.runtimeInstanceId), s.commandToken, 5_000);
-    expect(answer).toMatchObject({ success: true, runtimeInstanceId: s.runtimeInstanceId, hostIncarnation: created.host.hostIncarnation });
+    const answer = await sendCommand(
+      created.endpoint.endpoint,
+      "http",
+      queueStatus(s.runtimeInstanceId),
+      s.commandToken,
+      5_000,
+    );
+    expect(answer).toMatchObject({
+      success: true,
+      runtimeInstanceId: s.runtimeInstanceId,
+      hostIncarnation: created.host.hostIncarnation,
+    });
     // A later start on the same strategy converges from its lifecycle cache after revalidating the Pod.
     const again = await replicaA.start(s);
-    expect(again).toMatchObject({ outcome: "converged", convergenceSource: "lifecycle-cache", host: { podUid: created.host.podUid } });
+    expect(again).toMatchObject({
+      outcome: "converged",
+      convergenceSource: "lifecycle-cache",
+      host: { podUid: created.host.podUid },
+    });
   });
 
   it("never adopts or deletes a foreign Pod with the same name (host-identity-collision) and removes only the Secret it created", async () => {
     const s = spec({ runtimeInstanceId: uniqueName("rt-foreign") });
     const names = runtimeNames("drover-rt", s.runtimeInstanceId);
-    const foreign = await core.createNamespacedPod({ namespace: ns, body: appPod(names.pod, { labels: { app: "someone-else" } }) });
+    const foreign = await core.createNamespacedPod({
+      namespace: ns,
+      body: appPod(names.pod, { labels: { app: "someone-else" } }),
+    });
     const r = await appStrategy().start(s);
     expect(r).toMatchObject({ outcome: "rejected", reason: { code: "host-identity-collision" }, layer: "resource" });
     expect(r.owned).toEqual([expect.stringMatching(new RegExp(`^Secret:${ns}/${names.secret}:`))]);
@@ -90,13 +125,20 @@ describe("KubernetesHostStrategy against the local cluster's real API server", (
   it("a start whose Pod fails reports pod-failed and deletes the Pod and Service it created, but not the Secret it adopted", async () => {
     const s = spec({ runtimeInstanceId: uniqueName("rt-fail") });
     const names = runtimeNames("drover-rt", s.runtimeInstanceId);
-    const pre = await core.createNamespacedSecret({ namespace: ns, body: buildTokenSecret(s, { namespace: ns, command: [], image: "x" }) });
+    const pre = await core.createNamespacedSecret({
+      namespace: ns,
+      body: buildTokenSecret(s, { namespace: ns, command: [], image: "x" }),
+    });
     const r = await strategy({ command: [process.execPath, "-e", "process.exit(3)"] }).start(s);
     expect(r).toMatchObject({ outcome: "rejected", reason: { code: "pod-failed" }, layer: "host" });
     expect(r.owned.map((o) => o.split(":")[0])).toEqual(["Pod", "Service"]);
     expect(await podsOf(s.runtimeInstanceId)).toEqual([]);
-    await expect(core.readNamespacedService({ namespace: ns, name: names.service })).rejects.toMatchObject({ code: 404 });
-    expect((await core.readNamespacedSecret({ namespace: ns, name: names.secret })).metadata?.uid).toBe(pre.metadata?.uid);
+    await expect(core.readNamespacedService({ namespace: ns, name: names.service })).rejects.toMatchObject({
+      code: 404,
+    });
+    expect((await core.readNamespacedSecret({ namespace: ns, name: names.secret })).metadata?.uid).toBe(
+      pre.metadata?.uid,
+    );
   });
 
   it("reports the Pod's incarnation to onHostCreated before readiness, and when that hook rejects deletes what it created and rethrows", async () => {
@@ -123,24 +165,39 @@ describe("KubernetesHostStrategy against the local cluster's real API server", (
     let stop = (): void => undefined;
     const deletedFact = new Promise<HostObservation>((ok, fail) => {
       const timer = setTimeout(() => fail(new Error("no pod-deleted fact within 30 s")), 30_000);
-      stop = strat.observe((f) => { if (f.kind === "pod-deleted" && f.hostIncarnation === `pod:${uid}`) { clearTimeout(timer); ok(f); } });
+      stop = strat.observe((f) => {
+        if (f.kind === "pod-deleted" && f.hostIncarnation === `pod:${uid}`) {
+          clearTimeout(timer);
+          ok(f);
+        }
+      });
     });
     const t0 = Date.now();
     const killed = await strat.kill(s.runtimeInstanceId, r.host, 20_000);
     // The fixture delays its exit by 1.5 s after SIGTERM: a kill that returned on delete acceptance would be faster.
     expect(Date.now() - t0).toBeGreaterThanOrEqual(1_500);
-    expect(killed).toMatchObject({ outcome: "killed", proof: { kind: "pod-uid-gone", podUid: uid, podName: names.pod, namespace: ns } });
+    expect(killed).toMatchObject({
+      outcome: "killed",
+      proof: { kind: "pod-uid-gone", podUid: uid, podName: names.pod, namespace: ns },
+    });
     const after = await core.listNamespacedPod({ namespace: ns, fieldSelector: `metadata.name=${names.pod}` });
     expect(after.items.map((p) => p.metadata?.uid)).not.toContain(uid);
     await waitForPod(kc, core, ns, names.pod, (p) => p === undefined);
-    const replacement = await core.createNamespacedPod({ namespace: ns, body: appPod(names.pod, { labels: { app: "replacement" } }) });
+    const replacement = await core.createNamespacedPod({
+      namespace: ns,
+      body: appPod(names.pod, { labels: { app: "replacement" } }),
+    });
     await waitForPod(kc, core, ns, names.pod, isReady);
     const again = await strat.kill(s.runtimeInstanceId, r.host, 10_000);
     expect(again).toMatchObject({ outcome: "killed", proof: { podUid: uid } });
     const survivor = await core.readNamespacedPod({ namespace: ns, name: names.pod });
     expect(survivor.metadata?.uid).toBe(replacement.metadata?.uid);
     expect(survivor.metadata?.deletionTimestamp).toBeUndefined();
-    expect(await deletedFact).toMatchObject({ kind: "pod-deleted", runtimeInstanceId: s.runtimeInstanceId, hostIncarnation: `pod:${uid}` });
+    expect(await deletedFact).toMatchObject({
+      kind: "pod-deleted",
+      runtimeInstanceId: s.runtimeInstanceId,
+      hostIncarnation: `pod:${uid}`,
+    });
     stop();
   });
 });

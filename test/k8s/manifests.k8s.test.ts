@@ -13,9 +13,14 @@ const DIR = resolve(import.meta.dirname, "../../k8s/drover");
 const SA = "system:serviceaccount:drover-system:drover-control-plane";
 const run = promisify(execFile);
 let kubeconfig: string;
-const kubectl = async (...args: string[]): Promise<string> => (await run("kubectl", ["--kubeconfig", kubeconfig, ...args])).stdout;
+const kubectl = async (...args: string[]): Promise<string> =>
+  (await run("kubectl", ["--kubeconfig", kubeconfig, ...args])).stdout;
 const canI = async (verb: string, resource: string, ns: string): Promise<string> =>
-  (await run("kubectl", ["--kubeconfig", kubeconfig, "auth", "can-i", verb, resource, "-n", ns, "--as", SA]).catch((e: { stdout: string }) => e)).stdout.trim();
+  (
+    await run("kubectl", ["--kubeconfig", kubeconfig, "auth", "can-i", verb, resource, "-n", ns, "--as", SA]).catch(
+      (e: { stdout: string }) => e,
+    )
+  ).stdout.trim();
 
 beforeAll(async () => {
   kubeconfig = inject("k8sKubeconfig");
@@ -27,20 +32,31 @@ beforeAll(async () => {
 describe("drover's k8s/ manifests, against the local cluster's real API server", () => {
   it("every object passes the API server's validation in a server-side dry run", async () => {
     const out = await kubectl("apply", "--dry-run=server", "-f", DIR);
-    const objects = readdirSync(DIR).filter((f) => f.endsWith(".yaml")).flatMap((f) => loadAllYaml(readFileSync(join(DIR, f), "utf8")));
+    const objects = readdirSync(DIR)
+      .filter((f) => f.endsWith(".yaml"))
+      .flatMap((f) => loadAllYaml(readFileSync(join(DIR, f), "utf8")));
     expect(out.trim().split("\n")).toHaveLength(objects.length);
     expect(out).toContain("deployment.apps/drover-provisioner");
     expect(out).toContain("gateway.gateway.networking.k8s.io/drover-shared");
   });
 
   it("the shipped DROVER_CONFIG validates and hosts runtimes on Kubernetes by Pod IP", () => {
-    const cm = loadAllYaml(readFileSync(join(DIR, "20-config.yaml"), "utf8")).find((o: { kind: string }) => o.kind === "ConfigMap") as { data: Record<string, string> };
+    const cm = loadAllYaml(readFileSync(join(DIR, "20-config.yaml"), "utf8")).find(
+      (o: { kind: string }) => o.kind === "ConfigMap",
+    ) as { data: Record<string, string> };
     const config = DroverConfig.parse(JSON.parse(cm.data["drover.json"] ?? "{}"));
     expect(config.kubernetes).toMatchObject({ namespace: "drover-runtimes", exposure: "pod-ip" });
   });
 
   it("RBAC lets the control plane manage runtime Pods, Services, Secrets and routes in the runtime namespace only", async () => {
-    for (const [verb, resource] of [["create", "pods"], ["watch", "pods"], ["delete", "services"], ["create", "secrets"], ["create", "httproutes.gateway.networking.k8s.io"], ["delete", "grpcroutes.gateway.networking.k8s.io"]]) {
+    for (const [verb, resource] of [
+      ["create", "pods"],
+      ["watch", "pods"],
+      ["delete", "services"],
+      ["create", "secrets"],
+      ["create", "httproutes.gateway.networking.k8s.io"],
+      ["delete", "grpcroutes.gateway.networking.k8s.io"],
+    ]) {
       expect(await canI(verb as string, resource as string, "drover-runtimes"), `${verb} ${resource}`).toBe("yes");
     }
     expect(await canI("create", "pods", "default")).toBe("no");

@@ -5,7 +5,14 @@ import type { CoreV1Api, KubeConfig, V1Pod } from "@kubernetes/client-node";
 import { networkSlot } from "../../k8s/local-cluster/control-plane/network.ts";
 import { apiFailure } from "../../k8s/local-cluster/lib/api-errors.ts";
 import { processStartTime } from "../../k8s/local-cluster/lib/proc.ts";
-import { auditedPodDeletes, clusterClients, eventually, freshNamespace, isReady, waitForPod } from "./support/cluster-client.ts";
+import {
+  auditedPodDeletes,
+  clusterClients,
+  eventually,
+  freshNamespace,
+  isReady,
+  waitForPod,
+} from "./support/cluster-client.ts";
 import { appPod, httpGet, APP_HTTP_PORT } from "./support/pod-app.ts";
 
 const run = promisify(execFile);
@@ -40,10 +47,18 @@ describe("Pods run as local processes, against the local cluster's real API serv
       expect(p.status?.podIP).toMatch(/^127\.0\.\d+\.\d+$/);
       expect(p.status?.podIPs).toEqual([{ ip: p.status?.podIP }]);
       // The node's own loopback address (the last of its pod CIDR), which is its InternalIP and where node ports listen.
-      expect(p.status?.hostIP).toBe(networkSlot(inject("k8sNetworkSlot")).podCidr(0).replace(/\.0\/24$/, ".254"));
+      expect(p.status?.hostIP).toBe(
+        networkSlot(inject("k8sNetworkSlot"))
+          .podCidr(0)
+          .replace(/\.0\/24$/, ".254"),
+      );
       expect(p.status?.startTime).toBeDefined();
-      expect(p.status?.conditions?.filter((c) => c.status === "True").map((c) => c.type).sort())
-        .toEqual(["ContainersReady", "Initialized", "PodScheduled", "Ready"]);
+      expect(
+        p.status?.conditions
+          ?.filter((c) => c.status === "True")
+          .map((c) => c.type)
+          .sort(),
+      ).toEqual(["ContainersReady", "Initialized", "PodScheduled", "Ready"]);
       const cs = p.status?.containerStatuses?.[0];
       expect(cs).toMatchObject({ name: "app", ready: true, started: true, restartCount: 0 });
       expect(cs?.state?.running?.startedAt).toBeDefined();
@@ -52,7 +67,10 @@ describe("Pods run as local processes, against the local cluster's real API serv
     const answer = await httpGet(`http://${a.status?.podIP}:${APP_HTTP_PORT}/`);
     expect(answer.body).toMatchObject({ name: "web-a", uid: a.metadata?.uid, ip: a.status?.podIP });
 
-    const again = await core.createNamespacedPod({ namespace: ns, body: appPod("web-a") }).then(() => undefined, (e: unknown) => apiFailure(e));
+    const again = await core.createNamespacedPod({ namespace: ns, body: appPod("web-a") }).then(
+      () => undefined,
+      (e: unknown) => apiFailure(e),
+    );
     expect(again).toMatchObject({ code: 409, reason: "AlreadyExists" });
   });
 
@@ -63,7 +81,11 @@ describe("Pods run as local processes, against the local cluster's real API serv
 
     const t0 = Date.now();
     // With a body, kube-apiserver ignores the query parameters (handlers/delete.go): the grace period must be in the body.
-    await core.deleteNamespacedPod({ name: "graceful", namespace: ns, body: { gracePeriodSeconds: 20, preconditions: { uid: oldUid } } });
+    await core.deleteNamespacedPod({
+      name: "graceful",
+      namespace: ns,
+      body: { gracePeriodSeconds: 20, preconditions: { uid: oldUid } },
+    });
     const terminating = await core.readNamespacedPod({ name: "graceful", namespace: ns });
     expect(terminating.metadata?.uid).toBe(oldUid);
     expect(terminating.metadata?.deletionTimestamp).toBeDefined();
@@ -78,7 +100,14 @@ describe("Pods run as local processes, against the local cluster's real API serv
     // finalizing delete with grace 0 preconditioned on that UID (so it could never hit a namesake).
     // A delete's ResponseComplete audit event is written as its handler returns, which can be just
     // after a watcher saw the Pod go: wait for both entries, then check them exactly.
-    const audited = await eventually(async () => { const a = await auditedPodDeletes(inject("k8sRunDir"), ns, "graceful"); return a.length >= 2 ? a : undefined; }, 5_000, "both deletes in the audit log");
+    const audited = await eventually(
+      async () => {
+        const a = await auditedPodDeletes(inject("k8sRunDir"), ns, "graceful");
+        return a.length >= 2 ? a : undefined;
+      },
+      5_000,
+      "both deletes in the audit log",
+    );
     expect(audited).toEqual([
       { code: 200, gracePeriodSeconds: 20, preconditionUid: oldUid },
       { code: 200, gracePeriodSeconds: 0, preconditionUid: oldUid },
@@ -86,8 +115,16 @@ describe("Pods run as local processes, against the local cluster's real API serv
 
     const fresh = await core.createNamespacedPod({ namespace: ns, body: appPod("graceful") });
     expect(fresh.metadata?.uid).not.toBe(oldUid);
-    const stale = await core.deleteNamespacedPod({ name: "graceful", namespace: ns, body: { gracePeriodSeconds: 0, preconditions: { uid: oldUid } } })
-      .then(() => undefined, (e: unknown) => apiFailure(e));
+    const stale = await core
+      .deleteNamespacedPod({
+        name: "graceful",
+        namespace: ns,
+        body: { gracePeriodSeconds: 0, preconditions: { uid: oldUid } },
+      })
+      .then(
+        () => undefined,
+        (e: unknown) => apiFailure(e),
+      );
     expect(stale?.code).toBe(409);
     expect(stale?.message).toContain("the UID in the precondition");
     const survivor = await core.readNamespacedPod({ name: "graceful", namespace: ns });
@@ -99,7 +136,11 @@ describe("Pods run as local processes, against the local cluster's real API serv
     const p = await createReady(appPod("stubborn", { termDelayMs: 600_000 }));
     const pid = (await httpGet(`http://${p.status?.podIP}:${APP_HTTP_PORT}/`)).body?.pid ?? -1;
     const t0 = Date.now();
-    await core.deleteNamespacedPod({ name: "stubborn", namespace: ns, body: { gracePeriodSeconds: 2, preconditions: { uid: p.metadata?.uid } } });
+    await core.deleteNamespacedPod({
+      name: "stubborn",
+      namespace: ns,
+      body: { gracePeriodSeconds: 2, preconditions: { uid: p.metadata?.uid } },
+    });
     await waitForPod(kc, core, ns, "stubborn", (x) => x === undefined, 20_000);
     expect(Date.now() - t0).toBeGreaterThanOrEqual(2000);
     expect(gone(pid)).toBe(true);
@@ -128,33 +169,51 @@ describe("Pods run as local processes, against the local cluster's real API serv
 
     const always = await createReady(appPod("restarts", { restartPolicy: "Always" }));
     await httpGet(`http://${always.status?.podIP}:${APP_HTTP_PORT}/exit?code=4`).catch(() => undefined);
-    const back = await waitForPod(kc, core, ns, "restarts", (x) => (x?.status?.containerStatuses?.[0]?.restartCount ?? 0) >= 1 && isReady(x));
+    const back = await waitForPod(
+      kc,
+      core,
+      ns,
+      "restarts",
+      (x) => (x?.status?.containerStatuses?.[0]?.restartCount ?? 0) >= 1 && isReady(x),
+    );
     const cs = back?.status?.containerStatuses?.[0];
     expect(cs?.lastState?.terminated?.exitCode).toBe(4);
     expect(cs?.state?.running).toBeDefined();
     expect(back?.status?.podIP).toBe(always.status?.podIP);
-    const answer = await eventually(async () => (await httpGet(`http://${back?.status?.podIP}:${APP_HTTP_PORT}/`)).body, 10_000, "restarted container answers");
+    const answer = await eventually(
+      async () => (await httpGet(`http://${back?.status?.podIP}:${APP_HTTP_PORT}/`)).body,
+      10_000,
+      "restarted container answers",
+    );
     expect(answer.uid).toBe(always.metadata?.uid);
   });
 
   it("kubectl get pods -o wide shows what the tests see through the client", async () => {
     await createReady(appPod("listed"));
     const list = await core.listNamespacedPod({ namespace: ns });
-    const { stdout } = await run("kubectl", ["get", "pods", "-o", "wide", "-n", ns], { env: { ...process.env, KUBECONFIG: inject("k8sKubeconfig") } });
+    const { stdout } = await run("kubectl", ["get", "pods", "-o", "wide", "-n", ns], {
+      env: { ...process.env, KUBECONFIG: inject("k8sKubeconfig") },
+    });
     // Columns are aligned under the header (RESTARTS may read "1 (5s ago)"): cut by header offsets.
     const [header = "", ...lines] = stdout.trimEnd().split("\n");
     const starts = [...header.matchAll(/\S+(?: \S+)*/g)].map((m) => ({ name: m[0], at: m.index })); // "NOMINATED NODE" is one column
-    const rows = new Map(lines.map((line) => {
-      const row = Object.fromEntries(starts.map((c, i) => [c.name, line.slice(c.at, starts[i + 1]?.at ?? line.length).trim()]));
-      return [row.NAME, row];
-    }));
+    const rows = new Map(
+      lines.map((line) => {
+        const row = Object.fromEntries(
+          starts.map((c, i) => [c.name, line.slice(c.at, starts[i + 1]?.at ?? line.length).trim()]),
+        );
+        return [row.NAME, row];
+      }),
+    );
     expect(rows.size).toBe(list.items.length);
     for (const p of list.items) {
       const row = rows.get(p.metadata?.name ?? "");
       expect(row, p.metadata?.name).toBeDefined();
       expect(row?.IP).toBe(p.status?.podIP ?? "<none>");
       expect(row?.NODE).toBe(p.spec?.nodeName);
-      expect(row?.STATUS).toBe(p.metadata?.deletionTimestamp ? "Terminating" : p.status?.phase === "Failed" ? "Error" : p.status?.phase);
+      expect(row?.STATUS).toBe(
+        p.metadata?.deletionTimestamp ? "Terminating" : p.status?.phase === "Failed" ? "Error" : p.status?.phase,
+      );
     }
     expect(rows.get("listed")).toMatchObject({ READY: "1/1", STATUS: "Running" });
   });

@@ -11,11 +11,17 @@ const P = Number(process.env.PROOF_PARALLEL ?? 5);
 const ROUNDS = Number(process.env.PROOF_ROUNDS ?? 1);
 
 async function prove(o: Partial<ProofOptions>): Promise<void> {
-  const report = await runProof({ ...DEFAULT_PROOF, parallel: P, stepMs: 10, ...o }, { natsUrl: inject("natsUrl"), redisUrl: `${inject("redisUrl")}/11`, mongoUrl: inject("mongoUrl") },
-    () => undefined, 600_000);
+  const report = await runProof(
+    { ...DEFAULT_PROOF, parallel: P, stepMs: 10, ...o },
+    { natsUrl: inject("natsUrl"), redisUrl: `${inject("redisUrl")}/11`, mongoUrl: inject("mongoUrl") },
+    () => undefined,
+    600_000,
+  );
   const line = proofLine(report);
-  console.log(`${line}\n  kill→suspected p50/p99 ${report.latencies.suspected.p50}/${report.latencies.suspected.p99} ms, →fenced ${report.latencies.fenced.p50}/${report.latencies.fenced.p99} ms, →resumed ${report.latencies.resumed.p50}/${report.latencies.resumed.p99} ms`
-    + `\n  time: runs ${report.phasesMs.runs} ms, log assertions ${report.phasesMs.log} ms, read models ${report.phasesMs.readModels} ms${report.logDir ? `; logs kept in ${report.logDir}` : ""}`);
+  console.log(
+    `${line}\n  kill→suspected p50/p99 ${report.latencies.suspected.p50}/${report.latencies.suspected.p99} ms, →fenced ${report.latencies.fenced.p50}/${report.latencies.fenced.p99} ms, →resumed ${report.latencies.resumed.p50}/${report.latencies.resumed.p99} ms` +
+      `\n  time: runs ${report.phasesMs.runs} ms, log assertions ${report.phasesMs.log} ms, read models ${report.phasesMs.readModels} ms${report.logDir ? `; logs kept in ${report.logDir}` : ""}`,
+  );
   for (const a of report.assertions) expect(a, `${a.name}: ${a.detail}`).toMatchObject({ ok: true });
   const parallel = o.parallel ?? P;
   expect(report.runs).toBe(9 * parallel);
@@ -25,9 +31,12 @@ async function prove(o: Partial<ProofOptions>): Promise<void> {
 
 describe(`crash-recovery proof at P=${P} (all services and runtimes real)`, () => {
   for (let round = 1; round <= ROUNDS; round++) {
-    it.each(["http", "grpc"] as const)(`round ${round}: SIGKILLed runtimes: every impacted tenant's work recovered exactly once, safe tenants untouched, over %s`, async (transport) => {
-      await prove({ transport, seed: round });
-    });
+    it.each(["http", "grpc"] as const)(
+      `round ${round}: SIGKILLed runtimes: every impacted tenant's work recovered exactly once, safe tenants untouched, over %s`,
+      async (transport) => {
+        await prove({ transport, seed: round });
+      },
+    );
   }
   it("SIGSTOPped runtimes (zombies): health notices the silence, the fence kills the exact incarnation, and the same guarantees hold", async () => {
     await prove({ transport: "http", signal: "SIGSTOP", parallel: Math.min(P, 3) });

@@ -32,8 +32,10 @@ export interface ApiFixture extends StreamsFixture {
  * clock and counting id generator. `tenants` are configured tenant settings; `quota` starts the
  * open-runs projection the API uses for `overQuota: "reject"`; `readModels` backs the forensics queries.
  */
-export async function apiFixture(natsUrl: string,
-  opts: { tenants?: Array<Partial<TenantSettings>>; quota?: boolean; readModels?: ReadModels } = {}): Promise<ApiFixture> {
+export async function apiFixture(
+  natsUrl: string,
+  opts: { tenants?: Array<Partial<TenantSettings>>; quota?: boolean; readModels?: ReadModels } = {},
+): Promise<ApiFixture> {
   const streams = await freshStreams(natsUrl, "api");
   const store = createEventStore(streams.nc, streams.layout);
   const js = jetstream(streams.nc);
@@ -46,10 +48,15 @@ export async function apiFixture(natsUrl: string,
       [TOKENS.operator]: { role: "operator", name: "ops" },
     },
   });
-  const openRuns: OpenRunsProjection | undefined = opts.quota ? await startOpenRunsProjection(js, streams.jsm, streams.layout) : undefined;
+  const openRuns: OpenRunsProjection | undefined = opts.quota
+    ? await startOpenRunsProjection(js, streams.jsm, streams.layout)
+    : undefined;
   let n = 0;
   const app = await buildApp({
-    config, tokens: tokenTable(config.tokens), layout: streams.layout, store,
+    config,
+    tokens: tokenTable(config.tokens),
+    layout: streams.layout,
+    store,
     feed: jetStreamFeed(js, streams.jsm, streams.layout),
     capacity: replayCapacityReader(store, streams.jsm, streams.layout),
     openRuns,
@@ -59,7 +66,9 @@ export async function apiFixture(natsUrl: string,
     instanceId: "api-test",
   });
   return {
-    ...streams, app, store,
+    ...streams,
+    app,
+    store,
     messageCount: async () => (await streams.jsm.streams.info(streams.layout.eventStream)).state.messages,
     async close() {
       // undici may hold a pre-opened socket that never carried a request; close() would wait for it.
@@ -72,4 +81,10 @@ export async function apiFixture(natsUrl: string,
 }
 
 /** A small valid DAG body. */
-export const validDag = { name: "t", steps: [{ id: "a", kind: "compute" }, { id: "b", kind: "sleep", dependsOn: ["a"], params: { durationMs: 1 } }] };
+export const validDag = {
+  name: "t",
+  steps: [
+    { id: "a", kind: "compute" },
+    { id: "b", kind: "sleep", dependsOn: ["a"], params: { durationMs: 1 } },
+  ],
+};

@@ -4,14 +4,16 @@ import type { DagInput } from "../../contracts/index.ts";
 export function apiClient(baseUrl: string, token: string) {
   const call = async (method: string, path: string, body?: unknown) => {
     const res = await fetch(`${baseUrl}${path}`, {
-      method, headers: { authorization: `Bearer ${token}`, ...(body ? { "content-type": "application/json" } : {}) },
+      method,
+      headers: { authorization: `Bearer ${token}`, ...(body ? { "content-type": "application/json" } : {}) },
       ...(body ? { body: JSON.stringify(body) } : {}),
     });
     const text = await res.text();
     return { status: res.status, body: text ? JSON.parse(text) : undefined };
   };
   return {
-    submit: (dag: DagInput, idempotencyKey?: string) => call("POST", "/v1/runs", { dag, ...(idempotencyKey ? { idempotencyKey } : {}) }),
+    submit: (dag: DagInput, idempotencyKey?: string) =>
+      call("POST", "/v1/runs", { dag, ...(idempotencyKey ? { idempotencyKey } : {}) }),
     run: (id: string) => call("GET", `/v1/runs/${id}`),
     events: (id: string) => call("GET", `/v1/runs/${id}/events`),
     get: (path: string) => call("GET", path),
@@ -26,7 +28,13 @@ export function chainDag(n: number, stepMs: number, flakyEvery = 0): DagInput {
       const id = `s${String(i + 1).padStart(3, "0")}`;
       const dependsOn = i === 0 ? [] : [`s${String(i).padStart(3, "0")}`];
       return flakyEvery > 0 && (i + 1) % flakyEvery === 0
-        ? { id, kind: "flaky" as const, dependsOn, params: { durationMs: stepMs, failAttempts: 1 }, retry: { maxAttempts: 3, backoffMs: 10 } }
+        ? {
+            id,
+            kind: "flaky" as const,
+            dependsOn,
+            params: { durationMs: stepMs, failAttempts: 1 },
+            retry: { maxAttempts: 3, backoffMs: 10 },
+          }
         : { id, kind: "compute" as const, dependsOn, params: { durationMs: stepMs } };
     }),
   };

@@ -26,24 +26,47 @@ const TENANT = "t-fixture";
 const sha = (s: string) => createHash("sha256").update(s).digest("hex");
 const execIdOf = (run: string, lr: string) => executionIdFromDigest(sha(executionIdSeed(run, lr)));
 
-interface Line { seq: number; subject: string; event: DroverEvent }
+interface Line {
+  seq: number;
+  subject: string;
+  event: DroverEvent;
+}
 type Writer = DroverEvent["writer"];
 const svc = (service: Writer["service"], instanceId = `${service}-1`): Writer => ({ service, instanceId });
-const rtWriter = (rt: string, inc: string, epoch: number): Writer => ({ service: "runtime", instanceId: rt, runtimeInstanceId: rt, hostIncarnation: inc, epoch } as Writer);
+const rtWriter = (rt: string, inc: string, epoch: number): Writer =>
+  ({ service: "runtime", instanceId: rt, runtimeInstanceId: rt, hostIncarnation: inc, epoch }) as Writer;
 
 /** Builds one log: events get consecutive sequences, subjects from the aggregate and event name. */
 class Log {
   readonly lines: Line[] = [];
   private clock: number;
-  constructor(private readonly name: string, start: string) { this.clock = Date.parse(start); }
-  add<T extends EventType>(type: T, id: string, data: unknown, writer: Writer, extra: { correlationId?: string; causationId?: string } = {}): DroverEvent {
+  constructor(
+    private readonly name: string,
+    start: string,
+  ) {
+    this.clock = Date.parse(start);
+  }
+  add<T extends EventType>(
+    type: T,
+    id: string,
+    data: unknown,
+    writer: Writer,
+    extra: { correlationId?: string; causationId?: string } = {},
+  ): DroverEvent {
     const [agg, ev] = type.split(".") as [string, string];
     const tenantScoped = agg !== "runtime";
     this.clock += 7;
     const base = exampleEvent(type) as DroverEvent;
-    const event = parseEvent({ ...base, eventId: `ev-${this.name}-${this.lines.length + 1}`, occurredAt: new Date(this.clock).toISOString(),
-      ...(tenantScoped ? { tenantId: TENANT } : {}), correlationId: extra.correlationId ?? "fixture", causationId: extra.causationId ?? "fixture",
-      writer, data });
+    const event = parseEvent({
+      ...base,
+      eventId: `ev-${this.name}-${this.lines.length + 1}`,
+      occurredAt: new Date(this.clock).toISOString(),
+      ...(tenantScoped ? { tenantId: TENANT } : {}),
+      correlationId: extra.correlationId ?? "fixture",
+      causationId: extra.causationId ?? "fixture",
+      writer,
+      data,
+    });
     return this.push(event, tenantScoped ? `${PREFIX}.${agg}.${TENANT}.${id}.${ev}` : `${PREFIX}.runtime.${id}.${ev}`);
   }
   /** Appends a recorded event verbatim (only its sequence is new). */
@@ -55,82 +78,222 @@ class Log {
 
 function write(name: string, lines: readonly Line[]): void {
   const path = `${DIR}/${name}`;
-  if (existsSync(path)) { console.log(`kept ${name} (fixtures are never edited)`); return; }
-  writeFileSync(path, lines.map((l, i) => JSON.stringify({ seq: i + 1, subject: l.subject, event: l.event })).join("\n") + "\n");
+  if (existsSync(path)) {
+    console.log(`kept ${name} (fixtures are never edited)`);
+    return;
+  }
+  writeFileSync(
+    path,
+    lines.map((l, i) => JSON.stringify({ seq: i + 1, subject: l.subject, event: l.event })).join("\n") + "\n",
+  );
   console.log(`wrote ${name} (${lines.length} events)`);
 }
 
 /** A runtime coming up through the provisioner: registered, host started, endpoint, capacity. */
 function runtimeUp(log: Log, rt: string, pid: number, inc: string, scaleOutRequestId?: string): void {
   const p = svc("provisioner");
-  log.add("runtime.registered", rt, { controlPlaneId: "cp-fixture", tenantId: TENANT, isolationMode: "dedicated", allowSharedFallback: false, pool: "default",
-    hostProvider: "process", transport: "http", sizing: { workers: 2, maxConcurrentRuns: 2, localQueueCapacity: 8, maxWorkersPerRun: 2 },
-    requiredLayers: ["resource", "host", "endpoint", "command"], ...(scaleOutRequestId ? { scaleOutRequestId } : {}) }, p);
+  log.add(
+    "runtime.registered",
+    rt,
+    {
+      controlPlaneId: "cp-fixture",
+      tenantId: TENANT,
+      isolationMode: "dedicated",
+      allowSharedFallback: false,
+      pool: "default",
+      hostProvider: "process",
+      transport: "http",
+      sizing: { workers: 2, maxConcurrentRuns: 2, localQueueCapacity: 8, maxWorkersPerRun: 2 },
+      requiredLayers: ["resource", "host", "endpoint", "command"],
+      ...(scaleOutRequestId ? { scaleOutRequestId } : {}),
+    },
+    p,
+  );
   log.add("runtime.host-started", rt, { hostIncarnation: inc, pid, convergence: "created" }, p);
-  log.add("runtime.endpoint-published", rt, { endpoint: `http://127.0.0.1:${40000 + (pid % 1000)}`, aliases: [], routingHeader: "x-drover-runtime-instance-id", hostIncarnation: inc }, p);
+  log.add(
+    "runtime.endpoint-published",
+    rt,
+    {
+      endpoint: `http://127.0.0.1:${40000 + (pid % 1000)}`,
+      aliases: [],
+      routingHeader: "x-drover-runtime-instance-id",
+      hostIncarnation: inc,
+    },
+    p,
+  );
   log.add("runtime.capacity-published", rt, { hostIncarnation: inc }, p);
 }
 
 /** Submission → admission → dispatch → run started. */
-function placeAndStart(log: Log, run: string, rt: string, lr: string, inc: string, epoch: number, o: { executionId?: string; why: string; recovery?: boolean } ): string {
+function placeAndStart(
+  log: Log,
+  run: string,
+  rt: string,
+  lr: string,
+  inc: string,
+  epoch: number,
+  o: { executionId?: string; why: string; recovery?: boolean },
+): string {
   const a = svc("admission");
-  log.add("run.admitted", run, { runtimeInstanceId: rt, localRunId: lr, reservationId: `res-${lr}`, candidates: [{ runtimeInstanceId: rt, rank: 0, why: o.why }], recovery: o.recovery ?? false }, a, { correlationId: run });
-  log.add("run.dispatched", run, { runtimeInstanceId: rt, localRunId: lr, transport: "http", hostIncarnation: inc, ...(o.executionId ? { resumeExecutionId: o.executionId } : {}) }, a, { correlationId: run });
+  log.add(
+    "run.admitted",
+    run,
+    {
+      runtimeInstanceId: rt,
+      localRunId: lr,
+      reservationId: `res-${lr}`,
+      candidates: [{ runtimeInstanceId: rt, rank: 0, why: o.why }],
+      recovery: o.recovery ?? false,
+    },
+    a,
+    { correlationId: run },
+  );
+  log.add(
+    "run.dispatched",
+    run,
+    {
+      runtimeInstanceId: rt,
+      localRunId: lr,
+      transport: "http",
+      hostIncarnation: inc,
+      ...(o.executionId ? { resumeExecutionId: o.executionId } : {}),
+    },
+    a,
+    { correlationId: run },
+  );
   const executionId = o.executionId ?? execIdOf(run, lr);
-  log.add("run.started", run, { executionId, localRunId: lr, runtimeInstanceId: rt }, rtWriter(rt, inc, epoch), { correlationId: run, causationId: `local-run:${lr}` });
+  log.add("run.started", run, { executionId, localRunId: lr, runtimeInstanceId: rt }, rtWriter(rt, inc, epoch), {
+    correlationId: run,
+    causationId: `local-run:${lr}`,
+  });
   return executionId;
 }
 
 /** A journal of `dag` executed in (level, id) order as the runtime computes outputs; `fail` maps step → failing attempts. */
-function execute(log: Log, run: string, lr: string, executionId: string, dag: DagDefinition, rt: string, inc: string): void {
+function execute(
+  log: Log,
+  run: string,
+  lr: string,
+  executionId: string,
+  dag: DagDefinition,
+  rt: string,
+  inc: string,
+): void {
   const w = rtWriter(rt, inc, 0);
   const c = { correlationId: run, causationId: `local-run:${lr}` };
-  log.add("exec.started", executionId, { sharedRunId: run, localRunId: lr, runtimeInstanceId: rt, dagDigest: sha(canonicalJson(dag)), stepCount: dag.steps.length, epoch: 0 }, w, c);
+  log.add(
+    "exec.started",
+    executionId,
+    {
+      sharedRunId: run,
+      localRunId: lr,
+      runtimeInstanceId: rt,
+      dagDigest: sha(canonicalJson(dag)),
+      stepCount: dag.steps.length,
+      epoch: 0,
+    },
+    w,
+    c,
+  );
   const digests = new Map<string, string>();
   for (const step of dag.steps) {
     const fails = step.kind === "flaky" ? step.params.failAttempts : 0;
     for (let attempt = 1; attempt <= fails; attempt++) {
-      log.add("exec.step-failed", executionId, { stepId: step.id, attempt, error: `flaky step fails attempt ${attempt} of the first ${fails}`,
-        retryAt: new Date(Date.parse("2026-12-01T10:00:00.000Z") + attempt * 10).toISOString() }, w, c);
+      log.add(
+        "exec.step-failed",
+        executionId,
+        {
+          stepId: step.id,
+          attempt,
+          error: `flaky step fails attempt ${attempt} of the first ${fails}`,
+          retryAt: new Date(Date.parse("2026-12-01T10:00:00.000Z") + attempt * 10).toISOString(),
+        },
+        w,
+        c,
+      );
     }
     const inputDigest = sha(stepInputs(step, digests));
     const output = step.kind === "flaky" ? { digest: inputDigest, attempt: fails + 1 } : { digest: inputDigest };
     const outputDigest = sha(canonicalJson(output));
     digests.set(step.id, outputDigest);
-    log.add("exec.step-completed", executionId, { stepId: step.id, attempt: fails + 1, output, outputDigest, durationMs: 5 }, w, c);
+    log.add(
+      "exec.step-completed",
+      executionId,
+      { stepId: step.id, attempt: fails + 1, output, outputDigest, durationMs: 5 },
+      w,
+      c,
+    );
   }
   const outputDigest = sha(canonicalJson([...digests.entries()].sort(([a], [b]) => (a < b ? -1 : 1))));
   log.add("exec.completed", executionId, { outputDigest }, w, c);
   log.add("run.completed", run, { executionId, localRunId: lr, outputDigest }, w, c);
 }
 
-const cleanDagInput: DagInput = { name: "clean", steps: [
-  { id: "a", kind: "compute", params: { durationMs: 5 } },
-  { id: "b", kind: "compute", dependsOn: ["a"], params: { durationMs: 5 } },
-  { id: "c", kind: "flaky", dependsOn: ["a"], params: { durationMs: 5, failAttempts: 1 }, retry: { maxAttempts: 2, backoffMs: 10 } },
-  { id: "d", kind: "compute", dependsOn: ["b", "c"], params: { durationMs: 5 } },
-] };
+const cleanDagInput: DagInput = {
+  name: "clean",
+  steps: [
+    { id: "a", kind: "compute", params: { durationMs: 5 } },
+    { id: "b", kind: "compute", dependsOn: ["a"], params: { durationMs: 5 } },
+    {
+      id: "c",
+      kind: "flaky",
+      dependsOn: ["a"],
+      params: { durationMs: 5, failAttempts: 1 },
+      retry: { maxAttempts: 2, backoffMs: 10 },
+    },
+    { id: "d", kind: "compute", dependsOn: ["b", "c"], params: { durationMs: 5 } },
+  ],
+};
 
 function cleanRun(): Line[] {
   const log = new Log("clean", "2026-12-01T10:00:00.000Z");
   const dag = DagDefinition.parse(cleanDagInput);
-  const run = "run-clean", rt = "rt-clean-a", inc = "pid:31001:500100", so = "so-clean-1";
-  log.add("run.submitted", run, { sharedRunId: run, dag, source: "api", labels: {} }, svc("api"), { correlationId: run });
-  log.add("run.queued-globally", run, { reason: { code: "no-visible-capacity", detail: "0 candidates: tenant t-fixture is dedicated and has no runtime" } }, svc("admission"), { correlationId: run });
+  const run = "run-clean",
+    rt = "rt-clean-a",
+    inc = "pid:31001:500100",
+    so = "so-clean-1";
+  log.add("run.submitted", run, { sharedRunId: run, dag, source: "api", labels: {} }, svc("api"), {
+    correlationId: run,
+  });
+  log.add(
+    "run.queued-globally",
+    run,
+    {
+      reason: { code: "no-visible-capacity", detail: "0 candidates: tenant t-fixture is dedicated and has no runtime" },
+    },
+    svc("admission"),
+    { correlationId: run },
+  );
   log.add("run.scale-out-requested", run, { requestId: so }, svc("admission"), { correlationId: run });
   const req = exampleEvent("scaleout.requested").data;
-  log.add("scaleout.requested", so, { ...req, requestId: so, controlPlaneId: "cp-fixture", dedupeKey: "cp-fixture/t-fixture/rt-clean/no-visible-capacity",
-    policy: { ...req.policy, runtimeInstanceIdPrefix: "rt-clean" } }, svc("admission"), { correlationId: run });
+  log.add(
+    "scaleout.requested",
+    so,
+    {
+      ...req,
+      requestId: so,
+      controlPlaneId: "cp-fixture",
+      dedupeKey: "cp-fixture/t-fixture/rt-clean/no-visible-capacity",
+      policy: { ...req.policy, runtimeInstanceIdPrefix: "rt-clean" },
+    },
+    svc("admission"),
+    { correlationId: run },
+  );
   log.add("scaleout.observed", so, { provisionerInstanceId: "provisioner-1" }, svc("provisioner"));
   runtimeUp(log, rt, 31001, inc, so);
   log.add("scaleout.fulfilled", so, { runtimeInstanceId: rt }, svc("provisioner"));
-  const executionId = placeAndStart(log, run, rt, "lr-clean-1", inc, 0, { why: "dedicated to t-fixture; 2 free run slots" });
+  const executionId = placeAndStart(log, run, rt, "lr-clean-1", inc, 0, {
+    why: "dedicated to t-fixture; 2 free run slots",
+  });
   execute(log, run, "lr-clean-1", executionId, dag, rt, inc);
   return log.lines;
 }
 
 function recorded(): Line[] {
-  return readFileSync(`${DIR}/exec-journal-sigkill-resumed.jsonl`, "utf8").trim().split("\n").map((l) => JSON.parse(l) as Line)
+  return readFileSync(`${DIR}/exec-journal-sigkill-resumed.jsonl`, "utf8")
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l) as Line)
     .map((l) => ({ ...l, event: parseEvent(l.event) }));
 }
 
@@ -138,90 +301,270 @@ function crashResumeRun(): Line[] {
   const log = new Log("crash", "2026-11-29T19:04:15.000Z");
   const dag = DagDefinition.parse(JSON.parse(readFileSync(`${DIR}/exec-journal-sigkill-resumed.dag.json`, "utf8")));
   const journal = recorded();
-  const execSubject = (l: Line) => `${PREFIX}.exec.${TENANT}.${l.subject.split(".").at(-2)}.${l.event.type.split(".")[1]}`;
-  const before = journal.filter((l) => l.seq <= 12), paused = journal.find((l) => l.seq === 13) as Line, after = journal.filter((l) => l.seq >= 18);
-  const run = "run-fixture", q = "run-fixture-q", rtA = "rt-fixture-a", rtB = "rt-fixture-b", incA = "pid:20114:200998", incB = "pid:20156:201110";
+  const execSubject = (l: Line) =>
+    `${PREFIX}.exec.${TENANT}.${l.subject.split(".").at(-2)}.${l.event.type.split(".")[1]}`;
+  const before = journal.filter((l) => l.seq <= 12),
+    paused = journal.find((l) => l.seq === 13) as Line,
+    after = journal.filter((l) => l.seq >= 18);
+  const run = "run-fixture",
+    q = "run-fixture-q",
+    rtA = "rt-fixture-a",
+    rtB = "rt-fixture-b",
+    incA = "pid:20114:200998",
+    incB = "pid:20156:201110";
   const incident = "inc-rt-fixture-a";
-  log.add("run.submitted", run, { sharedRunId: run, dag, source: "api", labels: {} }, svc("api"), { correlationId: run });
+  log.add("run.submitted", run, { sharedRunId: run, dag, source: "api", labels: {} }, svc("api"), {
+    correlationId: run,
+  });
   runtimeUp(log, rtA, 20114, incA);
-  const executionId = placeAndStart(log, run, rtA, "lr-fixture-1", incA, 0, { why: "dedicated to t-fixture; 2 free run slots" });
+  const executionId = placeAndStart(log, run, rtA, "lr-fixture-1", incA, 0, {
+    why: "dedicated to t-fixture; 2 free run slots",
+  });
   for (const l of before) log.push(l.event, execSubject(l));
   // A second run was dispatched to A but never started: the local-queued class of the same incident.
-  const qDag = DagDefinition.parse({ name: "queued", steps: [{ id: "only", kind: "compute", params: { durationMs: 5 } }] });
-  log.add("run.submitted", q, { sharedRunId: q, dag: qDag, source: "api", labels: {} }, svc("api"), { correlationId: q });
-  log.add("run.admitted", q, { runtimeInstanceId: rtA, localRunId: "lr-fixture-q-1", reservationId: "res-lr-fixture-q-1", candidates: [{ runtimeInstanceId: rtA, rank: 0, why: "dedicated to t-fixture; 1 free run slot" }], recovery: false }, svc("admission"), { correlationId: q });
-  log.add("run.dispatched", q, { runtimeInstanceId: rtA, localRunId: "lr-fixture-q-1", transport: "http", hostIncarnation: incA }, svc("admission"), { correlationId: q });
-  log.add("runtime.host-exited", rtA, { hostIncarnation: incA, kind: "exited", exitCode: null, signal: "SIGKILL", detail: "child exit observed" }, svc("provisioner"));
-  log.add("runtime.suspected", rtA, { incidentId: incident, reason: { code: "host-exited", detail: "process exit observed (SIGKILL)" }, hostIncarnation: incA }, svc("recovery"), { correlationId: incident });
-  log.add("runtime.fenced", rtA, { incidentId: incident, hostIncarnation: incA, proof: { kind: "process-exit", pid: 20114, exitCode: null, signal: "SIGKILL" } }, svc("recovery"), { correlationId: incident });
+  const qDag = DagDefinition.parse({
+    name: "queued",
+    steps: [{ id: "only", kind: "compute", params: { durationMs: 5 } }],
+  });
+  log.add("run.submitted", q, { sharedRunId: q, dag: qDag, source: "api", labels: {} }, svc("api"), {
+    correlationId: q,
+  });
+  log.add(
+    "run.admitted",
+    q,
+    {
+      runtimeInstanceId: rtA,
+      localRunId: "lr-fixture-q-1",
+      reservationId: "res-lr-fixture-q-1",
+      candidates: [{ runtimeInstanceId: rtA, rank: 0, why: "dedicated to t-fixture; 1 free run slot" }],
+      recovery: false,
+    },
+    svc("admission"),
+    { correlationId: q },
+  );
+  log.add(
+    "run.dispatched",
+    q,
+    { runtimeInstanceId: rtA, localRunId: "lr-fixture-q-1", transport: "http", hostIncarnation: incA },
+    svc("admission"),
+    { correlationId: q },
+  );
+  log.add(
+    "runtime.host-exited",
+    rtA,
+    { hostIncarnation: incA, kind: "exited", exitCode: null, signal: "SIGKILL", detail: "child exit observed" },
+    svc("provisioner"),
+  );
+  log.add(
+    "runtime.suspected",
+    rtA,
+    {
+      incidentId: incident,
+      reason: { code: "host-exited", detail: "process exit observed (SIGKILL)" },
+      hostIncarnation: incA,
+    },
+    svc("recovery"),
+    { correlationId: incident },
+  );
+  log.add(
+    "runtime.fenced",
+    rtA,
+    {
+      incidentId: incident,
+      hostIncarnation: incA,
+      proof: { kind: "process-exit", pid: 20114, exitCode: null, signal: "SIGKILL" },
+    },
+    svc("recovery"),
+    { correlationId: incident },
+  );
   // recovery's atomic batch for the in-flight item: exec paused (the recorded event), run requeued, forensics.
   const fxIn = (paused.event.data as { forensicsId: string }).forensicsId;
   log.push(paused.event, execSubject(paused));
-  const r = svc("recovery"), rc = { correlationId: incident, causationId: `recovery:${incident}` };
-  log.add("run.requeued-for-resume", run, { forensicsId: fxIn, incidentId: incident, executionId, failedRuntimeInstanceId: rtA, failedLocalRunId: "lr-fixture-1", newEpoch: 1 }, r, rc);
-  const itemIn = { forensicsId: fxIn, incidentId: incident, class: "in-flight-execution", sharedRunId: run, failedRuntimeInstanceId: rtA, failedLocalRunId: "lr-fixture-1", executionId };
+  const r = svc("recovery"),
+    rc = { correlationId: incident, causationId: `recovery:${incident}` };
+  log.add(
+    "run.requeued-for-resume",
+    run,
+    {
+      forensicsId: fxIn,
+      incidentId: incident,
+      executionId,
+      failedRuntimeInstanceId: rtA,
+      failedLocalRunId: "lr-fixture-1",
+      newEpoch: 1,
+    },
+    r,
+    rc,
+  );
+  const itemIn = {
+    forensicsId: fxIn,
+    incidentId: incident,
+    class: "in-flight-execution",
+    sharedRunId: run,
+    failedRuntimeInstanceId: rtA,
+    failedLocalRunId: "lr-fixture-1",
+    executionId,
+  };
   log.add("forensics.execution-recovery-candidate-detected", fxIn, { ...itemIn, completedSteps: 5 }, r, rc);
   log.add("forensics.failed-local-run-marked-requeued-for-recovery", fxIn, itemIn, r, rc);
   log.add("forensics.shared-run-requeued-for-resume", fxIn, { ...itemIn, newEpoch: 1 }, r, rc);
   const fxQ = `runtime-recovery:local-queued:${q}:lr-fixture-q-1`;
-  const itemQ = { forensicsId: fxQ, incidentId: incident, class: "local-queued", sharedRunId: q, failedRuntimeInstanceId: rtA, failedLocalRunId: "lr-fixture-q-1" };
-  log.add("run.requeued-for-local-queued-recovery", q, { forensicsId: fxQ, incidentId: incident, failedRuntimeInstanceId: rtA, failedLocalRunId: "lr-fixture-q-1" }, r, rc);
+  const itemQ = {
+    forensicsId: fxQ,
+    incidentId: incident,
+    class: "local-queued",
+    sharedRunId: q,
+    failedRuntimeInstanceId: rtA,
+    failedLocalRunId: "lr-fixture-q-1",
+  };
+  log.add(
+    "run.requeued-for-local-queued-recovery",
+    q,
+    { forensicsId: fxQ, incidentId: incident, failedRuntimeInstanceId: rtA, failedLocalRunId: "lr-fixture-q-1" },
+    r,
+    rc,
+  );
   log.add("forensics.execution-recovery-candidate-detected", fxQ, itemQ, r, rc);
   log.add("forensics.failed-local-run-marked-requeued-for-recovery", fxQ, itemQ, r, rc);
   log.add("forensics.shared-run-requeued-for-local-queued-recovery", fxQ, itemQ, r, rc);
-  log.add("runtime.recovery-planned", rtA, { incidentId: incident, items: [
-    { forensicsId: fxIn, tenantId: TENANT, sharedRunId: run, localRunId: "lr-fixture-1", executionId, class: "in-flight-execution" },
-    { forensicsId: fxQ, tenantId: TENANT, sharedRunId: q, localRunId: "lr-fixture-q-1", class: "local-queued" } ] }, r, rc);
+  log.add(
+    "runtime.recovery-planned",
+    rtA,
+    {
+      incidentId: incident,
+      items: [
+        {
+          forensicsId: fxIn,
+          tenantId: TENANT,
+          sharedRunId: run,
+          localRunId: "lr-fixture-1",
+          executionId,
+          class: "in-flight-execution",
+        },
+        { forensicsId: fxQ, tenantId: TENANT, sharedRunId: q, localRunId: "lr-fixture-q-1", class: "local-queued" },
+      ],
+    },
+    r,
+    rc,
+  );
   runtimeUp(log, rtB, 20156, incB);
-  placeAndStart(log, run, rtB, "lr-fixture-2", incB, 1, { executionId, why: "recovery item, placed ahead of new work; 2 free run slots", recovery: true });
+  placeAndStart(log, run, rtB, "lr-fixture-2", incB, 1, {
+    executionId,
+    why: "recovery item, placed ahead of new work; 2 free run slots",
+    recovery: true,
+  });
   log.add("forensics.dag-resume-started", fxIn, { ...itemIn, replacementRuntimeInstanceId: rtB, epoch: 1 }, r, rc);
   for (const l of after) log.push(l.event, execSubject(l));
   const done = after.find((l) => l.event.type === "exec.completed")?.event.data as { outputDigest: string };
-  log.add("run.completed", run, { executionId, localRunId: "lr-fixture-2", outputDigest: done.outputDigest }, rtWriter(rtB, incB, 1), { correlationId: run, causationId: "local-run:lr-fixture-2" });
+  log.add(
+    "run.completed",
+    run,
+    { executionId, localRunId: "lr-fixture-2", outputDigest: done.outputDigest },
+    rtWriter(rtB, incB, 1),
+    { correlationId: run, causationId: "local-run:lr-fixture-2" },
+  );
   log.add("forensics.execution-recovery-completed", fxIn, { ...itemIn, outcome: "completed" }, r, rc);
-  const qExec = placeAndStart(log, q, rtB, "lr-fixture-q-2", incB, 0, { why: "recovery item, placed ahead of new work; 1 free run slot", recovery: true });
+  const qExec = placeAndStart(log, q, rtB, "lr-fixture-q-2", incB, 0, {
+    why: "recovery item, placed ahead of new work; 1 free run slot",
+    recovery: true,
+  });
   execute(log, q, "lr-fixture-q-2", qExec, qDag, rtB, incB);
   log.add("forensics.execution-recovery-completed", fxQ, { ...itemQ, outcome: "completed" }, r, rc);
   return log.lines;
 }
 
 /** Inserts `line` so it becomes the event right after position `after` (1-based, as in the source log). */
-const insertAfter = (lines: readonly Line[], after: number, line: Line): Line[] => [...lines.slice(0, after), line, ...lines.slice(after)];
-const find = (lines: readonly Line[], p: (l: Line) => boolean): Line => { const l = lines.find(p); if (!l) throw new Error("fixture anchor missing"); return l; };
-const step = (l: Line, type: string, stepId: string) => l.event.type === type && (l.event.data as { stepId?: string }).stepId === stepId;
+const insertAfter = (lines: readonly Line[], after: number, line: Line): Line[] => [
+  ...lines.slice(0, after),
+  line,
+  ...lines.slice(after),
+];
+const find = (lines: readonly Line[], p: (l: Line) => boolean): Line => {
+  const l = lines.find(p);
+  if (!l) throw new Error("fixture anchor missing");
+  return l;
+};
+const step = (l: Line, type: string, stepId: string) =>
+  l.event.type === type && (l.event.data as { stepId?: string }).stepId === stepId;
 const with_ = (l: Line, patch: Partial<DroverEvent>): Line => ({ ...l, event: parseEvent({ ...l.event, ...patch }) });
 
-const clean = cleanRun(), crash = crashResumeRun();
+const clean = cleanRun(),
+  crash = crashResumeRun();
 write("run-clean.jsonl", clean);
 write("run-crash-resume.jsonl", crash);
 
 // A retried append that landed twice (no msg-id dedupe): a second step-completed for b after c.
 const b = find(clean, (l) => step(l, "exec.step-completed", "b"));
 const c = find(clean, (l) => step(l, "exec.step-completed", "c"));
-write("run-defect-duplicate-step-completed.jsonl", insertAfter(clean, c.seq, with_(b, { eventId: "ev-clean-dup-b" } as Partial<DroverEvent>)));
+write(
+  "run-defect-duplicate-step-completed.jsonl",
+  insertAfter(clean, c.seq, with_(b, { eventId: "ev-clean-dup-b" } as Partial<DroverEvent>)),
+);
 
 // d completes before its dependency c: c's completion moved after d's.
 const d = find(clean, (l) => step(l, "exec.step-completed", "d"));
-write("run-defect-step-before-dependency.jsonl", [...clean.filter((l) => l !== c && l.seq <= d.seq), c, ...clean.filter((l) => l.seq > d.seq)]);
+write("run-defect-step-before-dependency.jsonl", [
+  ...clean.filter((l) => l !== c && l.seq <= d.seq),
+  c,
+  ...clean.filter((l) => l.seq > d.seq),
+]);
 
 // A second run.completed for the same SharedRunId.
 const runDone = find(clean, (l) => l.event.type === "run.completed");
-write("run-defect-duplicate-run-completed.jsonl", [...clean, with_(runDone, { eventId: "ev-clean-dup-run-completed" } as Partial<DroverEvent>)]);
+write("run-defect-duplicate-run-completed.jsonl", [
+  ...clean,
+  with_(runDone, { eventId: "ev-clean-dup-run-completed" } as Partial<DroverEvent>),
+]);
 
 // The old owner (epoch 0) writes after paused-for-recovery, before the replacement resumed.
 const tail2 = find(crash, (l) => step(l, "exec.step-failed", "tail-2"));
 const requeued = find(crash, (l) => l.event.type === "run.requeued-for-resume");
-write("run-defect-stale-epoch-write.jsonl", insertAfter(crash, requeued.seq, with_(tail2, { eventId: "ev-crash-stale-tail-2",
-  data: { ...(tail2.event.data as object), attempt: 2, error: "flaky step fails attempt 2 of the first 2" } } as Partial<DroverEvent>)));
+write(
+  "run-defect-stale-epoch-write.jsonl",
+  insertAfter(
+    crash,
+    requeued.seq,
+    with_(tail2, {
+      eventId: "ev-crash-stale-tail-2",
+      data: { ...(tail2.event.data as object), attempt: 2, error: "flaky step fails attempt 2 of the first 2" },
+    } as Partial<DroverEvent>),
+  ),
+);
 
 // The fenced incarnation writes after fenced (before recovery moved anything: the log alone cannot refuse it).
 const fenced = find(crash, (l) => l.event.type === "runtime.fenced");
-write("run-defect-write-after-fenced.jsonl", insertAfter(crash, fenced.seq, with_(tail2, { eventId: "ev-crash-zombie-tail-2",
-  data: { ...(tail2.event.data as object), attempt: 2, error: "flaky step fails attempt 2 of the first 2" } } as Partial<DroverEvent>)));
+write(
+  "run-defect-write-after-fenced.jsonl",
+  insertAfter(
+    crash,
+    fenced.seq,
+    with_(tail2, {
+      eventId: "ev-crash-zombie-tail-2",
+      data: { ...(tail2.event.data as object), attempt: 2, error: "flaky step fails attempt 2 of the first 2" },
+    } as Partial<DroverEvent>),
+  ),
+);
 
 // The resume creates a second execution instead of continuing the same ExecutionId.
-const resumeStart = find(crash, (l) => l.event.type === "run.started" && (l.event.data as { localRunId: string }).localRunId === "lr-fixture-2");
-write("run-defect-resume-new-execution.jsonl", crash.map((l) => (l === resumeStart ? with_(l, { data: { ...(l.event.data as object), executionId: execIdOf("run-fixture", "lr-fixture-2") } } as Partial<DroverEvent>) : l)));
+const resumeStart = find(
+  crash,
+  (l) => l.event.type === "run.started" && (l.event.data as { localRunId: string }).localRunId === "lr-fixture-2",
+);
+write(
+  "run-defect-resume-new-execution.jsonl",
+  crash.map((l) =>
+    l === resumeStart
+      ? with_(l, {
+          data: { ...(l.event.data as object), executionId: execIdOf("run-fixture", "lr-fixture-2") },
+        } as Partial<DroverEvent>)
+      : l,
+  ),
+);
 
 // The local-queued item's forensics record is missing.
-write("run-defect-missing-forensics.jsonl", crash.filter((l) => !(l.event.type.startsWith("forensics.") && (l.event.data as { class: string }).class === "local-queued")));
+write(
+  "run-defect-missing-forensics.jsonl",
+  crash.filter(
+    (l) => !(l.event.type.startsWith("forensics.") && (l.event.data as { class: string }).class === "local-queued"),
+  ),
+);

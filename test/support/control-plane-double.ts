@@ -1,8 +1,27 @@
 import { randomUUID } from "node:crypto";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { isDroverError, type DagDefinition, type DagInput, type DataOf, type DroverEvent, type EventType, DagDefinition as DagSchema } from "../../contracts/index.ts";
-import { aggregateWildcard, createEventStore, ensureStreams, execRef, runRef, taggedLayout, type AggregateRef, type EventStore, type StoredEvent, type StreamLayout } from "../../streams/index.ts";
+import {
+  isDroverError,
+  type DagDefinition,
+  type DagInput,
+  type DataOf,
+  type DroverEvent,
+  type EventType,
+  DagDefinition as DagSchema,
+} from "../../contracts/index.ts";
+import {
+  aggregateWildcard,
+  createEventStore,
+  ensureStreams,
+  execRef,
+  runRef,
+  taggedLayout,
+  type AggregateRef,
+  type EventStore,
+  type StoredEvent,
+  type StreamLayout,
+} from "../../streams/index.ts";
 
 /**
  * The test plays the control plane's part around a runtime (admission's run events, recovery's
@@ -25,33 +44,84 @@ export async function openControlPlaneDouble(natsUrl: string, tag: string): Prom
 }
 
 /** An event as a test writer (service "test") appends it; `data` is validated by the store before anything is sent. */
-export function testEvent<T extends EventType>(type: T, data: Partial<DataOf<T>> | Record<string, unknown>, tenantId: string, correlationId = "host-test"): DroverEvent {
-  return { eventId: randomUUID(), type, schemaVersion: 1, occurredAt: new Date().toISOString(), tenantId, correlationId,
-    causationId: correlationId, writer: { service: "test", instanceId: "host-test" }, data } as unknown as DroverEvent;
+export function testEvent<T extends EventType>(
+  type: T,
+  data: Partial<DataOf<T>> | Record<string, unknown>,
+  tenantId: string,
+  correlationId = "host-test",
+): DroverEvent {
+  return {
+    eventId: randomUUID(),
+    type,
+    schemaVersion: 1,
+    occurredAt: new Date().toISOString(),
+    tenantId,
+    correlationId,
+    causationId: correlationId,
+    writer: { service: "test", instanceId: "host-test" },
+    data,
+  } as unknown as DroverEvent;
 }
 
 /** A chain s01 → s02 → … of `n` compute steps of `stepMs` each (ids sort in chain order). */
 export function chainDag(n: number, stepMs: number, extra: Partial<DagInput["steps"][number]> = {}): DagDefinition {
-  return DagSchema.parse({ name: `chain-${n}`, steps: Array.from({ length: n }, (_, i) => ({
-    id: `s${String(i + 1).padStart(2, "0")}`, kind: "compute", params: { durationMs: stepMs }, dependsOn: i === 0 ? [] : [`s${String(i).padStart(2, "0")}`], ...extra,
-  })) });
+  return DagSchema.parse({
+    name: `chain-${n}`,
+    steps: Array.from({ length: n }, (_, i) => ({
+      id: `s${String(i + 1).padStart(2, "0")}`,
+      kind: "compute",
+      params: { durationMs: stepMs },
+      dependsOn: i === 0 ? [] : [`s${String(i).padStart(2, "0")}`],
+      ...extra,
+    })),
+  });
 }
 
-export interface Placement { readonly tenantId: string; readonly sharedRunId: string; readonly localRunId: string; readonly runtimeInstanceId: string;
-  readonly hostIncarnation: string; readonly transport: "http" | "grpc"; readonly resumeExecutionId?: string }
+export interface Placement {
+  readonly tenantId: string;
+  readonly sharedRunId: string;
+  readonly localRunId: string;
+  readonly runtimeInstanceId: string;
+  readonly hostIncarnation: string;
+  readonly transport: "http" | "grpc";
+  readonly resumeExecutionId?: string;
+}
 
 /** Appends run `submitted` (first time only), `admitted` and `dispatched` as admission would; returns the `dispatched` sequence. */
 export async function admitAndDispatch(cp: ControlPlaneDouble, p: Placement, dag: DagDefinition): Promise<number> {
   const ref = runRef(p.tenantId, p.sharedRunId);
   const last = await cp.store.lastSeq(ref);
   const events = [
-    ...(last === 0 ? [testEvent("run.submitted", { sharedRunId: p.sharedRunId, dag, source: "api", labels: {} }, p.tenantId)] : []),
-    testEvent("run.admitted", { runtimeInstanceId: p.runtimeInstanceId, localRunId: p.localRunId, reservationId: `res-${p.localRunId}`, candidates: [],
-      recovery: p.resumeExecutionId !== undefined }, p.tenantId),
-    testEvent("run.dispatched", { runtimeInstanceId: p.runtimeInstanceId, localRunId: p.localRunId, transport: p.transport, hostIncarnation: p.hostIncarnation,
-      ...(p.resumeExecutionId ? { resumeExecutionId: p.resumeExecutionId } : {}) }, p.tenantId),
+    ...(last === 0
+      ? [testEvent("run.submitted", { sharedRunId: p.sharedRunId, dag, source: "api", labels: {} }, p.tenantId)]
+      : []),
+    testEvent(
+      "run.admitted",
+      {
+        runtimeInstanceId: p.runtimeInstanceId,
+        localRunId: p.localRunId,
+        reservationId: `res-${p.localRunId}`,
+        candidates: [],
+        recovery: p.resumeExecutionId !== undefined,
+      },
+      p.tenantId,
+    ),
+    testEvent(
+      "run.dispatched",
+      {
+        runtimeInstanceId: p.runtimeInstanceId,
+        localRunId: p.localRunId,
+        transport: p.transport,
+        hostIncarnation: p.hostIncarnation,
+        ...(p.resumeExecutionId ? { resumeExecutionId: p.resumeExecutionId } : {}),
+      },
+      p.tenantId,
+    ),
   ];
-  const appended = await cp.store.appendAll(ref, events, { expectedSeq: last, msgId: `host-test:${p.localRunId}:${last}` });
+  const appended = await cp.store.appendAll(ref, events, {
+    expectedSeq: last,
+    msgId: `host-test:${p.localRunId}:${last}`,
+  });
   return appended.at(-1)?.seq ?? 0;
 }
 
@@ -60,19 +130,55 @@ export async function admitAndDispatch(cp: ControlPlaneDouble, p: Placement, dag
  * run `requeued-for-resume`, each expecting the aggregate's last sequence as read. A conflict (the
  * old runtime's append landed in between) re-reads and retries a bounded number of times.
  */
-export async function pauseForRecovery(cp: ControlPlaneDouble, o: { tenantId: string; sharedRunId: string; executionId: string;
-  failedRuntimeInstanceId: string; failedLocalRunId: string; newEpoch: number }): Promise<{ execSeq: number }> {
+export async function pauseForRecovery(
+  cp: ControlPlaneDouble,
+  o: {
+    tenantId: string;
+    sharedRunId: string;
+    executionId: string;
+    failedRuntimeInstanceId: string;
+    failedLocalRunId: string;
+    newEpoch: number;
+  },
+): Promise<{ execSeq: number }> {
   const forensicsId = `runtime-recovery:${o.executionId}:${o.sharedRunId}:${o.failedLocalRunId}`;
   const incidentId = `inc-${o.failedRuntimeInstanceId}`;
   for (let attempt = 1; ; attempt++) {
-    const [execSeq, runSeq] = await Promise.all([cp.store.lastSeq(execRef(o.tenantId, o.executionId)), cp.store.lastSeq(runRef(o.tenantId, o.sharedRunId))]);
+    const [execSeq, runSeq] = await Promise.all([
+      cp.store.lastSeq(execRef(o.tenantId, o.executionId)),
+      cp.store.lastSeq(runRef(o.tenantId, o.sharedRunId)),
+    ]);
     try {
       const r = await cp.store.appendAtomic([
-        { ref: execRef(o.tenantId, o.executionId), expectedSeq: execSeq, events: [testEvent("exec.paused-for-recovery",
-          { forensicsId, incidentId, failedRuntimeInstanceId: o.failedRuntimeInstanceId, newEpoch: o.newEpoch }, o.tenantId)] },
-        { ref: runRef(o.tenantId, o.sharedRunId), expectedSeq: runSeq, events: [testEvent("run.requeued-for-resume",
-          { forensicsId, incidentId, executionId: o.executionId, failedRuntimeInstanceId: o.failedRuntimeInstanceId, failedLocalRunId: o.failedLocalRunId,
-            newEpoch: o.newEpoch }, o.tenantId)] },
+        {
+          ref: execRef(o.tenantId, o.executionId),
+          expectedSeq: execSeq,
+          events: [
+            testEvent(
+              "exec.paused-for-recovery",
+              { forensicsId, incidentId, failedRuntimeInstanceId: o.failedRuntimeInstanceId, newEpoch: o.newEpoch },
+              o.tenantId,
+            ),
+          ],
+        },
+        {
+          ref: runRef(o.tenantId, o.sharedRunId),
+          expectedSeq: runSeq,
+          events: [
+            testEvent(
+              "run.requeued-for-resume",
+              {
+                forensicsId,
+                incidentId,
+                executionId: o.executionId,
+                failedRuntimeInstanceId: o.failedRuntimeInstanceId,
+                failedLocalRunId: o.failedLocalRunId,
+                newEpoch: o.newEpoch,
+              },
+              o.tenantId,
+            ),
+          ],
+        },
       ]);
       return { execSeq: r[0]?.seq ?? 0 };
     } catch (e) {
@@ -82,7 +188,11 @@ export async function pauseForRecovery(cp: ControlPlaneDouble, o: { tenantId: st
 }
 
 /** The execution journal as stored. */
-export async function journal(cp: ControlPlaneDouble, tenantId: string, executionId: string): Promise<readonly StoredEvent[]> {
+export async function journal(
+  cp: ControlPlaneDouble,
+  tenantId: string,
+  executionId: string,
+): Promise<readonly StoredEvent[]> {
   return (await cp.store.read(execRef(tenantId, executionId))).events;
 }
 
@@ -91,8 +201,12 @@ export async function journal(cp: ControlPlaneDouble, tenantId: string, executio
  * published on its subjects (a core subscription is only the trigger; the read is the truth), with
  * a deadline. Returns the history that satisfied `pred`.
  */
-export async function waitForAggregate(cp: ControlPlaneDouble, ref: AggregateRef,
-  pred: (events: readonly StoredEvent[]) => boolean, timeoutMs = 60_000): Promise<readonly StoredEvent[]> {
+export async function waitForAggregate(
+  cp: ControlPlaneDouble,
+  ref: AggregateRef,
+  pred: (events: readonly StoredEvent[]) => boolean,
+  timeoutMs = 60_000,
+): Promise<readonly StoredEvent[]> {
   const sub = cp.nc.subscribe(aggregateWildcard(cp.layout, ref));
   const deadline = setTimeout(() => sub.unsubscribe(), timeoutMs);
   const read = async () => (await cp.store.read(ref)).events;
@@ -107,7 +221,9 @@ export async function waitForAggregate(cp: ControlPlaneDouble, ref: AggregateRef
     }
     events = await read();
     if (pred(events)) return events;
-    throw new Error(`${ref.aggregate} ${ref.id} did not reach the expected state within ${timeoutMs} ms (${events.length} events, last ${events.at(-1)?.event.type})`);
+    throw new Error(
+      `${ref.aggregate} ${ref.id} did not reach the expected state within ${timeoutMs} ms (${events.length} events, last ${events.at(-1)?.event.type})`,
+    );
   } finally {
     clearTimeout(deadline);
     sub.unsubscribe();
@@ -115,6 +231,10 @@ export async function waitForAggregate(cp: ControlPlaneDouble, ref: AggregateRef
 }
 
 /** waitForAggregate on an execution journal. */
-export const waitForJournal = (cp: ControlPlaneDouble, tenantId: string, executionId: string,
-  pred: (events: readonly StoredEvent[]) => boolean, timeoutMs = 60_000): Promise<readonly StoredEvent[]> =>
-  waitForAggregate(cp, execRef(tenantId, executionId), pred, timeoutMs);
+export const waitForJournal = (
+  cp: ControlPlaneDouble,
+  tenantId: string,
+  executionId: string,
+  pred: (events: readonly StoredEvent[]) => boolean,
+  timeoutMs = 60_000,
+): Promise<readonly StoredEvent[]> => waitForAggregate(cp, execRef(tenantId, executionId), pred, timeoutMs);

@@ -40,7 +40,9 @@ export interface ControlPlaneOptions {
 }
 
 const live = new Set<ChildProcess>();
-process.once("exit", () => { for (const c of live) c.kill("SIGKILL"); });
+process.once("exit", () => {
+  for (const c of live) c.kill("SIGKILL");
+});
 
 export async function startControlPlane(o: ControlPlaneOptions): Promise<ControlPlane> {
   const streamTag = uniqueName("e2e");
@@ -48,21 +50,35 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
   const configPath = join(dir, "drover.json");
   await writeFile(configPath, JSON.stringify({ ...o.config, api: { host: "127.0.0.1", port: 0 } }));
   const env: Record<string, string> = {
-    ...(process.env as Record<string, string>), NATS_URL: o.natsUrl, REDIS_URL: o.redisUrl, DROVER_CONFIG: configPath,
-    DROVER_STREAM_TAG: streamTag, DROVER_SERVICES_DIR: dir, DROVER_RUNTIME_LOG_DIR: join(dir, "runtimes"), LOG_LEVEL: "info",
-    DROVER_SCALEOUT_ACK_WAIT_MS: "5000", ...(o.mongoUrl ? { MONGO_URL: o.mongoUrl } : {}),
+    ...(process.env as Record<string, string>),
+    NATS_URL: o.natsUrl,
+    REDIS_URL: o.redisUrl,
+    DROVER_CONFIG: configPath,
+    DROVER_STREAM_TAG: streamTag,
+    DROVER_SERVICES_DIR: dir,
+    DROVER_RUNTIME_LOG_DIR: join(dir, "runtimes"),
+    LOG_LEVEL: "info",
+    DROVER_SCALEOUT_ACK_WAIT_MS: "5000",
+    ...(o.mongoUrl ? { MONGO_URL: o.mongoUrl } : {}),
   };
   const procs = new Map<ServiceName, ChildProcess>();
   let apiUrl = "";
 
   const start = async (name: ServiceName): Promise<void> => {
-    const child = spawn(process.execPath, ["--import", "tsx", join(ROOT, "services", name, "main.ts")], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, ["--import", "tsx", join(ROOT, "services", name, "main.ts")], {
+      cwd: ROOT,
+      env,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     live.add(child);
     child.once("exit", () => live.delete(child));
     const log = createWriteStream(join(dir, `${name}.log`), { flags: "a" });
     child.stderr!.pipe(log);
     procs.set(name, child);
-    if (name !== "api") { child.stdout!.pipe(log); return; }
+    if (name !== "api") {
+      child.stdout!.pipe(log);
+      return;
+    }
     apiUrl = await new Promise<string>((ok, fail) => {
       let buf = "";
       const timer = setTimeout(() => fail(new Error(`api did not listen within 30s; see ${dir}/api.log`)), 30_000);
@@ -70,7 +86,10 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
       child.stdout!.on("data", (d: Buffer) => {
         buf += d.toString();
         const m = /"port":(\d+)/.exec(buf);
-        if (m) { clearTimeout(timer); ok(`http://127.0.0.1:${m[1]}`); }
+        if (m) {
+          clearTimeout(timer);
+          ok(`http://127.0.0.1:${m[1]}`);
+        }
       });
     });
   };
@@ -86,13 +105,19 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
 
   for (const s of o.services ?? SERVICES) await start(s);
   return {
-    get apiUrl() { return apiUrl; },
-    layout: taggedLayout(streamTag), streamTag, env, logDir: dir,
+    get apiUrl() {
+      return apiUrl;
+    },
+    layout: taggedLayout(streamTag),
+    streamTag,
+    env,
+    logDir: dir,
     kill: (s) => stopOne(s, "SIGKILL"),
     restart: (s) => start(s),
     async stop(keepLogs = false) {
       // api first (no new work), provisioner last (it takes its runtimes down with it)
-      for (const s of ["api", "admission", "recovery", "capacity", "forensics", "provisioner"] as ServiceName[]) await stopOne(s, "SIGTERM");
+      for (const s of ["api", "admission", "recovery", "capacity", "forensics", "provisioner"] as ServiceName[])
+        await stopOne(s, "SIGTERM");
       if (!keepLogs && !process.env.DROVER_KEEP_LOGS) await rm(dir, { recursive: true, force: true });
     },
   };

@@ -15,7 +15,11 @@ import type { Decider } from "../../contracts/decider.ts";
 import { isDroverError, type ErrorCode } from "../../contracts/errors.ts";
 
 /** Expectation that decide refuses with a DroverError of `code` (and a message matching `message`). */
-export interface ThrowsExpectation { readonly kind: "throws"; readonly code: ErrorCode; readonly message?: RegExp }
+export interface ThrowsExpectation {
+  readonly kind: "throws";
+  readonly code: ErrorCode;
+  readonly message?: RegExp;
+}
 
 export const thenThrows = (code: ErrorCode, message?: RegExp): ThrowsExpectation =>
   message === undefined ? { kind: "throws", code } : { kind: "throws", code, message };
@@ -28,8 +32,13 @@ export interface When<E, S> {
   then(expected: readonly E[] | ThrowsExpectation): S;
   thenThrows(code: ErrorCode, message?: RegExp): void;
 }
-export interface Given<C, E, S> { when(command: C): When<E, S>; state(): S }
-export interface DeciderSpec<C, E, S> { given(events: readonly E[]): Given<C, E, S> }
+export interface Given<C, E, S> {
+  when(command: C): When<E, S>;
+  state(): S;
+}
+export interface DeciderSpec<C, E, S> {
+  given(events: readonly E[]): Given<C, E, S>;
+}
 
 /** Snapshot of `state` when it can be cloned (plain data, Maps, Sets); undefined when it holds functions or class instances. */
 function snapshot<S>(state: S): S | undefined {
@@ -61,18 +70,27 @@ export function deciderSpec<C, E, S>(decider: Decider<C, E, S>): DeciderSpec<C, 
                 produced = run().produced;
               } catch (e) {
                 expect(isDroverError(e), `decide threw a non-DroverError: ${String(e)}`).toBe(true);
-                expect((e as { code: unknown }).code, `decide refused with the wrong code: ${String(e)}`).toBe(expected.code);
+                expect((e as { code: unknown }).code, `decide refused with the wrong code: ${String(e)}`).toBe(
+                  expected.code,
+                );
                 if (expected.message) expect((e as Error).message).toMatch(expected.message);
                 return fold();
               }
-              throw new Error(`expected decide to refuse with ${expected.code}, but it returned ${JSON.stringify(produced)}`);
+              throw new Error(
+                `expected decide to refuse with ${expected.code}, but it returned ${JSON.stringify(produced)}`,
+              );
             }
             const { state, produced } = run();
             expect(produced).toEqual(expected);
             expect(decider.decide(command, fold()), "decide is not deterministic").toEqual(produced);
             return produced.reduce((s, e) => decider.evolve(s, e), state);
           };
-          return { then, thenThrows: (code, message) => { then(thenThrows(code, message)); } };
+          return {
+            then,
+            thenThrows: (code, message) => {
+              then(thenThrows(code, message));
+            },
+          };
         },
       };
     },

@@ -22,7 +22,14 @@ if (mode !== "silent") {
   const server = createServer((_req, res) => res.end("fake"));
   server.listen(Number(process.env.DROVER_PORT), process.env.DROVER_BIND_HOST ?? "127.0.0.1", () => {
     const port = mode === "wrong-port" ? server.address().port + 1 : server.address().port;
-    console.log(JSON.stringify({ event: "listening", port, hostIncarnation, runtimeInstanceId: process.env.DROVER_RUNTIME_INSTANCE_ID }));
+    console.log(
+      JSON.stringify({
+        event: "listening",
+        port,
+        hostIncarnation,
+        runtimeInstanceId: process.env.DROVER_RUNTIME_INSTANCE_ID,
+      }),
+    );
   });
 } else {
   setInterval(() => {}, 1000);

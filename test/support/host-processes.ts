@@ -34,9 +34,17 @@ export function processesWithEnv(name: string, value: string): number[] {
  * is one group, not one process.
  */
 export function processGroupsWithEnv(name: string, value: string): number[] {
-  return [...new Set(processesWithEnv(name, value).flatMap((pid) => {
-    try { return [processGroupOf(pid)]; } catch { return []; }
-  }))].sort((a, b) => a - b);
+  return [
+    ...new Set(
+      processesWithEnv(name, value).flatMap((pid) => {
+        try {
+          return [processGroupOf(pid)];
+        } catch {
+          return [];
+        }
+      }),
+    ),
+  ].sort((a, b) => a - b);
 }
 
 /** Process group id of `pid` (field 5 of /proc/<pid>/stat). */

@@ -19,5 +19,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   project.provide("natsUrl", nats.url);
   project.provide("mongoUrl", mongo.url);
   project.provide("redisUrl", redis.url);
-  return async () => { await Promise.all([nats.stop(), mongo.stop(), redis.stop()]); };
+  return async () => {
+    await Promise.all([nats.stop(), mongo.stop(), redis.stop()]);
+  };
 }

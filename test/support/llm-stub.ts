@@ -29,21 +29,40 @@ export async function startLlmStub(): Promise<LlmStub> {
   const server: Server = createServer((req, res) => {
     void readBody(req).then((text) => {
       let body: unknown = text;
-      try { body = text ? JSON.parse(text) : undefined; } catch { /* keep the raw text */ }
+      try {
+        body = text ? JSON.parse(text) : undefined;
+      } catch {
+        /* keep the raw text */
+      }
       requests.push({ path: req.url ?? "", body });
-      if (failures > 0) { failures--; res.writeHead(503, { "content-type": "application/json" }).end('{"error":{"message":"stub overloaded"}}'); return; }
+      if (failures > 0) {
+        failures--;
+        res.writeHead(503, { "content-type": "application/json" }).end('{"error":{"message":"stub overloaded"}}');
+        return;
+      }
       if (req.method === "POST" && req.url === "/v1/chat/completions") {
         const b = body as { model?: string; messages?: { role: string; content: string }[] };
         const last = [...(b.messages ?? [])].reverse().find((m) => m.role === "user")?.content ?? "";
-        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({
-          id: `chatcmpl-${requests.length}`, object: "chat.completion", created: 0, model: b.model ?? "stub",
-          choices: [{ index: 0, message: { role: "assistant", content: `echo: ${last}` }, finish_reason: "stop" }],
-          usage: { prompt_tokens: last.length, completion_tokens: last.length + 6, total_tokens: 2 * last.length + 6 },
-        }));
+        res.writeHead(200, { "content-type": "application/json" }).end(
+          JSON.stringify({
+            id: `chatcmpl-${requests.length}`,
+            object: "chat.completion",
+            created: 0,
+            model: b.model ?? "stub",
+            choices: [{ index: 0, message: { role: "assistant", content: `echo: ${last}` }, finish_reason: "stop" }],
+            usage: {
+              prompt_tokens: last.length,
+              completion_tokens: last.length + 6,
+              total_tokens: 2 * last.length + 6,
+            },
+          }),
+        );
         return;
       }
       if (req.url?.startsWith("/echo")) {
-        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ method: req.method, path: req.url, body: text }));
+        res
+          .writeHead(200, { "content-type": "application/json" })
+          .end(JSON.stringify({ method: req.method, path: req.url, body: text }));
         return;
       }
       res.writeHead(404).end("not found");
@@ -53,8 +72,16 @@ export async function startLlmStub(): Promise<LlmStub> {
   const addr = server.address();
   const port = typeof addr === "object" && addr ? addr.port : 0;
   return {
-    baseUrl: `http://127.0.0.1:${port}/v1`, echoUrl: `http://127.0.0.1:${port}/echo`, requests,
-    failNext: (n) => { failures = n; },
-    close: () => new Promise((ok) => { server.closeAllConnections(); server.close(() => ok()); }),
+    baseUrl: `http://127.0.0.1:${port}/v1`,
+    echoUrl: `http://127.0.0.1:${port}/echo`,
+    requests,
+    failNext: (n) => {
+      failures = n;
+    },
+    close: () =>
+      new Promise((ok) => {
+        server.closeAllConnections();
+        server.close(() => ok());
+      }),
   };
 }

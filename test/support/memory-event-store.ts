@@ -1,7 +1,15 @@
 import { DroverError, parseEvent, type DroverEvent } from "../../contracts/index.ts";
 import { aggregateSubject, eventSubject, type AggregateRef } from "../../streams/subjects.ts";
 import { DEFAULT_LAYOUT } from "../../streams/layout.ts";
-import type { AggregateHistory, Appended, AppendOptions, BatchEntry, EventStore, ReplayFrom, StoredEvent } from "../../streams/types.ts";
+import type {
+  AggregateHistory,
+  Appended,
+  AppendOptions,
+  BatchEntry,
+  EventStore,
+  ReplayFrom,
+  StoredEvent,
+} from "../../streams/types.ts";
 
 /**
  * An in-memory EventStore with the same OCC rules as the JetStream one (expected last sequence per
@@ -11,11 +19,18 @@ import type { AggregateHistory, Appended, AppendOptions, BatchEntry, EventStore,
  */
 export class MemoryEventStore implements EventStore {
   readonly events: StoredEvent[] = [];
-  readonly appendLog: { subject: string; expectedSeq: number; msgId?: string; outcome: "stored" | "duplicate" | "conflict" | "unavailable" }[] = [];
+  readonly appendLog: {
+    subject: string;
+    expectedSeq: number;
+    msgId?: string;
+    outcome: "stored" | "duplicate" | "conflict" | "unavailable";
+  }[] = [];
   private readonly byMsgId = new Map<string, StoredEvent>();
   private unavailable = 0;
 
-  failNext(n: number): void { this.unavailable = n; }
+  failNext(n: number): void {
+    this.unavailable = n;
+  }
 
   private last(ref: AggregateRef): number {
     const prefix = `${aggregateSubject(DEFAULT_LAYOUT, ref)}.`;
@@ -25,7 +40,8 @@ export class MemoryEventStore implements EventStore {
   async append(ref: AggregateRef, event: DroverEvent, opts: AppendOptions): Promise<Appended> {
     const parsed = parseEvent(event);
     const subject = eventSubject(DEFAULT_LAYOUT, ref, parsed.type);
-    const log = (outcome: MemoryEventStore["appendLog"][number]["outcome"]) => this.appendLog.push({ subject, expectedSeq: opts.expectedSeq, msgId: opts.msgId, outcome });
+    const log = (outcome: MemoryEventStore["appendLog"][number]["outcome"]) =>
+      this.appendLog.push({ subject, expectedSeq: opts.expectedSeq, msgId: opts.msgId, outcome });
     if (this.unavailable > 0) {
       this.unavailable--;
       log("unavailable");
@@ -33,10 +49,15 @@ export class MemoryEventStore implements EventStore {
     }
     const msgId = opts.msgId ?? `${aggregateSubject(DEFAULT_LAYOUT, ref)}:${opts.expectedSeq}`;
     const dup = this.byMsgId.get(msgId);
-    if (dup && dup.event.eventId === parsed.eventId) { log("duplicate"); return { seq: dup.seq, duplicate: true }; }
+    if (dup && dup.event.eventId === parsed.eventId) {
+      log("duplicate");
+      return { seq: dup.seq, duplicate: true };
+    }
     if (dup || this.last(ref) !== opts.expectedSeq) {
       log("conflict");
-      throw new DroverError("version-conflict", `expected ${opts.expectedSeq}, aggregate is at ${this.last(ref)}`, { details: { subject, expectedSeq: opts.expectedSeq } });
+      throw new DroverError("version-conflict", `expected ${opts.expectedSeq}, aggregate is at ${this.last(ref)}`, {
+        details: { subject, expectedSeq: opts.expectedSeq },
+      });
     }
     const stored: StoredEvent = { seq: this.events.length + 1, subject, time: new Date(0), event: parsed };
     this.events.push(stored);
@@ -49,7 +70,10 @@ export class MemoryEventStore implements EventStore {
     const out: Appended[] = [];
     let expectedSeq = opts.expectedSeq;
     for (const [i, e] of events.entries()) {
-      const a = await this.append(ref, e, { expectedSeq, msgId: opts.msgId ? (i === 0 ? opts.msgId : `${opts.msgId}#${i}`) : undefined });
+      const a = await this.append(ref, e, {
+        expectedSeq,
+        msgId: opts.msgId ? (i === 0 ? opts.msgId : `${opts.msgId}#${i}`) : undefined,
+      });
       out.push(a);
       expectedSeq = a.seq;
     }
@@ -57,9 +81,17 @@ export class MemoryEventStore implements EventStore {
   }
 
   async appendAtomic(entries: readonly BatchEntry[]): Promise<Appended[]> {
-    for (const e of entries) if (this.last(e.ref) !== e.expectedSeq) throw new DroverError("version-conflict", `batch expectation failed for ${e.ref.id}`);
+    for (const e of entries)
+      if (this.last(e.ref) !== e.expectedSeq)
+        throw new DroverError("version-conflict", `batch expectation failed for ${e.ref.id}`);
     const out: Appended[] = [];
-    for (const e of entries) out.push(...(await this.appendAll(e.ref, e.events, { expectedSeq: e.expectedSeq, msgId: `batch:${e.ref.id}:${e.expectedSeq}` })));
+    for (const e of entries)
+      out.push(
+        ...(await this.appendAll(e.ref, e.events, {
+          expectedSeq: e.expectedSeq,
+          msgId: `batch:${e.ref.id}:${e.expectedSeq}`,
+        })),
+      );
     return out;
   }
 
@@ -69,7 +101,9 @@ export class MemoryEventStore implements EventStore {
     return { events, lastSeq: events.at(-1)?.seq ?? 0 };
   }
 
-  async lastSeq(ref: AggregateRef): Promise<number> { return this.last(ref); }
+  async lastSeq(ref: AggregateRef): Promise<number> {
+    return this.last(ref);
+  }
 
   async replay(from: ReplayFrom, onEvent: (e: StoredEvent) => void | Promise<void>): Promise<number> {
     const start = "seq" in from ? from.seq : 1;

@@ -1,7 +1,11 @@
 import { randomUUID } from "node:crypto";
 import { EventId, type DroverEvent, type EventOf } from "../../contracts/index.ts";
 import { commandTokenFor } from "../../platform/command-token.ts";
-import { createProcessStrategy, type ProcessHostStrategy, type ProcessStrategyOptions } from "../../platform/hosts/process-strategy.ts";
+import {
+  createProcessStrategy,
+  type ProcessHostStrategy,
+  type ProcessStrategyOptions,
+} from "../../platform/hosts/process-strategy.ts";
 import type { HostStrategy } from "../../platform/hosts/types.ts";
 import { createProvisioner, type Provisioner } from "../../services/provisioner/index.ts";
 import type { ProvisionerDeps } from "../../services/provisioner/shell/context.ts";
@@ -20,10 +24,18 @@ export interface ProvisionerFixture {
   readonly store: EventStore;
   readonly streamTag: string;
   /** `wrap` lets a test put a lying strategy in front of the real one (the real one is still cleaned up). */
-  provisioner(patch?: Partial<ProvisionerDeps>, strategyOpts?: ProcessStrategyOptions, wrap?: (s: HostStrategy) => HostStrategy): { provisioner: Provisioner; strategy: ProcessHostStrategy };
+  provisioner(
+    patch?: Partial<ProvisionerDeps>,
+    strategyOpts?: ProcessStrategyOptions,
+    wrap?: (s: HostStrategy) => HostStrategy,
+  ): { provisioner: Provisioner; strategy: ProcessHostStrategy };
   /** Appends a `scaleout requested` for a fresh request id of `tenantId`; returns it as stored. */
-  request(tenantId: string, controlPlaneId: string, policy?: Partial<EventOf<"scaleout.requested">["data"]["policy"]>,
-    patch?: Partial<EventOf<"scaleout.requested">["data"]>): Promise<StoredEvent>;
+  request(
+    tenantId: string,
+    controlPlaneId: string,
+    policy?: Partial<EventOf<"scaleout.requested">["data"]["policy"]>,
+    patch?: Partial<EventOf<"scaleout.requested">["data"]>,
+  ): Promise<StoredEvent>;
   /** The request's events once it is settled (fulfilled/rejected/expired), waiting up to `timeoutMs`. */
   settled(tenantId: string, requestId: string, timeoutMs?: number): Promise<readonly StoredEvent[]>;
   runtimeEvents(runtimeInstanceId: string): Promise<readonly StoredEvent[]>;
@@ -37,14 +49,28 @@ export async function provisionerFixture(natsUrl: string): Promise<ProvisionerFi
   const streamTag = streams.layout.eventPrefix.replace(/\.drover$/, "");
   const made: { provisioner: Provisioner; strategy: ProcessHostStrategy }[] = [];
   return {
-    streams, store, streamTag,
+    streams,
+    store,
+    streamTag,
     provisioner(patch = {}, strategyOpts = {}, wrap = (s) => s) {
       const strategy = createProcessStrategy({ startupTimeoutMs: 60_000, logDir: RUNTIME_LOGS, ...strategyOpts });
       const provisioner = createProvisioner({
-        store, layout: streams.layout, strategies: new Map([["process", wrap(strategy)]]), instanceId: uniqueName("prov"),
-        natsUrl, streamTag, heartbeatMs: 500, now: () => new Date(), newEventId: randomUUID, newSuffix: randomSuffix,
-        commandTokenFor: (id) => commandTokenFor(TEST_COMMAND_SECRET, id), probeBudgetMs: 20_000, killBudgetMs: 15_000,
-        maxConcurrentHostStartups: 2, log: () => undefined, ...patch,
+        store,
+        layout: streams.layout,
+        strategies: new Map([["process", wrap(strategy)]]),
+        instanceId: uniqueName("prov"),
+        natsUrl,
+        streamTag,
+        heartbeatMs: 500,
+        now: () => new Date(),
+        newEventId: randomUUID,
+        newSuffix: randomSuffix,
+        commandTokenFor: (id) => commandTokenFor(TEST_COMMAND_SECRET, id),
+        probeBudgetMs: 20_000,
+        killBudgetMs: 15_000,
+        maxConcurrentHostStartups: 2,
+        log: () => undefined,
+        ...patch,
       });
       made.push({ provisioner, strategy });
       return { provisioner, strategy };
@@ -52,25 +78,47 @@ export async function provisionerFixture(natsUrl: string): Promise<ProvisionerFi
     async request(tenantId, controlPlaneId, policy = {}, patch = {}) {
       const base = exampleEvent("scaleout.requested");
       const requestId = uniqueName("so");
-      const e = { ...base, eventId: EventId.parse(uniqueName("ev")), tenantId, correlationId: requestId,
-        data: { ...base.data, requestId, controlPlaneId, expiresAt: new Date(Date.now() + 300_000).toISOString(),
-          sizing: { workers: 1, maxConcurrentRuns: 1, localQueueCapacity: 2, maxWorkersPerRun: 1 }, ...patch,
-          policy: { ...base.data.policy, runtimeInstanceIdPrefix: `rt-${tenantId}`, ...policy } } } as DroverEvent;
+      const e = {
+        ...base,
+        eventId: EventId.parse(uniqueName("ev")),
+        tenantId,
+        correlationId: requestId,
+        data: {
+          ...base.data,
+          requestId,
+          controlPlaneId,
+          expiresAt: new Date(Date.now() + 300_000).toISOString(),
+          sizing: { workers: 1, maxConcurrentRuns: 1, localQueueCapacity: 2, maxWorkersPerRun: 1 },
+          ...patch,
+          policy: { ...base.data.policy, runtimeInstanceIdPrefix: `rt-${tenantId}`, ...policy },
+        },
+      } as DroverEvent;
       const ref = scaleOutRef(tenantId, requestId);
       await store.append(ref, e, { expectedSeq: 0 });
       return (await store.read(ref)).events[0] as StoredEvent;
     },
     settled(tenantId, requestId, timeoutMs = 120_000) {
-      return eventually(`request ${requestId} settled`, async () => {
-        const h = await store.read(scaleOutRef(tenantId, requestId));
-        return h.events.some((s) => ["scaleout.fulfilled", "scaleout.rejected", "scaleout.expired"].includes(s.event.type)) ? h.events : undefined;
-      }, timeoutMs);
+      return eventually(
+        `request ${requestId} settled`,
+        async () => {
+          const h = await store.read(scaleOutRef(tenantId, requestId));
+          return h.events.some((s) =>
+            ["scaleout.fulfilled", "scaleout.rejected", "scaleout.expired"].includes(s.event.type),
+          )
+            ? h.events
+            : undefined;
+        },
+        timeoutMs,
+      );
     },
     async runtimeEvents(id) {
       return (await store.read(runtimeRef(id))).events;
     },
     async close() {
-      for (const m of made) { m.provisioner.close(); await m.strategy.killAll(); }
+      for (const m of made) {
+        m.provisioner.close();
+        await m.strategy.killAll();
+      }
       await streams.close();
     },
   };

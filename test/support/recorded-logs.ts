@@ -8,7 +8,9 @@ export const FIXTURES = resolve(import.meta.dirname, "../fixtures");
 
 /** A recorded log from test/fixtures, every event decoded through its schema (a bad line throws naming its sequence). */
 export function recordedLog(name: string): RecordedEvent[] {
-  return readFileSync(`${FIXTURES}/${name}`, "utf8").trim().split("\n")
+  return readFileSync(`${FIXTURES}/${name}`, "utf8")
+    .trim()
+    .split("\n")
     .map((line) => JSON.parse(line) as { seq: number; subject: string; event: unknown })
     .map((r) => ({ seq: r.seq, subject: r.subject, event: parseEvent(r.event, { seq: r.seq, subject: r.subject }) }));
 }

@@ -24,7 +24,9 @@ const ROOT = resolve(import.meta.dirname, "../..");
 export const toolsBin = (): string => process.env.DROVER_TOOLS_DIR ?? join(ROOT, ".tools/bin");
 
 const live = new Set<ChildProcess>();
-process.once("exit", () => { for (const c of live) c.kill("SIGKILL"); });
+process.once("exit", () => {
+  for (const c of live) c.kill("SIGKILL");
+});
 
 /** A currently unused loopback port (the same helper the local cluster uses). */
 export const freePort = freePortOnLoopback;
@@ -32,26 +34,50 @@ export const freePort = freePortOnLoopback;
 function canConnect(port: number): Promise<boolean> {
   return new Promise((ok) => {
     const sock = connect({ host: "127.0.0.1", port });
-    sock.once("connect", () => { sock.destroy(); ok(true); });
+    sock.once("connect", () => {
+      sock.destroy();
+      ok(true);
+    });
     sock.once("error", () => ok(false));
   });
 }
 
-async function launch(name: string, cmd: string, args: string[], port: number, url: string, dir: string): Promise<RunningServer> {
+async function launch(
+  name: string,
+  cmd: string,
+  args: string[],
+  port: number,
+  url: string,
+  dir: string,
+): Promise<RunningServer> {
   const child = spawn(cmd, args, { stdio: ["ignore", "ignore", "pipe"] });
   live.add(child);
   let stderr = "";
-  child.stderr?.on("data", (d: Buffer) => { stderr = (stderr + d.toString()).slice(-4000); });
-  const exited = new Promise<void>((ok) => child.once("exit", () => { live.delete(child); ok(); }));
+  child.stderr?.on("data", (d: Buffer) => {
+    stderr = (stderr + d.toString()).slice(-4000);
+  });
+  const exited = new Promise<void>((ok) =>
+    child.once("exit", () => {
+      live.delete(child);
+      ok();
+    }),
+  );
   const deadline = Date.now() + 30_000;
   for (;;) {
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${name} exited during start-up: ${stderr}`);
+    if (child.exitCode !== null || child.signalCode !== null)
+      throw new Error(`${name} exited during start-up: ${stderr}`);
     if (await canConnect(port)) break;
-    if (Date.now() > deadline) { child.kill("SIGKILL"); throw new Error(`${name} did not listen on ${port} within 30s: ${stderr}`); }
+    if (Date.now() > deadline) {
+      child.kill("SIGKILL");
+      throw new Error(`${name} did not listen on ${port} within 30s: ${stderr}`);
+    }
     await new Promise((r) => setTimeout(r, 50));
   }
   return {
-    name, port, url, pid: child.pid ?? -1,
+    name,
+    port,
+    url,
+    pid: child.pid ?? -1,
     async stop() {
       if (child.exitCode === null && child.signalCode === null) {
         child.kill("SIGTERM");
@@ -68,11 +94,19 @@ async function launch(name: string, cmd: string, args: string[], port: number, u
  * Starts a private nats-server with JetStream (file store in a temp dir). `binary: "nats-server-debian"`
  * runs Debian's 2.9.10 instead (older than drover supports; install-tools.sh extracts it).
  */
-export async function startNats(opts: { port?: number; extraArgs?: string[]; binary?: "nats-server" | "nats-server-debian" } = {}): Promise<RunningServer> {
+export async function startNats(
+  opts: { port?: number; extraArgs?: string[]; binary?: "nats-server" | "nats-server-debian" } = {},
+): Promise<RunningServer> {
   const dir = await mkdtemp(join(tmpdir(), "drover-nats-"));
   const port = opts.port ?? (await freePort());
-  return launch("nats-server", join(toolsBin(), opts.binary ?? "nats-server"),
-    ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", dir, ...(opts.extraArgs ?? [])], port, `nats://127.0.0.1:${port}`, dir);
+  return launch(
+    "nats-server",
+    join(toolsBin(), opts.binary ?? "nats-server"),
+    ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", dir, ...(opts.extraArgs ?? [])],
+    port,
+    `nats://127.0.0.1:${port}`,
+    dir,
+  );
 }
 
 /** Starts a private FerretDB v1 with the SQLite backend; the url is a mongodb:// connection string. */
@@ -80,16 +114,34 @@ export async function startFerret(): Promise<RunningServer> {
   const dir = await mkdtemp(join(tmpdir(), "drover-ferret-"));
   await mkdir(join(dir, "data"));
   const port = await freePort();
-  return launch("ferretdb", join(toolsBin(), "ferretdb"), [
-    "--handler=sqlite", `--sqlite-url=file:${dir}/data/`, `--listen-addr=127.0.0.1:${port}`, `--state-dir=${dir}`,
-    "--debug-addr=-", "--telemetry=disable", "--log-level=error",
-  ], port, `mongodb://127.0.0.1:${port}/?directConnection=true&retryWrites=false`, dir);
+  return launch(
+    "ferretdb",
+    join(toolsBin(), "ferretdb"),
+    [
+      "--handler=sqlite",
+      `--sqlite-url=file:${dir}/data/`,
+      `--listen-addr=127.0.0.1:${port}`,
+      `--state-dir=${dir}`,
+      "--debug-addr=-",
+      "--telemetry=disable",
+      "--log-level=error",
+    ],
+    port,
+    `mongodb://127.0.0.1:${port}/?directConnection=true&retryWrites=false`,
+    dir,
+  );
 }
 
 /** Starts a private Redis with no persistence. */
 export async function startRedis(): Promise<RunningServer> {
   const dir = await mkdtemp(join(tmpdir(), "drover-redis-"));
   const port = await freePort();
-  return launch("redis-server", "redis-server", ["--bind", "127.0.0.1", "--port", String(port), "--save", "", "--appendonly", "no", "--dir", dir],
-    port, `redis://127.0.0.1:${port}`, dir);
+  return launch(
+    "redis-server",
+    "redis-server",
+    ["--bind", "127.0.0.1", "--port", String(port), "--save", "", "--appendonly", "no", "--dir", dir],
+    port,
+    `redis://127.0.0.1:${port}`,
+    dir,
+  );
 }

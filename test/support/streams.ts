@@ -20,10 +20,13 @@ export async function freshStreams(url: string, tag = "st"): Promise<StreamsFixt
   const layout = taggedLayout(uniqueName(tag));
   await ensureStreams(jsm, layout);
   return {
-    nc, jsm, layout,
+    nc,
+    jsm,
+    layout,
     async close() {
       // deny_delete forbids deleting messages, not the stream: tests clean up what they created.
-      for (const s of [layout.eventStream, layout.heartbeatStream, layout.deadLetterStream]) await jsm.streams.delete(s).catch(() => undefined);
+      for (const s of [layout.eventStream, layout.heartbeatStream, layout.deadLetterStream])
+        await jsm.streams.delete(s).catch(() => undefined);
       await nc.close();
     },
   };

@@ -34,43 +34,59 @@ rules:
  * {@link stopControlPlane} — possibly from another process — stops exactly them. Throws with the
  * failing daemon's log tail on start-up failure (the caller stops what started).
  */
-export async function startControlPlane(opts: { binDir: string; dir: string; ports: { etcdClient: number; etcdPeer: number; apiserver: number } }): Promise<ControlPlane> {
+export async function startControlPlane(opts: {
+  binDir: string;
+  dir: string;
+  ports: { etcdClient: number; etcdPeer: number; apiserver: number };
+}): Promise<ControlPlane> {
   const { binDir, dir, ports } = opts;
   const pki = await generatePki(dir, FIRST_SERVICE_IP);
   const etcdUrl = `http://127.0.0.1:${ports.etcdClient}`;
-  const etcd = await startDaemon("etcd", join(binDir, "etcd-local"), [
-    `--data-dir=${join(dir, "etcd-data")}`, `--listen-client-url=${etcdUrl}`, `--listen-peer-url=http://127.0.0.1:${ports.etcdPeer}`,
-  ], { logFile: join(dir, "etcd.log"), recordFile: join(dir, "etcd.json") });
+  const etcd = await startDaemon(
+    "etcd",
+    join(binDir, "etcd-local"),
+    [
+      `--data-dir=${join(dir, "etcd-data")}`,
+      `--listen-client-url=${etcdUrl}`,
+      `--listen-peer-url=http://127.0.0.1:${ports.etcdPeer}`,
+    ],
+    { logFile: join(dir, "etcd.log"), recordFile: join(dir, "etcd.json") },
+  );
   await waitUntilReady(etcd, () => getOk(`${etcdUrl}/health`), 60_000);
 
   const server = `https://127.0.0.1:${ports.apiserver}`;
   await writeFile(join(dir, "audit-policy.yaml"), AUDIT_POLICY);
-  const apiserver = await startDaemon("kube-apiserver", join(binDir, "kube-apiserver"), [
-    `--etcd-servers=${etcdUrl}`,
-    "--bind-address=127.0.0.1",
-    `--secure-port=${ports.apiserver}`,
-    `--tls-cert-file=${pki.servingCert}`,
-    `--tls-private-key-file=${pki.servingKey}`,
-    `--token-auth-file=${pki.tokenFile}`,
-    "--anonymous-auth=false",
-    "--authorization-mode=RBAC",
-    `--service-cluster-ip-range=${SERVICE_CIDR}`,
-    `--service-account-issuer=${server}`,
-    `--service-account-key-file=${pki.saPublicKey}`,
-    `--service-account-signing-key-file=${pki.saPrivateKey}`,
-    // No controller-manager runs, so no namespace ever gets a `default` ServiceAccount: the
-    // ServiceAccount admission plugin would refuse every Pod (envtest disables it for the same reason).
-    "--disable-admission-plugins=ServiceAccount",
-    "--allow-privileged=true",
-    "--profiling=false",
-    // The `kubernetes` Service would advertise a loopback endpoint nothing can use; leave it endpoint-less.
-    "--endpoint-reconciler-type=none",
-    `--cert-dir=${join(dir, "apiserver-certs")}`,
-    `--audit-policy-file=${join(dir, "audit-policy.yaml")}`,
-    `--audit-log-path=${join(dir, AUDIT_LOG)}`,
-    "--audit-log-mode=blocking", // written synchronously as the handler returns (a client or watcher can see the result a moment before)
-    "--v=1",
-  ], { logFile: join(dir, "kube-apiserver.log"), recordFile: join(dir, "kube-apiserver.json") });
+  const apiserver = await startDaemon(
+    "kube-apiserver",
+    join(binDir, "kube-apiserver"),
+    [
+      `--etcd-servers=${etcdUrl}`,
+      "--bind-address=127.0.0.1",
+      `--secure-port=${ports.apiserver}`,
+      `--tls-cert-file=${pki.servingCert}`,
+      `--tls-private-key-file=${pki.servingKey}`,
+      `--token-auth-file=${pki.tokenFile}`,
+      "--anonymous-auth=false",
+      "--authorization-mode=RBAC",
+      `--service-cluster-ip-range=${SERVICE_CIDR}`,
+      `--service-account-issuer=${server}`,
+      `--service-account-key-file=${pki.saPublicKey}`,
+      `--service-account-signing-key-file=${pki.saPrivateKey}`,
+      // No controller-manager runs, so no namespace ever gets a `default` ServiceAccount: the
+      // ServiceAccount admission plugin would refuse every Pod (envtest disables it for the same reason).
+      "--disable-admission-plugins=ServiceAccount",
+      "--allow-privileged=true",
+      "--profiling=false",
+      // The `kubernetes` Service would advertise a loopback endpoint nothing can use; leave it endpoint-less.
+      "--endpoint-reconciler-type=none",
+      `--cert-dir=${join(dir, "apiserver-certs")}`,
+      `--audit-policy-file=${join(dir, "audit-policy.yaml")}`,
+      `--audit-log-path=${join(dir, AUDIT_LOG)}`,
+      "--audit-log-mode=blocking", // written synchronously as the handler returns (a client or watcher can see the result a moment before)
+      "--v=1",
+    ],
+    { logFile: join(dir, "kube-apiserver.log"), recordFile: join(dir, "kube-apiserver.json") },
+  );
   const ca = await readFile(pki.caCert);
   await waitUntilReady(apiserver, () => getOk(`${server}/readyz`, { ca, token: pki.adminToken }), 120_000);
   return { server, pki, etcdUrl };

@@ -1,6 +1,12 @@
 import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { ApiextensionsV1Api, KubernetesObjectApi, loadAllYaml, type KubeConfig, type KubernetesObject } from "@kubernetes/client-node";
+import {
+  ApiextensionsV1Api,
+  KubernetesObjectApi,
+  loadAllYaml,
+  type KubeConfig,
+  type KubernetesObject,
+} from "@kubernetes/client-node";
 import { isApiCode } from "../lib/api-errors.ts";
 
 export const GATEWAY_CLASS = "drover-local";
@@ -17,13 +23,23 @@ export async function applyGatewayApi(kc: KubeConfig, gatewayApiDir: string): Pr
   const client = KubernetesObjectApi.makeApiClient(kc);
   const objects: { file: string; obj: KubernetesObject }[] = [];
   for (const file of (await readdir(dir)).filter((f) => f.endsWith(".yaml")).sort()) {
-    for (const obj of loadAllYaml(await readFile(join(dir, file), "utf8")) as (KubernetesObject | null)[]) if (obj?.kind) objects.push({ file, obj });
+    for (const obj of loadAllYaml(await readFile(join(dir, file), "utf8")) as (KubernetesObject | null)[])
+      if (obj?.kind) objects.push({ file, obj });
   }
   // Independent objects: create them concurrently (CRD creation is the slow part of start-up).
-  await Promise.all(objects.map(async ({ file, obj }) => {
-    try { await client.create(obj); } catch (err) { if (!isApiCode(err, 409)) throw new Error(`creating ${obj.kind} ${obj.metadata?.name} from ${file}: ${String(err)}`); }
-  }));
-  const crds = objects.filter(({ obj }) => obj.kind === "CustomResourceDefinition").map(({ obj }) => obj.metadata?.name ?? "");
+  await Promise.all(
+    objects.map(async ({ file, obj }) => {
+      try {
+        await client.create(obj);
+      } catch (err) {
+        if (!isApiCode(err, 409))
+          throw new Error(`creating ${obj.kind} ${obj.metadata?.name} from ${file}: ${String(err)}`);
+      }
+    }),
+  );
+  const crds = objects
+    .filter(({ obj }) => obj.kind === "CustomResourceDefinition")
+    .map(({ obj }) => obj.metadata?.name ?? "");
   const ext = kc.makeApiClient(ApiextensionsV1Api);
   const deadline = Date.now() + 60_000;
   for (const name of crds) {
@@ -35,8 +51,17 @@ export async function applyGatewayApi(kc: KubeConfig, gatewayApiDir: string): Pr
     }
   }
   try {
-    await client.create({ apiVersion: "gateway.networking.k8s.io/v1", kind: "GatewayClass", metadata: { name: GATEWAY_CLASS },
-      spec: { controllerName: GATEWAY_CONTROLLER, description: "drover's local gateway (test and developer infrastructure)" } } as KubernetesObject);
-  } catch (err) { if (!isApiCode(err, 409)) throw err; }
+    await client.create({
+      apiVersion: "gateway.networking.k8s.io/v1",
+      kind: "GatewayClass",
+      metadata: { name: GATEWAY_CLASS },
+      spec: {
+        controllerName: GATEWAY_CONTROLLER,
+        description: "drover's local gateway (test and developer infrastructure)",
+      },
+    } as KubernetesObject);
+  } catch (err) {
+    if (!isApiCode(err, 409)) throw err;
+  }
   return crds;
 }

@@ -36,7 +36,11 @@ function isStale(lockFile: string): boolean {
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
     return fields[19] !== rec.startTime || fields[0] === "Z";
   } catch {
-    try { return Date.now() - statSync(lockFile).mtimeMs > STALE_MS; } catch { return true; }
+    try {
+      return Date.now() - statSync(lockFile).mtimeMs > STALE_MS;
+    } catch {
+      return true;
+    }
   }
 }
 
@@ -55,7 +59,13 @@ export function claimNetworkSlot(runDir: string): NetworkSlot {
         closeSync(fd);
         return slotInfo(slot, lockFile);
       } catch {
-        if (attempt === 0 && isStale(lockFile)) { try { unlinkSync(lockFile); } catch { /* raced: retry once */ } } else break;
+        if (attempt === 0 && isStale(lockFile)) {
+          try {
+            unlinkSync(lockFile);
+          } catch {
+            /* raced: retry once */
+          }
+        } else break;
       }
     }
   }
@@ -69,5 +79,9 @@ export function networkSlot(slot: number): NetworkSlot {
 
 /** Releases the slot if `runDir` still holds it. */
 export function releaseNetworkSlot(slot: NetworkSlot, runDir: string): void {
-  try { if (readFileSync(slot.lockFile, "utf8").trim() === runDir) unlinkSync(slot.lockFile); } catch { /* already gone */ }
+  try {
+    if (readFileSync(slot.lockFile, "utf8").trim() === runDir) unlinkSync(slot.lockFile);
+  } catch {
+    /* already gone */
+  }
 }

@@ -27,20 +27,79 @@ export interface Pki {
 export async function generatePki(dir: string, firstServiceIp: string): Promise<Pki> {
   const f = (name: string): string => join(dir, name);
   const ssl = (...args: string[]) => run("openssl", args);
-  await ssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-    "-keyout", f("ca.key"), "-out", f("ca.crt"), "-days", "30", "-subj", "/CN=drover-local-cluster-ca");
-  const sans = ["IP:127.0.0.1", `IP:${firstServiceIp}`, "DNS:localhost", "DNS:kubernetes", "DNS:kubernetes.default",
-    "DNS:kubernetes.default.svc", "DNS:kubernetes.default.svc.cluster.local"].join(",");
-  await writeFile(f("serving.ext"), `subjectAltName=${sans}\nextendedKeyUsage=serverAuth\nkeyUsage=digitalSignature,keyEncipherment\n`);
-  await ssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-    "-keyout", f("apiserver.key"), "-out", f("apiserver.csr"), "-subj", "/CN=kube-apiserver");
-  await ssl("x509", "-req", "-in", f("apiserver.csr"), "-CA", f("ca.crt"), "-CAkey", f("ca.key"), "-CAcreateserial",
-    "-out", f("apiserver.crt"), "-days", "30", "-extfile", f("serving.ext"));
+  await ssl(
+    "req",
+    "-x509",
+    "-newkey",
+    "ec",
+    "-pkeyopt",
+    "ec_paramgen_curve:prime256v1",
+    "-nodes",
+    "-keyout",
+    f("ca.key"),
+    "-out",
+    f("ca.crt"),
+    "-days",
+    "30",
+    "-subj",
+    "/CN=drover-local-cluster-ca",
+  );
+  const sans = [
+    "IP:127.0.0.1",
+    `IP:${firstServiceIp}`,
+    "DNS:localhost",
+    "DNS:kubernetes",
+    "DNS:kubernetes.default",
+    "DNS:kubernetes.default.svc",
+    "DNS:kubernetes.default.svc.cluster.local",
+  ].join(",");
+  await writeFile(
+    f("serving.ext"),
+    `subjectAltName=${sans}\nextendedKeyUsage=serverAuth\nkeyUsage=digitalSignature,keyEncipherment\n`,
+  );
+  await ssl(
+    "req",
+    "-newkey",
+    "ec",
+    "-pkeyopt",
+    "ec_paramgen_curve:prime256v1",
+    "-nodes",
+    "-keyout",
+    f("apiserver.key"),
+    "-out",
+    f("apiserver.csr"),
+    "-subj",
+    "/CN=kube-apiserver",
+  );
+  await ssl(
+    "x509",
+    "-req",
+    "-in",
+    f("apiserver.csr"),
+    "-CA",
+    f("ca.crt"),
+    "-CAkey",
+    f("ca.key"),
+    "-CAcreateserial",
+    "-out",
+    f("apiserver.crt"),
+    "-days",
+    "30",
+    "-extfile",
+    f("serving.ext"),
+  );
   await ssl("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-out", f("sa.key"));
   await ssl("pkey", "-in", f("sa.key"), "-pubout", "-out", f("sa.pub"));
   const adminToken = randomBytes(24).toString("hex");
   // token,user,uid,"group1,group2" — the format of --token-auth-file.
   await writeFile(f("tokens.csv"), `${adminToken},drover-admin,drover-admin,"system:masters"\n`, { mode: 0o600 });
-  return { caCert: f("ca.crt"), servingCert: f("apiserver.crt"), servingKey: f("apiserver.key"),
-    saPublicKey: f("sa.pub"), saPrivateKey: f("sa.key"), tokenFile: f("tokens.csv"), adminToken };
+  return {
+    caCert: f("ca.crt"),
+    servingCert: f("apiserver.crt"),
+    servingKey: f("apiserver.key"),
+    saPublicKey: f("sa.pub"),
+    saPrivateKey: f("sa.key"),
+    tokenFile: f("tokens.csv"),
+    adminToken,
+  };
 }

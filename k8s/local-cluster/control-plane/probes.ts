@@ -9,12 +9,19 @@ export function getOk(url: string, opts: { ca?: Buffer; token?: string; timeoutM
   return new Promise((ok) => {
     const u = new URL(url);
     const headers: Record<string, string> = opts.token ? { authorization: `Bearer ${opts.token}` } : {};
-    const req = (u.protocol === "https:" ? httpsRequest : httpRequest)(u, { headers, ca: opts.ca, timeout: opts.timeoutMs ?? 2000 }, (res) => {
-      res.resume();
-      res.once("end", () => ok(res.statusCode === 200));
-    });
+    const req = (u.protocol === "https:" ? httpsRequest : httpRequest)(
+      u,
+      { headers, ca: opts.ca, timeout: opts.timeoutMs ?? 2000 },
+      (res) => {
+        res.resume();
+        res.once("end", () => ok(res.statusCode === 200));
+      },
+    );
     req.once("error", () => ok(false));
-    req.once("timeout", () => { req.destroy(); ok(false); });
+    req.once("timeout", () => {
+      req.destroy();
+      ok(false);
+    });
     req.end();
   });
 }

@@ -22,27 +22,59 @@ export interface Condition {
   lastTransitionTime: string;
 }
 
-export interface GatewayClass { metadata: ObjectMeta; spec: { controllerName: string }; status?: { conditions?: Condition[] } }
+export interface GatewayClass {
+  metadata: ObjectMeta;
+  spec: { controllerName: string };
+  status?: { conditions?: Condition[] };
+}
 
-export interface LabelSelector { matchLabels?: Record<string, string>; matchExpressions?: { key: string; operator: string; values?: string[] }[] }
+export interface LabelSelector {
+  matchLabels?: Record<string, string>;
+  matchExpressions?: { key: string; operator: string; values?: string[] }[];
+}
 
 export interface Listener {
   name: string;
   port: number;
   protocol: string;
   hostname?: string;
-  allowedRoutes?: { namespaces?: { from?: "All" | "Same" | "Selector"; selector?: LabelSelector }; kinds?: { group?: string; kind: string }[] };
+  allowedRoutes?: {
+    namespaces?: { from?: "All" | "Same" | "Selector"; selector?: LabelSelector };
+    kinds?: { group?: string; kind: string }[];
+  };
 }
 
 export interface Gateway {
   metadata: ObjectMeta;
   spec: { gatewayClassName: string; listeners: Listener[] };
-  status?: { addresses?: { type?: string; value: string }[]; conditions?: Condition[]; listeners?: { name: string; conditions?: Condition[] }[] };
+  status?: {
+    addresses?: { type?: string; value: string }[];
+    conditions?: Condition[];
+    listeners?: { name: string; conditions?: Condition[] }[];
+  };
 }
 
-export interface ParentRef { group?: string; kind?: string; namespace?: string; name: string; sectionName?: string; port?: number }
-export interface BackendRef { group?: string; kind?: string; name: string; namespace?: string; port?: number; weight?: number }
-export interface HeaderMatch { type?: "Exact" | "RegularExpression"; name: string; value: string }
+export interface ParentRef {
+  group?: string;
+  kind?: string;
+  namespace?: string;
+  name: string;
+  sectionName?: string;
+  port?: number;
+}
+export interface BackendRef {
+  group?: string;
+  kind?: string;
+  name: string;
+  namespace?: string;
+  port?: number;
+  weight?: number;
+}
+export interface HeaderMatch {
+  type?: "Exact" | "RegularExpression";
+  name: string;
+  value: string;
+}
 
 export interface HttpRouteMatch {
   path?: { type?: "Exact" | "PathPrefix" | "RegularExpression"; value?: string };
@@ -50,18 +82,33 @@ export interface HttpRouteMatch {
   queryParams?: HeaderMatch[];
   method?: string;
 }
-export interface GrpcRouteMatch { method?: { type?: "Exact" | "RegularExpression"; service?: string; method?: string }; headers?: HeaderMatch[] }
+export interface GrpcRouteMatch {
+  method?: { type?: "Exact" | "RegularExpression"; service?: string; method?: string };
+  headers?: HeaderMatch[];
+}
 
-export interface RouteParentStatus { parentRef: ParentRef; controllerName: string; conditions: Condition[] }
+export interface RouteParentStatus {
+  parentRef: ParentRef;
+  controllerName: string;
+  conditions: Condition[];
+}
 
 export interface HttpRoute {
   metadata: ObjectMeta;
-  spec: { parentRefs?: ParentRef[]; hostnames?: string[]; rules?: { matches?: HttpRouteMatch[]; backendRefs?: BackendRef[] }[] };
+  spec: {
+    parentRefs?: ParentRef[];
+    hostnames?: string[];
+    rules?: { matches?: HttpRouteMatch[]; backendRefs?: BackendRef[] }[];
+  };
   status?: { parents?: RouteParentStatus[] };
 }
 export interface GrpcRoute {
   metadata: ObjectMeta;
-  spec: { parentRefs?: ParentRef[]; hostnames?: string[]; rules?: { matches?: GrpcRouteMatch[]; backendRefs?: BackendRef[] }[] };
+  spec: {
+    parentRefs?: ParentRef[];
+    hostnames?: string[];
+    rules?: { matches?: GrpcRouteMatch[]; backendRefs?: BackendRef[] }[];
+  };
   status?: { parents?: RouteParentStatus[] };
 }
 

@@ -4,11 +4,21 @@ import type { Condition, LabelSelector } from "./api-types.ts";
  * Builds a metav1.Condition that keeps `lastTransitionTime` from the previous condition of the same
  * type while its status is unchanged, as the API conventions require.
  */
-export function condition(prev: readonly Condition[] | undefined, type: string, ok: boolean | "Unknown", reason: string, message: string,
-  observedGeneration: number, now: string): Condition {
+export function condition(
+  prev: readonly Condition[] | undefined,
+  type: string,
+  ok: boolean | "Unknown",
+  reason: string,
+  message: string,
+  observedGeneration: number,
+  now: string,
+): Condition {
   const status = ok === "Unknown" ? "Unknown" : ok ? "True" : "False";
   const before = prev?.find((c) => c.type === type);
-  const since = before && before.status === status && before.lastTransitionTime ? new Date(before.lastTransitionTime).toISOString().replace(/\.\d{3}Z$/, "Z") : now;
+  const since =
+    before && before.status === status && before.lastTransitionTime
+      ? new Date(before.lastTransitionTime).toISOString().replace(/\.\d{3}Z$/, "Z")
+      : now;
   return { type, status, reason, message, observedGeneration, lastTransitionTime: since };
 }
 

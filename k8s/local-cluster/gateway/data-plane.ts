@@ -1,6 +1,17 @@
-import { createServer as createHttpServer, request as httpRequest, type IncomingMessage, type ServerResponse } from "node:http";
-import { connect as h2connect, constants as h2, createServer as createH2Server, type ClientHttp2Session, type IncomingHttpHeaders,
-  type ServerHttp2Stream } from "node:http2";
+import {
+  createServer as createHttpServer,
+  request as httpRequest,
+  type IncomingMessage,
+  type ServerResponse,
+} from "node:http";
+import {
+  connect as h2connect,
+  constants as h2,
+  createServer as createH2Server,
+  type ClientHttp2Session,
+  type IncomingHttpHeaders,
+  type ServerHttp2Stream,
+} from "node:http2";
 import { createServer as createNetServer, type Server, type Socket } from "node:net";
 import type { Endpoint } from "./endpoints.ts";
 import type { RequestFacts } from "./route-match.ts";
@@ -9,7 +20,15 @@ import type { RequestFacts } from "./route-match.ts";
 export type Decision = { readonly to: Endpoint } | { readonly status: number; readonly message: string };
 export type Decide = (facts: RequestFacts) => Decision;
 
-const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "http2-settings", "host"]);
+const HOP_BY_HOP = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-connection",
+  "transfer-encoding",
+  "upgrade",
+  "http2-settings",
+  "host",
+]);
 const PREFACE = Buffer.from("PRI * HTTP/2.0");
 
 /**
@@ -41,13 +60,22 @@ export class ListenerServer {
         // also resumed), the HTTP/1.1 server only reads it once the socket flows again.
         socket.unshift(seen);
         if (seen.subarray(0, PREFACE.length).equals(PREFACE)) h2s.emit("connection", socket);
-        else { h1.emit("connection", socket); socket.resume(); }
+        else {
+          h1.emit("connection", socket);
+          socket.resume();
+        }
       };
       socket.on("data", onData);
     });
     const self = new ListenerServer(net);
     h2s.on("stream", (stream, headers) => self.proxyHttp2(stream, headers, decide));
-    await new Promise<void>((ok, fail) => { net.once("error", fail); net.listen(port, ip, () => { net.off("error", fail); ok(); }); });
+    await new Promise<void>((ok, fail) => {
+      net.once("error", fail);
+      net.listen(port, ip, () => {
+        net.off("error", fail);
+        ok();
+      });
+    });
     return self;
   }
 
@@ -63,23 +91,35 @@ export class ListenerServer {
     const existing = this.sessions.get(key);
     if (existing && !existing.closed && !existing.destroyed) return existing;
     const s = h2connect(`http://${key}`);
-    const drop = (): void => { if (this.sessions.get(key) === s) this.sessions.delete(key); };
-    s.on("error", drop); s.on("close", drop); s.on("goaway", drop);
+    const drop = (): void => {
+      if (this.sessions.get(key) === s) this.sessions.delete(key);
+    };
+    s.on("error", drop);
+    s.on("close", drop);
+    s.on("goaway", drop);
     this.sessions.set(key, s);
     return s;
   }
 
   private proxyHttp2(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, decide: Decide): void {
     const path = String(headers[":path"] ?? "/");
-    const d = decide({ method: String(headers[":method"] ?? "GET"), path, host: String(headers[":authority"] ?? ""), headers,
-      grpc: String(headers["content-type"] ?? "").startsWith("application/grpc") });
+    const d = decide({
+      method: String(headers[":method"] ?? "GET"),
+      path,
+      host: String(headers[":authority"] ?? ""),
+      headers,
+      grpc: String(headers["content-type"] ?? "").startsWith("application/grpc"),
+    });
     if (!("to" in d)) {
       stream.respond({ ":status": d.status, "content-type": "text/plain" });
       stream.end(`${d.message}\n`);
       return;
     }
     const grpc = String(headers["content-type"] ?? "").startsWith("application/grpc");
-    if (!grpc && !d.to.h2c) { proxyHttp2ToHttp1(stream, headers, d.to); return; }
+    if (!grpc && !d.to.h2c) {
+      proxyHttp2ToHttp1(stream, headers, d.to);
+      return;
+    }
     const out: Record<string, string | string[]> = {};
     for (const [k, v] of Object.entries(headers)) if (v !== undefined && !HOP_BY_HOP.has(k)) out[k] = v;
     const up = this.upstream(d.to).request(out);
@@ -89,24 +129,40 @@ export class ListenerServer {
       for (const [k, v] of Object.entries(h)) if (v !== undefined && !HOP_BY_HOP.has(k)) resp[k] = v;
       if (stream.destroyed) return;
       // A trailers-only answer (e.g. a gRPC error) ends with its headers: pass it on as such.
-      if ((Number(flags) & h2.NGHTTP2_FLAG_END_STREAM) !== 0) { stream.respond(resp, { endStream: true }); return; }
+      if ((Number(flags) & h2.NGHTTP2_FLAG_END_STREAM) !== 0) {
+        stream.respond(resp, { endStream: true });
+        return;
+      }
       stream.respond(resp, { waitForTrailers: true });
       up.pipe(stream);
     });
-    up.on("trailers", (t) => { trailers = {}; for (const [k, v] of Object.entries(t)) if (v !== undefined) trailers[k] = v as string | string[]; });
+    up.on("trailers", (t) => {
+      trailers = {};
+      for (const [k, v] of Object.entries(t)) if (v !== undefined) trailers[k] = v as string | string[];
+    });
     stream.on("wantTrailers", () => stream.sendTrailers(trailers));
     up.on("error", (err) => {
       if (stream.destroyed) return;
-      if (!stream.headersSent) { stream.respond({ ":status": 502, "content-type": "text/plain" }); stream.end(`upstream ${d.to.pod}: ${err.message}\n`); }
-      else stream.close(h2.NGHTTP2_INTERNAL_ERROR);
+      if (!stream.headersSent) {
+        stream.respond({ ":status": 502, "content-type": "text/plain" });
+        stream.end(`upstream ${d.to.pod}: ${err.message}\n`);
+      } else stream.close(h2.NGHTTP2_INTERNAL_ERROR);
     });
-    stream.on("close", () => { if (!up.closed) up.close(h2.NGHTTP2_CANCEL); });
+    stream.on("close", () => {
+      if (!up.closed) up.close(h2.NGHTTP2_CANCEL);
+    });
     stream.pipe(up);
   }
 }
 
 function proxyHttp1(req: IncomingMessage, res: ServerResponse, decide: Decide): void {
-  const d = decide({ method: req.method ?? "GET", path: req.url ?? "/", host: req.headers.host ?? "", headers: req.headers, grpc: false });
+  const d = decide({
+    method: req.method ?? "GET",
+    path: req.url ?? "/",
+    host: req.headers.host ?? "",
+    headers: req.headers,
+    grpc: false,
+  });
   if (!("to" in d)) {
     res.writeHead(d.status, { "content-type": "text/plain" }).end(`${d.message}\n`);
     return;
@@ -121,7 +177,8 @@ function proxyHttp1(req: IncomingMessage, res: ServerResponse, decide: Decide): 
     ur.pipe(res);
   });
   up.on("error", (err) => {
-    if (!res.headersSent) res.writeHead(502, { "content-type": "text/plain" }).end(`upstream ${d.to.pod}: ${err.message}\n`);
+    if (!res.headersSent)
+      res.writeHead(502, { "content-type": "text/plain" }).end(`upstream ${d.to.pod}: ${err.message}\n`);
     else res.destroy(err);
   });
   req.pipe(up);
@@ -131,19 +188,31 @@ function proxyHttp1(req: IncomingMessage, res: ServerResponse, decide: Decide): 
 // status, headers and body go back on the stream.
 function proxyHttp2ToHttp1(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, to: Endpoint): void {
   const out: Record<string, string | string[]> = {};
-  for (const [k, v] of Object.entries(headers)) if (v !== undefined && !k.startsWith(":") && !HOP_BY_HOP.has(k)) out[k] = v;
+  for (const [k, v] of Object.entries(headers))
+    if (v !== undefined && !k.startsWith(":") && !HOP_BY_HOP.has(k)) out[k] = v;
   out.host = String(headers[":authority"] ?? `${to.ip}:${to.port}`);
-  const up = httpRequest({ host: to.ip, port: to.port, method: String(headers[":method"] ?? "GET"), path: String(headers[":path"] ?? "/"), headers: out }, (ur) => {
-    const h: Record<string, string | string[] | number> = { ":status": ur.statusCode ?? 502 };
-    for (const [k, v] of Object.entries(ur.headers)) if (v !== undefined && !HOP_BY_HOP.has(k)) h[k] = v;
-    if (stream.destroyed) return;
-    stream.respond(h);
-    ur.pipe(stream);
-  });
+  const up = httpRequest(
+    {
+      host: to.ip,
+      port: to.port,
+      method: String(headers[":method"] ?? "GET"),
+      path: String(headers[":path"] ?? "/"),
+      headers: out,
+    },
+    (ur) => {
+      const h: Record<string, string | string[] | number> = { ":status": ur.statusCode ?? 502 };
+      for (const [k, v] of Object.entries(ur.headers)) if (v !== undefined && !HOP_BY_HOP.has(k)) h[k] = v;
+      if (stream.destroyed) return;
+      stream.respond(h);
+      ur.pipe(stream);
+    },
+  );
   up.on("error", (err) => {
     if (stream.destroyed) return;
-    if (!stream.headersSent) { stream.respond({ ":status": 502, "content-type": "text/plain" }); stream.end(`upstream ${to.pod}: ${err.message}\n`); }
-    else stream.close(h2.NGHTTP2_INTERNAL_ERROR);
+    if (!stream.headersSent) {
+      stream.respond({ ":status": 502, "content-type": "text/plain" });
+      stream.end(`upstream ${to.pod}: ${err.message}\n`);
+    } else stream.close(h2.NGHTTP2_INTERNAL_ERROR);
   });
   stream.pipe(up);
 }

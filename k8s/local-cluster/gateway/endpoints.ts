@@ -10,8 +10,10 @@ export interface Endpoint {
 }
 
 const isReady = (p: V1Pod): boolean =>
-  !p.metadata?.deletionTimestamp && !!p.status?.podIP && p.status?.phase === "Running"
-  && (p.status?.conditions ?? []).some((c) => c.type === "Ready" && c.status === "True");
+  !p.metadata?.deletionTimestamp &&
+  !!p.status?.podIP &&
+  p.status?.phase === "Running" &&
+  (p.status?.conditions ?? []).some((c) => c.type === "Ready" && c.status === "True");
 
 /**
  * What an EndpointSlice controller would publish, computed directly (this cluster runs no
@@ -31,9 +33,19 @@ export function readyEndpoints(svc: V1Service, port: number | undefined, pods: r
     const labels = p.metadata?.labels ?? {};
     if (!Object.entries(sel).every(([k, v]) => labels[k] === v)) continue;
     const target = sp.targetPort ?? sp.port;
-    const n = typeof target === "number" ? target : /^\d+$/.test(String(target)) ? Number(target)
-      : p.spec?.containers.flatMap((c) => c.ports ?? []).find((cp) => cp.name === target)?.containerPort;
-    if (n !== undefined) out.push({ ip: p.status?.podIP as string, port: n, pod: `${ns}/${p.metadata?.name}`, h2c: sp.appProtocol === "kubernetes.io/h2c" });
+    const n =
+      typeof target === "number"
+        ? target
+        : /^\d+$/.test(String(target))
+          ? Number(target)
+          : p.spec?.containers.flatMap((c) => c.ports ?? []).find((cp) => cp.name === target)?.containerPort;
+    if (n !== undefined)
+      out.push({
+        ip: p.status?.podIP as string,
+        port: n,
+        pod: `${ns}/${p.metadata?.name}`,
+        h2c: sp.appProtocol === "kubernetes.io/h2c",
+      });
   }
   return out;
 }

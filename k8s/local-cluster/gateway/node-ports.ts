@@ -20,21 +20,35 @@ export interface NodePortTarget {
  * a Service that is being deleted opens nothing.
  */
 export function nodePortPlan(services: readonly V1Service[], nodes: readonly V1Node[]): Map<string, NodePortTarget> {
-  const addresses = [...new Set(nodes.flatMap((n) => (n.status?.addresses ?? []).filter((a) => a.type === "InternalIP").map((a) => a.address)))];
+  const addresses = [
+    ...new Set(
+      nodes.flatMap((n) => (n.status?.addresses ?? []).filter((a) => a.type === "InternalIP").map((a) => a.address)),
+    ),
+  ];
   const out = new Map<string, NodePortTarget>();
   for (const svc of services) {
     if (svc.spec?.type !== "NodePort" || svc.metadata?.deletionTimestamp) continue;
     for (const p of svc.spec.ports ?? []) {
       if (!p.nodePort || (p.protocol ?? "TCP") !== "TCP") continue;
       for (const address of addresses) {
-        out.set(`${address}:${p.nodePort}`, { address, nodePort: p.nodePort, namespace: svc.metadata?.namespace ?? "", service: svc.metadata?.name ?? "", port: p.port });
+        out.set(`${address}:${p.nodePort}`, {
+          address,
+          nodePort: p.nodePort,
+          namespace: svc.metadata?.namespace ?? "",
+          service: svc.metadata?.name ?? "",
+          port: p.port,
+        });
       }
     }
   }
   return out;
 }
 
-interface Listener { target: NodePortTarget; readonly server: Server; readonly sockets: Set<Socket> }
+interface Listener {
+  target: NodePortTarget;
+  readonly server: Server;
+  readonly sockets: Set<Socket>;
+}
 
 /**
  * A userspace node-port proxy (the local cluster's stand-in for kube-proxy): {@link sync} opens and
@@ -48,14 +62,26 @@ export class NodePortProxy {
   private readonly failed = new Map<string, string>();
   private rr = 0;
 
-  constructor(private readonly log: Logger, private readonly services: () => readonly V1Service[], private readonly pods: () => readonly V1Pod[]) {}
+  constructor(
+    private readonly log: Logger,
+    private readonly services: () => readonly V1Service[],
+    private readonly pods: () => readonly V1Pod[],
+  ) {}
 
   async sync(plan: Map<string, NodePortTarget>): Promise<void> {
-    for (const [key, l] of this.listeners) if (!plan.has(key)) { this.listeners.delete(key); await close(l); this.log.info("node port closed", { address: key }); }
+    for (const [key, l] of this.listeners)
+      if (!plan.has(key)) {
+        this.listeners.delete(key);
+        await close(l);
+        this.log.info("node port closed", { address: key });
+      }
     for (const key of this.failed.keys()) if (!plan.has(key)) this.failed.delete(key);
     for (const [key, target] of plan) {
       const l = this.listeners.get(key);
-      if (l) { l.target = target; continue; }
+      if (l) {
+        l.target = target;
+        continue;
+      }
       if (this.failed.has(key)) continue; // logged once; retried when the Service or Node changes the plan
       try {
         this.listeners.set(key, await this.open(target));
@@ -78,7 +104,10 @@ export class NodePortProxy {
     const listener: Listener = { target, sockets, server: createServer((down) => this.forward(listener, down)) };
     return new Promise((ok, fail) => {
       listener.server.once("error", fail);
-      listener.server.listen(target.nodePort, target.address, () => { listener.server.off("error", fail); ok(listener); });
+      listener.server.listen(target.nodePort, target.address, () => {
+        listener.server.off("error", fail);
+        ok(listener);
+      });
     });
   }
 
@@ -87,9 +116,15 @@ export class NodePortProxy {
     const svc = this.services().find((s) => s.metadata?.namespace === t.namespace && s.metadata?.name === t.service);
     const eps = svc ? readyEndpoints(svc, t.port, this.pods()) : [];
     const ep = eps[this.rr++ % Math.max(1, eps.length)];
-    if (!ep) { down.destroy(); return; }
+    if (!ep) {
+      down.destroy();
+      return;
+    }
     const up = connect(ep.port, ep.ip);
-    for (const s of [down, up]) { l.sockets.add(s); s.once("close", () => l.sockets.delete(s)); }
+    for (const s of [down, up]) {
+      l.sockets.add(s);
+      s.once("close", () => l.sockets.delete(s));
+    }
     down.on("error", () => up.destroy());
     up.on("error", () => down.destroy());
     down.pipe(up).pipe(down);

@@ -24,7 +24,9 @@ function headersMatch(want: readonly HeaderMatch[] | undefined, got: RequestFact
 function hostMatches(hostnames: readonly string[], host: string): boolean {
   if (hostnames.length === 0) return true;
   const h = host.replace(/:\d+$/, "").toLowerCase();
-  return hostnames.some((n) => (n.startsWith("*.") ? h.endsWith(n.slice(1)) && h.length > n.length - 1 : h === n.toLowerCase()));
+  return hostnames.some((n) =>
+    n.startsWith("*.") ? h.endsWith(n.slice(1)) && h.length > n.length - 1 : h === n.toLowerCase(),
+  );
 }
 
 function pathMatches(type: string, value: string, path: string): boolean {
@@ -39,7 +41,10 @@ function pathMatches(type: string, value: string, path: string): boolean {
 function queryMatches(want: readonly HeaderMatch[] | undefined, path: string): boolean {
   if (!want?.length) return true;
   const q = new URLSearchParams(path.split("?")[1] ?? "");
-  return want.every((m) => { const v = q.get(m.name); return v !== null && ((m.type ?? "Exact") === "Exact" ? v === m.value : new RegExp(`^(?:${m.value})$`).test(v)); });
+  return want.every((m) => {
+    const v = q.get(m.name);
+    return v !== null && ((m.type ?? "Exact") === "Exact" ? v === m.value : new RegExp(`^(?:${m.value})$`).test(v));
+  });
 }
 
 function matches(e: RouteEntry, r: RequestFacts): boolean {
@@ -48,12 +53,17 @@ function matches(e: RouteEntry, r: RequestFacts): boolean {
     const [, service = "", method = ""] = r.path.split("?")[0]?.split("/") ?? [];
     const m = e.grpc.method;
     const re = (m?.type ?? "Exact") === "RegularExpression";
-    const eq = (want: string | undefined, got: string): boolean => want === undefined || (re ? new RegExp(`^(?:${want})$`).test(got) : want === got);
+    const eq = (want: string | undefined, got: string): boolean =>
+      want === undefined || (re ? new RegExp(`^(?:${want})$`).test(got) : want === got);
     return r.grpc && eq(m?.service, service) && eq(m?.method, method) && headersMatch(e.grpc.headers, r.headers);
   }
   const m = e.http ?? {};
-  return pathMatches(m.path?.type ?? "PathPrefix", m.path?.value ?? "/", r.path) && (m.method === undefined || m.method === r.method)
-    && headersMatch(m.headers, r.headers) && queryMatches(m.queryParams, r.path);
+  return (
+    pathMatches(m.path?.type ?? "PathPrefix", m.path?.value ?? "/", r.path) &&
+    (m.method === undefined || m.method === r.method) &&
+    headersMatch(m.headers, r.headers) &&
+    queryMatches(m.queryParams, r.path)
+  );
 }
 
 // Gateway API precedence (httproute_types.go / grpcroute_types.go): exact path, longest prefix,
@@ -61,16 +71,34 @@ function matches(e: RouteEntry, r: RequestFacts): boolean {
 function rank(e: RouteEntry): (number | string)[] {
   if (e.grpc) {
     const m = e.grpc.method;
-    return [0, -(m?.service?.length ?? 0), -(m?.method?.length ?? 0), -(e.grpc.headers?.length ?? 0), e.created, e.route, e.rule];
+    return [
+      0,
+      -(m?.service?.length ?? 0),
+      -(m?.method?.length ?? 0),
+      -(e.grpc.headers?.length ?? 0),
+      e.created,
+      e.route,
+      e.rule,
+    ];
   }
   const m = e.http ?? {};
   const type = m.path?.type ?? "PathPrefix";
-  return [type === "Exact" ? 0 : 1, -(m.path?.value?.length ?? 1), m.method ? 0 : 1, -(m.headers?.length ?? 0), -(m.queryParams?.length ?? 0), e.created, e.route, e.rule];
+  return [
+    type === "Exact" ? 0 : 1,
+    -(m.path?.value?.length ?? 1),
+    m.method ? 0 : 1,
+    -(m.headers?.length ?? 0),
+    -(m.queryParams?.length ?? 0),
+    e.created,
+    e.route,
+    e.rule,
+  ];
 }
 
 function compare(a: (number | string)[], b: (number | string)[]): number {
   for (let i = 0; i < a.length; i++) {
-    const x = a[i] as number | string; const y = b[i] as number | string;
+    const x = a[i] as number | string;
+    const y = b[i] as number | string;
     if (x !== y) return x < y ? -1 : 1;
   }
   return 0;

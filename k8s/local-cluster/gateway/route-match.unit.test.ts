@@ -2,10 +2,24 @@ import { describe, expect, it } from "vitest";
 import type { RouteEntry } from "./plan.ts";
 import { selectRoute, type RequestFacts } from "./route-match.ts";
 
-const entry = (route: string, extra: Partial<RouteEntry>): RouteEntry =>
-  ({ kind: "HTTPRoute", route, created: 0, rule: 0, hostnames: [], backends: [{ namespace: "n", service: route, weight: 1 }], refsOk: true, ...extra });
-const req = (headers: Record<string, string>, extra: Partial<RequestFacts> = {}): RequestFacts =>
-  ({ method: "GET", path: "/x", host: "gw", headers, grpc: false, ...extra });
+const entry = (route: string, extra: Partial<RouteEntry>): RouteEntry => ({
+  kind: "HTTPRoute",
+  route,
+  created: 0,
+  rule: 0,
+  hostnames: [],
+  backends: [{ namespace: "n", service: route, weight: 1 }],
+  refsOk: true,
+  ...extra,
+});
+const req = (headers: Record<string, string>, extra: Partial<RequestFacts> = {}): RequestFacts => ({
+  method: "GET",
+  path: "/x",
+  host: "gw",
+  headers,
+  grpc: false,
+  ...extra,
+});
 const H = "x-drover-runtime-instance-id";
 
 describe("local gateway route selection (pure, proves no transport)", () => {
@@ -34,8 +48,13 @@ describe("local gateway route selection (pure, proves no transport)", () => {
   });
 
   it("tries GRPCRoutes for gRPC requests, by service/method and header", () => {
-    const g = entry("n/rt-a-grpc", { kind: "GRPCRoute", grpc: { method: { service: "cp.v1.Runtime" }, headers: [{ name: H, value: "a" }] } });
-    expect(selectRoute([g], req({ [H]: "a" }, { grpc: true, path: "/cp.v1.Runtime/GetQueueStatus" }))?.route).toBe("n/rt-a-grpc");
+    const g = entry("n/rt-a-grpc", {
+      kind: "GRPCRoute",
+      grpc: { method: { service: "cp.v1.Runtime" }, headers: [{ name: H, value: "a" }] },
+    });
+    expect(selectRoute([g], req({ [H]: "a" }, { grpc: true, path: "/cp.v1.Runtime/GetQueueStatus" }))?.route).toBe(
+      "n/rt-a-grpc",
+    );
     expect(selectRoute([g], req({ [H]: "a" }, { grpc: true, path: "/other.Svc/Call" }))).toBeUndefined();
     expect(selectRoute([g], req({ [H]: "a" }, { grpc: false, path: "/cp.v1.Runtime/GetQueueStatus" }))).toBeUndefined();
   });

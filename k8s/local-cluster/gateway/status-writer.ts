@@ -6,8 +6,11 @@ const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 
 /** JSON with object keys sorted, so a status read back from the server compares equal to ours. */
 export function canonical(v: unknown): string {
-  return JSON.stringify(v, (_k, x: unknown) => (x && typeof x === "object" && !Array.isArray(x)
-    ? Object.fromEntries(Object.entries(x as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : 1))) : x));
+  return JSON.stringify(v, (_k, x: unknown) =>
+    x && typeof x === "object" && !Array.isArray(x)
+      ? Object.fromEntries(Object.entries(x as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : 1)))
+      : x,
+  );
 }
 
 export type StatusTarget =
@@ -30,10 +33,15 @@ export class StatusWriter {
     const body = { status };
     try {
       if (target.plural === "gatewayclasses") {
-        await this.custom.patchClusterCustomObjectStatus({ group: GROUP, version: "v1", plural: target.plural, name: target.name, body }, mergePatch);
+        await this.custom.patchClusterCustomObjectStatus(
+          { group: GROUP, version: "v1", plural: target.plural, name: target.name, body },
+          mergePatch,
+        );
       } else {
-        await this.custom.patchNamespacedCustomObjectStatus({ group: GROUP, version: "v1", plural: target.plural, namespace: target.namespace,
-          name: target.name, body }, mergePatch);
+        await this.custom.patchNamespacedCustomObjectStatus(
+          { group: GROUP, version: "v1", plural: target.plural, namespace: target.namespace, name: target.name, body },
+          mergePatch,
+        );
       }
       this.written.set(key, next);
     } catch (err) {

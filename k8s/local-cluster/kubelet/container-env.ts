@@ -19,13 +19,18 @@ export interface LaunchContext {
 
 /** Names of the Secrets a container's env refers to through secretKeyRef (what the caller must read first). */
 export function referencedSecrets(container: V1Container): string[] {
-  return [...new Set((container.env ?? []).flatMap((e) => (e.valueFrom?.secretKeyRef?.name ? [e.valueFrom.secretKeyRef.name] : [])))];
+  return [
+    ...new Set(
+      (container.env ?? []).flatMap((e) => (e.valueFrom?.secretKeyRef?.name ? [e.valueFrom.secretKeyRef.name] : [])),
+    ),
+  ];
 }
 
 // Expands $(VAR) from the variables defined so far; $$(VAR) stays literal, as in Kubernetes.
 function expand(s: string, vars: Record<string, string>): string {
   return s.replace(/\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)/g, (m, name: string | undefined) =>
-    m === "$$" ? "$" : name !== undefined && name in vars ? (vars[name] as string) : m);
+    m === "$$" ? "$" : name !== undefined && name in vars ? (vars[name] as string) : m,
+  );
 }
 
 function fieldValue(pod: V1Pod, path: string, ctx: LaunchContext): string | undefined {
@@ -33,14 +38,24 @@ function fieldValue(pod: V1Pod, path: string, ctx: LaunchContext): string | unde
   const key = /^metadata\.(labels|annotations)\['(.+)'\]$/.exec(path);
   if (key) return (key[1] === "labels" ? md.labels : md.annotations)?.[key[2] as string] ?? "";
   switch (path) {
-    case "metadata.name": return md.name ?? "";
-    case "metadata.namespace": return md.namespace ?? "";
-    case "metadata.uid": return md.uid ?? "";
-    case "spec.nodeName": return ctx.nodeName;
-    case "spec.serviceAccountName": return pod.spec?.serviceAccountName ?? "";
-    case "status.hostIP": case "status.hostIPs": return ctx.hostIP;
-    case "status.podIP": case "status.podIPs": return ctx.podIP;
-    default: return undefined;
+    case "metadata.name":
+      return md.name ?? "";
+    case "metadata.namespace":
+      return md.namespace ?? "";
+    case "metadata.uid":
+      return md.uid ?? "";
+    case "spec.nodeName":
+      return ctx.nodeName;
+    case "spec.serviceAccountName":
+      return pod.spec?.serviceAccountName ?? "";
+    case "status.hostIP":
+    case "status.hostIPs":
+      return ctx.hostIP;
+    case "status.podIP":
+    case "status.podIPs":
+      return ctx.podIP;
+    default:
+      return undefined;
   }
 }
 
@@ -53,27 +68,46 @@ function fieldValue(pod: V1Pod, path: string, ctx: LaunchContext): string | unde
  */
 export function resolveLaunch(pod: V1Pod, container: V1Container, ctx: LaunchContext): ContainerLaunch {
   if (!container.command?.length) {
-    return { ok: false, message: `container ${container.name}: the local kubelet runs spec.containers[].command as a process (images are not pulled); command is empty` };
+    return {
+      ok: false,
+      message: `container ${container.name}: the local kubelet runs spec.containers[].command as a process (images are not pulled); command is empty`,
+    };
   }
-  if (container.envFrom?.length) return { ok: false, message: `container ${container.name}: envFrom is not supported by the local kubelet` };
+  if (container.envFrom?.length)
+    return { ok: false, message: `container ${container.name}: envFrom is not supported by the local kubelet` };
   const env: Record<string, string> = {
     ...ctx.baseEnv,
-    POD_IP: ctx.podIP, POD_NAME: pod.metadata?.name ?? "", POD_NAMESPACE: pod.metadata?.namespace ?? "",
-    POD_UID: pod.metadata?.uid ?? "", NODE_NAME: ctx.nodeName, HOSTNAME: pod.metadata?.name ?? "",
+    POD_IP: ctx.podIP,
+    POD_NAME: pod.metadata?.name ?? "",
+    POD_NAMESPACE: pod.metadata?.namespace ?? "",
+    POD_UID: pod.metadata?.uid ?? "",
+    NODE_NAME: ctx.nodeName,
+    HOSTNAME: pod.metadata?.name ?? "",
   };
   for (const e of container.env ?? []) {
-    if (e.value !== undefined || !e.valueFrom) { env[e.name] = expand(e.value ?? "", env); continue; }
+    if (e.value !== undefined || !e.valueFrom) {
+      env[e.name] = expand(e.value ?? "", env);
+      continue;
+    }
     const ref = e.valueFrom.secretKeyRef;
     if (ref) {
       const v = ctx.secrets?.get(ref.name ?? "")?.[ref.key];
       if (v !== undefined) env[e.name] = v;
       // Like the kubelet: a missing Secret or key fails the start unless the reference is optional.
-      else if (!ref.optional) return { ok: false, message: `container ${container.name}: env ${e.name}: secret ${ref.name} key ${ref.key} not found` };
+      else if (!ref.optional)
+        return {
+          ok: false,
+          message: `container ${container.name}: env ${e.name}: secret ${ref.name} key ${ref.key} not found`,
+        };
       continue;
     }
     const path = e.valueFrom.fieldRef?.fieldPath;
     const v = path === undefined ? undefined : fieldValue(pod, path, ctx);
-    if (v === undefined) return { ok: false, message: `container ${container.name}: env ${e.name}: only value, secretKeyRef and supported fieldRef sources are implemented by the local kubelet` };
+    if (v === undefined)
+      return {
+        ok: false,
+        message: `container ${container.name}: env ${e.name}: only value, secretKeyRef and supported fieldRef sources are implemented by the local kubelet`,
+      };
     env[e.name] = v;
   }
   const argv = [...container.command, ...(container.args ?? [])].map((a) => expand(a, env));

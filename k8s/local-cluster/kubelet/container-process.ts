@@ -17,7 +17,15 @@ export interface ContainerExit {
 // the parent can still learn the exit code. `trap :` keeps the shell alive through the SIGTERM sent
 // to the group while the command (whose traps are reset to default) receives it.
 const WRAPPER = 'f=$1; shift; trap : TERM INT HUP; "$@"; c=$?; echo "$c" >"$f.tmp" && mv "$f.tmp" "$f"; exit "$c"';
-const SIGNALS: Record<string, number> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGKILL: 9, SIGSEGV: 11, SIGPIPE: 13, SIGTERM: 15 };
+const SIGNALS: Record<string, number> = {
+  SIGHUP: 1,
+  SIGINT: 2,
+  SIGQUIT: 3,
+  SIGKILL: 9,
+  SIGSEGV: 11,
+  SIGPIPE: 13,
+  SIGTERM: 15,
+};
 
 /** A container process this kubelet started, or adopted after a restart. */
 export interface ContainerProcess {
@@ -33,19 +41,40 @@ export interface ContainerProcess {
  * can be signalled as a unit), cwd and env as given, stdout+stderr appended to the container's log
  * file. The record is written to the state dir before this resolves. Throws when spawn fails.
  */
-export async function spawnContainer(stateDir: string, meta: { podUid: string; namespace: string; podName: string; container: string; podIP: string; restartCount: number },
-  argv: readonly string[], env: Record<string, string>, cwd: string): Promise<ContainerProcess> {
+export async function spawnContainer(
+  stateDir: string,
+  meta: { podUid: string; namespace: string; podName: string; container: string; podIP: string; restartCount: number },
+  argv: readonly string[],
+  env: Record<string, string>,
+  cwd: string,
+): Promise<ContainerProcess> {
   const paths = await containerPaths(stateDir, meta.podUid, meta.container);
   const fd = openSync(paths.logFile, "a");
   let child: ChildProcess;
   try {
-    child = spawn("/bin/sh", ["-c", WRAPPER, "sh", paths.exitFile, ...argv], { detached: true, stdio: ["ignore", fd, fd], env, cwd });
+    child = spawn("/bin/sh", ["-c", WRAPPER, "sh", paths.exitFile, ...argv], {
+      detached: true,
+      stdio: ["ignore", fd, fd],
+      env,
+      cwd,
+    });
     const c = child;
-    await new Promise<void>((ok, fail) => { c.once("spawn", ok); c.once("error", fail); });
-  } finally { closeSync(fd); }
+    await new Promise<void>((ok, fail) => {
+      c.once("spawn", ok);
+      c.once("error", fail);
+    });
+  } finally {
+    closeSync(fd);
+  }
   const pid = child.pid ?? -1;
-  const record: ContainerRecord = { ...meta, pid, startTime: processStartTime(pid) ?? "", startedAt: new Date().toISOString(),
-    exitFile: paths.exitFile, logFile: paths.logFile };
+  const record: ContainerRecord = {
+    ...meta,
+    pid,
+    startTime: processStartTime(pid) ?? "",
+    startedAt: new Date().toISOString(),
+    exitFile: paths.exitFile,
+    logFile: paths.logFile,
+  };
   let gone = false;
   const exited = new Promise<ContainerExit>((ok) => {
     child.once("exit", (code, sig) => {
@@ -58,7 +87,13 @@ export async function spawnContainer(stateDir: string, meta: { podUid: string; n
   });
   await writeRecord(stateDir, record);
   // Once reaped, the pid may be reused: never signal it again.
-  return { record, exited, signal: (s) => { if (!gone) signalGroup(pid, s); } };
+  return {
+    record,
+    exited,
+    signal: (s) => {
+      if (!gone) signalGroup(pid, s);
+    },
+  };
 }
 
 const adopted = new Map<ContainerRecord, (e: ContainerExit) => void>();
@@ -70,9 +105,14 @@ function poll(): void {
   for (const [rec, done] of adopted) {
     if (isSameProcessAlive(rec.pid, rec.startTime)) continue;
     adopted.delete(rec);
-    void readExitCode(rec.exitFile).then((code) => done({ exitCode: code ?? 137, finishedAt: new Date().toISOString(), codeKnown: code !== undefined }));
+    void readExitCode(rec.exitFile).then((code) =>
+      done({ exitCode: code ?? 137, finishedAt: new Date().toISOString(), codeKnown: code !== undefined }),
+    );
   }
-  if (adopted.size === 0 && poller) { clearInterval(poller); poller = undefined; }
+  if (adopted.size === 0 && poller) {
+    clearInterval(poller);
+    poller = undefined;
+  }
 }
 
 /**
@@ -84,7 +124,13 @@ export function adoptContainer(record: ContainerRecord): ContainerProcess | unde
   if (!isSameProcessAlive(record.pid, record.startTime)) return undefined;
   const exited = new Promise<ContainerExit>((ok) => adopted.set(record, ok));
   poller ??= setInterval(poll, 100);
-  return { record, exited, signal: (s) => { if (isSameProcessAlive(record.pid, record.startTime)) signalGroup(record.pid, s); } };
+  return {
+    record,
+    exited,
+    signal: (s) => {
+      if (isSameProcessAlive(record.pid, record.startTime)) signalGroup(record.pid, s);
+    },
+  };
 }
 
 /** Stops polling adopted processes (kubelet shutdown; the processes keep running). */

@@ -16,13 +16,23 @@ import { readAllRecords, reapRecords, type ContainerRecord } from "./state-store
 //   node --import tsx k8s/local-cluster/kubelet/main.ts --kubeconfig F --node-name N --state-dir D --pod-cidr 127.0.X.0/24 [--bind-unscheduled] [--ready-file F]
 // SIGTERM/SIGINT stop the kubelet but leave container processes running: the next kubelet with the
 // same --state-dir adopts them (or kills them if their Pod is gone).
-const { values: args } = parseArgs({ options: {
-  kubeconfig: { type: "string" }, "node-name": { type: "string" }, "state-dir": { type: "string" }, "pod-cidr": { type: "string" },
-  "host-ip": { type: "string", default: "127.0.0.1" }, "ready-file": { type: "string" }, "bind-unscheduled": { type: "boolean", default: false },
-} });
+const { values: args } = parseArgs({
+  options: {
+    kubeconfig: { type: "string" },
+    "node-name": { type: "string" },
+    "state-dir": { type: "string" },
+    "pod-cidr": { type: "string" },
+    "host-ip": { type: "string", default: "127.0.0.1" },
+    "ready-file": { type: "string" },
+    "bind-unscheduled": { type: "boolean", default: false },
+  },
+});
 const need = (k: "kubeconfig" | "node-name" | "state-dir" | "pod-cidr"): string => {
   const v = args[k];
-  if (!v) { process.stderr.write(`kubelet: --${k} is required\n`); process.exit(2); }
+  if (!v) {
+    process.stderr.write(`kubelet: --${k} is required\n`);
+    process.exit(2);
+  }
   return v;
 };
 const nodeName = need("node-name");
@@ -46,9 +56,22 @@ for (const r of await readAllRecords(stateDir)) {
   ipPool.reserve(r.podIP);
 }
 const baseEnv: Record<string, string> = {};
-for (const k of ["PATH", "HOME", "LANG", "TMPDIR"]) { const v = process.env[k]; if (v !== undefined) baseEnv[k] = v; }
+for (const k of ["PATH", "HOME", "LANG", "TMPDIR"]) {
+  const v = process.env[k];
+  if (v !== undefined) baseEnv[k] = v;
+}
 const workers = new Map<string, PodWorker>();
-const deps = { core, log, stateDir, nodeName, hostIP, ipPool, baseEnv, defaultCwd: process.cwd(), onFinished: (uid: string) => workers.delete(uid) };
+const deps = {
+  core,
+  log,
+  stateDir,
+  nodeName,
+  hostIP,
+  ipPool,
+  baseEnv,
+  defaultCwd: process.cwd(),
+  onFinished: (uid: string) => workers.delete(uid),
+};
 
 const pods = await startInformer<V1Pod>(kc, {
   path: "/api/v1/pods",
@@ -58,8 +81,14 @@ const pods = await startInformer<V1Pod>(kc, {
   onChange: (kind, pod) => {
     const uid = pod.metadata?.uid ?? "";
     const worker = workers.get(uid);
-    if (kind === "delete") { worker?.deleted(); return; }
-    if (worker) { worker.update(pod); return; }
+    if (kind === "delete") {
+      worker?.deleted();
+      return;
+    }
+    if (worker) {
+      worker.update(pod);
+      return;
+    }
     const records = leftovers.get(uid) ?? [];
     leftovers.delete(uid);
     workers.set(uid, new PodWorker(deps, pod, records));

@@ -8,8 +8,16 @@ import type { V1Pod } from "@kubernetes/client-node";
 export type ContainerState =
   | { readonly kind: "waiting"; readonly reason: string; readonly message?: string }
   | { readonly kind: "running"; readonly startedAt: string; readonly ready: boolean; readonly pid: number }
-  | { readonly kind: "terminated"; readonly exitCode: number; readonly signal?: string; readonly reason: string; readonly message?: string;
-      readonly startedAt: string; readonly finishedAt: string; readonly pid?: number };
+  | {
+      readonly kind: "terminated";
+      readonly exitCode: number;
+      readonly signal?: string;
+      readonly reason: string;
+      readonly message?: string;
+      readonly startedAt: string;
+      readonly finishedAt: string;
+      readonly pid?: number;
+    };
 
 export interface ContainerStatusInput {
   readonly name: string;
@@ -30,7 +38,14 @@ export interface PodStatusInput {
   readonly terminal?: boolean;
 }
 
-interface Condition { type: string; status: "True" | "False"; reason?: string; message?: string; lastTransitionTime: string; lastProbeTime: null }
+interface Condition {
+  type: string;
+  status: "True" | "False";
+  reason?: string;
+  message?: string;
+  lastTransitionTime: string;
+  lastProbeTime: null;
+}
 
 // metav1.Time has second precision: format like the server does, so a status read back compares equal.
 const seconds = (t: string | Date): string => new Date(t).toISOString().replace(/\.\d{3}Z$/, "Z");
@@ -42,12 +57,26 @@ export function terminationReason(exitCode: number): string {
 
 function stateJson(s: ContainerState): Record<string, unknown> {
   switch (s.kind) {
-    case "waiting": return { waiting: { reason: s.reason, ...(s.message ? { message: s.message } : {}) } };
-    case "running": return { running: { startedAt: s.startedAt } };
-    case "terminated": return { terminated: { exitCode: s.exitCode, reason: s.reason, startedAt: s.startedAt, finishedAt: s.finishedAt,
-      ...(s.message ? { message: s.message } : {}), ...(s.signal ? { signal: SIGNAL_NUMBERS[s.signal] ?? 0 } : {}),
-      ...(s.pid !== undefined ? { containerID: `local://${s.pid}` } : {}) } };
-    default: { const never: never = s; throw new Error(`unknown state ${JSON.stringify(never)}`); }
+    case "waiting":
+      return { waiting: { reason: s.reason, ...(s.message ? { message: s.message } : {}) } };
+    case "running":
+      return { running: { startedAt: s.startedAt } };
+    case "terminated":
+      return {
+        terminated: {
+          exitCode: s.exitCode,
+          reason: s.reason,
+          startedAt: s.startedAt,
+          finishedAt: s.finishedAt,
+          ...(s.message ? { message: s.message } : {}),
+          ...(s.signal ? { signal: SIGNAL_NUMBERS[s.signal] ?? 0 } : {}),
+          ...(s.pid !== undefined ? { containerID: `local://${s.pid}` } : {}),
+        },
+      };
+    default: {
+      const never: never = s;
+      throw new Error(`unknown state ${JSON.stringify(never)}`);
+    }
   }
 }
 const SIGNAL_NUMBERS: Record<string, number> = { SIGHUP: 1, SIGINT: 2, SIGKILL: 9, SIGTERM: 15 };
@@ -78,7 +107,14 @@ export function buildPodStatus(input: PodStatusInput): Record<string, unknown> {
     const status = ok ? "True" : "False";
     const prev = previous.get(type);
     const since = prev && prev.status === status && prev.lastTransitionTime ? seconds(prev.lastTransitionTime) : now;
-    return { type, status, ...(reason ? { reason } : {}), ...(message ? { message } : {}), lastTransitionTime: since, lastProbeTime: null };
+    return {
+      type,
+      status,
+      ...(reason ? { reason } : {}),
+      ...(message ? { message } : {}),
+      lastTransitionTime: since,
+      lastProbeTime: null,
+    };
   };
   const unready = input.containers.filter((c) => !(c.state.kind === "running" && c.state.ready)).map((c) => c.name);
   const gates = (pod.spec?.readinessGates ?? []).map((g) => g.conditionType);
@@ -91,8 +127,14 @@ export function buildPodStatus(input: PodStatusInput): Record<string, unknown> {
     cond("PodScheduled", true),
     cond("Initialized", true),
     containersReady ? cond("ContainersReady", true) : cond("ContainersReady", false, notReadyReason, notReadyMsg),
-    containersReady && gatesOk ? cond("Ready", true)
-      : cond("Ready", false, containersReady ? "ReadinessGatesNotReady" : notReadyReason, containersReady ? "readiness gates not ready" : notReadyMsg),
+    containersReady && gatesOk
+      ? cond("Ready", true)
+      : cond(
+          "Ready",
+          false,
+          containersReady ? "ReadinessGatesNotReady" : notReadyReason,
+          containersReady ? "readiness gates not ready" : notReadyMsg,
+        ),
   ];
   return {
     phase,

@@ -26,10 +26,18 @@ export interface ContainerRecord {
 export const podDir = (stateDir: string, podUid: string): string => join(stateDir, "pods", podUid);
 
 /** Paths for a container's files (record, exit code, output). Creates the pod directory. */
-export async function containerPaths(stateDir: string, podUid: string, container: string): Promise<{ record: string; exitFile: string; logFile: string }> {
+export async function containerPaths(
+  stateDir: string,
+  podUid: string,
+  container: string,
+): Promise<{ record: string; exitFile: string; logFile: string }> {
   const dir = podDir(stateDir, podUid);
   await mkdir(dir, { recursive: true });
-  return { record: join(dir, `${container}.json`), exitFile: join(dir, `${container}.exit`), logFile: join(dir, `${container}.log`) };
+  return {
+    record: join(dir, `${container}.json`),
+    exitFile: join(dir, `${container}.exit`),
+    logFile: join(dir, `${container}.log`),
+  };
 }
 
 /** Writes a record atomically (temp file + rename), so a crash never leaves half a record. */
@@ -49,7 +57,9 @@ export async function readAllRecords(stateDir: string): Promise<ContainerRecord[
       try {
         const rec = JSON.parse(await readFile(join(root, uid, f), "utf8")) as ContainerRecord;
         if (rec.podUid === uid && Number.isInteger(rec.pid) && typeof rec.startTime === "string") out.push(rec);
-      } catch { /* a file we did not write completely: ignore */ }
+      } catch {
+        /* a file we did not write completely: ignore */
+      }
     }
   }
   return out;
@@ -60,7 +70,9 @@ export async function readExitCode(exitFile: string): Promise<number | undefined
   try {
     const n = Number.parseInt((await readFile(exitFile, "utf8")).trim(), 10);
     return Number.isInteger(n) ? n : undefined;
-  } catch { return undefined; }
+  } catch {
+    return undefined;
+  }
 }
 
 /** Removes everything recorded for a Pod (after it is finalized or found to be gone). */
@@ -73,11 +85,16 @@ export async function removePod(stateDir: string, podUid: string): Promise<void>
  * SIGTERM to its process group, SIGKILL after `graceMs`, then removes the records. Used when a
  * whole local cluster is torn down, and by a restarted kubelet for Pods that no longer exist.
  */
-export async function reapRecords(stateDir: string, records: readonly ContainerRecord[], graceMs: number): Promise<void> {
+export async function reapRecords(
+  stateDir: string,
+  records: readonly ContainerRecord[],
+  graceMs: number,
+): Promise<void> {
   const live = records.filter((r) => isSameProcessAlive(r.pid, r.startTime));
   for (const r of live) signalGroup(r.pid, "SIGTERM");
   const deadline = Date.now() + graceMs;
-  while (live.some((r) => isSameProcessAlive(r.pid, r.startTime)) && Date.now() < deadline) await new Promise((ok) => setTimeout(ok, 50));
+  while (live.some((r) => isSameProcessAlive(r.pid, r.startTime)) && Date.now() < deadline)
+    await new Promise((ok) => setTimeout(ok, 50));
   for (const r of live) if (isSameProcessAlive(r.pid, r.startTime)) signalGroup(r.pid, "SIGKILL");
   while (live.some((r) => isSameProcessAlive(r.pid, r.startTime))) await new Promise((ok) => setTimeout(ok, 20));
   for (const uid of new Set(records.map((r) => r.podUid))) await removePod(stateDir, uid);

@@ -16,12 +16,25 @@ export interface DaemonRecord {
  * caller — `make k8s-up` — and can be stopped as a group), with stdout and stderr appended to
  * `logFile`, and writes its {@link DaemonRecord} to `recordFile`. Throws when spawning fails.
  */
-export async function startDaemon(name: string, cmd: string, args: readonly string[], opts: {
-  logFile: string; recordFile: string; env?: NodeJS.ProcessEnv; cwd?: string;
-}): Promise<DaemonRecord> {
+export async function startDaemon(
+  name: string,
+  cmd: string,
+  args: readonly string[],
+  opts: {
+    logFile: string;
+    recordFile: string;
+    env?: NodeJS.ProcessEnv;
+    cwd?: string;
+  },
+): Promise<DaemonRecord> {
   const fd = openSync(opts.logFile, "a");
   try {
-    const child = spawn(cmd, args, { detached: true, stdio: ["ignore", fd, fd], env: opts.env ?? process.env, cwd: opts.cwd });
+    const child = spawn(cmd, args, {
+      detached: true,
+      stdio: ["ignore", fd, fd],
+      env: opts.env ?? process.env,
+      cwd: opts.cwd,
+    });
     const pid = await new Promise<number>((ok, fail) => {
       child.once("error", fail);
       child.once("spawn", () => (child.pid === undefined ? fail(new Error(`${name}: no pid`)) : ok(child.pid)));
@@ -43,7 +56,11 @@ export function daemonAlive(rec: DaemonRecord): boolean {
 
 /** Reads a record written by {@link startDaemon}; undefined when there is none. */
 export async function readDaemonRecord(recordFile: string): Promise<DaemonRecord | undefined> {
-  try { return JSON.parse(await readFile(recordFile, "utf8")) as DaemonRecord; } catch { return undefined; }
+  try {
+    return JSON.parse(await readFile(recordFile, "utf8")) as DaemonRecord;
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -69,16 +86,26 @@ export async function stopDaemon(recordFile: string, graceMs = 10_000): Promise<
  * Polls `probe` every 100 ms until it returns true; throws with the daemon's log tail when the
  * daemon dies first or the deadline passes.
  */
-export async function waitUntilReady(rec: DaemonRecord, probe: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+export async function waitUntilReady(
+  rec: DaemonRecord,
+  probe: () => Promise<boolean>,
+  timeoutMs: number,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (await probe().catch(() => false)) return;
-    if (!daemonAlive(rec)) throw new Error(`${rec.name} exited during start-up; log ${rec.logFile}:\n${tail(rec.logFile)}`);
-    if (Date.now() > deadline) throw new Error(`${rec.name} not ready within ${timeoutMs} ms; log ${rec.logFile}:\n${tail(rec.logFile)}`);
+    if (!daemonAlive(rec))
+      throw new Error(`${rec.name} exited during start-up; log ${rec.logFile}:\n${tail(rec.logFile)}`);
+    if (Date.now() > deadline)
+      throw new Error(`${rec.name} not ready within ${timeoutMs} ms; log ${rec.logFile}:\n${tail(rec.logFile)}`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }
 
 function tail(file: string): string {
-  try { return readFileSync(file, "utf8").split("\n").slice(-25).join("\n"); } catch { return "(no log)"; }
+  try {
+    return readFileSync(file, "utf8").split("\n").slice(-25).join("\n");
+  } catch {
+    return "(no log)";
+  }
 }

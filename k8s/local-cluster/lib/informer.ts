@@ -1,4 +1,10 @@
-import { ListWatch, Watch, type KubeConfig, type KubernetesListObject, type KubernetesObject } from "@kubernetes/client-node";
+import {
+  ListWatch,
+  Watch,
+  type KubeConfig,
+  type KubernetesListObject,
+  type KubernetesObject,
+} from "@kubernetes/client-node";
 import type { Logger } from "./log.ts";
 
 /** A list+watch cache that keeps itself running: see {@link startInformer}. */
@@ -25,9 +31,16 @@ export interface InformerOptions<T extends KubernetesObject> {
  * a short backoff, so a daemon survives an API server restart. Rejects when the first list has not
  * succeeded within `firstListTimeoutMs` (default 30 s).
  */
-export async function startInformer<T extends KubernetesObject>(kc: KubeConfig, opts: InformerOptions<T> & { firstListTimeoutMs?: number }): Promise<Informer<T>> {
+export async function startInformer<T extends KubernetesObject>(
+  kc: KubeConfig,
+  opts: InformerOptions<T> & { firstListTimeoutMs?: number },
+): Promise<Informer<T>> {
   let listed = false;
-  const list = async (): Promise<KubernetesListObject<T>> => { const l = await opts.list(); listed = true; return l; };
+  const list = async (): Promise<KubernetesListObject<T>> => {
+    const l = await opts.list();
+    listed = true;
+    return l;
+  };
   const lw = new ListWatch<T>(opts.path, new Watch(kc), list, false, opts.labelSelector, opts.fieldSelector);
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
@@ -39,7 +52,9 @@ export async function startInformer<T extends KubernetesObject>(kc: KubeConfig, 
     lastError = err;
     if (stopped || !listed) return;
     opts.log.warn("watch failed; restarting", { path: opts.path, err });
-    timer = setTimeout(() => { lw.start().catch(() => undefined); }, 500);
+    timer = setTimeout(() => {
+      lw.start().catch(() => undefined);
+    }, 500);
   });
   const deadline = Date.now() + (opts.firstListTimeoutMs ?? 30_000);
   for (;;) {
@@ -50,6 +65,10 @@ export async function startInformer<T extends KubernetesObject>(kc: KubeConfig, 
   }
   return {
     list: () => lw.list(),
-    async stop() { stopped = true; if (timer) clearTimeout(timer); await lw.stop(); },
+    async stop() {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+      await lw.stop();
+    },
   };
 }

@@ -17,19 +17,29 @@ export class IpPool {
   }
 
   /** True when the address belongs to this pool's /24. */
-  contains(ip: string): boolean { return ip.startsWith(`${this.prefix}.`); }
+  contains(ip: string): boolean {
+    return ip.startsWith(`${this.prefix}.`);
+  }
 
   /** Marks an address as taken (a Pod adopted after a restart keeps its IP). */
-  reserve(ip: string): void { if (this.contains(ip)) this.used.add(ip); }
+  reserve(ip: string): void {
+    if (this.contains(ip)) this.used.add(ip);
+  }
 
-  release(ip: string): void { this.used.delete(ip); }
+  release(ip: string): void {
+    this.used.delete(ip);
+  }
 
   /** The next free address; throws when all 254 are in use. */
   allocate(): string {
     for (let i = 0; i < 254; i++) {
       const host = ((this.next - 1 + i) % 254) + 1;
       const ip = `${this.prefix}.${host}`;
-      if (!this.used.has(ip)) { this.used.add(ip); this.next = (host % 254) + 1; return ip; }
+      if (!this.used.has(ip)) {
+        this.used.add(ip);
+        this.next = (host % 254) + 1;
+        return ip;
+      }
     }
     throw new Error(`pod CIDR ${this.prefix}.0/24 is exhausted`);
   }

@@ -8,7 +8,11 @@ import { readFileSync } from "node:fs";
 /** Field 22 of /proc/<pid>/stat (start time) and field 3 (state), or undefined if there is no such pid. */
 function readStat(pid: number): { state: string; startTime: string } | undefined {
   let text: string;
-  try { text = readFileSync(`/proc/${pid}/stat`, "utf8"); } catch { return undefined; }
+  try {
+    text = readFileSync(`/proc/${pid}/stat`, "utf8");
+  } catch {
+    return undefined;
+  }
   // The command name (field 2) is in parentheses and may contain spaces; split after its last ')'.
   const rest = text.slice(text.lastIndexOf(")") + 2).split(" ");
   const state = rest[0];
@@ -33,10 +37,20 @@ export function isSameProcessAlive(pid: number, startTime: string): boolean {
 
 /** Sends a signal to a whole process group; false when the group no longer exists. */
 export function signalGroup(pgid: number, signal: NodeJS.Signals): boolean {
-  try { process.kill(-pgid, signal); return true; } catch { return false; }
+  try {
+    process.kill(-pgid, signal);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** Sends a signal to one process; false when it no longer exists. */
 export function signalProcess(pid: number, signal: NodeJS.Signals): boolean {
-  try { process.kill(pid, signal); return true; } catch { return false; }
+  try {
+    process.kill(pid, signal);
+    return true;
+  } catch {
+    return false;
+  }
 }

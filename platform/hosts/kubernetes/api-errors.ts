@@ -16,7 +16,11 @@ export function apiFailure(e: unknown): ApiFailure | undefined {
   if (!(e instanceof ApiException)) return undefined;
   let body: unknown = e.body;
   if (typeof body === "string") {
-    try { body = JSON.parse(body); } catch { body = undefined; }
+    try {
+      body = JSON.parse(body);
+    } catch {
+      body = undefined;
+    }
   }
   const status = (body ?? {}) as { reason?: unknown; message?: unknown };
   return {

@@ -14,9 +14,16 @@ export function kubernetesStrategyFromConfig(cfg: KubernetesHostConfig): HostStr
   if (cfg.kubeconfig) kc.loadFromFile(cfg.kubeconfig);
   else kc.loadFromCluster();
   return createKubernetesStrategy({
-    kubeconfig: kc, namespace: cfg.namespace, namePrefix: cfg.namePrefix, exposure: cfg.exposure, ...(cfg.gateway ? { gateway: cfg.gateway } : {}),
+    kubeconfig: kc,
+    namespace: cfg.namespace,
+    namePrefix: cfg.namePrefix,
+    exposure: cfg.exposure,
+    ...(cfg.gateway ? { gateway: cfg.gateway } : {}),
     ...(cfg.nodeAddress ? { nodeAddress: cfg.nodeAddress } : {}),
-    image: cfg.runtimeImage, command: cfg.runtimeCommand, ...(cfg.workingDir ? { workingDir: cfg.workingDir } : {}),
-    readinessTimeoutMs: cfg.readinessTimeoutMs, killGraceSeconds: cfg.killGraceSeconds,
+    image: cfg.runtimeImage,
+    command: cfg.runtimeCommand,
+    ...(cfg.workingDir ? { workingDir: cfg.workingDir } : {}),
+    readinessTimeoutMs: cfg.readinessTimeoutMs,
+    killGraceSeconds: cfg.killGraceSeconds,
   });
 }

@@ -11,7 +11,10 @@ export function shortHash(value: string): string {
 
 // Lowercase, every run of characters outside [a-z0-9] becomes one '-', no '-' at either end.
 function dnsReadable(s: string): string {
-  return s.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-+|-+$/g, "");
+  return s
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, "-")
+    .replace(/^-+|-+$/g, "");
 }
 
 /**
@@ -23,7 +26,9 @@ function dnsReadable(s: string): string {
  */
 export function resourceName(prefix: string, suffix: string, runtimeInstanceId: string): string {
   const hash = shortHash(runtimeInstanceId);
-  const readable = dnsReadable(`${prefix}-${suffix}`).slice(0, MAX_NAME - HASH_HEX - 1).replace(/-+$/, "");
+  const readable = dnsReadable(`${prefix}-${suffix}`)
+    .slice(0, MAX_NAME - HASH_HEX - 1)
+    .replace(/-+$/, "");
   return readable ? `${readable}-${hash}` : hash;
 }
 
@@ -37,7 +42,10 @@ const LABEL_VALUE = /^(?:[A-Za-z0-9](?:[A-Za-z0-9_.-]*[A-Za-z0-9])?)?$/;
  */
 export function labelValue(value: string): string {
   if (value.length <= MAX_NAME && LABEL_VALUE.test(value)) return value;
-  const readable = value.replace(/[^A-Za-z0-9_.-]+/g, "-").replace(/^[^A-Za-z0-9]+/, "")
-    .slice(0, MAX_NAME - HASH_HEX - 1).replace(/[^A-Za-z0-9]+$/, "");
+  const readable = value
+    .replace(/[^A-Za-z0-9_.-]+/g, "-")
+    .replace(/^[^A-Za-z0-9]+/, "")
+    .slice(0, MAX_NAME - HASH_HEX - 1)
+    .replace(/[^A-Za-z0-9]+$/, "");
   return readable ? `${readable}-${shortHash(value)}` : shortHash(value);
 }

@@ -6,8 +6,20 @@ import { ensureObject } from "./resources.ts";
 import { buildNodePortService, runtimeMetadata, runtimeNames, type RuntimePodOptions } from "./spec.ts";
 
 export type NodePortExposure =
-  | { readonly ok: true; readonly endpoint: string; readonly nodePort: number; readonly serviceUid: string; readonly created: boolean }
-  | { readonly ok: false; readonly code: ErrorCode; readonly detail: string; readonly serviceUid?: string; readonly created: boolean };
+  | {
+      readonly ok: true;
+      readonly endpoint: string;
+      readonly nodePort: number;
+      readonly serviceUid: string;
+      readonly created: boolean;
+    }
+  | {
+      readonly ok: false;
+      readonly code: ErrorCode;
+      readonly detail: string;
+      readonly serviceUid?: string;
+      readonly created: boolean;
+    };
 
 /** `host:port`, bracketing an IPv6 address. */
 export function nodePortAddress(nodeAddress: string, nodePort: number): string {
@@ -29,20 +41,43 @@ export function allocatedNodePort(svc: V1Service): number | undefined {
  * `node-port-probe-identity-mismatch` (another runtime answered), `runtime-command-readiness-failed`
  * (nothing answered in time).
  */
-export async function exposeThroughNodePort(core: CoreV1Api, spec: HostSpec, opts: RuntimePodOptions, nodeAddress: string,
-  deadline: number, signal?: AbortSignal): Promise<NodePortExposure> {
+export async function exposeThroughNodePort(
+  core: CoreV1Api,
+  spec: HostSpec,
+  opts: RuntimePodOptions,
+  nodeAddress: string,
+  deadline: number,
+  signal?: AbortSignal,
+): Promise<NodePortExposure> {
   const ns = opts.namespace;
   const name = runtimeNames(opts.namePrefix ?? "drover-rt", spec.runtimeInstanceId).nodePort;
-  const ensured = await ensureObject(`Service ${ns}/${name}`, runtimeMetadata(spec, opts.provider),
-    () => core.createNamespacedService({ namespace: ns, body: buildNodePortService(spec, opts) }), () => core.readNamespacedService({ namespace: ns, name }));
+  const ensured = await ensureObject(
+    `Service ${ns}/${name}`,
+    runtimeMetadata(spec, opts.provider),
+    () => core.createNamespacedService({ namespace: ns, body: buildNodePortService(spec, opts) }),
+    () => core.readNamespacedService({ namespace: ns, name }),
+  );
   if (ensured.kind === "failed") return { ok: false, code: ensured.code, detail: ensured.detail, created: false };
   const base = { serviceUid: ensured.uid, created: ensured.kind === "created" };
   // The API server allocates the node port synchronously on create; an adopted Service may predate a type change.
   const nodePort = allocatedNodePort(ensured.obj);
-  if (nodePort === undefined) return { ok: false, code: "endpoint-resolution-failed", detail: `Service ${ns}/${name} (uid ${ensured.uid}) has no allocated nodePort (type ${ensured.obj.spec?.type ?? "?"})`, ...base };
+  if (nodePort === undefined)
+    return {
+      ok: false,
+      code: "endpoint-resolution-failed",
+      detail: `Service ${ns}/${name} (uid ${ensured.uid}) has no allocated nodePort (type ${ensured.obj.spec?.type ?? "?"})`,
+      ...base,
+    };
   const direct = nodePortAddress(nodeAddress, nodePort);
   const endpoint = spec.transport === "http" ? `http://${direct}` : direct;
-  const probe = await probeExposure(endpoint, spec, deadline, `NodePort Service ${ns}/${name}`, "node-port-probe-identity-mismatch", signal);
+  const probe = await probeExposure(
+    endpoint,
+    spec,
+    deadline,
+    `NodePort Service ${ns}/${name}`,
+    "node-port-probe-identity-mismatch",
+    signal,
+  );
   if (probe) return { ok: false, ...probe, ...base };
   return { ok: true, endpoint, nodePort, ...base };
 }

@@ -22,7 +22,13 @@ const ROUTE_PLURAL = { HTTPRoute: "httproutes", GRPCRoute: "grpcroutes" } as con
  * never served) and waited for until its UID is gone. Never throws: returns the problems (empty
  * when everything is gone) so the rejection can name them.
  */
-export async function cleanupOwned(kc: KubeConfig, core: CoreV1Api, custom: CustomObjectsApi, owned: readonly OwnedObject[], budgetMs: number): Promise<string> {
+export async function cleanupOwned(
+  kc: KubeConfig,
+  core: CoreV1Api,
+  custom: CustomObjectsApi,
+  owned: readonly OwnedObject[],
+  budgetMs: number,
+): Promise<string> {
   const problems: string[] = [];
   const deadline = Date.now() + budgetMs;
   for (const o of [...owned].reverse()) {
@@ -30,14 +36,18 @@ export async function cleanupOwned(kc: KubeConfig, core: CoreV1Api, custom: Cust
     try {
       if (o.kind === "Pod") {
         await deleteExact((body) => core.deleteNamespacedPod({ namespace, name, body }), o.uid, 0);
-        if (!(await waitPodUidGone(kc, core, namespace, name, o.uid, deadline))) problems.push(`pod ${name} uid ${o.uid} still exists`);
+        if (!(await waitPodUidGone(kc, core, namespace, name, o.uid, deadline)))
+          problems.push(`pod ${name} uid ${o.uid} still exists`);
       } else if (o.kind === "Service") {
         await deleteExact((body) => core.deleteNamespacedService({ namespace, name, body }), o.uid);
       } else if (o.kind === "Secret") {
         await deleteExact((body) => core.deleteNamespacedSecret({ namespace, name, body }), o.uid);
       } else if (o.kind === "HTTPRoute" || o.kind === "GRPCRoute") {
         const plural = ROUTE_PLURAL[o.kind];
-        await deleteExact((body) => custom.deleteNamespacedCustomObject({ ...GATEWAY_API, namespace, plural, name, body }), o.uid);
+        await deleteExact(
+          (body) => custom.deleteNamespacedCustomObject({ ...GATEWAY_API, namespace, plural, name, body }),
+          o.uid,
+        );
       }
     } catch (e) {
       problems.push(`${o.kind} ${name}: ${e instanceof Error ? e.message : String(e)}`);
@@ -51,21 +61,50 @@ export async function cleanupOwned(kc: KubeConfig, core: CoreV1Api, custom: Cust
  * drover's for this RuntimeInstanceId (label check, then a UID-preconditioned delete). Best effort:
  * these objects carry no execution, so a failure here never weakens the kill's boundary.
  */
-export async function removeRuntimeObjects(core: CoreV1Api, custom: CustomObjectsApi, namespace: string, runtimeInstanceId: string,
-  names: { service: string; route: string; secret: string; nodePort: string }): Promise<void> {
-  const ours = (m: V1ObjectMeta | undefined): boolean => m?.labels?.[L.runtime] === labelValue(runtimeInstanceId) && m.labels[L.managedBy] === MANAGED_BY;
-  const remove = async (read: () => Promise<{ metadata?: V1ObjectMeta }>, del: (body: object) => Promise<unknown>): Promise<void> => {
+export async function removeRuntimeObjects(
+  core: CoreV1Api,
+  custom: CustomObjectsApi,
+  namespace: string,
+  runtimeInstanceId: string,
+  names: { service: string; route: string; secret: string; nodePort: string },
+): Promise<void> {
+  const ours = (m: V1ObjectMeta | undefined): boolean =>
+    m?.labels?.[L.runtime] === labelValue(runtimeInstanceId) && m.labels[L.managedBy] === MANAGED_BY;
+  const remove = async (
+    read: () => Promise<{ metadata?: V1ObjectMeta }>,
+    del: (body: object) => Promise<unknown>,
+  ): Promise<void> => {
     let obj;
-    try { obj = await read(); } catch (e) { if (apiFailure(e)?.code === 404) return; throw e; }
+    try {
+      obj = await read();
+    } catch (e) {
+      if (apiFailure(e)?.code === 404) return;
+      throw e;
+    }
     if (ours(obj.metadata) && obj.metadata?.uid) await deleteExact(del, obj.metadata.uid);
   };
   const name = names.route;
   await Promise.allSettled([
-    remove(() => core.readNamespacedService({ namespace, name: names.service }), (body) => core.deleteNamespacedService({ namespace, name: names.service, body })),
-    remove(() => core.readNamespacedService({ namespace, name: names.nodePort }), (body) => core.deleteNamespacedService({ namespace, name: names.nodePort, body })),
-    remove(() => core.readNamespacedSecret({ namespace, name: names.secret }), (body) => core.deleteNamespacedSecret({ namespace, name: names.secret, body })),
-    ...(["httproutes", "grpcroutes"] as const).map((plural) => remove(
-      () => custom.getNamespacedCustomObject({ ...GATEWAY_API, namespace, plural, name }) as Promise<{ metadata?: V1ObjectMeta }>,
-      (body) => custom.deleteNamespacedCustomObject({ ...GATEWAY_API, namespace, plural, name, body }))),
+    remove(
+      () => core.readNamespacedService({ namespace, name: names.service }),
+      (body) => core.deleteNamespacedService({ namespace, name: names.service, body }),
+    ),
+    remove(
+      () => core.readNamespacedService({ namespace, name: names.nodePort }),
+      (body) => core.deleteNamespacedService({ namespace, name: names.nodePort, body }),
+    ),
+    remove(
+      () => core.readNamespacedSecret({ namespace, name: names.secret }),
+      (body) => core.deleteNamespacedSecret({ namespace, name: names.secret, body }),
+    ),
+    ...(["httproutes", "grpcroutes"] as const).map((plural) =>
+      remove(
+        () =>
+          custom.getNamespacedCustomObject({ ...GATEWAY_API, namespace, plural, name }) as Promise<{
+            metadata?: V1ObjectMeta;
+          }>,
+        (body) => custom.deleteNamespacedCustomObject({ ...GATEWAY_API, namespace, plural, name, body }),
+      ),
+    ),
   ]);
 }

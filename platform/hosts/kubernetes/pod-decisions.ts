@@ -1,15 +1,18 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import type { ObjectEvent } from "./watch-object.ts";
 
-export type ReadyDecision = { readonly ok: true; readonly pod: V1Pod } | { readonly ok: false; readonly detail: string };
+export type ReadyDecision =
+  { readonly ok: true; readonly pod: V1Pod } | { readonly ok: false; readonly detail: string };
 
 /** Why a Pod's runtime container stopped, when it did (terminated state, or a config error it cannot start with). */
 export function containerStopped(pod: V1Pod): string | undefined {
   for (const s of pod.status?.containerStatuses ?? []) {
     const t = s.state?.terminated;
-    if (t) return `container ${s.name} terminated (exit ${t.exitCode}${t.signal ? `, signal ${t.signal}` : ""}, ${t.reason ?? ""})`;
+    if (t)
+      return `container ${s.name} terminated (exit ${t.exitCode}${t.signal ? `, signal ${t.signal}` : ""}, ${t.reason ?? ""})`;
     const w = s.state?.waiting;
-    if (w && /Error|BackOff|Invalid/.test(w.reason ?? "")) return `container ${s.name} cannot start: ${w.reason} ${w.message ?? ""}`;
+    if (w && /Error|BackOff|Invalid/.test(w.reason ?? ""))
+      return `container ${s.name} cannot start: ${w.reason} ${w.message ?? ""}`;
   }
   return undefined;
 }
@@ -21,12 +24,17 @@ export function containerStopped(pod: V1Pod): string | undefined {
  */
 export function readyDecision(uid: string, e: ObjectEvent<V1Pod>): ReadyDecision | undefined {
   const pod = e.obj;
-  if (!pod || e.type === "DELETED") return pod && pod.metadata?.uid !== uid ? undefined : { ok: false, detail: `pod ${uid} was deleted before it became Ready` };
-  if (pod.metadata?.uid !== uid) return { ok: false, detail: `pod ${uid} was replaced by ${pod.metadata?.uid} before it became Ready` };
+  if (!pod || e.type === "DELETED")
+    return pod && pod.metadata?.uid !== uid
+      ? undefined
+      : { ok: false, detail: `pod ${uid} was deleted before it became Ready` };
+  if (pod.metadata?.uid !== uid)
+    return { ok: false, detail: `pod ${uid} was replaced by ${pod.metadata?.uid} before it became Ready` };
   // A Terminating Pod may still say Ready; it is never a host to start on or converge onto.
   if (pod.metadata?.deletionTimestamp) return { ok: false, detail: `pod ${uid} is terminating` };
   const phase = pod.status?.phase;
-  if (phase === "Failed" || phase === "Succeeded") return { ok: false, detail: `pod ${uid} is ${phase}: ${containerStopped(pod) ?? pod.status?.message ?? ""}` };
+  if (phase === "Failed" || phase === "Succeeded")
+    return { ok: false, detail: `pod ${uid} is ${phase}: ${containerStopped(pod) ?? pod.status?.message ?? ""}` };
   const stopped = containerStopped(pod);
   if (stopped) return { ok: false, detail: `pod ${uid}: ${stopped}` };
   const ready = (pod.status?.conditions ?? []).some((c) => c.type === "Ready" && c.status === "True");
@@ -40,6 +48,7 @@ export function readyDecision(uid: string, e: ObjectEvent<V1Pod>): ReadyDecision
  */
 export function goneDecision(uid: string, e: ObjectEvent<V1Pod>): string | undefined {
   if (!e.obj) return "list-absent";
-  if (e.obj.metadata?.uid !== uid) return e.type === "DELETED" ? undefined : `${e.type === "LISTED" ? "list" : "watch"}-replaced`;
+  if (e.obj.metadata?.uid !== uid)
+    return e.type === "DELETED" ? undefined : `${e.type === "LISTED" ? "list" : "watch"}-replaced`;
   return e.type === "DELETED" ? "watch-deleted" : undefined;
 }

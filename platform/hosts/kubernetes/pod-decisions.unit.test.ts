@@ -2,10 +2,27 @@ import { describe, expect, it } from "vitest";
 import type { V1Pod } from "@kubernetes/client-node";
 import { goneDecision, readyDecision } from "./pod-decisions.ts";
 
-const pod = (uid: string, patch: { ready?: boolean; phase?: string; deleting?: boolean; terminated?: boolean } = {}): V1Pod => ({
+const pod = (
+  uid: string,
+  patch: { ready?: boolean; phase?: string; deleting?: boolean; terminated?: boolean } = {},
+): V1Pod => ({
   metadata: { uid, name: "p", ...(patch.deleting ? { deletionTimestamp: new Date() } : {}) },
-  status: { phase: patch.phase ?? "Running", conditions: [{ type: "Ready", status: patch.ready ? "True" : "False" }],
-    containerStatuses: patch.terminated ? [{ name: "runtime", image: "x", imageID: "", ready: false, restartCount: 0, state: { terminated: { exitCode: 137 } } }] : [] },
+  status: {
+    phase: patch.phase ?? "Running",
+    conditions: [{ type: "Ready", status: patch.ready ? "True" : "False" }],
+    containerStatuses: patch.terminated
+      ? [
+          {
+            name: "runtime",
+            image: "x",
+            imageID: "",
+            ready: false,
+            restartCount: 0,
+            state: { terminated: { exitCode: 137 } },
+          },
+        ]
+      : [],
+  },
 });
 
 describe("Pod readiness and UID-gone decisions (pure, prove no transport)", () => {
@@ -13,9 +30,18 @@ describe("Pod readiness and UID-gone decisions (pure, prove no transport)", () =
     expect(readyDecision("u1", { type: "MODIFIED", obj: pod("u1", { ready: true }) })).toMatchObject({ ok: true });
     expect(readyDecision("u1", { type: "MODIFIED", obj: pod("u1") })).toBeUndefined();
     expect(readyDecision("u1", { type: "LISTED", obj: undefined })).toMatchObject({ ok: false });
-    expect(readyDecision("u1", { type: "ADDED", obj: pod("u2", { ready: true }) })).toMatchObject({ ok: false, detail: expect.stringContaining("replaced") });
-    expect(readyDecision("u1", { type: "MODIFIED", obj: pod("u1", { ready: true, deleting: true }) })).toMatchObject({ ok: false, detail: expect.stringContaining("terminating") });
-    expect(readyDecision("u1", { type: "MODIFIED", obj: pod("u1", { terminated: true }) })).toMatchObject({ ok: false, detail: expect.stringContaining("exit 137") });
+    expect(readyDecision("u1", { type: "ADDED", obj: pod("u2", { ready: true }) })).toMatchObject({
+      ok: false,
+      detail: expect.stringContaining("replaced"),
+    });
+    expect(readyDecision("u1", { type: "MODIFIED", obj: pod("u1", { ready: true, deleting: true }) })).toMatchObject({
+      ok: false,
+      detail: expect.stringContaining("terminating"),
+    });
+    expect(readyDecision("u1", { type: "MODIFIED", obj: pod("u1", { terminated: true }) })).toMatchObject({
+      ok: false,
+      detail: expect.stringContaining("exit 137"),
+    });
     expect(readyDecision("u1", { type: "MODIFIED", obj: pod("u1", { phase: "Failed" }) })).toMatchObject({ ok: false });
   });
 

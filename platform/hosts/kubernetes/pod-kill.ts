@@ -6,14 +6,25 @@ import { followObject, type WatchTarget } from "./watch-object.ts";
 
 /** The watch target of one Pod by name. */
 export function podTarget(core: CoreV1Api, namespace: string, name: string): WatchTarget<V1Pod> {
-  return { path: `/api/v1/namespaces/${namespace}/pods`, name, list: (fieldSelector) => core.listNamespacedPod({ namespace, fieldSelector }) };
+  return {
+    path: `/api/v1/namespaces/${namespace}/pods`,
+    name,
+    list: (fieldSelector) => core.listNamespacedPod({ namespace, fieldSelector }),
+  };
 }
 
 /**
  * Waits until Pod `uid` no longer exists (read → watch by name → compare UIDs → re-list when the
  * watch ends or says 410). Resolves how it was observed, or undefined at the deadline.
  */
-export async function waitPodUidGone(kc: KubeConfig, core: CoreV1Api, namespace: string, name: string, uid: string, deadline: number): Promise<string | undefined> {
+export async function waitPodUidGone(
+  kc: KubeConfig,
+  core: CoreV1Api,
+  namespace: string,
+  name: string,
+  uid: string,
+  deadline: number,
+): Promise<string | undefined> {
   const r = await followObject(kc, podTarget(core, namespace, name), (e) => goneDecision(uid, e), deadline);
   return typeof r === "string" ? r : undefined;
 }
@@ -25,7 +36,15 @@ export async function waitPodUidGone(kc: KubeConfig, core: CoreV1Api, namespace:
  * that now has another UID under the same name is never touched: its existence proves ours is gone.
  * Returns `timeout` when the UID outlives the budget or the API server does not answer.
  */
-export async function killPodExact(kc: KubeConfig, core: CoreV1Api, namespace: string, name: string, uid: string, graceSeconds: number, budgetMs: number): Promise<KillResult> {
+export async function killPodExact(
+  kc: KubeConfig,
+  core: CoreV1Api,
+  namespace: string,
+  name: string,
+  uid: string,
+  graceSeconds: number,
+  budgetMs: number,
+): Promise<KillResult> {
   const start = Date.now();
   const del = (grace: number) => deleteExact((body) => core.deleteNamespacedPod({ name, namespace, body }), uid, grace);
   try {
@@ -36,9 +55,16 @@ export async function killPodExact(kc: KubeConfig, core: CoreV1Api, namespace: s
       observedBy = await waitPodUidGone(kc, core, namespace, name, uid, start + budgetMs);
       if (observedBy) observedBy = `${observedBy} (after escalating to grace 0)`;
     }
-    if (!observedBy) return { outcome: "timeout", detail: `pod ${namespace}/${name} uid ${uid} still exists ${budgetMs} ms after its delete` };
+    if (!observedBy)
+      return {
+        outcome: "timeout",
+        detail: `pod ${namespace}/${name} uid ${uid} still exists ${budgetMs} ms after its delete`,
+      };
     return { outcome: "killed", proof: { kind: "pod-uid-gone", podUid: uid, podName: name, namespace, observedBy } };
   } catch (e) {
-    return { outcome: "timeout", detail: `pod ${namespace}/${name} uid ${uid}: the API server did not answer: ${e instanceof Error ? e.message : String(e)}` };
+    return {
+      outcome: "timeout",
+      detail: `pod ${namespace}/${name} uid ${uid}: the API server did not answer: ${e instanceof Error ? e.message : String(e)}`,
+    };
   }
 }

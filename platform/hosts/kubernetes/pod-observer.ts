@@ -10,7 +10,12 @@ import { L, MANAGED_BY } from "./spec.ts";
  * then watches from the list's resourceVersion, and lists again whenever the watch ends (410
  * included). Returns a function that stops it.
  */
-export function observeRuntimePods(kc: KubeConfig, core: CoreV1Api, namespace: string, emit: (fact: HostObservation) => void): () => void {
+export function observeRuntimePods(
+  kc: KubeConfig,
+  core: CoreV1Api,
+  namespace: string,
+  emit: (fact: HostObservation) => void,
+): () => void {
   const labelSelector = `${L.managedBy}=${MANAGED_BY},${L.hostProvider}=kubernetes`;
   const known = new Map<string, string>(); // uid → runtimeInstanceId
   const reported = new Set<string>();
@@ -25,24 +30,47 @@ export function observeRuntimePods(kc: KubeConfig, core: CoreV1Api, namespace: s
     const uid = pod.metadata?.uid ?? "";
     const id = pod.metadata?.annotations?.[L.runtime] ?? "";
     if (!uid || !id) return;
-    if (type === "DELETED") { known.delete(uid); report("pod-deleted", uid, id, `pod ${namespace}/${pod.metadata?.name} deleted`); return; }
+    if (type === "DELETED") {
+      known.delete(uid);
+      report("pod-deleted", uid, id, `pod ${namespace}/${pod.metadata?.name} deleted`);
+      return;
+    }
     known.set(uid, id);
     const stoppedWhy = containerStopped(pod);
     if (stoppedWhy) report("container-terminated", uid, id, stoppedWhy);
-    if (pod.status?.phase === "Failed") report("pod-failed", uid, id, pod.status.message ?? stoppedWhy ?? "phase Failed");
+    if (pod.status?.phase === "Failed")
+      report("pod-failed", uid, id, pod.status.message ?? stoppedWhy ?? "phase Failed");
   };
   const loop = async (): Promise<void> => {
     while (!stopped) {
       try {
         const list = await core.listNamespacedPod({ namespace, labelSelector });
         const now = new Set(list.items.map((p) => p.metadata?.uid ?? ""));
-        for (const [uid, id] of known) if (!now.has(uid)) { known.delete(uid); report("pod-deleted", uid, id, `pod ${uid} absent from a re-list`); }
+        for (const [uid, id] of known)
+          if (!now.has(uid)) {
+            known.delete(uid);
+            report("pod-deleted", uid, id, `pod ${uid} absent from a re-list`);
+          }
         for (const p of list.items) seen("MODIFIED", p);
         const began = Date.now();
         await new Promise<void>((done) => {
-          void new Watch(kc).watch(`/api/v1/namespaces/${namespace}/pods`, { labelSelector, resourceVersion: list.metadata?.resourceVersion, allowWatchBookmarks: true },
-            (type: string, obj: V1Pod) => { if (type === "ERROR") controller?.abort(); else if (type !== "BOOKMARK") seen(type, obj); },
-            () => done()).then((c) => { controller = c; if (stopped) c.abort(); }, () => done());
+          void new Watch(kc)
+            .watch(
+              `/api/v1/namespaces/${namespace}/pods`,
+              { labelSelector, resourceVersion: list.metadata?.resourceVersion, allowWatchBookmarks: true },
+              (type: string, obj: V1Pod) => {
+                if (type === "ERROR") controller?.abort();
+                else if (type !== "BOOKMARK") seen(type, obj);
+              },
+              () => done(),
+            )
+            .then(
+              (c) => {
+                controller = c;
+                if (stopped) c.abort();
+              },
+              () => done(),
+            );
         });
         // A watch that ends at once (refused, shedding load) must not become a busy list loop.
         if (!stopped && Date.now() - began < 100) await new Promise((r) => setTimeout(r, 500));
@@ -53,5 +81,8 @@ export function observeRuntimePods(kc: KubeConfig, core: CoreV1Api, namespace: s
     }
   };
   void loop();
-  return () => { stopped = true; controller?.abort(); };
+  return () => {
+    stopped = true;
+    controller?.abort();
+  };
 }

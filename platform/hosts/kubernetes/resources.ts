@@ -3,7 +3,9 @@ import type { ErrorCode } from "../../../contracts/index.ts";
 import { apiFailure } from "./api-errors.ts";
 import { sameIdentity } from "./spec.ts";
 
-interface Obj { metadata?: V1ObjectMeta }
+interface Obj {
+  metadata?: V1ObjectMeta;
+}
 
 export type Ensured<T> =
   | { readonly kind: "created" | "adopted"; readonly obj: T; readonly uid: string }
@@ -15,8 +17,13 @@ export type Ensured<T> =
  * owner's and yields `host-identity-collision` (it is never modified or deleted). A 404 on create
  * (namespace or CRD missing) yields `onMissing`; other API failures `host-creation-failed`.
  */
-export async function ensureObject<T extends Obj>(what: string, expected: { labels: Record<string, string>; annotations: Record<string, string> },
-  create: () => Promise<T>, read: () => Promise<T>, onMissing: ErrorCode = "host-creation-failed"): Promise<Ensured<T>> {
+export async function ensureObject<T extends Obj>(
+  what: string,
+  expected: { labels: Record<string, string>; annotations: Record<string, string> },
+  create: () => Promise<T>,
+  read: () => Promise<T>,
+  onMissing: ErrorCode = "host-creation-failed",
+): Promise<Ensured<T>> {
   // Two rounds: an object that exists at create time but is gone at read time is created again.
   for (let round = 0; round < 2; round++) {
     try {
@@ -25,7 +32,12 @@ export async function ensureObject<T extends Obj>(what: string, expected: { labe
     } catch (e) {
       const f = apiFailure(e);
       if (f?.code === 404) return { kind: "failed", code: onMissing, detail: `create ${what}: ${f.message}` };
-      if (f?.code !== 409) return { kind: "failed", code: "host-creation-failed", detail: `create ${what}: ${f ? `${f.code} ${f.message}` : String(e)}` };
+      if (f?.code !== 409)
+        return {
+          kind: "failed",
+          code: "host-creation-failed",
+          detail: `create ${what}: ${f ? `${f.code} ${f.message}` : String(e)}`,
+        };
     }
     let existing: T;
     try {
@@ -35,8 +47,11 @@ export async function ensureObject<T extends Obj>(what: string, expected: { labe
       return { kind: "failed", code: "host-creation-failed", detail: `read existing ${what}: ${String(e)}` };
     }
     if (!sameIdentity(expected, existing.metadata)) {
-      return { kind: "failed", code: "host-identity-collision",
-        detail: `${what} exists (uid ${existing.metadata?.uid}) with another identity; labels ${JSON.stringify(existing.metadata?.labels ?? {})}` };
+      return {
+        kind: "failed",
+        code: "host-identity-collision",
+        detail: `${what} exists (uid ${existing.metadata?.uid}) with another identity; labels ${JSON.stringify(existing.metadata?.labels ?? {})}`,
+      };
     }
     return { kind: "adopted", obj: existing, uid: existing.metadata?.uid ?? "" };
   }
@@ -49,9 +64,17 @@ export async function ensureObject<T extends Obj>(what: string, expected: { labe
  * belongs to another object) both mean "ours is not there to delete" and resolve quietly; other
  * failures reject.
  */
-export async function deleteExact(del: (body: V1DeleteOptions) => Promise<unknown>, uid: string, graceSeconds?: number): Promise<"deleted" | "absent"> {
+export async function deleteExact(
+  del: (body: V1DeleteOptions) => Promise<unknown>,
+  uid: string,
+  graceSeconds?: number,
+): Promise<"deleted" | "absent"> {
   try {
-    await del({ preconditions: { uid }, propagationPolicy: "Background", ...(graceSeconds === undefined ? {} : { gracePeriodSeconds: graceSeconds }) });
+    await del({
+      preconditions: { uid },
+      propagationPolicy: "Background",
+      ...(graceSeconds === undefined ? {} : { gracePeriodSeconds: graceSeconds }),
+    });
     return "deleted";
   } catch (e) {
     const code = apiFailure(e)?.code;

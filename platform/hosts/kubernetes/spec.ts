@@ -23,9 +23,15 @@ export interface RuntimePodOptions {
 }
 
 export const L = {
-  controlPlane: "drover.dev/control-plane-id", runtime: "drover.dev/runtime-instance-id", tenant: "drover.dev/tenant-id",
-  tenantGroup: "drover.dev/tenant-group-id", provider: "drover.dev/provider", transport: "drover.dev/transport",
-  hostProvider: "drover.dev/host-provider", managedBy: "drover.dev/managed-by", identity: "drover.dev/identity",
+  controlPlane: "drover.dev/control-plane-id",
+  runtime: "drover.dev/runtime-instance-id",
+  tenant: "drover.dev/tenant-id",
+  tenantGroup: "drover.dev/tenant-group-id",
+  provider: "drover.dev/provider",
+  transport: "drover.dev/transport",
+  hostProvider: "drover.dev/host-provider",
+  managedBy: "drover.dev/managed-by",
+  identity: "drover.dev/identity",
 } as const;
 export const MANAGED_BY = "drover-control-plane";
 /** Each Pod has its own IP, so every runtime listens on the same well-known port of its transport. */
@@ -36,10 +42,18 @@ const TOKEN_KEY = "token";
  * The names of one runtime's objects; Pod, Service and route share one (different kinds), the Secret
  * has its own, and so has the NodePort Service of `node-port` exposure (a second Service).
  */
-export function runtimeNames(prefix: string, runtimeInstanceId: string): { pod: string; service: string; route: string; secret: string; nodePort: string } {
+export function runtimeNames(
+  prefix: string,
+  runtimeInstanceId: string,
+): { pod: string; service: string; route: string; secret: string; nodePort: string } {
   const name = resourceName(prefix, runtimeInstanceId, runtimeInstanceId);
-  return { pod: name, service: name, route: name, secret: resourceName(`${prefix}-token`, runtimeInstanceId, runtimeInstanceId),
-    nodePort: resourceName(`${prefix}-np`, runtimeInstanceId, runtimeInstanceId) };
+  return {
+    pod: name,
+    service: name,
+    route: name,
+    secret: resourceName(`${prefix}-token`, runtimeInstanceId, runtimeInstanceId),
+    nodePort: resourceName(`${prefix}-np`, runtimeInstanceId, runtimeInstanceId),
+  };
 }
 
 /**
@@ -47,14 +61,25 @@ export function runtimeNames(prefix: string, runtimeInstanceId: string): { pod: 
  * runtime. `drover.dev/identity` holds the identity key (instance, tenant, isolation, transport,
  * sizing): two starts converge only when it is equal, exactly as for process hosts.
  */
-export function runtimeMetadata(spec: HostSpec, provider = "drover-runtime"): { labels: Record<string, string>; annotations: Record<string, string> } {
+export function runtimeMetadata(
+  spec: HostSpec,
+  provider = "drover-runtime",
+): { labels: Record<string, string>; annotations: Record<string, string> } {
   const full: Record<string, string | undefined> = {
-    [L.controlPlane]: spec.controlPlaneId, [L.runtime]: spec.runtimeInstanceId, [L.tenant]: spec.tenantId,
-    [L.tenantGroup]: spec.tenantGroupId, [L.provider]: provider, [L.transport]: spec.transport,
-    [L.hostProvider]: "kubernetes", [L.managedBy]: MANAGED_BY,
+    [L.controlPlane]: spec.controlPlaneId,
+    [L.runtime]: spec.runtimeInstanceId,
+    [L.tenant]: spec.tenantId,
+    [L.tenantGroup]: spec.tenantGroupId,
+    [L.provider]: provider,
+    [L.transport]: spec.transport,
+    [L.hostProvider]: "kubernetes",
+    [L.managedBy]: MANAGED_BY,
   };
   const labels: Record<string, string> = {};
-  const annotations: Record<string, string> = { [L.identity]: identityKey(spec), "drover.dev/isolation-mode": spec.isolationMode };
+  const annotations: Record<string, string> = {
+    [L.identity]: identityKey(spec),
+    "drover.dev/isolation-mode": spec.isolationMode,
+  };
   for (const [k, v] of Object.entries(full)) {
     if (v === undefined) continue;
     labels[k] = labelValue(v);
@@ -68,17 +93,27 @@ export function runtimeMetadata(spec: HostSpec, provider = "drover-runtime"): { 
  * with the same value, it has no other `drover.dev/` label, and its identity annotation is equal.
  * The name alone never proves anything: anything may have created an object with that name.
  */
-export function sameIdentity(expected: { labels: Record<string, string>; annotations: Record<string, string> }, actual: V1ObjectMeta | undefined): boolean {
+export function sameIdentity(
+  expected: { labels: Record<string, string>; annotations: Record<string, string> },
+  actual: V1ObjectMeta | undefined,
+): boolean {
   const got = Object.entries(actual?.labels ?? {}).filter(([k]) => k.startsWith("drover.dev/"));
   const want = Object.entries(expected.labels);
-  return got.length === want.length && want.every(([k, v]) => actual?.labels?.[k] === v)
-    && actual?.annotations?.[L.identity] === expected.annotations[L.identity];
+  return (
+    got.length === want.length &&
+    want.every(([k, v]) => actual?.labels?.[k] === v) &&
+    actual?.annotations?.[L.identity] === expected.annotations[L.identity]
+  );
 }
 
 /** The Secret holding the instance command token (the Pod reads it through secretKeyRef; it is never in the Pod spec). */
 export function buildTokenSecret(spec: HostSpec, opts: RuntimePodOptions): V1Secret {
   const names = runtimeNames(opts.namePrefix ?? "drover-rt", spec.runtimeInstanceId);
-  return { metadata: { name: names.secret, namespace: opts.namespace, ...runtimeMetadata(spec, opts.provider) }, type: "Opaque", stringData: { [TOKEN_KEY]: spec.commandToken } };
+  return {
+    metadata: { name: names.secret, namespace: opts.namespace, ...runtimeMetadata(spec, opts.provider) },
+    type: "Opaque",
+    stringData: { [TOKEN_KEY]: spec.commandToken },
+  };
 }
 
 /**
@@ -94,7 +129,14 @@ export function buildRuntimePod(spec: HostSpec, opts: RuntimePodOptions): V1Pod 
   const names = runtimeNames(opts.namePrefix ?? "drover-rt", spec.runtimeInstanceId);
   const port = RUNTIME_PORT[spec.transport];
   const identity = runtimeEnv(spec, "", port);
-  const reserved = new Set([...Object.keys(identity), "DROVER_POD_UID", "DROVER_TENANT_ID", "DROVER_STREAM_TAG", "DROVER_HEARTBEAT_MS", "DROVER_LLM_BASE_URL"]);
+  const reserved = new Set([
+    ...Object.keys(identity),
+    "DROVER_POD_UID",
+    "DROVER_TENANT_ID",
+    "DROVER_STREAM_TAG",
+    "DROVER_HEARTBEAT_MS",
+    "DROVER_LLM_BASE_URL",
+  ]);
   const base = Object.entries(opts.baseEnv ?? {}).filter(([k]) => !reserved.has(k));
   const literal = Object.entries(identity).filter(([k]) => k !== "DROVER_COMMAND_TOKEN" && k !== "DROVER_BIND_HOST");
   const env: V1EnvVar[] = [
@@ -110,11 +152,17 @@ export function buildRuntimePod(spec: HostSpec, opts: RuntimePodOptions): V1Pod 
       terminationGracePeriodSeconds: opts.terminationGraceSeconds ?? 30,
       automountServiceAccountToken: false,
       enableServiceLinks: false,
-      containers: [{
-        name: "runtime", image: opts.image, command: [...opts.command], ...(opts.workingDir ? { workingDir: opts.workingDir } : {}), env,
-        ports: [{ name: spec.transport, containerPort: port, protocol: "TCP" }],
-        readinessProbe: { tcpSocket: { port: spec.transport }, periodSeconds: 1, failureThreshold: 1 },
-      }],
+      containers: [
+        {
+          name: "runtime",
+          image: opts.image,
+          command: [...opts.command],
+          ...(opts.workingDir ? { workingDir: opts.workingDir } : {}),
+          env,
+          ports: [{ name: spec.transport, containerPort: port, protocol: "TCP" }],
+          readinessProbe: { tcpSocket: { port: spec.transport }, periodSeconds: 1, failureThreshold: 1 },
+        },
+      ],
     },
   };
 }
@@ -145,9 +193,18 @@ function runtimeService(spec: HostSpec, opts: RuntimePodOptions, name: string): 
   return {
     metadata: { name, namespace: opts.namespace, ...meta },
     spec: {
-      selector: { [L.runtime]: meta.labels[L.runtime] as string, [L.controlPlane]: meta.labels[L.controlPlane] as string },
-      ports: [{ name: spec.transport, port: RUNTIME_PORT[spec.transport], targetPort: spec.transport,
-        appProtocol: spec.transport === "grpc" ? "kubernetes.io/h2c" : "http" }],
+      selector: {
+        [L.runtime]: meta.labels[L.runtime] as string,
+        [L.controlPlane]: meta.labels[L.controlPlane] as string,
+      },
+      ports: [
+        {
+          name: spec.transport,
+          port: RUNTIME_PORT[spec.transport],
+          targetPort: spec.transport,
+          appProtocol: spec.transport === "grpc" ? "kubernetes.io/h2c" : "http",
+        },
+      ],
     },
   };
 }

@@ -3,10 +3,30 @@ import { hostSpec } from "../../../test/support/host-processes.ts";
 import { labelValue, resourceName, shortHash } from "./names.ts";
 import { buildRuntimeRoute, routeVerdict, type SharedGateway } from "./routes.ts";
 import { allocatedNodePort, nodePortAddress } from "./node-port-exposure.ts";
-import { buildNodePortService, buildRuntimePod, buildRuntimeService, buildTokenSecret, L, runtimeMetadata, runtimeNames, sameIdentity, type RuntimePodOptions } from "./spec.ts";
+import {
+  buildNodePortService,
+  buildRuntimePod,
+  buildRuntimeService,
+  buildTokenSecret,
+  L,
+  runtimeMetadata,
+  runtimeNames,
+  sameIdentity,
+  type RuntimePodOptions,
+} from "./spec.ts";
 
-const OPTS: RuntimePodOptions = { namespace: "runtimes", command: ["node", "--import", "tsx", "services/runtime/main.ts"], image: "drover/runtime:dev" };
-const GW: SharedGateway = { name: "shared", namespace: "infra", className: "drover-local", httpPort: 8080, grpcPort: 8081 };
+const OPTS: RuntimePodOptions = {
+  namespace: "runtimes",
+  command: ["node", "--import", "tsx", "services/runtime/main.ts"],
+  image: "drover/runtime:dev",
+};
+const GW: SharedGateway = {
+  name: "shared",
+  namespace: "infra",
+  className: "drover-local",
+  httpPort: 8080,
+  grpcPort: 8081,
+};
 const DNS1123 = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
 describe("Kubernetes runtime object builders (pure; prove no transport and no cluster)", () => {
@@ -18,7 +38,11 @@ describe("Kubernetes runtime object builders (pure; prove no transport and no cl
     expect(runtimeNames("drover-rt", id)).toEqual(runtimeNames("drover-rt", id));
     const long = `rt-${"x".repeat(60)}`;
     const longer = `rt-${"x".repeat(59)}y`;
-    for (const n of [resourceName("drover-rt", long, long), resourceName("Drover_RT", "A.B", "a"), runtimeNames("p", long).secret]) {
+    for (const n of [
+      resourceName("drover-rt", long, long),
+      resourceName("Drover_RT", "A.B", "a"),
+      runtimeNames("p", long).secret,
+    ]) {
       expect(n.length).toBeLessThanOrEqual(63);
       expect(n).toMatch(DNS1123);
     }
@@ -37,16 +61,34 @@ describe("Kubernetes runtime object builders (pure; prove no transport and no cl
   it("labels and annotates every identity field, annotations keeping full values", () => {
     const spec = hostSpec({ runtimeInstanceId: "rt-a-1", tenantId: "tenant-a", tenantGroupId: "g".repeat(80) });
     const { labels, annotations } = runtimeMetadata(spec);
-    expect(labels).toEqual({ [L.controlPlane]: "cp-host-test", [L.runtime]: "rt-a-1", [L.tenant]: "tenant-a", [L.tenantGroup]: labelValue("g".repeat(80)),
-      [L.provider]: "drover-runtime", [L.transport]: "http", [L.hostProvider]: "kubernetes", [L.managedBy]: "drover-control-plane" });
+    expect(labels).toEqual({
+      [L.controlPlane]: "cp-host-test",
+      [L.runtime]: "rt-a-1",
+      [L.tenant]: "tenant-a",
+      [L.tenantGroup]: labelValue("g".repeat(80)),
+      [L.provider]: "drover-runtime",
+      [L.transport]: "http",
+      [L.hostProvider]: "kubernetes",
+      [L.managedBy]: "drover-control-plane",
+    });
     expect(annotations[L.tenantGroup]).toBe("g".repeat(80));
     expect(Object.values(labels).every((v) => v.length <= 63)).toBe(true);
   });
 
   it("puts identity, tenant and sizing in env that configuration cannot override; the token only through the Secret", () => {
     const spec = hostSpec({ runtimeInstanceId: "rt-a-2", tenantId: undefined });
-    const pod = buildRuntimePod(spec, { ...OPTS, baseEnv: { LOG: "debug", DROVER_RUNTIME_INSTANCE_ID: "rt-other", DROVER_TENANT_ID: "tenant-b",
-      DROVER_WORKERS: "64", DROVER_COMMAND_TOKEN: "leaked-token-000000", DROVER_POD_UID: "x", DROVER_BIND_HOST: "0.0.0.0" } });
+    const pod = buildRuntimePod(spec, {
+      ...OPTS,
+      baseEnv: {
+        LOG: "debug",
+        DROVER_RUNTIME_INSTANCE_ID: "rt-other",
+        DROVER_TENANT_ID: "tenant-b",
+        DROVER_WORKERS: "64",
+        DROVER_COMMAND_TOKEN: "leaked-token-000000",
+        DROVER_POD_UID: "x",
+        DROVER_BIND_HOST: "0.0.0.0",
+      },
+    });
     const env = pod.spec?.containers[0]?.env ?? [];
     const names = env.map((e) => e.name);
     expect(new Set(names).size).toBe(names.length);
@@ -58,21 +100,32 @@ describe("Kubernetes runtime object builders (pure; prove no transport and no cl
     expect(value("DROVER_PORT")?.value).toBe("8080");
     expect(value("DROVER_BIND_HOST")?.valueFrom?.fieldRef?.fieldPath).toBe("status.podIP");
     expect(value("DROVER_POD_UID")?.valueFrom?.fieldRef?.fieldPath).toBe("metadata.uid");
-    expect(value("DROVER_COMMAND_TOKEN")?.valueFrom?.secretKeyRef).toEqual({ name: runtimeNames("drover-rt", "rt-a-2").secret, key: "token" });
+    expect(value("DROVER_COMMAND_TOKEN")?.valueFrom?.secretKeyRef).toEqual({
+      name: runtimeNames("drover-rt", "rt-a-2").secret,
+      key: "token",
+    });
     expect(JSON.stringify(pod)).not.toContain(spec.commandToken);
     expect(buildTokenSecret(spec, OPTS).stringData).toEqual({ token: spec.commandToken });
     expect(pod.spec?.restartPolicy).toBe("Never");
-    expect(pod.spec?.containers[0]?.readinessProbe).toEqual({ tcpSocket: { port: "http" }, periodSeconds: 1, failureThreshold: 1 });
+    expect(pod.spec?.containers[0]?.readinessProbe).toEqual({
+      tcpSocket: { port: "http" },
+      periodSeconds: 1,
+      failureThreshold: 1,
+    });
   });
 
   it("exposes gRPC as h2c on its Service and routes each transport with its own route kind by the exact routing header", () => {
     const spec = hostSpec({ runtimeInstanceId: "rt-g-1", transport: "grpc" });
     const svc = buildRuntimeService(spec, OPTS);
-    expect(svc.spec?.ports).toEqual([{ name: "grpc", port: 9090, targetPort: "grpc", appProtocol: "kubernetes.io/h2c" }]);
+    expect(svc.spec?.ports).toEqual([
+      { name: "grpc", port: 9090, targetPort: "grpc", appProtocol: "kubernetes.io/h2c" },
+    ]);
     expect(svc.spec?.selector).toEqual({ [L.runtime]: "rt-g-1", [L.controlPlane]: "cp-host-test" });
     const route = buildRuntimeRoute(spec, OPTS, GW);
     expect(route.kind).toBe("GRPCRoute");
-    expect(JSON.stringify(route.body)).toContain('"headers":[{"type":"Exact","name":"x-drover-runtime-instance-id","value":"rt-g-1"}]');
+    expect(JSON.stringify(route.body)).toContain(
+      '"headers":[{"type":"Exact","name":"x-drover-runtime-instance-id","value":"rt-g-1"}]',
+    );
     expect(buildRuntimeRoute(hostSpec({ runtimeInstanceId: "rt-h-1" }), OPTS, GW).kind).toBe("HTTPRoute");
   });
 
@@ -96,7 +149,9 @@ describe("Kubernetes runtime object builders (pure; prove no transport and no cl
   it("reads the allocated node port only from a NodePort Service and brackets IPv6 node addresses", () => {
     expect(allocatedNodePort({ spec: { type: "NodePort", ports: [{ port: 8080, nodePort: 31234 }] } })).toBe(31234);
     expect(allocatedNodePort({ spec: { type: "NodePort", ports: [{ port: 8080 }] } })).toBeUndefined();
-    expect(allocatedNodePort({ spec: { type: "ClusterIP", ports: [{ port: 8080, nodePort: 31234 }] } })).toBeUndefined();
+    expect(
+      allocatedNodePort({ spec: { type: "ClusterIP", ports: [{ port: 8080, nodePort: 31234 }] } }),
+    ).toBeUndefined();
     expect(nodePortAddress("127.0.4.254", 31234)).toBe("127.0.4.254:31234");
     expect(nodePortAddress("fd00::1", 31234)).toBe("[fd00::1]:31234");
   });
@@ -108,17 +163,34 @@ describe("Kubernetes runtime object builders (pure; prove no transport and no cl
     expect(sameIdentity(mine, runtimeMetadata({ ...spec, commandToken: "another-token-00000000" }))).toBe(true);
     expect(sameIdentity(mine, runtimeMetadata({ ...spec, tenantId: "tenant-b" }))).toBe(false);
     expect(sameIdentity(mine, runtimeMetadata({ ...spec, sizing: { ...spec.sizing, workers: 2 } }))).toBe(false);
-    expect(sameIdentity(mine, { labels: { ...mine.labels, "drover.dev/extra": "1" }, annotations: mine.annotations })).toBe(false);
+    expect(
+      sameIdentity(mine, { labels: { ...mine.labels, "drover.dev/extra": "1" }, annotations: mine.annotations }),
+    ).toBe(false);
     expect(sameIdentity(mine, { labels: { app: "foreign" } })).toBe(false);
   });
 
   it("calls a route ready only with Accepted and ResolvedRefs True at its current generation", () => {
-    const parent = (gen: number, accepted: string) => ({ parentRef: { name: "shared", namespace: "infra" }, conditions: [
-      { type: "Accepted", status: accepted, reason: accepted === "True" ? "Accepted" : "NotAllowedByListeners", observedGeneration: gen },
-      { type: "ResolvedRefs", status: "True", reason: "ResolvedRefs", observedGeneration: gen }] });
-    expect(routeVerdict({ metadata: { generation: 2 }, status: { parents: [parent(2, "True")] } }, GW)).toEqual({ state: "ready" });
-    expect(routeVerdict({ metadata: { generation: 3 }, status: { parents: [parent(2, "True")] } }, GW).state).toBe("pending");
-    expect(routeVerdict({ metadata: { generation: 2 }, status: { parents: [parent(2, "False")] } }, GW).state).toBe("refused");
+    const parent = (gen: number, accepted: string) => ({
+      parentRef: { name: "shared", namespace: "infra" },
+      conditions: [
+        {
+          type: "Accepted",
+          status: accepted,
+          reason: accepted === "True" ? "Accepted" : "NotAllowedByListeners",
+          observedGeneration: gen,
+        },
+        { type: "ResolvedRefs", status: "True", reason: "ResolvedRefs", observedGeneration: gen },
+      ],
+    });
+    expect(routeVerdict({ metadata: { generation: 2 }, status: { parents: [parent(2, "True")] } }, GW)).toEqual({
+      state: "ready",
+    });
+    expect(routeVerdict({ metadata: { generation: 3 }, status: { parents: [parent(2, "True")] } }, GW).state).toBe(
+      "pending",
+    );
+    expect(routeVerdict({ metadata: { generation: 2 }, status: { parents: [parent(2, "False")] } }, GW).state).toBe(
+      "refused",
+    );
     expect(routeVerdict({ metadata: { generation: 1 } }, GW).state).toBe("pending");
   });
 });

@@ -2,7 +2,15 @@ import { CoreV1Api, CustomObjectsApi, type KubeConfig } from "@kubernetes/client
 import { DroverError, type ErrorCode, type ReadinessLayer } from "../../../contracts/index.ts";
 import { LifecycleGate } from "../lifecycle-gate.ts";
 import { identityKey } from "../runtime-env.ts";
-import type { HostEndpoint, HostFacts, HostObservation, HostSpec, HostStartResult, HostStrategy, KillResult } from "../types.ts";
+import type {
+  HostEndpoint,
+  HostFacts,
+  HostObservation,
+  HostSpec,
+  HostStartResult,
+  HostStrategy,
+  KillResult,
+} from "../types.ts";
 import { exposeThroughGateway } from "./gateway-exposure.ts";
 import { allocatedNodePort, exposeThroughNodePort } from "./node-port-exposure.ts";
 import { readyDecision } from "./pod-decisions.ts";
@@ -10,7 +18,15 @@ import { killPodExact, podTarget } from "./pod-kill.ts";
 import { observeRuntimePods } from "./pod-observer.ts";
 import { ensureObject } from "./resources.ts";
 import { GATEWAY_API, routeVerdict, type SharedGateway } from "./routes.ts";
-import { buildRuntimePod, buildRuntimeService, buildTokenSecret, RUNTIME_PORT, runtimeMetadata, runtimeNames, type RuntimePodOptions } from "./spec.ts";
+import {
+  buildRuntimePod,
+  buildRuntimeService,
+  buildTokenSecret,
+  RUNTIME_PORT,
+  runtimeMetadata,
+  runtimeNames,
+  type RuntimePodOptions,
+} from "./spec.ts";
 import { cleanupOwned, removeRuntimeObjects, type OwnedObject } from "./owned-objects.ts";
 import { followObject } from "./watch-object.ts";
 
@@ -39,7 +55,10 @@ export interface KubernetesStrategyOptions extends RuntimePodOptions {
 }
 
 interface Running {
-  readonly identity: string; readonly host: HostFacts; readonly endpoint: HostEndpoint; readonly layers: readonly ReadinessLayer[];
+  readonly identity: string;
+  readonly host: HostFacts;
+  readonly endpoint: HostEndpoint;
+  readonly layers: readonly ReadinessLayer[];
   readonly nodePortService?: { readonly name: string; readonly uid: string; readonly nodePort: number };
 }
 
@@ -74,36 +93,89 @@ export function createKubernetesStrategy(opts: KubernetesStrategyOptions): HostS
   const gate = new LifecycleGate();
   const running = new Map<string, Running>();
   const stops = new Set<() => void>();
-  if (exposure === "gateway" && !opts.gateway) throw new DroverError("host-config-missing", "gateway exposure needs opts.gateway (the shared Gateway)");
+  if (exposure === "gateway" && !opts.gateway)
+    throw new DroverError("host-config-missing", "gateway exposure needs opts.gateway (the shared Gateway)");
 
-  const rejected = (code: ErrorCode, detail: string, layer: ReadinessLayer, owned: readonly OwnedObject[]): HostStartResult =>
-    ({ outcome: "rejected", reason: { code, detail: detail.slice(0, 2000) }, layer, owned: owned.map((o) => `${o.kind}:${o.namespace}/${o.name}:${o.uid}`) });
+  const rejected = (
+    code: ErrorCode,
+    detail: string,
+    layer: ReadinessLayer,
+    owned: readonly OwnedObject[],
+  ): HostStartResult => ({
+    outcome: "rejected",
+    reason: { code, detail: detail.slice(0, 2000) },
+    layer,
+    owned: owned.map((o) => `${o.kind}:${o.namespace}/${o.name}:${o.uid}`),
+  });
 
   async function revalidate(rec: Running, spec: HostSpec): Promise<HostStartResult> {
-    if (rec.identity !== identityKey(spec)) return rejected("host-identity-collision", `runtime ${spec.runtimeInstanceId} already has a Pod started with another identity or sizing`, "resource", []);
+    if (rec.identity !== identityKey(spec))
+      return rejected(
+        "host-identity-collision",
+        `runtime ${spec.runtimeInstanceId} already has a Pod started with another identity or sizing`,
+        "resource",
+        [],
+      );
     const uid = rec.host.podUid ?? "";
-    const r = await followObject(kc, podTarget(core, ns, rec.host.podName ?? ""), (e) => readyDecision(uid, e) ?? { ok: false as const, detail: `pod ${uid} is no longer Ready` }, Date.now() + 10_000);
-    if ("timeout" in r || !r.ok) return rejected("pod-deleted", `runtime ${spec.runtimeInstanceId}: ${"timeout" in r ? "pod not readable" : r.detail}; a RuntimeInstanceId never gets a second host`, "host", []);
+    const r = await followObject(
+      kc,
+      podTarget(core, ns, rec.host.podName ?? ""),
+      (e) => readyDecision(uid, e) ?? { ok: false as const, detail: `pod ${uid} is no longer Ready` },
+      Date.now() + 10_000,
+    );
+    if ("timeout" in r || !r.ok)
+      return rejected(
+        "pod-deleted",
+        `runtime ${spec.runtimeInstanceId}: ${"timeout" in r ? "pod not readable" : r.detail}; a RuntimeInstanceId never gets a second host`,
+        "host",
+        [],
+      );
     const route = rec.endpoint.route;
     if (route && opts.gateway) {
       // The route is revalidated too: a converged start is only as good as the path to the runtime.
       const plural = route.kind === "GRPCRoute" ? "grpcroutes" : "httproutes";
-      const obj: unknown = await custom.getNamespacedCustomObject({ ...GATEWAY_API, namespace: route.namespace, plural, name: route.name }).catch(() => undefined);
-      const v = obj ? routeVerdict(obj as Parameters<typeof routeVerdict>[0], opts.gateway) : { state: "refused" as const, detail: "route is gone" };
-      if (v.state !== "ready") return rejected("route-not-accepted", `runtime ${spec.runtimeInstanceId}: ${route.kind} ${route.name}: ${v.detail}`, "route", []);
+      const obj: unknown = await custom
+        .getNamespacedCustomObject({ ...GATEWAY_API, namespace: route.namespace, plural, name: route.name })
+        .catch(() => undefined);
+      const v = obj
+        ? routeVerdict(obj as Parameters<typeof routeVerdict>[0], opts.gateway)
+        : { state: "refused" as const, detail: "route is gone" };
+      if (v.state !== "ready")
+        return rejected(
+          "route-not-accepted",
+          `runtime ${spec.runtimeInstanceId}: ${route.kind} ${route.name}: ${v.detail}`,
+          "route",
+          [],
+        );
     }
     const np = rec.nodePortService;
     if (np) {
       // The same Service (UID) with the same node port, or the published endpoint no longer leads here.
       const svc = await core.readNamespacedService({ namespace: ns, name: np.name }).catch(() => undefined);
       if (svc?.metadata?.uid !== np.uid || allocatedNodePort(svc) !== np.nodePort) {
-        return rejected("endpoint-resolution-failed", `runtime ${spec.runtimeInstanceId}: NodePort Service ${np.name} uid ${np.uid} port ${np.nodePort} is ${svc ? `now uid ${svc.metadata?.uid} port ${allocatedNodePort(svc)}` : "gone"}`, "route", []);
+        return rejected(
+          "endpoint-resolution-failed",
+          `runtime ${spec.runtimeInstanceId}: NodePort Service ${np.name} uid ${np.uid} port ${np.nodePort} is ${svc ? `now uid ${svc.metadata?.uid} port ${allocatedNodePort(svc)}` : "gone"}`,
+          "route",
+          [],
+        );
       }
     }
-    return { outcome: "converged", convergenceSource: "lifecycle-cache", host: rec.host, endpoint: rec.endpoint, layersPassed: rec.layers, owned: [] };
+    return {
+      outcome: "converged",
+      convergenceSource: "lifecycle-cache",
+      host: rec.host,
+      endpoint: rec.endpoint,
+      layersPassed: rec.layers,
+      owned: [],
+    };
   }
 
-  async function startFresh(spec: HostSpec, signal?: AbortSignal, onHostCreated?: (host: HostFacts) => Promise<void>): Promise<HostStartResult> {
+  async function startFresh(
+    spec: HostSpec,
+    signal?: AbortSignal,
+    onHostCreated?: (host: HostFacts) => Promise<void>,
+  ): Promise<HostStartResult> {
     const names = runtimeNames(prefix, spec.runtimeInstanceId);
     const meta = runtimeMetadata(spec, opts.provider);
     const owned: OwnedObject[] = [];
@@ -111,39 +183,82 @@ export function createKubernetesStrategy(opts: KubernetesStrategyOptions): HostS
       const problems = await cleanupOwned(kc, core, custom, owned, CLEANUP_BUDGET_MS);
       return rejected(code, problems ? `${detail}; cleanup: ${problems}` : detail, layer, owned);
     };
-    const secret = await ensureObject(`Secret ${ns}/${names.secret}`, meta, () => core.createNamespacedSecret({ namespace: ns, body: buildTokenSecret(spec, opts) }),
-      () => core.readNamespacedSecret({ namespace: ns, name: names.secret }));
+    const secret = await ensureObject(
+      `Secret ${ns}/${names.secret}`,
+      meta,
+      () => core.createNamespacedSecret({ namespace: ns, body: buildTokenSecret(spec, opts) }),
+      () => core.readNamespacedSecret({ namespace: ns, name: names.secret }),
+    );
     if (secret.kind === "failed") return fail(secret.code, secret.detail, "resource");
     if (secret.kind === "created") owned.push({ kind: "Secret", namespace: ns, name: names.secret, uid: secret.uid });
-    const pod = await ensureObject(`Pod ${ns}/${names.pod}`, meta, () => core.createNamespacedPod({ namespace: ns, body: buildRuntimePod(spec, opts) }),
-      () => core.readNamespacedPod({ namespace: ns, name: names.pod }));
+    const pod = await ensureObject(
+      `Pod ${ns}/${names.pod}`,
+      meta,
+      () => core.createNamespacedPod({ namespace: ns, body: buildRuntimePod(spec, opts) }),
+      () => core.readNamespacedPod({ namespace: ns, name: names.pod }),
+    );
     if (pod.kind === "failed") return fail(pod.code, pod.detail, "resource");
     if (pod.kind === "created") owned.push({ kind: "Pod", namespace: ns, name: names.pod, uid: pod.uid });
     let host: HostFacts = { hostIncarnation: `pod:${pod.uid}`, podUid: pod.uid, podName: names.pod, namespace: ns };
     if (pod.kind === "created" && onHostCreated) {
-      try { await onHostCreated(host); } catch (e) { await cleanupOwned(kc, core, custom, owned, CLEANUP_BUDGET_MS); throw e; }
+      try {
+        await onHostCreated(host);
+      } catch (e) {
+        await cleanupOwned(kc, core, custom, owned, CLEANUP_BUDGET_MS);
+        throw e;
+      }
     }
-    const svc = await ensureObject(`Service ${ns}/${names.service}`, meta, () => core.createNamespacedService({ namespace: ns, body: buildRuntimeService(spec, opts) }),
-      () => core.readNamespacedService({ namespace: ns, name: names.service }));
+    const svc = await ensureObject(
+      `Service ${ns}/${names.service}`,
+      meta,
+      () => core.createNamespacedService({ namespace: ns, body: buildRuntimeService(spec, opts) }),
+      () => core.readNamespacedService({ namespace: ns, name: names.service }),
+    );
     if (svc.kind === "failed") return fail(svc.code, svc.detail, "resource");
     if (svc.kind === "created") owned.push({ kind: "Service", namespace: ns, name: names.service, uid: svc.uid });
     let ready;
     try {
-      ready = await followObject(kc, podTarget(core, ns, names.pod), (e) => readyDecision(pod.uid, e), Date.now() + (opts.readinessTimeoutMs ?? 60_000), signal);
+      ready = await followObject(
+        kc,
+        podTarget(core, ns, names.pod),
+        (e) => readyDecision(pod.uid, e),
+        Date.now() + (opts.readinessTimeoutMs ?? 60_000),
+        signal,
+      );
     } catch (e) {
       return fail("pod-readiness-timeout", `watching pod ${ns}/${names.pod}: ${String(e)}`, "host");
     }
-    if ("timeout" in ready) return fail(signal?.aborted ? "host-creation-failed" : "pod-readiness-timeout", `pod ${ns}/${names.pod} uid ${pod.uid} not Ready in time${signal?.aborted ? " (aborted)" : ""}`, "host");
+    if ("timeout" in ready)
+      return fail(
+        signal?.aborted ? "host-creation-failed" : "pod-readiness-timeout",
+        `pod ${ns}/${names.pod} uid ${pod.uid} not Ready in time${signal?.aborted ? " (aborted)" : ""}`,
+        "host",
+      );
     if (!ready.ok) return fail("pod-failed", ready.detail, "host");
     host = { ...host, ...(ready.pod.spec?.nodeName ? { node: ready.pod.spec.nodeName } : {}) };
     const podIP = ready.pod.status?.podIP;
-    if (!podIP) return fail("endpoint-resolution-failed", `pod ${ns}/${names.pod} is Ready without a podIP`, "endpoint");
+    if (!podIP)
+      return fail("endpoint-resolution-failed", `pod ${ns}/${names.pod} is Ready without a podIP`, "endpoint");
     const direct = `${podIP}:${RUNTIME_PORT[spec.transport]}`;
     let endpoint: HostEndpoint = { endpoint: spec.transport === "http" ? `http://${direct}` : direct, aliases: [] };
     const layers: ReadinessLayer[] = ["resource", "host", "endpoint"];
     if (exposure === "gateway" && opts.gateway) {
-      const ex = await exposeThroughGateway(kc, custom, spec, opts, opts.gateway, Date.now() + (opts.routeTimeoutMs ?? 30_000), signal);
-      if (ex.created && ex.routeUid) owned.push({ kind: spec.transport === "grpc" ? "GRPCRoute" : "HTTPRoute", namespace: ns, name: names.route, uid: ex.routeUid });
+      const ex = await exposeThroughGateway(
+        kc,
+        custom,
+        spec,
+        opts,
+        opts.gateway,
+        Date.now() + (opts.routeTimeoutMs ?? 30_000),
+        signal,
+      );
+      if (ex.created && ex.routeUid)
+        owned.push({
+          kind: spec.transport === "grpc" ? "GRPCRoute" : "HTTPRoute",
+          namespace: ns,
+          name: names.route,
+          uid: ex.routeUid,
+        });
       if (!ex.ok) return fail(ex.code, ex.detail, "route");
       endpoint = { endpoint: ex.endpoint, aliases: [endpoint.endpoint], route: ex.route };
       layers.push("route");
@@ -151,17 +266,44 @@ export function createKubernetesStrategy(opts: KubernetesStrategyOptions): HostS
     let nodePortService: Running["nodePortService"];
     if (exposure === "node-port") {
       const nodeAddress = opts.nodeAddress ?? ready.pod.status?.hostIP ?? "127.0.0.1";
-      const ex = await exposeThroughNodePort(core, spec, opts, nodeAddress, Date.now() + (opts.routeTimeoutMs ?? 30_000), signal);
-      if (ex.created && ex.serviceUid) owned.push({ kind: "Service", namespace: ns, name: names.nodePort, uid: ex.serviceUid });
+      const ex = await exposeThroughNodePort(
+        core,
+        spec,
+        opts,
+        nodeAddress,
+        Date.now() + (opts.routeTimeoutMs ?? 30_000),
+        signal,
+      );
+      if (ex.created && ex.serviceUid)
+        owned.push({ kind: "Service", namespace: ns, name: names.nodePort, uid: ex.serviceUid });
       if (!ex.ok) return fail(ex.code, ex.detail, "route");
       endpoint = { endpoint: ex.endpoint, aliases: [endpoint.endpoint] };
       nodePortService = { name: names.nodePort, uid: ex.serviceUid, nodePort: ex.nodePort };
       layers.push("route");
     }
-    running.set(spec.runtimeInstanceId, { identity: identityKey(spec), host, endpoint, layers, ...(nodePortService ? { nodePortService } : {}) });
+    running.set(spec.runtimeInstanceId, {
+      identity: identityKey(spec),
+      host,
+      endpoint,
+      layers,
+      ...(nodePortService ? { nodePortService } : {}),
+    });
     return pod.kind === "created"
-      ? { outcome: "created", host, endpoint, layersPassed: layers, owned: owned.map((o) => `${o.kind}:${o.namespace}/${o.name}:${o.uid}`) }
-      : { outcome: "converged", convergenceSource: "existing-pod", host, endpoint, layersPassed: layers, owned: owned.map((o) => `${o.kind}:${o.namespace}/${o.name}:${o.uid}`) };
+      ? {
+          outcome: "created",
+          host,
+          endpoint,
+          layersPassed: layers,
+          owned: owned.map((o) => `${o.kind}:${o.namespace}/${o.name}:${o.uid}`),
+        }
+      : {
+          outcome: "converged",
+          convergenceSource: "existing-pod",
+          host,
+          endpoint,
+          layersPassed: layers,
+          owned: owned.map((o) => `${o.kind}:${o.namespace}/${o.name}:${o.uid}`),
+        };
   }
 
   return {
@@ -174,21 +316,34 @@ export function createKubernetesStrategy(opts: KubernetesStrategyOptions): HostS
     },
     kill(runtimeInstanceId, host, budgetMs): Promise<KillResult> {
       const uid = parsePodIncarnation(host.hostIncarnation);
-      if (!uid) return Promise.reject(new DroverError("host-spec-invalid", `${host.hostIncarnation} is not a pod incarnation`));
+      if (!uid)
+        return Promise.reject(new DroverError("host-spec-invalid", `${host.hostIncarnation} is not a pod incarnation`));
       return gate.run(runtimeInstanceId, async () => {
         running.delete(runtimeInstanceId);
         const names = runtimeNames(prefix, runtimeInstanceId);
         const namespace = host.namespace ?? ns;
-        const result = await killPodExact(kc, core, namespace, host.podName ?? names.pod, uid, opts.killGraceSeconds ?? 1, budgetMs);
+        const result = await killPodExact(
+          kc,
+          core,
+          namespace,
+          host.podName ?? names.pod,
+          uid,
+          opts.killGraceSeconds ?? 1,
+          budgetMs,
+        );
         // After the boundary, best effort: the Service, route and Secret carry no execution.
-        if (result.outcome === "killed") await removeRuntimeObjects(core, custom, namespace, runtimeInstanceId, names).catch(() => undefined);
+        if (result.outcome === "killed")
+          await removeRuntimeObjects(core, custom, namespace, runtimeInstanceId, names).catch(() => undefined);
         return result;
       });
     },
     observe(onFact: (fact: HostObservation) => void) {
       const stop = observeRuntimePods(kc, core, ns, onFact);
       stops.add(stop);
-      return () => { stop(); stops.delete(stop); };
+      return () => {
+        stop();
+        stops.delete(stop);
+      };
     },
     async close() {
       for (const stop of stops) stop();
@@ -196,4 +351,3 @@ export function createKubernetesStrategy(opts: KubernetesStrategyOptions): HostS
     },
   };
 }
-

@@ -1,7 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { fairOrder, type PendingRun } from "./fair-queue.ts";
 
-const run = (tenantId: string, n: number, recovery = false): PendingRun => ({ tenantId, sharedRunId: `${tenantId}-${n}`, recovery, sinceSeq: n });
+const run = (tenantId: string, n: number, recovery = false): PendingRun => ({
+  tenantId,
+  sharedRunId: `${tenantId}-${n}`,
+  recovery,
+  sinceSeq: n,
+});
 
 describe("fair admission order (pure; proves no transport)", () => {
   it("serves a small tenant within the first round even behind another tenant's burst", () => {
@@ -17,7 +22,9 @@ describe("fair admission order (pure; proves no transport)", () => {
   });
 
   it("puts every recovery item ahead of new work, oldest first", () => {
-    const order = fairOrder([run("a", 1), run("b", 9, true), run("c", 2), run("a", 5, true)], () => 1).map((r) => r.sharedRunId);
+    const order = fairOrder([run("a", 1), run("b", 9, true), run("c", 2), run("a", 5, true)], () => 1).map(
+      (r) => r.sharedRunId,
+    );
     expect(order.slice(0, 2)).toEqual(["a-5", "b-9"]);
     expect(order).toHaveLength(4);
   });

@@ -3,21 +3,27 @@ import { TenantSettings } from "../../../contracts/index.ts";
 import { quotaDecision } from "./quota.ts";
 import { planScaleOut, SCALE_OUT_RETRY_MS } from "./single-flight.ts";
 
-const tenant = (overQuota: "reject" | "queue") => TenantSettings.parse({ tenantId: "t-q", maxConcurrentRuns: 2, overQuota });
+const tenant = (overQuota: "reject" | "queue") =>
+  TenantSettings.parse({ tenantId: "t-q", maxConcurrentRuns: 2, overQuota });
 
 describe("tenant quota (given/when/then; proves no transport)", () => {
   it("admits below the quota", () => {
     expect(quotaDecision(tenant("queue"), 1, { status: "submitted", recoveryPending: false })).toEqual({ kind: "ok" });
   });
   it("queues at the quota with tenant-quota-exceeded when the tenant queues", () => {
-    expect(quotaDecision(tenant("queue"), 2, { status: "submitted", recoveryPending: false })).toMatchObject({ kind: "queue", reason: { code: "tenant-quota-exceeded" } });
+    expect(quotaDecision(tenant("queue"), 2, { status: "submitted", recoveryPending: false })).toMatchObject({
+      kind: "queue",
+      reason: { code: "tenant-quota-exceeded" },
+    });
   });
   it("rejects a new submission at the quota when the tenant rejects, but only queues a run that was already queued", () => {
     expect(quotaDecision(tenant("reject"), 2, { status: "submitted", recoveryPending: false }).kind).toBe("reject");
     expect(quotaDecision(tenant("reject"), 2, { status: "queued", recoveryPending: false }).kind).toBe("queue");
   });
   it("never holds a recovery item back by the quota", () => {
-    expect(quotaDecision(tenant("reject"), 5, { status: "requeued-for-resume", recoveryPending: true })).toEqual({ kind: "ok" });
+    expect(quotaDecision(tenant("reject"), 5, { status: "requeued-for-resume", recoveryPending: true })).toEqual({
+      kind: "ok",
+    });
   });
 });
 
@@ -26,7 +32,10 @@ describe("single-flight scale-out (given/when/then; proves no transport)", () =>
     expect(planScaleOut([], 1000, 250, 2)).toEqual({ kind: "request", generation: 0 });
   });
   it("makes every run wait for the open request instead of asking again", () => {
-    expect(planScaleOut([{ requestId: "so-a", status: "observed" }], 1000, 250, 2)).toEqual({ kind: "wait-for", requestId: "so-a" });
+    expect(planScaleOut([{ requestId: "so-a", status: "observed" }], 1000, 250, 2)).toEqual({
+      kind: "wait-for",
+      requestId: "so-a",
+    });
   });
   it("holds for the new runtime's first heartbeats after a fulfilment, then asks for the next generation", () => {
     const known = [{ requestId: "so-a", status: "fulfilled", endedMs: 1000 }];
@@ -40,11 +49,16 @@ describe("single-flight scale-out (given/when/then; proves no transport)", () =>
   });
   it("never asks for a runtime for a tenant that may not start any (maxRuntimeInstances 0), with or without history", () => {
     expect(planScaleOut([], 1000, 250, 0)).toEqual({ kind: "hold" });
-    expect(planScaleOut([{ requestId: "so-a", status: "rejected", endedMs: 0 }], 1000 + SCALE_OUT_RETRY_MS, 250, 0)).toEqual({ kind: "hold" });
+    expect(
+      planScaleOut([{ requestId: "so-a", status: "rejected", endedMs: 0 }], 1000 + SCALE_OUT_RETRY_MS, 250, 0),
+    ).toEqual({ kind: "hold" });
     expect(planScaleOut([], 1000, 250, 1)).toEqual({ kind: "request", generation: 0 });
   });
   it("backs off after a rejection so a tenant at its runtime limit does not storm the provisioner", () => {
-    const known = [{ requestId: "so-a", status: "fulfilled", endedMs: 0 }, { requestId: "so-b", status: "rejected", endedMs: 1000 }];
+    const known = [
+      { requestId: "so-a", status: "fulfilled", endedMs: 0 },
+      { requestId: "so-b", status: "rejected", endedMs: 1000 },
+    ];
     expect(planScaleOut(known, 1000 + SCALE_OUT_RETRY_MS - 1, 250, 2)).toEqual({ kind: "hold" });
     expect(planScaleOut(known, 1000 + SCALE_OUT_RETRY_MS, 250, 2)).toEqual({ kind: "request", generation: 2 });
   });

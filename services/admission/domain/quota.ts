@@ -8,8 +8,15 @@ export type QuotaDecision = { readonly kind: "ok" } | { readonly kind: "reject" 
  * settings say `overQuota: reject`, else queued. Recovery items are never held back by the quota:
  * they already counted before the crash.
  */
-export function quotaDecision(tenant: TenantSettings, activeRuns: number, run: { status: string; recoveryPending: boolean }): QuotaDecision {
+export function quotaDecision(
+  tenant: TenantSettings,
+  activeRuns: number,
+  run: { status: string; recoveryPending: boolean },
+): QuotaDecision {
   if (run.recoveryPending || activeRuns < tenant.maxConcurrentRuns) return { kind: "ok" };
-  const reason: Reason = { code: "tenant-quota-exceeded", detail: `tenant ${tenant.tenantId} holds ${activeRuns} of ${tenant.maxConcurrentRuns} active runs` };
+  const reason: Reason = {
+    code: "tenant-quota-exceeded",
+    detail: `tenant ${tenant.tenantId} holds ${activeRuns} of ${tenant.maxConcurrentRuns} active runs`,
+  };
   return { kind: tenant.overQuota === "reject" && run.status === "submitted" ? "reject" : "queue", reason };
 }

@@ -15,7 +15,11 @@ export interface Candidate extends IsolationFacts {
   readonly status: string;
 }
 
-export interface RankedCandidate { readonly candidate: Candidate; readonly rank: number; readonly why: string }
+export interface RankedCandidate {
+  readonly candidate: Candidate;
+  readonly rank: number;
+  readonly why: string;
+}
 
 /**
  * Candidates for one run, best first: visible to the run's tenant, can accept, not suspected/fenced;
@@ -24,18 +28,23 @@ export interface RankedCandidate { readonly candidate: Candidate; readonly rank:
  * The order is total, so every replica ranks the same way.
  */
 export function rankCandidates(all: readonly Candidate[], tenant: TenantSettings): RankedCandidate[] {
-  const eligible = all.filter((c) => c.canAcceptRun && isVisible(c, tenant) && c.status !== "suspected" && c.status !== "fenced");
+  const eligible = all.filter(
+    (c) => c.canAcceptRun && isVisible(c, tenant) && c.status !== "suspected" && c.status !== "fenced",
+  );
   const owned = (c: Candidate) => (tenant.preferDedicatedCapacity && isOwnedBy(c, tenant) ? 0 : 1);
-  const sorted = [...eligible].sort((a, b) =>
-    owned(a) - owned(b)
-    || b.effectiveAvailableSlots - a.effectiveAvailableSlots
-    || b.availableWorkers - a.availableWorkers
-    || a.runningRuns - b.runningRuns
-    || a.queuedRuns - b.queuedRuns
-    || b.lastHeartbeatAt - a.lastHeartbeatAt
-    || (a.runtimeInstanceId < b.runtimeInstanceId ? -1 : a.runtimeInstanceId > b.runtimeInstanceId ? 1 : 0));
+  const sorted = [...eligible].sort(
+    (a, b) =>
+      owned(a) - owned(b) ||
+      b.effectiveAvailableSlots - a.effectiveAvailableSlots ||
+      b.availableWorkers - a.availableWorkers ||
+      a.runningRuns - b.runningRuns ||
+      a.queuedRuns - b.queuedRuns ||
+      b.lastHeartbeatAt - a.lastHeartbeatAt ||
+      (a.runtimeInstanceId < b.runtimeInstanceId ? -1 : a.runtimeInstanceId > b.runtimeInstanceId ? 1 : 0),
+  );
   return sorted.map((candidate, rank) => ({
-    candidate, rank,
+    candidate,
+    rank,
     why: `slots=${candidate.effectiveAvailableSlots} workers=${candidate.availableWorkers} running=${candidate.runningRuns} queued=${candidate.queuedRuns}${owned(candidate) === 0 ? " owned" : ""}`,
   }));
 }
@@ -43,6 +52,10 @@ export function rankCandidates(all: readonly Candidate[], tenant: TenantSettings
 /** Why nothing is eligible, per runtime the tenant could see (for `queued-globally` and `drover why`). */
 export function whyNoCandidate(all: readonly Candidate[], tenant: TenantSettings): string {
   const visible = all.filter((c) => isVisible(c, tenant));
-  if (visible.length === 0) return `no runtime visible to tenant ${tenant.tenantId} (isolation ${tenant.isolationMode})`;
-  return visible.slice(0, 5).map((c) => `${c.runtimeInstanceId}: ${c.reasons.join(",") || c.status}`).join("; ");
+  if (visible.length === 0)
+    return `no runtime visible to tenant ${tenant.tenantId} (isolation ${tenant.isolationMode})`;
+  return visible
+    .slice(0, 5)
+    .map((c) => `${c.runtimeInstanceId}: ${c.reasons.join(",") || c.status}`)
+    .join("; ");
 }

@@ -20,25 +20,37 @@ export type RunDecision =
 
 /** Why a command does not apply to the run's current state; the shell drops it (another decider moved the run). */
 export class NotApplicable extends Error {
-  constructor(readonly why: string) { super(why); this.name = "NotApplicable"; }
+  constructor(readonly why: string) {
+    super(why);
+    this.name = "NotApplicable";
+  }
 }
 
 /**
  * What is wrong with a decoded `submitted` whose envelope disagrees with the subject it was
  * published on (a trusted producer writes both; the API derives both from the token), or undefined.
  */
-export function submissionSubjectMismatch(subject: { readonly tenantId: string; readonly sharedRunId: string },
-  event: { readonly tenantId?: string; readonly data: { readonly sharedRunId: string } }): string | undefined {
+export function submissionSubjectMismatch(
+  subject: { readonly tenantId: string; readonly sharedRunId: string },
+  event: { readonly tenantId?: string; readonly data: { readonly sharedRunId: string } },
+): string | undefined {
   const issues = [
-    ...(event.tenantId === subject.tenantId ? [] : [`tenantId ${JSON.stringify(event.tenantId ?? null)} is not the subject's tenant ${subject.tenantId}`]),
-    ...(event.data.sharedRunId === subject.sharedRunId ? [] : [`data.sharedRunId ${event.data.sharedRunId} is not the subject's run ${subject.sharedRunId}`]),
+    ...(event.tenantId === subject.tenantId
+      ? []
+      : [`tenantId ${JSON.stringify(event.tenantId ?? null)} is not the subject's tenant ${subject.tenantId}`]),
+    ...(event.data.sharedRunId === subject.sharedRunId
+      ? []
+      : [`data.sharedRunId ${event.data.sharedRunId} is not the subject's run ${subject.sharedRunId}`]),
   ];
   return issues.length === 0 ? undefined : `event run.submitted does not match its subject: ${issues.join("; ")}`;
 }
 
 /** Runs admission may place: new, globally queued, or requeued by recovery. */
 export const isPlaceable = (s: RunState): boolean =>
-  s.status === "submitted" || s.status === "queued" || s.status === "requeued-for-resume" || s.status === "requeued-for-local-queued-recovery";
+  s.status === "submitted" ||
+  s.status === "queued" ||
+  s.status === "requeued-for-resume" ||
+  s.status === "requeued-for-local-queued-recovery";
 
 /**
  * Decides admission's events for one run (pure). Admission appends `dispatched` before it sends
@@ -50,11 +62,14 @@ export function decideRun(cmd: AdmissionCommand, s: RunState): RunDecision[] {
   switch (cmd.kind) {
     case "Admit":
       if (!isPlaceable(s)) throw new NotApplicable(`run is ${s.status}, not placeable`);
-      if (s.localRunIds.includes(cmd.data.localRunId)) throw new NotApplicable(`local run ${cmd.data.localRunId} was already used`);
+      if (s.localRunIds.includes(cmd.data.localRunId))
+        throw new NotApplicable(`local run ${cmd.data.localRunId} was already used`);
       return [{ type: "run.admitted", data: cmd.data }];
     case "MarkDispatched":
-      if (s.status !== "admitted" || s.placement?.localRunId !== cmd.data.localRunId) throw new NotApplicable(`run is ${s.status}, not admitted as ${cmd.data.localRunId}`);
-      if (s.placement.runtimeInstanceId !== cmd.data.runtimeInstanceId) throw new NotApplicable("dispatch target differs from the admitted runtime");
+      if (s.status !== "admitted" || s.placement?.localRunId !== cmd.data.localRunId)
+        throw new NotApplicable(`run is ${s.status}, not admitted as ${cmd.data.localRunId}`);
+      if (s.placement.runtimeInstanceId !== cmd.data.runtimeInstanceId)
+        throw new NotApplicable("dispatch target differs from the admitted runtime");
       return [{ type: "run.dispatched", data: cmd.data }];
     case "MarkDispatchFailed":
       if ((s.status !== "admitted" && s.status !== "dispatched") || s.placement?.localRunId !== cmd.data.localRunId) {
@@ -65,14 +80,19 @@ export function decideRun(cmd: AdmissionCommand, s: RunState): RunDecision[] {
       if (!isPlaceable(s)) throw new NotApplicable(`run is ${s.status}, not placeable`);
       const out: RunDecision[] = [];
       // Re-queuing for the same reason adds nothing to the record: keep the log free of repeats.
-      if (!(s.status === "queued" && s.lastReason === cmd.reason.code)) out.push({ type: "run.queued-globally", data: { reason: cmd.reason } });
+      if (!(s.status === "queued" && s.lastReason === cmd.reason.code))
+        out.push({ type: "run.queued-globally", data: { reason: cmd.reason } });
       if (cmd.scaleOutRequestId && !s.scaleOutRequestIds.includes(cmd.scaleOutRequestId)) {
-        out.push({ type: "run.scale-out-requested", data: { requestId: cmd.scaleOutRequestId } as DataOf<"run.scale-out-requested"> });
+        out.push({
+          type: "run.scale-out-requested",
+          data: { requestId: cmd.scaleOutRequestId } as DataOf<"run.scale-out-requested">,
+        });
       }
       return out;
     }
     case "Reject":
-      if (s.status !== "submitted" && s.status !== "none") throw new NotApplicable(`run is ${s.status}; only a new submission can be rejected`);
+      if (s.status !== "submitted" && s.status !== "none")
+        throw new NotApplicable(`run is ${s.status}; only a new submission can be rejected`);
       return [{ type: "run.rejected", data: { reason: cmd.reason } }];
     default:
       return assertNever(cmd);

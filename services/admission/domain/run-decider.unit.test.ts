@@ -5,13 +5,28 @@ import { EXAMPLE_BUILDERS, ids, reason } from "../../../test/support/example-eve
 import { decideRun, NotApplicable, submissionSubjectMismatch, type AdmissionCommand } from "./run-decider.ts";
 
 /** given(run history) → when(command) → then(events | not applicable). Pure: proves no transport. */
-const given = (...types: EventType[]) => foldRun(types.map((t, i) => ({ seq: i + 1, event: EXAMPLE_BUILDERS[t]() as DroverEvent })));
-const admit: AdmissionCommand = { kind: "Admit", data: { runtimeInstanceId: ids.runtime, localRunId: ids.replacementLocalRun, reservationId: "r-2", candidates: [], recovery: false } };
-const dispatched = (localRunId = ids.localRun): AdmissionCommand => ({ kind: "MarkDispatched", data: { runtimeInstanceId: ids.runtime, localRunId, transport: "http", hostIncarnation: ids.host } });
+const given = (...types: EventType[]) =>
+  foldRun(types.map((t, i) => ({ seq: i + 1, event: EXAMPLE_BUILDERS[t]() as DroverEvent })));
+const admit: AdmissionCommand = {
+  kind: "Admit",
+  data: {
+    runtimeInstanceId: ids.runtime,
+    localRunId: ids.replacementLocalRun,
+    reservationId: "r-2",
+    candidates: [],
+    recovery: false,
+  },
+};
+const dispatched = (localRunId = ids.localRun): AdmissionCommand => ({
+  kind: "MarkDispatched",
+  data: { runtimeInstanceId: ids.runtime, localRunId, transport: "http", hostIncarnation: ids.host },
+});
 
 describe("admission run decider (given/when/then; proves no transport)", () => {
   it("admits a new submission onto a chosen runtime", () => {
-    expect(decideRun(admit, given("run.submitted"))).toEqual([{ type: "run.admitted", data: admit.kind === "Admit" ? admit.data : undefined }]);
+    expect(decideRun(admit, given("run.submitted"))).toEqual([
+      { type: "run.admitted", data: admit.kind === "Admit" ? admit.data : undefined },
+    ]);
   });
 
   it("admits runs requeued by recovery, in-flight and local-queued alike", () => {
@@ -29,7 +44,16 @@ describe("admission run decider (given/when/then; proves no transport)", () => {
 
   it("never reuses a LocalRunId for a second placement", () => {
     const s = given("run.submitted", "run.admitted", "run.dispatch-failed");
-    const reuse: AdmissionCommand = { kind: "Admit", data: { runtimeInstanceId: ids.runtime, localRunId: ids.localRun, reservationId: "r-3", candidates: [], recovery: false } };
+    const reuse: AdmissionCommand = {
+      kind: "Admit",
+      data: {
+        runtimeInstanceId: ids.runtime,
+        localRunId: ids.localRun,
+        reservationId: "r-3",
+        candidates: [],
+        recovery: false,
+      },
+    };
     expect(() => decideRun(reuse, s)).toThrow(/already used/);
   });
 
@@ -37,20 +61,40 @@ describe("admission run decider (given/when/then; proves no transport)", () => {
     const s = given("run.submitted", "run.admitted");
     expect(decideRun(dispatched(), s).map((e) => e.type)).toEqual(["run.dispatched"]);
     expect(() => decideRun(dispatched(ids.replacementLocalRun), s)).toThrow(NotApplicable);
-    const other: AdmissionCommand = { kind: "MarkDispatched", data: { runtimeInstanceId: ids.replacementRuntime, localRunId: ids.localRun, transport: "http", hostIncarnation: ids.host } };
+    const other: AdmissionCommand = {
+      kind: "MarkDispatched",
+      data: {
+        runtimeInstanceId: ids.replacementRuntime,
+        localRunId: ids.localRun,
+        transport: "http",
+        hostIncarnation: ids.host,
+      },
+    };
     expect(() => decideRun(other, s)).toThrow(/differs/);
   });
 
   it("records a dispatch failure for an admitted or dispatched placement, and not after the run started", () => {
-    const fail: AdmissionCommand = { kind: "MarkDispatchFailed", data: { runtimeInstanceId: ids.runtime, localRunId: ids.localRun, reason: reason("runtime-unreachable") } };
+    const fail: AdmissionCommand = {
+      kind: "MarkDispatchFailed",
+      data: { runtimeInstanceId: ids.runtime, localRunId: ids.localRun, reason: reason("runtime-unreachable") },
+    };
     expect(decideRun(fail, given("run.submitted", "run.admitted"))).toHaveLength(1);
     expect(decideRun(fail, given("run.submitted", "run.admitted", "run.dispatched"))).toHaveLength(1);
-    expect(() => decideRun(fail, given("run.submitted", "run.admitted", "run.dispatched", "run.started"))).toThrow(NotApplicable);
+    expect(() => decideRun(fail, given("run.submitted", "run.admitted", "run.dispatched", "run.started"))).toThrow(
+      NotApplicable,
+    );
   });
 
   it("queues globally with a scale-out request once, and adds nothing when re-queued for the same reason", () => {
-    const q: AdmissionCommand = { kind: "QueueGlobally", reason: reason("no-visible-capacity"), scaleOutRequestId: ids.scaleOut };
-    expect(decideRun(q, given("run.submitted")).map((e) => e.type)).toEqual(["run.queued-globally", "run.scale-out-requested"]);
+    const q: AdmissionCommand = {
+      kind: "QueueGlobally",
+      reason: reason("no-visible-capacity"),
+      scaleOutRequestId: ids.scaleOut,
+    };
+    expect(decideRun(q, given("run.submitted")).map((e) => e.type)).toEqual([
+      "run.queued-globally",
+      "run.scale-out-requested",
+    ]);
     expect(decideRun(q, given("run.submitted", "run.queued-globally", "run.scale-out-requested"))).toEqual([]);
   });
 
@@ -67,9 +111,12 @@ describe("a trusted producer's submitted against the subject it was published on
     expect(submissionSubjectMismatch(subject, { tenantId: "t-blue", data: { sharedRunId: "run-1" } })).toBeUndefined();
   });
   it("names every disagreement: another tenant, no tenant, another run", () => {
-    expect(submissionSubjectMismatch(subject, { tenantId: "t-red", data: { sharedRunId: "run-1" } })).toMatch(/tenantId "t-red" is not the subject's tenant t-blue/);
+    expect(submissionSubjectMismatch(subject, { tenantId: "t-red", data: { sharedRunId: "run-1" } })).toMatch(
+      /tenantId "t-red" is not the subject's tenant t-blue/,
+    );
     expect(submissionSubjectMismatch(subject, { data: { sharedRunId: "run-1" } })).toMatch(/tenantId null/);
-    expect(submissionSubjectMismatch(subject, { tenantId: "t-red", data: { sharedRunId: "run-2" } }))
-      .toMatch(/tenantId "t-red".*; data\.sharedRunId run-2 is not the subject's run run-1/);
+    expect(submissionSubjectMismatch(subject, { tenantId: "t-red", data: { sharedRunId: "run-2" } })).toMatch(
+      /tenantId "t-red".*; data\.sharedRunId run-2 is not the subject's run run-1/,
+    );
   });
 });

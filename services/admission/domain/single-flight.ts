@@ -26,12 +26,21 @@ const fulfilledGraceMs = (heartbeatIntervalMs: number) => Math.max(1000, 3 * hea
  * scale-out only "if the tenant may grow" (admission-and-capacity.md step 5). Being at a positive
  * limit is the provisioner's call (it counts by prefix), answered with a rejection and the back-off.
  */
-export function planScaleOut(known: readonly KnownRequest[], now: number, heartbeatIntervalMs: number, maxRuntimeInstances: number): ScaleOutPlan {
+export function planScaleOut(
+  known: readonly KnownRequest[],
+  now: number,
+  heartbeatIntervalMs: number,
+  maxRuntimeInstances: number,
+): ScaleOutPlan {
   if (maxRuntimeInstances <= 0) return { kind: "hold" };
   const open = known.find((s) => s.status === "requested" || s.status === "observed");
   if (open) return { kind: "wait-for", requestId: open.requestId };
-  const holdsUntil = (s: KnownRequest) => s.status !== "fulfilled" ? (s.endedMs ?? 0) + SCALE_OUT_RETRY_MS
-    : s.runtimeGone ? 0 : (s.endedMs ?? 0) + fulfilledGraceMs(heartbeatIntervalMs);
+  const holdsUntil = (s: KnownRequest) =>
+    s.status !== "fulfilled"
+      ? (s.endedMs ?? 0) + SCALE_OUT_RETRY_MS
+      : s.runtimeGone
+        ? 0
+        : (s.endedMs ?? 0) + fulfilledGraceMs(heartbeatIntervalMs);
   const waitUntil = Math.max(0, ...known.map(holdsUntil));
   return now < waitUntil ? { kind: "hold" } : { kind: "request", generation: known.length };
 }

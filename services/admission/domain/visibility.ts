@@ -30,7 +30,8 @@ export function isVisible(rt: IsolationFacts, tenant: TenantSettings): boolean {
 }
 
 /** True when the runtime is owned by the tenant's scope (dedicated/hybrid), for preferDedicatedCapacity. */
-export const isOwnedBy = (rt: IsolationFacts, tenant: TenantSettings): boolean => rt.isolationMode !== "shared" && isVisible(rt, tenant);
+export const isOwnedBy = (rt: IsolationFacts, tenant: TenantSettings): boolean =>
+  rt.isolationMode !== "shared" && isVisible(rt, tenant);
 
 function assertNever(x: never): never {
   throw new Error(`unhandled isolation mode ${String(x)}`);

@@ -11,7 +11,12 @@ import type { IndexedRun } from "./run-index.ts";
  * (another replica or service moved the run: a version conflict or NotApplicable). Never retries
  * blindly: the follower brings the newer state and the next tick decides again.
  */
-export async function appendRunDecision(deps: AdmissionDeps, r: IndexedRun, cmd: AdmissionCommand, causationId: string): Promise<number | undefined> {
+export async function appendRunDecision(
+  deps: AdmissionDeps,
+  r: IndexedRun,
+  cmd: AdmissionCommand,
+  causationId: string,
+): Promise<number | undefined> {
   let decided;
   try {
     decided = decideRun(cmd, r.state);
@@ -20,9 +25,13 @@ export async function appendRunDecision(deps: AdmissionDeps, r: IndexedRun, cmd:
     throw e;
   }
   if (decided.length === 0) return r.state.lastSeq;
-  const events = decided.map((d) => envelope(deps.env, d.type, d.data, { tenantId: r.tenantId, correlationId: r.sharedRunId, causationId }));
+  const events = decided.map((d) =>
+    envelope(deps.env, d.type, d.data, { tenantId: r.tenantId, correlationId: r.sharedRunId, causationId }),
+  );
   try {
-    const appended = await deps.store.appendAll(runRef(r.tenantId, r.sharedRunId), events, { expectedSeq: r.state.lastSeq });
+    const appended = await deps.store.appendAll(runRef(r.tenantId, r.sharedRunId), events, {
+      expectedSeq: r.state.lastSeq,
+    });
     appended.forEach((a, i) => deps.index.applyOwn(r.tenantId, r.sharedRunId, events[i]!, a.seq));
     return appended.at(-1)?.seq;
   } catch (e) {

@@ -18,7 +18,12 @@ export interface Placeable extends Candidate {
  * The capacity view as admission sees it right now: every runtime of the control plane with its
  * routability derived at `now` (reservations subtracted). Nothing here is stored.
  */
-export async function readCandidates(view: CapacityViewStore<CapacityDescriptor>, reservations: Reservations, now: number, staleMs: number): Promise<Placeable[]> {
+export async function readCandidates(
+  view: CapacityViewStore<CapacityDescriptor>,
+  reservations: Reservations,
+  now: number,
+  staleMs: number,
+): Promise<Placeable[]> {
   const out: Placeable[] = [];
   for (const d of await view.all()) {
     const reg = d.registration;
@@ -28,11 +33,22 @@ export async function readCandidates(view: CapacityViewStore<CapacityDescriptor>
     const hb = currentBeat(d);
     const endpoint = visibleEndpoint(d)?.endpoint;
     out.push({
-      runtimeInstanceId: d.runtimeInstanceId, isolationMode: reg.isolationMode, tenantId: reg.tenantId, tenantGroupId: reg.tenantGroupId,
-      canAcceptRun: r.canAcceptRun, reasons: r.reasons, effectiveAvailableSlots: r.effectiveAvailableSlots, availableWorkers: r.availableWorkers,
-      runningRuns: hb?.runningRuns ?? 0, queuedRuns: hb?.queuedRuns ?? 0, lastHeartbeatAt: hb ? Date.parse(hb.at) : 0, status: d.status,
-      transport: reg.transport, heartbeatSlots: hb?.availableSlots ?? 0,
-      ...(endpoint ? { endpoint } : {}), ...(d.host ? { hostIncarnation: d.host.hostIncarnation } : {}),
+      runtimeInstanceId: d.runtimeInstanceId,
+      isolationMode: reg.isolationMode,
+      tenantId: reg.tenantId,
+      tenantGroupId: reg.tenantGroupId,
+      canAcceptRun: r.canAcceptRun,
+      reasons: r.reasons,
+      effectiveAvailableSlots: r.effectiveAvailableSlots,
+      availableWorkers: r.availableWorkers,
+      runningRuns: hb?.runningRuns ?? 0,
+      queuedRuns: hb?.queuedRuns ?? 0,
+      lastHeartbeatAt: hb ? Date.parse(hb.at) : 0,
+      status: d.status,
+      transport: reg.transport,
+      heartbeatSlots: hb?.availableSlots ?? 0,
+      ...(endpoint ? { endpoint } : {}),
+      ...(d.host ? { hostIncarnation: d.host.hostIncarnation } : {}),
     });
   }
   return out;

@@ -16,7 +16,13 @@ export interface AdmissionDeps {
   readonly view: CapacityViewStore<CapacityDescriptor>;
   readonly reservations: Reservations;
   readonly env: EnvelopeContext;
-  readonly send: (endpoint: string, transport: Transport, command: RuntimeCommand, token: string, timeoutMs: number) => Promise<RuntimeCommandResult>;
+  readonly send: (
+    endpoint: string,
+    transport: Transport,
+    command: RuntimeCommand,
+    token: string,
+    timeoutMs: number,
+  ) => Promise<RuntimeCommandResult>;
   readonly commandTokenFor: (runtimeInstanceId: string) => string;
   readonly sha256: (s: string) => string;
   readonly log: Logger;

@@ -15,7 +15,11 @@ type Target = Pick<Placeable, "runtimeInstanceId" | "endpoint" | "transport" | "
  * nothing to send (no placement, another decider moved the run, or no endpoint: `dispatch-failed`).
  * Admission runs the send outside its pass, so a slow runtime holds up only its own run.
  */
-export async function recordDispatch(deps: AdmissionDeps, r: IndexedRun, target: Target): Promise<(() => Promise<boolean>) | undefined> {
+export async function recordDispatch(
+  deps: AdmissionDeps,
+  r: IndexedRun,
+  target: Target,
+): Promise<(() => Promise<boolean>) | undefined> {
   const p = r.state.placement;
   if (!p) return undefined;
   const resume = r.state.resume;
@@ -23,36 +27,87 @@ export async function recordDispatch(deps: AdmissionDeps, r: IndexedRun, target:
   let dispatchedSeq = p.dispatchedSeq;
   if (dispatchedSeq === undefined) {
     if (!target.endpoint || !target.hostIncarnation) {
-      await fail(deps, r, p.localRunId, { code: target.transport === "grpc" ? "grpc-endpoint-missing" : "http-endpoint-missing", detail: "no published endpoint" });
+      await fail(deps, r, p.localRunId, {
+        code: target.transport === "grpc" ? "grpc-endpoint-missing" : "http-endpoint-missing",
+        detail: "no published endpoint",
+      });
       return undefined;
     }
-    dispatchedSeq = await appendRunDecision(deps, r, { kind: "MarkDispatched", data: {
-      runtimeInstanceId: target.runtimeInstanceId, localRunId: p.localRunId, transport: target.transport, hostIncarnation: target.hostIncarnation,
-      ...(resume ? { resumeExecutionId: resume.executionId } : {}),
-    } as never }, causation);
+    dispatchedSeq = await appendRunDecision(
+      deps,
+      r,
+      {
+        kind: "MarkDispatched",
+        data: {
+          runtimeInstanceId: target.runtimeInstanceId,
+          localRunId: p.localRunId,
+          transport: target.transport,
+          hostIncarnation: target.hostIncarnation,
+          ...(resume ? { resumeExecutionId: resume.executionId } : {}),
+        } as never,
+      },
+      causation,
+    );
     if (dispatchedSeq === undefined) return undefined;
   }
-  const base = { sharedRunId: r.sharedRunId, localRunId: p.localRunId, tenantId: r.tenantId, dag: r.state.dag, dispatchedSeq, correlationId: r.sharedRunId };
-  const command = (resume
-    ? { operation: "ResumeExecution", runtimeInstanceId: target.runtimeInstanceId, correlationId: r.sharedRunId, payload: { ...base, executionId: resume.executionId, epoch: resume.epoch } }
-    : { operation: "DispatchRun", runtimeInstanceId: target.runtimeInstanceId, correlationId: r.sharedRunId, payload: base }) as RuntimeCommand;
+  const base = {
+    sharedRunId: r.sharedRunId,
+    localRunId: p.localRunId,
+    tenantId: r.tenantId,
+    dag: r.state.dag,
+    dispatchedSeq,
+    correlationId: r.sharedRunId,
+  };
+  const command = (
+    resume
+      ? {
+          operation: "ResumeExecution",
+          runtimeInstanceId: target.runtimeInstanceId,
+          correlationId: r.sharedRunId,
+          payload: { ...base, executionId: resume.executionId, epoch: resume.epoch },
+        }
+      : {
+          operation: "DispatchRun",
+          runtimeInstanceId: target.runtimeInstanceId,
+          correlationId: r.sharedRunId,
+          payload: base,
+        }
+  ) as RuntimeCommand;
   return () => send(deps, r, p.localRunId, target, command);
 }
 
-async function send(deps: AdmissionDeps, r: IndexedRun, localRunId: string, target: Target, command: RuntimeCommand): Promise<boolean> {
+async function send(
+  deps: AdmissionDeps,
+  r: IndexedRun,
+  localRunId: string,
+  target: Target,
+  command: RuntimeCommand,
+): Promise<boolean> {
   try {
-    const result = await deps.send(target.endpoint!, target.transport, command, deps.commandTokenFor(target.runtimeInstanceId), deps.config.dispatchTimeoutMs);
+    const result = await deps.send(
+      target.endpoint!,
+      target.transport,
+      command,
+      deps.commandTokenFor(target.runtimeInstanceId),
+      deps.config.dispatchTimeoutMs,
+    );
     if (result.success) {
       // Keep the slot counted until the runtime's heartbeats show the run (then the reservation lapses).
       const until = deps.env.clock.now().getTime() + 3 * deps.config.heartbeatIntervalMs;
       await deps.reservations.extend(target.runtimeInstanceId, r.sharedRunId, until);
       return true;
     }
-    const code = result.failureReason && isErrorCode(result.failureReason) ? result.failureReason : "runtime-command-readiness-failed";
+    const code =
+      result.failureReason && isErrorCode(result.failureReason)
+        ? result.failureReason
+        : "runtime-command-readiness-failed";
     return fail(deps, r, localRunId, { code, detail: result.failureDetail ?? `${command.operation} refused` });
   } catch (e) {
     const err = isDroverError(e) ? e : new DroverError("runtime-unreachable", String(e));
-    deps.log.warn({ run: r.sharedRunId, runtime: target.runtimeInstanceId, code: err.code, err: err.message }, "dispatch failed");
+    deps.log.warn(
+      { run: r.sharedRunId, runtime: target.runtimeInstanceId, code: err.code, err: err.message },
+      "dispatch failed",
+    );
     return fail(deps, r, localRunId, { code: err.code, detail: err.message.slice(0, 2000) });
   }
 }
@@ -60,16 +115,35 @@ async function send(deps: AdmissionDeps, r: IndexedRun, localRunId: string, targ
 async function fail(deps: AdmissionDeps, r: IndexedRun, localRunId: string, reason: Reason): Promise<false> {
   const runtimeInstanceId = r.state.placement?.runtimeInstanceId;
   if (!runtimeInstanceId) return false;
-  await appendRunDecision(deps, r, { kind: "MarkDispatchFailed", data: { runtimeInstanceId, localRunId, reason } as never }, `dispatch:${localRunId}`);
+  await appendRunDecision(
+    deps,
+    r,
+    { kind: "MarkDispatchFailed", data: { runtimeInstanceId, localRunId, reason } as never },
+    `dispatch:${localRunId}`,
+  );
   await deps.reservations.release(runtimeInstanceId, r.sharedRunId);
   return false;
 }
 
 /** Whether the runtime knows the LocalRunId (GetRunStatus answers anything but `unknown`); unreachable counts as known (health decides). */
-export async function runtimeKnowsRun(deps: AdmissionDeps, target: Pick<Placeable, "runtimeInstanceId" | "endpoint" | "transport">, localRunId: string): Promise<boolean> {
+export async function runtimeKnowsRun(
+  deps: AdmissionDeps,
+  target: Pick<Placeable, "runtimeInstanceId" | "endpoint" | "transport">,
+  localRunId: string,
+): Promise<boolean> {
   try {
-    const res = await deps.send(target.endpoint!, target.transport, { operation: "GetRunStatus", runtimeInstanceId: target.runtimeInstanceId, correlationId: localRunId,
-      payload: { localRunId } } as RuntimeCommand, deps.commandTokenFor(target.runtimeInstanceId), deps.config.dispatchTimeoutMs);
+    const res = await deps.send(
+      target.endpoint!,
+      target.transport,
+      {
+        operation: "GetRunStatus",
+        runtimeInstanceId: target.runtimeInstanceId,
+        correlationId: localRunId,
+        payload: { localRunId },
+      } as RuntimeCommand,
+      deps.commandTokenFor(target.runtimeInstanceId),
+      deps.config.dispatchTimeoutMs,
+    );
     return !(res.success && (res.payload as { run?: { state?: string } }).run?.state === "unknown");
   } catch {
     return true;

@@ -1,4 +1,9 @@
-import { isSubjectSafeId, tenantSettingsOf, staleHeartbeatMsOf, type TenantSettings } from "../../../contracts/index.ts";
+import {
+  isSubjectSafeId,
+  tenantSettingsOf,
+  staleHeartbeatMsOf,
+  type TenantSettings,
+} from "../../../contracts/index.ts";
 import { fairOrder } from "../domain/fair-queue.ts";
 import { quotaDecision } from "../domain/quota.ts";
 import { rankCandidates, whyNoCandidate } from "../domain/ranking.ts";
@@ -43,8 +48,15 @@ export async function admissionPass(deps: AdmissionDeps, state: AdmissionState):
   const candidates = await readCandidates(deps.view, deps.reservations, now, staleHeartbeatMsOf(deps.config));
   const pending = deps.index.pending().filter((r) => !busy.has(key(r)));
   const byKey = new Map(pending.map((r) => [key(r), r]));
-  const order = fairOrder(pending.map((r) => ({ tenantId: r.tenantId, sharedRunId: r.sharedRunId, recovery: r.state.recoveryPending, sinceSeq: r.sinceSeq })),
-    (t) => tenantSettingsOf(deps.config, t).weight).map((p) => byKey.get(`${p.tenantId}/${p.sharedRunId}`)!);
+  const order = fairOrder(
+    pending.map((r) => ({
+      tenantId: r.tenantId,
+      sharedRunId: r.sharedRunId,
+      recovery: r.state.recoveryPending,
+      sinceSeq: r.sinceSeq,
+    })),
+    (t) => tenantSettingsOf(deps.config, t).weight,
+  ).map((p) => byKey.get(`${p.tenantId}/${p.sharedRunId}`)!);
   // Placements of one tenant in flight in this pass: the quota counts them with the tenant's active
   // runs, so parallel decisions cannot overshoot it within a replica.
   const inFlight = new Map<string, number>();
@@ -64,14 +76,18 @@ export async function admissionPass(deps: AdmissionDeps, state: AdmissionState):
         sending = true;
         const resume = isResume(r);
         if (resume) state.resuming.set(r.tenantId, (state.resuming.get(r.tenantId) ?? 0) + 1);
-        const p: Promise<unknown> = send().catch((e) => deps.log.error({ run: r.sharedRunId, err: String(e) }, "runtime command failed; retried next pass")).finally(() => {
-          busy.delete(k);
-          const left = (state.resuming.get(r.tenantId) ?? 1) - 1;
-          if (resume && left > 0) state.resuming.set(r.tenantId, left);
-          else if (resume) state.resuming.delete(r.tenantId);
-          state.sends.delete(p);
-          state.onSendDone();
-        });
+        const p: Promise<unknown> = send()
+          .catch((e) =>
+            deps.log.error({ run: r.sharedRunId, err: String(e) }, "runtime command failed; retried next pass"),
+          )
+          .finally(() => {
+            busy.delete(k);
+            const left = (state.resuming.get(r.tenantId) ?? 1) - 1;
+            if (resume && left > 0) state.resuming.set(r.tenantId, left);
+            else if (resume) state.resuming.delete(r.tenantId);
+            state.sends.delete(p);
+            state.onSendDone();
+          });
         state.sends.add(p);
       });
     } catch (e) {
@@ -104,7 +120,14 @@ async function placeAll(list: readonly IndexedRun[], f: (r: IndexedRun) => Promi
 
 const key = (r: IndexedRun) => `${r.tenantId}/${r.sharedRunId}`;
 
-async function handle(deps: AdmissionDeps, r: IndexedRun, candidates: Placeable[], now: number, othersInFlight: number, sendLater: SendLater): Promise<void> {
+async function handle(
+  deps: AdmissionDeps,
+  r: IndexedRun,
+  candidates: Placeable[],
+  now: number,
+  othersInFlight: number,
+  sendLater: SendLater,
+): Promise<void> {
   const s = r.state;
   if (r.invalid && s.status === "none") return rejectInvalid(deps, r);
   const stale = now - r.sinceMs > 2 * deps.config.dispatchTimeoutMs;
@@ -112,7 +135,11 @@ async function handle(deps: AdmissionDeps, r: IndexedRun, candidates: Placeable[
     // Admitted but never dispatched: the replica that admitted it died (or this is its own earlier attempt). Finish it.
     if (!stale) return;
     const target = candidates.find((c) => c.runtimeInstanceId === s.placement!.runtimeInstanceId);
-    const send = await recordDispatch(deps, r, target ?? { runtimeInstanceId: s.placement.runtimeInstanceId, transport: "http" });
+    const send = await recordDispatch(
+      deps,
+      r,
+      target ?? { runtimeInstanceId: s.placement.runtimeInstanceId, transport: "http" },
+    );
     if (send) sendLater(send);
     return;
   }
@@ -135,7 +162,14 @@ async function handle(deps: AdmissionDeps, r: IndexedRun, candidates: Placeable[
   const tenant = tenantSettingsOf(deps.config, r.tenantId);
   const quota = quotaDecision(tenant, deps.index.activeCount(r.tenantId) + othersInFlight, s);
   if (quota.kind !== "ok") {
-    await appendRunDecision(deps, r, quota.kind === "reject" ? { kind: "Reject", reason: quota.reason } : { kind: "QueueGlobally", reason: quota.reason }, "quota");
+    await appendRunDecision(
+      deps,
+      r,
+      quota.kind === "reject"
+        ? { kind: "Reject", reason: quota.reason }
+        : { kind: "QueueGlobally", reason: quota.reason },
+      "quota",
+    );
     return;
   }
   // Back off after dispatch failures (exponential, capped), and try another runtime than the last that refused.
@@ -144,14 +178,32 @@ async function handle(deps: AdmissionDeps, r: IndexedRun, candidates: Placeable[
   const fresh = ranked.filter((x) => x.candidate.runtimeInstanceId !== s.lastFailedRuntimeId);
   for (const { candidate } of fresh.length > 0 ? fresh : ranked) {
     const c = candidate as Placeable;
-    const outcome = await deps.reservations.reserve(c.runtimeInstanceId, r.sharedRunId, c.heartbeatSlots, 3 * deps.config.dispatchTimeoutMs, now);
+    const outcome = await deps.reservations.reserve(
+      c.runtimeInstanceId,
+      r.sharedRunId,
+      c.heartbeatSlots,
+      3 * deps.config.dispatchTimeoutMs,
+      now,
+    );
     if (outcome === "full") continue;
     const localRunId = deps.env.ids.next("lr");
-    const admittedSeq = await appendRunDecision(deps, r, { kind: "Admit", data: {
-      runtimeInstanceId: c.runtimeInstanceId, localRunId, reservationId: `${c.runtimeInstanceId}/${r.sharedRunId}`,
-      candidates: rankCandidates(candidates, tenant).slice(0, 8).map((x) => ({ runtimeInstanceId: x.candidate.runtimeInstanceId, rank: x.rank, why: x.why })),
-      recovery: s.recoveryPending,
-    } as never }, `admission:${r.sharedRunId}:${s.lastSeq}`);
+    const admittedSeq = await appendRunDecision(
+      deps,
+      r,
+      {
+        kind: "Admit",
+        data: {
+          runtimeInstanceId: c.runtimeInstanceId,
+          localRunId,
+          reservationId: `${c.runtimeInstanceId}/${r.sharedRunId}`,
+          candidates: rankCandidates(candidates, tenant)
+            .slice(0, 8)
+            .map((x) => ({ runtimeInstanceId: x.candidate.runtimeInstanceId, rank: x.rank, why: x.why })),
+          recovery: s.recoveryPending,
+        } as never,
+      },
+      `admission:${r.sharedRunId}:${s.lastSeq}`,
+    );
     // Lost the run to another decider: keep the reservation until it expires. Releasing it could free
     // a slot the winner holds under the same key (same run) and let a third placement over-commit.
     if (admittedSeq === undefined) return;
@@ -162,20 +214,44 @@ async function handle(deps: AdmissionDeps, r: IndexedRun, candidates: Placeable[
   await queueWithScaleOut(deps, r, tenant, candidates);
 }
 
-async function queueWithScaleOut(deps: AdmissionDeps, r: IndexedRun, tenant: TenantSettings, candidates: Placeable[]): Promise<void> {
+async function queueWithScaleOut(
+  deps: AdmissionDeps,
+  r: IndexedRun,
+  tenant: TenantSettings,
+  candidates: Placeable[],
+): Promise<void> {
   const reason = { code: "no-visible-capacity" as const, detail: whyNoCandidate(candidates, tenant).slice(0, 2000) };
-  const requestId = await requestScaleOut(deps, tenant, { code: "no-visible-capacity", detail: "" }, r.sharedRunId, candidates);
-  await appendRunDecision(deps, r, { kind: "QueueGlobally", reason, ...(requestId ? { scaleOutRequestId: requestId } : {}) }, `queue:${r.sharedRunId}`);
+  const requestId = await requestScaleOut(
+    deps,
+    tenant,
+    { code: "no-visible-capacity", detail: "" },
+    r.sharedRunId,
+    candidates,
+  );
+  await appendRunDecision(
+    deps,
+    r,
+    { kind: "QueueGlobally", reason, ...(requestId ? { scaleOutRequestId: requestId } : {}) },
+    `queue:${r.sharedRunId}`,
+  );
 }
 
 async function rejectInvalid(deps: AdmissionDeps, r: IndexedRun): Promise<void> {
   if (!isSubjectSafeId(r.tenantId) || !isSubjectSafeId(r.sharedRunId)) {
     // No valid `rejected` can name this run: report it once and stop trying (the raw message stays in the log).
-    deps.log.error({ subject: `${r.tenantId}/${r.sharedRunId}`, seq: r.invalid!.seq, err: r.invalid!.error }, "invalid submission with an unusable subject; cannot be rejected");
+    deps.log.error(
+      { subject: `${r.tenantId}/${r.sharedRunId}`, seq: r.invalid!.seq, err: r.invalid!.error },
+      "invalid submission with an unusable subject; cannot be rejected",
+    );
     r.abandoned = true;
     return;
   }
   // The invalid submission is the aggregate's last event; `rejected` must follow exactly it.
   const state = { ...r.state, status: "submitted" as const, lastSeq: r.invalid!.seq };
-  await appendRunDecision(deps, { ...r, state }, { kind: "Reject", reason: { code: "contract-violation", detail: r.invalid!.error.slice(0, 2000) } }, `validation:${r.invalid!.seq}`);
+  await appendRunDecision(
+    deps,
+    { ...r, state },
+    { kind: "Reject", reason: { code: "contract-violation", detail: r.invalid!.error.slice(0, 2000) } },
+    `validation:${r.invalid!.seq}`,
+  );
 }

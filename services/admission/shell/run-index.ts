@@ -19,7 +19,14 @@ export interface IndexedRun {
   checkedMs?: number;
 }
 
-export interface ScaleOutEntry { readonly tenantId: string; readonly requestId: string; dedupeKey?: string; status: string; endedMs?: number; runtimeInstanceId?: string }
+export interface ScaleOutEntry {
+  readonly tenantId: string;
+  readonly requestId: string;
+  dedupeKey?: string;
+  status: string;
+  endedMs?: number;
+  runtimeInstanceId?: string;
+}
 
 const ACTIVE = new Set(["admitted", "dispatched", "started"]);
 
@@ -34,7 +41,10 @@ export class RunIndex {
   readonly scaleOuts = new Map<string, ScaleOutEntry>();
   private readonly listeners = new Set<() => void>();
 
-  constructor(private readonly eventPrefix: string, private readonly onInvalid: (subject: string, seq: number, error: string) => void) {}
+  constructor(
+    private readonly eventPrefix: string,
+    private readonly onInvalid: (subject: string, seq: number, error: string) => void,
+  ) {}
 
   onChange(fn: () => void): () => void {
     this.listeners.add(fn);
@@ -52,8 +62,10 @@ export class RunIndex {
       this.invalid(m, agg, tenantId, id, name, ms, isDroverError(e) ? e.message : String(e));
       return;
     }
-    const mismatch = event.type === "run.submitted" && agg === "run" && tenantId && id
-      ? submissionSubjectMismatch({ tenantId, sharedRunId: id }, event) : undefined;
+    const mismatch =
+      event.type === "run.submitted" && agg === "run" && tenantId && id
+        ? submissionSubjectMismatch({ tenantId, sharedRunId: id }, event)
+        : undefined;
     if (mismatch) this.invalid(m, agg, tenantId, id, name, ms, `${mismatch} (stream sequence ${m.seq})`);
     else if (agg === "run" && tenantId && id) this.applyRun(tenantId, id, event as RunEvent, m.seq, ms);
     else if (agg === "scaleout" && tenantId && id) this.applyScaleOut(tenantId, id, event, name ?? "", ms);
@@ -70,8 +82,15 @@ export class RunIndex {
 
   /** Runs admission has something to do for: placeable, invalid submissions, or placements not yet confirmed. */
   pending(): IndexedRun[] {
-    return [...this.runs.values()].filter((r) => !r.abandoned).filter((r) => (r.invalid && r.state.status === "none") || isPlaceable(r.state)
-      || r.state.status === "admitted" || r.state.status === "dispatched");
+    return [...this.runs.values()]
+      .filter((r) => !r.abandoned)
+      .filter(
+        (r) =>
+          (r.invalid && r.state.status === "none") ||
+          isPlaceable(r.state) ||
+          r.state.status === "admitted" ||
+          r.state.status === "dispatched",
+      );
   }
 
   /** Runs of the tenant currently holding a placement (for the tenant-wide quota). */
@@ -82,7 +101,15 @@ export class RunIndex {
   }
 
   /** Records an invalid `submitted` (to be rejected) and reports any invalid event. */
-  private invalid(m: { subject: string; seq: number }, agg?: string, tenantId?: string, id?: string, name?: string, ms = 0, error = ""): void {
+  private invalid(
+    m: { subject: string; seq: number },
+    agg?: string,
+    tenantId?: string,
+    id?: string,
+    name?: string,
+    ms = 0,
+    error = "",
+  ): void {
     if (agg === "run" && name === "submitted" && tenantId && id) {
       const r = this.entry(tenantId, id);
       if (r.state.status === "none" && !r.invalid) {

@@ -16,10 +16,15 @@ export interface AdmissionService {
  * whenever the index changes and on every tick (capacity changes arrive through the Redis view).
  * Passes never overlap within a replica; other replicas are kept honest by conditional appends.
  */
-export async function startAdmission(deps: AdmissionDeps & { js: JetStreamClient; tickMs?: number }): Promise<AdmissionService> {
+export async function startAdmission(
+  deps: AdmissionDeps & { js: JetStreamClient; tickMs?: number },
+): Promise<AdmissionService> {
   const prefix = deps.layout.eventPrefix;
-  const follower: Follower = await follow(deps.js, { stream: deps.layout.eventStream, filters: [`${prefix}.run.>`, `${prefix}.scaleout.>`] },
-    (m) => deps.index.apply(m));
+  const follower: Follower = await follow(
+    deps.js,
+    { stream: deps.layout.eventStream, filters: [`${prefix}.run.>`, `${prefix}.scaleout.>`] },
+    (m) => deps.index.apply(m),
+  );
   follower.done.catch((e) => deps.log.fatal({ err: String(e) }, "run follower stopped"));
   const state: AdmissionState = { busy: new Set(), resuming: new Map(), sends: new Set(), onSendDone: () => pass() };
   let running: Promise<void> | undefined;
@@ -29,7 +34,10 @@ export async function startAdmission(deps: AdmissionDeps & { js: JetStreamClient
 
   const pass = (): void => {
     if (stopped) return;
-    if (running) { again = true; return; }
+    if (running) {
+      again = true;
+      return;
+    }
     running = (async () => {
       do {
         again = false;
@@ -38,7 +46,9 @@ export async function startAdmission(deps: AdmissionDeps & { js: JetStreamClient
         await admissionPass(deps, state).catch((e) => deps.log.error({ err: String(e) }, "admission pass failed"));
         for (const w of done) w();
       } while (again && !stopped);
-    })().finally(() => { running = undefined; });
+    })().finally(() => {
+      running = undefined;
+    });
   };
 
   const ready = follower.caughtUp.then(() => {
@@ -48,7 +58,11 @@ export async function startAdmission(deps: AdmissionDeps & { js: JetStreamClient
   const timer = setInterval(pass, deps.tickMs ?? 250);
   return {
     ready,
-    nextPass: () => new Promise<void>((ok) => { waiters.push(ok); pass(); }),
+    nextPass: () =>
+      new Promise<void>((ok) => {
+        waiters.push(ok);
+        pass();
+      }),
     async stop() {
       stopped = true;
       clearInterval(timer);

@@ -22,7 +22,8 @@ const BEARER = /^Bearer[ \t]+([\x21-\x7e]+)[ \t]*$/i;
  * the message never echoes the token.
  */
 export function authenticate(tokens: TokenTable, authorization: string | undefined): Credential {
-  if (authorization === undefined || authorization === "") throw new DroverError("unauthenticated", "an Authorization: Bearer <token> header is required");
+  if (authorization === undefined || authorization === "")
+    throw new DroverError("unauthenticated", "an Authorization: Bearer <token> header is required");
   const token = BEARER.exec(authorization)?.[1];
   const credential = token === undefined ? undefined : tokens.get(token);
   if (credential === undefined) throw new DroverError("unauthenticated", "the bearer token is not recognised");
@@ -45,7 +46,8 @@ export type FeedScope = { readonly kind: "tenant"; readonly tenantId: TenantId }
  */
 export function readTenant(credential: Credential, requested: string | undefined): TenantId {
   const scope = feedScope(credential, requested);
-  if (scope.kind === "all") throw new DroverError("contract-violation", "operators name the tenant to read with ?tenant=<tenantId>");
+  if (scope.kind === "all")
+    throw new DroverError("contract-violation", "operators name the tenant to read with ?tenant=<tenantId>");
   return scope.tenantId;
 }
 
@@ -53,7 +55,8 @@ export function readTenant(credential: Credential, requested: string | undefined
 export function feedScope(credential: Credential, requested: string | undefined): FeedScope {
   const tenant = requested === undefined ? undefined : parseTenant(requested);
   if (credential.role === "tenant") {
-    if (tenant !== undefined && tenant !== credential.tenantId) throw new DroverError("forbidden", "only operator credentials may name a tenant");
+    if (tenant !== undefined && tenant !== credential.tenantId)
+      throw new DroverError("forbidden", "only operator credentials may name a tenant");
     return { kind: "tenant", tenantId: credential.tenantId };
   }
   return tenant === undefined ? { kind: "all" } : { kind: "tenant", tenantId: tenant };
@@ -61,7 +64,8 @@ export function feedScope(credential: Credential, requested: string | undefined)
 
 function parseTenant(value: string): TenantId {
   const r = TenantId.safeParse(value);
-  if (!r.success) throw new DroverError("invalid-id", "tenant must be a TenantId: lowercase [a-z0-9-], at most 63 characters");
+  if (!r.success)
+    throw new DroverError("invalid-id", "tenant must be a TenantId: lowercase [a-z0-9-], at most 63 characters");
   return r.data;
 }
 
@@ -71,7 +75,10 @@ function parseTenant(value: string): TenantId {
  * so a subject that merely looks like the tenant's (e.g. a runtime whose id equals a tenant id,
  * which `<prefix>.*.<tenant>.>` also matches) can never leak into it.
  */
-export function visibleIn(scope: FeedScope, event: { readonly type: string; readonly tenantId?: string | undefined }): boolean {
+export function visibleIn(
+  scope: FeedScope,
+  event: { readonly type: string; readonly tenantId?: string | undefined },
+): boolean {
   if (scope.kind === "all") return true;
   const aggregate = event.type.slice(0, event.type.indexOf("."));
   return (TENANT_SCOPED_AGGREGATES as readonly string[]).includes(aggregate) && event.tenantId === scope.tenantId;
@@ -85,5 +92,9 @@ export function visibleIn(scope: FeedScope, event: { readonly type: string; read
 export function subjectVisibleIn(scope: FeedScope, tokens: readonly string[]): boolean {
   if (scope.kind === "all") return true;
   const [aggregate, tenant] = tokens;
-  return (TENANT_SCOPED_AGGREGATES as readonly string[]).includes(aggregate ?? "") && tenant === scope.tenantId && tokens.length === 4;
+  return (
+    (TENANT_SCOPED_AGGREGATES as readonly string[]).includes(aggregate ?? "") &&
+    tenant === scope.tenantId &&
+    tokens.length === 4
+  );
 }

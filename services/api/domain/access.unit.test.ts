@@ -1,6 +1,14 @@
 import { describe, expect, it } from "vitest";
 import { Credential, isDroverError, type ErrorCode } from "../../../contracts/index.ts";
-import { authenticate, feedScope, readTenant, requireOperator, subjectVisibleIn, tokenTable, visibleIn } from "./access.ts";
+import {
+  authenticate,
+  feedScope,
+  readTenant,
+  requireOperator,
+  subjectVisibleIn,
+  tokenTable,
+  visibleIn,
+} from "./access.ts";
 
 const tokens = tokenTable({
   "token-acme-0123456789": Credential.parse({ role: "tenant", tenantId: "acme" }),
@@ -10,7 +18,11 @@ const acme = tokens.get("token-acme-0123456789")!;
 const ops = tokens.get("token-operator-012345")!;
 
 function codeOf(f: () => unknown): ErrorCode | undefined {
-  try { f(); } catch (e) { return isDroverError(e) ? e.code : undefined; }
+  try {
+    f();
+  } catch (e) {
+    return isDroverError(e) ? e.code : undefined;
+  }
   return undefined;
 }
 
@@ -21,11 +33,27 @@ describe("bearer authentication", () => {
   });
 
   it("refuses a missing, malformed or unknown token as unauthenticated, never echoing the token", () => {
-    for (const h of [undefined, "", "Bearer", "Basic dXNlcjpwdw==", "Bearer token-acme-012345678", "token-acme-0123456789",
-      "Bearer __proto__", "Bearer constructor", "Bearer token-acme-0123456789 extra"]) {
-      expect(codeOf(() => authenticate(tokens, h)), String(h)).toBe("unauthenticated");
+    for (const h of [
+      undefined,
+      "",
+      "Bearer",
+      "Basic dXNlcjpwdw==",
+      "Bearer token-acme-012345678",
+      "token-acme-0123456789",
+      "Bearer __proto__",
+      "Bearer constructor",
+      "Bearer token-acme-0123456789 extra",
+    ]) {
+      expect(
+        codeOf(() => authenticate(tokens, h)),
+        String(h),
+      ).toBe("unauthenticated");
     }
-    try { authenticate(tokens, "Bearer secret-guess-000000"); } catch (e) { expect((e as Error).message).not.toContain("secret-guess"); }
+    try {
+      authenticate(tokens, "Bearer secret-guess-000000");
+    } catch (e) {
+      expect((e as Error).message).not.toContain("secret-guess");
+    }
   });
 });
 
@@ -44,7 +72,11 @@ describe("read scopes", () => {
   });
 
   it("refuses a tenant parameter that is not a TenantId as invalid-id", () => {
-    for (const t of ["ACME", "a.b", "*", ">", "", "x".repeat(64)]) expect(codeOf(() => feedScope(ops, t)), t).toBe("invalid-id");
+    for (const t of ["ACME", "a.b", "*", ">", "", "x".repeat(64)])
+      expect(
+        codeOf(() => feedScope(ops, t)),
+        t,
+      ).toBe("invalid-id");
   });
 
   it("keeps operator-only operations from tenants", () => {

@@ -15,7 +15,12 @@ export interface TenantIncident {
   readonly fenced?: IncidentDoc["fenced"];
   readonly fenceFailures: IncidentDoc["fenceFailures"];
   /** The plan as it concerns the tenant: its own item count. */
-  readonly planned?: { readonly seq: number; readonly at: string; readonly storedAt: string; readonly itemCount: number };
+  readonly planned?: {
+    readonly seq: number;
+    readonly at: string;
+    readonly storedAt: string;
+    readonly itemCount: number;
+  };
   readonly items: readonly (Omit<IncidentItem, "_id"> & { readonly id: string })[];
 }
 
@@ -25,13 +30,30 @@ export interface TenantIncident {
  * Other tenants' items (filtered here again, whatever `allItems` holds), the owner and the list of
  * impacted tenants are left out. Pure.
  */
-export function incidentForTenant(doc: IncidentDoc | undefined, allItems: readonly IncidentItem[], tenantId: string): TenantIncident | undefined {
+export function incidentForTenant(
+  doc: IncidentDoc | undefined,
+  allItems: readonly IncidentItem[],
+  tenantId: string,
+): TenantIncident | undefined {
   if (doc === undefined || !doc.tenantIds.includes(tenantId)) return undefined;
   const items = allItems.filter((i) => i.tenantId === tenantId && i.incidentId === doc.incidentId);
   return {
-    incidentId: doc.incidentId, runtimeInstanceId: doc.runtimeInstanceId, status: doc.status,
-    ...(doc.suspected ? { suspected: doc.suspected } : {}), ...(doc.fenced ? { fenced: doc.fenced } : {}), fenceFailures: doc.fenceFailures,
-    ...(doc.planned ? { planned: { seq: doc.planned.seq, at: doc.planned.at, storedAt: doc.planned.storedAt, itemCount: items.length } } : {}),
+    incidentId: doc.incidentId,
+    runtimeInstanceId: doc.runtimeInstanceId,
+    status: doc.status,
+    ...(doc.suspected ? { suspected: doc.suspected } : {}),
+    ...(doc.fenced ? { fenced: doc.fenced } : {}),
+    fenceFailures: doc.fenceFailures,
+    ...(doc.planned
+      ? {
+          planned: {
+            seq: doc.planned.seq,
+            at: doc.planned.at,
+            storedAt: doc.planned.storedAt,
+            itemCount: items.length,
+          },
+        }
+      : {}),
     items: items.map(publicRow),
   };
 }

@@ -35,7 +35,8 @@ export function foldOpenRunEvent(s: OpenRuns, seq: number, tokens: readonly stri
   if (seq <= s.lastSeq) return;
   s.lastSeq = seq;
   const [aggregate, tenant, runId, name] = tokens;
-  if (aggregate !== "run" || tokens.length !== 4 || tenant === undefined || runId === undefined || name === undefined) return;
+  if (aggregate !== "run" || tokens.length !== 4 || tenant === undefined || runId === undefined || name === undefined)
+    return;
   if (name === "submitted") {
     if (!s.closed.get(tenant)?.has(runId)) setOf(s.open, tenant).add(runId);
   } else if (TERMINAL.has(name)) {

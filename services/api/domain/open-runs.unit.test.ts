@@ -9,8 +9,14 @@ const fold = (events: Array<[number, string]>) => {
 
 describe("open runs per tenant (quota projection)", () => {
   it("counts submitted runs until a terminal event, per tenant", () => {
-    const s = fold([[1, "run.acme.r1.submitted"], [2, "run.acme.r2.submitted"], [3, "run.globex.r1.submitted"],
-      [4, "run.acme.r1.admitted"], [5, "run.acme.r2.completed"], [6, "exec.acme.e1.started"]]);
+    const s = fold([
+      [1, "run.acme.r1.submitted"],
+      [2, "run.acme.r2.submitted"],
+      [3, "run.globex.r1.submitted"],
+      [4, "run.acme.r1.admitted"],
+      [5, "run.acme.r2.completed"],
+      [6, "exec.acme.e1.started"],
+    ]);
     expect(openRunCount(s, "acme")).toBe(1);
     expect(openRunCount(s, "globex")).toBe(1);
     expect(openRunCount(s, "initech")).toBe(0);
@@ -18,18 +24,36 @@ describe("open runs per tenant (quota projection)", () => {
   });
 
   it("closes a run on every terminal event: completed, failed, cancelled, rejected", () => {
-    const s = fold([[1, "run.t.a.submitted"], [2, "run.t.b.submitted"], [3, "run.t.c.submitted"], [4, "run.t.d.submitted"],
-      [5, "run.t.a.completed"], [6, "run.t.b.failed"], [7, "run.t.c.cancelled"], [8, "run.t.d.rejected"]]);
+    const s = fold([
+      [1, "run.t.a.submitted"],
+      [2, "run.t.b.submitted"],
+      [3, "run.t.c.submitted"],
+      [4, "run.t.d.submitted"],
+      [5, "run.t.a.completed"],
+      [6, "run.t.b.failed"],
+      [7, "run.t.c.cancelled"],
+      [8, "run.t.d.rejected"],
+    ]);
     expect(openRunCount(s, "t")).toBe(0);
   });
 
   it("counts a duplicated submission once and never reopens a finished run on a late duplicate", () => {
-    const s = fold([[1, "run.t.a.submitted"], [2, "run.t.a.submitted"], [3, "run.t.a.completed"], [4, "run.t.a.submitted"]]);
+    const s = fold([
+      [1, "run.t.a.submitted"],
+      [2, "run.t.a.submitted"],
+      [3, "run.t.a.completed"],
+      [4, "run.t.a.submitted"],
+    ]);
     expect(openRunCount(s, "t")).toBe(0);
   });
 
   it("is idempotent by stream sequence: a redelivered or replayed event does not count again", () => {
-    const s = fold([[1, "run.t.a.submitted"], [2, "run.t.a.completed"], [1, "run.t.a.submitted"], [2, "run.t.b.submitted"]]);
+    const s = fold([
+      [1, "run.t.a.submitted"],
+      [2, "run.t.a.completed"],
+      [1, "run.t.a.submitted"],
+      [2, "run.t.b.submitted"],
+    ]);
     expect(openRunCount(s, "t")).toBe(0);
     expect(s.lastSeq).toBe(2);
   });

@@ -10,7 +10,11 @@ export interface RunView {
   /** Stream sequence of the run's last event: a client can resume the event feed after it. */
   readonly lastSeq: number;
   readonly executionId: string | null;
-  readonly placement: { readonly runtimeInstanceId: string; readonly localRunId: string; readonly transport: string | null } | null;
+  readonly placement: {
+    readonly runtimeInstanceId: string;
+    readonly localRunId: string;
+    readonly transport: string | null;
+  } | null;
   readonly localRunIds: readonly string[];
   readonly recoveryPending: boolean;
   readonly lastReason: string | null;
@@ -32,7 +36,11 @@ export function runView(s: RunState): RunView | undefined {
     lastSeq: s.lastSeq,
     executionId: s.executionId ?? null,
     placement: s.placement
-      ? { runtimeInstanceId: s.placement.runtimeInstanceId, localRunId: s.placement.localRunId, transport: s.placement.transport ?? null }
+      ? {
+          runtimeInstanceId: s.placement.runtimeInstanceId,
+          localRunId: s.placement.localRunId,
+          transport: s.placement.transport ?? null,
+        }
       : null,
     localRunIds: s.localRunIds,
     recoveryPending: s.recoveryPending,
@@ -47,20 +55,35 @@ export function runView(s: RunState): RunView | undefined {
  * JetStream): `submitted` until admission rejects it, then `rejected` with the reason. Undefined when
  * anything else is undecodable — that is the store's fault, not the producer's.
  */
-export function undecodableSubmissionView(tenantId: string, sharedRunId: string, s: RunState,
-  undecodable: readonly { readonly seq: number; readonly subject: string }[]): RunView | undefined {
+export function undecodableSubmissionView(
+  tenantId: string,
+  sharedRunId: string,
+  s: RunState,
+  undecodable: readonly { readonly seq: number; readonly subject: string }[],
+): RunView | undefined {
   const submission = undecodable[0];
   if (!submission || undecodable.length > 1 || !submission.subject.endsWith(".submitted")) return undefined;
   if (s.status !== "none" && s.status !== "rejected") return undefined;
   return {
-    sharedRunId, tenantId, status: s.status === "none" ? "submitted" : "rejected", submittedSeq: submission.seq,
-    lastSeq: Math.max(s.lastSeq, submission.seq), executionId: null, placement: null, localRunIds: [], recoveryPending: false,
-    lastReason: s.lastReason ?? null, dispatchFailures: 0, dag: null,
+    sharedRunId,
+    tenantId,
+    status: s.status === "none" ? "submitted" : "rejected",
+    submittedSeq: submission.seq,
+    lastSeq: Math.max(s.lastSeq, submission.seq),
+    executionId: null,
+    placement: null,
+    localRunIds: [],
+    recoveryPending: false,
+    lastReason: s.lastReason ?? null,
+    dispatchFailures: 0,
+    dag: null,
   };
 }
 
 /** Every ExecutionId a run's events name, in first-seen order: the journals its event history includes. */
-export function executionIdsOf(events: readonly { readonly event: { readonly type: string; readonly data: unknown } }[]): string[] {
+export function executionIdsOf(
+  events: readonly { readonly event: { readonly type: string; readonly data: unknown } }[],
+): string[] {
   const ids: string[] = [];
   for (const { event } of events) {
     if (event.type !== "run.started" && event.type !== "run.requeued-for-resume") continue;

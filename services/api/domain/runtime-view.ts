@@ -27,12 +27,21 @@ export function runtimeRow(d: CapacityDescriptor): RuntimeRow {
   const reg = d.registration;
   return {
     runtimeInstanceId: d.runtimeInstanceId,
-    tenantId: reg?.tenantId ?? null, tenantGroupId: reg?.tenantGroupId ?? null, isolationMode: reg?.isolationMode ?? null,
-    allowSharedFallback: reg?.allowSharedFallback ?? null, transport: reg?.transport ?? null, hostProvider: reg?.hostProvider ?? null,
-    status: d.status, hostIncarnation: d.host?.hostIncarnation ?? null,
-    requiredLayers: reg?.requiredLayers ?? [], layersPassed: d.layers,
-    endpoint: visibleEndpoint(d)?.endpoint ?? null, incidentId: d.incidentId ?? null,
-    heartbeat: currentBeat(d) ?? null, conflicts: d.conflicts, lastSeq: d.lastSeq,
+    tenantId: reg?.tenantId ?? null,
+    tenantGroupId: reg?.tenantGroupId ?? null,
+    isolationMode: reg?.isolationMode ?? null,
+    allowSharedFallback: reg?.allowSharedFallback ?? null,
+    transport: reg?.transport ?? null,
+    hostProvider: reg?.hostProvider ?? null,
+    status: d.status,
+    hostIncarnation: d.host?.hostIncarnation ?? null,
+    requiredLayers: reg?.requiredLayers ?? [],
+    layersPassed: d.layers,
+    endpoint: visibleEndpoint(d)?.endpoint ?? null,
+    incidentId: d.incidentId ?? null,
+    heartbeat: currentBeat(d) ?? null,
+    conflicts: d.conflicts,
+    lastSeq: d.lastSeq,
   };
 }
 
@@ -54,12 +63,21 @@ export interface CapacityEntry {
  * API's replay source knows no reservations (they live in Redis) and passes 0, so its answer can
  * only be more optimistic than admission's, which is why it is shown and never decided on.
  */
-export function capacityEntry(d: CapacityDescriptor, ctx: { readonly now: Date; readonly staleMs: number; readonly reservedSlots: number }): CapacityEntry {
+export function capacityEntry(
+  d: CapacityDescriptor,
+  ctx: { readonly now: Date; readonly staleMs: number; readonly reservedSlots: number },
+): CapacityEntry {
   const r = routability(d, { now: ctx.now.getTime(), staleMs: ctx.staleMs, reservedSlots: ctx.reservedSlots });
   const reg = d.registration;
   return {
-    runtimeInstanceId: d.runtimeInstanceId, tenantId: reg?.tenantId ?? null, isolationMode: reg?.isolationMode ?? null,
-    transport: reg?.transport ?? null, status: d.status, canAcceptRun: r.canAcceptRun, reasons: r.reasons,
-    availableSlots: r.effectiveAvailableSlots, availableWorkers: r.availableWorkers,
+    runtimeInstanceId: d.runtimeInstanceId,
+    tenantId: reg?.tenantId ?? null,
+    isolationMode: reg?.isolationMode ?? null,
+    transport: reg?.transport ?? null,
+    status: d.status,
+    canAcceptRun: r.canAcceptRun,
+    reasons: r.reasons,
+    availableSlots: r.effectiveAvailableSlots,
+    availableWorkers: r.availableWorkers,
   };
 }

@@ -1,10 +1,19 @@
 import { z } from "zod";
-import { DagDefinition, DroverError, EventId, SharedRunId, type EventOf, type TenantId, type TenantSettings } from "../../../contracts/index.ts";
+import {
+  DagDefinition,
+  DroverError,
+  EventId,
+  SharedRunId,
+  type EventOf,
+  type TenantId,
+  type TenantSettings,
+} from "../../../contracts/index.ts";
 import { evolveRun, initialRunState, type RunEvent, type RunState } from "../../../aggregates/run.ts";
 import type { Decider } from "../../../contracts/decider.ts";
 
 /** Labels a caller may attach: evidence for humans and queries, never authorization. */
-export const Labels = z.record(z.string().min(1).max(63), z.string().max(256))
+export const Labels = z
+  .record(z.string().min(1).max(63), z.string().max(256))
   .refine((l) => Object.keys(l).length <= 64, "at most 64 labels");
 
 /**
@@ -12,11 +21,13 @@ export const Labels = z.record(z.string().min(1).max(63), z.string().max(256))
  * contract violation, because the tenant comes only from the token. The DAG is checked apart
  * (see {@link decideSubmission}) so its failures carry their own code, `dag-invalid`.
  */
-export const SubmitRunBody = z.object({
-  dag: z.record(z.string(), z.unknown()),
-  idempotencyKey: z.string().min(1).max(200).optional(),
-  labels: Labels.optional(),
-}).strict();
+export const SubmitRunBody = z
+  .object({
+    dag: z.record(z.string(), z.unknown()),
+    idempotencyKey: z.string().min(1).max(200).optional(),
+    labels: Labels.optional(),
+  })
+  .strict();
 export type SubmitRunBody = z.infer<typeof SubmitRunBody>;
 
 /** Everything the decision needs; ids and time are minted by the shell. */
@@ -45,32 +56,39 @@ export function decideSubmission(cmd: SubmitRun, state: RunState): [] | [EventOf
   const parsed = DagDefinition.safeParse(cmd.body.dag);
   if (!parsed.success) {
     const issues = parsed.error.issues.map((i) => `${["dag", ...i.path].join(".")}: ${i.message}`);
-    throw new DroverError("dag-invalid", `the DAG is invalid: ${issues.slice(0, 3).join("; ")}`, { details: { issues } });
+    throw new DroverError("dag-invalid", `the DAG is invalid: ${issues.slice(0, 3).join("; ")}`, {
+      details: { issues },
+    });
   }
   if (state.status !== "none") return [];
   const max = cmd.settings.maxConcurrentRuns;
   if (cmd.openRuns !== undefined && cmd.openRuns >= max) {
-    throw new DroverError("tenant-quota-exceeded", `tenant ${cmd.tenantId} has ${cmd.openRuns} unfinished runs, its quota is ${max}`,
-      { details: { openRuns: cmd.openRuns, maxConcurrentRuns: max } });
+    throw new DroverError(
+      "tenant-quota-exceeded",
+      `tenant ${cmd.tenantId} has ${cmd.openRuns} unfinished runs, its quota is ${max}`,
+      { details: { openRuns: cmd.openRuns, maxConcurrentRuns: max } },
+    );
   }
   const sharedRunId = SharedRunId.parse(cmd.sharedRunId);
-  return [{
-    eventId: EventId.parse(cmd.eventId),
-    type: "run.submitted",
-    schemaVersion: 1,
-    occurredAt: cmd.metadata.now.toISOString(),
-    tenantId: cmd.tenantId,
-    correlationId: sharedRunId,
-    causationId: `http-request:${cmd.metadata.requestId}`,
-    writer: { service: "api", instanceId: cmd.metadata.instanceId },
-    data: {
-      sharedRunId,
-      dag: parsed.data,
-      ...(cmd.body.idempotencyKey === undefined ? {} : { idempotencyKey: cmd.body.idempotencyKey }),
-      source: "api",
-      labels: cmd.body.labels ?? {},
+  return [
+    {
+      eventId: EventId.parse(cmd.eventId),
+      type: "run.submitted",
+      schemaVersion: 1,
+      occurredAt: cmd.metadata.now.toISOString(),
+      tenantId: cmd.tenantId,
+      correlationId: sharedRunId,
+      causationId: `http-request:${cmd.metadata.requestId}`,
+      writer: { service: "api", instanceId: cmd.metadata.instanceId },
+      data: {
+        sharedRunId,
+        dag: parsed.data,
+        ...(cmd.body.idempotencyKey === undefined ? {} : { idempotencyKey: cmd.body.idempotencyKey }),
+        source: "api",
+        labels: cmd.body.labels ?? {},
+      },
     },
-  }];
+  ];
 }
 
 /** The submission as a Decider over the run aggregate (evolve folds at the next sequence, as an append would land). */
@@ -79,4 +97,3 @@ export const submissionDecider: Decider<SubmitRun, RunEvent, RunState> = {
   evolve: (s, e) => evolveRun(s, e, s.lastSeq + 1),
   initialState: initialRunState,
 };
-

@@ -7,10 +7,14 @@ import { decideSubmission, submissionDecider, type SubmitRun } from "./submissio
 const tenantId = TenantId.parse("acme");
 const now = new Date("2026-03-04T05:06:07.000Z");
 const command = (patch: Partial<SubmitRun> = {}, dag: unknown = exampleDagInput): SubmitRun => ({
-  tenantId, body: { dag: dag as Record<string, unknown>, idempotencyKey: "k-1", labels: { team: "ml" } },
+  tenantId,
+  body: { dag: dag as Record<string, unknown>, idempotencyKey: "k-1", labels: { team: "ml" } },
   settings: TenantSettings.parse({ tenantId, maxConcurrentRuns: 2, overQuota: "reject" }),
-  sharedRunId: "run-abc", eventId: "ev-abc", openRuns: undefined,
-  metadata: { now, requestId: "req-1", instanceId: "api-1" }, ...patch,
+  sharedRunId: "run-abc",
+  eventId: "ev-abc",
+  openRuns: undefined,
+  metadata: { now, requestId: "req-1", instanceId: "api-1" },
+  ...patch,
 });
 const spec = deciderSpec(submissionDecider);
 const submitted = (): EventOf<"run.submitted"> => decideSubmission(command(), submissionDecider.initialState())[0]!;
@@ -20,8 +24,13 @@ describe("run submission decider", () => {
     const state = spec.given([]).when(command()).then([submitted()]);
     expect(state.status).toBe("submitted");
     expect(submitted()).toMatchObject({
-      type: "run.submitted", tenantId: "acme", eventId: "ev-abc", occurredAt: now.toISOString(), correlationId: "run-abc",
-      writer: { service: "api", instanceId: "api-1" }, data: { sharedRunId: "run-abc", source: "api", idempotencyKey: "k-1", labels: { team: "ml" } },
+      type: "run.submitted",
+      tenantId: "acme",
+      eventId: "ev-abc",
+      occurredAt: now.toISOString(),
+      correlationId: "run-abc",
+      writer: { service: "api", instanceId: "api-1" },
+      data: { sharedRunId: "run-abc", source: "api", idempotencyKey: "k-1", labels: { team: "ml" } },
     });
   });
 
@@ -30,9 +39,19 @@ describe("run submission decider", () => {
   });
 
   const invalid: Record<string, unknown> = {
-    "a dependency cycle": { steps: [{ id: "a", kind: "compute", dependsOn: ["b"] }, { id: "b", kind: "compute", dependsOn: ["a"] }] },
+    "a dependency cycle": {
+      steps: [
+        { id: "a", kind: "compute", dependsOn: ["b"] },
+        { id: "b", kind: "compute", dependsOn: ["a"] },
+      ],
+    },
     "an unknown step kind": { steps: [{ id: "a", kind: "teleport" }] },
-    "duplicate step ids": { steps: [{ id: "a", kind: "compute" }, { id: "a", kind: "compute" }] },
+    "duplicate step ids": {
+      steps: [
+        { id: "a", kind: "compute" },
+        { id: "a", kind: "compute" },
+      ],
+    },
     "a dependency on an unknown step": { steps: [{ id: "a", kind: "compute", dependsOn: ["ghost"] }] },
     "a step depending on itself": { steps: [{ id: "a", kind: "compute", dependsOn: ["a"] }] },
     "no steps": { steps: [] },
@@ -43,36 +62,60 @@ describe("run submission decider", () => {
   };
   for (const [what, dag] of Object.entries(invalid)) {
     it(`refuses a DAG with ${what} as dag-invalid, appending nothing`, () => {
-      spec.given([]).when(command({}, dag)).then(thenThrows("dag-invalid", /the DAG is invalid/));
+      spec
+        .given([])
+        .when(command({}, dag))
+        .then(thenThrows("dag-invalid", /the DAG is invalid/));
     });
   }
 
   it("names every broken rule of an invalid DAG in details.issues, with its path", () => {
-    const dag: DagInput = { steps: [{ id: "a", kind: "compute", dependsOn: ["a"] }, { id: "b", kind: "compute", dependsOn: ["nope"] }] };
+    const dag: DagInput = {
+      steps: [
+        { id: "a", kind: "compute", dependsOn: ["a"] },
+        { id: "b", kind: "compute", dependsOn: ["nope"] },
+      ],
+    };
     try {
       decideSubmission(command({}, dag), submissionDecider.initialState());
       expect.unreachable();
     } catch (e) {
       expect((e as { details: { issues: string[] } }).details.issues).toEqual([
-        'dag.steps: step "a" depends on itself', 'dag.steps: step "b" depends on unknown step "nope"',
+        'dag.steps: step "a" depends on itself',
+        'dag.steps: step "b" depends on unknown step "nope"',
       ]);
     }
   });
 
   it("validates the DAG before anything else: an invalid DAG under an existing key is still dag-invalid", () => {
-    spec.given([submitted()]).when(command({}, { steps: [] })).then(thenThrows("dag-invalid"));
+    spec
+      .given([submitted()])
+      .when(command({}, { steps: [] }))
+      .then(thenThrows("dag-invalid"));
   });
 
   it("refuses a new run with tenant-quota-exceeded when the tenant's unfinished runs reach its quota", () => {
-    spec.given([]).when(command({ openRuns: 2 })).then(thenThrows("tenant-quota-exceeded", /2 unfinished runs, its quota is 2/));
-    spec.given([]).when(command({ openRuns: 1 })).then([submitted()]);
+    spec
+      .given([])
+      .when(command({ openRuns: 2 }))
+      .then(thenThrows("tenant-quota-exceeded", /2 unfinished runs, its quota is 2/));
+    spec
+      .given([])
+      .when(command({ openRuns: 1 }))
+      .then([submitted()]);
   });
 
   it("answers a retry of an existing run even at the quota: a retry never counts twice", () => {
-    spec.given([submitted()]).when(command({ openRuns: 2 })).then([]);
+    spec
+      .given([submitted()])
+      .when(command({ openRuns: 2 }))
+      .then([]);
   });
 
   it("leaves the quota to admission when the caller does not count (openRuns undefined)", () => {
-    spec.given([]).when(command({ openRuns: undefined })).then([submitted()]);
+    spec
+      .given([])
+      .when(command({ openRuns: undefined }))
+      .then([submitted()]);
   });
 });

@@ -16,7 +16,10 @@ export const BODY_LIMIT_BYTES = 256 * 1024;
  * Builds the API: `/v1/*` behind bearer-token authentication, the dashboard at `/`, one error
  * handler for everything. Does not listen; `main.ts` does, tests use `inject()` or `listen({ port: 0 })`.
  */
-export async function buildApp(deps: ApiDeps, opts: { logger?: FastifyServerOptions["logger"] } = {}): Promise<FastifyInstance> {
+export async function buildApp(
+  deps: ApiDeps,
+  opts: { logger?: FastifyServerOptions["logger"] } = {},
+): Promise<FastifyInstance> {
   const app = Fastify({
     logger: opts.logger ?? false,
     bodyLimit: BODY_LIMIT_BYTES,
@@ -27,17 +30,27 @@ export async function buildApp(deps: ApiDeps, opts: { logger?: FastifyServerOpti
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   app.setErrorHandler(errorHandler);
-  app.setNotFoundHandler((request, reply) => reply.code(404).send({
-    error: { code: "not-found", message: `no route ${request.method} ${request.url.split("?")[0]}`, retryable: false, details: {} },
-  }));
+  app.setNotFoundHandler((request, reply) =>
+    reply.code(404).send({
+      error: {
+        code: "not-found",
+        message: `no route ${request.method} ${request.url.split("?")[0]}`,
+        retryable: false,
+        details: {},
+      },
+    }),
+  );
 
-  await app.register(async (v1) => {
-    requireCredentials(v1, deps.tokens);
-    await v1.register(runsRoutes, { deps });
-    await v1.register(eventsRoute, { deps });
-    await v1.register(operatorRoutes, { deps });
-    await v1.register(forensicsRoutes, { deps });
-  }, { prefix: "/v1" });
+  await app.register(
+    async (v1) => {
+      requireCredentials(v1, deps.tokens);
+      await v1.register(runsRoutes, { deps });
+      await v1.register(eventsRoute, { deps });
+      await v1.register(operatorRoutes, { deps });
+      await v1.register(forensicsRoutes, { deps });
+    },
+    { prefix: "/v1" },
+  );
   await app.register(dashboardRoute);
   return app;
 }

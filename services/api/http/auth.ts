@@ -19,6 +19,7 @@ export function requireCredentials(scope: FastifyInstance, tokens: TokenTable): 
 /** The credential of an authenticated request (throws if the route is outside {@link requireCredentials}: a wiring bug). */
 export function credentialOf(request: FastifyRequest): Credential {
   const c = credentials.get(request);
-  if (c === undefined) throw new Error(`route ${request.routeOptions.url ?? request.url} is not behind requireCredentials`);
+  if (c === undefined)
+    throw new Error(`route ${request.routeOptions.url ?? request.url} is not behind requireCredentials`);
   return c;
 }

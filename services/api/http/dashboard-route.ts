@@ -8,8 +8,10 @@ import type { FastifyPluginAsync } from "fastify";
  */
 export const dashboardRoute: FastifyPluginAsync = async (app) => {
   const html = readFileSync(new URL("./dashboard.html", import.meta.url), "utf8");
-  app.get("/", async (_request, reply) => reply
-    .header("content-type", "text/html; charset=utf-8")
-    .header("content-security-policy", "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'")
-    .send(html));
+  app.get("/", async (_request, reply) =>
+    reply
+      .header("content-type", "text/html; charset=utf-8")
+      .header("content-security-policy", "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'")
+      .send(html),
+  );
 };

@@ -4,11 +4,20 @@ import { ERROR_CATALOGUE, isDroverError, type ErrorCode } from "../../../contrac
 
 /** The body of every error answer: a catalogued code (or `internal`), a message and structured details. */
 export interface ErrorBody {
-  readonly error: { readonly code: ErrorCode | "internal"; readonly message: string; readonly retryable: boolean; readonly details: Readonly<Record<string, unknown>> };
+  readonly error: {
+    readonly code: ErrorCode | "internal";
+    readonly message: string;
+    readonly retryable: boolean;
+    readonly details: Readonly<Record<string, unknown>>;
+  };
 }
 
-const body = (code: ErrorCode | "internal", message: string, retryable: boolean, details: Record<string, unknown> = {}): ErrorBody =>
-  ({ error: { code, message, retryable, details } });
+const body = (
+  code: ErrorCode | "internal",
+  message: string,
+  retryable: boolean,
+  details: Record<string, unknown> = {},
+): ErrorBody => ({ error: { code, message, retryable, details } });
 
 /**
  * The one place errors become HTTP answers (conventions.md "Errors").
@@ -28,9 +37,13 @@ export function errorHandler(err: FastifyError, request: FastifyRequest, reply: 
   }
   if (hasZodFastifySchemaValidationErrors(err)) {
     const where = err.validationContext ?? "request";
-    const issues = err.validation.map((v) => `${where}${v.instancePath === "/" ? "" : v.instancePath.replaceAll("/", ".")}: ${v.message}`);
+    const issues = err.validation.map(
+      (v) => `${where}${v.instancePath === "/" ? "" : v.instancePath.replaceAll("/", ".")}: ${v.message}`,
+    );
     const code = where === "params" ? "invalid-id" : "contract-violation";
-    return reply.code(400).send(body(code, `the ${where} is invalid: ${issues.slice(0, 3).join("; ")}`, false, { issues }));
+    return reply
+      .code(400)
+      .send(body(code, `the ${where} is invalid: ${issues.slice(0, 3).join("; ")}`, false, { issues }));
   }
   const status = err.statusCode;
   if (!(err instanceof ResponseSerializationError) && typeof status === "number" && status >= 400 && status < 500) {

@@ -10,7 +10,12 @@ import { credentialOf } from "./auth.ts";
 
 const EventsQuery = z.object({ tenant: z.string().max(200).optional() }).strict();
 /** `Last-Event-ID` is the stream sequence of the last event the client saw. */
-const EventsHeaders = z.object({ "last-event-id": z.string().regex(/^\d{1,15}$/, "Last-Event-ID must be a stream sequence (digits)").optional() });
+const EventsHeaders = z.object({
+  "last-event-id": z
+    .string()
+    .regex(/^\d{1,15}$/, "Last-Event-ID must be a stream sequence (digits)")
+    .optional(),
+});
 
 const KEEPALIVE_MS = 15_000;
 
@@ -39,7 +44,9 @@ export const eventsRoute: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app,
   // never ends by itself, and an ended one may linger half-closed until the client lets go.
   // Cutting them is safe: clients resume from Last-Event-ID.
   const sockets = new Set<Socket>();
-  app.addHook("preClose", async () => { for (const s of sockets) s.destroy(); });
+  app.addHook("preClose", async () => {
+    for (const s of sockets) s.destroy();
+  });
 
   app.get("/events", { schema: { querystring: EventsQuery, headers: EventsHeaders } }, async (request, reply) => {
     const scope = feedScope(credentialOf(request), request.query.tenant);
@@ -51,15 +58,24 @@ export const eventsRoute: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app,
     reply.hijack();
     const res = reply.raw;
     const socket = res.socket;
-    if (socket) { sockets.add(socket); socket.once("close", () => sockets.delete(socket)); }
+    if (socket) {
+      sockets.add(socket);
+      socket.once("close", () => sockets.delete(socket));
+    }
     // A feed's socket is never reused for another request: it closes when the feed ends.
-    res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", "x-accel-buffering": "no", connection: "close" });
+    res.writeHead(200, {
+      "content-type": "text/event-stream; charset=utf-8",
+      "cache-control": "no-cache",
+      "x-accel-buffering": "no",
+      connection: "close",
+    });
     res.on("close", () => abort.abort());
     const keepalive = setInterval(() => res.write(": keepalive\n\n"), KEEPALIVE_MS);
     keepalive.unref();
     try {
       res.write("retry: 2000\n\n");
-      for (let r = first; !r.done && !abort.signal.aborted; r = await frames.next()) await write(res, sseFrame(r.value), abort.signal);
+      for (let r = first; !r.done && !abort.signal.aborted; r = await frames.next())
+        await write(res, sseFrame(r.value), abort.signal);
     } catch (e) {
       request.log.warn({ err: e }, "event feed ended with an error");
     } finally {

@@ -15,8 +15,12 @@ const flag = z.enum(["true", "false"]).transform((v) => v === "true");
 const RunParams = z.object({ id: SharedRunId });
 const IncidentParams = z.object({ id: RuntimeFailureIncidentId });
 const TimelineQuery = z.object({ tenant }).strict();
-const ForensicsQuery = z.object({ tenant, runId: SharedRunId.optional(), incidentId: RuntimeFailureIncidentId.optional(), limit }).strict();
-const LedgerQuery = z.object({ tenant, since: z.coerce.number().int().min(0).default(0), recovery: flag.optional(), limit }).strict();
+const ForensicsQuery = z
+  .object({ tenant, runId: SharedRunId.optional(), incidentId: RuntimeFailureIncidentId.optional(), limit })
+  .strict();
+const LedgerQuery = z
+  .object({ tenant, since: z.coerce.number().int().min(0).default(0), recovery: flag.optional(), limit })
+  .strict();
 
 /** The incident as the tenant may see it (undefined when it holds none of the tenant's work). */
 async function tenantIncident(rm: ReadModels, incidentId: string, tenantId: string) {
@@ -26,7 +30,11 @@ async function tenantIncident(rm: ReadModels, incidentId: string, tenantId: stri
 
 /** The read models, or `read-model-unavailable` (503) when the API runs without MONGO_URL. */
 function readModelsOf(deps: ApiDeps): ReadModels {
-  if (!deps.readModels) throw new DroverError("read-model-unavailable", "the forensics read models are not configured (MONGO_URL is not set)");
+  if (!deps.readModels)
+    throw new DroverError(
+      "read-model-unavailable",
+      "the forensics read models are not configured (MONGO_URL is not set)",
+    );
   return deps.readModels;
 }
 
@@ -44,13 +52,24 @@ export const forensicsRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (
     const rm = readModelsOf(deps);
     const asOf = await rm.position();
     const run = await rm.run(tenantId, request.params.id);
-    if (!run) throw new DroverError("not-found", `no run ${request.params.id}`, { details: { sharedRunId: request.params.id } });
+    if (!run)
+      throw new DroverError("not-found", `no run ${request.params.id}`, {
+        details: { sharedRunId: request.params.id },
+      });
     const [executions, rows, incidents] = await Promise.all([
       rm.executions(tenantId, run.executionIds),
       rm.runLedger(tenantId, run.sharedRunId, run.executionIds),
       Promise.all(run.incidentIds.map((id) => tenantIncident(rm, id, tenantId))),
     ]);
-    return { asOf, ...runTimeline(run, executions, rows, incidents.filter((i) => i !== undefined)) };
+    return {
+      asOf,
+      ...runTimeline(
+        run,
+        executions,
+        rows,
+        incidents.filter((i) => i !== undefined),
+      ),
+    };
   });
 
   app.get("/forensics", { schema: { querystring: ForensicsQuery } }, async (request) => {
@@ -59,7 +78,11 @@ export const forensicsRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (
     const rm = readModelsOf(deps);
     const asOf = await rm.position();
     const [rows, incident] = await Promise.all([
-      rm.forensics(tenantId, { ...(runId ? { sharedRunId: runId } : {}), ...(incidentId ? { incidentId } : {}), limit: max }),
+      rm.forensics(tenantId, {
+        ...(runId ? { sharedRunId: runId } : {}),
+        ...(incidentId ? { incidentId } : {}),
+        limit: max,
+      }),
       incidentId ? tenantIncident(rm, incidentId, tenantId) : Promise.resolve(undefined),
     ]);
     return { asOf, tenantId, incident: incident ?? null, entries: rows.map(publicRow) };
@@ -79,9 +102,15 @@ export const forensicsRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (
     requireOperator(credentialOf(request));
     const rm = readModelsOf(deps);
     const asOf = await rm.position();
-    const [doc, items, rows] = await Promise.all([rm.incident(request.params.id), rm.incidentItems(request.params.id, undefined),
-      rm.incidentForensics(request.params.id)]);
-    if (!doc) throw new DroverError("not-found", `no incident ${request.params.id}`, { details: { incidentId: request.params.id } });
+    const [doc, items, rows] = await Promise.all([
+      rm.incident(request.params.id),
+      rm.incidentItems(request.params.id, undefined),
+      rm.incidentForensics(request.params.id),
+    ]);
+    if (!doc)
+      throw new DroverError("not-found", `no incident ${request.params.id}`, {
+        details: { incidentId: request.params.id },
+      });
     return { asOf, incident: { ...publicRow(doc), items: items.map(publicRow) }, forensics: rows.map(publicRow) };
   });
 };

@@ -22,11 +22,18 @@ export const runsRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, 
 
   app.post("/runs", { schema: { body: SubmitRunBody } }, async (request, reply) => {
     const credential = credentialOf(request);
-    if (credential.role !== "tenant") throw new DroverError("forbidden", "runs are submitted with a tenant credential; the run's tenant is the token's");
+    if (credential.role !== "tenant")
+      throw new DroverError(
+        "forbidden",
+        "runs are submitted with a tenant credential; the run's tenant is the token's",
+      );
     const { run, created } = await submit(credential.tenantId, request.body, request.id);
     const view = runView(run);
     if (view === undefined) throw new Error("a submitted run folded to no view");
-    return reply.code(created ? 201 : 200).header("location", `/v1/runs/${view.sharedRunId}`).send(view);
+    return reply
+      .code(created ? 201 : 200)
+      .header("location", `/v1/runs/${view.sharedRunId}`)
+      .send(view);
   });
 
   app.get("/runs/:id", { schema: { params: RunParams, querystring: TenantQuery } }, async (request) => {
@@ -37,6 +44,8 @@ export const runsRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, 
   app.get("/runs/:id/events", { schema: { params: RunParams, querystring: TenantQuery } }, async (request) => {
     const tenant = readTenant(credentialOf(request), request.query.tenant);
     const events = await readRunEvents(deps.store, tenant, request.params.id);
-    return { events: events.map((e) => ({ seq: e.seq, subject: e.subject, time: e.time.toISOString(), event: e.event })) };
+    return {
+      events: events.map((e) => ({ seq: e.seq, subject: e.subject, time: e.time.toISOString(), event: e.event })),
+    };
   });
 };

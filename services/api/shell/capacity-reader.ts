@@ -33,12 +33,19 @@ export function replayCapacityReader(store: EventStore, jsm: JetStreamManager, l
   let serial: Promise<unknown> = Promise.resolve();
   const catchUp = async () => {
     try {
-      await store.replay({ seq: folded + 1 }, ({ seq, subject, event }) => {
-        folded = seq;
-        const id = subject.slice(layout.eventPrefix.length + 1).split(".")[1];
-        if (id === undefined || !event.type.startsWith("runtime.")) return;
-        byId.set(id, evolveCapacity(byId.get(id), { kind: "event", seq, runtimeInstanceId: id, event: event as RuntimeEvent }));
-      }, { filter: `${layout.eventPrefix}.runtime.>` });
+      await store.replay(
+        { seq: folded + 1 },
+        ({ seq, subject, event }) => {
+          folded = seq;
+          const id = subject.slice(layout.eventPrefix.length + 1).split(".")[1];
+          if (id === undefined || !event.type.startsWith("runtime.")) return;
+          byId.set(
+            id,
+            evolveCapacity(byId.get(id), { kind: "event", seq, runtimeInstanceId: id, event: event as RuntimeEvent }),
+          );
+        },
+        { filter: `${layout.eventPrefix}.runtime.>` },
+      );
     } catch (e) {
       throw isDroverError(e, "contract-violation") ? new StoredEventUnreadable(e) : e;
     }
@@ -52,18 +59,28 @@ export function replayCapacityReader(store: EventStore, jsm: JetStreamManager, l
       const folds = [...byId.values()];
       const beats = await Promise.all(folds.map((d) => lastHeartbeat(jsm, layout, d.runtimeInstanceId)));
       return folds
-        .map((d, i) => { const beat = beats[i]; return beat ? evolveCapacity(d, { kind: "heartbeat", beat }) : d; })
+        .map((d, i) => {
+          const beat = beats[i];
+          return beat ? evolveCapacity(d, { kind: "heartbeat", beat }) : d;
+        })
         .sort((a, b) => (a.runtimeInstanceId < b.runtimeInstanceId ? -1 : 1));
     },
   };
 }
 
-async function lastHeartbeat(jsm: JetStreamManager, layout: StreamLayout, runtimeInstanceId: string): Promise<Heartbeat | undefined> {
+async function lastHeartbeat(
+  jsm: JetStreamManager,
+  layout: StreamLayout,
+  runtimeInstanceId: string,
+): Promise<Heartbeat | undefined> {
   try {
-    const m = await jsm.direct.getMessage(layout.heartbeatStream, { last_by_subj: heartbeatSubject(layout, runtimeInstanceId) });
+    const m = await jsm.direct.getMessage(layout.heartbeatStream, {
+      last_by_subj: heartbeatSubject(layout, runtimeInstanceId),
+    });
     return m ? decodeJson(Heartbeat, m.data, "heartbeat", { seq: m.seq, subject: m.subject }) : undefined;
   } catch (e) {
-    if ((e instanceof JetStreamStatusError && e.code === 404) || isDroverError(e, "contract-violation")) return undefined;
+    if ((e instanceof JetStreamStatusError && e.code === 404) || isDroverError(e, "contract-violation"))
+      return undefined;
     throw e;
   }
 }

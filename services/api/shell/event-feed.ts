@@ -7,7 +7,13 @@ import { subjectVisibleIn, visibleIn, type FeedScope } from "../domain/access.ts
 
 /** One frame of an event feed. */
 export type FeedFrame =
-  | { readonly kind: "event"; readonly seq: number; readonly subject: string; readonly time: string; readonly event: DroverEvent }
+  | {
+      readonly kind: "event";
+      readonly seq: number;
+      readonly subject: string;
+      readonly time: string;
+      readonly event: DroverEvent;
+    }
   /** A stored message that does not decode: reported with its sequence, never skipped silently. */
   | { readonly kind: "invalid"; readonly seq: number; readonly subject: string; readonly error: string }
   /** Everything stored when the feed opened has been delivered; what follows is live. */
@@ -37,7 +43,9 @@ export function jetStreamFeed(js: JetStreamClient, jsm: JetStreamManager, layout
       // Whether anything is stored for the filter yet: with nothing to replay, `caught-up` comes first.
       let caughtUp = !(await anyAtOrAfter(jsm, layout.eventStream, filter, start));
       const consumer = await js.consumers.get(layout.eventStream, {
-        filter_subjects: filter, deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: start,
+        filter_subjects: filter,
+        deliver_policy: DeliverPolicy.StartSequence,
+        opt_start_seq: start,
       });
       const messages = await consumer.consume();
       const stop = () => messages.stop();
@@ -47,10 +55,15 @@ export function jetStreamFeed(js: JetStreamClient, jsm: JetStreamManager, layout
         if (signal.aborted) return;
         for await (const m of messages) {
           const frame = toFrame(m);
-          const visible = frame.kind === "event" ? visibleIn(scope, frame.event)
-            : subjectVisibleIn(scope, frame.subject.slice(layout.eventPrefix.length + 1).split("."));
+          const visible =
+            frame.kind === "event"
+              ? visibleIn(scope, frame.event)
+              : subjectVisibleIn(scope, frame.subject.slice(layout.eventPrefix.length + 1).split("."));
           if (visible) yield frame;
-          if (!caughtUp && m.info.pending === 0) { caughtUp = true; yield { kind: "caught-up", seq: m.seq }; }
+          if (!caughtUp && m.info.pending === 0) {
+            caughtUp = true;
+            yield { kind: "caught-up", seq: m.seq };
+          }
         }
       } finally {
         signal.removeEventListener("abort", stop);
@@ -60,9 +73,20 @@ export function jetStreamFeed(js: JetStreamClient, jsm: JetStreamManager, layout
   };
 }
 
-function toFrame(m: { seq: number; subject: string; time: Date; data: Uint8Array }): Exclude<FeedFrame, { kind: "caught-up" }> {
+function toFrame(m: {
+  seq: number;
+  subject: string;
+  time: Date;
+  data: Uint8Array;
+}): Exclude<FeedFrame, { kind: "caught-up" }> {
   try {
-    return { kind: "event", seq: m.seq, subject: m.subject, time: m.time.toISOString(), event: decodeEvent(m.data, { seq: m.seq, subject: m.subject }) };
+    return {
+      kind: "event",
+      seq: m.seq,
+      subject: m.subject,
+      time: m.time.toISOString(),
+      event: decodeEvent(m.data, { seq: m.seq, subject: m.subject }),
+    };
   } catch (e) {
     return { kind: "invalid", seq: m.seq, subject: m.subject, error: (e as Error).message };
   }

@@ -7,7 +7,10 @@ export type IdGenerator = () => string;
 export const randomIdGenerator: IdGenerator = () => randomBytes(20).toString("hex");
 
 /** The ids of one submission: the run and its `submitted` event. */
-export interface SubmissionIds { readonly sharedRunId: string; readonly eventId: string }
+export interface SubmissionIds {
+  readonly sharedRunId: string;
+  readonly eventId: string;
+}
 
 /**
  * SharedRunId and EventId of a submission. With an idempotency key both are derived from

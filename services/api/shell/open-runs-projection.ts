@@ -23,12 +23,19 @@ export interface OpenRunsProjection extends OpenRunsCounter {
  * answering it waits until it has folded the tenant's last stored run event, found with a leader
  * read, so a count never misses a run this process just appended.
  */
-export async function startOpenRunsProjection(js: JetStreamClient, jsm: JetStreamManager, layout: StreamLayout,
-  opts: { readonly catchUpTimeoutMs?: number } = {}): Promise<OpenRunsProjection> {
+export async function startOpenRunsProjection(
+  js: JetStreamClient,
+  jsm: JetStreamManager,
+  layout: StreamLayout,
+  opts: { readonly catchUpTimeoutMs?: number } = {},
+): Promise<OpenRunsProjection> {
   const state = emptyOpenRuns();
   const waiters = new Set<() => void>();
   const skip = layout.eventPrefix.length + 1;
-  const consumer = await js.consumers.get(layout.eventStream, { filter_subjects: `${layout.eventPrefix}.run.>`, deliver_policy: DeliverPolicy.All });
+  const consumer = await js.consumers.get(layout.eventStream, {
+    filter_subjects: `${layout.eventPrefix}.run.>`,
+    deliver_policy: DeliverPolicy.All,
+  });
   const messages = await consumer.consume();
   const loop = (async () => {
     for await (const m of messages) {
@@ -38,15 +45,28 @@ export async function startOpenRunsProjection(js: JetStreamClient, jsm: JetStrea
   })();
   loop.catch(() => undefined); // a closed connection ends the loop; counts then time out as unavailable
 
-  const caughtUpTo = (seq: number): Promise<void> => new Promise((resolve, reject) => {
-    if (state.lastSeq >= seq) return resolve();
-    const timer = setTimeout(() => {
-      waiters.delete(check);
-      reject(new DroverError("event-store-unavailable", `the quota projection did not reach stream sequence ${seq} in time`, { details: { seq, at: state.lastSeq } }));
-    }, opts.catchUpTimeoutMs ?? 5_000);
-    const check = () => { if (state.lastSeq >= seq) { clearTimeout(timer); waiters.delete(check); resolve(); } };
-    waiters.add(check);
-  });
+  const caughtUpTo = (seq: number): Promise<void> =>
+    new Promise((resolve, reject) => {
+      if (state.lastSeq >= seq) return resolve();
+      const timer = setTimeout(() => {
+        waiters.delete(check);
+        reject(
+          new DroverError(
+            "event-store-unavailable",
+            `the quota projection did not reach stream sequence ${seq} in time`,
+            { details: { seq, at: state.lastSeq } },
+          ),
+        );
+      }, opts.catchUpTimeoutMs ?? 5_000);
+      const check = () => {
+        if (state.lastSeq >= seq) {
+          clearTimeout(timer);
+          waiters.delete(check);
+          resolve();
+        }
+      };
+      waiters.add(check);
+    });
 
   return {
     async openRuns(tenantId) {
@@ -55,7 +75,11 @@ export async function startOpenRunsProjection(js: JetStreamClient, jsm: JetStrea
       try {
         last = (await jsm.streams.getMessage(layout.eventStream, { last_by_subj: filter }))?.seq ?? 0;
       } catch (e) {
-        throw new DroverError("event-store-unavailable", `reading the last run event of tenant ${tenantId}: ${(e as Error).message}`, { cause: e });
+        throw new DroverError(
+          "event-store-unavailable",
+          `reading the last run event of tenant ${tenantId}: ${(e as Error).message}`,
+          { cause: e },
+        );
       }
       await caughtUpTo(last);
       return openRunCount(state, tenantId);

@@ -1,11 +1,29 @@
 import type { Db, Filter } from "mongodb";
 import { DroverError } from "../../../contracts/index.ts";
-import { CHECKPOINT_COLLECTION, executionDocId, runDocId, type ExecutionDoc, type ForensicsRow, type IncidentDoc, type IncidentItem, type LedgerRow, type RunDoc } from "../../../contracts/read-models.ts";
+import {
+  CHECKPOINT_COLLECTION,
+  executionDocId,
+  runDocId,
+  type ExecutionDoc,
+  type ForensicsRow,
+  type IncidentDoc,
+  type IncidentItem,
+  type LedgerRow,
+  type RunDoc,
+} from "../../../contracts/read-models.ts";
 
 /** Ledger query: entries after `since` (exclusive), optionally only recovery (or only non-recovery) ones. */
-export interface LedgerQuery { readonly since: number; readonly recovery?: boolean; readonly limit: number }
+export interface LedgerQuery {
+  readonly since: number;
+  readonly recovery?: boolean;
+  readonly limit: number;
+}
 /** Forensics query: by run, by incident, or both (rows of that run in that incident). */
-export interface ForensicsQuery { readonly sharedRunId?: string; readonly incidentId?: string; readonly limit: number }
+export interface ForensicsQuery {
+  readonly sharedRunId?: string;
+  readonly incidentId?: string;
+  readonly limit: number;
+}
 
 /**
  * The forensics read models as the API reads them. Every method that returns tenant rows takes
@@ -30,11 +48,16 @@ export interface ReadModels {
   position(): Promise<number>;
 }
 
-const unavailable = (e: unknown) => new DroverError("read-model-unavailable", `the forensics read models did not answer: ${(e as Error).message}`, { cause: e });
+const unavailable = (e: unknown) =>
+  new DroverError("read-model-unavailable", `the forensics read models did not answer: ${(e as Error).message}`, {
+    cause: e,
+  });
 
 // Driver errors (server selection, network, timeouts) all mean the same to a caller: try later.
 async function guarded<T>(fn: () => Promise<T>): Promise<T> {
-  try { return await fn(); } catch (e) {
+  try {
+    return await fn();
+  } catch (e) {
     throw (e as Error).name?.startsWith("Mongo") ? unavailable(e) : e;
   }
 }
@@ -50,23 +73,54 @@ export function mongoReadModels(db: Db): ReadModels {
   const bySeq = { seq: 1 } as const;
   return {
     // By `_id` (which starts with the tenant): FerretDB finds those without scanning the collection.
-    run: (tenantId, sharedRunId) => guarded(async () => (await runs.findOne({ _id: runDocId(tenantId, sharedRunId), tenantId })) ?? undefined),
-    executions: (tenantId, ids) => guarded(async () => {
-      const docs = await Promise.all(ids.map((id) => executions.findOne({ _id: executionDocId(tenantId, id), tenantId })));
-      return docs.filter((d) => d !== null).sort((a, b) => a.firstSeq - b.firstSeq);
-    }),
-    runLedger: (tenantId, sharedRunId, ids) => guarded(() => ledger.find({ tenantId, $or: [{ sharedRunId }, { executionId: { $in: [...ids] } }] }).sort(bySeq).toArray()),
-    ledger: (tenantId, q) => guarded(() => {
-      const filter: Filter<LedgerRow> = { tenantId, seq: { $gt: q.since }, ...(q.recovery === undefined ? {} : { recovery: q.recovery }) };
-      return ledger.find(filter).sort(bySeq).limit(q.limit).toArray();
-    }),
-    forensics: (tenantId, q) => guarded(() => {
-      const filter: Filter<ForensicsRow> = { tenantId, ...(q.sharedRunId ? { sharedRunId: q.sharedRunId } : {}), ...(q.incidentId ? { incidentId: q.incidentId } : {}) };
-      return forensics.find(filter).sort(bySeq).limit(q.limit).toArray();
-    }),
+    run: (tenantId, sharedRunId) =>
+      guarded(async () => (await runs.findOne({ _id: runDocId(tenantId, sharedRunId), tenantId })) ?? undefined),
+    executions: (tenantId, ids) =>
+      guarded(async () => {
+        const docs = await Promise.all(
+          ids.map((id) => executions.findOne({ _id: executionDocId(tenantId, id), tenantId })),
+        );
+        return docs.filter((d) => d !== null).sort((a, b) => a.firstSeq - b.firstSeq);
+      }),
+    runLedger: (tenantId, sharedRunId, ids) =>
+      guarded(() =>
+        ledger
+          .find({ tenantId, $or: [{ sharedRunId }, { executionId: { $in: [...ids] } }] })
+          .sort(bySeq)
+          .toArray(),
+      ),
+    ledger: (tenantId, q) =>
+      guarded(() => {
+        const filter: Filter<LedgerRow> = {
+          tenantId,
+          seq: { $gt: q.since },
+          ...(q.recovery === undefined ? {} : { recovery: q.recovery }),
+        };
+        return ledger.find(filter).sort(bySeq).limit(q.limit).toArray();
+      }),
+    forensics: (tenantId, q) =>
+      guarded(() => {
+        const filter: Filter<ForensicsRow> = {
+          tenantId,
+          ...(q.sharedRunId ? { sharedRunId: q.sharedRunId } : {}),
+          ...(q.incidentId ? { incidentId: q.incidentId } : {}),
+        };
+        return forensics.find(filter).sort(bySeq).limit(q.limit).toArray();
+      }),
     incidentForensics: (incidentId) => guarded(() => forensics.find({ incidentId }).sort(bySeq).toArray()),
     incident: (incidentId) => guarded(async () => (await incidents.findOne({ _id: incidentId })) ?? undefined),
-    incidentItems: (incidentId, tenantId) => guarded(() => items.find({ incidentId, ...(tenantId === undefined ? {} : { tenantId }) }).sort({ _id: 1 }).toArray()),
-    position: () => guarded(async () => (await db.collection<{ _id: string; seq: number }>(CHECKPOINT_COLLECTION).findOne({ _id: "forensics" }))?.seq ?? 0),
+    incidentItems: (incidentId, tenantId) =>
+      guarded(() =>
+        items
+          .find({ incidentId, ...(tenantId === undefined ? {} : { tenantId }) })
+          .sort({ _id: 1 })
+          .toArray(),
+      ),
+    position: () =>
+      guarded(
+        async () =>
+          (await db.collection<{ _id: string; seq: number }>(CHECKPOINT_COLLECTION).findOne({ _id: "forensics" }))
+            ?.seq ?? 0,
+      ),
   };
 }

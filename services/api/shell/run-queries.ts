@@ -17,7 +17,11 @@ export class StoredEventUnreadable extends Error {
 }
 
 /** The aggregate's history; a store contract-violation (an undecodable event) raises {@link StoredEventUnreadable} (500), not 400. */
-async function readHistory(store: EventStore, ref: AggregateRef, opts?: { readonly skipUndecodable?: boolean }): Promise<AggregateHistory> {
+async function readHistory(
+  store: EventStore,
+  ref: AggregateRef,
+  opts?: { readonly skipUndecodable?: boolean },
+): Promise<AggregateHistory> {
   try {
     return await store.read(ref, opts);
   } catch (e) {
@@ -30,7 +34,8 @@ export async function readAggregate(store: EventStore, ref: AggregateRef): Promi
   return (await readHistory(store, ref)).events;
 }
 
-const notFound = (sharedRunId: string) => new DroverError("not-found", `no run ${sharedRunId}`, { details: { sharedRunId } });
+const notFound = (sharedRunId: string) =>
+  new DroverError("not-found", `no run ${sharedRunId}`, { details: { sharedRunId } });
 
 /**
  * The run `sharedRunId` of `tenantId`, folded, and the events it was folded from. The read is
@@ -39,12 +44,24 @@ const notFound = (sharedRunId: string) => new DroverError("not-found", `no run $
  * `submitted` then `rejected` (its reason is in the `rejected` event); any other undecodable event
  * is {@link StoredEventUnreadable}.
  */
-async function readRunHistory(store: EventStore, tenantId: TenantId, sharedRunId: string): Promise<{ view: RunView; events: readonly StoredEvent[] }> {
-  const { events, undecodable = [] } = await readHistory(store, runRef(tenantId, sharedRunId), { skipUndecodable: true });
+async function readRunHistory(
+  store: EventStore,
+  tenantId: TenantId,
+  sharedRunId: string,
+): Promise<{ view: RunView; events: readonly StoredEvent[] }> {
+  const { events, undecodable = [] } = await readHistory(store, runRef(tenantId, sharedRunId), {
+    skipUndecodable: true,
+  });
   const state = foldRun(events);
-  const view = undecodable.length === 0 ? runView(state) : undecodableSubmissionView(tenantId, sharedRunId, state, undecodable);
+  const view =
+    undecodable.length === 0 ? runView(state) : undecodableSubmissionView(tenantId, sharedRunId, state, undecodable);
   if (undecodable.length > 0 && view === undefined) {
-    throw new StoredEventUnreadable(new DroverError("contract-violation", `${undecodable[0]!.subject} (stream sequence ${undecodable[0]!.seq}): ${undecodable[0]!.error}`));
+    throw new StoredEventUnreadable(
+      new DroverError(
+        "contract-violation",
+        `${undecodable[0]!.subject} (stream sequence ${undecodable[0]!.seq}): ${undecodable[0]!.error}`,
+      ),
+    );
   }
   if (view === undefined) throw notFound(sharedRunId);
   return { view, events };
@@ -59,7 +76,11 @@ export async function readRun(store: EventStore, tenantId: TenantId, sharedRunId
  * total order). `not-found` as for {@link readRun}; an undecodable submission is left out (the
  * `rejected` event that follows it says why).
  */
-export async function readRunEvents(store: EventStore, tenantId: TenantId, sharedRunId: string): Promise<StoredEvent[]> {
+export async function readRunEvents(
+  store: EventStore,
+  tenantId: TenantId,
+  sharedRunId: string,
+): Promise<StoredEvent[]> {
   const { events: run } = await readRunHistory(store, tenantId, sharedRunId);
   const journals = await Promise.all(executionIdsOf(run).map((id) => readAggregate(store, execRef(tenantId, id))));
   return [...run, ...journals.flat()].sort((a, b) => a.seq - b.seq);

@@ -11,7 +11,9 @@ export function serialPerKey(): <T>(key: string, task: () => Promise<T>) => Prom
     const tail = run.catch(() => undefined);
     tails.set(key, tail);
     // Forget the key once its queue drains, so the map does not grow with every tenant ever seen.
-    void tail.then(() => { if (tails.get(key) === tail) tails.delete(key); });
+    void tail.then(() => {
+      if (tails.get(key) === tail) tails.delete(key);
+    });
     return run;
   };
 }

@@ -41,7 +41,8 @@ export interface ApiEnv {
  */
 export function readEnv(env: NodeJS.ProcessEnv): ApiEnv {
   const tag = env.DROVER_STREAM_TAG;
-  if (tag !== undefined && !/^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/.test(tag)) throw new Error(`DROVER_STREAM_TAG ${JSON.stringify(tag)} is not lowercase [a-z0-9-]`);
+  if (tag !== undefined && !/^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/.test(tag))
+    throw new Error(`DROVER_STREAM_TAG ${JSON.stringify(tag)} is not lowercase [a-z0-9-]`);
   const servicesDir = env.DROVER_SERVICES_DIR ?? join(ROOT, ".run/services");
   return {
     configPath: env.DROVER_CONFIG ?? join(ROOT, "config/drover.local.json"),

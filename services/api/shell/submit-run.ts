@@ -8,7 +8,10 @@ import { readAggregate } from "./run-queries.ts";
 import { serialPerKey } from "./serial.ts";
 
 /** The outcome of a submission: the run as folded, and whether this request created it. */
-export interface Submitted { readonly run: RunState; readonly created: boolean }
+export interface Submitted {
+  readonly run: RunState;
+  readonly created: boolean;
+}
 
 /**
  * Submits a run for `tenantId` (taken from the caller's credential by the route):
@@ -20,7 +23,9 @@ export interface Submitted { readonly run: RunState; readonly created: boolean }
  * appended. Throws `dag-invalid`, `tenant-quota-exceeded` (nothing appended) and the store's
  * `event-store-unavailable` (retry the request: it carries the same ids when keyed).
  */
-export function createSubmitter(deps: ApiDeps): (tenantId: TenantId, body: SubmitRunBody, requestId: string) => Promise<Submitted> {
+export function createSubmitter(
+  deps: ApiDeps,
+): (tenantId: TenantId, body: SubmitRunBody, requestId: string) => Promise<Submitted> {
   const serial = serialPerKey();
   return (tenantId, body, requestId) => {
     const settings = tenantSettingsOf(deps.config, tenantId);
@@ -30,21 +35,37 @@ export function createSubmitter(deps: ApiDeps): (tenantId: TenantId, body: Submi
   };
 }
 
-async function submitOnce(deps: ApiDeps, tenantId: TenantId, settings: TenantSettings, body: SubmitRunBody, requestId: string): Promise<Submitted> {
+async function submitOnce(
+  deps: ApiDeps,
+  tenantId: TenantId,
+  settings: TenantSettings,
+  body: SubmitRunBody,
+  requestId: string,
+): Promise<Submitted> {
   const ids = submissionIds(tenantId, body.idempotencyKey, deps.newId);
   const ref = runRef(tenantId, ids.sharedRunId);
   const existing = body.idempotencyKey === undefined ? foldRun([]) : foldRun(await readAggregate(deps.store, ref));
   const enforce = settings.overQuota === "reject" && deps.openRuns !== undefined && existing.status === "none";
   const openRuns = enforce ? await deps.openRuns!.openRuns(tenantId) : undefined;
-  const [event] = decideSubmission({
-    tenantId, body, settings, openRuns, ...ids,
-    metadata: { now: deps.clock(), requestId, instanceId: deps.instanceId },
-  }, existing);
+  const [event] = decideSubmission(
+    {
+      tenantId,
+      body,
+      settings,
+      openRuns,
+      ...ids,
+      metadata: { now: deps.clock(), requestId, instanceId: deps.instanceId },
+    },
+    existing,
+  );
   if (event === undefined) return { run: existing, created: false };
   try {
     // The msg id names this event, not just "first append to the run": a rival submission of the
     // same run (e.g. a producer's) must fail on the sequence check, not be mistaken for ours.
-    const appended = await deps.store.append(ref, event, { expectedSeq: 0, msgId: `${aggregateSubject(deps.layout, ref)}:${event.eventId}` });
+    const appended = await deps.store.append(ref, event, {
+      expectedSeq: 0,
+      msgId: `${aggregateSubject(deps.layout, ref)}:${event.eventId}`,
+    });
     if (!appended.duplicate) return { run: foldRun([{ seq: appended.seq, event }]), created: true };
   } catch (e) {
     if (!isDroverError(e, "version-conflict")) throw e;

@@ -11,8 +11,13 @@ import type { CapacityProjection } from "./projection.ts";
  * done, with what the view holds and what was folded; a failure replies `ok: false` with the error.
  * Requests are serialised by the projection.
  */
-export function serveCapacityRebuild(nc: NatsConnection, subject: string, projection: CapacityProjection,
-  view: CapacityViewStore<CapacityDescriptor>, log?: { info(o: object, msg: string): void }): Subscription {
+export function serveCapacityRebuild(
+  nc: NatsConnection,
+  subject: string,
+  projection: CapacityProjection,
+  view: CapacityViewStore<CapacityDescriptor>,
+  log?: { info(o: object, msg: string): void },
+): Subscription {
   return nc.subscribe(subject, {
     callback: (err, msg) => {
       if (err) return;

@@ -79,8 +79,16 @@ export async function startCapacityProjection(deps: CapacityProjectionDeps): Pro
   const start = async (fromSeq: number) => {
     // Descriptors are folded from scratch in memory; the stored view is overwritten as events arrive.
     if (fromSeq > 1) for (const d of await deps.view.all()) cache.set(d.runtimeInstanceId, d);
-    const events = await follow(deps.js, { stream: deps.layout.eventStream, filters: [`${eventPrefix}>`], fromSeq }, onEvent);
-    const beats = await follow(deps.js, { stream: deps.layout.heartbeatStream, filters: [`${deps.layout.heartbeatPrefix}.>`], lastPerSubject: true }, onBeat);
+    const events = await follow(
+      deps.js,
+      { stream: deps.layout.eventStream, filters: [`${eventPrefix}>`], fromSeq },
+      onEvent,
+    );
+    const beats = await follow(
+      deps.js,
+      { stream: deps.layout.heartbeatStream, filters: [`${deps.layout.heartbeatPrefix}.>`], lastPerSubject: true },
+      onBeat,
+    );
     followers = [events, beats];
     for (const f of followers) f.done.catch((e) => deps.onError?.(e));
     await Promise.all(followers.map((f) => f.caughtUp));
@@ -124,6 +132,9 @@ export async function startCapacityProjection(deps: CapacityProjectionDeps): Pro
       rebuilding = next.catch(() => undefined);
       return next;
     },
-    stop: async () => { await ready.catch(() => undefined); await stopFollowers(); },
+    stop: async () => {
+      await ready.catch(() => undefined);
+      await stopFollowers();
+    },
   };
 }

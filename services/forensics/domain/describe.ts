@@ -21,145 +21,401 @@ const d = (summary: string, detail: Detail = {}, refs: Refs = {}): Description =
 export function describe(e: DroverEvent, aggregateId: string): Description {
   const [aggregate] = e.type.split(".");
   switch (aggregate) {
-    case "run": return describeRun(e as Of<"run">, aggregateId);
-    case "exec": return describeExec(e as Of<"exec">, aggregateId);
-    case "scaleout": return describeScaleOut(e as Of<"scaleout">, aggregateId);
-    case "runtime": return describeRuntime(e as Of<"runtime">, aggregateId);
-    default: return describeForensics(e as Of<"forensics">);
+    case "run":
+      return describeRun(e as Of<"run">, aggregateId);
+    case "exec":
+      return describeExec(e as Of<"exec">, aggregateId);
+    case "scaleout":
+      return describeScaleOut(e as Of<"scaleout">, aggregateId);
+    case "runtime":
+      return describeRuntime(e as Of<"runtime">, aggregateId);
+    default:
+      return describeForensics(e as Of<"forensics">);
   }
 }
 
 function describeRun(e: Of<"run">, sharedRunId: string): Description {
   const run = { sharedRunId };
   switch (e.type) {
-    case "run.submitted": return d(`submitted "${e.data.dag.name ?? "unnamed"}" (${e.data.dag.steps.length} steps) via ${e.data.source}`,
-      { dagName: e.data.dag.name ?? null, stepCount: e.data.dag.steps.length, source: e.data.source, idempotencyKey: e.data.idempotencyKey ?? null }, run);
-    case "run.admitted": return d(`admitted to ${e.data.runtimeInstanceId} as ${e.data.localRunId}${e.data.recovery ? " (recovery item)" : ""} from ${e.data.candidates.length} candidates`,
-      { reservationId: e.data.reservationId, recovery: e.data.recovery, candidates: e.data.candidates.map((c) => ({ ...c })) },
-      { ...run, runtimeInstanceId: e.data.runtimeInstanceId, localRunId: e.data.localRunId });
-    case "run.queued-globally": return d(`queued globally: ${e.data.reason.code}`, reason(e.data.reason), run);
-    case "run.scale-out-requested": return d(`scale-out requested (${e.data.requestId})`, { requestId: e.data.requestId }, run);
-    case "run.dispatch-failed": return d(`dispatch of ${e.data.localRunId} to ${e.data.runtimeInstanceId} failed: ${e.data.reason.code}`, reason(e.data.reason),
-      { ...run, runtimeInstanceId: e.data.runtimeInstanceId, localRunId: e.data.localRunId });
-    case "run.dispatched": return d(`dispatched ${e.data.localRunId} to ${e.data.runtimeInstanceId} over ${e.data.transport}${e.data.resumeExecutionId ? ` to resume ${e.data.resumeExecutionId}` : ""}`,
-      { transport: e.data.transport, hostIncarnation: e.data.hostIncarnation, resumeExecutionId: e.data.resumeExecutionId ?? null },
-      { ...run, runtimeInstanceId: e.data.runtimeInstanceId, localRunId: e.data.localRunId, ...(e.data.resumeExecutionId ? { executionId: e.data.resumeExecutionId } : {}) });
-    case "run.started": return d(`started execution ${e.data.executionId} on ${e.data.runtimeInstanceId}`, {},
-      { ...run, executionId: e.data.executionId, localRunId: e.data.localRunId, runtimeInstanceId: e.data.runtimeInstanceId });
-    case "run.requeued-for-resume": return d(`requeued to resume ${e.data.executionId} at epoch ${e.data.newEpoch} after ${e.data.failedRuntimeInstanceId} failed`,
-      { newEpoch: e.data.newEpoch, failedLocalRunId: e.data.failedLocalRunId },
-      { ...run, executionId: e.data.executionId, incidentId: e.data.incidentId, forensicsId: e.data.forensicsId, runtimeInstanceId: e.data.failedRuntimeInstanceId, localRunId: e.data.failedLocalRunId });
-    case "run.requeued-for-local-queued-recovery": return d(`requeued for redispatch (never started) after ${e.data.failedRuntimeInstanceId} failed`,
-      { failedLocalRunId: e.data.failedLocalRunId },
-      { ...run, incidentId: e.data.incidentId, forensicsId: e.data.forensicsId, runtimeInstanceId: e.data.failedRuntimeInstanceId, localRunId: e.data.failedLocalRunId });
-    case "run.replacement-selected": return d(`replacement ${e.data.runtimeInstanceId} selected`, {},
-      { ...run, forensicsId: e.data.forensicsId, runtimeInstanceId: e.data.runtimeInstanceId });
-    case "run.completed": return d(`completed (${e.data.executionId})`, { outputDigest: e.data.outputDigest },
-      { ...run, executionId: e.data.executionId, localRunId: e.data.localRunId });
-    case "run.failed": return d(`failed: ${e.data.reason.code}`, reason(e.data.reason),
-      { ...run, ...(e.data.executionId ? { executionId: e.data.executionId } : {}), ...(e.data.localRunId ? { localRunId: e.data.localRunId } : {}) });
-    case "run.cancelled": return d("cancelled", { reasonDetail: e.data.reason }, run);
-    case "run.rejected": return d(`rejected: ${e.data.reason.code}`, reason(e.data.reason), run);
-    default: return assertNever(e, "run event");
+    case "run.submitted":
+      return d(
+        `submitted "${e.data.dag.name ?? "unnamed"}" (${e.data.dag.steps.length} steps) via ${e.data.source}`,
+        {
+          dagName: e.data.dag.name ?? null,
+          stepCount: e.data.dag.steps.length,
+          source: e.data.source,
+          idempotencyKey: e.data.idempotencyKey ?? null,
+        },
+        run,
+      );
+    case "run.admitted":
+      return d(
+        `admitted to ${e.data.runtimeInstanceId} as ${e.data.localRunId}${e.data.recovery ? " (recovery item)" : ""} from ${e.data.candidates.length} candidates`,
+        {
+          reservationId: e.data.reservationId,
+          recovery: e.data.recovery,
+          candidates: e.data.candidates.map((c) => ({ ...c })),
+        },
+        { ...run, runtimeInstanceId: e.data.runtimeInstanceId, localRunId: e.data.localRunId },
+      );
+    case "run.queued-globally":
+      return d(`queued globally: ${e.data.reason.code}`, reason(e.data.reason), run);
+    case "run.scale-out-requested":
+      return d(`scale-out requested (${e.data.requestId})`, { requestId: e.data.requestId }, run);
+    case "run.dispatch-failed":
+      return d(
+        `dispatch of ${e.data.localRunId} to ${e.data.runtimeInstanceId} failed: ${e.data.reason.code}`,
+        reason(e.data.reason),
+        { ...run, runtimeInstanceId: e.data.runtimeInstanceId, localRunId: e.data.localRunId },
+      );
+    case "run.dispatched":
+      return d(
+        `dispatched ${e.data.localRunId} to ${e.data.runtimeInstanceId} over ${e.data.transport}${e.data.resumeExecutionId ? ` to resume ${e.data.resumeExecutionId}` : ""}`,
+        {
+          transport: e.data.transport,
+          hostIncarnation: e.data.hostIncarnation,
+          resumeExecutionId: e.data.resumeExecutionId ?? null,
+        },
+        {
+          ...run,
+          runtimeInstanceId: e.data.runtimeInstanceId,
+          localRunId: e.data.localRunId,
+          ...(e.data.resumeExecutionId ? { executionId: e.data.resumeExecutionId } : {}),
+        },
+      );
+    case "run.started":
+      return d(
+        `started execution ${e.data.executionId} on ${e.data.runtimeInstanceId}`,
+        {},
+        {
+          ...run,
+          executionId: e.data.executionId,
+          localRunId: e.data.localRunId,
+          runtimeInstanceId: e.data.runtimeInstanceId,
+        },
+      );
+    case "run.requeued-for-resume":
+      return d(
+        `requeued to resume ${e.data.executionId} at epoch ${e.data.newEpoch} after ${e.data.failedRuntimeInstanceId} failed`,
+        { newEpoch: e.data.newEpoch, failedLocalRunId: e.data.failedLocalRunId },
+        {
+          ...run,
+          executionId: e.data.executionId,
+          incidentId: e.data.incidentId,
+          forensicsId: e.data.forensicsId,
+          runtimeInstanceId: e.data.failedRuntimeInstanceId,
+          localRunId: e.data.failedLocalRunId,
+        },
+      );
+    case "run.requeued-for-local-queued-recovery":
+      return d(
+        `requeued for redispatch (never started) after ${e.data.failedRuntimeInstanceId} failed`,
+        { failedLocalRunId: e.data.failedLocalRunId },
+        {
+          ...run,
+          incidentId: e.data.incidentId,
+          forensicsId: e.data.forensicsId,
+          runtimeInstanceId: e.data.failedRuntimeInstanceId,
+          localRunId: e.data.failedLocalRunId,
+        },
+      );
+    case "run.replacement-selected":
+      return d(
+        `replacement ${e.data.runtimeInstanceId} selected`,
+        {},
+        { ...run, forensicsId: e.data.forensicsId, runtimeInstanceId: e.data.runtimeInstanceId },
+      );
+    case "run.completed":
+      return d(
+        `completed (${e.data.executionId})`,
+        { outputDigest: e.data.outputDigest },
+        { ...run, executionId: e.data.executionId, localRunId: e.data.localRunId },
+      );
+    case "run.failed":
+      return d(`failed: ${e.data.reason.code}`, reason(e.data.reason), {
+        ...run,
+        ...(e.data.executionId ? { executionId: e.data.executionId } : {}),
+        ...(e.data.localRunId ? { localRunId: e.data.localRunId } : {}),
+      });
+    case "run.cancelled":
+      return d("cancelled", { reasonDetail: e.data.reason }, run);
+    case "run.rejected":
+      return d(`rejected: ${e.data.reason.code}`, reason(e.data.reason), run);
+    default:
+      return assertNever(e, "run event");
   }
 }
 
 function describeExec(e: Of<"exec">, executionId: string): Description {
   const ex = { executionId };
   switch (e.type) {
-    case "exec.started": return d(`execution started on ${e.data.runtimeInstanceId} at epoch ${e.data.epoch} (${e.data.stepCount} steps)`,
-      { dagDigest: e.data.dagDigest, stepCount: e.data.stepCount, epoch: e.data.epoch },
-      { ...ex, sharedRunId: e.data.sharedRunId, localRunId: e.data.localRunId, runtimeInstanceId: e.data.runtimeInstanceId });
-    case "exec.step-completed": return d(`step ${e.data.stepId} completed (attempt ${e.data.attempt})`,
-      { stepId: e.data.stepId, attempt: e.data.attempt, outputDigest: e.data.outputDigest, durationMs: e.data.durationMs, epoch: e.writer.epoch ?? null }, ex);
-    case "exec.step-failed": return d(`step ${e.data.stepId} failed (attempt ${e.data.attempt})${e.data.retryAt ? "" : ", no attempts left"}`,
-      { stepId: e.data.stepId, attempt: e.data.attempt, error: e.data.error, retryAt: e.data.retryAt ?? null }, ex);
-    case "exec.timer-started": return d(`step ${e.data.stepId} sleeps until ${e.data.wakeAt} (attempt ${e.data.attempt})`,
-      { stepId: e.data.stepId, attempt: e.data.attempt, durationMs: e.data.durationMs, wakeAt: e.data.wakeAt, epoch: e.writer.epoch ?? null }, ex);
-    case "exec.paused-for-recovery": return d(`paused for recovery: new epoch ${e.data.newEpoch}, ${e.data.failedRuntimeInstanceId} fenced out`,
-      { newEpoch: e.data.newEpoch }, { ...ex, forensicsId: e.data.forensicsId, incidentId: e.data.incidentId, runtimeInstanceId: e.data.failedRuntimeInstanceId });
-    case "exec.resumed": return d(`resumed on ${e.data.runtimeInstanceId} at epoch ${e.data.epoch} with ${e.data.completedSteps} steps done`,
-      { epoch: e.data.epoch, completedSteps: e.data.completedSteps }, { ...ex, runtimeInstanceId: e.data.runtimeInstanceId, localRunId: e.data.localRunId });
-    case "exec.completed": return d("execution completed", { outputDigest: e.data.outputDigest }, ex);
-    case "exec.failed": return d(`execution failed: ${e.data.reason.code}`, { ...reason(e.data.reason), stepId: e.data.stepId ?? null }, ex);
-    case "exec.cancelled": return d("execution cancelled", { reasonDetail: e.data.reason }, ex);
-    default: return assertNever(e, "exec event");
+    case "exec.started":
+      return d(
+        `execution started on ${e.data.runtimeInstanceId} at epoch ${e.data.epoch} (${e.data.stepCount} steps)`,
+        { dagDigest: e.data.dagDigest, stepCount: e.data.stepCount, epoch: e.data.epoch },
+        {
+          ...ex,
+          sharedRunId: e.data.sharedRunId,
+          localRunId: e.data.localRunId,
+          runtimeInstanceId: e.data.runtimeInstanceId,
+        },
+      );
+    case "exec.step-completed":
+      return d(
+        `step ${e.data.stepId} completed (attempt ${e.data.attempt})`,
+        {
+          stepId: e.data.stepId,
+          attempt: e.data.attempt,
+          outputDigest: e.data.outputDigest,
+          durationMs: e.data.durationMs,
+          epoch: e.writer.epoch ?? null,
+        },
+        ex,
+      );
+    case "exec.step-failed":
+      return d(
+        `step ${e.data.stepId} failed (attempt ${e.data.attempt})${e.data.retryAt ? "" : ", no attempts left"}`,
+        { stepId: e.data.stepId, attempt: e.data.attempt, error: e.data.error, retryAt: e.data.retryAt ?? null },
+        ex,
+      );
+    case "exec.timer-started":
+      return d(
+        `step ${e.data.stepId} sleeps until ${e.data.wakeAt} (attempt ${e.data.attempt})`,
+        {
+          stepId: e.data.stepId,
+          attempt: e.data.attempt,
+          durationMs: e.data.durationMs,
+          wakeAt: e.data.wakeAt,
+          epoch: e.writer.epoch ?? null,
+        },
+        ex,
+      );
+    case "exec.paused-for-recovery":
+      return d(
+        `paused for recovery: new epoch ${e.data.newEpoch}, ${e.data.failedRuntimeInstanceId} fenced out`,
+        { newEpoch: e.data.newEpoch },
+        {
+          ...ex,
+          forensicsId: e.data.forensicsId,
+          incidentId: e.data.incidentId,
+          runtimeInstanceId: e.data.failedRuntimeInstanceId,
+        },
+      );
+    case "exec.resumed":
+      return d(
+        `resumed on ${e.data.runtimeInstanceId} at epoch ${e.data.epoch} with ${e.data.completedSteps} steps done`,
+        { epoch: e.data.epoch, completedSteps: e.data.completedSteps },
+        { ...ex, runtimeInstanceId: e.data.runtimeInstanceId, localRunId: e.data.localRunId },
+      );
+    case "exec.completed":
+      return d("execution completed", { outputDigest: e.data.outputDigest }, ex);
+    case "exec.failed":
+      return d(
+        `execution failed: ${e.data.reason.code}`,
+        { ...reason(e.data.reason), stepId: e.data.stepId ?? null },
+        ex,
+      );
+    case "exec.cancelled":
+      return d("execution cancelled", { reasonDetail: e.data.reason }, ex);
+    default:
+      return assertNever(e, "exec event");
   }
 }
 
 function describeScaleOut(e: Of<"scaleout">, requestId: string): Description {
   switch (e.type) {
-    case "scaleout.requested": return d(`scale-out ${requestId} requested: ${e.data.reason.code}`,
-      { ...reason(e.data.reason), requestId, isolationMode: e.data.policy.isolationMode, providerHint: e.data.providerHint, transport: e.data.transport });
-    case "scaleout.observed": return d(`scale-out ${requestId} taken by ${e.data.provisionerInstanceId}`, { requestId });
-    case "scaleout.fulfilled": return d(`scale-out ${requestId} fulfilled by ${e.data.runtimeInstanceId}`, { requestId }, { runtimeInstanceId: e.data.runtimeInstanceId });
-    case "scaleout.rejected": return d(`scale-out ${requestId} rejected: ${e.data.reason.code}`, { ...reason(e.data.reason), requestId },
-      e.data.runtimeInstanceId ? { runtimeInstanceId: e.data.runtimeInstanceId } : {});
-    case "scaleout.expired": return d(`scale-out ${requestId} expired`, { requestId });
-    case "scaleout.cancelled": return d(`scale-out ${requestId} cancelled`, { requestId, reasonDetail: e.data.reason });
-    default: return assertNever(e, "scale-out event");
+    case "scaleout.requested":
+      return d(`scale-out ${requestId} requested: ${e.data.reason.code}`, {
+        ...reason(e.data.reason),
+        requestId,
+        isolationMode: e.data.policy.isolationMode,
+        providerHint: e.data.providerHint,
+        transport: e.data.transport,
+      });
+    case "scaleout.observed":
+      return d(`scale-out ${requestId} taken by ${e.data.provisionerInstanceId}`, { requestId });
+    case "scaleout.fulfilled":
+      return d(
+        `scale-out ${requestId} fulfilled by ${e.data.runtimeInstanceId}`,
+        { requestId },
+        { runtimeInstanceId: e.data.runtimeInstanceId },
+      );
+    case "scaleout.rejected":
+      return d(
+        `scale-out ${requestId} rejected: ${e.data.reason.code}`,
+        { ...reason(e.data.reason), requestId },
+        e.data.runtimeInstanceId ? { runtimeInstanceId: e.data.runtimeInstanceId } : {},
+      );
+    case "scaleout.expired":
+      return d(`scale-out ${requestId} expired`, { requestId });
+    case "scaleout.cancelled":
+      return d(`scale-out ${requestId} cancelled`, { requestId, reasonDetail: e.data.reason });
+    default:
+      return assertNever(e, "scale-out event");
   }
 }
 
 function describeRuntime(e: Of<"runtime">, id: string): Description {
   const rt = { runtimeInstanceId: id };
   switch (e.type) {
-    case "runtime.registered": return d(`runtime ${id} registered (${e.data.isolationMode}, ${e.data.hostProvider}, ${e.data.transport})`,
-      { isolationMode: e.data.isolationMode, hostProvider: e.data.hostProvider, transport: e.data.transport, pool: e.data.pool }, rt);
-    case "runtime.host-start-requested": return d(`host start requested (attempt ${e.data.attempt})`, { attempt: e.data.attempt }, rt);
-    case "runtime.host-started": return d(`host started: ${e.data.hostIncarnation}`, { hostIncarnation: e.data.hostIncarnation, convergence: e.data.convergence }, rt);
-    case "runtime.host-start-failed": return d(`host start failed: ${e.data.reason.code}`, { ...reason(e.data.reason), layer: e.data.layer ?? null }, rt);
-    case "runtime.readiness-layer-passed": return d(`readiness layer ${e.data.layer} passed`, { layer: e.data.layer, hostIncarnation: e.data.hostIncarnation }, rt);
-    case "runtime.endpoint-published": return d("endpoint published", { endpoint: e.data.endpoint, hostIncarnation: e.data.hostIncarnation }, rt);
-    case "runtime.capacity-published": return d("capacity published", { hostIncarnation: e.data.hostIncarnation }, rt);
-    case "runtime.draining": return d("draining", { reasonDetail: e.data.reason }, rt);
-    case "runtime.suspected": return d(`runtime ${id} suspected: ${e.data.reason.code}`, { ...reason(e.data.reason), hostIncarnation: e.data.hostIncarnation ?? null },
-      { ...rt, incidentId: e.data.incidentId });
-    case "runtime.fenced": return d(`runtime ${id} fenced: ${e.data.proof.kind} of ${e.data.hostIncarnation}`, { hostIncarnation: e.data.hostIncarnation, proofKind: e.data.proof.kind },
-      { ...rt, incidentId: e.data.incidentId });
-    case "runtime.fence-failed": return d(`fence of ${id} not proven (attempt ${e.data.attempt}): ${e.data.reason.code}`,
-      { ...reason(e.data.reason), attempt: e.data.attempt, hostIncarnation: e.data.hostIncarnation }, { ...rt, incidentId: e.data.incidentId });
-    case "runtime.recovery-planned": return d(`recovery planned for ${e.data.items.length} items`, { itemCount: e.data.items.length },
-      { ...rt, incidentId: e.data.incidentId });
-    case "runtime.host-exited": return d(`host ${e.data.hostIncarnation} ${e.data.kind}`,
-      { hostIncarnation: e.data.hostIncarnation, kind: e.data.kind, exitCode: e.data.exitCode, signal: e.data.signal }, rt);
-    case "runtime.retired": return d("retired", { reasonDetail: e.data.reason }, rt);
-    default: return assertNever(e, "runtime event");
+    case "runtime.registered":
+      return d(
+        `runtime ${id} registered (${e.data.isolationMode}, ${e.data.hostProvider}, ${e.data.transport})`,
+        {
+          isolationMode: e.data.isolationMode,
+          hostProvider: e.data.hostProvider,
+          transport: e.data.transport,
+          pool: e.data.pool,
+        },
+        rt,
+      );
+    case "runtime.host-start-requested":
+      return d(`host start requested (attempt ${e.data.attempt})`, { attempt: e.data.attempt }, rt);
+    case "runtime.host-started":
+      return d(
+        `host started: ${e.data.hostIncarnation}`,
+        { hostIncarnation: e.data.hostIncarnation, convergence: e.data.convergence },
+        rt,
+      );
+    case "runtime.host-start-failed":
+      return d(
+        `host start failed: ${e.data.reason.code}`,
+        { ...reason(e.data.reason), layer: e.data.layer ?? null },
+        rt,
+      );
+    case "runtime.readiness-layer-passed":
+      return d(
+        `readiness layer ${e.data.layer} passed`,
+        { layer: e.data.layer, hostIncarnation: e.data.hostIncarnation },
+        rt,
+      );
+    case "runtime.endpoint-published":
+      return d("endpoint published", { endpoint: e.data.endpoint, hostIncarnation: e.data.hostIncarnation }, rt);
+    case "runtime.capacity-published":
+      return d("capacity published", { hostIncarnation: e.data.hostIncarnation }, rt);
+    case "runtime.draining":
+      return d("draining", { reasonDetail: e.data.reason }, rt);
+    case "runtime.suspected":
+      return d(
+        `runtime ${id} suspected: ${e.data.reason.code}`,
+        { ...reason(e.data.reason), hostIncarnation: e.data.hostIncarnation ?? null },
+        { ...rt, incidentId: e.data.incidentId },
+      );
+    case "runtime.fenced":
+      return d(
+        `runtime ${id} fenced: ${e.data.proof.kind} of ${e.data.hostIncarnation}`,
+        { hostIncarnation: e.data.hostIncarnation, proofKind: e.data.proof.kind },
+        { ...rt, incidentId: e.data.incidentId },
+      );
+    case "runtime.fence-failed":
+      return d(
+        `fence of ${id} not proven (attempt ${e.data.attempt}): ${e.data.reason.code}`,
+        { ...reason(e.data.reason), attempt: e.data.attempt, hostIncarnation: e.data.hostIncarnation },
+        { ...rt, incidentId: e.data.incidentId },
+      );
+    case "runtime.recovery-planned":
+      return d(
+        `recovery planned for ${e.data.items.length} items`,
+        { itemCount: e.data.items.length },
+        { ...rt, incidentId: e.data.incidentId },
+      );
+    case "runtime.host-exited":
+      return d(
+        `host ${e.data.hostIncarnation} ${e.data.kind}`,
+        {
+          hostIncarnation: e.data.hostIncarnation,
+          kind: e.data.kind,
+          exitCode: e.data.exitCode,
+          signal: e.data.signal,
+        },
+        rt,
+      );
+    case "runtime.retired":
+      return d("retired", { reasonDetail: e.data.reason }, rt);
+    default:
+      return assertNever(e, "runtime event");
   }
 }
 
 function describeForensics(e: Of<"forensics">): Description {
   const x = e.data;
-  const refs: Refs = { forensicsId: x.forensicsId, incidentId: x.incidentId, sharedRunId: x.sharedRunId, localRunId: x.failedLocalRunId,
-    ...(x.executionId ? { executionId: x.executionId } : {}) };
-  const item = { class: x.class, failedRuntimeInstanceId: x.failedRuntimeInstanceId, failedLocalRunId: x.failedLocalRunId };
+  const refs: Refs = {
+    forensicsId: x.forensicsId,
+    incidentId: x.incidentId,
+    sharedRunId: x.sharedRunId,
+    localRunId: x.failedLocalRunId,
+    ...(x.executionId ? { executionId: x.executionId } : {}),
+  };
+  const item = {
+    class: x.class,
+    failedRuntimeInstanceId: x.failedRuntimeInstanceId,
+    failedLocalRunId: x.failedLocalRunId,
+  };
   switch (e.type) {
-    case "forensics.execution-recovery-candidate-detected": return d(`recovery candidate detected (${x.class})`, { ...item, completedSteps: e.data.completedSteps ?? null }, refs);
-    case "forensics.shared-run-requeued-for-resume": return d(`run requeued for resume at epoch ${e.data.newEpoch}`, { ...item, newEpoch: e.data.newEpoch }, refs);
-    case "forensics.shared-run-requeued-for-local-queued-recovery": return d("run requeued for redispatch", item, refs);
-    case "forensics.failed-local-run-marked-requeued-for-recovery": return d(`local run ${x.failedLocalRunId} marked requeued`, item, refs);
-    case "forensics.replacement-runtime-selected": return d(`replacement ${e.data.replacementRuntimeInstanceId} selected`,
-      { ...item, replacementRuntimeInstanceId: e.data.replacementRuntimeInstanceId }, refs);
-    case "forensics.replacement-local-run-registered": return d(`replacement local run ${e.data.replacementLocalRunId} on ${e.data.replacementRuntimeInstanceId}`,
-      { ...item, replacementRuntimeInstanceId: e.data.replacementRuntimeInstanceId, replacementLocalRunId: e.data.replacementLocalRunId }, refs);
-    case "forensics.resume-context-seeded": return d(`resume context seeded: ${e.data.completedSteps} steps done`,
-      { ...item, completedSteps: e.data.completedSteps, firstIncompleteStepId: e.data.firstIncompleteStepId ?? null }, refs);
-    case "forensics.dag-resume-started": return d(`DAG resume started on ${e.data.replacementRuntimeInstanceId} at epoch ${e.data.epoch}`,
-      { ...item, replacementRuntimeInstanceId: e.data.replacementRuntimeInstanceId, epoch: e.data.epoch }, refs);
-    case "forensics.dag-resume-completed": return d("DAG resume completed", { ...item, outputDigest: e.data.outputDigest }, refs);
-    case "forensics.execution-recovery-completed": return d(`recovery completed: ${e.data.outcome}`, { ...item, outcome: e.data.outcome }, refs);
-    default: return assertNever(e, "forensics event");
+    case "forensics.execution-recovery-candidate-detected":
+      return d(
+        `recovery candidate detected (${x.class})`,
+        { ...item, completedSteps: e.data.completedSteps ?? null },
+        refs,
+      );
+    case "forensics.shared-run-requeued-for-resume":
+      return d(`run requeued for resume at epoch ${e.data.newEpoch}`, { ...item, newEpoch: e.data.newEpoch }, refs);
+    case "forensics.shared-run-requeued-for-local-queued-recovery":
+      return d("run requeued for redispatch", item, refs);
+    case "forensics.failed-local-run-marked-requeued-for-recovery":
+      return d(`local run ${x.failedLocalRunId} marked requeued`, item, refs);
+    case "forensics.replacement-runtime-selected":
+      return d(
+        `replacement ${e.data.replacementRuntimeInstanceId} selected`,
+        { ...item, replacementRuntimeInstanceId: e.data.replacementRuntimeInstanceId },
+        refs,
+      );
+    case "forensics.replacement-local-run-registered":
+      return d(
+        `replacement local run ${e.data.replacementLocalRunId} on ${e.data.replacementRuntimeInstanceId}`,
+        {
+          ...item,
+          replacementRuntimeInstanceId: e.data.replacementRuntimeInstanceId,
+          replacementLocalRunId: e.data.replacementLocalRunId,
+        },
+        refs,
+      );
+    case "forensics.resume-context-seeded":
+      return d(
+        `resume context seeded: ${e.data.completedSteps} steps done`,
+        { ...item, completedSteps: e.data.completedSteps, firstIncompleteStepId: e.data.firstIncompleteStepId ?? null },
+        refs,
+      );
+    case "forensics.dag-resume-started":
+      return d(
+        `DAG resume started on ${e.data.replacementRuntimeInstanceId} at epoch ${e.data.epoch}`,
+        { ...item, replacementRuntimeInstanceId: e.data.replacementRuntimeInstanceId, epoch: e.data.epoch },
+        refs,
+      );
+    case "forensics.dag-resume-completed":
+      return d("DAG resume completed", { ...item, outputDigest: e.data.outputDigest }, refs);
+    case "forensics.execution-recovery-completed":
+      return d(`recovery completed: ${e.data.outcome}`, { ...item, outcome: e.data.outcome }, refs);
+    default:
+      return assertNever(e, "forensics event");
   }
 }
 
 /** Whether `e` is part of a recovery: what a tenant with no work on a failed runtime never sees in its ledger. */
 export function isRecoveryEvent(e: DroverEvent): boolean {
   switch (e.type) {
-    case "run.requeued-for-resume": case "run.requeued-for-local-queued-recovery": case "run.replacement-selected":
-    case "exec.paused-for-recovery": case "exec.resumed": case "runtime.recovery-planned":
+    case "run.requeued-for-resume":
+    case "run.requeued-for-local-queued-recovery":
+    case "run.replacement-selected":
+    case "exec.paused-for-recovery":
+    case "exec.resumed":
+    case "runtime.recovery-planned":
       return true;
-    case "run.admitted": return (e as EventOf<"run.admitted">).data.recovery;
-    case "run.dispatched": return (e as EventOf<"run.dispatched">).data.resumeExecutionId !== undefined;
-    default: return e.type.startsWith("forensics.");
+    case "run.admitted":
+      return (e as EventOf<"run.admitted">).data.recovery;
+    case "run.dispatched":
+      return (e as EventOf<"run.dispatched">).data.resumeExecutionId !== undefined;
+    default:
+      return e.type.startsWith("forensics.");
   }
 }

@@ -38,4 +38,5 @@ export function storable<T>(value: T): T {
 }
 
 /** `list` with `value` appended unless already present (ids recorded once, in first-seen order). */
-export const addOnce = <T>(list: readonly T[], value: T): readonly T[] => (list.includes(value) ? list : [...list, value]);
+export const addOnce = <T>(list: readonly T[], value: T): readonly T[] =>
+  list.includes(value) ? list : [...list, value];

@@ -7,14 +7,27 @@ import { evolveIncidentDoc, evolveIncidentItem, itemIdsOf } from "./incident-doc
 import { evolveRunDoc } from "./run-doc.ts";
 import { stepCompletion } from "./step-doc.ts";
 
-const fact = <E extends DroverEvent>(event: E, seq: number, aggregateId: string): Fact<E> => ({ stream: "DROVER", seq, storedAt: "2026-01-02T03:04:06.000Z", aggregateId, event });
-const step = (stepId: string) => { const e = exampleEvent("exec.step-completed"); return { ...e, data: { ...e.data, stepId: StepId.parse(stepId) } }; };
+const fact = <E extends DroverEvent>(event: E, seq: number, aggregateId: string): Fact<E> => ({
+  stream: "DROVER",
+  seq,
+  storedAt: "2026-01-02T03:04:06.000Z",
+  aggregateId,
+  event,
+});
+const step = (stepId: string) => {
+  const e = exampleEvent("exec.step-completed");
+  return { ...e, data: { ...e.data, stepId: StepId.parse(stepId) } };
+};
 
 describe("read-model folds", () => {
   it("replaces NUL in every string FerretDB would refuse, keeping everything else as it is", () => {
     const clean = { a: "x", n: 1, list: [{ b: "y" }] };
     expect(storable(clean)).toEqual(clean);
-    expect(storable({ a: "x\u0000y", list: [{ b: "\u0000" }], n: null })).toEqual({ a: "x\uFFFDy", list: [{ b: "\uFFFD" }], n: null });
+    expect(storable({ a: "x\u0000y", list: [{ b: "\u0000" }], n: null })).toEqual({
+      a: "x\uFFFDy",
+      list: [{ b: "\uFFFD" }],
+      n: null,
+    });
   });
 
   it("ignores a fact at or below the document's lastSeq (idempotent by stream sequence)", () => {
@@ -22,7 +35,12 @@ describe("read-model folds", () => {
     const admitted = evolveRunDoc(run, fact(exampleEvent("run.admitted"), 5, ids.sharedRun));
     expect(evolveRunDoc(admitted, fact(exampleEvent("run.admitted"), 5, ids.sharedRun))).toBe(admitted);
     expect(evolveRunDoc(admitted, fact(exampleEvent("run.cancelled"), 4, ids.sharedRun))).toBe(admitted);
-    expect(admitted).toMatchObject({ status: "admitted", lastSeq: 5, labels: [{ key: "team", value: "ml" }], placements: [{ admittedSeq: 5, candidates: 1 }] });
+    expect(admitted).toMatchObject({
+      status: "admitted",
+      lastSeq: 5,
+      labels: [{ key: "team", value: "ml" }],
+      placements: [{ admittedSeq: 5, candidates: 1 }],
+    });
   });
 
   it("leaves the execution document alone on step events (nothing to rewrite) and folds its lifecycle", () => {
@@ -30,8 +48,17 @@ describe("read-model folds", () => {
     expect(evolveExecutionDoc(x, fact(step("a"), 2, ids.execution))).toBe(x);
     expect(evolveExecutionDoc(x, fact(exampleEvent("exec.step-failed"), 3, ids.execution))).toBe(x);
     const paused = evolveExecutionDoc(x, fact(exampleEvent("exec.paused-for-recovery"), 4, ids.execution));
-    expect(paused).toMatchObject({ status: "paused-for-recovery", epoch: 1, lastSeq: 4, pauses: [{ newEpoch: 1, seq: 4 }] });
-    expect(stepCompletion(fact(step("a"), 2, ids.execution))).toMatchObject({ _id: `${ids.tenant}:${ids.execution}:a`, completedSeq: 2, epoch: 0 });
+    expect(paused).toMatchObject({
+      status: "paused-for-recovery",
+      epoch: 1,
+      lastSeq: 4,
+      pauses: [{ newEpoch: 1, seq: 4 }],
+    });
+    expect(stepCompletion(fact(step("a"), 2, ids.execution))).toMatchObject({
+      _id: `${ids.tenant}:${ids.execution}:a`,
+      completedSeq: 2,
+      epoch: 0,
+    });
   });
 
   it("builds an incident whichever comes first, the plan or an item's forensics, and never moves it backwards", () => {
@@ -43,10 +70,21 @@ describe("read-model folds", () => {
     const plan = fact(exampleEvent("runtime.recovery-planned"), 11, ids.runtime);
     inc = evolveIncidentDoc(inc, plan, "owner-a");
     inc = evolveIncidentDoc(inc, fact(exampleEvent("runtime.suspected"), 12, ids.runtime), "owner-a");
-    expect(inc).toMatchObject({ status: "recovery-planned", ownerTenantId: "owner-a", planned: { seq: 11, itemCount: 2 }, suspected: { seq: 12 } });
+    expect(inc).toMatchObject({
+      status: "recovery-planned",
+      ownerTenantId: "owner-a",
+      planned: { seq: 11, itemCount: 2 },
+      suspected: { seq: 12 },
+    });
     expect(itemIdsOf(plan.event)).toEqual([forensicsIds.inFlight, forensicsIds.localQueued]);
-    expect(evolveIncidentItem(item, plan, forensicsIds.inFlight)).toMatchObject({ plannedSeq: 11, lastType: "forensics.execution-recovery-completed", outcome: "completed" });
+    expect(evolveIncidentItem(item, plan, forensicsIds.inFlight)).toMatchObject({
+      plannedSeq: 11,
+      lastType: "forensics.execution-recovery-completed",
+      outcome: "completed",
+    });
     // A later forensics event of a tenant the incident already names changes nothing to write.
-    expect(evolveIncidentDoc(inc, fact(exampleEvent("forensics.dag-resume-started"), 13, forensicsIds.inFlight), undefined)).toBe(inc);
+    expect(
+      evolveIncidentDoc(inc, fact(exampleEvent("forensics.dag-resume-started"), 13, forensicsIds.inFlight), undefined),
+    ).toBe(inc);
   });
 });

@@ -32,8 +32,17 @@ export function ledgerRows(f: Fact, ownerTenantId: string | undefined): LedgerRo
   const recovery = isRecoveryEvent(f.event);
   return tenants.map((tenantId) => {
     const scoped = f.event.type === "runtime.recovery-planned" ? plannedFor(f, tenantId) : { summary, detail };
-    return { _id: `${f.stream}:${f.seq}:${tenantId}`, tenantId, stream: f.stream, ...positionOf(f), type: f.event.type,
-      aggregateId: f.aggregateId, recovery, ...refs, ...scoped };
+    return {
+      _id: `${f.stream}:${f.seq}:${tenantId}`,
+      tenantId,
+      stream: f.stream,
+      ...positionOf(f),
+      type: f.event.type,
+      aggregateId: f.aggregateId,
+      recovery,
+      ...refs,
+      ...scoped,
+    };
   });
 }
 
@@ -42,7 +51,10 @@ function plannedFor(f: Fact, tenantId: string): Pick<LedgerRow, "summary" | "det
   if (f.event.type !== "runtime.recovery-planned") throw new Error("plannedFor needs a recovery-planned fact");
   const mine = f.event.data.items.filter((i) => i.tenantId === tenantId);
   const inFlight = mine.filter((i) => i.class === "in-flight-execution").length;
-  return { summary: `recovery planned for ${mine.length} of your items`, detail: { itemCount: mine.length, inFlight, localQueued: mine.length - inFlight } };
+  return {
+    summary: `recovery planned for ${mine.length} of your items`,
+    detail: { itemCount: mine.length, inFlight, localQueued: mine.length - inFlight },
+  };
 }
 
 /** The forensics row of a `forensics.*` fact (undefined for any other), keyed `<stream>:<seq>`. Pure. */
@@ -52,9 +64,20 @@ export function forensicsRow(f: Fact): ForensicsRow | undefined {
   const x = e.data;
   const { summary, detail } = describe(e, f.aggregateId);
   return {
-    _id: `${f.stream}:${f.seq}`, tenantId: e.tenantId, stream: f.stream, ...positionOf(f), type: e.type,
-    forensicsId: x.forensicsId, incidentId: x.incidentId, sharedRunId: x.sharedRunId, class: x.class,
-    failedRuntimeInstanceId: x.failedRuntimeInstanceId, failedLocalRunId: x.failedLocalRunId,
-    localRunId: x.failedLocalRunId, ...(x.executionId ? { executionId: x.executionId } : {}), summary, detail,
+    _id: `${f.stream}:${f.seq}`,
+    tenantId: e.tenantId,
+    stream: f.stream,
+    ...positionOf(f),
+    type: e.type,
+    forensicsId: x.forensicsId,
+    incidentId: x.incidentId,
+    sharedRunId: x.sharedRunId,
+    class: x.class,
+    failedRuntimeInstanceId: x.failedRuntimeInstanceId,
+    failedLocalRunId: x.failedLocalRunId,
+    localRunId: x.failedLocalRunId,
+    ...(x.executionId ? { executionId: x.executionId } : {}),
+    summary,
+    detail,
   };
 }

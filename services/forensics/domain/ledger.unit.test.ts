@@ -5,10 +5,19 @@ import { isRecoveryEvent } from "./describe.ts";
 import type { Fact } from "./fact.ts";
 import { forensicsRow, ledgerRows, tenantsConcerned } from "./ledger.ts";
 
-const fact = (event: DroverEvent, seq = 7, aggregateId = "agg-1"): Fact => ({ stream: "DROVER", seq, storedAt: "2026-01-02T03:04:06.000Z", aggregateId, event });
+const fact = (event: DroverEvent, seq = 7, aggregateId = "agg-1"): Fact => ({
+  stream: "DROVER",
+  seq,
+  storedAt: "2026-01-02T03:04:06.000Z",
+  aggregateId,
+  event,
+});
 const globex = TenantId.parse("globex");
 const plan = exampleEvent("runtime.recovery-planned");
-const twoTenantPlan: DroverEvent = { ...plan, data: { ...plan.data, items: [...plan.data.items, { ...plan.data.items[0]!, tenantId: globex }] } };
+const twoTenantPlan: DroverEvent = {
+  ...plan,
+  data: { ...plan.data, items: [...plan.data.items, { ...plan.data.items[0]!, tenantId: globex }] },
+};
 
 describe("which tenants an event concerns (safe tenants never get recovery entries)", () => {
   it("gives a tenant-scoped event to its own tenant only", () => {
@@ -24,7 +33,9 @@ describe("which tenants an event concerns (safe tenants never get recovery entri
     expect(tenantsConcerned(fact(twoTenantPlan), "owner-without-items")).toEqual([globex, ids.tenant].sort());
     const rows = ledgerRows(fact(twoTenantPlan), undefined);
     expect(rows.map((r) => [r._id, r.recovery, r.detail.itemCount])).toEqual([
-      ["DROVER:7:globex", true, 1], [`DROVER:7:${ids.tenant}`, true, 2]]);
+      ["DROVER:7:globex", true, 1],
+      [`DROVER:7:${ids.tenant}`, true, 2],
+    ]);
     // One tenant's row says nothing about another tenant's items.
     expect(rows[0]!.summary).toBe("recovery planned for 1 of your items");
   });
@@ -33,7 +44,13 @@ describe("which tenants an event concerns (safe tenants never get recovery entri
     const admitted = exampleEvent("run.admitted");
     expect(isRecoveryEvent(admitted)).toBe(false);
     expect(isRecoveryEvent({ ...admitted, data: { ...admitted.data, recovery: true } })).toBe(true);
-    for (const t of ["run.requeued-for-resume", "exec.paused-for-recovery", "exec.resumed", "run.dispatched", "forensics.dag-resume-started"] as const) {
+    for (const t of [
+      "run.requeued-for-resume",
+      "exec.paused-for-recovery",
+      "exec.resumed",
+      "run.dispatched",
+      "forensics.dag-resume-started",
+    ] as const) {
       expect([t, isRecoveryEvent(exampleEvent(t))]).toEqual([t, t !== "run.dispatched"]);
     }
   });
@@ -43,7 +60,12 @@ describe("which tenants an event concerns (safe tenants never get recovery entri
     expect(row).toMatchObject({ _id: `DROVER:9:${ids.tenant}`, seq: 9, executionId: ids.execution, recovery: false });
     expect(row!.detail).not.toHaveProperty("output");
     expect(forensicsRow(fact(exampleEvent("forensics.resume-context-seeded"), 11))).toMatchObject({
-      _id: "DROVER:11", tenantId: ids.tenant, forensicsId: forensicsIds.inFlight, incidentId: ids.incident, detail: { completedSteps: 2 } });
+      _id: "DROVER:11",
+      tenantId: ids.tenant,
+      forensicsId: forensicsIds.inFlight,
+      incidentId: ids.incident,
+      detail: { completedSteps: 2 },
+    });
     expect(forensicsRow(fact(exampleEvent("run.started")))).toBeUndefined();
   });
 });

@@ -4,14 +4,26 @@ import { addOnce, assertNever, positionOf, type Fact } from "./fact.ts";
 
 type RunEvent = Extract<DroverEvent, { type: `run.${string}` }>;
 
-
 const empty = (tenantId: string, sharedRunId: string, seq: number): RunDoc => ({
-  _id: runDocId(tenantId, sharedRunId), tenantId, sharedRunId, status: "none", stepCount: 0, labels: [], placements: [],
-  executionIds: [], forensicsIds: [], incidentIds: [], scaleOutRequestIds: [], firstSeq: seq, lastSeq: 0,
+  _id: runDocId(tenantId, sharedRunId),
+  tenantId,
+  sharedRunId,
+  status: "none",
+  stepCount: 0,
+  labels: [],
+  placements: [],
+  executionIds: [],
+  forensicsIds: [],
+  incidentIds: [],
+  scaleOutRequestIds: [],
+  firstSeq: seq,
+  lastSeq: 0,
 });
 
 const updateLast = (ps: readonly PlacementRow[], localRunId: string, patch: Partial<PlacementRow>): PlacementRow[] =>
-  ps.map((p, i) => (p.localRunId === localRunId && ps.findLastIndex((q) => q.localRunId === localRunId) === i ? { ...p, ...patch } : p));
+  ps.map((p, i) =>
+    p.localRunId === localRunId && ps.findLastIndex((q) => q.localRunId === localRunId) === i ? { ...p, ...patch } : p,
+  );
 
 /**
  * Folds one run event into the run's document. Idempotent by stream sequence: a fact at or below
@@ -30,31 +42,78 @@ function apply(s: RunDoc, e: RunEvent, f: Fact<RunEvent>): RunDoc {
     case "run.submitted":
       // A trusted producer may publish a second submission of the same run; only the first counts.
       if (s.submitted) return s;
-      return { ...s, status: "submitted", ...(e.data.dag.name ? { dagName: e.data.dag.name } : {}), stepCount: e.data.dag.steps.length,
-        source: e.data.source, ...(e.data.idempotencyKey ? { idempotencyKey: e.data.idempotencyKey } : {}),
-        labels: Object.entries(e.data.labels).map(([key, value]) => ({ key, value })).sort((a, b) => a.key.localeCompare(b.key)),
-        submitted: positionOf(f) };
+      return {
+        ...s,
+        status: "submitted",
+        ...(e.data.dag.name ? { dagName: e.data.dag.name } : {}),
+        stepCount: e.data.dag.steps.length,
+        source: e.data.source,
+        ...(e.data.idempotencyKey ? { idempotencyKey: e.data.idempotencyKey } : {}),
+        labels: Object.entries(e.data.labels)
+          .map(([key, value]) => ({ key, value }))
+          .sort((a, b) => a.key.localeCompare(b.key)),
+        submitted: positionOf(f),
+      };
     case "run.admitted":
-      return { ...s, status: "admitted", placements: [...s.placements, { localRunId: e.data.localRunId, runtimeInstanceId: e.data.runtimeInstanceId,
-        admittedSeq: f.seq, recovery: e.data.recovery, candidates: e.data.candidates.length }] };
-    case "run.queued-globally": return { ...s, status: "queued", lastReason: { ...e.data.reason } };
-    case "run.scale-out-requested": return { ...s, scaleOutRequestIds: addOnce(s.scaleOutRequestIds, e.data.requestId as string) };
+      return {
+        ...s,
+        status: "admitted",
+        placements: [
+          ...s.placements,
+          {
+            localRunId: e.data.localRunId,
+            runtimeInstanceId: e.data.runtimeInstanceId,
+            admittedSeq: f.seq,
+            recovery: e.data.recovery,
+            candidates: e.data.candidates.length,
+          },
+        ],
+      };
+    case "run.queued-globally":
+      return { ...s, status: "queued", lastReason: { ...e.data.reason } };
+    case "run.scale-out-requested":
+      return { ...s, scaleOutRequestIds: addOnce(s.scaleOutRequestIds, e.data.requestId as string) };
     case "run.dispatch-failed":
-      return { ...s, status: "queued", lastReason: { ...e.data.reason },
-        placements: updateLast(s.placements, e.data.localRunId, { dispatchFailedSeq: f.seq, dispatchFailure: e.data.reason.code }) };
+      return {
+        ...s,
+        status: "queued",
+        lastReason: { ...e.data.reason },
+        placements: updateLast(s.placements, e.data.localRunId, {
+          dispatchFailedSeq: f.seq,
+          dispatchFailure: e.data.reason.code,
+        }),
+      };
     case "run.dispatched":
-      return { ...s, status: "dispatched", placements: updateLast(s.placements, e.data.localRunId, { dispatchedSeq: f.seq, transport: e.data.transport,
-        ...(e.data.resumeExecutionId ? { resumeExecutionId: e.data.resumeExecutionId } : {}) }) };
-    case "run.started": return { ...s, status: "started", executionIds: addOnce(s.executionIds, e.data.executionId as string) };
+      return {
+        ...s,
+        status: "dispatched",
+        placements: updateLast(s.placements, e.data.localRunId, {
+          dispatchedSeq: f.seq,
+          transport: e.data.transport,
+          ...(e.data.resumeExecutionId ? { resumeExecutionId: e.data.resumeExecutionId } : {}),
+        }),
+      };
+    case "run.started":
+      return { ...s, status: "started", executionIds: addOnce(s.executionIds, e.data.executionId as string) };
     case "run.requeued-for-resume":
     case "run.requeued-for-local-queued-recovery":
-      return { ...s, status: e.type.slice("run.".length), forensicsIds: addOnce(s.forensicsIds, e.data.forensicsId as string),
-        incidentIds: addOnce(s.incidentIds, e.data.incidentId as string) };
-    case "run.replacement-selected": return { ...s, forensicsIds: addOnce(s.forensicsIds, e.data.forensicsId as string) };
-    case "run.completed": return { ...ended("completed"), executionIds: addOnce(s.executionIds, e.data.executionId as string) };
-    case "run.failed": return { ...ended("failed"), lastReason: { ...e.data.reason } };
-    case "run.cancelled": return ended("cancelled");
-    case "run.rejected": return { ...ended("rejected"), lastReason: { ...e.data.reason } };
-    default: return assertNever(e, "run event");
+      return {
+        ...s,
+        status: e.type.slice("run.".length),
+        forensicsIds: addOnce(s.forensicsIds, e.data.forensicsId as string),
+        incidentIds: addOnce(s.incidentIds, e.data.incidentId as string),
+      };
+    case "run.replacement-selected":
+      return { ...s, forensicsIds: addOnce(s.forensicsIds, e.data.forensicsId as string) };
+    case "run.completed":
+      return { ...ended("completed"), executionIds: addOnce(s.executionIds, e.data.executionId as string) };
+    case "run.failed":
+      return { ...ended("failed"), lastReason: { ...e.data.reason } };
+    case "run.cancelled":
+      return ended("cancelled");
+    case "run.rejected":
+      return { ...ended("rejected"), lastReason: { ...e.data.reason } };
+    default:
+      return assertNever(e, "run event");
   }
 }

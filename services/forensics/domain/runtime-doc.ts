@@ -15,11 +15,17 @@ export function evolveRuntimeDoc(doc: RuntimeDoc | undefined, f: Fact<RuntimeEve
   const s: RuntimeDoc = doc ?? { _id: f.aggregateId, status: "unknown", incidentIds: [], lastSeq: 0 };
   if (f.seq <= s.lastSeq) return s;
   const owner = s.ownerTenantId ?? (e.type === "runtime.registered" ? e.data.tenantId : undefined) ?? e.tenantId;
-  const host = "hostIncarnation" in e.data && typeof e.data.hostIncarnation === "string" ? e.data.hostIncarnation : s.hostIncarnation;
+  const host =
+    "hostIncarnation" in e.data && typeof e.data.hostIncarnation === "string"
+      ? e.data.hostIncarnation
+      : s.hostIncarnation;
   const incident = "incidentId" in e.data ? e.data.incidentId : undefined;
   return {
-    ...s, status: e.type.slice("runtime.".length), lastSeq: f.seq,
-    ...(owner !== undefined ? { ownerTenantId: owner } : {}), ...(host !== undefined ? { hostIncarnation: host } : {}),
+    ...s,
+    status: e.type.slice("runtime.".length),
+    lastSeq: f.seq,
+    ...(owner !== undefined ? { ownerTenantId: owner } : {}),
+    ...(host !== undefined ? { hostIncarnation: host } : {}),
     incidentIds: incident === undefined ? s.incidentIds : addOnce(s.incidentIds, incident as string),
   };
 }

@@ -46,6 +46,9 @@ export async function beginBuild(m: ReadModelDb, projection: string): Promise<st
  * and the caller builds again, instead of crowning read models with a hole in them.
  */
 export async function endBuild(m: ReadModelDb, projection: string, token: string): Promise<boolean> {
-  const r = await m.checkpoints.updateOne({ _id: markerId(projection), state: "building", token }, { $set: { state: "built" } });
+  const r = await m.checkpoints.updateOne(
+    { _id: markerId(projection), state: "building", token },
+    { $set: { state: "built" } },
+  );
   return r.matchedCount === 1;
 }

@@ -1,12 +1,25 @@
 import type { Collection, Db, Filter, IndexSpecification, OptionalUnlessRequiredId } from "mongodb";
 import { storable } from "../domain/fact.ts";
 import {
-  CHECKPOINT_COLLECTION, READ_MODEL_COLLECTIONS, type ExecutionDoc, type ForensicsRow, type IncidentDoc, type IncidentItem, type LedgerRow, type RunDoc,
-  type RuntimeDoc, type StepDoc,
+  CHECKPOINT_COLLECTION,
+  READ_MODEL_COLLECTIONS,
+  type ExecutionDoc,
+  type ForensicsRow,
+  type IncidentDoc,
+  type IncidentItem,
+  type LedgerRow,
+  type RunDoc,
+  type RuntimeDoc,
+  type StepDoc,
 } from "../../../contracts/read-models.ts";
 
 /** The checkpoint document: the stream sequence the projection has applied up to. */
-export interface CheckpointDoc { readonly _id: string; readonly seq: number; readonly state?: "building" | "built"; readonly token?: string }
+export interface CheckpointDoc {
+  readonly _id: string;
+  readonly seq: number;
+  readonly state?: "building" | "built";
+  readonly token?: string;
+}
 
 /** The projector's collections in one database. */
 export interface ReadModelDb {
@@ -24,9 +37,15 @@ export interface ReadModelDb {
 
 export function readModelDb(db: Db): ReadModelDb {
   return {
-    db, runs: db.collection("runs"), executions: db.collection("executions"), steps: db.collection("steps"),
-    incidents: db.collection("incidents"), incidentItems: db.collection("incident_items"),
-    forensics: db.collection("forensics"), ledger: db.collection("ledger"), runtimes: db.collection("runtimes"),
+    db,
+    runs: db.collection("runs"),
+    executions: db.collection("executions"),
+    steps: db.collection("steps"),
+    incidents: db.collection("incidents"),
+    incidentItems: db.collection("incident_items"),
+    forensics: db.collection("forensics"),
+    ledger: db.collection("ledger"),
+    runtimes: db.collection("runtimes"),
     checkpoints: db.collection(CHECKPOINT_COLLECTION),
   };
 }
@@ -38,8 +57,16 @@ const INDEXES: Readonly<Partial<Record<(typeof READ_MODEL_COLLECTIONS)[number], 
   steps: [{ tenantId: 1, executionId: 1 }],
   incidents: [{ tenantIds: 1 }, { runtimeInstanceId: 1 }],
   incident_items: [{ incidentId: 1, tenantId: 1 }],
-  forensics: [{ tenantId: 1, incidentId: 1, seq: 1 }, { tenantId: 1, sharedRunId: 1, seq: 1 }, { incidentId: 1, seq: 1 }],
-  ledger: [{ tenantId: 1, seq: 1 }, { tenantId: 1, recovery: 1, seq: 1 }, { tenantId: 1, sharedRunId: 1, seq: 1 }],
+  forensics: [
+    { tenantId: 1, incidentId: 1, seq: 1 },
+    { tenantId: 1, sharedRunId: 1, seq: 1 },
+    { incidentId: 1, seq: 1 },
+  ],
+  ledger: [
+    { tenantId: 1, seq: 1 },
+    { tenantId: 1, recovery: 1, seq: 1 },
+    { tenantId: 1, sharedRunId: 1, seq: 1 },
+  ],
 };
 
 /** Creates the query indexes (idempotent: an existing index with the same keys is left alone). */
@@ -63,7 +90,10 @@ const isDuplicateKey = (e: unknown): boolean => (e as { code?: unknown }).code =
  * and when the document is newer the upsert's insert collides on `_id` (11000), which means
  * "already applied" — re-applying an event is harmless.
  */
-export async function putIfNewer<T extends { readonly _id: string; readonly lastSeq: number }>(c: Collection<T>, doc: T): Promise<void> {
+export async function putIfNewer<T extends { readonly _id: string; readonly lastSeq: number }>(
+  c: Collection<T>,
+  doc: T,
+): Promise<void> {
   try {
     await c.replaceOne({ _id: doc._id, lastSeq: { $lt: doc.lastSeq } } as Filter<T>, storable(doc), { upsert: true });
   } catch (e) {
@@ -76,10 +106,16 @@ export async function putIfNewer<T extends { readonly _id: string; readonly last
  * row written before (a row is a pure function of its event) and is skipped; any other failure
  * throws. FerretDB tries the whole batch in one transaction and, only if that fails, row by row.
  */
-export async function insertRows<T extends { readonly _id: string }>(c: Collection<T>, rows: readonly T[]): Promise<void> {
+export async function insertRows<T extends { readonly _id: string }>(
+  c: Collection<T>,
+  rows: readonly T[],
+): Promise<void> {
   if (rows.length === 0) return;
   try {
-    await c.insertMany(rows.map((r) => storable(r) as OptionalUnlessRequiredId<T>), { ordered: false });
+    await c.insertMany(
+      rows.map((r) => storable(r) as OptionalUnlessRequiredId<T>),
+      { ordered: false },
+    );
   } catch (e) {
     const w = (e as { writeErrors?: unknown }).writeErrors;
     const errors = (Array.isArray(w) ? w : w ? [w] : []) as { code?: unknown }[];

@@ -2,7 +2,8 @@ import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import type { ForensicsService } from "./service.ts";
 
 /** The answer to a rebuild request. */
-export type RebuildReply = { readonly ok: true; readonly position: number } | { readonly ok: false; readonly error: string };
+export type RebuildReply =
+  { readonly ok: true; readonly position: number } | { readonly ok: false; readonly error: string };
 
 /**
  * Answers rebuild requests on `subject` (`drover-ctl.<controlPlaneId>.forensics.rebuild`): drops
@@ -11,15 +12,20 @@ export type RebuildReply = { readonly ok: true; readonly position: number } | { 
  * once; concurrent requests are serialised by the service. A failed rebuild replies `ok: false`
  * with the error message (the projector keeps following the stream from where the rebuild got).
  */
-export function serveRebuild(nc: NatsConnection, subject: string, service: ForensicsService,
-  log?: { info(o: object, msg: string): void }): Subscription {
+export function serveRebuild(
+  nc: NatsConnection,
+  subject: string,
+  service: ForensicsService,
+  log?: { info(o: object, msg: string): void },
+): Subscription {
   return nc.subscribe(subject, {
     callback: (err, msg) => {
       if (err) return;
       log?.info({ subject }, "rebuild requested");
       service.rebuild().then(
         (position) => msg.respond(JSON.stringify({ ok: true, position } satisfies RebuildReply)),
-        (e: unknown) => msg.respond(JSON.stringify({ ok: false, error: String((e as Error).message ?? e) } satisfies RebuildReply)),
+        (e: unknown) =>
+          msg.respond(JSON.stringify({ ok: false, error: String((e as Error).message ?? e) } satisfies RebuildReply)),
       );
     },
   });

@@ -50,11 +50,17 @@ export function docCache(max = 20_000) {
         rows = new Map();
         dirty = new Map();
       } catch (e) {
-        docs = new Map(); dirty = new Map(); rows = new Map();
+        docs = new Map();
+        dirty = new Map();
+        rows = new Map();
         throw e;
       }
     },
-    clear() { docs = new Map(); dirty = new Map(); rows = new Map(); },
+    clear() {
+      docs = new Map();
+      dirty = new Map();
+      rows = new Map();
+    },
   };
 }
 export type DocCache = ReturnType<typeof docCache>;

@@ -3,7 +3,13 @@ import { executionDocId, runDocId } from "../../../contracts/read-models.ts";
 import type { Projection, StoredEvent, StreamLayout } from "../../../streams/index.ts";
 import { evolveExecutionDoc } from "../domain/execution-doc.ts";
 import type { Fact } from "../domain/fact.ts";
-import { evolveIncidentDoc, evolveIncidentItem, incidentItemId, isIncidentEvent, itemIdsOf } from "../domain/incident-doc.ts";
+import {
+  evolveIncidentDoc,
+  evolveIncidentItem,
+  incidentItemId,
+  isIncidentEvent,
+  itemIdsOf,
+} from "../domain/incident-doc.ts";
 import { forensicsRow, ledgerRows } from "../domain/ledger.ts";
 import { evolveRunDoc } from "../domain/run-doc.ts";
 import { evolveRuntimeDoc } from "../domain/runtime-doc.ts";
@@ -36,7 +42,11 @@ export function toFact(e: StoredEvent, layout: StreamLayout): Fact {
  * read model being down never skips one. `reset` drops the collections and
  * recreates the indexes for a rebuild from sequence 1.
  */
-export function forensicsProjection(m: ReadModelDb, layout: StreamLayout, onApplyError?: (e: unknown, seq: number) => void): Projection {
+export function forensicsProjection(
+  m: ReadModelDb,
+  layout: StreamLayout,
+  onApplyError?: (e: unknown, seq: number) => void,
+): Projection {
   const cache = docCache();
   // Folds the batch in memory, then writes each touched document once and the rows in one call per collection.
   const applyBatch = async (events: readonly StoredEvent[]): Promise<void> => {
@@ -89,7 +99,8 @@ async function foldAggregate(m: ReadModelDb, cache: DocCache, f: Fact): Promise<
   } else if (type.startsWith("exec.")) {
     const fact = f as Of<"exec">;
     // Only the first completion of a step is inserted; a duplicate finds its key taken.
-    if (fact.event.type === "exec.step-completed") cache.insert(m.steps, stepCompletion(fact as Fact<Extract<typeof fact.event, { type: "exec.step-completed" }>>));
+    if (fact.event.type === "exec.step-completed")
+      cache.insert(m.steps, stepCompletion(fact as Fact<Extract<typeof fact.event, { type: "exec.step-completed" }>>));
     const doc = await cache.get(m.executions, executionDocId(fact.event.tenantId, f.aggregateId));
     cache.put(m.executions, doc, evolveExecutionDoc(doc, fact));
   } else if (type.startsWith("runtime.")) {

@@ -1,5 +1,10 @@
 import type { Db } from "mongodb";
-import { createProjectionRunner, type NatsHandle, type ProjectionRunner, type StreamLayout } from "../../../streams/index.ts";
+import {
+  createProjectionRunner,
+  type NatsHandle,
+  type ProjectionRunner,
+  type StreamLayout,
+} from "../../../streams/index.ts";
 import { beginBuild, endBuild, isBuilt, mongoCheckpointStore } from "./checkpoint-store.ts";
 import { ensureIndexes, readModelDb, type ReadModelDb } from "./collections.ts";
 import { forensicsProjection, PROJECTION_NAME } from "./projection.ts";
@@ -36,7 +41,9 @@ export interface ForensicsService {
  */
 export async function startForensics(o: ForensicsOptions): Promise<ForensicsService> {
   const m = readModelDb(o.db);
-  const projection = forensicsProjection(m, o.layout, (e, seq) => o.log?.error({ err: String(e), seq }, "forensics projection cannot apply an event; retrying it"));
+  const projection = forensicsProjection(m, o.layout, (e, seq) =>
+    o.log?.error({ err: String(e), seq }, "forensics projection cannot apply an event; retrying it"),
+  );
   const checkpoints = mongoCheckpointStore(m);
   let runner: ProjectionRunner;
   let stopped = false;
@@ -57,7 +64,12 @@ export async function startForensics(o: ForensicsOptions): Promise<ForensicsServ
     }
     const current = runner;
     await current.start();
-    current.done.catch((e: unknown) => { if (!stopped && current === runner) { o.log?.error({ err: String(e) }, "forensics projection stopped"); o.onFatal?.(e); } });
+    current.done.catch((e: unknown) => {
+      if (!stopped && current === runner) {
+        o.log?.error({ err: String(e) }, "forensics projection stopped");
+        o.onFatal?.(e);
+      }
+    });
     return position;
   };
   const serial = <T>(fn: () => Promise<T>): Promise<T> => {
@@ -65,12 +77,13 @@ export async function startForensics(o: ForensicsOptions): Promise<ForensicsServ
     busy = next.catch(() => undefined);
     return next;
   };
-  const rebuild = () => serial(async () => {
-    await runner.stop();
-    const position = await follow(true);
-    o.log?.info({ position }, "forensics read models rebuilt from sequence 1");
-    return position;
-  });
+  const rebuild = () =>
+    serial(async () => {
+      await runner.stop();
+      const position = await follow(true);
+      o.log?.info({ position }, "forensics read models rebuilt from sequence 1");
+      return position;
+    });
 
   await ensureIndexes(m);
   const built = await isBuilt(m, PROJECTION_NAME);
@@ -78,19 +91,23 @@ export async function startForensics(o: ForensicsOptions): Promise<ForensicsServ
   o.log?.info({ position, rebuilt: !built }, "forensics projection following the stream");
 
   // A dropped database loses the marker; the checkpoint alone would come back at a high sequence.
-  const watchdog = o.watchdogMs ? setInterval(() => {
-    void serial(async () => {
-      if (stopped || await isBuilt(m, PROJECTION_NAME)) return;
-      o.log?.info({}, "forensics read models missing: rebuilding");
-      await runner.stop();
-      await follow(true);
-    }).catch((e: unknown) => o.log?.error({ err: String(e) }, "forensics watchdog rebuild failed"));
-  }, o.watchdogMs) : undefined;
+  const watchdog = o.watchdogMs
+    ? setInterval(() => {
+        void serial(async () => {
+          if (stopped || (await isBuilt(m, PROJECTION_NAME))) return;
+          o.log?.info({}, "forensics read models missing: rebuilding");
+          await runner.stop();
+          await follow(true);
+        }).catch((e: unknown) => o.log?.error({ err: String(e) }, "forensics watchdog rebuild failed"));
+      }, o.watchdogMs)
+    : undefined;
   watchdog?.unref();
 
   return {
     db: m,
-    get position() { return runner.position; },
+    get position() {
+      return runner.position;
+    },
     rebuild,
     waitFor: (seq, timeoutMs) => runner.waitFor(seq, timeoutMs),
     async stop() {

@@ -10,9 +10,20 @@ const fold = (events: ScaleOutEvent[]) => events.reduce((s, e, i) => evolveReque
 describe("provisioner folds and ids (pure)", () => {
   it("keeps the first requested and the first outcome: a duplicate can neither reopen nor change a settled request", () => {
     const second = { ...exampleEvent("scaleout.requested"), eventId: "ev-dup" } as ScaleOutEvent;
-    const s = fold([exampleEvent("scaleout.requested"), second, exampleEvent("scaleout.observed"), exampleEvent("scaleout.fulfilled"),
-      exampleEvent("scaleout.rejected"), exampleEvent("scaleout.expired")]);
-    expect(s).toMatchObject({ status: "fulfilled", fulfilledBy: "rt-tenant-a-0001", requestedEventId: "ev-scaleout-requested-1", lastSeq: 6 });
+    const s = fold([
+      exampleEvent("scaleout.requested"),
+      second,
+      exampleEvent("scaleout.observed"),
+      exampleEvent("scaleout.fulfilled"),
+      exampleEvent("scaleout.rejected"),
+      exampleEvent("scaleout.expired"),
+    ]);
+    expect(s).toMatchObject({
+      status: "fulfilled",
+      fulfilledBy: "rt-tenant-a-0001",
+      requestedEventId: "ev-scaleout-requested-1",
+      lastSeq: 6,
+    });
     expect(s.observations).toEqual([{ seq: 3, provisionerInstanceId: "prov-1" }]);
   });
 
@@ -32,16 +43,36 @@ describe("provisioner folds and ids (pure)", () => {
   });
 
   it("never lets a strategy's partial proof through: a required layer it did not prove is reported missing", () => {
-    const started = { outcome: "created" as const, host: { hostIncarnation: "pid:1:2" }, endpoint: { endpoint: "http://127.0.0.1:1", aliases: [] },
-      layersPassed: ["endpoint", "resource"] as const, owned: [] };
-    expect(strategyLayers(started, ["resource", "host", "endpoint", "command"])).toEqual({ passed: ["resource", "endpoint"], missing: ["host"] });
+    const started = {
+      outcome: "created" as const,
+      host: { hostIncarnation: "pid:1:2" },
+      endpoint: { endpoint: "http://127.0.0.1:1", aliases: [] },
+      layersPassed: ["endpoint", "resource"] as const,
+      owned: [],
+    };
+    expect(strategyLayers(started, ["resource", "host", "endpoint", "command"])).toEqual({
+      passed: ["resource", "endpoint"],
+      missing: ["host"],
+    });
   });
 
   it("requires the route layer of an endpoint behind a shared Gateway route, even when the provider does not list it", () => {
-    const routed = { outcome: "created" as const, host: { hostIncarnation: "pod:u1" }, owned: [],
-      endpoint: { endpoint: "127.0.3.1:8081", aliases: [], route: { kind: "GRPCRoute" as const, name: "rt", namespace: "ns" } } };
+    const routed = {
+      outcome: "created" as const,
+      host: { hostIncarnation: "pod:u1" },
+      owned: [],
+      endpoint: {
+        endpoint: "127.0.3.1:8081",
+        aliases: [],
+        route: { kind: "GRPCRoute" as const, name: "rt", namespace: "ns" },
+      },
+    };
     const required = ["resource", "host", "endpoint", "command"] as const;
-    expect(strategyLayers({ ...routed, layersPassed: ["resource", "host", "endpoint"] }, required).missing).toEqual(["route"]);
-    expect(strategyLayers({ ...routed, layersPassed: ["resource", "host", "endpoint", "route"] }, required).missing).toEqual([]);
+    expect(strategyLayers({ ...routed, layersPassed: ["resource", "host", "endpoint"] }, required).missing).toEqual([
+      "route",
+    ]);
+    expect(
+      strategyLayers({ ...routed, layersPassed: ["resource", "host", "endpoint", "route"] }, required).missing,
+    ).toEqual([]);
   });
 });

@@ -57,14 +57,25 @@ export function planRequest(input: PlanInput): Plan {
   const plan = (next: Next): Plan => ({ abandon, next });
   if (input.now.getTime() >= Date.parse(req.expiresAt)) return plan({ kind: "expire" });
   if (!input.providers.includes(req.providerHint)) {
-    return plan({ kind: "reject", reason: { code: "host-config-missing", detail: `no ${req.providerHint} host strategy is configured in this provisioner` } });
+    return plan({
+      kind: "reject",
+      reason: {
+        code: "host-config-missing",
+        detail: `no ${req.providerHint} host strategy is configured in this provisioner`,
+      },
+    });
   }
   const prefix = req.policy.runtimeInstanceIdPrefix;
   const abandoned = new Set(abandon.map((r) => r.runtimeInstanceId));
   const live = liveByPrefix(roster, prefix).filter((r) => !abandoned.has(r.runtimeInstanceId));
   if (live.length >= req.policy.maxRuntimeInstances) {
-    return plan({ kind: "reject", reason: { code: "scale-out-limit-reached",
-      detail: `${live.length} live runtimes with prefix ${prefix}, limit ${req.policy.maxRuntimeInstances}` } });
+    return plan({
+      kind: "reject",
+      reason: {
+        code: "scale-out-limit-reached",
+        detail: `${live.length} live runtimes with prefix ${prefix}, limit ${req.policy.maxRuntimeInstances}`,
+      },
+    });
   }
   const runtimeInstanceId = runtimeInstanceIdOf(prefix, input.suffix);
   const shared = req.policy.isolationMode === "shared";

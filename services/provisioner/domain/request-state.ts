@@ -32,7 +32,15 @@ export function evolveRequest(s: RequestState, seq: number, e: ScaleOutEvent): R
   const at = { ...s, lastSeq: Math.max(s.lastSeq, seq) };
   switch (e.type) {
     case "scaleout.requested":
-      return s.request ? at : { ...at, status: s.status === "none" ? "requested" : s.status, request: e.data, tenantId: e.tenantId, requestedEventId: e.eventId };
+      return s.request
+        ? at
+        : {
+            ...at,
+            status: s.status === "none" ? "requested" : s.status,
+            request: e.data,
+            tenantId: e.tenantId,
+            requestedEventId: e.eventId,
+          };
     case "scaleout.observed":
       return { ...at, observations: [...s.observations, { seq, provisionerInstanceId: e.data.provisionerInstanceId }] };
     case "scaleout.fulfilled":
@@ -47,4 +55,3 @@ export function evolveRequest(s: RequestState, seq: number, e: ScaleOutEvent): R
       return assertNever(e, "scale-out event");
   }
 }
-

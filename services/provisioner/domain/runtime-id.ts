@@ -11,7 +11,8 @@ const SUFFIX = new RegExp(`^[a-z0-9]{${RUNTIME_SUFFIX_LENGTH}}$`);
  * id that does not fit the id rules.
  */
 export function runtimeInstanceIdOf(prefix: string, suffix: string): RuntimeInstanceId {
-  if (!SUFFIX.test(suffix)) throw new Error(`runtime id suffix must be ${RUNTIME_SUFFIX_LENGTH} of [a-z0-9], got ${JSON.stringify(suffix)}`);
+  if (!SUFFIX.test(suffix))
+    throw new Error(`runtime id suffix must be ${RUNTIME_SUFFIX_LENGTH} of [a-z0-9], got ${JSON.stringify(suffix)}`);
   const id = `${prefix}-${suffix}`;
   if (id.length > ID_MAX_LENGTH) throw new Error(`runtime id ${id} is longer than ${ID_MAX_LENGTH} characters`);
   return RuntimeInstanceId.parse(id);

@@ -25,11 +25,15 @@ export function hostStartedData(r: Started): DataOf<"runtime.host-started"> {
  * Gateway) always requires the `route` layer, whatever the provider's list says. `command` and `published` are never
  * the strategy's to claim.
  */
-export function strategyLayers(r: Started, required: readonly ReadinessLayer[]): { passed: ReadinessLayer[]; missing: ReadinessLayer[] } {
+export function strategyLayers(
+  r: Started,
+  required: readonly ReadinessLayer[],
+): { passed: ReadinessLayer[]; missing: ReadinessLayer[] } {
   const order: ReadinessLayer[] = ["resource", "host", "endpoint", "route"];
   const passed = order.filter((l) => r.layersPassed.includes(l));
   // An endpoint behind a shared route is only as good as the route: its proof is required too.
-  const needed: readonly ReadinessLayer[] = r.endpoint.route && !required.includes("route") ? [...required, "route"] : required;
+  const needed: readonly ReadinessLayer[] =
+    r.endpoint.route && !required.includes("route") ? [...required, "route"] : required;
   const missing = needed.filter((l) => l !== "command" && l !== "published" && !passed.includes(l));
   return { passed, missing };
 }

@@ -24,15 +24,29 @@ const MAX_CONFLICTS = 8;
  * so it never gets an endpoint or capacity, and it keeps running until the machine's operator (or
  * a graceful stop of that provisioner, which never happened) ends it.
  */
-export async function abandonAttempt(d: ProvisionerDeps, r: RuntimeSummary, provider: HostProvider, origin: Origin): Promise<"abandoned" | "published"> {
+export async function abandonAttempt(
+  d: ProvisionerDeps,
+  r: RuntimeSummary,
+  provider: HostProvider,
+  origin: Origin,
+): Promise<"abandoned" | "published"> {
   const o: Origin = { ...origin, ...(r.tenantId ? { tenantId: r.tenantId } : {}) };
   let writer = await RuntimeWriter.open(d.store, r.runtimeInstanceId);
   for (let conflicts = 0; ; conflicts++) {
     const s = writer.state;
     if (!s || s.endedBy === "host-start-failed" || s.endedBy === "retired") break;
     if (s.capacityPublished && !s.endedBy) return "published";
-    const e = stamp(d, "runtime.host-start-failed", { reason: { code: "host-start-abandoned",
-      detail: `provisioner ${d.instanceId} took request ${origin.correlationId} over; the earlier attempt never proved its host` } }, o);
+    const e = stamp(
+      d,
+      "runtime.host-start-failed",
+      {
+        reason: {
+          code: "host-start-abandoned",
+          detail: `provisioner ${d.instanceId} took request ${origin.correlationId} over; the earlier attempt never proved its host`,
+        },
+      },
+      o,
+    );
     try {
       await d.store.append(runtimeRef(r.runtimeInstanceId), e, { expectedSeq: s.lastSeq });
       break;
@@ -46,10 +60,16 @@ export async function abandonAttempt(d: ProvisionerDeps, r: RuntimeSummary, prov
   const strategy = d.strategies.get(provider);
   let killNote = "no host incarnation recorded";
   if (host && strategy) {
-    const k = await strategy.kill(r.runtimeInstanceId, { hostIncarnation: host, ...(writer.state?.pid ? { pid: writer.state.pid } : {}) }, d.killBudgetMs);
+    const k = await strategy.kill(
+      r.runtimeInstanceId,
+      { hostIncarnation: host, ...(writer.state?.pid ? { pid: writer.state.pid } : {}) },
+      d.killBudgetMs,
+    );
     killNote = k.outcome === "killed" ? `host ${host} gone` : k.detail;
   }
   if (writer.state?.retired) return "abandoned";
-  await writer.append([stamp(d, "runtime.retired", { reason: `abandoned start: ${killNote}`.slice(0, 500) }, o)], { evenIfEnded: true });
+  await writer.append([stamp(d, "runtime.retired", { reason: `abandoned start: ${killNote}`.slice(0, 500) }, o)], {
+    evenIfEnded: true,
+  });
   return "abandoned";
 }

@@ -1,8 +1,16 @@
 import { randomUUID } from "node:crypto";
-import { isDroverError, QueueStatus, type Reason, type RuntimeCommand, type RuntimeInstanceId, type Transport } from "../../../contracts/index.ts";
+import {
+  isDroverError,
+  QueueStatus,
+  type Reason,
+  type RuntimeCommand,
+  type RuntimeInstanceId,
+  type Transport,
+} from "../../../contracts/index.ts";
 import { sendCommand } from "../../../platform/runtime-client.ts";
 
-export type ProbeResult = { readonly ok: true; readonly detail: string } | { readonly ok: false; readonly reason: Reason };
+export type ProbeResult =
+  { readonly ok: true; readonly detail: string } | { readonly ok: false; readonly reason: Reason };
 
 export interface ProbeTarget {
   readonly runtimeInstanceId: string;
@@ -28,23 +36,55 @@ export async function probeCommandReadiness(t: ProbeTarget, budgetMs: number): P
   const deadline = Date.now() + budgetMs;
   let last = "no attempt";
   for (;;) {
-    const cmd: RuntimeCommand = { operation: "GetQueueStatus", payload: {}, runtimeInstanceId: t.runtimeInstanceId as RuntimeInstanceId, correlationId: `readiness-${randomUUID()}` };
+    const cmd: RuntimeCommand = {
+      operation: "GetQueueStatus",
+      payload: {},
+      runtimeInstanceId: t.runtimeInstanceId as RuntimeInstanceId,
+      correlationId: `readiness-${randomUUID()}`,
+    };
     try {
-      const r = await sendCommand(t.endpoint, t.transport, cmd, t.token, Math.min(ATTEMPT_TIMEOUT_MS, Math.max(100, deadline - Date.now())));
+      const r = await sendCommand(
+        t.endpoint,
+        t.transport,
+        cmd,
+        t.token,
+        Math.min(ATTEMPT_TIMEOUT_MS, Math.max(100, deadline - Date.now())),
+      );
       if (r.hostIncarnation !== t.hostIncarnation) {
-        return fail("runtime-identity-mismatch", `expected incarnation ${t.hostIncarnation}, ${r.runtimeInstanceId} answered as ${r.hostIncarnation}`);
+        return fail(
+          "runtime-identity-mismatch",
+          `expected incarnation ${t.hostIncarnation}, ${r.runtimeInstanceId} answered as ${r.hostIncarnation}`,
+        );
       }
-      if (!r.success) return fail("runtime-command-readiness-failed", `GetQueueStatus refused: ${r.failureReason ?? "?"} ${r.failureDetail ?? ""}`);
+      if (!r.success)
+        return fail(
+          "runtime-command-readiness-failed",
+          `GetQueueStatus refused: ${r.failureReason ?? "?"} ${r.failureDetail ?? ""}`,
+        );
       const status = QueueStatus.safeParse(r.payload.queue);
-      if (!status.success) return fail("runtime-command-readiness-failed", `GetQueueStatus answered without a queue status: ${status.error.message}`);
-      return { ok: true, detail: `GetQueueStatus over ${t.transport} answered by ${r.runtimeInstanceId} ${r.hostIncarnation}: ${status.data.availableSlots} slots, ${status.data.workers} workers` };
+      if (!status.success)
+        return fail(
+          "runtime-command-readiness-failed",
+          `GetQueueStatus answered without a queue status: ${status.error.message}`,
+        );
+      return {
+        ok: true,
+        detail: `GetQueueStatus over ${t.transport} answered by ${r.runtimeInstanceId} ${r.hostIncarnation}: ${status.data.availableSlots} slots, ${status.data.workers} workers`,
+      };
     } catch (e) {
       if (isDroverError(e, "runtime-identity-mismatch")) return fail("runtime-identity-mismatch", e.message);
       last = e instanceof Error ? e.message : String(e);
     }
-    if (Date.now() >= deadline) return fail("runtime-command-readiness-failed", `GetQueueStatus at ${t.endpoint} did not succeed within ${budgetMs} ms: ${last}`);
+    if (Date.now() >= deadline)
+      return fail(
+        "runtime-command-readiness-failed",
+        `GetQueueStatus at ${t.endpoint} did not succeed within ${budgetMs} ms: ${last}`,
+      );
     await new Promise((r) => setTimeout(r, 100));
   }
 }
 
-const fail = (code: Reason["code"], detail: string): ProbeResult => ({ ok: false, reason: { code, detail: detail.slice(0, 2000) } });
+const fail = (code: Reason["code"], detail: string): ProbeResult => ({
+  ok: false,
+  reason: { code, detail: detail.slice(0, 2000) },
+});

@@ -1,6 +1,13 @@
 import type { JetStreamManager } from "@nats-io/jetstream";
-import { ensureConsumer, eventTypeFilter, runConsumer, type ConsumerRunner, type DurableConsumerSpec, type NatsHandle,
-  type StreamLayout } from "../../../streams/index.ts";
+import {
+  ensureConsumer,
+  eventTypeFilter,
+  runConsumer,
+  type ConsumerRunner,
+  type DurableConsumerSpec,
+  type NatsHandle,
+  type StreamLayout,
+} from "../../../streams/index.ts";
 import type { Provisioner } from "./provisioner.ts";
 
 /**
@@ -21,10 +28,17 @@ export const scaleOutConsumer = (layout: StreamLayout, ackWaitMs = 30_000): Dura
  * at a time: `parallel` (maxConcurrentHostStartups) bounds how many requests this replica drives
  * at once. Returns the runners; stop them to let in-flight handlers settle their deliveries.
  */
-export async function consumeScaleOutRequests(nats: { readonly jsm: JetStreamManager; readonly nc: NatsHandle }, layout: StreamLayout,
-  provisioner: Provisioner, parallel: number, ackWaitMs?: number): Promise<ConsumerRunner[]> {
+export async function consumeScaleOutRequests(
+  nats: { readonly jsm: JetStreamManager; readonly nc: NatsHandle },
+  layout: StreamLayout,
+  provisioner: Provisioner,
+  parallel: number,
+  ackWaitMs?: number,
+): Promise<ConsumerRunner[]> {
   const spec = scaleOutConsumer(layout, ackWaitMs);
   const handle = nats.nc;
   await ensureConsumer(nats.jsm, layout, spec);
-  return Promise.all(Array.from({ length: parallel }, () => runConsumer(handle, layout, spec, (e) => provisioner.handle(e))));
+  return Promise.all(
+    Array.from({ length: parallel }, () => runConsumer(handle, layout, spec, (e) => provisioner.handle(e))),
+  );
 }

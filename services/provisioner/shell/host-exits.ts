@@ -19,18 +19,31 @@ export async function recordHostExit(d: ProvisionerDeps, fact: HostObservation):
     const h = await d.store.read(ref);
     const registered = h.events.find((s) => s.event.type === "runtime.registered");
     if (!registered) return;
-    const already = h.events.some((s) => s.event.type === "runtime.host-exited"
-      && s.event.data.hostIncarnation === fact.hostIncarnation && s.event.data.kind === fact.kind);
+    const already = h.events.some(
+      (s) =>
+        s.event.type === "runtime.host-exited" &&
+        s.event.data.hostIncarnation === fact.hostIncarnation &&
+        s.event.data.kind === fact.kind,
+    );
     if (already) return;
     const reg = registered.event.type === "runtime.registered" ? registered.event : undefined;
-    const e = stamp(d, "runtime.host-exited", {
-      hostIncarnation: fact.hostIncarnation as HostIncarnation,
-      kind: fact.kind,
-      exitCode: fact.kind === "exited" ? fact.exitCode : null,
-      signal: fact.kind === "exited" ? fact.signal : null,
-      detail: fact.kind === "exited" ? `exit observed by ${d.instanceId}` : fact.detail.slice(0, 500),
-    }, { instanceId: d.instanceId, correlationId: reg?.correlationId ?? fact.runtimeInstanceId, causationId: `host-observation:${fact.hostIncarnation}`,
-      ...(reg?.data.tenantId ? { tenantId: reg.data.tenantId } : {}) });
+    const e = stamp(
+      d,
+      "runtime.host-exited",
+      {
+        hostIncarnation: fact.hostIncarnation as HostIncarnation,
+        kind: fact.kind,
+        exitCode: fact.kind === "exited" ? fact.exitCode : null,
+        signal: fact.kind === "exited" ? fact.signal : null,
+        detail: fact.kind === "exited" ? `exit observed by ${d.instanceId}` : fact.detail.slice(0, 500),
+      },
+      {
+        instanceId: d.instanceId,
+        correlationId: reg?.correlationId ?? fact.runtimeInstanceId,
+        causationId: `host-observation:${fact.hostIncarnation}`,
+        ...(reg?.data.tenantId ? { tenantId: reg.data.tenantId } : {}),
+      },
+    );
     try {
       await d.store.append(ref, e, { expectedSeq: h.lastSeq });
       return;

@@ -9,7 +9,12 @@ import { RuntimeEnded } from "./runtime-writer.ts";
 
 /** A start that failed at a known layer with a catalogued reason. */
 class StartFailed extends Error {
-  constructor(readonly reason: Reason, readonly layer?: ReadinessLayer) { super(reason.detail); }
+  constructor(
+    readonly reason: Reason,
+    readonly layer?: ReadinessLayer,
+  ) {
+    super(reason.detail);
+  }
 }
 
 export type StartOutcome = { readonly ok: true } | { readonly ok: false; readonly reason: Reason };
@@ -35,10 +40,17 @@ export async function driveHostStart(d: ProvisionerDeps, p: PlannedStart): Promi
   const reg = p.registration;
   const strategy = d.strategies.get(reg.hostProvider) as HostStrategy;
   const spec: HostSpec = {
-    controlPlaneId: reg.controlPlaneId, runtimeInstanceId: p.runtimeInstanceId,
-    ...(reg.tenantId ? { tenantId: reg.tenantId } : {}), ...(reg.tenantGroupId ? { tenantGroupId: reg.tenantGroupId } : {}),
-    isolationMode: reg.isolationMode, transport: reg.transport, sizing: reg.sizing, commandToken: d.commandTokenFor(p.runtimeInstanceId),
-    natsUrl: d.natsUrl, ...(d.streamTag ? { streamTag: d.streamTag } : {}), ...(d.heartbeatMs ? { heartbeatMs: d.heartbeatMs } : {}),
+    controlPlaneId: reg.controlPlaneId,
+    runtimeInstanceId: p.runtimeInstanceId,
+    ...(reg.tenantId ? { tenantId: reg.tenantId } : {}),
+    ...(reg.tenantGroupId ? { tenantGroupId: reg.tenantGroupId } : {}),
+    isolationMode: reg.isolationMode,
+    transport: reg.transport,
+    sizing: reg.sizing,
+    commandToken: d.commandTokenFor(p.runtimeInstanceId),
+    natsUrl: d.natsUrl,
+    ...(d.streamTag ? { streamTag: d.streamTag } : {}),
+    ...(d.heartbeatMs ? { heartbeatMs: d.heartbeatMs } : {}),
     ...(d.llmBaseUrl ? { llmBaseUrl: d.llmBaseUrl } : {}),
   };
   let host: HostFacts | undefined;
@@ -46,8 +58,18 @@ export async function driveHostStart(d: ProvisionerDeps, p: PlannedStart): Promi
   // host-started is recorded the moment the process exists (the resource layer's fact), so a
   // provisioner that dies while the runtime boots leaves an incarnation its successor can kill.
   const onHostCreated = async (h: HostFacts): Promise<void> => {
-    await p.writer.append([stamp(d, "runtime.host-started", { hostIncarnation: h.hostIncarnation as HostIncarnation,
-      ...(h.pid !== undefined ? { pid: h.pid } : {}), convergence: "created" }, p.origin)]);
+    await p.writer.append([
+      stamp(
+        d,
+        "runtime.host-started",
+        {
+          hostIncarnation: h.hostIncarnation as HostIncarnation,
+          ...(h.pid !== undefined ? { pid: h.pid } : {}),
+          convergence: "created",
+        },
+        p.origin,
+      ),
+    ]);
     recorded = true;
   };
   try {
@@ -63,30 +85,67 @@ export async function driveHostStart(d: ProvisionerDeps, p: PlannedStart): Promi
       throw e;
     }
     const killed = host ? await strategy.kill(p.runtimeInstanceId, host, d.killBudgetMs) : undefined;
-    const detail = killed?.outcome === "timeout" ? `${failure.reason.detail}; clean-up: ${killed.detail}` : failure.reason.detail;
+    const detail =
+      killed?.outcome === "timeout" ? `${failure.reason.detail}; clean-up: ${killed.detail}` : failure.reason.detail;
     const reason = { code: failure.reason.code, detail: detail.slice(0, 2000) };
     await recordFailure(d, p, reason, failure.layer);
     return { ok: false, reason };
   }
 }
 
-async function proveAndPublish(d: ProvisionerDeps, p: PlannedStart, spec: HostSpec, r: Extract<HostStartResult, { outcome: "created" | "converged" }>,
-  hostRecorded: boolean): Promise<void> {
+async function proveAndPublish(
+  d: ProvisionerDeps,
+  p: PlannedStart,
+  spec: HostSpec,
+  r: Extract<HostStartResult, { outcome: "created" | "converged" }>,
+  hostRecorded: boolean,
+): Promise<void> {
   const o = p.origin;
   const hostIncarnation = r.host.hostIncarnation as HostIncarnation;
   if (!hostRecorded) await p.writer.append([stamp(d, "runtime.host-started", hostStartedData(r), o)]);
   const layers = strategyLayers(r, p.registration.requiredLayers);
-  if (layers.missing.length > 0) throw new StartFailed({ code: "host-creation-failed", detail: `the ${r.outcome} host did not prove ${layers.missing.join(", ")}` }, layers.missing[0]);
+  if (layers.missing.length > 0)
+    throw new StartFailed(
+      { code: "host-creation-failed", detail: `the ${r.outcome} host did not prove ${layers.missing.join(", ")}` },
+      layers.missing[0],
+    );
   for (const layer of layers.passed) {
-    await p.writer.append([stamp(d, "runtime.readiness-layer-passed", { layer, hostIncarnation, detail: layerDetail(layer, r) }, o)]);
+    await p.writer.append([
+      stamp(d, "runtime.readiness-layer-passed", { layer, hostIncarnation, detail: layerDetail(layer, r) }, o),
+    ]);
   }
-  const probe = await (d.probe ?? probeCommandReadiness)({ runtimeInstanceId: p.runtimeInstanceId, hostIncarnation, endpoint: r.endpoint.endpoint,
-    transport: spec.transport, token: spec.commandToken }, d.probeBudgetMs);
+  const probe = await (d.probe ?? probeCommandReadiness)(
+    {
+      runtimeInstanceId: p.runtimeInstanceId,
+      hostIncarnation,
+      endpoint: r.endpoint.endpoint,
+      transport: spec.transport,
+      token: spec.commandToken,
+    },
+    d.probeBudgetMs,
+  );
   if (!probe.ok) throw new StartFailed(probe.reason, "command");
-  await p.writer.append([stamp(d, "runtime.readiness-layer-passed", { layer: "command", hostIncarnation, detail: probe.detail.slice(0, 500) }, o)]);
   await p.writer.append([
-    stamp(d, "runtime.endpoint-published", { endpoint: r.endpoint.endpoint, aliases: [...r.endpoint.aliases],
-      ...(r.endpoint.route ? { route: r.endpoint.route } : {}), routingHeader: "x-drover-runtime-instance-id", hostIncarnation }, o),
+    stamp(
+      d,
+      "runtime.readiness-layer-passed",
+      { layer: "command", hostIncarnation, detail: probe.detail.slice(0, 500) },
+      o,
+    ),
+  ]);
+  await p.writer.append([
+    stamp(
+      d,
+      "runtime.endpoint-published",
+      {
+        endpoint: r.endpoint.endpoint,
+        aliases: [...r.endpoint.aliases],
+        ...(r.endpoint.route ? { route: r.endpoint.route } : {}),
+        routingHeader: "x-drover-runtime-instance-id",
+        hostIncarnation,
+      },
+      o,
+    ),
     stamp(d, "runtime.capacity-published", { hostIncarnation }, o),
   ]);
 }
@@ -94,10 +153,14 @@ async function proveAndPublish(d: ProvisionerDeps, p: PlannedStart, spec: HostSp
 function layerDetail(layer: ReadinessLayer, r: Extract<HostStartResult, { outcome: "created" | "converged" }>): string {
   const how = r.outcome === "converged" ? ` (converged: ${r.convergenceSource ?? "?"})` : "";
   switch (layer) {
-    case "resource": return `host created${how}: ${r.owned.join(", ") || "nothing new"}`;
-    case "host": return `${r.host.hostIncarnation} running`;
-    case "endpoint": return `${r.endpoint.endpoint} allocated and announced`;
-    default: return `${layer} proven by the host strategy`;
+    case "resource":
+      return `host created${how}: ${r.owned.join(", ") || "nothing new"}`;
+    case "host":
+      return `${r.host.hostIncarnation} running`;
+    case "endpoint":
+      return `${r.endpoint.endpoint} allocated and announced`;
+    default:
+      return `${layer} proven by the host strategy`;
   }
 }
 
@@ -106,18 +169,32 @@ function asFailure(e: unknown): StartFailed | undefined {
   if (e instanceof StartFailed) return e;
   if (e instanceof RuntimeEnded) {
     return e.endedBy === "host-exited"
-      ? new StartFailed({ code: "process-exited-during-startup", detail: `the host exited before readiness completed (${e.message})` }, "host")
+      ? new StartFailed(
+          {
+            code: "process-exited-during-startup",
+            detail: `the host exited before readiness completed (${e.message})`,
+          },
+          "host",
+        )
       : new StartFailed({ code: "host-start-abandoned", detail: e.message });
   }
   return undefined;
 }
 
 /** `host-start-failed` + `retired`, unless another provisioner already retired the runtime (it took the request over). */
-async function recordFailure(d: ProvisionerDeps, p: PlannedStart, reason: Reason, layer?: ReadinessLayer): Promise<void> {
+async function recordFailure(
+  d: ProvisionerDeps,
+  p: PlannedStart,
+  reason: Reason,
+  layer?: ReadinessLayer,
+): Promise<void> {
   const ended = p.writer.state?.endedBy;
   if (ended === "host-start-failed" || ended === "retired") return;
-  await p.writer.append([
-    stamp(d, "runtime.host-start-failed", { reason, ...(layer ? { layer } : {}) }, p.origin),
-    stamp(d, "runtime.retired", { reason: `start failed: ${reason.code}` }, p.origin),
-  ], { evenIfEnded: true });
+  await p.writer.append(
+    [
+      stamp(d, "runtime.host-start-failed", { reason, ...(layer ? { layer } : {}) }, p.origin),
+      stamp(d, "runtime.retired", { reason: `start failed: ${reason.code}` }, p.origin),
+    ],
+    { evenIfEnded: true },
+  );
 }

@@ -38,9 +38,11 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
   const startSlots = new Semaphore(d.maxConcurrentHostStartups);
   const inFlight = new Map<string, Promise<void>>();
   const providers = [...d.strategies.keys()] as HostProvider[];
-  const stopObserving = [...d.strategies.values()].map((s) => s.observe((fact) => {
-    recordHostExit(d, fact).catch((e) => d.log("could not record a host observation", { fact, err: String(e) }));
-  }));
+  const stopObserving = [...d.strategies.values()].map((s) =>
+    s.observe((fact) => {
+      recordHostExit(d, fact).catch((e) => d.log("could not record a host observation", { fact, err: String(e) }));
+    }),
+  );
 
   async function drive(tenantId: string, requestId: string): Promise<void> {
     const s = await observe(d, tenantId, requestId);
@@ -48,15 +50,27 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
     const planned = await prefixGate.run(s.request?.policy.runtimeInstanceIdPrefix ?? "", () => decide(s));
     if (!planned) return;
     const r = await startSlots.run(() => driveHostStart(d, planned));
-    const settled = r.ok ? outcome.fulfilled(d, s, planned.runtimeInstanceId) : outcome.rejected(d, s, r.reason, planned.runtimeInstanceId);
+    const settled = r.ok
+      ? outcome.fulfilled(d, s, planned.runtimeInstanceId)
+      : outcome.rejected(d, s, r.reason, planned.runtimeInstanceId);
     await settle(d, s, settled);
-    d.log(r.ok ? "scale-out fulfilled" : "scale-out rejected", { requestId, runtimeInstanceId: planned.runtimeInstanceId, ...(r.ok ? {} : { reason: r.reason }) });
+    d.log(r.ok ? "scale-out fulfilled" : "scale-out rejected", {
+      requestId,
+      runtimeInstanceId: planned.runtimeInstanceId,
+      ...(r.ok ? {} : { reason: r.reason }),
+    });
   }
 
   /** Plans under the prefix gate; settles everything but a start, and registers a start before the gate opens. */
   async function decide(s: RequestState): Promise<PlannedStart | undefined> {
     const req = s.request!;
-    const plan = planRequest({ request: s, roster: await roster.current(), now: d.now(), suffix: d.newSuffix(), providers });
+    const plan = planRequest({
+      request: s,
+      roster: await roster.current(),
+      now: d.now(),
+      suffix: d.newSuffix(),
+      providers,
+    });
     const origin = originOf(d, s);
     for (const earlier of plan.abandon) {
       if ((await abandonAttempt(d, earlier, req.providerHint, origin)) === "published") {
@@ -80,9 +94,16 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
         const runtimeOrigin = { ...origin, tenantId: next.registration.tenantId };
         const writer = new RuntimeWriter(d.store, next.runtimeInstanceId, 0);
         // Sequence 0: a suffix collision with an existing runtime is a conflict, never a reuse.
-        await writer.append([stamp(d, "runtime.registered", next.registration, runtimeOrigin),
-          stamp(d, "runtime.host-start-requested", { attempt: 1 }, runtimeOrigin)]);
-        return { runtimeInstanceId: next.runtimeInstanceId, registration: next.registration, writer, origin: runtimeOrigin };
+        await writer.append([
+          stamp(d, "runtime.registered", next.registration, runtimeOrigin),
+          stamp(d, "runtime.host-start-requested", { attempt: 1 }, runtimeOrigin),
+        ]);
+        return {
+          runtimeInstanceId: next.runtimeInstanceId,
+          registration: next.registration,
+          writer,
+          origin: runtimeOrigin,
+        };
       }
       default:
         return assertNever(next, "plan");

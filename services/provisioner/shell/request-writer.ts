@@ -1,7 +1,13 @@
 import { isDroverError, type DataOf, type DroverEvent } from "../../../contracts/index.ts";
 import { scaleOutRef, type AggregateRef, type EventStore } from "../../../streams/index.ts";
 import type { Origin } from "../domain/envelope.ts";
-import { evolveRequest, initialRequestState, isTerminal, type RequestState, type ScaleOutEvent } from "../domain/request-state.ts";
+import {
+  evolveRequest,
+  initialRequestState,
+  isTerminal,
+  type RequestState,
+  type ScaleOutEvent,
+} from "../domain/request-state.ts";
 import { stamp, type ProvisionerDeps } from "./context.ts";
 
 const MAX_CONFLICTS = 8;
@@ -26,7 +32,11 @@ export const originOf = (d: ProvisionerDeps, s: RequestState): Origin => ({
  * already in the history when we first read it is a dead handler's: we take over, and our append
  * fences it (its next append to the request conflicts).
  */
-export async function observe(d: ProvisionerDeps, tenantId: string, requestId: string): Promise<RequestState | undefined> {
+export async function observe(
+  d: ProvisionerDeps,
+  tenantId: string,
+  requestId: string,
+): Promise<RequestState | undefined> {
   const ref = scaleOutRef(tenantId, requestId);
   let seen: number | undefined;
   for (let conflicts = 0; ; conflicts++) {
@@ -51,7 +61,11 @@ export type Settlement = DataOf<"scaleout.fulfilled"> | DataOf<"scaleout.rejecte
  * conflict it re-reads: a terminal request or a newer `observed` (another handler took over) means
  * the outcome is not ours to write and nothing is appended (returns false).
  */
-export async function settle(d: ProvisionerDeps, s: RequestState, event: Extract<DroverEvent, { type: "scaleout.fulfilled" | "scaleout.rejected" | "scaleout.expired" }>): Promise<boolean> {
+export async function settle(
+  d: ProvisionerDeps,
+  s: RequestState,
+  event: Extract<DroverEvent, { type: "scaleout.fulfilled" | "scaleout.rejected" | "scaleout.expired" }>,
+): Promise<boolean> {
   const ref = scaleOutRef(s.tenantId as string, s.request?.requestId as string);
   const mine = s.observations.length;
   let expected = s.lastSeq;
@@ -72,7 +86,17 @@ export async function settle(d: ProvisionerDeps, s: RequestState, event: Extract
 export const outcome = {
   fulfilled: (d: ProvisionerDeps, s: RequestState, runtimeInstanceId: string) =>
     stamp(d, "scaleout.fulfilled", { runtimeInstanceId } as DataOf<"scaleout.fulfilled">, originOf(d, s)),
-  rejected: (d: ProvisionerDeps, s: RequestState, reason: DataOf<"scaleout.rejected">["reason"], runtimeInstanceId?: string) =>
-    stamp(d, "scaleout.rejected", { reason, ...(runtimeInstanceId ? { runtimeInstanceId } : {}) } as DataOf<"scaleout.rejected">, originOf(d, s)),
+  rejected: (
+    d: ProvisionerDeps,
+    s: RequestState,
+    reason: DataOf<"scaleout.rejected">["reason"],
+    runtimeInstanceId?: string,
+  ) =>
+    stamp(
+      d,
+      "scaleout.rejected",
+      { reason, ...(runtimeInstanceId ? { runtimeInstanceId } : {}) } as DataOf<"scaleout.rejected">,
+      originOf(d, s),
+    ),
   expired: (d: ProvisionerDeps, s: RequestState) => stamp(d, "scaleout.expired", {}, originOf(d, s)),
 };

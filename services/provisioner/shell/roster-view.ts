@@ -10,7 +10,10 @@ export class RosterView {
   private roster: Roster = emptyRoster();
   private catching: Promise<Roster> | undefined;
 
-  constructor(private readonly store: EventStore, private readonly layout: StreamLayout) {}
+  constructor(
+    private readonly store: EventStore,
+    private readonly layout: StreamLayout,
+  ) {}
 
   /**
    * The roster including every runtime event stored before the call. Concurrent callers share one
@@ -20,18 +23,26 @@ export class RosterView {
   async current(): Promise<Roster> {
     while (this.catching) await this.catching.catch(() => undefined);
     this.catching = this.catchUp();
-    try { return await this.catching; } finally { this.catching = undefined; }
+    try {
+      return await this.catching;
+    } finally {
+      this.catching = undefined;
+    }
   }
 
   private async catchUp(): Promise<Roster> {
     const prefix = `${this.layout.eventPrefix}.runtime.`;
-    await this.store.replay({ seq: this.roster.lastSeq + 1 }, (s) => {
-      // The filter already limits the replay; the check keeps the fold safe on stores that ignore it.
-      if (!s.subject.startsWith(prefix)) return;
-      // `<prefix>.runtime.<id>.<event>`: the id is the token after the aggregate name.
-      const id = s.subject.slice(prefix.length).split(".")[0] as string;
-      this.roster = evolveRoster(this.roster, s.seq, id, s.event as RuntimeEvent);
-    }, { filter: `${prefix}>` });
+    await this.store.replay(
+      { seq: this.roster.lastSeq + 1 },
+      (s) => {
+        // The filter already limits the replay; the check keeps the fold safe on stores that ignore it.
+        if (!s.subject.startsWith(prefix)) return;
+        // `<prefix>.runtime.<id>.<event>`: the id is the token after the aggregate name.
+        const id = s.subject.slice(prefix.length).split(".")[0] as string;
+        this.roster = evolveRoster(this.roster, s.seq, id, s.event as RuntimeEvent);
+      },
+      { filter: `${prefix}>` },
+    );
     return this.roster;
   }
 }

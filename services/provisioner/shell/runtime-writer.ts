@@ -6,7 +6,10 @@ const MAX_CONFLICTS = 8;
 
 /** The runtime ended under us (its host exited, another provisioner retired it, recovery fenced it). */
 export class RuntimeEnded extends Error {
-  constructor(readonly runtimeInstanceId: string, readonly endedBy: EndedBy) {
+  constructor(
+    readonly runtimeInstanceId: string,
+    readonly endedBy: EndedBy,
+  ) {
     super(`runtime ${runtimeInstanceId} ended (${endedBy}) while its start was being recorded`);
     this.name = "RuntimeEnded";
   }
@@ -25,7 +28,11 @@ export class RuntimeWriter {
   private summary: RuntimeSummary | undefined;
   private seq: number;
 
-  constructor(private readonly store: EventStore, readonly runtimeInstanceId: string, expectedSeq = 0) {
+  constructor(
+    private readonly store: EventStore,
+    readonly runtimeInstanceId: string,
+    expectedSeq = 0,
+  ) {
     this.seq = expectedSeq;
   }
 
@@ -36,7 +43,9 @@ export class RuntimeWriter {
     return w;
   }
 
-  get state(): RuntimeSummary | undefined { return this.summary; }
+  get state(): RuntimeSummary | undefined {
+    return this.summary;
+  }
 
   /**
    * Appends `events` in order after the last seen sequence. Throws `RuntimeEnded` if the runtime
@@ -46,7 +55,8 @@ export class RuntimeWriter {
   async append(events: readonly DroverEvent[], opts: { readonly evenIfEnded?: boolean } = {}): Promise<void> {
     let pending = [...events];
     for (let conflicts = 0; ; conflicts++) {
-      if (!opts.evenIfEnded && this.summary?.endedBy) throw new RuntimeEnded(this.runtimeInstanceId, this.summary.endedBy);
+      if (!opts.evenIfEnded && this.summary?.endedBy)
+        throw new RuntimeEnded(this.runtimeInstanceId, this.summary.endedBy);
       try {
         const done = await this.store.appendAll(runtimeRef(this.runtimeInstanceId), pending, { expectedSeq: this.seq });
         for (const [i, a] of done.entries()) this.apply(a.seq, pending[i] as RuntimeEvent);

@@ -4,7 +4,8 @@ export class Semaphore {
   private readonly waiting: (() => void)[] = [];
 
   constructor(private readonly limit: number) {
-    if (!Number.isInteger(limit) || limit < 1) throw new RangeError(`semaphore limit must be a positive integer, got ${limit}`);
+    if (!Number.isInteger(limit) || limit < 1)
+      throw new RangeError(`semaphore limit must be a positive integer, got ${limit}`);
   }
 
   /** Runs `fn` once a slot is free; the slot is released however `fn` settles. */

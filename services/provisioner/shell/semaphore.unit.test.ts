@@ -9,18 +9,25 @@ describe("host start-up bound (maxConcurrentHostStartups)", () => {
     const order: number[] = [];
     const gates = Array.from({ length: 5 }, () => {
       let resolve!: () => void;
-      const promise = new Promise<void>((r) => { resolve = r; });
+      const promise = new Promise<void>((r) => {
+        resolve = r;
+      });
       return { promise, resolve };
     });
-    const runs = gates.map((g, i) => s.run(async () => {
-      active++;
-      peak = Math.max(peak, active);
-      order.push(i);
-      await g.promise;
-      active--;
-      if (i === 0) throw new Error("start failed");
-    }));
-    for (const g of gates) { g.resolve(); await Promise.resolve(); }
+    const runs = gates.map((g, i) =>
+      s.run(async () => {
+        active++;
+        peak = Math.max(peak, active);
+        order.push(i);
+        await g.promise;
+        active--;
+        if (i === 0) throw new Error("start failed");
+      }),
+    );
+    for (const g of gates) {
+      g.resolve();
+      await Promise.resolve();
+    }
     const results = await Promise.allSettled(runs);
     expect(peak).toBe(2);
     expect(order).toEqual([0, 1, 2, 3, 4]);

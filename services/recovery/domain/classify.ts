@@ -1,4 +1,11 @@
-import { inFlightForensicsId, localQueuedForensicsId, type ExecutionId, type LocalRunId, type RecoveryClass, type SharedRunId } from "../../../contracts/index.ts";
+import {
+  inFlightForensicsId,
+  localQueuedForensicsId,
+  type ExecutionId,
+  type LocalRunId,
+  type RecoveryClass,
+  type SharedRunId,
+} from "../../../contracts/index.ts";
 import type { RunState } from "../../../aggregates/run.ts";
 
 /** One run of the inventory: its tenant and its folded state (from the run aggregate, never the dead runtime). */
@@ -37,21 +44,43 @@ export function classifyInventory(runtimeInstanceId: string, runs: readonly Inve
     // An ExecutionId means the DAG started at some point: even a resume placement that died before
     // it began (recovery of recovery) must be resumed again, never redispatched as new work.
     if (r.state.executionId) {
-      items.push({ class: "in-flight-execution", tenantId: r.tenantId, sharedRunId: r.sharedRunId, localRunId: p.localRunId, executionId: r.state.executionId, runSeq: r.state.lastSeq });
+      items.push({
+        class: "in-flight-execution",
+        tenantId: r.tenantId,
+        sharedRunId: r.sharedRunId,
+        localRunId: p.localRunId,
+        executionId: r.state.executionId,
+        runSeq: r.state.lastSeq,
+      });
     } else {
-      items.push({ class: "local-queued", tenantId: r.tenantId, sharedRunId: r.sharedRunId, localRunId: p.localRunId, runSeq: r.state.lastSeq });
+      items.push({
+        class: "local-queued",
+        tenantId: r.tenantId,
+        sharedRunId: r.sharedRunId,
+        localRunId: p.localRunId,
+        runSeq: r.state.lastSeq,
+      });
     }
   }
   const order = (c: RecoveryClass) => (c === "in-flight-execution" ? 0 : 1);
-  return items.sort((a, b) => order(a.class) - order(b.class) || (a.sharedRunId < b.sharedRunId ? -1 : a.sharedRunId > b.sharedRunId ? 1 : 0));
+  return items.sort(
+    (a, b) =>
+      order(a.class) - order(b.class) || (a.sharedRunId < b.sharedRunId ? -1 : a.sharedRunId > b.sharedRunId ? 1 : 0),
+  );
 }
 
 /**
  * The deterministic ForensicsId of an item (identities-and-events.md), built by the contracts'
  * single builder so its shape is validated in one place: a retry can never create a second record.
  */
-export function forensicsIdOf(item: Pick<RecoveryItem, "class" | "executionId" | "sharedRunId" | "localRunId">): string {
+export function forensicsIdOf(
+  item: Pick<RecoveryItem, "class" | "executionId" | "sharedRunId" | "localRunId">,
+): string {
   return item.class === "in-flight-execution"
-    ? inFlightForensicsId(item.executionId as ExecutionId, item.sharedRunId as SharedRunId, item.localRunId as LocalRunId)
+    ? inFlightForensicsId(
+        item.executionId as ExecutionId,
+        item.sharedRunId as SharedRunId,
+        item.localRunId as LocalRunId,
+      )
     : localQueuedForensicsId(item.sharedRunId as SharedRunId, item.localRunId as LocalRunId);
 }

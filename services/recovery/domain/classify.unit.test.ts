@@ -24,7 +24,16 @@ describe("recovery classification (given/when/then; proves no transport)", () =>
     run("tenant-a", "run-inflight", FAILED, "run.submitted", "run.admitted", "run.dispatched", "run.started"),
     run("tenant-a", "run-queued-1", FAILED, "run.submitted", "run.admitted", "run.dispatched"),
     run("tenant-b", "run-queued-0", FAILED, "run.submitted", "run.admitted"),
-    run("tenant-a", "run-done", FAILED, "run.submitted", "run.admitted", "run.dispatched", "run.started", "run.completed"),
+    run(
+      "tenant-a",
+      "run-done",
+      FAILED,
+      "run.submitted",
+      "run.admitted",
+      "run.dispatched",
+      "run.started",
+      "run.completed",
+    ),
     run("tenant-safe", "run-safe", OTHER, "run.submitted", "run.admitted", "run.dispatched", "run.started"),
     run("tenant-c", "run-waiting", FAILED, "run.submitted", "run.queued-globally"),
   ];
@@ -32,7 +41,9 @@ describe("recovery classification (given/when/then; proves no transport)", () =>
   it("takes only unfinished runs whose latest placement is the failed runtime, in-flight first", () => {
     const items = classifyInventory(FAILED, inventory);
     expect(items.map((i) => [i.class, i.sharedRunId])).toEqual([
-      ["in-flight-execution", "run-inflight"], ["local-queued", "run-queued-0"], ["local-queued", "run-queued-1"],
+      ["in-flight-execution", "run-inflight"],
+      ["local-queued", "run-queued-0"],
+      ["local-queued", "run-queued-1"],
     ]);
   });
 
@@ -41,7 +52,18 @@ describe("recovery classification (given/when/then; proves no transport)", () =>
   });
 
   it("classifies a resume placement that died before it began as in-flight again (recovery of recovery)", () => {
-    const r = run("tenant-a", "run-rr", FAILED, "run.submitted", "run.admitted", "run.dispatched", "run.started", "run.requeued-for-resume", "run.admitted", "run.dispatched");
+    const r = run(
+      "tenant-a",
+      "run-rr",
+      FAILED,
+      "run.submitted",
+      "run.admitted",
+      "run.dispatched",
+      "run.started",
+      "run.requeued-for-resume",
+      "run.admitted",
+      "run.dispatched",
+    );
     const [item] = classifyInventory(FAILED, [r]);
     expect(item).toMatchObject({ class: "in-flight-execution", executionId: ids.execution });
   });
@@ -59,14 +81,26 @@ describe("recovery transitions (pure; proves no transport)", () => {
     run("tenant-a", "run-inflight", FAILED, "run.submitted", "run.admitted", "run.dispatched", "run.started"),
     run("tenant-a", "run-queued", FAILED, "run.submitted", "run.admitted", "run.dispatched"),
   ]);
-  const ctx = { incidentId: ids.incident, failedRuntimeInstanceId: FAILED, exec: { lastSeq: 40, epoch: 1, completedSteps: 25 } };
+  const ctx = {
+    incidentId: ids.incident,
+    failedRuntimeInstanceId: FAILED,
+    exec: { lastSeq: 40, epoch: 1, completedSteps: 25 },
+  };
 
   it("pauses the execution with a new epoch, requeues the run for resume and opens the forensics record, each at its expected sequence", () => {
     const t = recoveryTransition(inflight!, ctx);
     expect(t.map((a) => [a.aggregate, a.expectedSeq, a.events.map((e) => e.type)])).toEqual([
       ["exec", 40, ["exec.paused-for-recovery"]],
       ["run", 4, ["run.requeued-for-resume"]],
-      ["forensics", 0, ["forensics.execution-recovery-candidate-detected", "forensics.failed-local-run-marked-requeued-for-recovery", "forensics.shared-run-requeued-for-resume"]],
+      [
+        "forensics",
+        0,
+        [
+          "forensics.execution-recovery-candidate-detected",
+          "forensics.failed-local-run-marked-requeued-for-recovery",
+          "forensics.shared-run-requeued-for-resume",
+        ],
+      ],
     ]);
     expect(t[0]!.events[0]!.data).toMatchObject({ newEpoch: 2 });
   });
@@ -87,6 +121,8 @@ describe("recovery transitions (pure; proves no transport)", () => {
   });
 
   it("refuses to build an in-flight transition without the execution's journal state", () => {
-    expect(() => recoveryTransition(inflight!, { incidentId: ids.incident, failedRuntimeInstanceId: FAILED })).toThrow(/journal state/);
+    expect(() => recoveryTransition(inflight!, { incidentId: ids.incident, failedRuntimeInstanceId: FAILED })).toThrow(
+      /journal state/,
+    );
   });
 });

@@ -1,10 +1,16 @@
 import type { DroverEvent } from "../../../contracts/index.ts";
 
-export interface ExecSummary { readonly lastSeq: number; readonly epoch: number; readonly completedSteps: number; readonly terminal: boolean }
+export interface ExecSummary {
+  readonly lastSeq: number;
+  readonly epoch: number;
+  readonly completedSteps: number;
+  readonly terminal: boolean;
+}
 
 /** What a recovery transition needs of an execution journal: where it ends, its owner epoch, its progress (pure). */
 export function summarizeExecution(history: readonly { seq: number; event: DroverEvent }[]): ExecSummary {
-  let epoch = 0, terminal = false;
+  let epoch = 0,
+    terminal = false;
   const steps = new Set<string>();
   for (const { event: e } of history) {
     if (e.type === "exec.started") epoch = Math.max(epoch, e.data.epoch);

@@ -19,23 +19,42 @@ export interface RuntimeRecord {
   readonly publishedAtMs?: number;
 }
 
-export const emptyRuntime = (id: string): RuntimeRecord => ({ runtimeInstanceId: id, published: false, fenceFailures: 0, planned: false, retired: false, lastSeq: 0 });
+export const emptyRuntime = (id: string): RuntimeRecord => ({
+  runtimeInstanceId: id,
+  published: false,
+  fenceFailures: 0,
+  planned: false,
+  retired: false,
+  lastSeq: 0,
+});
 
 export function evolveRuntime(r: RuntimeRecord, e: RuntimeEvent, seq: number, atMs: number): RuntimeRecord {
   if (seq <= r.lastSeq) return r;
   const next = { ...r, lastSeq: seq };
   switch (e.type) {
-    case "runtime.registered": return next.registration ? next : { ...next, registration: e.data };
-    case "runtime.host-started": return next.host ? next : { ...next, host: e.data };
-    case "runtime.capacity-published": return { ...next, published: true, publishedAtMs: atMs };
-    case "runtime.suspected": return next.suspected ? next : { ...next, suspected: e.data };
-    case "runtime.fenced": return next.fenced ? next : { ...next, fenced: e.data };
-    case "runtime.fence-failed": return { ...next, fenceFailures: next.fenceFailures + 1 };
-    case "runtime.recovery-planned": return { ...next, planned: true };
-    case "runtime.retired": return { ...next, retired: true };
-    case "runtime.host-exited": return next.exited ? next : { ...next, exited: e.data };
-    case "runtime.host-start-requested": case "runtime.host-start-failed": case "runtime.readiness-layer-passed":
-    case "runtime.endpoint-published": case "runtime.draining":
+    case "runtime.registered":
+      return next.registration ? next : { ...next, registration: e.data };
+    case "runtime.host-started":
+      return next.host ? next : { ...next, host: e.data };
+    case "runtime.capacity-published":
+      return { ...next, published: true, publishedAtMs: atMs };
+    case "runtime.suspected":
+      return next.suspected ? next : { ...next, suspected: e.data };
+    case "runtime.fenced":
+      return next.fenced ? next : { ...next, fenced: e.data };
+    case "runtime.fence-failed":
+      return { ...next, fenceFailures: next.fenceFailures + 1 };
+    case "runtime.recovery-planned":
+      return { ...next, planned: true };
+    case "runtime.retired":
+      return { ...next, retired: true };
+    case "runtime.host-exited":
+      return next.exited ? next : { ...next, exited: e.data };
+    case "runtime.host-start-requested":
+    case "runtime.host-start-failed":
+    case "runtime.readiness-layer-passed":
+    case "runtime.endpoint-published":
+    case "runtime.draining":
       return next;
     default: {
       const never: never = e;
@@ -45,14 +64,24 @@ export function evolveRuntime(r: RuntimeRecord, e: RuntimeEvent, seq: number, at
 }
 
 /** Why a live runtime is unsafe now, if it is: the first signal wins, fastest first (recovery.md "Detect"). */
-export function suspicion(r: RuntimeRecord, lastBeatAtMs: number | undefined, now: number, staleMs: number): { code: "host-exited" | "pod-deleted" | "heartbeat-stale"; detail: string } | undefined {
+export function suspicion(
+  r: RuntimeRecord,
+  lastBeatAtMs: number | undefined,
+  now: number,
+  staleMs: number,
+): { code: "host-exited" | "pod-deleted" | "heartbeat-stale"; detail: string } | undefined {
   if (r.suspected || r.fenced || r.retired || !r.host) return undefined;
   if (r.exited && r.exited.hostIncarnation === r.host.hostIncarnation) {
     const code = r.exited.kind === "exited" ? "host-exited" : "pod-deleted";
-    return { code, detail: `${r.exited.kind} (exit ${r.exited.exitCode ?? "none"}, signal ${r.exited.signal ?? "none"}) ${r.exited.detail}`.trim() };
+    return {
+      code,
+      detail:
+        `${r.exited.kind} (exit ${r.exited.exitCode ?? "none"}, signal ${r.exited.signal ?? "none"}) ${r.exited.detail}`.trim(),
+    };
   }
   if (!r.published) return undefined;
   const since = Math.max(lastBeatAtMs ?? 0, r.publishedAtMs ?? 0);
-  if (now - since > staleMs) return { code: "heartbeat-stale", detail: `no heartbeat for ${now - since} ms (bound ${staleMs} ms)` };
+  if (now - since > staleMs)
+    return { code: "heartbeat-stale", detail: `no heartbeat for ${now - since} ms (bound ${staleMs} ms)` };
   return undefined;
 }

@@ -27,32 +27,87 @@ export interface TransitionContext {
 export function recoveryTransition(item: RecoveryItem, ctx: TransitionContext): AggregateEvents[] {
   const forensicsId = forensicsIdOf(item);
   const common = {
-    forensicsId, incidentId: ctx.incidentId, class: item.class, sharedRunId: item.sharedRunId,
-    failedRuntimeInstanceId: ctx.failedRuntimeInstanceId, failedLocalRunId: item.localRunId,
+    forensicsId,
+    incidentId: ctx.incidentId,
+    class: item.class,
+    sharedRunId: item.sharedRunId,
+    failedRuntimeInstanceId: ctx.failedRuntimeInstanceId,
+    failedLocalRunId: item.localRunId,
     ...(item.executionId ? { executionId: item.executionId } : {}),
   };
   if (item.class === "in-flight-execution") {
-    if (!ctx.exec || !item.executionId) throw new Error(`in-flight item ${forensicsId} needs its execution's journal state`);
+    if (!ctx.exec || !item.executionId)
+      throw new Error(`in-flight item ${forensicsId} needs its execution's journal state`);
     const newEpoch = ctx.exec.epoch + 1;
-    const paused: DataOf<"exec.paused-for-recovery"> = { forensicsId, incidentId: ctx.incidentId, failedRuntimeInstanceId: ctx.failedRuntimeInstanceId, newEpoch } as DataOf<"exec.paused-for-recovery">;
-    const requeued = { forensicsId, incidentId: ctx.incidentId, executionId: item.executionId, failedRuntimeInstanceId: ctx.failedRuntimeInstanceId, failedLocalRunId: item.localRunId, newEpoch };
+    const paused: DataOf<"exec.paused-for-recovery"> = {
+      forensicsId,
+      incidentId: ctx.incidentId,
+      failedRuntimeInstanceId: ctx.failedRuntimeInstanceId,
+      newEpoch,
+    } as DataOf<"exec.paused-for-recovery">;
+    const requeued = {
+      forensicsId,
+      incidentId: ctx.incidentId,
+      executionId: item.executionId,
+      failedRuntimeInstanceId: ctx.failedRuntimeInstanceId,
+      failedLocalRunId: item.localRunId,
+      newEpoch,
+    };
     return [
-      { aggregate: "exec", tenantId: item.tenantId, id: item.executionId, expectedSeq: ctx.exec.lastSeq, events: [{ type: "exec.paused-for-recovery", data: paused }] },
-      { aggregate: "run", tenantId: item.tenantId, id: item.sharedRunId, expectedSeq: item.runSeq, events: [{ type: "run.requeued-for-resume", data: requeued }] },
-      { aggregate: "forensics", tenantId: item.tenantId, id: forensicsId, expectedSeq: 0, events: [
-        { type: "forensics.execution-recovery-candidate-detected", data: { ...common, completedSteps: ctx.exec.completedSteps } },
-        { type: "forensics.failed-local-run-marked-requeued-for-recovery", data: common },
-        { type: "forensics.shared-run-requeued-for-resume", data: { ...common, newEpoch } },
-      ] },
+      {
+        aggregate: "exec",
+        tenantId: item.tenantId,
+        id: item.executionId,
+        expectedSeq: ctx.exec.lastSeq,
+        events: [{ type: "exec.paused-for-recovery", data: paused }],
+      },
+      {
+        aggregate: "run",
+        tenantId: item.tenantId,
+        id: item.sharedRunId,
+        expectedSeq: item.runSeq,
+        events: [{ type: "run.requeued-for-resume", data: requeued }],
+      },
+      {
+        aggregate: "forensics",
+        tenantId: item.tenantId,
+        id: forensicsId,
+        expectedSeq: 0,
+        events: [
+          {
+            type: "forensics.execution-recovery-candidate-detected",
+            data: { ...common, completedSteps: ctx.exec.completedSteps },
+          },
+          { type: "forensics.failed-local-run-marked-requeued-for-recovery", data: common },
+          { type: "forensics.shared-run-requeued-for-resume", data: { ...common, newEpoch } },
+        ],
+      },
     ];
   }
-  const requeued = { forensicsId, incidentId: ctx.incidentId, failedRuntimeInstanceId: ctx.failedRuntimeInstanceId, failedLocalRunId: item.localRunId };
+  const requeued = {
+    forensicsId,
+    incidentId: ctx.incidentId,
+    failedRuntimeInstanceId: ctx.failedRuntimeInstanceId,
+    failedLocalRunId: item.localRunId,
+  };
   return [
-    { aggregate: "run", tenantId: item.tenantId, id: item.sharedRunId, expectedSeq: item.runSeq, events: [{ type: "run.requeued-for-local-queued-recovery", data: requeued }] },
-    { aggregate: "forensics", tenantId: item.tenantId, id: forensicsId, expectedSeq: 0, events: [
-      { type: "forensics.execution-recovery-candidate-detected", data: common },
-      { type: "forensics.failed-local-run-marked-requeued-for-recovery", data: common },
-      { type: "forensics.shared-run-requeued-for-local-queued-recovery", data: common },
-    ] },
+    {
+      aggregate: "run",
+      tenantId: item.tenantId,
+      id: item.sharedRunId,
+      expectedSeq: item.runSeq,
+      events: [{ type: "run.requeued-for-local-queued-recovery", data: requeued }],
+    },
+    {
+      aggregate: "forensics",
+      tenantId: item.tenantId,
+      id: forensicsId,
+      expectedSeq: 0,
+      events: [
+        { type: "forensics.execution-recovery-candidate-detected", data: common },
+        { type: "forensics.failed-local-run-marked-requeued-for-recovery", data: common },
+        { type: "forensics.shared-run-requeued-for-local-queued-recovery", data: common },
+      ],
+    },
   ];
 }

@@ -19,4 +19,5 @@ export interface RecoveryDeps {
 }
 
 /** One failure of one runtime instance: runtime ids are never reused, so the id determines the incident. */
-export const incidentIdOf = (deps: RecoveryDeps, runtimeInstanceId: string): string => `inc-${deps.sha256(runtimeInstanceId).slice(0, 24)}`;
+export const incidentIdOf = (deps: RecoveryDeps, runtimeInstanceId: string): string =>
+  `inc-${deps.sha256(runtimeInstanceId).slice(0, 24)}`;

@@ -15,19 +15,46 @@ export async function fence(deps: RecoveryDeps, rt: RuntimeRecord): Promise<void
   const strategy = provider ? deps.hosts(provider) : undefined;
   if (!strategy || !rt.host || !rt.suspected) return;
   const incidentId = rt.suspected.incidentId;
-  const host = { hostIncarnation: rt.host.hostIncarnation, ...(rt.host.pid ? { pid: rt.host.pid } : {}), ...(rt.host.podUid ? { podUid: rt.host.podUid } : {}),
-    ...(rt.host.podName ? { podName: rt.host.podName } : {}), ...(rt.host.namespace ? { namespace: rt.host.namespace } : {}) };
+  const host = {
+    hostIncarnation: rt.host.hostIncarnation,
+    ...(rt.host.pid ? { pid: rt.host.pid } : {}),
+    ...(rt.host.podUid ? { podUid: rt.host.podUid } : {}),
+    ...(rt.host.podName ? { podName: rt.host.podName } : {}),
+    ...(rt.host.namespace ? { namespace: rt.host.namespace } : {}),
+  };
   const result = await strategy.kill(rt.runtimeInstanceId, host, deps.config.fenceDeadlineMs);
-  const event = result.outcome === "killed"
-    ? envelope(deps.env, "runtime.fenced", { incidentId, hostIncarnation: rt.host.hostIncarnation, proof: result.proof }, { correlationId: incidentId, causationId: `fence:${incidentId}` })
-    : envelope(deps.env, "runtime.fence-failed", { incidentId, hostIncarnation: rt.host.hostIncarnation, reason: { code: "fence-timeout", detail: result.detail.slice(0, 2000) },
-      attempt: rt.fenceFailures + 1 }, { correlationId: incidentId, causationId: `fence:${incidentId}` });
+  const event =
+    result.outcome === "killed"
+      ? envelope(
+          deps.env,
+          "runtime.fenced",
+          { incidentId, hostIncarnation: rt.host.hostIncarnation, proof: result.proof },
+          { correlationId: incidentId, causationId: `fence:${incidentId}` },
+        )
+      : envelope(
+          deps.env,
+          "runtime.fence-failed",
+          {
+            incidentId,
+            hostIncarnation: rt.host.hostIncarnation,
+            reason: { code: "fence-timeout", detail: result.detail.slice(0, 2000) },
+            attempt: rt.fenceFailures + 1,
+          },
+          { correlationId: incidentId, causationId: `fence:${incidentId}` },
+        );
   try {
     // Expect the sequence the decision was based on: if anything was appended since (another
     // replica's plan or fence), this append must conflict rather than repeat it.
     const a = await deps.store.append(runtimeRef(rt.runtimeInstanceId), event, { expectedSeq: rt.lastSeq });
-    deps.state.applyOwn(`${deps.layout.eventPrefix}.runtime.${rt.runtimeInstanceId}.${event.type.split(".")[1]}`, event, a.seq);
-    deps.log.warn({ runtime: rt.runtimeInstanceId, incidentId, outcome: result.outcome }, result.outcome === "killed" ? "runtime fenced" : "fence timed out");
+    deps.state.applyOwn(
+      `${deps.layout.eventPrefix}.runtime.${rt.runtimeInstanceId}.${event.type.split(".")[1]}`,
+      event,
+      a.seq,
+    );
+    deps.log.warn(
+      { runtime: rt.runtimeInstanceId, incidentId, outcome: result.outcome },
+      result.outcome === "killed" ? "runtime fenced" : "fence timed out",
+    );
   } catch (e) {
     if (!isDroverError(e, "version-conflict")) throw e;
   }

@@ -15,8 +15,12 @@ export async function detect(deps: RecoveryDeps, now: number, staleMs: number): 
     const why = suspicion(rt, deps.state.lastBeatMs.get(rt.runtimeInstanceId), now, staleMs);
     if (!why) continue;
     const incidentId = incidentIdOf(deps, rt.runtimeInstanceId);
-    const event = envelope(deps.env, "runtime.suspected", { incidentId, reason: why, hostIncarnation: rt.host!.hostIncarnation },
-      { correlationId: incidentId, causationId: `health:${rt.runtimeInstanceId}` });
+    const event = envelope(
+      deps.env,
+      "runtime.suspected",
+      { incidentId, reason: why, hostIncarnation: rt.host!.hostIncarnation },
+      { correlationId: incidentId, causationId: `health:${rt.runtimeInstanceId}` },
+    );
     try {
       const a = await deps.store.append(runtimeRef(rt.runtimeInstanceId), event, { expectedSeq: rt.lastSeq });
       deps.state.applyOwn(`${deps.layout.eventPrefix}.runtime.${rt.runtimeInstanceId}.suspected`, event, a.seq);

@@ -1,7 +1,14 @@
 import { isDroverError, type DroverEvent } from "../../../contracts/index.ts";
 import { foldRun } from "../../../aggregates/run.ts";
 import { envelope } from "../../../platform/envelope.ts";
-import { execRef, forensicsRef, runRef, runtimeRef, type AggregateRef, type BatchEntry } from "../../../streams/index.ts";
+import {
+  execRef,
+  forensicsRef,
+  runRef,
+  runtimeRef,
+  type AggregateRef,
+  type BatchEntry,
+} from "../../../streams/index.ts";
 import { classifyInventory, forensicsIdOf, type RecoveryItem } from "../domain/classify.ts";
 import { summarizeExecution } from "../domain/exec-summary.ts";
 import { recoveryTransition, type AggregateEvents } from "../domain/transitions.ts";
@@ -20,7 +27,10 @@ const ATTEMPTS = 5;
 export async function reconcile(deps: RecoveryDeps, rt: RuntimeRecord): Promise<void> {
   if (!rt.fenced || rt.planned) return;
   const incidentId = rt.fenced.incidentId;
-  const candidates = classifyInventory(rt.runtimeInstanceId, [...deps.state.runs.values()].map((r) => ({ ...r })));
+  const candidates = classifyInventory(
+    rt.runtimeInstanceId,
+    [...deps.state.runs.values()].map((r) => ({ ...r })),
+  );
   const planned: RecoveryItem[] = [];
   for (const candidate of candidates) {
     const item = await recoverItem(deps, rt.runtimeInstanceId, incidentId, candidate);
@@ -28,17 +38,42 @@ export async function reconcile(deps: RecoveryDeps, rt: RuntimeRecord): Promise<
   }
   // The plan lists every item of the incident: those moved now, and those an earlier (interrupted or
   // conflicting) pass moved — their runs no longer point at the runtime, but their records remain.
-  const items = new Map(planned.map((i) => [forensicsIdOf(i), { forensicsId: forensicsIdOf(i), tenantId: i.tenantId, sharedRunId: i.sharedRunId,
-    localRunId: i.localRunId, ...(i.executionId ? { executionId: i.executionId } : {}), class: i.class }]));
+  const items = new Map(
+    planned.map((i) => [
+      forensicsIdOf(i),
+      {
+        forensicsId: forensicsIdOf(i),
+        tenantId: i.tenantId,
+        sharedRunId: i.sharedRunId,
+        localRunId: i.localRunId,
+        ...(i.executionId ? { executionId: i.executionId } : {}),
+        class: i.class,
+      },
+    ]),
+  );
   for (const f of deps.state.forensics.values()) {
     const x = f.item;
     if (!x || x.incidentId !== incidentId || items.has(f.forensicsId)) continue;
-    items.set(f.forensicsId, { forensicsId: f.forensicsId, tenantId: f.tenantId, sharedRunId: x.sharedRunId, localRunId: x.failedLocalRunId,
-      ...(x.executionId ? { executionId: x.executionId } : {}), class: x.class });
+    items.set(f.forensicsId, {
+      forensicsId: f.forensicsId,
+      tenantId: f.tenantId,
+      sharedRunId: x.sharedRunId,
+      localRunId: x.failedLocalRunId,
+      ...(x.executionId ? { executionId: x.executionId } : {}),
+      class: x.class,
+    });
   }
   const order = (c: string) => (c === "in-flight-execution" ? 0 : 1);
-  const data = { incidentId, items: [...items.values()].sort((a, b) => order(a.class) - order(b.class) || (a.sharedRunId < b.sharedRunId ? -1 : 1)) };
-  const event = envelope(deps.env, "runtime.recovery-planned", data, { correlationId: incidentId, causationId: `recovery:${incidentId}` });
+  const data = {
+    incidentId,
+    items: [...items.values()].sort(
+      (a, b) => order(a.class) - order(b.class) || (a.sharedRunId < b.sharedRunId ? -1 : 1),
+    ),
+  };
+  const event = envelope(deps.env, "runtime.recovery-planned", data, {
+    correlationId: incidentId,
+    causationId: `recovery:${incidentId}`,
+  });
   try {
     // Expect the sequence the decision was based on: if anything was appended since (another
     // replica's plan or fence), this append must conflict rather than repeat it.
@@ -51,18 +86,36 @@ export async function reconcile(deps: RecoveryDeps, rt: RuntimeRecord): Promise<
 }
 
 /** Moves one item; returns it when it is recovered (now or by an earlier run), undefined when the run moved on. */
-async function recoverItem(deps: RecoveryDeps, failed: string, incidentId: string, candidate: RecoveryItem): Promise<RecoveryItem | undefined> {
+async function recoverItem(
+  deps: RecoveryDeps,
+  failed: string,
+  incidentId: string,
+  candidate: RecoveryItem,
+): Promise<RecoveryItem | undefined> {
   for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
     // Fresh reads: the follower may lag, and the batch must expect the aggregates' true last sequences.
     const run = foldRun((await deps.store.read(runRef(candidate.tenantId, candidate.sharedRunId))).events);
-    const [item] = classifyInventory(failed, [{ tenantId: candidate.tenantId, sharedRunId: candidate.sharedRunId, state: run }]);
+    const [item] = classifyInventory(failed, [
+      { tenantId: candidate.tenantId, sharedRunId: candidate.sharedRunId, state: run },
+    ]);
     const forensicsId = forensicsIdOf(item ?? candidate);
-    if (await deps.store.lastSeq(forensicsRef(candidate.tenantId, forensicsId)) > 0) return item ?? candidate;
+    if ((await deps.store.lastSeq(forensicsRef(candidate.tenantId, forensicsId))) > 0) return item ?? candidate;
     if (!item) return undefined;
-    const exec = item.executionId ? summarizeExecution((await deps.store.read(execRef(item.tenantId, item.executionId))).events) : undefined;
+    const exec = item.executionId
+      ? summarizeExecution((await deps.store.read(execRef(item.tenantId, item.executionId))).events)
+      : undefined;
     const aggs = recoveryTransition(item, { incidentId, failedRuntimeInstanceId: failed, ...(exec ? { exec } : {}) });
-    const entries: BatchEntry[] = aggs.map((a) => ({ ref: refOf(a), expectedSeq: a.expectedSeq,
-      events: a.events.map((e) => envelope(deps.env, e.type as DroverEvent["type"], e.data, { tenantId: a.tenantId, correlationId: item.sharedRunId, causationId: `recovery:${incidentId}` })) }));
+    const entries: BatchEntry[] = aggs.map((a) => ({
+      ref: refOf(a),
+      expectedSeq: a.expectedSeq,
+      events: a.events.map((e) =>
+        envelope(deps.env, e.type as DroverEvent["type"], e.data, {
+          tenantId: a.tenantId,
+          correlationId: item.sharedRunId,
+          causationId: `recovery:${incidentId}`,
+        }),
+      ),
+    }));
     try {
       await deps.store.appendAtomic(entries);
       return item;
@@ -75,5 +128,9 @@ async function recoverItem(deps: RecoveryDeps, failed: string, incidentId: strin
 }
 
 function refOf(a: AggregateEvents): AggregateRef {
-  return a.aggregate === "run" ? runRef(a.tenantId, a.id) : a.aggregate === "exec" ? execRef(a.tenantId, a.id) : forensicsRef(a.tenantId, a.id);
+  return a.aggregate === "run"
+    ? runRef(a.tenantId, a.id)
+    : a.aggregate === "exec"
+      ? execRef(a.tenantId, a.id)
+      : forensicsRef(a.tenantId, a.id);
 }

@@ -18,30 +18,55 @@ export interface RecoveryService {
  * reconcile fenced runtimes → advance forensics timelines. Three owners, never merged: health
  * decides, the host strategy proves the boundary, the reconciler moves work.
  */
-export async function startRecovery(deps: RecoveryDeps & { js: JetStreamClient; tickMs?: number }): Promise<RecoveryService> {
+export async function startRecovery(
+  deps: RecoveryDeps & { js: JetStreamClient; tickMs?: number },
+): Promise<RecoveryService> {
   const p = deps.layout.eventPrefix;
-  const events: Follower = await follow(deps.js, { stream: deps.layout.eventStream,
-    filters: [`${p}.run.>`, `${p}.runtime.>`, `${p}.forensics.>`, `${p}.exec.*.*.resumed`, `${p}.exec.*.*.completed`] }, (m) => deps.state.apply(m));
-  const beats: Follower = await follow(deps.js, { stream: deps.layout.heartbeatStream, filters: [`${deps.layout.heartbeatPrefix}.>`], lastPerSubject: true },
-    (m) => deps.state.applyBeat(m));
+  const events: Follower = await follow(
+    deps.js,
+    {
+      stream: deps.layout.eventStream,
+      filters: [`${p}.run.>`, `${p}.runtime.>`, `${p}.forensics.>`, `${p}.exec.*.*.resumed`, `${p}.exec.*.*.completed`],
+    },
+    (m) => deps.state.apply(m),
+  );
+  const beats: Follower = await follow(
+    deps.js,
+    { stream: deps.layout.heartbeatStream, filters: [`${deps.layout.heartbeatPrefix}.>`], lastPerSubject: true },
+    (m) => deps.state.applyBeat(m),
+  );
   for (const f of [events, beats]) f.done.catch((e) => deps.log.fatal({ err: String(e) }, "recovery follower stopped"));
   const fencing = new Set<string>();
-  let running = false, again = false, stopped = false;
+  let running = false,
+    again = false,
+    stopped = false;
   const staleMs = staleHeartbeatMsOf(deps.config);
 
   const pass = async (): Promise<void> => {
     if (stopped) return;
-    if (running) { again = true; return; }
+    if (running) {
+      again = true;
+      return;
+    }
     running = true;
     try {
       do {
         again = false;
         await detect(deps, deps.env.clock.now().getTime(), staleMs);
         for (const rt of deps.state.runtimes.values()) {
-          if (rt.suspected && !rt.fenced && !fencing.has(rt.runtimeInstanceId) && rt.registration?.controlPlaneId === deps.config.controlPlaneId) {
+          if (
+            rt.suspected &&
+            !rt.fenced &&
+            !fencing.has(rt.runtimeInstanceId) &&
+            rt.registration?.controlPlaneId === deps.config.controlPlaneId
+          ) {
             fencing.add(rt.runtimeInstanceId);
-            void fence(deps, rt).catch((e) => deps.log.error({ runtime: rt.runtimeInstanceId, err: String(e) }, "fence failed"))
-              .finally(() => { fencing.delete(rt.runtimeInstanceId); void pass(); });
+            void fence(deps, rt)
+              .catch((e) => deps.log.error({ runtime: rt.runtimeInstanceId, err: String(e) }, "fence failed"))
+              .finally(() => {
+                fencing.delete(rt.runtimeInstanceId);
+                void pass();
+              });
           }
         }
         for (const rt of deps.state.runtimes.values()) if (rt.fenced && !rt.planned) await reconcile(deps, rt);

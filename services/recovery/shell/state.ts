@@ -3,7 +3,11 @@ import { decodeEvent, decodeJson, Heartbeat, type DataOf, type DroverEvent } fro
 import { evolveRun, initialRunState, type RunEvent, type RunState } from "../../../aggregates/run.ts";
 import { emptyRuntime, evolveRuntime, type RuntimeRecord } from "../domain/runtime-health.ts";
 
-export interface TrackedRun { readonly tenantId: string; readonly sharedRunId: string; state: RunState }
+export interface TrackedRun {
+  readonly tenantId: string;
+  readonly sharedRunId: string;
+  state: RunState;
+}
 export interface ForensicsRecord {
   readonly tenantId: string;
   readonly forensicsId: string;
@@ -11,7 +15,11 @@ export interface ForensicsRecord {
   readonly types: Set<string>;
   lastSeq: number;
 }
-export interface ExecProgress { resumed?: DataOf<"exec.resumed">; completedDigest?: string; tenantId: string }
+export interface ExecProgress {
+  resumed?: DataOf<"exec.resumed">;
+  completedDigest?: string;
+  tenantId: string;
+}
 
 /**
  * Recovery's view of the log, folded live: every run (inventory comes from here, never from a dead
@@ -26,9 +34,14 @@ export class RecoveryState {
   readonly execs = new Map<string, ExecProgress>();
   private readonly listeners = new Set<() => void>();
 
-  constructor(private readonly prefix: string, private readonly onInvalid: (subject: string, seq: number, error: string) => void) {}
+  constructor(
+    private readonly prefix: string,
+    private readonly onInvalid: (subject: string, seq: number, error: string) => void,
+  ) {}
 
-  onChange(fn: () => void): void { this.listeners.add(fn); }
+  onChange(fn: () => void): void {
+    this.listeners.add(fn);
+  }
 
   apply(m: Pick<JsMsg, "subject" | "seq" | "data" | "info">): void {
     const tokens = m.subject.slice(this.prefix.length + 1).split(".");
@@ -55,7 +68,10 @@ export class RecoveryState {
       const rt = this.runtimes.get(hb.runtimeInstanceId);
       // Only beats of the current incarnation count as proof of life.
       if (rt?.host && rt.host.hostIncarnation !== hb.hostIncarnation) return;
-      this.lastBeatMs.set(hb.runtimeInstanceId, Math.max(this.lastBeatMs.get(hb.runtimeInstanceId) ?? 0, Date.parse(hb.at)));
+      this.lastBeatMs.set(
+        hb.runtimeInstanceId,
+        Math.max(this.lastBeatMs.get(hb.runtimeInstanceId) ?? 0, Date.parse(hb.at)),
+      );
     } catch (err) {
       this.onInvalid(m.subject, m.seq, String(err));
     }

@@ -18,19 +18,35 @@ export async function advanceTimeline(deps: RecoveryDeps, f: ForensicsRecord): P
   const run = deps.state.runs.get(`${f.tenantId}/${item.sharedRunId}`)?.state;
   if (!run) return;
   const next: { type: DroverEvent["type"]; data: Record<string, unknown> }[] = [];
-  const common = { forensicsId: item.forensicsId, incidentId: item.incidentId, class: item.class, sharedRunId: item.sharedRunId,
-    failedRuntimeInstanceId: item.failedRuntimeInstanceId, failedLocalRunId: item.failedLocalRunId, ...(item.executionId ? { executionId: item.executionId } : {}) };
-  const want = (type: DroverEvent["type"], data: Record<string, unknown>) => { if (!f.types.has(type)) next.push({ type, data: { ...common, ...data } }); };
+  const common = {
+    forensicsId: item.forensicsId,
+    incidentId: item.incidentId,
+    class: item.class,
+    sharedRunId: item.sharedRunId,
+    failedRuntimeInstanceId: item.failedRuntimeInstanceId,
+    failedLocalRunId: item.failedLocalRunId,
+    ...(item.executionId ? { executionId: item.executionId } : {}),
+  };
+  const want = (type: DroverEvent["type"], data: Record<string, unknown>) => {
+    if (!f.types.has(type)) next.push({ type, data: { ...common, ...data } });
+  };
   const p = run.placement;
   if (p && p.localRunId !== item.failedLocalRunId) {
     want("forensics.replacement-runtime-selected", { replacementRuntimeInstanceId: p.runtimeInstanceId });
-    if (p.dispatchedSeq) want("forensics.replacement-local-run-registered", { replacementRuntimeInstanceId: p.runtimeInstanceId, replacementLocalRunId: p.localRunId });
+    if (p.dispatchedSeq)
+      want("forensics.replacement-local-run-registered", {
+        replacementRuntimeInstanceId: p.runtimeInstanceId,
+        replacementLocalRunId: p.localRunId,
+      });
   }
   if (item.class === "in-flight-execution" && item.executionId) {
     const x = deps.state.execs.get(item.executionId);
     if (x?.resumed && x.resumed.runtimeInstanceId !== item.failedRuntimeInstanceId) {
       want("forensics.resume-context-seeded", { completedSteps: x.resumed.completedSteps });
-      want("forensics.dag-resume-started", { replacementRuntimeInstanceId: x.resumed.runtimeInstanceId, epoch: x.resumed.epoch });
+      want("forensics.dag-resume-started", {
+        replacementRuntimeInstanceId: x.resumed.runtimeInstanceId,
+        epoch: x.resumed.epoch,
+      });
       if (x.completedDigest) want("forensics.dag-resume-completed", { outputDigest: x.completedDigest });
     }
   }
@@ -38,10 +54,24 @@ export async function advanceTimeline(deps: RecoveryDeps, f: ForensicsRecord): P
     want("forensics.execution-recovery-completed", { outcome: run.status });
   }
   if (next.length === 0) return;
-  const events = next.map((n) => envelope(deps.env, n.type, n.data, { tenantId: f.tenantId, correlationId: item.sharedRunId, causationId: `timeline:${f.forensicsId}` }));
+  const events = next.map((n) =>
+    envelope(deps.env, n.type, n.data, {
+      tenantId: f.tenantId,
+      correlationId: item.sharedRunId,
+      causationId: `timeline:${f.forensicsId}`,
+    }),
+  );
   try {
-    const appended = await deps.store.appendAll(forensicsRef(f.tenantId, f.forensicsId), events, { expectedSeq: f.lastSeq });
-    appended.forEach((a, i) => deps.state.applyOwn(`${deps.layout.eventPrefix}.forensics.${f.tenantId}.${f.forensicsId}.${events[i]!.type.split(".")[1]}`, events[i]!, a.seq));
+    const appended = await deps.store.appendAll(forensicsRef(f.tenantId, f.forensicsId), events, {
+      expectedSeq: f.lastSeq,
+    });
+    appended.forEach((a, i) =>
+      deps.state.applyOwn(
+        `${deps.layout.eventPrefix}.forensics.${f.tenantId}.${f.forensicsId}.${events[i]!.type.split(".")[1]}`,
+        events[i]!,
+        a.seq,
+      ),
+    );
   } catch (e) {
     if (!isDroverError(e, "version-conflict")) throw e;
   }

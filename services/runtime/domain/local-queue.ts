@@ -32,10 +32,12 @@ export function availableSlots(f: QueueFacts, sizing: RuntimeSizing): number {
  * that made it full (so the caller can tell a paused queue from a busy one).
  */
 export function admitRun(f: QueueFacts, sizing: RuntimeSizing): Admission {
-  if (f.draining) return { accepted: false, code: "runtime-draining", detail: "the runtime is draining and takes no new runs" };
+  if (f.draining)
+    return { accepted: false, code: "runtime-draining", detail: "the runtime is draining and takes no new runs" };
   if (availableSlots(f, sizing) > 0) return { accepted: true };
   return {
-    accepted: false, code: "local-queue-full",
+    accepted: false,
+    code: "local-queue-full",
     detail: `local queue full: queued=${f.queued}/${sizing.localQueueCapacity}, running=${f.running}/${sizing.maxConcurrentRuns}, paused=${f.paused}`,
   };
 }

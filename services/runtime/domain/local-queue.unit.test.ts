@@ -9,7 +9,10 @@ describe("local queue admission", () => {
     expect(admitRun(facts({}), sizing)).toEqual({ accepted: true });
     expect(admitRun(facts({ running: 1, queued: 1 }), sizing)).toEqual({ accepted: true });
     expect(admitRun(facts({ running: 1, queued: 2 }), sizing)).toEqual({
-      accepted: false, code: "local-queue-full", detail: "local queue full: queued=2/2, running=1/1, paused=false" });
+      accepted: false,
+      code: "local-queue-full",
+      detail: "local queue full: queued=2/2, running=1/1, paused=false",
+    });
   });
 
   it("a paused queue holds at most localQueueCapacity runs: free run slots do not count while nothing may start", () => {

@@ -15,17 +15,27 @@ export const RuntimeEnv = z.object({
   DROVER_TENANT_ID: TenantId.optional().describe("absent for shared runtimes"),
   DROVER_WORKERS: int(sizing.workers.minValue ?? 1, sizing.workers.maxValue ?? 256),
   DROVER_MAX_CONCURRENT_RUNS: int(sizing.maxConcurrentRuns.minValue ?? 1, sizing.maxConcurrentRuns.maxValue ?? 1024),
-  DROVER_LOCAL_QUEUE_CAPACITY: int(sizing.localQueueCapacity.minValue ?? 0, sizing.localQueueCapacity.maxValue ?? 10_000),
+  DROVER_LOCAL_QUEUE_CAPACITY: int(
+    sizing.localQueueCapacity.minValue ?? 0,
+    sizing.localQueueCapacity.maxValue ?? 10_000,
+  ),
   DROVER_MAX_WORKERS_PER_RUN: int(sizing.maxWorkersPerRun.minValue ?? 1, sizing.maxWorkersPerRun.maxValue ?? 256),
   DROVER_COMMAND_TOKEN: z.string().min(16, "the command token must be at least 16 characters").max(512),
   NATS_URL: z.string().regex(/^(nats|tls|wss?):\/\/\S+$/, "must be a nats:// (or tls://, ws://) URL"),
   DROVER_TRANSPORT: Transport,
   DROVER_BIND_HOST: z.string().min(1).default("127.0.0.1"),
   DROVER_PORT: int(0, 65_535),
-  DROVER_STREAM_TAG: z.string().regex(/^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/, "must be lowercase [a-z0-9-]").max(40).optional(),
+  DROVER_STREAM_TAG: z
+    .string()
+    .regex(/^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/, "must be lowercase [a-z0-9-]")
+    .max(40)
+    .optional(),
   DROVER_HEARTBEAT_MS: int(50, 60_000).default(1000),
   DROVER_LLM_BASE_URL: z.url({ protocol: /^https?$/ }).optional(),
-  DROVER_POD_UID: z.string().regex(/^[a-z0-9-]{1,63}$/, "must be a Kubernetes UID").optional(),
+  DROVER_POD_UID: z
+    .string()
+    .regex(/^[a-z0-9-]{1,63}$/, "must be a Kubernetes UID")
+    .optional(),
 });
 
 export interface RuntimeConfig {
@@ -44,7 +54,8 @@ export interface RuntimeConfig {
   readonly podUid?: string;
 }
 
-export type ConfigResult = { readonly ok: true; readonly config: RuntimeConfig } | { readonly ok: false; readonly problems: readonly string[] };
+export type ConfigResult =
+  { readonly ok: true; readonly config: RuntimeConfig } | { readonly ok: false; readonly problems: readonly string[] };
 
 /**
  * Parses the environment into a RuntimeConfig. Empty strings count as unset (a shell `X=` is not a
@@ -57,7 +68,9 @@ export function parseRuntimeConfig(env: Readonly<Record<string, string | undefin
   if (!r.success) {
     const problems = r.error.issues.map((i) => {
       const name = String(i.path[0] ?? "(environment)");
-      return env[name] === undefined || env[name] === "" ? `${name} is required: ${i.message}` : `${name} is invalid: ${i.message}`;
+      return env[name] === undefined || env[name] === ""
+        ? `${name} is required: ${i.message}`
+        : `${name} is invalid: ${i.message}`;
     });
     return { ok: false, problems };
   }
@@ -65,11 +78,23 @@ export function parseRuntimeConfig(env: Readonly<Record<string, string | undefin
   return {
     ok: true,
     config: {
-      runtimeInstanceId: e.DROVER_RUNTIME_INSTANCE_ID, controlPlaneId: e.DROVER_CONTROL_PLANE_ID, tenantId: e.DROVER_TENANT_ID,
-      sizing: { workers: e.DROVER_WORKERS, maxConcurrentRuns: e.DROVER_MAX_CONCURRENT_RUNS,
-        localQueueCapacity: e.DROVER_LOCAL_QUEUE_CAPACITY, maxWorkersPerRun: e.DROVER_MAX_WORKERS_PER_RUN },
-      commandToken: e.DROVER_COMMAND_TOKEN, natsUrl: e.NATS_URL, transport: e.DROVER_TRANSPORT, bindHost: e.DROVER_BIND_HOST,
-      port: e.DROVER_PORT, streamTag: e.DROVER_STREAM_TAG, heartbeatMs: e.DROVER_HEARTBEAT_MS, llmBaseUrl: e.DROVER_LLM_BASE_URL,
+      runtimeInstanceId: e.DROVER_RUNTIME_INSTANCE_ID,
+      controlPlaneId: e.DROVER_CONTROL_PLANE_ID,
+      tenantId: e.DROVER_TENANT_ID,
+      sizing: {
+        workers: e.DROVER_WORKERS,
+        maxConcurrentRuns: e.DROVER_MAX_CONCURRENT_RUNS,
+        localQueueCapacity: e.DROVER_LOCAL_QUEUE_CAPACITY,
+        maxWorkersPerRun: e.DROVER_MAX_WORKERS_PER_RUN,
+      },
+      commandToken: e.DROVER_COMMAND_TOKEN,
+      natsUrl: e.NATS_URL,
+      transport: e.DROVER_TRANSPORT,
+      bindHost: e.DROVER_BIND_HOST,
+      port: e.DROVER_PORT,
+      streamTag: e.DROVER_STREAM_TAG,
+      heartbeatMs: e.DROVER_HEARTBEAT_MS,
+      llmBaseUrl: e.DROVER_LLM_BASE_URL,
       podUid: e.DROVER_POD_UID,
     },
   };

@@ -11,18 +11,31 @@ const first = (v: (string | Buffer)[]): string | undefined => (v.length > 0 ? St
  * in-band results (status OK), so both transports answer identically; only a handler crash maps to
  * INTERNAL.
  */
-export async function startGrpcServer(handler: CommandHandler, host: string, port: number): Promise<{ server: Server; port: number }> {
+export async function startGrpcServer(
+  handler: CommandHandler,
+  host: string,
+  port: number,
+): Promise<{ server: Server; port: number }> {
   const server = new Server({ "grpc.max_receive_message_length": 1024 * 1024 });
   server.addService(RUNTIME_COMMAND_SERVICE, {
     ExecuteCommand: (call: ServerUnaryCall<Buffer, Buffer>, callback: sendUnaryData<Buffer>) => {
       let body: unknown;
-      try { body = JSON.parse(call.request.toString("utf8")); } catch { body = { unparseable: call.request.toString("utf8").slice(0, 200) }; }
-      handler({ routingHeader: first(call.metadata.get(ROUTING_HEADER)), token: first(call.metadata.get(TOKEN_HEADER)), body })
+      try {
+        body = JSON.parse(call.request.toString("utf8"));
+      } catch {
+        body = { unparseable: call.request.toString("utf8").slice(0, 200) };
+      }
+      handler({
+        routingHeader: first(call.metadata.get(ROUTING_HEADER)),
+        token: first(call.metadata.get(TOKEN_HEADER)),
+        body,
+      })
         .then((a) => callback(null, Buffer.from(JSON.stringify(a.result))))
         .catch((e: unknown) => callback({ code: status.INTERNAL, details: String((e as Error)?.message ?? e) }));
     },
   });
   const bound = await new Promise<number>((ok, fail) =>
-    server.bindAsync(`${host}:${port}`, ServerCredentials.createInsecure(), (err, p) => (err ? fail(err) : ok(p))));
+    server.bindAsync(`${host}:${port}`, ServerCredentials.createInsecure(), (err, p) => (err ? fail(err) : ok(p))),
+  );
   return { server, port: bound };
 }

@@ -13,20 +13,36 @@ const header = (v: string | string[] | undefined): string | undefined => (Array.
  * gRPC, not with a framework-shaped 400); the response is serialized through the result schema and
  * the status comes from the error catalogue.
  */
-export async function startHttpServer(handler: CommandHandler, host: string, port: number): Promise<{ server: FastifyInstance; port: number }> {
+export async function startHttpServer(
+  handler: CommandHandler,
+  host: string,
+  port: number,
+): Promise<{ server: FastifyInstance; port: number }> {
   const server = Fastify({ logger: false, bodyLimit: 1024 * 1024 }).withTypeProvider<ZodTypeProvider>();
   server.setValidatorCompiler(validatorCompiler);
   server.setSerializerCompiler(serializerCompiler);
   // A body that is not JSON still reaches the handler (as a string) and gets its structured refusal.
   server.addContentTypeParser("application/json", { parseAs: "string" }, (_req, body, done) => {
-    try { done(null, JSON.parse(body as string)); } catch { done(null, { unparseable: String(body).slice(0, 200) }); }
+    try {
+      done(null, JSON.parse(body as string));
+    } catch {
+      done(null, { unparseable: String(body).slice(0, 200) });
+    }
   });
-  server.post(HTTP_COMMAND_PATH, {
-    schema: { body: z.unknown(), response: { default: RuntimeCommandResult } },
-  }, async (req, reply) => {
-    const answer = await handler({ routingHeader: header(req.headers[ROUTING_HEADER]), token: header(req.headers[TOKEN_HEADER]), body: req.body });
-    return reply.code(answer.httpStatus).send(answer.result);
-  });
+  server.post(
+    HTTP_COMMAND_PATH,
+    {
+      schema: { body: z.unknown(), response: { default: RuntimeCommandResult } },
+    },
+    async (req, reply) => {
+      const answer = await handler({
+        routingHeader: header(req.headers[ROUTING_HEADER]),
+        token: header(req.headers[TOKEN_HEADER]),
+        body: req.body,
+      });
+      return reply.code(answer.httpStatus).send(answer.result);
+    },
+  );
   await server.listen({ host, port });
   const addr = server.server.address();
   return { server, port: typeof addr === "object" && addr ? addr.port : port };

@@ -1,5 +1,11 @@
 import { timingSafeEqual } from "node:crypto";
-import { ERROR_CATALOGUE, isDroverError, RuntimeCommand, type ErrorCode, type RuntimeCommandResult } from "../../../contracts/index.ts";
+import {
+  ERROR_CATALOGUE,
+  isDroverError,
+  RuntimeCommand,
+  type ErrorCode,
+  type RuntimeCommandResult,
+} from "../../../contracts/index.ts";
 import { assertNever } from "../../../aggregates/assert-never.ts";
 import type { RuntimeInstance } from "./runtime-instance.ts";
 
@@ -11,7 +17,10 @@ export interface IncomingCommand {
 }
 
 /** The transport-neutral answer: the result envelope and the HTTP status a web transport should use. */
-export interface CommandAnswer { readonly httpStatus: number; readonly result: RuntimeCommandResult }
+export interface CommandAnswer {
+  readonly httpStatus: number;
+  readonly result: RuntimeCommandResult;
+}
 
 export interface CommandHandlerDeps {
   readonly runtimeInstanceId: string;
@@ -41,28 +50,57 @@ const sameSecret = (given: string | undefined, expected: string): boolean => {
 export function createCommandHandler(deps: CommandHandlerDeps): CommandHandler {
   return async (cmd) => {
     const received = deps.now();
-    const operation = typeof (cmd.body as { operation?: unknown } | null)?.operation === "string" ? String((cmd.body as { operation: string }).operation).slice(0, 64) : "unknown";
-    const answer = (payload: Record<string, unknown>, failure?: { code: ErrorCode; detail: string }): CommandAnswer => ({
+    const operation =
+      typeof (cmd.body as { operation?: unknown } | null)?.operation === "string"
+        ? String((cmd.body as { operation: string }).operation).slice(0, 64)
+        : "unknown";
+    const answer = (
+      payload: Record<string, unknown>,
+      failure?: { code: ErrorCode; detail: string },
+    ): CommandAnswer => ({
       httpStatus: failure ? ERROR_CATALOGUE[failure.code].httpStatus : 200,
       result: {
-        success: !failure, operation, runtimeInstanceId: deps.runtimeInstanceId as never, hostIncarnation: deps.hostIncarnation as never, payload,
+        success: !failure,
+        operation,
+        runtimeInstanceId: deps.runtimeInstanceId as never,
+        hostIncarnation: deps.hostIncarnation as never,
+        payload,
         ...(failure ? { failureReason: failure.code, failureDetail: failure.detail.slice(0, 2000) } : {}),
-        timings: { receivedAt: received.toISOString(), handledMs: Math.max(0, deps.now().getTime() - received.getTime()) },
+        timings: {
+          receivedAt: received.toISOString(),
+          handledMs: Math.max(0, deps.now().getTime() - received.getTime()),
+        },
       },
     });
     if (cmd.routingHeader !== deps.runtimeInstanceId) {
-      return answer({}, { code: "runtime-misdirected", detail: `routing header names ${JSON.stringify(cmd.routingHeader ?? null)}, this is ${deps.runtimeInstanceId}` });
+      return answer(
+        {},
+        {
+          code: "runtime-misdirected",
+          detail: `routing header names ${JSON.stringify(cmd.routingHeader ?? null)}, this is ${deps.runtimeInstanceId}`,
+        },
+      );
     }
-    if (!sameSecret(cmd.token, deps.token)) return answer({}, { code: "command-unauthorized", detail: "missing or wrong runtime command token" });
+    if (!sameSecret(cmd.token, deps.token))
+      return answer({}, { code: "command-unauthorized", detail: "missing or wrong runtime command token" });
     const parsed = RuntimeCommand.safeParse(cmd.body);
     if (!parsed.success) {
       const issues = parsed.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`);
       const dagOnly = parsed.error.issues.every((i) => i.path[0] === "payload" && i.path[1] === "dag");
-      return answer({ issues: issues.slice(0, 20) }, { code: dagOnly ? "dag-invalid" : "contract-violation", detail: issues.slice(0, 5).join("; ") });
+      return answer(
+        { issues: issues.slice(0, 20) },
+        { code: dagOnly ? "dag-invalid" : "contract-violation", detail: issues.slice(0, 5).join("; ") },
+      );
     }
     const c = parsed.data;
     if (c.runtimeInstanceId !== deps.runtimeInstanceId) {
-      return answer({}, { code: "runtime-misdirected", detail: `command targets ${c.runtimeInstanceId}, this is ${deps.runtimeInstanceId}` });
+      return answer(
+        {},
+        {
+          code: "runtime-misdirected",
+          detail: `command targets ${c.runtimeInstanceId}, this is ${deps.runtimeInstanceId}`,
+        },
+      );
     }
     try {
       return answer(await execute(deps.instance, c));

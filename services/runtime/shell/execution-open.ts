@@ -1,4 +1,12 @@
-import { DroverError, type DagDefinition, type DataOf, type DroverEvent, type EventType, type RuntimeCommand, type Writer } from "../../../contracts/index.ts";
+import {
+  DroverError,
+  type DagDefinition,
+  type DataOf,
+  type DroverEvent,
+  type EventType,
+  type RuntimeCommand,
+  type Writer,
+} from "../../../contracts/index.ts";
 import { execRef, runRef, type AggregateRef } from "../../../streams/subjects.ts";
 import type { EventStore } from "../../../streams/types.ts";
 import { buildEvent, type EventContext } from "../../../aggregates/event-builder.ts";
@@ -35,21 +43,34 @@ export interface OpenedExecution {
 }
 
 /** ExecutionId of a (SharedRunId, LocalRunId): a retried DispatchRun of the same local run converges on it. */
-export const executionIdFor = (sharedRunId: string, localRunId: string): string => executionIdFromDigest(sha256Hex(executionIdSeed(sharedRunId, localRunId)));
+export const executionIdFor = (sharedRunId: string, localRunId: string): string =>
+  executionIdFromDigest(sha256Hex(executionIdSeed(sharedRunId, localRunId)));
 export const dagDigest = (dag: DagDefinition): string => sha256Hex(canonicalJson(dag));
 
 function emitter(env: JournalEnv, p: DispatchPayload, epoch: number): OpenedExecution["emit"] {
-  const writer: Writer = { service: "runtime", instanceId: env.runtimeInstanceId, runtimeInstanceId: env.runtimeInstanceId as Writer["runtimeInstanceId"],
-    hostIncarnation: env.hostIncarnation as Writer["hostIncarnation"], epoch };
-  const ctx: EventContext = { tenantId: p.tenantId, correlationId: p.correlationId, causationId: `local-run:${p.localRunId}`, writer };
-  return (type, data) => buildEvent(type, data, ctx, { eventId: env.newEventId(), now: env.now().toISOString() }) as DroverEvent;
+  const writer: Writer = {
+    service: "runtime",
+    instanceId: env.runtimeInstanceId,
+    runtimeInstanceId: env.runtimeInstanceId as Writer["runtimeInstanceId"],
+    hostIncarnation: env.hostIncarnation as Writer["hostIncarnation"],
+    epoch,
+  };
+  const ctx: EventContext = {
+    tenantId: p.tenantId,
+    correlationId: p.correlationId,
+    causationId: `local-run:${p.localRunId}`,
+    writer,
+  };
+  return (type, data) =>
+    buildEvent(type, data, ctx, { eventId: env.newEventId(), now: env.now().toISOString() }) as DroverEvent;
 }
 
 const writerKey = (env: JournalEnv, epoch: number) => `${env.runtimeInstanceId}.e${epoch}`;
 
 function journalFor(env: JournalEnv, ref: AggregateRef, seq: number, epoch: number): AggregateJournal {
   return new AggregateJournal(env.store, ref, seq, writerKey(env, epoch), env.sleep, (attempt, e) => {
-    if (attempt === 1 || attempt % 10 === 0) env.log?.({ event: "append-retry", aggregate: ref.aggregate, id: ref.id, attempt, detail: e.message });
+    if (attempt === 1 || attempt % 10 === 0)
+      env.log?.({ event: "append-retry", aggregate: ref.aggregate, id: ref.id, attempt, detail: e.message });
   });
 }
 
@@ -63,10 +84,24 @@ export async function openFresh(env: JournalEnv, p: DispatchPayload): Promise<Op
   const executionId = executionIdFor(p.sharedRunId, p.localRunId);
   const emit = emitter(env, p, 0);
   const run = journalFor(env, runRef(p.tenantId, p.sharedRunId), p.dispatchedSeq, 0);
-  await run.append(emit("run.started", { executionId, localRunId: p.localRunId, runtimeInstanceId: env.runtimeInstanceId } as DataOf<"run.started">));
+  await run.append(
+    emit("run.started", {
+      executionId,
+      localRunId: p.localRunId,
+      runtimeInstanceId: env.runtimeInstanceId,
+    } as DataOf<"run.started">),
+  );
   const exec = journalFor(env, execRef(p.tenantId, executionId), 0, 0);
-  await exec.append(emit("exec.started", { sharedRunId: p.sharedRunId, localRunId: p.localRunId, runtimeInstanceId: env.runtimeInstanceId,
-    dagDigest: dagDigest(p.dag), stepCount: p.dag.steps.length, epoch: 0 } as DataOf<"exec.started">));
+  await exec.append(
+    emit("exec.started", {
+      sharedRunId: p.sharedRunId,
+      localRunId: p.localRunId,
+      runtimeInstanceId: env.runtimeInstanceId,
+      dagDigest: dagDigest(p.dag),
+      stepCount: p.dag.steps.length,
+      epoch: 0,
+    } as DataOf<"exec.started">),
+  );
   return { executionId, localRunId: p.localRunId, epoch: 0, run, exec, prior: foldExecution([]), emit };
 }
 
@@ -78,15 +113,26 @@ export async function openFresh(env: JournalEnv, p: DispatchPayload): Promise<Op
 export async function checkResumable(env: JournalEnv, p: ResumePayload): Promise<ExecutionState> {
   const history = await env.store.read(execRef(p.tenantId, p.executionId));
   const state = foldExecution(history.events);
-  const refuse = (detail: string) => new DroverError("resume-epoch-mismatch", `execution ${p.executionId}: ${detail}`, { details: { executionId: p.executionId, epoch: p.epoch } });
+  const refuse = (detail: string) =>
+    new DroverError("resume-epoch-mismatch", `execution ${p.executionId}: ${detail}`, {
+      details: { executionId: p.executionId, epoch: p.epoch },
+    });
   if (state.terminal) throw refuse(`already ${state.terminal}`);
-  if (!state.pendingRecovery) throw refuse(`no unresumed paused-for-recovery in the journal (current epoch ${state.epoch})`);
-  if (state.pendingRecovery.newEpoch !== p.epoch) throw refuse(`journal's pending recovery epoch is ${state.pendingRecovery.newEpoch}, command says ${p.epoch}`);
+  if (!state.pendingRecovery)
+    throw refuse(`no unresumed paused-for-recovery in the journal (current epoch ${state.epoch})`);
+  if (state.pendingRecovery.newEpoch !== p.epoch)
+    throw refuse(`journal's pending recovery epoch is ${state.pendingRecovery.newEpoch}, command says ${p.epoch}`);
   if (state.started && state.started.sharedRunId !== p.sharedRunId) {
-    throw new DroverError("contract-violation", `execution ${p.executionId} belongs to run ${state.started.sharedRunId}, not ${p.sharedRunId}`);
+    throw new DroverError(
+      "contract-violation",
+      `execution ${p.executionId} belongs to run ${state.started.sharedRunId}, not ${p.sharedRunId}`,
+    );
   }
   if (state.started && state.started.dagDigest !== dagDigest(p.dag)) {
-    throw new DroverError("dag-invalid", `execution ${p.executionId} was started with another DAG (digest ${state.started.dagDigest})`);
+    throw new DroverError(
+      "dag-invalid",
+      `execution ${p.executionId} was started with another DAG (digest ${state.started.dagDigest})`,
+    );
   }
   return state;
 }
@@ -99,16 +145,23 @@ export async function checkResumable(env: JournalEnv, p: ResumePayload): Promise
  * rejects with `contract-violation` naming what the log holds at that sequence.
  */
 export async function checkDispatched(env: JournalEnv, p: DispatchPayload, resumeExecutionId?: string): Promise<void> {
-  const at = (await env.store.read(runRef(p.tenantId, p.sharedRunId))).events.find((e) => e.seq === p.dispatchedSeq)?.event;
+  const at = (await env.store.read(runRef(p.tenantId, p.sharedRunId))).events.find(
+    (e) => e.seq === p.dispatchedSeq,
+  )?.event;
   const d = at?.type === "run.dispatched" ? at.data : undefined;
-  const problem = !d ? `is ${at ? `its ${at.type} event` : "no event of this run"}, not a dispatched event`
-    : d.localRunId !== p.localRunId ? `dispatched LocalRunId ${d.localRunId}, not ${p.localRunId}`
-      : d.runtimeInstanceId !== env.runtimeInstanceId ? `dispatched ${p.localRunId} to ${d.runtimeInstanceId}, not to ${env.runtimeInstanceId}`
-        : d.resumeExecutionId !== resumeExecutionId ? `dispatched ${d.resumeExecutionId ? `a resume of ${d.resumeExecutionId}` : "a fresh start"}, not ${resumeExecutionId ? `a resume of ${resumeExecutionId}` : "a fresh start"}`
+  const problem = !d
+    ? `is ${at ? `its ${at.type} event` : "no event of this run"}, not a dispatched event`
+    : d.localRunId !== p.localRunId
+      ? `dispatched LocalRunId ${d.localRunId}, not ${p.localRunId}`
+      : d.runtimeInstanceId !== env.runtimeInstanceId
+        ? `dispatched ${p.localRunId} to ${d.runtimeInstanceId}, not to ${env.runtimeInstanceId}`
+        : d.resumeExecutionId !== resumeExecutionId
+          ? `dispatched ${d.resumeExecutionId ? `a resume of ${d.resumeExecutionId}` : "a fresh start"}, not ${resumeExecutionId ? `a resume of ${resumeExecutionId}` : "a fresh start"}`
           : undefined;
   if (problem) {
-    throw new DroverError("contract-violation", `run ${p.sharedRunId} at sequence ${p.dispatchedSeq} ${problem}`,
-      { details: { sharedRunId: p.sharedRunId, localRunId: p.localRunId, dispatchedSeq: p.dispatchedSeq } });
+    throw new DroverError("contract-violation", `run ${p.sharedRunId} at sequence ${p.dispatchedSeq} ${problem}`, {
+      details: { sharedRunId: p.sharedRunId, localRunId: p.localRunId, dispatchedSeq: p.dispatchedSeq },
+    });
   }
 }
 
@@ -121,9 +174,21 @@ export async function openResume(env: JournalEnv, p: ResumePayload): Promise<Ope
   const prior = await checkResumable(env, p);
   const emit = emitter(env, p, p.epoch);
   const run = journalFor(env, runRef(p.tenantId, p.sharedRunId), p.dispatchedSeq, p.epoch);
-  await run.append(emit("run.started", { executionId: p.executionId, localRunId: p.localRunId, runtimeInstanceId: env.runtimeInstanceId } as DataOf<"run.started">));
+  await run.append(
+    emit("run.started", {
+      executionId: p.executionId,
+      localRunId: p.localRunId,
+      runtimeInstanceId: env.runtimeInstanceId,
+    } as DataOf<"run.started">),
+  );
   const exec = journalFor(env, execRef(p.tenantId, p.executionId), prior.lastSeq, p.epoch);
-  await exec.append(emit("exec.resumed", { runtimeInstanceId: env.runtimeInstanceId, localRunId: p.localRunId, epoch: p.epoch,
-    completedSteps: prior.completed.size } as DataOf<"exec.resumed">));
+  await exec.append(
+    emit("exec.resumed", {
+      runtimeInstanceId: env.runtimeInstanceId,
+      localRunId: p.localRunId,
+      epoch: p.epoch,
+      completedSteps: prior.completed.size,
+    } as DataOf<"exec.resumed">),
+  );
   return { executionId: p.executionId, localRunId: p.localRunId, epoch: p.epoch, run, exec, prior, emit };
 }

@@ -1,4 +1,11 @@
-import { DroverError, isDroverError, type DagDefinition, type DataOf, type ErrorCode, type Step } from "../../../contracts/index.ts";
+import {
+  DroverError,
+  isDroverError,
+  type DagDefinition,
+  type DataOf,
+  type ErrorCode,
+  type Step,
+} from "../../../contracts/index.ts";
 import { assertNever } from "../../../aggregates/assert-never.ts";
 import { retryAtAfterFailure, scheduleSteps, type StepStart } from "../../../aggregates/scheduler.ts";
 import { canonicalJson } from "../../../aggregates/step-inputs.ts";
@@ -42,14 +49,26 @@ export class Execution {
   private wake: (() => void) | undefined;
   private firstStepLogged = false;
 
-  constructor(private readonly env: ExecutorEnv, private readonly opened: OpenedExecution, private readonly dag: DagDefinition, private readonly startedAt: number) {
-    for (const [id, c] of opened.prior.completed) { this.completed.set(id, c.outputDigest); this.completedIds.add(id); }
+  constructor(
+    private readonly env: ExecutorEnv,
+    private readonly opened: OpenedExecution,
+    private readonly dag: DagDefinition,
+    private readonly startedAt: number,
+  ) {
+    for (const [id, c] of opened.prior.completed) {
+      this.completed.set(id, c.outputDigest);
+      this.completedIds.add(id);
+    }
     for (const [id, f] of opened.prior.failures) this.failures.set(id, f);
     for (const [id, t] of opened.prior.timers) this.timers.set(id, t);
   }
 
-  get executionId(): string { return this.opened.executionId; }
-  get completedSteps(): number { return this.completed.size; }
+  get executionId(): string {
+    return this.opened.executionId;
+  }
+  get completedSteps(): number {
+    return this.completed.size;
+  }
 
   /** Requests cancellation; the execution ends `cancelled` once its in-flight steps have stopped. */
   cancel(): void {
@@ -65,8 +84,16 @@ export class Execution {
     } catch (e) {
       this.abort.abort(e);
       await this.drained();
-      const err = isDroverError(e) ? e : new DroverError("event-store-unavailable", String((e as Error)?.message ?? e), { cause: e });
-      if (err.code === "execution-ownership-lost") this.env.log({ event: "execution-ownership-lost", executionId: this.executionId, detail: err.message, completedSteps: this.completed.size });
+      const err = isDroverError(e)
+        ? e
+        : new DroverError("event-store-unavailable", String((e as Error)?.message ?? e), { cause: e });
+      if (err.code === "execution-ownership-lost")
+        this.env.log({
+          event: "execution-ownership-lost",
+          executionId: this.executionId,
+          detail: err.message,
+          completedSteps: this.completed.size,
+        });
       return { state: "failed", reason: err.code, detail: err.message };
     }
   }
@@ -75,8 +102,12 @@ export class Execution {
     for (;;) {
       if (this.fatal) throw this.fatal;
       if (this.cancelRequested) return this.finishCancelled();
-      const d = scheduleSteps(this.dag, { completed: this.completedIds, failures: this.failures, running: this.running },
-        this.env.now().getTime(), this.env.maxWorkersPerRun);
+      const d = scheduleSteps(
+        this.dag,
+        { completed: this.completedIds, failures: this.failures, running: this.running },
+        this.env.now().getTime(),
+        this.env.maxWorkersPerRun,
+      );
       switch (d.kind) {
         case "completed":
           return this.finishCompleted();
@@ -84,7 +115,10 @@ export class Execution {
           return this.finishFailed(d.stepId, d.attempt);
         case "continue":
           for (const s of d.start) {
-            const acquired = await this.env.workers.acquire(this.abort.signal).then(() => true, () => false);
+            const acquired = await this.env.workers.acquire(this.abort.signal).then(
+              () => true,
+              () => false,
+            );
             if (this.abort.signal.aborted) {
               if (acquired) this.env.workers.release();
               break;
@@ -105,8 +139,14 @@ export class Execution {
     this.running.add(s.stepId);
     if (!this.firstStepLogged) {
       this.firstStepLogged = true;
-      this.env.log({ event: "first-step-started", executionId: this.executionId, stepId: s.stepId, attempt: s.attempt,
-        sinceOpenMs: this.env.now().getTime() - this.startedAt, resumedAfter: this.opened.prior.completed.size });
+      this.env.log({
+        event: "first-step-started",
+        executionId: this.executionId,
+        stepId: s.stepId,
+        attempt: s.attempt,
+        sinceOpenMs: this.env.now().getTime() - this.startedAt,
+        resumedAfter: this.opened.prior.completed.size,
+      });
     }
     const t0 = this.env.now().getTime();
     try {
@@ -114,24 +154,45 @@ export class Execution {
       let output: Record<string, unknown> | undefined;
       let error: unknown;
       try {
-        output = await this.env.runStep(step, { executionId: this.executionId, attempt: s.attempt, depDigests: this.completed, signal: this.abort.signal, llmBaseUrl: this.env.llmBaseUrl,
-          ...(wakeAt === undefined ? {} : { sleepMs: Math.max(0, wakeAt - this.env.now().getTime()) }) });
-      } catch (e) { error = e; }
+        output = await this.env.runStep(step, {
+          executionId: this.executionId,
+          attempt: s.attempt,
+          depDigests: this.completed,
+          signal: this.abort.signal,
+          llmBaseUrl: this.env.llmBaseUrl,
+          ...(wakeAt === undefined ? {} : { sleepMs: Math.max(0, wakeAt - this.env.now().getTime()) }),
+        });
+      } catch (e) {
+        error = e;
+      }
       // After cancel or lost ownership nothing more is written: the step's result is dropped.
       if (this.abort.signal.aborted) return;
       const now = this.env.now();
       if (output !== undefined) {
         const outputDigest = sha256Hex(canonicalJson(output));
-        await this.opened.exec.append(this.opened.emit("exec.step-completed", { stepId: s.stepId, attempt: s.attempt, output,
-          outputDigest, durationMs: Math.max(0, now.getTime() - t0) } as DataOf<"exec.step-completed">));
+        await this.opened.exec.append(
+          this.opened.emit("exec.step-completed", {
+            stepId: s.stepId,
+            attempt: s.attempt,
+            output,
+            outputDigest,
+            durationMs: Math.max(0, now.getTime() - t0),
+          } as DataOf<"exec.step-completed">),
+        );
         this.failures.delete(s.stepId);
         this.completed.set(s.stepId, outputDigest);
         this.completedIds.add(s.stepId);
       } else {
         const retryAt = retryAtAfterFailure(step, s.attempt, now.getTime());
         const message = String((error as Error)?.message ?? error).slice(0, 2000);
-        await this.opened.exec.append(this.opened.emit("exec.step-failed", { stepId: s.stepId, attempt: s.attempt, error: message,
-          ...(retryAt === undefined ? {} : { retryAt: new Date(retryAt).toISOString() }) } as DataOf<"exec.step-failed">));
+        await this.opened.exec.append(
+          this.opened.emit("exec.step-failed", {
+            stepId: s.stepId,
+            attempt: s.attempt,
+            error: message,
+            ...(retryAt === undefined ? {} : { retryAt: new Date(retryAt).toISOString() }),
+          } as DataOf<"exec.step-failed">),
+        );
         this.failures.set(s.stepId, retryAt === undefined ? { attempt: s.attempt } : { attempt: s.attempt, retryAt });
       }
     } catch (e) {
@@ -152,7 +213,14 @@ export class Execution {
     const known = this.timers.get(stepId);
     if (known?.attempt === attempt) return known.wakeAt;
     const wakeAt = this.env.now().getTime() + durationMs;
-    await this.opened.exec.append(this.opened.emit("exec.timer-started", { stepId, attempt, durationMs, wakeAt: new Date(wakeAt).toISOString() } as DataOf<"exec.timer-started">));
+    await this.opened.exec.append(
+      this.opened.emit("exec.timer-started", {
+        stepId,
+        attempt,
+        durationMs,
+        wakeAt: new Date(wakeAt).toISOString(),
+      } as DataOf<"exec.timer-started">),
+    );
     this.timers.set(stepId, { attempt, wakeAt });
     return wakeAt;
   }
@@ -160,16 +228,27 @@ export class Execution {
   private async finishCompleted(): Promise<ExecutionOutcome> {
     const outputDigest = sha256Hex(canonicalJson([...this.completed.entries()].sort(([a], [b]) => (a < b ? -1 : 1))));
     await this.opened.exec.append(this.opened.emit("exec.completed", { outputDigest }));
-    await this.appendRun("run.completed", { executionId: this.executionId, localRunId: this.opened.localRunId, outputDigest } as DataOf<"run.completed">);
+    await this.appendRun("run.completed", {
+      executionId: this.executionId,
+      localRunId: this.opened.localRunId,
+      outputDigest,
+    } as DataOf<"run.completed">);
     return { state: "completed" };
   }
 
   private async finishFailed(stepId: string, attempt: number): Promise<ExecutionOutcome> {
     this.abort.abort(new Error("execution failed"));
     await this.drained();
-    const reason = { code: "step-attempts-exhausted" as const, detail: `step ${stepId} failed attempt ${attempt} of ${attempt}` };
+    const reason = {
+      code: "step-attempts-exhausted" as const,
+      detail: `step ${stepId} failed attempt ${attempt} of ${attempt}`,
+    };
     await this.opened.exec.append(this.opened.emit("exec.failed", { reason, stepId } as DataOf<"exec.failed">));
-    await this.appendRun("run.failed", { executionId: this.executionId, localRunId: this.opened.localRunId, reason } as DataOf<"run.failed">);
+    await this.appendRun("run.failed", {
+      executionId: this.executionId,
+      localRunId: this.opened.localRunId,
+      reason,
+    } as DataOf<"run.failed">);
     return { state: "failed", reason: reason.code, detail: reason.detail };
   }
 
@@ -182,7 +261,10 @@ export class Execution {
   }
 
   /** Run-aggregate terminal events: a conflict here (the run moved, e.g. cancelled by the API) is logged, not fatal. */
-  private async appendRun<T extends "run.completed" | "run.failed" | "run.cancelled">(type: T, data: DataOf<T>): Promise<void> {
+  private async appendRun<T extends "run.completed" | "run.failed" | "run.cancelled">(
+    type: T,
+    data: DataOf<T>,
+  ): Promise<void> {
     try {
       await this.opened.run.append(this.opened.emit(type, data));
     } catch (e) {
@@ -200,10 +282,20 @@ export class Execution {
 
   /** Resolves when a step finished, a cancel arrived, or `wakeAt` (a retry time) is reached. */
   private changed(wakeAt?: number): Promise<void> {
-    if (this.dirty) { this.dirty = false; return Promise.resolve(); }
+    if (this.dirty) {
+      this.dirty = false;
+      return Promise.resolve();
+    }
     return new Promise((ok) => {
-      const timer = wakeAt === undefined ? undefined : setTimeout(() => this.poke(), Math.max(0, wakeAt - this.env.now().getTime()));
-      this.wake = () => { if (timer) clearTimeout(timer); this.dirty = false; ok(); };
+      const timer =
+        wakeAt === undefined
+          ? undefined
+          : setTimeout(() => this.poke(), Math.max(0, wakeAt - this.env.now().getTime()));
+      this.wake = () => {
+        if (timer) clearTimeout(timer);
+        this.dirty = false;
+        ok();
+      };
     });
   }
 

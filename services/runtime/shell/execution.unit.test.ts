@@ -14,24 +14,61 @@ import { WorkerPool } from "./worker-pool.ts";
 const T = "t1";
 let ids = 0;
 const journalEnv = (store: MemoryEventStore, runtimeInstanceId = "rt-a"): JournalEnv => ({
-  store, runtimeInstanceId, hostIncarnation: "pid:1:1", now: () => new Date(1_000_000), newEventId: () => `ev-${++ids}`, sleep: async () => undefined,
+  store,
+  runtimeInstanceId,
+  hostIncarnation: "pid:1:1",
+  now: () => new Date(1_000_000),
+  newEventId: () => `ev-${++ids}`,
+  sleep: async () => undefined,
 });
-const chain = (n: number): DagDefinition => DagDefinition.parse({ steps: Array.from({ length: n }, (_, i) => ({ id: `s${i + 1}`, kind: "compute", dependsOn: i ? [`s${i}`] : [] })) } satisfies DagInput);
-const payload = (dag: DagDefinition, localRunId = "l1") => ({ sharedRunId: "r1", localRunId, tenantId: T, dag, dispatchedSeq: 0, correlationId: "c1" }) as Parameters<typeof openFresh>[1];
+const chain = (n: number): DagDefinition =>
+  DagDefinition.parse({
+    steps: Array.from({ length: n }, (_, i) => ({ id: `s${i + 1}`, kind: "compute", dependsOn: i ? [`s${i}`] : [] })),
+  } satisfies DagInput);
+const payload = (dag: DagDefinition, localRunId = "l1") =>
+  ({ sharedRunId: "r1", localRunId, tenantId: T, dag, dispatchedSeq: 0, correlationId: "c1" }) as Parameters<
+    typeof openFresh
+  >[1];
 
-function recordingRunner(onStep?: (step: Step, attempt: number) => Promise<void> | void): { runner: StepRunner; calls: string[] } {
+function recordingRunner(onStep?: (step: Step, attempt: number) => Promise<void> | void): {
+  runner: StepRunner;
+  calls: string[];
+} {
   const calls: string[] = [];
-  return { calls, runner: async (step, ctx) => { calls.push(`${step.id}#${ctx.attempt}`); await onStep?.(step, ctx.attempt); return { ok: step.id }; } };
+  return {
+    calls,
+    runner: async (step, ctx) => {
+      calls.push(`${step.id}#${ctx.attempt}`);
+      await onStep?.(step, ctx.attempt);
+      return { ok: step.id };
+    },
+  };
 }
-const executor = (runner: StepRunner, workers = new WorkerPool(2)) => ({ workers, maxWorkersPerRun: 1, runStep: runner, now: () => new Date(1_000_000), log: () => undefined });
-const types = (store: MemoryEventStore, ref = execRef(T, executionIdFor("r1", "l1"))) => store.read(ref).then((h) => h.events.map((e) => e.event.type));
+const executor = (runner: StepRunner, workers = new WorkerPool(2)) => ({
+  workers,
+  maxWorkersPerRun: 1,
+  runStep: runner,
+  now: () => new Date(1_000_000),
+  log: () => undefined,
+});
+const types = (store: MemoryEventStore, ref = execRef(T, executionIdFor("r1", "l1"))) =>
+  store.read(ref).then((h) => h.events.map((e) => e.event.type));
 
 describe("AggregateJournal: the runtime is the single writer of its execution (in-memory store; proves no transport)", () => {
   it("after a version conflict, the journal is lost: that append and every queued one fail with execution-ownership-lost and none is sent", async () => {
     const store = new MemoryEventStore();
     const opened = await openFresh(journalEnv(store), payload(chain(2)));
     // A foreign writer (recovery) appends after the runtime's last sequence.
-    await store.append(opened.exec.ref, opened.emit("exec.paused-for-recovery", { forensicsId: `runtime-recovery:${executionIdFor("r1", "l1")}:r1:l1`, incidentId: "i1", failedRuntimeInstanceId: "rt-a", newEpoch: 1 } as never), { expectedSeq: opened.exec.lastSeq, msgId: "recovery" });
+    await store.append(
+      opened.exec.ref,
+      opened.emit("exec.paused-for-recovery", {
+        forensicsId: `runtime-recovery:${executionIdFor("r1", "l1")}:r1:l1`,
+        incidentId: "i1",
+        failedRuntimeInstanceId: "rt-a",
+        newEpoch: 1,
+      } as never),
+      { expectedSeq: opened.exec.lastSeq, msgId: "recovery" },
+    );
     const attemptsBefore = store.appendLog.length;
     const a = opened.exec.append(opened.emit("exec.completed", { outputDigest: "a".repeat(64) }));
     const b = opened.exec.append(opened.emit("exec.completed", { outputDigest: "b".repeat(64) }));
@@ -68,56 +105,145 @@ describe("Execution: deterministic, durable, fenced (in-memory store; proves no 
     const opened = await openFresh(journalEnv(store), payload(chain(3)));
     expect(await new Execution(executor(runner), opened, chain(3), 0).run()).toEqual({ state: "completed" });
     expect(calls).toEqual(["s1#1", "s2#1", "s3#1"]);
-    expect(await types(store)).toEqual(["exec.started", "exec.step-completed", "exec.step-completed", "exec.step-completed", "exec.completed"]);
+    expect(await types(store)).toEqual([
+      "exec.started",
+      "exec.step-completed",
+      "exec.step-completed",
+      "exec.step-completed",
+      "exec.completed",
+    ]);
     expect(await types(store, runRef(T, "r1"))).toEqual(["run.started", "run.completed"]);
   });
 
   it("a resume never re-runs a recorded step and continues the attempt count from the journal (recovery consumes no retry budget)", async () => {
     const store = new MemoryEventStore();
-    const dag = DagDefinition.parse({ steps: [{ id: "s1", kind: "compute" }, { id: "s2", kind: "flaky", dependsOn: ["s1"], retry: { maxAttempts: 3, backoffMs: 0 }, params: { failAttempts: 1 } }] } satisfies DagInput);
+    const dag = DagDefinition.parse({
+      steps: [
+        { id: "s1", kind: "compute" },
+        {
+          id: "s2",
+          kind: "flaky",
+          dependsOn: ["s1"],
+          retry: { maxAttempts: 3, backoffMs: 0 },
+          params: { failAttempts: 1 },
+        },
+      ],
+    } satisfies DagInput);
     const first = await openFresh(journalEnv(store), payload(dag));
-    await first.exec.append(first.emit("exec.step-completed", { stepId: "s1", attempt: 1, output: { ok: "s1" }, outputDigest: "a".repeat(64), durationMs: 1 } as never));
-    await first.exec.append(first.emit("exec.step-failed", { stepId: "s2", attempt: 1, error: "x", retryAt: new Date(0).toISOString() } as never));
+    await first.exec.append(
+      first.emit("exec.step-completed", {
+        stepId: "s1",
+        attempt: 1,
+        output: { ok: "s1" },
+        outputDigest: "a".repeat(64),
+        durationMs: 1,
+      } as never),
+    );
+    await first.exec.append(
+      first.emit("exec.step-failed", {
+        stepId: "s2",
+        attempt: 1,
+        error: "x",
+        retryAt: new Date(0).toISOString(),
+      } as never),
+    );
     const executionId = first.executionId;
-    await store.append(first.exec.ref, first.emit("exec.paused-for-recovery", { forensicsId: `runtime-recovery:${executionIdFor("r1", "l1")}:r1:l1`, incidentId: "i1", failedRuntimeInstanceId: "rt-a", newEpoch: 1 } as never), { expectedSeq: first.exec.lastSeq, msgId: "recovery" });
+    await store.append(
+      first.exec.ref,
+      first.emit("exec.paused-for-recovery", {
+        forensicsId: `runtime-recovery:${executionIdFor("r1", "l1")}:r1:l1`,
+        incidentId: "i1",
+        failedRuntimeInstanceId: "rt-a",
+        newEpoch: 1,
+      } as never),
+      { expectedSeq: first.exec.lastSeq, msgId: "recovery" },
+    );
     const { runner, calls } = recordingRunner();
-    const resumed = await openResume(journalEnv(store, "rt-b"), { ...payload(dag, "l2"), executionId, epoch: 1, dispatchedSeq: await store.lastSeq(runRef(T, "r1")) } as never);
+    const resumed = await openResume(journalEnv(store, "rt-b"), {
+      ...payload(dag, "l2"),
+      executionId,
+      epoch: 1,
+      dispatchedSeq: await store.lastSeq(runRef(T, "r1")),
+    } as never);
     expect(await new Execution(executor(runner), resumed, dag, 0).run()).toEqual({ state: "completed" });
     expect(calls).toEqual(["s2#2"]);
     const tail = (await store.read(first.exec.ref)).events.slice(-3).map((e) => e.event as DroverEvent);
-    expect(tail.map((e) => [e.type, e.writer.runtimeInstanceId, e.writer.epoch])).toEqual([["exec.resumed", "rt-b", 1], ["exec.step-completed", "rt-b", 1], ["exec.completed", "rt-b", 1]]);
+    expect(tail.map((e) => [e.type, e.writer.runtimeInstanceId, e.writer.epoch])).toEqual([
+      ["exec.resumed", "rt-b", 1],
+      ["exec.step-completed", "rt-b", 1],
+      ["exec.completed", "rt-b", 1],
+    ]);
   });
 
   it("a sleep step makes its timer durable before it waits; a resume sleeps only what is left of it and records no second timer", async () => {
     const store = new MemoryEventStore();
-    const dag = DagDefinition.parse({ steps: [{ id: "nap", kind: "sleep", params: { durationMs: 60_000 } }] } satisfies DagInput);
+    const dag = DagDefinition.parse({
+      steps: [{ id: "nap", kind: "sleep", params: { durationMs: 60_000 } }],
+    } satisfies DagInput);
     const sleeps: (number | undefined)[] = [];
-    const sleeper: StepRunner = async (step, ctx) => { sleeps.push(ctx.sleepMs); return { sleptMs: (step.params as { durationMs: number }).durationMs }; };
+    const sleeper: StepRunner = async (step, ctx) => {
+      sleeps.push(ctx.sleepMs);
+      return { sleptMs: (step.params as { durationMs: number }).durationMs };
+    };
     // First owner, clock at 1 000 000: the timer (wake at 1 060 000) is journalled before the runner is called.
     const first = await openFresh(journalEnv(store), payload(dag));
     let wakeUp = (): void => undefined;
     let asleep = (): void => undefined;
-    const sleeping = new Promise<void>((ok) => { asleep = ok; });
-    const firstRun = new Execution({ ...executor(async (step, ctx) => {
-      expect((await types(store)).at(-1)).toBe("exec.timer-started");
-      asleep();
-      await new Promise<void>((ok) => { wakeUp = ok; });
-      return sleeper(step, ctx);
-    }), now: () => new Date(1_000_000) }, first, dag, 0);
+    const sleeping = new Promise<void>((ok) => {
+      asleep = ok;
+    });
+    const firstRun = new Execution(
+      {
+        ...executor(async (step, ctx) => {
+          expect((await types(store)).at(-1)).toBe("exec.timer-started");
+          asleep();
+          await new Promise<void>((ok) => {
+            wakeUp = ok;
+          });
+          return sleeper(step, ctx);
+        }),
+        now: () => new Date(1_000_000),
+      },
+      first,
+      dag,
+      0,
+    );
     const outcome = firstRun.run();
     await sleeping;
     // Recovery fences it mid-sleep; when its timer fires, its step-completed is refused.
-    await store.append(first.exec.ref, first.emit("exec.paused-for-recovery", { forensicsId: `runtime-recovery:${first.executionId}:r1:l1`, incidentId: "i1", failedRuntimeInstanceId: "rt-a", newEpoch: 1 } as never), { expectedSeq: await store.lastSeq(first.exec.ref), msgId: "recovery" });
+    await store.append(
+      first.exec.ref,
+      first.emit("exec.paused-for-recovery", {
+        forensicsId: `runtime-recovery:${first.executionId}:r1:l1`,
+        incidentId: "i1",
+        failedRuntimeInstanceId: "rt-a",
+        newEpoch: 1,
+      } as never),
+      { expectedSeq: await store.lastSeq(first.exec.ref), msgId: "recovery" },
+    );
     wakeUp();
     expect(await outcome).toMatchObject({ state: "failed", reason: "execution-ownership-lost" });
-    const timers = (await store.read(first.exec.ref)).events.filter((e) => e.event.type === "exec.timer-started").map((e) => e.event.data);
-    expect(timers).toEqual([{ stepId: "nap", attempt: 1, durationMs: 60_000, wakeAt: new Date(1_060_000).toISOString() }]);
+    const timers = (await store.read(first.exec.ref)).events
+      .filter((e) => e.event.type === "exec.timer-started")
+      .map((e) => e.event.data);
+    expect(timers).toEqual([
+      { stepId: "nap", attempt: 1, durationMs: 60_000, wakeAt: new Date(1_060_000).toISOString() },
+    ]);
     // The replacement resumes 45 s later: 15 s are left.
-    const resumed = await openResume(journalEnv(store, "rt-b"), { ...payload(dag, "l2"), executionId: first.executionId, epoch: 1, dispatchedSeq: await store.lastSeq(runRef(T, "r1")) } as never);
+    const resumed = await openResume(journalEnv(store, "rt-b"), {
+      ...payload(dag, "l2"),
+      executionId: first.executionId,
+      epoch: 1,
+      dispatchedSeq: await store.lastSeq(runRef(T, "r1")),
+    } as never);
     sleeps.length = 0;
-    expect(await new Execution({ ...executor(sleeper), now: () => new Date(1_045_000) }, resumed, dag, 0).run()).toEqual({ state: "completed" });
+    expect(
+      await new Execution({ ...executor(sleeper), now: () => new Date(1_045_000) }, resumed, dag, 0).run(),
+    ).toEqual({ state: "completed" });
     expect(sleeps).toEqual([15_000]);
-    expect((await store.read(first.exec.ref)).events.filter((e) => e.event.type === "exec.timer-started")).toHaveLength(1);
+    expect((await store.read(first.exec.ref)).events.filter((e) => e.event.type === "exec.timer-started")).toHaveLength(
+      1,
+    );
   });
 
   it("a foreign append mid-run stops the execution with execution-ownership-lost: no further append, the worker is released", async () => {
@@ -127,8 +253,16 @@ describe("Execution: deterministic, durable, fenced (in-memory store; proves no 
     const { runner } = recordingRunner(async (step) => {
       const opened = holder.opened;
       if (step.id === "s2" && opened) {
-        await store.append(opened.exec.ref, opened.emit("exec.paused-for-recovery", { forensicsId: `runtime-recovery:${executionIdFor("r1", "l1")}:r1:l1`, incidentId: "i1", failedRuntimeInstanceId: "rt-a", newEpoch: 1 } as never),
-          { expectedSeq: await store.lastSeq(opened.exec.ref), msgId: "recovery" });
+        await store.append(
+          opened.exec.ref,
+          opened.emit("exec.paused-for-recovery", {
+            forensicsId: `runtime-recovery:${executionIdFor("r1", "l1")}:r1:l1`,
+            incidentId: "i1",
+            failedRuntimeInstanceId: "rt-a",
+            newEpoch: 1,
+          } as never),
+          { expectedSeq: await store.lastSeq(opened.exec.ref), msgId: "recovery" },
+        );
       }
     });
     const opened = await openFresh(journalEnv(store), payload(chain(4)));
@@ -152,17 +286,27 @@ describe("Execution: deterministic, durable, fenced (in-memory store; proves no 
 });
 
 describe("checkDispatched: run started only for this runtime's own dispatch (in-memory store; proves no transport)", () => {
-  const ctx = { tenantId: T, correlationId: "c1", causationId: "admission", writer: { service: "admission", instanceId: "adm-1" } } as const;
+  const ctx = {
+    tenantId: T,
+    correlationId: "c1",
+    causationId: "admission",
+    writer: { service: "admission", instanceId: "adm-1" },
+  } as const;
   async function dispatched(store: MemoryEventStore, data: Record<string, unknown>): Promise<number> {
     const ref = runRef(T, "r1");
-    const e = buildEvent("run.dispatched", { transport: "http", hostIncarnation: "pid:1:1", ...data } as never, ctx, { eventId: `ev-${++ids}`, now: new Date(0).toISOString() });
+    const e = buildEvent("run.dispatched", { transport: "http", hostIncarnation: "pid:1:1", ...data } as never, ctx, {
+      eventId: `ev-${++ids}`,
+      now: new Date(0).toISOString(),
+    });
     return (await store.append(ref, e, { expectedSeq: await store.lastSeq(ref) })).seq;
   }
 
   it("given the run's dispatched event for this LocalRunId on this runtime, when checked, then it passes and writes nothing", async () => {
     const store = new MemoryEventStore();
     const seq = await dispatched(store, { runtimeInstanceId: "rt-a", localRunId: "l1" });
-    await expect(checkDispatched(journalEnv(store), { ...payload(chain(1)), dispatchedSeq: seq })).resolves.toBeUndefined();
+    await expect(
+      checkDispatched(journalEnv(store), { ...payload(chain(1)), dispatchedSeq: seq }),
+    ).resolves.toBeUndefined();
     expect(store.events).toHaveLength(1);
   });
 
@@ -170,19 +314,44 @@ describe("checkDispatched: run started only for this runtime's own dispatch (in-
     const store = new MemoryEventStore();
     const other = await dispatched(store, { runtimeInstanceId: "rt-a", localRunId: "l0" });
     const elsewhere = await dispatched(store, { runtimeInstanceId: "rt-b", localRunId: "l1" });
-    const resume = await dispatched(store, { runtimeInstanceId: "rt-a", localRunId: "l1", resumeExecutionId: executionIdFor("r1", "l0") });
-    const check = (dispatchedSeq: number) => checkDispatched(journalEnv(store), { ...payload(chain(1)), dispatchedSeq });
-    await expect(check(other)).rejects.toMatchObject({ code: "contract-violation", message: expect.stringContaining("dispatched LocalRunId l0, not l1") });
-    await expect(check(elsewhere)).rejects.toMatchObject({ code: "contract-violation", message: expect.stringContaining("to rt-b, not to rt-a") });
-    await expect(check(resume + 1)).rejects.toMatchObject({ code: "contract-violation", message: expect.stringContaining("no event of this run") });
-    await expect(check(resume)).rejects.toMatchObject({ code: "contract-violation", message: expect.stringContaining("not a fresh start") });
+    const resume = await dispatched(store, {
+      runtimeInstanceId: "rt-a",
+      localRunId: "l1",
+      resumeExecutionId: executionIdFor("r1", "l0"),
+    });
+    const check = (dispatchedSeq: number) =>
+      checkDispatched(journalEnv(store), { ...payload(chain(1)), dispatchedSeq });
+    await expect(check(other)).rejects.toMatchObject({
+      code: "contract-violation",
+      message: expect.stringContaining("dispatched LocalRunId l0, not l1"),
+    });
+    await expect(check(elsewhere)).rejects.toMatchObject({
+      code: "contract-violation",
+      message: expect.stringContaining("to rt-b, not to rt-a"),
+    });
+    await expect(check(resume + 1)).rejects.toMatchObject({
+      code: "contract-violation",
+      message: expect.stringContaining("no event of this run"),
+    });
+    await expect(check(resume)).rejects.toMatchObject({
+      code: "contract-violation",
+      message: expect.stringContaining("not a fresh start"),
+    });
     expect(store.events).toHaveLength(3);
   });
 
   it("given a resume dispatch, when checked as a resume of another execution, then it is refused", async () => {
     const store = new MemoryEventStore();
-    const seq = await dispatched(store, { runtimeInstanceId: "rt-a", localRunId: "l1", resumeExecutionId: executionIdFor("r1", "l0") });
-    await expect(checkDispatched(journalEnv(store), { ...payload(chain(1)), dispatchedSeq: seq }, executionIdFor("r1", "l0"))).resolves.toBeUndefined();
-    await expect(checkDispatched(journalEnv(store), { ...payload(chain(1)), dispatchedSeq: seq }, executionIdFor("r1", "l9"))).rejects.toMatchObject({ code: "contract-violation" });
+    const seq = await dispatched(store, {
+      runtimeInstanceId: "rt-a",
+      localRunId: "l1",
+      resumeExecutionId: executionIdFor("r1", "l0"),
+    });
+    await expect(
+      checkDispatched(journalEnv(store), { ...payload(chain(1)), dispatchedSeq: seq }, executionIdFor("r1", "l0")),
+    ).resolves.toBeUndefined();
+    await expect(
+      checkDispatched(journalEnv(store), { ...payload(chain(1)), dispatchedSeq: seq }, executionIdFor("r1", "l9")),
+    ).rejects.toMatchObject({ code: "contract-violation" });
   });
 });

@@ -21,7 +21,10 @@ export class HeartbeatPublisher {
   private beat = 0;
   private timer: ReturnType<typeof setInterval> | undefined;
 
-  constructor(private readonly deps: HeartbeatDeps, private readonly intervalMs: number) {}
+  constructor(
+    private readonly deps: HeartbeatDeps,
+    private readonly intervalMs: number,
+  ) {}
 
   start(): void {
     this.publishNow();
@@ -38,11 +41,28 @@ export class HeartbeatPublisher {
   publishNow(): void {
     const f = this.deps.instance.localFacts();
     try {
-      this.deps.publish(this.deps.subject, encodeJson(Heartbeat, {
-        type: "heartbeat", runtimeInstanceId: this.deps.runtimeInstanceId as RuntimeInstanceId, hostIncarnation: this.deps.hostIncarnation as HostIncarnation,
-        beat: ++this.beat, at: this.deps.now().toISOString(), workers: f.workers, activeWorkers: f.activeWorkers, availableWorkers: f.availableWorkers,
-        queuedRuns: f.queuedRuns, runningRuns: f.runningRuns, availableSlots: f.availableSlots, paused: f.paused, draining: f.draining,
-      }, "heartbeat"));
+      this.deps.publish(
+        this.deps.subject,
+        encodeJson(
+          Heartbeat,
+          {
+            type: "heartbeat",
+            runtimeInstanceId: this.deps.runtimeInstanceId as RuntimeInstanceId,
+            hostIncarnation: this.deps.hostIncarnation as HostIncarnation,
+            beat: ++this.beat,
+            at: this.deps.now().toISOString(),
+            workers: f.workers,
+            activeWorkers: f.activeWorkers,
+            availableWorkers: f.availableWorkers,
+            queuedRuns: f.queuedRuns,
+            runningRuns: f.runningRuns,
+            availableSlots: f.availableSlots,
+            paused: f.paused,
+            draining: f.draining,
+          },
+          "heartbeat",
+        ),
+      );
     } catch (e) {
       this.deps.log({ event: "heartbeat-failed", beat: this.beat, detail: String((e as Error)?.message ?? e) });
     }

@@ -36,8 +36,12 @@ export class AggregateJournal {
   ) {}
 
   /** Sequence of the last event this writer wrote or read: the next append's expectation. */
-  get lastSeq(): number { return this.seq; }
-  get lost(): DroverError | undefined { return this.lostError; }
+  get lastSeq(): number {
+    return this.seq;
+  }
+  get lost(): DroverError | undefined {
+    return this.lostError;
+  }
 
   /**
    * Appends `event` after every append queued before it. Resolves with the stored sequence.
@@ -60,9 +64,11 @@ export class AggregateJournal {
         return r.seq;
       } catch (e) {
         if (isDroverError(e, "version-conflict")) {
-          this.lostError = new DroverError("execution-ownership-lost",
+          this.lostError = new DroverError(
+            "execution-ownership-lost",
             `another writer appended to ${this.ref.aggregate} ${this.ref.id} after sequence ${expectedSeq}; this runtime stops writing it`,
-            { cause: e, details: { aggregate: this.ref.aggregate, id: this.ref.id, expectedSeq, event: event.type } });
+            { cause: e, details: { aggregate: this.ref.aggregate, id: this.ref.id, expectedSeq, event: event.type } },
+          );
           throw this.lostError;
         }
         if (!isDroverError(e, "event-store-unavailable") || !e.retryable) throw e;

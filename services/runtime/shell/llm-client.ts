@@ -6,8 +6,18 @@ type Params = z.output<typeof LlmParams>;
 const ChatCompletion = z.object({
   id: z.string().optional(),
   model: z.string().optional(),
-  choices: z.array(z.object({ message: z.object({ content: z.string().nullable() }), finish_reason: z.string().nullable().optional() })).min(1),
-  usage: z.object({ prompt_tokens: z.number(), completion_tokens: z.number(), total_tokens: z.number() }).partial().optional(),
+  choices: z
+    .array(
+      z.object({
+        message: z.object({ content: z.string().nullable() }),
+        finish_reason: z.string().nullable().optional(),
+      }),
+    )
+    .min(1),
+  usage: z
+    .object({ prompt_tokens: z.number(), completion_tokens: z.number(), total_tokens: z.number() })
+    .partial()
+    .optional(),
 });
 
 /**
@@ -18,7 +28,11 @@ const ChatCompletion = z.object({
  * Failure modes: non-2xx status, a body that is not a chat completion, timeout (params.timeoutMs) or
  * abort — each rejects with a message naming the cause; the executor retries per the step policy.
  */
-export async function callChatCompletion(baseUrl: string, p: Params, signal: AbortSignal): Promise<Record<string, unknown>> {
+export async function callChatCompletion(
+  baseUrl: string,
+  p: Params,
+  signal: AbortSignal,
+): Promise<Record<string, unknown>> {
   const url = `${baseUrl.replace(/\/+$/, "")}/chat/completions`;
   const messages = [...(p.system ? [{ role: "system", content: p.system }] : []), { role: "user", content: p.prompt }];
   const res = await fetch(url, {
@@ -30,13 +44,25 @@ export async function callChatCompletion(baseUrl: string, p: Params, signal: Abo
   const text = await res.text();
   if (!res.ok) throw new Error(`llm ${url} answered ${res.status}: ${text.slice(0, 200)}`);
   let raw: unknown;
-  try { raw = JSON.parse(text); } catch { throw new Error(`llm ${url} answered non-JSON: ${text.slice(0, 200)}`); }
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    throw new Error(`llm ${url} answered non-JSON: ${text.slice(0, 200)}`);
+  }
   const parsed = ChatCompletion.safeParse(raw);
-  if (!parsed.success) throw new Error(`llm ${url} answered something that is not a chat completion: ${parsed.error.issues[0]?.message ?? ""}`);
+  if (!parsed.success)
+    throw new Error(
+      `llm ${url} answered something that is not a chat completion: ${parsed.error.issues[0]?.message ?? ""}`,
+    );
   const choice = parsed.data.choices[0];
   return {
-    model: parsed.data.model ?? p.model, prompt: p.prompt, system: p.system ?? null, response: choice?.message.content ?? "",
-    finishReason: choice?.finish_reason ?? null, completionId: parsed.data.id ?? null,
-    promptTokens: parsed.data.usage?.prompt_tokens ?? null, completionTokens: parsed.data.usage?.completion_tokens ?? null,
+    model: parsed.data.model ?? p.model,
+    prompt: p.prompt,
+    system: p.system ?? null,
+    response: choice?.message.content ?? "",
+    finishReason: choice?.finish_reason ?? null,
+    completionId: parsed.data.id ?? null,
+    promptTokens: parsed.data.usage?.prompt_tokens ?? null,
+    completionTokens: parsed.data.usage?.completion_tokens ?? null,
   };
 }

@@ -1,14 +1,32 @@
-import { DroverError, isDroverError, type ErrorCode, type QueueStatus, type RunStatus, type RuntimeSizing } from "../../../contracts/index.ts";
+import {
+  DroverError,
+  isDroverError,
+  type ErrorCode,
+  type QueueStatus,
+  type RunStatus,
+  type RuntimeSizing,
+} from "../../../contracts/index.ts";
 import type { z } from "zod";
 import { admitRun, availableSlots, runsToStart, type QueueFacts } from "../domain/local-queue.ts";
-import { checkDispatched, checkResumable, executionIdFor, openFresh, openResume, type DispatchPayload, type JournalEnv, type ResumePayload } from "./execution-open.ts";
+import {
+  checkDispatched,
+  checkResumable,
+  executionIdFor,
+  openFresh,
+  openResume,
+  type DispatchPayload,
+  type JournalEnv,
+  type ResumePayload,
+} from "./execution-open.ts";
 import { Execution, type ExecutorEnv } from "./execution.ts";
 
 type RunState = z.infer<typeof RunStatus>["state"];
 
 interface LocalRun {
   readonly localRunId: string;
-  readonly request: { readonly mode: "start"; readonly payload: DispatchPayload } | { readonly mode: "resume"; readonly payload: ResumePayload };
+  readonly request:
+    | { readonly mode: "start"; readonly payload: DispatchPayload }
+    | { readonly mode: "resume"; readonly payload: ResumePayload };
   readonly acceptedAt: number;
   state: RunState;
   execution?: Execution;
@@ -35,8 +53,12 @@ export class RuntimeInstance {
   private draining = false;
   private idleWaiters: (() => void)[] = [];
 
-  constructor(private readonly sizing: RuntimeSizing, private readonly journal: JournalEnv, private readonly executor: ExecutorEnv,
-    private readonly hostIncarnation: string) {}
+  constructor(
+    private readonly sizing: RuntimeSizing,
+    private readonly journal: JournalEnv,
+    private readonly executor: ExecutorEnv,
+    private readonly hostIncarnation: string,
+  ) {}
 
   /**
    * DispatchRun: idempotent per LocalRunId (a repeat returns the run's current status with
@@ -66,15 +88,29 @@ export class RuntimeInstance {
     const p = request.payload;
     const known = this.runs.get(p.localRunId);
     if (known) {
-      const same = known.request.mode === request.mode && known.request.payload.sharedRunId === p.sharedRunId && known.request.payload.tenantId === p.tenantId;
-      if (!same) throw new DroverError("contract-violation", `LocalRunId ${p.localRunId} was already used for another run or operation on this runtime`);
+      const same =
+        known.request.mode === request.mode &&
+        known.request.payload.sharedRunId === p.sharedRunId &&
+        known.request.payload.tenantId === p.tenantId;
+      if (!same)
+        throw new DroverError(
+          "contract-violation",
+          `LocalRunId ${p.localRunId} was already used for another run or operation on this runtime`,
+        );
       return { duplicate: true, run: this.status(p.localRunId) };
     }
     const admission = admitRun(this.facts(), this.sizing);
-    if (!admission.accepted) throw new DroverError(admission.code, admission.detail, { details: { ...this.queueStatus() } });
-    const run: LocalRun = { localRunId: p.localRunId, request, acceptedAt: this.executor.now().getTime(), state: "queued" };
+    if (!admission.accepted)
+      throw new DroverError(admission.code, admission.detail, { details: { ...this.queueStatus() } });
+    const run: LocalRun = {
+      localRunId: p.localRunId,
+      request,
+      acceptedAt: this.executor.now().getTime(),
+      state: "queued",
+    };
     this.runs.set(p.localRunId, run);
-    if (request.mode === "resume") this.queue.unshift(run); else this.queue.push(run);
+    if (request.mode === "resume") this.queue.unshift(run);
+    else this.queue.push(run);
     this.forgetOldFinished();
     this.pump();
     return { duplicate: false, run: this.status(p.localRunId) };
@@ -84,9 +120,17 @@ export class RuntimeInstance {
   status(localRunId: string): z.infer<typeof RunStatus> {
     const run = this.runs.get(localRunId);
     if (!run) return { localRunId: localRunId as never, state: "unknown" };
-    const executionId = run.execution?.executionId ?? (run.request.mode === "resume" ? run.request.payload.executionId : run.state === "queued" ? undefined : executionIdFor(run.request.payload.sharedRunId, localRunId));
+    const executionId =
+      run.execution?.executionId ??
+      (run.request.mode === "resume"
+        ? run.request.payload.executionId
+        : run.state === "queued"
+          ? undefined
+          : executionIdFor(run.request.payload.sharedRunId, localRunId));
     return {
-      localRunId: localRunId as never, state: run.state, ...(executionId ? { executionId: executionId as never } : {}),
+      localRunId: localRunId as never,
+      state: run.state,
+      ...(executionId ? { executionId: executionId as never } : {}),
       ...(run.execution ? { completedSteps: run.execution.completedSteps } : {}),
       ...(run.failure ? { failureReason: run.failure.code, failureDetail: run.failure.detail.slice(0, 2000) } : {}),
     };
@@ -94,8 +138,16 @@ export class RuntimeInstance {
 
   queueStatus(): z.infer<typeof QueueStatus> {
     const f = this.facts();
-    return { hostIncarnation: this.hostIncarnation as never, queuedRuns: f.queued, runningRuns: f.running, availableSlots: availableSlots(f, this.sizing),
-      workers: this.executor.workers.size, availableWorkers: this.executor.workers.availableWorkers, paused: this.paused, draining: this.draining };
+    return {
+      hostIncarnation: this.hostIncarnation as never,
+      queuedRuns: f.queued,
+      runningRuns: f.running,
+      availableSlots: availableSlots(f, this.sizing),
+      workers: this.executor.workers.size,
+      availableWorkers: this.executor.workers.availableWorkers,
+      paused: this.paused,
+      draining: this.draining,
+    };
   }
 
   /** Heartbeat facts: what this process itself knows, nothing about how it is reached. */
@@ -103,11 +155,21 @@ export class RuntimeInstance {
     return { ...this.queueStatus(), activeWorkers: this.executor.workers.activeWorkers };
   }
 
-  pause(): void { this.paused = true; this.notifyIdle(); }
-  resumeQueue(): void { this.paused = false; this.pump(); }
+  pause(): void {
+    this.paused = true;
+    this.notifyIdle();
+  }
+  resumeQueue(): void {
+    this.paused = false;
+    this.pump();
+  }
 
   /** Drain: take no new runs; finish the ones accepted (queued ones still start, unless the queue is paused). */
-  drain(): void { this.draining = true; this.pump(); this.notifyIdle(); }
+  drain(): void {
+    this.draining = true;
+    this.pump();
+    this.notifyIdle();
+  }
 
   /** CancelRun: a queued run leaves the queue (nothing was written for it); a running one is cancelled through its journal. */
   cancel(localRunId: string): z.infer<typeof RunStatus> {
@@ -148,13 +210,20 @@ export class RuntimeInstance {
       if (!run) return;
       this.runningCount++;
       run.state = "running";
-      void this.execute(run).finally(() => { this.runningCount--; this.pump(); this.notifyIdle(); });
+      void this.execute(run).finally(() => {
+        this.runningCount--;
+        this.pump();
+        this.notifyIdle();
+      });
     }
   }
 
   private async execute(run: LocalRun): Promise<void> {
     try {
-      const opened = run.request.mode === "start" ? await openFresh(this.journal, run.request.payload) : await openResume(this.journal, run.request.payload);
+      const opened =
+        run.request.mode === "start"
+          ? await openFresh(this.journal, run.request.payload)
+          : await openResume(this.journal, run.request.payload);
       const execution = new Execution(this.executor, opened, run.request.payload.dag, run.acceptedAt);
       run.execution = execution;
       if (run.cancelRequested) execution.cancel();
@@ -163,8 +232,15 @@ export class RuntimeInstance {
       if (outcome.state === "failed") run.failure = { code: outcome.reason, detail: outcome.detail };
     } catch (e) {
       run.state = "failed";
-      run.failure = isDroverError(e) ? { code: e.code, detail: e.message } : { code: "event-store-unavailable", detail: String((e as Error)?.message ?? e) };
-      if (run.failure.code === "execution-ownership-lost") this.executor.log({ event: "execution-ownership-lost", localRunId: run.localRunId, detail: run.failure.detail });
+      run.failure = isDroverError(e)
+        ? { code: e.code, detail: e.message }
+        : { code: "event-store-unavailable", detail: String((e as Error)?.message ?? e) };
+      if (run.failure.code === "execution-ownership-lost")
+        this.executor.log({
+          event: "execution-ownership-lost",
+          localRunId: run.localRunId,
+          detail: run.failure.detail,
+        });
     }
   }
 

@@ -37,7 +37,8 @@ export const runStep: StepRunner = async (step, ctx) => {
       return { digest: inputDigest };
     case "flaky":
       await work(step.params.durationMs, false, ctx.signal);
-      if (flakyFails(step.params.failAttempts, ctx.attempt)) throw new Error(`flaky step fails attempt ${ctx.attempt} of the first ${step.params.failAttempts}`);
+      if (flakyFails(step.params.failAttempts, ctx.attempt))
+        throw new Error(`flaky step fails attempt ${ctx.attempt} of the first ${step.params.failAttempts}`);
       return { digest: inputDigest, attempt: ctx.attempt };
     case "sleep":
       // The output names the step's duration, not the time left: it is the same whoever finished the timer.
@@ -60,17 +61,30 @@ async function work(durationMs: number, busy: boolean, signal: AbortSignal): Pro
   while (performance.now() < end) {
     signal.throwIfAborted();
     const slice = Math.min(end, performance.now() + 5);
-    while (performance.now() < slice) { /* busy */ }
+    while (performance.now() < slice) {
+      /* busy */
+    }
     await delay(0);
   }
 }
 
-async function callHttp(p: Extract<Step, { kind: "http" }>["params"], signal: AbortSignal): Promise<Record<string, unknown>> {
+async function callHttp(
+  p: Extract<Step, { kind: "http" }>["params"],
+  signal: AbortSignal,
+): Promise<Record<string, unknown>> {
   const res = await fetch(p.url, {
-    method: p.method, headers: p.headers, body: p.body, signal: AbortSignal.any([signal, AbortSignal.timeout(p.timeoutMs)]),
+    method: p.method,
+    headers: p.headers,
+    body: p.body,
+    signal: AbortSignal.any([signal, AbortSignal.timeout(p.timeoutMs)]),
   });
   const text = await res.text();
   // The response is recorded before the step completes: a resumed run reuses it, never calls again.
   if (!res.ok) throw new Error(`http ${p.method} ${p.url} answered ${res.status}: ${text.slice(0, 200)}`);
-  return { status: res.status, body: text.slice(0, MAX_RECORDED_BODY), truncated: text.length > MAX_RECORDED_BODY, bodyDigest: sha256Hex(text) };
+  return {
+    status: res.status,
+    body: text.slice(0, MAX_RECORDED_BODY),
+    truncated: text.length > MAX_RECORDED_BODY,
+    bodyDigest: sha256Hex(text),
+  };
 }

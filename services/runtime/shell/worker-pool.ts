@@ -8,8 +8,12 @@ export class WorkerPool {
 
   constructor(readonly size: number) {}
 
-  get activeWorkers(): number { return this.active; }
-  get availableWorkers(): number { return Math.max(0, this.size - this.active); }
+  get activeWorkers(): number {
+    return this.active;
+  }
+  get availableWorkers(): number {
+    return Math.max(0, this.size - this.active);
+  }
 
   /** Takes a worker if one is free right now; the caller must `release()` it exactly once. */
   tryAcquire(): boolean {
@@ -22,7 +26,11 @@ export class WorkerPool {
   acquire(signal?: AbortSignal): Promise<void> {
     if (this.tryAcquire()) return Promise.resolve();
     return new Promise((ok, fail) => {
-      const grant = () => { signal?.removeEventListener("abort", onAbort); this.active++; ok(); };
+      const grant = () => {
+        signal?.removeEventListener("abort", onAbort);
+        this.active++;
+        ok();
+      };
       const onAbort = () => {
         const i = this.waiters.indexOf(grant);
         if (i >= 0) this.waiters.splice(i, 1);

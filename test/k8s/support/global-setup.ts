@@ -27,7 +27,9 @@ export default async function setup(project: TestProject): Promise<() => Promise
     await rm(runDir, { recursive: true, force: true });
     throw err;
   }
-  process.stderr.write(`[drover] local cluster for the k8s tier up in ${Date.now() - t0} ms (${info.server}, logs in ${runDir})\n`);
+  process.stderr.write(
+    `[drover] local cluster for the k8s tier up in ${Date.now() - t0} ms (${info.server}, logs in ${runDir})\n`,
+  );
   project.provide("k8sKubeconfig", info.kubeconfig);
   project.provide("k8sRunDir", runDir);
   project.provide("k8sNetworkSlot", info.networkSlot);
