@@ -87,6 +87,12 @@ export const DroverConfig = z
     staleHeartbeatMs: z.number().int().min(150).max(600_000).optional().describe("default 3 × heartbeatIntervalMs"),
     maxConcurrentHostStartups: z.number().int().min(1).max(64).default(4),
     scaleOutExpiryMs: z.number().int().min(1000).default(120_000),
+    queueStallMs: z
+      .number()
+      .int()
+      .min(1000)
+      .default(30_000)
+      .describe("a run queued this long with no visible capacity and no open scale-out is re-planned (queue-stalled)"),
     dispatchTimeoutMs: z.number().int().min(100).default(5_000),
     fenceDeadlineMs: z.number().int().min(100).default(15_000),
     llmBaseUrl: z.string().optional(),

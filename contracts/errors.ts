@@ -100,6 +100,11 @@ export const ERROR_CATALOGUE = {
     httpStatus: 503,
     summary: "no capacity visible to the tenant can accept the run",
   },
+  "queue-stalled": {
+    retryable: true,
+    httpStatus: 503,
+    summary: "queued past the stall bound with no visible capacity and no scale-out in progress; re-planned",
+  },
   "tenant-quota-exceeded": { retryable: true, httpStatus: 429, summary: "the tenant is at its concurrent-run quota" },
   "scale-out-limit-reached": {
     retryable: true,

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { TenantSettings } from "../../../contracts/index.ts";
 import { quotaDecision } from "./quota.ts";
-import { planScaleOut, SCALE_OUT_RETRY_MS } from "./single-flight.ts";
+import { isQueueStalled, planScaleOut, SCALE_OUT_RETRY_MS } from "./single-flight.ts";
 
 const tenant = (overQuota: "reject" | "queue") =>
   TenantSettings.parse({ tenantId: "t-q", maxConcurrentRuns: 2, overQuota });
@@ -61,5 +61,20 @@ describe("single-flight scale-out (given/when/then; proves no transport)", () =>
     ];
     expect(planScaleOut(known, 1000 + SCALE_OUT_RETRY_MS - 1, 250, 2)).toEqual({ kind: "hold" });
     expect(planScaleOut(known, 1000 + SCALE_OUT_RETRY_MS, 250, 2)).toEqual({ kind: "request", generation: 2 });
+  });
+});
+
+describe("queue liveness guard (given/when/then; proves no transport)", () => {
+  const bound = 30_000;
+  it("is not stalled while the run is not queued, or queued for less than the bound", () => {
+    expect(isQueueStalled(undefined, undefined, 1_000_000, bound)).toBe(false);
+    expect(isQueueStalled(1_000_000, undefined, 1_000_000 + bound, bound)).toBe(false);
+  });
+  it("is not stalled past the bound while a request is open and not past its own expiry", () => {
+    expect(isQueueStalled(0, { expiresMs: 200_000 }, 100_000, bound)).toBe(false);
+  });
+  it("is stalled past the bound with no open request, or with an open one past its expiry", () => {
+    expect(isQueueStalled(0, undefined, bound + 1, bound)).toBe(true);
+    expect(isQueueStalled(0, { expiresMs: 50_000 }, 60_000, bound)).toBe(true);
   });
 });

@@ -211,7 +211,7 @@ async function handle(
     if (send) sendLater(send);
     return;
   }
-  await queueWithScaleOut(deps, r, tenant, candidates);
+  await queueWithScaleOut(deps, r, tenant, candidates, now);
 }
 
 async function queueWithScaleOut(
@@ -219,15 +219,27 @@ async function queueWithScaleOut(
   r: IndexedRun,
   tenant: TenantSettings,
   candidates: Placeable[],
+  now: number,
 ): Promise<void> {
-  const reason = { code: "no-visible-capacity" as const, detail: whyNoCandidate(candidates, tenant).slice(0, 2000) };
-  const requestId = await requestScaleOut(
+  const why = whyNoCandidate(candidates, tenant);
+  const { requestId, stalled } = await requestScaleOut(
     deps,
     tenant,
     { code: "no-visible-capacity", detail: "" },
     r.sharedRunId,
     candidates,
+    r.queuedSinceMs,
   );
+  if (stalled) deps.log.warn({ tenant: r.tenantId, run: r.sharedRunId, requestId }, "queue stalled; re-planned");
+  const reason = stalled
+    ? {
+        code: "queue-stalled" as const,
+        detail:
+          `queued ${now - r.queuedSinceMs!} ms with no visible capacity and no scale-out in progress; re-planned from the log: ${
+            requestId ? `waiting on ${requestId}` : "no scale-out request can be made now"
+          }. ${why}`.slice(0, 2000),
+      }
+    : { code: "no-visible-capacity" as const, detail: why.slice(0, 2000) };
   await appendRunDecision(
     deps,
     r,

@@ -17,6 +17,8 @@ export interface IndexedRun {
   abandoned?: boolean;
   /** When admission last asked the runtime about a dispatched-but-not-started placement. */
   checkedMs?: number;
+  /** Server time the run entered the global queue (kept while it stays queued, whatever the reason). */
+  queuedSinceMs?: number;
 }
 
 export interface ScaleOutEntry {
@@ -25,7 +27,13 @@ export interface ScaleOutEntry {
   dedupeKey?: string;
   status: string;
   endedMs?: number;
+  /** When the liveness guard last re-read this request from the log. */
+  recheckedMs?: number;
+  /** The request's own expiry (its `expiresAt`): an open request past it is not progress. */
+  expiresMs?: number;
   runtimeInstanceId?: string;
+  /** Stream sequence of the last event folded (a redelivery or an event read back twice is a no-op). */
+  lastSeq: number;
 }
 
 const ACTIVE = new Set(["admitted", "dispatched", "started"]);
@@ -68,7 +76,25 @@ export class RunIndex {
         : undefined;
     if (mismatch) this.invalid(m, agg, tenantId, id, name, ms, `${mismatch} (stream sequence ${m.seq})`);
     else if (agg === "run" && tenantId && id) this.applyRun(tenantId, id, event as RunEvent, m.seq, ms);
-    else if (agg === "scaleout" && tenantId && id) this.applyScaleOut(tenantId, id, event, name ?? "", ms);
+    else if (agg === "scaleout" && tenantId && id) this.applyScaleOut(tenantId, id, event, m.seq, ms);
+  }
+
+  /**
+   * Replaces what the index holds of a scale-out request with the fold of its whole history as read
+   * from the log (its own first append, or the history found behind a version conflict or by the
+   * liveness guard), so the index holds what the log says, never what was assumed.
+   */
+  resetScaleOut(
+    tenantId: string,
+    requestId: string,
+    history: readonly { readonly seq: number; readonly time: Date; readonly event: DroverEvent }[],
+  ): ScaleOutEntry | undefined {
+    const recheckedMs = this.scaleOuts.get(requestId)?.recheckedMs;
+    this.scaleOuts.delete(requestId);
+    for (const e of history) this.applyScaleOut(tenantId, requestId, e.event, e.seq, e.time.getTime());
+    const entry = this.scaleOuts.get(requestId);
+    if (entry && recheckedMs !== undefined) entry.recheckedMs = recheckedMs;
+    return entry;
   }
 
   /** Applies an event admission itself appended (read-your-writes before the follower delivers it). */
@@ -129,14 +155,22 @@ export class RunIndex {
     if (r.state !== before) {
       r.sinceSeq = seq;
       r.sinceMs = ms;
+      if (r.state.status !== "queued") r.queuedSinceMs = undefined;
+      else if (before.status !== "queued") r.queuedSinceMs = ms;
       if (isTerminal(r.state.status)) r.invalid = undefined;
       this.changed();
     }
   }
 
-  private applyScaleOut(tenantId: string, requestId: string, event: DroverEvent, name: string, ms: number): void {
-    const s = this.scaleOuts.get(requestId) ?? { tenantId, requestId, status: "requested" };
-    if (event.type === "scaleout.requested") s.dedupeKey = event.data.dedupeKey;
+  private applyScaleOut(tenantId: string, requestId: string, event: DroverEvent, seq: number, ms: number): void {
+    const s = this.scaleOuts.get(requestId) ?? { tenantId, requestId, status: "requested", lastSeq: 0 };
+    if (seq <= s.lastSeq || !event.type.startsWith("scaleout.")) return;
+    s.lastSeq = seq;
+    const name = event.type.slice("scaleout.".length);
+    if (event.type === "scaleout.requested") {
+      s.dedupeKey = event.data.dedupeKey;
+      s.expiresMs = Date.parse(event.data.expiresAt);
+    }
     if (event.type === "scaleout.fulfilled") s.runtimeInstanceId = event.data.runtimeInstanceId;
     // observed may arrive after a terminal event only through redelivery; status never moves back.
     if (s.endedMs !== undefined) return;

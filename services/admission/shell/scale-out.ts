@@ -1,4 +1,5 @@
 import {
+  DroverError,
   isDroverError,
   runtimePrefixOf,
   sizingOf,
@@ -7,17 +8,24 @@ import {
 } from "../../../contracts/index.ts";
 import { envelope } from "../../../platform/envelope.ts";
 import { scaleOutRef } from "../../../streams/index.ts";
-import { planScaleOut } from "../domain/single-flight.ts";
+import { isQueueStalled, planScaleOut } from "../domain/single-flight.ts";
 import type { Placeable } from "./candidates.ts";
 import type { AdmissionDeps } from "./deps.ts";
 
 const GONE = new Set(["suspected", "fenced", "retired"]);
 
+/** A stalled queue re-reads an open request from the log at most this often. */
+const RECHECK_MS = 5_000;
+/** How many generations one call tries when the index turns out to be behind the log. */
+const MAX_TRIES = 8;
+
 /**
  * Single-flight scale-out (admission-and-capacity.md step 5): the dedupe key is control plane +
  * tenant + prefix + reason; the request id is a hash of the key and its generation (how many
- * requests with that key have ended), so concurrent admissions converge on one request (the append
- * expects the aggregate not to exist; a conflict means another replica made it). While a request is
+ * requests with that key the log holds), so concurrent admissions converge on one request: the
+ * append expects the aggregate not to exist. A conflict is read, never assumed: the request's history
+ * is folded into the index, and planning starts again from what the log says (an open request is
+ * waited for; an ended one counts as history and the next generation is tried). While a request is
  * open, or ended recently, no new one is made. Returns the request id the run should wait on, if any.
  */
 export async function requestScaleOut(
@@ -26,19 +34,95 @@ export async function requestScaleOut(
   reason: Reason,
   causationId: string,
   candidates: readonly Placeable[],
-): Promise<string | undefined> {
+  queuedSinceMs?: number,
+): Promise<{ readonly requestId?: string; readonly stalled: boolean }> {
   const prefix = runtimePrefixOf(tenant);
   const dedupeKey = `${deps.config.controlPlaneId}:${tenant.tenantId}:${prefix}:${reason.code}`;
-  const gone = new Set(candidates.filter((c) => GONE.has(c.status)).map((c) => c.runtimeInstanceId));
-  const mine = [...deps.index.scaleOuts.values()]
-    .filter((s) => s.dedupeKey === dedupeKey)
-    .map((s) => ({ ...s, runtimeGone: s.runtimeInstanceId !== undefined && gone.has(s.runtimeInstanceId) }));
   const now = deps.env.clock.now().getTime();
-  const plan = planScaleOut(mine, now, deps.config.heartbeatIntervalMs, tenant.maxRuntimeInstances);
-  if (plan.kind === "wait-for") return plan.requestId;
-  if (plan.kind === "hold") return undefined;
-  const requestId = `so-${deps.sha256(`${dedupeKey}:${plan.generation}`).slice(0, 24)}`;
-  const data = {
+  const open = () =>
+    [...deps.index.scaleOuts.values()].find(
+      (s) => s.dedupeKey === dedupeKey && (s.status === "requested" || s.status === "observed"),
+    );
+  const stalled = isQueueStalled(queuedSinceMs, open(), now, deps.config.queueStallMs);
+  if (stalled) {
+    // Re-plan from the log, not from the index: re-read every request of the key the index holds open.
+    for (const s of deps.index.scaleOuts.values()) {
+      if (s.dedupeKey !== dedupeKey || (s.status !== "requested" && s.status !== "observed")) continue;
+      if (now - (s.recheckedMs ?? 0) < RECHECK_MS) continue;
+      s.recheckedMs = now;
+      deps.index.resetScaleOut(
+        s.tenantId,
+        s.requestId,
+        (await deps.store.read(scaleOutRef(s.tenantId, s.requestId))).events,
+      );
+    }
+  }
+  const requestId = await nextRequest(deps, tenant, reason, causationId, candidates, dedupeKey, now);
+  return requestId ? { requestId, stalled } : { stalled };
+}
+
+async function nextRequest(
+  deps: AdmissionDeps,
+  tenant: TenantSettings,
+  reason: Reason,
+  causationId: string,
+  candidates: readonly Placeable[],
+  dedupeKey: string,
+  now: number,
+): Promise<string | undefined> {
+  const gone = new Set(candidates.filter((c) => GONE.has(c.status)).map((c) => c.runtimeInstanceId));
+  const idOf = (generation: number) => `so-${deps.sha256(`${dedupeKey}:${generation}`).slice(0, 24)}`;
+  let floor = 0;
+  for (let attempt = 1; attempt <= MAX_TRIES; attempt++) {
+    const mine = [...deps.index.scaleOuts.values()]
+      .filter((s) => s.dedupeKey === dedupeKey)
+      .map((s) => ({ ...s, runtimeGone: s.runtimeInstanceId !== undefined && gone.has(s.runtimeInstanceId) }));
+    const plan = planScaleOut(mine, now, deps.config.heartbeatIntervalMs, tenant.maxRuntimeInstances);
+    if (plan.kind === "wait-for") return plan.requestId;
+    if (plan.kind === "hold") return undefined;
+    // An id the index already holds is history (ended, or the plan would wait for it): never reused.
+    let generation = Math.max(plan.generation, floor);
+    while (deps.index.scaleOuts.has(idOf(generation))) generation++;
+    const requestId = idOf(generation);
+    const event = envelope(
+      deps.env,
+      "scaleout.requested",
+      requestData(deps, tenant, requestId, dedupeKey, reason, now),
+      {
+        tenantId: tenant.tenantId,
+        correlationId: requestId,
+        causationId,
+      },
+    );
+    const ref = scaleOutRef(tenant.tenantId, requestId);
+    try {
+      const a = await deps.store.append(ref, event, { expectedSeq: 0 });
+      deps.index.resetScaleOut(tenant.tenantId, requestId, [{ seq: a.seq, time: new Date(now), event }]);
+      return requestId;
+    } catch (e) {
+      if (!isDroverError(e, "version-conflict")) throw e;
+    }
+    // The request exists: another replica made it just now, or the index is behind the log. Look,
+    // fold what is there, and plan again: an open request is waited for, an ended one is history.
+    const found = deps.index.resetScaleOut(tenant.tenantId, requestId, (await deps.store.read(ref)).events);
+    if (found?.dedupeKey !== dedupeKey) {
+      throw new DroverError("contract-violation", `scale-out request ${requestId} exists with another dedupe key`);
+    }
+    floor = generation + 1;
+  }
+  deps.log.warn({ tenant: tenant.tenantId, dedupeKey }, "scale-out generations kept colliding; retried next pass");
+  return undefined;
+}
+
+function requestData(
+  deps: AdmissionDeps,
+  tenant: TenantSettings,
+  requestId: string,
+  dedupeKey: string,
+  reason: Reason,
+  now: number,
+) {
+  return {
     requestId,
     controlPlaneId: deps.config.controlPlaneId,
     dedupeKey,
@@ -47,7 +131,7 @@ export async function requestScaleOut(
       isolationMode: tenant.isolationMode,
       ...(tenant.tenantGroupId ? { tenantGroupId: tenant.tenantGroupId } : {}),
       allowSharedFallback: tenant.allowSharedFallback,
-      runtimeInstanceIdPrefix: prefix,
+      runtimeInstanceIdPrefix: runtimePrefixOf(tenant),
       maxRuntimeInstances: tenant.maxRuntimeInstances,
     },
     sizing: sizingOf(tenant),
@@ -55,16 +139,4 @@ export async function requestScaleOut(
     transport: tenant.transport,
     expiresAt: new Date(now + deps.config.scaleOutExpiryMs).toISOString(),
   };
-  const event = envelope(deps.env, "scaleout.requested", data, {
-    tenantId: tenant.tenantId,
-    correlationId: requestId,
-    causationId,
-  });
-  try {
-    await deps.store.append(scaleOutRef(tenant.tenantId, requestId), event, { expectedSeq: 0 });
-  } catch (e) {
-    if (!isDroverError(e, "version-conflict")) throw e;
-  }
-  deps.index.scaleOuts.set(requestId, { tenantId: tenant.tenantId, requestId, dedupeKey, status: "requested" });
-  return requestId;
 }

@@ -30,10 +30,13 @@ export async function startAdmission(
   let running: Promise<void> | undefined;
   let again = false;
   let stopped = false;
+  // No decision before the index has caught up with the log: a pass on a half-folded index would
+  // count fewer scale-out generations than the log holds and collide with ended requests (issue 23).
+  let caughtUp = false;
   let waiters: (() => void)[] = [];
 
   const pass = (): void => {
-    if (stopped) return;
+    if (stopped || !caughtUp) return;
     if (running) {
       again = true;
       return;
@@ -51,11 +54,14 @@ export async function startAdmission(
     });
   };
 
+  let timer: ReturnType<typeof setInterval> | undefined;
   const ready = follower.caughtUp.then(() => {
+    if (stopped) return;
+    caughtUp = true;
     deps.index.onChange(pass);
+    timer = setInterval(pass, deps.tickMs ?? 250);
     pass();
   });
-  const timer = setInterval(pass, deps.tickMs ?? 250);
   return {
     ready,
     nextPass: () =>

@@ -39,11 +39,14 @@ export async function startRecovery(
   const fencing = new Set<string>();
   let running = false,
     again = false,
-    stopped = false;
+    stopped = false,
+    // No decision before both folds caught up: a half-replayed log shows runtimes as published whose
+    // later retirement or heartbeats are not folded yet, and health would suspect them (issue 23).
+    caughtUp = false;
   const staleMs = staleHeartbeatMsOf(deps.config);
 
   const pass = async (): Promise<void> => {
-    if (stopped) return;
+    if (stopped || !caughtUp) return;
     if (running) {
       again = true;
       return;
@@ -79,11 +82,14 @@ export async function startRecovery(
     }
   };
 
+  let timer: ReturnType<typeof setInterval> | undefined;
   const ready = Promise.all([events.caughtUp, beats.caughtUp]).then(() => {
+    if (stopped) return;
+    caughtUp = true;
     deps.state.onChange(() => void pass());
+    timer = setInterval(() => void pass(), deps.tickMs ?? 200);
     void pass();
   });
-  const timer = setInterval(() => void pass(), deps.tickMs ?? 200);
   return {
     ready,
     async stop() {
