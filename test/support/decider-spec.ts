@@ -2,9 +2,10 @@
  * given(events) / when(command) / then(events | thenThrows(code)) for any Decider
  * (conventions.md "Tests"). Runs only decide/evolve in memory: no NATS, no clock, no IO.
  *
- *   const spec = deciderSpec(runDecider);
- *   spec.given([submitted]).when(admit).then([admitted]);
- *   spec.given([]).when(admit).then(thenThrows("not-found"));
+ *   const spec = deciderSpec(submissionDecider); // services/api/domain/submission.ts
+ *   spec.given([]).when(submit).then([submitted]);
+ *   spec.given([submitted]).when(submit).then([]); // a repeated idempotency key: no new event
+ *   spec.given([]).when(submitWithBrokenDag).then(thenThrows("dag-invalid"));
  *
  * Beyond the expected outcome, `then` proves that decide does not mutate the state it is given,
  * that it is deterministic (same state and command, same events), and that evolve accepts every

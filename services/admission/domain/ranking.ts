@@ -15,8 +15,8 @@ export interface Candidate extends IsolationFacts {
   readonly status: string;
 }
 
-export interface RankedCandidate {
-  readonly candidate: Candidate;
+export interface RankedCandidate<C extends Candidate = Candidate> {
+  readonly candidate: C;
   readonly rank: number;
   readonly why: string;
 }
@@ -27,11 +27,11 @@ export interface RankedCandidate {
  * available workers desc → running asc → queued asc → latest heartbeat desc → RuntimeInstanceId asc.
  * The order is total, so every replica ranks the same way.
  */
-export function rankCandidates(all: readonly Candidate[], tenant: TenantSettings): RankedCandidate[] {
+export function rankCandidates<C extends Candidate>(all: readonly C[], tenant: TenantSettings): RankedCandidate<C>[] {
   const eligible = all.filter(
     (c) => c.canAcceptRun && isVisible(c, tenant) && c.status !== "suspected" && c.status !== "fenced",
   );
-  const owned = (c: Candidate) => (tenant.preferDedicatedCapacity && isOwnedBy(c, tenant) ? 0 : 1);
+  const owned = (c: C) => (tenant.preferDedicatedCapacity && isOwnedBy(c, tenant) ? 0 : 1);
   const sorted = [...eligible].sort(
     (a, b) =>
       owned(a) - owned(b) ||

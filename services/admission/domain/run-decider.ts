@@ -1,5 +1,6 @@
 import type { DataOf, Reason } from "../../../contracts/index.ts";
 import type { RunState } from "../../../aggregates/run.ts";
+import { assertNever } from "../../../aggregates/assert-never.ts";
 
 /** A decision admission takes about one run; the shell appends the result conditionally on the run's lastSeq. */
 export type AdmissionCommand =
@@ -24,25 +25,6 @@ export class NotApplicable extends Error {
     super(why);
     this.name = "NotApplicable";
   }
-}
-
-/**
- * What is wrong with a decoded `submitted` whose envelope disagrees with the subject it was
- * published on (a trusted producer writes both; the API derives both from the token), or undefined.
- */
-export function submissionSubjectMismatch(
-  subject: { readonly tenantId: string; readonly sharedRunId: string },
-  event: { readonly tenantId?: string; readonly data: { readonly sharedRunId: string } },
-): string | undefined {
-  const issues = [
-    ...(event.tenantId === subject.tenantId
-      ? []
-      : [`tenantId ${JSON.stringify(event.tenantId ?? null)} is not the subject's tenant ${subject.tenantId}`]),
-    ...(event.data.sharedRunId === subject.sharedRunId
-      ? []
-      : [`data.sharedRunId ${event.data.sharedRunId} is not the subject's run ${subject.sharedRunId}`]),
-  ];
-  return issues.length === 0 ? undefined : `event run.submitted does not match its subject: ${issues.join("; ")}`;
 }
 
 /** Runs admission may place: new, globally queued, or requeued by recovery. */
@@ -97,8 +79,4 @@ export function decideRun(cmd: AdmissionCommand, s: RunState): RunDecision[] {
     default:
       return assertNever(cmd);
   }
-}
-
-function assertNever(x: never): never {
-  throw new Error(`unhandled admission command ${JSON.stringify(x)}`);
 }

@@ -2,7 +2,8 @@ import { describe, expect, it } from "vitest";
 import type { DroverEvent, EventType } from "../../../contracts/index.ts";
 import { foldRun } from "../../../aggregates/run.ts";
 import { EXAMPLE_BUILDERS, ids, reason } from "../../../test/support/example-events.ts";
-import { decideRun, NotApplicable, submissionSubjectMismatch, type AdmissionCommand } from "./run-decider.ts";
+import { decideRun, NotApplicable, type AdmissionCommand } from "./run-decider.ts";
+import { submissionSubjectMismatch } from "./submission-check.ts";
 
 /** given(run history) → when(command) → then(events | not applicable). Pure: proves no transport. */
 const given = (...types: EventType[]) =>

@@ -149,3 +149,17 @@ export async function runtimeKnowsRun(
     return true;
   }
 }
+
+/** The check-then-send for a placement dispatched long ago and never started: re-sends only if the runtime does not know it. */
+export function resendIfUnknown(
+  deps: AdmissionDeps,
+  r: IndexedRun,
+  target: Target & Pick<Placeable, "endpoint">,
+): () => Promise<void> {
+  const localRunId = r.state.placement!.localRunId;
+  return async () => {
+    if (await runtimeKnowsRun(deps, target, localRunId)) return;
+    const send = await recordDispatch(deps, r, target);
+    if (send) await send();
+  };
+}

@@ -1,35 +1,27 @@
 import {
   isSubjectSafeId,
+  LocalRunId,
+  RuntimeInstanceId,
   tenantSettingsOf,
   staleHeartbeatMsOf,
+  type DataOf,
+  type Reason,
   type TenantSettings,
 } from "../../../contracts/index.ts";
+import { assertNever } from "../../../aggregates/assert-never.ts";
 import { fairOrder } from "../domain/fair-queue.ts";
-import { quotaDecision } from "../domain/quota.ts";
-import { rankCandidates, whyNoCandidate } from "../domain/ranking.ts";
+import { decidePlacement, noCapacityReason } from "../domain/placement.ts";
 import { appendRunDecision } from "./append-run.ts";
 import { readCandidates, type Placeable } from "./candidates.ts";
 import type { AdmissionDeps } from "./deps.ts";
-import { recordDispatch, runtimeKnowsRun } from "./dispatch.ts";
+import { recordDispatch, resendIfUnknown } from "./dispatch.ts";
 import { requestScaleOut } from "./scale-out.ts";
 import type { IndexedRun } from "./run-index.ts";
+import { startSend, type AdmissionState, type Send } from "./sender.ts";
+
+export type { AdmissionState } from "./sender.ts";
 
 const PARALLEL = 8;
-
-/** What outlives one pass: runs being decided or sent, and the runtime commands still in flight. */
-export interface AdmissionState {
-  /** Runs a pass or an in-flight send is working on (never handled twice at once). */
-  readonly busy: Set<string>;
-  /** Tenant → its ResumeExecution commands sent and not yet answered: its other runs wait for them. */
-  readonly resuming: Map<string, number>;
-  /** Runtime commands in flight (stop() waits for them). */
-  readonly sends: Set<Promise<unknown>>;
-  /** Called when a command was answered (or failed), so runs waiting on it are looked at at once. */
-  readonly onSendDone: () => void;
-}
-
-/** Hands a runtime command to run outside the pass. */
-type SendLater = (send: () => Promise<unknown>) => void;
 
 /**
  * One admission pass over every pending run, in fair order (recovery items first, then weighted
@@ -70,31 +62,15 @@ export async function admissionPass(deps: AdmissionDeps, state: AdmissionState):
     const k = key(r);
     busy.add(k);
     inFlight.set(r.tenantId, (inFlight.get(r.tenantId) ?? 0) + 1);
-    let sending = false;
+    let send: Send | undefined;
     try {
-      await handle(deps, r, candidates, now, (inFlight.get(r.tenantId) ?? 1) - 1, (send) => {
-        sending = true;
-        const resume = isResume(r);
-        if (resume) state.resuming.set(r.tenantId, (state.resuming.get(r.tenantId) ?? 0) + 1);
-        const p: Promise<unknown> = send()
-          .catch((e) =>
-            deps.log.error({ run: r.sharedRunId, err: String(e) }, "runtime command failed; retried next pass"),
-          )
-          .finally(() => {
-            busy.delete(k);
-            const left = (state.resuming.get(r.tenantId) ?? 1) - 1;
-            if (resume && left > 0) state.resuming.set(r.tenantId, left);
-            else if (resume) state.resuming.delete(r.tenantId);
-            state.sends.delete(p);
-            state.onSendDone();
-          });
-        state.sends.add(p);
-      });
+      send = await handle(deps, r, candidates, now, (inFlight.get(r.tenantId) ?? 1) - 1);
     } catch (e) {
       deps.log.error({ run: r.sharedRunId, err: String(e) }, "admission of run failed; retried next pass");
     } finally {
       inFlight.set(r.tenantId, (inFlight.get(r.tenantId) ?? 1) - 1);
-      if (!sending) busy.delete(k);
+      if (send) startSend(deps, state, r, send);
+      else busy.delete(k);
     }
   };
   const resumes = new Map<string, Promise<void>[]>();
@@ -120,98 +96,84 @@ async function placeAll(list: readonly IndexedRun[], f: (r: IndexedRun) => Promi
 
 const key = (r: IndexedRun) => `${r.tenantId}/${r.sharedRunId}`;
 
+/** Executes the placement decision for one run; returns the runtime command to send, if any. */
 async function handle(
   deps: AdmissionDeps,
   r: IndexedRun,
   candidates: Placeable[],
   now: number,
   othersInFlight: number,
-  sendLater: SendLater,
-): Promise<void> {
-  const s = r.state;
-  if (r.invalid && s.status === "none") return rejectInvalid(deps, r);
-  const stale = now - r.sinceMs > 2 * deps.config.dispatchTimeoutMs;
-  if (s.status === "admitted" && s.placement) {
-    // Admitted but never dispatched: the replica that admitted it died (or this is its own earlier attempt). Finish it.
-    if (!stale) return;
-    const target = candidates.find((c) => c.runtimeInstanceId === s.placement!.runtimeInstanceId);
-    const send = await recordDispatch(
-      deps,
-      r,
-      target ?? { runtimeInstanceId: s.placement.runtimeInstanceId, transport: "http" },
-    );
-    if (send) sendLater(send);
-    return;
-  }
-  if (s.status === "dispatched" && s.placement) {
-    // Dispatched long ago and never started: the sender may have died before the command left.
-    // Ask the runtime; if it does not know the LocalRunId, send the (idempotent) command again.
-    if (!stale || now - (r.checkedMs ?? 0) < 2 * deps.config.dispatchTimeoutMs) return;
-    r.checkedMs = now;
-    const target = candidates.find((c) => c.runtimeInstanceId === s.placement!.runtimeInstanceId);
-    const localRunId = s.placement.localRunId;
-    if (target?.endpoint) {
-      sendLater(async () => {
-        if (await runtimeKnowsRun(deps, target, localRunId)) return;
-        const send = await recordDispatch(deps, r, target);
-        if (send) await send();
-      });
-    }
-    return;
-  }
+): Promise<Send | undefined> {
   const tenant = tenantSettingsOf(deps.config, r.tenantId);
-  const quota = quotaDecision(tenant, deps.index.activeCount(r.tenantId) + othersInFlight, s);
-  if (quota.kind !== "ok") {
-    await appendRunDecision(
-      deps,
-      r,
-      quota.kind === "reject"
-        ? { kind: "Reject", reason: quota.reason }
-        : { kind: "QueueGlobally", reason: quota.reason },
-      "quota",
-    );
-    return;
-  }
-  // Back off after dispatch failures (exponential, capped), and try another runtime than the last that refused.
-  if (s.dispatchFailures > 0 && now - r.sinceMs < Math.min(10_000, 100 * 2 ** s.dispatchFailures)) return;
-  const ranked = rankCandidates(candidates, tenant);
-  const fresh = ranked.filter((x) => x.candidate.runtimeInstanceId !== s.lastFailedRuntimeId);
-  for (const { candidate } of fresh.length > 0 ? fresh : ranked) {
-    const c = candidate as Placeable;
-    const outcome = await deps.reservations.reserve(
-      c.runtimeInstanceId,
-      r.sharedRunId,
-      c.heartbeatSlots,
-      3 * deps.config.dispatchTimeoutMs,
-      now,
-    );
-    if (outcome === "full") continue;
-    const localRunId = deps.env.ids.next("lr");
-    const admittedSeq = await appendRunDecision(
-      deps,
-      r,
-      {
-        kind: "Admit",
-        data: {
-          runtimeInstanceId: c.runtimeInstanceId,
-          localRunId,
+  const p = decidePlacement(r, candidates, now, {
+    tenant,
+    dispatchTimeoutMs: deps.config.dispatchTimeoutMs,
+    activeRuns: deps.index.activeCount(r.tenantId) + othersInFlight,
+  });
+  switch (p.kind) {
+    case "wait":
+      return undefined;
+    case "reject-invalid":
+      await rejectInvalid(deps, r);
+      return undefined;
+    case "finish-dispatch": {
+      // Admitted but never dispatched: the replica that admitted it died (or this is its own earlier attempt).
+      const placed = r.state.placement!.runtimeInstanceId;
+      return recordDispatch(deps, r, p.target ?? { runtimeInstanceId: placed, transport: "http" });
+    }
+    case "check-dispatched":
+      // Dispatched long ago and never started: the sender may have died before the command left.
+      r.checkedMs = now;
+      return resendIfUnknown(deps, r, p.target);
+    case "reject":
+    case "queue":
+      await appendRunDecision(
+        deps,
+        r,
+        p.kind === "reject" ? { kind: "Reject", reason: p.reason } : { kind: "QueueGlobally", reason: p.reason },
+        "quota",
+      );
+      return undefined;
+    case "place":
+      for (const c of p.tryInOrder) {
+        const outcome = await deps.reservations.reserve(
+          c.runtimeInstanceId,
+          r.sharedRunId,
+          c.heartbeatSlots,
+          3 * deps.config.dispatchTimeoutMs,
+          now,
+        );
+        if (outcome === "full") continue;
+        // Parsed, not cast: the ids come from the capacity view and the id source, outside the type system.
+        const data: DataOf<"run.admitted"> = {
+          runtimeInstanceId: RuntimeInstanceId.parse(c.runtimeInstanceId),
+          localRunId: LocalRunId.parse(deps.env.ids.next("lr")),
           reservationId: `${c.runtimeInstanceId}/${r.sharedRunId}`,
-          candidates: rankCandidates(candidates, tenant)
-            .slice(0, 8)
-            .map((x) => ({ runtimeInstanceId: x.candidate.runtimeInstanceId, rank: x.rank, why: x.why })),
-          recovery: s.recoveryPending,
-        } as never,
-      },
-      `admission:${r.sharedRunId}:${s.lastSeq}`,
-    );
-    // Lost the run to another decider: keep the reservation until it expires. Releasing it could free
-    // a slot the winner holds under the same key (same run) and let a third placement over-commit.
-    if (admittedSeq === undefined) return;
-    const send = await recordDispatch(deps, r, c);
-    if (send) sendLater(send);
-    return;
+          candidates: p.snapshot.map((x) => ({
+            ...x,
+            runtimeInstanceId: RuntimeInstanceId.parse(x.runtimeInstanceId),
+          })),
+          recovery: r.state.recoveryPending,
+        };
+        const admittedSeq = await appendRunDecision(
+          deps,
+          r,
+          { kind: "Admit", data },
+          `admission:${r.sharedRunId}:${r.state.lastSeq}`,
+        );
+        // Lost the run to another decider: keep the reservation until it expires. Releasing it could free
+        // a slot the winner holds under the same key (same run) and let a third placement over-commit.
+        if (admittedSeq === undefined) return undefined;
+        return recordDispatch(deps, r, c);
+      }
+      await queueWithScaleOut(deps, r, tenant, candidates, now, noCapacityReason(candidates, tenant));
+      return undefined;
+    case "queue-with-scale-out":
+      await queueWithScaleOut(deps, r, tenant, candidates, now, p.reason);
+      return undefined;
+    default:
+      return assertNever(p);
   }
-  await queueWithScaleOut(deps, r, tenant, candidates, now);
 }
 
 async function queueWithScaleOut(
@@ -220,8 +182,8 @@ async function queueWithScaleOut(
   tenant: TenantSettings,
   candidates: Placeable[],
   now: number,
+  noCapacity: Reason,
 ): Promise<void> {
-  const why = whyNoCandidate(candidates, tenant);
   const { requestId, stalled } = await requestScaleOut(
     deps,
     tenant,
@@ -237,9 +199,9 @@ async function queueWithScaleOut(
         detail:
           `queued ${now - r.queuedSinceMs!} ms with no visible capacity and no scale-out in progress; re-planned from the log: ${
             requestId ? `waiting on ${requestId}` : "no scale-out request can be made now"
-          }. ${why}`.slice(0, 2000),
+          }. ${noCapacity.detail}`.slice(0, 2000),
       }
-    : { code: "no-visible-capacity" as const, detail: why.slice(0, 2000) };
+    : noCapacity;
   await appendRunDecision(
     deps,
     r,

@@ -1,7 +1,8 @@
 import type { JsMsg } from "@nats-io/jetstream";
 import { decodeEvent, isDroverError, type DroverEvent } from "../../../contracts/index.ts";
 import { evolveRun, initialRunState, isTerminal, type RunEvent, type RunState } from "../../../aggregates/run.ts";
-import { isPlaceable, submissionSubjectMismatch } from "../domain/run-decider.ts";
+import { isPlaceable } from "../domain/run-decider.ts";
+import { submissionSubjectMismatch } from "../domain/submission-check.ts";
 
 /** One run as admission tracks it. */
 export interface IndexedRun {

@@ -1,0 +1,100 @@
+import type { Reason, TenantSettings } from "../../../contracts/index.ts";
+import type { RunState } from "../../../aggregates/run.ts";
+import { quotaDecision } from "./quota.ts";
+import { rankCandidates, whyNoCandidate, type Candidate } from "./ranking.ts";
+
+/** What admission knows of one run when it decides (the index entry, without IO). */
+export interface PlacementRun {
+  readonly state: RunState;
+  /** A `submitted` that failed validation: the run is to be rejected. */
+  readonly invalid?: { readonly seq: number; readonly error: string };
+  /** Server time (ms) the run last changed. */
+  readonly sinceMs: number;
+  /** When admission last asked the runtime about a dispatched-but-not-started placement. */
+  readonly checkedMs?: number;
+}
+
+export interface PlacementPolicy {
+  readonly tenant: TenantSettings;
+  readonly dispatchTimeoutMs: number;
+  /** The tenant's placements held (admitted, dispatched, started) plus those in flight in this pass. */
+  readonly activeRuns: number;
+}
+
+/** How many ranked candidates a placement records (the `admitted` event's snapshot). */
+export const CANDIDATE_SNAPSHOT = 8;
+
+/** One explicit outcome per run and pass; the shell executes it. */
+export type Placement<C extends Candidate & { readonly endpoint?: string }> =
+  | { readonly kind: "reject-invalid" }
+  | { readonly kind: "wait"; readonly why: string }
+  | { readonly kind: "finish-dispatch"; readonly target?: C }
+  | { readonly kind: "check-dispatched"; readonly target: C }
+  | { readonly kind: "reject" | "queue"; readonly reason: Reason }
+  | {
+      readonly kind: "place";
+      /** Reserve a slot on these in order; the first that has one gets the run. */
+      readonly tryInOrder: readonly C[];
+      /** If every one is full, the run queues with `noCapacityReason` and asks for a scale-out. */
+      readonly snapshot: readonly { runtimeInstanceId: string; rank: number; why: string }[];
+    }
+  | { readonly kind: "queue-with-scale-out"; readonly reason: Reason };
+
+/**
+ * Why a run waits, is placed, is queued with a scale-out, is re-dispatched or is rejected (pure).
+ * - An invalid submission is rejected.
+ * - A placement older than 2 × dispatchTimeoutMs that never moved is finished by whoever looks:
+ *   admitted-not-dispatched is dispatched to its runtime; dispatched-not-started is checked with the
+ *   runtime (at most once per 2 × dispatchTimeoutMs) and re-sent if unknown there.
+ * - The tenant quota holds new work (recovery items are exempt).
+ * - After dispatch failures the run backs off exponentially (100 ms × 2^n, at most 10 s) and avoids
+ *   the runtime that last refused it while another is eligible.
+ * - Otherwise the ranked candidates are tried in order; with none, the run queues with a scale-out.
+ */
+export function decidePlacement<C extends Candidate & { readonly endpoint?: string }>(
+  run: PlacementRun,
+  candidates: readonly C[],
+  now: number,
+  policy: PlacementPolicy,
+): Placement<C> {
+  const s = run.state;
+  if (run.invalid && s.status === "none") return { kind: "reject-invalid" };
+  const staleAfter = 2 * policy.dispatchTimeoutMs;
+  const stale = now - run.sinceMs > staleAfter;
+  const placedOn = (id: string) => candidates.find((c) => c.runtimeInstanceId === id);
+  if (s.status === "admitted" && s.placement) {
+    if (!stale) return { kind: "wait", why: "admitted; its dispatch is in flight" };
+    const target = placedOn(s.placement.runtimeInstanceId);
+    return target ? { kind: "finish-dispatch", target } : { kind: "finish-dispatch" };
+  }
+  if (s.status === "dispatched" && s.placement) {
+    if (!stale || now - (run.checkedMs ?? 0) < staleAfter) return { kind: "wait", why: "dispatched; not stale" };
+    const target = placedOn(s.placement.runtimeInstanceId);
+    return target?.endpoint !== undefined
+      ? { kind: "check-dispatched", target }
+      : { kind: "wait", why: "dispatched to a runtime with no endpoint; health decides" };
+  }
+  const quota = quotaDecision(policy.tenant, policy.activeRuns, s);
+  if (quota.kind !== "ok") return { kind: quota.kind, reason: quota.reason };
+  if (s.dispatchFailures > 0 && now - run.sinceMs < Math.min(10_000, 100 * 2 ** s.dispatchFailures)) {
+    return { kind: "wait", why: `backing off after ${s.dispatchFailures} dispatch failures` };
+  }
+  const why = whyNoCandidate(candidates, policy.tenant).slice(0, 2000);
+  const ranked = rankCandidates(candidates, policy.tenant);
+  if (ranked.length === 0)
+    return { kind: "queue-with-scale-out", reason: { code: "no-visible-capacity", detail: why } };
+  const fresh = ranked.filter((x) => x.candidate.runtimeInstanceId !== s.lastFailedRuntimeId);
+  return {
+    kind: "place",
+    tryInOrder: (fresh.length > 0 ? fresh : ranked).map((x) => x.candidate),
+    snapshot: ranked
+      .slice(0, CANDIDATE_SNAPSHOT)
+      .map((x) => ({ runtimeInstanceId: x.candidate.runtimeInstanceId, rank: x.rank, why: x.why })),
+  };
+}
+
+/** The reason a run queues when nothing visible to its tenant can take it (computed only then: it lists runtimes). */
+export const noCapacityReason = (candidates: readonly Candidate[], tenant: TenantSettings): Reason => ({
+  code: "no-visible-capacity",
+  detail: whyNoCandidate(candidates, tenant).slice(0, 2000),
+});
