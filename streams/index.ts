@@ -60,3 +60,4 @@ export {
   type DeliveryContext,
 } from "./consumer-runner.ts";
 export { readDeadLetters, parseDeadLetter, type DeadLetter } from "./dead-letters.ts";
+export { skipRecorder, type Skip, type SkipRecorder } from "./skip.ts";

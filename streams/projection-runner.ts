@@ -6,6 +6,7 @@ import type { StreamLayout } from "./layout.ts";
 import { replay } from "./replay.ts";
 import { storeContext, type EventStoreOptions, type StoreContext } from "./store-context.ts";
 import { toStoredEvent } from "./stored.ts";
+import type { Skip } from "./skip.ts";
 import type { StoredEvent } from "./types.ts";
 
 /** A read model fed from the event stream. Projections only fold: no appends, no side effects. */
@@ -53,13 +54,20 @@ export interface ProjectionRunnerOptions extends EventStoreOptions {
   readonly retryDelayMs?: number;
   /** Most events handed to `applyBatch` at once (default 256); live, a batch also ends when nothing more is pending. */
   readonly batchSize?: number;
+  /**
+   * Where an event that does not decode (garbage, an unknown type, a newer schema version), or that
+   * the projection refuses with a non-retryable error, is recorded before the runner steps over it.
+   */
+  readonly onSkip?: (s: Skip) => void;
 }
 
 /**
  * Runs `projection` over the event stream: idempotent by stream sequence (skips seq <= checkpoint),
  * checkpointed through `checkpoints`, rebuildable from sequence 1. An `apply` that throws a
  * retryable or unknown error is retried (with backoff) on the same event — the read model's store
- * being down must not skip events; a non-retryable one (e.g. contract-violation) stops the runner.
+ * being down must not skip events. Poison never stops it: an event that does not decode, or that
+ * `apply` refuses with a non-retryable error (e.g. contract-violation), is reported to `onSkip` and
+ * stepped over (a refused batch is applied again one event at a time, so only the bad one is skipped).
  */
 export function createProjectionRunner(
   handle: NatsHandle,
@@ -120,18 +128,49 @@ export function createProjectionRunner(
         await fn();
         break;
       } catch (err) {
-        if ((isDroverError(err) && !err.retryable) || stopping) throw err;
+        if (stopping) throw err;
+        if (isDroverError(err) && !err.retryable) {
+          if (events.length > 1) {
+            for (const e of events)
+              await applied([e], () => (projection.applyBatch ? projection.applyBatch([e]) : projection.apply(e)));
+            return;
+          }
+          return skipped(events[0]!, err);
+        }
         await new Promise((r) => setTimeout(r, delay));
       }
     }
-    position = events.at(-1)!.seq;
-    unsaved += events.length;
+    await advance(events.at(-1)!.seq, events.length);
+  }
+
+  /** Steps over a message the projection cannot use: recorded, then counted as applied. */
+  async function skipped(m: { seq: number; subject: string }, err: unknown): Promise<void> {
+    await flush();
+    opts.onSkip?.({ seq: m.seq, subject: m.subject, error: err instanceof Error ? err.message : String(err) });
+    await advance(m.seq, 1);
+  }
+
+  async function advance(seq: number, count: number): Promise<void> {
+    position = seq;
+    unsaved += count;
     if (unsaved >= every) await save();
     for (const w of waiters)
       if (position >= w.seq) {
         waiters.delete(w);
         w.resolve();
       }
+  }
+
+  /** Decodes and applies one message; one that does not decode is skipped. */
+  async function applyMsg(m: Parameters<typeof toStoredEvent>[0]): Promise<void> {
+    let e: StoredEvent;
+    try {
+      e = toStoredEvent(m);
+    } catch (err) {
+      if (m.seq > (batch.at(-1)?.seq ?? position)) await skipped(m, err);
+      return;
+    }
+    await applyOne(e);
   }
 
   async function live(): Promise<void> {
@@ -149,7 +188,7 @@ export function createProjectionRunner(
     if (stopping) void messages.close().catch(() => undefined);
     try {
       for await (const m of messages) {
-        await applyOne(toStoredEvent(m));
+        await applyMsg(m);
         // Caught up (nothing pending): apply the batch and save now, or both would lag until the next event.
         if (m.info.pending === 0) {
           await flush();
@@ -168,12 +207,10 @@ export function createProjectionRunner(
       return Math.max(0, position);
     },
     async catchUp() {
-      await replay(
-        ctx,
-        { seq: (await load()) + 1 },
-        applyOne,
-        projection.filter === undefined ? {} : { filter: projection.filter },
-      );
+      await replay(ctx, { seq: (await load()) + 1 }, applyOne, {
+        ...(projection.filter === undefined ? {} : { filter: projection.filter }),
+        onUndecodable: (u) => (u.seq > (batch.at(-1)?.seq ?? position) ? skipped(u, u.error) : undefined),
+      });
       await flush();
       await save();
       return position;

@@ -2,7 +2,7 @@ import { DeliverPolicy } from "@nats-io/jetstream";
 import { isNotFound, toStoreError } from "./nats-errors.ts";
 import type { StoreContext } from "./store-context.ts";
 import { firstAtOrAfter, toStoredEvent } from "./stored.ts";
-import type { ReplayFrom, StoredEvent } from "./types.ts";
+import type { ReplayFrom, StoredEvent, Undecodable } from "./types.ts";
 
 // Client-side buffer of the ordered consumer: big enough to stream, small enough for a slow fold.
 const REPLAY_BUFFER = 256;
@@ -17,13 +17,17 @@ const REPLAY_BUFFER = 256;
  * ordered consumer (flow-controlled, recreated by the client on gaps), in stream order.
  *
  * Failure modes: an event that does not decode stops the replay with `contract-violation` naming
- * its stream sequence; a handler error stops it and propagates; no answer → `event-store-unavailable`.
+ * its stream sequence (unless `onUndecodable` takes it); a handler error stops it and propagates; no answer → `event-store-unavailable`.
  */
 export async function replay(
   ctx: StoreContext,
   from: ReplayFrom,
   onEvent: (e: StoredEvent) => void | Promise<void>,
-  opts: { filter?: string | string[] } = {},
+  opts: {
+    filter?: string | string[];
+    /** Called instead of failing for a message that does not decode (the replay goes on past it). */
+    onUndecodable?: (u: Undecodable) => void | Promise<void>;
+  } = {},
 ): Promise<number> {
   const jsm = await ctx.jsm;
   const stream = ctx.layout.eventStream;
@@ -57,7 +61,18 @@ export async function replay(
   try {
     for await (const m of messages) {
       if (m.seq > endSeq) break;
-      await onEvent(toStoredEvent(m));
+      let e: StoredEvent | undefined;
+      try {
+        e = toStoredEvent(m);
+      } catch (err) {
+        if (!opts.onUndecodable) throw err;
+        await opts.onUndecodable({
+          seq: m.seq,
+          subject: m.subject,
+          error: err instanceof Error ? err.message : String(err),
+        });
+      }
+      if (e) await onEvent(e);
       last = m.seq;
       // pending counts matching messages after this one: 0 means everything up to now was delivered.
       if (m.seq >= endSeq || m.info.pending === 0) break;

@@ -75,6 +75,10 @@ export interface EventStore {
   replay(
     from: ReplayFrom,
     onEvent: (e: StoredEvent) => void | Promise<void>,
-    opts?: { filter?: string | string[] },
+    opts?: {
+      filter?: string | string[];
+      /** Takes a message that does not decode instead of failing the replay (which then goes on past it). */
+      onUndecodable?: (u: Undecodable) => void | Promise<void>;
+    },
   ): Promise<number>;
 }

@@ -2,6 +2,7 @@ import type { CapacityDescriptor } from "../../aggregates/capacity/descriptor.ts
 import { bootstrap } from "../../platform/bootstrap.ts";
 import { redisCapacityView } from "../../platform/capacity-view.ts";
 import { controlSubject } from "../../platform/control-subject.ts";
+import { skipRecorder } from "../../streams/index.ts";
 import { serveCapacityRebuild } from "./shell/control.ts";
 import { startCapacityProjection } from "./shell/projection.ts";
 
@@ -17,6 +18,7 @@ const projection = await startCapacityProjection({
   layout: ctx.layout,
   view,
   controlPlaneId: ctx.config.controlPlaneId,
+  onSkip: skipRecorder(ctx.nc, ctx.layout, "capacity", ctx.log),
   onError: (e) => {
     ctx.log.fatal({ err: String(e) }, "projection stopped; exiting so the supervisor restarts from the checkpoint");
     process.exit(1);

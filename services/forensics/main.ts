@@ -7,6 +7,7 @@
  */
 import { bootstrap } from "../../platform/bootstrap.ts";
 import { controlSubject, readModelClient, readModelDbName } from "../../platform/read-model-db.ts";
+import { skipRecorder } from "../../streams/index.ts";
 import { serveRebuild } from "./shell/control.ts";
 import { startForensics } from "./shell/service.ts";
 
@@ -24,7 +25,8 @@ const service = await startForensics({
   db: client.db(dbName),
   log: ctx.log,
   watchdogMs: Number(process.env.DROVER_FORENSICS_WATCHDOG_MS ?? 5_000),
-  // An event that cannot be decoded stops the projection for good: exit non-zero so it is seen, not stuck.
+  onSkip: skipRecorder(ctx.nc, ctx.layout, "forensics", ctx.log),
+  // The live consumer itself failed (not poison: that is skipped): exit so the supervisor restarts it.
   onFatal: () => process.exit(1),
 }).catch((e: unknown) => {
   process.stderr.write(`forensics: cannot start: ${(e as Error).message}\n`);

@@ -11,13 +11,16 @@ import {
   createEventStore,
   ensureStreams,
   heartbeatSubject,
+  readDeadLetters,
   runtimeRef,
+  skipRecorder,
   taggedLayout,
   type EventStore,
   type StreamLayout,
 } from "../../streams/index.ts";
 import { EXAMPLE_BUILDERS, ids } from "../support/example-events.ts";
 import { uniqueName } from "../support/isolation.ts";
+import { eventually } from "../support/streams.ts";
 
 const CP = ids.controlPlane;
 
@@ -151,6 +154,46 @@ describe("capacity projection (real nats-server and Redis)", () => {
     const projection = await startCapacityProjection({ js, layout, view: other, controlPlaneId: "cp-other" });
     await projection.ready;
     expect(await other.all()).toEqual([]);
+    await projection.stop();
+  });
+
+  it("steps over garbage, an unknown event type and a heartbeat with an unexpected field, records each as a dead letter, and keeps folding (it used to exit)", async () => {
+    const warned: number[] = [];
+    const onSkip = skipRecorder(nc, layout, "capacity", { warn: (o) => warned.push((o as { seq: number }).seq) });
+    const live = redisCapacityView<CapacityDescriptor>(redis, CP);
+    const projection = await startCapacityProjection({ js, layout, view: live, controlPlaneId: CP, onSkip });
+    await projection.ready;
+    const bad = [
+      await js.publish(`${layout.eventPrefix}.runtime.rt-cap-p.registered`, "not json"),
+      await js.publish(
+        `${layout.eventPrefix}.runtime.rt-cap-p.renamed`,
+        JSON.stringify({ ...EXAMPLE_BUILDERS["runtime.draining"](), type: "runtime.renamed" }),
+      ),
+      await js.publish(heartbeatSubject(layout, "rt-cap-p"), "{}"),
+      await js.publish(
+        heartbeatSubject(layout, "rt-cap-q"),
+        JSON.stringify({ ...JSON.parse(beat("rt-cap-q", 1, new Date())), extra: true }),
+      ),
+    ];
+    await readyWithBeat(["rt-cap-p"]);
+    const folded = await eventually("rt-cap-p folded after the garbage", async () =>
+      (await live.all()).find((d) => d.runtimeInstanceId === "rt-cap-p" && d.beats[ids.host]?.beat === 1),
+    );
+    expect(folded.status).toBe("ready");
+    expect(onSkip.count).toBe(4);
+    // Two followers (events, heartbeats): each stream's skips in order, the streams interleaved.
+    expect([...warned].sort((a, b) => a - b)).toEqual(bad.map((b) => b.seq).sort((a, b) => a - b));
+    const letters = await eventually("dead letters recorded", async () => {
+      const all = (await readDeadLetters(await jetstreamManager(nc), layout)).filter((d) => d.consumer === "capacity");
+      return all.length === 4 ? all : undefined;
+    });
+    const streams = [layout.eventStream, layout.eventStream, layout.heartbeatStream, layout.heartbeatStream];
+    const byStream = (x: { stream: string; seq: number }, y: { stream: string; seq: number }) =>
+      x.stream.localeCompare(y.stream) || x.seq - y.seq;
+    expect(letters.map((d) => ({ stream: d.stream, seq: d.streamSeq, kind: d.kind })).sort(byStream)).toEqual(
+      bad.map((b, i) => ({ stream: streams[i]!, seq: b.seq, kind: "terminated" })).sort(byStream),
+    );
+    expect(letters.find((d) => d.streamSeq === bad[0]!.seq)!.reason).toMatch(/^skipped: .*not JSON/);
     await projection.stop();
   });
 });

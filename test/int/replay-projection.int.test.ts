@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
-import { isDroverError, type DroverEvent } from "../../contracts/index.ts";
+import { DroverError, isDroverError, type DroverEvent } from "../../contracts/index.ts";
 import { memoryCheckpointStore } from "../../streams/checkpoints.ts";
 import { createEventStore } from "../../streams/event-store.ts";
 import { fold } from "../../streams/fold.ts";
@@ -189,6 +189,45 @@ describe("replay, fold and projections against a real nats-server", () => {
     const runner = createProjectionRunner(fx.nc, fx.layout, flaky, memoryCheckpointStore(), { retryDelayMs: 5 });
     expect(await runner.catchUp()).toBe(4);
     expect(seen).toEqual([1, 2, 3, 4]);
+  });
+
+  it("steps over poison instead of stopping: an undecodable event (catch-up and live), an unknown type and an event its fold refuses are each reported once; every other event is applied once", async () => {
+    await seed(1); // 1..4
+    const pub = (subject: string, body: string) =>
+      fx.jsm.jetstream().publish(`${fx.layout.eventPrefix}.${subject}`, body);
+    await pub(`run.${ids.tenant}.run-x.submitted`, "not json"); // 5
+    await pub(`run.${ids.tenant}.run-y.renamed`, JSON.stringify({ ...event("run.submitted"), type: "run.renamed" })); // 6
+    await seed(1); // 7..10
+    const refused = 8;
+    const applied: number[] = [];
+    const skips: { seq: number; error: string }[] = [];
+    const picky: Projection = {
+      name: "picky",
+      applyBatch: async (events) => {
+        if (events.some((e) => e.seq === refused))
+          throw new DroverError("contract-violation", `the fold refuses ${refused}`);
+        applied.push(...events.map((e) => e.seq));
+      },
+      apply: () => undefined,
+    };
+    const cps = memoryCheckpointStore();
+    const runner = createProjectionRunner(fx.nc, fx.layout, picky, cps, {
+      onSkip: (x) => skips.push({ seq: x.seq, error: x.error }),
+    });
+    expect(await runner.catchUp()).toBe(10);
+    expect(applied).toEqual([1, 2, 3, 4, 7, 9, 10]);
+    expect(skips.map((x) => x.seq)).toEqual([5, 6, refused]);
+    expect(skips[0]!.error).toMatch(/not JSON/);
+    expect(skips[2]!.error).toMatch(/the fold refuses 8/);
+    expect(await cps.load("picky")).toBe(10);
+    // Live: garbage arriving while the runner follows is stepped over the same way.
+    await runner.start();
+    await pub(`run.${ids.tenant}.run-z.submitted`, "{"); // 11
+    const last = await seed(1); // 12..15
+    await runner.waitFor(last);
+    expect(skips.map((x) => x.seq)).toEqual([5, 6, refused, 11]);
+    expect(applied.slice(7)).toEqual([12, 13, 14, 15]);
+    await runner.stop();
   });
 
   it("stop() right after start() returns, even while the live consumer is still being created (it used to wait for ever)", async () => {

@@ -24,8 +24,7 @@ export interface CapacityReader {
  * fold is kept between calls and each call folds only the events appended since the last one
  * (the fold is idempotent by sequence; calls are serialized), so a call costs O(new events +
  * runtimes), not O(runtime history). Rejects with the store's errors; an undecodable stored runtime
- * event is `StoredEventUnreadable` (and is met again by the next call); an undecodable heartbeat
- * counts as none.
+ * event is stepped over, as the capacity service does; an undecodable heartbeat counts as none.
  */
 export function replayCapacityReader(store: EventStore, jsm: JetStreamManager, layout: StreamLayout): CapacityReader {
   const byId = new Map<string, CapacityDescriptor>();
@@ -44,7 +43,8 @@ export function replayCapacityReader(store: EventStore, jsm: JetStreamManager, l
             evolveCapacity(byId.get(id), { kind: "event", seq, runtimeInstanceId: id, event: event as RuntimeEvent }),
           );
         },
-        { filter: `${layout.eventPrefix}.runtime.>` },
+        // An undecodable runtime event is stepped over (the capacity service records it as a dead letter).
+        { filter: `${layout.eventPrefix}.runtime.>`, onUndecodable: (u) => void (folded = u.seq) },
       );
     } catch (e) {
       throw isDroverError(e, "contract-violation") ? new StoredEventUnreadable(e) : e;

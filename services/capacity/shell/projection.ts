@@ -4,7 +4,7 @@ import { evolveCapacity, type CapacityInput, type RuntimeEvent } from "../../../
 import type { CapacityDescriptor } from "../../../aggregates/capacity/descriptor.ts";
 import type { CapacityViewStore } from "../../../platform/capacity-view.ts";
 import { follow, type Follower } from "../../../platform/follow.ts";
-import type { StreamLayout } from "../../../streams/index.ts";
+import type { Skip, StreamLayout } from "../../../streams/index.ts";
 
 export interface CapacityProjectionDeps {
   readonly js: JetStreamClient;
@@ -12,6 +12,8 @@ export interface CapacityProjectionDeps {
   readonly view: CapacityViewStore<CapacityDescriptor>;
   readonly controlPlaneId: string;
   readonly onError?: (e: unknown) => void;
+  /** Where a message that cannot be folded is recorded before it is stepped over (default: dropped silently). */
+  readonly onSkip?: (s: Skip) => void;
 }
 
 /** What a rebuild folded: counted from its start until it caught up (live inputs included). */
@@ -64,14 +66,34 @@ export async function startCapacityProjection(deps: CapacityProjectionDeps): Pro
     return queue;
   };
 
+  // A message that does not decode (garbage, an unknown type, a newer schema) is recorded and
+  // stepped over: one bad message must never stop the view every placement depends on.
+  const skip = (m: JsMsg, e: unknown, stream: string) =>
+    deps.onSkip?.({ seq: m.seq, subject: m.subject, stream, error: e instanceof Error ? e.message : String(e) });
   const onEvent = (m: JsMsg) => {
     const runtimeInstanceId = m.subject.slice(eventPrefix.length).split(".")[0]!;
-    const event = decodeEvent(m.data, { seq: m.seq, subject: m.subject }) as RuntimeEvent;
+    let event: RuntimeEvent;
+    try {
+      event = decodeEvent(m.data, { seq: m.seq, subject: m.subject }) as RuntimeEvent;
+      if (!event.type.startsWith("runtime.")) throw new Error(`${event.type} on a runtime subject`);
+    } catch (e) {
+      skip(m, e, deps.layout.eventStream);
+      // Past it, through the serial queue: the checkpoint never overtakes a write still queued.
+      queue = queue.then(async () => {
+        if (!shadow) await deps.view.setCheckpoint(CHECKPOINT, m.seq);
+      });
+      return queue;
+    }
     folded = { ...folded, eventsFolded: folded.eventsFolded + 1, lastSeq: m.seq };
     return apply(runtimeInstanceId, { kind: "event", seq: m.seq, runtimeInstanceId, event }, m.seq);
   };
   const onBeat = (m: JsMsg) => {
-    const beat = decodeJson(Heartbeat, m.data, "heartbeat", { seq: m.seq, subject: m.subject });
+    let beat: Heartbeat;
+    try {
+      beat = decodeJson(Heartbeat, m.data, "heartbeat", { seq: m.seq, subject: m.subject });
+    } catch (e) {
+      return skip(m, e, deps.layout.heartbeatStream);
+    }
     folded = { ...folded, heartbeatsFolded: folded.heartbeatsFolded + 1 };
     return apply(beat.runtimeInstanceId, { kind: "heartbeat", beat });
   };

@@ -3,6 +3,7 @@ import {
   createProjectionRunner,
   type NatsHandle,
   type ProjectionRunner,
+  type Skip,
   type StreamLayout,
 } from "../../../streams/index.ts";
 import { beginBuild, endBuild, isBuilt, mongoCheckpointStore } from "./checkpoint-store.ts";
@@ -16,8 +17,10 @@ export interface ForensicsOptions {
   /** How often to check that the database still holds a complete build (0 = never); a dropped database is rebuilt. */
   readonly watchdogMs?: number;
   readonly log?: { info(o: object, msg: string): void; error(o: object, msg: string): void };
-  /** Called when the live projection stops on an error it cannot retry (e.g. an undecodable event). */
+  /** Called when the live projection stops on an error (the NATS consumer failed); poison never stops it. */
   readonly onFatal?: (e: unknown) => void;
+  /** Where an event the projection steps over (undecodable, or refused by the fold) is recorded. */
+  readonly onSkip?: (s: Skip) => void;
 }
 
 export interface ForensicsService {
@@ -37,7 +40,7 @@ export interface ForensicsService {
  * from its checkpoint, then follows the stream live. Rebuilds are serialised: the live runner is
  * stopped first so two runners never write the same database.
  * Failure modes: MongoDB or NATS unreachable at start rejects; while live, a retryable error is
- * retried on the same event and a non-retryable one ends the runner and calls `onFatal`.
+ * retried on the same event; a poison event is recorded through `onSkip` and stepped over.
  */
 export async function startForensics(o: ForensicsOptions): Promise<ForensicsService> {
   const m = readModelDb(o.db);
@@ -50,7 +53,10 @@ export async function startForensics(o: ForensicsOptions): Promise<ForensicsServ
   let busy: Promise<unknown> = Promise.resolve();
 
   const follow = async (rebuild: boolean): Promise<number> => {
-    runner = createProjectionRunner(o.handle, o.layout, projection, checkpoints, { checkpointEvery: 16 });
+    runner = createProjectionRunner(o.handle, o.layout, projection, checkpoints, {
+      checkpointEvery: 16,
+      ...(o.onSkip ? { onSkip: o.onSkip } : {}),
+    });
     let position: number;
     if (rebuild) {
       for (;;) {

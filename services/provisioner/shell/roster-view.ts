@@ -41,7 +41,9 @@ export class RosterView {
         const id = s.subject.slice(prefix.length).split(".")[0] as string;
         this.roster = evolveRoster(this.roster, s.seq, id, s.event as RuntimeEvent);
       },
-      { filter: `${prefix}>` },
+      // A message that does not decode is no runtime fact: stepped over (capacity and forensics record
+      // it as a dead letter), so one bad message can never stop every scale-out.
+      { filter: `${prefix}>`, onUndecodable: () => undefined },
     );
     return this.roster;
   }
