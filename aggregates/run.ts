@@ -53,6 +53,8 @@ export interface RunState {
   readonly lastFailedRuntimeId?: string;
   /** Scale-out requests this run asked for (each recorded once). */
   readonly scaleOutRequestIds: readonly string[];
+  /** Set by `run.cancel-requested` (the first one counts): admission and the runtime then end the run `cancelled`. */
+  readonly cancelRequested?: { readonly by: string; readonly reason: string; readonly seq: number };
   /** Stream sequence of the last event: what the next conditional append expects. */
   readonly lastSeq: number;
 }
@@ -65,6 +67,12 @@ export const initialRunState = (): RunState => ({
   scaleOutRequestIds: [],
   lastSeq: 0,
 });
+
+/**
+ * Run events other writers append without taking the run over: the API's cancel request. The
+ * runtime steps over them when it appends its terminal run event (the run is still its own).
+ */
+export const RUN_REQUESTS: ReadonlySet<string> = new Set(["run.cancel-requested"]);
 
 export const isTerminal = (s: RunStatus): boolean =>
   s === "completed" || s === "failed" || s === "cancelled" || s === "rejected";
@@ -137,6 +145,10 @@ function apply(s: RunState, e: RunEvent, seq: number): RunState {
       return { ...s, status: "completed", recoveryPending: false };
     case "run.failed":
       return { ...s, status: "failed", recoveryPending: false, lastReason: e.data.reason.code };
+    case "run.cancel-requested":
+      return s.cancelRequested || isTerminal(s.status)
+        ? s
+        : { ...s, cancelRequested: { by: e.data.by, reason: e.data.reason, seq } };
     case "run.cancelled":
       return { ...s, status: "cancelled", recoveryPending: false };
     case "run.rejected":

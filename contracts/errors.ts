@@ -158,6 +158,12 @@ export const ERROR_CATALOGUE = {
     httpStatus: 503,
     summary: "the forensics read models (MongoDB) are not configured or not reachable",
   },
+  // --- run operations ---
+  "run-terminal": {
+    retryable: false,
+    httpStatus: 409,
+    summary: "the run has already ended (completed, failed, cancelled or rejected); details.status says how",
+  },
 } as const satisfies Record<string, CatalogueEntry>;
 
 export type ErrorCode = keyof typeof ERROR_CATALOGUE;

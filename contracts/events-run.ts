@@ -25,6 +25,9 @@ export const RunSubmitted = defineEvent(
       idempotencyKey: z.string().min(1).max(200).optional(),
       source: z.enum(["api", "producer"]).describe("the HTTP API, or a trusted producer publishing to JetStream"),
       labels: z.record(z.string().max(63), z.string().max(256)).default({}),
+      rerunOf: SharedRunId.optional().describe(
+        "the run this one reruns (POST /v1/runs/:id/rerun): same DAG and labels",
+      ),
     })
     .strict(),
 );
@@ -147,10 +150,30 @@ export const RunFailed = defineEvent(
     })
     .strict(),
 );
+/**
+ * A caller asked to cancel the run (API `POST /v1/runs/:id/cancel`). It moves no lifecycle state by
+ * itself: admission cancels a run that holds no runtime, and sends CancelRun to the runtime of a
+ * started one, whose `cancelled` follows (runtime.md). `by` is the credential, never a body field.
+ */
+export const RunCancelRequested = defineEvent(
+  "run",
+  "cancel-requested",
+  z
+    .object({
+      by: z.string().min(1).max(200).describe("tenant:<tenantId> or operator:<name>, from the bearer token"),
+      reason: z.string().max(500).default(""),
+    })
+    .strict(),
+);
 export const RunCancelled = defineEvent(
   "run",
   "cancelled",
-  z.object({ reason: z.string().max(500).default("") }).strict(),
+  z
+    .object({
+      reason: z.string().max(500).default(""),
+      by: z.string().max(200).optional().describe("who asked, copied from the cancel-requested event"),
+    })
+    .strict(),
 );
 export const RunRejected = defineEvent("run", "rejected", z.object({ reason: Reason }).strict());
 
@@ -167,6 +190,7 @@ export const RUN_EVENTS = [
   RunReplacementSelected,
   RunCompleted,
   RunFailed,
+  RunCancelRequested,
   RunCancelled,
   RunRejected,
 ] as const;

@@ -22,6 +22,8 @@ export const READ_MODEL_COLLECTIONS = [
   "forensics",
   "ledger",
   "runtimes",
+  "run_counts",
+  "run_pages",
 ] as const;
 export type ReadModelCollection = (typeof READ_MODEL_COLLECTIONS)[number];
 /** Where the projector keeps its checkpoint document (`{ _id: <projection>, seq }`). */
@@ -120,6 +122,11 @@ export interface RunDoc {
   readonly incidentIds: readonly string[];
   readonly scaleOutRequestIds: readonly string[];
   readonly lastReason?: { readonly code: string; readonly detail: string };
+  readonly cancelRequested?: Position & { readonly by: string; readonly reason: string };
+  /** The run this one reruns (`run.submitted` data.rerunOf). */
+  readonly rerunOf?: string;
+  /** Runs submitted as reruns of this one, in submission order (the other direction of `rerunOf`). */
+  readonly rerunIds?: readonly string[];
   readonly ended?: Position & { readonly status: string };
   readonly firstSeq: number;
   readonly lastSeq: number;
@@ -231,5 +238,40 @@ export interface RuntimeDoc {
   readonly status: string;
   readonly hostIncarnation?: string;
   readonly incidentIds: readonly string[];
+  readonly lastSeq: number;
+}
+
+/**
+ * The tenant's run list, newest first in O(page) (`GET /v1/runs`): FerretDB v1 filters and sorts
+ * only by scanning, so the list is kept as documents found by `_id`. Each tenant's submissions get
+ * ordinals 0, 1, 2, … in stream order (`run_counts`, `_id` = tenantId, holds the next one), and
+ * ordinal n sits in page `floor(n / RUN_PAGE_SIZE)` of `run_pages` (`_id` {@link runPageId}).
+ * A listing reads the count, one or two pages, then the runs by `_id`.
+ */
+export const RUN_PAGE_SIZE = 100;
+export const runPageId = (tenantId: string, page: number): string => `${tenantId}:${page}`;
+
+export interface RunCountDoc {
+  readonly _id: string;
+  readonly tenantId: string;
+  /** Submissions so far: the next run's ordinal. */
+  readonly count: number;
+  readonly lastSeq: number;
+}
+
+export interface RunPageEntry {
+  readonly sharedRunId: string;
+  readonly ordinal: number;
+  readonly seq: number;
+  /** The submission's `occurredAt`. */
+  readonly at: string;
+}
+
+export interface RunPageDoc {
+  readonly _id: string;
+  readonly tenantId: string;
+  readonly page: number;
+  /** In ordinal order. */
+  readonly runs: readonly RunPageEntry[];
   readonly lastSeq: number;
 }

@@ -113,6 +113,7 @@ function step(s: Seen, seq: number, event: RunEvent): Check {
     case "run.scale-out-requested":
     case "run.replacement-selected":
     case "run.failed":
+    case "run.cancel-requested":
     case "run.cancelled":
     case "run.rejected":
       return undefined;

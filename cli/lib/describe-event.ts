@@ -55,6 +55,10 @@ const DESCRIBE: Describe = {
   "run.replacement-selected": (e) => ["recovery", `replacement ${e.data.runtimeInstanceId} selected`],
   "run.completed": (e) => ["completion", `run completed by ${e.data.executionId} (${e.data.localRunId})`],
   "run.failed": (e) => ["completion", `run failed: ${reason(e.data.reason)}`],
+  "run.cancel-requested": (e) => [
+    "completion",
+    `cancel requested by ${e.data.by}${e.data.reason ? `: ${e.data.reason}` : ""}`,
+  ],
   "run.cancelled": (e) => ["completion", `run cancelled${e.data.reason ? `: ${e.data.reason}` : ""}`],
   "run.rejected": (e) => ["completion", `run rejected: ${reason(e.data.reason)}`],
   "exec.started": (e) => [

@@ -191,6 +191,11 @@ export const EXAMPLE_BUILDERS: Builders = {
     tenantId: ids.tenant,
     data: { executionId: ids.execution, localRunId: ids.localRun, reason: reason("step-attempts-exhausted", "step b") },
   }),
+  "run.cancel-requested": () => ({
+    ...envelope("run.cancel-requested"),
+    tenantId: ids.tenant,
+    data: { by: "tenant:acme", reason: "user asked" },
+  }),
   "run.cancelled": () => ({ ...envelope("run.cancelled"), tenantId: ids.tenant, data: { reason: "user asked" } }),
   "run.rejected": () => ({
     ...envelope("run.rejected"),

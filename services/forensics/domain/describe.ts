@@ -137,8 +137,10 @@ function describeRun(e: Of<"run">, sharedRunId: string): Description {
         ...(e.data.executionId ? { executionId: e.data.executionId } : {}),
         ...(e.data.localRunId ? { localRunId: e.data.localRunId } : {}),
       });
+    case "run.cancel-requested":
+      return d(`cancel requested by ${e.data.by}`, { reasonDetail: e.data.reason, by: e.data.by }, run);
     case "run.cancelled":
-      return d("cancelled", { reasonDetail: e.data.reason }, run);
+      return d("cancelled", { reasonDetail: e.data.reason, ...(e.data.by ? { by: e.data.by } : {}) }, run);
     case "run.rejected":
       return d(`rejected: ${e.data.reason.code}`, reason(e.data.reason), run);
     default:

@@ -53,6 +53,7 @@ function apply(s: RunDoc, e: RunEvent, f: Fact<RunEvent>): RunDoc {
           .map(([key, value]) => ({ key, value }))
           .sort((a, b) => a.key.localeCompare(b.key)),
         submitted: positionOf(f),
+        ...(e.data.rerunOf ? { rerunOf: e.data.rerunOf } : {}),
       };
     case "run.admitted":
       return {
@@ -109,6 +110,10 @@ function apply(s: RunDoc, e: RunEvent, f: Fact<RunEvent>): RunDoc {
       return { ...ended("completed"), executionIds: addOnce(s.executionIds, e.data.executionId as string) };
     case "run.failed":
       return { ...ended("failed"), lastReason: { ...e.data.reason } };
+    case "run.cancel-requested":
+      return s.cancelRequested
+        ? s
+        : { ...s, cancelRequested: { ...positionOf(f), by: e.data.by, reason: e.data.reason } };
     case "run.cancelled":
       return ended("cancelled");
     case "run.rejected":

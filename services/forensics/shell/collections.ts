@@ -8,7 +8,9 @@ import {
   type IncidentDoc,
   type IncidentItem,
   type LedgerRow,
+  type RunCountDoc,
   type RunDoc,
+  type RunPageDoc,
   type RuntimeDoc,
   type StepDoc,
 } from "../../../contracts/read-models.ts";
@@ -32,6 +34,8 @@ export interface ReadModelDb {
   readonly forensics: Collection<ForensicsRow>;
   readonly ledger: Collection<LedgerRow>;
   readonly runtimes: Collection<RuntimeDoc>;
+  readonly runCounts: Collection<RunCountDoc>;
+  readonly runPages: Collection<RunPageDoc>;
   readonly checkpoints: Collection<CheckpointDoc>;
 }
 
@@ -46,6 +50,8 @@ export function readModelDb(db: Db): ReadModelDb {
     forensics: db.collection("forensics"),
     ledger: db.collection("ledger"),
     runtimes: db.collection("runtimes"),
+    runCounts: db.collection("run_counts"),
+    runPages: db.collection("run_pages"),
     checkpoints: db.collection(CHECKPOINT_COLLECTION),
   };
 }

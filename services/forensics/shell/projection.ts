@@ -1,5 +1,5 @@
 import type { DroverEvent } from "../../../contracts/index.ts";
-import { executionDocId, runDocId } from "../../../contracts/read-models.ts";
+import { executionDocId, RUN_PAGE_SIZE, runDocId, runPageId, type RunDoc } from "../../../contracts/read-models.ts";
 import type { Projection, StoredEvent, StreamLayout } from "../../../streams/index.ts";
 import { evolveExecutionDoc } from "../domain/execution-doc.ts";
 import type { Fact } from "../domain/fact.ts";
@@ -12,6 +12,7 @@ import {
 } from "../domain/incident-doc.ts";
 import { forensicsRow, ledgerRows } from "../domain/ledger.ts";
 import { evolveRunDoc } from "../domain/run-doc.ts";
+import { appendToRunList } from "../domain/run-list.ts";
 import { evolveRuntimeDoc } from "../domain/runtime-doc.ts";
 import { stepCompletion } from "../domain/step-doc.ts";
 import { dropReadModels, ensureIndexes, type ReadModelDb } from "./collections.ts";
@@ -89,13 +90,39 @@ async function applyFact(m: ReadModelDb, cache: DocCache, f: Fact): Promise<void
   for (const r of ledgerRows(f, owner)) cache.insert(m.ledger, r);
 }
 
+async function listRun(m: ReadModelDb, cache: DocCache, f: Of<"run">, run: RunDoc): Promise<void> {
+  const tenantId = f.event.tenantId;
+  const count = await cache.get(m.runCounts, tenantId);
+  const pageNo = Math.floor((count?.count ?? 0) / RUN_PAGE_SIZE);
+  const page = await cache.get(m.runPages, runPageId(tenantId, pageNo));
+  const next = appendToRunList(count, (n) => (n === pageNo ? page : undefined), tenantId, {
+    sharedRunId: run.sharedRunId,
+    seq: f.seq,
+    at: f.event.occurredAt,
+  });
+  if (!next) return;
+  cache.put(m.runCounts, count, next.count);
+  cache.put(m.runPages, page, next.page);
+  if (!run.rerunOf) return;
+  const original = await cache.get(m.runs, runDocId(tenantId, run.rerunOf));
+  if (original && !original.rerunIds?.includes(run.sharedRunId) && f.seq > original.lastSeq)
+    cache.put(m.runs, original, {
+      ...original,
+      rerunIds: [...(original.rerunIds ?? []), run.sharedRunId],
+      lastSeq: f.seq,
+    });
+}
+
 /** Folds the fact into its aggregate's documents; returns the runtime's owner tenant for runtime facts. */
 async function foldAggregate(m: ReadModelDb, cache: DocCache, f: Fact): Promise<string | undefined> {
   const type = f.event.type;
   if (type.startsWith("run.")) {
     const fact = f as Of<"run">;
     const doc = await cache.get(m.runs, runDocId(fact.event.tenantId, f.aggregateId));
-    cache.put(m.runs, doc, evolveRunDoc(doc, fact));
+    const next = evolveRunDoc(doc, fact);
+    cache.put(m.runs, doc, next);
+    // A run's first submission puts it in its tenant's list, and links a rerun to the run it reruns.
+    if (next.submitted && !doc?.submitted) await listRun(m, cache, fact, next);
   } else if (type.startsWith("exec.")) {
     const fact = f as Of<"exec">;
     // Only the first completion of a step is inserted; a duplicate finds its key taken.
