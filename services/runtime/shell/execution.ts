@@ -9,6 +9,7 @@ import {
 import { assertNever } from "../../../aggregates/assert-never.ts";
 import { retryAtAfterFailure, scheduleSteps, type StepStart } from "../../../aggregates/scheduler.ts";
 import { canonicalJson } from "../../../aggregates/step-inputs.ts";
+import { RUN_REQUESTS } from "../../../aggregates/run.ts";
 import type { OpenedExecution } from "./execution-open.ts";
 import { sha256Hex, type StepRunner } from "./step-runners.ts";
 import type { WorkerPool } from "./worker-pool.ts";
@@ -266,7 +267,7 @@ export class Execution {
     data: DataOf<T>,
   ): Promise<void> {
     try {
-      await this.opened.run.append(this.opened.emit(type, data));
+      await this.opened.run.append(this.opened.emit(type, data), RUN_REQUESTS);
     } catch (e) {
       if (!isDroverError(e, "execution-ownership-lost")) throw e;
       this.env.log({ event: "run-terminal-conflict", executionId: this.executionId, type, detail: e.message });

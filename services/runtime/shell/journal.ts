@@ -2,6 +2,15 @@ import { DroverError, isDroverError, type DroverEvent } from "../../../contracts
 import type { AggregateRef } from "../../../streams/subjects.ts";
 import type { EventStore } from "../../../streams/types.ts";
 
+/**
+ * Whether everything appended after `expectedSeq` is of the `stepOver` types (requests other
+ * writers may add without taking the aggregate over, e.g. the API's `run.cancel-requested`); if so
+ * the expectation moves past them. Read again, never assumed.
+ */
+async function laterEvents(store: EventStore, ref: AggregateRef, after: number) {
+  return (await store.read(ref)).events.filter((e) => e.seq > after);
+}
+
 /** Backoff between same-msg-id retries of an append that got no answer (doubling, capped). */
 const RETRY_FIRST_MS = 50;
 const RETRY_CAP_MS = 2_000;
@@ -47,13 +56,20 @@ export class AggregateJournal {
    * Appends `event` after every append queued before it. Resolves with the stored sequence.
    * Rejects with `execution-ownership-lost` (conflict now or earlier), or the store's error.
    */
-  append(event: DroverEvent): Promise<number> {
-    const run = this.tail.then(() => this.appendNow(event));
+  append(event: DroverEvent, stepOver?: ReadonlySet<string>): Promise<number> {
+    const run = this.tail.then(() => this.appendNow(event, stepOver));
     this.tail = run.catch(() => undefined);
     return run;
   }
 
-  private async appendNow(event: DroverEvent): Promise<number> {
+  private async onlyStepOver(expectedSeq: number, types: ReadonlySet<string>): Promise<boolean> {
+    const later = await laterEvents(this.store, this.ref, expectedSeq);
+    if (later.length === 0 || !later.every((e) => types.has(e.event.type))) return false;
+    this.seq = later.at(-1)!.seq;
+    return true;
+  }
+
+  private async appendNow(event: DroverEvent, stepOver?: ReadonlySet<string>): Promise<number> {
     if (this.lostError) throw this.lostError;
     const expectedSeq = this.seq;
     const msgId = `${this.writerKey}:${this.ref.aggregate}:${this.ref.id}:${expectedSeq}`;
@@ -63,6 +79,8 @@ export class AggregateJournal {
         this.seq = r.seq;
         return r.seq;
       } catch (e) {
+        if (isDroverError(e, "version-conflict") && stepOver && (await this.onlyStepOver(expectedSeq, stepOver)))
+          return this.appendNow(event);
         if (isDroverError(e, "version-conflict")) {
           this.lostError = new DroverError(
             "execution-ownership-lost",
