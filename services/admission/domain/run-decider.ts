@@ -1,5 +1,5 @@
 import type { DataOf, Reason } from "../../../contracts/index.ts";
-import type { RunState } from "../../../aggregates/run.ts";
+import { isTerminal, type RunState } from "../../../aggregates/run.ts";
 import { assertNever } from "../../../aggregates/assert-never.ts";
 
 /** A decision admission takes about one run; the shell appends the result conditionally on the run's lastSeq. */
@@ -8,7 +8,8 @@ export type AdmissionCommand =
   | { readonly kind: "MarkDispatched"; readonly data: DataOf<"run.dispatched"> }
   | { readonly kind: "MarkDispatchFailed"; readonly data: DataOf<"run.dispatch-failed"> }
   | { readonly kind: "QueueGlobally"; readonly reason: Reason; readonly scaleOutRequestId?: string }
-  | { readonly kind: "Reject"; readonly reason: Reason };
+  | { readonly kind: "Reject"; readonly reason: Reason }
+  | { readonly kind: "Cancel" };
 
 /** Event bodies to append, in order (the shell wraps them in envelopes). */
 export type RunDecision =
@@ -17,7 +18,8 @@ export type RunDecision =
   | { readonly type: "run.dispatch-failed"; readonly data: DataOf<"run.dispatch-failed"> }
   | { readonly type: "run.queued-globally"; readonly data: DataOf<"run.queued-globally"> }
   | { readonly type: "run.scale-out-requested"; readonly data: DataOf<"run.scale-out-requested"> }
-  | { readonly type: "run.rejected"; readonly data: DataOf<"run.rejected"> };
+  | { readonly type: "run.rejected"; readonly data: DataOf<"run.rejected"> }
+  | { readonly type: "run.cancelled"; readonly data: DataOf<"run.cancelled"> };
 
 /** Why a command does not apply to the run's current state; the shell drops it (another decider moved the run). */
 export class NotApplicable extends Error {
@@ -27,12 +29,22 @@ export class NotApplicable extends Error {
   }
 }
 
-/** Runs admission may place: new, globally queued, or requeued by recovery. */
+/** Runs admission may place: new, globally queued, or requeued by recovery — unless a cancel was requested. */
 export const isPlaceable = (s: RunState): boolean =>
-  s.status === "submitted" ||
-  s.status === "queued" ||
-  s.status === "requeued-for-resume" ||
-  s.status === "requeued-for-local-queued-recovery";
+  s.cancelRequested === undefined &&
+  (s.status === "submitted" ||
+    s.status === "queued" ||
+    s.status === "requeued-for-resume" ||
+    s.status === "requeued-for-local-queued-recovery");
+
+/**
+ * Whether admission ends a run whose cancel was requested itself: it holds no runtime that could
+ * still write it (not started; a dispatched run's `started` expects the `dispatched` sequence, which
+ * the cancel request moved past, so its runtime can no longer start it). A started run is the
+ * runtime's to cancel (CancelRun).
+ */
+export const admissionCancels = (s: RunState): boolean =>
+  s.cancelRequested !== undefined && !isTerminal(s.status) && s.status !== "started" && s.status !== "none";
 
 /**
  * Decides admission's events for one run (pure). Admission appends `dispatched` before it sends
@@ -72,6 +84,9 @@ export function decideRun(cmd: AdmissionCommand, s: RunState): RunDecision[] {
       }
       return out;
     }
+    case "Cancel":
+      if (!admissionCancels(s)) throw new NotApplicable(`run is ${s.status}; admission does not cancel it`);
+      return [{ type: "run.cancelled", data: { reason: s.cancelRequested!.reason, by: s.cancelRequested!.by } }];
     case "Reject":
       if (s.status !== "submitted" && s.status !== "none")
         throw new NotApplicable(`run is ${s.status}; only a new submission can be rejected`);

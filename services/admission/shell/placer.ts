@@ -14,6 +14,7 @@ import { decidePlacement, noCapacityReason } from "../domain/placement.ts";
 import { appendRunDecision } from "./append-run.ts";
 import { readCandidates, type Placeable } from "./candidates.ts";
 import type { AdmissionDeps } from "./deps.ts";
+import { cancelRun } from "./cancel.ts";
 import { recordDispatch, resendIfUnknown } from "./dispatch.ts";
 import { requestScaleOut } from "./scale-out.ts";
 import type { IndexedRun } from "./run-index.ts";
@@ -104,6 +105,7 @@ async function handle(
   now: number,
   othersInFlight: number,
 ): Promise<Send | undefined> {
+  if (r.state.cancelRequested) return cancelRun(deps, r, candidates, now);
   const tenant = tenantSettingsOf(deps.config, r.tenantId);
   const p = decidePlacement(r, candidates, now, {
     tenant,

@@ -115,6 +115,7 @@ export class RunIndex {
         (r) =>
           (r.invalid && r.state.status === "none") ||
           isPlaceable(r.state) ||
+          (r.state.cancelRequested !== undefined && !isTerminal(r.state.status)) ||
           r.state.status === "admitted" ||
           r.state.status === "dispatched",
       );
