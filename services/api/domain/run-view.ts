@@ -1,5 +1,6 @@
 import type { RunState } from "../../../aggregates/run.ts";
-import type { DagDefinition } from "../../../contracts/index.ts";
+import type { DagDefinition, DroverEvent } from "../../../contracts/index.ts";
+import { stepStates, type StepView } from "./step-states.ts";
 
 /** What `GET /v1/runs/:id` answers: the folded run aggregate, nothing another tenant could use. */
 export interface RunView {
@@ -91,4 +92,34 @@ export function executionIdsOf(
     if (typeof id === "string" && !ids.includes(id)) ids.push(id);
   }
   return ids;
+}
+
+/**
+ * What `GET /v1/runs/:id` answers: the run view, its labels, who asked to cancel it, the run it
+ * reruns, and each step's state from its execution journals. The run's input and output are added
+ * here by the issue "Tenants run their own code" (both come from the run's events as well).
+ */
+export interface RunDetail extends RunView {
+  readonly labels: Readonly<Record<string, string>>;
+  readonly rerunOf: string | null;
+  readonly cancelRequested: { readonly by: string; readonly reason: string; readonly seq: number } | null;
+  readonly steps: readonly StepView[];
+}
+
+/** The detail of a run from its view and its events (run and execution events, in stream order). Pure. */
+export function runDetail(
+  view: RunView,
+  events: readonly { readonly seq: number; readonly event: DroverEvent }[],
+): RunDetail {
+  const submitted = events.find((e) => e.event.type === "run.submitted")?.event as
+    Extract<DroverEvent, { type: "run.submitted" }> | undefined;
+  const cancel = events.find((e) => e.event.type === "run.cancel-requested") as
+    { readonly seq: number; readonly event: Extract<DroverEvent, { type: "run.cancel-requested" }> } | undefined;
+  return {
+    ...view,
+    labels: submitted?.data.labels ?? {},
+    rerunOf: submitted?.data.rerunOf ?? null,
+    cancelRequested: cancel ? { by: cancel.event.data.by, reason: cancel.event.data.reason, seq: cancel.seq } : null,
+    steps: view.dag ? stepStates(view.dag, events, view.status) : [],
+  };
 }

@@ -40,6 +40,8 @@ export interface SubmitRun {
   /** The tenant's non-terminal runs, when the API enforces its quota (`overQuota: "reject"`); else undefined. */
   readonly openRuns: number | undefined;
   readonly metadata: { readonly now: Date; readonly requestId: string; readonly instanceId: string };
+  /** Set by `POST /v1/runs/:id/rerun`: the run this one reruns (never taken from a body). */
+  readonly rerunOf?: string;
 }
 
 /**
@@ -86,6 +88,7 @@ export function decideSubmission(cmd: SubmitRun, state: RunState): [] | [EventOf
         ...(cmd.body.idempotencyKey === undefined ? {} : { idempotencyKey: cmd.body.idempotencyKey }),
         source: "api",
         labels: cmd.body.labels ?? {},
+        ...(cmd.rerunOf === undefined ? {} : { rerunOf: SharedRunId.parse(cmd.rerunOf) }),
       },
     },
   ];

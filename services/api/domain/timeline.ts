@@ -63,6 +63,7 @@ const PHASES: Readonly<Record<string, Phase>> = {
   "exec.paused-for-recovery": "recovery",
   "run.completed": "completion",
   "run.failed": "completion",
+  "run.cancel-requested": "completion",
   "run.cancelled": "completion",
   "exec.completed": "completion",
   "exec.failed": "completion",

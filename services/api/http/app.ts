@@ -1,5 +1,11 @@
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastify";
-import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from "fastify-type-provider-zod";
+import swagger from "@fastify/swagger";
+import {
+  jsonSchemaTransform,
+  serializerCompiler,
+  validatorCompiler,
+  type ZodTypeProvider,
+} from "fastify-type-provider-zod";
 import type { ApiDeps } from "../shell/deps.ts";
 import { requireCredentials } from "./auth.ts";
 import { dashboardRoute } from "./dashboard-route.ts";
@@ -7,6 +13,7 @@ import { errorHandler } from "./error-handler.ts";
 import { eventsRoute } from "./events-route.ts";
 import { forensicsRoutes } from "./forensics-routes.ts";
 import { operatorRoutes } from "./operator-routes.ts";
+import { opsRoutes } from "./ops-routes.ts";
 import { runsRoutes } from "./runs-routes.ts";
 
 /** Bodies above this are refused with 413 before parsing: a DAG fits well below, and an event must stay under NATS' max payload. */
@@ -30,6 +37,10 @@ export async function buildApp(
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   app.setErrorHandler(errorHandler);
+  // Every answer names its request (SSE answers set it themselves when they take the response over).
+  app.addHook("onRequest", async (request, reply) => {
+    void reply.header("x-request-id", request.id);
+  });
   app.setNotFoundHandler((request, reply) =>
     reply.code(404).send({
       error: {
@@ -37,9 +48,23 @@ export async function buildApp(
         message: `no route ${request.method} ${request.url.split("?")[0]}`,
         retryable: false,
         details: {},
+        requestId: request.id,
       },
     }),
   );
+
+  // The OpenAPI document is generated from the routes' zod schemas (body, query, params, headers, responses).
+  await app.register(swagger, {
+    openapi: {
+      openapi: "3.1.0",
+      info: { title: "drover API", version: "1" },
+      components: { securitySchemes: { bearer: { type: "http", scheme: "bearer" } } },
+      security: [{ bearer: [] }],
+    },
+    transform: jsonSchemaTransform,
+  });
+  opsRoutes(app, deps);
+  app.get("/v1/openapi.json", { schema: { hide: true } }, async () => app.swagger());
 
   await app.register(
     async (v1) => {

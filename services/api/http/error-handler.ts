@@ -9,8 +9,13 @@ export interface ErrorBody {
     readonly message: string;
     readonly retryable: boolean;
     readonly details: Readonly<Record<string, unknown>>;
+    /** The answer's `x-request-id`: quote it when reporting a problem (the server log carries it). */
+    readonly requestId?: string;
   };
 }
+
+/** Seconds a client should wait before retrying a 429 or 503. */
+export const RETRY_AFTER_SECONDS = 1;
 
 const body = (
   code: ErrorCode | "internal",
@@ -29,11 +34,21 @@ const body = (
  * - Anything else → 500 `internal`, logged with its stack, answered without any detail of it.
  */
 export function errorHandler(err: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const answer = answerFor(err, request, reply);
+  if (answer.status === 429 || answer.status === 503) void reply.header("retry-after", String(RETRY_AFTER_SECONDS));
+  return reply.code(answer.status).send({ error: { ...answer.body.error, requestId: request.id } });
+}
+
+function answerFor(
+  err: FastifyError,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): { readonly status: number; readonly body: ErrorBody } {
   if (isDroverError(err)) {
     if (err.code === "unauthenticated") void reply.header("www-authenticate", "Bearer");
     const status = ERROR_CATALOGUE[err.code].httpStatus;
     if (status >= 500) request.log.warn({ err }, "request failed");
-    return reply.code(status).send(body(err.code, err.message, err.retryable, { ...err.details }));
+    return { status, body: body(err.code, err.message, err.retryable, { ...err.details }) };
   }
   if (hasZodFastifySchemaValidationErrors(err)) {
     const where = err.validationContext ?? "request";
@@ -41,14 +56,15 @@ export function errorHandler(err: FastifyError, request: FastifyRequest, reply: 
       (v) => `${where}${v.instancePath === "/" ? "" : v.instancePath.replaceAll("/", ".")}: ${v.message}`,
     );
     const code = where === "params" ? "invalid-id" : "contract-violation";
-    return reply
-      .code(400)
-      .send(body(code, `the ${where} is invalid: ${issues.slice(0, 3).join("; ")}`, false, { issues }));
+    return {
+      status: 400,
+      body: body(code, `the ${where} is invalid: ${issues.slice(0, 3).join("; ")}`, false, { issues }),
+    };
   }
   const status = err.statusCode;
   if (!(err instanceof ResponseSerializationError) && typeof status === "number" && status >= 400 && status < 500) {
-    return reply.code(status).send(body("contract-violation", err.message, false, { fastifyCode: err.code }));
+    return { status, body: body("contract-violation", err.message, false, { fastifyCode: err.code }) };
   }
   request.log.error({ err }, "unexpected error");
-  return reply.code(500).send(body("internal", "internal error; the server log has the details", true));
+  return { status: 500, body: body("internal", "internal error; the server log has the details", true) };
 }

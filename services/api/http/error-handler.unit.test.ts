@@ -20,6 +20,7 @@ const app = (store: EventStore) =>
     layout: DEFAULT_LAYOUT,
     store,
     feed: {
+      head: () => Promise.resolve(0),
       follow: () => {
         throw new Error("unused");
       },
@@ -42,12 +43,14 @@ describe("api error handler", () => {
         message: "internal error; the server log has the details",
         retryable: true,
         details: {},
+        requestId: "id1",
       },
     });
+    expect(res.headers["x-request-id"]).toBe("id1");
     expect(res.body).not.toMatch(/secret|10\.0\.0\.7|Socket/);
   });
 
-  it("maps a DroverError to its catalogue status, code and details", async () => {
+  it("maps a DroverError to its catalogue status, code and details, with Retry-After on a 503", async () => {
     const res = await get(
       failing(new DroverError("event-store-unavailable", "JetStream did not answer", { details: { filter: "x" } })),
     );
@@ -57,7 +60,9 @@ describe("api error handler", () => {
       message: "JetStream did not answer",
       retryable: true,
       details: { filter: "x" },
+      requestId: "id1",
     });
+    expect(res.headers["retry-after"]).toBe("1");
   });
 
   it("answers a stored event that no longer decodes as the server's fault (500), never the caller's contract-violation", async () => {

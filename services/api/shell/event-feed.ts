@@ -19,6 +19,9 @@ export type FeedFrame =
   /** Everything stored when the feed opened has been delivered; what follows is live. */
   | { readonly kind: "caught-up"; readonly seq: number };
 
+/** A frame as the API sends it: the stream's frames, and `end` when a per-run feed saw its run end. */
+export type SseFrame = FeedFrame | { readonly kind: "end"; readonly status: string; readonly seq: number };
+
 /** A live, ordered feed of stored events. */
 export interface EventFeed {
   /**
@@ -28,6 +31,8 @@ export interface EventFeed {
    * Rejects with the JetStream error when the feed cannot be opened.
    */
   follow(scope: FeedScope, afterSeq: number, signal: AbortSignal): AsyncIterable<FeedFrame>;
+  /** The stream's last sequence now (`?from=now` follows after it). */
+  head(): Promise<number>;
 }
 
 /**
@@ -37,6 +42,7 @@ export interface EventFeed {
  */
 export function jetStreamFeed(js: JetStreamClient, jsm: JetStreamManager, layout: StreamLayout): EventFeed {
   return {
+    head: async () => (await jsm.streams.info(layout.eventStream)).state.last_seq,
     async *follow(scope, afterSeq, signal) {
       const filter = scope.kind === "all" ? `${layout.eventPrefix}.>` : tenantFilter(layout, scope.tenantId);
       const start = afterSeq + 1;

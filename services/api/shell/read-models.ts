@@ -9,7 +9,10 @@ import {
   type IncidentDoc,
   type IncidentItem,
   type LedgerRow,
+  runPageId,
+  type RunCountDoc,
   type RunDoc,
+  type RunPageDoc,
 } from "../../../contracts/read-models.ts";
 
 /** Ledger query: entries after `since` (exclusive), optionally only recovery (or only non-recovery) ones. */
@@ -44,6 +47,12 @@ export interface ReadModels {
   incident(incidentId: string): Promise<IncidentDoc | undefined>;
   /** The incident's items: one tenant's, or (operators, `tenantId` undefined) every tenant's. */
   incidentItems(incidentId: string, tenantId: string | undefined): Promise<IncidentItem[]>;
+  /** How many runs the tenant submitted (the run list's length). */
+  runCount(tenantId: string): Promise<number>;
+  /** The tenant's run-list pages with these numbers (missing ones left out). */
+  runPages(tenantId: string, pages: readonly number[]): Promise<RunPageDoc[]>;
+  /** The tenant's runs with these ids, each found by `_id` (missing ones left out). */
+  runsById(tenantId: string, sharedRunIds: readonly string[]): Promise<RunDoc[]>;
   /** The stream sequence the projector has applied up to: how current the answers are. */
   position(): Promise<number>;
 }
@@ -70,6 +79,8 @@ export function mongoReadModels(db: Db): ReadModels {
   const forensics = db.collection<ForensicsRow>("forensics");
   const incidents = db.collection<IncidentDoc>("incidents");
   const items = db.collection<IncidentItem>("incident_items");
+  const runCounts = db.collection<RunCountDoc>("run_counts");
+  const runPages = db.collection<RunPageDoc>("run_pages");
   const bySeq = { seq: 1 } as const;
   return {
     // By `_id` (which starts with the tenant): FerretDB finds those without scanning the collection.
@@ -116,6 +127,17 @@ export function mongoReadModels(db: Db): ReadModels {
           .sort({ _id: 1 })
           .toArray(),
       ),
+    runCount: (tenantId) => guarded(async () => (await runCounts.findOne({ _id: tenantId, tenantId }))?.count ?? 0),
+    runPages: (tenantId, pages) =>
+      guarded(async () => {
+        const docs = await Promise.all(pages.map((n) => runPages.findOne({ _id: runPageId(tenantId, n), tenantId })));
+        return docs.filter((d) => d !== null);
+      }),
+    runsById: (tenantId, ids) =>
+      guarded(async () => {
+        const docs = await Promise.all(ids.map((id) => runs.findOne({ _id: runDocId(tenantId, id), tenantId })));
+        return docs.filter((d) => d !== null);
+      }),
     position: () =>
       guarded(
         async () =>

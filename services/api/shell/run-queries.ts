@@ -2,7 +2,14 @@ import { foldRun } from "../../../aggregates/run.ts";
 import { DroverError, isDroverError, type TenantId } from "../../../contracts/index.ts";
 import { execRef, runRef, type AggregateRef } from "../../../streams/subjects.ts";
 import type { AggregateHistory, EventStore, StoredEvent } from "../../../streams/types.ts";
-import { executionIdsOf, runView, undecodableSubmissionView, type RunView } from "../domain/run-view.ts";
+import {
+  executionIdsOf,
+  runDetail,
+  runView,
+  undecodableSubmissionView,
+  type RunDetail,
+  type RunView,
+} from "../domain/run-view.ts";
 
 /**
  * A stored event that no longer parses is the server's problem, not the caller's: it must not be
@@ -81,7 +88,21 @@ export async function readRunEvents(
   tenantId: TenantId,
   sharedRunId: string,
 ): Promise<StoredEvent[]> {
-  const { events: run } = await readRunHistory(store, tenantId, sharedRunId);
+  return (await readRunWithJournals(store, tenantId, sharedRunId)).events;
+}
+
+async function readRunWithJournals(
+  store: EventStore,
+  tenantId: TenantId,
+  sharedRunId: string,
+): Promise<{ view: RunView; events: StoredEvent[] }> {
+  const { view, events: run } = await readRunHistory(store, tenantId, sharedRunId);
   const journals = await Promise.all(executionIdsOf(run).map((id) => readAggregate(store, execRef(tenantId, id))));
-  return [...run, ...journals.flat()].sort((a, b) => a.seq - b.seq);
+  return { view, events: [...run, ...journals.flat()].sort((a, b) => a.seq - b.seq) };
+}
+
+/** The run with its labels and step states ({@link runDetail}); `not-found` as for {@link readRun}. */
+export async function readRunDetail(store: EventStore, tenantId: TenantId, sharedRunId: string): Promise<RunDetail> {
+  const { view, events } = await readRunWithJournals(store, tenantId, sharedRunId);
+  return runDetail(view, events);
 }

@@ -25,11 +25,11 @@ export interface Submitted {
  */
 export function createSubmitter(
   deps: ApiDeps,
-): (tenantId: TenantId, body: SubmitRunBody, requestId: string) => Promise<Submitted> {
+): (tenantId: TenantId, body: SubmitRunBody, requestId: string, rerunOf?: string) => Promise<Submitted> {
   const serial = serialPerKey();
-  return (tenantId, body, requestId) => {
+  return (tenantId, body, requestId, rerunOf) => {
     const settings = tenantSettingsOf(deps.config, tenantId);
-    const attempt = () => submitOnce(deps, tenantId, settings, body, requestId);
+    const attempt = () => submitOnce(deps, tenantId, settings, body, requestId, rerunOf);
     // Quota check and append are one step per tenant here, so this process never admits two over the limit.
     return settings.overQuota === "reject" && deps.openRuns ? serial(tenantId, attempt) : attempt();
   };
@@ -41,6 +41,7 @@ async function submitOnce(
   settings: TenantSettings,
   body: SubmitRunBody,
   requestId: string,
+  rerunOf: string | undefined,
 ): Promise<Submitted> {
   const ids = submissionIds(tenantId, body.idempotencyKey, deps.newId);
   const ref = runRef(tenantId, ids.sharedRunId);
@@ -55,6 +56,7 @@ async function submitOnce(
       openRuns,
       ...ids,
       metadata: { now: deps.clock(), requestId, instanceId: deps.instanceId },
+      ...(rerunOf === undefined ? {} : { rerunOf }),
     },
     existing,
   );

@@ -1,0 +1,102 @@
+import type { DagDefinition, DroverEvent } from "../../../contracts/index.ts";
+
+export const STEP_STATES = ["pending", "running", "waiting-retry", "completed", "failed", "cancelled"] as const;
+export type StepState = (typeof STEP_STATES)[number];
+
+/** One step of a run as `GET /v1/runs/:id` shows it. */
+export interface StepView {
+  readonly id: string;
+  readonly kind: string;
+  readonly dependsOn: readonly string[];
+  readonly state: StepState;
+  /** Attempts recorded so far (failed ones and the completing one). */
+  readonly attempts: number;
+  /** The completing attempt's duration, as the runtime measured it. */
+  readonly durationMs: number | null;
+  readonly lastError: string | null;
+  /** When a failed step is tried again (`waiting-retry`). */
+  readonly retryAt: string | null;
+}
+
+interface Seen {
+  attempts: number;
+  durationMs?: number;
+  error?: string;
+  retryAt?: string;
+  exhausted?: boolean;
+  completed?: boolean;
+}
+
+/**
+ * Each DAG step's state from the run's execution journals (every execution of the run, in stream
+ * order: a resumed execution continues the same journal) and the run's status. A step is
+ * `completed` or `failed` (no attempts left) when its journal says so; `waiting-retry` after a
+ * failure with a `retryAt`; `running` while the execution is live and every dependency completed;
+ * `cancelled` when the run ended without it; `pending` otherwise. Pure.
+ */
+export function stepStates(
+  dag: DagDefinition,
+  events: readonly { readonly event: DroverEvent }[],
+  runStatus: string,
+): StepView[] {
+  const seen = new Map<string, Seen>();
+  let live = false;
+  const at = (id: string) => seen.get(id) ?? seen.set(id, { attempts: 0 }).get(id)!;
+  for (const { event } of events) {
+    switch (event.type) {
+      case "exec.started":
+      case "exec.resumed":
+        live = true;
+        break;
+      case "exec.paused-for-recovery":
+      case "exec.completed":
+      case "exec.failed":
+      case "exec.cancelled":
+        live = false;
+        break;
+      case "exec.step-completed": {
+        const s = at(event.data.stepId);
+        Object.assign(s, { completed: true, durationMs: event.data.durationMs, retryAt: undefined });
+        s.attempts = Math.max(s.attempts, event.data.attempt);
+        break;
+      }
+      case "exec.step-failed": {
+        const s = at(event.data.stepId);
+        s.attempts = Math.max(s.attempts, event.data.attempt);
+        s.error = event.data.error;
+        s.retryAt = event.data.retryAt;
+        s.exhausted = event.data.retryAt === undefined;
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  const ended =
+    runStatus === "completed" || runStatus === "failed" || runStatus === "cancelled" || runStatus === "rejected";
+  const done = (id: string) => seen.get(id)?.completed === true;
+  return dag.steps.map((step) => {
+    const s = seen.get(step.id) ?? { attempts: 0 };
+    const state: StepState = s.completed
+      ? "completed"
+      : s.exhausted
+        ? "failed"
+        : ended
+          ? "cancelled"
+          : s.retryAt !== undefined
+            ? "waiting-retry"
+            : live && step.dependsOn.every(done)
+              ? "running"
+              : "pending";
+    return {
+      id: step.id,
+      kind: step.kind,
+      dependsOn: step.dependsOn,
+      state,
+      attempts: s.attempts,
+      durationMs: s.durationMs ?? null,
+      lastError: s.error ?? null,
+      retryAt: state === "waiting-retry" ? (s.retryAt ?? null) : null,
+    };
+  });
+}

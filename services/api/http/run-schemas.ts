@@ -1,0 +1,64 @@
+import { z } from "zod";
+import { RunSummary } from "../domain/run-list.ts";
+import { STEP_STATES } from "../domain/step-states.ts";
+
+/**
+ * Response schemas of the run routes: they serialize the answers and describe them in
+ * `/v1/openapi.json`. Events and DAGs are described as objects (their schemas are the contracts'
+ * event catalogue and `DagDefinition`).
+ */
+const Json = z.record(z.string(), z.unknown());
+
+export const RunViewAnswer = z
+  .object({
+    sharedRunId: z.string(),
+    tenantId: z.string(),
+    status: z.string(),
+    submittedSeq: z.number().nullable(),
+    lastSeq: z.number().describe("stream sequence of the run's last event"),
+    executionId: z.string().nullable(),
+    placement: z
+      .object({ runtimeInstanceId: z.string(), localRunId: z.string(), transport: z.string().nullable() })
+      .nullable(),
+    localRunIds: z.array(z.string()).readonly(),
+    recoveryPending: z.boolean(),
+    lastReason: z.string().nullable(),
+    dispatchFailures: z.number(),
+    dag: Json.nullable(),
+  })
+  .describe("the folded run aggregate");
+
+export const StepAnswer = z.object({
+  id: z.string(),
+  kind: z.string(),
+  dependsOn: z.array(z.string()).readonly(),
+  state: z.enum(STEP_STATES),
+  attempts: z.number(),
+  durationMs: z.number().nullable(),
+  lastError: z.string().nullable(),
+  retryAt: z.string().nullable(),
+});
+
+export const RunDetailAnswer = RunViewAnswer.extend({
+  labels: z.record(z.string(), z.string()),
+  rerunOf: z.string().nullable(),
+  cancelRequested: z.object({ by: z.string(), reason: z.string(), seq: z.number() }).nullable(),
+  steps: z.array(StepAnswer).readonly(),
+});
+
+export const RunListAnswer = z.object({
+  runs: z.array(RunSummary),
+  next: z.string().optional().describe("cursor of the next (older) page; absent on the last page"),
+  asOf: z.number().describe("the stream sequence the read models include"),
+});
+
+export const RunEventsAnswer = z.object({
+  events: z.array(z.object({ seq: z.number(), subject: z.string(), time: z.string(), event: Json })),
+});
+
+export const CancelAnswer = z.object({
+  outcome: z
+    .enum(["requested", "already-requested", "cancelled"])
+    .describe("202 requested now or before; 200 the run is already cancelled"),
+  run: RunDetailAnswer,
+});
