@@ -15,12 +15,21 @@ export async function main(
   io: CommandIo,
   commands: readonly Command[] = COMMANDS,
 ): Promise<number> {
-  const [name, ...rest] = argv;
+  const [first, ...afterFirst] = argv;
+  if (first === "runs") return (await import("./runs/program.ts")).runsMain(afterFirst, io);
+  // The NATS-direct operator tools live under `drover admin …`; their old top-level names keep working.
+  const [name, ...rest] = first === "admin" ? afterFirst : argv;
   if (name === undefined || name === "help" || name === "--help" || name === "-h") {
     io.out(help(commands));
     return name === undefined ? EXIT.usage : EXIT.ok;
   }
   const cmd = commands.find((c) => c.name === name);
+  if (cmd && (rest.includes("--help") || rest.includes("-h"))) {
+    io.out(`${cmd.summary}
+usage: ${cmd.usage}
+`);
+    return EXIT.ok;
+  }
   if (!cmd) {
     io.err(`drover: unknown command ${JSON.stringify(name)}\n\n${help(commands)}`);
     return EXIT.usage;
@@ -41,17 +50,21 @@ export async function main(
 function help(commands: readonly Command[]): string {
   const width = Math.max(...commands.map((c) => c.name.length));
   return [
-    "usage: drover <command> [args]",
+    "usage: drover runs <command> [options]   tenant commands over the HTTP API (drover runs --help)",
+    "       drover admin <command> [args]     operator tools reading NATS directly (also without `admin`):",
     "",
     ...commands.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`),
     "",
     "environment: NATS_URL (default nats://127.0.0.1:4222), DROVER_STREAM_TAG (a tagged test layout), DROVER_CONFIG (capacity-rebuild's control plane)",
-    "exit codes: 0 ok/match, 1 replay divergence, 2 usage error or unknown id, 3 stream or service unavailable",
+    "exit codes: 0 ok/match, 1 replay divergence (runs: the run did not complete), 2 usage error or unknown id, 3 stream, service or API unavailable, 4 (runs) no such run",
     "",
   ].join("\n");
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
+/** Runs the CLI on this process's arguments and streams (the `bin` entry and `node cli/drover.ts` both call it). */
+export async function cli(): Promise<void> {
   const io: CommandIo = { out: (t) => process.stdout.write(t), err: (t) => process.stderr.write(t), env: process.env };
   process.exitCode = await main(process.argv.slice(2), io);
 }
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) await cli();

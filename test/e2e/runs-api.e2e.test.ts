@@ -1,3 +1,8 @@
+import { execFile } from "node:child_process";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { promisify } from "node:util";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { DagInput } from "../../contracts/index.ts";
@@ -306,4 +311,58 @@ describe("runs API: list, detail with steps, per-run live feed, cancel and rerun
     expect(frames[0]).toMatchObject({ type: "run.submitted", data: { sharedRunId: after } });
     expect(frames.some((e) => e.correlationId === before)).toBe(false);
   });
+
+  it("the installed CLI (cli/bin.mjs, package.json bin) submits and waits with -o json, watches a run step by step, lists, cancels and reruns", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "drover-cli-"));
+    const bin = resolve(import.meta.dirname, "../../cli/bin.mjs");
+    const env = { ...process.env, DROVER_API_URL: cp.apiUrl, DROVER_TOKEN: RUN_TOKEN };
+    const drover = async (...args: string[]) => {
+      try {
+        const r = await promisify(execFile)(process.execPath, [bin, ...args], { env, timeout: 60_000 });
+        return { code: 0, out: r.stdout, err: r.stderr };
+      } catch (e) {
+        const x = e as { code: number; stdout: string; stderr: string };
+        return { code: x.code, out: x.stdout, err: x.stderr };
+      }
+    };
+    try {
+      await writeFile(join(dir, "dag.json"), JSON.stringify(sleepChain(2, 50)));
+      const waited = await drover(
+        "runs",
+        "submit",
+        "-f",
+        join(dir, "dag.json"),
+        "--label",
+        "via=cli",
+        "--wait",
+        "-o",
+        "json",
+      );
+      expect(waited.code).toBe(0);
+      const run = JSON.parse(waited.out) as Json;
+      expect(run).toMatchObject({ status: "completed", labels: { via: "cli" } });
+      expect(run.steps.map((s: Json) => s.state)).toEqual(["completed", "completed"]);
+
+      await writeFile(join(dir, "slow.json"), JSON.stringify(sleepChain(3, 300)));
+      const slow = JSON.parse((await drover("runs", "submit", "-f", join(dir, "slow.json"), "-o", "json")).out) as Json;
+      const watched = await drover("runs", "watch", slow.sharedRunId);
+      expect(watched.code).toBe(0);
+      const completions = watched.out.split("\n").filter((l) => l.includes("exec.step-completed"));
+      expect(completions.map((l) => l.trim().split(/\s+/).at(-3))).toEqual(["s1", "s2", "s3"]);
+      expect(watched.out).toMatch(/status\s+completed/);
+
+      expect((await drover("runs", "get", "run-does-not-exist")).code).toBe(4);
+      const listed = await drover("runs", "list", "--label", "via=cli");
+      expect(listed.out).toContain(run.sharedRunId);
+      const again = await drover("runs", "rerun", run.sharedRunId, "-o", "json");
+      expect(JSON.parse(again.out).sharedRunId).not.toBe(run.sharedRunId);
+      const late = await drover("runs", "cancel", run.sharedRunId);
+      expect([late.code, late.err]).toEqual([2, expect.stringContaining("run-terminal")]);
+      for (const args of [["--help"], ["runs", "--help"], ["runs", "watch", "--help"], ["admin", "replay", "--help"]])
+        expect((await drover(...args)).code).toBe(0);
+      expect((await drover("runs", "list", "--limit")).code).toBe(2);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
 });

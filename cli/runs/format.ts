@@ -1,0 +1,68 @@
+/** Plain-text renderings of API answers for `-o table` (the default); `-o json` prints the answer as is. */
+type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+export function table(rows: readonly (readonly string[])[]): string {
+  if (rows.length === 0) return "";
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? "").length)));
+  return (
+    rows
+      .map((r) =>
+        r
+          .map((c, i) => c.padEnd(widths[i]!))
+          .join("  ")
+          .trimEnd(),
+      )
+      .join("\n") + "\n"
+  );
+}
+
+export function runList(body: Json): string {
+  const rows = [
+    ["RUN", "STATUS", "DAG", "STEPS", "SUBMITTED", "LABELS"],
+    ...(body.runs as Json[]).map((r) => [
+      r.sharedRunId,
+      r.status,
+      r.dagName ?? "",
+      String(r.stepCount),
+      r.submittedAt ?? "",
+      Object.entries(r.labels as Record<string, string>)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(","),
+    ]),
+  ];
+  return table(rows) + (body.next ? `next page: --cursor ${body.next}\n` : "");
+}
+
+export function runDetail(run: Json): string {
+  const head = [
+    `run       ${run.sharedRunId}`,
+    `status    ${run.status}${run.lastReason ? ` (${run.lastReason})` : ""}`,
+    `tenant    ${run.tenantId}`,
+    ...(run.rerunOf ? [`rerun of  ${run.rerunOf}`] : []),
+    ...(run.cancelRequested ? [`cancel    requested by ${run.cancelRequested.by}: ${run.cancelRequested.reason}`] : []),
+    ...(Object.keys(run.labels ?? {}).length
+      ? [
+          `labels    ${Object.entries(run.labels as Record<string, string>)
+            .map(([k, v]) => `${k}=${v}`)
+            .join(", ")}`,
+        ]
+      : []),
+    "",
+  ].join("\n");
+  return head + "\n" + stepTable(run.steps as Json[]);
+}
+
+export function stepTable(steps: readonly Json[]): string {
+  return table([
+    ["STEP", "KIND", "STATE", "ATTEMPTS", "DURATION"],
+    ...steps.map((s) => [s.id, s.kind, s.state, String(s.attempts), s.durationMs === null ? "" : `${s.durationMs}ms`]),
+  ]);
+}
+
+/** One line per event of a run's feed. */
+export function eventLine(data: Json): string {
+  const e = data.event as Json;
+  const d = (e.data ?? {}) as Json;
+  const what = d.stepId ? ` ${d.stepId}${d.attempt ? ` (attempt ${d.attempt})` : ""}` : "";
+  return `${data.time ?? e.occurredAt}  #${data.seq}  ${e.type}${what}\n`;
+}
