@@ -13,8 +13,6 @@ class Exit extends Error {
   }
 }
 
-const TERMINAL = new Set(["completed", "failed", "cancelled", "rejected"]);
-
 /**
  * `drover runs …`: the tenant's runs over the HTTP API (DROVER_API_URL + DROVER_TOKEN, or --api and
  * --token). Every command takes `-o table|json`; `--help` works on every command and exits 0.
