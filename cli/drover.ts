@@ -56,7 +56,7 @@ function help(commands: readonly Command[]): string {
     ...commands.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`),
     "",
     "environment: NATS_URL (default nats://127.0.0.1:4222), DROVER_STREAM_TAG (a tagged test layout), DROVER_CONFIG (capacity-rebuild's control plane)",
-    "exit codes: 0 ok/match, 1 replay divergence (runs: the run did not complete), 2 usage error or unknown id, 3 stream, service or API unavailable, 4 (runs) no such run",
+    "exit codes: 0 ok/match, 1 replay divergence, 2 usage error or unknown id, 3 stream, service or API unavailable; runs: 1 the run did not complete, 4 no such run",
     "",
   ].join("\n");
 }

@@ -14,6 +14,32 @@ function io() {
 }
 
 describe("drover argument handling", () => {
+  it("--help exits 0 on every command (admin tools, runs and each runs subcommand) without touching NATS or the API", async () => {
+    for (const argv of [
+      ["replay", "--help"],
+      ["admin", "why", "-h"],
+      ["admin", "--help"],
+      ["runs", "--help"],
+      ...["submit", "list", "get", "watch", "wait", "events", "cancel", "rerun"].map((c) => ["runs", c, "--help"]),
+    ]) {
+      const o = io();
+      expect(await main(argv, o.x), argv.join(" ")).toBe(EXIT.ok);
+      expect(o.out(), argv.join(" ")).toMatch(/usage/i);
+    }
+  });
+
+  it("runs without an API URL and token, with a bad option, or a missing argument is a usage error (exit 2)", async () => {
+    for (const argv of [
+      ["runs", "list"],
+      ["runs", "get"],
+      ["runs", "list", "--bogus"],
+      ["runs", "list", "-o", "yaml"],
+    ]) {
+      const o = io();
+      expect(await main(argv, o.x), argv.join(" ")).toBe(EXIT.usage);
+    }
+  });
+
   it("an unknown command, a missing kind, an id that is not a drover id, --tenant on an incident, and bad capacity-rebuild flags are usage errors (exit 2) before any read or request", async () => {
     for (const argv of [
       ["frobnicate"],
