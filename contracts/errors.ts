@@ -142,6 +142,11 @@ export const ERROR_CATALOGUE = {
   // --- health, fencing, recovery ---
   "heartbeat-stale": { retryable: false, httpStatus: 503, summary: "no fresh heartbeat within the staleness bound" },
   "host-exited": { retryable: false, httpStatus: 503, summary: "the runtime process exited" },
+  "host-stopped": {
+    retryable: false,
+    httpStatus: 503,
+    summary: "the runtime's host was stopped on purpose (its provisioner stopped); not a failure",
+  },
   "pod-deleted": {
     retryable: false,
     httpStatus: 503,

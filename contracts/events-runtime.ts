@@ -113,6 +113,27 @@ export const RuntimeSuspected = defineEvent(
     })
     .strict(),
 );
+/** How a host boundary was proven: the process reaped, or the Pod UID gone. */
+export const FenceProof = z.discriminatedUnion("kind", [
+  z
+    .object({
+      kind: z.literal("process-exit"),
+      pid: z.number().int().positive(),
+      exitCode: z.number().int().nullable(),
+      signal: z.string().nullable(),
+    })
+    .strict(),
+  z
+    .object({
+      kind: z.literal("pod-uid-gone"),
+      podUid: z.string().max(64),
+      podName: z.string().max(253),
+      namespace: z.string().max(63),
+      observedBy: z.string().max(100),
+    })
+    .strict(),
+]);
+export type FenceProof = z.infer<typeof FenceProof>;
 export const RuntimeFenced = defineEvent(
   "runtime",
   "fenced",
@@ -120,25 +141,7 @@ export const RuntimeFenced = defineEvent(
     .object({
       incidentId: RuntimeFailureIncidentId,
       hostIncarnation: HostIncarnation,
-      proof: z.discriminatedUnion("kind", [
-        z
-          .object({
-            kind: z.literal("process-exit"),
-            pid: z.number().int().positive(),
-            exitCode: z.number().int().nullable(),
-            signal: z.string().nullable(),
-          })
-          .strict(),
-        z
-          .object({
-            kind: z.literal("pod-uid-gone"),
-            podUid: z.string().max(64),
-            podName: z.string().max(253),
-            namespace: z.string().max(63),
-            observedBy: z.string().max(100),
-          })
-          .strict(),
-      ]),
+      proof: FenceProof,
     })
     .strict(),
 );
@@ -194,11 +197,33 @@ export const RuntimeFenceFailed = defineEvent(
     })
     .strict(),
 );
+/** A deliberate stop of a runtime's host (its provisioner stopped), with the proof that the exact incarnation is gone. */
+export const PlannedStop = z
+  .object({
+    /** Names the planned stop where an incident id would name a failure (`stop-…`, see plannedStopIdOf). */
+    stopId: RuntimeFailureIncidentId,
+    reason: Reason,
+    hostIncarnation: HostIncarnation,
+    proof: FenceProof,
+  })
+  .strict();
+export type PlannedStop = z.infer<typeof PlannedStop>;
 export const RuntimeRetired = defineEvent(
   "runtime",
   "retired",
-  z.object({ reason: z.string().max(500).default("") }).strict(),
+  z
+    .object({
+      reason: z.string().max(500).default(""),
+      /** Present when the retirement is a deliberate stop whose host boundary was proven: recovery moves the work, no incident. */
+      stopped: PlannedStop.optional(),
+    })
+    .strict(),
 );
+
+/** Prefix of the id that names a planned stop in the recovery facts' `incidentId` fields; an incident id is `inc-…`. */
+export const PLANNED_STOP_PREFIX = "stop-";
+/** Whether an `incidentId` field names a planned stop (no incident) rather than a runtime failure. */
+export const isPlannedStopId = (id: string): boolean => id.startsWith(PLANNED_STOP_PREFIX);
 
 export const RUNTIME_EVENTS = [
   RuntimeRegistered,

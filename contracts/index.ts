@@ -64,7 +64,15 @@ export * as ExecEvents from "./events-exec.ts";
 export * as ScaleOutEvents from "./events-scaleout.ts";
 export * as RuntimeEvents from "./events-runtime.ts";
 export * as ForensicsEvents from "./events-forensics.ts";
-export { READINESS_LAYERS, ReadinessLayer, RecoveryClass } from "./events-runtime.ts";
+export {
+  FenceProof,
+  isPlannedStopId,
+  PLANNED_STOP_PREFIX,
+  PlannedStop,
+  READINESS_LAYERS,
+  ReadinessLayer,
+  RecoveryClass,
+} from "./events-runtime.ts";
 export { StepOutput } from "./events-exec.ts";
 export {
   ALL_EVENTS,

@@ -1,4 +1,4 @@
-import type { DataOf, DroverEvent } from "../../contracts/index.ts";
+import type { DroverEvent } from "../../contracts/index.ts";
 import type { SequencedEvent } from "../execution.ts";
 import { diverged, match, type Divergence, type ValidationResult } from "./result.ts";
 
@@ -13,8 +13,26 @@ const incidentOf = (e: DroverEvent): string | undefined =>
   (e.data as { incidentId?: unknown } | null)?.incidentId as string | undefined;
 
 /**
+ * Where the host boundary of `incidentId` was proven: its `runtime fenced`, or, for a planned stop
+ * (`stop-…` id), the `runtime retired` whose `stopped` names it and carries the proof.
+ */
+function boundaryOf(
+  incidentId: string,
+  events: readonly SequencedEvent[],
+): { seq: number; hostIncarnation: string } | undefined {
+  for (const { seq, event: e } of events) {
+    if (e.type === "runtime.fenced" && e.data.incidentId === incidentId)
+      return { seq, hostIncarnation: e.data.hostIncarnation };
+    if (e.type === "runtime.retired" && e.data.stopped?.stopId === incidentId)
+      return { seq, hostIncarnation: e.data.stopped.hostIncarnation };
+  }
+  return undefined;
+}
+
+/**
  * Checks one runtime failure incident against the stream (recovery.md "Fence" and "Forensics"):
- * no work moves (paused-for-recovery, requeue, forensics) before the incident's `fenced`; no event
+ * no work moves (paused-for-recovery, requeue, forensics) before the incident's `fenced` (for a planned
+ * stop, `stop-…`: before the `retired` that carries its proof); no event
  * written by the fenced host incarnation (`writer.hostIncarnation`) has a stream sequence after
  * `fenced`; every recovery item (named by `recovery-planned` or by a move) has a forensics record.
  *
@@ -33,20 +51,19 @@ export function validateIncident(
   const events = tenantId
     ? all.filter((e) => e.event.tenantId === tenantId || e.event.type.startsWith("runtime."))
     : all;
-  const fenced = events.find((e) => e.event.type === "runtime.fenced" && incidentOf(e.event) === incidentId) as
-    { seq: number; event: { data: DataOf<"runtime.fenced"> } } | undefined;
+  const fenced = boundaryOf(incidentId, events);
   const found: Omit<Divergence, "scope">[] = [];
   const items = new Map<string, number>(); // forensicsId → first seq naming it as an item
   const recorded = new Set<string>();
   let checked = 0;
   for (const { seq, event } of events) {
     checked += 1;
-    if (fenced && seq > fenced.seq && event.writer.hostIncarnation === fenced.event.data.hostIncarnation) {
+    if (fenced && seq > fenced.seq && event.writer.hostIncarnation === fenced.hostIncarnation) {
       const who = event.writer.runtimeInstanceId ?? event.writer.instanceId;
       found.push({
         invariant: "write-after-fenced",
         seq,
-        message: `${event.type} at seq ${seq} written by ${who} from host incarnation ${fenced.event.data.hostIncarnation}, fenced at seq ${fenced.seq}`,
+        message: `${event.type} at seq ${seq} written by ${who} from host incarnation ${fenced.hostIncarnation}, fenced at seq ${fenced.seq}`,
       });
     }
     if (incidentOf(event) !== incidentId) continue;

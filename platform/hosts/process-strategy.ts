@@ -61,6 +61,8 @@ export interface ProcessHostStrategy extends HostStrategy {
   killAll(budgetMs?: number): Promise<void>;
   /** Pids of runtimes this strategy spawned that have not exited (for tests proving "exactly one"). */
   livePids(): number[];
+  /** Runtimes this strategy started (every readiness layer it owns passed) whose process has not exited. */
+  liveHosts(): { readonly runtimeInstanceId: string; readonly host: HostFacts }[];
 }
 
 /**
@@ -298,6 +300,11 @@ export function createProcessStrategy(opts: ProcessStrategyOptions = {}): Proces
     },
     async killAll(budgetMs = CLEANUP_BUDGET_MS) {
       await Promise.all([...records.values()].map((rec) => stopChild(rec, budgetMs)));
+    },
+    liveHosts() {
+      return [...records.entries()].flatMap(([runtimeInstanceId, r]) =>
+        r.running && !r.exit ? [{ runtimeInstanceId, host: r.running.host }] : [],
+      );
     },
     livePids() {
       return [...records.values()].flatMap((r) => (r.child?.pid !== undefined && !r.exit ? [r.child.pid] : []));

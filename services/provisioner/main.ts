@@ -16,7 +16,9 @@ import type { HostStrategy } from "../../platform/hosts/types.ts";
 import type { HostProvider } from "../../contracts/index.ts";
 import { runtimeCommand } from "../../platform/hosts/runtime-bundle.ts";
 import { consumeScaleOutRequests } from "./shell/consumer.ts";
+import type { ProvisionerDeps } from "./shell/context.ts";
 import { createProvisioner } from "./shell/provisioner.ts";
+import { stopHosts } from "./shell/stop-hosts.ts";
 import { randomSuffix } from "./shell/suffix.ts";
 
 const ctx = await bootstrap("provisioner");
@@ -34,7 +36,7 @@ const strategy = createProcessStrategy({
 const strategies = new Map<HostProvider, HostStrategy>([["process", strategy]]);
 if (ctx.config.kubernetes) strategies.set("kubernetes", kubernetesStrategyFromConfig(ctx.config.kubernetes));
 const natsUrl = process.env.NATS_URL as string;
-const provisioner = createProvisioner({
+const deps: ProvisionerDeps = {
   store: ctx.store,
   layout: ctx.layout,
   strategies,
@@ -51,7 +53,8 @@ const provisioner = createProvisioner({
   killBudgetMs: ctx.config.fenceDeadlineMs,
   maxConcurrentHostStartups: ctx.config.maxConcurrentHostStartups,
   log: (msg, fields) => ctx.log.info(fields ?? {}, msg),
-});
+};
+const provisioner = createProvisioner(deps);
 const runners = await consumeScaleOutRequests(
   ctx,
   ctx.layout,
@@ -61,7 +64,10 @@ const runners = await consumeScaleOutRequests(
 );
 ctx.onShutdown(async () => {
   await Promise.all(runners.map((r) => r.stop()));
+  // Host exits are no longer recorded from here on: the kills below are a planned stop, not a crash.
   provisioner.close();
+  const stopped = await stopHosts(deps, strategy, strategy.liveHosts());
+  ctx.log.info({ stopped: Object.fromEntries(stopped) }, "process hosts stopped");
   await Promise.all([...strategies.values()].map((s) => s.close()));
 });
 ctx.log.info({ parallel: runners.length }, "provisioner consuming scale-out requests");

@@ -1,4 +1,4 @@
-import type { DroverEvent, EventOf } from "../../../contracts/index.ts";
+import { isPlannedStopId, type DroverEvent, type EventOf } from "../../../contracts/index.ts";
 import type { Detail, Refs } from "../../../contracts/read-models.ts";
 import { assertNever } from "./fact.ts";
 
@@ -11,7 +11,8 @@ export interface Description {
 
 type Of<P extends string> = Extract<DroverEvent, { type: `${P}.${string}` }>;
 const reason = (r: { code: string; detail: string }) => ({ reasonCode: r.code, reasonDetail: r.detail });
-const d = (summary: string, detail: Detail = {}, refs: Refs = {}): Description => ({ summary, detail, refs });
+const desc = (summary: string, detail: Detail = {}, refs: Refs = {}): Description => ({ summary, detail, refs });
+const d = desc;
 
 /**
  * Describes any event for the ledger and forensics rows. Step outputs, DAG params and labels are
@@ -317,7 +318,9 @@ function describeRuntime(e: Of<"runtime">, id: string): Description {
       );
     case "runtime.recovery-planned":
       return d(
-        `recovery planned for ${e.data.items.length} items`,
+        isPlannedStopId(e.data.incidentId)
+          ? `planned stop: ${e.data.items.length} runs moved (no incident)`
+          : `recovery planned for ${e.data.items.length} items`,
         { itemCount: e.data.items.length },
         { ...rt, incidentId: e.data.incidentId },
       );
@@ -333,7 +336,17 @@ function describeRuntime(e: Of<"runtime">, id: string): Description {
         rt,
       );
     case "runtime.retired":
-      return d("retired", { reasonDetail: e.data.reason }, rt);
+      return e.data.stopped
+        ? d(
+            `retired by a planned stop (${e.data.stopped.reason.code}): ${e.data.stopped.proof.kind} of ${e.data.stopped.hostIncarnation}`,
+            {
+              ...reason(e.data.stopped.reason),
+              hostIncarnation: e.data.stopped.hostIncarnation,
+              proofKind: e.data.stopped.proof.kind,
+            },
+            { ...rt, incidentId: e.data.stopped.stopId },
+          )
+        : d("retired", { reasonDetail: e.data.reason }, rt);
     default:
       return assertNever(e, "runtime event");
   }
@@ -353,6 +366,9 @@ function describeForensics(e: Of<"forensics">): Description {
     failedRuntimeInstanceId: x.failedRuntimeInstanceId,
     failedLocalRunId: x.failedLocalRunId,
   };
+  // Work moved after a planned stop (host-stopped) rather than a failure: said in every summary.
+  const d = (summary: string, detail: Detail = {}, r: Refs = {}): Description =>
+    desc(isPlannedStopId(x.incidentId) ? `after a planned stop: ${summary}` : summary, detail, r);
   switch (e.type) {
     case "forensics.execution-recovery-candidate-detected":
       return d(

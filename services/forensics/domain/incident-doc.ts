@@ -1,4 +1,4 @@
-import type { DroverEvent } from "../../../contracts/index.ts";
+import { isPlannedStopId, type DroverEvent } from "../../../contracts/index.ts";
 import type { IncidentDoc, IncidentItem } from "../../../contracts/read-models.ts";
 import { addOnce, positionOf, type Fact } from "./fact.ts";
 
@@ -15,15 +15,16 @@ type IncidentEvent = Extract<
 >;
 type ForensicsEvent = Extract<DroverEvent, { type: `forensics.${string}` }>;
 
-/** Whether `e` belongs to an incident (the runtime's failure facts and every item's forensics). */
+/** Whether `e` belongs to an incident (the runtime's failure facts and every item's forensics), not to a planned stop. */
 export function isIncidentEvent(e: DroverEvent): e is IncidentEvent {
-  return (
+  const is =
     e.type === "runtime.suspected" ||
     e.type === "runtime.fenced" ||
     e.type === "runtime.fence-failed" ||
     e.type === "runtime.recovery-planned" ||
-    e.type.startsWith("forensics.")
-  );
+    e.type.startsWith("forensics.");
+  // Work moved after a planned stop (host-stopped) carries a `stop-…` id: no failure, no incident.
+  return is && !isPlannedStopId((e.data as { incidentId: string }).incidentId);
 }
 
 // An incident only moves forward: a late or repeated fact never reopens an earlier stage.

@@ -1,4 +1,4 @@
-import type { DroverEvent } from "../../../contracts/index.ts";
+import { isPlannedStopId, type DroverEvent } from "../../../contracts/index.ts";
 import { runDocId, type PlacementRow, type RunDoc } from "../../../contracts/read-models.ts";
 import { addOnce, assertNever, positionOf, type Fact } from "./fact.ts";
 
@@ -102,7 +102,10 @@ function apply(s: RunDoc, e: RunEvent, f: Fact<RunEvent>): RunDoc {
         ...s,
         status: e.type.slice("run.".length),
         forensicsIds: addOnce(s.forensicsIds, e.data.forensicsId as string),
-        incidentIds: addOnce(s.incidentIds, e.data.incidentId as string),
+        // A planned stop's `stop-…` id is no incident.
+        incidentIds: isPlannedStopId(e.data.incidentId)
+          ? s.incidentIds
+          : addOnce(s.incidentIds, e.data.incidentId as string),
       };
     case "run.replacement-selected":
       return { ...s, forensicsIds: addOnce(s.forensicsIds, e.data.forensicsId as string) };

@@ -1,4 +1,4 @@
-import type { DroverEvent } from "../../../contracts/index.ts";
+import { isPlannedStopId, type DroverEvent } from "../../../contracts/index.ts";
 import type { RuntimeDoc } from "../../../contracts/read-models.ts";
 import { addOnce } from "./fact.ts";
 import type { Fact } from "./fact.ts";
@@ -19,7 +19,8 @@ export function evolveRuntimeDoc(doc: RuntimeDoc | undefined, f: Fact<RuntimeEve
     "hostIncarnation" in e.data && typeof e.data.hostIncarnation === "string"
       ? e.data.hostIncarnation
       : s.hostIncarnation;
-  const incident = "incidentId" in e.data ? e.data.incidentId : undefined;
+  const named = "incidentId" in e.data ? e.data.incidentId : undefined;
+  const incident = named !== undefined && !isPlannedStopId(named) ? named : undefined; // a planned stop is no incident
   return {
     ...s,
     status: e.type.slice("runtime.".length),

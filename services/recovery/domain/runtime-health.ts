@@ -1,4 +1,4 @@
-import type { DataOf, DroverEvent } from "../../../contracts/index.ts";
+import type { DataOf, DroverEvent, PlannedStop } from "../../../contracts/index.ts";
 
 type RuntimeEvent = Extract<DroverEvent, { type: `runtime.${string}` }>;
 
@@ -13,6 +13,8 @@ export interface RuntimeRecord {
   readonly fenceFailures: number;
   readonly planned: boolean;
   readonly retired: boolean;
+  /** The retirement was a planned stop with its host boundary proven: its runs move without an incident. */
+  readonly stopped?: PlannedStop;
   readonly exited?: DataOf<"runtime.host-exited">;
   readonly lastSeq: number;
   /** Server time (ms) the runtime became publishable: the staleness clock starts there. */
@@ -47,7 +49,7 @@ export function evolveRuntime(r: RuntimeRecord, e: RuntimeEvent, seq: number, at
     case "runtime.recovery-planned":
       return { ...next, planned: true };
     case "runtime.retired":
-      return { ...next, retired: true };
+      return next.retired ? next : { ...next, retired: true, ...(e.data.stopped ? { stopped: e.data.stopped } : {}) };
     case "runtime.host-exited":
       return next.exited ? next : { ...next, exited: e.data };
     case "runtime.host-start-requested":

@@ -22,11 +22,14 @@ const ATTEMPTS = 5;
  * each item moves in one atomic batch (exec paused-for-recovery + run requeue + forensics record),
  * built from a fresh read of its aggregates. The forensics record's deterministic id and "must not
  * exist" expectation make a re-run a no-op, so the reconciler is idempotent. Finally the plan is
- * appended to the runtime aggregate. Nothing moves unless the runtime is fenced.
+ * appended to the runtime aggregate. Nothing moves unless the runtime is fenced, or retired by a
+ * planned stop whose event carries the proof that the exact host incarnation is gone.
  */
 export async function reconcile(deps: RecoveryDeps, rt: RuntimeRecord): Promise<void> {
-  if (!rt.fenced || rt.planned) return;
-  const incidentId = rt.fenced.incidentId;
+  // A planned stop (retired with the proof that its host is gone) moves work the same way, under
+  // its `stop-…` id instead of an incident id: the forensics read models open no incident for it.
+  const incidentId = rt.fenced?.incidentId ?? rt.stopped?.stopId;
+  if (!incidentId || rt.planned) return;
   const candidates = classifyInventory(
     rt.runtimeInstanceId,
     [...deps.state.runs.values()].map((r) => ({ ...r })),
@@ -79,7 +82,10 @@ export async function reconcile(deps: RecoveryDeps, rt: RuntimeRecord): Promise<
     // replica's plan or fence), this append must conflict rather than repeat it.
     const a = await deps.store.append(runtimeRef(rt.runtimeInstanceId), event, { expectedSeq: rt.lastSeq });
     deps.state.applyOwn(`${deps.layout.eventPrefix}.runtime.${rt.runtimeInstanceId}.recovery-planned`, event, a.seq);
-    deps.log.warn({ runtime: rt.runtimeInstanceId, incidentId, items: data.items.length }, "recovery planned");
+    deps.log.warn(
+      { runtime: rt.runtimeInstanceId, incidentId, items: data.items.length },
+      rt.fenced ? "recovery planned" : "planned stop: runs moved",
+    );
   } catch (e) {
     if (!isDroverError(e, "version-conflict")) throw e;
   }

@@ -15,7 +15,8 @@ export interface RecoveryService {
 /**
  * Runs recovery: follows runs, runtimes, forensics, execution resume/completion facts and
  * heartbeats; on every change and tick: detect → fence (one kill at a time per runtime) →
- * reconcile fenced runtimes → advance forensics timelines. Three owners, never merged: health
+ * reconcile fenced runtimes and runtimes retired by a planned stop (host-stopped, with its proof) →
+ * advance forensics timelines. Three owners, never merged: health
  * decides, the host strategy proves the boundary, the reconciler moves work.
  */
 export async function startRecovery(
@@ -72,7 +73,12 @@ export async function startRecovery(
               });
           }
         }
-        for (const rt of deps.state.runtimes.values()) if (rt.fenced && !rt.planned) await reconcile(deps, rt);
+        for (const rt of deps.state.runtimes.values())
+          if (
+            (rt.fenced || (rt.stopped && rt.registration?.controlPlaneId === deps.config.controlPlaneId)) &&
+            !rt.planned
+          )
+            await reconcile(deps, rt);
         for (const f of deps.state.forensics.values()) await advanceTimeline(deps, f);
       } while (again && !stopped);
     } catch (e) {

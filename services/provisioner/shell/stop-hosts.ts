@@ -1,0 +1,115 @@
+import { createHash } from "node:crypto";
+import {
+  isDroverError,
+  PLANNED_STOP_PREFIX,
+  type FenceProof,
+  type HostIncarnation,
+  type RuntimeFailureIncidentId,
+} from "../../../contracts/index.ts";
+import type { HostFacts, HostStrategy } from "../../../platform/hosts/types.ts";
+import { runtimeRef, type StoredEvent } from "../../../streams/index.ts";
+import { stamp, type ProvisionerDeps } from "./context.ts";
+
+const MAX_CONFLICTS = 8;
+
+/** A host this provisioner started and that is still running. */
+export interface LiveHost {
+  readonly runtimeInstanceId: string;
+  readonly host: HostFacts;
+}
+
+/** What a deliberate stop did to one runtime (for the log and tests). */
+export type StopOutcome = "retired" | "left-to-recovery" | "kill-timeout" | "unknown-runtime";
+
+/** The id naming one runtime's planned stop: one per RuntimeInstanceId (a runtime is retired once). */
+export const plannedStopIdOf = (runtimeInstanceId: string): RuntimeFailureIncidentId =>
+  `${PLANNED_STOP_PREFIX}${createHash("sha256").update(runtimeInstanceId).digest("hex").slice(0, 24)}` as RuntimeFailureIncidentId;
+
+/** Ended already, or recovery's failure path owns it: a stop must not claim it. */
+function claimedElsewhere(h: readonly StoredEvent[]): boolean {
+  return h.some((s) =>
+    [
+      "runtime.suspected",
+      "runtime.fenced",
+      "runtime.host-exited",
+      "runtime.host-start-failed",
+      "runtime.retired",
+    ].includes(s.event.type),
+  );
+}
+
+/**
+ * A deliberate stop (SIGTERM of the provisioner: `make stop`, a rollout) is not a crash. For each
+ * process host this provisioner started and that still runs: kill the exact incarnation and wait for
+ * the boundary (process reaped), then append `runtime retired` with `stopped` (reason `host-stopped`,
+ * the proof, and a `stop-…` id), conditional on the runtime as read. Recovery then moves the runtime's
+ * runs without an incident (same transitions as after `fenced`, never before the proof is in the log).
+ *
+ * The caller stops recording host exits first, so this kill is not reported as `host-exited`. A
+ * runtime that was suspected, fenced or ended meanwhile is left to recovery's failure path (its
+ * incident stands); a kill that times out appends nothing (the heartbeat goes stale, and recovery
+ * suspects, fences and opens an incident: an unproven boundary is never called a planned stop).
+ * Failure modes: store errors are logged per runtime; the others still stop.
+ */
+export async function stopHosts(
+  d: ProvisionerDeps,
+  strategy: HostStrategy,
+  hosts: readonly LiveHost[],
+): Promise<Map<string, StopOutcome>> {
+  const out = new Map<string, StopOutcome>();
+  await Promise.all(
+    hosts.map(async (h) => {
+      try {
+        out.set(h.runtimeInstanceId, await stopOne(d, strategy, h));
+      } catch (e) {
+        d.log("could not record a planned stop", { runtimeInstanceId: h.runtimeInstanceId, err: String(e) });
+      }
+    }),
+  );
+  return out;
+}
+
+async function stopOne(d: ProvisionerDeps, strategy: HostStrategy, h: LiveHost): Promise<StopOutcome> {
+  const ref = runtimeRef(h.runtimeInstanceId);
+  const k = await strategy.kill(h.runtimeInstanceId, h.host, d.killBudgetMs);
+  if (k.outcome !== "killed") {
+    d.log("planned stop: host not proven gone; left to recovery", { runtimeInstanceId: h.runtimeInstanceId, ...k });
+    return "kill-timeout";
+  }
+  const proof: FenceProof = k.proof;
+  const detail =
+    proof.kind === "process-exit"
+      ? `provisioner ${d.instanceId} stopped; host pid ${proof.pid} exited (signal ${proof.signal ?? "none"})`
+      : `provisioner ${d.instanceId} stopped; pod ${proof.podName} (uid ${proof.podUid}) gone`;
+  for (let conflicts = 0; ; conflicts++) {
+    const hist = await d.store.read(ref);
+    const reg = hist.events.find((s) => s.event.type === "runtime.registered")?.event;
+    if (reg?.type !== "runtime.registered") return "unknown-runtime";
+    if (claimedElsewhere(hist.events)) return "left-to-recovery";
+    const e = stamp(
+      d,
+      "runtime.retired",
+      {
+        reason: `host-stopped: ${detail}`.slice(0, 500),
+        stopped: {
+          stopId: plannedStopIdOf(h.runtimeInstanceId),
+          reason: { code: "host-stopped", detail },
+          hostIncarnation: h.host.hostIncarnation as HostIncarnation,
+          proof,
+        },
+      },
+      {
+        instanceId: d.instanceId,
+        correlationId: reg.correlationId,
+        causationId: `host-stopped:${h.host.hostIncarnation}`,
+        ...(reg.data.tenantId ? { tenantId: reg.data.tenantId } : {}),
+      },
+    );
+    try {
+      await d.store.append(ref, e, { expectedSeq: hist.lastSeq });
+      return "retired";
+    } catch (err) {
+      if (!isDroverError(err, "version-conflict") || conflicts >= MAX_CONFLICTS) throw err;
+    }
+  }
+}
