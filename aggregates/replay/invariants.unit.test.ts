@@ -210,4 +210,44 @@ describe("incident invariants", () => {
       seq: 28,
     });
   });
+
+  // The same recorded recovery, as it looks after a planned stop (host-stopped): no suspected, a
+  // `retired` with the kill's proof where `fenced` was, and the `stop-…` id where the incident id was.
+  const asPlannedStop = (log: readonly RecordedEvent[], retiredSeq?: number): RecordedEvent[] =>
+    log.flatMap((r): RecordedEvent[] => {
+      if (r.event.type === "runtime.suspected") return [];
+      const renamed = JSON.parse(JSON.stringify(r.event).replaceAll("inc-rt-fixture-a", "stop-rt-fixture-a"));
+      if (r.event.type !== "runtime.fenced") return [{ ...r, event: renamed as DroverEvent }];
+      const retired = {
+        ...renamed,
+        type: "runtime.retired",
+        data: {
+          reason: "host-stopped: provisioner stopped",
+          stopped: {
+            stopId: "stop-rt-fixture-a",
+            reason: { code: "host-stopped", detail: "provisioner stopped" },
+            hostIncarnation: r.event.data.hostIncarnation,
+            proof: r.event.data.proof,
+          },
+        },
+      } as DroverEvent;
+      return [
+        {
+          ...r,
+          subject: r.subject.replace(/fenced$/, "retired"),
+          ...(retiredSeq ? { seq: retiredSeq } : {}),
+          event: retired,
+        },
+      ];
+    });
+
+  it("a planned stop's moves are judged against the retirement that carries its proof: after it they match, before it they diverge", () => {
+    const paused = at(crash, (e) => e.type === "exec.paused-for-recovery");
+    expect(first(validateIncident("stop-rt-fixture-a", asPlannedStop(crash)))).toBe("match");
+    const late = asPlannedStop(crash, 1000).sort((a, b) => a.seq - b.seq);
+    expect(first(validateIncident("stop-rt-fixture-a", late))).toEqual({
+      invariant: "work-moved-before-fenced",
+      seq: paused.seq,
+    });
+  });
 });

@@ -37,6 +37,11 @@ export interface ControlPlaneOptions {
   readonly mongoUrl?: string;
   readonly config: z.input<typeof DroverConfig>;
   readonly services?: readonly ServiceName[];
+  /**
+   * Start on the data of an earlier control plane (its `streamTag` and `logDir`, stopped with
+   * `stop(true)`): the same stream layout, config and runtime log directory, as a whole-stack restart.
+   */
+  readonly resume?: { readonly streamTag: string; readonly logDir: string };
 }
 
 const live = new Set<ChildProcess>();
@@ -45,8 +50,8 @@ process.once("exit", () => {
 });
 
 export async function startControlPlane(o: ControlPlaneOptions): Promise<ControlPlane> {
-  const streamTag = uniqueName("e2e");
-  const dir = await mkdtemp(join(tmpdir(), "drover-cp-"));
+  const streamTag = o.resume?.streamTag ?? uniqueName("e2e");
+  const dir = o.resume?.logDir ?? (await mkdtemp(join(tmpdir(), "drover-cp-")));
   const configPath = join(dir, "drover.json");
   await writeFile(configPath, JSON.stringify({ ...o.config, api: { host: "127.0.0.1", port: 0 } }));
   const env: Record<string, string> = {

@@ -3,7 +3,7 @@ import { StepId, type DroverEvent } from "../../../contracts/index.ts";
 import { exampleEvent, forensicsIds, ids } from "../../../test/support/example-events.ts";
 import { evolveExecutionDoc } from "./execution-doc.ts";
 import { storable, type Fact } from "./fact.ts";
-import { evolveIncidentDoc, evolveIncidentItem, itemIdsOf } from "./incident-doc.ts";
+import { evolveIncidentDoc, evolveIncidentItem, isIncidentEvent, itemIdsOf } from "./incident-doc.ts";
 import { evolveRunDoc } from "./run-doc.ts";
 import { stepCompletion } from "./step-doc.ts";
 
@@ -86,5 +86,22 @@ describe("read-model folds", () => {
     expect(
       evolveIncidentDoc(inc, fact(exampleEvent("forensics.dag-resume-started"), 13, forensicsIds.inFlight), undefined),
     ).toBe(inc);
+  });
+
+  it("opens no incident for work moved after a planned stop (a `stop-…` id), and keeps it out of the run's and runtime's incidents", () => {
+    const stopId = "stop-0123456789abcdef01234567";
+    const planned = exampleEvent("runtime.recovery-planned");
+    const requeued = exampleEvent("run.requeued-for-resume");
+    const record = exampleEvent("forensics.execution-recovery-candidate-detected");
+    expect(isIncidentEvent(planned)).toBe(true);
+    expect(isIncidentEvent(record)).toBe(true);
+    expect(isIncidentEvent({ ...planned, data: { ...planned.data, incidentId: stopId } } as DroverEvent)).toBe(false);
+    expect(isIncidentEvent({ ...record, data: { ...record.data, incidentId: stopId } } as DroverEvent)).toBe(false);
+    const run = evolveRunDoc(
+      undefined,
+      fact({ ...requeued, data: { ...requeued.data, incidentId: stopId } } as typeof requeued, 5, ids.sharedRun),
+    );
+    expect(run.incidentIds).toEqual([]);
+    expect(run.forensicsIds).toEqual([requeued.data.forensicsId]);
   });
 });

@@ -1,0 +1,40 @@
+import { describe, expect, it } from "vitest";
+import type { DroverEvent } from "../../../contracts/index.ts";
+import { exampleEvent } from "../../../test/support/example-events.ts";
+import { emptyRuntime, evolveRuntime, suspicion } from "./runtime-health.ts";
+
+type RuntimeEvent = Parameters<typeof evolveRuntime>[1];
+const fold = (events: DroverEvent[]) =>
+  events.reduce((r, e, i) => evolveRuntime(r, e as RuntimeEvent, i + 1, 1_000), emptyRuntime("rt-a"));
+
+describe("runtime health after a planned stop (pure fold; proves no transport)", () => {
+  const live = [
+    exampleEvent("runtime.registered"),
+    exampleEvent("runtime.host-started"),
+    exampleEvent("runtime.capacity-published"),
+  ];
+  const retired = exampleEvent("runtime.retired");
+  const stopped = {
+    ...retired,
+    data: {
+      reason: "host-stopped: provisioner stopped",
+      stopped: {
+        stopId: "stop-0123456789abcdef01234567",
+        reason: { code: "host-stopped", detail: "provisioner stopped" },
+        hostIncarnation: exampleEvent("runtime.host-started").data.hostIncarnation,
+        proof: { kind: "process-exit", pid: 42, exitCode: null, signal: "SIGKILL" },
+      },
+    },
+  } as DroverEvent;
+
+  it("a published runtime whose heartbeats are old is suspected; once the log says it was retired by a stop, it is not", () => {
+    expect(suspicion(fold(live), undefined, 1_000_000, 750)?.code).toBe("heartbeat-stale");
+    const r = fold([...live, stopped]);
+    expect(r.stopped?.stopId).toBe("stop-0123456789abcdef01234567");
+    expect(suspicion(r, undefined, 1_000_000, 750)).toBeUndefined();
+  });
+
+  it("a plain retirement carries no planned stop: nothing moves for it", () => {
+    expect(fold([...live, retired]).stopped).toBeUndefined();
+  });
+});
