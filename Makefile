@@ -58,18 +58,21 @@ test: deps check ## lint, typecheck and every test tier (unit, int, host, k8s, e
 bench: deps k8s-build ## run every benchmark (bench/*.bench.ts, with tsx, against private servers); merges into bench/results/latest.json
 	@for f in bench/*.bench.ts; do echo "[drover] bench $$f"; node --import tsx "$$f"; done
 
-k8s-build: ## build kube-apiserver + etcd from Go modules and fetch the Gateway API CRDs into k8s/local-cluster/bin (cached)
+k8s-build: ## build kube-apiserver, kubelet, kube-scheduler, kube-controller-manager, etcd and pause from Go modules (+ Debian's containerd, runc, CNI plugins, umoci, skopeo) into k8s/local-cluster/bin (cached)
 	@k8s/local-cluster/build.sh
 
-k8s-up: node_modules/.stamp k8s-build ## start the local Kubernetes cluster (real API server, process kubelet, gateway); prints the kubeconfig path
+k8s-up: node_modules/.stamp k8s-build ## start the local Kubernetes cluster (real API server, process kubelet or with DROVER_K8S_NODE=containerd a real node, gateway); prints the kubeconfig path
 	@node --import tsx k8s/local-cluster/cli.ts up
 
 k8s-down: node_modules/.stamp ## stop exactly what k8s-up started (API server, etcd, kubelet, gateway and every Pod process)
 	@node --import tsx k8s/local-cluster/cli.ts down
 
+image: node_modules/.stamp k8s-build ## build the pause and runtime images as archives without a daemon (.run/images/*.tar; k8s/image/build.sh)
+	@k8s/image/build.sh all
+
 # The k8s tier runs against a real kube-apiserver: build it first (a no-op when cached).
 test-k8s: k8s-build
-.PHONY: k8s-build k8s-up k8s-down
+.PHONY: k8s-build k8s-up k8s-down image
 
 test-proof-long: deps ## the proof at P=20 over HTTP and gRPC, three rounds in a row (longer than make test)
 	PROOF_PARALLEL=20 PROOF_ROUNDS=3 npx vitest run --project proof

@@ -8,6 +8,9 @@ import { applyGatewayApi } from "./control-plane/gateway-crds.ts";
 import { loadKubeconfig, writeKubeconfig } from "./control-plane/kubeconfig.ts";
 import { claimNetworkSlot, networkSlot, releaseNetworkSlot } from "./control-plane/network.ts";
 import { readAllRecords, reapRecords } from "./kubelet/state-store.ts";
+import { startComponents, stopComponents } from "./node/components.ts";
+import { realNodesIn, startRealNode, stopRealNode } from "./node/real-node.ts";
+import { waitForNodeReady } from "./node/node-ready.ts";
 
 /** Where a running local cluster is and how to reach it (also written to `<runDir>/cluster.json`). */
 export interface ClusterInfo {
@@ -19,6 +22,18 @@ export interface ClusterInfo {
   readonly networkSlot: number;
   readonly nodeName: string;
   readonly gatewayCidr: string;
+  /** `process`: the TypeScript process kubelet; `containerd`: the upstream kubelet, containerd and runc. */
+  readonly nodeMode: NodeMode;
+}
+
+export type NodeMode = "process" | "containerd";
+
+/** The node kind a new cluster gets: DROVER_K8S_NODE=containerd for real nodes, else the process kubelet. */
+export function nodeModeFromEnv(): NodeMode {
+  const v = process.env.DROVER_K8S_NODE ?? "process";
+  if (v !== "process" && v !== "containerd")
+    throw new Error(`DROVER_K8S_NODE must be process or containerd, not '${v}'`);
+  return v;
 }
 
 export const LOCAL_CLUSTER_DIR = import.meta.dirname;
@@ -34,8 +49,13 @@ export const MAIN_NODE = "drover-local-node";
  * {@link stopCluster} can stop exactly them from any process. On failure, stops what started and
  * rethrows.
  */
-export async function startCluster(runDir: string): Promise<ClusterInfo> {
-  for (const bin of ["kube-apiserver", "etcd-local", "gateway-api.dir"]) {
+export async function startCluster(
+  runDir: string,
+  opts: { nodeMode?: NodeMode; images?: readonly string[] } = {},
+): Promise<ClusterInfo> {
+  const nodeMode = opts.nodeMode ?? nodeModeFromEnv();
+  const bins = nodeMode === "containerd" ? ["kubelet", "kube-scheduler", "kube-controller-manager", "pause"] : [];
+  for (const bin of ["kube-apiserver", "etcd-local", "gateway-api.dir", ...bins]) {
     if (!existsSync(join(BIN_DIR, bin)))
       throw new Error(`${join(BIN_DIR, bin)} is missing: run \`make k8s-build\` (k8s/local-cluster/build.sh) first`);
   }
@@ -60,12 +80,30 @@ export async function startCluster(runDir: string): Promise<ClusterInfo> {
       networkSlot: slot.slot,
       nodeName: MAIN_NODE,
       gatewayCidr: slot.gatewayCidr,
+      nodeMode,
     };
     // The kubelet needs no CRDs, so it starts while they are being established (about 3 s).
     const crdDir = (await readFile(join(BIN_DIR, "gateway-api.dir"), "utf8")).trim();
+    const startNode = async (): Promise<void> => {
+      if (nodeMode === "process") {
+        await startKubelet(info, { nodeName: MAIN_NODE, podCidr: slot.podCidr(0), bindUnscheduled: true });
+        return;
+      }
+      await startComponents({
+        binDir: BIN_DIR,
+        runDir,
+        server: cp.server,
+        caFile: cp.pki.caCert,
+        caKey: join(runDir, "ca.key"),
+        saPrivateKey: cp.pki.saPrivateKey,
+        schedulerToken: cp.pki.schedulerToken,
+        controllerManagerToken: cp.pki.controllerManagerToken,
+      });
+      await startRealNodeOf(info, MAIN_NODE, 0, opts.images);
+    };
     const [crds, kubelet] = await Promise.allSettled([
       applyGatewayApi(loadKubeconfig(kubeconfig), crdDir),
-      startKubelet(info, { nodeName: MAIN_NODE, podCidr: slot.podCidr(0), bindUnscheduled: true }),
+      startNode(),
     ]);
     if (crds.status === "rejected") throw crds.reason;
     if (kubelet.status === "rejected") throw kubelet.reason;
@@ -98,6 +136,29 @@ async function waitForReadyFile(rec: DaemonRecord, file: string, timeoutMs: numb
     async () => (await readFile(file, "utf8").catch(() => "")).trim() === String(rec.pid),
     timeoutMs,
   );
+}
+
+/**
+ * Starts a real node (node index 0–2: its own containerd, bridge and cgroup root) in a running
+ * containerd-mode cluster and resolves once its Node is Ready without the not-ready taint.
+ */
+export async function startRealNodeOf(
+  info: ClusterInfo,
+  nodeName: string,
+  nodeIndex: 0 | 1 | 2,
+  images?: readonly string[],
+): Promise<void> {
+  await startRealNode({
+    runDir: info.runDir,
+    binDir: BIN_DIR,
+    server: info.server,
+    caFile: info.caFile,
+    slot: info.networkSlot,
+    nodeName,
+    nodeIndex,
+    images,
+  });
+  await waitForNodeReady(loadKubeconfig(info.kubeconfig), nodeName, 90_000);
 }
 
 /**
@@ -181,8 +242,9 @@ export async function daemonRunning(runDir: string, name: string): Promise<boole
 }
 
 /**
- * Stops everything a cluster in `runDir` runs, in order: gateway, kubelets, every container
- * process the kubelets recorded (SIGTERM, then SIGKILL after 5 s), kube-apiserver, etcd; then
+ * Stops everything a cluster in `runDir` runs, in order: gateway, process kubelets, every container
+ * process they recorded (SIGTERM, then SIGKILL after 5 s), real nodes (kubelet, containers,
+ * containerd and everything they left on the host), scheduler, controller manager, kube-apiserver, etcd; then
  * releases the network slot. Only recorded processes whose pid and start time still match are
  * signalled. Safe to call twice and on a half-started cluster.
  */
@@ -194,6 +256,8 @@ export async function stopCluster(runDir: string): Promise<void> {
     const stateDir = join(runDir, d);
     await reapRecords(stateDir, await readAllRecords(stateDir), 5_000);
   }
+  for (const node of realNodesIn(runDir)) await stopRealNode(runDir, node);
+  await stopComponents(runDir);
   await stopControlPlane(runDir);
   const slot = Number(await readFile(join(runDir, "slot"), "utf8").catch(() => "0"));
   if (slot > 0) releaseNetworkSlot(networkSlot(slot), runDir);

@@ -31,9 +31,9 @@ process.once("exit", () => {
 /** A currently unused loopback port (the same helper the local cluster uses). */
 export const freePort = freePortOnLoopback;
 
-function canConnect(port: number): Promise<boolean> {
+function canConnect(port: number, host: string): Promise<boolean> {
   return new Promise((ok) => {
-    const sock = connect({ host: "127.0.0.1", port });
+    const sock = connect({ host, port });
     sock.once("connect", () => {
       sock.destroy();
       ok(true);
@@ -49,6 +49,7 @@ async function launch(
   port: number,
   url: string,
   dir: string,
+  host = "127.0.0.1",
 ): Promise<RunningServer> {
   const child = spawn(cmd, args, { stdio: ["ignore", "ignore", "pipe"] });
   live.add(child);
@@ -66,7 +67,7 @@ async function launch(
   for (;;) {
     if (child.exitCode !== null || child.signalCode !== null)
       throw new Error(`${name} exited during start-up: ${stderr}`);
-    if (await canConnect(port)) break;
+    if (await canConnect(port, host)) break;
     if (Date.now() > deadline) {
       child.kill("SIGKILL");
       throw new Error(`${name} did not listen on ${port} within 30s: ${stderr}`);
@@ -92,20 +93,23 @@ async function launch(
 
 /**
  * Starts a private nats-server with JetStream (file store in a temp dir). `binary: "nats-server-debian"`
- * runs Debian's 2.9.10 instead (older than drover supports; install-tools.sh extracts it).
+ * runs Debian's 2.9.10 instead (older than drover supports; install-tools.sh extracts it). `host`
+ * (default 127.0.0.1) is where it listens: a real local-cluster node's address for Pods to reach it.
  */
 export async function startNats(
-  opts: { port?: number; extraArgs?: string[]; binary?: "nats-server" | "nats-server-debian" } = {},
+  opts: { port?: number; host?: string; extraArgs?: string[]; binary?: "nats-server" | "nats-server-debian" } = {},
 ): Promise<RunningServer> {
   const dir = await mkdtemp(join(tmpdir(), "drover-nats-"));
+  const host = opts.host ?? "127.0.0.1";
   const port = opts.port ?? (await freePort());
   return launch(
     "nats-server",
     join(toolsBin(), opts.binary ?? "nats-server"),
-    ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", dir, ...(opts.extraArgs ?? [])],
+    ["-a", host, "-p", String(port), "-js", "-sd", dir, ...(opts.extraArgs ?? [])],
     port,
-    `nats://127.0.0.1:${port}`,
+    `nats://${host}:${port}`,
     dir,
+    host,
   );
 }
 

@@ -1,6 +1,7 @@
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { startDaemon, stopDaemon, waitUntilReady } from "../lib/daemon.ts";
+import { issueCert } from "../node/certs.ts";
 import { generatePki, type Pki } from "./pki.ts";
 import { getOk } from "./probes.ts";
 
@@ -41,6 +42,12 @@ export async function startControlPlane(opts: {
 }): Promise<ControlPlane> {
   const { binDir, dir, ports } = opts;
   const pki = await generatePki(dir, FIRST_SERVICE_IP);
+  // How the API server authenticates to kubelets (logs, exec, port-forward): a client certificate the
+  // kubelets' CA accepts, in group system:masters so the kubelets' webhook authorization allows it.
+  const kubeletClient = await issueCert(dir, dir, "apiserver-kubelet-client", {
+    cn: "kube-apiserver-kubelet-client",
+    org: "system:masters",
+  });
   const etcdUrl = `http://127.0.0.1:${ports.etcdClient}`;
   const etcd = await startDaemon(
     "etcd",
@@ -66,8 +73,15 @@ export async function startControlPlane(opts: {
       `--tls-cert-file=${pki.servingCert}`,
       `--tls-private-key-file=${pki.servingKey}`,
       `--token-auth-file=${pki.tokenFile}`,
+      `--client-ca-file=${pki.caCert}`, // kubelets authenticate with client certificates this CA signed
       "--anonymous-auth=false",
-      "--authorization-mode=RBAC",
+      // Real node identities: a kubelet (system:node:<name>) may touch only its own Node and its Pods.
+      "--authorization-mode=Node,RBAC",
+      "--enable-admission-plugins=NodeRestriction",
+      `--kubelet-client-certificate=${kubeletClient.cert}`,
+      `--kubelet-client-key=${kubeletClient.key}`,
+      `--kubelet-certificate-authority=${pki.caCert}`,
+      "--kubelet-preferred-address-types=InternalIP",
       `--service-cluster-ip-range=${SERVICE_CIDR}`,
       `--service-account-issuer=${server}`,
       `--service-account-key-file=${pki.saPublicKey}`,

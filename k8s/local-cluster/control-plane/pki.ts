@@ -16,6 +16,9 @@ export interface Pki {
   readonly tokenFile: string;
   /** Bearer token of the `drover-admin` user (group system:masters). */
   readonly adminToken: string;
+  /** Bearer tokens of the users `system:kube-scheduler` and `system:kube-controller-manager` (bootstrap RBAC roles). */
+  readonly schedulerToken: string;
+  readonly controllerManagerToken: string;
 }
 
 /**
@@ -90,9 +93,19 @@ export async function generatePki(dir: string, firstServiceIp: string): Promise<
   );
   await ssl("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-out", f("sa.key"));
   await ssl("pkey", "-in", f("sa.key"), "-pubout", "-out", f("sa.pub"));
-  const adminToken = randomBytes(24).toString("hex");
-  // token,user,uid,"group1,group2" — the format of --token-auth-file.
-  await writeFile(f("tokens.csv"), `${adminToken},drover-admin,drover-admin,"system:masters"\n`, { mode: 0o600 });
+  const [adminToken, schedulerToken, controllerManagerToken] = [0, 1, 2].map(() => randomBytes(24).toString("hex"));
+  // token,user,uid,"group1,group2" — the format of --token-auth-file. The scheduler and the controller
+  // manager get only what the API server's bootstrap RBAC grants their well-known user names.
+  await writeFile(
+    f("tokens.csv"),
+    [
+      `${adminToken},drover-admin,drover-admin,"system:masters"`,
+      `${schedulerToken},system:kube-scheduler,system:kube-scheduler`,
+      `${controllerManagerToken},system:kube-controller-manager,system:kube-controller-manager`,
+      "",
+    ].join("\n"),
+    { mode: 0o600 },
+  );
   return {
     caCert: f("ca.crt"),
     servingCert: f("apiserver.crt"),
@@ -100,6 +113,8 @@ export async function generatePki(dir: string, firstServiceIp: string): Promise<
     saPublicKey: f("sa.pub"),
     saPrivateKey: f("sa.key"),
     tokenFile: f("tokens.csv"),
-    adminToken,
+    adminToken: adminToken!,
+    schedulerToken: schedulerToken!,
+    controllerManagerToken: controllerManagerToken!,
   };
 }

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Builds drover's images as archives, without a container daemon (umoci + skopeo from Debian):
+#   pause    registry.k8s.io/pause:3.10, the sandbox image, from k8s/local-cluster/bin/pause (built
+#            by `make k8s-build` from the pinned k8s.io/kubernetes module), user 65535
+#   runtime  drover/runtime:<content hash>: this machine's node binary (the one the tests run) with the
+#            shared libraries ldd lists, services/runtime/main.ts bundled by esbuild into one file
+#            (no node_modules), user drover (10001), entrypoint `node /app/runtime.mjs`
+# Output in $DROVER_IMAGE_DIR (default .run/images): <name>.tar (docker-archive, loads with
+# `ctr -n k8s.io images import`, `kind load image-archive`, `minikube image load`, `skopeo copy`),
+# <name>.ref (the image reference), and the OCI layout in oci/. Cached by the inputs' hash.
+# Usage: k8s/image/build.sh [pause|runtime|all]   (prints the reference of each image built)
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+OUT="${DROVER_IMAGE_DIR:-$ROOT/.run/images}"
+BIN="${DROVER_K8S_BIN_DIR:-$ROOT/k8s/local-cluster/bin}"
+log() { printf '[drover] %s\n' "$*" >&2; }
+for t in umoci skopeo; do command -v $t >/dev/null || "$ROOT/k8s/local-cluster/node/install.sh"; done
+mkdir -p "$OUT"
+
+# build_image NAME REF STAGE_FN CONFIG_ARGS...: a one-layer image from the rootfs STAGE_FN fills.
+build_image() {
+  local name=$1 ref=$2 stage=$3; shift 3
+  local work; work=$(mktemp -d "$OUT/.work-$name.XXXXXX")
+  local layout="$work/oci"
+  umoci init --layout "$layout"
+  umoci new --image "$layout:$name"
+  umoci unpack --image "$layout:$name" "$work/bundle" >/dev/null
+  "$stage" "$work/bundle/rootfs"
+  umoci repack --image "$layout:$name" "$work/bundle"
+  umoci config --image "$layout:$name" --os linux --architecture amd64 "$@"
+  rm -f "$OUT/$name.tar"
+  skopeo copy --quiet "oci:$layout:$name" "docker-archive:$OUT/$name.tar:$ref"
+  rm -rf "$OUT/oci-$name"; mv "$layout" "$OUT/oci-$name"; rm -rf "$work"
+  echo "$ref" >"$OUT/$name.ref"
+}
+
+stage_pause() {
+  install -m 0755 "$BIN/pause" "$1/pause"
+}
+pause() {
+  [[ -x $BIN/pause ]] || { log "$BIN/pause is missing: run make k8s-build"; exit 1; }
+  local want; want=$(cat "$BIN/pause" "$0" | sha256sum | cut -c1-16)
+  if [[ -f $OUT/pause.tar && $(cat "$OUT/pause.stamp" 2>/dev/null) == "$want" ]]; then cat "$OUT/pause.ref"; return; fi
+  build_image pause registry.k8s.io/pause:3.10 stage_pause \
+    --config.entrypoint /pause --config.user 65535:65535
+  echo "$want" >"$OUT/pause.stamp"
+  cat "$OUT/pause.ref"
+}
+
+NODE_BIN=$(command -v node)
+stage_runtime() {
+  local root=$1 lib
+  mkdir -p "$root/usr/local/bin" "$root/app" "$root/etc" "$root/tmp"
+  chmod 1777 "$root/tmp"
+  install -m 0755 "$NODE_BIN" "$root/usr/local/bin/node"
+  # The dynamic loader and every library node links, at the paths ldd resolves them to.
+  for lib in $(ldd "$NODE_BIN" | grep -o '/[^ ]*'); do
+    mkdir -p "$root$(dirname "$lib")"; cp -L "$lib" "$root$lib"
+  done
+  install -m 0644 "$OUT/runtime.mjs" "$root/app/runtime.mjs"
+  printf 'root:x:0:0:root:/root:/sbin/nologin\ndrover:x:10001:10001:drover runtime:/app:/sbin/nologin\n' >"$root/etc/passwd"
+  printf 'root:x:0:\ndrover:x:10001:\n' >"$root/etc/group"
+}
+runtime() {
+  "$ROOT/node_modules/.bin/esbuild" "$ROOT/services/runtime/main.ts" --bundle --platform=node --format=esm \
+    --target=node20 --log-level=warning --outfile="$OUT/runtime.mjs" \
+    --banner:js="import{createRequire as __droverRequire}from'node:module';const require=__droverRequire(import.meta.url);"
+  local hash; hash=$(cat "$OUT/runtime.mjs" "$NODE_BIN" "$0" | sha256sum | cut -c1-16)
+  local ref="drover/runtime:$hash"
+  if [[ -f $OUT/runtime.tar && $(cat "$OUT/runtime.ref" 2>/dev/null) == "$ref" ]]; then echo "$ref"; return; fi
+  build_image runtime "$ref" stage_runtime \
+    --config.entrypoint /usr/local/bin/node --config.entrypoint /app/runtime.mjs --config.user 10001:10001 \
+    --config.workingdir /app --config.env PATH=/usr/local/bin:/usr/bin:/bin --config.env NODE_ENV=production \
+    --config.label "org.opencontainers.image.source=drover" --config.label "dev.drover.node-version=$("$NODE_BIN" --version)"
+  log "runtime image $ref: $(du -h "$OUT/runtime.tar" | cut -f1) ($OUT/runtime.tar)"
+  echo "$ref"
+}
+
+case "${1:-all}" in
+  pause) pause ;;
+  runtime) runtime ;;
+  all) pause; runtime ;;
+  *) log "usage: k8s/image/build.sh [pause|runtime|all]"; exit 2 ;;
+esac
