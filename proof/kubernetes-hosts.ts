@@ -5,29 +5,48 @@ import { join, resolve } from "node:path";
 import { CoreV1Api } from "@kubernetes/client-node";
 import type { z } from "zod";
 import type { KubernetesHostConfig } from "../contracts/index.ts";
-import { startCluster, stopCluster } from "../k8s/local-cluster/cluster.ts";
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import { nodeModeFromEnv, startCluster, stopCluster } from "../k8s/local-cluster/cluster.ts";
 import { loadKubeconfig } from "../k8s/local-cluster/control-plane/kubeconfig.ts";
+import { nodeNetwork } from "../k8s/local-cluster/node/host-net.ts";
 
 const ROOT = resolve(import.meta.dirname, "..");
+const run = promisify(execFile);
+
+/** The runtime image's argv (k8s/image/build.sh): node and the bundled runtime, no node_modules. */
+export const IMAGE_RUNTIME_COMMAND = ["/usr/local/bin/node", "/app/runtime.mjs"];
+
+/** Builds (cached) the runtime image; its archive for the node to import and its reference for the Pods. */
+export async function buildRuntimeImage(): Promise<{ archive: string; ref: string }> {
+  const { stdout } = await run(join(ROOT, "k8s/image/build.sh"), ["runtime"], { maxBuffer: 1 << 20 });
+  return { archive: join(ROOT, ".run/images/runtime.tar"), ref: stdout.trim().split("\n").pop() ?? "" };
+}
 
 /**
- * A private local cluster (real kube-apiserver, process kubelet, local gateway) for a proof run
- * with Kubernetes hosts, and the `kubernetes` configuration that makes the control plane host
- * runtimes on it: a fresh namespace, runtime Pods running services/runtime/main.ts from this
- * repository, `pod-ip`, `node-port` (the cluster's node-port proxy) or `gateway` exposure (a shared
- * Gateway of class `drover-local`).
- * `stop()` stops every daemon and Pod process of the cluster and removes its directory.
+ * A private local cluster (real kube-apiserver, local gateway, and the process kubelet or, with
+ * DROVER_K8S_NODE=containerd, a real node) for a proof run with Kubernetes hosts, and the
+ * `kubernetes` configuration that makes the control plane host runtimes on it: a fresh namespace,
+ * runtime Pods running services/runtime/main.ts from this repository (process kubelet) or the
+ * runtime image `make image` builds (real node), `pod-ip`, `node-port` (the cluster's node-port
+ * proxy) or `gateway` exposure (a shared Gateway of class `drover-local`). `natsHost` is where NATS
+ * must listen for the Pods to reach it (a real node's address; 127.0.0.1 for the process kubelet).
+ * `stop()` stops every daemon and Pod of the cluster and removes its directory.
  */
-export async function startProofCluster(
-  exposure: "pod-ip" | "gateway" | "node-port",
-): Promise<{ kubernetes: z.input<typeof KubernetesHostConfig>; stop: () => Promise<void> }> {
+export async function startProofCluster(exposure: "pod-ip" | "gateway" | "node-port"): Promise<{
+  kubernetes: z.input<typeof KubernetesHostConfig>;
+  natsHost: string;
+  stop: () => Promise<void>;
+}> {
   const runDir = await mkdtemp(join(tmpdir(), "drover-proof-k8s-"));
   const stop = async (): Promise<void> => {
     await stopCluster(runDir);
     await rm(runDir, { recursive: true, force: true });
   };
   try {
-    const info = await startCluster(runDir);
+    const real = nodeModeFromEnv() === "containerd";
+    const image = real ? await buildRuntimeImage() : undefined;
+    const info = await startCluster(runDir, { images: image ? [image.archive] : [] });
     const namespace = `drover-proof-${randomBytes(3).toString("hex")}`;
     await loadKubeconfig(info.kubeconfig)
       .makeApiClient(CoreV1Api)
@@ -36,11 +55,12 @@ export async function startProofCluster(
       kubeconfig: info.kubeconfig,
       namespace,
       exposure,
-      runtimeCommand: [process.execPath, "--import", "tsx", "services/runtime/main.ts"],
-      workingDir: ROOT,
+      ...(image
+        ? { runtimeImage: image.ref, runtimeCommand: IMAGE_RUNTIME_COMMAND }
+        : { runtimeCommand: [process.execPath, "--import", "tsx", "services/runtime/main.ts"], workingDir: ROOT }),
       ...(exposure === "gateway" ? { gateway: { name: "drover-shared", namespace, className: "drover-local" } } : {}),
     };
-    return { kubernetes, stop };
+    return { kubernetes, natsHost: real ? nodeNetwork(info.networkSlot, 0).nodeIp : "127.0.0.1", stop };
   } catch (e) {
     await stop().catch(() => undefined);
     throw e;

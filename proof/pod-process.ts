@@ -1,10 +1,11 @@
 import { readdirSync, readFileSync } from "node:fs";
 
 /**
- * The pid of the runtime process running in Pod `pod:<uid>` of the local cluster (whose kubelet
- * runs containers as local processes): the process whose environment has DROVER_POD_UID=<uid> and
- * whose command line runs services/runtime/main.ts (not the kubelet's `sh` wrapper, not tsx's
- * esbuild helper). Undefined when the incarnation is not a Pod's or no such process is alive.
+ * The host pid of the runtime process running in Pod `pod:<uid>` of the local cluster (a process
+ * kubelet's local process, or a real node's container main process, visible in the host's /proc):
+ * the process whose environment has DROVER_POD_UID=<uid> and whose command line runs
+ * services/runtime/main.ts or the image's bundled runtime.mjs (not the process kubelet's `sh`
+ * wrapper, not tsx's esbuild helper). Undefined when the incarnation is not a Pod's or no such process is alive.
  */
 export function podRuntimePid(hostIncarnation: string): number | undefined {
   const m = /^pod:(.+)$/.exec(hostIncarnation);
@@ -14,7 +15,11 @@ export function podRuntimePid(hostIncarnation: string): number | undefined {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const argv = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0");
-      if (argv[0]?.endsWith("sh") || !argv.some((a) => a.endsWith("services/runtime/main.ts"))) continue;
+      if (
+        argv[0]?.endsWith("sh") ||
+        !argv.some((a) => a.endsWith("services/runtime/main.ts") || a === "/app/runtime.mjs")
+      )
+        continue;
       if (readFileSync(`/proc/${entry}/environ`, "utf8").split("\0").includes(needle)) return Number(entry);
     } catch {
       // Exited while we looked, or not ours to read.

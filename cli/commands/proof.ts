@@ -105,7 +105,8 @@ export async function proofCommand(argv: readonly string[]): Promise<number> {
     if (parsed.options.host === "kubernetes") {
       cluster = await startProofCluster(parsed.options.exposure ?? "pod-ip");
     }
-    const natsUrl = process.env.NATS_URL ?? (started[started.length] = await startNats()).url;
+    const natsUrl =
+      process.env.NATS_URL ?? (started[started.length] = await startNats({ host: cluster?.natsHost })).url;
     const redisUrl = process.env.REDIS_URL ?? (started[started.length] = await startRedis()).url;
     const mongoUrl = process.env.MONGO_URL ?? (started[started.length] = await startFerret()).url;
     const tty = process.stderr.isTTY;
