@@ -12,7 +12,9 @@ export interface SequencedEvent {
 
 export interface CompletedStep {
   readonly attempt: number;
+  /** The inline output; undefined when `outputRef` names it in the object store. */
   readonly output: unknown;
+  readonly outputRef?: DataOf<"exec.step-completed">["outputRef"];
   readonly outputDigest: string;
   readonly seq: number;
 }
@@ -20,6 +22,8 @@ export interface CompletedStep {
 /** An execution's state as its journal proves it: what a resuming runtime continues from. */
 export interface ExecutionState {
   readonly started?: DataOf<"exec.started">;
+  /** When `exec.started` was written (its envelope's occurredAt): what a run deadline counts from. */
+  readonly startedAt?: string;
   /** The current owner epoch: the latest of started, paused-for-recovery (newEpoch) and resumed. */
   readonly epoch: number;
   /** Set while the latest `paused-for-recovery` has not been followed by a `resumed` at its epoch. */
@@ -59,12 +63,23 @@ export function evolveExecution(state: ExecutionState, { seq, event }: Sequenced
   switch (event.type) {
     case "exec.started":
       if (state.started) return { ...next, violations: [...state.violations, `second exec.started at seq ${seq}`] };
-      return { ...next, started: event.data, epoch: Math.max(state.epoch, event.data.epoch) };
+      return {
+        ...next,
+        started: event.data,
+        startedAt: event.occurredAt,
+        epoch: Math.max(state.epoch, event.data.epoch),
+      };
     case "exec.step-completed": {
-      const { stepId, attempt, output, outputDigest } = event.data;
+      const { stepId, attempt, output, outputDigest, outputRef } = event.data;
       if (state.completed.has(stepId))
         return { ...next, violations: [...state.violations, `duplicate step-completed for ${stepId} at seq ${seq}`] };
-      const completed = new Map(state.completed).set(stepId, { attempt, output, outputDigest, seq });
+      const completed = new Map(state.completed).set(stepId, {
+        attempt,
+        output,
+        outputDigest,
+        seq,
+        ...(outputRef ? { outputRef } : {}),
+      });
       const failures = new Map(state.failures);
       failures.delete(stepId);
       const timers = new Map(state.timers);

@@ -15,6 +15,7 @@ export {
   dagOf,
   executionsOfRun,
   incidentsOfRun,
+  storedOutputNames,
   type RecordedEvent,
   type LogOptions,
 } from "./replay/recorded-log.ts";

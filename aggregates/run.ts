@@ -36,6 +36,10 @@ export interface RunState {
   readonly sharedRunId?: string;
   readonly tenantId?: string;
   readonly dag?: DagDefinition;
+  /** The run's input as submitted (absent: none). */
+  readonly input?: unknown;
+  /** The run's output once completed: inline, or a reference to the object store. */
+  readonly output?: { readonly inline?: unknown; readonly ref?: DataOf<"run.completed">["outputRef"] };
   readonly submittedSeq?: number;
   /** The latest placement (admitted, maybe dispatched); cleared by a requeue or dispatch failure. */
   readonly placement?: Placement;
@@ -96,6 +100,7 @@ function apply(s: RunState, e: RunEvent, seq: number): RunState {
         sharedRunId: e.data.sharedRunId,
         tenantId: e.tenantId,
         dag: e.data.dag,
+        ...(e.data.input === undefined ? {} : { input: e.data.input }),
         submittedSeq: seq,
       };
     case "run.admitted":
@@ -142,7 +147,14 @@ function apply(s: RunState, e: RunEvent, seq: number): RunState {
     case "run.replacement-selected":
       return s;
     case "run.completed":
-      return { ...s, status: "completed", recoveryPending: false };
+      return {
+        ...s,
+        status: "completed",
+        recoveryPending: false,
+        ...(e.data.output === undefined && e.data.outputRef === undefined
+          ? {}
+          : { output: { inline: e.data.output, ref: e.data.outputRef } }),
+      };
     case "run.failed":
       return { ...s, status: "failed", recoveryPending: false, lastReason: e.data.reason.code };
     case "run.cancel-requested":

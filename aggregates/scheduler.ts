@@ -68,7 +68,8 @@ export function scheduleSteps(
     if (
       s &&
       !progress.completed.has(stepId) &&
-      f.attempt >= s.retry.maxAttempts &&
+      // No retry time recorded means no retry left: the budget is spent or the failure was non-retryable.
+      (f.attempt >= s.retry.maxAttempts || f.retryAt === undefined) &&
       (!exhausted || stepId < exhausted.stepId)
     )
       exhausted = { stepId, attempt: f.attempt };
@@ -116,12 +117,21 @@ function planOf(steps: readonly Step[]): Plan {
 }
 
 /**
- * After attempt `attempt` of `step` failed at `now`: the time the next attempt may start
- * (backoffMs · 2^(attempt−1) later), or undefined when the retry budget is spent.
+ * After attempt `attempt` of `step` failed at `now`: the time the next attempt may start, or
+ * undefined when the retry budget is spent. The delay is backoffMs · 2^(attempt−1), capped at
+ * retry.maxDelayMs, minus `jitter · unit` of it, where `unit` ∈ [0, 1) is the caller's (the runtime
+ * derives it from execution, step and attempt, so it is the same wherever the attempt failed).
  */
-export function retryAtAfterFailure(step: Pick<Step, "retry">, attempt: number, now: number): number | undefined {
+export function retryAtAfterFailure(
+  step: Pick<Step, "retry">,
+  attempt: number,
+  now: number,
+  unit = 0,
+): number | undefined {
   if (attempt >= step.retry.maxAttempts) return undefined;
-  return now + step.retry.backoffMs * 2 ** (attempt - 1);
+  const full = Math.min(step.retry.backoffMs * 2 ** (attempt - 1), step.retry.maxDelayMs ?? Number.POSITIVE_INFINITY);
+  const jitter = step.retry.jitter ?? 0;
+  return now + Math.round(full * (1 - jitter * Math.min(Math.max(unit, 0), 1)));
 }
 
 const byId = (a: { id: string }, b: { id: string }): number => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);

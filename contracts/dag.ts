@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { StepId } from "./ids.ts";
+import { RefValue, SecretValue, refIssues } from "./step-refs.ts";
 
 /**
  * The DAG a run carries (runtime.md "DAG model"). Step kinds are a closed set; each kind has its
@@ -8,10 +9,20 @@ import { StepId } from "./ids.ts";
  */
 export const DAG_LIMITS = { maxSteps: 500, maxParamsBytes: 16 * 1024, maxDependsOn: 64 } as const;
 
+/** A string param that may instead be a `$ref` (resolved when the step runs, then checked as a string). */
+const textOrRef = (s: z.ZodString) => z.union([s, RefValue]);
+
 export const RetryPolicy = z
   .object({
     maxAttempts: z.number().int().min(1).max(20).describe("attempts including the first"),
     backoffMs: z.number().int().min(0).max(600_000).describe("delay before attempt n+1 is backoffMs * 2^(n-1)"),
+    maxDelayMs: z.number().int().min(0).max(3_600_000).optional().describe("cap on one back-off delay"),
+    jitter: z
+      .number()
+      .min(0)
+      .max(1)
+      .optional()
+      .describe("fraction of the delay drawn at random (deterministic per execution, step, attempt) and subtracted"),
   })
   .strict();
 export type RetryPolicy = z.infer<typeof RetryPolicy>;
@@ -37,29 +48,46 @@ export const FlakyParams = z
 export const SleepParams = z.object({ durationMs }).strict();
 export const HttpParams = z
   .object({
-    url: z.url({ protocol: /^https?$/ }),
+    url: z.union([z.url({ protocol: /^https?$/ }), RefValue]),
     method: z.enum(["GET", "POST", "PUT", "DELETE"]).default("GET"),
-    headers: z.record(z.string(), z.string()).default({}),
-    body: z.string().max(8192).optional(),
+    headers: z.record(z.string(), z.union([z.string(), RefValue, SecretValue])).default({}),
+    body: textOrRef(z.string().max(8192)).optional(),
     timeoutMs: z.number().int().min(1).max(120_000).default(10_000),
   })
   .strict();
 export const LlmParams = z
   .object({
     model: z.string().min(1).max(128),
-    prompt: z.string().min(1).max(8192),
-    system: z.string().max(8192).optional(),
+    prompt: textOrRef(z.string().min(1).max(8192)),
+    system: textOrRef(z.string().max(8192)).optional(),
+    apiKey: SecretValue.optional().describe("bearer key for a hosted provider, by secret reference only"),
+    baseUrl: z
+      .url({ protocol: /^https?$/ })
+      .optional()
+      .describe("OpenAI-compatible base URL; default: the runtime's"),
     maxTokens: z.number().int().min(1).max(32_768).default(256),
     temperature: z.number().min(0).max(2).default(0),
     timeoutMs: z.number().int().min(1).max(300_000).default(60_000),
   })
   .strict();
 
+/** A custom step's handler name: the key of the tenant worker's `steps` (sdk/). */
+export const HandlerName = z
+  .string()
+  .regex(/^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/, "a handler name is lowercase [a-z0-9-], at most 63 characters");
+
 const retryDefault = { maxAttempts: 1, backoffMs: 0 };
 const base = {
   id: StepId,
   dependsOn: z.array(StepId).max(DAG_LIMITS.maxDependsOn).default([]),
   retry: RetryPolicy.default(retryDefault),
+  timeoutMs: z
+    .number()
+    .int()
+    .min(1)
+    .max(86_400_000)
+    .optional()
+    .describe("an attempt running longer fails with step-timeout (and retries per policy)"),
 };
 export const Step = z.discriminatedUnion("kind", [
   z
@@ -69,10 +97,31 @@ export const Step = z.discriminatedUnion("kind", [
   z.object({ ...base, kind: z.literal("sleep"), params: SleepParams }).strict(),
   z.object({ ...base, kind: z.literal("http"), params: HttpParams }).strict(),
   z.object({ ...base, kind: z.literal("llm"), params: LlmParams }).strict(),
+  z
+    .object({
+      ...base,
+      kind: z.literal("custom"),
+      handler: HandlerName.describe("the tenant worker's step that runs it"),
+      params: z.json().default({}).describe("the handler's input; may hold $ref and $secret values"),
+    })
+    .strict(),
 ]);
 export type Step = z.infer<typeof Step>;
 export type StepKind = Step["kind"];
-export const STEP_KINDS = ["compute", "flaky", "sleep", "http", "llm"] as const satisfies readonly StepKind[];
+export const STEP_KINDS = ["compute", "flaky", "sleep", "http", "llm", "custom"] as const satisfies readonly StepKind[];
+/** The kinds every runtime runs without a tenant worker. */
+export const BUILTIN_STEP_KINDS = ["compute", "flaky", "sleep", "http", "llm"] as const;
+
+/**
+ * The step kind a step needs from its runtime: its built-in kind, or `custom:<handler>`. Runtimes
+ * advertise the same strings (runtime `registered` stepKinds); admission matches them.
+ */
+export const requiredKindOf = (step: { kind: string; handler?: string }): string =>
+  step.kind === "custom" ? `custom:${step.handler}` : step.kind;
+
+/** Every step kind a DAG needs, sorted and unique. */
+export const requiredStepKinds = (dag: { steps: readonly { kind: string; handler?: string }[] }): string[] =>
+  [...new Set(dag.steps.map(requiredKindOf))].sort();
 
 /** Structural checks beyond the per-step schema; each returns a message naming the offending step. */
 export function dagIssues(steps: readonly Pick<Step, "id" | "dependsOn" | "params">[]): string[] {
@@ -90,6 +139,7 @@ export function dagIssues(steps: readonly Pick<Step, "id" | "dependsOn" | "param
       if (!ids.has(d)) issues.push(`step "${s.id}" depends on unknown step "${d}"`);
       if (d === s.id) issues.push(`step "${s.id}" depends on itself`);
     }
+    issues.push(...refIssues(s));
   }
   if (issues.length === 0) {
     const cycle = findCycle(steps);
@@ -126,6 +176,13 @@ export function findCycle(steps: readonly Pick<Step, "id" | "dependsOn">[]): str
 export const DagDefinition = z
   .object({
     name: z.string().min(1).max(128).optional(),
+    deadlineMs: z
+      .number()
+      .int()
+      .min(1)
+      .max(7 * 86_400_000)
+      .optional()
+      .describe("the run fails with run-deadline-exceeded when its execution runs longer"),
     steps: z
       .array(Step)
       .min(1, "a DAG needs at least one step")

@@ -22,6 +22,11 @@ export const ERROR_CATALOGUE = {
   unauthenticated: { retryable: false, httpStatus: 401, summary: "no or unknown bearer token" },
   forbidden: { retryable: false, httpStatus: 403, summary: "the credential may not perform this operation" },
   "not-found": { retryable: false, httpStatus: 404, summary: "no such resource visible to the caller" },
+  "step-kind-not-offered": {
+    retryable: false,
+    httpStatus: 422,
+    summary: "the DAG uses a custom step kind the tenant's worker settings can never offer",
+  },
   // --- event store ---
   "version-conflict": { retryable: true, httpStatus: 409, summary: "the aggregate moved past the expected sequence" },
   "event-store-unavailable": { retryable: true, httpStatus: 503, summary: "JetStream did not answer in time" },
@@ -106,6 +111,11 @@ export const ERROR_CATALOGUE = {
     summary: "queued past the stall bound with no visible capacity and no scale-out in progress; re-planned",
   },
   "tenant-quota-exceeded": { retryable: true, httpStatus: 429, summary: "the tenant is at its concurrent-run quota" },
+  "step-kind-unavailable": {
+    retryable: true,
+    httpStatus: 503,
+    summary: "no runtime visible to the tenant offers every step kind of the run's DAG",
+  },
   "scale-out-limit-reached": {
     retryable: true,
     httpStatus: 503,
@@ -138,6 +148,47 @@ export const ERROR_CATALOGUE = {
     retryable: false,
     httpStatus: 409,
     summary: "ResumeExecution's epoch is not the journal's pending recovery epoch",
+  },
+  "step-timeout": { retryable: true, httpStatus: 504, summary: "a step attempt ran longer than its timeoutMs" },
+  "run-deadline-exceeded": {
+    retryable: false,
+    httpStatus: 504,
+    summary: "the run's execution ran longer than its DAG's deadlineMs",
+  },
+  "step-non-retryable": {
+    retryable: false,
+    httpStatus: 422,
+    summary: "a step handler failed with a non-retryable error; no further attempt is made",
+  },
+  "step-output-too-large": {
+    retryable: false,
+    httpStatus: 422,
+    summary: "a step's output is not JSON or is larger than the output limit",
+  },
+  "secret-in-output": {
+    retryable: false,
+    httpStatus: 422,
+    summary: "a step's output contains the value of a secret; it is not recorded",
+  },
+  "reference-unresolved": {
+    retryable: false,
+    httpStatus: 422,
+    summary: "a $ref in a step's params names nothing in the run input or the dependency's output",
+  },
+  "secret-unavailable": {
+    retryable: false,
+    httpStatus: 422,
+    summary: "a $secret names a secret the tenant's secret source does not hold",
+  },
+  "worker-invalid": {
+    retryable: false,
+    httpStatus: 500,
+    summary: "the tenant's worker module does not load or lacks a step kind its settings declare",
+  },
+  "output-store-unavailable": {
+    retryable: true,
+    httpStatus: 503,
+    summary: "the JetStream Object Store holding large outputs did not answer, or held other bytes",
   },
   // --- health, fencing, recovery ---
   "heartbeat-stale": { retryable: false, httpStatus: 503, summary: "no fresh heartbeat within the staleness bound" },

@@ -1,10 +1,32 @@
 import { z } from "zod";
 import { defineEvent } from "./define-event.ts";
 import { ForensicsId, LocalRunId, RuntimeFailureIncidentId, RuntimeInstanceId, SharedRunId, StepId } from "./ids.ts";
-import { Reason } from "./reason.ts";
+import { Reason, ReasonCode } from "./reason.ts";
 
-/** JSON value recorded as a step output (no nested arrays: FerretDB cannot store them). */
+/**
+ * JSON value recorded as a step output. Read models never store it as a document (FerretDB cannot
+ * store nested arrays); they keep its canonical JSON text.
+ */
 export const StepOutput = z.json();
+/** Outputs up to this many bytes of canonical JSON are journaled inline; larger ones go to the object store. */
+export const INLINE_OUTPUT_MAX_BYTES = 8 * 1024;
+/** No step or run output may exceed this many bytes of canonical JSON (`step-output-too-large`). */
+export const OUTPUT_MAX_BYTES = 4 * 1024 * 1024;
+const sha256 = z.string().regex(/^[a-f0-9]{64}$/);
+/**
+ * An output kept in the JetStream Object Store instead of the journal: the object's name in the
+ * outputs bucket, its size and the sha256 of its bytes (the canonical JSON), which is also the
+ * output digest. A reader that gets other bytes has a divergence, never an output.
+ */
+export const StoredOutputRef = z
+  .object({
+    bucket: z.string().min(1).max(64),
+    name: z.string().min(1).max(512),
+    size: z.number().int().nonnegative(),
+    digest: sha256,
+  })
+  .strict();
+export type StoredOutputRef = z.infer<typeof StoredOutputRef>;
 
 /** Execution journal events on `drover.exec.<tenant>.<executionId>.<event>`; every append is conditional (fencing). */
 export const ExecStarted = defineEvent(
@@ -28,11 +50,15 @@ export const ExecStepCompleted = defineEvent(
     .object({
       stepId: StepId,
       attempt: z.number().int().positive(),
-      output: StepOutput,
+      output: StepOutput.optional().describe("inline output; absent when outputRef names the stored one"),
+      outputRef: StoredOutputRef.optional(),
       outputDigest: z.string().regex(/^[a-f0-9]{64}$/),
       durationMs: z.number().int().nonnegative(),
     })
-    .strict(),
+    .strict()
+    .refine((d) => (d.output === undefined) !== (d.outputRef === undefined), {
+      message: "exactly one of output and outputRef",
+    }),
 );
 export const ExecStepFailed = defineEvent(
   "exec",
@@ -42,6 +68,7 @@ export const ExecStepFailed = defineEvent(
       stepId: StepId,
       attempt: z.number().int().positive(),
       error: z.string().max(2000),
+      code: ReasonCode.optional().describe("catalogued cause, e.g. step-timeout, step-non-retryable"),
       retryAt: z.iso.datetime().optional().describe("absent when the step has no attempts left"),
     })
     .strict(),

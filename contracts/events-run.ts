@@ -12,6 +12,11 @@ import {
   SharedRunId,
 } from "./ids.ts";
 import { Reason } from "./reason.ts";
+import { StepOutput, StoredOutputRef } from "./events-exec.ts";
+import { canonicalSize } from "./json-size.ts";
+
+/** Largest run input, in bytes of canonical JSON. */
+export const RUN_INPUT_MAX_BYTES = 64 * 1024;
 import { Transport } from "./tenant-settings.ts";
 
 /** Run lifecycle events on `drover.run.<tenant>.<sharedRunId>.<event>`. */
@@ -28,6 +33,11 @@ export const RunSubmitted = defineEvent(
       rerunOf: SharedRunId.optional().describe(
         "the run this one reruns (POST /v1/runs/:id/rerun): same DAG and labels",
       ),
+      input: StepOutput.optional()
+        .refine((v) => v === undefined || canonicalSize(v) <= RUN_INPUT_MAX_BYTES, {
+          message: `the run input is at most ${RUN_INPUT_MAX_BYTES} bytes of JSON`,
+        })
+        .describe("the run's input; steps reference it as {$ref: input[.path]}"),
     })
     .strict(),
 );
@@ -136,6 +146,8 @@ export const RunCompleted = defineEvent(
       executionId: ExecutionId,
       localRunId: LocalRunId,
       outputDigest: z.string().max(128),
+      output: StepOutput.optional().describe("the sink step's output (several sinks: keyed by step id)"),
+      outputRef: StoredOutputRef.optional().describe("set instead of output when it is above the inline limit"),
     })
     .strict(),
 );

@@ -36,6 +36,11 @@ export const RuntimeRegistered = defineEvent(
       sizing: RuntimeSizing,
       requiredLayers: z.array(ReadinessLayer).min(1),
       scaleOutRequestId: ScaleOutRequestId.optional(),
+      stepKinds: z
+        .array(z.string().regex(/^(?:[a-z]+|custom:[a-z0-9-]{1,63})$/))
+        .max(300)
+        .optional()
+        .describe("step kinds the runtime runs (built-ins, custom:<handler>); absent: the built-ins"),
     })
     .strict(),
 );

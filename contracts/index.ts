@@ -37,6 +37,10 @@ export {
   DagDefinition,
   Step,
   STEP_KINDS,
+  BUILTIN_STEP_KINDS,
+  HandlerName,
+  requiredKindOf,
+  requiredStepKinds,
   RetryPolicy,
   ComputeParams,
   FlakyParams,
@@ -58,7 +62,25 @@ export {
   runtimePrefixOf,
   sizingOf,
   RUNTIME_PREFIX_MAX_LENGTH,
+  WorkerSettings,
+  SecretSource,
 } from "./tenant-settings.ts";
+export {
+  RefValue,
+  SecretValue,
+  REF_PATH,
+  SECRET_NAME,
+  isRef,
+  isSecret,
+  collectRefs,
+  refIssues,
+  refStep,
+  lookupRef,
+  resolveRefs,
+  type RefScope,
+} from "./step-refs.ts";
+export { canonicalSize } from "./json-size.ts";
+export { RUN_INPUT_MAX_BYTES } from "./events-run.ts";
 export * as RunEvents from "./events-run.ts";
 export * as ExecEvents from "./events-exec.ts";
 export * as ScaleOutEvents from "./events-scaleout.ts";
@@ -73,7 +95,7 @@ export {
   ReadinessLayer,
   RecoveryClass,
 } from "./events-runtime.ts";
-export { StepOutput } from "./events-exec.ts";
+export { StepOutput, StoredOutputRef, INLINE_OUTPUT_MAX_BYTES, OUTPUT_MAX_BYTES } from "./events-exec.ts";
 export {
   ALL_EVENTS,
   EVENT_DEFINITIONS,

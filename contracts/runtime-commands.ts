@@ -14,6 +14,7 @@ export const DispatchRunPayload = z
     localRunId: LocalRunId,
     tenantId: TenantId,
     dag: DagDefinition,
+    input: z.json().optional().describe("the run's input (run `submitted`), resolved by `$ref: input`"),
     dispatchedSeq: z
       .number()
       .int()

@@ -19,6 +19,39 @@ export const RuntimeSizing = z
   .strict();
 export type RuntimeSizing = z.infer<typeof RuntimeSizing>;
 
+const handlerName = z.string().regex(/^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/, "a handler name is lowercase [a-z0-9-]");
+
+/**
+ * The tenant's own step code (docs/sdk.md): a module whose default export is `defineWorker(...)`.
+ * Process hosts bundle `module` (a path, relative to the repository) with esbuild; Kubernetes hosts
+ * run `image` with the same module path inside it. `kinds` are the handler names its runtimes
+ * advertise (`custom:<name>`); a runtime whose module lacks one refuses to start (`worker-invalid`).
+ */
+export const WorkerSettings = z
+  .object({
+    module: z.string().min(1).max(1024),
+    image: z.string().min(1).max(512).optional(),
+    kinds: z.array(handlerName).min(1).max(256),
+  })
+  .strict();
+export type WorkerSettings = z.infer<typeof WorkerSettings>;
+
+/**
+ * Where the tenant's secrets live (never in an event): for process hosts a JSON file of
+ * `{ name: value }` and/or environment variables of the provisioner named per secret; for
+ * Kubernetes hosts the Secret `kubernetesSecret` in the runtimes' namespace.
+ */
+export const SecretSource = z
+  .object({
+    file: z.string().min(1).max(1024).optional(),
+    env: z
+      .record(z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/), z.string().regex(/^[A-Z_][A-Z0-9_]*$/))
+      .optional(),
+    kubernetesSecret: z.string().min(1).max(253).optional(),
+  })
+  .strict();
+export type SecretSource = z.infer<typeof SecretSource>;
+
 /** Per-tenant settings (admission-and-capacity.md "Tenant settings"). */
 export const TenantSettings = z
   .object({
@@ -44,8 +77,14 @@ export const TenantSettings = z
     weight: z.number().int().min(1).max(1000).default(1),
     hostProvider: HostProvider.default("process"),
     transport: Transport.default("http"),
+    worker: WorkerSettings.optional().describe("the tenant's own step code; dedicated or hybrid tenants only"),
+    secrets: SecretSource.optional(),
   })
-  .strict();
+  .strict()
+  .refine((t) => t.worker === undefined || t.isolationMode !== "shared", {
+    message: "a worker needs isolationMode dedicated or hybrid: shared runtimes run built-in step kinds only",
+    path: ["worker"],
+  });
 export type TenantSettings = z.infer<typeof TenantSettings>;
 
 /** Settings for a tenant the configuration does not name: shared, documented defaults, never another tenant's. */

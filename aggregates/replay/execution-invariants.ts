@@ -24,6 +24,8 @@ export interface ExecutionReplay {
    * when given, the DAG digest in `exec.started` and every deterministic step output are re-derived.
    */
   readonly digest?: (s: string) => string;
+  /** Texts of object-store outputs by object name (see rederivationProblem); absent: refs are checked without their bytes. */
+  readonly storedOutputs?: ReadonlyMap<string, string>;
 }
 
 type Check = Omit<Divergence, "scope"> | undefined;
@@ -228,7 +230,7 @@ function stepProblem(
     };
   }
   if (event.type !== "exec.step-completed" || !c.input.digest) return undefined;
-  const problem = rederivationProblem(step, event.data, c.state, c.input.digest);
+  const problem = rederivationProblem(step, event.data, c.state, c.input.digest, c.input.storedOutputs);
   return problem === undefined
     ? undefined
     : { invariant: "output-rederivation", seq, message: `step ${stepId} at seq ${seq}: ${problem}` };

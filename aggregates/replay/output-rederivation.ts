@@ -10,14 +10,30 @@ import { canonicalJson, flakyFails, stepInputs } from "../step-inputs.ts";
  * - `compute`/`flaky`: `output.digest` is the digest of the step's inputs, i.e. of its dependencies'
  *   recorded output digests — so a step that ran on another branch's outputs is caught;
  * - `flaky`: it may only succeed after its configured failing attempts.
- * `sleep`, `http` and `llm` record what the world answered; only their digest is checked.
+ * `sleep`, `http`, `llm` and `custom` record what the world (or tenant code) answered; only their
+ * digest is checked. An output kept in the object store is checked through `stored` (object name →
+ * its text, as the caller read it): the reference must carry the recorded digest and the object's
+ * bytes must hash to it.
  */
 export function rederivationProblem(
   step: Step,
   data: DataOf<"exec.step-completed">,
   prior: ExecutionState,
   digest: (s: string) => string,
+  stored?: ReadonlyMap<string, string>,
 ): string | undefined {
+  if (data.outputRef) {
+    if (data.outputRef.digest !== data.outputDigest)
+      return `recorded outputDigest ${data.outputDigest} is not the stored output's digest ${data.outputRef.digest}`;
+    if (stored) {
+      const text = stored.get(data.outputRef.name);
+      if (text === undefined) return `stored output ${data.outputRef.name} is missing from the object store`;
+      const got = digest(text);
+      if (got !== data.outputDigest)
+        return `stored output ${data.outputRef.name} hashes to ${got}, not the recorded outputDigest ${data.outputDigest}`;
+    }
+    return undefined;
+  }
   const outputDigest = digest(canonicalJson(data.output));
   if (outputDigest !== data.outputDigest)
     return `recorded outputDigest ${data.outputDigest} is not the digest of the recorded output (${outputDigest})`;

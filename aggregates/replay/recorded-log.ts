@@ -32,6 +32,19 @@ export const dagOf = (log: readonly RecordedEvent[], sharedRunId: string): DagDe
 export interface LogOptions {
   /** sha256 hex, for the DAG digest and output re-derivation (see ExecutionReplay.digest). */
   readonly digest?: (s: string) => string;
+  /** Texts of object-store outputs by object name (collect names with `storedOutputNames`). */
+  readonly storedOutputs?: ReadonlyMap<string, string>;
+}
+
+/** Every object-store output a log's journals reference, so a shell can read them before validating. */
+export function storedOutputNames(log: readonly RecordedEvent[]): { bucket: string; name: string }[] {
+  const out: { bucket: string; name: string }[] = [];
+  for (const r of log) {
+    if (r.event.type !== "exec.step-completed") continue;
+    const ref = r.event.data.outputRef;
+    if (ref) out.push({ bucket: ref.bucket, name: ref.name });
+  }
+  return out;
 }
 
 /**
@@ -59,7 +72,13 @@ export function validateExecutionLog(
         : `journal starts with ${first.event.type} at seq ${first.seq}, not exec.started`,
     });
   }
-  return validateExecution({ executionId, journal, dag, ...(opts.digest ? { digest: opts.digest } : {}) });
+  return validateExecution({
+    executionId,
+    journal,
+    dag,
+    ...(opts.digest ? { digest: opts.digest } : {}),
+    ...(opts.storedOutputs ? { storedOutputs: opts.storedOutputs } : {}),
+  });
 }
 
 const tenantOf = (log: readonly RecordedEvent[], sharedRunId: string): string | undefined =>

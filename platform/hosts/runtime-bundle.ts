@@ -42,3 +42,33 @@ export function runtimeCommand(onFallback?: (why: string) => void): readonly str
     return fromSource;
   }
 }
+
+/**
+ * Bundles a tenant's worker module (docs/sdk.md) into one ESM file under .run/build, named by
+ * content, with `drover/sdk` bundled in (the SDK has no dependencies) and npm packages left
+ * external. `module` is a path relative to the working directory (or absolute). Throws esbuild's
+ * message when the module does not build; the caller records `worker-invalid`.
+ */
+export function workerBundle(module: string): string {
+  const dir = resolve(ROOT, ".run/build");
+  mkdirSync(dir, { recursive: true });
+  const out = buildSync({
+    entryPoints: [resolve(module)],
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    target: "node20",
+    packages: "external",
+    alias: { "drover/sdk": resolve(ROOT, "sdk/index.ts") },
+    logLevel: "silent",
+    write: false,
+    outfile: resolve(dir, "worker.mjs"),
+  }).outputFiles[0]!;
+  const outfile = resolve(dir, `worker-${createHash("sha256").update(out.contents).digest("hex").slice(0, 16)}.mjs`);
+  if (!existsSync(outfile)) {
+    const tmp = `${outfile}.${process.pid}.tmp`;
+    writeFileSync(tmp, out.contents);
+    renameSync(tmp, outfile);
+  }
+  return outfile;
+}

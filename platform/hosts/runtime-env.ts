@@ -33,6 +33,11 @@ export function runtimeEnv(
     DROVER_STREAM_TAG: spec.streamTag,
     DROVER_HEARTBEAT_MS: spec.heartbeatMs === undefined ? undefined : String(spec.heartbeatMs),
     DROVER_LLM_BASE_URL: spec.llmBaseUrl,
+    DROVER_WORKER_MODULE: spec.worker?.module,
+    DROVER_WORKER_KINDS: spec.worker?.kinds.join(","),
+    DROVER_SECRETS_FILE: spec.secretsFile,
+    DROVER_SECRETS_JSON:
+      spec.secrets && Object.keys(spec.secrets).length > 0 ? JSON.stringify(spec.secrets) : undefined,
   };
   for (const [k, v] of Object.entries(optional)) {
     if (v === undefined) delete env[k];

@@ -22,6 +22,13 @@ export interface HostSpec {
   readonly natsUrl: string;
   readonly heartbeatMs?: number;
   readonly llmBaseUrl?: string;
+  /** The tenant's worker: the module runtimes import and the handlers its settings declare. */
+  readonly worker?: { readonly module: string; readonly kinds: readonly string[] };
+  /** The tenant's secret file (process hosts), and secrets handed over from the provisioner's environment. */
+  readonly secretsFile?: string;
+  readonly secrets?: Readonly<Record<string, string>>;
+  /** Kubernetes hosts: the tenant's Secret (key `secrets.json`) the Pod reads its secrets from. */
+  readonly kubernetesSecret?: string;
 }
 
 /** Where and how the control plane reaches the runtime, as resolved by the strategy. */

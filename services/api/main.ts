@@ -8,6 +8,7 @@
 import { hostname } from "node:os";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
+import { createOutputStore } from "../../platform/output-store.ts";
 import { readModelClient, readModelDbName } from "../../platform/read-model-db.ts";
 import { createEventStore, ensureStreams } from "../../streams/index.ts";
 import { tokenTable } from "./domain/access.ts";
@@ -44,6 +45,7 @@ const app = await buildApp(
     capacity: replayCapacityReader(store, jsm, env.layout),
     openRuns,
     readModels,
+    outputs: createOutputStore(nc, env.layout),
     clock: () => new Date(),
     newId: randomIdGenerator,
     instanceId: `api-${hostname()}-${process.pid}`,

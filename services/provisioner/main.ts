@@ -13,8 +13,8 @@ import { commandSecretFromEnv, commandTokenFor } from "../../platform/command-to
 import { kubernetesStrategyFromConfig } from "../../platform/hosts/kubernetes/from-config.ts";
 import { createProcessStrategy } from "../../platform/hosts/process-strategy.ts";
 import type { HostStrategy } from "../../platform/hosts/types.ts";
-import type { HostProvider } from "../../contracts/index.ts";
-import { runtimeCommand } from "../../platform/hosts/runtime-bundle.ts";
+import { tenantSettingsOf, type HostProvider } from "../../contracts/index.ts";
+import { runtimeCommand, workerBundle } from "../../platform/hosts/runtime-bundle.ts";
 import { consumeScaleOutRequests } from "./shell/consumer.ts";
 import type { ProvisionerDeps } from "./shell/context.ts";
 import { createProvisioner } from "./shell/provisioner.ts";
@@ -45,6 +45,9 @@ const deps: ProvisionerDeps = {
   ...(process.env.DROVER_STREAM_TAG ? { streamTag: process.env.DROVER_STREAM_TAG } : {}),
   heartbeatMs: ctx.config.heartbeatIntervalMs,
   ...(ctx.config.llmBaseUrl ? { llmBaseUrl: ctx.config.llmBaseUrl } : {}),
+  tenantSettings: (tenantId) => tenantSettingsOf(ctx.config, tenantId),
+  bundleWorker: workerBundle,
+  secretEnv: process.env,
   now: () => new Date(),
   newEventId: randomUUID,
   newSuffix: randomSuffix,

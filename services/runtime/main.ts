@@ -22,7 +22,10 @@ import { startHttpServer } from "./http/server.ts";
 import { createCommandHandler } from "./shell/command-handler.ts";
 import { HeartbeatPublisher } from "./shell/heartbeat.ts";
 import { RuntimeInstance } from "./shell/runtime-instance.ts";
+import { createOutputStore } from "../../platform/output-store.ts";
+import { createSecretResolver } from "./shell/secrets.ts";
 import { runStep } from "./shell/step-runners.ts";
+import { loadWorker, offeredKinds, type LoadedWorker } from "./shell/worker-module.ts";
 import { WorkerPool } from "./shell/worker-pool.ts";
 
 const parsed = parseRuntimeConfig(process.env);
@@ -38,6 +41,19 @@ const log = (fields: Record<string, unknown>): void => {
   );
 };
 const now = () => new Date();
+
+// Secrets handed over by the provisioner leave the environment at once: only the resolver holds them.
+const secrets = createSecretResolver(config.secretsFile, process.env.DROVER_SECRETS_JSON);
+delete process.env.DROVER_SECRETS_JSON;
+let worker: LoadedWorker | undefined;
+if (config.worker) {
+  try {
+    worker = await loadWorker(config.worker.module, config.worker.kinds);
+  } catch (e) {
+    process.stderr.write(`drover runtime: ${(e as Error).message}\n`);
+    process.exit(3);
+  }
+}
 
 const nc = await connect({
   servers: config.natsUrl,
@@ -60,7 +76,17 @@ const instance = new RuntimeInstance(
     sleep: (ms) => delay(ms),
     log,
   },
-  { workers, maxWorkersPerRun: config.sizing.maxWorkersPerRun, runStep, llmBaseUrl: config.llmBaseUrl, now, log },
+  {
+    workers,
+    maxWorkersPerRun: config.sizing.maxWorkersPerRun,
+    runStep,
+    llmBaseUrl: config.llmBaseUrl,
+    now,
+    log,
+    outputs: createOutputStore(nc, layout),
+    secrets,
+    ...(worker ? { worker } : {}),
+  },
   hostIncarnation,
 );
 const handler = createCommandHandler({
@@ -101,6 +127,7 @@ log({
   hostIncarnation,
   controlPlaneId: config.controlPlaneId,
   tenantId: config.tenantId ?? null,
+  stepKinds: offeredKinds(worker),
 });
 
 let stopping = false;

@@ -138,12 +138,23 @@ export function buildRuntimePod(spec: HostSpec, opts: RuntimePodOptions): V1Pod 
     "DROVER_LLM_BASE_URL",
   ]);
   const base = Object.entries(opts.baseEnv ?? {}).filter(([k]) => !reserved.has(k));
-  const literal = Object.entries(identity).filter(([k]) => k !== "DROVER_COMMAND_TOKEN" && k !== "DROVER_BIND_HOST");
+  // Secret values are never literal in a Pod spec (anyone who can `get pods` reads those).
+  const notLiteral = new Set(["DROVER_COMMAND_TOKEN", "DROVER_BIND_HOST", "DROVER_SECRETS_JSON"]);
+  const literal = Object.entries(identity).filter(([k]) => !notLiteral.has(k));
   const env: V1EnvVar[] = [
     ...[...base, ...literal].map(([name, value]) => ({ name, value })),
     { name: "DROVER_BIND_HOST", valueFrom: { fieldRef: { fieldPath: "status.podIP" } } },
     { name: "DROVER_POD_UID", valueFrom: { fieldRef: { fieldPath: "metadata.uid" } } },
     { name: "DROVER_COMMAND_TOKEN", valueFrom: { secretKeyRef: { name: names.secret, key: TOKEN_KEY } } },
+    // The tenant's secrets: its own Secret (key `secrets.json`, a JSON object of name → value).
+    ...(spec.kubernetesSecret
+      ? [
+          {
+            name: "DROVER_SECRETS_JSON",
+            valueFrom: { secretKeyRef: { name: spec.kubernetesSecret, key: "secrets.json", optional: true } },
+          },
+        ]
+      : []),
   ];
   return {
     metadata: { name: names.pod, namespace: opts.namespace, ...runtimeMetadata(spec, opts.provider) },

@@ -1,7 +1,8 @@
-import type { Reason, TenantSettings } from "../../../contracts/index.ts";
+import { requiredStepKinds, type Reason, type TenantSettings } from "../../../contracts/index.ts";
 import type { RunState } from "../../../aggregates/run.ts";
 import { quotaDecision } from "./quota.ts";
 import { rankCandidates, whyNoCandidate, type Candidate } from "./ranking.ts";
+import { offeringEveryKind, stepKindQueueReason } from "./step-kinds.ts";
 
 /** What admission knows of one run when it decides (the index entry, without IO). */
 export interface PlacementRun {
@@ -49,6 +50,8 @@ export type Placement<C extends Candidate & { readonly endpoint?: string }> =
  * - The tenant quota holds new work (recovery items are exempt).
  * - After dispatch failures the run backs off exponentially (100 ms × 2^n, at most 10 s) and avoids
  *   the runtime that last refused it while another is eligible.
+ * - Only runtimes offering every step kind of the DAG are candidates (step-kinds.ts); when eligible
+ *   runtimes exist but none offers them, the run queues with `step-kind-unavailable`.
  * - Otherwise the ranked candidates are tried in order; with none, the run queues with a scale-out.
  */
 export function decidePlacement<C extends Candidate & { readonly endpoint?: string }>(
@@ -79,10 +82,14 @@ export function decidePlacement<C extends Candidate & { readonly endpoint?: stri
   if (s.dispatchFailures > 0 && now - run.sinceMs < Math.min(10_000, 100 * 2 ** s.dispatchFailures)) {
     return { kind: "wait", why: `backing off after ${s.dispatchFailures} dispatch failures` };
   }
-  const why = whyNoCandidate(candidates, policy.tenant).slice(0, 2000);
-  const ranked = rankCandidates(candidates, policy.tenant);
-  if (ranked.length === 0)
-    return { kind: "queue-with-scale-out", reason: { code: "no-visible-capacity", detail: why } };
+  const required = s.dag ? requiredStepKinds(s.dag) : [];
+  const ranked = rankCandidates(offeringEveryKind(candidates, required).offering, policy.tenant);
+  if (ranked.length === 0) {
+    const eligible = rankCandidates(candidates, policy.tenant).map((x) => x.candidate);
+    const why = whyNoCandidate(candidates, policy.tenant).slice(0, 2000);
+    const reason = stepKindQueueReason(eligible, required) ?? { code: "no-visible-capacity" as const, detail: why };
+    return { kind: "queue-with-scale-out", reason };
+  }
   const fresh = ranked.filter((x) => x.candidate.runtimeInstanceId !== s.lastFailedRuntimeId);
   return {
     kind: "place",

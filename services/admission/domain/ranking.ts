@@ -13,6 +13,8 @@ export interface Candidate extends IsolationFacts {
   /** ms since epoch of the latest heartbeat. */
   readonly lastHeartbeatAt: number;
   readonly status: string;
+  /** Step kinds the runtime offers (its registration); absent: the built-ins. */
+  readonly stepKinds?: readonly string[];
 }
 
 export interface RankedCandidate<C extends Candidate = Candidate> {

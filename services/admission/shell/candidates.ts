@@ -46,6 +46,7 @@ export async function readCandidates(
       lastHeartbeatAt: hb ? Date.parse(hb.at) : 0,
       status: d.status,
       transport: reg.transport,
+      ...(reg.stepKinds ? { stepKinds: reg.stepKinds } : {}),
       heartbeatSlots: hb?.availableSlots ?? 0,
       ...(endpoint ? { endpoint } : {}),
       ...(d.host ? { hostIncarnation: d.host.hostIncarnation } : {}),

@@ -55,6 +55,7 @@ export async function recordDispatch(
     localRunId: p.localRunId,
     tenantId: r.tenantId,
     dag: r.state.dag,
+    ...(r.state.input === undefined ? {} : { input: r.state.input }),
     dispatchedSeq,
     correlationId: r.sharedRunId,
   };

@@ -1,5 +1,5 @@
 import type { RunState } from "../../../aggregates/run.ts";
-import type { DagDefinition, DroverEvent } from "../../../contracts/index.ts";
+import type { DagDefinition, DroverEvent, StoredOutputRef } from "../../../contracts/index.ts";
 import { stepStates, type StepView } from "./step-states.ts";
 
 /** What `GET /v1/runs/:id` answers: the folded run aggregate, nothing another tenant could use. */
@@ -21,6 +21,12 @@ export interface RunView {
   readonly lastReason: string | null;
   readonly dispatchFailures: number;
   readonly dag: DagDefinition | null;
+  /** The run's input as submitted, or null. */
+  readonly input: unknown;
+  /** The run's output (its sink step's, or `{ stepId: output }` over several sinks) once completed, else null. */
+  readonly output: unknown;
+  /** Set when the output is kept in the object store; the API reads it back into `output`. */
+  readonly outputRef: StoredOutputRef | null;
 }
 
 /**
@@ -48,6 +54,9 @@ export function runView(s: RunState): RunView | undefined {
     lastReason: s.lastReason ?? null,
     dispatchFailures: s.dispatchFailures,
     dag: s.dag ?? null,
+    input: s.input ?? null,
+    output: s.output?.inline ?? null,
+    outputRef: s.output?.ref ?? null,
   };
 }
 
@@ -78,6 +87,9 @@ export function undecodableSubmissionView(
     lastReason: s.lastReason ?? null,
     dispatchFailures: 0,
     dag: null,
+    input: null,
+    output: null,
+    outputRef: null,
   };
 }
 

@@ -2,6 +2,10 @@ import { z } from "zod";
 import {
   DagDefinition,
   DroverError,
+  RUN_INPUT_MAX_BYTES,
+  StepOutput,
+  canonicalSize,
+  requiredStepKinds,
   EventId,
   SharedRunId,
   type EventOf,
@@ -26,6 +30,7 @@ export const SubmitRunBody = z
     dag: z.record(z.string(), z.unknown()),
     idempotencyKey: z.string().min(1).max(200).optional(),
     labels: Labels.optional(),
+    input: StepOutput.optional().describe("the run's input (JSON, at most RUN_INPUT_MAX_BYTES); steps read it by $ref"),
   })
   .strict();
 export type SubmitRunBody = z.infer<typeof SubmitRunBody>;
@@ -62,6 +67,16 @@ export function decideSubmission(cmd: SubmitRun, state: RunState): [] | [EventOf
       details: { issues },
     });
   }
+  const offered = new Set((cmd.settings.worker?.kinds ?? []).map((k) => `custom:${k}`));
+  const never = requiredStepKinds(parsed.data).filter((k) => k.startsWith("custom:") && !offered.has(k));
+  if (never.length > 0)
+    throw new DroverError(
+      "step-kind-not-offered",
+      `tenant ${cmd.tenantId}'s worker settings never offer ${never.join(", ")}${cmd.settings.worker ? "" : " (the tenant has no worker)"}`,
+      { details: { kinds: never } },
+    );
+  if (cmd.body.input !== undefined && canonicalSize(cmd.body.input) > RUN_INPUT_MAX_BYTES)
+    throw new DroverError("contract-violation", `the run input is more than ${RUN_INPUT_MAX_BYTES} bytes of JSON`);
   if (state.status !== "none") return [];
   const max = cmd.settings.maxConcurrentRuns;
   if (cmd.openRuns !== undefined && cmd.openRuns >= max) {
@@ -89,6 +104,7 @@ export function decideSubmission(cmd: SubmitRun, state: RunState): [] | [EventOf
         source: "api",
         labels: cmd.body.labels ?? {},
         ...(cmd.rerunOf === undefined ? {} : { rerunOf: SharedRunId.parse(cmd.rerunOf) }),
+        ...(cmd.body.input === undefined ? {} : { input: cmd.body.input }),
       },
     },
   ];

@@ -25,6 +25,9 @@ export const RunViewAnswer = z
     lastReason: z.string().nullable(),
     dispatchFailures: z.number(),
     dag: Json.nullable(),
+    input: z.unknown().describe("the run's input as submitted (JSON), or null"),
+    output: z.unknown().describe("the run's output once completed (its sink step's, or keyed by sink step), or null"),
+    outputRef: Json.nullable().describe("where a large output is kept in the object store (read back into output)"),
   })
   .describe("the folded run aggregate");
 

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { DroverError, SharedRunId, type Credential, type TenantId } from "../../../contracts/index.ts";
+import { DroverError, SharedRunId, StepOutput, type Credential, type TenantId } from "../../../contracts/index.ts";
 import { readTenant } from "../domain/access.ts";
 import { ListRunsQuery, runFilter } from "../domain/run-list.ts";
 import { runView } from "../domain/run-view.ts";
@@ -88,7 +88,10 @@ export const runsRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, 
     { schema: { params: RunParams, querystring: TenantQuery, response: { 200: RunDetailAnswer } } },
     async (request) => {
       const tenant = readTenant(credentialOf(request), request.query.tenant);
-      return readRunDetail(deps.store, tenant, request.params.id);
+      const view = await readRunDetail(deps.store, tenant, request.params.id);
+      if (!view.outputRef || !deps.outputs) return view;
+      const stored = await deps.outputs.get(view.outputRef);
+      return { ...view, output: JSON.parse(new TextDecoder().decode(stored)) as unknown };
     },
   );
 
@@ -160,6 +163,7 @@ export const runsRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, 
         {
           dag: original.dag as unknown as Record<string, unknown>,
           labels: { ...original.labels },
+          ...(original.input === null ? {} : { input: StepOutput.parse(original.input) }),
           ...(key === undefined ? {} : { idempotencyKey: key }),
         },
         request.id,

@@ -1,4 +1,5 @@
 import type { Credential, DroverConfig } from "../../../contracts/index.ts";
+import type { OutputStore } from "../../../platform/output-store.ts";
 import type { StreamLayout } from "../../../streams/layout.ts";
 import type { EventStore } from "../../../streams/types.ts";
 import type { TokenTable } from "../domain/access.ts";
@@ -22,6 +23,8 @@ export interface ApiDeps {
   readonly capacity: CapacityReader;
   readonly openRuns?: OpenRunsCounter;
   readonly readModels?: ReadModels;
+  /** The object store of large outputs (a run output above the inline limit is read back from it). */
+  readonly outputs?: OutputStore;
   readonly clock: () => Date;
   readonly newId: IdGenerator;
   /** This API process, as recorded in the `writer` of every event it appends. */

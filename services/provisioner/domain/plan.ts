@@ -1,4 +1,10 @@
-import type { DataOf, HostProvider, ReadinessLayer, Reason } from "../../../contracts/index.ts";
+import {
+  BUILTIN_STEP_KINDS,
+  type DataOf,
+  type HostProvider,
+  type ReadinessLayer,
+  type Reason,
+} from "../../../contracts/index.ts";
 import type { RequestState } from "./request-state.ts";
 import { liveByPrefix, runtimesOfRequest, type Roster, type RuntimeSummary } from "./runtime-roster.ts";
 import { runtimeInstanceIdOf } from "./runtime-id.ts";
@@ -19,6 +25,8 @@ export interface PlanInput {
   readonly suffix: string;
   /** Host providers this provisioner has a strategy for. */
   readonly providers: readonly HostProvider[];
+  /** Handlers of the tenant's worker (its settings, never the request): an owned runtime offers them. */
+  readonly workerKinds?: readonly string[];
 }
 
 export type Next =
@@ -92,6 +100,8 @@ export function planRequest(input: PlanInput): Plan {
     sizing: req.sizing,
     requiredLayers: [...REQUIRED_LAYERS[req.providerHint]],
     scaleOutRequestId: req.requestId,
+    // A shared runtime serves several tenants, so it runs built-in kinds only (docs/sdk.md "Isolation").
+    stepKinds: [...BUILTIN_STEP_KINDS, ...(shared ? [] : (input.workerKinds ?? []).map((k) => `custom:${k}`))].sort(),
   } as DataOf<"runtime.registered">;
   return plan({ kind: "start", runtimeInstanceId, registration });
 }

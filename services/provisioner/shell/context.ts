@@ -1,4 +1,4 @@
-import type { HostProvider } from "../../../contracts/index.ts";
+import type { HostProvider, TenantSettings } from "../../../contracts/index.ts";
 import type { HostStrategy } from "../../../platform/hosts/types.ts";
 import type { EventStore, StreamLayout } from "../../../streams/index.ts";
 import type { Origin } from "../domain/envelope.ts";
@@ -18,6 +18,12 @@ export interface ProvisionerDeps {
   readonly streamTag?: string;
   readonly heartbeatMs?: number;
   readonly llmBaseUrl?: string;
+  /** The tenant's settings from this provisioner's configuration (worker, secret source). */
+  readonly tenantSettings?: (tenantId: string) => TenantSettings;
+  /** Bundles a tenant's worker module for process hosts; returns the file runtimes import. */
+  readonly bundleWorker?: (module: string) => string;
+  /** The provisioner's environment, read for secrets a tenant's settings source from it. */
+  readonly secretEnv?: Readonly<Record<string, string | undefined>>;
   readonly now: () => Date;
   readonly newEventId: () => string;
   /** 12 random [a-z0-9]: the unique part of a new RuntimeInstanceId. */

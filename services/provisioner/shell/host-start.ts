@@ -38,6 +38,14 @@ export interface PlannedStart {
  */
 export async function driveHostStart(d: ProvisionerDeps, p: PlannedStart): Promise<StartOutcome> {
   const reg = p.registration;
+  let code: Partial<HostSpec>;
+  try {
+    code = tenantCode(d, reg);
+  } catch (e) {
+    const reason = { code: "worker-invalid" as const, detail: String((e as Error).message ?? e).slice(0, 2000) };
+    await recordFailure(d, p, reason, "resource");
+    return { ok: false, reason };
+  }
   const strategy = d.strategies.get(reg.hostProvider) as HostStrategy;
   const spec: HostSpec = {
     controlPlaneId: reg.controlPlaneId,
@@ -52,6 +60,7 @@ export async function driveHostStart(d: ProvisionerDeps, p: PlannedStart): Promi
     ...(d.streamTag ? { streamTag: d.streamTag } : {}),
     ...(d.heartbeatMs ? { heartbeatMs: d.heartbeatMs } : {}),
     ...(d.llmBaseUrl ? { llmBaseUrl: d.llmBaseUrl } : {}),
+    ...code,
   };
   let host: HostFacts | undefined;
   let recorded = false;
@@ -91,6 +100,39 @@ export async function driveHostStart(d: ProvisionerDeps, p: PlannedStart): Promi
     await recordFailure(d, p, reason, failure.layer);
     return { ok: false, reason };
   }
+}
+
+/**
+ * The tenant's worker and secrets for an owned runtime (a shared runtime gets neither: it serves
+ * several tenants). Secrets sourced from the environment are read here and handed to this runtime
+ * only; their values never reach an event.
+ */
+function tenantCode(d: ProvisionerDeps, reg: PlannedStart["registration"]): Partial<HostSpec> {
+  if (!reg.tenantId || !d.tenantSettings) return {};
+  const t = d.tenantSettings(reg.tenantId);
+  if (reg.hostProvider === "kubernetes") {
+    // The module path is inside the runtime image; secrets come from the tenant's Secret, never the spec.
+    return {
+      ...(t.worker ? { worker: { module: t.worker.module, kinds: t.worker.kinds } } : {}),
+      ...(t.secrets?.kubernetesSecret ? { kubernetesSecret: t.secrets.kubernetesSecret } : {}),
+    };
+  }
+  const env = d.secretEnv ?? {};
+  const secrets = Object.fromEntries(
+    Object.entries(t.secrets?.env ?? {}).flatMap(([name, variable]) => {
+      const v = env[variable];
+      return v === undefined ? [] : [[name, v]];
+    }),
+  );
+  return {
+    ...(t.worker
+      ? {
+          worker: { module: d.bundleWorker ? d.bundleWorker(t.worker.module) : t.worker.module, kinds: t.worker.kinds },
+        }
+      : {}),
+    ...(t.secrets?.file ? { secretsFile: t.secrets.file } : {}),
+    ...(Object.keys(secrets).length > 0 ? { secrets } : {}),
+  };
 }
 
 async function proveAndPublish(

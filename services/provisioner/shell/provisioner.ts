@@ -70,6 +70,7 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
       now: d.now(),
       suffix: d.newSuffix(),
       providers,
+      ...workerKindsOf(d, s.tenantId),
     });
     const origin = originOf(d, s);
     for (const earlier of plan.abandon) {
@@ -126,4 +127,10 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
       for (const stop of stopObserving) stop();
     },
   };
+}
+
+/** The handlers of the tenant's worker, from this provisioner's own configuration. */
+function workerKindsOf(d: ProvisionerDeps, tenantId: string | undefined): { workerKinds?: readonly string[] } {
+  const worker = tenantId && d.tenantSettings ? d.tenantSettings(tenantId).worker : undefined;
+  return worker ? { workerKinds: worker.kinds } : {};
 }

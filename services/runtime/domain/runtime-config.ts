@@ -32,6 +32,18 @@ export const RuntimeEnv = z.object({
     .optional(),
   DROVER_HEARTBEAT_MS: int(50, 60_000).default(1000),
   DROVER_LLM_BASE_URL: z.url({ protocol: /^https?$/ }).optional(),
+  DROVER_WORKER_MODULE: z
+    .string()
+    .min(1)
+    .max(4096)
+    .optional()
+    .describe("the tenant's worker module (a bundle or source file)"),
+  DROVER_WORKER_KINDS: z
+    .string()
+    .regex(/^[a-z0-9-]+(?:,[a-z0-9-]+)*$/, "comma-separated handler names")
+    .optional()
+    .describe("handlers the tenant's settings declare; the module must have each"),
+  DROVER_SECRETS_FILE: z.string().min(1).max(4096).optional(),
   DROVER_POD_UID: z
     .string()
     .regex(/^[a-z0-9-]{1,63}$/, "must be a Kubernetes UID")
@@ -52,6 +64,8 @@ export interface RuntimeConfig {
   readonly heartbeatMs: number;
   readonly llmBaseUrl?: string;
   readonly podUid?: string;
+  readonly worker?: { readonly module: string; readonly kinds: readonly string[] };
+  readonly secretsFile?: string;
 }
 
 export type ConfigResult =
@@ -96,6 +110,10 @@ export function parseRuntimeConfig(env: Readonly<Record<string, string | undefin
       heartbeatMs: e.DROVER_HEARTBEAT_MS,
       llmBaseUrl: e.DROVER_LLM_BASE_URL,
       podUid: e.DROVER_POD_UID,
+      ...(e.DROVER_WORKER_MODULE
+        ? { worker: { module: e.DROVER_WORKER_MODULE, kinds: e.DROVER_WORKER_KINDS?.split(",") ?? [] } }
+        : {}),
+      ...(e.DROVER_SECRETS_FILE ? { secretsFile: e.DROVER_SECRETS_FILE } : {}),
     },
   };
 }

@@ -34,6 +34,7 @@ export interface JournalEnv {
 export interface OpenedExecution {
   readonly executionId: string;
   readonly localRunId: string;
+  readonly tenantId: string;
   readonly epoch: number;
   readonly run: AggregateJournal;
   readonly exec: AggregateJournal;
@@ -102,7 +103,16 @@ export async function openFresh(env: JournalEnv, p: DispatchPayload): Promise<Op
       epoch: 0,
     } as DataOf<"exec.started">),
   );
-  return { executionId, localRunId: p.localRunId, epoch: 0, run, exec, prior: foldExecution([]), emit };
+  return {
+    executionId,
+    localRunId: p.localRunId,
+    tenantId: p.tenantId,
+    epoch: 0,
+    run,
+    exec,
+    prior: foldExecution([]),
+    emit,
+  };
 }
 
 /**
@@ -190,5 +200,14 @@ export async function openResume(env: JournalEnv, p: ResumePayload): Promise<Ope
       completedSteps: prior.completed.size,
     } as DataOf<"exec.resumed">),
   );
-  return { executionId: p.executionId, localRunId: p.localRunId, epoch: p.epoch, run, exec, prior, emit };
+  return {
+    executionId: p.executionId,
+    localRunId: p.localRunId,
+    tenantId: p.tenantId,
+    epoch: p.epoch,
+    run,
+    exec,
+    prior,
+    emit,
+  };
 }

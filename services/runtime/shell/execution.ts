@@ -1,5 +1,6 @@
 import {
   DroverError,
+  ERROR_CATALOGUE,
   isDroverError,
   type DagDefinition,
   type DataOf,
@@ -10,8 +11,13 @@ import { assertNever } from "../../../aggregates/assert-never.ts";
 import { retryAtAfterFailure, scheduleSteps, type StepStart } from "../../../aggregates/scheduler.ts";
 import { canonicalJson } from "../../../aggregates/step-inputs.ts";
 import { RUN_REQUESTS } from "../../../aggregates/run.ts";
+import type { OutputStore } from "../../../platform/output-store.ts";
+import { attemptOutcome, jitterUnit } from "./attempt.ts";
 import type { OpenedExecution } from "./execution-open.ts";
-import { sha256Hex, type StepRunner } from "./step-runners.ts";
+import type { SecretResolver } from "./secrets.ts";
+import { recordableOutput, recordedOutput } from "./step-output.ts";
+import { needsOutputs, sha256Hex, type StepRunner } from "./step-runners.ts";
+import type { LoadedWorker } from "./worker-module.ts";
 import type { WorkerPool } from "./worker-pool.ts";
 
 export interface ExecutorEnv {
@@ -21,6 +27,11 @@ export interface ExecutorEnv {
   readonly llmBaseUrl?: string;
   readonly now: () => Date;
   readonly log: (fields: Record<string, unknown>) => void;
+  /** Object store for outputs above the inline limit (absent: such an output fails its step). */
+  readonly outputs?: OutputStore;
+  readonly secrets?: SecretResolver;
+  /** The tenant's worker (custom steps); absent on runtimes that run built-in kinds only. */
+  readonly worker?: LoadedWorker;
 }
 
 export type ExecutionOutcome =
@@ -39,10 +50,16 @@ export type ExecutionOutcome =
  */
 export class Execution {
   private readonly completed = new Map<string, string>(); // stepId → output digest
+  /** Output values read so far (completed here, or read back from the journal/object store on demand). */
+  private readonly values = new Map<string, unknown>();
+  private readonly deadlineAt: number | undefined;
+  private deadlineTimer: ReturnType<typeof setTimeout> | undefined;
   private readonly completedIds = new Set<string>();
   private readonly failures = new Map<string, { attempt: number; retryAt?: number }>();
   private readonly timers = new Map<string, { attempt: number; wakeAt: number }>();
   private readonly running = new Set<string>();
+  /** Why each step's latest attempt here failed: the run's failure reason names it. */
+  private readonly lastErrors = new Map<string, { code?: ErrorCode; message: string }>();
   private readonly abort = new AbortController();
   private fatal: unknown;
   private cancelRequested = false;
@@ -55,7 +72,13 @@ export class Execution {
     private readonly opened: OpenedExecution,
     private readonly dag: DagDefinition,
     private readonly startedAt: number,
+    private readonly input: unknown = undefined,
   ) {
+    // The deadline counts from the journal's exec.started, so a resumed execution keeps it.
+    if (dag.deadlineMs !== undefined) {
+      const from = opened.prior.startedAt ? Date.parse(opened.prior.startedAt) : env.now().getTime();
+      this.deadlineAt = from + dag.deadlineMs;
+    }
     for (const [id, c] of opened.prior.completed) {
       this.completed.set(id, c.outputDigest);
       this.completedIds.add(id);
@@ -80,6 +103,8 @@ export class Execution {
 
   /** Runs to completion, failure, cancellation or lost ownership; never rejects. */
   async run(): Promise<ExecutionOutcome> {
+    if (this.deadlineAt !== undefined)
+      this.deadlineTimer = setTimeout(() => this.poke(), Math.max(0, this.deadlineAt - this.env.now().getTime()));
     try {
       return await this.loop();
     } catch (e) {
@@ -96,6 +121,8 @@ export class Execution {
           completedSteps: this.completed.size,
         });
       return { state: "failed", reason: err.code, detail: err.message };
+    } finally {
+      if (this.deadlineTimer) clearTimeout(this.deadlineTimer);
     }
   }
 
@@ -103,6 +130,7 @@ export class Execution {
     for (;;) {
       if (this.fatal) throw this.fatal;
       if (this.cancelRequested) return this.finishCancelled();
+      if (this.deadlineAt !== undefined && this.env.now().getTime() >= this.deadlineAt) return this.finishDeadline();
       const d = scheduleSteps(
         this.dag,
         { completed: this.completedIds, failures: this.failures, running: this.running },
@@ -152,49 +180,55 @@ export class Execution {
     const t0 = this.env.now().getTime();
     try {
       const wakeAt = step.kind === "sleep" ? await this.timer(step.id, s.attempt, step.params.durationMs) : undefined;
-      let output: Record<string, unknown> | undefined;
-      let error: unknown;
-      try {
-        output = await this.env.runStep(step, {
+      const outcome = await attemptOutcome(step, this.abort.signal, async (signal) => {
+        const raw = await this.env.runStep(step, {
           executionId: this.executionId,
           attempt: s.attempt,
           depDigests: this.completed,
-          signal: this.abort.signal,
+          signal,
           llmBaseUrl: this.env.llmBaseUrl,
           ...(wakeAt === undefined ? {} : { sleepMs: Math.max(0, wakeAt - this.env.now().getTime()) }),
+          ...(needsOutputs(step) ? { data: { input: this.input ?? null, outputs: await this.depValues(step) } } : {}),
+          ...(this.env.secrets ? { secrets: this.env.secrets } : {}),
+          ...(this.env.worker ? { worker: this.env.worker } : {}),
+          log: this.env.log,
         });
-      } catch (e) {
-        error = e;
-      }
+        const prefix = `${this.opened.tenantId}/${this.executionId}/${step.id}`;
+        return recordableOutput(raw, prefix, this.env.outputs, this.env.secrets);
+      });
       // After cancel or lost ownership nothing more is written: the step's result is dropped.
       if (this.abort.signal.aborted) return;
       const now = this.env.now();
-      if (output !== undefined) {
-        const outputDigest = sha256Hex(canonicalJson(output));
+      if (outcome.ok) {
+        const { value, outputDigest, output, outputRef } = outcome.output;
         await this.opened.exec.append(
           this.opened.emit("exec.step-completed", {
             stepId: s.stepId,
             attempt: s.attempt,
-            output,
+            ...(outputRef ? { outputRef } : { output }),
             outputDigest,
             durationMs: Math.max(0, now.getTime() - t0),
           } as DataOf<"exec.step-completed">),
         );
         this.failures.delete(s.stepId);
         this.completed.set(s.stepId, outputDigest);
+        this.values.set(s.stepId, value);
         this.completedIds.add(s.stepId);
       } else {
-        const retryAt = retryAtAfterFailure(step, s.attempt, now.getTime());
-        const message = String((error as Error)?.message ?? error).slice(0, 2000);
+        const unit = jitterUnit(this.executionId, s.stepId, s.attempt);
+        const retryAt = outcome.retryable ? retryAtAfterFailure(step, s.attempt, now.getTime(), unit) : undefined;
+        const message = (this.env.secrets?.redact(outcome.message) ?? outcome.message).slice(0, 2000);
         await this.opened.exec.append(
           this.opened.emit("exec.step-failed", {
             stepId: s.stepId,
             attempt: s.attempt,
             error: message,
+            ...(outcome.code ? { code: outcome.code } : {}),
             ...(retryAt === undefined ? {} : { retryAt: new Date(retryAt).toISOString() }),
           } as DataOf<"exec.step-failed">),
         );
         this.failures.set(s.stepId, retryAt === undefined ? { attempt: s.attempt } : { attempt: s.attempt, retryAt });
+        this.lastErrors.set(s.stepId, { ...(outcome.code ? { code: outcome.code } : {}), message });
       }
     } catch (e) {
       this.fatal ??= e;
@@ -228,21 +262,78 @@ export class Execution {
 
   private async finishCompleted(): Promise<ExecutionOutcome> {
     const outputDigest = sha256Hex(canonicalJson([...this.completed.entries()].sort(([a], [b]) => (a < b ? -1 : 1))));
+    const result = await this.runOutput();
     await this.opened.exec.append(this.opened.emit("exec.completed", { outputDigest }));
     await this.appendRun("run.completed", {
       executionId: this.executionId,
       localRunId: this.opened.localRunId,
       outputDigest,
+      ...(result.outputRef ? { outputRef: result.outputRef } : { output: result.output }),
     } as DataOf<"run.completed">);
     return { state: "completed" };
+  }
+
+  /**
+   * The run's output: its sink step's output, or `{ stepId: output }` over several sinks (steps no
+   * other step depends on), stored like a step output when it is above the inline limit.
+   */
+  private async runOutput() {
+    const dependedOn = new Set(this.dag.steps.flatMap((s) => s.dependsOn as string[]));
+    const sinks = this.dag.steps.filter((s) => !dependedOn.has(s.id)).map((s) => s.id as string);
+    const value =
+      sinks.length === 1
+        ? await this.valueOf(sinks[0]!)
+        : Object.fromEntries(await Promise.all(sinks.map(async (id) => [id, await this.valueOf(id)] as const)));
+    return recordableOutput(
+      value,
+      `${this.opened.tenantId}/${this.executionId}/run-output`,
+      this.env.outputs,
+      undefined,
+    );
+  }
+
+  /** A completed step's output value: from memory, or read back from the journal (object store when stored). */
+  private async valueOf(stepId: string): Promise<unknown> {
+    if (this.values.has(stepId)) return this.values.get(stepId);
+    const c = this.opened.prior.completed.get(stepId);
+    const v = c ? await recordedOutput(c, this.env.outputs) : null;
+    this.values.set(stepId, v);
+    return v;
+  }
+
+  private async depValues(step: Step): Promise<ReadonlyMap<string, unknown>> {
+    return new Map(await Promise.all(step.dependsOn.map(async (d) => [d as string, await this.valueOf(d)] as const)));
+  }
+
+  private async finishDeadline(): Promise<ExecutionOutcome> {
+    this.abort.abort(new Error("run deadline exceeded"));
+    await this.drained();
+    const reason = {
+      code: "run-deadline-exceeded" as const,
+      detail: `the execution ran longer than its deadline of ${this.dag.deadlineMs} ms`,
+    };
+    await this.opened.exec.append(this.opened.emit("exec.failed", { reason } as DataOf<"exec.failed">));
+    await this.appendRun("run.failed", {
+      executionId: this.executionId,
+      localRunId: this.opened.localRunId,
+      reason,
+    } as DataOf<"run.failed">);
+    return { state: "failed", reason: reason.code, detail: reason.detail };
   }
 
   private async finishFailed(stepId: string, attempt: number): Promise<ExecutionOutcome> {
     this.abort.abort(new Error("execution failed"));
     await this.drained();
+    // A failure that no retry could help names its own code; a spent retry budget is step-attempts-exhausted.
+    const last = this.lastErrors.get(stepId);
+    const final = last?.code !== undefined && !ERROR_CATALOGUE[last.code].retryable;
     const reason = {
-      code: "step-attempts-exhausted" as const,
-      detail: `step ${stepId} failed attempt ${attempt} of ${attempt}`,
+      code: final ? last!.code! : ("step-attempts-exhausted" as const),
+      detail:
+        `step ${stepId} failed attempt ${attempt}${last ? `: ${last.code ? `(${last.code}) ` : ""}${last.message}` : ""}`.slice(
+          0,
+          2000,
+        ),
     };
     await this.opened.exec.append(this.opened.emit("exec.failed", { reason, stepId } as DataOf<"exec.failed">));
     await this.appendRun("run.failed", {

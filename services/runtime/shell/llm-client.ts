@@ -1,7 +1,14 @@
 import { z } from "zod";
-import type { LlmParams } from "../../../contracts/index.ts";
 
-type Params = z.output<typeof LlmParams>;
+/** An llm step's params once its references are resolved. */
+interface Params {
+  readonly model: string;
+  readonly prompt: string;
+  readonly system?: string;
+  readonly maxTokens: number;
+  readonly temperature: number;
+  readonly timeoutMs: number;
+}
 
 const ChatCompletion = z.object({
   id: z.string().optional(),
@@ -32,12 +39,14 @@ export async function callChatCompletion(
   baseUrl: string,
   p: Params,
   signal: AbortSignal,
+  apiKey?: string,
 ): Promise<Record<string, unknown>> {
   const url = `${baseUrl.replace(/\/+$/, "")}/chat/completions`;
   const messages = [...(p.system ? [{ role: "system", content: p.system }] : []), { role: "user", content: p.prompt }];
   const res = await fetch(url, {
     method: "POST",
-    headers: { "content-type": "application/json" },
+    // The bearer key is resolved from the tenant's secrets for this call only; it is never recorded.
+    headers: { "content-type": "application/json", ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}) },
     body: JSON.stringify({ model: p.model, messages, max_tokens: p.maxTokens, temperature: p.temperature }),
     signal: AbortSignal.any([signal, AbortSignal.timeout(p.timeoutMs)]),
   });

@@ -224,7 +224,13 @@ export class RuntimeInstance {
         run.request.mode === "start"
           ? await openFresh(this.journal, run.request.payload)
           : await openResume(this.journal, run.request.payload);
-      const execution = new Execution(this.executor, opened, run.request.payload.dag, run.acceptedAt);
+      const execution = new Execution(
+        this.executor,
+        opened,
+        run.request.payload.dag,
+        run.acceptedAt,
+        run.request.payload.input,
+      );
       run.execution = execution;
       if (run.cancelRequested) execution.cancel();
       const outcome = await execution.run();

@@ -1,9 +1,13 @@
 import { createHash } from "node:crypto";
 import { setTimeout as delay } from "node:timers/promises";
-import type { Step } from "../../../contracts/index.ts";
+import { z } from "zod";
+import { DroverError, resolveRefs, type Step } from "../../../contracts/index.ts";
 import { assertNever } from "../../../aggregates/assert-never.ts";
 import { flakyFails, stepInputs } from "../../../aggregates/step-inputs.ts";
+import { isNonRetryable, type Json } from "../../../sdk/index.ts";
 import { callChatCompletion } from "./llm-client.ts";
+import type { SecretResolver } from "./secrets.ts";
+import type { LoadedWorker } from "./worker-module.ts";
 
 export const sha256Hex = (s: string): string => createHash("sha256").update(s).digest("hex");
 
@@ -17,17 +21,27 @@ export interface StepContext {
   readonly llmBaseUrl?: string;
   /** Sleep steps: how long is left of the step's durable timer (the whole duration unless resumed). */
   readonly sleepMs?: number;
+  /** The run's input and the dependencies' recorded outputs (only for steps that read them: see `needsOutputs`). */
+  readonly data?: { readonly input: unknown; readonly outputs: ReadonlyMap<string, unknown> };
+  readonly secrets?: SecretResolver;
+  readonly worker?: LoadedWorker;
+  readonly log?: (fields: Record<string, unknown>) => void;
 }
 
 /** Runs one attempt of a step; resolves with its JSON output, rejects with the reason the attempt failed. */
-export type StepRunner = (step: Step, ctx: StepContext) => Promise<Record<string, unknown>>;
+export type StepRunner = (step: Step, ctx: StepContext) => Promise<unknown>;
 
-const MAX_RECORDED_BODY = 4096;
+/** True for steps whose params are resolved against the run's input and their dependencies' outputs. */
+export const needsOutputs = (step: Step): boolean =>
+  step.kind === "http" || step.kind === "llm" || step.kind === "custom";
+
+/** Recorded response body, in characters (an output above the inline limit goes to the object store). */
+const MAX_RECORDED_BODY = 1024 * 1024;
 
 /**
- * The step kinds of runtime.md "DAG model". Each is deterministic given its recorded inputs, so
- * the journal's output is the truth on resume and a step is never re-run once recorded. Outputs are
- * flat objects (no nested arrays: the read models cannot store them).
+ * The step kinds of runtime.md "DAG model" plus tenant `custom` steps. The built-ins are
+ * deterministic given their recorded inputs; `http`, `llm` and `custom` record what they got, so
+ * the journal's output is the truth on resume and a step is never re-run once recorded.
  */
 export const runStep: StepRunner = async (step, ctx) => {
   const inputDigest = sha256Hex(stepInputs(step, ctx.depDigests));
@@ -45,14 +59,119 @@ export const runStep: StepRunner = async (step, ctx) => {
       await delay(ctx.sleepMs ?? step.params.durationMs, undefined, { signal: ctx.signal });
       return { sleptMs: step.params.durationMs };
     case "http":
-      return callHttp(step.params, ctx.signal);
-    case "llm":
-      if (!ctx.llmBaseUrl) throw new Error("llm step: DROVER_LLM_BASE_URL is not configured on this runtime");
-      return callChatCompletion(ctx.llmBaseUrl, step.params, ctx.signal);
+      return callHttp(resolvedAs(ResolvedHttp, step, ctx), ctx.signal);
+    case "llm": {
+      const p = resolvedAs(ResolvedLlm, step, ctx);
+      const base = p.baseUrl ?? ctx.llmBaseUrl;
+      if (!base) throw new Error("llm step: no baseUrl in its params and DROVER_LLM_BASE_URL is not configured");
+      const apiKey = step.params.apiKey ? ctx.secrets?.get(step.params.apiKey.$secret) : undefined;
+      return callChatCompletion(base, p, ctx.signal, apiKey);
+    }
+    case "custom":
+      return runCustom(step, ctx);
     default:
       return assertNever(step);
   }
 };
+
+const ResolvedHttp = z.object({
+  url: z.url({ protocol: /^https?$/ }),
+  method: z.enum(["GET", "POST", "PUT", "DELETE"]),
+  headers: z.record(z.string(), z.string()),
+  body: z
+    .string()
+    .max(1024 * 1024)
+    .optional(),
+  timeoutMs: z.number(),
+});
+const ResolvedLlm = z.object({
+  model: z.string(),
+  prompt: z
+    .string()
+    .min(1)
+    .max(256 * 1024),
+  system: z
+    .string()
+    .max(256 * 1024)
+    .optional(),
+  maxTokens: z.number(),
+  temperature: z.number(),
+  timeoutMs: z.number(),
+  baseUrl: z.string().optional(),
+});
+
+/** The step's params with `$ref`/`$secret` replaced, checked against the kind's resolved shape. */
+function resolvedAs<T>(schema: z.ZodType<T>, step: Extract<Step, { kind: "http" | "llm" }>, ctx: StepContext): T {
+  const { apiKey: _key, ...params } = step.params as typeof step.params & { apiKey?: unknown };
+  const r = schema.safeParse(resolve(params, ctx));
+  if (!r.success)
+    throw new DroverError(
+      "reference-unresolved",
+      `step ${step.id}: resolved params do not fit a ${step.kind} step: ${r.error.issues[0]?.path.join(".")} ${r.error.issues[0]?.message}`,
+      { retryable: false },
+    );
+  return r.data;
+}
+
+function resolve(params: unknown, ctx: StepContext): unknown {
+  const data = ctx.data ?? { input: null, outputs: new Map() };
+  try {
+    return resolveRefs(params, data, (name) => {
+      if (!ctx.secrets)
+        throw new DroverError("secret-unavailable", `secret "${name}": this runtime has no secret source`);
+      return ctx.secrets.get(name);
+    });
+  } catch (e) {
+    if (e instanceof DroverError) throw e;
+    throw new DroverError("reference-unresolved", (e as Error).message, { retryable: false });
+  }
+}
+
+async function runCustom(step: Extract<Step, { kind: "custom" }>, ctx: StepContext): Promise<unknown> {
+  const handler = ctx.worker?.handlers.get(step.handler);
+  if (!handler)
+    throw new DroverError("worker-invalid", `this runtime's worker has no step "${step.handler}"`, {
+      retryable: false,
+    });
+  const input = resolve(step.params, ctx);
+  const deps = Object.fromEntries(step.dependsOn.map((d) => [d, (ctx.data?.outputs.get(d) ?? null) as Json]));
+  const redact = (s: string) => ctx.secrets?.redact(s) ?? s;
+  const line = (level: string) => (message: string, fields?: Record<string, unknown>) =>
+    ctx.log?.({
+      event: "step-log",
+      level,
+      executionId: ctx.executionId,
+      stepId: step.id,
+      attempt: ctx.attempt,
+      message: redact(String(message)).slice(0, 4000),
+      ...(fields ? { fields: JSON.parse(redact(JSON.stringify(fields))) as unknown } : {}),
+    });
+  try {
+    const out = await handler(
+      {
+        executionId: ctx.executionId,
+        stepId: step.id,
+        attempt: ctx.attempt,
+        signal: ctx.signal,
+        runInput: (ctx.data?.input ?? null) as Json,
+        deps,
+        secrets: {
+          get: (name) => {
+            if (!ctx.secrets) throw new DroverError("secret-unavailable", `secret "${name}": no secret source`);
+            return ctx.secrets.get(name);
+          },
+        },
+        logger: { info: line("info"), warn: line("warn"), error: line("error") },
+      },
+      input,
+    );
+    return out === undefined ? null : out;
+  } catch (e) {
+    if (isNonRetryable(e))
+      throw new DroverError("step-non-retryable", (e as Error).message, { retryable: false, cause: e });
+    throw e;
+  }
+}
 
 async function work(durationMs: number, busy: boolean, signal: AbortSignal): Promise<void> {
   if (!busy) return durationMs > 0 ? delay(durationMs, undefined, { signal }) : undefined;
@@ -68,10 +187,7 @@ async function work(durationMs: number, busy: boolean, signal: AbortSignal): Pro
   }
 }
 
-async function callHttp(
-  p: Extract<Step, { kind: "http" }>["params"],
-  signal: AbortSignal,
-): Promise<Record<string, unknown>> {
+async function callHttp(p: z.output<typeof ResolvedHttp>, signal: AbortSignal): Promise<Record<string, unknown>> {
   const res = await fetch(p.url, {
     method: p.method,
     headers: p.headers,

@@ -1,0 +1,40 @@
+import { isAbsolute, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+import { BUILTIN_STEP_KINDS, DroverError } from "../../../contracts/index.ts";
+import { isWorker, type StepHandler } from "../../../sdk/index.ts";
+
+/** A tenant worker as the runtime runs it: its handlers and the step kinds this runtime offers. */
+export interface LoadedWorker {
+  readonly handlers: ReadonlyMap<string, StepHandler>;
+}
+
+/** The kinds a runtime offers: the built-ins plus `custom:<name>` for each handler of its worker. */
+export const offeredKinds = (worker: LoadedWorker | undefined): string[] =>
+  [...BUILTIN_STEP_KINDS, ...[...(worker?.handlers.keys() ?? [])].map((n) => `custom:${n}`)].sort();
+
+/**
+ * Imports the tenant's worker module (a bundle the provisioner built, or a source file when the
+ * runtime runs under tsx) and checks it: its default export is `defineWorker(...)` and it has every
+ * handler the tenant's settings declare (`declared`). Throws `worker-invalid` naming what is wrong;
+ * the runtime then refuses to start, so a registration's advertised kinds are always real.
+ */
+export async function loadWorker(path: string, declared: readonly string[]): Promise<LoadedWorker> {
+  let mod: { default?: unknown };
+  try {
+    mod = (await import(pathToFileURL(isAbsolute(path) ? path : resolve(path)).href)) as { default?: unknown };
+  } catch (e) {
+    throw new DroverError("worker-invalid", `worker module ${path} does not load: ${(e as Error).message}`, {
+      cause: e,
+    });
+  }
+  if (!isWorker(mod.default))
+    throw new DroverError("worker-invalid", `worker module ${path} has no defineWorker(...) default export`);
+  const handlers = new Map(Object.entries(mod.default.steps));
+  const missing = declared.filter((k) => !handlers.has(k));
+  if (missing.length > 0)
+    throw new DroverError(
+      "worker-invalid",
+      `worker module ${path} lacks the declared step kinds ${missing.join(", ")}`,
+    );
+  return { handlers };
+}
