@@ -9,7 +9,7 @@ export default defineConfig({
         test: {
           name: "unit",
           include: [
-            "{contracts,aggregates,platform,streams,services,cli,k8s,bench,proof}/**/*.unit.test.ts",
+            "{contracts,aggregates,platform,streams,services,cli,k8s,bench,proof,sdk}/**/*.unit.test.ts",
             "test/unit/**/*.test.ts",
           ],
           testTimeout: 20_000,

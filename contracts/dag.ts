@@ -57,7 +57,7 @@ export const HttpParams = z
   .strict();
 export const LlmParams = z
   .object({
-    model: z.string().min(1).max(128),
+    model: textOrRef(z.string().min(1).max(128)),
     prompt: textOrRef(z.string().min(1).max(8192)),
     system: textOrRef(z.string().max(8192)).optional(),
     apiKey: SecretValue.optional().describe("bearer key for a hosted provider, by secret reference only"),

@@ -17,6 +17,7 @@ export function apiClient(baseUrl: string, token: string) {
     run: (id: string) => call("GET", `/v1/runs/${id}`),
     events: (id: string) => call("GET", `/v1/runs/${id}/events`),
     get: (path: string) => call("GET", path),
+    post: (path: string, body: unknown) => call("POST", path, body),
   };
 }
 

@@ -1,0 +1,48 @@
+import { setTimeout as delay } from "node:timers/promises";
+import { describe, expect, it } from "vitest";
+import { DroverError } from "../../../contracts/index.ts";
+import { retryAtAfterFailure } from "../../../aggregates/scheduler.ts";
+import { attemptOutcome, jitterUnit } from "./attempt.ts";
+
+/** In-process timers and errors only: no transport. */
+describe("step attempts: timeoutMs, error classification, retry jitter and cap (proves no transport)", () => {
+  it("an attempt longer than timeoutMs fails with step-timeout (retryable) and its signal is aborted, even if it ignores it", async () => {
+    let seen: AbortSignal | undefined;
+    const out = await attemptOutcome({ id: "s", timeoutMs: 30 }, new AbortController().signal, async (signal) => {
+      seen = signal;
+      await delay(500); // ignores the signal
+      return 1;
+    });
+    expect(out).toMatchObject({ ok: false, code: "step-timeout", retryable: true });
+    expect(seen?.aborted).toBe(true);
+  });
+
+  it("typed errors keep their code and retryability; untyped ones are retryable without a code", async () => {
+    const parent = new AbortController().signal;
+    const typed = await attemptOutcome({ id: "s" }, parent, async () => {
+      throw new DroverError("step-non-retryable", "bad input", { retryable: false });
+    });
+    expect(typed).toEqual({ ok: false, code: "step-non-retryable", message: "bad input", retryable: false });
+    const plain = await attemptOutcome({ id: "s" }, parent, async () => {
+      throw new Error("flaked");
+    });
+    expect(plain).toEqual({ ok: false, message: "flaked", retryable: true });
+    expect(await attemptOutcome({ id: "s", timeoutMs: 1000 }, parent, async () => "done")).toEqual({
+      ok: true,
+      output: "done",
+    });
+  });
+
+  it("retry delay is exponential, capped by maxDelayMs, shortened by at most jitter of itself, and the same for the same attempt", () => {
+    const step = { retry: { maxAttempts: 10, backoffMs: 1000, maxDelayMs: 5000, jitter: 0.5 } };
+    expect(retryAtAfterFailure(step, 1, 0, 0)).toBe(1000);
+    expect(retryAtAfterFailure(step, 4, 0, 0)).toBe(5000); // 8000 capped
+    expect(retryAtAfterFailure(step, 4, 0, 0.5)).toBe(3750);
+    expect(retryAtAfterFailure(step, 10, 0, 0)).toBeUndefined();
+    const u = jitterUnit("exec-1", "s", 2);
+    expect(u).toBe(jitterUnit("exec-1", "s", 2));
+    expect(u).toBeGreaterThanOrEqual(0);
+    expect(u).toBeLessThan(1);
+    expect(jitterUnit("exec-1", "s", 3)).not.toBe(u);
+  });
+});
