@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { Step, type DataOf } from "../../contracts/index.ts";
+import { Step, StepId, type DataOf } from "../../contracts/index.ts";
 import { initialExecutionState } from "../execution.ts";
 import { canonicalJson } from "../step-inputs.ts";
 import { rederivationProblem } from "./output-rederivation.ts";
@@ -12,7 +12,13 @@ describe("replay validation of custom-step and object-store outputs (pure, prove
   const text = canonicalJson({ chunks: ["a", "b"] });
   const ref = { bucket: "drover-outputs", name: `t/exec-1/c/${digest(text)}`, size: text.length, digest: digest(text) };
   const stored = (outputDigest: string, r = ref) =>
-    ({ stepId: "c", attempt: 1, outputRef: r, outputDigest, durationMs: 1 }) as DataOf<"exec.step-completed">;
+    ({
+      stepId: StepId.parse("c"),
+      attempt: 1,
+      outputRef: r,
+      outputDigest,
+      durationMs: 1,
+    }) as DataOf<"exec.step-completed">;
 
   it("a stored output whose bytes hash to the recorded digest matches", () => {
     expect(
@@ -40,7 +46,7 @@ describe("replay validation of custom-step and object-store outputs (pure, prove
 
   it("an inline custom output is checked by its digest (tenant code is not re-run)", () => {
     const data = {
-      stepId: "c",
+      stepId: StepId.parse("c"),
       attempt: 1,
       output: { n: 1 },
       outputDigest: digest(canonicalJson({ n: 1 })),

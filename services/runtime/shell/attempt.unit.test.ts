@@ -1,6 +1,6 @@
 import { setTimeout as delay } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
-import { DroverError } from "../../../contracts/index.ts";
+import { DroverError, StepId } from "../../../contracts/index.ts";
 import { retryAtAfterFailure } from "../../../aggregates/scheduler.ts";
 import { attemptOutcome, jitterUnit } from "./attempt.ts";
 
@@ -8,26 +8,30 @@ import { attemptOutcome, jitterUnit } from "./attempt.ts";
 describe("step attempts: timeoutMs, error classification, retry jitter and cap (proves no transport)", () => {
   it("an attempt longer than timeoutMs fails with step-timeout (retryable) and its signal is aborted, even if it ignores it", async () => {
     let seen: AbortSignal | undefined;
-    const out = await attemptOutcome({ id: "s", timeoutMs: 30 }, new AbortController().signal, async (signal) => {
-      seen = signal;
-      await delay(500); // ignores the signal
-      return 1;
-    });
+    const out = await attemptOutcome(
+      { id: StepId.parse("s"), timeoutMs: 30 },
+      new AbortController().signal,
+      async (signal) => {
+        seen = signal;
+        await delay(500); // ignores the signal
+        return 1;
+      },
+    );
     expect(out).toMatchObject({ ok: false, code: "step-timeout", retryable: true });
     expect(seen?.aborted).toBe(true);
   });
 
   it("typed errors keep their code and retryability; untyped ones are retryable without a code", async () => {
     const parent = new AbortController().signal;
-    const typed = await attemptOutcome({ id: "s" }, parent, async () => {
+    const typed = await attemptOutcome({ id: StepId.parse("s") }, parent, async () => {
       throw new DroverError("step-non-retryable", "bad input", { retryable: false });
     });
     expect(typed).toEqual({ ok: false, code: "step-non-retryable", message: "bad input", retryable: false });
-    const plain = await attemptOutcome({ id: "s" }, parent, async () => {
+    const plain = await attemptOutcome({ id: StepId.parse("s") }, parent, async () => {
       throw new Error("flaked");
     });
     expect(plain).toEqual({ ok: false, message: "flaked", retryable: true });
-    expect(await attemptOutcome({ id: "s", timeoutMs: 1000 }, parent, async () => "done")).toEqual({
+    expect(await attemptOutcome({ id: StepId.parse("s"), timeoutMs: 1000 }, parent, async () => "done")).toEqual({
       ok: true,
       output: "done",
     });
