@@ -1,6 +1,10 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import type { MongoClient } from "mongodb";
+import { readModelClient } from "../../platform/read-model-db.ts";
+import { mongoReadModels } from "../../services/api/shell/read-models.ts";
 import { apiFixture, TOKENS, validDag, type ApiFixture } from "../support/api-app.ts";
+import { uniqueName } from "../support/isolation.ts";
 
 // Bounded: enough shapes to reach every route's refusals, small enough for a shared 2-core machine.
 const RUNS = 250;
@@ -101,12 +105,18 @@ const submission = fc.record({
 const request = fc.oneof({ arbitrary: wild, weight: 3 }, { arbitrary: submission, weight: 2 });
 
 describe("api bad-input fuzz against a real nats-server", () => {
-  let fx: ApiFixture;
+  let fx: ApiFixture, mongo: MongoClient;
+  const dbName = uniqueName("fuzz");
   beforeAll(async () => {
-    fx = await apiFixture(inject("natsUrl"));
+    // The API as deployed: with its read models (an empty database on the real FerretDB), so the
+    // routes that read them (GET /v1/runs) are fuzzed too, not answered "not configured".
+    mongo = readModelClient(inject("mongoUrl"));
+    fx = await apiFixture(inject("natsUrl"), { readModels: mongoReadModels(mongo.db(dbName)) });
   });
   afterAll(async () => {
     await fx.close();
+    await mongo.db(dbName).dropDatabase();
+    await mongo.close();
   });
 
   it("never answers 500 and never appends an event for a request it refuses, over random methods, paths, tokens, headers and bodies", async () => {
