@@ -1,14 +1,13 @@
 import { describe, expect, it } from "vitest";
-import type { DataOf, EventType, Writer } from "../contracts/index.ts";
-import { buildEvent } from "./event-builder.ts";
+import { buildEvent, TenantId, type DataOf, type EventType, type Writer } from "../contracts/index.ts";
 import { foldExecution, type SequencedEvent } from "./execution.ts";
 
 const writer: Writer = { service: "runtime", instanceId: "rt-a", runtimeInstanceId: "rt-a" as never, epoch: 0 };
-const ctx = { tenantId: "t1", correlationId: "c1", causationId: "c1", writer };
+const ctx = { tenantId: TenantId.parse("t1"), correlationId: "c1", causationId: "c1", writer };
 let n = 0;
 const ev = <T extends EventType>(seq: number, type: T, data: DataOf<T>): SequencedEvent => ({
   seq,
-  event: buildEvent(type, data, ctx, { eventId: `e-${++n}`, now: "2026-01-01T00:00:00.000Z" }),
+  event: buildEvent(type, data, ctx, { eventId: `e-${++n}`, now: new Date("2026-01-01T00:00:00.000Z") }),
 });
 const digest = "a".repeat(64);
 const started = (seq: number) =>

@@ -1,4 +1,15 @@
-import type { DagDefinition, DataOf, DroverEvent } from "../contracts/index.ts";
+import type {
+  DagDefinition,
+  DataOf,
+  DroverEvent,
+  ExecutionId,
+  ForensicsId,
+  LocalRunId,
+  RuntimeInstanceId,
+  ScaleOutRequestId,
+  SharedRunId,
+  TenantId,
+} from "../contracts/index.ts";
 
 type RunEvent = Extract<DroverEvent, { type: `run.${string}` }>;
 
@@ -18,8 +29,8 @@ export type RunStatus =
 
 /** A placement: the run's attempt on one runtime's local queue. */
 export interface Placement {
-  readonly runtimeInstanceId: string;
-  readonly localRunId: string;
+  readonly runtimeInstanceId: RuntimeInstanceId;
+  readonly localRunId: LocalRunId;
   readonly reservationId?: string;
   readonly admittedSeq: number;
   readonly dispatchedSeq?: number;
@@ -33,8 +44,8 @@ export interface Placement {
  */
 export interface RunState {
   readonly status: RunStatus;
-  readonly sharedRunId?: string;
-  readonly tenantId?: string;
+  readonly sharedRunId?: SharedRunId;
+  readonly tenantId?: TenantId;
   readonly dag?: DagDefinition;
   /** The run's input as submitted (absent: none). */
   readonly input?: unknown;
@@ -44,19 +55,19 @@ export interface RunState {
   /** The latest placement (admitted, maybe dispatched); cleared by a requeue or dispatch failure. */
   readonly placement?: Placement;
   /** Every LocalRunId ever used by this run, in order. */
-  readonly localRunIds: readonly string[];
+  readonly localRunIds: readonly LocalRunId[];
   /** Set once the DAG started; the same across an in-flight recovery. */
-  readonly executionId?: string;
+  readonly executionId?: ExecutionId;
   /** True while the run waits for placement as a recovery item (ahead of new work). */
   readonly recoveryPending: boolean;
   /** When requeued for resume: the execution to resume and the epoch recovery assigned. */
-  readonly resume?: { readonly executionId: string; readonly epoch: number; readonly forensicsId: string };
+  readonly resume?: { readonly executionId: ExecutionId; readonly epoch: number; readonly forensicsId: ForensicsId };
   readonly lastReason?: string;
   readonly dispatchFailures: number;
   /** The runtime of the latest dispatch failure (admission tries another first). */
-  readonly lastFailedRuntimeId?: string;
+  readonly lastFailedRuntimeId?: RuntimeInstanceId;
   /** Scale-out requests this run asked for (each recorded once). */
-  readonly scaleOutRequestIds: readonly string[];
+  readonly scaleOutRequestIds: readonly ScaleOutRequestId[];
   /** Set by `run.cancel-requested` (the first one counts): admission and the runtime then end the run `cancelled`. */
   readonly cancelRequested?: { readonly by: string; readonly reason: string; readonly seq: number };
   /** Stream sequence of the last event: what the next conditional append expects. */

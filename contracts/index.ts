@@ -30,6 +30,7 @@ export {
   type CatalogueEntry,
 } from "./errors.ts";
 export { Writer, EnvelopeBase } from "./envelope.ts";
+export { buildEvent, type EventDraft, type EventOrigin, type EventStamp } from "./build-event.ts";
 export { Reason, ReasonCode } from "./reason.ts";
 export { AGGREGATES, TENANT_SCOPED_AGGREGATES, defineEvent, type Aggregate } from "./define-event.ts";
 export {

@@ -1,5 +1,12 @@
 import { randomBytes } from "node:crypto";
-import type { DroverEvent, EventType, Writer } from "../contracts/index.ts";
+import {
+  buildEvent,
+  type DataOf,
+  type EventOf,
+  type EventType,
+  type TenantId,
+  type Writer,
+} from "../contracts/index.ts";
 
 /** Time and ids, injected so shells are testable and deciders stay pure. */
 export interface Clock {
@@ -18,24 +25,14 @@ export interface EnvelopeContext {
 }
 
 /**
- * Wraps event data in the envelope (identities-and-events.md): a fresh eventId, the writer's clock
- * for humans, the writer, correlation and causation. The event is validated when it is appended.
+ * The shell's way to build an event ({@link buildEvent}): a fresh eventId and the writer's clock from
+ * `ctx`, the writer, tenant, correlation and causation. The event is validated when it is appended.
  */
 export function envelope<T extends EventType>(
   ctx: EnvelopeContext,
   type: T,
-  data: unknown,
-  opts: { tenantId?: string; correlationId: string; causationId: string },
-): DroverEvent {
-  return {
-    eventId: ctx.ids.next("ev"),
-    type,
-    schemaVersion: 1,
-    occurredAt: ctx.clock.now().toISOString(),
-    ...(opts.tenantId ? { tenantId: opts.tenantId } : {}),
-    correlationId: opts.correlationId,
-    causationId: opts.causationId,
-    writer: ctx.writer,
-    data,
-  } as unknown as DroverEvent;
+  data: DataOf<T>,
+  opts: { tenantId?: TenantId | undefined; correlationId: string; causationId: string },
+): EventOf<T> {
+  return buildEvent(type, data, { ...opts, writer: ctx.writer }, { eventId: ctx.ids.next("ev"), now: ctx.clock.now() });
 }

@@ -8,7 +8,8 @@ import type { CapacityDescriptor } from "../../aggregates/capacity/descriptor.ts
 import { RunIndex } from "../../services/admission/shell/run-index.ts";
 import { startAdmission, type AdmissionService } from "../../services/admission/shell/service.ts";
 import { redisCapacityView } from "../../platform/capacity-view.ts";
-import { envelope, randomIds, systemClock, type EnvelopeContext } from "../../platform/envelope.ts";
+import { randomIds, systemClock, type EnvelopeContext } from "../../platform/envelope.ts";
+import { looseEvent } from "../support/loose-event.ts";
 import { redisReservations } from "../../platform/reservations.ts";
 import { createEventStore, runRef, scaleOutRef, type EventStore } from "../../streams/index.ts";
 import { exampleDag } from "../support/example-events.ts";
@@ -90,7 +91,7 @@ describe("admission restarted on a long log (real NATS + Redis; no runtime: runs
   const submit = (tenantId: string, id: string) =>
     store.append(
       runRef(tenantId, id),
-      envelope(
+      looseEvent(
         producer,
         "run.submitted",
         { sharedRunId: id, dag: exampleDag, source: "api", labels: {} },
@@ -103,7 +104,7 @@ describe("admission restarted on a long log (real NATS + Redis; no runtime: runs
   async function endedRequest(generation: number) {
     const requestId = idOf(generation);
     const mk = (type: DroverEvent["type"], data: unknown, ctx: EnvelopeContext) =>
-      envelope(ctx, type, data, { tenantId: "t-blue", correlationId: requestId, causationId: "earlier-start" });
+      looseEvent(ctx, type, data, { tenantId: "t-blue", correlationId: requestId, causationId: "earlier-start" });
     const requested = mk(
       "scaleout.requested",
       {
@@ -143,7 +144,7 @@ describe("admission restarted on a long log (real NATS + Redis; no runtime: runs
         Array.from({ length: Math.min(batch, count - i) }, (_, j) => {
           const id = `run-old-${i + j}`;
           const mk = (type: DroverEvent["type"], data: unknown) =>
-            envelope(producer, type, data, { tenantId: "t-red", correlationId: id, causationId: "earlier-start" });
+            looseEvent(producer, type, data, { tenantId: "t-red", correlationId: id, causationId: "earlier-start" });
           return store.appendAll(
             runRef("t-red", id),
             [
@@ -238,7 +239,7 @@ describe("admission restarted on a long log (real NATS + Redis; no runtime: runs
     expect(first).toBe(idOf(0));
     // The provisioner fulfils it, but a diverged index (the old bug) still holds it open, past its expiry.
     const mk = (type: DroverEvent["type"], data: unknown) =>
-      envelope(provisioner, type, data, { tenantId: "t-blue", correlationId: first, causationId: "test" });
+      looseEvent(provisioner, type, data, { tenantId: "t-blue", correlationId: first, causationId: "test" });
     await store.appendAll(
       scaleOutRef("t-blue", first),
       [

@@ -14,7 +14,9 @@ import { RunIndex } from "../../services/admission/shell/run-index.ts";
 import { startAdmission, type AdmissionService } from "../../services/admission/shell/service.ts";
 import { startCapacityProjection, type CapacityProjection } from "../../services/capacity/shell/projection.ts";
 import { redisCapacityView } from "../../platform/capacity-view.ts";
-import { envelope, randomIds, systemClock } from "../../platform/envelope.ts";
+import { randomIds, systemClock } from "../../platform/envelope.ts";
+import { looseEvent } from "../support/loose-event.ts";
+
 import { redisReservations } from "../../platform/reservations.ts";
 import { createEventStore, runRef, type EventStore } from "../../streams/index.ts";
 import { exampleDag, forensicsIds, ids } from "../support/example-events.ts";
@@ -78,9 +80,13 @@ describe("admission's runtime commands: a tenant's resume first, a slow runtime 
     service: "api" | "recovery" = "recovery",
   ) => {
     const ref = runRef(tenantId, id);
-    await store.append(ref, envelope(ctx(service), type, data, { tenantId, correlationId: id, causationId: "test" }), {
-      expectedSeq: await store.lastSeq(ref),
-    });
+    await store.append(
+      ref,
+      looseEvent(ctx(service), type, data, { tenantId, correlationId: id, causationId: "test" }),
+      {
+        expectedSeq: await store.lastSeq(ref),
+      },
+    );
   };
   const submit = (tenantId: string, id: string) =>
     append(tenantId, id, "run.submitted", { sharedRunId: id, dag: exampleDag, source: "api", labels: {} }, "api");

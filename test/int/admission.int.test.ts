@@ -14,7 +14,9 @@ import { RunIndex } from "../../services/admission/shell/run-index.ts";
 import { startAdmission, type AdmissionService } from "../../services/admission/shell/service.ts";
 import { startCapacityProjection, type CapacityProjection } from "../../services/capacity/shell/projection.ts";
 import { redisCapacityView } from "../../platform/capacity-view.ts";
-import { envelope, randomIds, systemClock } from "../../platform/envelope.ts";
+import { randomIds, systemClock } from "../../platform/envelope.ts";
+import { looseEvent } from "../support/loose-event.ts";
+
 import { redisReservations } from "../../platform/reservations.ts";
 import { createEventStore, eventSubject, runRef, type EventStore, type StoredEvent } from "../../streams/index.ts";
 import { exampleDag } from "../support/example-events.ts";
@@ -109,7 +111,7 @@ describe("admission (real NATS + Redis; runtime transport replaced by an in-memo
     });
 
   const submit = async (tenantId: string, id: string) => {
-    const e = envelope(
+    const e = looseEvent(
       { writer: { service: "api", instanceId: "api-1" }, clock: systemClock, ids: randomIds },
       "run.submitted",
       { sharedRunId: id, dag: exampleDag, source: "api", labels: {} },
@@ -303,7 +305,7 @@ describe("admission (real NATS + Redis; runtime transport replaced by an in-memo
       ids: randomIds,
     };
     const submitted = (id: string, data: Record<string, unknown> = {}, tenantId = "t-blue") => ({
-      ...envelope(
+      ...looseEvent(
         ctx,
         "run.submitted",
         { sharedRunId: id, dag: exampleDag, source: "producer", labels: {}, ...data },
@@ -395,7 +397,7 @@ describe("admission (real NATS + Redis; runtime transport replaced by an in-memo
       ids: randomIds,
     };
     const placement = (id: string, lr: string, dispatched: boolean) => [
-      envelope(
+      looseEvent(
         dead,
         "run.admitted",
         {
@@ -409,7 +411,7 @@ describe("admission (real NATS + Redis; runtime transport replaced by an in-memo
       ),
       ...(dispatched
         ? [
-            envelope(
+            looseEvent(
               dead,
               "run.dispatched",
               { runtimeInstanceId: "rt-blue-d", localRunId: lr, transport: "http", hostIncarnation: "pid:1:1" },

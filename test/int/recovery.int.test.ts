@@ -4,7 +4,9 @@ import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
 import { pino } from "pino";
 import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
 import { DroverConfig, type DroverEvent } from "../../contracts/index.ts";
-import { envelope, randomIds, systemClock, type EnvelopeContext } from "../../platform/envelope.ts";
+import { randomIds, systemClock, type EnvelopeContext } from "../../platform/envelope.ts";
+import { looseEvent } from "../support/loose-event.ts";
+
 import { createProcessStrategy } from "../../platform/hosts/process-strategy.ts";
 import { processIncarnation } from "../../platform/process-incarnation.ts";
 import { RecoveryState } from "../../services/recovery/shell/state.ts";
@@ -68,7 +70,7 @@ describe("recovery: health → fence → reconcile (real NATS, real host process
   }
 
   const mk = (c: EnvelopeContext, type: DroverEvent["type"], data: unknown, tenantId?: string) =>
-    envelope(c, type, data, { ...(tenantId ? { tenantId } : {}), correlationId: "c", causationId: "t" });
+    looseEvent(c, type, data, { ...(tenantId ? { tenantId } : {}), correlationId: "c", causationId: "t" });
 
   /** A ready runtime whose host is the `sleep` process (or a pid that is already gone). */
   async function readyRuntime(rt: string, pid: number, tenantId: string) {

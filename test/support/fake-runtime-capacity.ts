@@ -1,6 +1,7 @@
 import type { JetStreamClient } from "@nats-io/jetstream";
 import type { DroverEvent, IsolationMode, Transport } from "../../contracts/index.ts";
-import { envelope, randomIds, systemClock, type EnvelopeContext } from "../../platform/envelope.ts";
+import { randomIds, systemClock, type EnvelopeContext } from "../../platform/envelope.ts";
+import { looseEvent } from "./loose-event.ts";
 import { heartbeatSubject, runtimeRef, type EventStore, type StreamLayout } from "../../streams/index.ts";
 
 /**
@@ -28,7 +29,7 @@ export const FAKE_INCARNATION = "pid:1:1";
 export async function publishReadyRuntime(store: EventStore, spec: FakeRuntimeSpec): Promise<void> {
   const rt = spec.runtimeInstanceId;
   const mk = (type: DroverEvent["type"], data: unknown) =>
-    envelope(provisioner, type, data, { correlationId: rt, causationId: "test" });
+    looseEvent(provisioner, type, data, { correlationId: rt, causationId: "test" });
   const events = [
     mk("runtime.registered", {
       controlPlaneId: spec.controlPlaneId,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { TenantSettings } from "../../../contracts/index.ts";
+import { LocalRunId, RuntimeInstanceId, TenantSettings } from "../../../contracts/index.ts";
 import { initialRunState, type RunState } from "../../../aggregates/run.ts";
 import { decidePlacement, type PlacementPolicy, type PlacementRun } from "./placement.ts";
 import type { Candidate } from "./ranking.ts";
@@ -32,7 +32,11 @@ const given = (state: Partial<RunState>, patch: Partial<PlacementRun> = {}): Pla
   sinceMs: NOW - 10,
   ...patch,
 });
-const placement = { runtimeInstanceId: "rt-a", localRunId: "lr-1", admittedSeq: 2 };
+const placement = {
+  runtimeInstanceId: RuntimeInstanceId.parse("rt-a"),
+  localRunId: LocalRunId.parse("lr-1"),
+  admittedSeq: 2,
+};
 
 describe("admission placement decider (given/when/then; pure, proves no transport)", () => {
   it("given an invalid submission, when placed, then it is rejected", () => {
@@ -78,7 +82,7 @@ describe("admission placement decider (given/when/then; pure, proves no transpor
   });
 
   it("given dispatch failures, then the run backs off 100 ms × 2^n (capped at 10 s) and then avoids the runtime that last refused it while another is eligible", () => {
-    const failed = { dispatchFailures: 3, lastFailedRuntimeId: "rt-a" };
+    const failed = { dispatchFailures: 3, lastFailedRuntimeId: RuntimeInstanceId.parse("rt-a") };
     expect(decidePlacement(given(failed, { sinceMs: NOW - 700 }), [runtime("rt-a", 9)], NOW, policy())).toMatchObject({
       kind: "wait",
     });

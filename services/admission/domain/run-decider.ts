@@ -1,4 +1,4 @@
-import type { DataOf, Reason } from "../../../contracts/index.ts";
+import type { DataOf, Reason, ScaleOutRequestId } from "../../../contracts/index.ts";
 import { isTerminal, type RunState } from "../../../aggregates/run.ts";
 import { assertNever } from "../../../aggregates/assert-never.ts";
 
@@ -7,7 +7,7 @@ export type AdmissionCommand =
   | { readonly kind: "Admit"; readonly data: DataOf<"run.admitted"> }
   | { readonly kind: "MarkDispatched"; readonly data: DataOf<"run.dispatched"> }
   | { readonly kind: "MarkDispatchFailed"; readonly data: DataOf<"run.dispatch-failed"> }
-  | { readonly kind: "QueueGlobally"; readonly reason: Reason; readonly scaleOutRequestId?: string }
+  | { readonly kind: "QueueGlobally"; readonly reason: Reason; readonly scaleOutRequestId?: ScaleOutRequestId }
   | { readonly kind: "Reject"; readonly reason: Reason }
   | { readonly kind: "Cancel" };
 
@@ -77,10 +77,7 @@ export function decideRun(cmd: AdmissionCommand, s: RunState): RunDecision[] {
       if (!(s.status === "queued" && s.lastReason === cmd.reason.code))
         out.push({ type: "run.queued-globally", data: { reason: cmd.reason } });
       if (cmd.scaleOutRequestId && !s.scaleOutRequestIds.includes(cmd.scaleOutRequestId)) {
-        out.push({
-          type: "run.scale-out-requested",
-          data: { requestId: cmd.scaleOutRequestId } as DataOf<"run.scale-out-requested">,
-        });
+        out.push({ type: "run.scale-out-requested", data: { requestId: cmd.scaleOutRequestId } });
       }
       return out;
     }

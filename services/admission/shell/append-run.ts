@@ -1,4 +1,4 @@
-import { isDroverError } from "../../../contracts/index.ts";
+import { isDroverError, TenantId } from "../../../contracts/index.ts";
 import { envelope } from "../../../platform/envelope.ts";
 import { runRef } from "../../../streams/index.ts";
 import { decideRun, NotApplicable, type AdmissionCommand } from "../domain/run-decider.ts";
@@ -26,7 +26,11 @@ export async function appendRunDecision(
   }
   if (decided.length === 0) return r.state.lastSeq;
   const events = decided.map((d) =>
-    envelope(deps.env, d.type, d.data, { tenantId: r.tenantId, correlationId: r.sharedRunId, causationId }),
+    envelope(deps.env, d.type, d.data, {
+      tenantId: TenantId.parse(r.tenantId),
+      correlationId: r.sharedRunId,
+      causationId,
+    }),
   );
   try {
     const appended = await deps.store.appendAll(runRef(r.tenantId, r.sharedRunId), events, {

@@ -1,6 +1,7 @@
 import {
   DroverError,
   isDroverError,
+  ScaleOutRequestId,
   runtimePrefixOf,
   sizingOf,
   type Reason,
@@ -35,7 +36,7 @@ export async function requestScaleOut(
   causationId: string,
   candidates: readonly Placeable[],
   queuedSinceMs?: number,
-): Promise<{ readonly requestId?: string; readonly stalled: boolean }> {
+): Promise<{ readonly requestId?: ScaleOutRequestId; readonly stalled: boolean }> {
   const prefix = runtimePrefixOf(tenant);
   const dedupeKey = `${deps.config.controlPlaneId}:${tenant.tenantId}:${prefix}:${reason.code}`;
   const now = deps.env.clock.now().getTime();
@@ -69,16 +70,18 @@ async function nextRequest(
   candidates: readonly Placeable[],
   dedupeKey: string,
   now: number,
-): Promise<string | undefined> {
+): Promise<ScaleOutRequestId | undefined> {
   const gone = new Set(candidates.filter((c) => GONE.has(c.status)).map((c) => c.runtimeInstanceId));
-  const idOf = (generation: number) => `so-${deps.sha256(`${dedupeKey}:${generation}`).slice(0, 24)}`;
+  const idOf = (generation: number) =>
+    ScaleOutRequestId.parse(`so-${deps.sha256(`${dedupeKey}:${generation}`).slice(0, 24)}`);
   let floor = 0;
   for (let attempt = 1; attempt <= MAX_TRIES; attempt++) {
     const mine = [...deps.index.scaleOuts.values()]
       .filter((s) => s.dedupeKey === dedupeKey)
       .map((s) => ({ ...s, runtimeGone: s.runtimeInstanceId !== undefined && gone.has(s.runtimeInstanceId) }));
     const plan = planScaleOut(mine, now, deps.config.heartbeatIntervalMs, tenant.maxRuntimeInstances);
-    if (plan.kind === "wait-for") return plan.requestId;
+    // The index keys requests by their subject token; the id crosses into decisions parsed.
+    if (plan.kind === "wait-for") return ScaleOutRequestId.parse(plan.requestId);
     if (plan.kind === "hold") return undefined;
     // An id the index already holds is history (ended, or the plan would wait for it): never reused.
     let generation = Math.max(plan.generation, floor);
@@ -117,7 +120,7 @@ async function nextRequest(
 function requestData(
   deps: AdmissionDeps,
   tenant: TenantSettings,
-  requestId: string,
+  requestId: ScaleOutRequestId,
   dedupeKey: string,
   reason: Reason,
   now: number,

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import {
+  buildEvent,
   DagDefinition,
   DroverError,
   RUN_INPUT_MAX_BYTES,
@@ -87,27 +88,22 @@ export function decideSubmission(cmd: SubmitRun, state: RunState): [] | [EventOf
     );
   }
   const sharedRunId = SharedRunId.parse(cmd.sharedRunId);
-  return [
-    {
-      eventId: EventId.parse(cmd.eventId),
-      type: "run.submitted",
-      schemaVersion: 1,
-      occurredAt: cmd.metadata.now.toISOString(),
-      tenantId: cmd.tenantId,
-      correlationId: sharedRunId,
-      causationId: `http-request:${cmd.metadata.requestId}`,
-      writer: { service: "api", instanceId: cmd.metadata.instanceId },
-      data: {
-        sharedRunId,
-        dag: parsed.data,
-        ...(cmd.body.idempotencyKey === undefined ? {} : { idempotencyKey: cmd.body.idempotencyKey }),
-        source: "api",
-        labels: cmd.body.labels ?? {},
-        ...(cmd.rerunOf === undefined ? {} : { rerunOf: SharedRunId.parse(cmd.rerunOf) }),
-        ...(cmd.body.input === undefined ? {} : { input: cmd.body.input }),
-      },
-    },
-  ];
+  const data = {
+    sharedRunId,
+    dag: parsed.data,
+    ...(cmd.body.idempotencyKey === undefined ? {} : { idempotencyKey: cmd.body.idempotencyKey }),
+    source: "api" as const,
+    labels: cmd.body.labels ?? {},
+    ...(cmd.rerunOf === undefined ? {} : { rerunOf: SharedRunId.parse(cmd.rerunOf) }),
+    ...(cmd.body.input === undefined ? {} : { input: cmd.body.input }),
+  };
+  const origin = {
+    tenantId: cmd.tenantId,
+    correlationId: sharedRunId,
+    causationId: `http-request:${cmd.metadata.requestId}`,
+    writer: { service: "api" as const, instanceId: cmd.metadata.instanceId },
+  };
+  return [buildEvent("run.submitted", data, origin, { eventId: EventId.parse(cmd.eventId), now: cmd.metadata.now })];
 }
 
 /** The submission as a Decider over the run aggregate (evolve folds at the next sequence, as an append would land). */

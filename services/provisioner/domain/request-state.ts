@@ -1,4 +1,4 @@
-import type { DataOf, DroverEvent, Reason } from "../../../contracts/index.ts";
+import type { DataOf, DroverEvent, Reason, TenantId } from "../../../contracts/index.ts";
 import { assertNever } from "./assert-never.ts";
 
 export type ScaleOutEvent = Extract<DroverEvent, { type: `scaleout.${string}` }>;
@@ -9,7 +9,7 @@ export type RequestStatus = "none" | "requested" | "fulfilled" | "rejected" | "e
 export interface RequestState {
   readonly status: RequestStatus;
   readonly request?: DataOf<"scaleout.requested">;
-  readonly tenantId?: string;
+  readonly tenantId?: TenantId;
   /** eventId of the `requested` event: the causation of everything the provisioner writes for it. */
   readonly requestedEventId?: string;
   /** Every `observed`, in order: one per provisioner attempt (a redelivery after a crash adds one). */

@@ -1,4 +1,4 @@
-import type { DroverEvent } from "../../../contracts/index.ts";
+import type { DroverEvent, TenantId } from "../../../contracts/index.ts";
 import { assertNever } from "./assert-never.ts";
 
 export type RuntimeEvent = Extract<DroverEvent, { type: `runtime.${string}` }>;
@@ -9,7 +9,7 @@ export type EndedBy = "host-start-failed" | "host-exited" | "fenced" | "retired"
 /** What the provisioner needs to know about one runtime: who it is for, how far its start got, whether it ended. */
 export interface RuntimeSummary {
   readonly runtimeInstanceId: string;
-  readonly tenantId?: string;
+  readonly tenantId?: TenantId;
   readonly scaleOutRequestId?: string;
   readonly hostIncarnation?: string;
   readonly pid?: number;

@@ -1,6 +1,6 @@
 import { isDroverError, type HostProvider } from "../../../contracts/index.ts";
 import { runtimeRef } from "../../../streams/index.ts";
-import type { Origin } from "../domain/envelope.ts";
+import type { Origin } from "./context.ts";
 import type { RuntimeSummary } from "../domain/runtime-roster.ts";
 import { stamp, type ProvisionerDeps } from "./context.ts";
 import { RuntimeWriter } from "./runtime-writer.ts";

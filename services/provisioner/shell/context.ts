@@ -1,10 +1,15 @@
-import type { HostProvider, TenantSettings } from "../../../contracts/index.ts";
+import {
+  buildEvent,
+  type DataOf,
+  type EventOf,
+  type EventType,
+  type HostProvider,
+  type TenantSettings,
+  type TenantId,
+} from "../../../contracts/index.ts";
 import type { HostStrategy } from "../../../platform/hosts/types.ts";
 import type { EventStore, StreamLayout } from "../../../streams/index.ts";
-import type { Origin } from "../domain/envelope.ts";
 import type { ProbeResult, ProbeTarget } from "./command-probe.ts";
-import { envelope } from "../domain/envelope.ts";
-import type { DataOf, EventOf, EventType } from "../../../contracts/index.ts";
 
 /** Everything the provisioner's shell needs; main.ts builds it, tests build it with their own clock and strategies. */
 export interface ProvisionerDeps {
@@ -41,6 +46,24 @@ export interface ProvisionerDeps {
   readonly probe?: (target: ProbeTarget, budgetMs: number) => Promise<ProbeResult>;
 }
 
-/** Stamps an event for `origin` with the injected clock and id. */
-export const stamp = <T extends EventType>(d: ProvisionerDeps, type: T, data: DataOf<T>, origin: Origin): EventOf<T> =>
-  envelope(type, data, origin, { now: d.now(), eventId: d.newEventId() });
+/** Who writes and why: every event the provisioner appends for one request shares its correlation. */
+export interface Origin {
+  readonly instanceId: string;
+  /** The scale-out request id: ties the runtime's events to the request that created it. */
+  readonly correlationId: string;
+  /** The `requested` event's id. */
+  readonly causationId: string;
+  /** Required on scale-out events; on runtime events only for an owned (dedicated/hybrid) runtime. */
+  readonly tenantId?: TenantId | undefined;
+}
+
+/** Builds an event for `origin`, written by this provisioner, with the injected clock and id. */
+export const stamp = <T extends EventType>(d: ProvisionerDeps, type: T, data: DataOf<T>, o: Origin): EventOf<T> =>
+  buildEvent(
+    type,
+    data,
+    { writer: { service: "provisioner", instanceId: o.instanceId }, ...pick(o) },
+    { now: d.now(), eventId: d.newEventId() },
+  );
+
+const pick = ({ correlationId, causationId, tenantId }: Origin) => ({ correlationId, causationId, tenantId });

@@ -1,6 +1,6 @@
 import type { DataOf, HostIncarnation, ReadinessLayer, Reason } from "../../../contracts/index.ts";
 import type { HostFacts, HostSpec, HostStartResult, HostStrategy } from "../../../platform/hosts/types.ts";
-import type { Origin } from "../domain/envelope.ts";
+import type { Origin } from "./context.ts";
 import { hostStartedData, strategyLayers } from "../domain/start-record.ts";
 import { probeCommandReadiness } from "./command-probe.ts";
 import { stamp, type ProvisionerDeps } from "./context.ts";

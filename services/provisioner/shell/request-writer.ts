@@ -1,6 +1,6 @@
 import { isDroverError, type DataOf, type DroverEvent } from "../../../contracts/index.ts";
 import { scaleOutRef, type AggregateRef, type EventStore } from "../../../streams/index.ts";
-import type { Origin } from "../domain/envelope.ts";
+import type { Origin } from "./context.ts";
 import {
   evolveRequest,
   initialRequestState,

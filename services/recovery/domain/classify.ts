@@ -3,25 +3,27 @@ import {
   localQueuedForensicsId,
   type ExecutionId,
   type LocalRunId,
+  type ForensicsId,
   type RecoveryClass,
   type SharedRunId,
+  type TenantId,
 } from "../../../contracts/index.ts";
 import type { RunState } from "../../../aggregates/run.ts";
 
 /** One run of the inventory: its tenant and its folded state (from the run aggregate, never the dead runtime). */
 export interface InventoryRun {
-  readonly tenantId: string;
-  readonly sharedRunId: string;
+  readonly tenantId: TenantId;
+  readonly sharedRunId: SharedRunId;
   readonly state: RunState;
 }
 
 /** A work item to recover, with its deterministic ForensicsId parts. */
 export interface RecoveryItem {
   readonly class: RecoveryClass;
-  readonly tenantId: string;
-  readonly sharedRunId: string;
-  readonly localRunId: string;
-  readonly executionId?: string;
+  readonly tenantId: TenantId;
+  readonly sharedRunId: SharedRunId;
+  readonly localRunId: LocalRunId;
+  readonly executionId?: ExecutionId;
   /** Run aggregate sequence the transition must expect. */
   readonly runSeq: number;
 }
@@ -75,12 +77,8 @@ export function classifyInventory(runtimeInstanceId: string, runs: readonly Inve
  */
 export function forensicsIdOf(
   item: Pick<RecoveryItem, "class" | "executionId" | "sharedRunId" | "localRunId">,
-): string {
-  return item.class === "in-flight-execution"
-    ? inFlightForensicsId(
-        item.executionId as ExecutionId,
-        item.sharedRunId as SharedRunId,
-        item.localRunId as LocalRunId,
-      )
-    : localQueuedForensicsId(item.sharedRunId as SharedRunId, item.localRunId as LocalRunId);
+): ForensicsId {
+  if (item.class === "local-queued") return localQueuedForensicsId(item.sharedRunId, item.localRunId);
+  if (!item.executionId) throw new Error(`in-flight item of run ${item.sharedRunId} has no execution`);
+  return inFlightForensicsId(item.executionId, item.sharedRunId, item.localRunId);
 }

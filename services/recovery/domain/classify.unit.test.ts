@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { DroverEvent, EventType } from "../../../contracts/index.ts";
-import { ForensicsId, parseEvent } from "../../../contracts/index.ts";
+import { ForensicsId, parseEvent, SharedRunId, TenantId } from "../../../contracts/index.ts";
 import { foldRun } from "../../../aggregates/run.ts";
 import { EXAMPLE_BUILDERS, ids } from "../../../test/support/example-events.ts";
 import { classifyInventory, forensicsIdOf, type InventoryRun } from "./classify.ts";
@@ -16,7 +16,7 @@ function run(tenantId: string, sharedRunId: string, runtime: string, ...types: E
     const data = "runtimeInstanceId" in e.data ? { ...e.data, runtimeInstanceId: runtime } : e.data;
     return { seq: i + 1, event: { ...e, tenantId, data } as DroverEvent };
   });
-  return { tenantId, sharedRunId, state: foldRun(events) };
+  return { tenantId: TenantId.parse(tenantId), sharedRunId: SharedRunId.parse(sharedRunId), state: foldRun(events) };
 }
 
 describe("recovery classification (given/when/then; proves no transport)", () => {

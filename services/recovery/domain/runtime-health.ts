@@ -1,10 +1,10 @@
-import type { DataOf, DroverEvent, PlannedStop } from "../../../contracts/index.ts";
+import type { DataOf, DroverEvent, PlannedStop, RuntimeInstanceId } from "../../../contracts/index.ts";
 
-type RuntimeEvent = Extract<DroverEvent, { type: `runtime.${string}` }>;
+export type RuntimeEvent = Extract<DroverEvent, { type: `runtime.${string}` }>;
 
 /** What recovery knows of one runtime, folded from its events (pure). */
 export interface RuntimeRecord {
-  readonly runtimeInstanceId: string;
+  readonly runtimeInstanceId: RuntimeInstanceId;
   readonly registration?: DataOf<"runtime.registered">;
   readonly host?: DataOf<"runtime.host-started">;
   readonly published: boolean;
@@ -21,7 +21,7 @@ export interface RuntimeRecord {
   readonly publishedAtMs?: number;
 }
 
-export const emptyRuntime = (id: string): RuntimeRecord => ({
+export const emptyRuntime = (id: RuntimeInstanceId): RuntimeRecord => ({
   runtimeInstanceId: id,
   published: false,
   fenceFailures: 0,

@@ -1,11 +1,14 @@
 import { describe, expect, it } from "vitest";
-import type { DroverEvent } from "../../../contracts/index.ts";
+import { RuntimeInstanceId, type DroverEvent } from "../../../contracts/index.ts";
 import { exampleEvent } from "../../../test/support/example-events.ts";
 import { emptyRuntime, evolveRuntime, suspicion } from "./runtime-health.ts";
 
 type RuntimeEvent = Parameters<typeof evolveRuntime>[1];
 const fold = (events: DroverEvent[]) =>
-  events.reduce((r, e, i) => evolveRuntime(r, e as RuntimeEvent, i + 1, 1_000), emptyRuntime("rt-a"));
+  events.reduce(
+    (r, e, i) => evolveRuntime(r, e as RuntimeEvent, i + 1, 1_000),
+    emptyRuntime(RuntimeInstanceId.parse("rt-a")),
+  );
 
 describe("runtime health after a planned stop (pure fold; proves no transport)", () => {
   const live = [

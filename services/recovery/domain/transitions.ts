@@ -1,19 +1,19 @@
-import type { DataOf } from "../../../contracts/index.ts";
+import type { EventDraft, RuntimeFailureIncidentId, RuntimeInstanceId, TenantId } from "../../../contracts/index.ts";
 import { forensicsIdOf, type RecoveryItem } from "./classify.ts";
 
 /** Event bodies of one aggregate within a recovery transition. */
-export interface AggregateEvents<T extends string = string> {
+export interface AggregateEvents {
   readonly aggregate: "run" | "exec" | "forensics";
-  readonly tenantId: string;
+  readonly tenantId: TenantId;
   readonly id: string;
   /** 0 for a forensics record (it must not exist yet: a re-run conflicts instead of duplicating). */
   readonly expectedSeq: number;
-  readonly events: readonly { readonly type: T; readonly data: unknown }[];
+  readonly events: readonly EventDraft[];
 }
 
 export interface TransitionContext {
-  readonly incidentId: string;
-  readonly failedRuntimeInstanceId: string;
+  readonly incidentId: RuntimeFailureIncidentId;
+  readonly failedRuntimeInstanceId: RuntimeInstanceId;
   /** For in-flight items: the execution journal's last sequence and current epoch. */
   readonly exec?: { readonly lastSeq: number; readonly epoch: number; readonly completedSteps: number };
 }
@@ -39,12 +39,12 @@ export function recoveryTransition(item: RecoveryItem, ctx: TransitionContext): 
     if (!ctx.exec || !item.executionId)
       throw new Error(`in-flight item ${forensicsId} needs its execution's journal state`);
     const newEpoch = ctx.exec.epoch + 1;
-    const paused: DataOf<"exec.paused-for-recovery"> = {
+    const paused = {
       forensicsId,
       incidentId: ctx.incidentId,
       failedRuntimeInstanceId: ctx.failedRuntimeInstanceId,
       newEpoch,
-    } as DataOf<"exec.paused-for-recovery">;
+    };
     const requeued = {
       forensicsId,
       incidentId: ctx.incidentId,

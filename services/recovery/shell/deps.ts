@@ -1,5 +1,5 @@
 import type { Logger } from "pino";
-import type { DroverConfig, HostProvider } from "../../../contracts/index.ts";
+import { RuntimeFailureIncidentId, type DroverConfig, type HostProvider } from "../../../contracts/index.ts";
 import type { EnvelopeContext } from "../../../platform/envelope.ts";
 import type { HostStrategy } from "../../../platform/hosts/types.ts";
 import type { EventStore, StreamLayout } from "../../../streams/index.ts";
@@ -19,5 +19,5 @@ export interface RecoveryDeps {
 }
 
 /** One failure of one runtime instance: runtime ids are never reused, so the id determines the incident. */
-export const incidentIdOf = (deps: RecoveryDeps, runtimeInstanceId: string): string =>
-  `inc-${deps.sha256(runtimeInstanceId).slice(0, 24)}`;
+export const incidentIdOf = (deps: RecoveryDeps, runtimeInstanceId: string): RuntimeFailureIncidentId =>
+  RuntimeFailureIncidentId.parse(`inc-${deps.sha256(runtimeInstanceId).slice(0, 24)}`);

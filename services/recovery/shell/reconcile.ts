@@ -1,4 +1,4 @@
-import { isDroverError, type DroverEvent } from "../../../contracts/index.ts";
+import { isDroverError, type RuntimeFailureIncidentId, type RuntimeInstanceId } from "../../../contracts/index.ts";
 import { foldRun } from "../../../aggregates/run.ts";
 import { envelope } from "../../../platform/envelope.ts";
 import {
@@ -94,8 +94,8 @@ export async function reconcile(deps: RecoveryDeps, rt: RuntimeRecord): Promise<
 /** Moves one item; returns it when it is recovered (now or by an earlier run), undefined when the run moved on. */
 async function recoverItem(
   deps: RecoveryDeps,
-  failed: string,
-  incidentId: string,
+  failed: RuntimeInstanceId,
+  incidentId: RuntimeFailureIncidentId,
   candidate: RecoveryItem,
 ): Promise<RecoveryItem | undefined> {
   for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
@@ -115,7 +115,7 @@ async function recoverItem(
       ref: refOf(a),
       expectedSeq: a.expectedSeq,
       events: a.events.map((e) =>
-        envelope(deps.env, e.type as DroverEvent["type"], e.data, {
+        envelope(deps.env, e.type, e.data, {
           tenantId: a.tenantId,
           correlationId: item.sharedRunId,
           causationId: `recovery:${incidentId}`,

@@ -1,16 +1,26 @@
 import type { JsMsg } from "@nats-io/jetstream";
-import { decodeEvent, decodeJson, Heartbeat, type DataOf, type DroverEvent } from "../../../contracts/index.ts";
+import {
+  decodeEvent,
+  decodeJson,
+  ForensicsId,
+  Heartbeat,
+  RuntimeInstanceId,
+  SharedRunId,
+  TenantId,
+  type DataOf,
+  type DroverEvent,
+} from "../../../contracts/index.ts";
 import { evolveRun, initialRunState, type RunEvent, type RunState } from "../../../aggregates/run.ts";
-import { emptyRuntime, evolveRuntime, type RuntimeRecord } from "../domain/runtime-health.ts";
+import { emptyRuntime, evolveRuntime, type RuntimeEvent, type RuntimeRecord } from "../domain/runtime-health.ts";
 
 export interface TrackedRun {
-  readonly tenantId: string;
-  readonly sharedRunId: string;
+  readonly tenantId: TenantId;
+  readonly sharedRunId: SharedRunId;
   state: RunState;
 }
 export interface ForensicsRecord {
-  readonly tenantId: string;
-  readonly forensicsId: string;
+  readonly tenantId: TenantId;
+  readonly forensicsId: ForensicsId;
   item?: DataOf<"forensics.execution-recovery-candidate-detected">;
   readonly types: Set<string>;
   lastSeq: number;
@@ -53,7 +63,10 @@ export class RecoveryState {
       this.onInvalid(m.subject, m.seq, String(err));
       return;
     }
-    this.applyEvent(tokens, e, m.seq, atMs);
+    if (!this.applyEvent(tokens, e, m.seq, atMs)) {
+      this.onInvalid(m.subject, m.seq, "the subject's aggregate ids are not valid ids");
+      return;
+    }
     for (const fn of this.listeners) fn();
   }
 
@@ -77,27 +90,47 @@ export class RecoveryState {
     }
   }
 
-  private applyEvent(tokens: string[], e: DroverEvent, seq: number, atMs: number): void {
+  /** Folds one event by its subject's tokens, parsed as ids once here; false when they are not ids (nothing applied). */
+  private applyEvent(tokens: string[], e: DroverEvent, seq: number, atMs: number): boolean {
     const [agg, a, b] = tokens;
     if (agg === "run" && a && b) {
+      const tenantId = TenantId.safeParse(a);
+      const sharedRunId = SharedRunId.safeParse(b);
+      if (!tenantId.success || !sharedRunId.success) return false;
       const key = `${a}/${b}`;
-      const r = this.runs.get(key) ?? { tenantId: a, sharedRunId: b, state: initialRunState() };
+      const r = this.runs.get(key) ?? {
+        tenantId: tenantId.data,
+        sharedRunId: sharedRunId.data,
+        state: initialRunState(),
+      };
       r.state = evolveRun(r.state, e as RunEvent, seq);
       this.runs.set(key, r);
     } else if (agg === "runtime" && a) {
-      this.runtimes.set(a, evolveRuntime(this.runtimes.get(a) ?? emptyRuntime(a), e as never, seq, atMs));
+      const id = RuntimeInstanceId.safeParse(a);
+      if (!id.success) return false;
+      this.runtimes.set(a, evolveRuntime(this.runtimes.get(a) ?? emptyRuntime(id.data), e as RuntimeEvent, seq, atMs));
     } else if (agg === "forensics" && a && b) {
-      const f = this.forensics.get(b) ?? { tenantId: a, forensicsId: b, types: new Set<string>(), lastSeq: 0 };
-      if (seq <= f.lastSeq) return;
+      const tenantId = TenantId.safeParse(a);
+      const forensicsId = ForensicsId.safeParse(b);
+      if (!tenantId.success || !forensicsId.success) return false;
+      const f = this.forensics.get(b) ?? {
+        tenantId: tenantId.data,
+        forensicsId: forensicsId.data,
+        types: new Set<string>(),
+        lastSeq: 0,
+      };
+      if (seq <= f.lastSeq) return true;
       f.lastSeq = seq;
       f.types.add(e.type);
       if (e.type === "forensics.execution-recovery-candidate-detected") f.item = e.data;
       this.forensics.set(b, f);
+      return true;
     } else if (agg === "exec" && a && b) {
       const x = this.execs.get(b) ?? { tenantId: a };
       if (e.type === "exec.resumed") x.resumed = e.data;
       if (e.type === "exec.completed") x.completedDigest = e.data.outputDigest;
       this.execs.set(b, x);
     }
+    return true;
   }
 }

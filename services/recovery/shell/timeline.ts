@@ -1,4 +1,4 @@
-import { isDroverError, type DroverEvent } from "../../../contracts/index.ts";
+import { isDroverError, type EventDraft } from "../../../contracts/index.ts";
 import { isTerminal } from "../../../aggregates/run.ts";
 import { envelope } from "../../../platform/envelope.ts";
 import { forensicsRef } from "../../../streams/index.ts";
@@ -17,7 +17,7 @@ export async function advanceTimeline(deps: RecoveryDeps, f: ForensicsRecord): P
   if (!item || f.types.has("forensics.execution-recovery-completed")) return;
   const run = deps.state.runs.get(`${f.tenantId}/${item.sharedRunId}`)?.state;
   if (!run) return;
-  const next: { type: DroverEvent["type"]; data: Record<string, unknown> }[] = [];
+  const facts: EventDraft[] = [];
   const common = {
     forensicsId: item.forensicsId,
     incidentId: item.incidentId,
@@ -27,32 +27,32 @@ export async function advanceTimeline(deps: RecoveryDeps, f: ForensicsRecord): P
     failedLocalRunId: item.failedLocalRunId,
     ...(item.executionId ? { executionId: item.executionId } : {}),
   };
-  const want = (type: DroverEvent["type"], data: Record<string, unknown>) => {
-    if (!f.types.has(type)) next.push({ type, data: { ...common, ...data } });
-  };
   const p = run.placement;
   if (p && p.localRunId !== item.failedLocalRunId) {
-    want("forensics.replacement-runtime-selected", { replacementRuntimeInstanceId: p.runtimeInstanceId });
-    if (p.dispatchedSeq)
-      want("forensics.replacement-local-run-registered", {
-        replacementRuntimeInstanceId: p.runtimeInstanceId,
-        replacementLocalRunId: p.localRunId,
-      });
+    const replacementRuntimeInstanceId = p.runtimeInstanceId;
+    facts.push({ type: "forensics.replacement-runtime-selected", data: { ...common, replacementRuntimeInstanceId } });
+    if (p.dispatchedSeq) {
+      const data = { ...common, replacementRuntimeInstanceId, replacementLocalRunId: p.localRunId };
+      facts.push({ type: "forensics.replacement-local-run-registered", data });
+    }
   }
   if (item.class === "in-flight-execution" && item.executionId) {
     const x = deps.state.execs.get(item.executionId);
     if (x?.resumed && x.resumed.runtimeInstanceId !== item.failedRuntimeInstanceId) {
-      want("forensics.resume-context-seeded", { completedSteps: x.resumed.completedSteps });
-      want("forensics.dag-resume-started", {
-        replacementRuntimeInstanceId: x.resumed.runtimeInstanceId,
-        epoch: x.resumed.epoch,
-      });
-      if (x.completedDigest) want("forensics.dag-resume-completed", { outputDigest: x.completedDigest });
+      const { completedSteps, runtimeInstanceId: replacementRuntimeInstanceId, epoch } = x.resumed;
+      facts.push({ type: "forensics.resume-context-seeded", data: { ...common, completedSteps } });
+      facts.push({ type: "forensics.dag-resume-started", data: { ...common, replacementRuntimeInstanceId, epoch } });
+      if (x.completedDigest) {
+        const data = { ...common, outputDigest: x.completedDigest };
+        facts.push({ type: "forensics.dag-resume-completed", data });
+      }
     }
   }
   if (isTerminal(run.status) && (run.status === "completed" || run.status === "failed" || run.status === "cancelled")) {
-    want("forensics.execution-recovery-completed", { outcome: run.status });
+    facts.push({ type: "forensics.execution-recovery-completed", data: { ...common, outcome: run.status } });
   }
+  // Each fact is appended once: those already in the record are dropped, the rest keep their order.
+  const next = facts.filter((n) => !f.types.has(n.type));
   if (next.length === 0) return;
   const events = next.map((n) =>
     envelope(deps.env, n.type, n.data, {

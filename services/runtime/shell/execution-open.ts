@@ -1,15 +1,16 @@
 import {
+  buildEvent,
   DroverError,
   type DagDefinition,
   type DataOf,
   type DroverEvent,
+  type EventOrigin,
   type EventType,
   type RuntimeCommand,
   type Writer,
 } from "../../../contracts/index.ts";
 import { execRef, runRef, type AggregateRef } from "../../../streams/subjects.ts";
 import type { EventStore } from "../../../streams/types.ts";
-import { buildEvent, type EventContext } from "../../../aggregates/event-builder.ts";
 import { foldExecution, type ExecutionState } from "../../../aggregates/execution.ts";
 import { canonicalJson, executionIdFromDigest, executionIdSeed } from "../../../aggregates/step-inputs.ts";
 import { AggregateJournal } from "./journal.ts";
@@ -56,14 +57,13 @@ function emitter(env: JournalEnv, p: DispatchPayload, epoch: number): OpenedExec
     hostIncarnation: env.hostIncarnation as Writer["hostIncarnation"],
     epoch,
   };
-  const ctx: EventContext = {
+  const origin: EventOrigin = {
     tenantId: p.tenantId,
     correlationId: p.correlationId,
     causationId: `local-run:${p.localRunId}`,
     writer,
   };
-  return (type, data) =>
-    buildEvent(type, data, ctx, { eventId: env.newEventId(), now: env.now().toISOString() }) as DroverEvent;
+  return (type, data) => buildEvent(type, data, origin, { eventId: env.newEventId(), now: env.now() });
 }
 
 const writerKey = (env: JournalEnv, epoch: number) => `${env.runtimeInstanceId}.e${epoch}`;

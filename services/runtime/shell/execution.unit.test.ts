@@ -1,9 +1,16 @@
 import { describe, expect, it } from "vitest";
-import { DagDefinition, type DagInput, type DroverEvent, type Step } from "../../../contracts/index.ts";
+import {
+  buildEvent,
+  DagDefinition,
+  TenantId,
+  type DagInput,
+  type DroverEvent,
+  type EventOrigin,
+  type Step,
+} from "../../../contracts/index.ts";
 import { execRef, runRef } from "../../../streams/subjects.ts";
 import { MemoryEventStore } from "../../../test/support/memory-event-store.ts";
 import { Execution } from "./execution.ts";
-import { buildEvent } from "../../../aggregates/event-builder.ts";
 import { checkDispatched, executionIdFor, openFresh, openResume, type JournalEnv } from "./execution-open.ts";
 import { AggregateJournal } from "./journal.ts";
 import type { StepRunner } from "./step-runners.ts";
@@ -286,17 +293,17 @@ describe("Execution: deterministic, durable, fenced (in-memory store; proves no 
 });
 
 describe("checkDispatched: run started only for this runtime's own dispatch (in-memory store; proves no transport)", () => {
-  const ctx = {
-    tenantId: T,
+  const ctx: EventOrigin = {
+    tenantId: TenantId.parse(T),
     correlationId: "c1",
     causationId: "admission",
     writer: { service: "admission", instanceId: "adm-1" },
-  } as const;
+  };
   async function dispatched(store: MemoryEventStore, data: Record<string, unknown>): Promise<number> {
     const ref = runRef(T, "r1");
     const e = buildEvent("run.dispatched", { transport: "http", hostIncarnation: "pid:1:1", ...data } as never, ctx, {
       eventId: `ev-${++ids}`,
-      now: new Date(0).toISOString(),
+      now: new Date(0),
     });
     return (await store.append(ref, e, { expectedSeq: await store.lastSeq(ref) })).seq;
   }
