@@ -1,6 +1,9 @@
-// Lint enforces the two boundary rules of ../shared/design/conventions.md:
+// Lint enforces the boundary rules of ../shared/design/conventions.md:
 // 1. domain code is pure (no IO modules, no clock, no randomness);
-// 2. a service imports contracts/ and streams/, never another service.
+// 2. a service imports contracts/ and streams/, never another service;
+// 3. product code does not import test support (tests import product code, never the reverse).
+// Flat config replaces a rule's options per matching block instead of merging them, so each block
+// below lists every pattern that applies to its files.
 import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
@@ -16,6 +19,16 @@ const ioModules = [
     message: "domain code must not reach IO layers",
   },
 ];
+
+const testSupport = {
+  group: ["**/test/support/**"],
+  message: "product code does not import test support: what the product needs belongs in product code",
+};
+const otherServices = (svc) => ({
+  group: SERVICES.filter((s) => s !== svc).flatMap((s) => [`**/services/${s}/**`, `../../${s}/**`, `../${s}/**`]),
+  message: "a service never imports another service: talk through subjects",
+});
+const restrictImports = (...patterns) => ({ "no-restricted-imports": ["error", { patterns }] });
 
 const impureSyntax = [
   {
@@ -65,32 +78,30 @@ export default tseslint.config(
       ],
     },
   },
-  ...SERVICES.map((svc) => ({
-    files: [`services/${svc}/**/*.ts`],
-    rules: {
-      "no-restricted-imports": [
-        "error",
-        {
-          patterns: [
-            {
-              group: SERVICES.filter((s) => s !== svc).flatMap((s) => [
-                `**/services/${s}/**`,
-                `../../${s}/**`,
-                `../${s}/**`,
-              ]),
-              message: "a service never imports another service: talk through subjects",
-            },
-          ],
-        },
-      ],
+  ...SERVICES.flatMap((svc) => [
+    { files: [`services/${svc}/**/*.ts`], rules: restrictImports(otherServices(svc)) },
+    {
+      files: [`services/${svc}/**/*.ts`],
+      ignores: ["**/*.test.ts"],
+      rules: restrictImports(otherServices(svc), testSupport),
     },
-  })),
+    {
+      files: [`services/${svc}/domain/**/*.ts`],
+      ignores: ["**/*.test.ts"],
+      rules: {
+        ...restrictImports(otherServices(svc), testSupport, ...ioModules),
+        "no-restricted-syntax": ["error", ...impureSyntax],
+      },
+    },
+  ]),
   {
-    files: ["services/*/domain/**/*.ts", "contracts/**/*.ts", "aggregates/**/*.ts"],
+    files: ["contracts/**/*.ts", "aggregates/**/*.ts"],
     ignores: ["**/*.test.ts"],
-    rules: {
-      "no-restricted-imports": ["error", { patterns: ioModules }],
-      "no-restricted-syntax": ["error", ...impureSyntax],
-    },
+    rules: { ...restrictImports(testSupport, ...ioModules), "no-restricted-syntax": ["error", ...impureSyntax] },
+  },
+  {
+    files: ["cli/**/*.ts", "platform/**/*.ts", "streams/**/*.ts"],
+    ignores: ["**/*.test.ts"],
+    rules: restrictImports(testSupport),
   },
 );

@@ -17,7 +17,7 @@ import { createEventStore } from "../streams/event-store.ts";
 import { taggedLayout, type StreamLayout } from "../streams/layout.ts";
 import { execRef, eventSubject } from "../streams/subjects.ts";
 import { exampleEvent, ids } from "../test/support/example-events.ts";
-import { startNats } from "../test/support/servers.ts";
+import { startNats } from "../platform/local-servers.ts";
 import { median, quantile, recordMetrics, round, type Metric } from "./support/results.ts";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);

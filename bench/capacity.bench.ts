@@ -16,7 +16,7 @@ import { startCapacityProjection } from "../services/capacity/shell/projection.t
 import { createEventStore, heartbeatSubject, runtimeRef } from "../streams/index.ts";
 import { EXAMPLE_BUILDERS, ids } from "../test/support/example-events.ts";
 import { freshStreams } from "../test/support/streams.ts";
-import { startNats, startRedis } from "../test/support/servers.ts";
+import { startNats, startRedis } from "../platform/local-servers.ts";
 import { median, recordMetrics, round } from "./support/results.ts";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);

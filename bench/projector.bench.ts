@@ -11,7 +11,7 @@ import { startForensics } from "../services/forensics/shell/service.ts";
 import { createEventStore } from "../streams/event-store.ts";
 import { execRef, runRef } from "../streams/subjects.ts";
 import { event, freshStreams } from "../test/support/streams.ts";
-import { startFerret, startNats } from "../test/support/servers.ts";
+import { startFerret, startNats } from "../platform/local-servers.ts";
 import { median, recordMetrics, round } from "./support/results.ts";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);

@@ -9,7 +9,7 @@
  */
 import { proofLine, runProof } from "../proof/run-proof.ts";
 import { DEFAULT_PROOF } from "../proof/scenario-config.ts";
-import { startNats, startRedis } from "../test/support/servers.ts";
+import { startNats, startRedis } from "../platform/local-servers.ts";
 import { recordMetrics, type Metric } from "./support/results.ts";
 
 const P = Number(process.env.BENCH_PROOF_P ?? 5);

@@ -19,7 +19,7 @@ import {
   type ControlPlaneDouble,
 } from "../test/support/control-plane-double.ts";
 import { startRuntimeProcess, type RuntimeProcess } from "../test/support/runtime-process.ts";
-import { startNats } from "../test/support/servers.ts";
+import { startNats } from "../platform/local-servers.ts";
 import { median, quantile, recordMetrics, round } from "./support/results.ts";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);

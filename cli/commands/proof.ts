@@ -2,7 +2,7 @@ import { parseArgs } from "node:util";
 import { proofLine, runProof, type ProofProgress, type ProofReport } from "../../proof/run-proof.ts";
 import { DEFAULT_PROOF, type ProofOptions } from "../../proof/scenario-config.ts";
 import { startProofCluster } from "../../proof/kubernetes-hosts.ts";
-import { startFerret, startNats, startRedis, type RunningServer } from "../../test/support/servers.ts";
+import { startFerret, startNats, startRedis, type RunningServer } from "../../platform/local-servers.ts";
 
 export const PROOF_USAGE = `drover proof [--parallel P] [--transport http|grpc] [--host process|kubernetes] [--exposure pod-ip|gateway|node-port] [--steps N] [--step-ms M]
              [--seed S] [--kill-after K] [--signal SIGKILL|SIGSTOP] [--timeout-s T] [--json]

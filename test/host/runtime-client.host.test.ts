@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RuntimeCommand, Transport } from "../../contracts/index.ts";
 import { closeRuntimeClients, sendCommand } from "../../platform/runtime-client.ts";
 import { RUNTIME_COMMAND_SERVICE } from "../../platform/runtime-grpc-service.ts";
-import { freePort } from "../support/servers.ts";
+import { freePort } from "../../platform/local-servers.ts";
 
 // Boundary: the platform runtime client over real loopback sockets (HTTP and h2c gRPC) against an
 // impostor that answers well-formed results naming another runtime. Proves the caller-side identity

@@ -4,7 +4,7 @@ import { existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { freePort } from "../support/servers.ts";
+import { freePort } from "../../platform/local-servers.ts";
 
 /**
  * `make infra-up` / `make infra-down` (scripts/infra-up.sh, infra-down.sh) starting and stopping the

@@ -8,7 +8,7 @@ import { createEventStore } from "../../streams/event-store.ts";
 import { ensureStreams } from "../../streams/ensure-streams.ts";
 import { taggedLayout } from "../../streams/layout.ts";
 import { uniqueName } from "../support/isolation.ts";
-import { startNats, type RunningServer } from "../support/servers.ts";
+import { startNats, type RunningServer } from "../../platform/local-servers.ts";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 const REFUSAL = "nats-server 2.9.10 is not supported: drover needs nats-server >= 2.12.0";

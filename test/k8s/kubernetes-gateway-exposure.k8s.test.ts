@@ -10,7 +10,7 @@ import type { HostStrategy } from "../../platform/hosts/types.ts";
 import { closeRuntimeClients, sendCommand } from "../../platform/runtime-client.ts";
 import { hostSpec } from "../support/host-processes.ts";
 import { uniqueName } from "../support/isolation.ts";
-import { startNats, type RunningServer } from "../support/servers.ts";
+import { startNats, type RunningServer } from "../../platform/local-servers.ts";
 import { clusterClients, freshNamespace } from "./support/cluster-client.ts";
 import { appPod } from "./support/pod-app.ts";
 

@@ -12,7 +12,7 @@ import { closeRuntimeClients, sendCommand } from "../../platform/runtime-client.
 import { hostSpec } from "../support/host-processes.ts";
 import { uniqueName } from "../support/isolation.ts";
 import { provisionerFixture, type ProvisionerFixture } from "../support/provisioner-fixture.ts";
-import { startNats, type RunningServer } from "../support/servers.ts";
+import { startNats, type RunningServer } from "../../platform/local-servers.ts";
 import { clusterClients, eventually, freshNamespace, isReady, waitForPod } from "./support/cluster-client.ts";
 
 // The `node-port` exposure of KubernetesHostStrategy against the local cluster's real API server

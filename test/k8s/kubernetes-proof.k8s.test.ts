@@ -5,7 +5,7 @@ import type { z } from "zod";
 import type { KubernetesHostConfig } from "../../contracts/index.ts";
 import { proofLine, runProof } from "../../proof/run-proof.ts";
 import { DEFAULT_PROOF, type ProofOptions } from "../../proof/scenario-config.ts";
-import { startNats, startRedis, type RunningServer } from "../support/servers.ts";
+import { startNats, startRedis, type RunningServer } from "../../platform/local-servers.ts";
 import { clusterClients, freshNamespace } from "./support/cluster-client.ts";
 
 /**

@@ -9,7 +9,7 @@ import type { HostObservation, HostStrategy } from "../../platform/hosts/types.t
 import { closeRuntimeClients, sendCommand } from "../../platform/runtime-client.ts";
 import { hostSpec } from "../support/host-processes.ts";
 import { uniqueName } from "../support/isolation.ts";
-import { startNats, type RunningServer } from "../support/servers.ts";
+import { startNats, type RunningServer } from "../../platform/local-servers.ts";
 import { clusterClients, freshNamespace, isReady, waitForPod } from "./support/cluster-client.ts";
 import { appPod } from "./support/pod-app.ts";
 

@@ -1,5 +1,5 @@
 import type { TestProject } from "vitest/node";
-import { startFerret, startNats, startRedis } from "./servers.ts";
+import { startFerret, startNats, startRedis } from "../../platform/local-servers.ts";
 
 declare module "vitest" {
   export interface ProvidedContext {

@@ -88,3 +88,33 @@ describe("lint boundary: domain code is pure", () => {
     ).toEqual([]);
   });
 });
+
+describe("lint boundary: product code does not import test support", () => {
+  const PRODUCT_FILES = [
+    "cli/commands/probe.ts",
+    "platform/probe.ts",
+    "streams/probe.ts",
+    "contracts/probe.ts",
+    "aggregates/probe.ts",
+    "services/api/shell/probe.ts",
+    "services/recovery/domain/probe.ts",
+  ];
+
+  it.each(PRODUCT_FILES)("refuses test/support in %s", async (file) => {
+    const up = "../".repeat(file.split("/").length - 1);
+    const errs = await boundaryErrors(file, `import { x } from "${up}test/support/streams.ts";\nexport const y = x;\n`);
+    expect(errs).toEqual([expect.stringContaining("product code does not import test support")]);
+  });
+
+  it("lets a unit test beside product code import test support", async () => {
+    const code = `import { x } from "../../../test/support/example-events.ts";\nexport const y = x;\n`;
+    expect(await boundaryErrors("services/api/domain/probe.unit.test.ts", code)).toEqual([]);
+  });
+
+  it("keeps the service boundary in domain code, whose purity rule shares the same lint rule", async () => {
+    const code = `import { x } from "../../admission/index.ts";\nexport const y = x;\n`;
+    expect(await boundaryErrors("services/recovery/domain/probe.ts", code)).toEqual([
+      expect.stringContaining("a service never imports another service"),
+    ]);
+  });
+});

@@ -1,12 +1,13 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtemp, rm, mkdir } from "node:fs/promises";
 import { connect } from "node:net";
-import { freePortOnLoopback } from "../../k8s/local-cluster/lib/free-port.ts";
+import { freePortOnLoopback } from "../k8s/local-cluster/lib/free-port.ts";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 
 /**
- * Launchers for the real servers the int/host/e2e tiers run against: nats-server (JetStream),
+ * Launchers for private instances of the real servers, used by `drover proof` (when no
+ * NATS_URL/REDIS_URL/MONGO_URL is given), the benchmarks and the int/host/e2e tiers: nats-server (JetStream),
  * FerretDB (SQLite backend, the MongoDB server) and Redis. Each starts on a free loopback port in a
  * private temp dir and is stopped (and its dir removed) by `stop()`; a process exit hook kills any
  * left over so a crashed test run leaves no server behind. Binaries come from `.tools/bin`
@@ -20,7 +21,7 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
-const ROOT = resolve(import.meta.dirname, "../..");
+const ROOT = resolve(import.meta.dirname, "..");
 export const toolsBin = (): string => process.env.DROVER_TOOLS_DIR ?? join(ROOT, ".tools/bin");
 
 const live = new Set<ChildProcess>();
