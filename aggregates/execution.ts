@@ -1,5 +1,5 @@
 import type { DataOf, DroverEvent } from "../contracts/index.ts";
-import { assertNever } from "./assert-never.ts";
+import { assertNever } from "../contracts/assert-never.ts";
 
 export type ExecEvent = Extract<DroverEvent, { type: `exec.${string}` }>;
 export const isExecEvent = (e: DroverEvent): e is ExecEvent => e.type.startsWith("exec.");

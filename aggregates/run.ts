@@ -1,3 +1,4 @@
+import { assertNever } from "../contracts/assert-never.ts";
 import type {
   DagDefinition,
   DataOf,
@@ -177,12 +178,8 @@ function apply(s: RunState, e: RunEvent, seq: number): RunState {
     case "run.rejected":
       return { ...s, status: "rejected", lastReason: e.data.reason.code };
     default:
-      return assertNever(e);
+      return assertNever(e, "run event");
   }
-}
-
-function assertNever(x: never): never {
-  throw new Error(`unhandled run event ${JSON.stringify(x)}`);
 }
 
 /** Folds a run's history (events with their stream sequences). */

@@ -122,3 +122,4 @@ export {
 export { validate, encodeJson, decodeJson, parseEvent, encodeEvent, decodeEvent, contractViolation } from "./codec.ts";
 export { DroverConfig, Credential, KubernetesHostConfig, tenantSettingsOf, staleHeartbeatMsOf } from "./config.ts";
 export type { Decider } from "./decider.ts";
+export { assertNever } from "./assert-never.ts";

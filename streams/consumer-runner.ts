@@ -1,3 +1,4 @@
+import { assertNever } from "../contracts/assert-never.ts";
 import {
   AckPolicy,
   DeliverPolicy,
@@ -146,10 +147,8 @@ export async function runConsumer(
       case "term":
         m.term(outcome.reason);
         break;
-      default: {
-        const never: never = outcome;
-        throw new Error(`unhandled outcome ${JSON.stringify(never)}`);
-      }
+      default:
+        assertNever(outcome, "outcome");
     }
     opts.onOutcome?.({ seq: m.seq, deliveryCount, outcome, ...(failure ? { error: failure.error } : {}) });
   }

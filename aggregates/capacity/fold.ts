@@ -1,3 +1,4 @@
+import { assertNever } from "../../contracts/assert-never.ts";
 import type { DroverEvent, Heartbeat } from "../../contracts/index.ts";
 import { emptyDescriptor, rankOf, type CapacityDescriptor, type Lifecycle } from "./descriptor.ts";
 
@@ -74,10 +75,6 @@ function applyEvent(d: CapacityDescriptor, e: RuntimeEvent): CapacityDescriptor 
     case "runtime.fence-failed":
       return d;
     default:
-      return assertNever(e);
+      return assertNever(e, "runtime event");
   }
-}
-
-function assertNever(x: never): never {
-  throw new Error(`unhandled runtime event ${JSON.stringify(x)}`);
 }

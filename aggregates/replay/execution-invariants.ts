@@ -8,7 +8,7 @@ import {
   type SequencedEvent,
 } from "../execution.ts";
 import { scheduleSteps, type ScheduleDecision } from "../scheduler.ts";
-import { assertNever } from "../assert-never.ts";
+import { assertNever } from "../../contracts/assert-never.ts";
 import { canonicalJson } from "../step-inputs.ts";
 import { rederivationProblem } from "./output-rederivation.ts";
 import { diverged, match, type Divergence, type ValidationResult } from "./result.ts";

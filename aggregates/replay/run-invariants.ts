@@ -1,5 +1,5 @@
 import type { DroverEvent } from "../../contracts/index.ts";
-import { assertNever } from "../assert-never.ts";
+import { assertNever } from "../../contracts/assert-never.ts";
 import type { SequencedEvent } from "../execution.ts";
 import type { RunEvent } from "../run.ts";
 import { diverged, match, type Divergence, type ValidationResult } from "./result.ts";

@@ -6,7 +6,7 @@ import {
   type RecordedEvent,
   type ValidationResult,
 } from "../../aggregates/replay-validation.ts";
-import { assertNever } from "../../aggregates/assert-never.ts";
+import { assertNever } from "../../contracts/assert-never.ts";
 import { ID_PATTERN } from "../../contracts/index.ts";
 import { parseCommandArgs } from "../lib/args.ts";
 import { causalChain, formatChain, formatResult } from "../lib/causal-chain.ts";

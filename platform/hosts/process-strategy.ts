@@ -1,3 +1,4 @@
+import { assertNever } from "../../contracts/assert-never.ts";
 import { spawn, type ChildProcess } from "node:child_process";
 import { join, resolve } from "node:path";
 import { DroverError, type ErrorCode, type ReadinessLayer } from "../../contracts/index.ts";
@@ -230,7 +231,7 @@ export function createProcessStrategy(opts: ProcessStrategyOptions = {}): Proces
       case "listening":
         break;
       default:
-        return assertNever(outcome);
+        return assertNever(outcome, "start-up outcome");
     }
     const line = outcome.line;
     if (!incarnationOf || line.hostIncarnation !== incarnationOf) {
@@ -310,8 +311,4 @@ export function createProcessStrategy(opts: ProcessStrategyOptions = {}): Proces
       return [...records.values()].flatMap((r) => (r.child?.pid !== undefined && !r.exit ? [r.child.pid] : []));
     },
   };
-}
-
-function assertNever(x: never): never {
-  throw new Error(`unhandled start-up outcome ${JSON.stringify(x)}`);
 }

@@ -3,7 +3,7 @@ import type { ErrorCode } from "../../../contracts/index.ts";
 import { apiFailure } from "./api-errors.ts";
 import { sameIdentity } from "./spec.ts";
 
-interface Obj {
+export interface Obj {
   metadata?: V1ObjectMeta;
 }
 

@@ -16,7 +16,7 @@ import { allocatedNodePort, exposeThroughNodePort } from "./node-port-exposure.t
 import { readyDecision } from "./pod-decisions.ts";
 import { killPodExact, podTarget } from "./pod-kill.ts";
 import { observeRuntimePods } from "./pod-observer.ts";
-import { ensureObject } from "./resources.ts";
+import { ensureObject, type Ensured, type Obj } from "./resources.ts";
 import { GATEWAY_API, routeVerdict, type SharedGateway } from "./routes.ts";
 import {
   buildRuntimePod,
@@ -52,6 +52,8 @@ export interface KubernetesStrategyOptions extends RuntimePodOptions {
    * container, so the proof then rests on the kubelet acting on the deletion.
    */
   readonly killGraceSeconds?: number;
+  /** The clock (ms) that readiness and route deadlines are measured on (default `Date.now`). */
+  readonly nowMs?: () => number;
 }
 
 interface Running {
@@ -63,6 +65,10 @@ interface Running {
 }
 
 const CLEANUP_BUDGET_MS = 15_000;
+
+/** `Kind:namespace/name:uid` of each object a start created, as HostStartResult reports them. */
+const ownedRefs = (owned: readonly OwnedObject[]): string[] =>
+  owned.map((o) => `${o.kind}:${o.namespace}/${o.name}:${o.uid}`);
 
 /** `pod:<uid>` → uid. */
 export function parsePodIncarnation(incarnation: string): string | undefined {
@@ -93,6 +99,7 @@ export function createKubernetesStrategy(opts: KubernetesStrategyOptions): HostS
   const gate = new LifecycleGate();
   const running = new Map<string, Running>();
   const stops = new Set<() => void>();
+  const nowMs = opts.nowMs ?? Date.now;
   if (exposure === "gateway" && !opts.gateway)
     throw new DroverError("host-config-missing", "gateway exposure needs opts.gateway (the shared Gateway)");
 
@@ -105,7 +112,7 @@ export function createKubernetesStrategy(opts: KubernetesStrategyOptions): HostS
     outcome: "rejected",
     reason: { code, detail: detail.slice(0, 2000) },
     layer,
-    owned: owned.map((o) => `${o.kind}:${o.namespace}/${o.name}:${o.uid}`),
+    owned: ownedRefs(owned),
   });
 
   async function revalidate(rec: Running, spec: HostSpec): Promise<HostStartResult> {
@@ -121,7 +128,7 @@ export function createKubernetesStrategy(opts: KubernetesStrategyOptions): HostS
       kc,
       podTarget(core, ns, rec.host.podName ?? ""),
       (e) => readyDecision(uid, e) ?? { ok: false as const, detail: `pod ${uid} is no longer Ready` },
-      Date.now() + 10_000,
+      nowMs() + 10_000,
     );
     if ("timeout" in r || !r.ok)
       return rejected(
@@ -183,22 +190,31 @@ export function createKubernetesStrategy(opts: KubernetesStrategyOptions): HostS
       const problems = await cleanupOwned(kc, core, custom, owned, CLEANUP_BUDGET_MS);
       return rejected(code, problems ? `${detail}; cleanup: ${problems}` : detail, layer, owned);
     };
-    const secret = await ensureObject(
-      `Secret ${ns}/${names.secret}`,
-      meta,
+    /** Creates the object, or reads and adopts ours (identity checked); records what it created for clean-up. */
+    const ensureOwned = async <T extends Obj>(
+      kind: OwnedObject["kind"],
+      name: string,
+      create: () => Promise<T>,
+      read: () => Promise<T>,
+    ): Promise<Ensured<T>> => {
+      const r = await ensureObject(`${kind} ${ns}/${name}`, meta, create, read);
+      if (r.kind === "created") owned.push({ kind, namespace: ns, name, uid: r.uid });
+      return r;
+    };
+    const secret = await ensureOwned(
+      "Secret",
+      names.secret,
       () => core.createNamespacedSecret({ namespace: ns, body: buildTokenSecret(spec, opts) }),
       () => core.readNamespacedSecret({ namespace: ns, name: names.secret }),
     );
     if (secret.kind === "failed") return fail(secret.code, secret.detail, "resource");
-    if (secret.kind === "created") owned.push({ kind: "Secret", namespace: ns, name: names.secret, uid: secret.uid });
-    const pod = await ensureObject(
-      `Pod ${ns}/${names.pod}`,
-      meta,
+    const pod = await ensureOwned(
+      "Pod",
+      names.pod,
       () => core.createNamespacedPod({ namespace: ns, body: buildRuntimePod(spec, opts) }),
       () => core.readNamespacedPod({ namespace: ns, name: names.pod }),
     );
     if (pod.kind === "failed") return fail(pod.code, pod.detail, "resource");
-    if (pod.kind === "created") owned.push({ kind: "Pod", namespace: ns, name: names.pod, uid: pod.uid });
     let host: HostFacts = { hostIncarnation: `pod:${pod.uid}`, podUid: pod.uid, podName: names.pod, namespace: ns };
     if (pod.kind === "created" && onHostCreated) {
       try {
@@ -208,21 +224,20 @@ export function createKubernetesStrategy(opts: KubernetesStrategyOptions): HostS
         throw e;
       }
     }
-    const svc = await ensureObject(
-      `Service ${ns}/${names.service}`,
-      meta,
+    const svc = await ensureOwned(
+      "Service",
+      names.service,
       () => core.createNamespacedService({ namespace: ns, body: buildRuntimeService(spec, opts) }),
       () => core.readNamespacedService({ namespace: ns, name: names.service }),
     );
     if (svc.kind === "failed") return fail(svc.code, svc.detail, "resource");
-    if (svc.kind === "created") owned.push({ kind: "Service", namespace: ns, name: names.service, uid: svc.uid });
     let ready;
     try {
       ready = await followObject(
         kc,
         podTarget(core, ns, names.pod),
         (e) => readyDecision(pod.uid, e),
-        Date.now() + (opts.readinessTimeoutMs ?? 60_000),
+        nowMs() + (opts.readinessTimeoutMs ?? 60_000),
         signal,
       );
     } catch (e) {
@@ -249,7 +264,7 @@ export function createKubernetesStrategy(opts: KubernetesStrategyOptions): HostS
         spec,
         opts,
         opts.gateway,
-        Date.now() + (opts.routeTimeoutMs ?? 30_000),
+        nowMs() + (opts.routeTimeoutMs ?? 30_000),
         signal,
       );
       if (ex.created && ex.routeUid)
@@ -271,7 +286,7 @@ export function createKubernetesStrategy(opts: KubernetesStrategyOptions): HostS
         spec,
         opts,
         nodeAddress,
-        Date.now() + (opts.routeTimeoutMs ?? 30_000),
+        nowMs() + (opts.routeTimeoutMs ?? 30_000),
         signal,
       );
       if (ex.created && ex.serviceUid)
@@ -294,7 +309,7 @@ export function createKubernetesStrategy(opts: KubernetesStrategyOptions): HostS
           host,
           endpoint,
           layersPassed: layers,
-          owned: owned.map((o) => `${o.kind}:${o.namespace}/${o.name}:${o.uid}`),
+          owned: ownedRefs(owned),
         }
       : {
           outcome: "converged",
@@ -302,7 +317,7 @@ export function createKubernetesStrategy(opts: KubernetesStrategyOptions): HostS
           host,
           endpoint,
           layersPassed: layers,
-          owned: owned.map((o) => `${o.kind}:${o.namespace}/${o.name}:${o.uid}`),
+          owned: ownedRefs(owned),
         };
   }
 

@@ -1,6 +1,6 @@
+import { assertNever } from "../../../contracts/assert-never.ts";
 import type { DataOf, Reason, ScaleOutRequestId } from "../../../contracts/index.ts";
 import { isTerminal, type RunState } from "../../../aggregates/run.ts";
-import { assertNever } from "../../../aggregates/assert-never.ts";
 
 /** A decision admission takes about one run; the shell appends the result conditionally on the run's lastSeq. */
 export type AdmissionCommand =
@@ -89,6 +89,6 @@ export function decideRun(cmd: AdmissionCommand, s: RunState): RunDecision[] {
         throw new NotApplicable(`run is ${s.status}; only a new submission can be rejected`);
       return [{ type: "run.rejected", data: { reason: cmd.reason } }];
     default:
-      return assertNever(cmd);
+      return assertNever(cmd, "admission command");
   }
 }

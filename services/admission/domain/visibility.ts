@@ -1,3 +1,4 @@
+import { assertNever } from "../../../contracts/assert-never.ts";
 import type { IsolationMode, TenantSettings } from "../../../contracts/index.ts";
 
 /** What visibility needs to know about a runtime: its registration's isolation facts. */
@@ -25,14 +26,10 @@ export function isVisible(rt: IsolationFacts, tenant: TenantSettings): boolean {
       return Boolean(rt.tenantGroupId && tenant.tenantGroupId && rt.tenantGroupId === tenant.tenantGroupId);
     }
     default:
-      return assertNever(rt.isolationMode);
+      return assertNever(rt.isolationMode, "isolation mode");
   }
 }
 
 /** True when the runtime is owned by the tenant's scope (dedicated/hybrid), for preferDedicatedCapacity. */
 export const isOwnedBy = (rt: IsolationFacts, tenant: TenantSettings): boolean =>
   rt.isolationMode !== "shared" && isVisible(rt, tenant);
-
-function assertNever(x: never): never {
-  throw new Error(`unhandled isolation mode ${String(x)}`);
-}

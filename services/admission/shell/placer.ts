@@ -8,7 +8,7 @@ import {
   type Reason,
   type TenantSettings,
 } from "../../../contracts/index.ts";
-import { assertNever } from "../../../aggregates/assert-never.ts";
+import { assertNever } from "../../../contracts/assert-never.ts";
 import { fairOrder } from "../domain/fair-queue.ts";
 import { decidePlacement, noCapacityReason } from "../domain/placement.ts";
 import { appendRunDecision } from "./append-run.ts";

@@ -1,3 +1,4 @@
+import { assertNever } from "../../../contracts/assert-never.ts";
 import { once } from "node:events";
 import type { ServerResponse } from "node:http";
 import type { Socket } from "node:net";
@@ -18,7 +19,7 @@ export function sseFrame(frame: SseFrame): string {
     case "end":
       return `event: end\ndata: ${JSON.stringify({ status: frame.status, seq: frame.seq })}\n\n`;
     default:
-      return assertNever(frame);
+      return assertNever(frame, "feed frame");
   }
 }
 
@@ -80,8 +81,4 @@ export function sseSupport(app: FastifyInstance): SseServe {
 async function write(res: ServerResponse, chunk: string, signal: AbortSignal): Promise<void> {
   if (res.write(chunk) || signal.aborted) return;
   await once(res, "drain", { signal }).catch(() => undefined);
-}
-
-function assertNever(x: never): never {
-  throw new Error(`unhandled feed frame ${JSON.stringify(x)}`);
 }

@@ -1,6 +1,6 @@
 import { isPlannedStopId, type DroverEvent, type EventOf } from "../../../contracts/index.ts";
 import type { Detail, Refs } from "../../../contracts/read-models.ts";
-import { assertNever } from "./fact.ts";
+import { assertNever } from "../../../contracts/assert-never.ts";
 
 /** What a row shows of one event: a line for humans, flat facts, and the ids to find it by. */
 export interface Description {

@@ -1,6 +1,7 @@
 import type { DroverEvent } from "../../../contracts/index.ts";
 import { executionDocId, type ExecutionDoc } from "../../../contracts/read-models.ts";
-import { assertNever, positionOf, type Fact } from "./fact.ts";
+import { assertNever } from "../../../contracts/assert-never.ts";
+import { positionOf, type Fact } from "./fact.ts";
 
 type ExecEvent = Extract<DroverEvent, { type: `exec.${string}` }>;
 

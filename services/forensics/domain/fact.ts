@@ -17,11 +17,6 @@ export interface Fact<E extends DroverEvent = DroverEvent> {
 /** The fact's place in the total order and its two clocks. */
 export const positionOf = (f: Fact): Position => ({ seq: f.seq, at: f.event.occurredAt, storedAt: f.storedAt });
 
-/** Exhaustiveness check for switches over a discriminant: a new variant fails to compile here. */
-export function assertNever(value: never, what: string): never {
-  throw new Error(`unhandled ${what}: ${JSON.stringify(value)}`);
-}
-
 /**
  * `value` with every NUL character replaced (U+FFFD). FerretDB lists NUL in strings as unsupported
  * (its v1.24 SQLite backend happens to accept it; do not rely on that), and a refused write would

@@ -1,6 +1,7 @@
 import { isPlannedStopId, type DroverEvent } from "../../../contracts/index.ts";
 import { runDocId, type PlacementRow, type RunDoc } from "../../../contracts/read-models.ts";
-import { addOnce, assertNever, positionOf, type Fact } from "./fact.ts";
+import { assertNever } from "../../../contracts/assert-never.ts";
+import { addOnce, positionOf, type Fact } from "./fact.ts";
 
 type RunEvent = Extract<DroverEvent, { type: `run.${string}` }>;
 

@@ -1,5 +1,5 @@
 import type { DataOf, DroverEvent, Reason, TenantId } from "../../../contracts/index.ts";
-import { assertNever } from "./assert-never.ts";
+import { assertNever } from "../../../contracts/assert-never.ts";
 
 export type ScaleOutEvent = Extract<DroverEvent, { type: `scaleout.${string}` }>;
 

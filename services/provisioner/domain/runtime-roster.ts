@@ -1,5 +1,5 @@
 import type { DroverEvent, TenantId } from "../../../contracts/index.ts";
-import { assertNever } from "./assert-never.ts";
+import { assertNever } from "../../../contracts/assert-never.ts";
 
 export type RuntimeEvent = Extract<DroverEvent, { type: `runtime.${string}` }>;
 

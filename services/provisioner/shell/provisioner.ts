@@ -3,7 +3,7 @@ import type { HostProvider } from "../../../contracts/index.ts";
 import type { StoredEvent } from "../../../streams/index.ts";
 import { planRequest } from "../domain/plan.ts";
 import type { RequestState } from "../domain/request-state.ts";
-import { assertNever } from "../domain/assert-never.ts";
+import { assertNever } from "../../../contracts/assert-never.ts";
 import { abandonAttempt } from "./abandon.ts";
 import { stamp, type ProvisionerDeps } from "./context.ts";
 import { recordHostExit } from "./host-exits.ts";

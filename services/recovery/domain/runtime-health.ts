@@ -1,3 +1,4 @@
+import { assertNever } from "../../../contracts/assert-never.ts";
 import type { DataOf, DroverEvent, PlannedStop, RuntimeInstanceId } from "../../../contracts/index.ts";
 
 export type RuntimeEvent = Extract<DroverEvent, { type: `runtime.${string}` }>;
@@ -58,10 +59,8 @@ export function evolveRuntime(r: RuntimeRecord, e: RuntimeEvent, seq: number, at
     case "runtime.endpoint-published":
     case "runtime.draining":
       return next;
-    default: {
-      const never: never = e;
-      throw new Error(`unhandled runtime event ${JSON.stringify(never)}`);
-    }
+    default:
+      return assertNever(e, "runtime event");
   }
 }
 

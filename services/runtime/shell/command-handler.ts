@@ -6,8 +6,9 @@ import {
   type ErrorCode,
   type RuntimeCommandResult,
 } from "../../../contracts/index.ts";
-import { assertNever } from "../../../aggregates/assert-never.ts";
+import { assertNever } from "../../../contracts/assert-never.ts";
 import type { RuntimeInstance } from "./runtime-instance.ts";
+import { storeFailureOf } from "./store-failure.ts";
 
 /** A command as any transport received it: the routing header, the token and the raw JSON body. */
 export interface IncomingCommand {
@@ -105,8 +106,8 @@ export function createCommandHandler(deps: CommandHandlerDeps): CommandHandler {
     try {
       return answer(await execute(deps.instance, c));
     } catch (e) {
-      if (isDroverError(e)) return answer({ details: e.details }, { code: e.code, detail: e.message });
-      return answer({}, { code: "event-store-unavailable", detail: String((e as Error)?.message ?? e) });
+      const err = storeFailureOf(e);
+      return answer(isDroverError(e) ? { details: err.details } : {}, { code: err.code, detail: err.message });
     }
   };
 }

@@ -7,7 +7,7 @@ import {
   type ErrorCode,
   type Step,
 } from "../../../contracts/index.ts";
-import { assertNever } from "../../../aggregates/assert-never.ts";
+import { assertNever } from "../../../contracts/assert-never.ts";
 import { retryAtAfterFailure, scheduleSteps, type StepStart } from "../../../aggregates/scheduler.ts";
 import { canonicalJson } from "../../../aggregates/step-inputs.ts";
 import { RUN_REQUESTS } from "../../../aggregates/run.ts";
@@ -19,6 +19,7 @@ import { recordableOutput, recordedOutput } from "./step-output.ts";
 import { needsOutputs, sha256Hex, type StepRunner } from "./step-runners.ts";
 import type { LoadedWorker } from "./worker-module.ts";
 import type { WorkerPool } from "./worker-pool.ts";
+import { storeFailureOf } from "./store-failure.ts";
 
 export interface ExecutorEnv {
   readonly workers: WorkerPool;
@@ -110,9 +111,7 @@ export class Execution {
     } catch (e) {
       this.abort.abort(e);
       await this.drained();
-      const err = isDroverError(e)
-        ? e
-        : new DroverError("event-store-unavailable", String((e as Error)?.message ?? e), { cause: e });
+      const err = storeFailureOf(e);
       if (err.code === "execution-ownership-lost")
         this.env.log({
           event: "execution-ownership-lost",

@@ -1,6 +1,5 @@
 import {
   DroverError,
-  isDroverError,
   type ErrorCode,
   type QueueStatus,
   type RunStatus,
@@ -19,6 +18,7 @@ import {
   type ResumePayload,
 } from "./execution-open.ts";
 import { Execution, type ExecutorEnv } from "./execution.ts";
+import { storeFailureOf } from "./store-failure.ts";
 
 type RunState = z.infer<typeof RunStatus>["state"];
 
@@ -238,9 +238,8 @@ export class RuntimeInstance {
       if (outcome.state === "failed") run.failure = { code: outcome.reason, detail: outcome.detail };
     } catch (e) {
       run.state = "failed";
-      run.failure = isDroverError(e)
-        ? { code: e.code, detail: e.message }
-        : { code: "event-store-unavailable", detail: String((e as Error)?.message ?? e) };
+      const err = storeFailureOf(e);
+      run.failure = { code: err.code, detail: err.message };
       if (run.failure.code === "execution-ownership-lost")
         this.executor.log({
           event: "execution-ownership-lost",

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { setTimeout as delay } from "node:timers/promises";
 import { z } from "zod";
 import { DroverError, resolveRefs, type Step } from "../../../contracts/index.ts";
-import { assertNever } from "../../../aggregates/assert-never.ts";
+import { assertNever } from "../../../contracts/assert-never.ts";
 import { flakyFails, stepInputs } from "../../../aggregates/step-inputs.ts";
 import { isNonRetryable, type Json } from "../../../sdk/index.ts";
 import { callChatCompletion } from "./llm-client.ts";
