@@ -8,6 +8,7 @@
 import { hostname } from "node:os";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
+import { loadConfig } from "../../platform/bootstrap.ts";
 import { createOutputStore } from "../../platform/output-store.ts";
 import { readModelClient, readModelDbName } from "../../platform/read-model-db.ts";
 import { createEventStore, ensureStreams } from "../../streams/index.ts";
@@ -18,7 +19,7 @@ import { jetStreamFeed } from "./shell/event-feed.ts";
 import { randomIdGenerator } from "./shell/ids.ts";
 import { startOpenRunsProjection } from "./shell/open-runs-projection.ts";
 import { mongoReadModels } from "./shell/read-models.ts";
-import { loadConfig, readEnv, removePortFile, writePortFile } from "./shell/startup.ts";
+import { readEnv, removePortFile, writePortFile } from "./shell/startup.ts";
 
 const env = readEnv(process.env);
 const config = loadConfig(env.configPath);

@@ -1,26 +1,9 @@
-import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { z } from "zod";
-import { DroverConfig } from "../../../contracts/index.ts";
+import { ID_PATTERN } from "../../../contracts/index.ts";
 import { DEFAULT_LAYOUT, taggedLayout, type StreamLayout } from "../../../streams/layout.ts";
 
 const ROOT = resolve(import.meta.dirname, "../../..");
-
-/**
- * Reads and validates the configuration file. Throws an Error naming the file and every schema
- * issue (the process then stops: a service never runs on a configuration it cannot trust).
- */
-export function loadConfig(path: string): DroverConfig {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(readFileSync(path, "utf8"));
-  } catch (e) {
-    throw new Error(`cannot read configuration ${path}: ${(e as Error).message}`, { cause: e });
-  }
-  const r = DroverConfig.safeParse(raw);
-  if (!r.success) throw new Error(`configuration ${path} is invalid:\n${z.prettifyError(r.error)}`);
-  return r.data;
-}
 
 /** The environment the API reads at start-up, with its defaults. */
 export interface ApiEnv {
@@ -41,7 +24,7 @@ export interface ApiEnv {
  */
 export function readEnv(env: NodeJS.ProcessEnv): ApiEnv {
   const tag = env.DROVER_STREAM_TAG;
-  if (tag !== undefined && !/^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/.test(tag))
+  if (tag !== undefined && !ID_PATTERN.test(tag))
     throw new Error(`DROVER_STREAM_TAG ${JSON.stringify(tag)} is not lowercase [a-z0-9-]`);
   const servicesDir = env.DROVER_SERVICES_DIR ?? join(ROOT, ".run/services");
   return {
