@@ -1,5 +1,4 @@
 import {
-  DroverError,
   ERROR_CATALOGUE,
   isDroverError,
   type DagDefinition,
