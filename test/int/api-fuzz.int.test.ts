@@ -98,7 +98,12 @@ const submission = fc.record({
   path: fc.constant("/v1/runs"),
   query: fc.constant(""),
   token: fc.constantFrom(TOKENS.acme, TOKENS.globex).map((t) => `Bearer ${t}`),
-  body,
+  // A valid body one time in four: the random bodies alone reached 201 only ~4 times in 250 cases,
+  // and none at all in about one run in ten, which made the happy-path check below a coin toss.
+  body: fc.oneof(
+    { arbitrary: body, weight: 3 },
+    { arbitrary: fc.constant(JSON.stringify({ dag: validDag, labels: { team: "ml" } })), weight: 1 },
+  ),
   lastEventId,
   contentType: fc.constant("application/json"),
 });
