@@ -1,3 +1,4 @@
+import { connect } from "@nats-io/transport-node";
 import type { Db, MongoClient } from "mongodb";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
 import { READ_MODEL_COLLECTIONS } from "../../contracts/read-models.ts";
@@ -201,6 +202,42 @@ describe("forensics projector against real FerretDB and a real nats-server", () 
     const fresh = freshDb();
     await (await start(fresh)).waitFor(last, 60_000);
     expect(await dump(db)).toEqual(await dump(fresh));
+  });
+
+  it("a build from sequence 1 interrupted by a stop goes on from its checkpoint at the next start, not from sequence 1, and ends equal to a clean build, against real FerretDB", async () => {
+    let last = await seed();
+    for (let i = 0; i < 10; i++) last = await appendExamples(store);
+    const db = freshDb();
+    const m = readModelDb(db);
+    // The first process's own connection: closing it is what a SIGTERM during the build does.
+    const own = await connect({ servers: inject("natsUrl") });
+    const interrupted = startForensics({ handle: own, layout: fx.layout, db, watchdogMs: 0 });
+    const cp = await eventually(
+      "a build half-way",
+      async () => {
+        const [marker, c] = [
+          await m.checkpoints.findOne({ _id: "forensics:built" }),
+          await m.checkpoints.findOne({ _id: PROJECTION_NAME }),
+        ];
+        return marker?.state === "building" && (c?.seq ?? 0) > 0 && (c?.seq ?? 0) < last ? c!.seq : undefined;
+      },
+      30_000,
+    );
+    await own.close();
+    await expect(interrupted).rejects.toThrow();
+    const ledger = db.collection<{ _id: string; seq: number; summary: string }>("ledger");
+    // A row the build wrote before its checkpoint: a build from sequence 1 would drop and rewrite it.
+    const probe = (await ledger.findOne({ seq: { $lte: cp } }, { sort: { seq: 1 } }))!;
+    await ledger.updateOne({ _id: probe._id }, { $set: { summary: "marked by the test" } });
+
+    const svc = await start(db);
+    expect(svc.position).toBe(last);
+    expect(await isBuilt(m, PROJECTION_NAME)).toBe(true);
+    expect((await ledger.findOne({ _id: probe._id }))?.summary).toBe("marked by the test");
+    await ledger.updateOne({ _id: probe._id }, { $set: { summary: probe.summary } });
+    const clean = freshDb();
+    await (await start(clean)).waitFor(last, 60_000);
+    expect(await dump(db)).toEqual(await dump(clean));
   });
 
   it("resumes from its checkpoint after a restart without re-applying, and re-applies harmlessly after a lost checkpoint, against real FerretDB", async () => {

@@ -30,7 +30,23 @@ export function mongoCheckpointStore(m: ReadModelDb): CheckpointStore {
  * that crashed half-way).
  */
 export async function isBuilt(m: ReadModelDb, projection: string): Promise<boolean> {
-  return (await m.checkpoints.findOne({ _id: markerId(projection) }))?.state === "built";
+  return (await buildState(m, projection)).state === "built";
+}
+
+/**
+ * The build marker: `built`; `building` with the token of a build from sequence 1 that has not
+ * ended (a stop or a crash interrupted it; its rows and checkpoint are in this database, so it can
+ * go on from the checkpoint); or `none` (a fresh or dropped database: build from sequence 1).
+ */
+export async function buildState(
+  m: ReadModelDb,
+  projection: string,
+): Promise<{ state: "built" } | { state: "building"; token: string } | { state: "none" }> {
+  const marker = await m.checkpoints.findOne({ _id: markerId(projection) });
+  if (marker?.state === "built") return { state: "built" };
+  if (marker?.state === "building" && typeof marker.token === "string")
+    return { state: "building", token: marker.token };
+  return { state: "none" };
 }
 
 /** Marks a build from sequence 1 as started; returns its token for `endBuild`. */

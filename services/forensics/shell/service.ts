@@ -6,7 +6,7 @@ import {
   type Skip,
   type StreamLayout,
 } from "../../../streams/index.ts";
-import { beginBuild, endBuild, isBuilt, mongoCheckpointStore } from "./checkpoint-store.ts";
+import { beginBuild, buildState, endBuild, isBuilt, mongoCheckpointStore } from "./checkpoint-store.ts";
 import { ensureIndexes, readModelDb, type ReadModelDb } from "./collections.ts";
 import { forensicsProjection, PROJECTION_NAME } from "./projection.ts";
 
@@ -35,9 +35,10 @@ export interface ForensicsService {
 }
 
 /**
- * Starts the forensics projector: ensures the indexes, rebuilds from sequence 1 if this database
- * holds no complete build (fresh, dropped, or a rebuild that crashed half-way), otherwise resumes
- * from its checkpoint, then follows the stream live. Rebuilds are serialised: the live runner is
+ * Starts the forensics projector: ensures the indexes; rebuilds from sequence 1 if this database
+ * holds no build (fresh or dropped); goes on from the checkpoint with a build a stop or a crash
+ * interrupted (its marker still says `building` with its token, so a drop since would show); and
+ * catches up from the checkpoint with a complete build; then follows the stream live. Rebuilds are serialised: the live runner is
  * stopped first so two runners never write the same database.
  * Failure modes: MongoDB or NATS unreachable at start rejects; while live, a retryable error is
  * retried on the same event; a poison event is recorded through `onSkip` and stepped over.
@@ -52,21 +53,26 @@ export async function startForensics(o: ForensicsOptions): Promise<ForensicsServ
   let stopped = false;
   let busy: Promise<unknown> = Promise.resolve();
 
-  const follow = async (rebuild: boolean): Promise<number> => {
+  /** `rebuild`: from sequence 1; `resume`: an interrupted build, on from its checkpoint; `follow`: a complete build. */
+  const follow = async (mode: "rebuild" | { resume: string } | "follow"): Promise<number> => {
     runner = createProjectionRunner(o.handle, o.layout, projection, checkpoints, {
       checkpointEvery: 16,
       ...(o.onSkip ? { onSkip: o.onSkip } : {}),
     });
     let position: number;
-    if (rebuild) {
+    if (mode === "follow") position = await runner.catchUp();
+    else {
+      let token = typeof mode === "object" ? mode.resume : undefined;
       for (;;) {
-        const token = await beginBuild(m, PROJECTION_NAME);
-        position = await runner.rebuild();
+        if (token) position = await runner.catchUp();
+        else {
+          token = await beginBuild(m, PROJECTION_NAME);
+          position = await runner.rebuild();
+        }
         if (await endBuild(m, PROJECTION_NAME, token)) break;
-        o.log?.info({ position }, "forensics read models dropped during the rebuild: rebuilding again");
+        token = undefined;
+        o.log?.info({ position }, "forensics read models dropped during the build: rebuilding from sequence 1");
       }
-    } else {
-      position = await runner.catchUp();
     }
     const current = runner;
     await current.start();
@@ -86,15 +92,22 @@ export async function startForensics(o: ForensicsOptions): Promise<ForensicsServ
   const rebuild = () =>
     serial(async () => {
       await runner.stop();
-      const position = await follow(true);
+      const position = await follow("rebuild");
       o.log?.info({ position }, "forensics read models rebuilt from sequence 1");
       return position;
     });
 
   await ensureIndexes(m);
-  const built = await isBuilt(m, PROJECTION_NAME);
-  const position = await serial(() => follow(!built));
-  o.log?.info({ position, rebuilt: !built }, "forensics projection following the stream");
+  const build = await buildState(m, PROJECTION_NAME);
+  const mode = build.state === "built" ? "follow" : build.state === "building" ? { resume: build.token } : "rebuild";
+  const position = await serial(() => follow(mode));
+  o.log?.info(
+    {
+      position,
+      build: build.state === "built" ? "complete" : build.state === "building" ? "resumed" : "from sequence 1",
+    },
+    "forensics projection following the stream",
+  );
 
   // A dropped database loses the marker; the checkpoint alone would come back at a high sequence.
   const watchdog = o.watchdogMs
@@ -103,7 +116,7 @@ export async function startForensics(o: ForensicsOptions): Promise<ForensicsServ
           if (stopped || (await isBuilt(m, PROJECTION_NAME))) return;
           o.log?.info({}, "forensics read models missing: rebuilding");
           await runner.stop();
-          await follow(true);
+          await follow("rebuild");
         }).catch((e: unknown) => o.log?.error({ err: String(e) }, "forensics watchdog rebuild failed"));
       }, o.watchdogMs)
     : undefined;
