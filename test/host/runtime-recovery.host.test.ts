@@ -1,12 +1,14 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { DagDefinition, type DagInput, type Transport } from "../../contracts/index.ts";
-import { runRef, type StoredEvent } from "../../streams/index.ts";
+import { execRef, runRef, type StoredEvent } from "../../streams/index.ts";
+import { dagDigest, executionIdFor } from "../../services/runtime/shell/execution-open.ts";
 import {
   admitAndDispatch,
   chainDag,
   journal,
   openControlPlaneDouble,
   pauseForRecovery,
+  testEvent,
   waitForAggregate,
   waitForJournal,
   type ControlPlaneDouble,
@@ -272,7 +274,7 @@ describe("crash recovery: a replacement runtime continues the same execution", (
     expectExactlyOnePerStep(events, dag);
   });
 
-  it("refuses ResumeExecution whose epoch is not the journal's pending recovery epoch, writing nothing", async () => {
+  it("refuses ResumeExecution whose epoch is not the one recovery moved the run to, writing nothing", async () => {
     const dag = chainDag(3, 0);
     const a = await runtime("http");
     const executionId = await dispatchFresh(a, dag, "run-epoch", "lr-epoch-1");
@@ -288,10 +290,116 @@ describe("crash recovery: a replacement runtime continues the same execution", (
         dispatchedSeq: 1,
         correlationId: "c",
         executionId,
-        epoch: 1,
+        epoch: 2,
       },
     } as never);
     expect(r).toMatchObject({ success: false, failureReason: "resume-epoch-mismatch" });
     expect((await journal(cp, TENANT, executionId)).length).toBe(before.length);
+  });
+
+  it("an execution whose journal ended before its run did (the host died between the two terminal events) is finished by a resume at the next epoch: run completed from the journal, no step re-run, nothing appended to the journal", async () => {
+    const dag = chainDag(2, 0);
+    const [sharedRunId, failedLocalRunId] = ["run-ended", "lr-ended-1"];
+    const executionId = executionIdFor(sharedRunId, failedLocalRunId);
+    const gone = { runtimeInstanceId: uniqueName("rt-gone"), hostIncarnation: "pid:1:1", transport: "http" as const };
+    const dispatchedSeq = await admitAndDispatch(
+      cp,
+      { tenantId: TENANT, sharedRunId, localRunId: failedLocalRunId, ...gone },
+      dag,
+    );
+    // What the dead host had written: run started, and its whole journal up to exec completed.
+    await cp.store.append(
+      runRef(TENANT, sharedRunId),
+      testEvent(
+        "run.started",
+        { executionId, localRunId: failedLocalRunId, runtimeInstanceId: gone.runtimeInstanceId },
+        TENANT,
+      ),
+      { expectedSeq: dispatchedSeq },
+    );
+    const ended = [
+      testEvent(
+        "exec.started",
+        {
+          sharedRunId,
+          localRunId: failedLocalRunId,
+          runtimeInstanceId: gone.runtimeInstanceId,
+          dagDigest: dagDigest(dag),
+          stepCount: 2,
+          epoch: 0,
+        },
+        TENANT,
+      ),
+      ...["s01", "s02"].map((stepId, i) =>
+        testEvent(
+          "exec.step-completed",
+          { stepId, attempt: 1, output: { step: stepId }, outputDigest: String(i + 1).repeat(64), durationMs: 1 },
+          TENANT,
+        ),
+      ),
+      testEvent("exec.completed", { outputDigest: "d".repeat(64) }, TENANT),
+    ];
+    for (const [i, e] of ended.entries())
+      await cp.store.append(execRef(TENANT, executionId), e, {
+        expectedSeq: i === 0 ? 0 : await cp.store.lastSeq(execRef(TENANT, executionId)),
+      });
+    const before = await journal(cp, TENANT, executionId);
+    // Recovery's transition for an ended journal: the run alone moves, to the journal's epoch + 1.
+    await cp.store.append(
+      runRef(TENANT, sharedRunId),
+      testEvent(
+        "run.requeued-for-resume",
+        {
+          forensicsId: `runtime-recovery:${executionId}:${sharedRunId}:${failedLocalRunId}`,
+          incidentId: `inc-${gone.runtimeInstanceId}`,
+          executionId,
+          failedRuntimeInstanceId: gone.runtimeInstanceId,
+          failedLocalRunId,
+          newEpoch: 1,
+        },
+        TENANT,
+      ),
+      { expectedSeq: await cp.store.lastSeq(runRef(TENANT, sharedRunId)) },
+    );
+    const b = await runtime("grpc");
+    const resumeSeq = await admitAndDispatch(
+      cp,
+      {
+        tenantId: TENANT,
+        sharedRunId,
+        localRunId: "lr-ended-2",
+        runtimeInstanceId: b.runtimeInstanceId,
+        hostIncarnation: b.hostIncarnation,
+        transport: b.transport,
+        resumeExecutionId: executionId,
+      },
+      dag,
+    );
+    const r = await b.send({
+      operation: "ResumeExecution",
+      payload: {
+        sharedRunId,
+        localRunId: "lr-ended-2",
+        tenantId: TENANT,
+        dag,
+        dispatchedSeq: resumeSeq,
+        correlationId: sharedRunId,
+        executionId,
+        epoch: 1,
+      },
+    } as never);
+    expect(r.success, JSON.stringify(r)).toBe(true);
+    const run = await waitForAggregate(cp, runRef(TENANT, sharedRunId), (es) =>
+      es.some((e) => e.event.type === "run.completed"),
+    );
+    const completed = run.find((e) => e.event.type === "run.completed")!.event;
+    expect(completed.writer.runtimeInstanceId).toBe(b.runtimeInstanceId);
+    expect(completed.data).toMatchObject({
+      executionId,
+      localRunId: "lr-ended-2",
+      outputDigest: "d".repeat(64),
+      output: { step: "s02" },
+    });
+    expect(await journal(cp, TENANT, executionId)).toEqual(before);
   });
 });

@@ -293,7 +293,20 @@ describe("the whole stack stopped (SIGTERM) and started again on the same data",
         return true;
       },
       120_000,
-    );
+    ).catch(async (err: unknown) => {
+      // a stuck run explains itself: its status and its whole history, and the logs are kept
+      for (const r of runs) {
+        const body = (await api[r.tenant]!.run(r.id)).body;
+        if (body?.status === "completed") continue;
+        const h = await store.read(runRef(TENANTS[r.tenant]!.tenantId, r.id));
+        console.log(`stuck ${r.id} (${r.when}): ${JSON.stringify(body)}`);
+        for (const e of h.events)
+          console.log(`  ${e.seq} ${e.event.occurredAt} ${e.event.type} ${JSON.stringify(e.event.data)}`);
+      }
+      dataDir = undefined; // keep the service logs for the diagnosis
+      console.log(`service logs kept in ${data.logDir}`);
+      throw err;
+    });
     const finalMs = Date.now() - finalStartAt;
 
     const log: StoredEvent[] = [];

@@ -105,6 +105,23 @@ describe("recovery transitions (pure; proves no transport)", () => {
     expect(t[0]!.events[0]!.data).toMatchObject({ newEpoch: 2 });
   });
 
+  it("given an execution whose journal already ended (its host died before the run's terminal event), when recovered, then nothing is appended to the journal and the run alone moves to the next epoch", () => {
+    const t = recoveryTransition(inflight!, { ...ctx, exec: { ...ctx.exec!, terminal: true } });
+    expect(t.map((a) => [a.aggregate, a.expectedSeq, a.events.map((e) => e.type)])).toEqual([
+      ["run", 4, ["run.requeued-for-resume"]],
+      [
+        "forensics",
+        0,
+        [
+          "forensics.execution-recovery-candidate-detected",
+          "forensics.failed-local-run-marked-requeued-for-recovery",
+          "forensics.shared-run-requeued-for-resume",
+        ],
+      ],
+    ]);
+    expect(t[0]!.events[0]!.data).toMatchObject({ newEpoch: 2 });
+  });
+
   it("requeues a never-started run for redispatch without touching any execution", () => {
     const t = recoveryTransition(queued!, ctx);
     expect(t.map((a) => a.aggregate)).toEqual(["run", "forensics"]);

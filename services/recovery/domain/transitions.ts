@@ -15,12 +15,19 @@ export interface TransitionContext {
   readonly incidentId: RuntimeFailureIncidentId;
   readonly failedRuntimeInstanceId: RuntimeInstanceId;
   /** For in-flight items: the execution journal's last sequence and current epoch. */
-  readonly exec?: { readonly lastSeq: number; readonly epoch: number; readonly completedSteps: number };
+  readonly exec?: {
+    readonly lastSeq: number;
+    readonly epoch: number;
+    readonly completedSteps: number;
+    /** The journal ended (its host died before the run's own terminal event): nothing may follow it. */
+    readonly terminal?: boolean;
+  };
 }
 
 /**
  * The atomic transition for one recovered item (recovery.md table), as one batch of aggregates:
- * in-flight → exec `paused-for-recovery` (new epoch) + run `requeued-for-resume` + forensics;
+ * in-flight → exec `paused-for-recovery` (new epoch; none for a journal that already ended) + run
+ * `requeued-for-resume` + forensics;
  * local-queued → run `requeued-for-local-queued-recovery` + forensics. Pure; the shell commits it
  * with one JetStream atomic batch so either every fact lands or none does.
  */
@@ -53,14 +60,21 @@ export function recoveryTransition(item: RecoveryItem, ctx: TransitionContext): 
       failedLocalRunId: item.localRunId,
       newEpoch,
     };
+    // An ended journal takes no pause (nothing follows a terminal event): the run alone moves to the
+    // next epoch, and the runtime that resumes it writes only the run's terminal event from the journal.
+    const pause: AggregateEvents[] = ctx.exec.terminal
+      ? []
+      : [
+          {
+            aggregate: "exec",
+            tenantId: item.tenantId,
+            id: item.executionId,
+            expectedSeq: ctx.exec.lastSeq,
+            events: [{ type: "exec.paused-for-recovery", data: paused }],
+          },
+        ];
     return [
-      {
-        aggregate: "exec",
-        tenantId: item.tenantId,
-        id: item.executionId,
-        expectedSeq: ctx.exec.lastSeq,
-        events: [{ type: "exec.paused-for-recovery", data: paused }],
-      },
+      ...pause,
       {
         aggregate: "run",
         tenantId: item.tenantId,

@@ -41,6 +41,8 @@ export interface OpenedExecution {
   readonly exec: AggregateJournal;
   /** The journal as folded before this runtime's first write (empty for a fresh start). */
   readonly prior: ExecutionState;
+  /** The journal's terminal event when it ended before its run did (the host died between the two). */
+  readonly ended?: EndedEvent;
   readonly emit: <T extends EventType>(type: T, data: DataOf<T>) => DroverEvent;
 }
 
@@ -118,7 +120,9 @@ export async function openFresh(env: JournalEnv, p: DispatchPayload): Promise<Op
 /**
  * Reads and folds the journal and checks that `p` may resume it: the latest `paused-for-recovery`
  * is unresumed with newEpoch == p.epoch, the execution is not finished, and it belongs to the same
- * run and DAG. Writes nothing. Rejects with `resume-epoch-mismatch` or `dag-invalid`.
+ * run and DAG; or, for a journal that already ended, that `p.epoch` is the epoch recovery moved the run
+ * to (the resume then only writes the run's terminal event). Writes nothing. Rejects with
+ * `resume-epoch-mismatch` or `dag-invalid`.
  */
 export async function checkResumable(env: JournalEnv, p: ResumePayload): Promise<ExecutionState> {
   const history = await env.store.read(execRef(p.tenantId, p.executionId));
@@ -127,10 +131,16 @@ export async function checkResumable(env: JournalEnv, p: ResumePayload): Promise
     new DroverError("resume-epoch-mismatch", `execution ${p.executionId}: ${detail}`, {
       details: { executionId: p.executionId, epoch: p.epoch },
     });
-  if (state.terminal) throw refuse(`already ${state.terminal}`);
-  if (!state.pendingRecovery)
+  if (state.terminal) {
+    // The execution ended but its host died before the run's own terminal event: this resume only
+    // finishes the run from the journal (recovery writes nothing after a terminal event, so it moves
+    // the run to the epoch after the journal's; an older log may hold a paused-for-recovery instead).
+    const expected = state.pendingRecovery?.newEpoch ?? state.epoch + 1;
+    if (expected !== p.epoch)
+      throw refuse(`already ${state.terminal}; finishing its run takes epoch ${expected}, command says ${p.epoch}`);
+  } else if (!state.pendingRecovery)
     throw refuse(`no unresumed paused-for-recovery in the journal (current epoch ${state.epoch})`);
-  if (state.pendingRecovery.newEpoch !== p.epoch)
+  else if (state.pendingRecovery.newEpoch !== p.epoch)
     throw refuse(`journal's pending recovery epoch is ${state.pendingRecovery.newEpoch}, command says ${p.epoch}`);
   if (state.started && state.started.sharedRunId !== p.sharedRunId) {
     throw new DroverError(
@@ -175,9 +185,14 @@ export async function checkDispatched(env: JournalEnv, p: DispatchPayload, resum
   }
 }
 
+const TERMINAL = new Set<string>(["exec.completed", "exec.failed", "exec.cancelled"]);
+export type EndedEvent = Extract<DroverEvent, { type: "exec.completed" | "exec.failed" | "exec.cancelled" }>;
+
 /**
  * Resumes an execution on this runtime: checks it (see checkResumable), appends run `started`
- * expecting the run's `dispatched` sequence, then exec `resumed` at the sequence just folded.
+ * expecting the run's `dispatched` sequence, then exec `resumed` at the sequence just folded; for a
+ * journal that already ended, nothing more is written to it and the opened execution carries its
+ * terminal event (`ended`), from which the run's own terminal event is written.
  * Every later write carries writer.epoch = p.epoch. Conflicts reject with `execution-ownership-lost`.
  */
 export async function openResume(env: JournalEnv, p: ResumePayload): Promise<OpenedExecution> {
@@ -192,6 +207,22 @@ export async function openResume(env: JournalEnv, p: ResumePayload): Promise<Ope
     } as DataOf<"run.started">),
   );
   const exec = journalFor(env, execRef(p.tenantId, p.executionId), prior.lastSeq, p.epoch);
+  if (prior.terminal) {
+    const ended = (await env.store.read(execRef(p.tenantId, p.executionId))).events.findLast((e) =>
+      TERMINAL.has(e.event.type),
+    )?.event as EndedEvent;
+    return {
+      executionId: p.executionId,
+      localRunId: p.localRunId,
+      tenantId: p.tenantId,
+      epoch: p.epoch,
+      run,
+      exec,
+      prior,
+      emit,
+      ended,
+    };
+  }
   await exec.append(
     emit("exec.resumed", {
       runtimeInstanceId: env.runtimeInstanceId,

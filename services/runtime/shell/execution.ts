@@ -12,7 +12,7 @@ import { canonicalJson } from "../../../aggregates/step-inputs.ts";
 import { RUN_REQUESTS } from "../../../aggregates/run.ts";
 import type { OutputStore } from "../../../platform/output-store.ts";
 import { attemptOutcome, jitterUnit } from "./attempt.ts";
-import type { OpenedExecution } from "./execution-open.ts";
+import type { EndedEvent, OpenedExecution } from "./execution-open.ts";
 import type { SecretResolver } from "./secrets.ts";
 import { recordableOutput, recordedOutput } from "./step-output.ts";
 import { needsOutputs, sha256Hex, type StepRunner } from "./step-runners.ts";
@@ -106,7 +106,7 @@ export class Execution {
     if (this.deadlineAt !== undefined)
       this.deadlineTimer = setTimeout(() => this.poke(), Math.max(0, this.deadlineAt - this.env.now().getTime()));
     try {
-      return await this.loop();
+      return this.opened.ended ? await this.finishFromJournal(this.opened.ended) : await this.loop();
     } catch (e) {
       this.abort.abort(e);
       await this.drained();
@@ -340,6 +340,35 @@ export class Execution {
       reason,
     } as DataOf<"run.failed">);
     return { state: "failed", reason: reason.code, detail: reason.detail };
+  }
+
+  /**
+   * The journal ended before its run did (the host died between exec and run terminal events): write
+   * the run's terminal event from the journal, runs nothing. The output digest is the one the journal
+   * recorded; the output is rebuilt from the recorded step outputs, as a completing run builds it.
+   */
+  private async finishFromJournal(ended: EndedEvent): Promise<ExecutionOutcome> {
+    this.env.log({ event: "run-finished-from-journal", executionId: this.executionId, journal: ended.type });
+    const ids = { executionId: this.executionId, localRunId: this.opened.localRunId };
+    switch (ended.type) {
+      case "exec.completed": {
+        const result = await this.runOutput();
+        await this.appendRun("run.completed", {
+          ...ids,
+          outputDigest: ended.data.outputDigest,
+          ...(result.outputRef ? { outputRef: result.outputRef } : { output: result.output }),
+        } as DataOf<"run.completed">);
+        return { state: "completed" };
+      }
+      case "exec.failed":
+        await this.appendRun("run.failed", { ...ids, reason: ended.data.reason } as DataOf<"run.failed">);
+        return { state: "failed", reason: ended.data.reason.code, detail: ended.data.reason.detail };
+      case "exec.cancelled":
+        await this.appendRun("run.cancelled", { reason: ended.data.reason });
+        return { state: "cancelled" };
+      default:
+        return assertNever(ended);
+    }
   }
 
   private async finishCancelled(): Promise<ExecutionOutcome> {

@@ -182,6 +182,44 @@ describe("Execution: deterministic, durable, fenced (in-memory store; proves no 
     ]);
   });
 
+  it("given a journal that completed while its run's completed event was never written (the host died between them), when resumed at the next epoch, then no step runs, the journal gets nothing more and the run completes with the journal's digest and output", async () => {
+    const store = new MemoryEventStore();
+    const dag = chain(2);
+    const first = await openFresh(journalEnv(store), payload(dag));
+    for (const id of ["s1", "s2"])
+      await first.exec.append(
+        first.emit("exec.step-completed", {
+          stepId: id,
+          attempt: 1,
+          output: { ok: id },
+          outputDigest: (id === "s1" ? "a" : "b").repeat(64),
+          durationMs: 1,
+        } as never),
+      );
+    await first.exec.append(first.emit("exec.completed", { outputDigest: "d".repeat(64) }));
+    const journalBefore = await types(store, first.exec.ref);
+    const resume = (epoch: number, localRunId: string) =>
+      openResume(journalEnv(store, "rt-b"), {
+        ...payload(dag, localRunId),
+        executionId: first.executionId,
+        epoch,
+        dispatchedSeq: 1,
+      } as never);
+    // Only the epoch recovery moved the run to (the journal's epoch + 1) may finish it.
+    await expect(resume(2, "l2")).rejects.toThrow(/already completed; finishing its run takes epoch 1/);
+    const { runner, calls } = recordingRunner();
+    const resumed = await resume(1, "l2");
+    expect(await new Execution(executor(runner), resumed, dag, 0).run()).toEqual({ state: "completed" });
+    expect(calls).toEqual([]);
+    expect(await types(store, first.exec.ref)).toEqual(journalBefore);
+    const run = (await store.read(runRef(T, "r1"))).events.map((e) => e.event as DroverEvent);
+    expect(run.map((e) => e.type)).toEqual(["run.started", "run.started", "run.completed"]);
+    expect(run[2]).toMatchObject({
+      data: { executionId: first.executionId, localRunId: "l2", outputDigest: "d".repeat(64), output: { ok: "s2" } },
+      writer: { runtimeInstanceId: "rt-b", epoch: 1 },
+    });
+  });
+
   it("a sleep step makes its timer durable before it waits; a resume sleeps only what is left of it and records no second timer", async () => {
     const store = new MemoryEventStore();
     const dag = DagDefinition.parse({
