@@ -116,6 +116,12 @@ export const ERROR_CATALOGUE = {
     httpStatus: 503,
     summary: "no runtime visible to the tenant offers every step kind of the run's DAG",
   },
+  "crash-loop": {
+    retryable: false,
+    httpStatus: 422,
+    summary:
+      "the run's execution crashed its runtime more often than the tenant's maxCrashRecoveries; not resumed again",
+  },
   "scale-out-limit-reached": {
     retryable: true,
     httpStatus: 503,

@@ -79,6 +79,13 @@ export const TenantSettings = z
     transport: Transport.default("http"),
     worker: WorkerSettings.optional().describe("the tenant's own step code; dedicated or hybrid tenants only"),
     secrets: SecretSource.optional(),
+    maxCrashRecoveries: z
+      .number()
+      .int()
+      .min(0)
+      .max(100)
+      .default(3)
+      .describe("resumes of one execution after it crashed its runtime; one crash more fails the run with crash-loop"),
   })
   .strict()
   .refine((t) => t.worker === undefined || t.isolationMode !== "shared", {

@@ -25,6 +25,7 @@ const SHARED_DEFAULTS = {
   weight: 1,
   hostProvider: "process",
   transport: "http",
+  maxCrashRecoveries: 3,
 };
 
 describe("tenant settings defaults", () => {

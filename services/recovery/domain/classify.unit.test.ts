@@ -122,6 +122,28 @@ describe("recovery transitions (pure; proves no transport)", () => {
     expect(t[0]!.events[0]!.data).toMatchObject({ newEpoch: 2 });
   });
 
+  it("given one crash more than the tenant allows, when recovered, then the execution is paused (its last owner fenced), the run fails with crash-loop naming the incidents, and the forensics record says failed", () => {
+    const crashLoop = { crashes: 4, limit: 3, incidents: ["inc-1", "inc-2", "inc-3", String(ids.incident)] };
+    const t = recoveryTransition(inflight!, { ...ctx, crashLoop });
+    expect(t.map((a) => [a.aggregate, a.expectedSeq, a.events.map((e) => e.type)])).toEqual([
+      ["exec", 40, ["exec.paused-for-recovery"]],
+      ["run", 4, ["run.failed"]],
+      ["forensics", 0, ["forensics.execution-recovery-candidate-detected", "forensics.execution-recovery-completed"]],
+    ]);
+    expect(t[1]!.events[0]!.data).toMatchObject({
+      reason: {
+        code: "crash-loop",
+        detail: expect.stringContaining("crashed its runtime 4 times (incidents inc-1, inc-2, inc-3"),
+      },
+    });
+    expect(t[2]!.events[1]!.data).toMatchObject({ outcome: "failed" });
+    for (const agg of t)
+      for (const e of agg.events)
+        expect(() =>
+          parseEvent({ ...EXAMPLE_BUILDERS[e.type as EventType](), tenantId: agg.tenantId, data: e.data }),
+        ).not.toThrow();
+  });
+
   it("requeues a never-started run for redispatch without touching any execution", () => {
     const t = recoveryTransition(queued!, ctx);
     expect(t.map((a) => a.aggregate)).toEqual(["run", "forensics"]);

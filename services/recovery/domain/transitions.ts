@@ -22,6 +22,11 @@ export interface TransitionContext {
     /** The journal ended (its host died before the run's own terminal event): nothing may follow it. */
     readonly terminal?: boolean;
   };
+  /**
+   * Set when this crash is one more than the tenant allows (see crash-loop.ts): the execution is
+   * paused (fencing its last owner) and the run fails with `crash-loop` instead of being resumed.
+   */
+  readonly crashLoop?: { readonly crashes: number; readonly limit: number; readonly incidents: readonly string[] };
 }
 
 /**
@@ -32,16 +37,8 @@ export interface TransitionContext {
  * with one JetStream atomic batch so either every fact lands or none does.
  */
 export function recoveryTransition(item: RecoveryItem, ctx: TransitionContext): AggregateEvents[] {
-  const forensicsId = forensicsIdOf(item);
-  const common = {
-    forensicsId,
-    incidentId: ctx.incidentId,
-    class: item.class,
-    sharedRunId: item.sharedRunId,
-    failedRuntimeInstanceId: ctx.failedRuntimeInstanceId,
-    failedLocalRunId: item.localRunId,
-    ...(item.executionId ? { executionId: item.executionId } : {}),
-  };
+  const common = commonOf(item, ctx);
+  const forensicsId = common.forensicsId;
   if (item.class === "in-flight-execution") {
     if (!ctx.exec || !item.executionId)
       throw new Error(`in-flight item ${forensicsId} needs its execution's journal state`);
@@ -73,6 +70,7 @@ export function recoveryTransition(item: RecoveryItem, ctx: TransitionContext): 
             events: [{ type: "exec.paused-for-recovery", data: paused }],
           },
         ];
+    if (ctx.crashLoop && !ctx.exec.terminal) return crashLoopTransition(item, ctx, pause, common);
     return [
       ...pause,
       {
@@ -124,4 +122,58 @@ export function recoveryTransition(item: RecoveryItem, ctx: TransitionContext): 
       ],
     },
   ];
+}
+
+/** In-flight, one crash too many: pause (fences the last owner), run `failed` with crash-loop, forensics says so. */
+function crashLoopTransition(
+  item: RecoveryItem,
+  ctx: TransitionContext,
+  pause: AggregateEvents[],
+  common: ReturnType<typeof commonOf>,
+): AggregateEvents[] {
+  const { crashes, limit, incidents } = ctx.crashLoop!;
+  const reason = {
+    code: "crash-loop" as const,
+    detail:
+      `execution ${item.executionId} crashed its runtime ${crashes} times (incidents ${incidents.join(", ")}); maxCrashRecoveries is ${limit}, so it is not resumed again`.slice(
+        0,
+        2000,
+      ),
+  };
+  return [
+    ...pause,
+    {
+      aggregate: "run",
+      tenantId: item.tenantId,
+      id: item.sharedRunId,
+      expectedSeq: item.runSeq,
+      events: [{ type: "run.failed", data: { executionId: item.executionId, localRunId: item.localRunId, reason } }],
+    },
+    {
+      aggregate: "forensics",
+      tenantId: item.tenantId,
+      id: common.forensicsId,
+      expectedSeq: 0,
+      events: [
+        {
+          type: "forensics.execution-recovery-candidate-detected",
+          data: { ...common, completedSteps: ctx.exec?.completedSteps ?? 0 },
+        },
+        { type: "forensics.execution-recovery-completed", data: { ...common, outcome: "failed" } },
+      ],
+    },
+  ];
+}
+
+/** The facts every forensics event of one item repeats. */
+function commonOf(item: RecoveryItem, ctx: TransitionContext) {
+  return {
+    forensicsId: forensicsIdOf(item),
+    incidentId: ctx.incidentId,
+    class: item.class,
+    sharedRunId: item.sharedRunId,
+    failedRuntimeInstanceId: ctx.failedRuntimeInstanceId,
+    failedLocalRunId: item.localRunId,
+    ...(item.executionId ? { executionId: item.executionId } : {}),
+  };
 }

@@ -1,4 +1,9 @@
-import { isDroverError, type RuntimeFailureIncidentId, type RuntimeInstanceId } from "../../../contracts/index.ts";
+import {
+  isDroverError,
+  tenantSettingsOf,
+  type RuntimeFailureIncidentId,
+  type RuntimeInstanceId,
+} from "../../../contracts/index.ts";
 import { foldRun } from "../../../aggregates/run.ts";
 import { envelope } from "../../../platform/envelope.ts";
 import {
@@ -10,6 +15,7 @@ import {
   type BatchEntry,
 } from "../../../streams/index.ts";
 import { classifyInventory, forensicsIdOf, type RecoveryItem } from "../domain/classify.ts";
+import { crashLoopOf } from "../domain/crash-loop.ts";
 import { summarizeExecution } from "../domain/exec-summary.ts";
 import { recoveryTransition, type AggregateEvents } from "../domain/transitions.ts";
 import type { RuntimeRecord } from "../domain/runtime-health.ts";
@@ -100,7 +106,8 @@ async function recoverItem(
 ): Promise<RecoveryItem | undefined> {
   for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
     // Fresh reads: the follower may lag, and the batch must expect the aggregates' true last sequences.
-    const run = foldRun((await deps.store.read(runRef(candidate.tenantId, candidate.sharedRunId))).events);
+    const history = (await deps.store.read(runRef(candidate.tenantId, candidate.sharedRunId))).events;
+    const run = foldRun(history);
     const [item] = classifyInventory(failed, [
       { tenantId: candidate.tenantId, sharedRunId: candidate.sharedRunId, state: run },
     ]);
@@ -110,7 +117,16 @@ async function recoverItem(
     const exec = item.executionId
       ? summarizeExecution((await deps.store.read(execRef(item.tenantId, item.executionId))).events)
       : undefined;
-    const aggs = recoveryTransition(item, { incidentId, failedRuntimeInstanceId: failed, ...(exec ? { exec } : {}) });
+    const limit = tenantSettingsOf(deps.config, item.tenantId).maxCrashRecoveries;
+    const crashLoop = item.executionId ? crashLoopOf(history, incidentId, limit) : undefined;
+    if (crashLoop)
+      deps.log.warn({ run: item.sharedRunId, ...crashLoop }, "crash loop: the run fails instead of resuming");
+    const aggs = recoveryTransition(item, {
+      incidentId,
+      failedRuntimeInstanceId: failed,
+      ...(exec ? { exec } : {}),
+      ...(crashLoop ? { crashLoop } : {}),
+    });
     const entries: BatchEntry[] = aggs.map((a) => ({
       ref: refOf(a),
       expectedSeq: a.expectedSeq,
