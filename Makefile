@@ -74,8 +74,8 @@ image: node_modules/.stamp k8s-build ## build the pause and runtime images as ar
 test-k8s: k8s-build
 .PHONY: k8s-build k8s-up k8s-down image
 
-test-restarts: deps ## the whole stack restarted six times on a 20,000-event stream (not in make test: an open defect, docs/decisions.md)
-	npx vitest run --project restarts
+test-restarts: deps ## the whole-stack restart test alone (six starts on a 20,000-event stream; also part of make test's e2e tier)
+	npx vitest run --project e2e test/e2e/stack-restarts.e2e.test.ts
 
 test-proof-long: deps ## the proof at P=20 over HTTP and gRPC, three rounds in a row (longer than make test)
 	PROOF_PARALLEL=20 PROOF_ROUNDS=3 npx vitest run --project proof

@@ -57,18 +57,6 @@ export default defineConfig({
         },
       },
       {
-        // Not in `make test` (run with `make test-restarts`): it failed once in four fresh-clone runs
-        // with a run not completed 120 s after the sixth start; see docs/decisions.md "Open defects".
-        test: {
-          name: "restarts",
-          include: ["test/restarts/**/*.restarts.test.ts"],
-          globalSetup: ["test/support/int-global-setup.ts"],
-          testTimeout: 300_000,
-          hookTimeout: 120_000,
-          maxWorkers: 1,
-        },
-      },
-      {
         test: {
           name: "proof",
           include: ["test/proof/**/*.proof.test.ts"],

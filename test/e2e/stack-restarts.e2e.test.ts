@@ -118,11 +118,12 @@ async function logTime(file: string, msg: string, since: number): Promise<number
  * opens no incident (no `suspected`, no incident document), while the SIGKILL does open one; each
  * start's first dispatch comes within FIRST_DISPATCH_BOUND_MS.
  *
- * Without the forensics service: its first build of the read models starts again from sequence 1
- * after every stop, and on FerretDB it did not finish 20,000 events within 141 s on this machine, so
- * with it no start here would see read models. That the read models open no incident for a planned
- * stop is proven by services/forensics/domain/folds.unit.test.ts; here the stream shows it (no
- * `suspected`, no `fenced` for a stopped runtime).
+ * Without the forensics service: on FerretDB its build of the read models runs at a few hundred
+ * events per second, so with it every start here would compete with a long build for the 2 cores.
+ * That a build interrupted by a stop goes on from its checkpoint is proven by
+ * test/int/forensics-projector.int.test.ts; that the read models open no incident for a planned stop
+ * by services/forensics/domain/folds.unit.test.ts; here the stream shows it (no `suspected`, no
+ * `fenced` for a stopped runtime).
  */
 describe("the whole stack stopped (SIGTERM) and started again on the same data", () => {
   let cp: ControlPlane | undefined;
