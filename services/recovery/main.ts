@@ -16,6 +16,7 @@ const state = new RecoveryState(ctx.layout.eventPrefix, (subject, seq, error) =>
 );
 const service = await startRecovery({
   js: ctx.js,
+  status: ctx.nc.status(),
   config: ctx.config,
   layout: ctx.layout,
   store: ctx.store,

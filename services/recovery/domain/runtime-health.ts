@@ -70,6 +70,7 @@ export function suspicion(
   lastBeatAtMs: number | undefined,
   now: number,
   staleMs: number,
+  viewLiveSinceMs = 0,
 ): { code: "host-exited" | "pod-deleted" | "heartbeat-stale"; detail: string } | undefined {
   if (r.suspected || r.fenced || r.retired || !r.host) return undefined;
   if (r.exited && r.exited.hostIncarnation === r.host.hostIncarnation) {
@@ -81,7 +82,9 @@ export function suspicion(
     };
   }
   if (!r.published) return undefined;
-  const since = Math.max(lastBeatAtMs ?? 0, r.publishedAtMs ?? 0);
+  // Silence counts only while this reader's view of heartbeats is live: after a start or a NATS
+  // reconnect, every runtime gets a whole bound to be heard from again (no fencing storm).
+  const since = Math.max(lastBeatAtMs ?? 0, r.publishedAtMs ?? 0, viewLiveSinceMs);
   if (now - since > staleMs)
     return { code: "heartbeat-stale", detail: `no heartbeat for ${now - since} ms (bound ${staleMs} ms)` };
   return undefined;

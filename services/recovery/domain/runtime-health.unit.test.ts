@@ -41,3 +41,23 @@ describe("runtime health after a planned stop (pure fold; proves no transport)",
     expect(fold([...live, retired]).stopped).toBeUndefined();
   });
 });
+
+describe("heartbeat silence counts only while the reader's view is live (pure; proves no transport)", () => {
+  const live = fold([
+    exampleEvent("runtime.registered"),
+    exampleEvent("runtime.host-started"),
+    exampleEvent("runtime.capacity-published"),
+  ]);
+  it("given a last beat long ago, when the view went live (start or NATS reconnect) less than a bound ago, then the runtime is not stale; a bound after that, it is", () => {
+    const lastBeat = 100_000;
+    const reconnectedAt = 1_000_000;
+    expect(suspicion(live, lastBeat, reconnectedAt + 700, 750, reconnectedAt)).toBeUndefined();
+    expect(suspicion(live, lastBeat, reconnectedAt + 800, 750, reconnectedAt)).toMatchObject({
+      code: "heartbeat-stale",
+      detail: "no heartbeat for 800 ms (bound 750 ms)",
+    });
+  });
+  it("given a disconnected reader (view live since never), when any time passes, then nothing is stale", () => {
+    expect(suspicion(live, 0, 10_000_000, 750, Number.POSITIVE_INFINITY)).toBeUndefined();
+  });
+});

@@ -7,12 +7,26 @@ import { incidentIdOf, type RecoveryDeps } from "./deps.ts";
 /**
  * Health: turns the first failure signal of each live runtime of this control plane into
  * `runtime suspected` (conditional on the runtime's sequence, so replicas converge on one). Capacity
- * folds it as unschedulable at once. A missing heartbeat counts only past the staleness bound.
+ * folds it as unschedulable at once. A missing heartbeat counts only past the staleness bound, and
+ * only from `viewLiveSinceMs` on (this replica's start or its last NATS reconnect).
  */
-export async function detect(deps: RecoveryDeps, now: number, staleMs: number): Promise<void> {
+export async function detect(
+  deps: RecoveryDeps,
+  now: number,
+  staleMs: number,
+  viewLiveSinceMs = 0,
+  /** Folds the stream's own last beat of a runtime into the state (a direct read, not the follower). */
+  latestBeat?: (runtimeInstanceId: string) => Promise<void>,
+): Promise<void> {
   for (const rt of deps.state.runtimes.values()) {
     if (rt.registration?.controlPlaneId !== deps.config.controlPlaneId) continue;
-    const why = suspicion(rt, deps.state.lastBeatMs.get(rt.runtimeInstanceId), now, staleMs);
+    const check = () => suspicion(rt, deps.state.lastBeatMs.get(rt.runtimeInstanceId), now, staleMs, viewLiveSinceMs);
+    let why = check();
+    // Silence as this replica's follower sees it: the stream itself has the last word.
+    if (why?.code === "heartbeat-stale" && latestBeat) {
+      await latestBeat(rt.runtimeInstanceId);
+      why = check();
+    }
     if (!why) continue;
     const incidentId = incidentIdOf(deps, rt.runtimeInstanceId);
     const event = envelope(

@@ -1,11 +1,16 @@
 import type { JetStreamClient } from "@nats-io/jetstream";
+import type { Status } from "@nats-io/transport-node";
 import { staleHeartbeatMsOf } from "../../../contracts/index.ts";
 import { follow, type Follower } from "../../../platform/follow.ts";
+import { heartbeatSubject } from "../../../streams/index.ts";
 import type { RecoveryDeps } from "./deps.ts";
 import { fence } from "./fence.ts";
 import { detect } from "./health.ts";
 import { reconcile } from "./reconcile.ts";
 import { advanceTimeline } from "./timeline.ts";
+
+/** nats.js's default reconnectTimeWait (2 s) plus its jitter: how late a runtime may reconnect after us. */
+const RECONNECT_ALLOWANCE_MS = 2_500;
 
 export interface RecoveryService {
   readonly ready: Promise<void>;
@@ -20,7 +25,12 @@ export interface RecoveryService {
  * decides, the host strategy proves the boundary, the reconciler moves work.
  */
 export async function startRecovery(
-  deps: RecoveryDeps & { js: JetStreamClient; tickMs?: number },
+  deps: RecoveryDeps & {
+    js: JetStreamClient;
+    tickMs?: number;
+    /** The NATS connection's status events: while disconnected, and for one bound after, no runtime is stale. */
+    status?: AsyncIterable<Status>;
+  },
 ): Promise<RecoveryService> {
   const p = deps.layout.eventPrefix;
   const events: Follower = await follow(
@@ -34,7 +44,7 @@ export async function startRecovery(
   const beats: Follower = await follow(
     deps.js,
     { stream: deps.layout.heartbeatStream, filters: [`${deps.layout.heartbeatPrefix}.>`], lastPerSubject: true },
-    (m) => deps.state.applyBeat(m),
+    (m) => deps.state.applyBeat(m, Math.floor(m.info.timestampNanos / 1e6)),
   );
   for (const f of [events, beats]) f.done.catch((e) => deps.log.fatal({ err: String(e) }, "recovery follower stopped"));
   const fencing = new Set<string>();
@@ -45,6 +55,29 @@ export async function startRecovery(
     // later retirement or heartbeats are not folded yet, and health would suspect them (issue 23).
     caughtUp = false;
   const staleMs = staleHeartbeatMsOf(deps.config);
+  const jsm = await deps.js.jetstreamManager();
+  // The stream's own last beat of a runtime: what health checks before calling it stale, so a
+  // follower that lags (its consumer being recreated after a NATS restart) never fences anyone.
+  const latestBeat = async (runtimeInstanceId: string): Promise<void> => {
+    const m = await jsm.direct
+      .getMessage(deps.layout.heartbeatStream, { last_by_subj: heartbeatSubject(deps.layout, runtimeInstanceId) })
+      .catch(() => null);
+    if (m) deps.state.applyBeat(m, m.time.getTime());
+  };
+  // Heartbeat silence counts from here: this replica's catch-up, then each NATS reconnect. While
+  // disconnected it sees no beats at all, so nothing is stale (a NATS outage is not a dead fleet).
+  let viewLiveSince = Number.POSITIVE_INFINITY;
+  void (async () => {
+    for await (const s of deps.status ?? []) {
+      if (s.type === "disconnect") viewLiveSince = Number.POSITIVE_INFINITY;
+      else if (s.type === "reconnect" && caughtUp) {
+        // Runtimes reconnect on their own schedule (nats.js: every 2 s, with jitter): they get that
+        // long on top of the bound to be heard from again.
+        viewLiveSince = deps.env.clock.now().getTime() + RECONNECT_ALLOWANCE_MS;
+        deps.log.info({ staleMs }, "NATS reconnected: heartbeat silence counts from now");
+      }
+    }
+  })().catch(() => undefined);
 
   const pass = async (): Promise<void> => {
     if (stopped || !caughtUp) return;
@@ -56,7 +89,7 @@ export async function startRecovery(
     try {
       do {
         again = false;
-        await detect(deps, deps.env.clock.now().getTime(), staleMs);
+        await detect(deps, deps.env.clock.now().getTime(), staleMs, viewLiveSince, latestBeat);
         for (const rt of deps.state.runtimes.values()) {
           if (
             rt.suspected &&
@@ -92,6 +125,7 @@ export async function startRecovery(
   const ready = Promise.all([events.caughtUp, beats.caughtUp]).then(() => {
     if (stopped) return;
     caughtUp = true;
+    viewLiveSince = deps.env.clock.now().getTime();
     deps.state.onChange(() => void pass());
     timer = setInterval(() => void pass(), deps.tickMs ?? 200);
     void pass();

@@ -75,7 +75,11 @@ export class RecoveryState {
     this.applyEvent(subject.slice(this.prefix.length + 1).split("."), e, seq, Date.now());
   }
 
-  applyBeat(m: Pick<JsMsg, "data" | "seq" | "subject">): void {
+  /**
+   * Folds one heartbeat: its time is when the stream stored it (`storedAtMs`, the server's clock),
+   * never the writer's `at`; without it (a test's message), the writer's `at`.
+   */
+  applyBeat(m: Pick<JsMsg, "data" | "seq" | "subject">, storedAtMs?: number): void {
     try {
       const hb = decodeJson(Heartbeat, m.data, "heartbeat", { seq: m.seq, subject: m.subject });
       const rt = this.runtimes.get(hb.runtimeInstanceId);
@@ -83,7 +87,7 @@ export class RecoveryState {
       if (rt?.host && rt.host.hostIncarnation !== hb.hostIncarnation) return;
       this.lastBeatMs.set(
         hb.runtimeInstanceId,
-        Math.max(this.lastBeatMs.get(hb.runtimeInstanceId) ?? 0, Date.parse(hb.at)),
+        Math.max(this.lastBeatMs.get(hb.runtimeInstanceId) ?? 0, storedAtMs ?? Date.parse(hb.at)),
       );
     } catch (err) {
       this.onInvalid(m.subject, m.seq, String(err));
