@@ -1,4 +1,5 @@
 import { DeliverPolicy, type JetStreamClient, type JsMsg } from "@nats-io/jetstream";
+import { LIVE_CONSUME } from "../streams/index.ts";
 
 export interface Follower {
   /** Resolves once every message stored before the follower started has been handled. */
@@ -43,7 +44,7 @@ export async function follow(
       ? { deliver_policy: DeliverPolicy.LastPerSubject }
       : { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: fromSeq }),
   });
-  const messages = await oc.consume({ max_messages: 256 });
+  const messages = await oc.consume({ max_messages: 256, ...LIVE_CONSUME });
   let markCaughtUp!: () => void;
   const caughtUp = new Promise<void>((ok) => {
     markCaughtUp = ok;

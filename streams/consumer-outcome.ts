@@ -36,3 +36,11 @@ export function outcomeOf(
   const table = policy.backoffMs.length > 0 ? policy.backoffMs : DEFAULT_BACKOFF_MS;
   return { kind: "nak", delayMs: table[Math.min(Math.max(deliveryCount, 1), table.length) - 1]! };
 }
+
+/**
+ * Options of every live `consume()`: a pull expires after 5 s, so the server's idle heartbeat comes
+ * every 2.5 s and a consumer lost with a restarted server is noticed (two missed heartbeats) and
+ * recreated within about 5 s; nats.js's default (30 s) left followers blind for 30–40 s after a
+ * NATS restart, long enough for capacity to look gone and for health to see silence.
+ */
+export const LIVE_CONSUME = { expires: 5_000 } as const;

@@ -13,7 +13,7 @@ import {
 import { nanos } from "@nats-io/transport-node";
 import { DroverError } from "../contracts/index.ts";
 import type { NatsHandle } from "./connection.ts";
-import { DEFAULT_BACKOFF_MS, outcomeOf, type Outcome } from "./consumer-outcome.ts";
+import { DEFAULT_BACKOFF_MS, LIVE_CONSUME, outcomeOf, type Outcome } from "./consumer-outcome.ts";
 import type { StreamLayout } from "./layout.ts";
 import { storeContext, type EventStoreOptions } from "./store-context.ts";
 import { toStoredEvent } from "./stored.ts";
@@ -122,7 +122,7 @@ export async function runConsumer(
   const consumer = await ctx.js.consumers.get(layout.eventStream, spec.name);
   const policy = { maxDeliver: spec.maxDeliver ?? 5, backoffMs: opts.backoffMs ?? DEFAULT_BACKOFF_MS };
   const workingEvery = opts.workingEveryMs ?? Math.max(100, Math.floor((spec.ackWaitMs ?? 30_000) / 3));
-  const messages: ConsumerMessages = await consumer.consume({ max_messages: opts.prefetch ?? 1 });
+  const messages: ConsumerMessages = await consumer.consume({ max_messages: opts.prefetch ?? 1, ...LIVE_CONSUME });
 
   async function handle1(m: JsMsg): Promise<void> {
     const deliveryCount = m.info.deliveryCount;

@@ -48,7 +48,7 @@ export {
   type ProjectionRunner,
   type ProjectionRunnerOptions,
 } from "./projection-runner.ts";
-export { outcomeOf, DEFAULT_BACKOFF_MS, type Outcome, type RetryPolicy } from "./consumer-outcome.ts";
+export { outcomeOf, DEFAULT_BACKOFF_MS, LIVE_CONSUME, type Outcome, type RetryPolicy } from "./consumer-outcome.ts";
 export {
   ensureConsumer,
   runConsumer,

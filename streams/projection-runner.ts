@@ -8,6 +8,7 @@ import { storeContext, type EventStoreOptions, type StoreContext } from "./store
 import { toStoredEvent } from "./stored.ts";
 import type { Skip } from "./skip.ts";
 import type { StoredEvent } from "./types.ts";
+import { LIVE_CONSUME } from "./consumer-outcome.ts";
 
 /** A read model fed from the event stream. Projections only fold: no appends, no side effects. */
 export interface Projection {
@@ -182,7 +183,7 @@ export function createProjectionRunner(
       deliver_policy: DeliverPolicy.StartSequence,
       opt_start_seq: from,
     });
-    messages = await oc.consume({ max_messages: 256 });
+    messages = await oc.consume({ max_messages: 256, ...LIVE_CONSUME });
     // Stopped while the consumer was being created: close without waiting, or the close (which
     // settles when the iteration ends) and this function would wait for each other for ever.
     if (stopping) void messages.close().catch(() => undefined);

@@ -4,6 +4,7 @@ import { decodeEvent, type DroverEvent } from "../../../contracts/index.ts";
 import type { StreamLayout } from "../../../streams/layout.ts";
 import { tenantFilter } from "../../../streams/subjects.ts";
 import { subjectVisibleIn, visibleIn, type FeedScope } from "../domain/access.ts";
+import { LIVE_CONSUME } from "../../../streams/index.ts";
 
 /** One frame of an event feed. */
 export type FeedFrame =
@@ -53,7 +54,7 @@ export function jetStreamFeed(js: JetStreamClient, jsm: JetStreamManager, layout
         deliver_policy: DeliverPolicy.StartSequence,
         opt_start_seq: start,
       });
-      const messages = await consumer.consume();
+      const messages = await consumer.consume(LIVE_CONSUME);
       const stop = () => messages.stop();
       signal.addEventListener("abort", stop, { once: true });
       try {

@@ -2,6 +2,7 @@ import { DeliverPolicy, type JetStreamClient, type JetStreamManager } from "@nat
 import { DroverError } from "../../../contracts/index.ts";
 import type { StreamLayout } from "../../../streams/layout.ts";
 import { emptyOpenRuns, foldOpenRunEvent, openRunCount } from "../domain/open-runs.ts";
+import { LIVE_CONSUME } from "../../../streams/index.ts";
 
 /** Counts a tenant's unfinished runs for the submission quota. */
 export interface OpenRunsCounter {
@@ -36,7 +37,7 @@ export async function startOpenRunsProjection(
     filter_subjects: `${layout.eventPrefix}.run.>`,
     deliver_policy: DeliverPolicy.All,
   });
-  const messages = await consumer.consume();
+  const messages = await consumer.consume(LIVE_CONSUME);
   const loop = (async () => {
     for await (const m of messages) {
       foldOpenRunEvent(state, m.seq, m.subject.slice(skip).split("."));
