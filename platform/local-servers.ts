@@ -51,6 +51,7 @@ async function launch(
   url: string,
   dir: string,
   host = "127.0.0.1",
+  removeDir = true,
 ): Promise<RunningServer> {
   const child = spawn(cmd, args, { stdio: ["ignore", "ignore", "pipe"] });
   live.add(child);
@@ -87,7 +88,7 @@ async function launch(
         await exited;
         clearTimeout(timer);
       }
-      await rm(dir, { recursive: true, force: true });
+      if (removeDir) await rm(dir, { recursive: true, force: true });
     },
   };
 }
@@ -98,9 +99,16 @@ async function launch(
  * (default 127.0.0.1) is where it listens: a real local-cluster node's address for Pods to reach it.
  */
 export async function startNats(
-  opts: { port?: number; host?: string; extraArgs?: string[]; binary?: "nats-server" | "nats-server-debian" } = {},
+  opts: {
+    port?: number;
+    host?: string;
+    extraArgs?: string[];
+    binary?: "nats-server" | "nats-server-debian";
+    /** The JetStream store directory, owned by the caller (kept at stop): a restart on the same data. */
+    storeDir?: string;
+  } = {},
 ): Promise<RunningServer> {
-  const dir = await mkdtemp(join(tmpdir(), "drover-nats-"));
+  const dir = opts.storeDir ?? (await mkdtemp(join(tmpdir(), "drover-nats-")));
   const host = opts.host ?? "127.0.0.1";
   const port = opts.port ?? (await freePort());
   return launch(
@@ -111,6 +119,7 @@ export async function startNats(
     `nats://${host}:${port}`,
     dir,
     host,
+    opts.storeDir === undefined,
   );
 }
 
