@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import type { NatsConnection } from "@nats-io/transport-node";
+import { validateExecutionLog } from "../aggregates/replay-validation.ts";
 import { canonicalJson } from "../aggregates/step-inputs.ts";
 import type { DagInput } from "../contracts/index.ts";
 import { createOutputStore } from "../platform/output-store.ts";
@@ -74,4 +75,58 @@ export async function readStoredOutputs(
     if (!texts.has(ref.name)) texts.set(ref.name, new TextDecoder().decode(await os.get(ref)));
   }
   return texts;
+}
+
+/**
+ * Replay validation's negative control on the proof's own log: one recorded custom output kept
+ * inline and one kept in the object store each get a tampered outputDigest, and the stored one also
+ * tampered bytes; each must be a divergence (`output-rederivation`) at exactly that event's sequence.
+ */
+export function tamperAssertion(
+  log: readonly StoredEvent[],
+  stored: ReadonlyMap<string, string>,
+  dag: DagInput,
+): AssertionResult {
+  const custom = new Set(dag.steps.filter((s) => s.kind === "custom").map((s) => s.id));
+  const completions = log.filter((e) => e.event.type === "exec.step-completed" && custom.has(e.event.data.stepId));
+  const inline = completions.find((e) => e.event.type === "exec.step-completed" && !e.event.data.outputRef);
+  const kept = completions.find((e) => e.event.type === "exec.step-completed" && e.event.data.outputRef);
+  const problems: string[] = [];
+  const expectDivergence = (what: string, target: StoredEvent | undefined, tampered: StoredEvent[], texts = stored) => {
+    if (!target) return problems.push(`no ${what} to tamper with`);
+    const r = validateExecutionLog(target.subject.split(".").at(-2) ?? "", tampered, {
+      digest: sha256,
+      storedOutputs: texts,
+    });
+    if (r.kind !== "divergence" || r.divergence.invariant !== "output-rederivation" || r.divergence.seq !== target.seq)
+      problems.push(
+        `${what} at seq ${target.seq}: ${r.kind === "divergence" ? `${r.divergence.invariant} at ${r.divergence.seq}` : "match"}`,
+      );
+    return 0;
+  };
+  const withDigest = (target: StoredEvent | undefined) =>
+    log.map((e) =>
+      e === target
+        ? ({ ...e, event: { ...e.event, data: { ...e.event.data, outputDigest: "0".repeat(64) } } } as StoredEvent)
+        : e,
+    );
+  expectDivergence("an inline custom output's digest", inline, withDigest(inline));
+  expectDivergence("a stored output's digest", kept, withDigest(kept));
+  const ref = kept?.event.type === "exec.step-completed" ? kept.event.data.outputRef : undefined;
+  if (ref)
+    expectDivergence(
+      "a stored output's bytes",
+      kept,
+      [...log],
+      new Map(stored).set(ref.name, `${stored.get(ref.name)} `),
+    );
+  return {
+    name: "replay (negative control): a tampered custom or stored output is a divergence at its sequence",
+    ok: problems.length === 0,
+    violations: problems.length,
+    detail:
+      problems.length === 0
+        ? `inline digest at seq ${inline?.seq}, stored digest and bytes at seq ${kept?.seq}: each diverges there`
+        : problems.join("; "),
+  };
 }

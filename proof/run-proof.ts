@@ -17,7 +17,7 @@ import { assertProof, type AssertionResult, type KillRecord } from "./assertions
 import { startKillGate } from "./kill-gate.ts";
 import { proofConfig, scenarioTenants, tokenOf, type ProofOptions } from "./scenario-config.ts";
 import { startupLatencies, type StartupLatencies } from "./startup-latencies.ts";
-import { outputAssertion, readStoredOutputs } from "./custom-outputs.ts";
+import { outputAssertion, readStoredOutputs, tamperAssertion } from "./custom-outputs.ts";
 import { proofDag } from "./workload.ts";
 
 export interface ProofProgress {
@@ -136,7 +136,9 @@ export async function runProof(
         cp.layout.eventPrefix.split(".").length,
       ),
       replayAssertion(log, runs, kills, stored),
-      ...(o.workload === "custom" ? [outputAssertion(log, runs, dag, stored.size)] : []),
+      ...(o.workload === "custom"
+        ? [outputAssertion(log, runs, dag, stored.size), tamperAssertion(log, stored, dag)]
+        : []),
     ];
     const tLog = Date.now();
     if (infra.mongoUrl) {
