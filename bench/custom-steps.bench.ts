@@ -24,7 +24,7 @@ import {
 import { startRuntimeProcess } from "../test/support/runtime-process.ts";
 import { quantile, recordMetrics, round } from "./support/results.ts";
 
-const CHAINS = Number(process.env.BENCH_CHAINS ?? 7);
+const CHAINS = Number(process.env.BENCH_CHAINS ?? 15);
 const STEPS = 50;
 const T = "t-bench";
 
