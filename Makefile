@@ -81,14 +81,15 @@ test-proof-long: deps ## the proof at P=20 over HTTP and gRPC, three rounds in a
 	PROOF_PARALLEL=20 PROOF_ROUNDS=3 npx vitest run --project proof
 
 PROOF_P ?= 5
-proof: deps ## the crash-recovery proof against the real services: P=$(PROOF_P) over HTTP, then over gRPC (PROOF_P=15 make proof)
-	@node --import tsx cli/drover.ts proof --parallel $(PROOF_P) --transport http
-	@node --import tsx cli/drover.ts proof --parallel $(PROOF_P) --transport grpc
+PROOF_WORKLOAD ?= builtin
+proof: deps ## the crash-recovery proof against the real services: P=$(PROOF_P) over HTTP, then over gRPC (PROOF_P=15 make proof; PROOF_WORKLOAD=custom: tenant code)
+	@node --import tsx cli/drover.ts proof --parallel $(PROOF_P) --workload $(PROOF_WORKLOAD) --transport http
+	@node --import tsx cli/drover.ts proof --parallel $(PROOF_P) --workload $(PROOF_WORKLOAD) --transport grpc
 
 proof-k8s: deps k8s-build ## the proof with runtime Pods on a private local cluster: P=$(PROOF_P) over HTTP by Pod IP, gRPC through the shared Gateway, gRPC through NodePort Services
-	@node --import tsx cli/drover.ts proof --parallel $(PROOF_P) --host kubernetes --exposure pod-ip --transport http
-	@node --import tsx cli/drover.ts proof --parallel $(PROOF_P) --host kubernetes --exposure gateway --transport grpc
-	@node --import tsx cli/drover.ts proof --parallel $(PROOF_P) --host kubernetes --exposure node-port --transport grpc
+	@node --import tsx cli/drover.ts proof --parallel $(PROOF_P) --workload $(PROOF_WORKLOAD) --host kubernetes --exposure pod-ip --transport http
+	@node --import tsx cli/drover.ts proof --parallel $(PROOF_P) --workload $(PROOF_WORKLOAD) --host kubernetes --exposure gateway --transport grpc
+	@node --import tsx cli/drover.ts proof --parallel $(PROOF_P) --workload $(PROOF_WORKLOAD) --host kubernetes --exposure node-port --transport grpc
 
 drover: node_modules/.stamp ## the operator CLI, e.g. make drover ARGS="replay run <sharedRunId>" (reads NATS_URL; exit 0 match, 1 divergence, 2 usage)
 	@node --import tsx cli/drover.ts $(ARGS)

@@ -49,7 +49,9 @@ export function topologicalLevels(steps: readonly Pick<Step, "id" | "dependsOn">
  * - every step completed → `completed`;
  * - a step whose latest failure has no retry left (attempt ≥ retry.maxAttempts) → `failed`;
  * - otherwise ready steps (not completed, not running, every dependency completed, retry time
- *   reached) in (topological level, id) order, as many as `maxParallel` minus the running count;
+ *   reached) in (topological level, id) order, as many as `maxParallel` minus the running steps
+ *   that hold a worker; a `sleep` step holds none (it waits on its durable timer), so it starts
+ *   whenever it is ready and never counts against `maxParallel`;
  *   the attempt number continues from the journal, so a crash never consumes retry budget;
  * - `wakeAt` is the earliest future retry time of a step that is otherwise ready.
  */
@@ -75,8 +77,11 @@ export function scheduleSteps(
       exhausted = { stepId, attempt: f.attempt };
   }
   if (exhausted) return { kind: "failed", ...exhausted };
-  const room = Math.max(0, maxParallel - progress.running.size);
+  let holding = 0;
+  for (const id of progress.running) if (takesWorker(plan.byId.get(id))) holding++;
+  const room = Math.max(0, maxParallel - holding);
   const ready: StepStart[] = [];
+  let withWorker = 0;
   let wakeAt: number | undefined;
   // plan.order is already (level, id)-sorted, so filtering keeps the deterministic order.
   for (const s of plan.order) {
@@ -91,10 +96,18 @@ export function scheduleSteps(
       wakeAt = wakeAt === undefined ? f.retryAt : Math.min(wakeAt, f.retryAt);
       continue;
     }
-    if (ready.length < room) ready.push({ stepId: s.id, attempt: (f?.attempt ?? 0) + 1 });
+    const start = { stepId: s.id, attempt: (f?.attempt ?? 0) + 1 };
+    if (!takesWorker(s)) ready.push(start);
+    else if (withWorker < room) {
+      ready.push(start);
+      withWorker++;
+    }
   }
   return wakeAt === undefined ? { kind: "continue", start: ready } : { kind: "continue", start: ready, wakeAt };
 }
+
+/** True for the kinds that run on a worker; a `sleep` step only waits for its durable timer. */
+export const takesWorker = (step: Pick<Step, "kind"> | undefined): boolean => step?.kind !== "sleep";
 
 interface Plan {
   readonly order: readonly Step[];

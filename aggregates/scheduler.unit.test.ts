@@ -94,6 +94,39 @@ describe("scheduleSteps: parallelism cap", () => {
   });
 });
 
+describe("scheduleSteps: a sleep holds no worker", () => {
+  const naps = dag({
+    steps: [
+      { id: "n1", kind: "sleep", params: { durationMs: 1000 } },
+      { id: "n2", kind: "sleep", params: { durationMs: 1000 } },
+      c("s1"),
+      c("s2"),
+    ],
+  });
+
+  it("given a cap of 1, when scheduling, then every ready sleep starts besides the one step the cap allows", () => {
+    expect(scheduleSteps(naps, progress({}), 0, 1)).toEqual({
+      kind: "continue",
+      start: [
+        { stepId: "n1", attempt: 1 },
+        { stepId: "n2", attempt: 1 },
+        { stepId: "s1", attempt: 1 },
+      ],
+    });
+  });
+
+  it("given a cap of 1 with two sleeps running, when scheduling, then a step still starts: a sleep does not count against the cap", () => {
+    expect(scheduleSteps(naps, progress({ running: ["n1", "n2"] }), 0, 1)).toEqual({
+      kind: "continue",
+      start: [{ stepId: "s1", attempt: 1 }],
+    });
+    expect(scheduleSteps(naps, progress({ running: ["n1", "s1"] }), 0, 1)).toEqual({
+      kind: "continue",
+      start: [{ stepId: "n2", attempt: 1 }],
+    });
+  });
+});
+
 describe("scheduleSteps: retries and backoff", () => {
   const retrying = dag({ steps: [c("a", [], { maxAttempts: 3, backoffMs: 100 }), c("b")] });
 

@@ -17,6 +17,7 @@ import { assertProof, type AssertionResult, type KillRecord } from "./assertions
 import { startKillGate } from "./kill-gate.ts";
 import { proofConfig, scenarioTenants, tokenOf, type ProofOptions } from "./scenario-config.ts";
 import { startupLatencies, type StartupLatencies } from "./startup-latencies.ts";
+import { outputAssertion, readStoredOutputs, tamperAssertion } from "./custom-outputs.ts";
 import { proofDag } from "./workload.ts";
 
 export interface ProofProgress {
@@ -92,11 +93,11 @@ export async function runProof(
       },
     );
     const runs: { tenantId: string; sharedRunId: string }[] = [];
+    const dag = proofDag(o.steps, o.stepMs, o.seed, o.workload);
     const progress = (phase: string) =>
       onProgress({ submitted: runs.length, completed, killed: kills.length, elapsedMs: Date.now() - t0, phase });
     const ticker = setInterval(() => progress("running"), 1000);
     try {
-      const dag = proofDag(o.steps, o.stepMs, o.seed);
       await Promise.all(
         tenants
           .flatMap((t) => [...t.impacted, t.safe])
@@ -126,13 +127,18 @@ export async function runProof(
     await store.replay({ seq: 1 }, (e) => {
       log.push(e);
     });
+    // Replay validation checks every object-store output against its recorded digest.
+    const stored = await readStoredOutputs(nc, cp.layout, log);
     const assertions = [
       ...assertProof(
         log,
         { impactedTenants: [...impacted], safeTenants: tenants.map((t) => t.safe), runs, kills },
         cp.layout.eventPrefix.split(".").length,
       ),
-      replayAssertion(log, runs, kills),
+      replayAssertion(log, runs, kills, stored),
+      ...(o.workload === "custom"
+        ? [outputAssertion(log, runs, dag, stored.size), tamperAssertion(log, stored, dag)]
+        : []),
     ];
     const tLog = Date.now();
     if (infra.mongoUrl) {
@@ -223,14 +229,15 @@ function replayAssertion(
   log: readonly StoredEvent[],
   runs: readonly { sharedRunId: string }[],
   kills: readonly KillRecord[],
+  storedOutputs: ReadonlyMap<string, string>,
 ): AssertionResult {
   const digest = (x: string) => createHash("sha256").update(x).digest("hex");
   const incidents = new Set(
     log.flatMap((e) => (e.event.type === "runtime.fenced" ? [e.event.data.incidentId as string] : [])),
   );
   const results = [
-    ...runs.map((r) => validateRunLog(r.sharedRunId, log, { digest })),
-    ...[...incidents].map((i) => validateIncidentLog(i, log, { digest })),
+    ...runs.map((r) => validateRunLog(r.sharedRunId, log, { digest, storedOutputs })),
+    ...[...incidents].map((i) => validateIncidentLog(i, log, { digest, storedOutputs })),
   ];
   const failures = results.flatMap((r) =>
     r.kind === "divergence"
@@ -243,7 +250,7 @@ function replayAssertion(
     violations: failures.length,
     detail:
       failures.length === 0
-        ? `${runs.length} runs and ${incidents.size} incidents (${kills.length} kills) match`
+        ? `${runs.length} runs and ${incidents.size} incidents (${kills.length} kills) match${storedOutputs.size > 0 ? `, ${storedOutputs.size} stored outputs included` : ""}`
         : failures.slice(0, 3).join("; "),
   };
 }
@@ -298,7 +305,7 @@ export function proofLine(r: ProofReport): string {
   const n = (prefix: string) =>
     r.assertions.filter((a) => a.name.startsWith(prefix)).reduce((s, a) => s + a.violations, 0);
   return (
-    `proof: P=${r.options.parallel} transport=${r.options.transport} host=${r.options.host}${r.options.exposure ? `(${r.options.exposure})` : ""} runs=${r.runs} recovered=${r.recovered} ` +
+    `proof: P=${r.options.parallel} transport=${r.options.transport} host=${r.options.host}${r.options.exposure ? `(${r.options.exposure})` : ""}${r.options.workload === "custom" ? " workload=custom" : ""} runs=${r.runs} recovered=${r.recovered} ` +
     `duplicates=${n("duplicates")} lost=${n("lost")} safe_leaks=${n("safe_leaks")} fence_violations=${n("fence_violations")} replay_failures=${n("replay")} ` +
     `result=${r.pass ? "PASS" : `FAIL (${failed?.name}: ${failed?.detail})`}`
   );

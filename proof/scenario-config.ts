@@ -1,5 +1,11 @@
 import type { z } from "zod";
+import { resolve } from "node:path";
 import type { DroverConfig, KubernetesHostConfig, Transport } from "../contracts/index.ts";
+import { CHAIN_KINDS } from "./custom-worker.ts";
+import type { ProofWorkload } from "./workload.ts";
+
+/** The proof tenants' worker module for `--workload custom` (an absolute path: the provisioner bundles it). */
+export const PROOF_WORKER_MODULE = resolve(import.meta.dirname, "custom-worker.ts");
 
 /** The proof's knobs (proof-and-bench.md "The crash-recovery proof"). */
 export interface ProofOptions {
@@ -14,6 +20,8 @@ export interface ProofOptions {
   readonly signal: "SIGKILL" | "SIGSTOP";
   /** Kubernetes hosts only: how the control plane reaches runtime Pods. */
   readonly exposure?: "pod-ip" | "gateway" | "node-port";
+  /** The chain's step code: built-in kinds, or the tenants' own worker (proof/custom-worker.ts). */
+  readonly workload: ProofWorkload;
 }
 
 export const DEFAULT_PROOF: ProofOptions = {
@@ -25,6 +33,7 @@ export const DEFAULT_PROOF: ProofOptions = {
   seed: 1,
   killAfterSteps: 25,
   signal: "SIGKILL",
+  workload: "builtin",
 };
 
 /** The three tenants of scenario `i`: two impacted, one safe, each with a dedicated runtime. */
@@ -60,6 +69,7 @@ export function proofConfig(
         maxConcurrentRuns: 10,
         transport: o.transport,
         hostProvider: o.host,
+        ...(o.workload === "custom" ? { worker: { module: PROOF_WORKER_MODULE, kinds: [...CHAIN_KINDS] } } : {}),
       });
       tokens[tokenOf(tenantId)] = { role: "tenant", tenantId };
     }

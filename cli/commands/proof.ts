@@ -5,11 +5,12 @@ import { startProofCluster } from "../../proof/kubernetes-hosts.ts";
 import { startFerret, startNats, startRedis, type RunningServer } from "../../platform/local-servers.ts";
 
 export const PROOF_USAGE = `drover proof [--parallel P] [--transport http|grpc] [--host process|kubernetes] [--exposure pod-ip|gateway|node-port] [--steps N] [--step-ms M]
-             [--seed S] [--kill-after K] [--signal SIGKILL|SIGSTOP] [--timeout-s T] [--json]
+             [--workload builtin|custom] [--seed S] [--kill-after K] [--signal SIGKILL|SIGSTOP] [--timeout-s T] [--json]
   Runs the crash-recovery proof against the real services: P scenarios of 2 impacted + 1 safe tenant,
   3 runs of an N-step DAG each; each impacted runtime is SIGKILLed once its in-flight execution has K
   durable steps (SIGKILL, or SIGSTOP for a zombie the fence must kill); the forensics read models are
-  dropped mid-proof and must equal a fresh rebuild. Uses NATS_URL, REDIS_URL and MONGO_URL when set, else starts private servers on free ports.
+  dropped mid-proof and must equal a fresh rebuild. --workload custom runs the chain as tenant code (proof/custom-worker.ts:
+  custom steps passing outputs by $ref, some stored in the object store) and checks every run's output against an uninterrupted run's. Uses NATS_URL, REDIS_URL and MONGO_URL when set, else starts private servers on free ports.
   --host kubernetes starts a private local cluster (make k8s-build first) and hosts runtimes as Pods, reached by Pod IP, through its shared
   Gateway, or at <node InternalIP>:<nodePort> of a per-runtime NodePort Service (the local cluster's node-port proxy).
   Exit 0 on PASS, 1 on FAIL, 2 on bad usage.`;
@@ -31,6 +32,7 @@ export function parseProofArgs(argv: readonly string[]): { options: ProofOptions
       json: { type: "boolean" },
       signal: { type: "string" },
       exposure: { type: "string" },
+      workload: { type: "string" },
     },
   });
   const int = (v: string | undefined, def: number, name: string, min: number) => {
@@ -48,6 +50,8 @@ export function parseProofArgs(argv: readonly string[]): { options: ProofOptions
     throw new Error("--exposure must be pod-ip, gateway or node-port");
   if (values.exposure !== undefined && host !== "kubernetes")
     throw new Error("--exposure applies to --host kubernetes only");
+  const workload = values.workload ?? DEFAULT_PROOF.workload;
+  if (workload !== "builtin" && workload !== "custom") throw new Error("--workload must be builtin or custom");
   const steps = int(values.steps, DEFAULT_PROOF.steps, "steps", 2);
   const killAfterSteps = int(values["kill-after"], Math.min(DEFAULT_PROOF.killAfterSteps, steps - 1), "kill-after", 1);
   if (killAfterSteps >= steps)
@@ -63,6 +67,7 @@ export function parseProofArgs(argv: readonly string[]): { options: ProofOptions
       steps,
       killAfterSteps,
       signal,
+      workload,
       ...(host === "kubernetes" ? { exposure } : {}),
       stepMs: int(values["step-ms"], DEFAULT_PROOF.stepMs, "step-ms", 0),
       seed: int(values.seed, DEFAULT_PROOF.seed, "seed", 0),

@@ -13,7 +13,7 @@ import {
 } from "../support/control-plane-double.ts";
 import { uniqueName } from "../support/isolation.ts";
 import { startLlmStub, type LlmStub } from "../support/llm-stub.ts";
-import { startRuntimeProcess, type RuntimeProcess } from "../support/runtime-process.ts";
+import { startRuntimeProcess, type RuntimeProcess, type RuntimeProcessOptions } from "../support/runtime-process.ts";
 
 // Boundary: a real runtime process calling real local HTTP servers (an OpenAI-compatible stub and an
 // echo endpoint) over loopback sockets, journaling to a real nats-server.
@@ -34,7 +34,9 @@ afterAll(async () => {
   await cp.close();
 });
 
-async function runtime(extra: { llmBaseUrl?: string; heartbeatMs?: number } = {}): Promise<RuntimeProcess> {
+async function runtime(
+  extra: { llmBaseUrl?: string; heartbeatMs?: number; sizing?: RuntimeProcessOptions["sizing"] } = {},
+): Promise<RuntimeProcess> {
   const rt = await startRuntimeProcess({
     natsUrl: inject("natsUrl"),
     streamTag: tag,
@@ -142,6 +144,34 @@ describe("step kinds that call out", () => {
       es.some((e) => e.event.type === "run.failed"),
     );
     expect(run.at(-1)?.event.type).toBe("run.failed");
+  });
+});
+
+describe("waiting without a worker", () => {
+  it("a sleeping step holds no worker: on a one-worker runtime another run starts and completes while the first run's step sleeps", async () => {
+    const rt = await runtime({
+      sizing: { workers: 1, maxConcurrentRuns: 2, localQueueCapacity: 2, maxWorkersPerRun: 1 },
+    });
+    const nap = DagSchema.parse({
+      steps: [{ id: "nap", kind: "sleep", params: { durationMs: 4000 } }],
+    } satisfies DagInput);
+    const busy = DagSchema.parse({
+      steps: [
+        { id: "a", kind: "compute" },
+        { id: "b", kind: "compute", dependsOn: ["a"] },
+        { id: "c", kind: "compute", dependsOn: ["b"] },
+      ],
+    } satisfies DagInput);
+    const napping = runToEnd(rt, nap, "run-nap");
+    await rt.waitForLine((l) => l.event === "first-step-started" && l.stepId === "nap");
+    const other = await runToEnd(rt, busy, "run-busy");
+    const napped = await napping;
+    const at = (es: typeof other, type: string) => es.find((e) => e.event.type === type)?.time.getTime() ?? NaN;
+    expect(other.at(-1)?.event.type).toBe("exec.completed");
+    expect(napped.at(-1)?.event.type).toBe("exec.completed");
+    // The other run began after the timer was durable and ended before it fired: the one worker was free meanwhile.
+    expect(at(other, "exec.started")).toBeGreaterThanOrEqual(at(napped, "exec.timer-started"));
+    expect(at(other, "exec.completed")).toBeLessThan(at(napped, "exec.step-completed"));
   });
 });
 

@@ -5,7 +5,9 @@ import { DEFAULT_PROOF, type ProofOptions } from "../../proof/scenario-config.ts
 /**
  * The crash-recovery proof (proof-and-bench.md) with every service a real process, real process
  * hosts signalled mid-execution (gated on the durable journal), real nats-server and Redis.
- * PROOF_PARALLEL (default 5) sets P; `make test-proof-long` runs P=20 three times.
+ * PROOF_PARALLEL (default 5) sets P; `make test-proof-long` runs P=20 three times. The custom workload
+ * (tenant code: proof/custom-worker.ts) and the zombie variant run at min(P, 3) to keep `make test` short;
+ * `drover proof --workload custom` runs it at any P.
  */
 const P = Number(process.env.PROOF_PARALLEL ?? 5);
 const ROUNDS = Number(process.env.PROOF_ROUNDS ?? 1);
@@ -23,6 +25,8 @@ async function prove(o: Partial<ProofOptions>): Promise<void> {
       `\n  time: runs ${report.phasesMs.runs} ms, log assertions ${report.phasesMs.log} ms, read models ${report.phasesMs.readModels} ms${report.logDir ? `; logs kept in ${report.logDir}` : ""}`,
   );
   for (const a of report.assertions) expect(a, `${a.name}: ${a.detail}`).toMatchObject({ ok: true });
+  if (o.workload === "custom")
+    expect(report.assertions.map((a) => a.name)).toContainEqual(expect.stringMatching(/^outputs: /));
   const parallel = o.parallel ?? P;
   expect(report.runs).toBe(9 * parallel);
   expect(report.recovered).toBe(6 * parallel);
@@ -38,6 +42,12 @@ describe(`crash-recovery proof at P=${P} (all services and runtimes real)`, () =
       },
     );
   }
+  it.each(["http", "grpc"] as const)(
+    "custom workload (tenant worker, $ref data flow, object-store outputs): SIGKILLed runtimes' work recovered exactly once, every run's output equal to an uninterrupted run's, over %s",
+    async (transport) => {
+      await prove({ transport, workload: "custom", parallel: Math.min(P, 3) });
+    },
+  );
   it("SIGSTOPped runtimes (zombies): health notices the silence, the fence kills the exact incarnation, and the same guarantees hold", async () => {
     await prove({ transport: "http", signal: "SIGSTOP", parallel: Math.min(P, 3) });
   });

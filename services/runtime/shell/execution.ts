@@ -7,7 +7,7 @@ import {
   type Step,
 } from "../../../contracts/index.ts";
 import { assertNever } from "../../../contracts/assert-never.ts";
-import { retryAtAfterFailure, scheduleSteps, type StepStart } from "../../../aggregates/scheduler.ts";
+import { retryAtAfterFailure, scheduleSteps, takesWorker, type StepStart } from "../../../aggregates/scheduler.ts";
 import { canonicalJson } from "../../../aggregates/step-inputs.ts";
 import { RUN_REQUESTS } from "../../../aggregates/run.ts";
 import type { OutputStore } from "../../../platform/output-store.ts";
@@ -142,15 +142,19 @@ export class Execution {
           return this.finishFailed(d.stepId, d.attempt);
         case "continue":
           for (const s of d.start) {
-            const acquired = await this.env.workers.acquire(this.abort.signal).then(
-              () => true,
-              () => false,
-            );
+            // A sleep step only waits on its durable timer: it takes no worker, so other steps and runs use it meanwhile.
+            const needsWorker = takesWorker(this.stepOf(s.stepId));
+            const acquired =
+              needsWorker &&
+              (await this.env.workers.acquire(this.abort.signal).then(
+                () => true,
+                () => false,
+              ));
             if (this.abort.signal.aborted) {
               if (acquired) this.env.workers.release();
               break;
             }
-            void this.execute(s);
+            void this.execute(s, acquired);
           }
           if (d.start.length === 0) await this.changed(d.wakeAt);
           break;
@@ -160,9 +164,13 @@ export class Execution {
     }
   }
 
-  /** One attempt of one step on a worker the loop already acquired; records its outcome durably. */
-  private async execute(s: StepStart): Promise<void> {
-    const step = this.dag.steps.find((x) => x.id === s.stepId) as Step;
+  private stepOf(stepId: string): Step {
+    return this.dag.steps.find((x) => x.id === stepId) as Step;
+  }
+
+  /** One attempt of one step, on a worker the loop acquired (`holdsWorker`) or, for a sleep, none; records its outcome durably. */
+  private async execute(s: StepStart, holdsWorker: boolean): Promise<void> {
+    const step = this.stepOf(s.stepId);
     this.running.add(s.stepId);
     if (!this.firstStepLogged) {
       this.firstStepLogged = true;
@@ -233,7 +241,7 @@ export class Execution {
       this.abort.abort(e);
     } finally {
       this.running.delete(s.stepId);
-      this.env.workers.release();
+      if (holdsWorker) this.env.workers.release();
       this.poke();
     }
   }

@@ -291,6 +291,77 @@ describe("Execution: deterministic, durable, fenced (in-memory store; proves no 
     );
   });
 
+  it("a sleeping step holds no worker: with one worker, another run's steps and the same run's other branch complete while it waits on its timer", async () => {
+    const store = new MemoryEventStore();
+    const pool = new WorkerPool(1);
+    const napping = DagDefinition.parse({
+      steps: [
+        { id: "nap", kind: "sleep", params: { durationMs: 60_000 } },
+        { id: "side", kind: "compute" },
+        { id: "after", kind: "compute", dependsOn: ["nap"] },
+      ],
+    } satisfies DagInput);
+    let wakeUp = (): void => undefined;
+    let asleep = (): void => undefined;
+    const sleeping = new Promise<void>((ok) => {
+      asleep = ok;
+    });
+    const order: string[] = [];
+    const runner: StepRunner = async (step) => {
+      if (step.kind === "sleep") {
+        asleep();
+        await new Promise<void>((ok) => {
+          wakeUp = ok;
+        });
+      }
+      order.push(step.id);
+      return { ok: step.id };
+    };
+    const a = new Execution(executor(runner, pool), await openFresh(journalEnv(store), payload(napping)), napping, 0);
+    const outcomeA = a.run();
+    await sleeping;
+    for (let i = 0; i < 100 && !order.includes("side"); i++) await new Promise((ok) => setTimeout(ok, 5));
+    await new Promise((ok) => setTimeout(ok, 5));
+    expect(pool.activeWorkers).toBe(0);
+    // A second run on the same (single-worker) runtime completes meanwhile.
+    const other = { ...payload(chain(3), "l2"), sharedRunId: "r2" } as Parameters<typeof openFresh>[1];
+    const b = new Execution(executor(runner, pool), await openFresh(journalEnv(store), other), chain(3), 0);
+    expect(await b.run()).toEqual({ state: "completed" });
+    // Everything but the sleeping branch ran on the one worker while the timer was pending.
+    expect([...order].sort()).toEqual(["s1", "s2", "s3", "side"]);
+    wakeUp();
+    expect(await outcomeA).toEqual({ state: "completed" });
+    expect(order.slice(-2)).toEqual(["nap", "after"]);
+    expect(pool.activeWorkers).toBe(0);
+  });
+
+  it("a retry back-off holds no worker: with one worker, another run completes while a failed step waits for its retry time", async () => {
+    const store = new MemoryEventStore();
+    const pool = new WorkerPool(1);
+    const failing = DagDefinition.parse({
+      steps: [{ id: "f", kind: "compute", retry: { maxAttempts: 2, backoffMs: 400 } }],
+    } satisfies DagInput);
+    const done: string[] = [];
+    const runner: StepRunner = async (step, ctx) => {
+      if (step.id === "f" && ctx.attempt === 1) throw new Error("first attempt fails");
+      done.push(`${step.id}#${ctx.attempt}`);
+      return { ok: step.id };
+    };
+    // A real clock: the back-off is a real wait here.
+    const env = { ...executor(runner, pool), now: () => new Date() };
+    const outcomeA = new Execution(env, await openFresh(journalEnv(store), payload(failing)), failing, 0).run();
+    const ref = execRef(T, executionIdFor("r1", "l1"));
+    for (let i = 0; i < 100 && !(await types(store, ref)).includes("exec.step-failed"); i++)
+      await new Promise((ok) => setTimeout(ok, 5));
+    expect(pool.activeWorkers).toBe(0);
+    const other = { ...payload(chain(2), "l2"), sharedRunId: "r2" } as Parameters<typeof openFresh>[1];
+    expect(await new Execution(env, await openFresh(journalEnv(store), other), chain(2), 0).run()).toEqual({
+      state: "completed",
+    });
+    expect(await outcomeA).toEqual({ state: "completed" });
+    expect(done).toEqual(["s1#1", "s2#1", "f#2"]);
+  });
+
   it("a foreign append mid-run stops the execution with execution-ownership-lost: no further append, the worker is released", async () => {
     const store = new MemoryEventStore();
     const workers = new WorkerPool(1);

@@ -1,0 +1,46 @@
+import { describe, expect, it } from "vitest";
+import { DagDefinition } from "../contracts/index.ts";
+import { parseProofArgs } from "../cli/commands/proof.ts";
+import { expectedRunDigest } from "./custom-outputs.ts";
+import { proofDag, STORED_PAD } from "./workload.ts";
+
+/** The proof's workloads as data (pure: proves no transport; the proof tier runs them). */
+describe("proof workloads", () => {
+  it("the custom chain is a valid DAG of custom steps and sleeps, each step reading its predecessor by $ref, some padded past the inline limit", () => {
+    const dag = DagDefinition.parse(proofDag(50, 10, 1, "custom"));
+    const kinds = new Set(dag.steps.map((s) => (s.kind === "custom" ? s.handler : s.kind)));
+    expect(kinds).toEqual(new Set(["chain-work", "chain-flaky", "sleep"]));
+    for (const [i, s] of dag.steps.entries()) {
+      if (s.kind !== "custom" || i === 0) continue;
+      expect(s.params).toMatchObject({ prev: { $ref: `steps.${dag.steps[i - 1]!.id}.output` } });
+    }
+    expect(dag.steps.filter((s) => (s.params as { pad?: number }).pad === STORED_PAD).length).toBeGreaterThan(0);
+  });
+
+  it("the built-in chain keeps its kinds and places: flaky every 7th, sleep every 11th, compute otherwise", () => {
+    const dag = proofDag(50, 10, 1);
+    expect(dag.steps.filter((s) => s.kind === "flaky").map((s) => s.id)).toEqual([
+      "s007",
+      "s014",
+      "s021",
+      "s028",
+      "s035",
+      "s042",
+      "s049",
+    ]);
+    expect(dag.steps.filter((s) => s.kind === "sleep").map((s) => s.id)).toEqual(["s005", "s016", "s027", "s038"]);
+    expect(dag.steps.every((s) => s.kind !== "custom")).toBe(true);
+  });
+
+  it("the expected output of an uninterrupted custom run depends on every step (another seed, another digest)", () => {
+    expect(expectedRunDigest(proofDag(50, 10, 1, "custom"))).toMatch(/^[0-9a-f]{64}$/);
+    expect(expectedRunDigest(proofDag(50, 10, 1, "custom"))).toBe(expectedRunDigest(proofDag(50, 10, 1, "custom")));
+    expect(expectedRunDigest(proofDag(50, 10, 2, "custom"))).not.toBe(expectedRunDigest(proofDag(50, 10, 1, "custom")));
+  });
+
+  it("drover proof takes --workload builtin|custom (builtin by default) and refuses anything else", () => {
+    expect(parseProofArgs([]).options.workload).toBe("builtin");
+    expect(parseProofArgs(["--workload", "custom"]).options.workload).toBe("custom");
+    expect(() => parseProofArgs(["--workload", "mine"])).toThrow(/--workload must be builtin or custom/);
+  });
+});
