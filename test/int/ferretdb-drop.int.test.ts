@@ -43,7 +43,10 @@ describe("FerretDB (as built by scripts/install-tools.sh): dropDatabase under co
           }
         }
       });
-      await new Promise((r) => setTimeout(r, 150));
+      // Writes in flight before the drop: at least 50 this round (time alone is load-dependent).
+      const before = inserted;
+      for (let waited = 0; waited < 5_000 && (waited < 150 || inserted - before < 50); waited += 25)
+        await new Promise((r) => setTimeout(r, 25));
       const droppedAt = Date.now();
       await reader.db(db).dropDatabase();
       await new Promise((r) => setTimeout(r, 150));
