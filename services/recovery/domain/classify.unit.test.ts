@@ -144,6 +144,12 @@ describe("recovery transitions (pure; proves no transport)", () => {
         ).not.toThrow();
   });
 
+  it("given a started run whose execution journal is empty, when recovered, then nothing is appended to the journal and the run moves to epoch 1", () => {
+    const t = recoveryTransition(inflight!, { ...ctx, exec: { lastSeq: 0, epoch: 0, completedSteps: 0 } });
+    expect(t.map((a) => a.aggregate)).toEqual(["run", "forensics"]);
+    expect(t[0]!.events[0]!.data).toMatchObject({ newEpoch: 1 });
+  });
+
   it("requeues a never-started run for redispatch without touching any execution", () => {
     const t = recoveryTransition(queued!, ctx);
     expect(t.map((a) => a.aggregate)).toEqual(["run", "forensics"]);

@@ -59,17 +59,20 @@ export function recoveryTransition(item: RecoveryItem, ctx: TransitionContext): 
     };
     // An ended journal takes no pause (nothing follows a terminal event): the run alone moves to the
     // next epoch, and the runtime that resumes it writes only the run's terminal event from the journal.
-    const pause: AggregateEvents[] = ctx.exec.terminal
-      ? []
-      : [
-          {
-            aggregate: "exec",
-            tenantId: item.tenantId,
-            id: item.executionId,
-            expectedSeq: ctx.exec.lastSeq,
-            events: [{ type: "exec.paused-for-recovery", data: paused }],
-          },
-        ];
+    // An empty journal (its host died between the run's `started` and the journal's first event)
+    // has nothing to pause either: the resume at the new epoch writes its `started`.
+    const pause: AggregateEvents[] =
+      ctx.exec.terminal || ctx.exec.lastSeq === 0
+        ? []
+        : [
+            {
+              aggregate: "exec",
+              tenantId: item.tenantId,
+              id: item.executionId,
+              expectedSeq: ctx.exec.lastSeq,
+              events: [{ type: "exec.paused-for-recovery", data: paused }],
+            },
+          ];
     if (ctx.crashLoop && !ctx.exec.terminal) return crashLoopTransition(item, ctx, pause, common);
     return [
       ...pause,

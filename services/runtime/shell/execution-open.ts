@@ -138,6 +138,10 @@ export async function checkResumable(env: JournalEnv, p: ResumePayload): Promise
     const expected = state.pendingRecovery?.newEpoch ?? state.epoch + 1;
     if (expected !== p.epoch)
       throw refuse(`already ${state.terminal}; finishing its run takes epoch ${expected}, command says ${p.epoch}`);
+  } else if (state.lastSeq === 0) {
+    // Never started: its host died between the run's `started` and the journal's first event, and
+    // recovery moved the run to epoch 1 without writing to the empty journal; this resume starts it.
+    if (p.epoch !== 1) throw refuse(`never started; starting it takes epoch 1, command says ${p.epoch}`);
   } else if (!state.pendingRecovery)
     throw refuse(`no unresumed paused-for-recovery in the journal (current epoch ${state.epoch})`);
   else if (state.pendingRecovery.newEpoch !== p.epoch)
@@ -221,6 +225,28 @@ export async function openResume(env: JournalEnv, p: ResumePayload): Promise<Ope
       prior,
       emit,
       ended,
+    };
+  }
+  if (prior.lastSeq === 0) {
+    await exec.append(
+      emit("exec.started", {
+        sharedRunId: p.sharedRunId,
+        localRunId: p.localRunId,
+        runtimeInstanceId: env.runtimeInstanceId,
+        dagDigest: dagDigest(p.dag),
+        stepCount: p.dag.steps.length,
+        epoch: p.epoch,
+      } as DataOf<"exec.started">),
+    );
+    return {
+      executionId: p.executionId,
+      localRunId: p.localRunId,
+      tenantId: p.tenantId,
+      epoch: p.epoch,
+      run,
+      exec,
+      prior,
+      emit,
     };
   }
   await exec.append(

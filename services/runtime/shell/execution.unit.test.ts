@@ -220,6 +220,27 @@ describe("Execution: deterministic, durable, fenced (in-memory store; proves no 
     });
   });
 
+  it("given a run started whose journal is empty (its host died between the two appends), when resumed at epoch 1, then the journal starts with exec started at epoch 1 and every step runs once", async () => {
+    const store = new MemoryEventStore();
+    const dag = chain(2);
+    const executionId = executionIdFor("r1", "l1");
+    const resume = (epoch: number) =>
+      openResume(journalEnv(store, "rt-b"), { ...payload(dag, "l2"), executionId, epoch, dispatchedSeq: 0 } as never);
+    await expect(resume(2)).rejects.toThrow(/never started; starting it takes epoch 1, command says 2/);
+    const { runner, calls } = recordingRunner();
+    const opened = await resume(1);
+    expect(await new Execution(executor(runner), opened, dag, 0).run()).toEqual({ state: "completed" });
+    expect(calls).toEqual(["s1#1", "s2#1"]);
+    const journal = (await store.read(execRef(T, executionId))).events.map((e) => e.event as DroverEvent);
+    expect(journal.map((e) => [e.type, e.writer.runtimeInstanceId, e.writer.epoch])).toEqual([
+      ["exec.started", "rt-b", 1],
+      ["exec.step-completed", "rt-b", 1],
+      ["exec.step-completed", "rt-b", 1],
+      ["exec.completed", "rt-b", 1],
+    ]);
+    expect(journal[0]).toMatchObject({ data: { epoch: 1, localRunId: "l2" } });
+  });
+
   it("a sleep step makes its timer durable before it waits; a resume sleeps only what is left of it and records no second timer", async () => {
     const store = new MemoryEventStore();
     const dag = DagDefinition.parse({
