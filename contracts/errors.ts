@@ -196,6 +196,21 @@ export const ERROR_CATALOGUE = {
     httpStatus: 503,
     summary: "the JetStream Object Store holding large outputs did not answer, or held other bytes",
   },
+  "egress-denied": {
+    retryable: false,
+    httpStatus: 403,
+    summary: "an http or llm step's destination is not allowed by the tenant's egress policy",
+  },
+  "response-too-large": {
+    retryable: false,
+    httpStatus: 502,
+    summary: "an http or llm step's response body is larger than the tenant's egress.maxResponseBytes",
+  },
+  "too-many-redirects": {
+    retryable: false,
+    httpStatus: 502,
+    summary: "an http or llm step was redirected more than 5 times",
+  },
   // --- health, fencing, recovery ---
   "heartbeat-stale": { retryable: false, httpStatus: 503, summary: "no fresh heartbeat within the staleness bound" },
   "host-exited": { retryable: false, httpStatus: 503, summary: "the runtime process exited" },

@@ -21,6 +21,13 @@ export {
   localQueuedForensicsId,
 } from "./ids.ts";
 export {
+  DEFAULT_MAX_RESPONSE_BYTES,
+  EgressByTenant,
+  EgressSettings,
+  parseEgressRule,
+  type EgressRule,
+} from "./egress.ts";
+export {
   ERROR_CATALOGUE,
   ERROR_CODES,
   DroverError,

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { EgressSettings } from "./egress.ts";
 import { TenantGroupId, TenantId } from "./ids.ts";
 
 export const IsolationMode = z.enum(["shared", "dedicated", "hybrid"]);
@@ -86,6 +87,9 @@ export const TenantSettings = z
       .max(100)
       .default(3)
       .describe("resumes of one execution after it crashed its runtime; one crash more fails the run with crash-loop"),
+    egress: EgressSettings.optional().describe(
+      "egress of http and llm steps: private destinations allowed, response cap (docs/security.md)",
+    ),
   })
   .strict()
   .refine((t) => t.worker === undefined || t.isolationMode !== "shared", {

@@ -33,6 +33,7 @@ export function runtimeEnv(
     DROVER_STREAM_TAG: spec.streamTag,
     DROVER_HEARTBEAT_MS: spec.heartbeatMs === undefined ? undefined : String(spec.heartbeatMs),
     DROVER_LLM_BASE_URL: spec.llmBaseUrl,
+    DROVER_EGRESS: spec.egress ? JSON.stringify(spec.egress) : undefined,
     DROVER_WORKER_MODULE: spec.worker?.module,
     DROVER_WORKER_KINDS: spec.worker?.kinds.join(","),
     DROVER_SECRETS_FILE: spec.secretsFile,

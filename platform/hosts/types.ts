@@ -1,4 +1,11 @@
-import type { HostProvider, ReadinessLayer, Reason, RuntimeSizing, Transport } from "../../contracts/index.ts";
+import type {
+  EgressByTenant,
+  HostProvider,
+  ReadinessLayer,
+  Reason,
+  RuntimeSizing,
+  Transport,
+} from "../../contracts/index.ts";
 
 /**
  * The host contract (hosts.md): a host strategy owns host lifecycle only. HTTP/gRPC own command
@@ -22,6 +29,8 @@ export interface HostSpec {
   readonly natsUrl: string;
   readonly heartbeatMs?: number;
   readonly llmBaseUrl?: string;
+  /** Egress settings of the tenants whose steps this runtime runs (DROVER_EGRESS); absent tenants get the defaults. */
+  readonly egress?: EgressByTenant;
   /** The tenant's worker: the module runtimes import and the handlers its settings declare. */
   readonly worker?: { readonly module: string; readonly kinds: readonly string[] };
   /** The tenant's secret file (process hosts), and secrets handed over from the provisioner's environment. */

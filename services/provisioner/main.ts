@@ -46,6 +46,7 @@ const deps: ProvisionerDeps = {
   heartbeatMs: ctx.config.heartbeatIntervalMs,
   ...(ctx.config.llmBaseUrl ? { llmBaseUrl: ctx.config.llmBaseUrl } : {}),
   tenantSettings: (tenantId) => tenantSettingsOf(ctx.config, tenantId),
+  egress: Object.fromEntries(ctx.config.tenants.flatMap((t) => (t.egress ? [[t.tenantId, t.egress]] : []))),
   bundleWorker: workerBundle,
   secretEnv: process.env,
   now: () => new Date(),

@@ -16,6 +16,7 @@ import {
   heartbeatSubject,
   taggedLayout,
 } from "../../streams/index.ts";
+import { EgressSettings } from "../../contracts/index.ts";
 import { parseRuntimeConfig } from "./domain/runtime-config.ts";
 import { startGrpcServer } from "./grpc/server.ts";
 import { startHttpServer } from "./http/server.ts";
@@ -23,6 +24,7 @@ import { createCommandHandler } from "./shell/command-handler.ts";
 import { HeartbeatPublisher } from "./shell/heartbeat.ts";
 import { RuntimeInstance } from "./shell/runtime-instance.ts";
 import { createOutputStore } from "../../platform/output-store.ts";
+import { compileEgress } from "./shell/egress-request.ts";
 import { createSecretResolver } from "./shell/secrets.ts";
 import { runStep } from "./shell/step-runners.ts";
 import { loadWorker, offeredKinds, type LoadedWorker } from "./shell/worker-module.ts";
@@ -43,6 +45,9 @@ const log = (fields: Record<string, unknown>): void => {
 const now = () => new Date();
 
 // Secrets handed over by the provisioner leave the environment at once: only the resolver holds them.
+// Each tenant's http/llm steps run under its own egress policy; a tenant not named gets the default.
+const egressPolicies = new Map(Object.entries(config.egress).map(([t, s]) => [t, compileEgress(s)]));
+const defaultEgress = compileEgress(EgressSettings.parse({}));
 const secrets = createSecretResolver(config.secretsFile, process.env.DROVER_SECRETS_JSON);
 delete process.env.DROVER_SECRETS_JSON;
 let worker: LoadedWorker | undefined;
@@ -81,6 +86,7 @@ const instance = new RuntimeInstance(
     maxWorkersPerRun: config.sizing.maxWorkersPerRun,
     runStep,
     llmBaseUrl: config.llmBaseUrl,
+    egressFor: (tenantId) => egressPolicies.get(tenantId) ?? defaultEgress,
     now,
     log,
     outputs: createOutputStore(nc, layout),

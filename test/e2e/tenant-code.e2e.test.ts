@@ -102,6 +102,8 @@ describe("tenant code: custom steps, data flow, object-store outputs, secrets by
             maxWorkersPerRun: 3,
             worker: worker("document-pipeline", ["chunk-text", "merge-summaries"]),
             secrets: { file: secretsFile },
+            // The documents come from the test's fake on loopback, outside the default egress policy.
+            egress: { allow: [new URL(fake.url).host] },
           },
           {
             tenantId: "t-data",

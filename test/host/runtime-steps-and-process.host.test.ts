@@ -16,7 +16,8 @@ import { startLlmStub, type LlmStub } from "../support/llm-stub.ts";
 import { startRuntimeProcess, type RuntimeProcess, type RuntimeProcessOptions } from "../support/runtime-process.ts";
 
 // Boundary: a real runtime process calling real local HTTP servers (an OpenAI-compatible stub and an
-// echo endpoint) over loopback sockets, journaling to a real nats-server.
+// echo endpoint) over loopback sockets, journaling to a real nats-server. Loopback is outside the
+// default egress policy: the tenant's allowlist names 127.0.0.1 (runtime-egress.host.test.ts proves the refusals).
 const TENANT = "t-steps";
 let cp: ControlPlaneDouble;
 let tag: string;
@@ -43,6 +44,7 @@ async function runtime(
     runtimeInstanceId: uniqueName("rt"),
     transport: "http",
     tenantId: TENANT,
+    egress: { [TENANT]: { allow: ["127.0.0.1"] } },
     ...extra,
   });
   started.push(rt);

@@ -21,6 +21,8 @@ export interface RuntimeProcessOptions {
   readonly token?: string;
   readonly heartbeatMs?: number;
   readonly llmBaseUrl?: string;
+  /** DROVER_EGRESS: egress settings by TenantId (loopback test servers must be allowed here). */
+  readonly egress?: Readonly<Record<string, { allow?: readonly string[]; maxResponseBytes?: number }>>;
   readonly env?: Readonly<Record<string, string>>;
   readonly startTimeoutMs?: number;
 }
@@ -82,6 +84,7 @@ export async function startRuntimeProcess(o: RuntimeProcessOptions): Promise<Run
     DROVER_HEARTBEAT_MS: String(o.heartbeatMs ?? 500),
     ...(o.tenantId ? { DROVER_TENANT_ID: o.tenantId } : {}),
     ...(o.llmBaseUrl ? { DROVER_LLM_BASE_URL: o.llmBaseUrl } : {}),
+    ...(o.egress ? { DROVER_EGRESS: JSON.stringify(o.egress) } : {}),
     ...o.env,
   };
   // node with tsx's loader, not the `tsx` CLI: the CLI runs the program in a CHILD node process, so

@@ -136,6 +136,7 @@ export function buildRuntimePod(spec: HostSpec, opts: RuntimePodOptions): V1Pod 
     "DROVER_STREAM_TAG",
     "DROVER_HEARTBEAT_MS",
     "DROVER_LLM_BASE_URL",
+    "DROVER_EGRESS",
   ]);
   const base = Object.entries(opts.baseEnv ?? {}).filter(([k]) => !reserved.has(k));
   // Secret values are never literal in a Pod spec (anyone who can `get pods` reads those).

@@ -1,5 +1,6 @@
 import {
   buildEvent,
+  type EgressByTenant,
   type DataOf,
   type EventOf,
   type EventType,
@@ -25,6 +26,11 @@ export interface ProvisionerDeps {
   readonly llmBaseUrl?: string;
   /** The tenant's settings from this provisioner's configuration (worker, secret source). */
   readonly tenantSettings?: (tenantId: string) => TenantSettings;
+  /**
+   * Every configured tenant's egress settings (http/llm steps). An owned runtime gets its tenant's
+   * entry, a shared runtime every entry: it runs several tenants' steps, each under its own policy.
+   */
+  readonly egress?: EgressByTenant;
   /** Bundles a tenant's worker module for process hosts; returns the file runtimes import. */
   readonly bundleWorker?: (module: string) => string;
   /** The provisioner's environment, read for secrets a tenant's settings source from it. */

@@ -60,6 +60,7 @@ export async function driveHostStart(d: ProvisionerDeps, p: PlannedStart): Promi
     ...(d.streamTag ? { streamTag: d.streamTag } : {}),
     ...(d.heartbeatMs ? { heartbeatMs: d.heartbeatMs } : {}),
     ...(d.llmBaseUrl ? { llmBaseUrl: d.llmBaseUrl } : {}),
+    ...egressOf(d, reg.tenantId),
     ...code,
   };
   let host: HostFacts | undefined;
@@ -100,6 +101,13 @@ export async function driveHostStart(d: ProvisionerDeps, p: PlannedStart): Promi
     await recordFailure(d, p, reason, failure.layer);
     return { ok: false, reason };
   }
+}
+
+/** The egress settings a runtime runs steps under: its own tenant's, or every tenant's for a shared runtime. */
+function egressOf(d: ProvisionerDeps, tenantId: string | undefined): Partial<HostSpec> {
+  if (!d.egress) return {};
+  const own = tenantId === undefined ? d.egress : tenantId in d.egress ? { [tenantId]: d.egress[tenantId] } : {};
+  return Object.keys(own).length > 0 ? { egress: own as NonNullable<HostSpec["egress"]> } : {};
 }
 
 /**

@@ -1,5 +1,12 @@
 import { z } from "zod";
-import { ControlPlaneId, RuntimeInstanceId, RuntimeSizing, TenantId, Transport } from "../../../contracts/index.ts";
+import {
+  ControlPlaneId,
+  EgressByTenant,
+  RuntimeInstanceId,
+  RuntimeSizing,
+  TenantId,
+  Transport,
+} from "../../../contracts/index.ts";
 
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 const sizing = RuntimeSizing.shape;
@@ -32,6 +39,20 @@ export const RuntimeEnv = z.object({
     .optional(),
   DROVER_HEARTBEAT_MS: int(50, 60_000).default(1000),
   DROVER_LLM_BASE_URL: z.url({ protocol: /^https?$/ }).optional(),
+  DROVER_EGRESS: z
+    .string()
+    .max(1024 * 1024)
+    .transform((s, ctx) => {
+      try {
+        return JSON.parse(s) as unknown;
+      } catch {
+        ctx.addIssue({ code: "custom", message: "must be JSON" });
+        return z.NEVER;
+      }
+    })
+    .pipe(EgressByTenant)
+    .optional()
+    .describe("egress settings by TenantId (docs/security.md); tenants absent get the defaults"),
   DROVER_WORKER_MODULE: z
     .string()
     .min(1)
@@ -63,6 +84,7 @@ export interface RuntimeConfig {
   readonly streamTag?: string;
   readonly heartbeatMs: number;
   readonly llmBaseUrl?: string;
+  readonly egress: EgressByTenant;
   readonly podUid?: string;
   readonly worker?: { readonly module: string; readonly kinds: readonly string[] };
   readonly secretsFile?: string;
@@ -109,6 +131,7 @@ export function parseRuntimeConfig(env: Readonly<Record<string, string | undefin
       streamTag: e.DROVER_STREAM_TAG,
       heartbeatMs: e.DROVER_HEARTBEAT_MS,
       llmBaseUrl: e.DROVER_LLM_BASE_URL,
+      egress: e.DROVER_EGRESS ?? {},
       podUid: e.DROVER_POD_UID,
       ...(e.DROVER_WORKER_MODULE
         ? { worker: { module: e.DROVER_WORKER_MODULE, kinds: e.DROVER_WORKER_KINDS?.split(",") ?? [] } }

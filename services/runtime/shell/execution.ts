@@ -15,6 +15,7 @@ import { attemptOutcome, jitterUnit } from "./attempt.ts";
 import type { EndedEvent, OpenedExecution } from "./execution-open.ts";
 import type { SecretResolver } from "./secrets.ts";
 import { recordableOutput, recordedOutput } from "./step-output.ts";
+import type { EgressPolicy } from "./egress-request.ts";
 import { needsOutputs, sha256Hex, type StepRunner } from "./step-runners.ts";
 import type { LoadedWorker } from "./worker-module.ts";
 import type { WorkerPool } from "./worker-pool.ts";
@@ -25,6 +26,8 @@ export interface ExecutorEnv {
   readonly maxWorkersPerRun: number;
   readonly runStep: StepRunner;
   readonly llmBaseUrl?: string;
+  /** The egress policy of a tenant's http and llm steps (absent: the default policy for every tenant). */
+  readonly egressFor?: (tenantId: string) => EgressPolicy;
   readonly now: () => Date;
   readonly log: (fields: Record<string, unknown>) => void;
   /** Object store for outputs above the inline limit (absent: such an output fails its step). */
@@ -193,6 +196,7 @@ export class Execution {
           depDigests: this.completed,
           signal,
           llmBaseUrl: this.env.llmBaseUrl,
+          ...(this.env.egressFor ? { egress: this.env.egressFor(this.opened.tenantId) } : {}),
           ...(wakeAt === undefined ? {} : { sleepMs: Math.max(0, wakeAt - this.env.now().getTime()) }),
           ...(needsOutputs(step) ? { data: { input: this.input ?? null, outputs: await this.depValues(step) } } : {}),
           ...(this.env.secrets ? { secrets: this.env.secrets } : {}),

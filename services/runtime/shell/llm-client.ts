@@ -1,4 +1,5 @@
 import { z } from "zod";
+import type { EgressRequest, EgressResponse } from "./egress-request.ts";
 
 /** An llm step's params once its references are resolved. */
 interface Params {
@@ -32,26 +33,27 @@ const ChatCompletion = z.object({
  * returned so the journal records what was asked and what came back; a resumed execution reuses
  * them instead of asking again (LLM answers are not reproducible).
  *
- * Failure modes: non-2xx status, a body that is not a chat completion, timeout (params.timeoutMs) or
+ * `send` is the egress-checked exchange (egress-request.ts): `egress-denied`, `response-too-large`
+ * and `too-many-redirects` come from it. Other failure modes: non-2xx status, a body that is not a chat completion, timeout (params.timeoutMs, applied by the caller's `send`) or
  * abort — each rejects with a message naming the cause; the executor retries per the step policy.
  */
 export async function callChatCompletion(
   baseUrl: string,
   p: Params,
-  signal: AbortSignal,
-  apiKey?: string,
+  apiKey: string | undefined,
+  send: (r: Omit<EgressRequest, "signal">) => Promise<EgressResponse>,
 ): Promise<Record<string, unknown>> {
   const url = `${baseUrl.replace(/\/+$/, "")}/chat/completions`;
   const messages = [...(p.system ? [{ role: "system", content: p.system }] : []), { role: "user", content: p.prompt }];
-  const res = await fetch(url, {
+  const res = await send({
+    url,
     method: "POST",
     // The bearer key is resolved from the tenant's secrets for this call only; it is never recorded.
     headers: { "content-type": "application/json", ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}) },
     body: JSON.stringify({ model: p.model, messages, max_tokens: p.maxTokens, temperature: p.temperature }),
-    signal: AbortSignal.any([signal, AbortSignal.timeout(p.timeoutMs)]),
   });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`llm ${url} answered ${res.status}: ${text.slice(0, 200)}`);
+  const text = res.text;
+  if (res.status < 200 || res.status > 299) throw new Error(`llm ${url} answered ${res.status}: ${text.slice(0, 200)}`);
   let raw: unknown;
   try {
     raw = JSON.parse(text);

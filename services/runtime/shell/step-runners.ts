@@ -1,10 +1,11 @@
 import { createHash } from "node:crypto";
 import { setTimeout as delay } from "node:timers/promises";
 import { z } from "zod";
-import { DroverError, resolveRefs, type Step } from "../../../contracts/index.ts";
+import { DroverError, EgressSettings, resolveRefs, type Step } from "../../../contracts/index.ts";
 import { assertNever } from "../../../contracts/assert-never.ts";
 import { flakyFails, stepInputs } from "../../../aggregates/step-inputs.ts";
 import { isNonRetryable, type Json } from "../../../sdk/index.ts";
+import { compileEgress, egressRequest, type EgressPolicy } from "./egress-request.ts";
 import { callChatCompletion } from "./llm-client.ts";
 import type { SecretResolver } from "./secrets.ts";
 import type { LoadedWorker } from "./worker-module.ts";
@@ -19,6 +20,8 @@ export interface StepContext {
   readonly depDigests: ReadonlyMap<string, string>;
   readonly signal: AbortSignal;
   readonly llmBaseUrl?: string;
+  /** The run's tenant's egress policy for http and llm steps (absent: the default, public addresses only). */
+  readonly egress?: EgressPolicy;
   /** Sleep steps: how long is left of the step's durable timer (the whole duration unless resumed). */
   readonly sleepMs?: number;
   /** The run's input and the dependencies' recorded outputs (only for steps that read them: see `needsOutputs`). */
@@ -59,13 +62,22 @@ export const runStep: StepRunner = async (step, ctx) => {
       await delay(ctx.sleepMs ?? step.params.durationMs, undefined, { signal: ctx.signal });
       return { sleptMs: step.params.durationMs };
     case "http":
-      return callHttp(resolvedAs(ResolvedHttp, step, ctx), ctx.signal);
+      return callHttp(resolvedAs(ResolvedHttp, step, ctx), ctx.signal, ctx.egress ?? DEFAULT_EGRESS);
     case "llm": {
       const p = resolvedAs(ResolvedLlm, step, ctx);
       const base = p.baseUrl ?? ctx.llmBaseUrl;
       if (!base) throw new Error("llm step: no baseUrl in its params and DROVER_LLM_BASE_URL is not configured");
       const apiKey = step.params.apiKey ? ctx.secrets?.get(step.params.apiKey.$secret) : undefined;
-      return callChatCompletion(base, p, ctx.signal, apiKey);
+      const policy = ctx.egress ?? DEFAULT_EGRESS;
+      // The operator's DROVER_LLM_BASE_URL is trusted (configured by the operator, not the tenant);
+      // a baseUrl from the step's params is checked like any http step's URL.
+      const trusted = p.baseUrl === undefined ? operatorOrigin(base) : undefined;
+      const egress = trusted
+        ? { ...policy, rules: [...policy.rules, ...compileEgress(NO_EGRESS, [trusted]).rules] }
+        : policy;
+      return callChatCompletion(base, p, apiKey, (r) =>
+        egressRequest({ ...r, signal: AbortSignal.any([ctx.signal, AbortSignal.timeout(p.timeoutMs)]) }, egress),
+      );
     }
     case "custom":
       return runCustom(step, ctx);
@@ -73,6 +85,18 @@ export const runStep: StepRunner = async (step, ctx) => {
       return assertNever(step);
   }
 };
+
+const NO_EGRESS = EgressSettings.parse({});
+const DEFAULT_EGRESS = compileEgress(NO_EGRESS);
+
+function operatorOrigin(base: string): string | undefined {
+  try {
+    const u = new URL(base);
+    return `${u.hostname}:${u.port || (u.protocol === "https:" ? 443 : 80)}`;
+  } catch {
+    return undefined;
+  }
+}
 
 const ResolvedHttp = z.object({
   url: z.url({ protocol: /^https?$/ }),
@@ -187,16 +211,25 @@ async function work(durationMs: number, busy: boolean, signal: AbortSignal): Pro
   }
 }
 
-async function callHttp(p: z.output<typeof ResolvedHttp>, signal: AbortSignal): Promise<Record<string, unknown>> {
-  const res = await fetch(p.url, {
-    method: p.method,
-    headers: p.headers,
-    body: p.body,
-    signal: AbortSignal.any([signal, AbortSignal.timeout(p.timeoutMs)]),
-  });
-  const text = await res.text();
+async function callHttp(
+  p: z.output<typeof ResolvedHttp>,
+  signal: AbortSignal,
+  egress: EgressPolicy,
+): Promise<Record<string, unknown>> {
+  const res = await egressRequest(
+    {
+      url: p.url,
+      method: p.method,
+      headers: p.headers,
+      ...(p.body === undefined ? {} : { body: p.body }),
+      signal: AbortSignal.any([signal, AbortSignal.timeout(p.timeoutMs)]),
+    },
+    egress,
+  );
+  const text = res.text;
   // The response is recorded before the step completes: a resumed run reuses it, never calls again.
-  if (!res.ok) throw new Error(`http ${p.method} ${p.url} answered ${res.status}: ${text.slice(0, 200)}`);
+  if (res.status < 200 || res.status > 299)
+    throw new Error(`http ${p.method} ${p.url} answered ${res.status}: ${text.slice(0, 200)}`);
   return {
     status: res.status,
     body: text.slice(0, MAX_RECORDED_BODY),
