@@ -78,7 +78,10 @@ export const DroverConfig = z
   .object({
     controlPlaneId: ControlPlaneId,
     tenants: z.array(TenantSettings).default([]),
-    tokens: z.record(z.string().min(16, "tokens are at least 16 characters"), Credential).default({}),
+    tokens: z
+      .record(z.string().min(16, "tokens are at least 16 characters"), Credential)
+      .default({})
+      .describe("key: sha256:<hex SHA-256 of the token> (plaintext keys only with DROVER_DEV=1; docs/security.md)"),
     api: z
       .object({ host: z.string().default("127.0.0.1"), port: z.number().int().min(0).max(65535).default(8080) })
       .strict()

@@ -62,10 +62,13 @@ function required(name: string): string {
 /**
  * Wires a service process: config, logger, NATS (streams ensured, server version checked by the
  * store), optionally Redis, and graceful shutdown on SIGTERM/SIGINT. Any start-up failure exits 1
- * with one clear line on stderr.
+ * with one clear line on stderr — among them an unset, placeholder or short DROVER_COMMAND_SECRET
+ * without DROVER_DEV=1 (platform/command-token.ts).
  */
 export async function bootstrap(service: string, opts: { redis?: boolean } = {}): Promise<ServiceContext> {
   try {
+    // First: a service without a real command secret stops before it touches anything.
+    const { secret, isDefault } = commandSecretFromEnv();
     const config = loadConfig();
     const layout = layoutFromEnv();
     const instanceId = process.env.DROVER_INSTANCE_ID ?? `${service}-${hostname()}-${process.pid}`;
@@ -93,8 +96,8 @@ export async function bootstrap(service: string, opts: { redis?: boolean } = {})
     };
     process.once("SIGTERM", () => void shutdown("SIGTERM"));
     process.once("SIGINT", () => void shutdown("SIGINT"));
-    const { secret, isDefault } = commandSecretFromEnv();
-    if (isDefault) log.warn("DROVER_COMMAND_SECRET is not set: using the development secret (never in production)");
+    if (isDefault)
+      log.warn("DROVER_DEV=1 and no real DROVER_COMMAND_SECRET: using the development secret (never in production)");
     log.info({ nats: nc.getServer(), layout: layout.eventStream, controlPlaneId: config.controlPlaneId }, "started");
     return {
       service,

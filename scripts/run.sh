@@ -36,6 +36,11 @@ set -a; source "$RUN_DIR/env"; set +a
 mkdir -p "$SVC_DIR"
 rm -f "$SVC_DIR/stopping"
 export DROVER_CONFIG="${DROVER_CONFIG:-$ROOT/config/drover.local.json}"
+# make run is a development run: DROVER_DEV=1 lets the services use the development command secret
+# (unless DROVER_COMMAND_SECRET is set) and the plaintext tokens of config/drover.local.json.
+# Production never sets it (docs/security.md "Secrets and tokens").
+export DROVER_DEV="${DROVER_DEV:-1}"
+[[ $DROVER_DEV == 1 ]] && log "development mode (DROVER_DEV=1): development command secret and plaintext tokens accepted; never in production"
 started=()
 for svc in "${ORDER[@]}"; do
   main="$ROOT/services/$svc/main.ts"

@@ -12,7 +12,8 @@ import { loadConfig } from "../../platform/bootstrap.ts";
 import { createOutputStore } from "../../platform/output-store.ts";
 import { readModelClient, readModelDbName } from "../../platform/read-model-db.ts";
 import { createEventStore, ensureStreams } from "../../streams/index.ts";
-import { tokenTable } from "./domain/access.ts";
+import { isDevMode } from "../../platform/dev-mode.ts";
+import { tokenTable } from "./shell/token-table.ts";
 import { buildApp } from "./http/app.ts";
 import { replayCapacityReader } from "./shell/capacity-reader.ts";
 import { jetStreamFeed } from "./shell/event-feed.ts";
@@ -23,6 +24,15 @@ import { readEnv, removePortFile, writePortFile } from "./shell/startup.ts";
 
 const env = readEnv(process.env);
 const config = loadConfig(env.configPath);
+// Before anything connects: plaintext tokens outside DROVER_DEV=1 stop the API with one line.
+let tokens: ReturnType<typeof tokenTable>;
+try {
+  tokens = tokenTable(config.tokens, { allowPlaintext: isDevMode() });
+} catch (e) {
+  process.stderr.write(`api: cannot start: ${(e as Error).message}\n`);
+  process.exit(1);
+}
+if (isDevMode()) process.stderr.write("api: development mode (DROVER_DEV=1): plaintext tokens accepted\n");
 const nc = await connect({ servers: env.natsUrl, name: "drover-api" });
 const js = jetstream(nc);
 const jsm = await jetstreamManager(nc);
@@ -39,7 +49,7 @@ const openRuns = config.tenants.some((t) => t.overQuota === "reject")
 const app = await buildApp(
   {
     config,
-    tokens: tokenTable(config.tokens),
+    tokens,
     layout: env.layout,
     store,
     feed: jetStreamFeed(js, jsm, env.layout),

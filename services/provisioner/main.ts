@@ -22,8 +22,8 @@ import { stopHosts } from "./shell/stop-hosts.ts";
 import { randomSuffix } from "./shell/suffix.ts";
 
 const ctx = await bootstrap("provisioner");
-const { secret, isDefault } = commandSecretFromEnv();
-if (isDefault) ctx.log.warn("DROVER_COMMAND_SECRET is unset: using the development secret");
+// bootstrap already refused a missing or placeholder secret outside DROVER_DEV=1 (and warned inside it).
+const { secret } = commandSecretFromEnv();
 const strategy = createProcessStrategy({
   command: runtimeCommand((why) =>
     ctx.log.warn({ why }, "runtime bundle unavailable; starting runtimes from source through tsx"),

@@ -59,6 +59,7 @@ describe("drover refuses a real nats-server older than 2.12 (Debian's 2.9.10) be
         NATS_URL: old.url,
         REDIS_URL: "redis://127.0.0.1:1",
         DROVER_STREAM_TAG: uniqueName("old"),
+        DROVER_DEV: "1",
       },
       stdio: ["ignore", "ignore", "pipe"],
     });

@@ -1,7 +1,7 @@
 import { jetstream } from "@nats-io/jetstream";
 import type { FastifyInstance } from "fastify";
 import { DroverConfig, type TenantSettings } from "../../contracts/index.ts";
-import { tokenTable } from "../../services/api/domain/access.ts";
+import { tokenTable } from "../../services/api/shell/token-table.ts";
 import { buildApp } from "../../services/api/http/app.ts";
 import { replayCapacityReader } from "../../services/api/shell/capacity-reader.ts";
 import { jetStreamFeed } from "../../services/api/shell/event-feed.ts";
@@ -54,7 +54,7 @@ export async function apiFixture(
   let n = 0;
   const app = await buildApp({
     config,
-    tokens: tokenTable(config.tokens),
+    tokens: tokenTable(config.tokens, { allowPlaintext: true }),
     layout: streams.layout,
     store,
     feed: jetStreamFeed(js, streams.jsm, streams.layout),

@@ -64,6 +64,9 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
     DROVER_RUNTIME_LOG_DIR: join(dir, "runtimes"),
     LOG_LEVEL: "info",
     DROVER_SCALEOUT_ACK_WAIT_MS: "5000",
+    // Development mode, explicitly: the development command secret and the plaintext test tokens
+    // are accepted (each service logs a warning); production refuses both (docs/security.md).
+    DROVER_DEV: "1",
     ...(o.mongoUrl ? { MONGO_URL: o.mongoUrl } : {}),
   };
   const procs = new Map<ServiceName, ChildProcess>();

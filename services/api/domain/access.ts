@@ -6,12 +6,12 @@ import { DroverError, TENANT_SCOPED_AGGREGATES, TenantId, type Credential } from
  * authorization.
  */
 
-/** The tokens of the configuration, keyed by the bearer token. */
-export type TokenTable = ReadonlyMap<string, Credential>;
-
-/** Builds the token table; `Map` rather than the raw record so `__proto__`-style keys can never match. */
-export function tokenTable(tokens: Readonly<Record<string, Credential>>): TokenTable {
-  return new Map(Object.entries(tokens));
+/**
+ * The configured tokens: the credential a presented bearer token names, if any. Built by
+ * shell/token-table.ts, which keeps only SHA-256 digests and compares in constant time.
+ */
+export interface TokenTable {
+  lookup(token: string): Credential | undefined;
 }
 
 const BEARER = /^Bearer[ \t]+([\x21-\x7e]+)[ \t]*$/i;
@@ -25,7 +25,7 @@ export function authenticate(tokens: TokenTable, authorization: string | undefin
   if (authorization === undefined || authorization === "")
     throw new DroverError("unauthenticated", "an Authorization: Bearer <token> header is required");
   const token = BEARER.exec(authorization)?.[1];
-  const credential = token === undefined ? undefined : tokens.get(token);
+  const credential = token === undefined ? undefined : tokens.lookup(token);
   if (credential === undefined) throw new DroverError("unauthenticated", "the bearer token is not recognised");
   return credential;
 }

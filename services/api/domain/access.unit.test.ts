@@ -1,21 +1,15 @@
 import { describe, expect, it } from "vitest";
 import { Credential, isDroverError, type ErrorCode } from "../../../contracts/index.ts";
-import {
-  authenticate,
-  feedScope,
-  readTenant,
-  requireOperator,
-  subjectVisibleIn,
-  tokenTable,
-  visibleIn,
-} from "./access.ts";
+import { authenticate, feedScope, readTenant, requireOperator, subjectVisibleIn, visibleIn } from "./access.ts";
+import { hashToken, tokenTable } from "../shell/token-table.ts";
 
-const tokens = tokenTable({
-  "token-acme-0123456789": Credential.parse({ role: "tenant", tenantId: "acme" }),
-  "token-operator-012345": Credential.parse({ role: "operator", name: "ops" }),
-});
-const acme = tokens.get("token-acme-0123456789")!;
-const ops = tokens.get("token-operator-012345")!;
+const acme = Credential.parse({ role: "tenant", tenantId: "acme" });
+const ops = Credential.parse({ role: "operator", name: "ops" });
+// One token stored as its hash (production form), one in plaintext (development form, hashed at load).
+const tokens = tokenTable(
+  { [hashToken("token-acme-0123456789")]: acme, "token-operator-012345": ops },
+  { allowPlaintext: true },
+);
 
 function codeOf(f: () => unknown): ErrorCode | undefined {
   try {

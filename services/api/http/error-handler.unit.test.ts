@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { Credential, DroverConfig, DroverError } from "../../../contracts/index.ts";
 import { DEFAULT_LAYOUT } from "../../../streams/layout.ts";
 import type { EventStore } from "../../../streams/types.ts";
-import { tokenTable } from "../domain/access.ts";
+import { tokenTable } from "../shell/token-table.ts";
 import type { ApiDeps } from "../shell/deps.ts";
 import { buildApp } from "./app.ts";
 
@@ -16,7 +16,7 @@ const failing = (error: unknown): EventStore => {
 const app = (store: EventStore) =>
   buildApp({
     config: DroverConfig.parse({ controlPlaneId: "cp-test" }),
-    tokens: tokenTable({ [TOKEN]: Credential.parse({ role: "tenant", tenantId: "acme" }) }),
+    tokens: tokenTable({ [TOKEN]: Credential.parse({ role: "tenant", tenantId: "acme" }) }, { allowPlaintext: true }),
     layout: DEFAULT_LAYOUT,
     store,
     feed: {
