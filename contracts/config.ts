@@ -83,7 +83,25 @@ export const DroverConfig = z
       .default({})
       .describe("key: sha256:<hex SHA-256 of the token> (plaintext keys only with DROVER_DEV=1; docs/security.md)"),
     api: z
-      .object({ host: z.string().default("127.0.0.1"), port: z.number().int().min(0).max(65535).default(8080) })
+      .object({
+        host: z.string().default("127.0.0.1"),
+        port: z.number().int().min(0).max(65535).default(8080),
+        rateLimit: z
+          .object({
+            max: z.number().int().min(1).max(1_000_000).default(6000),
+            timeWindowMs: z.number().int().min(1000).max(3_600_000).default(60_000),
+          })
+          .strict()
+          .prefault({})
+          .describe("requests per credential (bearer token) per window on /v1; over it: 429 rate-limited"),
+        maxEventFeedsPerCredential: z
+          .number()
+          .int()
+          .min(1)
+          .max(10_000)
+          .default(16)
+          .describe("concurrent SSE feeds per credential; over it: 429 too-many-event-feeds"),
+      })
       .strict()
       .prefault({}),
     heartbeatIntervalMs: z.number().int().min(50).max(60_000).default(1000),

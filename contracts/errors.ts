@@ -27,6 +27,21 @@ export const ERROR_CATALOGUE = {
     httpStatus: 422,
     summary: "the DAG uses a custom step kind the tenant's worker settings can never offer",
   },
+  "tenant-queue-full": {
+    retryable: true,
+    httpStatus: 429,
+    summary: "the tenant has maxQueuedRuns runs submitted and not yet started",
+  },
+  "rate-limited": {
+    retryable: true,
+    httpStatus: 429,
+    summary: "the credential sent more requests than its rate limit",
+  },
+  "too-many-event-feeds": {
+    retryable: true,
+    httpStatus: 429,
+    summary: "the credential has as many live event feeds open as it may",
+  },
   // --- event store ---
   "version-conflict": { retryable: true, httpStatus: 409, summary: "the aggregate moved past the expected sequence" },
   "event-store-unavailable": { retryable: true, httpStatus: 503, summary: "JetStream did not answer in time" },

@@ -71,6 +71,13 @@ export const TenantSettings = z
       .regex(/^[a-z0-9](?:[a-z0-9-]{0,30})$/, "prefix: lowercase [a-z0-9-], at most 31 characters")
       .optional(),
     maxConcurrentRuns: z.number().int().min(1).max(100_000).default(100),
+    maxQueuedRuns: z
+      .number()
+      .int()
+      .min(1)
+      .max(1_000_000)
+      .default(1000)
+      .describe("runs submitted and not yet started; the API refuses more with 429 tenant-queue-full"),
     overQuota: z
       .enum(["reject", "queue"])
       .default("queue")

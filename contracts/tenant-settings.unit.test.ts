@@ -21,6 +21,7 @@ const SHARED_DEFAULTS = {
   maxWorkersPerRun: 1,
   localQueueCapacity: 8,
   maxConcurrentRuns: 100,
+  maxQueuedRuns: 1000,
   overQuota: "queue",
   weight: 1,
   hostProvider: "process",

@@ -1,6 +1,6 @@
 /**
  * The api process: wiring only. Reads the environment (see shell/startup.ts), connects to NATS,
- * ensures the streams, starts the quota projection when a tenant rejects over quota, opens the
+ * ensures the streams, starts the run projection (queued-run cap, and quota for tenants that reject), opens the
  * forensics read models when MONGO_URL is set, listens on
  * config.api and prints one JSON line {"event":"listening","port":N}. SIGINT/SIGTERM close the
  * server (ending live event feeds) and drain the NATS connection.
@@ -41,9 +41,8 @@ const store = createEventStore(nc, env.layout);
 // Lazy: the API starts without MongoDB and answers the forensics queries once it is reachable.
 const mongo = env.mongoUrl ? readModelClient(env.mongoUrl) : undefined;
 const readModels = mongo ? mongoReadModels(mongo.db(readModelDbName(process.env, config.controlPlaneId))) : undefined;
-const openRuns = config.tenants.some((t) => t.overQuota === "reject")
-  ? await startOpenRunsProjection(js, jsm, env.layout)
-  : undefined;
+// Always on: it counts every tenant's queued runs (maxQueuedRuns) and, for overQuota "reject", open runs.
+const openRuns = await startOpenRunsProjection(js, jsm, env.layout);
 
 // Logs go to stderr so stdout carries exactly one line, the listening announcement.
 const app = await buildApp(

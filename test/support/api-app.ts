@@ -1,5 +1,6 @@
 import { jetstream } from "@nats-io/jetstream";
 import type { FastifyInstance } from "fastify";
+import type { z } from "zod";
 import { DroverConfig, type TenantSettings } from "../../contracts/index.ts";
 import { tokenTable } from "../../services/api/shell/token-table.ts";
 import { buildApp } from "../../services/api/http/app.ts";
@@ -30,11 +31,17 @@ export interface ApiFixture extends StreamsFixture {
 /**
  * Builds the API over a fresh tagged layout on the real nats-server at `natsUrl`, with a fixed
  * clock and counting id generator. `tenants` are configured tenant settings; `quota` starts the
- * open-runs projection the API uses for `overQuota: "reject"`; `readModels` backs the forensics queries.
+ * open-runs projection the API uses for `overQuota: "reject"` and the queued-run cap (main.ts always starts it); `readModels` backs the forensics queries.
  */
 export async function apiFixture(
   natsUrl: string,
-  opts: { tenants?: Array<Partial<TenantSettings>>; quota?: boolean; readModels?: ReadModels } = {},
+  opts: {
+    tenants?: Array<Partial<TenantSettings>>;
+    quota?: boolean;
+    readModels?: ReadModels;
+    /** DROVER_CONFIG `api` settings (rate limit, event-feed cap). */
+    api?: z.input<typeof DroverConfig>["api"];
+  } = {},
 ): Promise<ApiFixture> {
   const streams = await freshStreams(natsUrl, "api");
   const store = createEventStore(streams.nc, streams.layout);
@@ -42,6 +49,7 @@ export async function apiFixture(
   const config = DroverConfig.parse({
     controlPlaneId: "cp-test",
     tenants: opts.tenants ?? [],
+    ...(opts.api ? { api: opts.api } : {}),
     tokens: {
       [TOKENS.acme]: { role: "tenant", tenantId: "acme" },
       [TOKENS.globex]: { role: "tenant", tenantId: "globex" },

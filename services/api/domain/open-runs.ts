@@ -13,13 +13,23 @@ export interface OpenRuns {
   readonly open: Map<string, Set<string>>;
   /** tenant → runs that reached a terminal event; a late duplicate `submitted` never reopens one. */
   readonly closed: Map<string, Set<string>>;
+  /** tenant → open runs that have not `started` yet (the tenant's queue, capped by maxQueuedRuns). */
+  readonly waiting: Map<string, Set<string>>;
+  /** tenant → runs that have `started` once; a late `submitted` never puts one back in the queue. */
+  readonly started: Map<string, Set<string>>;
 }
 
 /** Run events after which a run no longer counts against the quota (aggregates/run.ts `isTerminal`). */
 const TERMINAL = new Set(["completed", "failed", "cancelled", "rejected"]);
 
 /** The state before any event: no tenant has an open run. */
-export const emptyOpenRuns = (): OpenRuns => ({ lastSeq: 0, open: new Map(), closed: new Map() });
+export const emptyOpenRuns = (): OpenRuns => ({
+  lastSeq: 0,
+  open: new Map(),
+  closed: new Map(),
+  waiting: new Map(),
+  started: new Map(),
+});
 
 const setOf = (m: Map<string, Set<string>>, k: string): Set<string> => {
   let s = m.get(k);
@@ -38,12 +48,22 @@ export function foldOpenRunEvent(s: OpenRuns, seq: number, tokens: readonly stri
   if (aggregate !== "run" || tokens.length !== 4 || tenant === undefined || runId === undefined || name === undefined)
     return;
   if (name === "submitted") {
-    if (!s.closed.get(tenant)?.has(runId)) setOf(s.open, tenant).add(runId);
+    if (s.closed.get(tenant)?.has(runId)) return;
+    setOf(s.open, tenant).add(runId);
+    if (!s.started.get(tenant)?.has(runId)) setOf(s.waiting, tenant).add(runId);
+  } else if (name === "started") {
+    s.waiting.get(tenant)?.delete(runId);
+    setOf(s.started, tenant).add(runId);
   } else if (TERMINAL.has(name)) {
     s.open.get(tenant)?.delete(runId);
+    s.waiting.get(tenant)?.delete(runId);
+    s.started.get(tenant)?.delete(runId);
     setOf(s.closed, tenant).add(runId);
   }
 }
+
+/** The tenant's runs submitted and neither started nor terminal, as of `lastSeq`. */
+export const waitingRunCount = (s: OpenRuns, tenantId: string): number => s.waiting.get(tenantId)?.size ?? 0;
 
 /** The tenant's runs submitted and not yet terminal, as of `lastSeq`. */
 export const openRunCount = (s: OpenRuns, tenantId: string): number => s.open.get(tenantId)?.size ?? 0;

@@ -45,6 +45,8 @@ export interface SubmitRun {
   readonly eventId: string;
   /** The tenant's non-terminal runs, when the API enforces its quota (`overQuota: "reject"`); else undefined. */
   readonly openRuns: number | undefined;
+  /** The tenant's runs submitted and not yet started, when the API counts them (its run projection runs); else undefined. */
+  readonly queuedRuns?: number | undefined;
   readonly metadata: { readonly now: Date; readonly requestId: string; readonly instanceId: string };
   /** Set by `POST /v1/runs/:id/rerun`: the run this one reruns (never taken from a body). */
   readonly rerunOf?: string;
@@ -58,7 +60,7 @@ export interface SubmitRun {
  * run wins (a retry never counts against the quota), then the quota is checked.
  *
  * Throws `dag-invalid` (details.issues lists every broken rule), `tenant-quota-exceeded` (details:
- * openRuns, maxConcurrentRuns), and a ZodError when the shell minted ids that are not ids (a bug, answered as 500 `internal`).
+ * openRuns, maxConcurrentRuns), `tenant-queue-full` (details: queuedRuns, maxQueuedRuns), and a ZodError when the shell minted ids that are not ids (a bug, answered as 500 `internal`).
  */
 export function decideSubmission(cmd: SubmitRun, state: RunState): [] | [EventOf<"run.submitted">] {
   const parsed = DagDefinition.safeParse(cmd.body.dag);
@@ -87,6 +89,12 @@ export function decideSubmission(cmd: SubmitRun, state: RunState): [] | [EventOf
       { details: { openRuns: cmd.openRuns, maxConcurrentRuns: max } },
     );
   }
+  if (cmd.queuedRuns !== undefined && cmd.queuedRuns >= cmd.settings.maxQueuedRuns)
+    throw new DroverError(
+      "tenant-queue-full",
+      `tenant ${cmd.tenantId} has ${cmd.queuedRuns} runs submitted and not yet started, its limit is ${cmd.settings.maxQueuedRuns}`,
+      { details: { queuedRuns: cmd.queuedRuns, maxQueuedRuns: cmd.settings.maxQueuedRuns } },
+    );
   const sharedRunId = SharedRunId.parse(cmd.sharedRunId);
   const data = {
     sharedRunId,

@@ -7,6 +7,7 @@ import {
   type ZodTypeProvider,
 } from "fastify-type-provider-zod";
 import type { ApiDeps } from "../shell/deps.ts";
+import { feedSlots, rateLimitByCredential } from "./abuse-limits.ts";
 import { requireCredentials } from "./auth.ts";
 import { dashboardRoute } from "./dashboard-route.ts";
 import { errorHandler } from "./error-handler.ts";
@@ -69,8 +70,11 @@ export async function buildApp(
   await app.register(
     async (v1) => {
       requireCredentials(v1, deps.tokens);
-      await v1.register(runsRoutes, { deps });
-      await v1.register(eventsRoute, { deps });
+      // After authentication: limits count per credential (docs/security.md "Abuse limits").
+      await rateLimitByCredential(v1, deps.config);
+      const feeds = feedSlots(deps.config.api.maxEventFeedsPerCredential);
+      await v1.register(runsRoutes, { deps, feeds });
+      await v1.register(eventsRoute, { deps, feeds });
       await v1.register(operatorRoutes, { deps });
       await v1.register(forensicsRoutes, { deps });
     },

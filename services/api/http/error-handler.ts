@@ -35,7 +35,10 @@ const body = (
  */
 export function errorHandler(err: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const answer = answerFor(err, request, reply);
-  if (answer.status === 429 || answer.status === 503) void reply.header("retry-after", String(RETRY_AFTER_SECONDS));
+  // A limit that knows when it frees up says so (details.retryAfterSeconds); otherwise a short default.
+  const after = isDroverError(err) ? err.details.retryAfterSeconds : undefined;
+  if (answer.status === 429 || answer.status === 503)
+    void reply.header("retry-after", String(typeof after === "number" ? after : RETRY_AFTER_SECONDS));
   return reply.code(answer.status).send({ error: { ...answer.body.error, requestId: request.id } });
 }
 

@@ -4,6 +4,7 @@ import { feedScope } from "../domain/access.ts";
 import { typeFilter } from "../domain/event-types.ts";
 import type { ApiDeps } from "../shell/deps.ts";
 import { credentialOf } from "./auth.ts";
+import type { FeedSlots } from "./abuse-limits.ts";
 import { sseSupport } from "./sse.ts";
 
 const EventsQuery = z
@@ -29,8 +30,11 @@ export const LastEventIdHeaders = z.object({
  * response is taken over, so refusals still go through the error handler; once streaming, a
  * failure ends the stream and the client resumes.
  */
-export const eventsRoute: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, { deps }) => {
-  const serve = sseSupport(app);
+export const eventsRoute: FastifyPluginAsyncZod<{ deps: ApiDeps; feeds?: FeedSlots }> = async (
+  app,
+  { deps, feeds },
+) => {
+  const serve = sseSupport(app, feeds);
   app.get(
     "/events",
     { schema: { querystring: EventsQuery, headers: LastEventIdHeaders, produces: ["text/event-stream"] } },

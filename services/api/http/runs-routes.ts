@@ -14,6 +14,7 @@ import { createSubmitter } from "../shell/submit-run.ts";
 import { credentialOf } from "./auth.ts";
 import { LastEventIdHeaders } from "./events-route.ts";
 import { CancelAnswer, RunDetailAnswer, RunEventsAnswer, RunListAnswer, RunViewAnswer } from "./run-schemas.ts";
+import type { FeedSlots } from "./abuse-limits.ts";
 import { sseSupport } from "./sse.ts";
 
 const RunParams = z.object({ id: SharedRunId });
@@ -31,9 +32,9 @@ const CancelBody = z
  * token's); reads and cancels are confined to one tenant's subjects (an operator names the tenant
  * with `?tenant=`).
  */
-export const runsRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, { deps }) => {
+export const runsRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps; feeds?: FeedSlots }> = async (app, { deps, feeds }) => {
   const submit = createSubmitter(deps);
-  const serve = sseSupport(app);
+  const serve = sseSupport(app, feeds);
   const tenantOf = (credential: Credential): TenantId => {
     if (credential.role !== "tenant")
       throw new DroverError(

@@ -4,6 +4,7 @@ import type { ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { SseFrame } from "../shell/event-feed.ts";
+import type { FeedSlots } from "./abuse-limits.ts";
 
 const KEEPALIVE_MS = 15_000;
 
@@ -35,12 +36,12 @@ export type SseServe = (
  * frames end or the client leaves. Sockets that carried a feed are cut on close: a live feed never
  * ends by itself, and clients resume from Last-Event-ID.
  */
-export function sseSupport(app: FastifyInstance): SseServe {
+export function sseSupport(app: FastifyInstance, slots?: FeedSlots): SseServe {
   const sockets = new Set<Socket>();
   app.addHook("preClose", async () => {
     for (const s of sockets) s.destroy();
   });
-  return async (request, reply, open) => {
+  const serve: SseServe = async (request, reply, open) => {
     const abort = new AbortController();
     const frames = open(abort.signal)[Symbol.asyncIterator]();
     const first = await frames.next();
@@ -73,6 +74,16 @@ export function sseSupport(app: FastifyInstance): SseServe {
       abort.abort();
       await frames.return?.();
       res.end();
+    }
+  };
+  // The credential's feed slot is taken before the answer is taken over (a refusal is a normal 429)
+  // and given back however the feed ends.
+  return async (request, reply, open) => {
+    const release = slots ? slots.acquire(request) : () => undefined;
+    try {
+      await serve(request, reply, open);
+    } finally {
+      release();
     }
   };
 }

@@ -1,7 +1,7 @@
 import { DeliverPolicy, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import { DroverError } from "../../../contracts/index.ts";
 import type { StreamLayout } from "../../../streams/layout.ts";
-import { emptyOpenRuns, foldOpenRunEvent, openRunCount } from "../domain/open-runs.ts";
+import { emptyOpenRuns, foldOpenRunEvent, openRunCount, waitingRunCount } from "../domain/open-runs.ts";
 import { LIVE_CONSUME } from "../../../streams/index.ts";
 
 /** Counts a tenant's unfinished runs for the submission quota. */
@@ -12,6 +12,8 @@ export interface OpenRunsCounter {
    * Rejects with `event-store-unavailable` when the projection cannot catch up in time.
    */
   openRuns(tenantId: string): Promise<number>;
+  /** The tenant's runs submitted and not yet started (nor terminal), with the same read-your-writes guarantee. */
+  queuedRuns(tenantId: string): Promise<number>;
 }
 
 export interface OpenRunsProjection extends OpenRunsCounter {
@@ -69,21 +71,29 @@ export async function startOpenRunsProjection(
       waiters.add(check);
     });
 
+  const caughtUpFor = async (tenantId: string): Promise<void> => {
+    const filter = `${layout.eventPrefix}.run.${tenantId}.>`;
+    let last = 0;
+    try {
+      last = (await jsm.streams.getMessage(layout.eventStream, { last_by_subj: filter }))?.seq ?? 0;
+    } catch (e) {
+      throw new DroverError(
+        "event-store-unavailable",
+        `reading the last run event of tenant ${tenantId}: ${(e as Error).message}`,
+        { cause: e },
+      );
+    }
+    await caughtUpTo(last);
+  };
+
   return {
     async openRuns(tenantId) {
-      const filter = `${layout.eventPrefix}.run.${tenantId}.>`;
-      let last = 0;
-      try {
-        last = (await jsm.streams.getMessage(layout.eventStream, { last_by_subj: filter }))?.seq ?? 0;
-      } catch (e) {
-        throw new DroverError(
-          "event-store-unavailable",
-          `reading the last run event of tenant ${tenantId}: ${(e as Error).message}`,
-          { cause: e },
-        );
-      }
-      await caughtUpTo(last);
+      await caughtUpFor(tenantId);
       return openRunCount(state, tenantId);
+    },
+    async queuedRuns(tenantId) {
+      await caughtUpFor(tenantId);
+      return waitingRunCount(state, tenantId);
     },
     async stop() {
       messages.stop();

@@ -20,7 +20,7 @@ export interface Submitted {
  * Converges on repeats: the same (tenant, idempotency key) derives the same run and event ids, so
  * a retry either finds the run on the first read, is deduplicated by its msg id, or loses the
  * race with a version conflict; in every case it answers the existing run and no second event is
- * appended. Throws `dag-invalid`, `tenant-quota-exceeded` (nothing appended) and the store's
+ * appended. Throws `dag-invalid`, `tenant-quota-exceeded`, `tenant-queue-full` (nothing appended) and the store's
  * `event-store-unavailable` (retry the request: it carries the same ids when keyed).
  */
 export function createSubmitter(
@@ -30,8 +30,8 @@ export function createSubmitter(
   return (tenantId, body, requestId, rerunOf) => {
     const settings = tenantSettingsOf(deps.config, tenantId);
     const attempt = () => submitOnce(deps, tenantId, settings, body, requestId, rerunOf);
-    // Quota check and append are one step per tenant here, so this process never admits two over the limit.
-    return settings.overQuota === "reject" && deps.openRuns ? serial(tenantId, attempt) : attempt();
+    // Quota/queue check and append are one step per tenant here, so this process never admits two over the limit.
+    return deps.openRuns ? serial(tenantId, attempt) : attempt();
   };
 }
 
@@ -48,12 +48,16 @@ async function submitOnce(
   const existing = body.idempotencyKey === undefined ? foldRun([]) : foldRun(await readAggregate(deps.store, ref));
   const enforce = settings.overQuota === "reject" && deps.openRuns !== undefined && existing.status === "none";
   const openRuns = enforce ? await deps.openRuns!.openRuns(tenantId) : undefined;
+  // The queue cap applies to every tenant whenever the API runs its run projection (main.ts always does).
+  const queuedRuns =
+    deps.openRuns !== undefined && existing.status === "none" ? await deps.openRuns.queuedRuns(tenantId) : undefined;
   const [event] = decideSubmission(
     {
       tenantId,
       body,
       settings,
       openRuns,
+      queuedRuns,
       ...ids,
       metadata: { now: deps.clock(), requestId, instanceId: deps.instanceId },
       ...(rerunOf === undefined ? {} : { rerunOf }),
