@@ -2,24 +2,33 @@ import { execFile } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
-import { loadAllYaml } from "@kubernetes/client-node";
+import { loadAllYaml, type V1PodSpec } from "@kubernetes/client-node";
 import { beforeAll, describe, expect, inject, it } from "vitest";
 import { DroverConfig } from "../../contracts/index.ts";
 
 // k8s/drover/ (drover deployed to a cluster) against the local cluster's real API server: the
 // server validates every object (schema, CRDs, RBAC references) in a dry run, and the applied RBAC
-// is checked with `kubectl auth can-i` for the control plane's ServiceAccount.
+// is checked with `kubectl auth can-i` for each service's own ServiceAccount.
 const DIR = resolve(import.meta.dirname, "../../k8s/drover");
-const SA = "system:serviceaccount:drover-system:drover-control-plane";
+const SA = (service: string) => `system:serviceaccount:drover-system:drover-${service}`;
 const run = promisify(execFile);
 let kubeconfig: string;
 const kubectl = async (...args: string[]): Promise<string> =>
   (await run("kubectl", ["--kubeconfig", kubeconfig, ...args])).stdout;
-const canI = async (verb: string, resource: string, ns: string): Promise<string> =>
+const canI = async (verb: string, resource: string, ns: string, service = "provisioner"): Promise<string> =>
   (
-    await run("kubectl", ["--kubeconfig", kubeconfig, "auth", "can-i", verb, resource, "-n", ns, "--as", SA]).catch(
-      (e: { stdout: string }) => e,
-    )
+    await run("kubectl", [
+      "--kubeconfig",
+      kubeconfig,
+      "auth",
+      "can-i",
+      verb,
+      resource,
+      "-n",
+      ns,
+      "--as",
+      SA(service),
+    ]).catch((e: { stdout: string }) => e)
   ).stdout.trim();
 
 beforeAll(async () => {
@@ -40,15 +49,62 @@ describe("drover's k8s/ manifests, against the local cluster's real API server",
     expect(out).toContain("gateway.gateway.networking.k8s.io/drover-shared");
   });
 
-  it("the shipped DROVER_CONFIG validates and hosts runtimes on Kubernetes by Pod IP", () => {
-    const cm = loadAllYaml(readFileSync(join(DIR, "20-config.yaml"), "utf8")).find(
-      (o: { kind: string }) => o.kind === "ConfigMap",
-    ) as { data: Record<string, string> };
-    const config = DroverConfig.parse(JSON.parse(cm.data["drover.json"] ?? "{}"));
+  it("the shipped DROVER_CONFIG is a Secret, validates, stores tokens only as sha256 digests and hosts runtimes by Pod IP", () => {
+    const objects = readdirSync(DIR)
+      .filter((f) => f.endsWith(".yaml"))
+      .flatMap(
+        (f) => loadAllYaml(readFileSync(join(DIR, f), "utf8")) as { kind: string; metadata: { name: string } }[],
+      );
+    expect(objects.filter((o) => o.kind === "ConfigMap")).toEqual([]);
+    const secret = objects.find((o) => o.kind === "Secret" && o.metadata.name === "drover-config") as unknown as {
+      stringData: Record<string, string>;
+    };
+    const config = DroverConfig.parse(JSON.parse(secret.stringData["drover.json"] ?? "{}"));
     expect(config.kubernetes).toMatchObject({ namespace: "drover-runtimes", exposure: "pod-ip" });
+    expect(Object.keys(config.tokens).length).toBeGreaterThan(0);
+    for (const key of Object.keys(config.tokens)) expect(key).toMatch(/^sha256:[0-9a-f]{64}$/);
   });
 
-  it("RBAC lets the control plane manage runtime Pods, Services, Secrets and routes in the runtime namespace only", async () => {
+  it("every Deployment runs restricted (non-root, read-only root, no escalation, no capabilities, RuntimeDefault seccomp) with requests and limits, each under its own ServiceAccount", () => {
+    const deployments = loadAllYaml(readFileSync(join(DIR, "30-services.yaml"), "utf8")).filter(
+      (o: { kind: string }) => o.kind === "Deployment",
+    ) as { metadata: { name: string }; spec: { template: { spec: V1PodSpec } } }[];
+    expect(deployments).toHaveLength(6);
+    const accounts = new Set<string>();
+    for (const d of deployments) {
+      const pod = d.spec.template.spec;
+      accounts.add(pod.serviceAccountName ?? "");
+      expect(pod.securityContext, d.metadata.name).toMatchObject({
+        runAsNonRoot: true,
+        seccompProfile: { type: "RuntimeDefault" },
+      });
+      for (const c of pod.containers) {
+        expect(c.securityContext, d.metadata.name).toEqual({
+          allowPrivilegeEscalation: false,
+          readOnlyRootFilesystem: true,
+          capabilities: { drop: ["ALL"] },
+        });
+        expect(Object.keys(c.resources?.requests ?? {}).sort(), d.metadata.name).toEqual(["cpu", "memory"]);
+        expect(Object.keys(c.resources?.limits ?? {}).sort(), d.metadata.name).toEqual(["cpu", "memory"]);
+      }
+    }
+    expect(accounts.size).toBe(6);
+  });
+
+  it("the namespaces enforce Pod Security Admission restricted", async () => {
+    for (const ns of ["drover-system", "drover-runtimes"])
+      expect(
+        await kubectl(
+          "get",
+          "namespace",
+          ns,
+          "-o",
+          "jsonpath={.metadata.labels.pod-security\\.kubernetes\\.io/enforce}",
+        ),
+      ).toBe("restricted");
+  });
+
+  it("RBAC lets the provisioner manage runtime Pods, Services, Secrets and routes in the runtime namespace only", async () => {
     for (const [verb, resource] of [
       ["create", "pods"],
       ["watch", "pods"],
@@ -63,5 +119,20 @@ describe("drover's k8s/ manifests, against the local cluster's real API server",
     expect(await canI("get", "secrets", "drover-system")).toBe("no");
     expect(await canI("update", "pods", "drover-runtimes")).toBe("no");
     expect(await canI("create", "nodes", "drover-runtimes")).toBe("no");
+    // Secrets are read by name, never listed.
+    expect(await canI("list", "secrets", "drover-runtimes")).toBe("no");
+  });
+
+  it("RBAC lets recovery fence (read and delete runtime objects) but create nothing; the other services get nothing", async () => {
+    expect(await canI("delete", "pods", "drover-runtimes", "recovery")).toBe("yes");
+    expect(await canI("watch", "pods", "drover-runtimes", "recovery")).toBe("yes");
+    expect(await canI("delete", "secrets", "drover-runtimes", "recovery")).toBe("yes");
+    expect(await canI("create", "pods", "drover-runtimes", "recovery")).toBe("no");
+    expect(await canI("create", "secrets", "drover-runtimes", "recovery")).toBe("no");
+    expect(await canI("list", "secrets", "drover-runtimes", "recovery")).toBe("no");
+    for (const service of ["api", "admission", "capacity", "forensics"]) {
+      expect(await canI("get", "pods", "drover-runtimes", service), service).toBe("no");
+      expect(await canI("get", "secrets", "drover-runtimes", service), service).toBe("no");
+    }
   });
 });

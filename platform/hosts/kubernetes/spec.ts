@@ -164,6 +164,14 @@ export function buildRuntimePod(spec: HostSpec, opts: RuntimePodOptions): V1Pod 
       terminationGracePeriodSeconds: opts.terminationGraceSeconds ?? 30,
       automountServiceAccountToken: false,
       enableServiceLinks: false,
+      // Pod Security Standard "restricted" (the runtime namespace enforces it, k8s/drover/00-namespaces.yaml); uid 1000 is the image's `node` user.
+      securityContext: {
+        runAsNonRoot: true,
+        runAsUser: 1000,
+        runAsGroup: 1000,
+        seccompProfile: { type: "RuntimeDefault" },
+      },
+      volumes: [{ name: "tmp", emptyDir: { sizeLimit: "256Mi" } }],
       containers: [
         {
           name: "runtime",
@@ -173,6 +181,17 @@ export function buildRuntimePod(spec: HostSpec, opts: RuntimePodOptions): V1Pod 
           env,
           ports: [{ name: spec.transport, containerPort: port, protocol: "TCP" }],
           readinessProbe: { tcpSocket: { port: spec.transport }, periodSeconds: 1, failureThreshold: 1 },
+          securityContext: {
+            allowPrivilegeEscalation: false,
+            readOnlyRootFilesystem: true,
+            capabilities: { drop: ["ALL"] },
+          },
+          // The only writable path (tsx's cache, temporary files); the root filesystem is read-only.
+          volumeMounts: [{ name: "tmp", mountPath: "/tmp" }],
+          resources: {
+            requests: { cpu: "100m", memory: "128Mi" },
+            limits: { cpu: String(spec.sizing.workers), memory: "1Gi" },
+          },
         },
       ],
     },
