@@ -30,6 +30,13 @@ describe("runtime start-up environment (pure)", () => {
     });
   });
 
+  it("hands the egress settings over as DROVER_EGRESS JSON, and a base value can neither set nor keep it", () => {
+    const egress = { acme: { allow: ["10.0.0.0/8"], maxResponseBytes: 4096 } };
+    const env = runtimeEnv(hostSpec({ egress }), "127.0.0.1", 1, { DROVER_EGRESS: '{"acme":{"allow":["0.0.0.0/0"]}}' });
+    expect(JSON.parse(env.DROVER_EGRESS ?? "null")).toEqual(egress);
+    expect(runtimeEnv(hostSpec({}), "127.0.0.1", 1, { DROVER_EGRESS: "{}" })).not.toHaveProperty("DROVER_EGRESS");
+  });
+
   it("treats a different tenant or sizing as another identity, but not another token", () => {
     const spec = hostSpec();
     expect(identityKey({ ...spec, commandToken: "other-token-0123456789" })).toBe(identityKey(spec));

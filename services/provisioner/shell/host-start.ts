@@ -104,9 +104,11 @@ export async function driveHostStart(d: ProvisionerDeps, p: PlannedStart): Promi
 }
 
 /** The egress settings a runtime runs steps under: its own tenant's, or every tenant's for a shared runtime. */
-function egressOf(d: ProvisionerDeps, tenantId: string | undefined): Partial<HostSpec> {
+export function egressOf(d: ProvisionerDeps, tenantId: string | undefined): Partial<HostSpec> {
   if (!d.egress) return {};
-  const own = tenantId === undefined ? d.egress : tenantId in d.egress ? { [tenantId]: d.egress[tenantId] } : {};
+  // Object.hasOwn: a tenant named like an Object.prototype member ("constructor") must not match it.
+  const own =
+    tenantId === undefined ? d.egress : Object.hasOwn(d.egress, tenantId) ? { [tenantId]: d.egress[tenantId] } : {};
   return Object.keys(own).length > 0 ? { egress: own as NonNullable<HostSpec["egress"]> } : {};
 }
 
