@@ -70,6 +70,8 @@ describe("the examples with runtime Pods: tenant workers and Kubernetes Secrets 
       // Inside the runtime Pod (the process kubelet runs it in the repository): the same module path.
       worker: { module: `examples/${example}/worker.ts`, kinds },
       secrets: { kubernetesSecret: secretName },
+      // The document comes from the test's fake on loopback, outside the default egress policy.
+      egress: { allow: [new URL(fake.url).host] },
     });
     cp = await startControlPlane({
       natsUrl: nats.url,
