@@ -8,7 +8,7 @@
  */
 import { jetstream } from "@nats-io/jetstream";
 import { Redis } from "ioredis";
-import { Heartbeat, type DroverEvent, type EventType } from "../contracts/index.ts";
+import { Heartbeat, RuntimeInstanceId, type DroverEvent, type EventType } from "../contracts/index.ts";
 import type { CapacityDescriptor } from "../aggregates/capacity/descriptor.ts";
 import { evolveCapacity, type CapacityInput, type RuntimeEvent } from "../aggregates/capacity/fold.ts";
 import { redisCapacityView } from "../platform/capacity-view.ts";
@@ -37,7 +37,7 @@ try {
   const js = jetstream(fx.nc);
   const inputs: CapacityInput[] = [];
   for (let r = 0; r < RUNTIMES; r++) {
-    const rt = `rt-bench-cap-${r}`;
+    const rt = RuntimeInstanceId.parse(`rt-bench-cap-${r}`);
     let seq = 0;
     for (const t of READY) {
       const e = EXAMPLE_BUILDERS[t]() as DroverEvent;

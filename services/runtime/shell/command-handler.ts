@@ -4,6 +4,8 @@ import {
   isDroverError,
   RuntimeCommand,
   type ErrorCode,
+  type HostIncarnation,
+  type RuntimeInstanceId,
   type RuntimeCommandResult,
 } from "../../../contracts/index.ts";
 import { assertNever } from "../../../contracts/assert-never.ts";
@@ -24,8 +26,8 @@ export interface CommandAnswer {
 }
 
 export interface CommandHandlerDeps {
-  readonly runtimeInstanceId: string;
-  readonly hostIncarnation: string;
+  readonly runtimeInstanceId: RuntimeInstanceId;
+  readonly hostIncarnation: HostIncarnation;
   readonly token: string;
   readonly instance: RuntimeInstance;
   readonly now: () => Date;
@@ -63,8 +65,8 @@ export function createCommandHandler(deps: CommandHandlerDeps): CommandHandler {
       result: {
         success: !failure,
         operation,
-        runtimeInstanceId: deps.runtimeInstanceId as never,
-        hostIncarnation: deps.hostIncarnation as never,
+        runtimeInstanceId: deps.runtimeInstanceId,
+        hostIncarnation: deps.hostIncarnation,
         payload,
         ...(failure ? { failureReason: failure.code, failureDetail: failure.detail.slice(0, 2000) } : {}),
         timings: {

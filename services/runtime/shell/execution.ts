@@ -4,7 +4,9 @@ import {
   type DagDefinition,
   type DataOf,
   type ErrorCode,
+  type ExecutionId,
   type Step,
+  type StepId,
 } from "../../../contracts/index.ts";
 import { assertNever } from "../../../contracts/assert-never.ts";
 import { retryAtAfterFailure, scheduleSteps, takesWorker, type StepStart } from "../../../aggregates/scheduler.ts";
@@ -87,7 +89,7 @@ export class Execution {
     for (const [id, t] of opened.prior.timers) this.timers.set(id, t);
   }
 
-  get executionId(): string {
+  get executionId(): ExecutionId {
     return this.opened.executionId;
   }
   get completedSteps(): number {
@@ -214,7 +216,7 @@ export class Execution {
             ...(outputRef ? { outputRef } : { output }),
             outputDigest,
             durationMs: Math.max(0, now.getTime() - t0),
-          } as DataOf<"exec.step-completed">),
+          }),
         );
         this.failures.delete(s.stepId);
         this.completed.set(s.stepId, outputDigest);
@@ -231,7 +233,7 @@ export class Execution {
             error: message,
             ...(outcome.code ? { code: outcome.code } : {}),
             ...(retryAt === undefined ? {} : { retryAt: new Date(retryAt).toISOString() }),
-          } as DataOf<"exec.step-failed">),
+          }),
         );
         this.failures.set(s.stepId, retryAt === undefined ? { attempt: s.attempt } : { attempt: s.attempt, retryAt });
         this.lastErrors.set(s.stepId, { ...(outcome.code ? { code: outcome.code } : {}), message });
@@ -250,7 +252,7 @@ export class Execution {
    * A sleep step's durable timer: the journal's wake-up for this attempt if one was recorded (a
    * resumed execution sleeps only what is left), else a new one, made durable before the wait.
    */
-  private async timer(stepId: string, attempt: number, durationMs: number): Promise<number> {
+  private async timer(stepId: StepId, attempt: number, durationMs: number): Promise<number> {
     const known = this.timers.get(stepId);
     if (known?.attempt === attempt) return known.wakeAt;
     const wakeAt = this.env.now().getTime() + durationMs;
@@ -260,7 +262,7 @@ export class Execution {
         attempt,
         durationMs,
         wakeAt: new Date(wakeAt).toISOString(),
-      } as DataOf<"exec.timer-started">),
+      }),
     );
     this.timers.set(stepId, { attempt, wakeAt });
     return wakeAt;
@@ -275,7 +277,7 @@ export class Execution {
       localRunId: this.opened.localRunId,
       outputDigest,
       ...(result.outputRef ? { outputRef: result.outputRef } : { output: result.output }),
-    } as DataOf<"run.completed">);
+    });
     return { state: "completed" };
   }
 
@@ -318,16 +320,16 @@ export class Execution {
       code: "run-deadline-exceeded" as const,
       detail: `the execution ran longer than its deadline of ${this.dag.deadlineMs} ms`,
     };
-    await this.opened.exec.append(this.opened.emit("exec.failed", { reason } as DataOf<"exec.failed">));
+    await this.opened.exec.append(this.opened.emit("exec.failed", { reason }));
     await this.appendRun("run.failed", {
       executionId: this.executionId,
       localRunId: this.opened.localRunId,
       reason,
-    } as DataOf<"run.failed">);
+    });
     return { state: "failed", reason: reason.code, detail: reason.detail };
   }
 
-  private async finishFailed(stepId: string, attempt: number): Promise<ExecutionOutcome> {
+  private async finishFailed(stepId: StepId, attempt: number): Promise<ExecutionOutcome> {
     this.abort.abort(new Error("execution failed"));
     await this.drained();
     // A failure that no retry could help names its own code; a spent retry budget is step-attempts-exhausted.
@@ -341,12 +343,12 @@ export class Execution {
           2000,
         ),
     };
-    await this.opened.exec.append(this.opened.emit("exec.failed", { reason, stepId } as DataOf<"exec.failed">));
+    await this.opened.exec.append(this.opened.emit("exec.failed", { reason, stepId }));
     await this.appendRun("run.failed", {
       executionId: this.executionId,
       localRunId: this.opened.localRunId,
       reason,
-    } as DataOf<"run.failed">);
+    });
     return { state: "failed", reason: reason.code, detail: reason.detail };
   }
 

@@ -2,6 +2,10 @@ import { describe, expect, it } from "vitest";
 import {
   buildEvent,
   DagDefinition,
+  HostIncarnation,
+  LocalRunId,
+  RuntimeInstanceId,
+  SharedRunId,
   TenantId,
   type DagInput,
   type DroverEvent,
@@ -9,6 +13,7 @@ import {
   type Step,
 } from "../../../contracts/index.ts";
 import { execRef, runRef } from "../../../streams/subjects.ts";
+import { eventData } from "../../../test/support/event-data.ts";
 import { MemoryEventStore } from "../../../test/support/memory-event-store.ts";
 import { Execution } from "./execution.ts";
 import { checkDispatched, executionIdFor, openFresh, openResume, type JournalEnv } from "./execution-open.ts";
@@ -22,8 +27,8 @@ const T = "t1";
 let ids = 0;
 const journalEnv = (store: MemoryEventStore, runtimeInstanceId = "rt-a"): JournalEnv => ({
   store,
-  runtimeInstanceId,
-  hostIncarnation: "pid:1:1",
+  runtimeInstanceId: RuntimeInstanceId.parse(runtimeInstanceId),
+  hostIncarnation: HostIncarnation.parse("pid:1:1"),
   now: () => new Date(1_000_000),
   newEventId: () => `ev-${++ids}`,
   sleep: async () => undefined,
@@ -58,7 +63,8 @@ const executor = (runner: StepRunner, workers = new WorkerPool(2)) => ({
   now: () => new Date(1_000_000),
   log: () => undefined,
 });
-const types = (store: MemoryEventStore, ref = execRef(T, executionIdFor("r1", "l1"))) =>
+const eid = (run: string, local: string) => executionIdFor(SharedRunId.parse(run), LocalRunId.parse(local));
+const types = (store: MemoryEventStore, ref = execRef(T, eid("r1", "l1"))) =>
   store.read(ref).then((h) => h.events.map((e) => e.event.type));
 
 describe("AggregateJournal: the runtime is the single writer of its execution (in-memory store; proves no transport)", () => {
@@ -68,12 +74,15 @@ describe("AggregateJournal: the runtime is the single writer of its execution (i
     // A foreign writer (recovery) appends after the runtime's last sequence.
     await store.append(
       opened.exec.ref,
-      opened.emit("exec.paused-for-recovery", {
-        forensicsId: `runtime-recovery:${executionIdFor("r1", "l1")}:r1:l1`,
-        incidentId: "i1",
-        failedRuntimeInstanceId: "rt-a",
-        newEpoch: 1,
-      } as never),
+      opened.emit(
+        "exec.paused-for-recovery",
+        eventData("exec.paused-for-recovery", {
+          forensicsId: `runtime-recovery:${eid("r1", "l1")}:r1:l1`,
+          incidentId: "i1",
+          failedRuntimeInstanceId: "rt-a",
+          newEpoch: 1,
+        }),
+      ),
       { expectedSeq: opened.exec.lastSeq, msgId: "recovery" },
     );
     const attemptsBefore = store.appendLog.length;
@@ -100,7 +109,7 @@ describe("AggregateJournal: the runtime is the single writer of its execution (i
     const mine = new AggregateJournal(store, ref, 5, "rt-a.e0", async () => undefined);
     const theirs = new AggregateJournal(store, ref, 5, "rt-b.e1", async () => undefined);
     expect(mine.lastSeq).toBe(theirs.lastSeq);
-    const ids = [mine, theirs].map((j) => (j as unknown as { writerKey: string }).writerKey);
+    const ids = [mine, theirs].map((j) => j.writerKey);
     expect(ids[0]).not.toBe(ids[1]);
   });
 });
@@ -138,31 +147,40 @@ describe("Execution: deterministic, durable, fenced (in-memory store; proves no 
     } satisfies DagInput);
     const first = await openFresh(journalEnv(store), payload(dag));
     await first.exec.append(
-      first.emit("exec.step-completed", {
-        stepId: "s1",
-        attempt: 1,
-        output: { ok: "s1" },
-        outputDigest: "a".repeat(64),
-        durationMs: 1,
-      } as never),
+      first.emit(
+        "exec.step-completed",
+        eventData("exec.step-completed", {
+          stepId: "s1",
+          attempt: 1,
+          output: { ok: "s1" },
+          outputDigest: "a".repeat(64),
+          durationMs: 1,
+        }),
+      ),
     );
     await first.exec.append(
-      first.emit("exec.step-failed", {
-        stepId: "s2",
-        attempt: 1,
-        error: "x",
-        retryAt: new Date(0).toISOString(),
-      } as never),
+      first.emit(
+        "exec.step-failed",
+        eventData("exec.step-failed", {
+          stepId: "s2",
+          attempt: 1,
+          error: "x",
+          retryAt: new Date(0).toISOString(),
+        }),
+      ),
     );
     const executionId = first.executionId;
     await store.append(
       first.exec.ref,
-      first.emit("exec.paused-for-recovery", {
-        forensicsId: `runtime-recovery:${executionIdFor("r1", "l1")}:r1:l1`,
-        incidentId: "i1",
-        failedRuntimeInstanceId: "rt-a",
-        newEpoch: 1,
-      } as never),
+      first.emit(
+        "exec.paused-for-recovery",
+        eventData("exec.paused-for-recovery", {
+          forensicsId: `runtime-recovery:${eid("r1", "l1")}:r1:l1`,
+          incidentId: "i1",
+          failedRuntimeInstanceId: "rt-a",
+          newEpoch: 1,
+        }),
+      ),
       { expectedSeq: first.exec.lastSeq, msgId: "recovery" },
     );
     const { runner, calls } = recordingRunner();
@@ -171,7 +189,7 @@ describe("Execution: deterministic, durable, fenced (in-memory store; proves no 
       executionId,
       epoch: 1,
       dispatchedSeq: await store.lastSeq(runRef(T, "r1")),
-    } as never);
+    });
     expect(await new Execution(executor(runner), resumed, dag, 0).run()).toEqual({ state: "completed" });
     expect(calls).toEqual(["s2#2"]);
     const tail = (await store.read(first.exec.ref)).events.slice(-3).map((e) => e.event as DroverEvent);
@@ -279,12 +297,15 @@ describe("Execution: deterministic, durable, fenced (in-memory store; proves no 
     // Recovery fences it mid-sleep; when its timer fires, its step-completed is refused.
     await store.append(
       first.exec.ref,
-      first.emit("exec.paused-for-recovery", {
-        forensicsId: `runtime-recovery:${first.executionId}:r1:l1`,
-        incidentId: "i1",
-        failedRuntimeInstanceId: "rt-a",
-        newEpoch: 1,
-      } as never),
+      first.emit(
+        "exec.paused-for-recovery",
+        eventData("exec.paused-for-recovery", {
+          forensicsId: `runtime-recovery:${first.executionId}:r1:l1`,
+          incidentId: "i1",
+          failedRuntimeInstanceId: "rt-a",
+          newEpoch: 1,
+        }),
+      ),
       { expectedSeq: await store.lastSeq(first.exec.ref), msgId: "recovery" },
     );
     wakeUp();
@@ -301,7 +322,7 @@ describe("Execution: deterministic, durable, fenced (in-memory store; proves no 
       executionId: first.executionId,
       epoch: 1,
       dispatchedSeq: await store.lastSeq(runRef(T, "r1")),
-    } as never);
+    });
     sleeps.length = 0;
     expect(
       await new Execution({ ...executor(sleeper), now: () => new Date(1_045_000) }, resumed, dag, 0).run(),
@@ -392,12 +413,15 @@ describe("Execution: deterministic, durable, fenced (in-memory store; proves no 
       if (step.id === "s2" && opened) {
         await store.append(
           opened.exec.ref,
-          opened.emit("exec.paused-for-recovery", {
-            forensicsId: `runtime-recovery:${executionIdFor("r1", "l1")}:r1:l1`,
-            incidentId: "i1",
-            failedRuntimeInstanceId: "rt-a",
-            newEpoch: 1,
-          } as never),
+          opened.emit(
+            "exec.paused-for-recovery",
+            eventData("exec.paused-for-recovery", {
+              forensicsId: `runtime-recovery:${eid("r1", "l1")}:r1:l1`,
+              incidentId: "i1",
+              failedRuntimeInstanceId: "rt-a",
+              newEpoch: 1,
+            }),
+          ),
           { expectedSeq: await store.lastSeq(opened.exec.ref), msgId: "recovery" },
         );
       }
@@ -431,10 +455,15 @@ describe("checkDispatched: run started only for this runtime's own dispatch (in-
   };
   async function dispatched(store: MemoryEventStore, data: Record<string, unknown>): Promise<number> {
     const ref = runRef(T, "r1");
-    const e = buildEvent("run.dispatched", { transport: "http", hostIncarnation: "pid:1:1", ...data } as never, ctx, {
-      eventId: `ev-${++ids}`,
-      now: new Date(0),
-    });
+    const e = buildEvent(
+      "run.dispatched",
+      eventData("run.dispatched", { transport: "http", hostIncarnation: "pid:1:1", ...data }),
+      ctx,
+      {
+        eventId: `ev-${++ids}`,
+        now: new Date(0),
+      },
+    );
     return (await store.append(ref, e, { expectedSeq: await store.lastSeq(ref) })).seq;
   }
 
@@ -454,7 +483,7 @@ describe("checkDispatched: run started only for this runtime's own dispatch (in-
     const resume = await dispatched(store, {
       runtimeInstanceId: "rt-a",
       localRunId: "l1",
-      resumeExecutionId: executionIdFor("r1", "l0"),
+      resumeExecutionId: eid("r1", "l0"),
     });
     const check = (dispatchedSeq: number) =>
       checkDispatched(journalEnv(store), { ...payload(chain(1)), dispatchedSeq });
@@ -482,13 +511,13 @@ describe("checkDispatched: run started only for this runtime's own dispatch (in-
     const seq = await dispatched(store, {
       runtimeInstanceId: "rt-a",
       localRunId: "l1",
-      resumeExecutionId: executionIdFor("r1", "l0"),
+      resumeExecutionId: eid("r1", "l0"),
     });
     await expect(
-      checkDispatched(journalEnv(store), { ...payload(chain(1)), dispatchedSeq: seq }, executionIdFor("r1", "l0")),
+      checkDispatched(journalEnv(store), { ...payload(chain(1)), dispatchedSeq: seq }, eid("r1", "l0")),
     ).resolves.toBeUndefined();
     await expect(
-      checkDispatched(journalEnv(store), { ...payload(chain(1)), dispatchedSeq: seq }, executionIdFor("r1", "l9")),
+      checkDispatched(journalEnv(store), { ...payload(chain(1)), dispatchedSeq: seq }, eid("r1", "l9")),
     ).rejects.toMatchObject({ code: "contract-violation" });
   });
 });
