@@ -1,17 +1,14 @@
 /**
- * The api process: wiring only. Reads the environment (see shell/startup.ts), connects to NATS,
- * ensures the streams, starts the quota projection when a tenant rejects over quota, opens the
+ * The api process: wiring only. Starts like every service (platform/bootstrap.ts: config, NATS,
+ * streams, signals), starts the quota projection when a tenant rejects over quota, opens the
  * forensics read models when MONGO_URL is set, listens on
  * config.api and prints one JSON line {"event":"listening","port":N}. SIGINT/SIGTERM close the
- * server (ending live event feeds) and drain the NATS connection.
+ * server (ending live event feeds), then the bootstrap drains the NATS connection.
  */
-import { hostname } from "node:os";
-import { jetstream, jetstreamManager } from "@nats-io/jetstream";
-import { connect } from "@nats-io/transport-node";
-import { loadConfig } from "../../platform/bootstrap.ts";
+import { bootstrap } from "../../platform/bootstrap.ts";
+import { systemClock } from "../../platform/envelope.ts";
 import { createOutputStore } from "../../platform/output-store.ts";
 import { readModelClient, readModelDbName } from "../../platform/read-model-db.ts";
-import { createEventStore, ensureStreams } from "../../streams/index.ts";
 import { tokenTable } from "./domain/access.ts";
 import { buildApp } from "./http/app.ts";
 import { replayCapacityReader } from "./shell/capacity-reader.ts";
@@ -19,61 +16,52 @@ import { jetStreamFeed } from "./shell/event-feed.ts";
 import { randomIdGenerator } from "./shell/ids.ts";
 import { startOpenRunsProjection } from "./shell/open-runs-projection.ts";
 import { mongoReadModels } from "./shell/read-models.ts";
-import { readEnv, removePortFile, writePortFile } from "./shell/startup.ts";
-
-const env = readEnv(process.env);
-const config = loadConfig(env.configPath);
-const nc = await connect({ servers: env.natsUrl, name: "drover-api" });
-const js = jetstream(nc);
-const jsm = await jetstreamManager(nc);
-await ensureStreams(jsm, env.layout);
-const store = createEventStore(nc, env.layout);
-// Lazy: the API starts without MongoDB and answers the forensics queries once it is reachable.
-const mongo = env.mongoUrl ? readModelClient(env.mongoUrl) : undefined;
-const readModels = mongo ? mongoReadModels(mongo.db(readModelDbName(process.env, config.controlPlaneId))) : undefined;
-const openRuns = config.tenants.some((t) => t.overQuota === "reject")
-  ? await startOpenRunsProjection(js, jsm, env.layout)
-  : undefined;
+import { portFileIn, removePortFile, writePortFile } from "./shell/startup.ts";
 
 // Logs go to stderr so stdout carries exactly one line, the listening announcement.
+const ctx = await bootstrap("api", { logTo: process.stderr });
+const { config, layout, store, js, jsm } = ctx;
+// Lazy: the API starts without MongoDB and answers the forensics queries once it is reachable.
+const mongoUrl = process.env.MONGO_URL || undefined;
+const mongo = mongoUrl ? readModelClient(mongoUrl) : undefined;
+if (mongo) ctx.onShutdown(() => mongo.close());
+const readModels = mongo ? mongoReadModels(mongo.db(readModelDbName(process.env, config.controlPlaneId))) : undefined;
+const openRuns = config.tenants.some((t) => t.overQuota === "reject")
+  ? await startOpenRunsProjection(js, jsm, layout)
+  : undefined;
+if (openRuns) ctx.onShutdown(() => openRuns.stop());
+
 const app = await buildApp(
   {
     config,
     tokens: tokenTable(config.tokens),
-    layout: env.layout,
+    layout,
     store,
-    feed: jetStreamFeed(js, jsm, env.layout),
-    capacity: replayCapacityReader(store, jsm, env.layout),
+    feed: jetStreamFeed(js, jsm, layout),
+    capacity: replayCapacityReader(store, jsm, layout),
     openRuns,
     readModels,
-    outputs: createOutputStore(nc, env.layout),
-    clock: () => new Date(),
+    outputs: createOutputStore(ctx.nc, layout),
+    clock: systemClock,
     newId: randomIdGenerator,
-    instanceId: `api-${hostname()}-${process.pid}`,
+    instanceId: ctx.instanceId,
   },
-  { logger: { level: process.env.LOG_LEVEL ?? "info", stream: process.stderr } },
+  { loggerInstance: ctx.log },
 );
 
 await app.listen({ host: config.api.host, port: config.api.port });
 const address = app.server.address();
 const port = typeof address === "object" && address ? address.port : config.api.port;
-writePortFile(env.portFile, port);
+const portFile = portFileIn(process.env);
+writePortFile(portFile, port);
 console.log(JSON.stringify({ event: "listening", port, host: config.api.host }));
 
-let stopping = false;
-const stop = async (signal: string) => {
-  if (stopping) return;
-  stopping = true;
-  app.log.info({ signal }, "stopping");
-  removePortFile(env.portFile);
+// Registered last, so it runs first on SIGTERM/SIGINT: the server closes (ending live event feeds)
+// before the projection, MongoDB and NATS.
+ctx.onShutdown(async () => {
+  removePortFile(portFile);
   // In-flight requests get a grace period; sockets still open after it (e.g. a client's idle
   // pre-opened connection) must not keep the process alive.
   setTimeout(() => app.server.closeAllConnections(), 5_000).unref();
   await app.close();
-  await openRuns?.stop();
-  await mongo?.close();
-  await nc.drain();
-  process.exit(0);
-};
-process.once("SIGINT", () => void stop("SIGINT"));
-process.once("SIGTERM", () => void stop("SIGTERM"));
+});

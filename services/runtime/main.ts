@@ -8,6 +8,7 @@ import { randomUUID } from "node:crypto";
 import { setTimeout as delay } from "node:timers/promises";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
+import { systemClock } from "../../platform/clock.ts";
 import { selfIncarnation } from "../../platform/process-incarnation.ts";
 import {
   createEventStore,
@@ -40,7 +41,6 @@ const log = (fields: Record<string, unknown>): void => {
     `${JSON.stringify({ ...fields, runtimeInstanceId: config.runtimeInstanceId, at: new Date().toISOString() })}\n`,
   );
 };
-const now = () => new Date();
 
 // Secrets handed over by the provisioner leave the environment at once: only the resolver holds them.
 const secrets = createSecretResolver(config.secretsFile, process.env.DROVER_SECRETS_JSON);
@@ -71,7 +71,7 @@ const instance = new RuntimeInstance(
     store,
     runtimeInstanceId: config.runtimeInstanceId,
     hostIncarnation,
-    now,
+    clock: systemClock,
     newEventId: randomUUID,
     sleep: (ms) => delay(ms),
     log,
@@ -81,7 +81,7 @@ const instance = new RuntimeInstance(
     maxWorkersPerRun: config.sizing.maxWorkersPerRun,
     runStep,
     llmBaseUrl: config.llmBaseUrl,
-    now,
+    clock: systemClock,
     log,
     outputs: createOutputStore(nc, layout),
     secrets,
@@ -94,7 +94,7 @@ const handler = createCommandHandler({
   hostIncarnation,
   token: config.commandToken,
   instance,
-  now,
+  clock: systemClock,
 });
 const heartbeats = new HeartbeatPublisher(
   {
@@ -103,7 +103,7 @@ const heartbeats = new HeartbeatPublisher(
     hostIncarnation,
     instance,
     publish: (s, d) => nc.publish(s, d),
-    now,
+    clock: systemClock,
     log,
   },
   config.heartbeatMs,

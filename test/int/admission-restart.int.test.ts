@@ -53,7 +53,7 @@ describe("admission restarted on a long log (real NATS + Redis; no runtime: runs
   /** Appends admission attempted, each marked with whether its service had reported caught up. */
   let appends: { caughtUp: boolean }[] = [];
 
-  async function start(index = new RunIndex(fx.layout.eventPrefix, () => undefined)) {
+  async function start(index = new RunIndex(fx.layout.eventPrefix, () => undefined, systemClock)) {
     let caughtUp = false;
     const record = <A extends unknown[], R>(f: (...a: A) => Promise<R>) => {
       return (...a: A) => {

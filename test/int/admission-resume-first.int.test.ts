@@ -128,7 +128,7 @@ describe("admission's runtime commands: a tenant's resume first, a slow runtime 
       config,
       layout: fx.layout,
       store,
-      index: new RunIndex(fx.layout.eventPrefix, () => undefined),
+      index: new RunIndex(fx.layout.eventPrefix, () => undefined, systemClock),
       view: redisCapacityView<CapacityDescriptor>(redis, CP),
       reservations: redisReservations(redis, CP),
       env: { writer: { service: "admission", instanceId: uniqueName("adm") }, clock: systemClock, ids: randomIds },

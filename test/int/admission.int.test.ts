@@ -76,7 +76,7 @@ describe("admission (real NATS + Redis; runtime transport replaced by an in-memo
   };
 
   async function admission(): Promise<AdmissionService> {
-    const index = new RunIndex(fx.layout.eventPrefix, () => undefined);
+    const index = new RunIndex(fx.layout.eventPrefix, () => undefined, systemClock);
     const s = await startAdmission({
       js,
       config,

@@ -61,7 +61,7 @@ export async function apiFixture(
     capacity: replayCapacityReader(store, streams.jsm, streams.layout),
     openRuns,
     ...(opts.readModels ? { readModels: opts.readModels } : {}),
-    clock: () => new Date("2026-05-06T07:08:09.000Z"),
+    clock: { now: () => new Date("2026-05-06T07:08:09.000Z") },
     newId: () => `id${process.pid}x${++n}`,
     instanceId: "api-test",
   });

@@ -62,7 +62,7 @@ export async function provisionerFixture(natsUrl: string): Promise<ProvisionerFi
         natsUrl,
         streamTag,
         heartbeatMs: 500,
-        now: () => new Date(),
+        clock: { now: () => new Date() },
         newEventId: randomUUID,
         newSuffix: randomSuffix,
         commandTokenFor: (id) => commandTokenFor(TEST_COMMAND_SECRET, id),

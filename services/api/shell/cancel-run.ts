@@ -48,7 +48,7 @@ export async function requestCancel(
         causationId: `http-request:${requestId}`,
         writer: { service: "api", instanceId: deps.instanceId },
       },
-      { eventId, now: deps.clock() },
+      { eventId, now: deps.clock.now() },
     );
     try {
       await deps.store.append(ref, event, {

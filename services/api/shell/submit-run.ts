@@ -55,7 +55,7 @@ async function submitOnce(
       settings,
       openRuns,
       ...ids,
-      metadata: { now: deps.clock(), requestId, instanceId: deps.instanceId },
+      metadata: { now: deps.clock.now(), requestId, instanceId: deps.instanceId },
       ...(rerunOf === undefined ? {} : { rerunOf }),
     },
     existing,

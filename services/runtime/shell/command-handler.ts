@@ -1,3 +1,4 @@
+import type { Clock } from "../../../platform/clock.ts";
 import { timingSafeEqual } from "node:crypto";
 import {
   ERROR_CATALOGUE,
@@ -30,7 +31,7 @@ export interface CommandHandlerDeps {
   readonly hostIncarnation: HostIncarnation;
   readonly token: string;
   readonly instance: RuntimeInstance;
-  readonly now: () => Date;
+  readonly clock: Clock;
 }
 
 export type CommandHandler = (cmd: IncomingCommand) => Promise<CommandAnswer>;
@@ -52,7 +53,7 @@ const sameSecret = (given: string | undefined, expected: string): boolean => {
  */
 export function createCommandHandler(deps: CommandHandlerDeps): CommandHandler {
   return async (cmd) => {
-    const received = deps.now();
+    const received = deps.clock.now();
     const operation =
       typeof (cmd.body as { operation?: unknown } | null)?.operation === "string"
         ? String((cmd.body as { operation: string }).operation).slice(0, 64)
@@ -71,7 +72,7 @@ export function createCommandHandler(deps: CommandHandlerDeps): CommandHandler {
         ...(failure ? { failureReason: failure.code, failureDetail: failure.detail.slice(0, 2000) } : {}),
         timings: {
           receivedAt: received.toISOString(),
-          handledMs: Math.max(0, deps.now().getTime() - received.getTime()),
+          handledMs: Math.max(0, deps.clock.now().getTime() - received.getTime()),
         },
       },
     });

@@ -1,3 +1,4 @@
+import type { Clock } from "../../../platform/clock.ts";
 import {
   buildEvent,
   DroverError,
@@ -30,7 +31,7 @@ export interface JournalEnv {
   readonly store: EventStore;
   readonly runtimeInstanceId: RuntimeInstanceId;
   readonly hostIncarnation: HostIncarnation;
-  readonly now: () => Date;
+  readonly clock: Clock;
   readonly newEventId: () => string;
   readonly sleep: (ms: number) => Promise<void>;
   /** Told about unanswered appends being retried (first and every 10th attempt). */
@@ -71,7 +72,7 @@ function emitter(env: JournalEnv, p: DispatchPayload, epoch: number): OpenedExec
     causationId: `local-run:${p.localRunId}`,
     writer,
   };
-  return (type, data) => buildEvent(type, data, origin, { eventId: env.newEventId(), now: env.now() });
+  return (type, data) => buildEvent(type, data, origin, { eventId: env.newEventId(), now: env.clock.now() });
 }
 
 const writerKey = (env: JournalEnv, epoch: number) => `${env.runtimeInstanceId}.e${epoch}`;

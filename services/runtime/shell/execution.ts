@@ -1,3 +1,4 @@
+import type { Clock } from "../../../platform/clock.ts";
 import {
   ERROR_CATALOGUE,
   isDroverError,
@@ -27,7 +28,7 @@ export interface ExecutorEnv {
   readonly maxWorkersPerRun: number;
   readonly runStep: StepRunner;
   readonly llmBaseUrl?: string;
-  readonly now: () => Date;
+  readonly clock: Clock;
   readonly log: (fields: Record<string, unknown>) => void;
   /** Object store for outputs above the inline limit (absent: such an output fails its step). */
   readonly outputs?: OutputStore;
@@ -78,7 +79,7 @@ export class Execution {
   ) {
     // The deadline counts from the journal's exec.started, so a resumed execution keeps it.
     if (dag.deadlineMs !== undefined) {
-      const from = opened.prior.startedAt ? Date.parse(opened.prior.startedAt) : env.now().getTime();
+      const from = opened.prior.startedAt ? Date.parse(opened.prior.startedAt) : env.clock.now().getTime();
       this.deadlineAt = from + dag.deadlineMs;
     }
     for (const [id, c] of opened.prior.completed) {
@@ -106,7 +107,7 @@ export class Execution {
   /** Runs to completion, failure, cancellation or lost ownership; never rejects. */
   async run(): Promise<ExecutionOutcome> {
     if (this.deadlineAt !== undefined)
-      this.deadlineTimer = setTimeout(() => this.poke(), Math.max(0, this.deadlineAt - this.env.now().getTime()));
+      this.deadlineTimer = setTimeout(() => this.poke(), Math.max(0, this.deadlineAt - this.env.clock.now().getTime()));
     try {
       return this.opened.ended ? await this.finishFromJournal(this.opened.ended) : await this.loop();
     } catch (e) {
@@ -130,11 +131,12 @@ export class Execution {
     for (;;) {
       if (this.fatal) throw this.fatal;
       if (this.cancelRequested) return this.finishCancelled();
-      if (this.deadlineAt !== undefined && this.env.now().getTime() >= this.deadlineAt) return this.finishDeadline();
+      if (this.deadlineAt !== undefined && this.env.clock.now().getTime() >= this.deadlineAt)
+        return this.finishDeadline();
       const d = scheduleSteps(
         this.dag,
         { completed: this.completedIds, failures: this.failures, running: this.running },
-        this.env.now().getTime(),
+        this.env.clock.now().getTime(),
         this.env.maxWorkersPerRun,
       );
       switch (d.kind) {
@@ -181,11 +183,11 @@ export class Execution {
         executionId: this.executionId,
         stepId: s.stepId,
         attempt: s.attempt,
-        sinceOpenMs: this.env.now().getTime() - this.startedAt,
+        sinceOpenMs: this.env.clock.now().getTime() - this.startedAt,
         resumedAfter: this.opened.prior.completed.size,
       });
     }
-    const t0 = this.env.now().getTime();
+    const t0 = this.env.clock.now().getTime();
     try {
       const wakeAt = step.kind === "sleep" ? await this.timer(step.id, s.attempt, step.params.durationMs) : undefined;
       const outcome = await attemptOutcome(step, this.abort.signal, async (signal) => {
@@ -195,7 +197,7 @@ export class Execution {
           depDigests: this.completed,
           signal,
           llmBaseUrl: this.env.llmBaseUrl,
-          ...(wakeAt === undefined ? {} : { sleepMs: Math.max(0, wakeAt - this.env.now().getTime()) }),
+          ...(wakeAt === undefined ? {} : { sleepMs: Math.max(0, wakeAt - this.env.clock.now().getTime()) }),
           ...(needsOutputs(step) ? { data: { input: this.input ?? null, outputs: await this.depValues(step) } } : {}),
           ...(this.env.secrets ? { secrets: this.env.secrets } : {}),
           ...(this.env.worker ? { worker: this.env.worker } : {}),
@@ -206,7 +208,7 @@ export class Execution {
       });
       // After cancel or lost ownership nothing more is written: the step's result is dropped.
       if (this.abort.signal.aborted) return;
-      const now = this.env.now();
+      const now = this.env.clock.now();
       if (outcome.ok) {
         const { value, outputDigest, output, outputRef } = outcome.output;
         await this.opened.exec.append(
@@ -255,7 +257,7 @@ export class Execution {
   private async timer(stepId: StepId, attempt: number, durationMs: number): Promise<number> {
     const known = this.timers.get(stepId);
     if (known?.attempt === attempt) return known.wakeAt;
-    const wakeAt = this.env.now().getTime() + durationMs;
+    const wakeAt = this.env.clock.now().getTime() + durationMs;
     await this.opened.exec.append(
       this.opened.emit("exec.timer-started", {
         stepId,
@@ -419,7 +421,7 @@ export class Execution {
       const timer =
         wakeAt === undefined
           ? undefined
-          : setTimeout(() => this.poke(), Math.max(0, wakeAt - this.env.now().getTime()));
+          : setTimeout(() => this.poke(), Math.max(0, wakeAt - this.env.clock.now().getTime()));
       this.wake = () => {
         if (timer) clearTimeout(timer);
         this.dirty = false;

@@ -29,7 +29,7 @@ const journalEnv = (store: MemoryEventStore, runtimeInstanceId = "rt-a"): Journa
   store,
   runtimeInstanceId: RuntimeInstanceId.parse(runtimeInstanceId),
   hostIncarnation: HostIncarnation.parse("pid:1:1"),
-  now: () => new Date(1_000_000),
+  clock: { now: () => new Date(1_000_000) },
   newEventId: () => `ev-${++ids}`,
   sleep: async () => undefined,
 });
@@ -60,7 +60,7 @@ const executor = (runner: StepRunner, workers = new WorkerPool(2)) => ({
   workers,
   maxWorkersPerRun: 1,
   runStep: runner,
-  now: () => new Date(1_000_000),
+  clock: { now: () => new Date(1_000_000) },
   log: () => undefined,
 });
 const eid = (run: string, local: string) => executionIdFor(SharedRunId.parse(run), LocalRunId.parse(local));
@@ -286,7 +286,7 @@ describe("Execution: deterministic, durable, fenced (in-memory store; proves no 
           });
           return sleeper(step, ctx);
         }),
-        now: () => new Date(1_000_000),
+        clock: { now: () => new Date(1_000_000) },
       },
       first,
       dag,
@@ -325,7 +325,7 @@ describe("Execution: deterministic, durable, fenced (in-memory store; proves no 
     });
     sleeps.length = 0;
     expect(
-      await new Execution({ ...executor(sleeper), now: () => new Date(1_045_000) }, resumed, dag, 0).run(),
+      await new Execution({ ...executor(sleeper), clock: { now: () => new Date(1_045_000) } }, resumed, dag, 0).run(),
     ).toEqual({ state: "completed" });
     expect(sleeps).toEqual([15_000]);
     expect((await store.read(first.exec.ref)).events.filter((e) => e.event.type === "exec.timer-started")).toHaveLength(

@@ -107,7 +107,7 @@ export class RuntimeInstance {
     const run: LocalRun = {
       localRunId: p.localRunId,
       request,
-      acceptedAt: this.executor.now().getTime(),
+      acceptedAt: this.executor.clock.now().getTime(),
       state: "queued",
     };
     this.runs.set(p.localRunId, run);
