@@ -12,7 +12,7 @@ import { Heartbeat, RuntimeInstanceId, type DroverEvent, type EventType } from "
 import type { CapacityDescriptor } from "../aggregates/capacity/descriptor.ts";
 import { evolveCapacity, type CapacityInput, type RuntimeEvent } from "../aggregates/capacity/fold.ts";
 import { redisCapacityView } from "../platform/capacity-view.ts";
-import { startCapacityProjection } from "../services/capacity/shell/projection.ts";
+import { startCapacityProjection } from "../services/capacity/index.ts";
 import { createEventStore, heartbeatSubject, runtimeRef } from "../streams/index.ts";
 import { EXAMPLE_BUILDERS, ids } from "../test/support/example-events.ts";
 import { freshStreams } from "../test/support/streams.ts";
