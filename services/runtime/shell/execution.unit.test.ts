@@ -206,13 +206,16 @@ describe("Execution: deterministic, durable, fenced (in-memory store; proves no 
     const first = await openFresh(journalEnv(store), payload(dag));
     for (const id of ["s1", "s2"])
       await first.exec.append(
-        first.emit("exec.step-completed", {
-          stepId: id,
-          attempt: 1,
-          output: { ok: id },
-          outputDigest: (id === "s1" ? "a" : "b").repeat(64),
-          durationMs: 1,
-        } as never),
+        first.emit(
+          "exec.step-completed",
+          eventData("exec.step-completed", {
+            stepId: id,
+            attempt: 1,
+            output: { ok: id },
+            outputDigest: (id === "s1" ? "a" : "b").repeat(64),
+            durationMs: 1,
+          }),
+        ),
       );
     await first.exec.append(first.emit("exec.completed", { outputDigest: "d".repeat(64) }));
     const journalBefore = await types(store, first.exec.ref);
@@ -222,7 +225,7 @@ describe("Execution: deterministic, durable, fenced (in-memory store; proves no 
         executionId: first.executionId,
         epoch,
         dispatchedSeq: 1,
-      } as never);
+      });
     // Only the epoch recovery moved the run to (the journal's epoch + 1) may finish it.
     await expect(resume(2, "l2")).rejects.toThrow(/already completed; finishing its run takes epoch 1/);
     const { runner, calls } = recordingRunner();
