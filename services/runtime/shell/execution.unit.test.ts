@@ -393,9 +393,9 @@ describe("Execution: deterministic, durable, fenced (in-memory store; proves no 
       return { ok: step.id };
     };
     // A real clock: the back-off is a real wait here.
-    const env = { ...executor(runner, pool), now: () => new Date() };
+    const env = { ...executor(runner, pool), clock: { now: () => new Date() } };
     const outcomeA = new Execution(env, await openFresh(journalEnv(store), payload(failing)), failing, 0).run();
-    const ref = execRef(T, executionIdFor("r1", "l1"));
+    const ref = execRef(T, eid("r1", "l1"));
     for (let i = 0; i < 100 && !(await types(store, ref)).includes("exec.step-failed"); i++)
       await new Promise((ok) => setTimeout(ok, 5));
     expect(pool.activeWorkers).toBe(0);
