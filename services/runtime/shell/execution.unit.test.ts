@@ -244,9 +244,9 @@ describe("Execution: deterministic, durable, fenced (in-memory store; proves no 
   it("given a run started whose journal is empty (its host died between the two appends), when resumed at epoch 1, then the journal starts with exec started at epoch 1 and every step runs once", async () => {
     const store = new MemoryEventStore();
     const dag = chain(2);
-    const executionId = executionIdFor("r1", "l1");
+    const executionId = eid("r1", "l1");
     const resume = (epoch: number) =>
-      openResume(journalEnv(store, "rt-b"), { ...payload(dag, "l2"), executionId, epoch, dispatchedSeq: 0 } as never);
+      openResume(journalEnv(store, "rt-b"), { ...payload(dag, "l2"), executionId, epoch, dispatchedSeq: 0 });
     await expect(resume(2)).rejects.toThrow(/never started; starting it takes epoch 1, command says 2/);
     const { runner, calls } = recordingRunner();
     const opened = await resume(1);
