@@ -1,7 +1,10 @@
 // Lint enforces the boundary rules of ../shared/design/conventions.md:
 // 1. domain code is pure (no IO modules, no clock, no randomness);
 // 2. a service imports contracts/ and streams/, never another service;
-// 3. product code does not import test support (tests import product code, never the reverse).
+// 3. product code does not import test support (tests import product code, never the reverse);
+// 4. tests, benchmarks and the proof reach a service through its public surface, services/<name>/index.ts.
+//    The only tests of a service's internals are the ones beside its code (services/<name>/**/*.test.ts:
+//    its domain deciders and shell units), which the service's own blocks below govern.
 // Flat config replaces a rule's options per matching block instead of merging them, so each block
 // below lists every pattern that applies to its files.
 import js from "@eslint/js";
@@ -28,6 +31,10 @@ const otherServices = (svc) => ({
   group: SERVICES.filter((s) => s !== svc).flatMap((s) => [`**/services/${s}/**`, `../../${s}/**`, `../${s}/**`]),
   message: "a service never imports another service: talk through subjects",
 });
+const servicePublicSurface = {
+  group: ["**/services/*/*/**", "**/services/*/main.ts", "!**/services/*/index.ts"],
+  message: "import a service through its index.ts (only its own tests beside its code test its internals)",
+};
 const restrictImports = (...patterns) => ({ "no-restricted-imports": ["error", { patterns }] });
 
 const impureSyntax = [
@@ -98,6 +105,10 @@ export default tseslint.config(
     files: ["contracts/**/*.ts", "aggregates/**/*.ts"],
     ignores: ["**/*.test.ts"],
     rules: { ...restrictImports(testSupport, ...ioModules), "no-restricted-syntax": ["error", ...impureSyntax] },
+  },
+  {
+    files: ["test/**/*.ts", "bench/**/*.ts", "proof/**/*.ts"],
+    rules: restrictImports(servicePublicSurface),
   },
   {
     files: ["cli/**/*.ts", "platform/**/*.ts", "streams/**/*.ts"],

@@ -1,8 +1,21 @@
 import { describe, expect, it } from "vitest";
-import { buildEvent, TenantId, type DataOf, type EventType, type Writer } from "../contracts/index.ts";
+import {
+  buildEvent,
+  RuntimeInstanceId,
+  TenantId,
+  type DataOf,
+  type EventType,
+  type Writer,
+} from "../contracts/index.ts";
+import { eventData } from "../test/support/event-data.ts";
 import { foldExecution, type SequencedEvent } from "./execution.ts";
 
-const writer: Writer = { service: "runtime", instanceId: "rt-a", runtimeInstanceId: "rt-a" as never, epoch: 0 };
+const writer: Writer = {
+  service: "runtime",
+  instanceId: "rt-a",
+  runtimeInstanceId: RuntimeInstanceId.parse("rt-a"),
+  epoch: 0,
+};
 const ctx = { tenantId: TenantId.parse("t1"), correlationId: "c1", causationId: "c1", writer };
 let n = 0;
 const ev = <T extends EventType>(seq: number, type: T, data: DataOf<T>): SequencedEvent => ({
@@ -11,29 +24,41 @@ const ev = <T extends EventType>(seq: number, type: T, data: DataOf<T>): Sequenc
 });
 const digest = "a".repeat(64);
 const started = (seq: number) =>
-  ev(seq, "exec.started", {
-    sharedRunId: "s1",
-    localRunId: "l1",
-    runtimeInstanceId: "rt-a",
-    dagDigest: digest,
-    stepCount: 3,
-    epoch: 0,
-  } as DataOf<"exec.started">);
+  ev(
+    seq,
+    "exec.started",
+    eventData("exec.started", {
+      sharedRunId: "s1",
+      localRunId: "l1",
+      runtimeInstanceId: "rt-a",
+      dagDigest: digest,
+      stepCount: 3,
+      epoch: 0,
+    }),
+  );
 const done = (seq: number, stepId: string, attempt = 1) =>
-  ev(seq, "exec.step-completed", {
-    stepId,
-    attempt,
-    output: { v: stepId },
-    outputDigest: digest,
-    durationMs: 1,
-  } as unknown as DataOf<"exec.step-completed">);
+  ev(
+    seq,
+    "exec.step-completed",
+    eventData("exec.step-completed", {
+      stepId,
+      attempt,
+      output: { v: stepId },
+      outputDigest: digest,
+      durationMs: 1,
+    }),
+  );
 const paused = (seq: number, newEpoch: number) =>
-  ev(seq, "exec.paused-for-recovery", {
-    forensicsId: "runtime-recovery:x:s1:l1",
-    incidentId: "inc-1",
-    failedRuntimeInstanceId: "rt-a",
-    newEpoch,
-  } as DataOf<"exec.paused-for-recovery">);
+  ev(
+    seq,
+    "exec.paused-for-recovery",
+    eventData("exec.paused-for-recovery", {
+      forensicsId: "runtime-recovery:x:s1:l1",
+      incidentId: "inc-1",
+      failedRuntimeInstanceId: "rt-a",
+      newEpoch,
+    }),
+  );
 
 describe("foldExecution: the journal is the resume state", () => {
   it("given started and two step-completed, then both outputs are recorded and lastSeq is the next append's expectation", () => {
@@ -47,12 +72,16 @@ describe("foldExecution: the journal is the resume state", () => {
 
   it("given a sleep step's timer, then its wake-up is kept per attempt (a duplicate never moves it), a new attempt replaces it and completion clears it (proves no transport)", () => {
     const timer = (seq: number, attempt: number, wakeAt: string) =>
-      ev(seq, "exec.timer-started", {
-        stepId: "nap",
-        attempt,
-        durationMs: 1000,
-        wakeAt,
-      } as DataOf<"exec.timer-started">);
+      ev(
+        seq,
+        "exec.timer-started",
+        eventData("exec.timer-started", {
+          stepId: "nap",
+          attempt,
+          durationMs: 1000,
+          wakeAt,
+        }),
+      );
     const t1 = "2026-01-01T00:00:01.000Z",
       t2 = "2026-01-01T00:00:05.000Z";
     expect(foldExecution([started(1), timer(2, 1, t1), timer(3, 1, t2)]).timers.get("nap")).toEqual({
@@ -67,12 +96,16 @@ describe("foldExecution: the journal is the resume state", () => {
   });
 
   it("given a failed attempt with a retry time, then the failure carries its attempt and retryAt in epoch ms; a later completion clears it", () => {
-    const failed = ev(5, "exec.step-failed", {
-      stepId: "a",
-      attempt: 1,
-      error: "boom",
-      retryAt: "2026-01-01T00:00:01.000Z",
-    } as DataOf<"exec.step-failed">);
+    const failed = ev(
+      5,
+      "exec.step-failed",
+      eventData("exec.step-failed", {
+        stepId: "a",
+        attempt: 1,
+        error: "boom",
+        retryAt: "2026-01-01T00:00:01.000Z",
+      }),
+    );
     expect(foldExecution([started(1), failed]).failures.get("a")).toEqual({
       attempt: 1,
       retryAt: Date.parse("2026-01-01T00:00:01.000Z"),
@@ -84,12 +117,16 @@ describe("foldExecution: the journal is the resume state", () => {
     const pausedState = foldExecution([started(1), done(2, "a"), paused(4, 1)]);
     expect(pausedState.epoch).toBe(1);
     expect(pausedState.pendingRecovery?.newEpoch).toBe(1);
-    const resumed = ev(5, "exec.resumed", {
-      runtimeInstanceId: "rt-b",
-      localRunId: "l2",
-      epoch: 1,
-      completedSteps: 1,
-    } as DataOf<"exec.resumed">);
+    const resumed = ev(
+      5,
+      "exec.resumed",
+      eventData("exec.resumed", {
+        runtimeInstanceId: "rt-b",
+        localRunId: "l2",
+        epoch: 1,
+        completedSteps: 1,
+      }),
+    );
     const s = foldExecution([started(1), done(2, "a"), paused(4, 1), resumed]);
     expect(s.pendingRecovery).toBeUndefined();
     expect(s.lastResumed?.runtimeInstanceId).toBe("rt-b");

@@ -1,4 +1,4 @@
-import type { DagDefinition, Step } from "../contracts/index.ts";
+import type { DagDefinition, Step, StepId } from "../contracts/index.ts";
 
 /** What the journal (plus this process's in-flight set) says about each step. */
 export interface StepProgress {
@@ -11,14 +11,14 @@ export interface StepProgress {
 }
 
 export interface StepStart {
-  readonly stepId: string;
+  readonly stepId: StepId;
   readonly attempt: number;
 }
 
 /** The scheduler's decision for one execution at one instant. */
 export type ScheduleDecision =
   | { readonly kind: "completed" }
-  | { readonly kind: "failed"; readonly stepId: string; readonly attempt: number }
+  | { readonly kind: "failed"; readonly stepId: StepId; readonly attempt: number }
   | { readonly kind: "continue"; readonly start: readonly StepStart[]; readonly wakeAt?: number };
 
 /**
@@ -64,7 +64,7 @@ export function scheduleSteps(
   const plan = planOf(dag.steps);
   if (progress.completed.size >= plan.order.length && plan.order.every((s) => progress.completed.has(s.id)))
     return { kind: "completed" };
-  let exhausted: { stepId: string; attempt: number } | undefined;
+  let exhausted: { stepId: StepId; attempt: number } | undefined;
   for (const [stepId, f] of progress.failures) {
     const s = plan.byId.get(stepId);
     if (
@@ -74,7 +74,7 @@ export function scheduleSteps(
       (f.attempt >= s.retry.maxAttempts || f.retryAt === undefined) &&
       (!exhausted || stepId < exhausted.stepId)
     )
-      exhausted = { stepId, attempt: f.attempt };
+      exhausted = { stepId: s.id, attempt: f.attempt };
   }
   if (exhausted) return { kind: "failed", ...exhausted };
   let holding = 0;

@@ -1,4 +1,4 @@
-import type { Step } from "../contracts/index.ts";
+import { ExecutionId, type Step } from "../contracts/index.ts";
 
 /**
  * JSON with object keys sorted, so equal values always give equal bytes (and equal digests)
@@ -34,5 +34,5 @@ export const flakyFails = (failAttempts: number, attempt: number): boolean => at
  * LocalRunId) so a retried DispatchRun of the same local run converges on the same execution.
  * `hex` is a hex digest of the pair (sha256 in the shell; domain code does no hashing IO).
  */
-export const executionIdFromDigest = (hex: string): string => `exec-${hex.slice(0, 32)}`;
+export const executionIdFromDigest = (hex: string): ExecutionId => ExecutionId.parse(`exec-${hex.slice(0, 32)}`);
 export const executionIdSeed = (sharedRunId: string, localRunId: string): string => `${sharedRunId}\u0000${localRunId}`;

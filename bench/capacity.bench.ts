@@ -8,11 +8,11 @@
  */
 import { jetstream } from "@nats-io/jetstream";
 import { Redis } from "ioredis";
-import { Heartbeat, type DroverEvent, type EventType } from "../contracts/index.ts";
+import { Heartbeat, RuntimeInstanceId, type DroverEvent, type EventType } from "../contracts/index.ts";
 import type { CapacityDescriptor } from "../aggregates/capacity/descriptor.ts";
 import { evolveCapacity, type CapacityInput, type RuntimeEvent } from "../aggregates/capacity/fold.ts";
 import { redisCapacityView } from "../platform/capacity-view.ts";
-import { startCapacityProjection } from "../services/capacity/shell/projection.ts";
+import { startCapacityProjection } from "../services/capacity/index.ts";
 import { createEventStore, heartbeatSubject, runtimeRef } from "../streams/index.ts";
 import { EXAMPLE_BUILDERS, ids } from "../test/support/example-events.ts";
 import { freshStreams } from "../test/support/streams.ts";
@@ -37,7 +37,7 @@ try {
   const js = jetstream(fx.nc);
   const inputs: CapacityInput[] = [];
   for (let r = 0; r < RUNTIMES; r++) {
-    const rt = `rt-bench-cap-${r}`;
+    const rt = RuntimeInstanceId.parse(`rt-bench-cap-${r}`);
     let seq = 0;
     for (const t of READY) {
       const e = EXAMPLE_BUILDERS[t]() as DroverEvent;

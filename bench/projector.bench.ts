@@ -7,7 +7,7 @@
  */
 import { ExecutionId, LocalRunId, SharedRunId, StepId, TenantId } from "../contracts/index.ts";
 import { readModelClient } from "../platform/read-model-db.ts";
-import { startForensics } from "../services/forensics/shell/service.ts";
+import { startForensics } from "../services/forensics/index.ts";
 import { createEventStore } from "../streams/event-store.ts";
 import { execRef, runRef } from "../streams/subjects.ts";
 import { event, freshStreams } from "../test/support/streams.ts";

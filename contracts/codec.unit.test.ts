@@ -32,6 +32,7 @@ describe("every event type round-trips through the codec", () => {
 
   it("applies schema defaults when encoding, so the stored bytes are the canonical form", () => {
     const e = exampleEvent("run.cancelled");
+    // Deliberately not a DroverEvent (a default left out): what the encoder must complete.
     const withoutDefault = { ...e, data: {} } as unknown as DroverEvent;
     expect(decodeEvent(encodeEvent(withoutDefault))).toEqual({ ...e, data: { reason: "" } });
   });
@@ -65,11 +66,13 @@ describe("encode refuses an invalid event: nothing invalid is ever appended", ()
   });
 
   it("rejects a schemaVersion the catalogue does not define", () => {
+    // Deliberately not a DroverEvent: the encoder's own validation is what is tested.
     violation(() => encodeEvent({ ...exampleEvent("run.started"), schemaVersion: 2 } as unknown as DroverEvent));
   });
 
   it("rejects a reason whose code is not catalogued", () => {
     const e = exampleEvent("run.rejected");
+    // Deliberately not a DroverEvent: the encoder's own validation is what is tested.
     violation(() => encodeEvent({ ...e, data: { reason: { code: "because", detail: "" } } } as unknown as DroverEvent));
   });
 });

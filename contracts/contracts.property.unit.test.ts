@@ -49,7 +49,7 @@ describe("parseEvent never fails with anything but a contract-violation (bounded
     });
     fc.assert(
       fc.property(arb, ({ i, inData, key, value }) => {
-        const event = structuredClone(examples[i]) as unknown as Record<string, unknown>;
+        const event: Record<string, unknown> = structuredClone(examples[i]!);
         const target = (inData ? event.data : event) as Record<string, unknown>;
         const keys = Object.keys(target);
         const k = keys[key % Math.max(keys.length, 1)] ?? "extra";

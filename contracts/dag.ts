@@ -149,8 +149,10 @@ export function dagIssues(steps: readonly Pick<Step, "id" | "dependsOn" | "param
 }
 
 /** Returns one cycle as a path of step ids (first id repeated at the end), or undefined. */
-export function findCycle(steps: readonly Pick<Step, "id" | "dependsOn">[]): string[] | undefined {
-  const deps = new Map(steps.map((s) => [s.id as string, s.dependsOn as readonly string[]]));
+export function findCycle(
+  steps: readonly { readonly id: string; readonly dependsOn: readonly string[] }[],
+): string[] | undefined {
+  const deps = new Map(steps.map((s) => [s.id, s.dependsOn]));
   const state = new Map<string, "visiting" | "done">();
   const path: string[] = [];
   const visit = (id: string): string[] | undefined => {

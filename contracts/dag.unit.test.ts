@@ -4,6 +4,8 @@ import { DAG_LIMITS, DagDefinition, findCycle, type DagInput } from "./dag.ts";
 type StepInput = DagInput["steps"][number];
 const compute = (id: string, dependsOn: string[] = []): StepInput => ({ id, kind: "compute", dependsOn });
 const dag = (...steps: StepInput[]): DagInput => ({ steps });
+/** A DAG with steps the input type itself forbids: what an untyped client may send. */
+const untypedDag = (...steps: unknown[]) => ({ steps });
 const issuesOf = (input: unknown) => {
   const r = DagDefinition.safeParse(input);
   return r.success ? [] : r.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`);
@@ -137,7 +139,7 @@ describe("DAG validation rejects with a message naming the offending step", () =
 
   it("rejects an http step with an unknown method or a zero timeout", () => {
     expectRejected(
-      dag({ id: "h", kind: "http", params: { url: "http://x.test/", method: "PATCH" } as never }),
+      untypedDag({ id: "h", kind: "http", params: { url: "http://x.test/", method: "PATCH" } }),
       /params\.method/,
     );
     expectRejected(
@@ -151,13 +153,13 @@ describe("DAG validation rejects with a message naming the offending step", () =
   });
 
   it("rejects a flaky step without failAttempts, a sleep without durationMs and an llm step without a prompt", () => {
-    expectRejected(dag({ id: "f", kind: "flaky", params: {} } as never), /params\.failAttempts/);
-    expectRejected(dag({ id: "s", kind: "sleep", params: {} } as never), /params\.durationMs/);
+    expectRejected(untypedDag({ id: "f", kind: "flaky", params: {} }), /params\.failAttempts/);
+    expectRejected(untypedDag({ id: "s", kind: "sleep", params: {} }), /params\.durationMs/);
     expectRejected(dag({ id: "l", kind: "llm", params: { model: "m", prompt: "" } }), /params\.prompt/);
   });
 
   it("rejects params belonging to another kind (params are strict per kind)", () => {
-    expectRejected(dag({ id: "c", kind: "compute", params: { url: "http://x.test/" } } as never), /params/);
+    expectRejected(untypedDag({ id: "c", kind: "compute", params: { url: "http://x.test/" } }), /params/);
   });
 
   it("rejects out-of-range retry policies", () => {
@@ -172,7 +174,7 @@ describe("DAG validation rejects with a message naming the offending step", () =
 
   it("rejects unknown fields on the DAG and on a step", () => {
     expectRejected({ ...dag(compute("a")), owner: "x" }, /owner/);
-    expectRejected(dag({ ...compute("a"), timeout: 5 } as never), /timeout/);
+    expectRejected(untypedDag({ ...compute("a"), timeout: 5 }), /timeout/);
   });
 
   it("reports every broken rule at once, not only the first", () => {
@@ -193,13 +195,13 @@ describe("findCycle", () => {
       findCycle([
         { id: "a", dependsOn: [] },
         { id: "b", dependsOn: ["a"] },
-      ] as never),
+      ]),
     ).toBeUndefined();
     expect(
       findCycle([
         { id: "a", dependsOn: ["b"] },
         { id: "b", dependsOn: ["a"] },
-      ] as never),
+      ]),
     ).toEqual(["a", "b", "a"]);
   });
 });

@@ -142,6 +142,11 @@ export const ERROR_CATALOGUE = {
     httpStatus: 503,
     summary: "the tenant is at its runtime-instance limit",
   },
+  "decision-not-applicable": {
+    retryable: false,
+    httpStatus: 409,
+    summary: "an admission decision does not apply to the run's current state; it is dropped",
+  },
   // --- runtime ---
   "runtime-misdirected": {
     retryable: false,

@@ -5,7 +5,7 @@ import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManage
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { Redis } from "ioredis";
 import { pino, type Logger } from "pino";
-import { DroverConfig, validate } from "../contracts/index.ts";
+import { DroverConfig, isSubjectSafeId, validate } from "../contracts/index.ts";
 import { commandSecretFromEnv, commandTokenFor } from "./command-token.ts";
 import {
   createEventStore,
@@ -50,8 +50,12 @@ export function loadConfig(
 }
 
 /** The stream layout: DROVER_STREAM_TAG (tests) or the production default. */
-export const layoutFromEnv = (): StreamLayout =>
-  process.env.DROVER_STREAM_TAG ? taggedLayout(process.env.DROVER_STREAM_TAG) : DEFAULT_LAYOUT;
+export function layoutFromEnv(): StreamLayout {
+  const tag = process.env.DROVER_STREAM_TAG;
+  if (tag === undefined || tag === "") return DEFAULT_LAYOUT;
+  if (!isSubjectSafeId(tag)) throw new Error(`DROVER_STREAM_TAG ${JSON.stringify(tag)} is not lowercase [a-z0-9-]`);
+  return taggedLayout(tag);
+}
 
 function required(name: string): string {
   const v = process.env[name];
@@ -61,18 +65,27 @@ function required(name: string): string {
 
 /**
  * Wires a service process: config, logger, NATS (streams ensured, server version checked by the
- * store), optionally Redis, and graceful shutdown on SIGTERM/SIGINT. Any start-up failure exits 1
- * with one clear line on stderr — among them an unset, placeholder or short DROVER_COMMAND_SECRET
- * without DROVER_DEV=1 (platform/command-token.ts).
+ * store), optionally Redis, and graceful shutdown on SIGTERM/SIGINT. Logs go to stdout unless
+ * `logTo` names another stream (the api keeps stdout for its one listening line). Any start-up
+ * failure exits 1 with one clear line on stderr — among them an unset, placeholder or short
+ * DROVER_COMMAND_SECRET without DROVER_DEV=1 (platform/command-token.ts), unless the service
+ * commands no runtime (`commandSecret: false`: the api) and so holds no secret at all.
  */
-export async function bootstrap(service: string, opts: { redis?: boolean } = {}): Promise<ServiceContext> {
+export async function bootstrap(
+  service: string,
+  opts: { redis?: boolean; logTo?: NodeJS.WritableStream; commandSecret?: boolean } = {},
+): Promise<ServiceContext> {
   try {
     // First: a service without a real command secret stops before it touches anything.
-    const { secret, isDefault } = commandSecretFromEnv();
+    const { secret, isDefault } =
+      opts.commandSecret === false ? { secret: undefined, isDefault: false } : commandSecretFromEnv();
     const config = loadConfig();
     const layout = layoutFromEnv();
     const instanceId = process.env.DROVER_INSTANCE_ID ?? `${service}-${hostname()}-${process.pid}`;
-    const log = pino({ name: service, base: { service, instanceId }, level: process.env.LOG_LEVEL ?? "info" });
+    const log = pino(
+      { name: service, base: { service, instanceId }, level: process.env.LOG_LEVEL ?? "info" },
+      opts.logTo ?? process.stdout,
+    );
     const nc = await connect({ servers: required("NATS_URL"), name: instanceId, maxReconnectAttempts: -1 });
     const jsm = await jetstreamManager(nc);
     await ensureStreams(jsm, layout);
@@ -110,7 +123,10 @@ export async function bootstrap(service: string, opts: { redis?: boolean } = {})
       store,
       redis,
       log,
-      commandTokenFor: (id) => commandTokenFor(secret, id),
+      commandTokenFor: (id) => {
+        if (secret === undefined) throw new Error(`${service} holds no command secret: it commands no runtime`);
+        return commandTokenFor(secret, id);
+      },
       onShutdown: (fn) => hooks.push(fn),
     };
   } catch (e) {

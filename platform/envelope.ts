@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import type { Clock } from "./clock.ts";
 import {
   buildEvent,
   type DataOf,
@@ -8,14 +9,11 @@ import {
   type Writer,
 } from "../contracts/index.ts";
 
-/** Time and ids, injected so shells are testable and deciders stay pure. */
-export interface Clock {
-  now(): Date;
-}
+/** Ids, injected (like the clock, platform/clock.ts) so shells are testable and deciders stay pure. */
 export interface Ids {
   next(prefix: string): string;
 }
-export const systemClock: Clock = { now: () => new Date() };
+export { systemClock, type Clock } from "./clock.ts";
 export const randomIds: Ids = { next: (prefix) => `${prefix}-${randomBytes(8).toString("hex")}` };
 
 export interface EnvelopeContext {

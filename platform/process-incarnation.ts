@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import { HostIncarnation } from "../contracts/index.ts";
 
 /**
  * The physical failure boundary of a process host: `pid:<pid>:<starttime>`, where starttime is field 22
@@ -9,9 +10,9 @@ import { readFileSync } from "node:fs";
  * Failure modes: throws when `/proc/<pid>/stat` cannot be read (no such process, not Linux) or does not
  * parse; callers treat that as "the incarnation is gone or unknowable", never as a match.
  */
-export function processIncarnation(pid: number): string {
+export function processIncarnation(pid: number): HostIncarnation {
   const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  return `pid:${pid}:${startTimeFromStat(stat)}`;
+  return HostIncarnation.parse(`pid:${pid}:${startTimeFromStat(stat)}`);
 }
 
 /**
@@ -33,6 +34,6 @@ export function startTimeFromStat(stat: string): string {
 }
 
 /** The HostIncarnation of this process: `pod:<uid>` when a pod UID is given, else `pid:<pid>:<start>`. */
-export function selfIncarnation(podUid: string | undefined): string {
-  return podUid ? `pod:${podUid}` : processIncarnation(process.pid);
+export function selfIncarnation(podUid: string | undefined): HostIncarnation {
+  return podUid ? HostIncarnation.parse(`pod:${podUid}`) : processIncarnation(process.pid);
 }

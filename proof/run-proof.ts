@@ -11,7 +11,7 @@ import { apiClient } from "../test/support/api-client.ts";
 import { SERVICES, startControlPlane } from "../test/support/control-plane.ts";
 import { readModelDbName } from "../platform/read-model-db.ts";
 import { CHECKPOINT_COLLECTION } from "../contracts/read-models.ts";
-import { PROJECTION_NAME } from "../services/forensics/shell/projection.ts";
+import { PROJECTION_NAME } from "../services/forensics/index.ts";
 import { readModelAssertions } from "./read-model-checks.ts";
 import { assertProof, type AssertionResult, type KillRecord } from "./assertions.ts";
 import { startKillGate } from "./kill-gate.ts";

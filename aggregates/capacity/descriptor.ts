@@ -1,4 +1,4 @@
-import type { DataOf, Heartbeat, ReadinessLayer } from "../../contracts/index.ts";
+import type { DataOf, Heartbeat, ReadinessLayer, RuntimeInstanceId } from "../../contracts/index.ts";
 
 /** Lifecycle of a runtime as capacity sees it; it only moves forward (rank order). */
 export const LIFECYCLE = ["registered", "ready", "draining", "suspected", "fenced", "retired"] as const;
@@ -15,7 +15,7 @@ export type EndpointFacts = DataOf<"runtime.endpoint-published">;
  * publisher's events and the runtime's heartbeats can make it less routable before `fenced`.
  */
 export interface CapacityDescriptor {
-  readonly runtimeInstanceId: string;
+  readonly runtimeInstanceId: RuntimeInstanceId;
   /** Set once by `registered`; a later conflicting registration is kept out and reported. */
   readonly registration?: Registration;
   /** Highest lifecycle reached (forward only). */
@@ -36,7 +36,7 @@ export interface CapacityDescriptor {
   readonly lastSeq: number;
 }
 
-export const emptyDescriptor = (runtimeInstanceId: string): CapacityDescriptor => ({
+export const emptyDescriptor = (runtimeInstanceId: RuntimeInstanceId): CapacityDescriptor => ({
   runtimeInstanceId,
   status: "registered",
   layers: [],

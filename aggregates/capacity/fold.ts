@@ -1,12 +1,17 @@
 import { assertNever } from "../../contracts/assert-never.ts";
-import type { DroverEvent, Heartbeat } from "../../contracts/index.ts";
+import type { DroverEvent, Heartbeat, RuntimeInstanceId } from "../../contracts/index.ts";
 import { emptyDescriptor, rankOf, type CapacityDescriptor, type Lifecycle } from "./descriptor.ts";
 
 type RuntimeEvent = Extract<DroverEvent, { type: `runtime.${string}` }>;
 
 /** An input of the capacity fold: a runtime event at its stream sequence, or a heartbeat. */
 export type CapacityInput =
-  | { readonly kind: "event"; readonly seq: number; readonly runtimeInstanceId: string; readonly event: RuntimeEvent }
+  | {
+      readonly kind: "event";
+      readonly seq: number;
+      readonly runtimeInstanceId: RuntimeInstanceId;
+      readonly event: RuntimeEvent;
+    }
   | { readonly kind: "heartbeat"; readonly beat: Heartbeat };
 export type { RuntimeEvent };
 

@@ -1,15 +1,16 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import type { Heartbeat } from "../../contracts/index.ts";
+import { parseEvent, RuntimeInstanceId, type Heartbeat } from "../../contracts/index.ts";
 import { visibleEndpoint, type CapacityDescriptor } from "./descriptor.ts";
 import { evolveCapacity, type CapacityInput, type RuntimeEvent } from "./fold.ts";
 import { routability } from "./routability.ts";
 
-const RT = "rt-a-1";
+const RT = RuntimeInstanceId.parse("rt-a-1");
 const INC = "pid:100:5";
 const T0 = Date.parse("2026-11-29T10:00:00.000Z");
+// Parsed by the catalogue, so a test event is as valid as one read from the stream.
 const env = (type: string, data: unknown, n: number) =>
-  ({
+  parseEvent({
     eventId: `e-${n}`,
     type,
     schemaVersion: 1,
@@ -18,7 +19,7 @@ const env = (type: string, data: unknown, n: number) =>
     causationId: "c",
     writer: { service: "provisioner", instanceId: "p1" },
     data,
-  }) as unknown as RuntimeEvent;
+  }) as RuntimeEvent;
 
 /** The provisioner's publications, in its own order (stream sequences ascending). */
 function publisher(transport: "http" | "grpc"): CapacityInput[] {

@@ -18,7 +18,7 @@ describe("replay validation of custom-step and object-store outputs (pure, prove
       outputRef: r,
       outputDigest,
       durationMs: 1,
-    }) as DataOf<"exec.step-completed">;
+    }) satisfies DataOf<"exec.step-completed">;
 
   it("a stored output whose bytes hash to the recorded digest matches", () => {
     expect(
@@ -45,23 +45,16 @@ describe("replay validation of custom-step and object-store outputs (pure, prove
   });
 
   it("an inline custom output is checked by its digest (tenant code is not re-run)", () => {
-    const data = {
+    const data: DataOf<"exec.step-completed"> = {
       stepId: StepId.parse("c"),
       attempt: 1,
       output: { n: 1 },
       outputDigest: digest(canonicalJson({ n: 1 })),
       durationMs: 1,
     };
+    expect(rederivationProblem(step, data, initialExecutionState(), digest)).toBeUndefined();
     expect(
-      rederivationProblem(step, data as DataOf<"exec.step-completed">, initialExecutionState(), digest),
-    ).toBeUndefined();
-    expect(
-      rederivationProblem(
-        step,
-        { ...data, outputDigest: "f".repeat(64) } as DataOf<"exec.step-completed">,
-        initialExecutionState(),
-        digest,
-      ),
+      rederivationProblem(step, { ...data, outputDigest: "f".repeat(64) }, initialExecutionState(), digest),
     ).toMatch(/is not the digest of the recorded output/);
   });
 });

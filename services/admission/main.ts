@@ -11,8 +11,10 @@ import { startAdmission } from "./shell/service.ts";
 /** admission: places runs on tenant-visible capacity, queues them, asks for scale-out, dispatches. */
 const ctx = await bootstrap("admission", { redis: true });
 const cp = ctx.config.controlPlaneId;
-const index = new RunIndex(ctx.layout.eventPrefix, (subject, seq, error) =>
-  ctx.log.warn({ subject, seq, error }, "invalid event in the stream"),
+const index = new RunIndex(
+  ctx.layout.eventPrefix,
+  (subject, seq, error) => ctx.log.warn({ subject, seq, error }, "invalid event in the stream"),
+  systemClock,
 );
 const service = await startAdmission({
   js: ctx.js,

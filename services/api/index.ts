@@ -14,3 +14,4 @@ export {
   type OpenRunsProjection,
 } from "./shell/open-runs-projection.ts";
 export { randomIdGenerator, submissionIds, type IdGenerator } from "./shell/ids.ts";
+export { mongoReadModels, type ReadModels } from "./shell/read-models.ts";

@@ -8,6 +8,7 @@
  * control plane); SIGKILL leaves them running for the next provisioner to adopt or retire.
  */
 import { randomUUID } from "node:crypto";
+import { systemClock } from "../../platform/clock.ts";
 import { bootstrap } from "../../platform/bootstrap.ts";
 import { commandSecretFromEnv, commandTokenFor } from "../../platform/command-token.ts";
 import { kubernetesStrategyFromConfig } from "../../platform/hosts/kubernetes/from-config.ts";
@@ -49,7 +50,7 @@ const deps: ProvisionerDeps = {
   egress: Object.fromEntries(ctx.config.tenants.flatMap((t) => (t.egress ? [[t.tenantId, t.egress]] : []))),
   bundleWorker: workerBundle,
   secretEnv: process.env,
-  now: () => new Date(),
+  clock: systemClock,
   newEventId: randomUUID,
   newSuffix: randomSuffix,
   commandTokenFor: (id) => commandTokenFor(secret, id),

@@ -8,6 +8,7 @@ import { randomUUID } from "node:crypto";
 import { setTimeout as delay } from "node:timers/promises";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
+import { systemClock } from "../../platform/clock.ts";
 import { selfIncarnation } from "../../platform/process-incarnation.ts";
 import {
   createEventStore,
@@ -42,7 +43,6 @@ const log = (fields: Record<string, unknown>): void => {
     `${JSON.stringify({ ...fields, runtimeInstanceId: config.runtimeInstanceId, at: new Date().toISOString() })}\n`,
   );
 };
-const now = () => new Date();
 
 // Secrets handed over by the provisioner leave the environment at once: only the resolver holds them.
 // Each tenant's http/llm steps run under its own egress policy; a tenant not named gets the default.
@@ -76,7 +76,7 @@ const instance = new RuntimeInstance(
     store,
     runtimeInstanceId: config.runtimeInstanceId,
     hostIncarnation,
-    now,
+    clock: systemClock,
     newEventId: randomUUID,
     sleep: (ms) => delay(ms),
     log,
@@ -87,7 +87,7 @@ const instance = new RuntimeInstance(
     runStep,
     llmBaseUrl: config.llmBaseUrl,
     egressFor: (tenantId) => egressPolicies.get(tenantId) ?? defaultEgress,
-    now,
+    clock: systemClock,
     log,
     outputs: createOutputStore(nc, layout),
     secrets,
@@ -100,7 +100,7 @@ const handler = createCommandHandler({
   hostIncarnation,
   token: config.commandToken,
   instance,
-  now,
+  clock: systemClock,
 });
 const heartbeats = new HeartbeatPublisher(
   {
@@ -109,7 +109,7 @@ const heartbeats = new HeartbeatPublisher(
     hostIncarnation,
     instance,
     publish: (s, d) => nc.publish(s, d),
-    now,
+    clock: systemClock,
     log,
   },
   config.heartbeatMs,

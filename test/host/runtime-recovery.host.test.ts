@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { DagDefinition, type DagInput, type Transport } from "../../contracts/index.ts";
+import { DagDefinition, LocalRunId, SharedRunId, type DagInput, type Transport } from "../../contracts/index.ts";
 import { execRef, runRef, type StoredEvent } from "../../streams/index.ts";
-import { dagDigest, executionIdFor } from "../../services/runtime/shell/execution-open.ts";
+import { dagDigest, executionIdFor } from "../../services/runtime/index.ts";
 import {
   admitAndDispatch,
   chainDag,
@@ -300,7 +300,7 @@ describe("crash recovery: a replacement runtime continues the same execution", (
   it("an execution whose journal ended before its run did (the host died between the two terminal events) is finished by a resume at the next epoch: run completed from the journal, no step re-run, nothing appended to the journal", async () => {
     const dag = chainDag(2, 0);
     const [sharedRunId, failedLocalRunId] = ["run-ended", "lr-ended-1"];
-    const executionId = executionIdFor(sharedRunId, failedLocalRunId);
+    const executionId = executionIdFor(SharedRunId.parse(sharedRunId), LocalRunId.parse(failedLocalRunId));
     const gone = { runtimeInstanceId: uniqueName("rt-gone"), hostIncarnation: "pid:1:1", transport: "http" as const };
     const dispatchedSeq = await admitAndDispatch(
       cp,

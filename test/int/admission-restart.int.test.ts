@@ -5,8 +5,7 @@ import { pino } from "pino";
 import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
 import { DroverConfig, runtimePrefixOf, sizingOf, tenantSettingsOf, type DroverEvent } from "../../contracts/index.ts";
 import type { CapacityDescriptor } from "../../aggregates/capacity/descriptor.ts";
-import { RunIndex } from "../../services/admission/shell/run-index.ts";
-import { startAdmission, type AdmissionService } from "../../services/admission/shell/service.ts";
+import { RunIndex, startAdmission, type AdmissionService } from "../../services/admission/index.ts";
 import { redisCapacityView } from "../../platform/capacity-view.ts";
 import { randomIds, systemClock, type EnvelopeContext } from "../../platform/envelope.ts";
 import { looseEvent } from "../support/loose-event.ts";
@@ -53,7 +52,7 @@ describe("admission restarted on a long log (real NATS + Redis; no runtime: runs
   /** Appends admission attempted, each marked with whether its service had reported caught up. */
   let appends: { caughtUp: boolean }[] = [];
 
-  async function start(index = new RunIndex(fx.layout.eventPrefix, () => undefined)) {
+  async function start(index = new RunIndex(fx.layout.eventPrefix, () => undefined, systemClock)) {
     let caughtUp = false;
     const record = <A extends unknown[], R>(f: (...a: A) => Promise<R>) => {
       return (...a: A) => {

@@ -10,9 +10,8 @@ import {
   type RuntimeCommandResult,
 } from "../../contracts/index.ts";
 import type { CapacityDescriptor } from "../../aggregates/capacity/descriptor.ts";
-import { RunIndex } from "../../services/admission/shell/run-index.ts";
-import { startAdmission, type AdmissionService } from "../../services/admission/shell/service.ts";
-import { startCapacityProjection, type CapacityProjection } from "../../services/capacity/shell/projection.ts";
+import { RunIndex, startAdmission, type AdmissionService } from "../../services/admission/index.ts";
+import { startCapacityProjection, type CapacityProjection } from "../../services/capacity/index.ts";
 import { redisCapacityView } from "../../platform/capacity-view.ts";
 import { randomIds, systemClock } from "../../platform/envelope.ts";
 import { looseEvent } from "../support/loose-event.ts";
@@ -128,7 +127,7 @@ describe("admission's runtime commands: a tenant's resume first, a slow runtime 
       config,
       layout: fx.layout,
       store,
-      index: new RunIndex(fx.layout.eventPrefix, () => undefined),
+      index: new RunIndex(fx.layout.eventPrefix, () => undefined, systemClock),
       view: redisCapacityView<CapacityDescriptor>(redis, CP),
       reservations: redisReservations(redis, CP),
       env: { writer: { service: "admission", instanceId: uniqueName("adm") }, clock: systemClock, ids: randomIds },

@@ -10,9 +10,8 @@ import {
   type RuntimeCommandResult,
 } from "../../contracts/index.ts";
 import type { CapacityDescriptor } from "../../aggregates/capacity/descriptor.ts";
-import { RunIndex } from "../../services/admission/shell/run-index.ts";
-import { startAdmission, type AdmissionService } from "../../services/admission/shell/service.ts";
-import { startCapacityProjection, type CapacityProjection } from "../../services/capacity/shell/projection.ts";
+import { RunIndex, startAdmission, type AdmissionService } from "../../services/admission/index.ts";
+import { startCapacityProjection, type CapacityProjection } from "../../services/capacity/index.ts";
 import { redisCapacityView } from "../../platform/capacity-view.ts";
 import { randomIds, systemClock } from "../../platform/envelope.ts";
 import { looseEvent } from "../support/loose-event.ts";
@@ -76,7 +75,7 @@ describe("admission (real NATS + Redis; runtime transport replaced by an in-memo
   };
 
   async function admission(): Promise<AdmissionService> {
-    const index = new RunIndex(fx.layout.eventPrefix, () => undefined);
+    const index = new RunIndex(fx.layout.eventPrefix, () => undefined, systemClock);
     const s = await startAdmission({
       js,
       config,

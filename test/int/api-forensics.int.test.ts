@@ -1,8 +1,8 @@
 import type { Db, MongoClient } from "mongodb";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { readModelClient } from "../../platform/read-model-db.ts";
-import { mongoReadModels } from "../../services/api/shell/read-models.ts";
-import { startForensics, type ForensicsService } from "../../services/forensics/shell/service.ts";
+import { mongoReadModels } from "../../services/api/index.ts";
+import { startForensics, type ForensicsService } from "../../services/forensics/index.ts";
 import { apiFixture, auth, type ApiFixture } from "../support/api-app.ts";
 import { acmeForensicsId, appendScenario, scenario as s } from "../support/forensics-scenario.ts";
 import { uniqueName } from "../support/isolation.ts";

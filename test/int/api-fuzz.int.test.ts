@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { MongoClient } from "mongodb";
 import { readModelClient } from "../../platform/read-model-db.ts";
-import { mongoReadModels } from "../../services/api/shell/read-models.ts";
+import { mongoReadModels } from "../../services/api/index.ts";
 import { apiFixture, TOKENS, validDag, type ApiFixture } from "../support/api-app.ts";
 import { uniqueName } from "../support/isolation.ts";
 

@@ -6,7 +6,7 @@ import type { DroverEvent, EventType } from "../../contracts/index.ts";
 import type { CapacityDescriptor } from "../../aggregates/capacity/descriptor.ts";
 import { routability } from "../../aggregates/capacity/routability.ts";
 import { redisCapacityView } from "../../platform/capacity-view.ts";
-import { startCapacityProjection } from "../../services/capacity/shell/projection.ts";
+import { startCapacityProjection } from "../../services/capacity/index.ts";
 import {
   createEventStore,
   ensureStreams,

@@ -3,12 +3,18 @@ import type { Db, MongoClient } from "mongodb";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
 import { READ_MODEL_COLLECTIONS } from "../../contracts/read-models.ts";
 import { controlSubject, readModelClient } from "../../platform/read-model-db.ts";
-import { mongoReadModels } from "../../services/api/shell/read-models.ts";
-import { isBuilt } from "../../services/forensics/shell/checkpoint-store.ts";
-import { ensureIndexes, readModelDb } from "../../services/forensics/shell/collections.ts";
-import { serveRebuild, type RebuildReply } from "../../services/forensics/shell/control.ts";
-import { forensicsProjection, PROJECTION_NAME } from "../../services/forensics/shell/projection.ts";
-import { startForensics, type ForensicsService } from "../../services/forensics/shell/service.ts";
+import { mongoReadModels } from "../../services/api/index.ts";
+import {
+  isBuilt,
+  ensureIndexes,
+  readModelDb,
+  serveRebuild,
+  forensicsProjection,
+  PROJECTION_NAME,
+  startForensics,
+  type RebuildReply,
+  type ForensicsService,
+} from "../../services/forensics/index.ts";
 import { createEventStore } from "../../streams/event-store.ts";
 import { execRef } from "../../streams/subjects.ts";
 import type { EventStore, StoredEvent } from "../../streams/types.ts";

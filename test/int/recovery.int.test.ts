@@ -9,8 +9,7 @@ import { looseEvent } from "../support/loose-event.ts";
 
 import { createProcessStrategy } from "../../platform/hosts/process-strategy.ts";
 import { processIncarnation } from "../../platform/process-incarnation.ts";
-import { RecoveryState } from "../../services/recovery/shell/state.ts";
-import { startRecovery, type RecoveryService } from "../../services/recovery/shell/service.ts";
+import { RecoveryState, startRecovery, type RecoveryService } from "../../services/recovery/index.ts";
 import {
   createEventStore,
   execRef,

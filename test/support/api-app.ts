@@ -2,12 +2,15 @@ import { jetstream } from "@nats-io/jetstream";
 import type { FastifyInstance } from "fastify";
 import type { z } from "zod";
 import { DroverConfig, type TenantSettings } from "../../contracts/index.ts";
-import { tokenTable } from "../../services/api/shell/token-table.ts";
-import { buildApp } from "../../services/api/http/app.ts";
-import { replayCapacityReader } from "../../services/api/shell/capacity-reader.ts";
-import { jetStreamFeed } from "../../services/api/shell/event-feed.ts";
-import { startOpenRunsProjection, type OpenRunsProjection } from "../../services/api/shell/open-runs-projection.ts";
-import type { ReadModels } from "../../services/api/shell/read-models.ts";
+import {
+  tokenTable,
+  buildApp,
+  replayCapacityReader,
+  jetStreamFeed,
+  startOpenRunsProjection,
+  type OpenRunsProjection,
+  type ReadModels,
+} from "../../services/api/index.ts";
 import { createEventStore } from "../../streams/index.ts";
 import type { EventStore } from "../../streams/types.ts";
 import { freshStreams, type StreamsFixture } from "./streams.ts";
@@ -69,7 +72,7 @@ export async function apiFixture(
     capacity: replayCapacityReader(store, streams.jsm, streams.layout),
     openRuns,
     ...(opts.readModels ? { readModels: opts.readModels } : {}),
-    clock: () => new Date("2026-05-06T07:08:09.000Z"),
+    clock: { now: () => new Date("2026-05-06T07:08:09.000Z") },
     newId: () => `id${process.pid}x${++n}`,
     instanceId: "api-test",
   });

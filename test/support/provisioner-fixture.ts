@@ -7,9 +7,12 @@ import {
   type ProcessStrategyOptions,
 } from "../../platform/hosts/process-strategy.ts";
 import type { HostStrategy } from "../../platform/hosts/types.ts";
-import { createProvisioner, type Provisioner } from "../../services/provisioner/index.ts";
-import type { ProvisionerDeps } from "../../services/provisioner/shell/context.ts";
-import { randomSuffix } from "../../services/provisioner/shell/suffix.ts";
+import {
+  createProvisioner,
+  randomSuffix,
+  type Provisioner,
+  type ProvisionerDeps,
+} from "../../services/provisioner/index.ts";
 import { createEventStore, runtimeRef, scaleOutRef, type EventStore, type StoredEvent } from "../../streams/index.ts";
 import { exampleEvent } from "./example-events.ts";
 import { RUNTIME_LOGS } from "./host-processes.ts";
@@ -62,7 +65,7 @@ export async function provisionerFixture(natsUrl: string): Promise<ProvisionerFi
         natsUrl,
         streamTag,
         heartbeatMs: 500,
-        now: () => new Date(),
+        clock: { now: () => new Date() },
         newEventId: randomUUID,
         newSuffix: randomSuffix,
         commandTokenFor: (id) => commandTokenFor(TEST_COMMAND_SECRET, id),

@@ -1,5 +1,6 @@
 import { CoreV1Api, CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
 import { DroverError, type ErrorCode, type ReadinessLayer } from "../../../contracts/index.ts";
+import { systemClock, type Clock } from "../../clock.ts";
 import { LifecycleGate } from "../lifecycle-gate.ts";
 import { identityKey } from "../runtime-env.ts";
 import type {
@@ -52,8 +53,8 @@ export interface KubernetesStrategyOptions extends RuntimePodOptions {
    * container, so the proof then rests on the kubelet acting on the deletion.
    */
   readonly killGraceSeconds?: number;
-  /** The clock (ms) that readiness and route deadlines are measured on (default `Date.now`). */
-  readonly nowMs?: () => number;
+  /** The clock that readiness and route deadlines are measured on (default the system clock). */
+  readonly clock?: Clock;
 }
 
 interface Running {
@@ -99,7 +100,7 @@ export function createKubernetesStrategy(opts: KubernetesStrategyOptions): HostS
   const gate = new LifecycleGate();
   const running = new Map<string, Running>();
   const stops = new Set<() => void>();
-  const nowMs = opts.nowMs ?? Date.now;
+  const clock = opts.clock ?? systemClock;
   if (exposure === "gateway" && !opts.gateway)
     throw new DroverError("host-config-missing", "gateway exposure needs opts.gateway (the shared Gateway)");
 
@@ -128,7 +129,7 @@ export function createKubernetesStrategy(opts: KubernetesStrategyOptions): HostS
       kc,
       podTarget(core, ns, rec.host.podName ?? ""),
       (e) => readyDecision(uid, e) ?? { ok: false as const, detail: `pod ${uid} is no longer Ready` },
-      nowMs() + 10_000,
+      clock.now().getTime() + 10_000,
     );
     if ("timeout" in r || !r.ok)
       return rejected(
@@ -237,7 +238,7 @@ export function createKubernetesStrategy(opts: KubernetesStrategyOptions): HostS
         kc,
         podTarget(core, ns, names.pod),
         (e) => readyDecision(pod.uid, e),
-        nowMs() + (opts.readinessTimeoutMs ?? 60_000),
+        clock.now().getTime() + (opts.readinessTimeoutMs ?? 60_000),
         signal,
       );
     } catch (e) {
@@ -264,7 +265,7 @@ export function createKubernetesStrategy(opts: KubernetesStrategyOptions): HostS
         spec,
         opts,
         opts.gateway,
-        nowMs() + (opts.routeTimeoutMs ?? 30_000),
+        clock.now().getTime() + (opts.routeTimeoutMs ?? 30_000),
         signal,
       );
       if (ex.created && ex.routeUid)
@@ -286,7 +287,7 @@ export function createKubernetesStrategy(opts: KubernetesStrategyOptions): HostS
         spec,
         opts,
         nodeAddress,
-        nowMs() + (opts.routeTimeoutMs ?? 30_000),
+        clock.now().getTime() + (opts.routeTimeoutMs ?? 30_000),
         signal,
       );
       if (ex.created && ex.serviceUid)

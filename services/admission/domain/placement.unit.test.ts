@@ -14,7 +14,7 @@ const policy = (patch: Partial<PlacementPolicy> = {}): PlacementPolicy => ({
   ...patch,
 });
 const runtime = (id: string, slots: number, patch: Partial<C> = {}): C => ({
-  runtimeInstanceId: id,
+  runtimeInstanceId: RuntimeInstanceId.parse(id),
   isolationMode: "shared",
   canAcceptRun: slots > 0,
   reasons: slots > 0 ? [] : ["no-slots"],

@@ -1,9 +1,9 @@
-import type { TenantSettings } from "../../../contracts/index.ts";
+import type { RuntimeInstanceId, TenantSettings } from "../../../contracts/index.ts";
 import { isOwnedBy, isVisible, type IsolationFacts } from "./visibility.ts";
 
 /** One runtime as admission sees it: isolation facts plus the capacity view's derived numbers. */
 export interface Candidate extends IsolationFacts {
-  readonly runtimeInstanceId: string;
+  readonly runtimeInstanceId: RuntimeInstanceId;
   readonly canAcceptRun: boolean;
   readonly reasons: readonly string[];
   readonly effectiveAvailableSlots: number;

@@ -1,5 +1,5 @@
 import { assertNever } from "../../../contracts/assert-never.ts";
-import type { DataOf, Reason, ScaleOutRequestId } from "../../../contracts/index.ts";
+import { DroverError, type DataOf, type Reason, type ScaleOutRequestId } from "../../../contracts/index.ts";
 import { isTerminal, type RunState } from "../../../aggregates/run.ts";
 
 /** A decision admission takes about one run; the shell appends the result conditionally on the run's lastSeq. */
@@ -22,9 +22,9 @@ export type RunDecision =
   | { readonly type: "run.cancelled"; readonly data: DataOf<"run.cancelled"> };
 
 /** Why a command does not apply to the run's current state; the shell drops it (another decider moved the run). */
-export class NotApplicable extends Error {
+export class NotApplicable extends DroverError {
   constructor(readonly why: string) {
-    super(why);
+    super("decision-not-applicable", why);
     this.name = "NotApplicable";
   }
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { z } from "zod";
-import { TenantSettings } from "../../../contracts/index.ts";
+import { RuntimeInstanceId, TenantSettings } from "../../../contracts/index.ts";
 import { rankCandidates, type Candidate } from "./ranking.ts";
 import { isVisible, type IsolationFacts } from "./visibility.ts";
 
@@ -140,7 +140,7 @@ describe("tenant visibility of runtimes (pure rule; proves no transport)", () =>
 });
 
 const cand = (id: string, over: Partial<Candidate> = {}): Candidate => ({
-  runtimeInstanceId: id,
+  runtimeInstanceId: RuntimeInstanceId.parse(id),
   isolationMode: "shared",
   canAcceptRun: true,
   reasons: [],

@@ -1,7 +1,7 @@
 import { isDroverError, TenantId } from "../../../contracts/index.ts";
 import { envelope } from "../../../platform/envelope.ts";
 import { runRef } from "../../../streams/index.ts";
-import { decideRun, NotApplicable, type AdmissionCommand } from "../domain/run-decider.ts";
+import { decideRun, type AdmissionCommand } from "../domain/run-decider.ts";
 import type { AdmissionDeps } from "./deps.ts";
 import type { IndexedRun } from "./run-index.ts";
 
@@ -21,7 +21,7 @@ export async function appendRunDecision(
   try {
     decided = decideRun(cmd, r.state);
   } catch (e) {
-    if (e instanceof NotApplicable) return undefined;
+    if (isDroverError(e, "decision-not-applicable")) return undefined;
     throw e;
   }
   if (decided.length === 0) return r.state.lastSeq;

@@ -1,3 +1,4 @@
+import type { HostIncarnation } from "../../../contracts/index.ts";
 import type { CapacityDescriptor } from "../../../aggregates/capacity/descriptor.ts";
 import { currentBeat, visibleEndpoint } from "../../../aggregates/capacity/descriptor.ts";
 import { routability } from "../../../aggregates/capacity/routability.ts";
@@ -9,7 +10,7 @@ import type { Candidate } from "../domain/ranking.ts";
 export interface Placeable extends Candidate {
   readonly endpoint?: string;
   readonly transport: "http" | "grpc";
-  readonly hostIncarnation?: string;
+  readonly hostIncarnation?: HostIncarnation;
   /** The runtime's own free slots per its heartbeat: the reservation limit. */
   readonly heartbeatSlots: number;
 }

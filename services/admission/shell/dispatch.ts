@@ -1,4 +1,11 @@
-import { DroverError, isDroverError, isErrorCode, type Reason, type RuntimeCommand } from "../../../contracts/index.ts";
+import {
+  DroverError,
+  isDroverError,
+  isErrorCode,
+  type LocalRunId,
+  type Reason,
+  type RuntimeCommand,
+} from "../../../contracts/index.ts";
 import { appendRunDecision } from "./append-run.ts";
 import type { Placeable } from "./candidates.ts";
 import type { AdmissionDeps } from "./deps.ts";
@@ -44,7 +51,7 @@ export async function recordDispatch(
           transport: target.transport,
           hostIncarnation: target.hostIncarnation,
           ...(resume ? { resumeExecutionId: resume.executionId } : {}),
-        } as never,
+        },
       },
       causation,
     );
@@ -80,7 +87,7 @@ export async function recordDispatch(
 async function send(
   deps: AdmissionDeps,
   r: IndexedRun,
-  localRunId: string,
+  localRunId: LocalRunId,
   target: Target,
   command: RuntimeCommand,
 ): Promise<boolean> {
@@ -113,13 +120,13 @@ async function send(
   }
 }
 
-async function fail(deps: AdmissionDeps, r: IndexedRun, localRunId: string, reason: Reason): Promise<false> {
+async function fail(deps: AdmissionDeps, r: IndexedRun, localRunId: LocalRunId, reason: Reason): Promise<false> {
   const runtimeInstanceId = r.state.placement?.runtimeInstanceId;
   if (!runtimeInstanceId) return false;
   await appendRunDecision(
     deps,
     r,
-    { kind: "MarkDispatchFailed", data: { runtimeInstanceId, localRunId, reason } as never },
+    { kind: "MarkDispatchFailed", data: { runtimeInstanceId, localRunId, reason } },
     `dispatch:${localRunId}`,
   );
   await deps.reservations.release(runtimeInstanceId, r.sharedRunId);
@@ -130,7 +137,7 @@ async function fail(deps: AdmissionDeps, r: IndexedRun, localRunId: string, reas
 export async function runtimeKnowsRun(
   deps: AdmissionDeps,
   target: Pick<Placeable, "runtimeInstanceId" | "endpoint" | "transport">,
-  localRunId: string,
+  localRunId: LocalRunId,
 ): Promise<boolean> {
   try {
     const res = await deps.send(

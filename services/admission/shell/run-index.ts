@@ -1,3 +1,4 @@
+import type { Clock } from "../../../platform/clock.ts";
 import type { JsMsg } from "@nats-io/jetstream";
 import { decodeEvent, isDroverError, type DroverEvent } from "../../../contracts/index.ts";
 import { evolveRun, initialRunState, isTerminal, type RunEvent, type RunState } from "../../../aggregates/run.ts";
@@ -53,6 +54,8 @@ export class RunIndex {
   constructor(
     private readonly eventPrefix: string,
     private readonly onInvalid: (subject: string, seq: number, error: string) => void,
+    /** Stands in for the server's timestamp when a message has none, and times admission's own appends. */
+    private readonly clock: Clock,
   ) {}
 
   onChange(fn: () => void): () => void {
@@ -63,7 +66,7 @@ export class RunIndex {
   /** Applies a message from the follower; an invalid `submitted` is recorded (to be rejected), any other invalid event reported. */
   apply(m: Pick<JsMsg, "subject" | "seq" | "data" | "info">): void {
     const [agg, tenantId, id, name] = m.subject.slice(this.eventPrefix.length + 1).split(".");
-    const ms = m.info?.timestampNanos ? Math.floor(Number(m.info.timestampNanos) / 1e6) : Date.now();
+    const ms = m.info?.timestampNanos ? Math.floor(Number(m.info.timestampNanos) / 1e6) : this.clock.now().getTime();
     let event: DroverEvent;
     try {
       event = decodeEvent(m.data, { seq: m.seq, subject: m.subject });
@@ -100,7 +103,7 @@ export class RunIndex {
 
   /** Applies an event admission itself appended (read-your-writes before the follower delivers it). */
   applyOwn(tenantId: string, sharedRunId: string, event: DroverEvent, seq: number): void {
-    this.applyRun(tenantId, sharedRunId, event as RunEvent, seq, Date.now());
+    this.applyRun(tenantId, sharedRunId, event as RunEvent, seq, this.clock.now().getTime());
   }
 
   get(tenantId: string, sharedRunId: string): IndexedRun | undefined {

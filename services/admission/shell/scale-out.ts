@@ -71,7 +71,7 @@ async function nextRequest(
   dedupeKey: string,
   now: number,
 ): Promise<ScaleOutRequestId | undefined> {
-  const gone = new Set(candidates.filter((c) => GONE.has(c.status)).map((c) => c.runtimeInstanceId));
+  const gone = new Set<string>(candidates.filter((c) => GONE.has(c.status)).map((c) => c.runtimeInstanceId));
   const idOf = (generation: number) =>
     ScaleOutRequestId.parse(`so-${deps.sha256(`${dedupeKey}:${generation}`).slice(0, 24)}`);
   let floor = 0;

@@ -1,4 +1,4 @@
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastify";
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import swagger from "@fastify/swagger";
 import {
   jsonSchemaTransform,
@@ -26,10 +26,10 @@ export const BODY_LIMIT_BYTES = 256 * 1024;
  */
 export async function buildApp(
   deps: ApiDeps,
-  opts: { logger?: FastifyServerOptions["logger"] } = {},
+  opts: { loggerInstance?: FastifyBaseLogger } = {},
 ): Promise<FastifyInstance> {
   const app = Fastify({
-    logger: opts.logger ?? false,
+    ...(opts.loggerInstance ? { loggerInstance: opts.loggerInstance } : { logger: false }),
     bodyLimit: BODY_LIMIT_BYTES,
     genReqId: () => deps.newId(),
     // Live SSE feeds are ended by the events plugin's preClose hook; anything else idle is closed at once.

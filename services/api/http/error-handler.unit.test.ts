@@ -26,7 +26,7 @@ const app = (store: EventStore) =>
       },
     },
     capacity: { descriptors: async () => [], includesReservations: false },
-    clock: () => new Date(0),
+    clock: { now: () => new Date(0) },
     newId: () => "id1",
     instanceId: "api-unit",
   } satisfies ApiDeps);

@@ -14,7 +14,7 @@ export const operatorRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (a
 
   app.get("/capacity", async (request) => {
     requireOperator(credentialOf(request));
-    const now = deps.clock();
+    const now = deps.clock.now();
     const ctx = { now, staleMs: staleHeartbeatMsOf(deps.config), reservedSlots: 0 };
     const entries = (await deps.capacity.descriptors()).map((d) => capacityEntry(d, ctx));
     const accepting = entries.filter((e) => e.canAcceptRun);

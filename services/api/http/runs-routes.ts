@@ -162,7 +162,7 @@ export const runsRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps; feeds?: FeedSlot
       const { run, created } = await submit(
         tenant,
         {
-          dag: original.dag as unknown as Record<string, unknown>,
+          dag: original.dag,
           labels: { ...original.labels },
           ...(original.input === null ? {} : { input: StepOutput.parse(original.input) }),
           ...(key === undefined ? {} : { idempotencyKey: key }),

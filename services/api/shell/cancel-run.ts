@@ -1,5 +1,5 @@
 import { foldRun, isTerminal } from "../../../aggregates/run.ts";
-import { DroverError, isDroverError, type Credential, type TenantId } from "../../../contracts/index.ts";
+import { buildEvent, DroverError, isDroverError, type Credential, type TenantId } from "../../../contracts/index.ts";
 import { aggregateSubject, runRef } from "../../../streams/subjects.ts";
 import type { ApiDeps } from "./deps.ts";
 import { readAggregate } from "./run-queries.ts";
@@ -39,19 +39,19 @@ export async function requestCancel(
       });
     if (s.cancelRequested) return "already-requested";
     const eventId = `ev-${deps.newId()}`;
-    const event = {
-      eventId,
-      type: "run.cancel-requested",
-      schemaVersion: 1,
-      occurredAt: deps.clock().toISOString(),
-      tenantId,
-      correlationId: sharedRunId,
-      causationId: `http-request:${requestId}`,
-      writer: { service: "api", instanceId: deps.instanceId },
-      data: { by, reason },
-    } as const;
+    const event = buildEvent(
+      "run.cancel-requested",
+      { by, reason },
+      {
+        tenantId,
+        correlationId: sharedRunId,
+        causationId: `http-request:${requestId}`,
+        writer: { service: "api", instanceId: deps.instanceId },
+      },
+      { eventId, now: deps.clock.now() },
+    );
     try {
-      await deps.store.append(ref, event as never, {
+      await deps.store.append(ref, event, {
         expectedSeq: s.lastSeq,
         msgId: `${aggregateSubject(deps.layout, ref)}:${eventId}`,
       });

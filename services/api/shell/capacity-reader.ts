@@ -2,7 +2,7 @@ import type { JetStreamManager } from "@nats-io/jetstream";
 import { JetStreamStatusError } from "@nats-io/jetstream/internal";
 import type { CapacityDescriptor } from "../../../aggregates/capacity/descriptor.ts";
 import { evolveCapacity, type RuntimeEvent } from "../../../aggregates/capacity/fold.ts";
-import { Heartbeat, decodeJson, isDroverError } from "../../../contracts/index.ts";
+import { Heartbeat, RuntimeInstanceId, decodeJson, isDroverError } from "../../../contracts/index.ts";
 import type { StreamLayout } from "../../../streams/layout.ts";
 import { heartbeatSubject } from "../../../streams/subjects.ts";
 import type { EventStore } from "../../../streams/types.ts";
@@ -36,8 +36,9 @@ export function replayCapacityReader(store: EventStore, jsm: JetStreamManager, l
         { seq: folded + 1 },
         ({ seq, subject, event }) => {
           folded = seq;
-          const id = subject.slice(layout.eventPrefix.length + 1).split(".")[1];
-          if (id === undefined || !event.type.startsWith("runtime.")) return;
+          const token = RuntimeInstanceId.safeParse(subject.slice(layout.eventPrefix.length + 1).split(".")[1]);
+          if (!token.success || !event.type.startsWith("runtime.")) return;
+          const id = token.data;
           byId.set(
             id,
             evolveCapacity(byId.get(id), { kind: "event", seq, runtimeInstanceId: id, event: event as RuntimeEvent }),

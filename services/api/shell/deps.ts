@@ -1,3 +1,4 @@
+import type { Clock } from "../../../platform/clock.ts";
 import type { Credential, DroverConfig } from "../../../contracts/index.ts";
 import type { OutputStore } from "../../../platform/output-store.ts";
 import type { StreamLayout } from "../../../streams/layout.ts";
@@ -25,7 +26,7 @@ export interface ApiDeps {
   readonly readModels?: ReadModels;
   /** The object store of large outputs (a run output above the inline limit is read back from it). */
   readonly outputs?: OutputStore;
-  readonly clock: () => Date;
+  readonly clock: Clock;
   readonly newId: IdGenerator;
   /** This API process, as recorded in the `writer` of every event it appends. */
   readonly instanceId: string;

@@ -59,7 +59,7 @@ async function submitOnce(
       openRuns,
       queuedRuns,
       ...ids,
-      metadata: { now: deps.clock(), requestId, instanceId: deps.instanceId },
+      metadata: { now: deps.clock.now(), requestId, instanceId: deps.instanceId },
       ...(rerunOf === undefined ? {} : { rerunOf }),
     },
     existing,

@@ -1,5 +1,5 @@
 import type { JetStreamClient, JsMsg } from "@nats-io/jetstream";
-import { decodeEvent, decodeJson, Heartbeat } from "../../../contracts/index.ts";
+import { decodeEvent, decodeJson, Heartbeat, RuntimeInstanceId } from "../../../contracts/index.ts";
 import { evolveCapacity, type CapacityInput, type RuntimeEvent } from "../../../aggregates/capacity/fold.ts";
 import type { CapacityDescriptor } from "../../../aggregates/capacity/descriptor.ts";
 import type { CapacityViewStore } from "../../../platform/capacity-view.ts";
@@ -71,9 +71,11 @@ export async function startCapacityProjection(deps: CapacityProjectionDeps): Pro
   const skip = (m: JsMsg, e: unknown, stream: string) =>
     deps.onSkip?.({ seq: m.seq, subject: m.subject, stream, error: e instanceof Error ? e.message : String(e) });
   const onEvent = (m: JsMsg) => {
-    const runtimeInstanceId = m.subject.slice(eventPrefix.length).split(".")[0]!;
+    let runtimeInstanceId: RuntimeInstanceId;
     let event: RuntimeEvent;
     try {
+      // The subject's id token is parsed here, once; a subject that names no valid id is stepped over.
+      runtimeInstanceId = RuntimeInstanceId.parse(m.subject.slice(eventPrefix.length).split(".")[0]);
       event = decodeEvent(m.data, { seq: m.seq, subject: m.subject }) as RuntimeEvent;
       if (!event.type.startsWith("runtime.")) throw new Error(`${event.type} on a runtime subject`);
     } catch (e) {

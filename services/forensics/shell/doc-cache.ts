@@ -16,12 +16,13 @@ type Row = { readonly _id: string };
  */
 export function docCache(max = 20_000) {
   let docs = new Map<string, Doc>();
-  let dirty = new Map<string, { c: Collection<Doc>; doc: Doc }>();
-  let rows = new Map<Collection<Row>, Map<string, Row>>();
-  const key = (c: Collection<Doc>, id: string) => `${c.collectionName}/${id}`;
+  // Each held write keeps its own typed collection in a closure, so no collection is widened.
+  let dirty = new Map<string, { readonly doc: Doc; readonly write: () => Promise<unknown> }>();
+  let rows = new Map<string, { readonly held: Map<string, Row>; readonly write: () => Promise<unknown> }>();
+  const key = (c: { readonly collectionName: string }, id: string) => `${c.collectionName}/${id}`;
   return {
     async get<T extends Doc>(c: Collection<T>, id: string): Promise<T | undefined> {
-      const k = key(c as unknown as Collection<Doc>, id);
+      const k = key(c, id);
       const held = dirty.get(k)?.doc ?? docs.get(k);
       if (held) return held as T;
       const d = await byId(c, id);
@@ -31,22 +32,26 @@ export function docCache(max = 20_000) {
     /** Holds `next` for the next flush unless it is `prev` (nothing changed). */
     put<T extends Doc>(c: Collection<T>, prev: T | undefined, next: T): void {
       if (next === prev) return;
-      const k = key(c as unknown as Collection<Doc>, next._id);
-      dirty.set(k, { c: c as unknown as Collection<Doc>, doc: next });
+      const k = key(c, next._id);
+      dirty.set(k, { doc: next, write: () => putIfNewer(c, next) });
       if (docs.size >= max) docs = new Map();
       docs.set(k, next);
     },
     /** Holds a row for the next flush; of two rows with one key, the first wins (as an insert would). */
     insert<T extends Row>(c: Collection<T>, row: T): void {
-      const held = rows.get(c as unknown as Collection<Row>) ?? new Map<string, Row>();
-      rows.set(c as unknown as Collection<Row>, held);
-      if (!held.has(row._id)) held.set(row._id, row);
+      let batch = rows.get(c.collectionName);
+      if (!batch) {
+        const held = new Map<string, T>();
+        batch = { held, write: () => insertRows(c, [...held.values()]) };
+        rows.set(c.collectionName, batch);
+      }
+      if (!batch.held.has(row._id)) batch.held.set(row._id, row);
     },
     /** Writes everything held: rows first (insert-once by key), then each document's newest version. */
     async flush(): Promise<void> {
       try {
-        for (const [c, held] of rows) await insertRows(c, [...held.values()]);
-        for (const { c, doc } of dirty.values()) await putIfNewer(c, doc);
+        for (const batch of rows.values()) await batch.write();
+        for (const held of dirty.values()) await held.write();
         rows = new Map();
         dirty = new Map();
       } catch (e) {

@@ -102,6 +102,6 @@ export function planRequest(input: PlanInput): Plan {
     scaleOutRequestId: req.requestId,
     // A shared runtime serves several tenants, so it runs built-in kinds only (docs/sdk.md "Isolation").
     stepKinds: [...BUILTIN_STEP_KINDS, ...(shared ? [] : (input.workerKinds ?? []).map((k) => `custom:${k}`))].sort(),
-  } as DataOf<"runtime.registered">;
+  } satisfies DataOf<"runtime.registered">;
   return plan({ kind: "start", runtimeInstanceId, registration });
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { DroverEvent, EventOf } from "../../../contracts/index.ts";
+import { ScaleOutRequestId, type DroverEvent, type EventOf } from "../../../contracts/index.ts";
 import { exampleEvent } from "../../../test/support/example-events.ts";
 import { planRequest, type PlanInput } from "./plan.ts";
 import { evolveRequest, initialRequestState, type ScaleOutEvent } from "./request-state.ts";
@@ -28,7 +28,8 @@ const rt = <T extends RuntimeEvent["type"]>(type: T, patch: Partial<EventOf<T>["
   const e = exampleEvent(type) as DroverEvent & { data: object };
   return { ...e, data: { ...e.data, ...patch } } as RuntimeEvent;
 };
-const registered = (requestId = "so-other") => rt("runtime.registered", { scaleOutRequestId: requestId as never });
+const registered = (requestId = "so-other") =>
+  rt("runtime.registered", { scaleOutRequestId: ScaleOutRequestId.parse(requestId) });
 const when = (g: Omit<PlanInput, "now">, now = NOW) => planRequest({ ...g, now });
 
 describe("scale-out plan (given/when/then; pure)", () => {

@@ -1,3 +1,4 @@
+import type { Clock } from "../../../platform/clock.ts";
 import {
   buildEvent,
   type EgressByTenant,
@@ -35,7 +36,7 @@ export interface ProvisionerDeps {
   readonly bundleWorker?: (module: string) => string;
   /** The provisioner's environment, read for secrets a tenant's settings source from it. */
   readonly secretEnv?: Readonly<Record<string, string | undefined>>;
-  readonly now: () => Date;
+  readonly clock: Clock;
   readonly newEventId: () => string;
   /** 12 random [a-z0-9]: the unique part of a new RuntimeInstanceId. */
   readonly newSuffix: () => string;
@@ -69,7 +70,7 @@ export const stamp = <T extends EventType>(d: ProvisionerDeps, type: T, data: Da
     type,
     data,
     { writer: { service: "provisioner", instanceId: o.instanceId }, ...pick(o) },
-    { now: d.now(), eventId: d.newEventId() },
+    { now: d.clock.now(), eventId: d.newEventId() },
   );
 
 const pick = ({ correlationId, causationId, tenantId }: Origin) => ({ correlationId, causationId, tenantId });

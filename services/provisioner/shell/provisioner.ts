@@ -67,7 +67,7 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
     const plan = planRequest({
       request: s,
       roster: await roster.current(),
-      now: d.now(),
+      now: d.clock.now(),
       suffix: d.newSuffix(),
       providers,
       ...workerKindsOf(d, s.tenantId),

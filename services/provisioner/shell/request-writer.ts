@@ -1,4 +1,4 @@
-import { isDroverError, type DataOf, type DroverEvent } from "../../../contracts/index.ts";
+import { isDroverError, RuntimeInstanceId, type DataOf, type DroverEvent } from "../../../contracts/index.ts";
 import { scaleOutRef, type AggregateRef, type EventStore } from "../../../streams/index.ts";
 import type { Origin } from "./context.ts";
 import {
@@ -84,8 +84,9 @@ export async function settle(
 
 /** Builds the outcome event for `s`. */
 export const outcome = {
+  // The provisioner's roster carries ids as its subjects spell them; they are parsed where they enter an event.
   fulfilled: (d: ProvisionerDeps, s: RequestState, runtimeInstanceId: string) =>
-    stamp(d, "scaleout.fulfilled", { runtimeInstanceId } as DataOf<"scaleout.fulfilled">, originOf(d, s)),
+    stamp(d, "scaleout.fulfilled", { runtimeInstanceId: RuntimeInstanceId.parse(runtimeInstanceId) }, originOf(d, s)),
   rejected: (
     d: ProvisionerDeps,
     s: RequestState,
@@ -95,7 +96,7 @@ export const outcome = {
     stamp(
       d,
       "scaleout.rejected",
-      { reason, ...(runtimeInstanceId ? { runtimeInstanceId } : {}) } as DataOf<"scaleout.rejected">,
+      { reason, ...(runtimeInstanceId ? { runtimeInstanceId: RuntimeInstanceId.parse(runtimeInstanceId) } : {}) },
       originOf(d, s),
     ),
   expired: (d: ProvisionerDeps, s: RequestState) => stamp(d, "scaleout.expired", {}, originOf(d, s)),

@@ -52,7 +52,7 @@ function deps(store: MemoryEventStore, instanceId: string, strategy: HostStrateg
     strategies: new Map([["process", strategy]]),
     instanceId,
     natsUrl: "nats://127.0.0.1:4222",
-    now: () => new Date("2026-01-02T03:00:00.000Z"),
+    clock: { now: () => new Date("2026-01-02T03:00:00.000Z") },
     newEventId: () => `ev-${instanceId}-${++ids}`,
     newSuffix: () => `${instanceId.slice(-1)}${String(++ids).padStart(11, "0")}`,
     commandTokenFor: () => "t".repeat(32),

@@ -1,9 +1,12 @@
+import type { Clock } from "../../../platform/clock.ts";
 import { timingSafeEqual } from "node:crypto";
 import {
   ERROR_CATALOGUE,
   isDroverError,
   RuntimeCommand,
   type ErrorCode,
+  type HostIncarnation,
+  type RuntimeInstanceId,
   type RuntimeCommandResult,
 } from "../../../contracts/index.ts";
 import { assertNever } from "../../../contracts/assert-never.ts";
@@ -24,11 +27,11 @@ export interface CommandAnswer {
 }
 
 export interface CommandHandlerDeps {
-  readonly runtimeInstanceId: string;
-  readonly hostIncarnation: string;
+  readonly runtimeInstanceId: RuntimeInstanceId;
+  readonly hostIncarnation: HostIncarnation;
   readonly token: string;
   readonly instance: RuntimeInstance;
-  readonly now: () => Date;
+  readonly clock: Clock;
 }
 
 export type CommandHandler = (cmd: IncomingCommand) => Promise<CommandAnswer>;
@@ -50,7 +53,7 @@ const sameSecret = (given: string | undefined, expected: string): boolean => {
  */
 export function createCommandHandler(deps: CommandHandlerDeps): CommandHandler {
   return async (cmd) => {
-    const received = deps.now();
+    const received = deps.clock.now();
     const operation =
       typeof (cmd.body as { operation?: unknown } | null)?.operation === "string"
         ? String((cmd.body as { operation: string }).operation).slice(0, 64)
@@ -63,13 +66,13 @@ export function createCommandHandler(deps: CommandHandlerDeps): CommandHandler {
       result: {
         success: !failure,
         operation,
-        runtimeInstanceId: deps.runtimeInstanceId as never,
-        hostIncarnation: deps.hostIncarnation as never,
+        runtimeInstanceId: deps.runtimeInstanceId,
+        hostIncarnation: deps.hostIncarnation,
         payload,
         ...(failure ? { failureReason: failure.code, failureDetail: failure.detail.slice(0, 2000) } : {}),
         timings: {
           receivedAt: received.toISOString(),
-          handledMs: Math.max(0, deps.now().getTime() - received.getTime()),
+          handledMs: Math.max(0, deps.clock.now().getTime() - received.getTime()),
         },
       },
     });

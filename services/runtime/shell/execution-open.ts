@@ -1,3 +1,4 @@
+import type { Clock } from "../../../platform/clock.ts";
 import {
   buildEvent,
   DroverError,
@@ -6,7 +7,13 @@ import {
   type DroverEvent,
   type EventOrigin,
   type EventType,
+  type ExecutionId,
+  type HostIncarnation,
+  type LocalRunId,
   type RuntimeCommand,
+  type RuntimeInstanceId,
+  type SharedRunId,
+  type TenantId,
   type Writer,
 } from "../../../contracts/index.ts";
 import { execRef, runRef, type AggregateRef } from "../../../streams/subjects.ts";
@@ -22,9 +29,9 @@ export type ResumePayload = Extract<RuntimeCommand, { operation: "ResumeExecutio
 /** The IO and identity an execution needs; time and ids are injected so tests can fix them. */
 export interface JournalEnv {
   readonly store: EventStore;
-  readonly runtimeInstanceId: string;
-  readonly hostIncarnation: string;
-  readonly now: () => Date;
+  readonly runtimeInstanceId: RuntimeInstanceId;
+  readonly hostIncarnation: HostIncarnation;
+  readonly clock: Clock;
   readonly newEventId: () => string;
   readonly sleep: (ms: number) => Promise<void>;
   /** Told about unanswered appends being retried (first and every 10th attempt). */
@@ -33,9 +40,9 @@ export interface JournalEnv {
 
 /** An execution whose ownership is proven by the log: run `started` and exec `started`/`resumed` are durable. */
 export interface OpenedExecution {
-  readonly executionId: string;
-  readonly localRunId: string;
-  readonly tenantId: string;
+  readonly executionId: ExecutionId;
+  readonly localRunId: LocalRunId;
+  readonly tenantId: TenantId;
   readonly epoch: number;
   readonly run: AggregateJournal;
   readonly exec: AggregateJournal;
@@ -47,7 +54,7 @@ export interface OpenedExecution {
 }
 
 /** ExecutionId of a (SharedRunId, LocalRunId): a retried DispatchRun of the same local run converges on it. */
-export const executionIdFor = (sharedRunId: string, localRunId: string): string =>
+export const executionIdFor = (sharedRunId: SharedRunId, localRunId: LocalRunId): ExecutionId =>
   executionIdFromDigest(sha256Hex(executionIdSeed(sharedRunId, localRunId)));
 export const dagDigest = (dag: DagDefinition): string => sha256Hex(canonicalJson(dag));
 
@@ -55,8 +62,8 @@ function emitter(env: JournalEnv, p: DispatchPayload, epoch: number): OpenedExec
   const writer: Writer = {
     service: "runtime",
     instanceId: env.runtimeInstanceId,
-    runtimeInstanceId: env.runtimeInstanceId as Writer["runtimeInstanceId"],
-    hostIncarnation: env.hostIncarnation as Writer["hostIncarnation"],
+    runtimeInstanceId: env.runtimeInstanceId,
+    hostIncarnation: env.hostIncarnation,
     epoch,
   };
   const origin: EventOrigin = {
@@ -65,7 +72,7 @@ function emitter(env: JournalEnv, p: DispatchPayload, epoch: number): OpenedExec
     causationId: `local-run:${p.localRunId}`,
     writer,
   };
-  return (type, data) => buildEvent(type, data, origin, { eventId: env.newEventId(), now: env.now() });
+  return (type, data) => buildEvent(type, data, origin, { eventId: env.newEventId(), now: env.clock.now() });
 }
 
 const writerKey = (env: JournalEnv, epoch: number) => `${env.runtimeInstanceId}.e${epoch}`;
@@ -92,7 +99,7 @@ export async function openFresh(env: JournalEnv, p: DispatchPayload): Promise<Op
       executionId,
       localRunId: p.localRunId,
       runtimeInstanceId: env.runtimeInstanceId,
-    } as DataOf<"run.started">),
+    }),
   );
   const exec = journalFor(env, execRef(p.tenantId, executionId), 0, 0);
   await exec.append(
@@ -103,7 +110,7 @@ export async function openFresh(env: JournalEnv, p: DispatchPayload): Promise<Op
       dagDigest: dagDigest(p.dag),
       stepCount: p.dag.steps.length,
       epoch: 0,
-    } as DataOf<"exec.started">),
+    }),
   );
   return {
     executionId,
@@ -168,7 +175,11 @@ export async function checkResumable(env: JournalEnv, p: ResumePayload): Promise
  * a runtime it was never dispatched to (identities-and-events.md "Fencing" 1). Writes nothing;
  * rejects with `contract-violation` naming what the log holds at that sequence.
  */
-export async function checkDispatched(env: JournalEnv, p: DispatchPayload, resumeExecutionId?: string): Promise<void> {
+export async function checkDispatched(
+  env: JournalEnv,
+  p: DispatchPayload,
+  resumeExecutionId?: ExecutionId,
+): Promise<void> {
   const at = (await env.store.read(runRef(p.tenantId, p.sharedRunId))).events.find(
     (e) => e.seq === p.dispatchedSeq,
   )?.event;
@@ -208,7 +219,7 @@ export async function openResume(env: JournalEnv, p: ResumePayload): Promise<Ope
       executionId: p.executionId,
       localRunId: p.localRunId,
       runtimeInstanceId: env.runtimeInstanceId,
-    } as DataOf<"run.started">),
+    }),
   );
   const exec = journalFor(env, execRef(p.tenantId, p.executionId), prior.lastSeq, p.epoch);
   if (prior.terminal) {
@@ -255,7 +266,7 @@ export async function openResume(env: JournalEnv, p: ResumePayload): Promise<Ope
       localRunId: p.localRunId,
       epoch: p.epoch,
       completedSteps: prior.completed.size,
-    } as DataOf<"exec.resumed">),
+    }),
   );
   return {
     executionId: p.executionId,

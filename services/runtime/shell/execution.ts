@@ -1,10 +1,13 @@
+import type { Clock } from "../../../platform/clock.ts";
 import {
   ERROR_CATALOGUE,
   isDroverError,
   type DagDefinition,
   type DataOf,
   type ErrorCode,
+  type ExecutionId,
   type Step,
+  type StepId,
 } from "../../../contracts/index.ts";
 import { assertNever } from "../../../contracts/assert-never.ts";
 import { retryAtAfterFailure, scheduleSteps, takesWorker, type StepStart } from "../../../aggregates/scheduler.ts";
@@ -28,7 +31,7 @@ export interface ExecutorEnv {
   readonly llmBaseUrl?: string;
   /** The egress policy of a tenant's http and llm steps (absent: the default policy for every tenant). */
   readonly egressFor?: (tenantId: string) => EgressPolicy;
-  readonly now: () => Date;
+  readonly clock: Clock;
   readonly log: (fields: Record<string, unknown>) => void;
   /** Object store for outputs above the inline limit (absent: such an output fails its step). */
   readonly outputs?: OutputStore;
@@ -79,7 +82,7 @@ export class Execution {
   ) {
     // The deadline counts from the journal's exec.started, so a resumed execution keeps it.
     if (dag.deadlineMs !== undefined) {
-      const from = opened.prior.startedAt ? Date.parse(opened.prior.startedAt) : env.now().getTime();
+      const from = opened.prior.startedAt ? Date.parse(opened.prior.startedAt) : env.clock.now().getTime();
       this.deadlineAt = from + dag.deadlineMs;
     }
     for (const [id, c] of opened.prior.completed) {
@@ -90,7 +93,7 @@ export class Execution {
     for (const [id, t] of opened.prior.timers) this.timers.set(id, t);
   }
 
-  get executionId(): string {
+  get executionId(): ExecutionId {
     return this.opened.executionId;
   }
   get completedSteps(): number {
@@ -107,7 +110,7 @@ export class Execution {
   /** Runs to completion, failure, cancellation or lost ownership; never rejects. */
   async run(): Promise<ExecutionOutcome> {
     if (this.deadlineAt !== undefined)
-      this.deadlineTimer = setTimeout(() => this.poke(), Math.max(0, this.deadlineAt - this.env.now().getTime()));
+      this.deadlineTimer = setTimeout(() => this.poke(), Math.max(0, this.deadlineAt - this.env.clock.now().getTime()));
     try {
       return this.opened.ended ? await this.finishFromJournal(this.opened.ended) : await this.loop();
     } catch (e) {
@@ -131,11 +134,12 @@ export class Execution {
     for (;;) {
       if (this.fatal) throw this.fatal;
       if (this.cancelRequested) return this.finishCancelled();
-      if (this.deadlineAt !== undefined && this.env.now().getTime() >= this.deadlineAt) return this.finishDeadline();
+      if (this.deadlineAt !== undefined && this.env.clock.now().getTime() >= this.deadlineAt)
+        return this.finishDeadline();
       const d = scheduleSteps(
         this.dag,
         { completed: this.completedIds, failures: this.failures, running: this.running },
-        this.env.now().getTime(),
+        this.env.clock.now().getTime(),
         this.env.maxWorkersPerRun,
       );
       switch (d.kind) {
@@ -182,11 +186,11 @@ export class Execution {
         executionId: this.executionId,
         stepId: s.stepId,
         attempt: s.attempt,
-        sinceOpenMs: this.env.now().getTime() - this.startedAt,
+        sinceOpenMs: this.env.clock.now().getTime() - this.startedAt,
         resumedAfter: this.opened.prior.completed.size,
       });
     }
-    const t0 = this.env.now().getTime();
+    const t0 = this.env.clock.now().getTime();
     try {
       const wakeAt = step.kind === "sleep" ? await this.timer(step.id, s.attempt, step.params.durationMs) : undefined;
       const outcome = await attemptOutcome(step, this.abort.signal, async (signal) => {
@@ -197,7 +201,7 @@ export class Execution {
           signal,
           llmBaseUrl: this.env.llmBaseUrl,
           ...(this.env.egressFor ? { egress: this.env.egressFor(this.opened.tenantId) } : {}),
-          ...(wakeAt === undefined ? {} : { sleepMs: Math.max(0, wakeAt - this.env.now().getTime()) }),
+          ...(wakeAt === undefined ? {} : { sleepMs: Math.max(0, wakeAt - this.env.clock.now().getTime()) }),
           ...(needsOutputs(step) ? { data: { input: this.input ?? null, outputs: await this.depValues(step) } } : {}),
           ...(this.env.secrets ? { secrets: this.env.secrets } : {}),
           ...(this.env.worker ? { worker: this.env.worker } : {}),
@@ -208,7 +212,7 @@ export class Execution {
       });
       // After cancel or lost ownership nothing more is written: the step's result is dropped.
       if (this.abort.signal.aborted) return;
-      const now = this.env.now();
+      const now = this.env.clock.now();
       if (outcome.ok) {
         const { value, outputDigest, output, outputRef } = outcome.output;
         await this.opened.exec.append(
@@ -218,7 +222,7 @@ export class Execution {
             ...(outputRef ? { outputRef } : { output }),
             outputDigest,
             durationMs: Math.max(0, now.getTime() - t0),
-          } as DataOf<"exec.step-completed">),
+          }),
         );
         this.failures.delete(s.stepId);
         this.completed.set(s.stepId, outputDigest);
@@ -235,7 +239,7 @@ export class Execution {
             error: message,
             ...(outcome.code ? { code: outcome.code } : {}),
             ...(retryAt === undefined ? {} : { retryAt: new Date(retryAt).toISOString() }),
-          } as DataOf<"exec.step-failed">),
+          }),
         );
         this.failures.set(s.stepId, retryAt === undefined ? { attempt: s.attempt } : { attempt: s.attempt, retryAt });
         this.lastErrors.set(s.stepId, { ...(outcome.code ? { code: outcome.code } : {}), message });
@@ -254,17 +258,17 @@ export class Execution {
    * A sleep step's durable timer: the journal's wake-up for this attempt if one was recorded (a
    * resumed execution sleeps only what is left), else a new one, made durable before the wait.
    */
-  private async timer(stepId: string, attempt: number, durationMs: number): Promise<number> {
+  private async timer(stepId: StepId, attempt: number, durationMs: number): Promise<number> {
     const known = this.timers.get(stepId);
     if (known?.attempt === attempt) return known.wakeAt;
-    const wakeAt = this.env.now().getTime() + durationMs;
+    const wakeAt = this.env.clock.now().getTime() + durationMs;
     await this.opened.exec.append(
       this.opened.emit("exec.timer-started", {
         stepId,
         attempt,
         durationMs,
         wakeAt: new Date(wakeAt).toISOString(),
-      } as DataOf<"exec.timer-started">),
+      }),
     );
     this.timers.set(stepId, { attempt, wakeAt });
     return wakeAt;
@@ -279,7 +283,7 @@ export class Execution {
       localRunId: this.opened.localRunId,
       outputDigest,
       ...(result.outputRef ? { outputRef: result.outputRef } : { output: result.output }),
-    } as DataOf<"run.completed">);
+    });
     return { state: "completed" };
   }
 
@@ -322,16 +326,16 @@ export class Execution {
       code: "run-deadline-exceeded" as const,
       detail: `the execution ran longer than its deadline of ${this.dag.deadlineMs} ms`,
     };
-    await this.opened.exec.append(this.opened.emit("exec.failed", { reason } as DataOf<"exec.failed">));
+    await this.opened.exec.append(this.opened.emit("exec.failed", { reason }));
     await this.appendRun("run.failed", {
       executionId: this.executionId,
       localRunId: this.opened.localRunId,
       reason,
-    } as DataOf<"run.failed">);
+    });
     return { state: "failed", reason: reason.code, detail: reason.detail };
   }
 
-  private async finishFailed(stepId: string, attempt: number): Promise<ExecutionOutcome> {
+  private async finishFailed(stepId: StepId, attempt: number): Promise<ExecutionOutcome> {
     this.abort.abort(new Error("execution failed"));
     await this.drained();
     // A failure that no retry could help names its own code; a spent retry budget is step-attempts-exhausted.
@@ -345,12 +349,12 @@ export class Execution {
           2000,
         ),
     };
-    await this.opened.exec.append(this.opened.emit("exec.failed", { reason, stepId } as DataOf<"exec.failed">));
+    await this.opened.exec.append(this.opened.emit("exec.failed", { reason, stepId }));
     await this.appendRun("run.failed", {
       executionId: this.executionId,
       localRunId: this.opened.localRunId,
       reason,
-    } as DataOf<"run.failed">);
+    });
     return { state: "failed", reason: reason.code, detail: reason.detail };
   }
 
@@ -421,7 +425,7 @@ export class Execution {
       const timer =
         wakeAt === undefined
           ? undefined
-          : setTimeout(() => this.poke(), Math.max(0, wakeAt - this.env.now().getTime()));
+          : setTimeout(() => this.poke(), Math.max(0, wakeAt - this.env.clock.now().getTime()));
       this.wake = () => {
         if (timer) clearTimeout(timer);
         this.dirty = false;

@@ -2,6 +2,10 @@ import { describe, expect, it } from "vitest";
 import {
   buildEvent,
   DagDefinition,
+  HostIncarnation,
+  LocalRunId,
+  RuntimeInstanceId,
+  SharedRunId,
   TenantId,
   type DagInput,
   type DroverEvent,
@@ -9,6 +13,7 @@ import {
   type Step,
 } from "../../../contracts/index.ts";
 import { execRef, runRef } from "../../../streams/subjects.ts";
+import { eventData } from "../../../test/support/event-data.ts";
 import { MemoryEventStore } from "../../../test/support/memory-event-store.ts";
 import { Execution } from "./execution.ts";
 import { checkDispatched, executionIdFor, openFresh, openResume, type JournalEnv } from "./execution-open.ts";
@@ -22,9 +27,9 @@ const T = "t1";
 let ids = 0;
 const journalEnv = (store: MemoryEventStore, runtimeInstanceId = "rt-a"): JournalEnv => ({
   store,
-  runtimeInstanceId,
-  hostIncarnation: "pid:1:1",
-  now: () => new Date(1_000_000),
+  runtimeInstanceId: RuntimeInstanceId.parse(runtimeInstanceId),
+  hostIncarnation: HostIncarnation.parse("pid:1:1"),
+  clock: { now: () => new Date(1_000_000) },
   newEventId: () => `ev-${++ids}`,
   sleep: async () => undefined,
 });
@@ -55,10 +60,11 @@ const executor = (runner: StepRunner, workers = new WorkerPool(2)) => ({
   workers,
   maxWorkersPerRun: 1,
   runStep: runner,
-  now: () => new Date(1_000_000),
+  clock: { now: () => new Date(1_000_000) },
   log: () => undefined,
 });
-const types = (store: MemoryEventStore, ref = execRef(T, executionIdFor("r1", "l1"))) =>
+const eid = (run: string, local: string) => executionIdFor(SharedRunId.parse(run), LocalRunId.parse(local));
+const types = (store: MemoryEventStore, ref = execRef(T, eid("r1", "l1"))) =>
   store.read(ref).then((h) => h.events.map((e) => e.event.type));
 
 describe("AggregateJournal: the runtime is the single writer of its execution (in-memory store; proves no transport)", () => {
@@ -68,12 +74,15 @@ describe("AggregateJournal: the runtime is the single writer of its execution (i
     // A foreign writer (recovery) appends after the runtime's last sequence.
     await store.append(
       opened.exec.ref,
-      opened.emit("exec.paused-for-recovery", {
-        forensicsId: `runtime-recovery:${executionIdFor("r1", "l1")}:r1:l1`,
-        incidentId: "i1",
-        failedRuntimeInstanceId: "rt-a",
-        newEpoch: 1,
-      } as never),
+      opened.emit(
+        "exec.paused-for-recovery",
+        eventData("exec.paused-for-recovery", {
+          forensicsId: `runtime-recovery:${eid("r1", "l1")}:r1:l1`,
+          incidentId: "i1",
+          failedRuntimeInstanceId: "rt-a",
+          newEpoch: 1,
+        }),
+      ),
       { expectedSeq: opened.exec.lastSeq, msgId: "recovery" },
     );
     const attemptsBefore = store.appendLog.length;
@@ -100,7 +109,7 @@ describe("AggregateJournal: the runtime is the single writer of its execution (i
     const mine = new AggregateJournal(store, ref, 5, "rt-a.e0", async () => undefined);
     const theirs = new AggregateJournal(store, ref, 5, "rt-b.e1", async () => undefined);
     expect(mine.lastSeq).toBe(theirs.lastSeq);
-    const ids = [mine, theirs].map((j) => (j as unknown as { writerKey: string }).writerKey);
+    const ids = [mine, theirs].map((j) => j.writerKey);
     expect(ids[0]).not.toBe(ids[1]);
   });
 });
@@ -138,31 +147,40 @@ describe("Execution: deterministic, durable, fenced (in-memory store; proves no 
     } satisfies DagInput);
     const first = await openFresh(journalEnv(store), payload(dag));
     await first.exec.append(
-      first.emit("exec.step-completed", {
-        stepId: "s1",
-        attempt: 1,
-        output: { ok: "s1" },
-        outputDigest: "a".repeat(64),
-        durationMs: 1,
-      } as never),
+      first.emit(
+        "exec.step-completed",
+        eventData("exec.step-completed", {
+          stepId: "s1",
+          attempt: 1,
+          output: { ok: "s1" },
+          outputDigest: "a".repeat(64),
+          durationMs: 1,
+        }),
+      ),
     );
     await first.exec.append(
-      first.emit("exec.step-failed", {
-        stepId: "s2",
-        attempt: 1,
-        error: "x",
-        retryAt: new Date(0).toISOString(),
-      } as never),
+      first.emit(
+        "exec.step-failed",
+        eventData("exec.step-failed", {
+          stepId: "s2",
+          attempt: 1,
+          error: "x",
+          retryAt: new Date(0).toISOString(),
+        }),
+      ),
     );
     const executionId = first.executionId;
     await store.append(
       first.exec.ref,
-      first.emit("exec.paused-for-recovery", {
-        forensicsId: `runtime-recovery:${executionIdFor("r1", "l1")}:r1:l1`,
-        incidentId: "i1",
-        failedRuntimeInstanceId: "rt-a",
-        newEpoch: 1,
-      } as never),
+      first.emit(
+        "exec.paused-for-recovery",
+        eventData("exec.paused-for-recovery", {
+          forensicsId: `runtime-recovery:${eid("r1", "l1")}:r1:l1`,
+          incidentId: "i1",
+          failedRuntimeInstanceId: "rt-a",
+          newEpoch: 1,
+        }),
+      ),
       { expectedSeq: first.exec.lastSeq, msgId: "recovery" },
     );
     const { runner, calls } = recordingRunner();
@@ -171,7 +189,7 @@ describe("Execution: deterministic, durable, fenced (in-memory store; proves no 
       executionId,
       epoch: 1,
       dispatchedSeq: await store.lastSeq(runRef(T, "r1")),
-    } as never);
+    });
     expect(await new Execution(executor(runner), resumed, dag, 0).run()).toEqual({ state: "completed" });
     expect(calls).toEqual(["s2#2"]);
     const tail = (await store.read(first.exec.ref)).events.slice(-3).map((e) => e.event as DroverEvent);
@@ -188,13 +206,16 @@ describe("Execution: deterministic, durable, fenced (in-memory store; proves no 
     const first = await openFresh(journalEnv(store), payload(dag));
     for (const id of ["s1", "s2"])
       await first.exec.append(
-        first.emit("exec.step-completed", {
-          stepId: id,
-          attempt: 1,
-          output: { ok: id },
-          outputDigest: (id === "s1" ? "a" : "b").repeat(64),
-          durationMs: 1,
-        } as never),
+        first.emit(
+          "exec.step-completed",
+          eventData("exec.step-completed", {
+            stepId: id,
+            attempt: 1,
+            output: { ok: id },
+            outputDigest: (id === "s1" ? "a" : "b").repeat(64),
+            durationMs: 1,
+          }),
+        ),
       );
     await first.exec.append(first.emit("exec.completed", { outputDigest: "d".repeat(64) }));
     const journalBefore = await types(store, first.exec.ref);
@@ -204,7 +225,7 @@ describe("Execution: deterministic, durable, fenced (in-memory store; proves no 
         executionId: first.executionId,
         epoch,
         dispatchedSeq: 1,
-      } as never);
+      });
     // Only the epoch recovery moved the run to (the journal's epoch + 1) may finish it.
     await expect(resume(2, "l2")).rejects.toThrow(/already completed; finishing its run takes epoch 1/);
     const { runner, calls } = recordingRunner();
@@ -223,9 +244,9 @@ describe("Execution: deterministic, durable, fenced (in-memory store; proves no 
   it("given a run started whose journal is empty (its host died between the two appends), when resumed at epoch 1, then the journal starts with exec started at epoch 1 and every step runs once", async () => {
     const store = new MemoryEventStore();
     const dag = chain(2);
-    const executionId = executionIdFor("r1", "l1");
+    const executionId = eid("r1", "l1");
     const resume = (epoch: number) =>
-      openResume(journalEnv(store, "rt-b"), { ...payload(dag, "l2"), executionId, epoch, dispatchedSeq: 0 } as never);
+      openResume(journalEnv(store, "rt-b"), { ...payload(dag, "l2"), executionId, epoch, dispatchedSeq: 0 });
     await expect(resume(2)).rejects.toThrow(/never started; starting it takes epoch 1, command says 2/);
     const { runner, calls } = recordingRunner();
     const opened = await resume(1);
@@ -268,7 +289,7 @@ describe("Execution: deterministic, durable, fenced (in-memory store; proves no 
           });
           return sleeper(step, ctx);
         }),
-        now: () => new Date(1_000_000),
+        clock: { now: () => new Date(1_000_000) },
       },
       first,
       dag,
@@ -279,12 +300,15 @@ describe("Execution: deterministic, durable, fenced (in-memory store; proves no 
     // Recovery fences it mid-sleep; when its timer fires, its step-completed is refused.
     await store.append(
       first.exec.ref,
-      first.emit("exec.paused-for-recovery", {
-        forensicsId: `runtime-recovery:${first.executionId}:r1:l1`,
-        incidentId: "i1",
-        failedRuntimeInstanceId: "rt-a",
-        newEpoch: 1,
-      } as never),
+      first.emit(
+        "exec.paused-for-recovery",
+        eventData("exec.paused-for-recovery", {
+          forensicsId: `runtime-recovery:${first.executionId}:r1:l1`,
+          incidentId: "i1",
+          failedRuntimeInstanceId: "rt-a",
+          newEpoch: 1,
+        }),
+      ),
       { expectedSeq: await store.lastSeq(first.exec.ref), msgId: "recovery" },
     );
     wakeUp();
@@ -301,10 +325,10 @@ describe("Execution: deterministic, durable, fenced (in-memory store; proves no 
       executionId: first.executionId,
       epoch: 1,
       dispatchedSeq: await store.lastSeq(runRef(T, "r1")),
-    } as never);
+    });
     sleeps.length = 0;
     expect(
-      await new Execution({ ...executor(sleeper), now: () => new Date(1_045_000) }, resumed, dag, 0).run(),
+      await new Execution({ ...executor(sleeper), clock: { now: () => new Date(1_045_000) } }, resumed, dag, 0).run(),
     ).toEqual({ state: "completed" });
     expect(sleeps).toEqual([15_000]);
     expect((await store.read(first.exec.ref)).events.filter((e) => e.event.type === "exec.timer-started")).toHaveLength(
@@ -369,9 +393,9 @@ describe("Execution: deterministic, durable, fenced (in-memory store; proves no 
       return { ok: step.id };
     };
     // A real clock: the back-off is a real wait here.
-    const env = { ...executor(runner, pool), now: () => new Date() };
+    const env = { ...executor(runner, pool), clock: { now: () => new Date() } };
     const outcomeA = new Execution(env, await openFresh(journalEnv(store), payload(failing)), failing, 0).run();
-    const ref = execRef(T, executionIdFor("r1", "l1"));
+    const ref = execRef(T, eid("r1", "l1"));
     for (let i = 0; i < 100 && !(await types(store, ref)).includes("exec.step-failed"); i++)
       await new Promise((ok) => setTimeout(ok, 5));
     expect(pool.activeWorkers).toBe(0);
@@ -392,12 +416,15 @@ describe("Execution: deterministic, durable, fenced (in-memory store; proves no 
       if (step.id === "s2" && opened) {
         await store.append(
           opened.exec.ref,
-          opened.emit("exec.paused-for-recovery", {
-            forensicsId: `runtime-recovery:${executionIdFor("r1", "l1")}:r1:l1`,
-            incidentId: "i1",
-            failedRuntimeInstanceId: "rt-a",
-            newEpoch: 1,
-          } as never),
+          opened.emit(
+            "exec.paused-for-recovery",
+            eventData("exec.paused-for-recovery", {
+              forensicsId: `runtime-recovery:${eid("r1", "l1")}:r1:l1`,
+              incidentId: "i1",
+              failedRuntimeInstanceId: "rt-a",
+              newEpoch: 1,
+            }),
+          ),
           { expectedSeq: await store.lastSeq(opened.exec.ref), msgId: "recovery" },
         );
       }
@@ -431,10 +458,15 @@ describe("checkDispatched: run started only for this runtime's own dispatch (in-
   };
   async function dispatched(store: MemoryEventStore, data: Record<string, unknown>): Promise<number> {
     const ref = runRef(T, "r1");
-    const e = buildEvent("run.dispatched", { transport: "http", hostIncarnation: "pid:1:1", ...data } as never, ctx, {
-      eventId: `ev-${++ids}`,
-      now: new Date(0),
-    });
+    const e = buildEvent(
+      "run.dispatched",
+      eventData("run.dispatched", { transport: "http", hostIncarnation: "pid:1:1", ...data }),
+      ctx,
+      {
+        eventId: `ev-${++ids}`,
+        now: new Date(0),
+      },
+    );
     return (await store.append(ref, e, { expectedSeq: await store.lastSeq(ref) })).seq;
   }
 
@@ -454,7 +486,7 @@ describe("checkDispatched: run started only for this runtime's own dispatch (in-
     const resume = await dispatched(store, {
       runtimeInstanceId: "rt-a",
       localRunId: "l1",
-      resumeExecutionId: executionIdFor("r1", "l0"),
+      resumeExecutionId: eid("r1", "l0"),
     });
     const check = (dispatchedSeq: number) =>
       checkDispatched(journalEnv(store), { ...payload(chain(1)), dispatchedSeq });
@@ -482,13 +514,13 @@ describe("checkDispatched: run started only for this runtime's own dispatch (in-
     const seq = await dispatched(store, {
       runtimeInstanceId: "rt-a",
       localRunId: "l1",
-      resumeExecutionId: executionIdFor("r1", "l0"),
+      resumeExecutionId: eid("r1", "l0"),
     });
     await expect(
-      checkDispatched(journalEnv(store), { ...payload(chain(1)), dispatchedSeq: seq }, executionIdFor("r1", "l0")),
+      checkDispatched(journalEnv(store), { ...payload(chain(1)), dispatchedSeq: seq }, eid("r1", "l0")),
     ).resolves.toBeUndefined();
     await expect(
-      checkDispatched(journalEnv(store), { ...payload(chain(1)), dispatchedSeq: seq }, executionIdFor("r1", "l9")),
+      checkDispatched(journalEnv(store), { ...payload(chain(1)), dispatchedSeq: seq }, eid("r1", "l9")),
     ).rejects.toMatchObject({ code: "contract-violation" });
   });
 });

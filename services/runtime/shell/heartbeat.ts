@@ -1,3 +1,4 @@
+import type { Clock } from "../../../platform/clock.ts";
 import { encodeJson, Heartbeat, type HostIncarnation, type RuntimeInstanceId } from "../../../contracts/index.ts";
 import type { RuntimeInstance } from "./runtime-instance.ts";
 
@@ -7,7 +8,7 @@ export interface HeartbeatDeps {
   readonly hostIncarnation: string;
   readonly instance: RuntimeInstance;
   readonly publish: (subject: string, data: Uint8Array) => void;
-  readonly now: () => Date;
+  readonly clock: Clock;
   readonly log: (fields: Record<string, unknown>) => void;
 }
 
@@ -50,7 +51,7 @@ export class HeartbeatPublisher {
             runtimeInstanceId: this.deps.runtimeInstanceId as RuntimeInstanceId,
             hostIncarnation: this.deps.hostIncarnation as HostIncarnation,
             beat: ++this.beat,
-            at: this.deps.now().toISOString(),
+            at: this.deps.clock.now().toISOString(),
             workers: f.workers,
             activeWorkers: f.activeWorkers,
             availableWorkers: f.availableWorkers,

@@ -39,7 +39,7 @@ export class AggregateJournal {
     private readonly store: EventStore,
     readonly ref: AggregateRef,
     private seq: number,
-    private readonly writerKey: string,
+    readonly writerKey: string,
     private readonly sleep: (ms: number) => Promise<void>,
     private readonly onRetry?: (attempt: number, error: DroverError) => void,
   ) {}

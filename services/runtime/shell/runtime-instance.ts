@@ -1,6 +1,8 @@
 import {
   DroverError,
   type ErrorCode,
+  type HostIncarnation,
+  type LocalRunId,
   type QueueStatus,
   type RunStatus,
   type RuntimeSizing,
@@ -23,7 +25,7 @@ import { storeFailureOf } from "./store-failure.ts";
 type RunState = z.infer<typeof RunStatus>["state"];
 
 interface LocalRun {
-  readonly localRunId: string;
+  readonly localRunId: LocalRunId;
   readonly request:
     | { readonly mode: "start"; readonly payload: DispatchPayload }
     | { readonly mode: "resume"; readonly payload: ResumePayload };
@@ -46,7 +48,7 @@ const KEEP_FINISHED = 10_000;
  * structured results.
  */
 export class RuntimeInstance {
-  private readonly runs = new Map<string, LocalRun>();
+  private readonly runs = new Map<LocalRunId, LocalRun>();
   private readonly queue: LocalRun[] = [];
   private runningCount = 0;
   private paused = false;
@@ -57,7 +59,7 @@ export class RuntimeInstance {
     private readonly sizing: RuntimeSizing,
     private readonly journal: JournalEnv,
     private readonly executor: ExecutorEnv,
-    private readonly hostIncarnation: string,
+    private readonly hostIncarnation: HostIncarnation,
   ) {}
 
   /**
@@ -105,7 +107,7 @@ export class RuntimeInstance {
     const run: LocalRun = {
       localRunId: p.localRunId,
       request,
-      acceptedAt: this.executor.now().getTime(),
+      acceptedAt: this.executor.clock.now().getTime(),
       state: "queued",
     };
     this.runs.set(p.localRunId, run);
@@ -117,9 +119,9 @@ export class RuntimeInstance {
   }
 
   /** GetRunStatus: `unknown` for a LocalRunId this process never accepted (or forgot). */
-  status(localRunId: string): z.infer<typeof RunStatus> {
+  status(localRunId: LocalRunId): z.infer<typeof RunStatus> {
     const run = this.runs.get(localRunId);
-    if (!run) return { localRunId: localRunId as never, state: "unknown" };
+    if (!run) return { localRunId, state: "unknown" };
     const executionId =
       run.execution?.executionId ??
       (run.request.mode === "resume"
@@ -128,9 +130,9 @@ export class RuntimeInstance {
           ? undefined
           : executionIdFor(run.request.payload.sharedRunId, localRunId));
     return {
-      localRunId: localRunId as never,
+      localRunId,
       state: run.state,
-      ...(executionId ? { executionId: executionId as never } : {}),
+      ...(executionId ? { executionId } : {}),
       ...(run.execution ? { completedSteps: run.execution.completedSteps } : {}),
       ...(run.failure ? { failureReason: run.failure.code, failureDetail: run.failure.detail.slice(0, 2000) } : {}),
     };
@@ -139,7 +141,7 @@ export class RuntimeInstance {
   queueStatus(): z.infer<typeof QueueStatus> {
     const f = this.facts();
     return {
-      hostIncarnation: this.hostIncarnation as never,
+      hostIncarnation: this.hostIncarnation,
       queuedRuns: f.queued,
       runningRuns: f.running,
       availableSlots: availableSlots(f, this.sizing),
@@ -172,7 +174,7 @@ export class RuntimeInstance {
   }
 
   /** CancelRun: a queued run leaves the queue (nothing was written for it); a running one is cancelled through its journal. */
-  cancel(localRunId: string): z.infer<typeof RunStatus> {
+  cancel(localRunId: LocalRunId): z.infer<typeof RunStatus> {
     const run = this.runs.get(localRunId);
     if (!run) throw new DroverError("not-found", `no local run ${localRunId} on this runtime`);
     if (run.state === "queued") {

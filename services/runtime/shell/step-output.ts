@@ -2,8 +2,10 @@ import {
   DroverError,
   INLINE_OUTPUT_MAX_BYTES,
   OUTPUT_MAX_BYTES,
+  type StepOutput,
   type StoredOutputRef,
 } from "../../../contracts/index.ts";
+import type { z } from "zod";
 import { canonicalJson } from "../../../aggregates/step-inputs.ts";
 import type { OutputStore } from "../../../platform/output-store.ts";
 import type { SecretResolver } from "./secrets.ts";
@@ -11,9 +13,9 @@ import { sha256Hex } from "./step-runners.ts";
 
 /** An output ready to journal: inline, or stored with its reference; `value` is what dependents read. */
 export interface RecordableOutput {
-  readonly value: unknown;
+  readonly value: z.infer<typeof StepOutput>;
   readonly outputDigest: string;
-  readonly output?: unknown;
+  readonly output?: z.infer<typeof StepOutput>;
   readonly outputRef?: StoredOutputRef;
 }
 
@@ -38,7 +40,8 @@ export async function recordableOutput(
     throw new DroverError("step-output-too-large", `the output is not JSON: ${(e as Error).message}`);
   }
   if (text === undefined) throw new DroverError("step-output-too-large", "the output is not JSON");
-  const value: unknown = JSON.parse(text);
+  // What JSON.parse returns is JSON by construction.
+  const value: z.infer<typeof StepOutput> = JSON.parse(text);
   const canonical = canonicalJson(value);
   const bytes = encoder.encode(canonical);
   if (bytes.length > OUTPUT_MAX_BYTES)
