@@ -7,8 +7,8 @@
  */
 import { connect } from "@nats-io/transport-node";
 import { createEventStore, type StoredEvent } from "../streams/index.ts";
-import { apiClient } from "../test/support/api-client.ts";
-import { startControlPlane } from "../test/support/control-plane.ts";
+import { apiClient } from "../platform/api-client.ts";
+import { startControlPlane } from "../platform/control-plane-processes.ts";
 import { startNats, startRedis } from "../platform/local-servers.ts";
 import { eventually } from "../test/support/streams.ts";
 import { latencyMetric, recordMetrics, type Metric } from "./support/results.ts";

@@ -1,7 +1,7 @@
 import type { NatsConnection } from "@nats-io/transport-node";
 import { controlSubject } from "../platform/read-model-db.ts";
 import type { StreamLayout } from "../streams/index.ts";
-import { apiClient } from "../test/support/api-client.ts";
+import { apiClient } from "../platform/api-client.ts";
 import type { AssertionResult } from "./assertions.ts";
 import { firstDifference } from "./first-difference.ts";
 

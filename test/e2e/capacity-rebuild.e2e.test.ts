@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { CapacityDescriptor } from "../../aggregates/capacity/descriptor.ts";
 import { redisCapacityView, type CapacityViewStore } from "../../platform/capacity-view.ts";
 import { createEventStore, runtimeRef } from "../../streams/index.ts";
-import { startControlPlane, type ControlPlane } from "../support/control-plane.ts";
+import { startControlPlane, type ControlPlane } from "../../platform/control-plane-processes.ts";
 import { FAKE_INCARNATION, publishBeat, publishReadyRuntime } from "../support/fake-runtime-capacity.ts";
 import { eventually } from "../support/streams.ts";
 

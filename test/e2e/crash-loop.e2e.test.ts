@@ -5,8 +5,8 @@ import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { DagInput, DroverEvent } from "../../contracts/index.ts";
 import { createEventStore, execRef, runRef, type StoredEvent } from "../../streams/index.ts";
-import { apiClient, chainDag } from "../support/api-client.ts";
-import { startControlPlane, type ControlPlane } from "../support/control-plane.ts";
+import { apiClient, chainDag } from "../../platform/api-client.ts";
+import { startControlPlane, type ControlPlane } from "../../platform/control-plane-processes.ts";
 import { eventually } from "../support/streams.ts";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 

@@ -1,8 +1,8 @@
 import { connect } from "@nats-io/transport-node";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { apiClient, chainDag } from "../support/api-client.ts";
-import { startControlPlane, type ControlPlane } from "../support/control-plane.ts";
+import { apiClient, chainDag } from "../../platform/api-client.ts";
+import { startControlPlane, type ControlPlane } from "../../platform/control-plane-processes.ts";
 import { createEventStore } from "../../streams/index.ts";
 import { eventually } from "../support/streams.ts";
 

@@ -7,8 +7,8 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { DroverEvent } from "../../contracts/index.ts";
 import { freePort, startNats, type RunningServer } from "../../platform/local-servers.ts";
 import { createEventStore, type StoredEvent } from "../../streams/index.ts";
-import { apiClient, chainDag } from "../support/api-client.ts";
-import { startControlPlane, type ControlPlane } from "../support/control-plane.ts";
+import { apiClient, chainDag } from "../../platform/api-client.ts";
+import { startControlPlane, type ControlPlane } from "../../platform/control-plane-processes.ts";
 import { eventually } from "../support/streams.ts";
 
 /**

@@ -9,8 +9,8 @@ import { follow } from "../../platform/follow.ts";
 import { proofConfig, tokenOf, DEFAULT_PROOF } from "../../proof/scenario-config.ts";
 import { proofDag } from "../../proof/workload.ts";
 import { createEventStore, runtimeRef, type StoredEvent } from "../../streams/index.ts";
-import { apiClient } from "../support/api-client.ts";
-import { startControlPlane, type ControlPlane } from "../support/control-plane.ts";
+import { apiClient } from "../../platform/api-client.ts";
+import { startControlPlane, type ControlPlane } from "../../platform/control-plane-processes.ts";
 import { eventually } from "../support/streams.ts";
 
 /**

@@ -6,7 +6,7 @@ import { promisify } from "node:util";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { DagInput } from "../../contracts/index.ts";
-import { startControlPlane, type ControlPlane } from "../support/control-plane.ts";
+import { startControlPlane, type ControlPlane } from "../../platform/control-plane-processes.ts";
 import { eventually } from "../support/streams.ts";
 
 /**

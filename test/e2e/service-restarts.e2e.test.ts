@@ -3,8 +3,8 @@ import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { DroverEvent } from "../../contracts/index.ts";
 import { createEventStore } from "../../streams/index.ts";
-import { apiClient, chainDag } from "../support/api-client.ts";
-import { startControlPlane, type ControlPlane, type ServiceName } from "../support/control-plane.ts";
+import { apiClient, chainDag } from "../../platform/api-client.ts";
+import { startControlPlane, type ControlPlane, type ServiceName } from "../../platform/control-plane-processes.ts";
 import { eventually } from "../support/streams.ts";
 
 /**

@@ -18,8 +18,12 @@ import {
   type StoredEvent,
   type StreamLayout,
 } from "../../streams/index.ts";
-import { apiClient, chainDag } from "../support/api-client.ts";
-import { startControlPlane, type ControlPlane, type ControlPlaneOptions } from "../support/control-plane.ts";
+import { apiClient, chainDag } from "../../platform/api-client.ts";
+import {
+  startControlPlane,
+  type ControlPlane,
+  type ControlPlaneOptions,
+} from "../../platform/control-plane-processes.ts";
 import { uniqueName } from "../support/isolation.ts";
 import { event, eventually } from "../support/streams.ts";
 

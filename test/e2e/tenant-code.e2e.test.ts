@@ -11,8 +11,8 @@ import { decodeEvent, type DagInput, type DroverEvent } from "../../contracts/in
 import { createOutputStore, outputsBucketOf } from "../../platform/output-store.ts";
 import { createEventStore } from "../../streams/index.ts";
 import { execRef, runtimeRef } from "../../streams/subjects.ts";
-import { apiClient } from "../support/api-client.ts";
-import { startControlPlane, type ControlPlane } from "../support/control-plane.ts";
+import { apiClient } from "../../platform/api-client.ts";
+import { startControlPlane, type ControlPlane } from "../../platform/control-plane-processes.ts";
 import { startOpenAiFake, type OpenAiFake } from "../support/openai-fake.ts";
 import { eventually } from "../support/streams.ts";
 

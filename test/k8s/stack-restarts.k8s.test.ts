@@ -7,8 +7,12 @@ import { validateRunLog } from "../../aggregates/replay-validation.ts";
 import type { DroverEvent, KubernetesHostConfig } from "../../contracts/index.ts";
 import { startNats, startRedis, type RunningServer } from "../../platform/local-servers.ts";
 import { createEventStore, type StoredEvent } from "../../streams/index.ts";
-import { apiClient, chainDag } from "../support/api-client.ts";
-import { startControlPlane, type ControlPlane, type ControlPlaneOptions } from "../support/control-plane.ts";
+import { apiClient, chainDag } from "../../platform/api-client.ts";
+import {
+  startControlPlane,
+  type ControlPlane,
+  type ControlPlaneOptions,
+} from "../../platform/control-plane-processes.ts";
 import { uniqueName } from "../support/isolation.ts";
 import { eventually } from "../support/streams.ts";
 import { clusterClients, freshNamespace } from "./support/cluster-client.ts";

@@ -1,4 +1,4 @@
-import type { DagInput } from "../../contracts/index.ts";
+import type { DagInput } from "../contracts/index.ts";
 
 /** A tiny client of drover's HTTP API for e2e and proof tests (real HTTP, bearer tokens). */
 export function apiClient(baseUrl: string, token: string) {

@@ -1,14 +1,14 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { createWriteStream } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { z } from "zod";
-import type { DroverConfig } from "../../contracts/index.ts";
-import { taggedLayout, type StreamLayout } from "../../streams/index.ts";
-import { uniqueName } from "./isolation.ts";
+import type { DroverConfig } from "../contracts/index.ts";
+import { taggedLayout, type StreamLayout } from "../streams/index.ts";
 
-const ROOT = resolve(import.meta.dirname, "../..");
+const ROOT = resolve(import.meta.dirname, "..");
 export const SERVICES = ["capacity", "recovery", "provisioner", "admission", "api"] as const;
 export type ServiceName = (typeof SERVICES)[number] | "forensics";
 
@@ -50,7 +50,7 @@ process.once("exit", () => {
 });
 
 export async function startControlPlane(o: ControlPlaneOptions): Promise<ControlPlane> {
-  const streamTag = o.resume?.streamTag ?? uniqueName("e2e");
+  const streamTag = o.resume?.streamTag ?? `e2e-${randomBytes(5).toString("hex")}`;
   const dir = o.resume?.logDir ?? (await mkdtemp(join(tmpdir(), "drover-cp-")));
   const configPath = join(dir, "drover.json");
   await writeFile(configPath, JSON.stringify({ ...o.config, api: { host: "127.0.0.1", port: 0 } }));
