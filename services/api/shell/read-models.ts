@@ -45,6 +45,8 @@ export interface ReadModels {
   /** Every tenant's forensics rows of one incident: operators only. */
   incidentForensics(incidentId: string): Promise<ForensicsRow[]>;
   incident(incidentId: string): Promise<IncidentDoc | undefined>;
+  /** The latest incidents, newest first: operators only (a scan of `incidents`, which holds one document per runtime failure). */
+  recentIncidents(limit: number): Promise<IncidentDoc[]>;
   /** The incident's items: one tenant's, or (operators, `tenantId` undefined) every tenant's. */
   incidentItems(incidentId: string, tenantId: string | undefined): Promise<IncidentItem[]>;
   /** How many runs the tenant submitted (the run list's length). */
@@ -120,6 +122,7 @@ export function mongoReadModels(db: Db): ReadModels {
       }),
     incidentForensics: (incidentId) => guarded(() => forensics.find({ incidentId }).sort(bySeq).toArray()),
     incident: (incidentId) => guarded(async () => (await incidents.findOne({ _id: incidentId })) ?? undefined),
+    recentIncidents: (limit) => guarded(() => incidents.find({}).sort({ firstSeq: -1 }).limit(limit).toArray()),
     incidentItems: (incidentId, tenantId) =>
       guarded(() =>
         items
