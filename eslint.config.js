@@ -115,4 +115,22 @@ export default tseslint.config(
     ignores: ["**/*.test.ts"],
     rules: restrictImports(testSupport),
   },
+  {
+    // The dashboard runs in the browser (plain ES modules served by the api, no build step).
+    files: ["services/api/http/dashboard/**/*.js"],
+    languageOptions: {
+      globals: {
+        document: "readonly",
+        window: "readonly",
+        location: "readonly",
+        history: "readonly",
+        sessionStorage: "readonly",
+        URLSearchParams: "readonly",
+        FormData: "readonly",
+        Node: "readonly",
+        CSS: "readonly",
+        TextDecoderStream: "readonly",
+      },
+    },
+  },
 );

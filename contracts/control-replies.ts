@@ -23,3 +23,10 @@ export const CapacityRebuildReply = z.discriminatedUnion("ok", [
   z.object({ ok: z.literal(false), error: z.string() }).strict(),
 ]);
 export type CapacityRebuildReply = z.infer<typeof CapacityRebuildReply>;
+
+/** The forensics service's answer to `drover-ctl.<controlPlaneId>.forensics.rebuild` (services/forensics/shell/control.ts). */
+export const ForensicsRebuildReply = z.discriminatedUnion("ok", [
+  z.object({ ok: z.literal(true), position: z.number().int().min(0) }),
+  z.object({ ok: z.literal(false), error: z.string() }),
+]);
+export type ForensicsRebuildReply = z.infer<typeof ForensicsRebuildReply>;

@@ -114,7 +114,7 @@ export {
   type DataOf,
 } from "./events.ts";
 export { Heartbeat } from "./heartbeat.ts";
-export { CapacityRebuildReply } from "./control-replies.ts";
+export { CapacityRebuildReply, ForensicsRebuildReply } from "./control-replies.ts";
 export {
   ROUTING_HEADER,
   TOKEN_HEADER,

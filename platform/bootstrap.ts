@@ -7,6 +7,7 @@ import { Redis } from "ioredis";
 import { pino, type Logger } from "pino";
 import { DroverConfig, isSubjectSafeId, validate } from "../contracts/index.ts";
 import { commandSecretFromEnv, commandTokenFor } from "./command-token.ts";
+import { startOpsServer, type OpsServer } from "./ops-server.ts";
 import {
   createEventStore,
   DEFAULT_LAYOUT,
@@ -28,6 +29,8 @@ export interface ServiceContext {
   readonly store: EventStore;
   readonly redis?: Redis;
   readonly log: Logger;
+  /** The process's `/healthz`, `/readyz` and `/metrics` listener (DROVER_OPS_HOST, DROVER_OPS_PORT). */
+  readonly ops: OpsServer;
   /** The command token of a runtime instance, derived from DROVER_COMMAND_SECRET (see command-token.ts). */
   commandTokenFor(runtimeInstanceId: string): string;
   /** Registers a hook run on SIGTERM/SIGINT before the connections close (last registered runs first). */
@@ -95,6 +98,13 @@ export async function bootstrap(
       ? new Redis(required("REDIS_URL"), { maxRetriesPerRequest: 2, enableOfflineQueue: true })
       : undefined;
     redis?.on("error", (e) => log.warn({ err: e.message }, "redis error"));
+    const ops = await startOpsServer({ service, instanceId, log, nc, jsm, layout });
+    if (redis)
+      ops.addCheck("redis", async () =>
+        redis.status === "ready"
+          ? { status: "ok", detail: "connected" }
+          : { status: "failing", detail: `connection ${redis.status}` },
+      );
     const hooks: (() => Promise<void> | void)[] = [];
     let closing = false;
     const shutdown = async (signal: string) => {
@@ -103,6 +113,7 @@ export async function bootstrap(
       log.info({ signal }, "shutting down");
       for (const h of hooks.reverse())
         await Promise.resolve(h()).catch((e) => log.error({ err: String(e) }, "shutdown hook failed"));
+      await ops.close();
       await nc.drain().catch(() => undefined);
       redis?.disconnect();
       process.exit(0);
@@ -123,6 +134,7 @@ export async function bootstrap(
       store,
       redis,
       log,
+      ops,
       commandTokenFor: (id) => {
         if (secret === undefined) throw new Error(`${service} holds no command secret: it commands no runtime`);
         return commandTokenFor(secret, id);

@@ -10,6 +10,24 @@ export interface Follower {
   readonly done: Promise<void>;
 }
 
+/** What readiness checks see of a live follower (platform/ops-server.ts). */
+export interface FollowerProgress {
+  readonly stream: string;
+  readonly filters: readonly string[];
+  /** The sequence of the last message handled (fromSeq − 1 before the first). */
+  readonly handledSeq: number;
+  readonly caughtUp: boolean;
+  /** Set when the follower ended on a handler failure: the process is then not ready. */
+  readonly failed?: string;
+}
+
+// Every follower of this process, from start until stopped: readiness and lag read them here, so
+// no service has to wire its followers to the ops listener by hand.
+const active = new Set<FollowerProgress>();
+
+/** The followers running in this process now. */
+export const activeFollowers = (): readonly FollowerProgress[] => [...active];
+
 export interface FollowOptions {
   readonly stream: string;
   readonly filters: readonly string[];
@@ -50,19 +68,38 @@ export async function follow(
     markCaughtUp = ok;
   });
   let stopped = false;
-  if (endSeq === 0 || (!opts.lastPerSubject && endSeq < fromSeq)) markCaughtUp();
+  const progress: { -readonly [K in keyof FollowerProgress]: FollowerProgress[K] } = {
+    stream: opts.stream,
+    filters: opts.filters,
+    handledSeq: fromSeq - 1,
+    caughtUp: false,
+  };
+  active.add(progress);
+  const caught = () => {
+    progress.caughtUp = true;
+    markCaughtUp();
+  };
+  if (endSeq === 0 || (!opts.lastPerSubject && endSeq < fromSeq)) caught();
   const done = (async () => {
     for await (const m of messages) {
       if (stopped) break;
       await onMsg(m);
-      if (m.seq >= endSeq) markCaughtUp();
+      progress.handledSeq = m.seq;
+      if (m.seq >= endSeq) caught();
     }
   })();
+  done.then(
+    () => active.delete(progress),
+    (e: unknown) => {
+      if (!stopped) progress.failed = String(e);
+    },
+  );
   return {
     caughtUp,
     done,
     async stop() {
       stopped = true;
+      active.delete(progress);
       await messages.close();
       await done.catch(() => undefined);
     },

@@ -61,4 +61,10 @@ if ! command -v kubectl >/dev/null; then
   log "installing kubectl from Debian's packages (kubernetes-client)"
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kubernetes-client >/dev/null
 fi
+# The e2e tier's dashboard test drives Debian's Chromium with playwright-core (test/e2e/dashboard.e2e.test.ts).
+# Not pinned to one package version: bookworm-security replaces it and drops the old one from the mirror.
+if [[ ! -x $CHROMIUM_PATH ]]; then
+  log "installing chromium from Debian's packages (the dashboard's browser test)"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core >/dev/null
+fi
 log "tools: nats-server $NATS_SERVER_VERSION, ferretdb $FERRETDB_VERSION, $(redis-server --version | awk '{print $1" "$3}')"

@@ -2,6 +2,8 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TOOLS_BIN="${DROVER_TOOLS_DIR:-$ROOT/.tools/bin}"
+# The Chromium the dashboard test drives (Debian's package; the real binary, not the /usr/bin wrapper).
+CHROMIUM_PATH="${CHROMIUM_PATH:-/usr/lib/chromium/chromium}"
 RUN_DIR="${DROVER_RUN_DIR:-$ROOT/.run/infra}"
 # shellcheck source=versions.env
 source "$ROOT/scripts/versions.env"

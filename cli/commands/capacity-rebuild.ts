@@ -78,7 +78,7 @@ export const capacityRebuildCommand: Command = {
   },
 };
 
-async function controlPlaneOfConfig(path: string | undefined): Promise<string> {
+export async function controlPlaneOfConfig(path: string | undefined): Promise<string> {
   // bootstrap.ts pulls in Redis and the logger: loaded only when the id must come from the config.
   const { loadConfig } = await import("../../platform/bootstrap.ts");
   try {

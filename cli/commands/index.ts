@@ -1,5 +1,6 @@
 import { capacityRebuildCommand } from "./capacity-rebuild.ts";
 import type { Command } from "./command.ts";
+import { forensicsRebuildCommand } from "./forensics-rebuild.ts";
 import { replayCommand } from "./replay.ts";
 import { whyCommand } from "./why.ts";
 
@@ -14,4 +15,10 @@ const proofCommand: Command = {
 };
 
 /** Every `drover` subcommand, in help order. A new command is one file here plus one line below. */
-export const COMMANDS: readonly Command[] = [proofCommand, replayCommand, whyCommand, capacityRebuildCommand];
+export const COMMANDS: readonly Command[] = [
+  proofCommand,
+  replayCommand,
+  whyCommand,
+  capacityRebuildCommand,
+  forensicsRebuildCommand,
+];

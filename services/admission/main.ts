@@ -5,6 +5,8 @@ import { redisCapacityView } from "../../platform/capacity-view.ts";
 import { randomIds, systemClock } from "../../platform/envelope.ts";
 import { redisReservations } from "../../platform/reservations.ts";
 import { closeRuntimeClients, sendCommand } from "../../platform/runtime-client.ts";
+import { Gauge, Histogram } from "prom-client";
+import { isPlaceable } from "./domain/run-decider.ts";
 import { RunIndex } from "./shell/run-index.ts";
 import { startAdmission } from "./shell/service.ts";
 
@@ -32,6 +34,29 @@ const service = await startAdmission({
 });
 await service.ready;
 ctx.log.info({ runs: index.runs.size }, "admission caught up and placing");
+
+new Gauge({
+  name: "drover_queue_depth",
+  help: "runs waiting for placement in the global queue, per tenant",
+  labelNames: ["tenant"],
+  registers: [ctx.ops.registry],
+  collect() {
+    const depth = new Map<string, number>();
+    for (const r of index.runs.values())
+      if (!r.abandoned && isPlaceable(r.state)) depth.set(r.tenantId, (depth.get(r.tenantId) ?? 0) + 1);
+    this.reset();
+    for (const [tenant, n] of depth) this.set({ tenant }, n);
+  },
+});
+// Observed from here on (not during the replay above): a restart does not count old dispatches again.
+const toDispatch = new Histogram({
+  name: "drover_submission_to_dispatch_seconds",
+  help: "time from a run's submission to its dispatch, per tenant",
+  labelNames: ["tenant"],
+  buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+  registers: [ctx.ops.registry],
+});
+index.onDispatched = (run, ms) => toDispatch.observe({ tenant: run.tenantId }, ms / 1000);
 ctx.onShutdown(async () => {
   await service.stop();
   closeRuntimeClients();

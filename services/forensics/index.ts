@@ -6,3 +6,4 @@ export { readModelDb, ensureIndexes, dropReadModels, type ReadModelDb } from "./
 export { serveRebuild, type RebuildReply } from "./shell/control.ts";
 export { ledgerRows, forensicsRow, tenantsConcerned } from "./domain/ledger.ts";
 export { describe, isRecoveryEvent } from "./domain/describe.ts";
+export { appendToRunList } from "./domain/run-list.ts";

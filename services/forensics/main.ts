@@ -5,6 +5,7 @@
  * database is dropped under it (checked every DROVER_FORENSICS_WATCHDOG_MS, default 5000).
  * One replica per database: two would race their rebuilds.
  */
+import { Gauge } from "prom-client";
 import { bootstrap } from "../../platform/bootstrap.ts";
 import { controlSubject, readModelClient, readModelDbName } from "../../platform/read-model-db.ts";
 import { skipRecorder } from "../../streams/index.ts";
@@ -35,6 +36,33 @@ const service = await startForensics({
 const subject = controlSubject(ctx.layout, ctx.config.controlPlaneId, "forensics", "rebuild");
 const sub = serveRebuild(ctx.nc, subject, service, ctx.log);
 ctx.log.info({ db: dbName, subject, position: service.position }, "forensics projector running");
+
+// Read-model lag: the event stream's last sequence minus the sequence the projector applied.
+const lag = async () => (await ctx.jsm.streams.info(ctx.layout.eventStream)).state.last_seq - service.position;
+new Gauge({
+  name: "drover_read_model_lag_events",
+  help: "event stream last sequence minus the sequence the read models applied",
+  registers: [ctx.ops.registry],
+  async collect() {
+    this.set(Math.max(0, await lag()));
+  },
+});
+// The read-model store is reported, never a reason to be not-ready (the event-sourced paths do not need it).
+ctx.ops.addCheck("readModels", async () => {
+  const [behind, ping] = await Promise.all([
+    lag(),
+    client
+      .db(dbName)
+      .command({ ping: 1 })
+      .then(
+        () => "",
+        (e: Error) => e.message,
+      ),
+  ]);
+  if (ping) return { status: "degraded", detail: `MongoDB does not answer: ${ping}` };
+  const detail = `applied up to ${service.position}, ${behind} behind`;
+  return { status: behind > 1000 ? "degraded" : "ok", detail };
+});
 
 ctx.onShutdown(async () => {
   sub.unsubscribe();

@@ -9,6 +9,9 @@ import { setTimeout as delay } from "node:timers/promises";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { systemClock } from "../../platform/clock.ts";
+import { pino } from "pino";
+import { Gauge } from "prom-client";
+import { startOpsServer } from "../../platform/ops-server.ts";
 import { selfIncarnation } from "../../platform/process-incarnation.ts";
 import {
   createEventStore,
@@ -38,11 +41,14 @@ if (!parsed.ok) {
 }
 const config = parsed.config;
 const hostIncarnation = selfIncarnation(config.podUid);
-const log = (fields: Record<string, unknown>): void => {
-  process.stdout.write(
-    `${JSON.stringify({ ...fields, runtimeInstanceId: config.runtimeInstanceId, at: new Date().toISOString() })}\n`,
-  );
-};
+// pino with the control plane's field names (service, instanceId), one JSON line per entry on stdout:
+// the provisioner reads the `listening` line from it (platform/hosts/startup-announcement.ts).
+const logger = pino({
+  name: "runtime",
+  base: { service: "runtime", instanceId: config.runtimeInstanceId, runtimeInstanceId: config.runtimeInstanceId },
+  level: process.env.LOG_LEVEL ?? "info",
+});
+const log = (fields: Record<string, unknown>): void => logger.info(fields);
 
 // Secrets handed over by the provisioner leave the environment at once: only the resolver holds them.
 // Each tenant's http/llm steps run under its own egress policy; a tenant not named gets the default.
@@ -66,7 +72,16 @@ const nc = await connect({
   maxReconnectAttempts: -1,
 });
 const layout = config.streamTag ? taggedLayout(config.streamTag) : DEFAULT_LAYOUT;
-await ensureStreams(await jetstreamManager(nc), layout);
+const jsm = await jetstreamManager(nc);
+await ensureStreams(jsm, layout);
+const ops = await startOpsServer({
+  service: "runtime",
+  instanceId: config.runtimeInstanceId,
+  log: logger,
+  nc,
+  jsm,
+  layout,
+});
 const store = createEventStore(nc, layout);
 
 const workers = new WorkerPool(config.sizing.workers);
@@ -126,6 +141,14 @@ const listening =
         close: () => new Promise<void>((ok) => s.server.tryShutdown(() => ok())),
       }));
 heartbeats.start();
+new Gauge({
+  name: "drover_runtime_available_slots",
+  help: "this runtime's free run slots as its heartbeat reports them",
+  registers: [ops.registry],
+  collect() {
+    this.set(instance.queueStatus().availableSlots);
+  },
+});
 log({
   event: "listening",
   port: listening.port,
@@ -148,6 +171,7 @@ process.on("SIGTERM", () => {
     heartbeats.stop();
     heartbeats.publishNow();
     await listening.close();
+    await ops.close();
     await nc.drain();
     log({ event: "drained", handedBack });
     process.exit(0);

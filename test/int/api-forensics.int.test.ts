@@ -123,6 +123,24 @@ describe("api forensics queries against real FerretDB and a real nats-server", (
     expect((await get("/v1/incidents/inc-unknown-0001", "operator")).statusCode).toBe(404);
   });
 
+  it("lists the latest incidents to operators only (GET /v1/incidents, the operator page's source)", async () => {
+    const res = await get("/v1/incidents?limit=10", "operator");
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toMatchObject({
+      asOf: last,
+      incidents: [
+        {
+          id: s.incident,
+          incidentId: s.incident,
+          runtimeInstanceId: s.runtime,
+          status: "recovery-planned",
+          tenantIds: ["acme"],
+        },
+      ],
+    });
+    expect((await get("/v1/incidents", "acme")).statusCode).toBe(403);
+  });
+
   it("pages the ledger by stream sequence: `next` is the `since` of the following page", async () => {
     const all = (await get("/v1/ledger", "acme")).json().entries as Row[];
     const first = (await get("/v1/ledger?limit=5", "acme")).json();

@@ -21,6 +21,8 @@ export interface IndexedRun {
   checkedMs?: number;
   /** Server time the run entered the global queue (kept while it stays queued, whatever the reason). */
   queuedSinceMs?: number;
+  /** Server time of the run's submission (for the submission → dispatch latency). */
+  submittedMs?: number;
 }
 
 export interface ScaleOutEntry {
@@ -50,6 +52,8 @@ export class RunIndex {
   readonly runs = new Map<string, IndexedRun>();
   readonly scaleOuts = new Map<string, ScaleOutEntry>();
   private readonly listeners = new Set<() => void>();
+  /** Called when a run becomes `dispatched`, with the time since its submission (metrics; unset during replay). */
+  onDispatched?: (run: IndexedRun, sinceSubmissionMs: number) => void;
 
   constructor(
     private readonly eventPrefix: string,
@@ -160,6 +164,9 @@ export class RunIndex {
     if (r.state !== before) {
       r.sinceSeq = seq;
       r.sinceMs = ms;
+      if (before.status === "none") r.submittedMs = ms;
+      if (r.state.status === "dispatched" && before.status !== "dispatched" && r.submittedMs !== undefined)
+        this.onDispatched?.(r, Math.max(0, ms - r.submittedMs));
       if (r.state.status !== "queued") r.queuedSinceMs = undefined;
       else if (before.status !== "queued") r.queuedSinceMs = ms;
       if (isTerminal(r.state.status)) r.invalid = undefined;

@@ -67,3 +67,11 @@ export const waitingRunCount = (s: OpenRuns, tenantId: string): number => s.wait
 
 /** The tenant's runs submitted and not yet terminal, as of `lastSeq`. */
 export const openRunCount = (s: OpenRuns, tenantId: string): number => s.open.get(tenantId)?.size ?? 0;
+
+/** Runs submitted and neither started nor terminal, per tenant (tenants with none left out), as of `lastSeq`. */
+export function queueDepths(s: OpenRuns): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [tenant, runs] of [...s.waiting].sort(([a], [b]) => (a < b ? -1 : 1)))
+    if (runs.size > 0) out[tenant] = runs.size;
+  return out;
+}

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { emptyOpenRuns, foldOpenRunEvent, openRunCount } from "./open-runs.ts";
+import { emptyOpenRuns, foldOpenRunEvent, openRunCount, queueDepths } from "./open-runs.ts";
 
 const fold = (events: Array<[number, string]>) => {
   const s = emptyOpenRuns();
@@ -56,5 +56,21 @@ describe("open runs per tenant (quota projection)", () => {
     ]);
     expect(openRunCount(s, "t")).toBe(0);
     expect(s.lastSeq).toBe(2);
+  });
+});
+
+describe("queue depth per tenant (operator view; pure fold, proves no transport)", () => {
+  it("counts each tenant's runs submitted and neither started nor terminal", () => {
+    const s = fold([
+      [1, "run.acme.r1.submitted"],
+      [2, "run.acme.r2.submitted"],
+      [3, "run.acme.r3.submitted"],
+      [4, "run.acme.r2.started"],
+      [5, "run.globex.g1.submitted"],
+      [6, "run.acme.r3.cancelled"],
+      [7, "run.initech.i1.submitted"],
+      [8, "run.initech.i1.rejected"],
+    ]);
+    expect(queueDepths(s)).toEqual({ acme: 1, globex: 1 });
   });
 });

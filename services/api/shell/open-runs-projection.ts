@@ -1,7 +1,7 @@
 import { DeliverPolicy, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import { DroverError } from "../../../contracts/index.ts";
 import type { StreamLayout } from "../../../streams/layout.ts";
-import { emptyOpenRuns, foldOpenRunEvent, openRunCount, waitingRunCount } from "../domain/open-runs.ts";
+import { emptyOpenRuns, foldOpenRunEvent, openRunCount, queueDepths, waitingRunCount } from "../domain/open-runs.ts";
 import { LIVE_CONSUME } from "../../../streams/index.ts";
 
 /** Counts a tenant's unfinished runs for the submission quota. */
@@ -14,6 +14,8 @@ export interface OpenRunsCounter {
   openRuns(tenantId: string): Promise<number>;
   /** The tenant's runs submitted and not yet started (nor terminal), with the same read-your-writes guarantee. */
   queuedRuns(tenantId: string): Promise<number>;
+  /** Every tenant's runs submitted and not yet started (nor terminal), counting every run event stored before the call. */
+  queueDepths(): Promise<Record<string, number>>;
 }
 
 export interface OpenRunsProjection extends OpenRunsCounter {
@@ -71,15 +73,15 @@ export async function startOpenRunsProjection(
       waiters.add(check);
     });
 
-  const caughtUpFor = async (tenantId: string): Promise<void> => {
-    const filter = `${layout.eventPrefix}.run.${tenantId}.>`;
+  const caughtUpFor = async (tenantId: string | undefined): Promise<void> => {
+    const filter = `${layout.eventPrefix}.run.${tenantId ?? "*"}.>`;
     let last = 0;
     try {
       last = (await jsm.streams.getMessage(layout.eventStream, { last_by_subj: filter }))?.seq ?? 0;
     } catch (e) {
       throw new DroverError(
         "event-store-unavailable",
-        `reading the last run event of tenant ${tenantId}: ${(e as Error).message}`,
+        `reading the last run event of ${tenantId === undefined ? "any tenant" : `tenant ${tenantId}`}: ${(e as Error).message}`,
         { cause: e },
       );
     }
@@ -94,6 +96,10 @@ export async function startOpenRunsProjection(
     async queuedRuns(tenantId) {
       await caughtUpFor(tenantId);
       return waitingRunCount(state, tenantId);
+    },
+    async queueDepths() {
+      await caughtUpFor(undefined);
+      return queueDepths(state);
     },
     async stop() {
       messages.stop();

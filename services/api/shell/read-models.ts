@@ -45,6 +45,8 @@ export interface ReadModels {
   /** Every tenant's forensics rows of one incident: operators only. */
   incidentForensics(incidentId: string): Promise<ForensicsRow[]>;
   incident(incidentId: string): Promise<IncidentDoc | undefined>;
+  /** The latest incidents, newest first: operators only (a scan of `incidents`, which holds one document per runtime failure). */
+  recentIncidents(limit: number): Promise<IncidentDoc[]>;
   /** The incident's items: one tenant's, or (operators, `tenantId` undefined) every tenant's. */
   incidentItems(incidentId: string, tenantId: string | undefined): Promise<IncidentItem[]>;
   /** How many runs the tenant submitted (the run list's length). */
@@ -71,6 +73,15 @@ async function guarded<T>(fn: () => Promise<T>): Promise<T> {
   }
 }
 
+/**
+ * The document if it is the tenant's, else undefined. Lookups filter on `_id` alone (its key starts
+ * with the tenant) and check the tenant here: FerretDB v1 answers `{_id}` from its primary key but
+ * scans the whole collection for `{_id, tenantId}` (16 ms against 293 ms a lookup at 10 000 runs).
+ */
+function mine<T extends { readonly tenantId?: string }>(tenantId: string, doc: T | null): T | undefined {
+  return doc !== null && doc.tenantId === tenantId ? doc : undefined;
+}
+
 /** {@link ReadModels} over the projector's database (the same name the `forensics` service writes). */
 export function mongoReadModels(db: Db): ReadModels {
   const runs = db.collection<RunDoc>("runs");
@@ -85,13 +96,13 @@ export function mongoReadModels(db: Db): ReadModels {
   return {
     // By `_id` (which starts with the tenant): FerretDB finds those without scanning the collection.
     run: (tenantId, sharedRunId) =>
-      guarded(async () => (await runs.findOne({ _id: runDocId(tenantId, sharedRunId), tenantId })) ?? undefined),
+      guarded(async () => mine(tenantId, await runs.findOne({ _id: runDocId(tenantId, sharedRunId) }))),
     executions: (tenantId, ids) =>
       guarded(async () => {
         const docs = await Promise.all(
-          ids.map((id) => executions.findOne({ _id: executionDocId(tenantId, id), tenantId })),
+          ids.map(async (id) => mine(tenantId, await executions.findOne({ _id: executionDocId(tenantId, id) }))),
         );
-        return docs.filter((d) => d !== null).sort((a, b) => a.firstSeq - b.firstSeq);
+        return docs.filter((d) => d !== undefined).sort((a, b) => a.firstSeq - b.firstSeq);
       }),
     runLedger: (tenantId, sharedRunId, ids) =>
       guarded(() =>
@@ -120,6 +131,7 @@ export function mongoReadModels(db: Db): ReadModels {
       }),
     incidentForensics: (incidentId) => guarded(() => forensics.find({ incidentId }).sort(bySeq).toArray()),
     incident: (incidentId) => guarded(async () => (await incidents.findOne({ _id: incidentId })) ?? undefined),
+    recentIncidents: (limit) => guarded(() => incidents.find({}).sort({ firstSeq: -1 }).limit(limit).toArray()),
     incidentItems: (incidentId, tenantId) =>
       guarded(() =>
         items
@@ -127,16 +139,20 @@ export function mongoReadModels(db: Db): ReadModels {
           .sort({ _id: 1 })
           .toArray(),
       ),
-    runCount: (tenantId) => guarded(async () => (await runCounts.findOne({ _id: tenantId, tenantId }))?.count ?? 0),
+    runCount: (tenantId) => guarded(async () => mine(tenantId, await runCounts.findOne({ _id: tenantId }))?.count ?? 0),
     runPages: (tenantId, pages) =>
       guarded(async () => {
-        const docs = await Promise.all(pages.map((n) => runPages.findOne({ _id: runPageId(tenantId, n), tenantId })));
-        return docs.filter((d) => d !== null);
+        const docs = await Promise.all(
+          pages.map(async (n) => mine(tenantId, await runPages.findOne({ _id: runPageId(tenantId, n) }))),
+        );
+        return docs.filter((d) => d !== undefined);
       }),
     runsById: (tenantId, ids) =>
       guarded(async () => {
-        const docs = await Promise.all(ids.map((id) => runs.findOne({ _id: runDocId(tenantId, id), tenantId })));
-        return docs.filter((d) => d !== null);
+        const docs = await Promise.all(
+          ids.map(async (id) => mine(tenantId, await runs.findOne({ _id: runDocId(tenantId, id) }))),
+        );
+        return docs.filter((d) => d !== undefined);
       }),
     position: () =>
       guarded(

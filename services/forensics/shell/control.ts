@@ -1,9 +1,8 @@
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
+import type { ForensicsRebuildReply as RebuildReply } from "../../../contracts/index.ts";
 import type { ForensicsService } from "./service.ts";
 
-/** The answer to a rebuild request. */
-export type RebuildReply =
-  { readonly ok: true; readonly position: number } | { readonly ok: false; readonly error: string };
+export type { RebuildReply };
 
 /**
  * Answers rebuild requests on `subject` (`drover-ctl.<controlPlaneId>.forensics.rebuild`): drops
