@@ -5,7 +5,7 @@ import { redisCapacityView } from "../../platform/capacity-view.ts";
 import { randomIds, systemClock } from "../../platform/envelope.ts";
 import { redisReservations } from "../../platform/reservations.ts";
 import { closeRuntimeClients, sendCommand } from "../../platform/runtime-client.ts";
-import { Gauge, Histogram } from "prom-client";
+import { Counter, Gauge, Histogram } from "prom-client";
 import { isPlaceable } from "./domain/run-decider.ts";
 import { RunIndex } from "./shell/run-index.ts";
 import { startAdmission } from "./shell/service.ts";
@@ -18,6 +18,13 @@ const index = new RunIndex(
   (subject, seq, error) => ctx.log.warn({ subject, seq, error }, "invalid event in the stream"),
   systemClock,
 );
+// The queue liveness guard (queue-stalled): each re-plan of a queue that waited past queueStallMs.
+const stalls = new Counter({
+  name: "drover_queue_stalled_total",
+  help: "re-plans of a tenant's queue stalled past queueStallMs with no visible capacity and no open scale-out",
+  labelNames: ["tenant"],
+  registers: [ctx.ops.registry],
+});
 const service = await startAdmission({
   js: ctx.js,
   config: ctx.config,
@@ -31,6 +38,7 @@ const service = await startAdmission({
   commandTokenFor: ctx.commandTokenFor,
   sha256: (s) => createHash("sha256").update(s).digest("hex"),
   log: ctx.log,
+  onQueueStalled: (tenant) => stalls.inc({ tenant }),
 });
 await service.ready;
 ctx.log.info({ runs: index.runs.size }, "admission caught up and placing");

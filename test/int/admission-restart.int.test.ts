@@ -80,6 +80,7 @@ describe("admission restarted on a long log (real NATS + Redis; no runtime: runs
       commandTokenFor: () => "token",
       sha256: (x) => createHash("sha256").update(x).digest("hex"),
       log: pino({ level: "silent" }),
+      onQueueStalled: (tenant) => stalls.push(tenant),
       tickMs: 50,
     });
     void s.ready.then(() => (caughtUp = true));
@@ -87,6 +88,7 @@ describe("admission restarted on a long log (real NATS + Redis; no runtime: runs
     return { service: s, index };
   }
 
+  const stalls: string[] = [];
   const submit = (tenantId: string, id: string) =>
     store.append(
       runRef(tenantId, id),
@@ -267,6 +269,7 @@ describe("admission restarted on a long log (real NATS + Redis; no runtime: runs
     expect(stalled.event.type === "run.queued-globally" && stalled.event.data.reason.detail).toMatch(
       /re-planned from the log/,
     );
+    expect(stalls).toContain("t-blue"); // what the drover_queue_stalled_total metric counts
     const next = await eventually("run-s waits on a new request", async () => {
       const id = await waitsOn("t-blue", "run-s");
       return id !== first ? id : undefined;

@@ -10,6 +10,8 @@ import type { RunIndex } from "./run-index.ts";
 /** Everything the admission shell touches, injected (tests replace the clock, ids and the command sender). */
 export interface AdmissionDeps {
   readonly config: DroverConfig;
+  /** Told each time the queue liveness guard re-plans a stalled queue (the `queue-stalled` metric). */
+  readonly onQueueStalled?: (tenantId: string) => void;
   readonly layout: StreamLayout;
   readonly store: EventStore;
   readonly index: RunIndex;

@@ -194,7 +194,10 @@ async function queueWithScaleOut(
     candidates,
     r.queuedSinceMs,
   );
-  if (stalled) deps.log.warn({ tenant: r.tenantId, run: r.sharedRunId, requestId }, "queue stalled; re-planned");
+  if (stalled) {
+    deps.log.warn({ tenant: r.tenantId, run: r.sharedRunId, requestId }, "queue stalled; re-planned");
+    deps.onQueueStalled?.(r.tenantId);
+  }
   const reason = stalled
     ? {
         code: "queue-stalled" as const,
