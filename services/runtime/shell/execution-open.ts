@@ -102,16 +102,7 @@ export async function openFresh(env: JournalEnv, p: DispatchPayload): Promise<Op
     }),
   );
   const exec = journalFor(env, execRef(p.tenantId, executionId), 0, 0);
-  await exec.append(
-    emit("exec.started", {
-      sharedRunId: p.sharedRunId,
-      localRunId: p.localRunId,
-      runtimeInstanceId: env.runtimeInstanceId,
-      dagDigest: dagDigest(p.dag),
-      stepCount: p.dag.steps.length,
-      epoch: 0,
-    }),
-  );
+  await exec.append(emit("exec.started", execStarted(env, p, 0)));
   return {
     executionId,
     localRunId: p.localRunId,
@@ -123,6 +114,16 @@ export async function openFresh(env: JournalEnv, p: DispatchPayload): Promise<Op
     emit,
   };
 }
+
+/** The journal's first event: who started it, for which run and DAG, at which epoch. */
+const execStarted = (env: JournalEnv, p: DispatchPayload, epoch: number): DataOf<"exec.started"> => ({
+  sharedRunId: p.sharedRunId,
+  localRunId: p.localRunId,
+  runtimeInstanceId: env.runtimeInstanceId,
+  dagDigest: dagDigest(p.dag),
+  stepCount: p.dag.steps.length,
+  epoch,
+});
 
 /**
  * Reads and folds the journal and checks that `p` may resume it: the latest `paused-for-recovery`
@@ -222,53 +223,7 @@ export async function openResume(env: JournalEnv, p: ResumePayload): Promise<Ope
     }),
   );
   const exec = journalFor(env, execRef(p.tenantId, p.executionId), prior.lastSeq, p.epoch);
-  if (prior.terminal) {
-    const ended = (await env.store.read(execRef(p.tenantId, p.executionId))).events.findLast((e) =>
-      TERMINAL.has(e.event.type),
-    )?.event as EndedEvent;
-    return {
-      executionId: p.executionId,
-      localRunId: p.localRunId,
-      tenantId: p.tenantId,
-      epoch: p.epoch,
-      run,
-      exec,
-      prior,
-      emit,
-      ended,
-    };
-  }
-  if (prior.lastSeq === 0) {
-    await exec.append(
-      emit("exec.started", {
-        sharedRunId: p.sharedRunId,
-        localRunId: p.localRunId,
-        runtimeInstanceId: env.runtimeInstanceId,
-        dagDigest: dagDigest(p.dag),
-        stepCount: p.dag.steps.length,
-        epoch: p.epoch,
-      } as DataOf<"exec.started">),
-    );
-    return {
-      executionId: p.executionId,
-      localRunId: p.localRunId,
-      tenantId: p.tenantId,
-      epoch: p.epoch,
-      run,
-      exec,
-      prior,
-      emit,
-    };
-  }
-  await exec.append(
-    emit("exec.resumed", {
-      runtimeInstanceId: env.runtimeInstanceId,
-      localRunId: p.localRunId,
-      epoch: p.epoch,
-      completedSteps: prior.completed.size,
-    }),
-  );
-  return {
+  const opened = {
     executionId: p.executionId,
     localRunId: p.localRunId,
     tenantId: p.tenantId,
@@ -278,4 +233,21 @@ export async function openResume(env: JournalEnv, p: ResumePayload): Promise<Ope
     prior,
     emit,
   };
+  if (prior.terminal) {
+    const ended = (await env.store.read(execRef(p.tenantId, p.executionId))).events.findLast((e) =>
+      TERMINAL.has(e.event.type),
+    )?.event as EndedEvent;
+    return { ...opened, ended };
+  }
+  if (prior.lastSeq === 0) await exec.append(emit("exec.started", execStarted(env, p, p.epoch)));
+  else
+    await exec.append(
+      emit("exec.resumed", {
+        runtimeInstanceId: env.runtimeInstanceId,
+        localRunId: p.localRunId,
+        epoch: p.epoch,
+        completedSteps: prior.completed.size,
+      }),
+    );
+  return opened;
 }
