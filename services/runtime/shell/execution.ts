@@ -278,6 +278,14 @@ export class Execution {
     const outputDigest = sha256Hex(canonicalJson([...this.completed.entries()].sort(([a], [b]) => (a < b ? -1 : 1))));
     const result = await this.runOutput();
     await this.opened.exec.append(this.opened.emit("exec.completed", { outputDigest }));
+    return this.runCompleted(outputDigest, result);
+  }
+
+  /** The run's `completed` with the execution's output digest and the run output (inline or stored). */
+  private async runCompleted(
+    outputDigest: string,
+    result: Awaited<ReturnType<Execution["runOutput"]>>,
+  ): Promise<ExecutionOutcome> {
     await this.appendRun("run.completed", {
       executionId: this.executionId,
       localRunId: this.opened.localRunId,
@@ -365,19 +373,15 @@ export class Execution {
    */
   private async finishFromJournal(ended: EndedEvent): Promise<ExecutionOutcome> {
     this.env.log({ event: "run-finished-from-journal", executionId: this.executionId, journal: ended.type });
-    const ids = { executionId: this.executionId, localRunId: this.opened.localRunId };
     switch (ended.type) {
-      case "exec.completed": {
-        const result = await this.runOutput();
-        await this.appendRun("run.completed", {
-          ...ids,
-          outputDigest: ended.data.outputDigest,
-          ...(result.outputRef ? { outputRef: result.outputRef } : { output: result.output }),
-        } as DataOf<"run.completed">);
-        return { state: "completed" };
-      }
+      case "exec.completed":
+        return this.runCompleted(ended.data.outputDigest, await this.runOutput());
       case "exec.failed":
-        await this.appendRun("run.failed", { ...ids, reason: ended.data.reason } as DataOf<"run.failed">);
+        await this.appendRun("run.failed", {
+          executionId: this.executionId,
+          localRunId: this.opened.localRunId,
+          reason: ended.data.reason,
+        });
         return { state: "failed", reason: ended.data.reason.code, detail: ended.data.reason.detail };
       case "exec.cancelled":
         await this.appendRun("run.cancelled", { reason: ended.data.reason });
