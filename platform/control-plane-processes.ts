@@ -73,7 +73,12 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
   let apiUrl = "";
 
   const start = async (name: ServiceName): Promise<void> => {
-    const child = spawn(process.execPath, ["--import", "tsx", join(ROOT, "services", name, "main.ts")], {
+    // DROVER_CPU_PROF_DIR: each service (or those in DROVER_CPU_PROF_SERVICES, comma-separated)
+    // writes a V8 CPU profile there when it exits: where a benchmark's CPU goes.
+    const { DROVER_CPU_PROF_DIR: profDir, DROVER_CPU_PROF_SERVICES: only } = process.env;
+    const prof =
+      profDir && (!only || only.split(",").includes(name)) ? ["--cpu-prof", `--cpu-prof-dir=${profDir}`] : [];
+    const child = spawn(process.execPath, [...prof, "--import", "tsx", join(ROOT, "services", name, "main.ts")], {
       cwd: ROOT,
       env,
       stdio: ["ignore", "pipe", "pipe"],

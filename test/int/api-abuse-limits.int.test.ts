@@ -51,6 +51,40 @@ describe("queued-run cap per tenant (maxQueuedRuns)", () => {
   });
 });
 
+describe("queued-run cap under concurrent submissions", () => {
+  let fx: ApiFixture;
+  beforeAll(async () => {
+    fx = await apiFixture(inject("natsUrl"), { quota: true, tenants: [{ tenantId: acme, maxQueuedRuns: 40 }] });
+  });
+  afterAll(async () => {
+    await fx.close();
+  });
+
+  it("takes exactly maxQueuedRuns of 100 concurrent submissions: far from the cap without waiting for the log, near it caught up", async () => {
+    const before = await fx.messageCount();
+    const answers = await Promise.all(
+      Array.from({ length: 100 }, () =>
+        fx.app.inject({ method: "POST", url: "/v1/runs", headers: auth("acme"), payload: { dag: validDag } }),
+      ),
+    );
+    const codes = answers.map((a) => a.statusCode);
+    expect(codes.filter((c) => c === 201)).toHaveLength(40);
+    expect(codes.filter((c) => c === 429)).toHaveLength(60);
+    expect(await fx.messageCount()).toBe(before + 40);
+    // Once everything is folded, the cap still holds for a late one.
+    const late = await fx.app.inject({
+      method: "POST",
+      url: "/v1/runs",
+      headers: auth("acme"),
+      payload: { dag: validDag },
+    });
+    expect(late.json().error).toMatchObject({
+      code: "tenant-queue-full",
+      details: { queuedRuns: 40, maxQueuedRuns: 40 },
+    });
+  });
+});
+
 describe("per-credential rate limit", () => {
   let fx: ApiFixture;
   beforeAll(async () => {

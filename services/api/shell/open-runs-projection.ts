@@ -4,22 +4,54 @@ import type { StreamLayout } from "../../../streams/layout.ts";
 import { emptyOpenRuns, foldOpenRunEvent, openRunCount, queueDepths, waitingRunCount } from "../domain/open-runs.ts";
 import { LIVE_CONSUME } from "../../../streams/index.ts";
 
-/** Counts a tenant's unfinished runs for the submission quota. */
+/** A place held for one submission while it is decided and appended (see `OpenRunsCounter.claim`). */
+export interface Claim {
+  /** The tenant's runs submitted and not yet terminal, without this one. */
+  readonly openRuns: number;
+  /** The tenant's runs submitted and not yet started (nor terminal), without this one. */
+  readonly queuedRuns: number;
+  /** Ends the claim: `appended` keeps counting the run until the projection folds its `submitted`. */
+  release(appended: boolean): void;
+}
+
+/** Counts a tenant's unfinished runs for the submission quota and the queue cap. */
 export interface OpenRunsCounter {
   /**
-   * The tenant's runs submitted and not yet terminal, counting at least every run event of the
-   * tenant stored before the call (read-your-writes for this process's own appends).
-   * Rejects with `event-store-unavailable` when the projection cannot catch up in time.
+   * Counts the tenant's runs for a new submission of `sharedRunId` and holds its place, in one step
+   * of this process: the counts include every submission of this process still being appended, so
+   * concurrent submissions never overshoot a limit here. Far from the limits (`nearLimit`) the
+   * counts are the projection's as it stands (no round trip: the submit hot path); near them they
+   * include at least every run event of the tenant stored before the call (a leader read, then a
+   * wait for the projection to fold it). Rejects with `event-store-unavailable` when the
+   * projection cannot catch up in time.
    */
-  openRuns(tenantId: string): Promise<number>;
-  /** The tenant's runs submitted and not yet started (nor terminal), with the same read-your-writes guarantee. */
-  queuedRuns(tenantId: string): Promise<number>;
+  claim(
+    tenantId: string,
+    sharedRunId: string,
+    limits: { readonly maxOpenRuns?: number; readonly maxQueuedRuns: number },
+  ): Promise<Claim>;
   /** Every tenant's runs submitted and not yet started (nor terminal), counting every run event stored before the call. */
   queueDepths(): Promise<Record<string, number>>;
 }
 
 export interface OpenRunsProjection extends OpenRunsCounter {
   stop(): Promise<void>;
+}
+
+/**
+ * Whether counts read without waiting for the log may be off by enough to cross a limit: within
+ * 16 runs or 10 % of it. The projection lags the log by milliseconds, so far from a limit no
+ * submission of another process (an API replica, a producer) can close the gap meanwhile.
+ */
+export function nearLimit(
+  c: { readonly openRuns: number; readonly queuedRuns: number },
+  limits: { readonly maxOpenRuns?: number; readonly maxQueuedRuns: number },
+): boolean {
+  const near = (n: number, max: number) => n + Math.max(16, Math.ceil(max / 10)) >= max;
+  return (
+    near(c.queuedRuns, limits.maxQueuedRuns) ||
+    (limits.maxOpenRuns !== undefined && near(c.openRuns, limits.maxOpenRuns))
+  );
 }
 
 /**
@@ -35,6 +67,8 @@ export async function startOpenRunsProjection(
   opts: { readonly catchUpTimeoutMs?: number } = {},
 ): Promise<OpenRunsProjection> {
   const state = emptyOpenRuns();
+  // tenant → this process's submissions being appended (false) or appended and not yet folded (true).
+  const claims = new Map<string, Map<string, boolean>>();
   const waiters = new Set<() => void>();
   const skip = layout.eventPrefix.length + 1;
   const consumer = await js.consumers.get(layout.eventStream, {
@@ -44,7 +78,10 @@ export async function startOpenRunsProjection(
   const messages = await consumer.consume(LIVE_CONSUME);
   const loop = (async () => {
     for await (const m of messages) {
-      foldOpenRunEvent(state, m.seq, m.subject.slice(skip).split("."));
+      const tokens = m.subject.slice(skip).split(".");
+      foldOpenRunEvent(state, m.seq, tokens);
+      const mine = claims.get(tokens[1]!);
+      if (tokens[3] === "submitted" && mine?.get(tokens[2]!) === true) mine.delete(tokens[2]!);
       for (const wake of waiters) wake();
     }
   })();
@@ -88,14 +125,38 @@ export async function startOpenRunsProjection(
     await caughtUpTo(last);
   };
 
+  // Claims whose run the projection has not folded yet (a folded one is already in the counts).
+  const unfolded = (tenantId: string): number => {
+    let n = 0;
+    for (const id of claims.get(tenantId)?.keys() ?? [])
+      if (!state.open.get(tenantId)?.has(id) && !state.closed.get(tenantId)?.has(id)) n++;
+    return n;
+  };
+  const counts = (tenantId: string) => {
+    const pending = unfolded(tenantId);
+    return {
+      openRuns: openRunCount(state, tenantId) + pending,
+      queuedRuns: waitingRunCount(state, tenantId) + pending,
+    };
+  };
+
   return {
-    async openRuns(tenantId) {
-      await caughtUpFor(tenantId);
-      return openRunCount(state, tenantId);
-    },
-    async queuedRuns(tenantId) {
-      await caughtUpFor(tenantId);
-      return waitingRunCount(state, tenantId);
+    async claim(tenantId, sharedRunId, limits) {
+      if (nearLimit(counts(tenantId), limits)) await caughtUpFor(tenantId);
+      // From here to the claim is one synchronous step: no other submission of this process interleaves.
+      const c = counts(tenantId);
+      let mine = claims.get(tenantId);
+      if (!mine) claims.set(tenantId, (mine = new Map()));
+      mine.set(sharedRunId, false);
+      return {
+        ...c,
+        release(appended) {
+          const folded = state.open.get(tenantId)?.has(sharedRunId) || state.closed.get(tenantId)?.has(sharedRunId);
+          if (appended && !folded) mine.set(sharedRunId, true);
+          else mine.delete(sharedRunId);
+          if (mine.size === 0 && claims.get(tenantId) === mine) claims.delete(tenantId);
+        },
+      };
     },
     async queueDepths() {
       await caughtUpFor(undefined);

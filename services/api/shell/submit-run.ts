@@ -4,8 +4,8 @@ import { aggregateSubject, runRef } from "../../../streams/subjects.ts";
 import { decideSubmission, type SubmitRunBody } from "../domain/submission.ts";
 import type { ApiDeps } from "./deps.ts";
 import { submissionIds } from "./ids.ts";
+import type { Claim } from "./open-runs-projection.ts";
 import { readAggregate } from "./run-queries.ts";
-import { serialPerKey } from "./serial.ts";
 
 /** The outcome of a submission: the run as folded, and whether this request created it. */
 export interface Submitted {
@@ -26,13 +26,8 @@ export interface Submitted {
 export function createSubmitter(
   deps: ApiDeps,
 ): (tenantId: TenantId, body: SubmitRunBody, requestId: string, rerunOf?: string) => Promise<Submitted> {
-  const serial = serialPerKey();
-  return (tenantId, body, requestId, rerunOf) => {
-    const settings = tenantSettingsOf(deps.config, tenantId);
-    const attempt = () => submitOnce(deps, tenantId, settings, body, requestId, rerunOf);
-    // Quota/queue check and append are one step per tenant here, so this process never admits two over the limit.
-    return deps.openRuns ? serial(tenantId, attempt) : attempt();
-  };
+  return (tenantId, body, requestId, rerunOf) =>
+    submitOnce(deps, tenantId, tenantSettingsOf(deps.config, tenantId), body, requestId, rerunOf);
 }
 
 async function submitOnce(
@@ -46,35 +41,47 @@ async function submitOnce(
   const ids = submissionIds(tenantId, body.idempotencyKey, deps.newId);
   const ref = runRef(tenantId, ids.sharedRunId);
   const existing = body.idempotencyKey === undefined ? foldRun([]) : foldRun(await readAggregate(deps.store, ref));
-  const enforce = settings.overQuota === "reject" && deps.openRuns !== undefined && existing.status === "none";
-  const openRuns = enforce ? await deps.openRuns!.openRuns(tenantId) : undefined;
-  // The queue cap applies to every tenant whenever the API runs its run projection (main.ts always does).
-  const queuedRuns =
-    deps.openRuns !== undefined && existing.status === "none" ? await deps.openRuns.queuedRuns(tenantId) : undefined;
-  const [event] = decideSubmission(
-    {
-      tenantId,
-      body,
-      settings,
-      openRuns,
-      queuedRuns,
-      ...ids,
-      metadata: { now: deps.clock.now(), requestId, instanceId: deps.instanceId },
-      ...(rerunOf === undefined ? {} : { rerunOf }),
-    },
-    existing,
-  );
-  if (event === undefined) return { run: existing, created: false };
+  // The queue cap applies to every tenant whenever the API runs its run projection (main.ts always
+  // does); the quota when the tenant's overQuota is `reject`. The claim holds this run's place in
+  // both counts until it is appended, so concurrent submissions of this process never overshoot.
+  const enforce = settings.overQuota === "reject";
+  const claim: Claim | undefined =
+    deps.openRuns !== undefined && existing.status === "none"
+      ? await deps.openRuns.claim(tenantId, ids.sharedRunId, {
+          maxQueuedRuns: settings.maxQueuedRuns,
+          ...(enforce ? { maxOpenRuns: settings.maxConcurrentRuns } : {}),
+        })
+      : undefined;
+  let appended = false;
   try {
-    // The msg id names this event, not just "first append to the run": a rival submission of the
-    // same run (e.g. a producer's) must fail on the sequence check, not be mistaken for ours.
-    const appended = await deps.store.append(ref, event, {
-      expectedSeq: 0,
-      msgId: `${aggregateSubject(deps.layout, ref)}:${event.eventId}`,
-    });
-    if (!appended.duplicate) return { run: foldRun([{ seq: appended.seq, event }]), created: true };
-  } catch (e) {
-    if (!isDroverError(e, "version-conflict")) throw e;
+    const [event] = decideSubmission(
+      {
+        tenantId,
+        body,
+        settings,
+        openRuns: enforce ? claim?.openRuns : undefined,
+        queuedRuns: claim?.queuedRuns,
+        ...ids,
+        metadata: { now: deps.clock.now(), requestId, instanceId: deps.instanceId },
+        ...(rerunOf === undefined ? {} : { rerunOf }),
+      },
+      existing,
+    );
+    if (event === undefined) return { run: existing, created: false };
+    try {
+      // The msg id names this event, not just "first append to the run": a rival submission of the
+      // same run (e.g. a producer's) must fail on the sequence check, not be mistaken for ours.
+      const a = await deps.store.append(ref, event, {
+        expectedSeq: 0,
+        msgId: `${aggregateSubject(deps.layout, ref)}:${event.eventId}`,
+      });
+      appended = true;
+      if (!a.duplicate) return { run: foldRun([{ seq: a.seq, event }]), created: true };
+    } catch (e) {
+      if (!isDroverError(e, "version-conflict")) throw e;
+    }
+  } finally {
+    claim?.release(appended);
   }
   const run = foldRun(await readAggregate(deps.store, ref));
   if (run.status === "none") throw new Error(`run ${ids.sharedRunId} conflicted on append but has no submission`);
