@@ -100,6 +100,9 @@ try {
     log.push(e);
   });
   await nc.close();
+  const byType: Record<string, number> = {};
+  for (const e of log) byType[e.event.type] = (byType[e.event.type] ?? 0) + 1;
+  console.log(`events in the log by type: ${JSON.stringify(byType)}`);
   const at = (type: string, id: string) =>
     log.find((e) => e.event.type === type && e.event.correlationId === id)?.time.getTime();
   const dispatch1 = single.map((id) => at("run.dispatched", id)! - at("run.submitted", id)!);
