@@ -222,7 +222,7 @@ async function rejectInvalid(deps: AdmissionDeps, r: IndexedRun): Promise<void> 
       { subject: `${r.tenantId}/${r.sharedRunId}`, seq: r.invalid!.seq, err: r.invalid!.error },
       "invalid submission with an unusable subject; cannot be rejected",
     );
-    r.abandoned = true;
+    deps.index.abandon(r);
     return;
   }
   // The invalid submission is the aggregate's last event; `rejected` must follow exactly it.

@@ -50,6 +50,9 @@ const ACTIVE = new Set(["admitted", "dispatched", "started"]);
  */
 export class RunIndex {
   readonly runs = new Map<string, IndexedRun>();
+  // Kept as runs change, so a pass costs O(pending) and a quota check O(1), not O(every run ever seen).
+  private readonly pendingRuns = new Set<IndexedRun>();
+  private readonly active = new Map<string, number>();
   readonly scaleOuts = new Map<string, ScaleOutEntry>();
   private readonly listeners = new Set<() => void>();
   /** Called when a run becomes `dispatched`, with the time since its submission (metrics; unset during replay). */
@@ -116,23 +119,18 @@ export class RunIndex {
 
   /** Runs admission has something to do for: placeable, invalid submissions, or placements not yet confirmed. */
   pending(): IndexedRun[] {
-    return [...this.runs.values()]
-      .filter((r) => !r.abandoned)
-      .filter(
-        (r) =>
-          (r.invalid && r.state.status === "none") ||
-          isPlaceable(r.state) ||
-          (r.state.cancelRequested !== undefined && !isTerminal(r.state.status)) ||
-          r.state.status === "admitted" ||
-          r.state.status === "dispatched",
-      );
+    return [...this.pendingRuns];
   }
 
   /** Runs of the tenant currently holding a placement (for the tenant-wide quota). */
   activeCount(tenantId: string): number {
-    let n = 0;
-    for (const r of this.runs.values()) if (r.tenantId === tenantId && ACTIVE.has(r.state.status)) n++;
-    return n;
+    return this.active.get(tenantId) ?? 0;
+  }
+
+  /** Admission gave up on an invalid submission it cannot reject: it is no longer pending. */
+  abandon(r: IndexedRun): void {
+    r.abandoned = true;
+    this.pendingRuns.delete(r);
   }
 
   /** Records an invalid `submitted` (to be rejected) and reports any invalid event. */
@@ -151,6 +149,7 @@ export class RunIndex {
         r.invalid = { seq: m.seq, error };
         r.sinceSeq = m.seq;
         r.sinceMs = ms;
+        this.track(r, r.state);
         this.changed();
       }
     }
@@ -170,6 +169,7 @@ export class RunIndex {
       if (r.state.status !== "queued") r.queuedSinceMs = undefined;
       else if (before.status !== "queued") r.queuedSinceMs = ms;
       if (isTerminal(r.state.status)) r.invalid = undefined;
+      this.track(r, before);
       this.changed();
     }
   }
@@ -190,6 +190,21 @@ export class RunIndex {
     if (name !== "requested" && name !== "observed") s.endedMs = ms;
     this.scaleOuts.set(requestId, s);
     this.changed();
+  }
+
+  /** Keeps the pending set and the active counts true for `r`, whose state was `before`. */
+  private track(r: IndexedRun, before: RunState): void {
+    const delta = Number(ACTIVE.has(r.state.status)) - Number(ACTIVE.has(before.status));
+    if (delta !== 0) this.active.set(r.tenantId, (this.active.get(r.tenantId) ?? 0) + delta);
+    const pending =
+      !r.abandoned &&
+      ((r.invalid !== undefined && r.state.status === "none") ||
+        isPlaceable(r.state) ||
+        (r.state.cancelRequested !== undefined && !isTerminal(r.state.status)) ||
+        r.state.status === "admitted" ||
+        r.state.status === "dispatched");
+    if (pending) this.pendingRuns.add(r);
+    else this.pendingRuns.delete(r);
   }
 
   private entry(tenantId: string, sharedRunId: string): IndexedRun {
