@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { Redis, Result } from "ioredis";
 
 /**
  * Atomic slot reservations in Redis (admission-and-capacity.md "Admission" step 3). One hash per
@@ -47,14 +47,32 @@ export interface Reservations {
   release(runtimeInstanceId: string, sharedRunId: string): Promise<void>;
   /** Unexpired reservations held on the runtime. */
   count(runtimeInstanceId: string, now: number): Promise<number>;
+  /** Unexpired reservations held on each runtime, in one round trip (an admission pass reads them all). */
+  countMany(runtimeInstanceIds: readonly string[], now: number): Promise<number[]>;
 }
+
+// The scripts as commands of every client and pipeline (ioredis' documented declaration merging).
+declare module "ioredis" {
+  interface RedisCommander<Context> {
+    drReserve(key: string, run: string, slots: number, now: number, ttl: number): Result<number, Context>;
+    drCount(key: string, now: number): Result<number, Context>;
+  }
+}
+
+const scripted = new WeakSet<Redis>();
 
 export function redisReservations(redis: Redis, controlPlaneId: string): Reservations {
   const key = (rt: string) => `drover:${controlPlaneId}:resv:${rt}`;
+  // EVALSHA (ioredis loads the script once per connection) instead of sending the script every call.
+  if (!scripted.has(redis)) {
+    scripted.add(redis);
+    redis.defineCommand("drReserve", { numberOfKeys: 1, lua: RESERVE });
+    redis.defineCommand("drCount", { numberOfKeys: 1, lua: COUNT });
+  }
   return {
     async reserve(rt, run, slots, ttlMs, now) {
-      const r = Number(await redis.eval(RESERVE, 1, key(rt), run, slots, now, ttlMs));
-      return r === 1 ? "reserved" : r === 2 ? "already-reserved" : "full";
+      const out = Number(await redis.drReserve(key(rt), run, slots, now, ttlMs));
+      return out === 1 ? "reserved" : out === 2 ? "already-reserved" : "full";
     },
     async extend(rt, run, untilMs) {
       await redis.hset(key(rt), run, untilMs);
@@ -63,7 +81,17 @@ export function redisReservations(redis: Redis, controlPlaneId: string): Reserva
       await redis.hdel(key(rt), run);
     },
     async count(rt, now) {
-      return Number(await redis.eval(COUNT, 1, key(rt), now));
+      return Number(await redis.drCount(key(rt), now));
+    },
+    async countMany(rts, now) {
+      if (rts.length === 0) return [];
+      const pipe = redis.pipeline();
+      for (const rt of rts) pipe.drCount(key(rt), now);
+      const rows = (await pipe.exec()) ?? [];
+      return rows.map(([err, n]) => {
+        if (err) throw err;
+        return Number(n);
+      });
     },
   };
 }

@@ -45,4 +45,14 @@ describe("slot reservations (Lua script against a real Redis)", () => {
     await r.release("rt-1", "run-b");
     expect(await r.count("rt-1", 1_600)).toBe(0);
   });
+
+  it("counts the unexpired reservations of many runtimes in one pipelined read, in the order asked", async () => {
+    const r = redisReservations(redis, uniqueName("cp"));
+    await r.reserve("rt-1", "run-a", 5, 500, 1_000);
+    await r.reserve("rt-1", "run-b", 5, 100, 1_000);
+    await r.reserve("rt-3", "run-c", 5, 500, 1_000);
+    expect(await r.countMany(["rt-3", "rt-2", "rt-1"], 1_050)).toEqual([1, 0, 2]);
+    expect(await r.countMany(["rt-3", "rt-2", "rt-1"], 1_200)).toEqual([1, 0, 1]);
+    expect(await r.countMany([], 1_200)).toEqual([]);
+  });
 });

@@ -1,6 +1,6 @@
 import type { HostIncarnation } from "../../../contracts/index.ts";
 import type { CapacityDescriptor } from "../../../aggregates/capacity/descriptor.ts";
-import { currentBeat, visibleEndpoint } from "../../../aggregates/capacity/descriptor.ts";
+import { currentBeat, rankOf, visibleEndpoint } from "../../../aggregates/capacity/descriptor.ts";
 import { routability } from "../../../aggregates/capacity/routability.ts";
 import type { CapacityViewStore } from "../../../platform/capacity-view.ts";
 import type { Reservations } from "../../../platform/reservations.ts";
@@ -17,7 +17,8 @@ export interface Placeable extends Candidate {
 
 /**
  * The capacity view as admission sees it right now: every runtime of the control plane with its
- * routability derived at `now` (reservations subtracted). Nothing here is stored.
+ * routability derived at `now` (reservations subtracted; a fenced or retired runtime's are not read).
+ * Nothing here is stored.
  */
 export async function readCandidates(
   view: CapacityViewStore<CapacityDescriptor>,
@@ -26,10 +27,15 @@ export async function readCandidates(
   staleMs: number,
 ): Promise<Placeable[]> {
   const out: Placeable[] = [];
-  for (const d of await view.all()) {
-    const reg = d.registration;
-    if (!reg) continue;
-    const reservedSlots = await reservations.count(d.runtimeInstanceId, now);
+  const registered = (await view.all()).filter((d) => d.registration !== undefined);
+  // Reservations matter only on a runtime that may still take work: one pipelined read for those.
+  const live = registered.filter((d) => rankOf(d.status) < rankOf("fenced")).map((d) => d.runtimeInstanceId);
+  const at = new Map(live.map((id, i) => [id, i]));
+  const reserved = await reservations.countMany(live, now);
+  for (const d of registered) {
+    const reg = d.registration!;
+    const i = at.get(d.runtimeInstanceId);
+    const reservedSlots = i === undefined ? 0 : reserved[i]!;
     const r = routability(d, { now, staleMs, reservedSlots });
     const hb = currentBeat(d);
     const endpoint = visibleEndpoint(d)?.endpoint;
