@@ -71,7 +71,7 @@ export class RunIndex {
   }
 
   /** Applies a message from the follower; an invalid `submitted` is recorded (to be rejected), any other invalid event reported. */
-  apply(m: Pick<JsMsg, "subject" | "seq" | "data" | "info">): void {
+  apply(m: Pick<JsMsg, "subject" | "seq" | "data"> & { readonly info?: Pick<JsMsg["info"], "timestampNanos"> }): void {
     const [agg, tenantId, id, name] = m.subject.slice(this.eventPrefix.length + 1).split(".");
     const ms = m.info?.timestampNanos ? Math.floor(Number(m.info.timestampNanos) / 1e6) : this.clock.now().getTime();
     let event: DroverEvent;

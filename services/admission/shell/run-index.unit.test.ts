@@ -38,7 +38,6 @@ describe("RunIndex (in memory, no transport): pending set and active counts kept
       subject: "drover.events.run.acme.r-2.submitted",
       seq: 7,
       data: new TextEncoder().encode("{}"),
-      info: undefined as never,
     });
     const [r] = idx.pending();
     expect(r?.invalid?.seq).toBe(7);
