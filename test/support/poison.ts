@@ -6,7 +6,8 @@ import { exampleEvent } from "./example-events.ts";
  * Garbage for every subject class drover's services consume, built from the catalogue
  * (`EVENT_TYPES`), so a new event type is poisoned without editing the chaos test. Each message is
  * something no correct writer produces: not JSON, an unknown type, a known type with wrong fields,
- * a known type with an extra field, a newer schema version, or a payload near the server's 1 MB cap.
+ * a known type with an extra field, a newer schema version, a valid event of another aggregate, or a
+ * payload near the server's 1 MB cap.
  */
 export interface PoisonMessage {
   readonly subject: string;
@@ -26,6 +27,12 @@ function example(type: EventType, ref: AggregateRef): Record<string, unknown> {
   return e;
 }
 
+/** A valid event of another aggregate (valid JSON, valid schema, wrong subject): what a producer with a subject bug writes. */
+function foreign(type: EventType): unknown {
+  const other = EVENT_TYPES.find((t) => t.split(".")[0] !== type.split(".")[0])!;
+  return exampleEvent(other);
+}
+
 /** Every variant of garbage for one event type on one aggregate instance. */
 export function poisonEvent(layout: StreamLayout, ref: AggregateRef, type: EventType, huge = false): PoisonMessage[] {
   const subject = eventSubject(layout, ref, type);
@@ -36,6 +43,7 @@ export function poisonEvent(layout: StreamLayout, ref: AggregateRef, type: Event
     { subject, variant: "wrong-fields", bytes: json({ ...base, data: { bogus: [1, 2, 3] }, writer: "nobody" }) },
     { subject, variant: "extra-field", bytes: json({ ...base, data: { ...(base.data as object), added: true } }) },
     { subject, variant: "newer-schema", bytes: json({ ...base, schemaVersion: 99 }) },
+    { subject, variant: "other-aggregate", bytes: json(foreign(type)) },
     { subject, variant: "json-null", bytes: enc.encode("null") },
     { subject, variant: "empty", bytes: new Uint8Array(0) },
   ];
