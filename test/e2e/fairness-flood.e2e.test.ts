@@ -20,9 +20,10 @@ const STEADY = "token-tenant-steady-0001";
 const MAX_QUEUED = 300;
 const FLOOD_SUBMISSIONS = 400;
 const STEADY_RUNS = 20;
-// Measured 2026-12-02 (load 10-15): steady p99 submission → dispatch 1 137 ms under the flood (163 ms alone),
-// the flood draining in 34.7 s. The bound keeps a 4× margin for a busier machine.
-const BOUND_DISPATCH_P99_MS = 5_000;
+// Measured 2026-12-02: steady p99 submission → dispatch under the flood 1 137 ms (load 10-15; 163 ms
+// alone) and 2 258 ms (load ~20; 548 ms alone), the flood draining in 35-47 s. The bound keeps a
+// margin for a busier machine; the relative check below does not depend on the machine.
+const BOUND_DISPATCH_P99_MS = 8_000;
 const dag = { steps: [{ id: "only", kind: "compute" as const, params: { durationMs: 20 } }] };
 const pct = (xs: number[], p: number) =>
   [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil(p * xs.length) - 1)]!;
