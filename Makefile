@@ -80,6 +80,9 @@ test-restarts: deps ## the whole-stack restart test alone (six starts on a 20,00
 test-proof-long: deps ## the proof at P=20 over HTTP and gRPC, three rounds in a row (longer than make test)
 	PROOF_PARALLEL=20 PROOF_ROUNDS=3 npx vitest run --project proof
 
+fuzz: node_modules/.stamp ## the event fuzz target, long: FUZZ_RUNS (default 20000) mutated message sequences through the decoders and every follower's fold (make test runs 100; FUZZ_SEED reproduces)
+	nice -n 10 node --import tsx test/fuzz/run.ts
+
 PROOF_P ?= 5
 PROOF_WORKLOAD ?= builtin
 proof: deps ## the crash-recovery proof against the real services: P=$(PROOF_P) over HTTP, then over gRPC (PROOF_P=15 make proof; PROOF_WORKLOAD=custom: tenant code)
@@ -97,4 +100,4 @@ drover: node_modules/.stamp ## the operator CLI, e.g. make drover ARGS="replay r
 clean: ## remove run state and test results (keeps the cached tool builds)
 	rm -rf .run
 
-.PHONY: help deps tools infra-up infra-down run stop lint typecheck check test bench proof proof-k8s test-proof-long drover clean $(addprefix test-,$(TIERS))
+.PHONY: help deps tools infra-up infra-down run stop lint typecheck check test bench fuzz proof proof-k8s test-proof-long drover clean $(addprefix test-,$(TIERS))

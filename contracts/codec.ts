@@ -65,6 +65,12 @@ export function encodeEvent(event: DroverEvent): Uint8Array {
   return encoder.encode(JSON.stringify(parseEvent(event)));
 }
 
+/**
+ * Decodes a stored event. With `at.subject`, the subject must name the event's aggregate and event
+ * (`…<aggregate>.<tenant>.<id>.<event>`, `…runtime.<id>.<event>`): every fold dispatches on the
+ * subject's aggregate and then on the type, so a valid event of another aggregate on a run subject
+ * (a buggy producer) must be refused here, not reach a fold that cannot handle it.
+ */
 export function decodeEvent(bytes: Uint8Array, at?: { seq?: number; subject?: string }): DroverEvent {
   let raw: unknown;
   try {
@@ -72,5 +78,15 @@ export function decodeEvent(bytes: Uint8Array, at?: { seq?: number; subject?: st
   } catch (e) {
     throw contractViolation("event", `not JSON (${(e as Error).message})`, at);
   }
-  return parseEvent(raw, at);
+  const event = parseEvent(raw, at);
+  if (at?.subject !== undefined && !subjectNames(at.subject, event.type))
+    throw contractViolation(`event ${event.type}`, `its subject ${at.subject} names another aggregate or event`, at);
+  return event;
+}
+
+/** Whether `subject` is a subject of an event of `type` (`<aggregate>.<name>`), whatever the layout's prefix. */
+export function subjectNames(subject: string, type: string): boolean {
+  const [aggregate, name] = type.split(".");
+  const tokens = subject.split(".");
+  return tokens.at(-1) === name && tokens.at(aggregate === "runtime" ? -3 : -4) === aggregate;
 }

@@ -161,3 +161,20 @@ describe("the example events", () => {
     for (const e of allExampleEvents()) expect(parseEvent(e)).toEqual(e);
   });
 });
+
+describe("decodeEvent with a subject refuses an event its subject does not name (pure; proves no transport)", () => {
+  const failed = exampleEvent("exec.failed");
+  it("given a valid exec.failed on a run subject (found by make fuzz: it reached the run fold's exhaustiveness check), refuses it", () => {
+    const v = violation(() => decodeEvent(bytes(failed), { seq: 3, subject: "x.drover.run.tenant-a.run-0001.failed" }));
+    expect(v.message).toContain("names another aggregate or event");
+    expect(v.message).toContain("at stream sequence 3");
+  });
+  it("given the right aggregate with another event name, refuses it; given its own subject under any prefix, decodes it", () => {
+    violation(() => decodeEvent(bytes(failed), { subject: "drover.exec.tenant-a.ex-0001.completed" }));
+    expect(decodeEvent(bytes(failed), { subject: "drover.exec.tenant-a.ex-0001.failed" })).toEqual(failed);
+    expect(decodeEvent(bytes(failed), { subject: "e2e-ab.drover.exec.tenant-a.ex-0001.failed" })).toEqual(failed);
+    const retired = exampleEvent("runtime.retired");
+    expect(decodeEvent(bytes(retired), { subject: "drover.runtime.rt-1.retired" })).toEqual(retired);
+    violation(() => decodeEvent(bytes(retired), { subject: "drover.run.t.rt-1.retired" }));
+  });
+});

@@ -116,6 +116,14 @@ export const DroverConfig = z
       .describe("a run queued this long with no visible capacity and no open scale-out is re-planned (queue-stalled)"),
     dispatchTimeoutMs: z.number().int().min(100).default(5_000),
     fenceDeadlineMs: z.number().int().min(100).default(15_000),
+    maxStaleSuspicionShare: z
+      .number()
+      .gt(0)
+      .max(1)
+      .default(0.5)
+      .describe(
+        "share of live runtimes heartbeat silence alone may have under suspicion at once (at least one); the rest wait (fence-storm-cap). Host-proven deaths are not capped",
+      ),
     llmBaseUrl: z.string().optional(),
     kubernetes: KubernetesHostConfig.optional(),
   })

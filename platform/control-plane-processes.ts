@@ -94,7 +94,7 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
     }
     apiUrl = await new Promise<string>((ok, fail) => {
       let buf = "";
-      const timer = setTimeout(() => fail(new Error(`api did not listen within 60s; see ${dir}/api.log`)), 60_000);
+      const timer = setTimeout(() => fail(new Error(`api did not listen within 120s; see ${dir}/api.log`)), 120_000);
       child.once("exit", (code) => fail(new Error(`api exited (${code}) during start-up; see ${dir}/api.log`)));
       child.stdout!.on("data", (d: Buffer) => {
         buf += d.toString();

@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { Counter, Gauge } from "prom-client";
 import { bootstrap } from "../../platform/bootstrap.ts";
 import { randomIds, systemClock } from "../../platform/envelope.ts";
 import { kubernetesStrategyFromConfig } from "../../platform/hosts/kubernetes/from-config.ts";
@@ -14,7 +15,23 @@ const pods = ctx.config.kubernetes ? kubernetesStrategyFromConfig(ctx.config.kub
 const state = new RecoveryState(ctx.layout.eventPrefix, (subject, seq, error) =>
   ctx.log.warn({ subject, seq, error }, "invalid event in the stream"),
 );
+// The fence-storm cap (health): silent runtimes held back from suspicion now, and holds over time.
+const heldNow = new Gauge({
+  name: "drover_recovery_suspicions_held",
+  help: "silent runtimes the fence-storm cap keeps from being suspected this pass (maxStaleSuspicionShare)",
+  registers: [ctx.ops.registry],
+});
+const holds = new Counter({
+  name: "drover_recovery_suspicions_held_total",
+  help: "times a silent runtime started being held back from suspicion by the fence-storm cap, by signal",
+  labelNames: ["signal"],
+  registers: [ctx.ops.registry],
+});
 const service = await startRecovery({
+  onHeld: (held, entered) => {
+    heldNow.set(held.length);
+    for (const h of entered) holds.inc({ signal: h.code });
+  },
   js: ctx.js,
   status: ctx.nc.status(),
   config: ctx.config,

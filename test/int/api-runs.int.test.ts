@@ -181,10 +181,38 @@ describe("api runs against a real nats-server", () => {
       [rejected.seq, "run.rejected", { reason: { code: "contract-violation", detail: "dag: expected object" } }],
     ]);
     expect((await fx.app.inject({ url, headers: auth("globex") })).statusCode).toBe(404);
-    // Anything but the submission undecodable is the store's fault: 500, not a made-up run.
-    await js.publish(subject("run.started"), "{}");
+    // Any other undecodable message is left out of the fold and listed, never a 500.
+    const garbage = await js.publish(subject("run.started"), "{}");
     const corrupt = await fx.app.inject({ url, headers: auth("acme") });
-    expect([corrupt.statusCode, corrupt.json().error.code]).toEqual([500, "internal"]);
+    expect(corrupt.statusCode).toBe(200);
+    expect(corrupt.json()).toMatchObject({ status: "rejected", submittedSeq: bad.seq });
+    expect(corrupt.json().unreadableEvents.map((u: { seq: number; subject: string }) => [u.seq, u.subject])).toEqual([
+      [bad.seq, subject("run.submitted")],
+      [garbage.seq, subject("run.started")],
+    ]);
+    const corruptEvents = await fx.app.inject({ url: `${url}/events`, headers: auth("acme") });
+    expect(corruptEvents.statusCode).toBe(200);
+    expect(corruptEvents.json().unreadableEvents.map((u: { seq: number }) => u.seq)).toEqual([bad.seq, garbage.seq]);
+  });
+
+  it("a run with garbage after its events still reads (undecodable messages listed, not folded), and cancels past them", async () => {
+    const js = jetstream(fx.nc);
+    const run = (await submit({ dag: validDag })).json();
+    const ref = runRef(acme, SharedRunId.parse(run.sharedRunId));
+    const url = `/v1/runs/${run.sharedRunId}`;
+    const junk = [
+      await js.publish(eventSubject(fx.layout, ref, "run.dispatched"), "not json"),
+      await js.publish(eventSubject(fx.layout, ref, "run.started"), JSON.stringify({ type: "run.from-the-future" })),
+    ];
+    const detail = await fx.app.inject({ url, headers: auth("acme") });
+    expect(detail.statusCode).toBe(200);
+    expect(detail.json()).toMatchObject({ status: "submitted", lastSeq: run.lastSeq });
+    expect(detail.json().unreadableEvents.map((u: { seq: number }) => u.seq)).toEqual(junk.map((j) => j.seq));
+    expect(detail.json().unreadableEvents[0].error).toContain("not JSON");
+    // The cancel's append expects the aggregate's true last sequence (the garbage's), so it lands first time.
+    const cancel = await fx.app.inject({ method: "POST", url: `${url}/cancel`, headers: auth("acme"), payload: {} });
+    expect(cancel.statusCode, cancel.body).toBeLessThan(300);
+    expect(cancel.json().outcome).toBe("requested");
   });
 
   it("lists a run's events and its execution's events in stream order", async () => {

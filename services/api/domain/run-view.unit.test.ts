@@ -13,13 +13,15 @@ describe("undecodableSubmissionView (given/when/then; pure, proves no transport)
       dag: null,
     });
   });
-  it("given anything else undecodable too, or only something else, refuses to make a run up", () => {
+  it("given an undecodable submission among other undecodable messages, shows the run from that submission", () => {
     expect(
       undecodableSubmissionView("acme", "run-x", foldRun([]), [
+        { seq: 5, subject: "drover.run.acme.run-x.started" },
         submitted,
-        { seq: 9, subject: "drover.run.acme.run-x.started" },
       ]),
-    ).toBeUndefined();
+    ).toMatchObject({ status: "submitted", submittedSeq: 7, lastSeq: 7 });
+  });
+  it("given only undecodable messages that are not a submission, or none, refuses to make a run up", () => {
     expect(
       undecodableSubmissionView("acme", "run-x", foldRun([]), [{ seq: 9, subject: "drover.run.acme.run-x.started" }]),
     ).toBeUndefined();

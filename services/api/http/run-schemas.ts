@@ -42,8 +42,14 @@ export const StepAnswer = z.object({
   retryAt: z.string().nullable(),
 });
 
+const UnreadableEvents = z
+  .array(z.object({ seq: z.number(), subject: z.string(), error: z.string() }))
+  .readonly()
+  .describe("messages on the run's or its executions' subjects that are not valid events, left out of the answer");
+
 export const RunDetailAnswer = RunViewAnswer.extend({
   labels: z.record(z.string(), z.string()),
+  unreadableEvents: UnreadableEvents,
   rerunOf: z.string().nullable(),
   cancelRequested: z.object({ by: z.string(), reason: z.string(), seq: z.number() }).nullable(),
   steps: z.array(StepAnswer).readonly(),
@@ -57,6 +63,7 @@ export const RunListAnswer = z.object({
 
 export const RunEventsAnswer = z.object({
   events: z.array(z.object({ seq: z.number(), subject: z.string(), time: z.string(), event: Json })),
+  unreadableEvents: UnreadableEvents,
 });
 
 export const CancelAnswer = z.object({

@@ -113,9 +113,10 @@ export const runsRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps; feeds?: FeedSlot
         const open = await openRunFeed(deps, tenant, request.params.id, after);
         return serve(request, reply, open);
       }
-      const events = await readRunEvents(deps.store, tenant, request.params.id);
+      const { events, unreadable } = await readRunEvents(deps.store, tenant, request.params.id);
       return {
         events: events.map((e) => ({ seq: e.seq, subject: e.subject, time: e.time.toISOString(), event: e.event })),
+        unreadableEvents: unreadable.map(({ seq, subject, error }) => ({ seq, subject, error })),
       };
     },
   );

@@ -2,7 +2,7 @@ import { foldRun, isTerminal } from "../../../aggregates/run.ts";
 import { buildEvent, DroverError, isDroverError, type Credential, type TenantId } from "../../../contracts/index.ts";
 import { aggregateSubject, runRef } from "../../../streams/subjects.ts";
 import type { ApiDeps } from "./deps.ts";
-import { readAggregate } from "./run-queries.ts";
+import { readReadable } from "./run-queries.ts";
 
 /** Who a credential is, as recorded in `run.cancel-requested` (never taken from the body). */
 export const principalOf = (c: Credential): string =>
@@ -30,7 +30,8 @@ export async function requestCancel(
 ): Promise<CancelOutcome> {
   const ref = runRef(tenantId, sharedRunId);
   for (let attempt = 1; ; attempt++) {
-    const s = foldRun(await readAggregate(deps.store, ref));
+    const history = await readReadable(deps.store, ref);
+    const s = foldRun(history.events);
     if (s.status === "none") throw new DroverError("not-found", `no run ${sharedRunId}`, { details: { sharedRunId } });
     if (s.status === "cancelled") return "cancelled";
     if (isTerminal(s.status))
@@ -52,7 +53,7 @@ export async function requestCancel(
     );
     try {
       await deps.store.append(ref, event, {
-        expectedSeq: s.lastSeq,
+        expectedSeq: history.lastSeq, // counts an undecodable message after the last event
         msgId: `${aggregateSubject(deps.layout, ref)}:${eventId}`,
       });
       return "requested";

@@ -22,7 +22,7 @@ export async function openRunFeed(
   afterSeq: number,
 ): Promise<(signal: AbortSignal) => AsyncIterable<SseFrame>> {
   const view = await readRun(deps.store, tenantId, sharedRunId);
-  const executions = new Set(executionIdsOf(await readRunEvents(deps.store, tenantId, sharedRunId)));
+  const executions = new Set(executionIdsOf((await readRunEvents(deps.store, tenantId, sharedRunId)).events));
   const start = Math.max(afterSeq, (view.submittedSeq ?? 1) - 1);
   const prefix = deps.layout.eventPrefix;
   return async function* (signal) {

@@ -1,7 +1,7 @@
 import { foldRun } from "../../../aggregates/run.ts";
 import { DroverError, isDroverError, type TenantId } from "../../../contracts/index.ts";
 import { execRef, runRef, type AggregateRef } from "../../../streams/subjects.ts";
-import type { AggregateHistory, EventStore, StoredEvent } from "../../../streams/types.ts";
+import type { EventStore, StoredEvent, Undecodable } from "../../../streams/types.ts";
 import {
   executionIdsOf,
   runDetail,
@@ -13,8 +13,9 @@ import {
 
 /**
  * A stored event that no longer parses is the server's problem, not the caller's: it must not be
- * answered as the caller's `contract-violation` (400). It surfaces as 500 `internal`, and the log
- * keeps the store's message naming the stream sequence.
+ * answered as the caller's `contract-violation` (400). Reads that cannot step over it (the capacity
+ * reader's fold) surface it as 500 `internal`, and the log keeps the store's message naming the
+ * stream sequence.
  */
 export class StoredEventUnreadable extends Error {
   constructor(cause: DroverError) {
@@ -23,55 +24,57 @@ export class StoredEventUnreadable extends Error {
   }
 }
 
-/** The aggregate's history; a store contract-violation (an undecodable event) raises {@link StoredEventUnreadable} (500), not 400. */
-async function readHistory(
-  store: EventStore,
-  ref: AggregateRef,
-  opts?: { readonly skipUndecodable?: boolean },
-): Promise<AggregateHistory> {
-  try {
-    return await store.read(ref, opts);
-  } catch (e) {
-    throw isDroverError(e, "contract-violation") ? new StoredEventUnreadable(e) : e;
-  }
+/** An aggregate's decodable events, the ones left out, and its last sequence counting both (for OCC). */
+export interface ReadableHistory {
+  readonly events: readonly StoredEvent[];
+  readonly unreadable: readonly Undecodable[];
+  readonly lastSeq: number;
 }
 
-/** The aggregate's stored events; an undecodable one raises {@link StoredEventUnreadable} (500), not the store's contract-violation (400). */
+/**
+ * The aggregate's history with every undecodable message (a buggy producer's garbage, an unknown
+ * type, a newer schema) left out and listed: one bad message must not make a run unreadable, and
+ * an append after this read still expects the true last sequence.
+ */
+export async function readReadable(store: EventStore, ref: AggregateRef): Promise<ReadableHistory> {
+  let h;
+  try {
+    h = await store.read(ref, { skipUndecodable: true });
+  } catch (e) {
+    // A store that still fails with contract-violation is the server's fault, not the caller's 400.
+    throw isDroverError(e, "contract-violation") ? new StoredEventUnreadable(e) : e;
+  }
+  return { events: h.events, unreadable: h.undecodable ?? [], lastSeq: h.lastSeq };
+}
+
+/** The aggregate's decodable events (undecodable ones left out, as {@link readReadable}). */
 export async function readAggregate(store: EventStore, ref: AggregateRef): Promise<readonly StoredEvent[]> {
-  return (await readHistory(store, ref)).events;
+  return (await readReadable(store, ref)).events;
 }
 
 const notFound = (sharedRunId: string) =>
   new DroverError("not-found", `no run ${sharedRunId}`, { details: { sharedRunId } });
 
 /**
- * The run `sharedRunId` of `tenantId`, folded, and the events it was folded from. The read is
- * confined to the tenant's own subjects, so another tenant's run is indistinguishable from a missing
- * one: both are `not-found`. A trusted producer's undecodable `submitted` shows as that run,
- * `submitted` then `rejected` (its reason is in the `rejected` event); any other undecodable event
- * is {@link StoredEventUnreadable}.
+ * The run `sharedRunId` of `tenantId`, folded from its decodable events, and those events. The read
+ * is confined to the tenant's own subjects, so another tenant's run is indistinguishable from a
+ * missing one: both are `not-found`. An undecodable event is left out of the fold and listed in
+ * `unreadable`; a run whose only submission is undecodable (a trusted producer's) shows as that
+ * run, `submitted` then `rejected`; undecodable events without any submission are `not-found`.
  */
 async function readRunHistory(
   store: EventStore,
   tenantId: TenantId,
   sharedRunId: string,
-): Promise<{ view: RunView; events: readonly StoredEvent[] }> {
-  const { events, undecodable = [] } = await readHistory(store, runRef(tenantId, sharedRunId), {
-    skipUndecodable: true,
-  });
+): Promise<{ view: RunView; events: readonly StoredEvent[]; unreadable: readonly Undecodable[] }> {
+  const { events, unreadable } = await readReadable(store, runRef(tenantId, sharedRunId));
   const state = foldRun(events);
-  const view =
-    undecodable.length === 0 ? runView(state) : undecodableSubmissionView(tenantId, sharedRunId, state, undecodable);
-  if (undecodable.length > 0 && view === undefined) {
-    throw new StoredEventUnreadable(
-      new DroverError(
-        "contract-violation",
-        `${undecodable[0]!.subject} (stream sequence ${undecodable[0]!.seq}): ${undecodable[0]!.error}`,
-      ),
-    );
-  }
+  const submittedUnreadably = !events.some((e) => e.event.type === "run.submitted");
+  const view = submittedUnreadably
+    ? undecodableSubmissionView(tenantId, sharedRunId, state, unreadable)
+    : runView(state);
   if (view === undefined) throw notFound(sharedRunId);
-  return { view, events };
+  return { view, events, unreadable };
 }
 
 export async function readRun(store: EventStore, tenantId: TenantId, sharedRunId: string): Promise<RunView> {
@@ -79,30 +82,37 @@ export async function readRun(store: EventStore, tenantId: TenantId, sharedRunId
 }
 
 /**
- * The run's events and the events of every execution it started, merged in stream order (the one
- * total order). `not-found` as for {@link readRun}; an undecodable submission is left out (the
- * `rejected` event that follows it says why).
+ * The run's decodable events and those of every execution it started, merged in stream order (the
+ * one total order), and the undecodable ones of both, listed. `not-found` as for {@link readRun}.
  */
 export async function readRunEvents(
   store: EventStore,
   tenantId: TenantId,
   sharedRunId: string,
-): Promise<StoredEvent[]> {
-  return (await readRunWithJournals(store, tenantId, sharedRunId)).events;
+): Promise<{ events: StoredEvent[]; unreadable: Undecodable[] }> {
+  const { events, unreadable } = await readRunWithJournals(store, tenantId, sharedRunId);
+  return { events, unreadable };
 }
 
 async function readRunWithJournals(
   store: EventStore,
   tenantId: TenantId,
   sharedRunId: string,
-): Promise<{ view: RunView; events: StoredEvent[] }> {
-  const { view, events: run } = await readRunHistory(store, tenantId, sharedRunId);
-  const journals = await Promise.all(executionIdsOf(run).map((id) => readAggregate(store, execRef(tenantId, id))));
-  return { view, events: [...run, ...journals.flat()].sort((a, b) => a.seq - b.seq) };
+): Promise<{ view: RunView; events: StoredEvent[]; unreadable: Undecodable[] }> {
+  const run = await readRunHistory(store, tenantId, sharedRunId);
+  const journals = await Promise.all(
+    executionIdsOf(run.events).map((id) => readReadable(store, execRef(tenantId, id))),
+  );
+  const bySeq = (a: { seq: number }, b: { seq: number }) => a.seq - b.seq;
+  return {
+    view: run.view,
+    events: [...run.events, ...journals.flatMap((j) => j.events)].sort(bySeq),
+    unreadable: [...run.unreadable, ...journals.flatMap((j) => j.unreadable)].sort(bySeq),
+  };
 }
 
 /** The run with its labels and step states ({@link runDetail}); `not-found` as for {@link readRun}. */
 export async function readRunDetail(store: EventStore, tenantId: TenantId, sharedRunId: string): Promise<RunDetail> {
-  const { view, events } = await readRunWithJournals(store, tenantId, sharedRunId);
-  return runDetail(view, events);
+  const { view, events, unreadable } = await readRunWithJournals(store, tenantId, sharedRunId);
+  return runDetail(view, events, unreadable);
 }

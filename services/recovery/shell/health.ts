@@ -2,13 +2,16 @@ import { isDroverError } from "../../../contracts/index.ts";
 import { envelope } from "../../../platform/envelope.ts";
 import { runtimeRef } from "../../../streams/index.ts";
 import { suspicion } from "../domain/runtime-health.ts";
+import { budgetSuspicions, type Candidate, type Held } from "../domain/suspicion-budget.ts";
 import { incidentIdOf, type RecoveryDeps } from "./deps.ts";
 
 /**
  * Health: turns the first failure signal of each live runtime of this control plane into
  * `runtime suspected` (conditional on the runtime's sequence, so replicas converge on one). Capacity
  * folds it as unschedulable at once. A missing heartbeat counts only past the staleness bound, and
- * only from `viewLiveSinceMs` on (this replica's start or its last NATS reconnect).
+ * only from `viewLiveSinceMs` on (this replica's start or its last NATS reconnect), and heartbeat
+ * silence alone suspects at most `maxStaleSuspicionShare` of the live runtimes at once
+ * ({@link budgetSuspicions}); the runtimes held back are returned (the caller logs and counts them).
  */
 export async function detect(
   deps: RecoveryDeps,
@@ -17,9 +20,12 @@ export async function detect(
   viewLiveSinceMs = 0,
   /** Folds the stream's own last beat of a runtime into the state (a direct read, not the follower). */
   latestBeat?: (runtimeInstanceId: string) => Promise<void>,
-): Promise<void> {
-  for (const rt of deps.state.runtimes.values()) {
-    if (rt.registration?.controlPlaneId !== deps.config.controlPlaneId) continue;
+): Promise<readonly Held[]> {
+  const ours = [...deps.state.runtimes.values()].filter(
+    (rt) => rt.registration?.controlPlaneId === deps.config.controlPlaneId,
+  );
+  const candidates: Candidate[] = [];
+  for (const rt of ours) {
     const check = () => suspicion(rt, deps.state.lastBeatMs.get(rt.runtimeInstanceId), now, staleMs, viewLiveSinceMs);
     let why = check();
     // Silence as this replica's follower sees it: the stream itself has the last word.
@@ -27,20 +33,26 @@ export async function detect(
       await latestBeat(rt.runtimeInstanceId);
       why = check();
     }
-    if (!why) continue;
+    if (why) candidates.push({ runtimeInstanceId: rt.runtimeInstanceId, ...why });
+  }
+  const { suspect, held } = budgetSuspicions(ours, candidates, deps.config.maxStaleSuspicionShare);
+  for (const c of suspect) {
+    const rt = deps.state.runtimes.get(c.runtimeInstanceId)!;
     const incidentId = incidentIdOf(deps, rt.runtimeInstanceId);
+    const reason = { code: c.code, detail: c.detail };
     const event = envelope(
       deps.env,
       "runtime.suspected",
-      { incidentId, reason: why, hostIncarnation: rt.host!.hostIncarnation },
+      { incidentId, reason, hostIncarnation: rt.host!.hostIncarnation },
       { correlationId: incidentId, causationId: `health:${rt.runtimeInstanceId}` },
     );
     try {
       const a = await deps.store.append(runtimeRef(rt.runtimeInstanceId), event, { expectedSeq: rt.lastSeq });
       deps.state.applyOwn(`${deps.layout.eventPrefix}.runtime.${rt.runtimeInstanceId}.suspected`, event, a.seq);
-      deps.log.warn({ runtime: rt.runtimeInstanceId, incidentId, reason: why }, "runtime suspected");
+      deps.log.warn({ runtime: rt.runtimeInstanceId, incidentId, reason }, "runtime suspected");
     } catch (e) {
       if (!isDroverError(e, "version-conflict")) throw e;
     }
   }
+  return held;
 }

@@ -5,6 +5,7 @@ import { follow, type Follower } from "../../../platform/follow.ts";
 import { heartbeatSubject } from "../../../streams/index.ts";
 import type { RecoveryDeps } from "./deps.ts";
 import { fence } from "./fence.ts";
+import type { Held } from "../domain/suspicion-budget.ts";
 import { detect } from "./health.ts";
 import { reconcile } from "./reconcile.ts";
 import { advanceTimeline } from "./timeline.ts";
@@ -30,6 +31,8 @@ export async function startRecovery(
     tickMs?: number;
     /** The NATS connection's status events: while disconnected, and for one bound after, no runtime is stale. */
     status?: AsyncIterable<Status>;
+    /** Every pass: the runtimes the fence-storm cap kept from being suspected (empty when none), and those newly held; for metrics. */
+    onHeld?: (held: readonly Held[], newlyHeld: readonly Held[]) => void;
   },
 ): Promise<RecoveryService> {
   const p = deps.layout.eventPrefix;
@@ -79,6 +82,21 @@ export async function startRecovery(
     }
   })().catch(() => undefined);
 
+  // One log line when a runtime starts or stops being held by the fence-storm cap, not one a pass.
+  let holding = new Set<string>();
+  const noteHeld = (held: readonly Held[]) => {
+    const now = new Set(held.map((h) => h.runtimeInstanceId));
+    const entered = held.filter((h) => !holding.has(h.runtimeInstanceId));
+    for (const h of entered)
+      deps.log.warn(
+        { runtime: h.runtimeInstanceId, signal: h.code, reason: h.reason, detail: h.holdDetail },
+        "runtime silent but not suspected: fence-storm cap",
+      );
+    for (const id of holding) if (!now.has(id)) deps.log.info({ runtime: id }, "fence-storm cap released");
+    holding = now;
+    deps.onHeld?.(held, entered);
+  };
+
   const pass = async (): Promise<void> => {
     if (stopped || !caughtUp) return;
     if (running) {
@@ -89,7 +107,8 @@ export async function startRecovery(
     try {
       do {
         again = false;
-        await detect(deps, deps.env.clock.now().getTime(), staleMs, viewLiveSince, latestBeat);
+        const held = await detect(deps, deps.env.clock.now().getTime(), staleMs, viewLiveSince, latestBeat);
+        noteHeld(held);
         for (const rt of deps.state.runtimes.values()) {
           if (
             rt.suspected &&
