@@ -116,7 +116,13 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
     clearTimeout(t);
   };
 
-  for (const s of o.services ?? SERVICES) await start(s);
+  try {
+    for (const s of o.services ?? SERVICES) await start(s);
+  } catch (e) {
+    // A service that failed to start: none of those already started may outlive this call.
+    for (const s of procs.keys()) await stopOne(s, "SIGKILL");
+    throw e;
+  }
   return {
     get apiUrl() {
       return apiUrl;
