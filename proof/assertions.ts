@@ -16,6 +16,9 @@ export interface KillRecord {
   readonly completedAtKill: number;
   /** Wall-clock ms when the signal was sent (same machine as the server that stamps events). */
   readonly killedAtMs: number;
+  /** When the triggering step-completed was stored (JetStream's timestamp) and when the gate handled it. */
+  readonly stepDurableAtMs: number;
+  readonly stepSeenAtMs: number;
 }
 
 export interface ProofFacts {

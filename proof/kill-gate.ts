@@ -3,7 +3,7 @@ import { decodeEvent } from "../contracts/index.ts";
 import { follow, type Follower } from "../platform/follow.ts";
 import { runtimeRef, type EventStore, type StreamLayout } from "../streams/index.ts";
 import type { KillRecord } from "./assertions.ts";
-import { podRuntimePid } from "./pod-process.ts";
+import { isPodRuntime, podRuntimePid } from "./pod-process.ts";
 
 /**
  * Kills each impacted tenant's runtime once its in-flight execution has `afterSteps` durable
@@ -21,7 +21,10 @@ export async function startKillGate(
   signal: "SIGKILL" | "SIGSTOP",
   onKill: (k: KillRecord) => void,
 ): Promise<Follower> {
-  const execs = new Map<string, { tenantId: string; sharedRunId: string; runtime: string; steps: number }>();
+  const execs = new Map<
+    string,
+    { tenantId: string; sharedRunId: string; runtime: string; steps: number; target: Promise<KillTarget> }
+  >();
   const killed = new Set<string>();
   const p = layout.eventPrefix;
   return follow(
@@ -32,35 +35,63 @@ export async function startKillGate(
       const tenantId = e.tenantId ?? "";
       if (!impacted.has(tenantId) || killed.has(tenantId)) return;
       const executionId = m.subject.split(".").at(-2)!;
-      if (e.type === "exec.started")
+      if (e.type === "exec.started") {
+        // Resolved now, not at the kill: the signal must land while the execution is still running.
+        const target = killTarget(store, e.data.runtimeInstanceId);
+        target.catch(() => undefined);
         execs.set(executionId, {
           tenantId,
           sharedRunId: e.data.sharedRunId,
           runtime: e.data.runtimeInstanceId,
           steps: 0,
+          target,
         });
+      }
       const x = execs.get(executionId);
       if (e.type !== "exec.step-completed" || !x) return;
       x.steps++;
       if (x.steps < afterSteps) return;
       killed.add(tenantId);
-      const host = (await store.read(runtimeRef(x.runtime))).events.find(
-        (s) => s.event.type === "runtime.host-started",
-      )?.event;
-      if (host?.type !== "runtime.host-started") throw new Error(`runtime ${x.runtime} has no host to kill`);
-      const pid = host.data.pid ?? podRuntimePid(host.data.hostIncarnation);
-      if (!pid) throw new Error(`runtime ${x.runtime} (${host.data.hostIncarnation}) has no process to kill`);
+      const seenAtMs = Date.now();
+      const target = await x.target;
+      const pid = target.pid();
+      if (!pid) throw new Error(`runtime ${x.runtime} (${target.hostIncarnation}) has no process to kill`);
       const killedAtMs = Date.now();
       process.kill(pid, signal);
       onKill({
         tenantId,
         runtimeInstanceId: x.runtime,
-        hostIncarnation: host.data.hostIncarnation,
+        hostIncarnation: target.hostIncarnation,
         executionId,
         sharedRunId: x.sharedRunId,
         completedAtKill: x.steps,
         killedAtMs,
+        stepDurableAtMs: Math.floor(m.info.timestampNanos / 1e6),
+        stepSeenAtMs: seenAtMs,
       });
     },
   );
+}
+
+interface KillTarget {
+  readonly hostIncarnation: string;
+  /** The process to signal now (the pid is re-checked for a Pod: it must still carry the Pod's UID). */
+  pid(): number | undefined;
+}
+
+async function killTarget(store: EventStore, runtime: string): Promise<KillTarget> {
+  const host = (await store.read(runtimeRef(runtime))).events.find(
+    (s) => s.event.type === "runtime.host-started",
+  )?.event;
+  if (host?.type !== "runtime.host-started") throw new Error(`runtime ${runtime} has no host to kill`);
+  const { hostIncarnation, pid } = host.data;
+  if (pid) return { hostIncarnation, pid: () => pid };
+  let cached = podRuntimePid(hostIncarnation);
+  return {
+    hostIncarnation,
+    pid: () => {
+      if (cached === undefined || !isPodRuntime(cached, hostIncarnation)) cached = podRuntimePid(hostIncarnation);
+      return cached;
+    },
+  };
 }

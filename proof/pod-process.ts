@@ -27,3 +27,14 @@ export function podRuntimePid(hostIncarnation: string): number | undefined {
   }
   return undefined;
 }
+
+/** Whether `pid` is still the runtime process of Pod `pod:<uid>` (one environ read: checked right before a signal). */
+export function isPodRuntime(pid: number, hostIncarnation: string): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/environ`, "utf8")
+      .split("\0")
+      .includes(`DROVER_POD_UID=${hostIncarnation.slice(4)}`);
+  } catch {
+    return false;
+  }
+}

@@ -33,8 +33,13 @@ export interface ProofReport {
   readonly recovered: number;
   readonly kills: readonly KillRecord[];
   readonly assertions: readonly AssertionResult[];
-  /** kill → suspected / fenced / in-flight execution resumed on the replacement, ms (p50, p99). */
-  readonly latencies: Readonly<Record<"suspected" | "fenced" | "resumed", { p50: number; p99: number }>>;
+  /**
+   * kill → suspected / fenced / in-flight execution resumed on the replacement, ms (p50, p99); and the
+   * kill gate's own lag: the triggering step durable → seen by the gate (`gateSeen`) → signal sent (`gateSignal`).
+   */
+  readonly latencies: Readonly<
+    Record<"suspected" | "fenced" | "resumed" | "gateSeen" | "gateSignal", { p50: number; p99: number }>
+  >;
   /** scale-out request → host layer (process alive / Pod Ready) → route layer (gateway only) → capacity published, ms (p50, p99). */
   readonly startup: StartupLatencies;
   readonly durationMs: number;
@@ -221,6 +226,8 @@ function recoveryLatencies(log: readonly StoredEvent[], kills: readonly KillReco
     resumed: series((k) =>
       after(k, (e) => e.event.type === "exec.resumed" && e.subject.endsWith(`.${k.executionId}.resumed`)),
     ),
+    gateSeen: series((k) => k.stepSeenAtMs - k.stepDurableAtMs),
+    gateSignal: series((k) => k.killedAtMs - k.stepDurableAtMs),
   };
 }
 

@@ -1,3 +1,6 @@
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { proofLine, runProof, type ProofProgress, type ProofReport } from "../../proof/run-proof.ts";
 import { DEFAULT_PROOF, type ProofOptions } from "../../proof/scenario-config.ts";
@@ -85,6 +88,7 @@ export function summary(r: ProofReport): string {
   return [
     ...r.assertions.map((a) => `  ${a.ok ? "ok  " : "FAIL"} ${a.name}: ${a.detail}`),
     `  kill → suspected p50 ${r.latencies.suspected.p50} ms p99 ${r.latencies.suspected.p99} ms; → fenced p50 ${r.latencies.fenced.p50} p99 ${r.latencies.fenced.p99}; → resumed p50 ${r.latencies.resumed.p50} p99 ${r.latencies.resumed.p99}`,
+    `  kill gate: step durable → seen p50 ${r.latencies.gateSeen.p50} ms p99 ${r.latencies.gateSeen.p99}; → signal sent p50 ${r.latencies.gateSignal.p50} p99 ${r.latencies.gateSignal.p99}`,
     `  request → host ready p50 ${r.startup.hostReady.p50} ms p99 ${r.startup.hostReady.p99}; ${Number.isNaN(r.startup.route.p50) ? "" : `→ route programmed p50 ${r.startup.route.p50} p99 ${r.startup.route.p99}; `}→ capacity published p50 ${r.startup.published.p50} p99 ${r.startup.published.p99}`,
     `  kills: ${r.kills
       .slice(0, 4)
@@ -110,8 +114,12 @@ export async function proofCommand(argv: readonly string[]): Promise<number> {
     if (parsed.options.host === "kubernetes") {
       cluster = await startProofCluster(parsed.options.exposure ?? "pod-ip");
     }
+    // DROVER_KEEP_LOGS keeps the JetStream store too (restart nats-server on it to read the whole log).
+    const storeDir = process.env.DROVER_KEEP_LOGS ? await mkdtemp(join(tmpdir(), "drover-proof-nats-")) : undefined;
+    if (storeDir) process.stderr.write(`JetStream store kept in ${storeDir}\n`);
     const natsUrl =
-      process.env.NATS_URL ?? (started[started.length] = await startNats({ host: cluster?.natsHost })).url;
+      process.env.NATS_URL ??
+      (started[started.length] = await startNats({ host: cluster?.natsHost, ...(storeDir ? { storeDir } : {}) })).url;
     const redisUrl = process.env.REDIS_URL ?? (started[started.length] = await startRedis()).url;
     const mongoUrl = process.env.MONGO_URL ?? (started[started.length] = await startFerret()).url;
     const tty = process.stderr.isTTY;
