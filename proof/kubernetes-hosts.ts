@@ -7,7 +7,7 @@ import type { z } from "zod";
 import type { KubernetesHostConfig } from "../contracts/index.ts";
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
-import { nodeModeFromEnv, startCluster, stopCluster } from "../k8s/local-cluster/cluster.ts";
+import { nodeModeFromEnv, startCluster, stopCluster, type NodeMode } from "../k8s/local-cluster/cluster.ts";
 import { loadKubeconfig } from "../k8s/local-cluster/control-plane/kubeconfig.ts";
 import { nodeNetwork } from "../k8s/local-cluster/node/host-net.ts";
 
@@ -24,16 +24,20 @@ export async function buildRuntimeImage(): Promise<{ archive: string; ref: strin
 }
 
 /**
- * A private local cluster (real kube-apiserver, local gateway, and the process kubelet or, with
- * DROVER_K8S_NODE=containerd, a real node) for a proof run with Kubernetes hosts, and the
+ * A private local cluster (real kube-apiserver, local gateway, and the process kubelet or a real node:
+ * `nodeMode`, by default DROVER_K8S_NODE) for a proof run with Kubernetes hosts, and the
  * `kubernetes` configuration that makes the control plane host runtimes on it: a fresh namespace,
  * runtime Pods running services/runtime/main.ts from this repository (process kubelet) or the
  * runtime image `make image` builds (real node), `pod-ip`, `node-port` (the cluster's node-port
  * proxy) or `gateway` exposure (a shared Gateway of class `drover-local`). `natsHost` is where NATS
  * must listen for the Pods to reach it (a real node's address; 127.0.0.1 for the process kubelet).
- * `stop()` stops every daemon and Pod of the cluster and removes its directory.
+ * `stop()` stops every daemon and Pod of the cluster and removes its directory (kept, with the node's
+ * kubelet, containerd and container logs, when DROVER_KEEP_LOGS is set).
  */
-export async function startProofCluster(exposure: "pod-ip" | "gateway" | "node-port"): Promise<{
+export async function startProofCluster(
+  exposure: "pod-ip" | "gateway" | "node-port",
+  nodeMode: NodeMode = nodeModeFromEnv(),
+): Promise<{
   kubernetes: z.input<typeof KubernetesHostConfig>;
   natsHost: string;
   stop: () => Promise<void>;
@@ -41,12 +45,13 @@ export async function startProofCluster(exposure: "pod-ip" | "gateway" | "node-p
   const runDir = await mkdtemp(join(tmpdir(), "drover-proof-k8s-"));
   const stop = async (): Promise<void> => {
     await stopCluster(runDir);
-    await rm(runDir, { recursive: true, force: true });
+    if (process.env.DROVER_KEEP_LOGS) process.stderr.write(`local cluster logs kept in ${runDir}\n`);
+    else await rm(runDir, { recursive: true, force: true });
   };
   try {
-    const real = nodeModeFromEnv() === "containerd";
+    const real = nodeMode === "containerd";
     const image = real ? await buildRuntimeImage() : undefined;
-    const info = await startCluster(runDir, { images: image ? [image.archive] : [] });
+    const info = await startCluster(runDir, { nodeMode, images: image ? [image.archive] : [] });
     const namespace = `drover-proof-${randomBytes(3).toString("hex")}`;
     await loadKubeconfig(info.kubeconfig)
       .makeApiClient(CoreV1Api)

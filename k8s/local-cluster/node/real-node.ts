@@ -162,8 +162,8 @@ export async function stopRealNode(runDir: string, nodeName: string): Promise<vo
       if (target.startsWith(`${dir}/`)) await rm(join(links, f), { force: true });
     }
   await removeSharedHostDirs();
-  // The logs outlive the node (in the cluster dir, removed with it).
-  for (const log of ["kubelet.log", "containerd.log"])
+  // The logs (daemons' and containers') outlive the node (in the cluster dir, removed with it).
+  for (const log of ["kubelet.log", "containerd.log", "pod-logs"])
     await rename(join(dir, log), join(runDir, `node-${nodeName}.${log}`)).catch(() => undefined);
   await rm(dir, { recursive: true, force: true });
 }
