@@ -12,7 +12,9 @@ import { clusterClients, freshNamespace } from "./support/cluster-client.ts";
  * The crash-recovery proof (proof-and-bench.md) with every runtime a Pod on the local cluster's real
  * API server: the runtime process inside a Pod is SIGKILLed mid-execution, the kubelet reports the
  * terminated container, recovery fences the exact Pod UID and resumes the work on a new Pod.
- * Same assertions as for process hosts. PROOF_PARALLEL (default 5) sets P.
+ * Same assertions as for process hosts. PROOF_PARALLEL (default 5) sets P. The process kubelet's
+ * cluster: the same proof over HTTP by Pod IP runs on a real node (real-node-proof.k8s.test.ts); the
+ * Gateway and NodePort proofs have not passed there yet (pods not Ready within 60 s at P=5, load ~15).
  */
 const P = Number(process.env.PROOF_PARALLEL ?? 5);
 const ROOT = resolve(import.meta.dirname, "../..");
@@ -58,9 +60,6 @@ async function prove(o: Partial<ProofOptions>, exposure: "pod-ip" | "gateway" | 
 }
 
 describe(`crash-recovery proof at P=${P} with runtime Pods, against the local cluster's real API server`, () => {
-  it("SIGKILLed runtime containers over HTTP by Pod IP: every impacted tenant's work recovered exactly once, safe tenants untouched", async () => {
-    await prove({ transport: "http" }, "pod-ip");
-  });
   it("SIGKILLed runtime containers over gRPC through the shared Gateway: the same guarantees", async () => {
     await prove({ transport: "grpc" }, "gateway");
   });
