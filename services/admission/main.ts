@@ -7,6 +7,7 @@ import { redisReservations } from "../../platform/reservations.ts";
 import { closeRuntimeClients, sendCommand } from "../../platform/runtime-client.ts";
 import { Counter, Gauge, Histogram } from "prom-client";
 import { isPlaceable } from "./domain/run-decider.ts";
+import { registerRunsGauge } from "./shell/metrics.ts";
 import { RunIndex } from "./shell/run-index.ts";
 import { startAdmission } from "./shell/service.ts";
 
@@ -56,6 +57,7 @@ new Gauge({
     for (const [tenant, n] of depth) this.set({ tenant }, n);
   },
 });
+registerRunsGauge(ctx.ops.registry, index);
 // Observed from here on (not during the replay above): a restart does not count old dispatches again.
 const toDispatch = new Histogram({
   name: "drover_submission_to_dispatch_seconds",

@@ -2,3 +2,4 @@
 export { startRecovery, type RecoveryService } from "./shell/service.ts";
 export { RecoveryState } from "./shell/state.ts";
 export type { RecoveryDeps } from "./shell/deps.ts";
+export { registerRecoveryMetrics } from "./shell/metrics.ts";

@@ -5,6 +5,7 @@ import { randomIds, systemClock } from "../../platform/envelope.ts";
 import { kubernetesStrategyFromConfig } from "../../platform/hosts/kubernetes/from-config.ts";
 import { createProcessStrategy } from "../../platform/hosts/process-strategy.ts";
 import { RecoveryState } from "./shell/state.ts";
+import { registerRecoveryMetrics } from "./shell/metrics.ts";
 import { startRecovery } from "./shell/service.ts";
 
 /** recovery: health → fence → classify and recover → forensics timelines. */
@@ -45,6 +46,7 @@ const service = await startRecovery({
 });
 await service.ready;
 ctx.log.info({ runtimes: state.runtimes.size, runs: state.runs.size }, "recovery caught up");
+registerRecoveryMetrics(ctx.ops.registry, state, ctx.config.controlPlaneId);
 ctx.onShutdown(async () => {
   await service.stop();
   await processes.close();

@@ -20,6 +20,10 @@ export interface RuntimeRecord {
   readonly lastSeq: number;
   /** Server time (ms) the runtime became publishable: the staleness clock starts there. */
   readonly publishedAtMs?: number;
+  /** Server time (ms) its host's exit was recorded (`host-exited`). */
+  readonly exitedAtMs?: number;
+  /** The forensics ids of the recovery plan's items (`recovery-planned`). */
+  readonly plannedItemIds?: readonly string[];
 }
 
 export const emptyRuntime = (id: RuntimeInstanceId): RuntimeRecord => ({
@@ -48,11 +52,11 @@ export function evolveRuntime(r: RuntimeRecord, e: RuntimeEvent, seq: number, at
     case "runtime.fence-failed":
       return { ...next, fenceFailures: next.fenceFailures + 1 };
     case "runtime.recovery-planned":
-      return { ...next, planned: true };
+      return next.planned ? next : { ...next, planned: true, plannedItemIds: e.data.items.map((i) => i.forensicsId) };
     case "runtime.retired":
       return next.retired ? next : { ...next, retired: true, ...(e.data.stopped ? { stopped: e.data.stopped } : {}) };
     case "runtime.host-exited":
-      return next.exited ? next : { ...next, exited: e.data };
+      return next.exited ? next : { ...next, exited: e.data, exitedAtMs: atMs };
     case "runtime.host-start-requested":
     case "runtime.host-start-failed":
     case "runtime.readiness-layer-passed":

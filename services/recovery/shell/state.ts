@@ -11,6 +11,7 @@ import {
   type DroverEvent,
 } from "../../../contracts/index.ts";
 import { evolveRun, initialRunState, type RunEvent, type RunState } from "../../../aggregates/run.ts";
+import { failureTime, type FailureBasis } from "../domain/incident-clock.ts";
 import { emptyRuntime, evolveRuntime, type RuntimeEvent, type RuntimeRecord } from "../domain/runtime-health.ts";
 
 export interface TrackedRun {
@@ -24,6 +25,12 @@ export interface ForensicsRecord {
   item?: DataOf<"forensics.execution-recovery-candidate-detected">;
   readonly types: Set<string>;
   lastSeq: number;
+}
+/** How long after its runtime failed an incident reached a stage (see domain/incident-clock.ts). */
+export interface IncidentTiming {
+  readonly stage: "fenced" | "resumed";
+  readonly basis: FailureBasis;
+  readonly ms: number;
 }
 export interface ExecProgress {
   resumed?: DataOf<"exec.resumed">;
@@ -43,6 +50,10 @@ export class RecoveryState {
   readonly forensics = new Map<string, ForensicsRecord>();
   readonly execs = new Map<string, ExecProgress>();
   private readonly listeners = new Set<() => void>();
+  /** Forensics ids whose resume was timed (each is timed once). */
+  private readonly timedResumes = new Set<string>();
+  /** Told each runtime's fencing and each in-flight execution's resume elsewhere (metrics; unset during replay). */
+  onTiming?: (t: IncidentTiming) => void;
 
   constructor(
     private readonly prefix: string,
@@ -94,6 +105,24 @@ export class RecoveryState {
     }
   }
 
+  private time(stage: IncidentTiming["stage"], rt: RuntimeRecord, atMs: number): void {
+    const failed = this.onTiming && failureTime(rt, this.lastBeatMs.get(rt.runtimeInstanceId));
+    if (failed) this.onTiming!({ stage, basis: failed.basis, ms: Math.max(0, atMs - failed.atMs) });
+  }
+
+  /** An execution resumed on another runtime than the one whose failure its forensics record names. */
+  private timeResume(executionId: string, on: string, atMs: number): void {
+    if (!this.onTiming) return;
+    for (const f of this.forensics.values()) {
+      const item = f.item;
+      if (item?.executionId !== executionId || item.failedRuntimeInstanceId === on) continue;
+      if (this.timedResumes.has(f.forensicsId)) continue;
+      this.timedResumes.add(f.forensicsId);
+      const rt = this.runtimes.get(item.failedRuntimeInstanceId);
+      if (rt) this.time("resumed", rt, atMs);
+    }
+  }
+
   /** Folds one event by its subject's tokens, parsed as ids once here; false when they are not ids (nothing applied). */
   private applyEvent(tokens: string[], e: DroverEvent, seq: number, atMs: number): boolean {
     const [agg, a, b] = tokens;
@@ -112,7 +141,10 @@ export class RecoveryState {
     } else if (agg === "runtime" && a) {
       const id = RuntimeInstanceId.safeParse(a);
       if (!id.success) return false;
-      this.runtimes.set(a, evolveRuntime(this.runtimes.get(a) ?? emptyRuntime(id.data), e as RuntimeEvent, seq, atMs));
+      const before = this.runtimes.get(a);
+      const after = evolveRuntime(before ?? emptyRuntime(id.data), e as RuntimeEvent, seq, atMs);
+      this.runtimes.set(a, after);
+      if (!before?.fenced && after.fenced) this.time("fenced", after, atMs);
     } else if (agg === "forensics" && a && b) {
       const tenantId = TenantId.safeParse(a);
       const forensicsId = ForensicsId.safeParse(b);
@@ -131,7 +163,10 @@ export class RecoveryState {
       return true;
     } else if (agg === "exec" && a && b) {
       const x = this.execs.get(b) ?? { tenantId: a };
-      if (e.type === "exec.resumed") x.resumed = e.data;
+      if (e.type === "exec.resumed") {
+        x.resumed = e.data;
+        this.timeResume(b, e.data.runtimeInstanceId, atMs);
+      }
       if (e.type === "exec.completed") x.completedDigest = e.data.outputDigest;
       this.execs.set(b, x);
     }
