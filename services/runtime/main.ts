@@ -82,6 +82,13 @@ const ops = await startOpsServer({
   jsm,
   layout,
 });
+// Ready (the Pod's readiness probe on Kubernetes) only once the command listener below is bound.
+let commandsBound = false;
+ops.addCheck("commands", async () =>
+  commandsBound
+    ? { status: "ok", detail: `${config.transport} listener bound` }
+    : { status: "failing", detail: `${config.transport} listener not bound yet` },
+);
 const store = createEventStore(nc, layout);
 
 const workers = new WorkerPool(config.sizing.workers);
@@ -140,6 +147,7 @@ const listening =
         port: s.port,
         close: () => new Promise<void>((ok) => s.server.tryShutdown(() => ok())),
       }));
+commandsBound = true;
 heartbeats.start();
 new Gauge({
   name: "drover_runtime_available_slots",

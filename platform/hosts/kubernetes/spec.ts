@@ -36,6 +36,8 @@ export const L = {
 export const MANAGED_BY = "drover-control-plane";
 /** Each Pod has its own IP, so every runtime listens on the same well-known port of its transport. */
 export const RUNTIME_PORT = { http: 8080, grpc: 9090 } as const;
+/** The runtime's ops listener (`/healthz`, `/readyz`, `/metrics`, platform/ops-server.ts): its readiness probe. */
+export const RUNTIME_OPS_PORT = 9091;
 const TOKEN_KEY = "token";
 
 /**
@@ -121,9 +123,11 @@ export function buildTokenSecret(spec: HostSpec, opts: RuntimePodOptions): V1Sec
  * `baseEnv` entry can override (it is filtered, then listed first); the token comes from the
  * Secret, the bind address from the Pod IP and DROVER_POD_UID from metadata.uid (the runtime's
  * incarnation is then `pod:<uid>`). restartPolicy Never: a restarted container would run under
- * the same UID, i.e. a second life of an incarnation recovery may already have fenced. The TCP
- * readiness probe only tells Kubernetes the socket is bound; drover's command layer is still proven
- * by a real GetQueueStatus.
+ * the same UID, i.e. a second life of an incarnation recovery may already have fenced. Readiness is
+ * the runtime's own `/readyz` on its ops listener (Pod IP, {@link RUNTIME_OPS_PORT}): NATS answers,
+ * the streams exist and the command listener is bound; three failures in a row (3 s) before
+ * Kubernetes drops it, so a NATS blip does not. drover's command layer is still proven by a real
+ * GetQueueStatus.
  */
 export function buildRuntimePod(spec: HostSpec, opts: RuntimePodOptions): V1Pod {
   const names = runtimeNames(opts.namePrefix ?? "drover-rt", spec.runtimeInstanceId);
@@ -137,6 +141,8 @@ export function buildRuntimePod(spec: HostSpec, opts: RuntimePodOptions): V1Pod 
     "DROVER_HEARTBEAT_MS",
     "DROVER_LLM_BASE_URL",
     "DROVER_EGRESS",
+    "DROVER_OPS_HOST",
+    "DROVER_OPS_PORT",
   ]);
   const base = Object.entries(opts.baseEnv ?? {}).filter(([k]) => !reserved.has(k));
   // Secret values are never literal in a Pod spec (anyone who can `get pods` reads those).
@@ -144,7 +150,9 @@ export function buildRuntimePod(spec: HostSpec, opts: RuntimePodOptions): V1Pod 
   const literal = Object.entries(identity).filter(([k]) => !notLiteral.has(k));
   const env: V1EnvVar[] = [
     ...[...base, ...literal].map(([name, value]) => ({ name, value })),
+    { name: "DROVER_OPS_PORT", value: String(RUNTIME_OPS_PORT) },
     { name: "DROVER_BIND_HOST", valueFrom: { fieldRef: { fieldPath: "status.podIP" } } },
+    { name: "DROVER_OPS_HOST", valueFrom: { fieldRef: { fieldPath: "status.podIP" } } },
     { name: "DROVER_POD_UID", valueFrom: { fieldRef: { fieldPath: "metadata.uid" } } },
     { name: "DROVER_COMMAND_TOKEN", valueFrom: { secretKeyRef: { name: names.secret, key: TOKEN_KEY } } },
     // The tenant's secrets: its own Secret (key `secrets.json`, a JSON object of name → value).
@@ -179,8 +187,11 @@ export function buildRuntimePod(spec: HostSpec, opts: RuntimePodOptions): V1Pod 
           command: [...opts.command],
           ...(opts.workingDir ? { workingDir: opts.workingDir } : {}),
           env,
-          ports: [{ name: spec.transport, containerPort: port, protocol: "TCP" }],
-          readinessProbe: { tcpSocket: { port: spec.transport }, periodSeconds: 1, failureThreshold: 1 },
+          ports: [
+            { name: spec.transport, containerPort: port, protocol: "TCP" },
+            { name: "ops", containerPort: RUNTIME_OPS_PORT, protocol: "TCP" },
+          ],
+          readinessProbe: { httpGet: { path: "/readyz", port: "ops" }, periodSeconds: 1, failureThreshold: 3 },
           securityContext: {
             allowPrivilegeEscalation: false,
             readOnlyRootFilesystem: true,

@@ -11,6 +11,8 @@ import {
   L,
   runtimeMetadata,
   runtimeNames,
+  RUNTIME_OPS_PORT,
+  RUNTIME_PORT,
   sameIdentity,
   type RuntimePodOptions,
 } from "./spec.ts";
@@ -87,6 +89,8 @@ describe("Kubernetes runtime object builders (pure; prove no transport and no cl
         DROVER_COMMAND_TOKEN: "leaked-token-000000",
         DROVER_POD_UID: "x",
         DROVER_BIND_HOST: "0.0.0.0",
+        DROVER_OPS_HOST: "0.0.0.0",
+        DROVER_OPS_PORT: "1234",
       },
     });
     const env = pod.spec?.containers[0]?.env ?? [];
@@ -107,11 +111,24 @@ describe("Kubernetes runtime object builders (pure; prove no transport and no cl
     expect(JSON.stringify(pod)).not.toContain(spec.commandToken);
     expect(buildTokenSecret(spec, OPTS).stringData).toEqual({ token: spec.commandToken });
     expect(pod.spec?.restartPolicy).toBe("Never");
-    expect(pod.spec?.containers[0]?.readinessProbe).toEqual({
-      tcpSocket: { port: "http" },
+  });
+
+  it("is ready by the runtime's own /readyz on its ops listener, bound to the Pod IP on a port configuration cannot move", () => {
+    const pod = buildRuntimePod(hostSpec({ runtimeInstanceId: "rt-a-3", transport: "grpc" }), OPTS);
+    const c = pod.spec!.containers[0]!;
+    const value = (n: string) => c.env?.find((e) => e.name === n);
+    expect(c.readinessProbe).toEqual({
+      httpGet: { path: "/readyz", port: "ops" },
       periodSeconds: 1,
-      failureThreshold: 1,
+      failureThreshold: 3,
     });
+    expect(c.ports).toEqual([
+      { name: "grpc", containerPort: RUNTIME_PORT.grpc, protocol: "TCP" },
+      { name: "ops", containerPort: RUNTIME_OPS_PORT, protocol: "TCP" },
+    ]);
+    expect(RUNTIME_OPS_PORT).not.toBe(RUNTIME_PORT.grpc);
+    expect(value("DROVER_OPS_PORT")?.value).toBe(String(RUNTIME_OPS_PORT));
+    expect(value("DROVER_OPS_HOST")?.valueFrom?.fieldRef?.fieldPath).toBe("status.podIP");
   });
 
   it("exposes gRPC as h2c on its Service and routes each transport with its own route kind by the exact routing header", () => {
