@@ -75,8 +75,8 @@ async function guarded<T>(fn: () => Promise<T>): Promise<T> {
 
 /**
  * The document if it is the tenant's, else undefined. Lookups filter on `_id` alone (its key starts
- * with the tenant) and check the tenant here: FerretDB v1 answers `{_id}` from its primary key but
- * scans the whole collection for `{_id, tenantId}` (16 ms against 293 ms a lookup at 10 000 runs).
+ * with the tenant) and check the tenant here: FerretDB v1 pushes only `{_id: <string>}` down (to its
+ * `_id` index, with the patch in scripts/patches/) and scans the whole collection for `{_id, tenantId}`.
  */
 function mine<T extends { readonly tenantId?: string }>(tenantId: string, doc: T | null): T | undefined {
   return doc !== null && doc.tenantId === tenantId ? doc : undefined;
@@ -94,7 +94,7 @@ export function mongoReadModels(db: Db): ReadModels {
   const runPages = db.collection<RunPageDoc>("run_pages");
   const bySeq = { seq: 1 } as const;
   return {
-    // By `_id` (which starts with the tenant): FerretDB finds those without scanning the collection.
+    // By `_id` (which starts with the tenant): FerretDB finds those through its `_id` index.
     run: (tenantId, sharedRunId) =>
       guarded(async () => mine(tenantId, await runs.findOne({ _id: runDocId(tenantId, sharedRunId) }))),
     executions: (tenantId, ids) =>
