@@ -4,7 +4,7 @@
  * admitted+dispatched runs per second, submission → completed (p50/p99). Times are the server's
  * stream timestamps, so no client clock enters the figures.
  */
-import { connect } from "@nats-io/transport-node";
+import { connectHarness } from "../platform/nats-auth/server-keys.ts";
 import { createEventStore, eventTypeFilter, type StoredEvent } from "../streams/index.ts";
 import { apiClient } from "../platform/api-client.ts";
 import { startControlPlane } from "../platform/control-plane-processes.ts";
@@ -63,7 +63,7 @@ try {
 
   // Completion is watched on the stream (a core subscription to run.completed), not by polling the
   // API: polling 20 runs every 25 ms took CPU from the very services whose throughput this measures.
-  const nc = await connect({ servers: nats.url });
+  const nc = await connectHarness({ servers: nats.url });
   const completed = new Set<string>();
   const sub = nc.subscribe(eventTypeFilter(cp.layout, "run.completed"));
   const ids: string[] = [];

@@ -10,7 +10,8 @@
  * Medians of ROUNDS rounds, each on a fresh stream.
  */
 import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { type NatsConnection } from "@nats-io/transport-node";
+import { connectHarness } from "../platform/nats-auth/server-keys.ts";
 import { EventId, encodeEvent, type DroverEvent } from "../contracts/index.ts";
 import { ensureStreams } from "../streams/ensure-streams.ts";
 import { createEventStore } from "../streams/event-store.ts";
@@ -95,7 +96,7 @@ async function stepCheckpoints(nc: NatsConnection, layout: StreamLayout): Promis
 
 async function main(): Promise<void> {
   const server = await startNats();
-  const nc = await connect({ servers: server.url });
+  const nc = await connectHarness({ servers: server.url });
   try {
     const jsm = await jetstreamManager(nc);
     const ceilings: number[] = [],

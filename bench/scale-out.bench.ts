@@ -5,7 +5,7 @@
  * → runtime.capacity-published, and submitted → dispatched for the run that asked for it. Times are
  * the server's stream timestamps, so no client clock enters the figures.
  */
-import { connect } from "@nats-io/transport-node";
+import { connectHarness } from "../platform/nats-auth/server-keys.ts";
 import { createEventStore, type StoredEvent } from "../streams/index.ts";
 import { apiClient } from "../platform/api-client.ts";
 import { startControlPlane } from "../platform/control-plane-processes.ts";
@@ -52,7 +52,7 @@ try {
     );
   }
 
-  const nc = await connect({ servers: nats.url });
+  const nc = await connectHarness({ servers: nats.url });
   const log: StoredEvent[] = [];
   await createEventStore(nc, cp.layout).replay({ seq: 1 }, (e) => {
     log.push(e);

@@ -2,7 +2,8 @@ import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { resolve } from "node:path";
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { connectNats } from "./nats-connect.ts";
 import { Redis } from "ioredis";
 import { pino, type Logger } from "pino";
 import { DroverConfig, isSubjectSafeId, validate } from "../contracts/index.ts";
@@ -89,7 +90,7 @@ export async function bootstrap(
       { name: service, base: { service, instanceId }, level: process.env.LOG_LEVEL ?? "info" },
       opts.logTo ?? process.stdout,
     );
-    const nc = await connect({ servers: required("NATS_URL"), name: instanceId, maxReconnectAttempts: -1 });
+    const nc = await connectNats({ servers: required("NATS_URL"), name: instanceId, maxReconnectAttempts: -1 });
     const jsm = await jetstreamManager(nc);
     await ensureStreams(jsm, layout);
     const js = jetstream(nc);

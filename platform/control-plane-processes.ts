@@ -6,7 +6,12 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { z } from "zod";
 import type { DroverConfig } from "../contracts/index.ts";
+import { jetstreamManager } from "@nats-io/jetstream";
 import { taggedLayout, type StreamLayout } from "../streams/index.ts";
+import { credentialOf } from "./nats-auth/credentials.ts";
+import { serverKeysOf } from "./nats-auth/server-keys.ts";
+import { connectNats } from "./nats-connect.ts";
+import { setupNats } from "./nats-setup.ts";
 
 const ROOT = resolve(import.meta.dirname, "..");
 export const SERVICES = ["capacity", "recovery", "provisioner", "admission", "api"] as const;
@@ -69,6 +74,22 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
     DROVER_DEV: "1",
     ...(o.mongoUrl ? { MONGO_URL: o.mongoUrl } : {}),
   };
+  // Authentication: each service connects as its own identity (the server's keys, server-keys.ts);
+  // the streams, the durable consumer and the outputs bucket are made by the setup identity first.
+  const keys = serverKeysOf(o.natsUrl);
+  const credsOf = (name: ServiceName): Record<string, string> =>
+    keys
+      ? {
+          NATS_CREDS: credentialOf(keys, name),
+          ...(name === "provisioner" ? { DROVER_NATS_CALLOUT_SEED: keys.calloutSeed } : {}),
+        }
+      : {};
+  const setup = await connectNats({ servers: o.natsUrl, creds: keys ? credentialOf(keys, "setup") : "" });
+  try {
+    await setupNats(await jetstreamManager(setup), taggedLayout(streamTag), Number(env.DROVER_SCALEOUT_ACK_WAIT_MS));
+  } finally {
+    await setup.close();
+  }
   const procs = new Map<ServiceName, ChildProcess>();
   let apiUrl = "";
 
@@ -80,7 +101,7 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
       profDir && (!only || only.split(",").includes(name)) ? ["--cpu-prof", `--cpu-prof-dir=${profDir}`] : [];
     const child = spawn(process.execPath, [...prof, "--import", "tsx", join(ROOT, "services", name, "main.ts")], {
       cwd: ROOT,
-      env,
+      env: { ...env, ...credsOf(name) },
       stdio: ["ignore", "pipe", "pipe"],
     });
     live.add(child);

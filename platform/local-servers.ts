@@ -1,9 +1,14 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtemp, rm, mkdir } from "node:fs/promises";
+import { mkdtemp, rm, mkdir, writeFile } from "node:fs/promises";
 import { connect } from "node:net";
 import { freePortOnLoopback } from "../k8s/local-cluster/lib/free-port.ts";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { generateKeys, type NatsKeys } from "./nats-auth/credentials.ts";
+import { forgetServerKeys, rememberServerKeys } from "./nats-auth/server-keys.ts";
+import { serverConfig } from "./nats-auth/server-config.ts";
+import { scopeOf, TAGGED_SCOPE } from "./nats-auth/rights.ts";
+import { DEFAULT_LAYOUT } from "../streams/index.ts";
 
 /**
  * Launchers for private instances of the real servers, used by `drover proof` (when no
@@ -15,6 +20,8 @@ import { join, resolve } from "node:path";
  */
 export interface RunningServer {
   readonly name: string;
+  /** nats-server only: the keys of every identity (authentication is on unless `auth: false`). */
+  readonly keys?: NatsKeys;
   readonly port: number;
   readonly url: string;
   readonly pid: number;
@@ -94,7 +101,11 @@ async function launch(
 }
 
 /**
- * Starts a private nats-server with JetStream (file store in a temp dir). `binary: "nats-server-debian"`
+ * Starts a private nats-server with JetStream (file store in a temp dir), with authentication on:
+ * fresh keys for every identity (nats-auth/), rights over the default and every tagged layout, and
+ * a `harness` identity with every right for the tests themselves. The keys are returned and kept,
+ * by URL, where test processes find them (server-keys.ts). `auth: false` starts it open (only for
+ * a server too old to have auth callout). `binary: "nats-server-debian"`
  * runs Debian's 2.9.10 instead (older than drover supports; install-tools.sh extracts it). `host`
  * (default 127.0.0.1) is where it listens: a real local-cluster node's address for Pods to reach it.
  */
@@ -106,21 +117,54 @@ export async function startNats(
     binary?: "nats-server" | "nats-server-debian";
     /** The JetStream store directory, owned by the caller (kept at stop): a restart on the same data. */
     storeDir?: string;
+    /** Keys of an earlier start on the same store (a restart keeps everyone's credentials). */
+    keys?: NatsKeys;
+    auth?: boolean;
   } = {},
 ): Promise<RunningServer> {
   const dir = opts.storeDir ?? (await mkdtemp(join(tmpdir(), "drover-nats-")));
   const host = opts.host ?? "127.0.0.1";
   const port = opts.port ?? (await freePort());
-  return launch(
+  const url = `nats://${host}:${port}`;
+  const bin = join(toolsBin(), opts.binary ?? "nats-server");
+  if (opts.auth === false)
+    return launch(
+      "nats-server",
+      bin,
+      ["-a", host, "-p", String(port), "-js", "-sd", dir, ...(opts.extraArgs ?? [])],
+      port,
+      url,
+      dir,
+      host,
+      opts.storeDir === undefined,
+    );
+  // Two trusted producers (tenants `acme` and `globex`) let tests prove tenant-limited submission.
+  const keys = opts.keys ?? generateKeys({ harness: true, producers: ["acme", "globex"] });
+  const conf = join(dir, `auth-${port}.conf`);
+  await writeFile(
+    conf,
+    serverConfig({ host, port, storeDir: dir, keys, scopes: [scopeOf(DEFAULT_LAYOUT), TAGGED_SCOPE] }),
+    { mode: 0o600 },
+  );
+  await rememberServerKeys(url, keys);
+  const server = await launch(
     "nats-server",
-    join(toolsBin(), opts.binary ?? "nats-server"),
-    ["-a", host, "-p", String(port), "-js", "-sd", dir, ...(opts.extraArgs ?? [])],
+    bin,
+    ["-c", conf, ...(opts.extraArgs ?? [])],
     port,
-    `nats://${host}:${port}`,
+    url,
     dir,
     host,
     opts.storeDir === undefined,
   );
+  return {
+    ...server,
+    keys,
+    async stop() {
+      await server.stop();
+      await forgetServerKeys(url);
+    },
+  };
 }
 
 /** Starts a private FerretDB v1 with the SQLite backend; the url is a mongodb:// connection string. */

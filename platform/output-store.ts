@@ -32,10 +32,15 @@ export function createOutputStore(nc: NatsConnection, layout: StreamLayout): Out
   const bucket = outputsBucketOf(layout);
   let opened: Promise<ObjectStore> | undefined;
   const store = (): Promise<ObjectStore> => {
-    opened ??= new Objm(nc).create(bucket).catch((e: unknown) => {
-      opened = undefined;
-      throw new DroverError("output-store-unavailable", `object store ${bucket}: ${String(e)}`, { cause: e });
-    });
+    // Opened, not created: only the setup identity creates the bucket (platform/nats-setup.ts); an
+    // open server without setup (a test's harness) still gets it created on first use.
+    opened ??= new Objm(nc)
+      .open(bucket)
+      .catch(() => new Objm(nc).create(bucket))
+      .catch((e: unknown) => {
+        opened = undefined;
+        throw new DroverError("output-store-unavailable", `object store ${bucket}: ${String(e)}`, { cause: e });
+      });
     return opened;
   };
   return {

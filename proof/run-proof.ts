@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import type { z } from "zod";
 import type { KubernetesHostConfig } from "../contracts/index.ts";
 import { jetstream } from "@nats-io/jetstream";
-import { connect } from "@nats-io/transport-node";
+import { connectHarness } from "../platform/nats-auth/server-keys.ts";
 import { Redis } from "ioredis";
 import { validateIncidentLog, validateRunLog } from "../aggregates/replay-validation.ts";
 import { follow } from "../platform/follow.ts";
@@ -74,7 +74,7 @@ export async function runProof(
     config: proofConfig(o, infra.kubernetes),
     ...(infra.mongoUrl ? { mongoUrl: infra.mongoUrl, services: [...SERVICES, "forensics"] as const } : {}),
   });
-  const nc = await connect({ servers: infra.natsUrl });
+  const nc = await connectHarness({ servers: infra.natsUrl });
   let pass = false;
   try {
     const js = jetstream(nc);

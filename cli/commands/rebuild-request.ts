@@ -1,4 +1,5 @@
-import { connect, errors, type NatsConnection } from "@nats-io/transport-node";
+import { errors, type NatsConnection } from "@nats-io/transport-node";
+import { connectNats } from "../../platform/nats-connect.ts";
 import { ControlPlaneId } from "../../contracts/index.ts";
 import { controlSubject } from "../../platform/control-subject.ts";
 import { DEFAULT_LAYOUT, taggedLayout } from "../../streams/index.ts";
@@ -44,7 +45,7 @@ export async function requestRebuild(
   const servers = values.nats ?? io.env.NATS_URL ?? "nats://127.0.0.1:4222";
   let nc: NatsConnection;
   try {
-    nc = await connect({ servers, timeout: 5_000, maxReconnectAttempts: 1 });
+    nc = await connectNats({ servers, creds: io.env.NATS_CREDS ?? "", timeout: 5_000, maxReconnectAttempts: 1 });
   } catch (e) {
     throw new Error(`cannot reach NATS at ${servers}: ${(e as Error).message}`, { cause: e });
   }

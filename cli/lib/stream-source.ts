@@ -1,4 +1,5 @@
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { type NatsConnection } from "@nats-io/transport-node";
+import { connectNats } from "../../platform/nats-connect.ts";
 import type { RecordedEvent } from "../../aggregates/replay-validation.ts";
 import {
   createEventStore,
@@ -27,7 +28,7 @@ export async function openStreamSource(env: Readonly<Record<string, string | und
   const servers = env.NATS_URL ?? "nats://127.0.0.1:4222";
   let nc: NatsConnection;
   try {
-    nc = await connect({ servers, timeout: 5_000, maxReconnectAttempts: 1 });
+    nc = await connectNats({ servers, creds: env.NATS_CREDS ?? "", timeout: 5_000, maxReconnectAttempts: 1 });
   } catch (e) {
     throw new Error(`cannot reach NATS at ${servers}: ${(e as Error).message}`, { cause: e });
   }

@@ -37,6 +37,7 @@ export function runtimeEnv(
     DROVER_WORKER_MODULE: spec.worker?.module,
     DROVER_WORKER_KINDS: spec.worker?.kinds.join(","),
     DROVER_SECRETS_FILE: spec.secretsFile,
+    NATS_CREDS: spec.natsCreds,
     DROVER_SECRETS_JSON:
       spec.secrets && Object.keys(spec.secrets).length > 0 ? JSON.stringify(spec.secrets) : undefined,
   };

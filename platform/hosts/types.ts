@@ -27,6 +27,8 @@ export interface HostSpec {
   /** Stream layout tag for isolated tests (DROVER_STREAM_TAG); absent in production. */
   readonly streamTag?: string;
   readonly natsUrl: string;
+  /** The runtime's own NATS credential (NATS_CREDS, `<id>:<password>`, checked by the auth callout); absent on an open server. */
+  readonly natsCreds?: string;
   readonly heartbeatMs?: number;
   readonly llmBaseUrl?: string;
   /** Egress settings of the tenants whose steps this runtime runs (DROVER_EGRESS); absent tenants get the defaults. */

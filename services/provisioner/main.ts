@@ -21,6 +21,7 @@ import type { ProvisionerDeps } from "./shell/context.ts";
 import { createProvisioner } from "./shell/provisioner.ts";
 import { stopHosts } from "./shell/stop-hosts.ts";
 import { randomSuffix } from "./shell/suffix.ts";
+import { runtimeCalloutFromEnv } from "../../platform/nats-auth/callout-from-env.ts";
 
 const ctx = await bootstrap("provisioner");
 // bootstrap already refused a missing or placeholder secret outside DROVER_DEV=1 (and warned inside it).
@@ -37,12 +38,15 @@ const strategy = createProcessStrategy({
 const strategies = new Map<HostProvider, HostStrategy>([["process", strategy]]);
 if (ctx.config.kubernetes) strategies.set("kubernetes", kubernetesStrategyFromConfig(ctx.config.kubernetes));
 const natsUrl = process.env.NATS_URL as string;
+// The auth callout for runtimes (DROVER_NATS_CALLOUT_SEED): runtime credentials are minted here.
+const callout = runtimeCalloutFromEnv(ctx, secret);
 const deps: ProvisionerDeps = {
   store: ctx.store,
   layout: ctx.layout,
   strategies,
   instanceId: ctx.instanceId,
   natsUrl,
+  ...(callout ? { natsCredsFor: callout.credsFor } : {}),
   ...(process.env.DROVER_STREAM_TAG ? { streamTag: process.env.DROVER_STREAM_TAG } : {}),
   heartbeatMs: ctx.config.heartbeatIntervalMs,
   ...(ctx.config.llmBaseUrl ? { llmBaseUrl: ctx.config.llmBaseUrl } : {}),
@@ -74,5 +78,6 @@ ctx.onShutdown(async () => {
   const stopped = await stopHosts(deps, strategy, strategy.liveHosts());
   ctx.log.info({ stopped: Object.fromEntries(stopped) }, "process hosts stopped");
   await Promise.all([...strategies.values()].map((s) => s.close()));
+  callout?.stop();
 });
 ctx.log.info({ parallel: runners.length }, "provisioner consuming scale-out requests");

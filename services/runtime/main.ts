@@ -7,7 +7,7 @@
 import { randomUUID } from "node:crypto";
 import { setTimeout as delay } from "node:timers/promises";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { connect } from "@nats-io/transport-node";
+import { connectNats } from "../../platform/nats-connect.ts";
 import { systemClock } from "../../platform/clock.ts";
 import { pino } from "pino";
 import { Gauge } from "prom-client";
@@ -66,8 +66,11 @@ if (config.worker) {
   }
 }
 
-const nc = await connect({
+// NATS_CREDS leaves the environment like the secrets: only the connection holds it.
+delete process.env.NATS_CREDS;
+const nc = await connectNats({
   servers: config.natsUrl,
+  creds: config.natsCreds ?? "",
   name: `drover-runtime-${config.runtimeInstanceId}`,
   maxReconnectAttempts: -1,
 });

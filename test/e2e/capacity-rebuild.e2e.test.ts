@@ -2,7 +2,8 @@ import { execFile } from "node:child_process";
 import { readFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { jetstream } from "@nats-io/jetstream";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { type NatsConnection } from "@nats-io/transport-node";
+import { connectHarness } from "../../platform/nats-auth/server-keys.ts";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { CapacityDescriptor } from "../../aggregates/capacity/descriptor.ts";
@@ -35,7 +36,7 @@ describe("drover capacity-rebuild → capacity service over NATS (real processes
       services: ["capacity"],
       config: { controlPlaneId: CP, tenants: [{ tenantId: "t-cap", isolationMode: "dedicated" }] },
     });
-    nc = await connect({ servers: inject("natsUrl") });
+    nc = await connectHarness({ servers: inject("natsUrl") });
     // The service logs this only once the server has its subscription: no request races its start-up.
     await eventually(
       "the capacity service answering rebuild requests",

@@ -8,7 +8,8 @@ import { createEventStore, execRef, runRef, type StoredEvent } from "../../strea
 import { apiClient, chainDag } from "../../platform/api-client.ts";
 import { startControlPlane, type ControlPlane } from "../../platform/control-plane-processes.ts";
 import { eventually } from "../support/streams.ts";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { type NatsConnection } from "@nats-io/transport-node";
+import { connectHarness } from "../../platform/nats-auth/server-keys.ts";
 
 /**
  * Crash loops end (every service a real process, real process hosts, real nats-server and Redis):
@@ -56,7 +57,7 @@ describe("a step that crashes its runtime every time ends crash-loop after maxCr
         tokens: TOKENS,
       },
     });
-    nc = await connect({ servers: inject("natsUrl") });
+    nc = await connectHarness({ servers: inject("natsUrl") });
   });
   afterAll(async () => {
     await nc?.close();

@@ -1,4 +1,4 @@
-import { connect } from "@nats-io/transport-node";
+import { connectHarness } from "../../platform/nats-auth/server-keys.ts";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { DroverEvent } from "../../contracts/index.ts";
@@ -69,7 +69,7 @@ describe("hybrid tenant: own runtime by scale-out, preferred while it has room, 
     return r.body.sharedRunId as string;
   };
   const log = async (filter: string): Promise<StoredEvent[]> => {
-    const nc = await connect({ servers: inject("natsUrl") });
+    const nc = await connectHarness({ servers: inject("natsUrl") });
     try {
       const out: StoredEvent[] = [];
       await createEventStore(nc, cp.layout).replay(

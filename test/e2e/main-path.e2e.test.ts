@@ -1,4 +1,4 @@
-import { connect } from "@nats-io/transport-node";
+import { connectHarness } from "../../platform/nats-auth/server-keys.ts";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { apiClient, chainDag } from "../../platform/api-client.ts";
@@ -148,7 +148,7 @@ describe("main path: API → admission → scale-out → process runtime → com
   });
 
   it("published each runtime's capacity only after resource, host, endpoint and command passed, in that order", async () => {
-    const nc = await connect({ servers: inject("natsUrl") });
+    const nc = await connectHarness({ servers: inject("natsUrl") });
     try {
       const store = createEventStore(nc, cp.layout);
       const byRuntime = new Map<string, string[]>();

@@ -1,7 +1,8 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { type NatsConnection } from "@nats-io/transport-node";
+import { connectHarness } from "../../platform/nats-auth/server-keys.ts";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { DroverEvent } from "../../contracts/index.ts";
@@ -72,7 +73,7 @@ describe("nats-server SIGKILLed and restarted while runs execute (all services r
       runs.push(r.body.sharedRunId);
     }
     // Some steps done: the kill lands mid-workload.
-    nc = await connect({ servers: nats!.url });
+    nc = await connectHarness({ servers: nats!.url });
     const store = createEventStore(nc, cp.layout);
     await eventually(
       "a run executing",
@@ -89,11 +90,13 @@ describe("nats-server SIGKILLed and restarted while runs execute (all services r
       60_000,
     );
     await nc.close();
+    const keys = nats!.keys;
     process.kill(nats!.pid, "SIGKILL");
     await new Promise((r) => setTimeout(r, 2 * STALE_MS + 500));
-    nats = await startNats({ port, storeDir });
+    // The same keys: every party keeps its credentials across the server's restart.
+    nats = await startNats({ port, storeDir, keys });
     const restartedAt = Date.now();
-    nc = await connect({ servers: nats.url });
+    nc = await connectHarness({ servers: nats.url });
     await eventually(
       "every run completed",
       async () => {

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { jetstream } from "@nats-io/jetstream";
-import { connect } from "@nats-io/transport-node";
+import { connectHarness } from "../../platform/nats-auth/server-keys.ts";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { decodeEvent } from "../../contracts/index.ts";
@@ -38,7 +38,7 @@ describe("recovery of recovery: the replacement dies while running the resumed e
 
   it("converges both incidents: one completion per run, one step-completed per step, the same ExecutionId, replay validation passes", async () => {
     const tenantId = "p0-imp-a";
-    const nc = await connect({ servers: inject("natsUrl") });
+    const nc = await connectHarness({ servers: inject("natsUrl") });
     try {
       const store = createEventStore(nc, cp.layout);
       const steps = new Map<string, { runtime: string; n: number }>();

@@ -1,4 +1,4 @@
-import { connect } from "@nats-io/transport-node";
+import { connectHarness } from "../../platform/nats-auth/server-keys.ts";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { DroverEvent } from "../../contracts/index.ts";
@@ -89,7 +89,7 @@ describe("control-plane services killed (SIGKILL) and restarted mid-workload", (
       180_000,
     );
 
-    const nc = await connect({ servers: inject("natsUrl") });
+    const nc = await connectHarness({ servers: inject("natsUrl") });
     try {
       const events: DroverEvent[] = [];
       await createEventStore(nc, cp.layout).replay({ seq: 1 }, (e) => {

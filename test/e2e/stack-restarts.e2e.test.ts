@@ -3,7 +3,8 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { type NatsConnection } from "@nats-io/transport-node";
+import { connectHarness } from "../../platform/nats-auth/server-keys.ts";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { encodeEvent, isPlannedStopId, type DroverEvent, type EventType } from "../../contracts/index.ts";
@@ -136,7 +137,7 @@ describe("the whole stack stopped (SIGTERM) and started again on the same data",
     const redis = new Redis(inject("redisUrl"), { db: 9 });
     await redis.flushdb();
     redis.disconnect();
-    nc = await connect({ servers: inject("natsUrl") });
+    nc = await connectHarness({ servers: inject("natsUrl") });
   });
   let dataDir: string | undefined;
   afterAll(async () => {

@@ -2,7 +2,8 @@ import { randomBytes } from "node:crypto";
 import { readdir, readFile, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { type NatsConnection } from "@nats-io/transport-node";
+import { connectHarness } from "../../platform/nats-auth/server-keys.ts";
 import { Redis } from "ioredis";
 import { MongoClient } from "mongodb";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -125,7 +126,7 @@ describe("tenant code: custom steps, data flow, object-store outputs, secrets by
         tokens: TOKENS,
       },
     });
-    nc = await connect({ servers: inject("natsUrl") });
+    nc = await connectHarness({ servers: inject("natsUrl") });
   });
   afterAll(async () => {
     await nc?.close();

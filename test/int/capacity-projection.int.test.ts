@@ -1,5 +1,6 @@
 import { jetstream, jetstreamManager, type JetStreamClient } from "@nats-io/jetstream";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { type NatsConnection } from "@nats-io/transport-node";
+import { connectHarness } from "../../platform/nats-auth/server-keys.ts";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { DroverEvent, EventType } from "../../contracts/index.ts";
@@ -62,7 +63,7 @@ describe("capacity projection (real nats-server and Redis)", () => {
   ];
 
   beforeAll(async () => {
-    nc = await connect({ servers: inject("natsUrl") });
+    nc = await connectHarness({ servers: inject("natsUrl") });
     js = jetstream(nc);
     // A Redis database of its own, so flushing it cannot touch other tests' keys.
     redis = new Redis(inject("redisUrl"), { maxRetriesPerRequest: 1, db: 7 });

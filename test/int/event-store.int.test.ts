@@ -1,4 +1,4 @@
-import { connect } from "@nats-io/transport-node";
+import { connectHarness } from "../../platform/nats-auth/server-keys.ts";
 import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
 import { isDroverError, type DroverEvent } from "../../contracts/index.ts";
 import { createEventStore } from "../../streams/event-store.ts";
@@ -150,7 +150,7 @@ describe("event store append/read against a real nats-server", () => {
   });
 
   it("reports a closed connection as retryable event-store-unavailable", async () => {
-    const nc = await connect({ servers: inject("natsUrl") });
+    const nc = await connectHarness({ servers: inject("natsUrl") });
     const s = createEventStore(nc, fx.layout);
     await nc.close();
     const err = await s.append(ex("ex-1"), event("exec.started"), { expectedSeq: 0 }).catch((x: unknown) => x);

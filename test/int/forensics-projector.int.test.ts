@@ -1,4 +1,4 @@
-import { connect } from "@nats-io/transport-node";
+import { connectHarness } from "../../platform/nats-auth/server-keys.ts";
 import type { Db, MongoClient } from "mongodb";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
 import { READ_MODEL_COLLECTIONS } from "../../contracts/read-models.ts";
@@ -216,7 +216,7 @@ describe("forensics projector against real FerretDB and a real nats-server", () 
     const db = freshDb();
     const m = readModelDb(db);
     // The first process's own connection: closing it is what a SIGTERM during the build does.
-    const own = await connect({ servers: inject("natsUrl") });
+    const own = await connectHarness({ servers: inject("natsUrl") });
     const interrupted = startForensics({ handle: own, layout: fx.layout, db, watchdogMs: 0 });
     const cp = await eventually(
       "a build half-way",

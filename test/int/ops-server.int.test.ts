@@ -1,5 +1,5 @@
 import { jetstream } from "@nats-io/jetstream";
-import { connect } from "@nats-io/transport-node";
+import { connectHarness } from "../../platform/nats-auth/server-keys.ts";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { follow } from "../../platform/follow.ts";
@@ -97,7 +97,7 @@ describe("ops listener (/healthz, /readyz, /metrics) against a real nats-server"
   });
 
   it("is not ready once its NATS connection is closed (while /healthz still answers)", async () => {
-    const nc = await connect({ servers: inject("natsUrl") });
+    const nc = await connectHarness({ servers: inject("natsUrl") });
     const own = await startOpsServer({
       service: "closing",
       instanceId: "i-2",

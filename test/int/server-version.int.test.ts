@@ -1,7 +1,8 @@
 import { spawn } from "node:child_process";
 import { resolve } from "node:path";
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { type NatsConnection } from "@nats-io/transport-node";
+import { connectHarness } from "../../platform/nats-auth/server-keys.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isDroverError } from "../../contracts/index.ts";
 import { createEventStore } from "../../streams/event-store.ts";
@@ -19,8 +20,8 @@ describe("drover refuses a real nats-server older than 2.12 (Debian's 2.9.10) be
   let nc: NatsConnection;
   let jsm: JetStreamManager;
   beforeAll(async () => {
-    old = await startNats({ binary: "nats-server-debian" });
-    nc = await connect({ servers: old.url });
+    old = await startNats({ binary: "nats-server-debian", auth: false });
+    nc = await connectHarness({ servers: old.url });
     jsm = await jetstreamManager(nc);
   });
   afterAll(async () => {

@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { resolve } from "node:path";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { type NatsConnection } from "@nats-io/transport-node";
+import { connectHarness } from "../../platform/nats-auth/server-keys.ts";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { z } from "zod";
 import { validateRunLog } from "../../aggregates/replay-validation.ts";
@@ -39,7 +40,7 @@ describe("the whole stack restarted on the same data with runtime Pods (local cl
   let namespace: string;
   beforeAll(async () => {
     [nats, redis] = await Promise.all([startNats(), startRedis()]);
-    nc = await connect({ servers: nats.url });
+    nc = await connectHarness({ servers: nats.url });
     namespace = await freshNamespace(clusterClients().core, "restarts");
   });
   afterAll(async () => {

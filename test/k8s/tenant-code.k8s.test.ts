@@ -2,7 +2,7 @@ import { createHash, createHmac, randomBytes } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { connect } from "@nats-io/transport-node";
+import { connectHarness } from "../../platform/nats-auth/server-keys.ts";
 import type { DagInput, DroverEvent } from "../../contracts/index.ts";
 import { createEventStore } from "../../streams/index.ts";
 import { execRef } from "../../streams/subjects.ts";
@@ -140,7 +140,7 @@ describe("the examples with runtime Pods: tenant workers and Kubernetes Secrets 
       sha256: createHash("sha256").update(JSON.stringify(r)).digest("hex"),
     }));
     // Sign what the step received (the recorded output, as its journal holds it), as the worker does.
-    const nc = await connect({ servers: servers[0]!.url });
+    const nc = await connectHarness({ servers: servers[0]!.url });
     try {
       const journal = await createEventStore(nc, cp.layout).read(execRef("t-data", run.executionId));
       const norm = journal.events.find(

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { type NatsConnection } from "@nats-io/transport-node";
+import { connectHarness } from "../../platform/nats-auth/server-keys.ts";
 import {
   isDroverError,
   type DagDefinition,
@@ -37,7 +38,7 @@ export interface ControlPlaneDouble {
 }
 
 export async function openControlPlaneDouble(natsUrl: string, tag: string): Promise<ControlPlaneDouble> {
-  const nc = await connect({ servers: natsUrl, name: `host-test-${tag}` });
+  const nc = await connectHarness({ servers: natsUrl, name: `host-test-${tag}` });
   const layout = taggedLayout(tag);
   await ensureStreams(await jetstreamManager(nc), layout);
   return { nc, layout, store: createEventStore(nc, layout), close: () => nc.drain() };

@@ -1,4 +1,5 @@
 import { readdirSync, readFileSync } from "node:fs";
+import { harnessCredentialOf } from "../../platform/nats-auth/server-keys.ts";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { HostSpec } from "../../platform/hosts/types.ts";
@@ -65,5 +66,6 @@ export function hostSpec(patch: Partial<HostSpec> = {}): HostSpec {
     commandToken: "token-0123456789abcdef",
     natsUrl: "nats://127.0.0.1:4222",
     ...patch,
+    ...(patch.natsUrl && !patch.natsCreds ? { natsCreds: harnessCredentialOf(patch.natsUrl) } : {}),
   };
 }

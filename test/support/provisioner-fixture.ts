@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { harnessCredentialOf } from "../../platform/nats-auth/server-keys.ts";
 import { EventId, type DroverEvent, type EventOf } from "../../contracts/index.ts";
 import { commandTokenFor } from "../../platform/command-token.ts";
 import {
@@ -63,6 +64,7 @@ export async function provisionerFixture(natsUrl: string): Promise<ProvisionerFi
         strategies: new Map([["process", wrap(strategy)]]),
         instanceId: uniqueName("prov"),
         natsUrl,
+        natsCredsFor: () => harnessCredentialOf(natsUrl),
         streamTag,
         heartbeatMs: 500,
         clock: { now: () => new Date() },

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import { harnessCredentialOf } from "../../platform/nats-auth/server-keys.ts";
 import { randomBytes } from "node:crypto";
 import { resolve } from "node:path";
 import type { RuntimeCommand, RuntimeCommandResult, RuntimeSizing, Transport } from "../../contracts/index.ts";
@@ -78,6 +79,8 @@ export async function startRuntimeProcess(o: RuntimeProcessOptions): Promise<Run
     DROVER_MAX_WORKERS_PER_RUN: String(sizing.maxWorkersPerRun),
     DROVER_COMMAND_TOKEN: token,
     NATS_URL: o.natsUrl,
+    // The harness identity: these tests are about the runtime, not its rights (test/int/nats-auth*).
+    NATS_CREDS: harnessCredentialOf(o.natsUrl),
     DROVER_TRANSPORT: o.transport,
     DROVER_PORT: "0",
     DROVER_STREAM_TAG: o.streamTag,

@@ -1,5 +1,6 @@
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { type NatsConnection } from "@nats-io/transport-node";
+import { connectHarness } from "../../platform/nats-auth/server-keys.ts";
 import { EventId, type EventOf, type EventType } from "../../contracts/index.ts";
 import { ensureStreams } from "../../streams/ensure-streams.ts";
 import { taggedLayout, type StreamLayout } from "../../streams/layout.ts";
@@ -15,7 +16,7 @@ export interface StreamsFixture {
 }
 
 export async function freshStreams(url: string, tag = "st"): Promise<StreamsFixture> {
-  const nc = await connect({ servers: url });
+  const nc = await connectHarness({ servers: url });
   const jsm = await jetstreamManager(nc);
   const layout = taggedLayout(uniqueName(tag));
   await ensureStreams(jsm, layout);

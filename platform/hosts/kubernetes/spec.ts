@@ -39,6 +39,7 @@ export const RUNTIME_PORT = { http: 8080, grpc: 9090 } as const;
 /** The runtime's ops listener (`/healthz`, `/readyz`, `/metrics`, platform/ops-server.ts): its readiness probe. */
 export const RUNTIME_OPS_PORT = 9091;
 const TOKEN_KEY = "token";
+const NATS_CREDS_KEY = "nats-creds";
 
 /**
  * The names of one runtime's objects; Pod, Service and route share one (different kinds), the Secret
@@ -114,7 +115,7 @@ export function buildTokenSecret(spec: HostSpec, opts: RuntimePodOptions): V1Sec
   return {
     metadata: { name: names.secret, namespace: opts.namespace, ...runtimeMetadata(spec, opts.provider) },
     type: "Opaque",
-    stringData: { [TOKEN_KEY]: spec.commandToken },
+    stringData: { [TOKEN_KEY]: spec.commandToken, ...(spec.natsCreds ? { [NATS_CREDS_KEY]: spec.natsCreds } : {}) },
   };
 }
 
@@ -146,7 +147,7 @@ export function buildRuntimePod(spec: HostSpec, opts: RuntimePodOptions): V1Pod 
   ]);
   const base = Object.entries(opts.baseEnv ?? {}).filter(([k]) => !reserved.has(k));
   // Secret values are never literal in a Pod spec (anyone who can `get pods` reads those).
-  const notLiteral = new Set(["DROVER_COMMAND_TOKEN", "DROVER_BIND_HOST", "DROVER_SECRETS_JSON"]);
+  const notLiteral = new Set(["DROVER_COMMAND_TOKEN", "DROVER_BIND_HOST", "DROVER_SECRETS_JSON", "NATS_CREDS"]);
   const literal = Object.entries(identity).filter(([k]) => !notLiteral.has(k));
   const env: V1EnvVar[] = [
     ...[...base, ...literal].map(([name, value]) => ({ name, value })),
@@ -155,6 +156,9 @@ export function buildRuntimePod(spec: HostSpec, opts: RuntimePodOptions): V1Pod 
     { name: "DROVER_OPS_HOST", valueFrom: { fieldRef: { fieldPath: "status.podIP" } } },
     { name: "DROVER_POD_UID", valueFrom: { fieldRef: { fieldPath: "metadata.uid" } } },
     { name: "DROVER_COMMAND_TOKEN", valueFrom: { secretKeyRef: { name: names.secret, key: TOKEN_KEY } } },
+    ...(spec.natsCreds
+      ? [{ name: "NATS_CREDS", valueFrom: { secretKeyRef: { name: names.secret, key: NATS_CREDS_KEY } } }]
+      : []),
     // The tenant's secrets: its own Secret (key `secrets.json`, a JSON object of name → value).
     ...(spec.kubernetesSecret
       ? [

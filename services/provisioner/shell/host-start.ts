@@ -57,6 +57,7 @@ export async function driveHostStart(d: ProvisionerDeps, p: PlannedStart): Promi
     sizing: reg.sizing,
     commandToken: d.commandTokenFor(p.runtimeInstanceId),
     natsUrl: d.natsUrl,
+    ...(d.natsCredsFor ? { natsCreds: d.natsCredsFor(p.runtimeInstanceId) } : {}),
     ...(d.streamTag ? { streamTag: d.streamTag } : {}),
     ...(d.heartbeatMs ? { heartbeatMs: d.heartbeatMs } : {}),
     ...(d.llmBaseUrl ? { llmBaseUrl: d.llmBaseUrl } : {}),

@@ -29,6 +29,7 @@ export const RuntimeEnv = z.object({
   DROVER_MAX_WORKERS_PER_RUN: int(sizing.maxWorkersPerRun.minValue ?? 1, sizing.maxWorkersPerRun.maxValue ?? 256),
   DROVER_COMMAND_TOKEN: z.string().min(16, "the command token must be at least 16 characters").max(512),
   NATS_URL: z.string().regex(/^(nats|tls|wss?):\/\/\S+$/, "must be a nats:// (or tls://, ws://) URL"),
+  NATS_CREDS: z.string().max(600).optional(),
   DROVER_TRANSPORT: Transport,
   DROVER_BIND_HOST: z.string().min(1).default("127.0.0.1"),
   DROVER_PORT: int(0, 65_535),
@@ -78,6 +79,7 @@ export interface RuntimeConfig {
   readonly sizing: RuntimeSizing;
   readonly commandToken: string;
   readonly natsUrl: string;
+  readonly natsCreds?: string;
   readonly transport: Transport;
   readonly bindHost: string;
   readonly port: number;
@@ -125,6 +127,7 @@ export function parseRuntimeConfig(env: Readonly<Record<string, string | undefin
       },
       commandToken: e.DROVER_COMMAND_TOKEN,
       natsUrl: e.NATS_URL,
+      ...(e.NATS_CREDS ? { natsCreds: e.NATS_CREDS } : {}),
       transport: e.DROVER_TRANSPORT,
       bindHost: e.DROVER_BIND_HOST,
       port: e.DROVER_PORT,

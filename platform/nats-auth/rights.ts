@@ -1,0 +1,221 @@
+import type { StreamLayout } from "../../streams/index.ts";
+import { outputsBucketOf } from "../output-store.ts";
+
+/**
+ * Who may do what on NATS: one identity per party, each with only the publish/subscribe and
+ * JetStream API subjects its job needs (docs/nats-identities.md holds the same table in prose;
+ * `rights.unit.test.ts` checks the generated server configuration against it). Runtimes are not
+ * here: their rights are minted per RuntimeInstanceId by the auth callout (runtime-rights.ts).
+ */
+export const SERVICE_IDENTITIES = [
+  "setup",
+  "api",
+  "admission",
+  "capacity",
+  "provisioner",
+  "recovery",
+  "forensics",
+  "operator",
+] as const;
+export type ServiceIdentity = (typeof SERVICE_IDENTITIES)[number];
+/**
+ * `harness` exists only on the private servers tests start: it plays every party. `producer-<tenant>`
+ * is a trusted producer of one tenant (docs/producers.md): it may submit that tenant's runs, nothing else.
+ */
+export type Identity = ServiceIdentity | "harness" | `producer-${string}`;
+export const producerIdentity = (tenantId: string): Identity => `producer-${tenantId}`;
+
+export interface Rights {
+  readonly publish: { readonly allow: readonly string[]; readonly deny: readonly string[] };
+  readonly subscribe: { readonly allow: readonly string[]; readonly deny: readonly string[] };
+  /** May answer requests it received (control requests, auth callout). */
+  readonly allowResponses: boolean;
+}
+
+/** The subject and stream names one deployment's rights are written over. */
+export interface AuthScope {
+  readonly events: string;
+  readonly heartbeats: string;
+  readonly control: string;
+  readonly eventStream: string;
+  readonly heartbeatStream: string;
+  readonly deadLetterStream: string;
+  readonly outputs: string;
+  readonly outputsStream: string;
+}
+
+/** The durable consumers drover has; only setup creates, changes or deletes them. */
+export const SCALE_OUT_DURABLE = "provisioner-scaleout-requested";
+
+export function scopeOf(layout: StreamLayout): AuthScope {
+  const bucket = outputsBucketOf(layout);
+  return {
+    events: layout.eventPrefix,
+    heartbeats: layout.heartbeatPrefix,
+    control: `${layout.eventPrefix}-ctl`,
+    eventStream: layout.eventStream,
+    heartbeatStream: layout.heartbeatStream,
+    deadLetterStream: layout.deadLetterStream,
+    outputs: `$O.${bucket}`,
+    outputsStream: `OBJ_${bucket}`,
+  };
+}
+
+/**
+ * Every tagged layout at once (`<tag>.drover…`, streams `DROVER_<TAG>`): what a private test server,
+ * shared by many isolated tests, grants. Stream names cannot be partly wildcarded, so the stream
+ * token is `*` there; production configurations name their streams exactly.
+ */
+export const TAGGED_SCOPE: AuthScope = {
+  events: "*.drover",
+  heartbeats: "*.drover-hb",
+  control: "*.drover-ctl",
+  eventStream: "*",
+  heartbeatStream: "*",
+  deadLetterStream: "*",
+  outputs: "$O.*",
+  outputsStream: "*",
+};
+
+/** Subject of event `name` of aggregate `agg` for any tenant and id. */
+export const eventOf = (s: AuthScope, agg: string, name: string): string =>
+  agg === "runtime" ? `${s.events}.runtime.*.${name}` : `${s.events}.${agg}.*.*.${name}`;
+
+/** Read-only JetStream API on one stream: info, message and direct gets, ordered (ephemeral) consumers. */
+export const jsRead = (stream: string): string[] => [
+  `$JS.API.STREAM.INFO.${stream}`,
+  `$JS.API.STREAM.MSG.GET.${stream}`,
+  `$JS.API.DIRECT.GET.${stream}`,
+  `$JS.API.DIRECT.GET.${stream}.>`,
+  `$JS.API.CONSUMER.CREATE.${stream}.>`,
+  `$JS.API.CONSUMER.MSG.NEXT.${stream}.*`,
+  `$JS.API.CONSUMER.DELETE.${stream}.*`,
+  `$JS.API.CONSUMER.INFO.${stream}.*`,
+];
+
+/** No one but setup touches a durable consumer's definition, and only its owner pulls from it. */
+const durableDeny = (s: AuthScope, pulls: boolean): string[] => [
+  "$JS.API.CONSUMER.DURABLE.CREATE.>",
+  `$JS.API.CONSUMER.CREATE.${s.eventStream}.${SCALE_OUT_DURABLE}`,
+  `$JS.API.CONSUMER.CREATE.${s.eventStream}.${SCALE_OUT_DURABLE}.>`,
+  `$JS.API.CONSUMER.DELETE.${s.eventStream}.${SCALE_OUT_DURABLE}`,
+  ...(pulls ? [] : [`$JS.API.CONSUMER.MSG.NEXT.${s.eventStream}.${SCALE_OUT_DURABLE}`]),
+];
+
+/** The `terminated` advisory a follower publishes for a message it steps over (streams/skip.ts). */
+const skipAdvisory = (s: AuthScope): string => `$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.${s.eventStream}.*`;
+
+const events = (s: AuthScope, agg: string, names: readonly string[]): string[] => names.map((n) => eventOf(s, agg, n));
+
+/** What each service appends (by aggregate and event name). */
+export const WRITES: Readonly<Record<ServiceIdentity, Readonly<Record<string, readonly string[]>>>> = {
+  setup: {},
+  operator: {},
+  capacity: {},
+  forensics: {},
+  api: { run: ["submitted", "cancel-requested"] },
+  admission: {
+    run: [
+      "admitted",
+      "dispatched",
+      "dispatch-failed",
+      "rejected",
+      "queued-globally",
+      "scale-out-requested",
+      "replacement-selected",
+      "cancelled",
+    ],
+    scaleout: ["requested", "cancelled"],
+  },
+  provisioner: {
+    runtime: [
+      "registered",
+      "host-start-requested",
+      "host-started",
+      "host-start-failed",
+      "host-exited",
+      "readiness-layer-passed",
+      "endpoint-published",
+      "capacity-published",
+      "draining",
+      "retired",
+    ],
+    scaleout: ["observed", "fulfilled", "rejected", "expired", "cancelled"],
+  },
+  recovery: {
+    runtime: ["suspected", "fenced", "fence-failed", "recovery-planned"],
+    run: ["requeued-for-resume", "requeued-for-local-queued-recovery", "replacement-selected", "failed"],
+    exec: ["paused-for-recovery"],
+    forensics: ["*"],
+  },
+};
+
+const reads: Readonly<Record<ServiceIdentity, (s: AuthScope) => string[]>> = {
+  setup: () => [],
+  api: (s) => [...jsRead(s.eventStream), ...jsRead(s.heartbeatStream), ...jsRead(s.outputsStream)],
+  admission: (s) => jsRead(s.eventStream),
+  capacity: (s) => [...jsRead(s.eventStream), ...jsRead(s.heartbeatStream)],
+  provisioner: (s) => [...jsRead(s.eventStream), ...jsRead(s.heartbeatStream)],
+  recovery: (s) => [...jsRead(s.eventStream), ...jsRead(s.heartbeatStream)],
+  forensics: (s) => [...jsRead(s.eventStream), ...jsRead(s.outputsStream)],
+  operator: (s) => [
+    ...jsRead(s.eventStream),
+    ...jsRead(s.heartbeatStream),
+    ...jsRead(s.deadLetterStream),
+    ...jsRead(s.outputsStream),
+  ],
+};
+
+const appends = (s: AuthScope, id: ServiceIdentity): string[] =>
+  Object.entries(WRITES[id]).flatMap(([agg, names]) => events(s, agg, names));
+
+/** The rights of `id` over every scope in `scopes` (one for a deployment; default + tagged on a test server). */
+export function rightsOf(id: Identity, scopes: readonly AuthScope[]): Rights {
+  const inbox = `_INBOX_${id}.>`;
+  if (id === "harness")
+    return { publish: { allow: [">"], deny: [] }, subscribe: { allow: [">"], deny: [] }, allowResponses: true };
+  if (id === "setup")
+    return {
+      publish: { allow: ["$JS.API.>"], deny: [] },
+      subscribe: { allow: [inbox], deny: [] },
+      allowResponses: false,
+    };
+  if (id.startsWith("producer-")) {
+    const tenant = id.slice("producer-".length);
+    return {
+      publish: { allow: ["$JS.API.INFO", ...scopes.map((s) => `${s.events}.run.${tenant}.*.submitted`)], deny: [] },
+      subscribe: { allow: [inbox], deny: [] },
+      allowResponses: false,
+    };
+  }
+  const svc = id as ServiceIdentity;
+  const pub = new Set<string>(["$JS.API.INFO"]);
+  const deny = new Set<string>();
+  const sub = new Set<string>([inbox]);
+  let allowResponses = false;
+  for (const s of scopes) {
+    for (const x of [...reads[svc](s), ...appends(s, svc)]) pub.add(x);
+    for (const x of durableDeny(s, id === "provisioner")) deny.add(x);
+    if (id !== "operator") pub.add(skipAdvisory(s));
+    if (id === "provisioner") {
+      pub.add(`$JS.API.CONSUMER.INFO.${s.eventStream}.${SCALE_OUT_DURABLE}`);
+      pub.add(`$JS.API.CONSUMER.MSG.NEXT.${s.eventStream}.${SCALE_OUT_DURABLE}`);
+      pub.add(`$JS.ACK.${s.eventStream}.${SCALE_OUT_DURABLE}.>`);
+    }
+    if (id === "capacity" || id === "forensics") {
+      sub.add(`${s.control}.*.${id}.rebuild`);
+      allowResponses = true;
+    }
+    if (id === "operator") pub.add(`${s.control}.*.*.rebuild`);
+  }
+  if (id === "provisioner") {
+    // The auth callout for runtimes lives in the provisioner (callout.ts).
+    sub.add("$SYS.REQ.USER.AUTH");
+    allowResponses = true;
+  }
+  return {
+    publish: { allow: [...pub], deny: [...deny] },
+    subscribe: { allow: [...sub], deny: [] },
+    allowResponses,
+  };
+}

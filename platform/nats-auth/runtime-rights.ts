@@ -1,0 +1,55 @@
+import { createHmac } from "node:crypto";
+import { jsRead, SCALE_OUT_DURABLE, type AuthScope, type Rights } from "./rights.ts";
+
+/**
+ * The password of runtime `runtimeInstanceId` on layout `eventPrefix`: HMAC-SHA256 of the command
+ * secret over a label no command token is derived from (`nats-runtime:` cannot start a
+ * RuntimeInstanceId). The provisioner derives it when it starts the host; the auth callout
+ * (callout.ts) re-derives it, so nothing is stored or written to an event.
+ */
+export const runtimePasswordFor = (secret: string, eventPrefix: string, runtimeInstanceId: string): string =>
+  createHmac("sha256", secret).update(`nats-runtime:${eventPrefix}:${runtimeInstanceId}`).digest("hex");
+
+/** Tenants a runtime may write for: its owner, or every tenant (`*`) for a shared or group runtime. */
+export type RuntimeTenants = readonly string[];
+
+/**
+ * What one runtime may do: publish its own heartbeat; append the execution-journal events and the
+ * run's `started`/`completed`/`failed`/`cancelled` of the tenants that may use it; store outputs;
+ * read (stream info, gets, ordered consumers over its tenants' subjects). Nothing of `$JS.API`
+ * that creates, changes or deletes a stream or a durable consumer, no runtime lifecycle event, no
+ * `run.submitted`, no other runtime's heartbeat.
+ */
+export function runtimeRights(s: AuthScope, runtimeInstanceId: string, tenants: RuntimeTenants): Rights {
+  const pub = [
+    "$JS.API.INFO",
+    `${s.heartbeats}.${runtimeInstanceId}`,
+    `${s.outputs}.>`,
+    ...jsRead(s.outputsStream),
+    `$JS.API.STREAM.INFO.${s.eventStream}`,
+    `$JS.API.STREAM.INFO.${s.heartbeatStream}`,
+    `$JS.API.STREAM.INFO.${s.deadLetterStream}`,
+    `$JS.API.STREAM.MSG.GET.${s.eventStream}`,
+    `$JS.API.DIRECT.GET.${s.eventStream}`,
+    `$JS.API.CONSUMER.MSG.NEXT.${s.eventStream}.*`,
+    `$JS.API.CONSUMER.DELETE.${s.eventStream}.*`,
+  ];
+  for (const t of tenants) {
+    pub.push(`${s.events}.exec.${t}.*.*`);
+    for (const n of ["started", "completed", "failed", "cancelled"]) pub.push(`${s.events}.run.${t}.*.${n}`);
+    pub.push(`$JS.API.CONSUMER.CREATE.${s.eventStream}.*.${s.events}.exec.${t}.>`);
+    pub.push(`$JS.API.CONSUMER.CREATE.${s.eventStream}.*.${s.events}.run.${t}.>`);
+  }
+  return {
+    publish: {
+      allow: pub,
+      deny: [
+        "$JS.API.CONSUMER.DURABLE.CREATE.>",
+        `$JS.API.CONSUMER.DELETE.${s.eventStream}.${SCALE_OUT_DURABLE}`,
+        `$JS.API.CONSUMER.MSG.NEXT.${s.eventStream}.${SCALE_OUT_DURABLE}`,
+      ],
+    },
+    subscribe: { allow: [`_INBOX_${runtimeInstanceId}.>`], deny: [] },
+    allowResponses: false,
+  };
+}

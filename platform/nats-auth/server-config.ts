@@ -1,0 +1,55 @@
+import type { NatsKeys } from "./credentials.ts";
+import { rightsOf, SERVICE_IDENTITIES, type AuthScope, type Identity, type Rights } from "./rights.ts";
+
+/** The NATS account every drover party lives in. */
+export const DROVER_ACCOUNT = "DROVER";
+
+const permissions = (r: Rights) => ({
+  publish: { allow: r.publish.allow, ...(r.publish.deny.length ? { deny: r.publish.deny } : {}) },
+  subscribe: { allow: r.subscribe.allow },
+  ...(r.allowResponses ? { allow_responses: true } : {}),
+});
+
+/**
+ * The authorization part of a nats-server configuration (JSON is valid nats-server config syntax):
+ * one account, one nkey user per service identity with its rights, and the auth callout for
+ * everyone else (runtimes), answered by the provisioner and signed with the callout issuer key.
+ * No user without credentials exists, so a connection without them is refused.
+ */
+export function authConfig(keys: NatsKeys, scopes: readonly AuthScope[]): Record<string, unknown> {
+  const ids = (Object.keys(keys.publicKeys) as Identity[]).filter(
+    (id) => (SERVICE_IDENTITIES as readonly string[]).includes(id) || id === "harness" || id.startsWith("producer-"),
+  );
+  const users = ids.map((id) => ({ nkey: keys.publicKeys[id], permissions: permissions(rightsOf(id, scopes)) }));
+  return {
+    accounts: { [DROVER_ACCOUNT]: { jetstream: "enabled", users } },
+    authorization: {
+      auth_callout: {
+        issuer: keys.calloutIssuer,
+        auth_users: ids.map((id) => keys.publicKeys[id]),
+        account: DROVER_ACCOUNT,
+      },
+    },
+  };
+}
+
+/** A whole single-server configuration: listen address, JetStream store, and `authConfig`. */
+export function serverConfig(o: {
+  host: string;
+  port: number;
+  storeDir: string;
+  keys: NatsKeys;
+  scopes: readonly AuthScope[];
+  httpPort?: number;
+}): string {
+  return JSON.stringify(
+    {
+      listen: `${o.host}:${o.port}`,
+      ...(o.httpPort !== undefined ? { http: `${o.host}:${o.httpPort}` } : {}),
+      jetstream: { store_dir: o.storeDir },
+      ...authConfig(o.keys, o.scopes),
+    },
+    null,
+    2,
+  );
+}

@@ -1,0 +1,39 @@
+import { JetStreamApiError, type JetStreamManager } from "@nats-io/jetstream";
+import { Objm } from "@nats-io/obj";
+import {
+  ensureConsumer,
+  ensureStreams,
+  eventTypeFilter,
+  connectionOf,
+  type DurableConsumerSpec,
+  type StreamLayout,
+} from "../streams/index.ts";
+import { outputsBucketOf } from "./output-store.ts";
+import { SCALE_OUT_DURABLE } from "./nats-auth/rights.ts";
+
+/**
+ * The one shared durable consumer of `scaleout requested` (admission-and-capacity.md "Scale-out"):
+ * every provisioner replica pulls from it, so each request is handled by one replica at a time,
+ * and a replica that dies mid-request has its delivery redelivered to another after `ackWaitMs`.
+ */
+export const scaleOutConsumer = (layout: StreamLayout, ackWaitMs = 30_000): DurableConsumerSpec => ({
+  name: SCALE_OUT_DURABLE,
+  filter: eventTypeFilter(layout, "scaleout.requested"),
+  ackWaitMs,
+  maxDeliver: 10,
+});
+
+const NOT_FOUND = new Set([10014, 10059]);
+export const isNotFound = (e: unknown): boolean => e instanceof JetStreamApiError && NOT_FOUND.has(e.code);
+
+/**
+ * What only the `setup` identity may do (docs/nats-identities.md): create (or verify) drover's
+ * streams, the provisioner's durable consumer and the outputs Object Store bucket. `drover admin
+ * setup` runs it before the services start (`make run`, the manifests' setup Job, the test harness);
+ * services only check that what they use exists.
+ */
+export async function setupNats(jsm: JetStreamManager, layout: StreamLayout, ackWaitMs?: number): Promise<void> {
+  await ensureStreams(jsm, layout);
+  await ensureConsumer(jsm, layout, scaleOutConsumer(layout, ackWaitMs));
+  await new Objm(connectionOf(jsm)).create(outputsBucketOf(layout));
+}

@@ -1,0 +1,160 @@
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { TenantId } from "../../contracts/index.ts";
+import { standingFromLog, startRuntimeCallout } from "../../platform/nats-auth/callout.ts";
+import { credentialOf, type NatsKeys } from "../../platform/nats-auth/credentials.ts";
+import { producerIdentity, type Identity } from "../../platform/nats-auth/rights.ts";
+import { runtimePasswordFor } from "../../platform/nats-auth/runtime-rights.ts";
+import { serverKeysOf } from "../../platform/nats-auth/server-keys.ts";
+import { connectNats } from "../../platform/nats-connect.ts";
+import { setupNats } from "../../platform/nats-setup.ts";
+import { createEventStore, runtimeRef, type EventStore } from "../../streams/index.ts";
+import { uniqueName } from "../support/isolation.ts";
+import { event, freshStreams, type StreamsFixture } from "../support/streams.ts";
+
+const SECRET = "nats-auth-test-secret-0123456789abcdef";
+const url = () => inject("natsUrl");
+
+/** Resolves "refused" when the server refuses the request (permission violation or no route), else the reply. */
+async function attempt(nc: NatsConnection, subject: string, body = "{}"): Promise<string> {
+  try {
+    const m = await nc.request(subject, body, { timeout: 1500 });
+    return `answered: ${m.string().slice(0, 120)}`;
+  } catch (e) {
+    return /permission/i.test(String(e)) ? "refused" : `failed: ${String(e)}`;
+  }
+}
+
+describe("NATS identities against a real nats-server with authentication on (boundary: nats-server authorization + auth callout)", () => {
+  let keys: NatsKeys;
+  let f: StreamsFixture;
+  let store: EventStore;
+  let provisioner: NatsConnection;
+  const open: NatsConnection[] = [];
+  const as = async (id: Identity): Promise<NatsConnection> => {
+    const nc = await connectNats({ servers: url(), creds: credentialOf(keys, id) });
+    open.push(nc);
+    return nc;
+  };
+  const runtimeCreds = (id: string) => `${id}:${runtimePasswordFor(SECRET, f.layout.eventPrefix, id)}`;
+  const asRuntime = async (id: string): Promise<NatsConnection> => {
+    const nc = await connectNats({
+      servers: url(),
+      creds: runtimeCreds(id),
+      maxReconnectAttempts: 2,
+      reconnectTimeWait: 100,
+    });
+    open.push(nc);
+    return nc;
+  };
+  const register = async (id: string, tenantId: string) => {
+    const reg = event("runtime.registered");
+    const data = { ...reg.data, tenantId: TenantId.parse(tenantId) };
+    return store.append(runtimeRef(id), { ...reg, data }, { expectedSeq: 0 });
+  };
+
+  beforeAll(async () => {
+    keys = serverKeysOf(url())!;
+    f = await freshStreams(url(), "auth");
+    await setupNats(f.jsm, f.layout);
+    store = createEventStore(f.nc, f.layout);
+    provisioner = await as("provisioner");
+    const pjsm = await jetstreamManager(provisioner);
+    startRuntimeCallout({
+      nc: provisioner,
+      layout: f.layout,
+      secret: SECRET,
+      issuerSeed: keys.calloutSeed,
+      ttlMs: 2_000,
+      standing: standingFromLog(pjsm, f.layout),
+      now: Date.now,
+    });
+  });
+  afterAll(async () => {
+    for (const nc of open) await nc.close().catch(() => undefined);
+    await f.close();
+  });
+
+  it("refuses a connection without credentials, or with an unknown runtime password", async () => {
+    await expect(connectNats({ servers: url(), creds: "" })).rejects.toThrow(/Authorization Violation/);
+    await expect(
+      connectNats({ servers: url(), creds: `${uniqueName("rt")}:not-the-password`, maxReconnectAttempts: 0 }),
+    ).rejects.toThrow(/Authorization Violation|timeout/i);
+  });
+
+  it("gives each service only its own appends: api submits, only provisioner writes lifecycle, only recovery fences, only setup creates streams", async () => {
+    const p = f.layout.eventPrefix;
+    const api = await as("api");
+    const recovery = await as("recovery");
+    const admission = await as("admission");
+    const operator = await as("operator");
+    expect(await attempt(api, `${p}.run.acme.r1.submitted`)).toMatch(/^answered/);
+    expect(await attempt(admission, `${p}.run.acme.r1.submitted`)).toBe("refused");
+    expect(await attempt(api, `${p}.runtime.rt-x.fenced`)).toBe("refused");
+    expect(await attempt(provisioner, `${p}.runtime.rt-x.fenced`)).toBe("refused");
+    expect(await attempt(recovery, `${p}.runtime.rt-x.fenced`)).toMatch(/^answered/);
+    expect(await attempt(recovery, `${p}.runtime.rt-x.registered`)).toBe("refused");
+    expect(await attempt(provisioner, `${p}.runtime.rt-x.registered`)).toMatch(/^answered/);
+    expect(await attempt(operator, `${p}.run.acme.r1.submitted`)).toBe("refused");
+    for (const nc of [api, recovery, admission, operator, provisioner])
+      expect(await attempt(nc, `$JS.API.STREAM.CREATE.${f.layout.eventStream}`)).toBe("refused");
+    expect(
+      await attempt(admission, `$JS.API.CONSUMER.DELETE.${f.layout.eventStream}.provisioner-scaleout-requested`),
+    ).toBe("refused");
+  });
+
+  it("lets a runtime write its own heartbeat and its tenant's journal, and refuses everything else", async () => {
+    const p = f.layout.eventPrefix;
+    const rt = uniqueName("rt");
+    await register(rt, "acme");
+    const nc = await asRuntime(rt);
+    expect(await attempt(nc, `${f.layout.heartbeatPrefix}.${rt}`)).toMatch(/^answered/);
+    expect(await attempt(nc, `${p}.exec.acme.e1.step-completed`)).toMatch(/^answered/);
+    expect(await attempt(nc, `${p}.run.acme.r1.started`)).toMatch(/^answered/);
+    const refused = [
+      `${p}.run.acme.r1.submitted`,
+      `${p}.run.globex.r1.submitted`,
+      `${p}.runtime.${rt}.fenced`,
+      `${p}.runtime.${rt}.capacity-published`,
+      `${p}.runtime.${rt}.registered`,
+      `${f.layout.heartbeatPrefix}.${uniqueName("rt-other")}`,
+      `${p}.exec.globex.e1.step-completed`,
+      `${p}.run.globex.r1.started`,
+      `$JS.API.STREAM.CREATE.${f.layout.eventStream}`,
+      `$JS.API.STREAM.UPDATE.${f.layout.eventStream}`,
+      `$JS.API.STREAM.DELETE.${f.layout.eventStream}`,
+      `$JS.API.STREAM.PURGE.${f.layout.heartbeatStream}`,
+      `$JS.API.CONSUMER.DURABLE.CREATE.${f.layout.eventStream}.mine`,
+      `$JS.API.CONSUMER.CREATE.${f.layout.eventStream}.mine.${p}.run.globex.>`,
+      `$JS.API.CONSUMER.DELETE.${f.layout.eventStream}.provisioner-scaleout-requested`,
+      `$JS.API.CONSUMER.MSG.NEXT.${f.layout.eventStream}.provisioner-scaleout-requested`,
+    ];
+    for (const s of refused) expect([s, await attempt(nc, s)]).toEqual([s, "refused"]);
+  });
+
+  it("stops a runtime's credentials once it is fenced: refused at connect, and the live connection ends at expiry", async () => {
+    const rt = uniqueName("rt");
+    await register(rt, "acme");
+    const live = await asRuntime(rt);
+    const js = jetstream(live);
+    await js.publish(`${f.layout.heartbeatPrefix}.${rt}`, "{}");
+    const fence = event("runtime.fenced");
+    await store.append(runtimeRef(rt), fence, { expectedSeq: await store.lastSeq(runtimeRef(rt)) });
+    await expect(asRuntime(rt)).rejects.toThrow(/Authorization Violation|authorization/i);
+    // The minted user expires after 2 s; its reconnect asks the callout again, which refuses.
+    const closed = await Promise.race([
+      live.closed().then(() => "closed"),
+      new Promise((r) => setTimeout(() => r("open"), 15_000)),
+    ]);
+    expect(closed).toBe("closed");
+  });
+
+  it("lets a tenant-limited producer submit for its tenant and refuses another tenant", async () => {
+    const p = f.layout.eventPrefix;
+    const producer = await as(producerIdentity("acme"));
+    expect(await attempt(producer, `${p}.run.acme.r2.submitted`)).toMatch(/^answered/);
+    expect(await attempt(producer, `${p}.run.globex.r2.submitted`)).toBe("refused");
+    expect(await attempt(producer, `${p}.run.acme.r2.dispatched`)).toBe("refused");
+  });
+});
