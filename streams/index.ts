@@ -61,3 +61,4 @@ export {
 } from "./consumer-runner.ts";
 export { readDeadLetters, parseDeadLetter, type DeadLetter } from "./dead-letters.ts";
 export { skipRecorder, type Skip, type SkipRecorder } from "./skip.ts";
+export { storedHeartbeat } from "./heartbeat-message.ts";

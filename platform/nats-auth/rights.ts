@@ -87,6 +87,7 @@ export const jsRead = (stream: string): string[] => [
   `$JS.API.STREAM.MSG.GET.${stream}`,
   `$JS.API.DIRECT.GET.${stream}`,
   `$JS.API.DIRECT.GET.${stream}.>`,
+  `$JS.API.CONSUMER.CREATE.${stream}`,
   `$JS.API.CONSUMER.CREATE.${stream}.>`,
   `$JS.API.CONSUMER.MSG.NEXT.${stream}.*`,
   `$JS.API.CONSUMER.DELETE.${stream}.*`,

@@ -4,7 +4,7 @@ import { evolveCapacity, type CapacityInput, type RuntimeEvent } from "../../../
 import type { CapacityDescriptor } from "../../../aggregates/capacity/descriptor.ts";
 import type { CapacityViewStore } from "../../../platform/capacity-view.ts";
 import { follow, type Follower } from "../../../platform/follow.ts";
-import type { Skip, StreamLayout } from "../../../streams/index.ts";
+import { storedHeartbeat, type Skip, type StreamLayout } from "../../../streams/index.ts";
 
 export interface CapacityProjectionDeps {
   readonly js: JetStreamClient;
@@ -92,7 +92,8 @@ export async function startCapacityProjection(deps: CapacityProjectionDeps): Pro
   const onBeat = (m: JsMsg) => {
     let beat: Heartbeat;
     try {
-      beat = decodeJson(Heartbeat, m.data, "heartbeat", { seq: m.seq, subject: m.subject });
+      // The runtime from the subject, the time from the server (streams/heartbeat-message.ts).
+      beat = storedHeartbeat(deps.layout.heartbeatPrefix, m, Math.floor(m.info.timestampNanos / 1e6));
     } catch (e) {
       return skip(m, e, deps.layout.heartbeatStream);
     }

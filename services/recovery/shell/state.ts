@@ -1,15 +1,14 @@
 import type { JsMsg } from "@nats-io/jetstream";
 import {
   decodeEvent,
-  decodeJson,
   ForensicsId,
-  Heartbeat,
   RuntimeInstanceId,
   SharedRunId,
   TenantId,
   type DataOf,
   type DroverEvent,
 } from "../../../contracts/index.ts";
+import { storedHeartbeat } from "../../../streams/index.ts";
 import { evolveRun, initialRunState, type RunEvent, type RunState } from "../../../aggregates/run.ts";
 import { failureTime, type FailureBasis } from "../domain/incident-clock.ts";
 import { emptyRuntime, evolveRuntime, type RuntimeEvent, type RuntimeRecord } from "../domain/runtime-health.ts";
@@ -58,6 +57,8 @@ export class RecoveryState {
   constructor(
     private readonly prefix: string,
     private readonly onInvalid: (subject: string, seq: number, error: string) => void,
+    /** Heartbeat subject prefix; default: the event prefix's (`drover` → `drover-hb`). */
+    private readonly heartbeatPrefix = `${prefix}-hb`,
   ) {}
 
   onChange(fn: () => void): void {
@@ -87,19 +88,16 @@ export class RecoveryState {
   }
 
   /**
-   * Folds one heartbeat: its time is when the stream stored it (`storedAtMs`, the server's clock),
-   * never the writer's `at`; without it (a test's message), the writer's `at`.
+   * Folds one heartbeat: its runtime is the one its subject names and its time is when the stream
+   * stored it (`storedAtMs`, the server's clock), never the writer's `at` (streams/heartbeat-message.ts).
    */
-  applyBeat(m: Pick<JsMsg, "data" | "seq" | "subject">, storedAtMs?: number): void {
+  applyBeat(m: Pick<JsMsg, "data" | "seq" | "subject">, storedAtMs: number): void {
     try {
-      const hb = decodeJson(Heartbeat, m.data, "heartbeat", { seq: m.seq, subject: m.subject });
+      const hb = storedHeartbeat(this.heartbeatPrefix, m, storedAtMs);
       const rt = this.runtimes.get(hb.runtimeInstanceId);
       // Only beats of the current incarnation count as proof of life.
       if (rt?.host && rt.host.hostIncarnation !== hb.hostIncarnation) return;
-      this.lastBeatMs.set(
-        hb.runtimeInstanceId,
-        Math.max(this.lastBeatMs.get(hb.runtimeInstanceId) ?? 0, storedAtMs ?? Date.parse(hb.at)),
-      );
+      this.lastBeatMs.set(hb.runtimeInstanceId, Math.max(this.lastBeatMs.get(hb.runtimeInstanceId) ?? 0, storedAtMs));
     } catch (err) {
       this.onInvalid(m.subject, m.seq, String(err));
     }

@@ -1,0 +1,24 @@
+import { contractViolation, decodeJson, Heartbeat, isSubjectSafeId, RuntimeInstanceId } from "../contracts/index.ts";
+
+/**
+ * A stored heartbeat as the control plane may believe it. The runtime is the one its subject names
+ * (`<heartbeatPrefix>.<RuntimeInstanceId>`: only that runtime's credentials may publish there), and
+ * a payload naming another runtime is refused as forged. Its time is when JetStream stored it
+ * (`storedAtMs`, the server's clock), never the writer's `at`: a runtime cannot keep itself "fresh"
+ * with a future timestamp.
+ */
+export function storedHeartbeat(
+  heartbeatPrefix: string,
+  m: { readonly subject: string; readonly data: Uint8Array; readonly seq: number },
+  storedAtMs: number,
+): Heartbeat {
+  const id = m.subject.slice(heartbeatPrefix.length + 1);
+  if (!m.subject.startsWith(`${heartbeatPrefix}.`) || !isSubjectSafeId(id))
+    throw contractViolation("heartbeat", `subject ${m.subject} names no runtime`, { subject: m.subject });
+  const hb = decodeJson(Heartbeat, m.data, "heartbeat", { seq: m.seq, subject: m.subject });
+  if (hb.runtimeInstanceId !== id)
+    throw contractViolation("heartbeat", `payload names runtime ${hb.runtimeInstanceId}, its subject ${id}`, {
+      subject: m.subject,
+    });
+  return { ...hb, runtimeInstanceId: RuntimeInstanceId.parse(id), at: new Date(storedAtMs).toISOString() };
+}
