@@ -27,7 +27,14 @@ start() { # start NAME PORTVAR CMD...
 }
 
 mkdir -p "$RUN_DIR/nats" "$RUN_DIR/ferretdb/data" "$RUN_DIR/ferretdb/state"
-start nats NATS_PORT "$TOOLS_BIN/nats-server" -a 127.0.0.1 -p '{PORT}' -js -sd "$RUN_DIR/nats" --http_port 0
+# Authentication is on: keys and the configuration come from scripts/nats-auth.ts (docs/nats-identities.md).
+# The configuration names its port, so it is written once the port is known (NATS_PORT or a free one).
+AUTH_DIR="$RUN_DIR/nats-auth"
+if ! owned "$RUN_DIR/nats.pid"; then
+  NATS_PORT=${NATS_PORT:-$(free_port)}
+  (cd "$ROOT" && node --import tsx scripts/nats-auth.ts config "$AUTH_DIR" 127.0.0.1 "$NATS_PORT" "$RUN_DIR/nats")
+fi
+start nats NATS_PORT "$TOOLS_BIN/nats-server" -c "$AUTH_DIR/nats.conf"
 start ferretdb MONGO_PORT "$TOOLS_BIN/ferretdb" --handler=sqlite --sqlite-url="file:$RUN_DIR/ferretdb/data/" \
   --listen-addr='127.0.0.1:{PORT}' --state-dir="$RUN_DIR/ferretdb/state" --debug-addr=- --telemetry=disable --log-level=warn
 start redis REDIS_PORT redis-server --bind 127.0.0.1 --port '{PORT}' --save '' --appendonly no --protected-mode yes

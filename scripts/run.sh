@@ -41,6 +41,10 @@ export DROVER_CONFIG="${DROVER_CONFIG:-$ROOT/config/drover.local.json}"
 # Production never sets it (docs/security.md "Secrets and tokens").
 export DROVER_DEV="${DROVER_DEV:-1}"
 [[ $DROVER_DEV == 1 ]] && log "development mode (DROVER_DEV=1): development command secret and plaintext tokens accepted; never in production"
+# NATS: the setup identity makes the streams, the durable consumer and the outputs bucket; each
+# service then connects as itself (NATS_CREDS), the provisioner also answering the runtimes' auth callout.
+AUTH_DIR="$RUN_DIR/nats-auth"
+(cd "$ROOT" && node --import tsx scripts/nats-auth.ts setup "$AUTH_DIR")
 started=()
 for svc in "${ORDER[@]}"; do
   main="$ROOT/services/$svc/main.ts"
@@ -50,7 +54,9 @@ for svc in "${ORDER[@]}"; do
   # A port file left by an earlier run would name a port nobody listens on any more.
   rm -f "$SVC_DIR/$svc.port"
   # node --import tsx (not the tsx wrapper) so the pid is the service itself and signals reach it.
-  (cd "$ROOT" && exec setsid node --import tsx "$main" >"$SVC_DIR/$svc.log" 2>&1 </dev/null) &
+  creds=$(cd "$ROOT" && node --import tsx scripts/nats-auth.ts creds "$AUTH_DIR" "$svc")
+  seed=""; [[ $svc == provisioner ]] && seed=$(cd "$ROOT" && node --import tsx scripts/nats-auth.ts callout-seed "$AUTH_DIR")
+  (cd "$ROOT" && NATS_CREDS=$creds DROVER_NATS_CALLOUT_SEED=$seed exec setsid node --import tsx "$main" >"$SVC_DIR/$svc.log" 2>&1 </dev/null) &
   echo $! >"$pidfile"
   record_start "$pidfile"
   started+=("$svc")

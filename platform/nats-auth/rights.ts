@@ -196,6 +196,8 @@ export function rightsOf(id: Identity, scopes: readonly AuthScope[]): Rights {
   let allowResponses = false;
   for (const s of scopes) {
     for (const x of [...reads[svc](s), ...appends(s, svc)]) pub.add(x);
+    // Every service checks at start-up that drover's streams exist as defined (ensureStreams, /readyz).
+    for (const st of [s.eventStream, s.heartbeatStream, s.deadLetterStream]) pub.add(`$JS.API.STREAM.INFO.${st}`);
     for (const x of durableDeny(s, id === "provisioner")) deny.add(x);
     if (id !== "operator") pub.add(skipAdvisory(s));
     if (id === "provisioner") {

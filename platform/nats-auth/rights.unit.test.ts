@@ -1,0 +1,96 @@
+import { readFileSync } from "node:fs";
+import { resolve } from "node:path";
+import { describe, expect, it } from "vitest";
+import { DEFAULT_LAYOUT } from "../../streams/index.ts";
+import { generateKeys } from "./credentials.ts";
+import { eventOf, producerIdentity, scopeOf, SERVICE_IDENTITIES } from "./rights.ts";
+import { runtimeRights } from "./runtime-rights.ts";
+import { authConfig } from "./server-config.ts";
+
+const doc = readFileSync(resolve(import.meta.dirname, "../../docs/nats-identities.md"), "utf8");
+const table = doc.slice(doc.indexOf("<!-- identity-table:start -->"), doc.indexOf("<!-- identity-table:end -->"));
+const rows = new Map(
+  table
+    .split("\n")
+    .filter((l) => l.startsWith("| ") && !l.startsWith("| identity") && !l.startsWith("| ---"))
+    .map((l) => l.split("|").map((c) => c.trim()))
+    .map((c) => [c[1]!, { appends: c[2]!, reads: c[3]!, other: c[4]! }] as const),
+);
+const scope = scopeOf(DEFAULT_LAYOUT);
+const streamOf: Record<string, string> = {
+  DROVER: "DROVER",
+  HEARTBEATS: "HEARTBEATS",
+  DROVER_DLQ: "DROVER_DLQ",
+  outputs: scope.outputsStream,
+};
+const appendsOf = (cell: string): string[] =>
+  cell === "—"
+    ? []
+    : cell
+        .split(",")
+        .map((t) => t.trim().split(".") as [string, string])
+        .map(([a, n]) => eventOf(scope, a, n));
+
+type User = {
+  nkey: string;
+  permissions: { publish: { allow: string[]; deny?: string[] }; subscribe: { allow: string[] } };
+};
+
+describe("the generated nats-server configuration matches docs/nats-identities.md (pure: proves no transport)", () => {
+  const keys = generateKeys({ producers: ["acme"] });
+  const conf = authConfig(keys, [scope]) as { accounts: { DROVER: { users: User[] } } };
+  const userOf = (id: string): User => conf.accounts.DROVER.users.find((u) => u.nkey === keys.publicKeys[id as never])!;
+  const eventSubjects = (u: User) => u.permissions.publish.allow.filter((s) => s.startsWith(`${scope.events}.`)).sort();
+
+  it.each(SERVICE_IDENTITIES.filter((i) => i !== "setup"))(
+    "%s appends exactly its row's events and reads exactly its streams",
+    (id) => {
+      const row = rows.get(id)!;
+      expect(row, `docs row for ${id}`).toBeDefined();
+      const u = userOf(id);
+      expect(eventSubjects(u)).toEqual(appendsOf(row.appends).sort());
+      const read = row.reads === "—" ? [] : row.reads.split(",").map((r) => streamOf[r.trim()]!);
+      const infos = u.permissions.publish.allow
+        .filter((s) => s.startsWith("$JS.API.DIRECT.GET.") && !s.endsWith(".>"))
+        .map((s) => s.slice("$JS.API.DIRECT.GET.".length));
+      expect(infos.sort()).toEqual(read.sort());
+      expect(
+        u.permissions.publish.allow.some((s) => /^\$JS\.API\.(STREAM\.(CREATE|UPDATE|DELETE|PURGE)|>)/.test(s)),
+      ).toBe(false);
+      expect(u.permissions.publish.deny).toContain("$JS.API.CONSUMER.DURABLE.CREATE.>");
+    },
+  );
+
+  it("only setup manages streams and consumers", () => {
+    expect(rows.get("setup")!.other).toContain("$JS.API.>");
+    expect(userOf("setup").permissions.publish.allow).toEqual(["$JS.API.>"]);
+  });
+
+  it("a producer submits only its tenant's runs", () => {
+    expect(eventSubjects(userOf(producerIdentity("acme")))).toEqual([`${scope.events}.run.acme.*.submitted`]);
+  });
+
+  it("a runtime appends only its tenants' journal and run outcome and its own heartbeat, and manages nothing", () => {
+    const r = runtimeRights(scope, "rt-1", ["acme"]);
+    const events = r.publish.allow.filter((s) => s.startsWith(`${scope.events}.`)).sort();
+    expect(events).toEqual(
+      [
+        `${scope.events}.exec.acme.*.*`,
+        ...["started", "completed", "failed", "cancelled"].map((n) => `${scope.events}.run.acme.*.${n}`),
+      ].sort(),
+    );
+    expect(r.publish.allow.filter((s) => s.startsWith(`${scope.heartbeats}.`))).toEqual([`${scope.heartbeats}.rt-1`]);
+    expect(
+      r.publish.allow.some((s) => /^\$JS\.API\.(STREAM\.(CREATE|UPDATE|DELETE|PURGE)|CONSUMER\.DURABLE|>)/.test(s)),
+    ).toBe(false);
+    expect(r.publish.allow.filter((s) => s.startsWith("$JS.API.CONSUMER.CREATE.")).sort()).toEqual(
+      [
+        `$JS.API.CONSUMER.CREATE.${scope.eventStream}.*.${scope.events}.exec.acme.>`,
+        `$JS.API.CONSUMER.CREATE.${scope.eventStream}.*.${scope.events}.run.acme.>`,
+        `$JS.API.CONSUMER.CREATE.${scope.outputsStream}`,
+        `$JS.API.CONSUMER.CREATE.${scope.outputsStream}.>`,
+      ].sort(),
+    );
+    expect(rows.get("runtime &lt;id&gt;")!.appends).toContain("exec.*");
+  });
+});

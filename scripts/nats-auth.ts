@@ -1,0 +1,48 @@
+/**
+ * NATS authentication for `make run` (scripts/infra-up.sh, scripts/run.sh) and deployments:
+ *   nats-auth.ts config <dir> <host> <port> <storeDir>  keys (kept in <dir>/keys.json, made once) + <dir>/nats.conf
+ *   nats-auth.ts creds <dir> <identity>                  prints that identity's NATS_CREDS
+ *   nats-auth.ts callout-seed <dir>                      prints DROVER_NATS_CALLOUT_SEED (the provisioner's)
+ *   nats-auth.ts setup <dir>                             streams, durable consumer, outputs bucket (as `setup`)
+ * The configuration's rights are those of docs/nats-identities.md for the default layout, or for
+ * every tagged layout when DROVER_STREAM_TAG is set.
+ */
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { credentialOf, generateKeys, type NatsKeys } from "../platform/nats-auth/credentials.ts";
+import { scopeOf, TAGGED_SCOPE, type Identity } from "../platform/nats-auth/rights.ts";
+import { serverConfig } from "../platform/nats-auth/server-config.ts";
+import { connectNats } from "../platform/nats-connect.ts";
+import { setupNats } from "../platform/nats-setup.ts";
+import { DEFAULT_LAYOUT, taggedLayout } from "../streams/index.ts";
+
+const [cmd, dir, ...rest] = process.argv.slice(2);
+if (!cmd || !dir) {
+  process.stderr.write("usage: nats-auth.ts config|creds|callout-seed|setup <dir> ...\n");
+  process.exit(2);
+}
+const keysFile = join(dir, "keys.json");
+const keys = (): NatsKeys => JSON.parse(readFileSync(keysFile, "utf8")) as NatsKeys;
+const tag = process.env.DROVER_STREAM_TAG;
+const layout = tag ? taggedLayout(tag) : DEFAULT_LAYOUT;
+
+if (cmd === "config") {
+  const [host, port, storeDir] = rest;
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  if (!existsSync(keysFile)) writeFileSync(keysFile, JSON.stringify(generateKeys()), { mode: 0o600 });
+  const scopes = tag ? [TAGGED_SCOPE] : [scopeOf(DEFAULT_LAYOUT)];
+  const conf = serverConfig({ host: host!, port: Number(port), storeDir: storeDir!, keys: keys(), scopes });
+  writeFileSync(join(dir, "nats.conf"), conf, { mode: 0o600 });
+} else if (cmd === "creds") {
+  process.stdout.write(credentialOf(keys(), rest[0] as Identity));
+} else if (cmd === "callout-seed") {
+  process.stdout.write(keys().calloutSeed);
+} else if (cmd === "setup") {
+  const nc = await connectNats({ creds: credentialOf(keys(), "setup") });
+  await setupNats(await jetstreamManager(nc), layout);
+  await nc.close();
+} else {
+  process.stderr.write(`unknown command ${cmd}\n`);
+  process.exit(2);
+}
