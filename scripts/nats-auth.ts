@@ -4,6 +4,7 @@
  *   nats-auth.ts creds <dir> <identity>                  prints that identity's NATS_CREDS
  *   nats-auth.ts callout-seed <dir>                      prints DROVER_NATS_CALLOUT_SEED (the provisioner's)
  *   nats-auth.ts setup <dir>                             streams, durable consumer, outputs bucket (as `setup`)
+ *   nats-auth.ts k8s-secret <dir>                        prints the Secret drover-nats k8s/drover/30-services.yaml reads
  * The configuration's rights are those of docs/nats-identities.md for the default layout, or for
  * every tagged layout when DROVER_STREAM_TAG is set.
  */
@@ -42,6 +43,27 @@ if (cmd === "config") {
   const nc = await connectNats({ creds: credentialOf(keys(), "setup") });
   await setupNats(await jetstreamManager(nc), layout);
   await nc.close();
+} else if (cmd === "k8s-secret") {
+  const k = keys();
+  const data = Object.fromEntries([
+    ...(["api", "admission", "capacity", "provisioner", "recovery", "forensics", "setup", "operator"] as const).map(
+      (id) => [id, credentialOf(k, id)],
+    ),
+    ["callout-seed", k.calloutSeed],
+  ]);
+  process.stdout.write(
+    JSON.stringify(
+      {
+        apiVersion: "v1",
+        kind: "Secret",
+        metadata: { name: "drover-nats", namespace: "drover-system" },
+        type: "Opaque",
+        stringData: data,
+      },
+      null,
+      2,
+    ) + "\n",
+  );
 } else {
   process.stderr.write(`unknown command ${cmd}\n`);
   process.exit(2);

@@ -1,6 +1,9 @@
 import type { NatsKeys } from "./credentials.ts";
 import { rightsOf, SERVICE_IDENTITIES, type AuthScope, type Identity, type Rights } from "./rights.ts";
 
+/** Seconds nats-server waits for a connection's authentication, the auth callout's answer included. */
+export const AUTH_TIMEOUT_S = 10;
+
 /** The NATS account every drover party lives in. */
 export const DROVER_ACCOUNT = "DROVER";
 
@@ -24,6 +27,9 @@ export function authConfig(keys: NatsKeys, scopes: readonly AuthScope[]): Record
   return {
     accounts: { [DROVER_ACCOUNT]: { jetstream: "enabled", users } },
     authorization: {
+      // Seconds a connection may take to authenticate; the default (2 s) is too short for a
+      // callout answered by a busy provisioner: the proof on a loaded machine had runtimes refused.
+      timeout: AUTH_TIMEOUT_S,
       auth_callout: {
         issuer: keys.calloutIssuer,
         auth_users: ids.map((id) => keys.publicKeys[id]),

@@ -197,4 +197,30 @@ describe("capacity projection (real nats-server and Redis)", () => {
     expect(letters.find((d) => d.streamSeq === bad[0]!.seq)!.reason).toMatch(/^skipped: .*not JSON/);
     await projection.stop();
   });
+
+  it("a forged heartbeat (another runtime's id in its payload, a future timestamp, a huge beat) cannot touch another runtime's view nor push its own freshness: the runtime comes from the subject, the time from JetStream", async () => {
+    await readyWithBeat(["rt-cap-f", "rt-cap-g"]);
+    const { live, projection } = await startLive();
+    await eventually("both beats folded", async () =>
+      (await live.get("rt-cap-f"))?.beats[ids.host] && (await live.get("rt-cap-g"))?.beats[ids.host] ? true : undefined,
+    );
+    const future = new Date(Date.now() + 365 * 86_400_000);
+    // On f's subject (what f's credentials allow): a payload naming g, far in the future, with a huge beat.
+    const forged = await js.publish(heartbeatSubject(layout, "rt-cap-f"), beat("rt-cap-g", 1e12, future));
+    // On f's own subject naming f: a future `at` and a huge beat (f can only harm itself).
+    const own = await js.publish(heartbeatSubject(layout, "rt-cap-f"), beat("rt-cap-f", 1e12, future));
+    const stored = await (await jetstreamManager(nc)).streams.getMessage(layout.heartbeatStream, { seq: own.seq });
+    await eventually("f's own beat folded", async () =>
+      (await live.get("rt-cap-f"))?.beats[ids.host]?.beat === 1e12 ? true : undefined,
+    );
+    const g = (await live.get("rt-cap-g"))!;
+    expect(forged.seq).toBeLessThan(own.seq);
+    expect(g.beats[ids.host]?.beat).toBe(1);
+    const f = (await live.get("rt-cap-f"))!;
+    // Its time is when the server stored it, never the writer's future `at`.
+    expect(f.beats[ids.host]?.at).toBe(stored!.time.toISOString());
+    // So staleness (routability's `now - at`) counts from the server's clock: the future `at` bought nothing.
+    expect(Date.parse(f.beats[ids.host]!.at)).toBeLessThanOrEqual(Date.now());
+    await projection.stop();
+  });
 });

@@ -1,5 +1,5 @@
 import type { JetStreamClient, JsMsg } from "@nats-io/jetstream";
-import { decodeEvent, decodeJson, Heartbeat, RuntimeInstanceId } from "../../../contracts/index.ts";
+import { decodeEvent, RuntimeInstanceId, type Heartbeat } from "../../../contracts/index.ts";
 import { evolveCapacity, type CapacityInput, type RuntimeEvent } from "../../../aggregates/capacity/fold.ts";
 import type { CapacityDescriptor } from "../../../aggregates/capacity/descriptor.ts";
 import type { CapacityViewStore } from "../../../platform/capacity-view.ts";
