@@ -31,7 +31,9 @@ const layout = tag ? taggedLayout(tag) : DEFAULT_LAYOUT;
 if (cmd === "config") {
   const [host, port, storeDir] = rest;
   mkdirSync(dir, { recursive: true, mode: 0o700 });
-  if (!existsSync(keysFile)) writeFileSync(keysFile, JSON.stringify(generateKeys()), { mode: 0o600 });
+  // DROVER_NATS_PRODUCERS=acme,globex adds a tenant-limited producer identity per tenant (docs/producers.md).
+  const producers = (process.env.DROVER_NATS_PRODUCERS ?? "").split(",").filter((t) => t !== "");
+  if (!existsSync(keysFile)) writeFileSync(keysFile, JSON.stringify(generateKeys({ producers })), { mode: 0o600 });
   const scopes = tag ? [TAGGED_SCOPE] : [scopeOf(DEFAULT_LAYOUT)];
   const conf = serverConfig({ host: host!, port: Number(port), storeDir: storeDir!, keys: keys(), scopes });
   writeFileSync(join(dir, "nats.conf"), conf, { mode: 0o600 });
