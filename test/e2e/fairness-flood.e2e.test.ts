@@ -1,4 +1,4 @@
-import { connect } from "@nats-io/transport-node";
+import { connectHarness } from "../../platform/nats-auth/server-keys.ts";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { apiClient } from "../../platform/api-client.ts";
@@ -107,7 +107,7 @@ describe("one tenant floods submissions up to its limits; another's runs are sti
     for (const id of underFlood) await done(steady, id);
     for (const id of floodIds) await done(flood, id);
 
-    const nc = await connect({ servers: inject("natsUrl") });
+    const nc = await connectHarness({ servers: inject("natsUrl") });
     const log: StoredEvent[] = [];
     await createEventStore(nc, cp.layout).replay({ seq: 1 }, (e) => void log.push(e));
     await nc.close();

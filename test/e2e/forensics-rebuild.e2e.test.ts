@@ -1,7 +1,8 @@
 import { execFile } from "node:child_process";
 import { readFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { type NatsConnection } from "@nats-io/transport-node";
+import { connectHarness } from "../../platform/nats-auth/server-keys.ts";
 import type { Db, MongoClient } from "mongodb";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { CHECKPOINT_COLLECTION, READ_MODEL_COLLECTIONS } from "../../contracts/read-models.ts";
@@ -39,7 +40,7 @@ describe("drover admin forensics-rebuild → forensics service over NATS (real p
       services: ["forensics"],
       config: { controlPlaneId: CP, tenants: [{ tenantId: "acme", isolationMode: "shared" }] },
     });
-    nc = await connect({ servers: inject("natsUrl") });
+    nc = await connectHarness({ servers: inject("natsUrl") });
     mongo = readModelClient(inject("mongoUrl"));
     db = mongo.db(readModelDbName(cp.env, CP));
     await eventually(

@@ -1,7 +1,8 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { type NatsConnection } from "@nats-io/transport-node";
+import { connectHarness } from "../../platform/nats-auth/server-keys.ts";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { DroverEvent } from "../../contracts/index.ts";
@@ -79,7 +80,7 @@ describe("garbage on every consumed subject class while runs flow (all services 
         tokens: { [TOKEN]: { role: "tenant", tenantId: TENANT }, [OPS_TOKEN]: { role: "operator", name: "ops" } },
       },
     });
-    nc = await connect({ servers: inject("natsUrl") });
+    nc = await connectHarness({ servers: inject("natsUrl") });
   }, 240_000);
   afterAll(async () => {
     await nc?.close();
