@@ -2,7 +2,8 @@ import { execFile } from "node:child_process";
 import { readFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { type NatsConnection } from "@nats-io/transport-node";
-import { connectHarness } from "../../platform/nats-auth/server-keys.ts";
+import { connectHarness, serverKeysOf } from "../../platform/nats-auth/server-keys.ts";
+import { credentialOf } from "../../platform/nats-auth/credentials.ts";
 import type { Db, MongoClient } from "mongodb";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { CHECKPOINT_COLLECTION, READ_MODEL_COLLECTIONS } from "../../contracts/read-models.ts";
@@ -62,7 +63,13 @@ describe("drover admin forensics-rebuild → forensics service over NATS (real p
   });
 
   function drover(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-    const env = { ...process.env, NATS_URL: "nats://127.0.0.1:1", DROVER_STREAM_TAG: cp.streamTag };
+    // The CLI connects as the read-only operator identity, which may send rebuild requests.
+    const env = {
+      ...process.env,
+      NATS_URL: "nats://127.0.0.1:1",
+      NATS_CREDS: credentialOf(serverKeysOf(inject("natsUrl"))!, "operator"),
+      DROVER_STREAM_TAG: cp.streamTag,
+    };
     return new Promise((ok) => {
       execFile(
         process.execPath,
