@@ -177,8 +177,12 @@ describe("capacity projection (real nats-server and Redis)", () => {
       ),
     ];
     await readyWithBeat(["rt-cap-p"]);
+    // Events and heartbeats are two followers: the beat may be folded before `capacity-published`, so
+    // wait for both (the test fails on the timeout if either never folds).
     const folded = await eventually("rt-cap-p folded after the garbage", async () =>
-      (await live.all()).find((d) => d.runtimeInstanceId === "rt-cap-p" && d.beats[ids.host]?.beat === 1),
+      (await live.all()).find(
+        (d) => d.runtimeInstanceId === "rt-cap-p" && d.beats[ids.host]?.beat === 1 && d.status === "ready",
+      ),
     );
     expect(folded.status).toBe("ready");
     expect(onSkip.count).toBe(4);

@@ -3,6 +3,8 @@ import { resolve } from "node:path";
 import { jetstream } from "@nats-io/jetstream";
 import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
 import { encodeEvent } from "../../contracts/index.ts";
+import { credentialOf } from "../../platform/nats-auth/credentials.ts";
+import { serverKeysOf } from "../../platform/nats-auth/server-keys.ts";
 import { recordedLog } from "../support/recorded-logs.ts";
 import { freshStreams, type StreamsFixture } from "../support/streams.ts";
 
@@ -36,6 +38,8 @@ describe("drover replay over a real stream (child process)", () => {
     const env = {
       ...process.env,
       NATS_URL: inject("natsUrl"),
+      // The CLI connects as the read-only operator identity (authentication is on).
+      NATS_CREDS: credentialOf(serverKeysOf(inject("natsUrl"))!, "operator"),
       DROVER_STREAM_TAG: fx.layout.eventPrefix.replace(/\.drover$/, ""),
     };
     return new Promise((ok) => {

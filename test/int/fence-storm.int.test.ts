@@ -1,22 +1,14 @@
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";
 import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
 import { pino } from "pino";
 import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
 import { DroverConfig, type DroverEvent } from "../../contracts/index.ts";
-import { randomIds, systemClock, type EnvelopeContext } from "../../platform/envelope.ts";
 import { createProcessStrategy } from "../../platform/hosts/process-strategy.ts";
 import type { HostStrategy } from "../../platform/hosts/types.ts";
-import { processIncarnation } from "../../platform/process-incarnation.ts";
 import { RecoveryState, startRecovery, type RecoveryService } from "../../services/recovery/index.ts";
-import {
-  createEventStore,
-  heartbeatSubject,
-  runtimeRef,
-  type EventStore,
-  type StoredEvent,
-} from "../../streams/index.ts";
-import { looseEvent } from "../support/loose-event.ts";
+import { createEventStore, heartbeatSubject, type EventStore, type StoredEvent } from "../../streams/index.ts";
+import { heartbeatJson, readyProcessRuntime, startSleepHost, writer } from "../support/recovery-fixture.ts";
 import { eventually, freshStreams, type StreamsFixture } from "../support/streams.ts";
 
 /**
@@ -37,9 +29,6 @@ const config = DroverConfig.parse({
   fenceDeadlineMs: 10_000,
   maxStaleSuspicionShare: SHARE,
 });
-const ctx: EnvelopeContext = { writer: { service: "test", instanceId: "test-1" }, clock: systemClock, ids: randomIds };
-const mk = (type: DroverEvent["type"], data: unknown) =>
-  looseEvent(ctx, type, data, { correlationId: "c", causationId: "t" });
 
 /** The process strategy with every kill held back `ms` first: the fence is real, only slower. */
 function slowKills(real: HostStrategy, ms: number): HostStrategy {
@@ -66,36 +55,14 @@ describe("fence-storm cap: a silent fleet is fenced a bounded share at a time (r
     fx = await freshStreams(inject("natsUrl"), "storm");
     js = jetstream(fx.nc);
     store = createEventStore(fx.nc, fx.layout);
-    hosts = Array.from({ length: N }, () => spawn("sleep", ["600"], { stdio: "ignore" }));
+    hosts = [];
     held.length = 0;
-    for (const [i, h] of hosts.entries()) {
+    for (let i = 0; i < N; i++) {
+      const h = await startSleepHost(hosts);
       const rt = `rt-${i}`;
-      const inc = await eventually(`${rt} incarnation`, async () => {
-        try {
-          return processIncarnation(h.pid!);
-        } catch {
-          return undefined;
-        }
-      });
-      incs.set(rt, inc);
-      await store.appendAll(
-        runtimeRef(rt),
-        [
-          mk("runtime.registered", {
-            controlPlaneId: CP,
-            tenantId: "t-storm",
-            isolationMode: "dedicated",
-            allowSharedFallback: false,
-            pool: "default",
-            hostProvider: "process",
-            transport: "http",
-            sizing: { workers: 1, maxConcurrentRuns: 1, localQueueCapacity: 2, maxWorkersPerRun: 1 },
-            requiredLayers: ["resource", "host", "endpoint", "command"],
-          }),
-          mk("runtime.host-started", { hostIncarnation: inc, pid: h.pid, convergence: "created" }),
-          mk("runtime.capacity-published", { hostIncarnation: inc }),
-        ],
-        { expectedSeq: 0 },
+      incs.set(
+        rt,
+        await readyProcessRuntime(store, { controlPlaneId: CP, rt, pid: h.pid!, tenantId: "t-storm", endpoint: false }),
       );
     }
     let beat = 0;
@@ -103,24 +70,7 @@ describe("fence-storm cap: a silent fleet is fenced a bounded share at a time (r
     const publish = async () => {
       beat += 1;
       for (const rt of beating)
-        await js.publish(
-          heartbeatSubject(fx.layout, rt),
-          JSON.stringify({
-            type: "heartbeat",
-            runtimeInstanceId: rt,
-            hostIncarnation: incs.get(rt),
-            beat,
-            at: new Date().toISOString(),
-            workers: 1,
-            activeWorkers: 0,
-            availableWorkers: 1,
-            queuedRuns: 0,
-            runningRuns: 0,
-            availableSlots: 3,
-            paused: false,
-            draining: false,
-          }),
-        );
+        await js.publish(heartbeatSubject(fx.layout, rt), heartbeatJson(rt, incs.get(rt)!, beat));
     };
     await publish();
     beater = setInterval(() => void publish().catch(() => undefined), 100);
@@ -130,7 +80,7 @@ describe("fence-storm cap: a silent fleet is fenced a bounded share at a time (r
       layout: fx.layout,
       store,
       state: new RecoveryState(fx.layout.eventPrefix, () => undefined),
-      env: { ...ctx, writer: { service: "recovery", instanceId: "recovery-1" } },
+      env: { ...writer("test"), writer: { service: "recovery", instanceId: "recovery-1" } },
       hosts: () => slowKills(createProcessStrategy(), 2_000),
       sha256: (x) => createHash("sha256").update(x).digest("hex"),
       log: pino({ level: "silent" }),

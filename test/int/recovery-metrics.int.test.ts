@@ -1,13 +1,11 @@
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";
 import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
 import { pino } from "pino";
 import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
 import { DroverConfig, staleHeartbeatMsOf, type DroverEvent } from "../../contracts/index.ts";
-import { randomIds, systemClock, type EnvelopeContext } from "../../platform/envelope.ts";
 import { createProcessStrategy } from "../../platform/hosts/process-strategy.ts";
 import { startOpsServer, type OpsServer } from "../../platform/ops-server.ts";
-import { processIncarnation } from "../../platform/process-incarnation.ts";
 import { RecoveryState, registerRecoveryMetrics, startRecovery } from "../../services/recovery/index.ts";
 import type { RecoveryService } from "../../services/recovery/index.ts";
 import {
@@ -19,7 +17,7 @@ import {
   type EventStore,
 } from "../../streams/index.ts";
 import { exampleDag } from "../support/example-events.ts";
-import { looseEvent } from "../support/loose-event.ts";
+import { heartbeatJson, mkEvent, readyProcessRuntime, startSleepHost, writer } from "../support/recovery-fixture.ts";
 import { sample, scrape } from "../support/scrape.ts";
 import { eventually, freshStreams, type StreamsFixture } from "../support/streams.ts";
 
@@ -31,13 +29,8 @@ import { eventually, freshStreams, type StreamsFixture } from "../support/stream
  */
 const CP = "cp-recm";
 const config = DroverConfig.parse({ controlPlaneId: CP, heartbeatIntervalMs: 200, fenceDeadlineMs: 5000 });
-const ctx = (service: "test" | "runtime" | "admission"): EnvelopeContext => ({
-  writer: { service, instanceId: `${service}-1` },
-  clock: systemClock,
-  ids: randomIds,
-});
-const mk = (c: EnvelopeContext, type: DroverEvent["type"], data: unknown, tenantId?: string) =>
-  looseEvent(c, type, data, { ...(tenantId ? { tenantId } : {}), correlationId: "c", causationId: "t" });
+const ctx = writer;
+const mk = mkEvent;
 const FENCED = "drover_recovery_failure_to_fenced_seconds";
 const RESUMED = "drover_recovery_failure_to_resumed_seconds";
 
@@ -65,18 +58,7 @@ describe("recovery metrics on /metrics (real NATS, real host processes, scraped 
     await fx.close();
   });
 
-  async function startHost(): Promise<ChildProcess> {
-    const h = spawn("sleep", ["600"], { stdio: "ignore" });
-    hosts.push(h);
-    await eventually("host running", async () => {
-      try {
-        return processIncarnation(h.pid!);
-      } catch {
-        return undefined;
-      }
-    });
-    return h;
-  }
+  const startHost = () => startSleepHost(hosts);
 
   async function startRecoveryWithMetrics(): Promise<void> {
     const state = new RecoveryState(fx.layout.eventPrefix, () => undefined);
@@ -96,35 +78,8 @@ describe("recovery metrics on /metrics (real NATS, real host processes, scraped 
     registerRecoveryMetrics(ops.registry, state, CP);
   }
 
-  async function readyRuntime(rt: string, pid: number, tenantId: string): Promise<string> {
-    const inc = processIncarnation(pid);
-    await store.appendAll(
-      runtimeRef(rt),
-      [
-        mk(ctx("test"), "runtime.registered", {
-          controlPlaneId: CP,
-          tenantId,
-          isolationMode: "dedicated",
-          allowSharedFallback: false,
-          pool: "default",
-          hostProvider: "process",
-          transport: "http",
-          sizing: { workers: 1, maxConcurrentRuns: 1, localQueueCapacity: 2, maxWorkersPerRun: 1 },
-          requiredLayers: ["resource", "host", "endpoint", "command"],
-        }),
-        mk(ctx("test"), "runtime.host-started", { hostIncarnation: inc, pid, convergence: "created" }),
-        mk(ctx("test"), "runtime.endpoint-published", {
-          endpoint: "http://127.0.0.1:1",
-          aliases: [],
-          routingHeader: "x-drover-runtime-instance-id",
-          hostIncarnation: inc,
-        }),
-        mk(ctx("test"), "runtime.capacity-published", { hostIncarnation: inc }),
-      ],
-      { expectedSeq: 0 },
-    );
-    return inc;
-  }
+  const readyRuntime = (rt: string, pid: number, tenantId: string) =>
+    readyProcessRuntime(store, { controlPlaneId: CP, rt, pid, tenantId });
 
   /** A started run of `tenant` on `rt` with three durable steps done. */
   async function runningRun(tenant: string, id: string, rt: string, inc: string): Promise<void> {
@@ -239,24 +194,7 @@ describe("recovery metrics on /metrics (real NATS, real host processes, scraped 
   it("a silent runtime: failure → fenced timed from its last heartbeat, so at least the staleness bound", async () => {
     const host = await startHost();
     const inc = await readyRuntime("rt-silent", host.pid!, "t-x");
-    await js.publish(
-      heartbeatSubject(fx.layout, "rt-silent"),
-      JSON.stringify({
-        type: "heartbeat",
-        runtimeInstanceId: "rt-silent",
-        hostIncarnation: inc,
-        beat: 1,
-        at: new Date().toISOString(),
-        workers: 1,
-        activeWorkers: 0,
-        availableWorkers: 1,
-        queuedRuns: 0,
-        runningRuns: 0,
-        availableSlots: 3,
-        paused: false,
-        draining: false,
-      }),
-    );
+    await js.publish(heartbeatSubject(fx.layout, "rt-silent"), heartbeatJson("rt-silent", inc, 1));
     await startRecoveryWithMetrics();
     await reaches(`${FENCED}_count`, { basis: "last-heartbeat" }, 1);
     expect(await metric(`${FENCED}_sum`, { basis: "last-heartbeat" })).toBeGreaterThanOrEqual(
