@@ -5,6 +5,11 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { DroverEvent } from "../../contracts/index.ts";
 import { createProcessStrategy } from "../../platform/hosts/process-strategy.ts";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { credentialOf } from "../../platform/nats-auth/credentials.ts";
+import { connectNats } from "../../platform/nats-connect.ts";
+import { setupNats } from "../../platform/nats-setup.ts";
+import { serverKeysOf } from "../../platform/nats-auth/server-keys.ts";
 import { incarnationState, parseProcessIncarnation } from "../../platform/hosts/proc-table.ts";
 import { processGroupsWithEnv, RUNTIME_LOGS } from "../support/host-processes.ts";
 import { uniqueName } from "../support/isolation.ts";
@@ -20,6 +25,13 @@ const provisioners: ChildProcess[] = [];
 
 beforeAll(async () => {
   f = await provisionerFixture(inject("natsUrl"));
+  // The provisioner processes may not create the durable consumer: the setup identity does, as in make run.
+  const setup = await connectNats({
+    servers: inject("natsUrl"),
+    creds: credentialOf(serverKeysOf(inject("natsUrl"))!, "setup"),
+  });
+  await setupNats(await jetstreamManager(setup), f.streams.layout, 3000);
+  await setup.close();
   configPath = join(mkdtempSync(join(tmpdir(), "drover-prov-")), "drover.json");
   writeFileSync(
     configPath,
@@ -40,12 +52,16 @@ afterAll(async () => {
 const started = new Set<string>();
 
 function startProvisioner(): ChildProcess {
+  const keys = serverKeysOf(inject("natsUrl"))!;
   const child = spawn(process.execPath, ["--import", "tsx", "services/provisioner/main.ts"], {
     env: {
       PATH: process.env.PATH ?? "",
       HOME: process.env.HOME ?? "/tmp",
       DROVER_CONFIG: configPath,
       NATS_URL: inject("natsUrl"),
+      // Its own identity, and the callout key it answers runtimes' connections with (authentication is on).
+      NATS_CREDS: credentialOf(keys, "provisioner"),
+      DROVER_NATS_CALLOUT_SEED: keys.calloutSeed,
       DROVER_STREAM_TAG: f.streamTag,
       DROVER_SCALEOUT_ACK_WAIT_MS: "3000",
       DROVER_COMMAND_SECRET: TEST_COMMAND_SECRET,
