@@ -3,7 +3,8 @@ import { readFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { jetstream } from "@nats-io/jetstream";
 import { type NatsConnection } from "@nats-io/transport-node";
-import { connectHarness } from "../../platform/nats-auth/server-keys.ts";
+import { credentialOf } from "../../platform/nats-auth/credentials.ts";
+import { connectHarness, serverKeysOf } from "../../platform/nats-auth/server-keys.ts";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { CapacityDescriptor } from "../../aggregates/capacity/descriptor.ts";
@@ -59,7 +60,14 @@ describe("drover capacity-rebuild → capacity service over NATS (real processes
     args: string[],
     env: Record<string, string> = {},
   ): Promise<{ code: number; stdout: string; stderr: string }> {
-    const childEnv = { ...process.env, NATS_URL: "nats://127.0.0.1:1", DROVER_STREAM_TAG: cp.streamTag, ...env };
+    const childEnv = {
+      ...process.env,
+      NATS_URL: "nats://127.0.0.1:1",
+      // The CLI connects as the operator identity, which may send rebuild requests (authentication is on).
+      NATS_CREDS: credentialOf(serverKeysOf(inject("natsUrl"))!, "operator"),
+      DROVER_STREAM_TAG: cp.streamTag,
+      ...env,
+    };
     return new Promise((ok) => {
       execFile(
         process.execPath,
