@@ -4,8 +4,7 @@ import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
 import { pino } from "pino";
 import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
 import { DroverConfig, type DroverEvent } from "../../contracts/index.ts";
-import { randomIds, systemClock, type EnvelopeContext } from "../../platform/envelope.ts";
-import { looseEvent } from "../support/loose-event.ts";
+import { heartbeatJson, mkEvent, readyProcessRuntime, writer } from "../support/recovery-fixture.ts";
 
 import { createProcessStrategy } from "../../platform/hosts/process-strategy.ts";
 import { processIncarnation } from "../../platform/process-incarnation.ts";
@@ -28,11 +27,8 @@ import { eventually, freshStreams, type StreamsFixture } from "../support/stream
  */
 const CP = "cp-rec";
 const config = DroverConfig.parse({ controlPlaneId: CP, heartbeatIntervalMs: 200, fenceDeadlineMs: 5000 });
-const ctx = (service: "test" | "runtime" | "admission"): EnvelopeContext => ({
-  writer: { service, instanceId: `${service}-1` },
-  clock: systemClock,
-  ids: randomIds,
-});
+const ctx = writer;
+const mk = mkEvent;
 
 describe("recovery: health → fence → reconcile (real NATS, real host processes)", () => {
   let fx: StreamsFixture, js: JetStreamClient, store: EventStore, host: ChildProcess, services: RecoveryService[];
@@ -68,39 +64,9 @@ describe("recovery: health → fence → reconcile (real NATS, real host process
     return s;
   }
 
-  const mk = (c: EnvelopeContext, type: DroverEvent["type"], data: unknown, tenantId?: string) =>
-    looseEvent(c, type, data, { ...(tenantId ? { tenantId } : {}), correlationId: "c", causationId: "t" });
-
   /** A ready runtime whose host is the `sleep` process (or a pid that is already gone). */
-  async function readyRuntime(rt: string, pid: number, tenantId: string) {
-    const inc = processIncarnation(pid);
-    await store.appendAll(
-      runtimeRef(rt),
-      [
-        mk(ctx("test"), "runtime.registered", {
-          controlPlaneId: CP,
-          tenantId,
-          isolationMode: "dedicated",
-          allowSharedFallback: false,
-          pool: "default",
-          hostProvider: "process",
-          transport: "http",
-          sizing: { workers: 1, maxConcurrentRuns: 1, localQueueCapacity: 2, maxWorkersPerRun: 1 },
-          requiredLayers: ["resource", "host", "endpoint", "command"],
-        }),
-        mk(ctx("test"), "runtime.host-started", { hostIncarnation: inc, pid, convergence: "created" }),
-        mk(ctx("test"), "runtime.endpoint-published", {
-          endpoint: "http://127.0.0.1:1",
-          aliases: [],
-          routingHeader: "x-drover-runtime-instance-id",
-          hostIncarnation: inc,
-        }),
-        mk(ctx("test"), "runtime.capacity-published", { hostIncarnation: inc }),
-      ],
-      { expectedSeq: 0 },
-    );
-    return inc;
-  }
+  const readyRuntime = (rt: string, pid: number, tenantId: string) =>
+    readyProcessRuntime(store, { controlPlaneId: CP, rt, pid, tenantId });
 
   /** A run of `tenant` placed on `rt`: `started` with `steps` durable steps, or only dispatched. */
   async function placedRun(tenant: string, id: string, rt: string, inc: string, started: boolean, steps = 0) {
@@ -163,20 +129,12 @@ describe("recovery: health → fence → reconcile (real NATS, real host process
     const incS = await readyRuntime("rt-safe", host.pid!, "t-safe");
     await js.publish(
       heartbeatSubject(fx.layout, "rt-safe"),
-      JSON.stringify({
-        type: "heartbeat",
-        runtimeInstanceId: "rt-safe",
-        hostIncarnation: incS,
-        beat: 1,
+      heartbeatJson("rt-safe", incS, 1, {
         at: new Date(Date.now() + 60_000).toISOString(),
-        workers: 1,
         activeWorkers: 1,
         availableWorkers: 0,
-        queuedRuns: 0,
         runningRuns: 1,
         availableSlots: 2,
-        paused: false,
-        draining: false,
       }),
     );
     await placedRun("t-imp", "run-inflight", "rt-imp", incA, true, 3);
@@ -247,21 +205,7 @@ describe("recovery: health → fence → reconcile (real NATS, real host process
     const inc = await readyRuntime("rt-stale", host.pid!, "t-x");
     await js.publish(
       heartbeatSubject(fx.layout, "rt-stale"),
-      JSON.stringify({
-        type: "heartbeat",
-        runtimeInstanceId: "rt-stale",
-        hostIncarnation: inc,
-        beat: 1,
-        at: new Date(Date.now() - 60_000).toISOString(),
-        workers: 1,
-        activeWorkers: 0,
-        availableWorkers: 1,
-        queuedRuns: 0,
-        runningRuns: 0,
-        availableSlots: 3,
-        paused: false,
-        draining: false,
-      }),
+      heartbeatJson("rt-stale", inc, 1, { at: new Date(Date.now() - 60_000).toISOString() }),
     );
     const exited = new Promise<string | null>((ok) => host.once("exit", (_c, sig) => ok(sig)));
     await recovery();
