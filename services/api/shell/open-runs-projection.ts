@@ -81,7 +81,10 @@ export async function startOpenRunsProjection(
       const tokens = m.subject.slice(skip).split(".");
       foldOpenRunEvent(state, m.seq, tokens);
       const mine = claims.get(tokens[1]!);
-      if (tokens[3] === "submitted" && mine?.get(tokens[2]!) === true) mine.delete(tokens[2]!);
+      if (tokens[3] === "submitted" && mine?.get(tokens[2]!) === true) {
+        mine.delete(tokens[2]!);
+        if (mine.size === 0) claims.delete(tokens[1]!);
+      }
       for (const wake of waiters) wake();
     }
   })();
