@@ -10,7 +10,7 @@
 import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
-const SERVICES = ["admission", "api", "capacity", "forensics", "provisioner", "recovery", "runtime"];
+const SERVICES = ["admission", "api", "capacity", "forensics", "provisioner", "recovery", "runtime", "scheduler"];
 
 const ioModules = [
   {

@@ -16,6 +16,7 @@ export const Writer = z
         "cli",
         "test",
         "producer",
+        "scheduler",
       ])
       .describe("writing service (`producer`: a trusted producer publishing straight to JetStream)"),
     instanceId: z.string().min(1).max(128).describe("the writing process instance"),

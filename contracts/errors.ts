@@ -42,6 +42,11 @@ export const ERROR_CATALOGUE = {
     httpStatus: 429,
     summary: "the credential has as many live event feeds open as it may",
   },
+  "schedule-invalid": {
+    retryable: false,
+    httpStatus: 400,
+    summary: "a schedule's cron expression, time zone or range is invalid, or it could never fire",
+  },
   // --- event store ---
   "version-conflict": { retryable: true, httpStatus: 409, summary: "the aggregate moved past the expected sequence" },
   "event-store-unavailable": { retryable: true, httpStatus: 503, summary: "JetStream did not answer in time" },

@@ -9,6 +9,7 @@ import {
   RuntimeFailureIncidentId,
   RuntimeInstanceId,
   ScaleOutRequestId,
+  ScheduleId,
   SharedRunId,
 } from "./ids.ts";
 import { Reason } from "./reason.ts";
@@ -28,7 +29,14 @@ export const RunSubmitted = defineEvent(
       sharedRunId: SharedRunId,
       dag: DagDefinition,
       idempotencyKey: z.string().min(1).max(200).optional(),
-      source: z.enum(["api", "producer"]).describe("the HTTP API, or a trusted producer publishing to JetStream"),
+      source: z
+        .enum(["api", "producer", "schedule"])
+        .describe("the HTTP API, a trusted producer publishing to JetStream, or a schedule's fire"),
+      schedule: z
+        .object({ scheduleId: ScheduleId, nominalAt: z.iso.datetime() })
+        .strict()
+        .optional()
+        .describe("the schedule and nominal time whose fire started this run"),
       labels: z.record(z.string().max(63), z.string().max(256)).default({}),
       rerunOf: SharedRunId.optional().describe(
         "the run this one reruns (POST /v1/runs/:id/rerun): same DAG and labels",

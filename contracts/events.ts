@@ -4,6 +4,7 @@ import { FORENSICS_EVENTS } from "./events-forensics.ts";
 import { RUN_EVENTS } from "./events-run.ts";
 import { RUNTIME_EVENTS } from "./events-runtime.ts";
 import { SCALEOUT_EVENTS } from "./events-scaleout.ts";
+import { SCHEDULE_EVENTS } from "./events-schedule.ts";
 
 /** Every event definition in the catalogue (identities-and-events.md "Event catalogue"). */
 export const ALL_EVENTS = [
@@ -12,6 +13,7 @@ export const ALL_EVENTS = [
   ...SCALEOUT_EVENTS,
   ...RUNTIME_EVENTS,
   ...FORENSICS_EVENTS,
+  ...SCHEDULE_EVENTS,
 ] as const;
 type Def = (typeof ALL_EVENTS)[number];
 

@@ -10,6 +10,7 @@ export {
   ExecutionId,
   RuntimeInstanceId,
   ScaleOutRequestId,
+  ScheduleId,
   RuntimeFailureIncidentId,
   ControlPlaneId,
   StepId,
@@ -94,6 +95,8 @@ export * as ExecEvents from "./events-exec.ts";
 export * as ScaleOutEvents from "./events-scaleout.ts";
 export * as RuntimeEvents from "./events-runtime.ts";
 export * as ForensicsEvents from "./events-forensics.ts";
+export * as ScheduleEvents from "./events-schedule.ts";
+export { OverlapPolicy, ScheduleSpec } from "./events-schedule.ts";
 export {
   FenceProof,
   isPlannedStopId,

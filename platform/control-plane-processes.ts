@@ -14,7 +14,7 @@ import { connectNats } from "./nats-connect.ts";
 import { setupNats } from "./nats-setup.ts";
 
 const ROOT = resolve(import.meta.dirname, "..");
-export const SERVICES = ["capacity", "recovery", "provisioner", "admission", "api"] as const;
+export const SERVICES = ["capacity", "recovery", "provisioner", "admission", "scheduler", "api"] as const;
 export type ServiceName = (typeof SERVICES)[number] | "forensics";
 
 /**
@@ -156,7 +156,15 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
     restart: (s) => start(s),
     async stop(keepLogs = false) {
       // api first (no new work), provisioner last (it takes its runtimes down with it)
-      for (const s of ["api", "admission", "recovery", "capacity", "forensics", "provisioner"] as ServiceName[])
+      for (const s of [
+        "api",
+        "scheduler",
+        "admission",
+        "recovery",
+        "capacity",
+        "forensics",
+        "provisioner",
+      ] as ServiceName[])
         await stopOne(s, "SIGTERM");
       if (!keepLogs && !process.env.DROVER_KEEP_LOGS) await rm(dir, { recursive: true, force: true });
     },

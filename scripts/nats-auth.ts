@@ -48,9 +48,19 @@ if (cmd === "config") {
 } else if (cmd === "k8s-secret") {
   const k = keys();
   const data = Object.fromEntries([
-    ...(["api", "admission", "capacity", "provisioner", "recovery", "forensics", "setup", "operator"] as const).map(
-      (id) => [id, credentialOf(k, id)],
-    ),
+    ...(
+      [
+        "api",
+        "admission",
+        "capacity",
+        "provisioner",
+        "recovery",
+        "forensics",
+        "scheduler",
+        "setup",
+        "operator",
+      ] as const
+    ).map((id) => [id, credentialOf(k, id)]),
     ["callout-seed", k.calloutSeed],
   ]);
   process.stdout.write(

@@ -9,7 +9,7 @@ source "$(dirname "$0")/lib.sh"
 export DROVER_SERVICES_DIR="${DROVER_SERVICES_DIR:-$ROOT/.run/services}"
 SVC_DIR=$DROVER_SERVICES_DIR
 # start order: projections and deciders first, the API last
-ORDER=(capacity forensics provisioner recovery admission api)
+ORDER=(capacity forensics provisioner recovery admission scheduler api)
 
 if [[ ${1:-} == --stop ]]; then
   # Tells a foreground `make run` that the services are going on purpose (see the end of this file).

@@ -11,6 +11,7 @@ export {
   execRef,
   scaleOutRef,
   forensicsRef,
+  scheduleRef,
   runtimeRef,
   type AggregateRef,
 } from "./subjects.ts";

@@ -7,7 +7,11 @@ import type { StreamLayout } from "./layout.ts";
  * `<prefix>.runtime.<runtimeInstanceId>.<event>`.
  */
 export type AggregateRef =
-  | { readonly aggregate: "run" | "exec" | "scaleout" | "forensics"; readonly tenantId: string; readonly id: string }
+  | {
+      readonly aggregate: "run" | "exec" | "scaleout" | "forensics" | "schedule";
+      readonly tenantId: string;
+      readonly id: string;
+    }
   | { readonly aggregate: "runtime"; readonly id: string };
 
 export const runRef = (tenantId: string, sharedRunId: string): AggregateRef => ({
@@ -29,6 +33,11 @@ export const forensicsRef = (tenantId: string, forensicsId: string): AggregateRe
   aggregate: "forensics",
   tenantId,
   id: forensicsId,
+});
+export const scheduleRef = (tenantId: string, scheduleId: string): AggregateRef => ({
+  aggregate: "schedule",
+  tenantId,
+  id: scheduleId,
 });
 export const runtimeRef = (runtimeInstanceId: string): AggregateRef => ({
   aggregate: "runtime",

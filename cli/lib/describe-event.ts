@@ -11,7 +11,8 @@ export type Phase =
   | "failure"
   | "fence"
   | "recovery"
-  | "completion";
+  | "completion"
+  | "schedule";
 
 type Describe = { readonly [T in EventType]: (e: EventOf<T>) => readonly [Phase, string] };
 const reason = (r: { code: string; detail?: string }) => (r.detail ? `${r.code} (${r.detail})` : r.code);
@@ -148,6 +149,19 @@ const DESCRIBE: Describe = {
   ],
   "forensics.dag-resume-completed": () => ["recovery", "forensics: DAG resume completed"],
   "forensics.execution-recovery-completed": (e) => ["recovery", `forensics: recovery completed (${e.data.outcome})`],
+  "schedule.created": (e) => [
+    "schedule",
+    `schedule ${e.data.scheduleId} created by ${e.data.by} (${"cron" in e.data.spec ? `${e.data.spec.cron} ${e.data.spec.timezone}` : `every ${e.data.spec.intervalMs} ms`}, overlap ${e.data.overlap})`,
+  ],
+  "schedule.paused": (e) => ["schedule", `paused by ${e.data.by}`],
+  "schedule.resumed": (e) => ["schedule", `resumed by ${e.data.by}`],
+  "schedule.deleted": (e) => ["schedule", `deleted by ${e.data.by}`],
+  "schedule.backfill-requested": (e) => ["schedule", `backfill ${e.data.from} .. ${e.data.to} asked by ${e.data.by}`],
+  "schedule.fired": (e) => [
+    "schedule",
+    `fired for ${e.data.nominalAt}: run ${e.data.sharedRunId}${e.data.cancelled ? ` (cancelling ${e.data.cancelled})` : ""}`,
+  ],
+  "schedule.skipped": (e) => ["schedule", `skipped ${e.data.count} fire(s) from ${e.data.nominalAt}: ${e.data.reason}`],
 };
 
 /** The phase and one human line for an event. Total over the catalogue (typed by EventType). */

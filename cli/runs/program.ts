@@ -3,6 +3,7 @@ import { Command, CommanderError, Option } from "commander";
 import type { CommandIo } from "../commands/command.ts";
 import { apiClient, Unavailable, type ApiAnswer, type ApiClient } from "./client.ts";
 import { eventLine, runDetail, runList } from "./format.ts";
+import { addScheduleCommands } from "./schedules.ts";
 
 /** Exit codes of `drover runs …` (README "CLI"). */
 export const RUNS_EXIT = { ok: 0, runNotCompleted: 1, usage: 2, unavailable: 3, notFound: 4 } as const;
@@ -154,6 +155,20 @@ export async function runsMain(argv: readonly string[], io: CommandIo): Promise<
       const run = ok(await client().call("POST", `/v1/runs/${id}/rerun`));
       print(run, () => `${run.sharedRunId}  ${run.status}  (rerun of ${id})\n`);
     });
+
+  // `drover schedules …` (cli/drover.ts routes it here): the same client, checks and output.
+  addScheduleCommands(
+    program.command("schedules").description("create, list, pause, resume, backfill and delete schedules"),
+    {
+      client,
+      ok,
+      print,
+      fail: (message) => {
+        io.err(`drover schedules: ${message}\n`);
+        throw new Exit(RUNS_EXIT.usage);
+      },
+    },
+  );
 
   try {
     await program.parseAsync([...argv], { from: "user" });

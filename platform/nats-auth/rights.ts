@@ -15,6 +15,7 @@ export const SERVICE_IDENTITIES = [
   "provisioner",
   "recovery",
   "forensics",
+  "scheduler",
   "operator",
 ] as const;
 export type ServiceIdentity = (typeof SERVICE_IDENTITIES)[number];
@@ -114,7 +115,12 @@ export const WRITES: Readonly<Record<ServiceIdentity, Readonly<Record<string, re
   operator: {},
   capacity: {},
   forensics: {},
-  api: { run: ["submitted", "cancel-requested"] },
+  api: {
+    run: ["submitted", "cancel-requested"],
+    schedule: ["created", "paused", "resumed", "deleted", "backfill-requested"],
+  },
+  // A declared producer of every tenant's runs: each fire's run.submitted is atomic with its schedule.fired.
+  scheduler: { run: ["submitted", "cancel-requested"], schedule: ["fired", "skipped"] },
   admission: {
     run: [
       "admitted",
@@ -159,6 +165,7 @@ const reads: Readonly<Record<ServiceIdentity, (s: AuthScope) => string[]>> = {
   provisioner: (s) => [...jsRead(s.eventStream), ...jsRead(s.heartbeatStream)],
   recovery: (s) => [...jsRead(s.eventStream), ...jsRead(s.heartbeatStream)],
   forensics: (s) => [...jsRead(s.eventStream), ...jsRead(s.outputsStream)],
+  scheduler: (s) => jsRead(s.eventStream),
   operator: (s) => [
     ...jsRead(s.eventStream),
     ...jsRead(s.heartbeatStream),

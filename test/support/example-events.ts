@@ -25,6 +25,7 @@ import {
   type EventType,
   type Reason,
 } from "../../contracts/index.ts";
+import { SCHEDULE_BUILDERS } from "./example-schedule-events.ts";
 
 /** Fixed, valid ids shared by the examples (and handy for other tests). */
 export const ids = {
@@ -483,6 +484,7 @@ export const EXAMPLE_BUILDERS: Builders = {
     tenantId: ids.tenant,
     data: { ...item, outcome: "completed" },
   }),
+  ...SCHEDULE_BUILDERS,
 };
 
 /** A fresh example of the event of type `type`. */

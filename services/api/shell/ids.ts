@@ -1,27 +1,7 @@
-import { createHash, randomBytes } from "node:crypto";
-
-/** Mints one fresh subject-safe id token (lowercase [a-z0-9-], at most 40 characters). Injected so tests are deterministic. */
-export type IdGenerator = () => string;
-
-/** 20 random bytes as hex: 160 bits, collision-free in practice, subject-safe. */
-export const randomIdGenerator: IdGenerator = () => randomBytes(20).toString("hex");
-
-/** The ids of one submission: the run and its `submitted` event. */
-export interface SubmissionIds {
-  readonly sharedRunId: string;
-  readonly eventId: string;
-}
-
-/**
- * SharedRunId and EventId of a submission. With an idempotency key both are derived from
- * sha256(tenant, key), so every retry of the same submission names the same run and the same
- * event (the event store then sees the same decision, not a rival one); the tenant is part of the
- * digest, so two tenants using the same key never meet. Without a key both come from `newId`.
- * `run-` + 59 hex digits is 63 characters, the id limit.
- */
-export function submissionIds(tenantId: string, idempotencyKey: string | undefined, newId: IdGenerator): SubmissionIds {
-  if (idempotencyKey === undefined) return { sharedRunId: `run-${newId()}`, eventId: `ev-${newId()}` };
-  // Length-prefixing the tenant keeps (tenant, key) pairs unambiguous whatever characters the key holds.
-  const hex = createHash("sha256").update(`${tenantId.length}:${tenantId}:${idempotencyKey}`).digest("hex");
-  return { sharedRunId: `run-${hex.slice(0, 59)}`, eventId: `ev-${hex.slice(0, 59)}` };
-}
+/** The API's run ids: shared with every party that submits runs (platform/submission-ids.ts). */
+export {
+  randomIdGenerator,
+  submissionIds,
+  type IdGenerator,
+  type SubmissionIds,
+} from "../../../platform/submission-ids.ts";

@@ -1,6 +1,7 @@
 import { isPlannedStopId, type DroverEvent, type EventOf } from "../../../contracts/index.ts";
 import type { Detail, Refs } from "../../../contracts/read-models.ts";
 import { assertNever } from "../../../contracts/assert-never.ts";
+import { describeSchedule } from "./describe-schedule.ts";
 
 /** What a row shows of one event: a line for humans, flat facts, and the ids to find it by. */
 export interface Description {
@@ -30,6 +31,8 @@ export function describe(e: DroverEvent, aggregateId: string): Description {
       return describeScaleOut(e as Of<"scaleout">, aggregateId);
     case "runtime":
       return describeRuntime(e as Of<"runtime">, aggregateId);
+    case "schedule":
+      return describeSchedule(e as Of<"schedule">, aggregateId);
     default:
       return describeForensics(e as Of<"forensics">);
   }

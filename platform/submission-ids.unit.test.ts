@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { EventId, SharedRunId } from "../../../contracts/index.ts";
-import { submissionIds } from "./ids.ts";
+import { EventId, SharedRunId } from "../contracts/index.ts";
+import { submissionIds } from "./submission-ids.ts";
 
 let n = 0;
 const counter = () => `id${++n}`;
