@@ -36,6 +36,15 @@ export function jitterOf(scheduleId: string, nominalAt: number, jitterMs: number
  * the overlap policy; else fire. Pure: every replica decides the same from the same log.
  */
 export function planSchedule(s: ScheduleState, nowMs: number, openRuns: readonly string[]): ScheduleStep {
+  try {
+    return plan(s, nowMs, openRuns);
+  } catch {
+    // A spec the API would have refused (it checks every spec) written by another party: never fires.
+    return { kind: "idle" };
+  }
+}
+
+function plan(s: ScheduleState, nowMs: number, openRuns: readonly string[]): ScheduleStep {
   const def = s.def;
   // Paused (or deleted): nothing fires, backfills included; a resume goes on where they stopped.
   if (def === undefined || s.status !== "active") return { kind: "idle" };

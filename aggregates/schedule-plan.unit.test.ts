@@ -152,5 +152,7 @@ describe("schedule plan (pure decisions over the fold; proves no transport)", ()
     expect(checkSpec({ cron: "0 0 * * *", timezone: "Mars/Olympus" }, T0)).toMatch(/timezone/i);
     expect(checkSpec({ cron: "bad", timezone: "UTC" }, T0)).toMatch(/five, six, or seven/);
     expect(checkSpec({ intervalMs: 1000 }, T0)).toBeUndefined();
+    // One that reached the log anyway (the API checks every spec) never fires and never throws.
+    expect(planSchedule(created({ spec: { cron: "bad", timezone: "UTC" } }), T0 + 5000, [])).toEqual({ kind: "idle" });
   });
 });

@@ -18,6 +18,8 @@ import { runView } from "../../services/api/index.ts";
 import { describe as describeEvent, forensicsRow, ledgerRows } from "../../services/forensics/index.ts";
 import { emptyRoster, evolveRoster } from "../../services/provisioner/index.ts";
 import { RecoveryState } from "../../services/recovery/index.ts";
+import { ScheduleBook } from "../../services/scheduler/index.ts";
+import { planSchedule } from "../../aggregates/schedule-plan.ts";
 import type { CapacityDescriptor } from "../../aggregates/capacity/descriptor.ts";
 import type { StoredEvent } from "../../streams/index.ts";
 import { allExampleEvents } from "../support/example-events.ts";
@@ -59,6 +61,7 @@ const IDS = {
   runtime: ["rt-tenant-a-0001", "rt-tenant-a-0002"],
   scaleout: ["so-0001", "so-0002"],
   forensics: ["fx-0001", "fx-0002"],
+  schedule: ["sch-nightly", "sch-0002"],
 } as const;
 
 const mutation = fc.oneof(
@@ -130,6 +133,7 @@ export function runCase(messages: readonly FuzzMessage[]): { decoded: number; re
   const noop = () => undefined;
   const recovery = new RecoveryState(PREFIX, noop);
   const index = new RunIndex(PREFIX, noop, { now: () => new Date(1_000_000) });
+  const schedules = new ScheduleBook(noop);
   const capacity = new Map<string, CapacityDescriptor>();
   let roster = emptyRoster();
   const stored: StoredEvent[] = [];
@@ -158,6 +162,7 @@ export function runCase(messages: readonly FuzzMessage[]): { decoded: number; re
     const msg = { subject, seq, data, info };
     recovery.apply(msg);
     index.apply(msg);
+    schedules.apply(msg);
     let event: DroverEvent;
     try {
       event = decodeEvent(data, { seq, subject });
@@ -186,6 +191,7 @@ export function runCase(messages: readonly FuzzMessage[]): { decoded: number; re
       runView(foldRun(of));
       validateRunLog(runId, stored, { digest: (x) => createHash("sha256").update(x).digest("hex") });
     }
+  for (const e of schedules.entries.values()) planSchedule(e.state, 1_000_000 + stored.length, [...e.open]);
   for (const execId of IDS.exec)
     foldExecution(stored.filter((s) => s.subject.includes(`.${execId}.`) && isExecEvent(s.event)));
   return { decoded: stored.length, rejected };
