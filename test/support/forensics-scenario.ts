@@ -10,7 +10,7 @@ import {
   type DroverEvent,
   type EventType,
 } from "../../contracts/index.ts";
-import { execRef, forensicsRef, runRef, runtimeRef, type AggregateRef } from "../../streams/subjects.ts";
+import { execRef, forensicsRef, runRef, runtimeRef, scheduleRef, type AggregateRef } from "../../streams/subjects.ts";
 import type { EventStore } from "../../streams/types.ts";
 import { allExampleEvents, ids as exampleIds } from "./example-events.ts";
 import { event } from "./streams.ts";
@@ -55,6 +55,8 @@ function exampleRef(e: DroverEvent): AggregateRef {
       return { aggregate: "scaleout", tenantId: tenant, id: exampleIds.scaleOut };
     case "runtime":
       return runtimeRef(exampleIds.runtime);
+    case "schedule":
+      return scheduleRef(tenant, "sch-nightly");
     default:
       return forensicsRef(tenant, (e.data as { forensicsId: string }).forensicsId);
   }
