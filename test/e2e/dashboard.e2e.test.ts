@@ -78,7 +78,7 @@ describe("dashboard in Chromium (playwright-core): run list, live run page, canc
       natsUrl: inject("natsUrl"),
       redisUrl: `${inject("redisUrl")}/${REDIS_DB}`,
       mongoUrl: inject("mongoUrl"),
-      services: ["capacity", "recovery", "provisioner", "admission", "forensics", "api"],
+      services: ["capacity", "recovery", "provisioner", "admission", "forensics", "scheduler", "api"],
       config: {
         controlPlaneId: "cp-ui",
         heartbeatIntervalMs: 250,
@@ -190,6 +190,24 @@ describe("dashboard in Chromium (playwright-core): run list, live run page, canc
     const tenantPage = await signedIn(TENANT_TOKEN);
     expect(await tenantPage.isHidden("#nav-operator")).toBe(true);
     await tenantPage.close();
+  });
+
+  it("lists the tenant's schedules with their spec and fires, and pauses one with its button", async () => {
+    const made = await call(TENANT_TOKEN, "POST", "/v1/schedules", {
+      scheduleId: "ui-nightly",
+      spec: { cron: "0 3 * * *", timezone: "Europe/Berlin" },
+      dag: sleepChain("ui-sched", 1, 10),
+    });
+    expect(made.status).toBe(201);
+    const page = await signedIn(TENANT_TOKEN);
+    await page.click('a[href="#/schedules"]');
+    await page.waitForSelector('#schedules tr[data-schedule="ui-nightly"][data-status="active"]', { timeout: 30_000 });
+    expect(await page.textContent('tr[data-schedule="ui-nightly"]')).toContain("0 3 * * * (Europe/Berlin)");
+    await page.click('tr[data-schedule="ui-nightly"] button[data-action="pause"]');
+    await page.waitForSelector('tr[data-schedule="ui-nightly"][data-status="paused"]', { timeout: 30_000 });
+    const view = (await call(TENANT_TOKEN, "GET", "/v1/schedules/ui-nightly")).body;
+    expect(view).toMatchObject({ status: "paused", nextFireAt: null });
+    await page.close();
   });
 
   it("logged no console error and no page error on any page", () => {

@@ -15,6 +15,7 @@ export const DASHBOARD_FILES = [
   "runs-page.js",
   "run-page.js",
   "operator-page.js",
+  "schedules-page.js",
   "style.css",
 ] as const;
 

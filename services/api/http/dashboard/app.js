@@ -1,10 +1,11 @@
 // The dashboard: plain ES modules, no build step. Hash routes: #/runs (list, filters and paging in
-// the hash's query), #/runs/<id> (one run, live), #/operator (operators only).
+// the hash's query), #/runs/<id> (one run, live), #/schedules, #/operator (operators only).
 import { api, ApiError, session } from "./api.js";
 import { h } from "./dom.js";
 import { renderOperator } from "./operator-page.js";
 import { renderRun } from "./run-page.js";
 import { renderRuns } from "./runs-page.js";
+import { renderSchedules } from "./schedules-page.js";
 
 const $ = (id) => document.getElementById(id);
 let me;
@@ -26,6 +27,7 @@ async function route() {
   try {
     if (parts[0] === "runs" && parts[1]) cleanup = renderRun(ctx, decodeURIComponent(parts[1]), params);
     else if (parts[0] === "operator" && me.role === "operator") cleanup = renderOperator(ctx);
+    else if (parts[0] === "schedules") cleanup = renderSchedules(ctx, params);
     else cleanup = renderRuns(ctx, params);
   } catch (err) {
     view.append(h("p", { class: "error" }, err.message));
