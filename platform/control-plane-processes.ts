@@ -53,6 +53,16 @@ const live = new Set<ChildProcess>();
 process.once("exit", () => {
   for (const c of live) c.kill("SIGKILL");
 });
+const planes = new Set<ControlPlane>();
+
+/**
+ * Stops every control plane this process started and has not stopped (SIGTERM, so each
+ * provisioner takes its runtimes down): for an interrupted caller (`drover proof` on Ctrl-C),
+ * where the exit hook's SIGKILL would leave the provisioners' detached runtimes behind.
+ */
+export async function stopAllControlPlanes(): Promise<void> {
+  for (const p of [...planes]) await p.stop();
+}
 
 export async function startControlPlane(o: ControlPlaneOptions): Promise<ControlPlane> {
   const streamTag = o.resume?.streamTag ?? `e2e-${randomBytes(5).toString("hex")}`;
@@ -144,7 +154,7 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
     for (const s of procs.keys()) await stopOne(s, "SIGKILL");
     throw e;
   }
-  return {
+  const plane: ControlPlane = {
     get apiUrl() {
       return apiUrl;
     },
@@ -155,6 +165,7 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
     kill: (s) => stopOne(s, "SIGKILL"),
     restart: (s) => start(s),
     async stop(keepLogs = false) {
+      planes.delete(plane);
       // api first (no new work), provisioner last (it takes its runtimes down with it)
       for (const s of [
         "api",
@@ -169,4 +180,6 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
       if (!keepLogs && !process.env.DROVER_KEEP_LOGS) await rm(dir, { recursive: true, force: true });
     },
   };
+  planes.add(plane);
+  return plane;
 }

@@ -6,6 +6,7 @@ import { proofLine, runProof, type ProofProgress, type ProofReport } from "../..
 import { DEFAULT_PROOF, type ProofOptions } from "../../proof/scenario-config.ts";
 import { startProofCluster } from "../../proof/kubernetes-hosts.ts";
 import { startFerret, startNats, startRedis, type RunningServer } from "../../platform/local-servers.ts";
+import { stopAllControlPlanes } from "../../platform/control-plane-processes.ts";
 
 export const PROOF_USAGE = `drover proof [--parallel P] [--transport http|grpc] [--host process|kubernetes] [--exposure pod-ip|gateway|node-port] [--steps N] [--step-ms M]
              [--workload builtin|custom] [--seed S] [--kill-after K] [--signal SIGKILL|SIGSTOP] [--timeout-s T] [--json]
@@ -110,6 +111,16 @@ export async function proofCommand(argv: readonly string[]): Promise<number> {
   }
   const started: RunningServer[] = [];
   let cluster: Awaited<ReturnType<typeof startProofCluster>> | undefined;
+  // Ctrl-C or a SIGTERM: stop the control plane (its provisioner takes the runtimes down), the
+  // cluster and the servers this command started, then exit 130, instead of leaving them behind.
+  let onSignal: (signal: NodeJS.Signals) => void = () => undefined;
+  let stopped = false;
+  const interrupted = new Promise<never>((_, reject) => {
+    onSignal = (signal) => reject(new Interrupted(signal));
+  });
+  interrupted.catch(() => undefined);
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
   try {
     if (parsed.options.host === "kubernetes") {
       cluster = await startProofCluster(parsed.options.exposure ?? "pod-ip");
@@ -123,22 +134,41 @@ export async function proofCommand(argv: readonly string[]): Promise<number> {
     const redisUrl = process.env.REDIS_URL ?? (started[started.length] = await startRedis()).url;
     const mongoUrl = process.env.MONGO_URL ?? (started[started.length] = await startFerret()).url;
     const tty = process.stderr.isTTY;
-    const report = await runProof(
-      parsed.options,
-      { natsUrl, redisUrl, mongoUrl, ...(cluster ? { kubernetes: cluster.kubernetes } : {}) },
-      (p) => {
-        if (parsed.json) return;
-        process.stderr.write(tty ? `\r${progressLine(p)}` : `${progressLine(p)}\n`);
-      },
-      parsed.timeoutMs,
-    );
+    const report = await Promise.race([
+      runProof(
+        parsed.options,
+        { natsUrl, redisUrl, mongoUrl, ...(cluster ? { kubernetes: cluster.kubernetes } : {}) },
+        (p) => {
+          if (parsed.json) return;
+          process.stderr.write(tty ? `\r${progressLine(p)}` : `${progressLine(p)}\n`);
+        },
+        parsed.timeoutMs,
+      ),
+      interrupted,
+    ]);
     if (tty && !parsed.json) process.stderr.write("\n");
     process.stdout.write(
       parsed.json ? `${JSON.stringify({ ...report, line: proofLine(report) })}\n` : `${summary(report)}\n`,
     );
     return report.pass ? 0 : 1;
+  } catch (e) {
+    if (!(e instanceof Interrupted)) throw e;
+    process.stderr.write(`\n${e.message}: stopping the control plane, the cluster and the servers\n`);
+    await stopAllControlPlanes();
+    stopped = true;
+    return 130;
   } finally {
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
     await cluster?.stop();
     for (const s of started) await s.stop();
+    // The proof's own connections and timers are still pending: end the process here.
+    if (stopped) process.exit(130);
+  }
+}
+
+class Interrupted extends Error {
+  constructor(signal: NodeJS.Signals) {
+    super(`interrupted by ${signal}`);
   }
 }
