@@ -159,7 +159,7 @@ describe("make run (scripts/run.sh): real infrastructure, every service and proc
     );
     expect(view.placement?.runtimeInstanceId).toMatch(/^rt-mr-acme-/);
     const infra = await infraPids(run);
-    expect((await leftovers(run, infra)).length).toBeGreaterThanOrEqual(3 + 6 + 1); // infra, services, the runtime
+    expect((await leftovers(run, infra)).length).toBeGreaterThanOrEqual(3 + 7 + 1); // infra, the seven services, the runtime
 
     process.kill(-run.child.pid!, "SIGINT");
     expect(await run.exited).toBe(0);
