@@ -1,0 +1,147 @@
+/**
+ * W1–W3 (issue #15 item 5) end to end through the public API, every service a process as `make
+ * run` starts them (read models on: forensics over FerretDB), process hosts, private servers.
+ * Times are JetStream's stored timestamps (no client clock):
+ *  - W1 `w1_step_overhead_ms`: one run of 50 sequential trivial steps, 5 warm-ups then 30 measured,
+ *    (submitted → completed) / 50;
+ *  - W2 `w2_steps_per_s`: 200 runs of 10 sequential trivial steps, 50 clients each submitting and
+ *    awaiting one run at a time; steps / (first submitted → last completed);
+ *  - W3 `w3_kill_to_first_step_ms`, `w3_kill_to_all_done_ms`, `w3_duplicate_steps`: 20 runs of 50
+ *    steps of 20 ms on one runtime, SIGKILLed once 25 × 20 steps completed; times from the kill.
+ */
+import { chainDag, apiClient } from "../platform/api-client.ts";
+import { startControlPlane } from "../platform/control-plane-processes.ts";
+import { startFerret, startNats, startRedis } from "../platform/local-servers.ts";
+import { connectHarness } from "../platform/nats-auth/server-keys.ts";
+import { createEventStore, type StoredEvent } from "../streams/index.ts";
+import { eventually } from "../test/support/streams.ts";
+import { latencyMetric, recordMetrics, round } from "./support/results.ts";
+
+const TOKEN = "bench-token-workloads-01";
+const nats = await startNats();
+const redis = await startRedis();
+const ferret = await startFerret();
+const servers = [nats, redis, ferret];
+try {
+  const cp = await startControlPlane({
+    natsUrl: nats.url,
+    redisUrl: redis.url,
+    mongoUrl: ferret.url,
+    config: {
+      controlPlaneId: "cp-workloads",
+      heartbeatIntervalMs: 250,
+      dispatchTimeoutMs: 3000,
+      tenants: [
+        {
+          tenantId: "t-w",
+          isolationMode: "dedicated",
+          maxRuntimeInstances: 2,
+          workersPerInstance: 50,
+          maxConcurrentRunsPerInstance: 50,
+          localQueueCapacity: 400,
+          maxWorkersPerRun: 1,
+          maxConcurrentRuns: 10_000,
+        },
+      ],
+      tokens: { [TOKEN]: { role: "tenant", tenantId: "t-w" } },
+    },
+  });
+  const api = apiClient(cp.apiUrl, TOKEN);
+  const nc = await connectHarness({ servers: nats.url });
+  const store = createEventStore(nc, cp.layout);
+  const log = async () => {
+    const all: StoredEvent[] = [];
+    await store.replay({ seq: 1 }, (e) => void all.push(e));
+    return all;
+  };
+  const at = (all: readonly StoredEvent[], type: string, id: string) =>
+    all.find((e) => e.event.type === type && e.event.correlationId === id)?.time.getTime();
+  const runOne = async (dag: ReturnType<typeof chainDag>) => {
+    const id = (await api.submit(dag)).body.sharedRunId as string;
+    await eventually(
+      "run completed",
+      async () => ((await api.run(id)).body?.status === "completed" ? true : undefined),
+      120_000,
+    );
+    return id;
+  };
+
+  // W1
+  const chain50 = chainDag(50, 0);
+  for (let k = 0; k < 5; k++) await runOne(chain50);
+  const w1: string[] = [];
+  for (let k = 0; k < 30; k++) w1.push(await runOne(chain50));
+  let all = await log();
+  const perStep = w1.map((id) => (at(all, "run.completed", id)! - at(all, "run.submitted", id)!) / 50);
+
+  // W2
+  const chain10 = chainDag(10, 0);
+  const w2: string[] = [];
+  let left = 200;
+  await Promise.all(
+    Array.from({ length: 50 }, async () => {
+      while (left-- > 0) w2.push(await runOne(chain10));
+    }),
+  );
+  all = await log();
+  const w2Start = Math.min(...w2.map((id) => at(all, "run.submitted", id)!));
+  const w2End = Math.max(...w2.map((id) => at(all, "run.completed", id)!));
+  const stepsPerS = (200 * 10) / ((w2End - w2Start) / 1000);
+
+  // W3: the runtime that ran W1/W2 takes all 20 (warm), then is SIGKILLed at 500 completed steps.
+  const victims: number[] = [];
+  for (const e of all) if (e.event.type === "runtime.host-started" && e.event.data.pid) victims.push(e.event.data.pid);
+  const w3: string[] = [];
+  // Counted live from the stream's subjects (replaying the whole log on every poll would take the CPU measured).
+  let w3Steps = 0;
+  const sub = nc.subscribe(`${cp.layout.eventPrefix}.exec.t-w.*.step-completed`, {
+    callback: (_e, m) => void (w3.includes((m.json() as { correlationId: string }).correlationId) && w3Steps++),
+  });
+  for (let k = 0; k < 20; k++) w3.push((await api.submit(chainDag(50, 20))).body.sharedRunId as string);
+  await eventually("500 W3 steps", async () => (w3Steps >= 500 ? true : undefined), 300_000);
+  sub.unsubscribe();
+  const killedAt = Date.now();
+  for (const pid of victims) process.kill(pid, "SIGKILL");
+  for (const id of w3)
+    await eventually(
+      "W3 run completed",
+      async () => ((await api.run(id)).body?.status === "completed" ? true : undefined),
+      180_000,
+    );
+  all = await log();
+  const steps = all.filter((e) => e.event.type === "exec.step-completed" && w3.includes(e.event.correlationId));
+  const firstAfter = Math.min(...steps.map((e) => e.time.getTime()).filter((t) => t > killedAt));
+  const lastDone = Math.max(...w3.map((id) => at(all, "run.completed", id)!));
+  const key = (e: StoredEvent) =>
+    e.event.type === "exec.step-completed" ? `${e.event.correlationId}/${e.event.data.stepId}` : "";
+  const duplicates = steps.length - new Set(steps.map(key)).size;
+
+  const metrics = {
+    w1_step_overhead_ms: latencyMetric(
+      perStep,
+      "one run of 50 trivial sequential steps, (submitted → completed)/50, 30 runs after 5 warm-ups, read models on",
+    ),
+    w2_steps_per_s: {
+      unit: "steps/s",
+      value: round(stepsPerS, 0),
+      note: "200 runs × 10 trivial steps, 50 clients each awaiting its run",
+    },
+    w3_kill_to_first_step_ms: {
+      unit: "ms",
+      value: firstAfter - killedAt,
+      note: "SIGKILL of the runtime → first step completed after it (20 runs × 50 × 20 ms, killed at 500 steps)",
+    },
+    w3_kill_to_all_done_ms: { unit: "ms", value: lastDone - killedAt, note: "SIGKILL → last of the 20 runs completed" },
+    w3_duplicate_steps: {
+      unit: "steps",
+      value: duplicates,
+      note: "step-completed events beyond one per (run, step): journaled steps are never redone",
+    },
+  };
+  console.log(JSON.stringify(metrics, null, 2));
+  await recordMetrics(metrics);
+  await nc.close();
+  await cp.stop();
+} finally {
+  for (const s of servers) await s.stop();
+}
