@@ -34,6 +34,13 @@ export interface ExecutionState {
   readonly failures: ReadonlyMap<string, { readonly attempt: number; readonly retryAt?: number }>;
   /** Durable timers of `sleep` steps not (yet) completed: wakeAt in epoch ms, per step and attempt. */
   readonly timers: ReadonlyMap<string, { readonly attempt: number; readonly wakeAt: number }>;
+  /** Recorded `when` results per step (`condition-evaluated`). */
+  readonly conditions: ReadonlyMap<string, boolean>;
+  /** Skipped steps, with why and at which sequence. */
+  readonly skipped: ReadonlyMap<
+    string,
+    { readonly reason: DataOf<"exec.step-skipped">["reason"]; readonly seq: number }
+  >;
   readonly terminal?: "completed" | "failed" | "cancelled";
   /** Sequence of the last event folded: the expectation of the next append. */
   readonly lastSeq: number;
@@ -46,6 +53,8 @@ export const initialExecutionState = (): ExecutionState => ({
   completed: new Map(),
   failures: new Map(),
   timers: new Map(),
+  conditions: new Map(),
+  skipped: new Map(),
   lastSeq: 0,
   violations: [],
 });
@@ -71,6 +80,11 @@ export function evolveExecution(state: ExecutionState, { seq, event }: Sequenced
       };
     case "exec.step-completed": {
       const { stepId, attempt, output, outputDigest, outputRef } = event.data;
+      if (state.skipped.has(stepId))
+        return {
+          ...next,
+          violations: [...state.violations, `step-completed for skipped step ${stepId} at seq ${seq}`],
+        };
       if (state.completed.has(stepId))
         return { ...next, violations: [...state.violations, `duplicate step-completed for ${stepId} at seq ${seq}`] };
       const completed = new Map(state.completed).set(stepId, {
@@ -102,6 +116,18 @@ export function evolveExecution(state: ExecutionState, { seq, event }: Sequenced
           wakeAt: Date.parse(event.data.wakeAt),
         }),
       };
+    case "exec.condition-evaluated": {
+      const { stepId, result } = event.data;
+      if (state.conditions.has(stepId))
+        return { ...next, violations: [...state.violations, `second condition-evaluated for ${stepId} at seq ${seq}`] };
+      return { ...next, conditions: new Map(state.conditions).set(stepId, result) };
+    }
+    case "exec.step-skipped": {
+      const { stepId, reason } = event.data;
+      if (state.completed.has(stepId) || state.skipped.has(stepId))
+        return { ...next, violations: [...state.violations, `step-skipped for settled step ${stepId} at seq ${seq}`] };
+      return { ...next, skipped: new Map(state.skipped).set(stepId, { reason, seq }) };
+    }
     case "exec.paused-for-recovery":
       return { ...next, epoch: Math.max(state.epoch, event.data.newEpoch), pendingRecovery: event.data };
     case "exec.resumed": {

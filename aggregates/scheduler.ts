@@ -1,4 +1,7 @@
 import type { DagDefinition, Step, StepId } from "../contracts/index.ts";
+import { readiness, type StepSkip } from "./readiness.ts";
+
+export type { StepSkip } from "./readiness.ts";
 
 /** What the journal (plus this process's in-flight set) says about each step. */
 export interface StepProgress {
@@ -8,6 +11,10 @@ export interface StepProgress {
   readonly failures: ReadonlyMap<string, { readonly attempt: number; readonly retryAt?: number }>;
   /** Steps this process is executing right now (none after a crash: recovery starts with an empty set). */
   readonly running: ReadonlySet<string>;
+  /** Steps with a durable `step-skipped` (absent: none). */
+  readonly skipped?: ReadonlySet<string>;
+  /** Durable `condition-evaluated` results (absent: none). */
+  readonly conditions?: ReadonlyMap<string, boolean>;
 }
 
 export interface StepStart {
@@ -19,7 +26,15 @@ export interface StepStart {
 export type ScheduleDecision =
   | { readonly kind: "completed" }
   | { readonly kind: "failed"; readonly stepId: StepId; readonly attempt: number }
-  | { readonly kind: "continue"; readonly start: readonly StepStart[]; readonly wakeAt?: number };
+  | {
+      readonly kind: "continue";
+      readonly start: readonly StepStart[];
+      readonly wakeAt?: number;
+      /** Steps whose `when` is to be evaluated (and journaled) now; present only when there are some. */
+      readonly evaluate?: readonly StepId[];
+      /** Steps to journal as skipped now; present only when there are some. */
+      readonly skip?: readonly StepSkip[];
+    };
 
 /**
  * Topological level of every step (0 for roots, else 1 + the deepest dependency). Ready steps are
@@ -46,10 +61,11 @@ export function topologicalLevels(steps: readonly Pick<Step, "id" | "dependsOn">
  * Decides which steps to start now. Pure: the same DAG, progress, `now` and cap always give the same
  * answer.
  *
- * - every step completed → `completed`;
+ * - every step completed or skipped → `completed`;
  * - a step whose latest failure has no retry left (attempt ≥ retry.maxAttempts) → `failed`;
- * - otherwise ready steps (not completed, not running, every dependency completed, retry time
- *   reached) in (topological level, id) order, as many as `maxParallel` minus the running steps
+ * - steps whose dependencies settled are skipped or have their condition evaluated as
+ *   `readiness` says (`skip`, `evaluate`: neither takes a worker);
+ * - otherwise ready steps (not settled, not running, readiness `ready`, retry time reached) in (topological level, id) order, as many as `maxParallel` minus the running steps
  *   that hold a worker; a `sleep` step holds none (it waits on its durable timer), so it starts
  *   whenever it is ready and never counts against `maxParallel`;
  *   the attempt number continues from the journal, so a crash never consumes retry budget;
@@ -62,7 +78,10 @@ export function scheduleSteps(
   maxParallel: number,
 ): ScheduleDecision {
   const plan = planOf(dag.steps);
-  if (progress.completed.size >= plan.order.length && plan.order.every((s) => progress.completed.has(s.id)))
+  const skipped = progress.skipped ?? new Set<string>();
+  const conditions = progress.conditions ?? new Map<string, boolean>();
+  const settled = (id: string) => progress.completed.has(id) || skipped.has(id);
+  if (progress.completed.size + skipped.size >= plan.order.length && plan.order.every((s) => settled(s.id)))
     return { kind: "completed" };
   let exhausted: { stepId: StepId; attempt: number } | undefined;
   for (const [stepId, f] of progress.failures) {
@@ -83,14 +102,16 @@ export function scheduleSteps(
   const ready: StepStart[] = [];
   let withWorker = 0;
   let wakeAt: number | undefined;
+  const evaluate: StepId[] = [];
+  const skip: StepSkip[] = [];
   // plan.order is already (level, id)-sorted, so filtering keeps the deterministic order.
   for (const s of plan.order) {
-    if (
-      progress.completed.has(s.id) ||
-      progress.running.has(s.id) ||
-      !s.dependsOn.every((d) => progress.completed.has(d))
-    )
-      continue;
+    if (settled(s.id) || progress.running.has(s.id)) continue;
+    const r = readiness(s, progress.completed, skipped, conditions);
+    if (r.kind === "wait") continue;
+    if (r.kind === "evaluate") evaluate.push(s.id);
+    if (r.kind === "skip") skip.push({ stepId: r.stepId, reason: r.reason, detail: r.detail });
+    if (r.kind !== "ready") continue;
     const f = progress.failures.get(s.id);
     if (f?.retryAt !== undefined && f.retryAt > now) {
       wakeAt = wakeAt === undefined ? f.retryAt : Math.min(wakeAt, f.retryAt);
@@ -103,7 +124,13 @@ export function scheduleSteps(
       withWorker++;
     }
   }
-  return wakeAt === undefined ? { kind: "continue", start: ready } : { kind: "continue", start: ready, wakeAt };
+  return {
+    kind: "continue",
+    start: ready,
+    ...(wakeAt === undefined ? {} : { wakeAt }),
+    ...(evaluate.length > 0 ? { evaluate } : {}),
+    ...(skip.length > 0 ? { skip } : {}),
+  };
 }
 
 /** True for the kinds that run on a worker; a `sleep` step only waits for its durable timer. */

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { StepId } from "./ids.ts";
 import { RefValue, SecretValue, refIssues } from "./step-refs.ts";
+import { Condition, Trigger, conditionIssues } from "./condition.ts";
 
 /**
  * The DAG a run carries (runtime.md "DAG model"). Step kinds are a closed set; each kind has its
@@ -88,6 +89,8 @@ const base = {
     .max(86_400_000)
     .optional()
     .describe("an attempt running longer fails with step-timeout (and retries per policy)"),
+  when: Condition.optional().describe("CEL condition over input and steps.<dependency>; false skips the step"),
+  trigger: Trigger.optional().describe("when the step runs given its dependencies' states; default all-completed"),
 };
 export const Step = z.discriminatedUnion("kind", [
   z
@@ -124,7 +127,7 @@ export const requiredStepKinds = (dag: { steps: readonly { kind: string; handler
   [...new Set(dag.steps.map(requiredKindOf))].sort();
 
 /** Structural checks beyond the per-step schema; each returns a message naming the offending step. */
-export function dagIssues(steps: readonly Pick<Step, "id" | "dependsOn" | "params">[]): string[] {
+export function dagIssues(steps: readonly Pick<Step, "id" | "dependsOn" | "params" | "when">[]): string[] {
   const issues: string[] = [];
   const ids = new Set<string>();
   for (const s of steps) {
@@ -139,7 +142,7 @@ export function dagIssues(steps: readonly Pick<Step, "id" | "dependsOn" | "param
       if (!ids.has(d)) issues.push(`step "${s.id}" depends on unknown step "${d}"`);
       if (d === s.id) issues.push(`step "${s.id}" depends on itself`);
     }
-    issues.push(...refIssues(s));
+    issues.push(...refIssues(s), ...conditionIssues(s));
   }
   if (issues.length === 0) {
     const cycle = findCycle(steps);

@@ -236,6 +236,11 @@ export const ERROR_CATALOGUE = {
     httpStatus: 502,
     summary: "an http or llm step was redirected more than 5 times",
   },
+  "condition-error": {
+    retryable: false,
+    httpStatus: 422,
+    summary: "a step's when condition failed to evaluate over the run input and its dependencies' outputs",
+  },
   // --- health, fencing, recovery ---
   "heartbeat-stale": { retryable: false, httpStatus: 503, summary: "no fresh heartbeat within the staleness bound" },
   "host-exited": { retryable: false, httpStatus: 503, summary: "the runtime process exited" },

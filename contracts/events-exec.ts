@@ -89,6 +89,31 @@ export const ExecTimerStarted = defineEvent(
     })
     .strict(),
 );
+/**
+ * A step's `when` condition, evaluated once every dependency it waits for had settled, before the
+ * step ran or was skipped: `result` is what the runtime decided on (a resumed execution never
+ * re-evaluates it; replay validation re-derives it from the run input and the recorded outputs).
+ */
+export const ExecConditionEvaluated = defineEvent(
+  "exec",
+  "condition-evaluated",
+  z.object({ stepId: StepId, result: z.boolean() }).strict(),
+);
+/**
+ * A step that will not run: its condition was false (`condition-false`), or its trigger was not met
+ * because dependencies were skipped (`dependency-skipped`). Its output is `null` for dependents.
+ */
+export const ExecStepSkipped = defineEvent(
+  "exec",
+  "step-skipped",
+  z
+    .object({
+      stepId: StepId,
+      reason: z.enum(["condition-false", "dependency-skipped"]),
+      detail: z.string().max(500),
+    })
+    .strict(),
+);
 export const ExecPausedForRecovery = defineEvent(
   "exec",
   "paused-for-recovery",
@@ -134,6 +159,8 @@ export const EXEC_EVENTS = [
   ExecStepCompleted,
   ExecStepFailed,
   ExecTimerStarted,
+  ExecConditionEvaluated,
+  ExecStepSkipped,
   ExecPausedForRecovery,
   ExecResumed,
   ExecCompleted,

@@ -106,6 +106,15 @@ export {
   ReadinessLayer,
   RecoveryClass,
 } from "./events-runtime.ts";
+export {
+  Condition,
+  CONDITION_MAX_CHARS,
+  Trigger,
+  conditionIssues,
+  evaluateCondition,
+  type ConditionDep,
+  type ConditionResult,
+} from "./condition.ts";
 export { StepOutput, StoredOutputRef, INLINE_OUTPUT_MAX_BYTES, OUTPUT_MAX_BYTES } from "./events-exec.ts";
 export {
   ALL_EVENTS,

@@ -179,6 +179,8 @@ export interface ExecutionDoc {
     readonly seq: number;
   }[];
   readonly started?: Position;
+  /** Steps that will not run (`exec.step-skipped`; rare, so they do rewrite the document), in stream order. */
+  readonly skipped?: readonly { readonly stepId: string; readonly reason: string; readonly seq: number }[];
   readonly ended?: Position & {
     readonly status: string;
     readonly outputDigest?: string;

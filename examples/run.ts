@@ -11,6 +11,8 @@ const ROOT = resolve(import.meta.dirname, "..");
 const TOKENS: Record<string, string> = {
   "document-pipeline": "dev-token-docs-example-01",
   "data-pipeline": "dev-token-data-example-01",
+  // Built-in kinds only: any tenant runs it; the data example's tenant is used.
+  "control-flow": "dev-token-data-example-01",
 };
 const [name = "", inputText = "{}"] = process.argv.slice(2);
 const token = TOKENS[name];

@@ -11,6 +11,7 @@ import { scheduleSteps, type ScheduleDecision } from "../scheduler.ts";
 import { assertNever } from "../../contracts/assert-never.ts";
 import { canonicalJson } from "../step-inputs.ts";
 import { rederivationProblem } from "./output-rederivation.ts";
+import { conditionGate, controlProblem, offerControl } from "./condition-invariants.ts";
 import { diverged, match, type Divergence, type ValidationResult } from "./result.ts";
 
 export interface ExecutionReplay {
@@ -26,6 +27,8 @@ export interface ExecutionReplay {
   readonly digest?: (s: string) => string;
   /** Texts of object-store outputs by object name (see rederivationProblem); absent: refs are checked without their bytes. */
   readonly storedOutputs?: ReadonlyMap<string, string>;
+  /** The run input from its `submitted` event; when given, journaled conditions are re-evaluated. */
+  readonly input?: { readonly value: unknown };
 }
 
 type Check = Omit<Divergence, "scope"> | undefined;
@@ -66,6 +69,7 @@ export function validateExecution(input: ExecutionReplay): ValidationResult {
     state = next;
     decision = decide(input.dag, state);
     if (decision.kind === "continue") for (const s of decision.start) offered.add(key(s.stepId, s.attempt));
+    offerControl(offered, decision);
   }
   if (checked === 0) return match(scope, 0, [`no journal for ${input.executionId}`]);
   return match(scope, checked, state.terminal ? [] : [`execution ${input.executionId} is in flight (not finished)`]);
@@ -75,7 +79,13 @@ export function validateExecution(input: ExecutionReplay): ValidationResult {
 const decide = (dag: Pick<DagDefinition, "steps">, s: ExecutionState): ScheduleDecision =>
   scheduleSteps(
     dag,
-    { completed: new Set(s.completed.keys()), failures: s.failures, running: new Set() },
+    {
+      completed: new Set(s.completed.keys()),
+      failures: s.failures,
+      running: new Set(),
+      skipped: new Set(s.skipped.keys()),
+      conditions: s.conditions,
+    },
     Number.POSITIVE_INFINITY,
     Number.POSITIVE_INFINITY,
   );
@@ -141,9 +151,22 @@ function eventProblem(seq: number, event: ExecEvent, c: Ctx): Check {
     case "exec.step-failed":
     case "exec.timer-started":
       return stepProblem(seq, event, c);
+    case "exec.condition-evaluated":
+    case "exec.step-skipped": {
+      const step = c.byId.get(event.data.stepId);
+      if (!step)
+        return {
+          invariant: "unknown-step",
+          seq,
+          message: `${event.type} at seq ${seq}: step ${event.data.stepId} is not in the run's DAG`,
+        };
+      return controlProblem(seq, event, step, controlCtx(c));
+    }
     case "exec.completed": {
       if (c.decision.kind === "completed") return undefined;
-      const missing = c.input.dag.steps.map((s) => s.id as string).filter((id) => !c.state.completed.has(id));
+      const missing = c.input.dag.steps
+        .map((s) => s.id as string)
+        .filter((id) => !c.state.completed.has(id) && !c.state.skipped.has(id));
       return {
         invariant: "scheduler-divergence",
         seq,
@@ -201,7 +224,7 @@ function stepProblem(
           message: `${event.type.slice(5)} for step ${stepId} at seq ${seq} after it completed at seq ${done.seq}`,
         };
   }
-  const missing = step.dependsOn.filter((d) => !c.state.completed.has(d));
+  const missing = step.dependsOn.filter((d) => !c.state.completed.has(d) && !c.state.skipped.has(d));
   if (missing.length > 0) {
     const when = missing.map(
       (d) =>
@@ -213,6 +236,9 @@ function stepProblem(
       message: `step ${stepId} ${event.type === "exec.step-completed" ? "completed" : "ran"} at seq ${seq} before its dependency ${when.join(", ")}`,
     };
   }
+  const gate = conditionGate(seq, event, step, controlCtx(c));
+  if (gate === "accepted") return undefined;
+  if (gate) return gate;
   // A step never runs beside itself: its attempts continue one by one from the journal.
   const latest = c.state.failures.get(stepId)?.attempt ?? 0;
   if (attempt !== latest + 1) {
@@ -235,6 +261,13 @@ function stepProblem(
     ? undefined
     : { invariant: "output-rederivation", seq, message: `step ${stepId} at seq ${seq}: ${problem}` };
 }
+
+const controlCtx = (c: Ctx) => ({
+  state: c.state,
+  offered: c.offered,
+  ...(c.input.input ? { input: c.input.input } : {}),
+  ...(c.input.storedOutputs ? { storedOutputs: c.input.storedOutputs } : {}),
+});
 
 const label = (e: DroverEvent): string => {
   const d = e.data as { stepId?: unknown; attempt?: unknown };

@@ -23,11 +23,14 @@ export function aggregateIdOf(r: Pick<RecordedEvent, "subject" | "event">): stri
 const ofAggregate = (log: readonly RecordedEvent[], aggregate: string, id: string) =>
   log.filter((r) => r.event.type.startsWith(`${aggregate}.`) && aggregateIdOf(r) === id);
 
-/** The DAG of a run, from its `submitted` event. */
-export const dagOf = (log: readonly RecordedEvent[], sharedRunId: string): DagDefinition | undefined =>
+const submittedOf = (log: readonly RecordedEvent[], sharedRunId: string) =>
   ofAggregate(log, "run", sharedRunId)
     .map((r) => r.event)
-    .find((e): e is Extract<DroverEvent, { type: "run.submitted" }> => e.type === "run.submitted")?.data.dag;
+    .find((e): e is Extract<DroverEvent, { type: "run.submitted" }> => e.type === "run.submitted");
+
+/** The DAG of a run, from its `submitted` event. */
+export const dagOf = (log: readonly RecordedEvent[], sharedRunId: string): DagDefinition | undefined =>
+  submittedOf(log, sharedRunId)?.data.dag;
 
 export interface LogOptions {
   /** sha256 hex, for the DAG digest and output re-derivation (see ExecutionReplay.digest). */
@@ -60,7 +63,8 @@ export function validateExecutionLog(
   const journal = ofAggregate(log, "exec", executionId);
   const started = journal.find((r) => r.event.type === "exec.started")?.event as
     Extract<DroverEvent, { type: "exec.started" }> | undefined;
-  const dag = started ? dagOf(log, started.data.sharedRunId) : undefined;
+  const submitted = started ? submittedOf(log, started.data.sharedRunId) : undefined;
+  const dag = submitted?.data.dag;
   const first = journal[0];
   if (!first) return match(`execution ${executionId}`, 0, [`no journal for ${executionId}`]);
   if (!dag) {
@@ -78,6 +82,7 @@ export function validateExecutionLog(
     dag,
     ...(opts.digest ? { digest: opts.digest } : {}),
     ...(opts.storedOutputs ? { storedOutputs: opts.storedOutputs } : {}),
+    ...(submitted ? { input: { value: submitted.data.input ?? null } } : {}),
   });
 }
 

@@ -13,6 +13,7 @@ export type Invariant =
   | "stale-epoch"
   | "scheduler-divergence"
   | "output-rederivation"
+  | "condition-rederivation"
   | "write-after-terminal"
   | "journal-fold"
   // run aggregate

@@ -72,6 +72,8 @@ const DESCRIBE: Describe = {
     `${e.data.stepId}#${e.data.attempt} failed${e.data.retryAt ? "" : " (no attempts left)"}`,
   ],
   "exec.timer-started": (e) => ["steps", `${e.data.stepId}#${e.data.attempt} sleeps until ${e.data.wakeAt}`],
+  "exec.condition-evaluated": (e) => ["steps", `${e.data.stepId} condition ${e.data.result}`],
+  "exec.step-skipped": (e) => ["steps", `${e.data.stepId} skipped (${e.data.reason}): ${e.data.detail}`],
   "exec.paused-for-recovery": (e) => [
     "recovery",
     `execution paused for recovery: epoch → ${e.data.newEpoch} (${e.data.forensicsId})`,

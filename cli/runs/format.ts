@@ -54,9 +54,24 @@ export function runDetail(run: Json): string {
 
 export function stepTable(steps: readonly Json[]): string {
   return table([
-    ["STEP", "KIND", "STATE", "ATTEMPTS", "DURATION"],
-    ...steps.map((s) => [s.id, s.kind, s.state, String(s.attempts), s.durationMs === null ? "" : `${s.durationMs}ms`]),
+    ["STEP", "KIND", "STATE", "ATTEMPTS", "DURATION", "NOTE"],
+    ...steps.map((s) => [
+      s.id,
+      s.kind,
+      s.state,
+      String(s.attempts),
+      s.durationMs === null ? "" : `${s.durationMs}ms`,
+      note(s),
+    ]),
   ]);
+}
+
+/** Why a skipped step did not run, or a failed step's last error (first line, cut). */
+function note(s: Json): string {
+  const skip = s.skip as Json | null | undefined;
+  if (skip) return `${skip.reason}: ${skip.detail}`.slice(0, 120);
+  if (s.state === "failed" && typeof s.lastError === "string") return s.lastError.split("\n")[0]!.slice(0, 120);
+  return "";
 }
 
 /** One line per event of a run's feed. */

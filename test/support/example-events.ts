@@ -241,6 +241,18 @@ export const EXAMPLE_BUILDERS: Builders = {
     writer: runtimeWriter,
     data: { stepId: ids.step, attempt: 1, durationMs: 60_000, wakeAt: AT },
   }),
+  "exec.condition-evaluated": () => ({
+    ...envelope("exec.condition-evaluated"),
+    tenantId: ids.tenant,
+    writer: runtimeWriter,
+    data: { stepId: ids.step, result: false },
+  }),
+  "exec.step-skipped": () => ({
+    ...envelope("exec.step-skipped"),
+    tenantId: ids.tenant,
+    writer: runtimeWriter,
+    data: { stepId: ids.step, reason: "condition-false", detail: 'condition was false: input.region == "eu"' },
+  }),
   "exec.paused-for-recovery": () => ({
     ...envelope("exec.paused-for-recovery"),
     tenantId: ids.tenant,

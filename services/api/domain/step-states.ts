@@ -1,6 +1,14 @@
 import type { DagDefinition, DroverEvent } from "../../../contracts/index.ts";
 
-export const STEP_STATES = ["pending", "running", "waiting-retry", "completed", "failed", "cancelled"] as const;
+export const STEP_STATES = [
+  "pending",
+  "running",
+  "waiting-retry",
+  "completed",
+  "failed",
+  "skipped",
+  "cancelled",
+] as const;
 export type StepState = (typeof STEP_STATES)[number];
 
 /** One step of a run as `GET /v1/runs/:id` shows it. */
@@ -16,6 +24,10 @@ export interface StepView {
   readonly lastError: string | null;
   /** When a failed step is tried again (`waiting-retry`). */
   readonly retryAt: string | null;
+  /** Why a `skipped` step did not run: `condition-false` or `dependency-skipped`, with the journal's detail. */
+  readonly skip: { readonly reason: string; readonly detail: string } | null;
+  /** The step's `when` result as journaled (null: no condition, or not evaluated yet). */
+  readonly condition: boolean | null;
 }
 
 interface Seen {
@@ -25,13 +37,15 @@ interface Seen {
   retryAt?: string;
   exhausted?: boolean;
   completed?: boolean;
+  skip?: { reason: string; detail: string };
+  condition?: boolean;
 }
 
 /**
  * Each DAG step's state from the run's execution journals (every execution of the run, in stream
  * order: a resumed execution continues the same journal) and the run's status. A step is
- * `completed` or `failed` (no attempts left) when its journal says so; `waiting-retry` after a
- * failure with a `retryAt`; `running` while the execution is live and every dependency completed;
+ * `completed`, `skipped` or `failed` (no attempts left) when its journal says so; `waiting-retry` after a
+ * failure with a `retryAt`; `running` while the execution is live and every dependency settled;
  * `cancelled` when the run ended without it; `pending` otherwise. Pure.
  */
 export function stepStates(
@@ -68,26 +82,34 @@ export function stepStates(
         s.exhausted = event.data.retryAt === undefined;
         break;
       }
+      case "exec.step-skipped":
+        at(event.data.stepId).skip = { reason: event.data.reason, detail: event.data.detail };
+        break;
+      case "exec.condition-evaluated":
+        at(event.data.stepId).condition = event.data.result;
+        break;
       default:
         break;
     }
   }
   const ended =
     runStatus === "completed" || runStatus === "failed" || runStatus === "cancelled" || runStatus === "rejected";
-  const done = (id: string) => seen.get(id)?.completed === true;
+  const done = (id: string) => seen.get(id)?.completed === true || seen.get(id)?.skip !== undefined;
   return dag.steps.map((step) => {
     const s = seen.get(step.id) ?? { attempts: 0 };
     const state: StepState = s.completed
       ? "completed"
-      : s.exhausted
-        ? "failed"
-        : ended
-          ? "cancelled"
-          : s.retryAt !== undefined
-            ? "waiting-retry"
-            : live && step.dependsOn.every(done)
-              ? "running"
-              : "pending";
+      : s.skip
+        ? "skipped"
+        : s.exhausted
+          ? "failed"
+          : ended
+            ? "cancelled"
+            : s.retryAt !== undefined
+              ? "waiting-retry"
+              : live && step.dependsOn.every(done)
+                ? "running"
+                : "pending";
     return {
       id: step.id,
       kind: step.kind,
@@ -97,6 +119,8 @@ export function stepStates(
       durationMs: s.durationMs ?? null,
       lastError: s.error ?? null,
       retryAt: state === "waiting-retry" ? (s.retryAt ?? null) : null,
+      skip: s.skip ?? null,
+      condition: s.condition ?? null,
     };
   });
 }

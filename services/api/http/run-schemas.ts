@@ -40,6 +40,11 @@ export const StepAnswer = z.object({
   durationMs: z.number().nullable(),
   lastError: z.string().nullable(),
   retryAt: z.string().nullable(),
+  skip: z
+    .object({ reason: z.string(), detail: z.string() })
+    .nullable()
+    .describe("why a skipped step did not run (condition-false, dependency-skipped)"),
+  condition: z.boolean().nullable().describe("the step's when result as journaled; null without one"),
 });
 
 const UnreadableEvents = z

@@ -196,6 +196,18 @@ function describeExec(e: Of<"exec">, executionId: string): Description {
         },
         ex,
       );
+    case "exec.condition-evaluated":
+      return d(
+        `step ${e.data.stepId} condition evaluated ${e.data.result}`,
+        { stepId: e.data.stepId, result: e.data.result },
+        ex,
+      );
+    case "exec.step-skipped":
+      return d(
+        `step ${e.data.stepId} skipped (${e.data.reason})`,
+        { stepId: e.data.stepId, reason: e.data.reason, detail: e.data.detail },
+        ex,
+      );
     case "exec.paused-for-recovery":
       return d(
         `paused for recovery: new epoch ${e.data.newEpoch}, ${e.data.failedRuntimeInstanceId} fenced out`,

@@ -29,7 +29,10 @@ export function evolveExecutionDoc(doc: ExecutionDoc | undefined, f: Fact<ExecEv
   if (
     f.seq <= s.lastSeq ||
     (doc !== undefined &&
-      (e.type === "exec.step-completed" || e.type === "exec.step-failed" || e.type === "exec.timer-started"))
+      (e.type === "exec.step-completed" ||
+        e.type === "exec.step-failed" ||
+        e.type === "exec.timer-started" ||
+        e.type === "exec.condition-evaluated"))
   )
     return s;
   return { ...apply(s, e, f), lastSeq: f.seq };
@@ -59,7 +62,10 @@ function apply(s: ExecutionDoc, e: ExecEvent, f: Fact<ExecEvent>): ExecutionDoc 
     case "exec.step-completed":
     case "exec.step-failed":
     case "exec.timer-started":
+    case "exec.condition-evaluated":
       return s;
+    case "exec.step-skipped":
+      return { ...s, skipped: [...(s.skipped ?? []), { stepId: e.data.stepId, reason: e.data.reason, seq: f.seq }] };
     case "exec.paused-for-recovery":
       return {
         ...s,

@@ -1,9 +1,7 @@
 import type { Clock } from "../../../platform/clock.ts";
 import {
   ERROR_CATALOGUE,
-  isDroverError,
   type DagDefinition,
-  type DataOf,
   type ErrorCode,
   type ExecutionId,
   type Step,
@@ -12,10 +10,9 @@ import {
 import { assertNever } from "../../../contracts/assert-never.ts";
 import { retryAtAfterFailure, scheduleSteps, takesWorker, type StepStart } from "../../../aggregates/scheduler.ts";
 import { canonicalJson } from "../../../aggregates/step-inputs.ts";
-import { RUN_REQUESTS } from "../../../aggregates/run.ts";
 import type { OutputStore } from "../../../platform/output-store.ts";
 import { attemptOutcome, jitterUnit } from "./attempt.ts";
-import type { EndedEvent, OpenedExecution } from "./execution-open.ts";
+import type { OpenedExecution } from "./execution-open.ts";
 import type { SecretResolver } from "./secrets.ts";
 import { recordableOutput, recordedOutput } from "./step-output.ts";
 import type { EgressPolicy } from "./egress-request.ts";
@@ -23,6 +20,8 @@ import { needsOutputs, sha256Hex, type StepRunner } from "./step-runners.ts";
 import type { LoadedWorker } from "./worker-module.ts";
 import type { WorkerPool } from "./worker-pool.ts";
 import { storeFailureOf } from "./store-failure.ts";
+import { appendRun, finishFromJournal, runCompleted, runOutput, type EndCtx } from "./execution-end.ts";
+import { settleControlFlow, type ControlFlowHost } from "./control-flow.ts";
 
 export interface ExecutorEnv {
   readonly workers: WorkerPool;
@@ -72,6 +71,10 @@ export class Execution {
   private dirty = false;
   private wake: (() => void) | undefined;
   private firstStepLogged = false;
+  private readonly skippedIds = new Set<string>();
+  private readonly conditions = new Map<string, boolean>();
+  private readonly control: ControlFlowHost;
+  private readonly end: EndCtx;
 
   constructor(
     private readonly env: ExecutorEnv,
@@ -91,6 +94,25 @@ export class Execution {
     }
     for (const [id, f] of opened.prior.failures) this.failures.set(id, f);
     for (const [id, t] of opened.prior.timers) this.timers.set(id, t);
+    for (const id of opened.prior.skipped.keys()) this.skippedIds.add(id);
+    for (const [id, c] of opened.prior.conditions) this.conditions.set(id, c);
+    this.control = {
+      opened,
+      input,
+      skipped: this.skippedIds,
+      conditions: this.conditions,
+      failures: this.failures,
+      lastErrors: this.lastErrors,
+      stepOf: (id) => this.stepOf(id),
+      valueOf: (id) => this.valueOf(id),
+    };
+    this.end = {
+      opened,
+      dag,
+      log: env.log,
+      valueOf: (id) => this.valueOf(id),
+      ...(env.outputs ? { outputs: env.outputs } : {}),
+    };
   }
 
   get executionId(): ExecutionId {
@@ -112,7 +134,7 @@ export class Execution {
     if (this.deadlineAt !== undefined)
       this.deadlineTimer = setTimeout(() => this.poke(), Math.max(0, this.deadlineAt - this.env.clock.now().getTime()));
     try {
-      return this.opened.ended ? await this.finishFromJournal(this.opened.ended) : await this.loop();
+      return this.opened.ended ? await finishFromJournal(this.end, this.opened.ended) : await this.loop();
     } catch (e) {
       this.abort.abort(e);
       await this.drained();
@@ -138,7 +160,13 @@ export class Execution {
         return this.finishDeadline();
       const d = scheduleSteps(
         this.dag,
-        { completed: this.completedIds, failures: this.failures, running: this.running },
+        {
+          completed: this.completedIds,
+          failures: this.failures,
+          running: this.running,
+          skipped: this.skippedIds,
+          conditions: this.conditions,
+        },
         this.env.clock.now().getTime(),
         this.env.maxWorkersPerRun,
       );
@@ -148,6 +176,8 @@ export class Execution {
         case "failed":
           return this.finishFailed(d.stepId, d.attempt);
         case "continue":
+          // Skips and conditions are journaled first; the scheduler then decides again over them.
+          if (await settleControlFlow(d, this.control)) break;
           for (const s of d.start) {
             // A sleep step only waits on its durable timer: it takes no worker, so other steps and runs use it meanwhile.
             const needsWorker = takesWorker(this.stepOf(s.stepId));
@@ -276,42 +306,9 @@ export class Execution {
 
   private async finishCompleted(): Promise<ExecutionOutcome> {
     const outputDigest = sha256Hex(canonicalJson([...this.completed.entries()].sort(([a], [b]) => (a < b ? -1 : 1))));
-    const result = await this.runOutput();
+    const result = await runOutput(this.end);
     await this.opened.exec.append(this.opened.emit("exec.completed", { outputDigest }));
-    return this.runCompleted(outputDigest, result);
-  }
-
-  /** The run's `completed` with the execution's output digest and the run output (inline or stored). */
-  private async runCompleted(
-    outputDigest: string,
-    result: Awaited<ReturnType<Execution["runOutput"]>>,
-  ): Promise<ExecutionOutcome> {
-    await this.appendRun("run.completed", {
-      executionId: this.executionId,
-      localRunId: this.opened.localRunId,
-      outputDigest,
-      ...(result.outputRef ? { outputRef: result.outputRef } : { output: result.output }),
-    });
-    return { state: "completed" };
-  }
-
-  /**
-   * The run's output: its sink step's output, or `{ stepId: output }` over several sinks (steps no
-   * other step depends on), stored like a step output when it is above the inline limit.
-   */
-  private async runOutput() {
-    const dependedOn = new Set(this.dag.steps.flatMap((s) => s.dependsOn as string[]));
-    const sinks = this.dag.steps.filter((s) => !dependedOn.has(s.id)).map((s) => s.id as string);
-    const value =
-      sinks.length === 1
-        ? await this.valueOf(sinks[0]!)
-        : Object.fromEntries(await Promise.all(sinks.map(async (id) => [id, await this.valueOf(id)] as const)));
-    return recordableOutput(
-      value,
-      `${this.opened.tenantId}/${this.executionId}/run-output`,
-      this.env.outputs,
-      undefined,
-    );
+    return runCompleted(this.end, outputDigest, result);
   }
 
   /** A completed step's output value: from memory, or read back from the journal (object store when stored). */
@@ -335,7 +332,7 @@ export class Execution {
       detail: `the execution ran longer than its deadline of ${this.dag.deadlineMs} ms`,
     };
     await this.opened.exec.append(this.opened.emit("exec.failed", { reason }));
-    await this.appendRun("run.failed", {
+    await appendRun(this.end, "run.failed", {
       executionId: this.executionId,
       localRunId: this.opened.localRunId,
       reason,
@@ -358,7 +355,7 @@ export class Execution {
         ),
     };
     await this.opened.exec.append(this.opened.emit("exec.failed", { reason, stepId }));
-    await this.appendRun("run.failed", {
+    await appendRun(this.end, "run.failed", {
       executionId: this.executionId,
       localRunId: this.opened.localRunId,
       reason,
@@ -366,50 +363,12 @@ export class Execution {
     return { state: "failed", reason: reason.code, detail: reason.detail };
   }
 
-  /**
-   * The journal ended before its run did (the host died between exec and run terminal events): write
-   * the run's terminal event from the journal, runs nothing. The output digest is the one the journal
-   * recorded; the output is rebuilt from the recorded step outputs, as a completing run builds it.
-   */
-  private async finishFromJournal(ended: EndedEvent): Promise<ExecutionOutcome> {
-    this.env.log({ event: "run-finished-from-journal", executionId: this.executionId, journal: ended.type });
-    switch (ended.type) {
-      case "exec.completed":
-        return this.runCompleted(ended.data.outputDigest, await this.runOutput());
-      case "exec.failed":
-        await this.appendRun("run.failed", {
-          executionId: this.executionId,
-          localRunId: this.opened.localRunId,
-          reason: ended.data.reason,
-        });
-        return { state: "failed", reason: ended.data.reason.code, detail: ended.data.reason.detail };
-      case "exec.cancelled":
-        await this.appendRun("run.cancelled", { reason: ended.data.reason });
-        return { state: "cancelled" };
-      default:
-        return assertNever(ended);
-    }
-  }
-
   private async finishCancelled(): Promise<ExecutionOutcome> {
     await this.drained();
     if (this.fatal) throw this.fatal;
     await this.opened.exec.append(this.opened.emit("exec.cancelled", { reason: "CancelRun" }));
-    await this.appendRun("run.cancelled", { reason: "CancelRun" });
+    await appendRun(this.end, "run.cancelled", { reason: "CancelRun" });
     return { state: "cancelled" };
-  }
-
-  /** Run-aggregate terminal events: a conflict here (the run moved, e.g. cancelled by the API) is logged, not fatal. */
-  private async appendRun<T extends "run.completed" | "run.failed" | "run.cancelled">(
-    type: T,
-    data: DataOf<T>,
-  ): Promise<void> {
-    try {
-      await this.opened.run.append(this.opened.emit(type, data), RUN_REQUESTS);
-    } catch (e) {
-      if (!isDroverError(e, "execution-ownership-lost")) throw e;
-      this.env.log({ event: "run-terminal-conflict", executionId: this.executionId, type, detail: e.message });
-    }
   }
 
   private poke(): void {

@@ -1,0 +1,86 @@
+import { isDroverError, type DagDefinition, type DataOf } from "../../../contracts/index.ts";
+import { assertNever } from "../../../contracts/assert-never.ts";
+import { RUN_REQUESTS } from "../../../aggregates/run.ts";
+import type { OutputStore } from "../../../platform/output-store.ts";
+import type { EndedEvent, OpenedExecution } from "./execution-open.ts";
+import type { ExecutionOutcome } from "./execution.ts";
+import { recordableOutput } from "./step-output.ts";
+
+/** What the run's terminal writes need from an execution. */
+export interface EndCtx {
+  readonly opened: OpenedExecution;
+  readonly dag: DagDefinition;
+  readonly outputs?: OutputStore;
+  readonly log: (fields: Record<string, unknown>) => void;
+  /** A settled step's output value (null for a skipped one). */
+  readonly valueOf: (stepId: string) => Promise<unknown>;
+}
+
+/** Run-aggregate terminal events: a conflict here (the run moved, e.g. cancelled by the API) is logged, not fatal. */
+export async function appendRun<T extends "run.completed" | "run.failed" | "run.cancelled">(
+  c: EndCtx,
+  type: T,
+  data: DataOf<T>,
+): Promise<void> {
+  try {
+    await c.opened.run.append(c.opened.emit(type, data), RUN_REQUESTS);
+  } catch (e) {
+    if (!isDroverError(e, "execution-ownership-lost")) throw e;
+    c.log({ event: "run-terminal-conflict", executionId: c.opened.executionId, type, detail: e.message });
+  }
+}
+
+/**
+ * The run's output: its sink step's output, or `{ stepId: output }` over several sinks (steps no
+ * other step depends on; a skipped one's is null), stored like a step output when it is above the
+ * inline limit.
+ */
+export async function runOutput(c: EndCtx) {
+  const dependedOn = new Set(c.dag.steps.flatMap((s) => s.dependsOn as string[]));
+  const sinks = c.dag.steps.filter((s) => !dependedOn.has(s.id)).map((s) => s.id as string);
+  const value =
+    sinks.length === 1
+      ? await c.valueOf(sinks[0]!)
+      : Object.fromEntries(await Promise.all(sinks.map(async (id) => [id, await c.valueOf(id)] as const)));
+  return recordableOutput(value, `${c.opened.tenantId}/${c.opened.executionId}/run-output`, c.outputs, undefined);
+}
+
+/** The run's `completed` with the execution's output digest and the run output (inline or stored). */
+export async function runCompleted(
+  c: EndCtx,
+  outputDigest: string,
+  result: Awaited<ReturnType<typeof runOutput>>,
+): Promise<ExecutionOutcome> {
+  await appendRun(c, "run.completed", {
+    executionId: c.opened.executionId,
+    localRunId: c.opened.localRunId,
+    outputDigest,
+    ...(result.outputRef ? { outputRef: result.outputRef } : { output: result.output }),
+  });
+  return { state: "completed" };
+}
+
+/**
+ * The journal ended before its run did (the host died between exec and run terminal events): write
+ * the run's terminal event from the journal, runs nothing. The output digest is the one the journal
+ * recorded; the output is rebuilt from the recorded step outputs, as a completing run builds it.
+ */
+export async function finishFromJournal(c: EndCtx, ended: EndedEvent): Promise<ExecutionOutcome> {
+  c.log({ event: "run-finished-from-journal", executionId: c.opened.executionId, journal: ended.type });
+  switch (ended.type) {
+    case "exec.completed":
+      return runCompleted(c, ended.data.outputDigest, await runOutput(c));
+    case "exec.failed":
+      await appendRun(c, "run.failed", {
+        executionId: c.opened.executionId,
+        localRunId: c.opened.localRunId,
+        reason: ended.data.reason,
+      });
+      return { state: "failed", reason: ended.data.reason.code, detail: ended.data.reason.detail };
+    case "exec.cancelled":
+      await appendRun(c, "run.cancelled", { reason: ended.data.reason });
+      return { state: "cancelled" };
+    default:
+      return assertNever(ended);
+  }
+}
