@@ -9,6 +9,11 @@ export const Credential = z.discriminatedUnion("role", [
 ]);
 export type Credential = z.infer<typeof Credential>;
 
+/** A Kubernetes resource quantity as Pod specs take it: `100m`, `0.5`, `128Mi`, `1Gi`. */
+const quantity = z
+  .string()
+  .regex(/^[0-9]+(\.[0-9]+)?(m|k|M|G|T|Ki|Mi|Gi|Ti)?$/, "must be a Kubernetes quantity (100m, 128Mi, 1Gi)");
+
 const dnsLabel = z
   .string()
   .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "must be a DNS-1123 label")
@@ -61,6 +66,17 @@ export const KubernetesHostConfig = z
       .max(300)
       .default(1)
       .describe("grace of a kill's first delete; short: a fenced runtime must stop, not drain"),
+    runtimeResources: z
+      .object({
+        cpuRequest: quantity.default("100m"),
+        memoryRequest: quantity.default("128Mi"),
+        memoryLimit: quantity.default("1Gi"),
+      })
+      .strict()
+      .prefault({})
+      .describe(
+        "each runtime Pod's requests and memory limit (its CPU limit is the runtime's worker count); the scheduler fits allocatable CPU ÷ cpuRequest runtimes on a node",
+      ),
   })
   .strict()
   .refine((k) => k.exposure !== "gateway" || k.gateway !== undefined, {

@@ -17,6 +17,9 @@ const run = promisify(execFile);
 /** The runtime image's argv (k8s/image/build.sh): node and the bundled runtime, no node_modules. */
 export const IMAGE_RUNTIME_COMMAND = ["/usr/local/bin/node", "/app/runtime.mjs"];
 
+/** Each runtime Pod's CPU request on the local real node (2 CPUs fit 200 of them). */
+export const LOCAL_NODE_CPU_REQUEST = "10m";
+
 /** Builds (cached) the runtime image; its archive for the node to import and its reference for the Pods. */
 export async function buildRuntimeImage(): Promise<{ archive: string; ref: string }> {
   const { stdout } = await run(join(ROOT, "k8s/image/build.sh"), ["runtime"], { maxBuffer: 1 << 20 });
@@ -64,6 +67,9 @@ export async function startProofCluster(
         ? { runtimeImage: image.ref, runtimeCommand: IMAGE_RUNTIME_COMMAND }
         : { runtimeCommand: [process.execPath, "--import", "tsx", "services/runtime/main.ts"], workingDir: ROOT }),
       ...(exposure === "gateway" ? { gateway: { name: "drover-shared", namespace, className: "drover-local" } } : {}),
+      // The real scheduler counts requests against the node's 2 CPUs: at the default 100m only 20
+      // runtime Pods fit and P=15 (up to ~45 runtimes at once) stalls Pending. An idle runtime uses a few millicores.
+      ...(real ? { runtimeResources: { cpuRequest: LOCAL_NODE_CPU_REQUEST } } : {}),
     };
     return { kubernetes, natsHost: real ? nodeNetwork(info.networkSlot, 0).nodeIp : "127.0.0.1", stop };
   } catch (e) {

@@ -195,12 +195,12 @@ export async function runProof(
       durationMs: Date.now() - t0,
       phasesMs,
       pass,
-      logDir: pass ? "" : cp.logDir,
+      logDir: pass && process.env.DROVER_KEEP_LOGS !== "1" ? "" : cp.logDir,
     };
   } finally {
     await nc.close();
-    // A failed proof keeps every service's log for the investigation.
-    await cp.stop(!pass);
+    // A failed proof keeps every service's log for the investigation (DROVER_KEEP_LOGS=1: a passing one too).
+    await cp.stop(!pass || process.env.DROVER_KEEP_LOGS === "1");
   }
 }
 

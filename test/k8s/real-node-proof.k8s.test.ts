@@ -52,6 +52,7 @@ async function prove(o: Partial<ProofOptions>, exposure: "pod-ip" | "gateway" | 
     600_000,
   );
   const line = proofLine(report);
+  if (report.logDir) console.log(`service logs kept in ${report.logDir}`);
   console.log(
     `${line}\n  kill→suspected p50/p99 ${report.latencies.suspected.p50}/${report.latencies.suspected.p99} ms, →fenced ${report.latencies.fenced.p50}/${report.latencies.fenced.p99} ms, →resumed ${report.latencies.resumed.p50}/${report.latencies.resumed.p99} ms; kill gate step durable→signal p50/p99 ${report.latencies.gateSignal.p50}/${report.latencies.gateSignal.p99} ms\n` +
       `  request→Pod Ready p50/p99 ${report.startup.hostReady.p50}/${report.startup.hostReady.p99} ms, →route programmed ${report.startup.route.p50}/${report.startup.route.p99} ms, →capacity published ${report.startup.published.p50}/${report.startup.published.p99} ms`,

@@ -70,7 +70,8 @@ export async function startRealKubelet(o: KubeletOptions): Promise<DaemonRecord>
       `--root-dir=${root}`,
       `--hostname-override=${o.nodeName}`,
       `--node-ip=${o.nodeIp}`,
-      "--v=1",
+      // DROVER_KUBELET_V=4 logs the pod workers' and status manager's decisions (diagnosis only: ~10× the log).
+      `--v=${process.env.DROVER_KUBELET_V ?? "1"}`,
     ],
     { logFile: join(o.nodeDir, "kubelet.log"), recordFile: join(o.nodeDir, "kubelet.json") },
   );

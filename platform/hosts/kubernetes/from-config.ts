@@ -25,5 +25,6 @@ export function kubernetesStrategyFromConfig(cfg: KubernetesHostConfig): HostStr
     ...(cfg.workingDir ? { workingDir: cfg.workingDir } : {}),
     readinessTimeoutMs: cfg.readinessTimeoutMs,
     killGraceSeconds: cfg.killGraceSeconds,
+    resources: cfg.runtimeResources,
   });
 }

@@ -8,6 +8,7 @@ describe("kubernetes host configuration (pure, proves no transport)", () => {
       exposure: "pod-ip",
       namePrefix: "drover-rt",
       killGraceSeconds: 1,
+      runtimeResources: { cpuRequest: "100m", memoryRequest: "128Mi", memoryLimit: "1Gi" },
     });
     expect(KubernetesHostConfig.safeParse({ exposure: "gateway" }).success).toBe(false);
     const gw = KubernetesHostConfig.parse({
@@ -31,5 +32,18 @@ describe("kubernetes host configuration (pure, proves no transport)", () => {
     expect(KubernetesHostConfig.parse({ exposure: "node-port" }).nodeAddress).toBeUndefined();
     expect(KubernetesHostConfig.parse({ exposure: "node-port", nodeAddress: "10.0.0.7" }).nodeAddress).toBe("10.0.0.7");
     expect(KubernetesHostConfig.safeParse({ exposure: "port-forward" }).success).toBe(false);
+  });
+
+  it("takes runtime Pod requests as Kubernetes quantities, keeping the defaults it is not given, and refuses anything else", () => {
+    expect(KubernetesHostConfig.parse({ runtimeResources: { cpuRequest: "10m" } }).runtimeResources).toEqual({
+      cpuRequest: "10m",
+      memoryRequest: "128Mi",
+      memoryLimit: "1Gi",
+    });
+    expect(
+      KubernetesHostConfig.parse({ runtimeResources: { cpuRequest: "0.25", memoryLimit: "2Gi" } }).runtimeResources,
+    ).toMatchObject({ cpuRequest: "0.25", memoryLimit: "2Gi" });
+    for (const bad of [{ cpuRequest: "ten" }, { memoryRequest: "128 MiB" }, { cpuLimit: "1" }])
+      expect(KubernetesHostConfig.safeParse({ runtimeResources: bad }).success).toBe(false);
   });
 });

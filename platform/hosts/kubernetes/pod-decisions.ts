@@ -52,3 +52,21 @@ export function goneDecision(uid: string, e: ObjectEvent<V1Pod>): string | undef
     return e.type === "DELETED" ? undefined : `${e.type === "LISTED" ? "list" : "watch"}-replaced`;
   return e.type === "DELETED" ? "watch-deleted" : undefined;
 }
+
+/**
+ * Whether no container of Pod `uid` can run again, as its kubelet reports it: `restartPolicy:
+ * Never` and every container (init containers included) `terminated`, or the phase terminal. A
+ * container's PID 1 has then exited and the kernel has killed the rest of its PID namespace, and the
+ * kubelet never starts it again; only the sandbox may still be torn down. Anything else: undefined.
+ */
+export function stoppedForGood(uid: string, e: ObjectEvent<V1Pod>): string | undefined {
+  const pod = e.obj;
+  if (!pod || e.type === "DELETED" || pod.metadata?.uid !== uid) return undefined;
+  const phase = pod.status?.phase;
+  if (phase === "Failed" || phase === "Succeeded") return `phase ${phase}`;
+  if (pod.spec?.restartPolicy !== "Never") return undefined;
+  const want = [...(pod.spec.initContainers ?? []), ...pod.spec.containers].map((c) => c.name);
+  const statuses = [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])];
+  const terminated = new Set(statuses.filter((s) => s.state?.terminated).map((s) => s.name));
+  return want.length > 0 && want.every((n) => terminated.has(n)) ? "every container terminated" : undefined;
+}

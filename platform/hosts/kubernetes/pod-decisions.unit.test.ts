@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { V1Pod } from "@kubernetes/client-node";
-import { goneDecision, readyDecision } from "./pod-decisions.ts";
+import { goneDecision, readyDecision, stoppedForGood } from "./pod-decisions.ts";
 
 const pod = (
   uid: string,
@@ -52,5 +52,30 @@ describe("Pod readiness and UID-gone decisions (pure, prove no transport)", () =
     expect(goneDecision("u1", { type: "LISTED", obj: pod("u2") })).toBe("list-replaced");
     expect(goneDecision("u1", { type: "MODIFIED", obj: pod("u1", { deleting: true }) })).toBeUndefined();
     expect(goneDecision("u1", { type: "DELETED", obj: pod("u2") })).toBeUndefined();
+  });
+
+  it("calls a Pod stopped for good only when its kubelet reports it: terminal phase, or restartPolicy Never and every container terminated", () => {
+    const withSpec = (p: V1Pod, restartPolicy: string): V1Pod => ({
+      ...p,
+      spec: { restartPolicy, containers: [{ name: "runtime" }] },
+    });
+    const ev = (obj: V1Pod) => ({ type: "MODIFIED" as const, obj });
+    expect(stoppedForGood("u1", ev(withSpec(pod("u1", { terminated: true }), "Never")))).toBe(
+      "every container terminated",
+    );
+    expect(stoppedForGood("u1", ev(withSpec(pod("u1", { phase: "Failed" }), "Never")))).toBe("phase Failed");
+    // Still running, another restart policy, another UID, a deletion or nothing listed: not proven.
+    expect(stoppedForGood("u1", ev(withSpec(pod("u1"), "Never")))).toBeUndefined();
+    expect(stoppedForGood("u1", ev(withSpec(pod("u1", { terminated: true }), "Always")))).toBeUndefined();
+    expect(stoppedForGood("u1", ev(withSpec(pod("u2", { terminated: true }), "Never")))).toBeUndefined();
+    expect(
+      stoppedForGood("u1", { type: "DELETED", obj: withSpec(pod("u1", { terminated: true }), "Never") }),
+    ).toBeUndefined();
+    expect(stoppedForGood("u1", { type: "LISTED", obj: undefined })).toBeUndefined();
+    // An init container not yet terminated keeps it open.
+    const init = withSpec(pod("u1", { terminated: true }), "Never");
+    expect(
+      stoppedForGood("u1", ev({ ...init, spec: { ...init.spec!, initContainers: [{ name: "setup" }] } })),
+    ).toBeUndefined();
   });
 });

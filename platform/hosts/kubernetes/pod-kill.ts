@@ -1,6 +1,6 @@
 import type { CoreV1Api, KubeConfig, V1Pod } from "@kubernetes/client-node";
 import type { KillResult } from "../types.ts";
-import { goneDecision } from "./pod-decisions.ts";
+import { goneDecision, stoppedForGood } from "./pod-decisions.ts";
 import { deleteExact } from "./resources.ts";
 import { followObject, type WatchTarget } from "./watch-object.ts";
 
@@ -31,10 +31,14 @@ export async function waitPodUidGone(
 
 /**
  * Deletes exactly Pod `uid` (UID precondition, `graceSeconds` in the body) and returns only once
- * that UID is gone. If it is still there when 70 % of the budget has passed, the delete is
- * repeated with grace 0 (still UID-preconditioned) and the rest of the budget is waited. A Pod
- * that now has another UID under the same name is never touched: its existence proves ours is gone.
- * Returns `timeout` when the UID outlives the budget or the API server does not answer.
+ * that UID is gone. Two ways to finish early with a grace-0 delete (still UID-preconditioned):
+ * the kubelet reports that no container of the Pod can run again ({@link stoppedForGood}: the
+ * runtime already exited, `restartPolicy: Never`) — the API server then removes the UID at once,
+ * where the kubelet's own final delete waits for its pod worker to step through termination one
+ * PLEG relist (1 s) at a time; or 70 % of the budget has passed (escalation: the proof then rests
+ * on the kubelet acting on the deletion). A Pod that now has another UID under the same name is
+ * never touched: its existence proves ours is gone. Returns `timeout` when the UID outlives the
+ * budget or the API server does not answer.
  */
 export async function killPodExact(
   kc: KubeConfig,
@@ -47,10 +51,27 @@ export async function killPodExact(
 ): Promise<KillResult> {
   const start = Date.now();
   const del = (grace: number) => deleteExact((body) => core.deleteNamespacedPod({ name, namespace, body }), uid, grace);
+  const target = podTarget(core, namespace, name);
   try {
     await del(graceSeconds);
-    let observedBy = await waitPodUidGone(kc, core, namespace, name, uid, start + budgetMs * 0.7);
-    if (!observedBy) {
+    let observedBy: string | undefined;
+    const first = await followObject(
+      kc,
+      target,
+      (e) => {
+        const gone = goneDecision(uid, e);
+        if (gone) return { gone };
+        const stopped = graceSeconds > 0 ? stoppedForGood(uid, e) : undefined;
+        return stopped ? { stopped } : undefined;
+      },
+      start + budgetMs * 0.7,
+    );
+    if ("gone" in first) observedBy = first.gone;
+    else if ("stopped" in first) {
+      await del(0);
+      observedBy = await waitPodUidGone(kc, core, namespace, name, uid, start + budgetMs);
+      if (observedBy) observedBy = `${observedBy} (grace 0 once its kubelet reported ${first.stopped})`;
+    } else {
       await del(0);
       observedBy = await waitPodUidGone(kc, core, namespace, name, uid, start + budgetMs);
       if (observedBy) observedBy = `${observedBy} (after escalating to grace 0)`;

@@ -20,7 +20,27 @@ export interface RuntimePodOptions {
   readonly terminationGraceSeconds?: number;
   /** Label value of `drover.dev/provider` (which runtime implementation the Pod runs). */
   readonly provider?: string;
+  /** Requests and memory limit of the runtime container (default {@link DEFAULT_RUNTIME_RESOURCES}); the CPU limit is the worker count. */
+  readonly resources?: RuntimeResources;
 }
+
+/** What the scheduler reserves for one runtime Pod, and its memory ceiling (quantities as Kubernetes writes them). */
+export interface RuntimeResources {
+  readonly cpuRequest: string;
+  readonly memoryRequest: string;
+  readonly memoryLimit: string;
+}
+
+/**
+ * For a real cluster: 100m CPU and 128Mi reserved per runtime (an idle runtime uses a few millicores
+ * and ~60 MiB), 1Gi memory ceiling. A 2-CPU node fits only 20 runtimes at 100m: a small local node
+ * running many idle runtimes (the proof at P=15) configures a smaller CPU request instead.
+ */
+export const DEFAULT_RUNTIME_RESOURCES: RuntimeResources = {
+  cpuRequest: "100m",
+  memoryRequest: "128Mi",
+  memoryLimit: "1Gi",
+};
 
 export const L = {
   controlPlane: "drover.dev/control-plane-id",
@@ -132,6 +152,7 @@ export function buildTokenSecret(spec: HostSpec, opts: RuntimePodOptions): V1Sec
  */
 export function buildRuntimePod(spec: HostSpec, opts: RuntimePodOptions): V1Pod {
   const names = runtimeNames(opts.namePrefix ?? "drover-rt", spec.runtimeInstanceId);
+  const resources = opts.resources ?? DEFAULT_RUNTIME_RESOURCES;
   const port = RUNTIME_PORT[spec.transport];
   const identity = runtimeEnv(spec, "", port);
   const reserved = new Set([
@@ -204,8 +225,8 @@ export function buildRuntimePod(spec: HostSpec, opts: RuntimePodOptions): V1Pod 
           // The only writable path (tsx's cache, temporary files); the root filesystem is read-only.
           volumeMounts: [{ name: "tmp", mountPath: "/tmp" }],
           resources: {
-            requests: { cpu: "100m", memory: "128Mi" },
-            limits: { cpu: String(spec.sizing.workers), memory: "1Gi" },
+            requests: { cpu: resources.cpuRequest, memory: resources.memoryRequest },
+            limits: { cpu: String(spec.sizing.workers), memory: resources.memoryLimit },
           },
         },
       ],

@@ -8,6 +8,7 @@ import {
   buildRuntimePod,
   buildRuntimeService,
   buildTokenSecret,
+  DEFAULT_RUNTIME_RESOURCES,
   L,
   runtimeMetadata,
   runtimeNames,
@@ -111,6 +112,23 @@ describe("Kubernetes runtime object builders (pure; prove no transport and no cl
     expect(JSON.stringify(pod)).not.toContain(spec.commandToken);
     expect(buildTokenSecret(spec, OPTS).stringData).toEqual({ token: spec.commandToken });
     expect(pod.spec?.restartPolicy).toBe("Never");
+  });
+
+  it("requests 100m CPU and 128Mi by default, takes configured requests and memory limit, and limits CPU to the worker count", () => {
+    const spec = hostSpec({
+      runtimeInstanceId: "rt-res-1",
+      sizing: { workers: 3, maxConcurrentRuns: 1, localQueueCapacity: 2, maxWorkersPerRun: 1 },
+    });
+    const res = (o: RuntimePodOptions) => buildRuntimePod(spec, o).spec?.containers[0]?.resources;
+    expect(res(OPTS)).toEqual({
+      requests: { cpu: DEFAULT_RUNTIME_RESOURCES.cpuRequest, memory: "128Mi" },
+      limits: { cpu: String(spec.sizing.workers), memory: "1Gi" },
+    });
+    expect(DEFAULT_RUNTIME_RESOURCES.cpuRequest).toBe("100m");
+    expect(res({ ...OPTS, resources: { cpuRequest: "10m", memoryRequest: "64Mi", memoryLimit: "512Mi" } })).toEqual({
+      requests: { cpu: "10m", memory: "64Mi" },
+      limits: { cpu: String(spec.sizing.workers), memory: "512Mi" },
+    });
   });
 
   it("is ready by the runtime's own /readyz on its ops listener, bound to the Pod IP on a port configuration cannot move", () => {

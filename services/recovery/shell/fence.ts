@@ -1,6 +1,7 @@
 import { isDroverError } from "../../../contracts/index.ts";
 import { envelope } from "../../../platform/envelope.ts";
 import { runtimeRef } from "../../../streams/index.ts";
+import { fenceStillDecided } from "../domain/fence-append.ts";
 import type { RuntimeRecord } from "../domain/runtime-health.ts";
 import type { RecoveryDeps } from "./deps.ts";
 
@@ -42,20 +43,37 @@ export async function fence(deps: RecoveryDeps, rt: RuntimeRecord): Promise<void
           },
           { correlationId: incidentId, causationId: `fence:${incidentId}` },
         );
-  try {
-    // Expect the sequence the decision was based on: if anything was appended since (another
-    // replica's plan or fence), this append must conflict rather than repeat it.
-    const a = await deps.store.append(runtimeRef(rt.runtimeInstanceId), event, { expectedSeq: rt.lastSeq });
-    deps.state.applyOwn(
-      `${deps.layout.eventPrefix}.runtime.${rt.runtimeInstanceId}.${event.type.split(".")[1]}`,
-      event,
-      a.seq,
-    );
-    deps.log.warn(
-      { runtime: rt.runtimeInstanceId, incidentId, outcome: result.outcome },
-      result.outcome === "killed" ? "runtime fenced" : "fence timed out",
-    );
-  } catch (e) {
-    if (!isDroverError(e, "version-conflict")) throw e;
+  // Expect the sequence the decision was based on: if anything was appended since (another
+  // replica's plan or fence), this append must conflict rather than repeat it. One exception: the
+  // provisioner records what its Pod watch saw of the kill itself (`host-exited`: container
+  // terminated, Pod failed, Pod deleted) while the kill runs; those cannot change the decision, so a
+  // proven kill is recorded on top of them rather than killed again on the next pass (which cost a
+  // whole pass and a second kill on a real node: seconds).
+  const ref = runtimeRef(rt.runtimeInstanceId);
+  let expectedSeq = rt.lastSeq;
+  for (let conflicts = 0; ; conflicts++) {
+    try {
+      const a = await deps.store.append(ref, event, { expectedSeq });
+      deps.state.applyOwn(
+        `${deps.layout.eventPrefix}.runtime.${rt.runtimeInstanceId}.${event.type.split(".")[1]}`,
+        event,
+        a.seq,
+      );
+      deps.log.warn(
+        { runtime: rt.runtimeInstanceId, incidentId, outcome: result.outcome, conflicts },
+        result.outcome === "killed" ? "runtime fenced" : "fence timed out",
+      );
+      return;
+    } catch (e) {
+      if (!isDroverError(e, "version-conflict")) throw e;
+      if (result.outcome !== "killed" || conflicts >= MAX_OBSERVATION_CONFLICTS) return;
+      const h = await deps.store.read(ref);
+      const since = h.events.filter((s) => s.seq > expectedSeq).map((s) => s.event);
+      if (!fenceStillDecided(since, rt.host.hostIncarnation)) return;
+      expectedSeq = h.lastSeq;
+    }
   }
 }
+
+/** Host observations of one kill: container terminated, Pod failed, Pod deleted (each at most once). */
+const MAX_OBSERVATION_CONFLICTS = 4;
