@@ -49,7 +49,7 @@ describe("drover's k8s/ manifests, against the local cluster's real API server",
     expect(out).toContain("gateway.gateway.networking.k8s.io/drover-shared");
   });
 
-  it("the shipped DROVER_CONFIG is a Secret, validates, stores tokens only as sha256 digests and hosts runtimes by Pod IP", () => {
+  it("the shipped DROVER_CONFIG is a Secret, validates, stores tokens only as sha256 digests, hosts runtimes by Pod IP and refuses process hosts", () => {
     const objects = readdirSync(DIR)
       .filter((f) => f.endsWith(".yaml"))
       .flatMap(
@@ -61,6 +61,8 @@ describe("drover's k8s/ manifests, against the local cluster's real API server",
     };
     const config = DroverConfig.parse(JSON.parse(secret.stringData["drover.json"] ?? "{}"));
     expect(config.kubernetes).toMatchObject({ namespace: "drover-runtimes", exposure: "pod-ip" });
+    // Recovery's Pod could not prove a process host of the provisioner's Pod gone (docs/security.md).
+    expect(config.processHosts).toBe("refused");
     expect(Object.keys(config.tokens).length).toBeGreaterThan(0);
     for (const key of Object.keys(config.tokens)) expect(key).toMatch(/^sha256:[0-9a-f]{64}$/);
   });

@@ -76,6 +76,7 @@ export async function driveHostStart(d: ProvisionerDeps, p: PlannedStart): Promi
         {
           hostIncarnation: h.hostIncarnation as HostIncarnation,
           ...(h.pid !== undefined ? { pid: h.pid } : {}),
+          ...(h.node !== undefined ? { node: h.node } : {}),
           convergence: "created",
         },
         p.origin,
