@@ -4,7 +4,8 @@
  *   nats-auth.ts creds <dir> <identity>                  prints that identity's NATS_CREDS
  *   nats-auth.ts callout-seed <dir>                      prints DROVER_NATS_CALLOUT_SEED (the provisioner's)
  *   nats-auth.ts setup <dir>                             streams, durable consumer, outputs bucket (as `setup`)
- *   nats-auth.ts k8s-secret <dir>                        prints the Secret drover-nats k8s/drover/30-services.yaml reads
+ *   nats-auth.ts k8s-secret <dir>                        prints the Secrets drover-nats (services, k8s/drover/30-services.yaml)
+ *                                                        and drover-nats-setup (the setup Job, 25-setup-job.yaml)
  * The configuration's rights are those of docs/nats-identities.md for the default layout, or for
  * every tagged layout when DROVER_STREAM_TAG is set.
  */
@@ -46,26 +47,30 @@ if (cmd === "config") {
   await setupNats(await jetstreamManager(nc), layout);
   await nc.close();
 } else if (cmd === "k8s-secret") {
+  // Two Secrets: the services' identities (and the callout key) in drover-nats; the setup identity,
+  // which may create streams and durables, in drover-nats-setup, read only by the setup Job
+  // (k8s/drover/25-setup-job.yaml). Services never hold setup rights.
   const k = keys();
-  const data = Object.fromEntries([
-    ...(["api", "admission", "capacity", "provisioner", "recovery", "forensics", "setup", "operator"] as const).map(
-      (id) => [id, credentialOf(k, id)],
-    ),
+  const secret = (name: string, data: Record<string, string>) => ({
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: { name, namespace: "drover-system" },
+    type: "Opaque",
+    stringData: data,
+  });
+  const services = Object.fromEntries([
+    ...(["api", "admission", "capacity", "provisioner", "recovery", "forensics", "operator"] as const).map((id) => [
+      id,
+      credentialOf(k, id),
+    ]),
     ["callout-seed", k.calloutSeed],
   ]);
-  process.stdout.write(
-    JSON.stringify(
-      {
-        apiVersion: "v1",
-        kind: "Secret",
-        metadata: { name: "drover-nats", namespace: "drover-system" },
-        type: "Opaque",
-        stringData: data,
-      },
-      null,
-      2,
-    ) + "\n",
-  );
+  const list = {
+    apiVersion: "v1",
+    kind: "List",
+    items: [secret("drover-nats", services), secret("drover-nats-setup", { setup: credentialOf(k, "setup") })],
+  };
+  process.stdout.write(JSON.stringify(list, null, 2) + "\n");
 } else {
   process.stderr.write(`unknown command ${cmd}\n`);
   process.exit(2);
