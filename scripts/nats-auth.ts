@@ -1,6 +1,7 @@
 /**
  * NATS authentication for `make run` (scripts/infra-up.sh, scripts/run.sh) and deployments:
  *   nats-auth.ts config <dir> <host> <port> <storeDir>  keys (kept in <dir>/keys.json, made once) + <dir>/nats.conf
+ *                                                        (NATS_TLS=1: TLS only, CA + certificate made once in <dir>/tls)
  *   nats-auth.ts creds <dir> <identity>                  prints that identity's NATS_CREDS
  *   nats-auth.ts callout-seed <dir>                      prints DROVER_NATS_CALLOUT_SEED (the provisioner's)
  *   nats-auth.ts setup <dir>                             streams, durable consumer, outputs bucket (as `setup`)
@@ -15,6 +16,7 @@ import { jetstreamManager } from "@nats-io/jetstream";
 import { credentialOf, generateKeys, type NatsKeys } from "../platform/nats-auth/credentials.ts";
 import { scopeOf, TAGGED_SCOPE, type Identity } from "../platform/nats-auth/rights.ts";
 import { serverConfig } from "../platform/nats-auth/server-config.ts";
+import { generateTls } from "../platform/nats-auth/tls.ts";
 import { connectNats } from "../platform/nats-connect.ts";
 import { setupNats } from "../platform/nats-setup.ts";
 import { DEFAULT_LAYOUT, taggedLayout } from "../streams/index.ts";
@@ -36,7 +38,16 @@ if (cmd === "config") {
   const producers = (process.env.DROVER_NATS_PRODUCERS ?? "").split(",").filter((t) => t !== "");
   if (!existsSync(keysFile)) writeFileSync(keysFile, JSON.stringify(generateKeys({ producers })), { mode: 0o600 });
   const scopes = tag ? [TAGGED_SCOPE] : [scopeOf(DEFAULT_LAYOUT)];
-  const conf = serverConfig({ host: host!, port: Number(port), storeDir: storeDir!, keys: keys(), scopes });
+  // NATS_TLS=1: TLS only, with a CA and server certificate generated once under <dir>/tls (clients: NATS_CA_FILE).
+  const tls = process.env.NATS_TLS === "1" ? await generateTls(join(dir, "tls"), [host!, "localhost"]) : undefined;
+  const conf = serverConfig({
+    host: host!,
+    port: Number(port),
+    storeDir: storeDir!,
+    keys: keys(),
+    scopes,
+    ...(tls ? { tls } : {}),
+  });
   writeFileSync(join(dir, "nats.conf"), conf, { mode: 0o600 });
 } else if (cmd === "creds") {
   process.stdout.write(credentialOf(keys(), rest[0] as Identity));

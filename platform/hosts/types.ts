@@ -29,6 +29,8 @@ export interface HostSpec {
   readonly natsUrl: string;
   /** The runtime's own NATS credential (NATS_CREDS, `<id>:<password>`, checked by the auth callout); absent on an open server. */
   readonly natsCreds?: string;
+  /** The CA the runtime verifies a TLS nats-server against (NATS_CA_FILE; process hosts: a path on this machine). */
+  readonly natsCaFile?: string;
   readonly heartbeatMs?: number;
   readonly llmBaseUrl?: string;
   /** Egress settings of the tenants whose steps this runtime runs (DROVER_EGRESS); absent tenants get the defaults. */

@@ -49,6 +49,7 @@ const deps: ProvisionerDeps = {
   strategies,
   instanceId: ctx.instanceId,
   natsUrl,
+  ...(process.env.NATS_CA_FILE ? { natsCaFile: process.env.NATS_CA_FILE } : {}),
   ...(callout ? { natsCredsFor: callout.credsFor } : {}),
   ...(process.env.DROVER_STREAM_TAG ? { streamTag: process.env.DROVER_STREAM_TAG } : {}),
   heartbeatMs: ctx.config.heartbeatIntervalMs,
