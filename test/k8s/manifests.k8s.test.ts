@@ -55,6 +55,10 @@ describe("drover's k8s/ manifests, against the local cluster's real API server",
     const [job] = loadAllYaml(readFileSync(join(DIR, "25-setup-job.yaml"), "utf8")) as V1Job[];
     const pod = job!.spec!.template.spec!;
     expect(pod.serviceAccountName).toBe("drover-setup");
+    expect(pod.volumes?.find((v) => v.name === "nats-ca")?.secret).toEqual({
+      secretName: "drover-nats-ca",
+      optional: true,
+    });
     expect(pod.automountServiceAccountToken).toBe(false);
     expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, seccompProfile: { type: "RuntimeDefault" } });
     const [c] = pod.containers;
@@ -132,6 +136,11 @@ describe("drover's k8s/ manifests, against the local cluster's real API server",
     for (const d of deployments) {
       const pod = d.spec.template.spec;
       accounts.add(pod.serviceAccountName ?? "");
+      // The CA of a TLS nats-server, if the operator created it (docs/nats-identities.md "TLS").
+      expect(pod.volumes?.find((v) => v.name === "nats-ca")?.secret, d.metadata.name).toEqual({
+        secretName: "drover-nats-ca",
+        optional: true,
+      });
       expect(pod.securityContext, d.metadata.name).toMatchObject({
         runAsNonRoot: true,
         seccompProfile: { type: "RuntimeDefault" },
