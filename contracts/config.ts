@@ -142,9 +142,22 @@ export const DroverConfig = z
       ),
     llmBaseUrl: z.string().optional(),
     kubernetes: KubernetesHostConfig.optional(),
+    processHosts: z
+      .enum(["allowed", "refused"])
+      .default("allowed")
+      .describe(
+        "refused where the control plane runs as a cluster (k8s/drover/): no provisioner starts process hosts and recovery fences none (a process host is fenced only from its own PID namespace; docs/security.md)",
+      ),
   })
   .strict()
   .superRefine((c, ctx) => {
+    if (c.processHosts === "refused")
+      for (const t of c.tenants.filter((x) => x.hostProvider === "process"))
+        ctx.addIssue({
+          code: "custom",
+          message: `tenant ${t.tenantId} asks for process hosts, which processHosts "refused" forbids: set its hostProvider`,
+          path: ["tenants"],
+        });
     const ids = new Set<string>();
     for (const t of c.tenants) {
       if (ids.has(t.tenantId))

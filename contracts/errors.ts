@@ -259,6 +259,11 @@ export const ERROR_CATALOGUE = {
     httpStatus: 504,
     summary: "the host boundary could not be proven in time; no work moves",
   },
+  "host-out-of-reach": {
+    retryable: false,
+    httpStatus: 502,
+    summary: "the fencer cannot see the host (a process host of another machine or PID namespace); no work moves",
+  },
   // --- read models ---
   "read-model-unavailable": {
     retryable: true,

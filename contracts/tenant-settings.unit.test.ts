@@ -68,6 +68,18 @@ describe("tenant settings defaults", () => {
     ).toBe(false);
   });
 
+  it("refuses a tenant on process hosts when processHosts is refused (a cluster), and allows them by default", () => {
+    const tenants = [{ tenantId: "a", hostProvider: "kubernetes" }, { tenantId: "b" }];
+    expect(DroverConfig.parse({ controlPlaneId: "cp", tenants }).processHosts).toBe("allowed");
+    const refused = DroverConfig.safeParse({ controlPlaneId: "cp", tenants, processHosts: "refused" });
+    expect(refused.error?.issues.map((i) => i.message)).toEqual([
+      'tenant b asks for process hosts, which processHosts "refused" forbids: set its hostProvider',
+    ]);
+    expect(
+      DroverConfig.safeParse({ controlPlaneId: "cp", tenants: tenants.slice(0, 1), processHosts: "refused" }).success,
+    ).toBe(true);
+  });
+
   it("rejects unknown fields, unknown modes and invalid prefixes instead of ignoring them", () => {
     expect(TenantSettings.safeParse({ tenantId: "a", isolation: "dedicated" }).success).toBe(false);
     expect(TenantSettings.safeParse({ tenantId: "a", isolationMode: "private" }).success).toBe(false);

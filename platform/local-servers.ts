@@ -7,6 +7,7 @@ import { join, resolve } from "node:path";
 import { generateKeys, type NatsKeys } from "./nats-auth/credentials.ts";
 import { forgetServerKeys, rememberServerKeys } from "./nats-auth/server-keys.ts";
 import { serverConfig } from "./nats-auth/server-config.ts";
+import { generateTls } from "./nats-auth/tls.ts";
 import { scopeOf, TAGGED_SCOPE } from "./nats-auth/rights.ts";
 import { DEFAULT_LAYOUT } from "../streams/index.ts";
 
@@ -120,8 +121,10 @@ export async function startNats(
     /** Keys of an earlier start on the same store (a restart keeps everyone's credentials). */
     keys?: NatsKeys;
     auth?: boolean;
+    /** TLS only (a CA and a server certificate generated into the store directory; `caFile` in the result). */
+    tls?: boolean;
   } = {},
-): Promise<RunningServer> {
+): Promise<RunningServer & { caFile?: string }> {
   const dir = opts.storeDir ?? (await mkdtemp(join(tmpdir(), "drover-nats-")));
   const host = opts.host ?? "127.0.0.1";
   const port = opts.port ?? (await freePort());
@@ -141,9 +144,17 @@ export async function startNats(
   // Two trusted producers (tenants `acme` and `globex`) let tests prove tenant-limited submission.
   const keys = opts.keys ?? generateKeys({ harness: true, producers: ["acme", "globex"] });
   const conf = join(dir, `auth-${port}.conf`);
+  const tls = opts.tls ? await generateTls(join(dir, "tls"), [host, "localhost"]) : undefined;
   await writeFile(
     conf,
-    serverConfig({ host, port, storeDir: dir, keys, scopes: [scopeOf(DEFAULT_LAYOUT), TAGGED_SCOPE] }),
+    serverConfig({
+      host,
+      port,
+      storeDir: dir,
+      keys,
+      scopes: [scopeOf(DEFAULT_LAYOUT), TAGGED_SCOPE],
+      ...(tls ? { tls } : {}),
+    }),
     { mode: 0o600 },
   );
   await rememberServerKeys(url, keys);
@@ -160,6 +171,7 @@ export async function startNats(
   return {
     ...server,
     keys,
+    ...(tls ? { caFile: tls.caFile } : {}),
     async stop() {
       await server.stop();
       await forgetServerKeys(url);

@@ -23,12 +23,19 @@ export function natsConnectOptions(
   return { servers, authenticator, inboxPrefix: `_INBOX_${c.name}`, ...extra };
 }
 
-/** Connects as the identity in NATS_CREDS to NATS_URL (or the given values). */
+/**
+ * Connects as the identity in NATS_CREDS to NATS_URL (or the given values), over TLS verified
+ * against the CA in `caFile` or NATS_CA_FILE when either is set (a server configured with `tls {}`
+ * refuses plaintext clients; docs/nats-identities.md "TLS").
+ */
 export function connectNats(
-  o: { servers?: string; creds?: string } & Partial<ConnectionOptions> = {},
+  o: { servers?: string; creds?: string; caFile?: string } & Partial<ConnectionOptions> = {},
 ): Promise<NatsConnection> {
-  const { servers, creds, ...extra } = o;
+  const { servers, creds, caFile, ...extra } = o;
   const url = servers ?? process.env.NATS_URL;
   if (!url) throw new Error("NATS_URL is required");
-  return connect(natsConnectOptions(url, creds ?? process.env.NATS_CREDS, extra));
+  const ca = caFile ?? process.env.NATS_CA_FILE;
+  return connect(
+    natsConnectOptions(url, creds ?? process.env.NATS_CREDS, { ...(ca ? { tls: { caFile: ca } } : {}), ...extra }),
+  );
 }

@@ -47,5 +47,7 @@ NATS_URL='nats://127.0.0.1:${PORTS[NATS_PORT]}'
 MONGO_URL='mongodb://127.0.0.1:${PORTS[MONGO_PORT]}/?directConnection=true&retryWrites=false'
 REDIS_URL='redis://127.0.0.1:${PORTS[REDIS_PORT]}'
 ENV
+# NATS_TLS=1: nats-server takes TLS clients only; every client verifies it against the generated CA.
+[[ ${NATS_TLS:-} == 1 ]] && echo "NATS_CA_FILE='$AUTH_DIR/tls/ca.pem'" >>"$ENV_FILE"
 log "infrastructure is up; environment in $ENV_FILE:"
 grep _URL "$ENV_FILE" | tr -d "'" | sed 's/^/  /' >&2

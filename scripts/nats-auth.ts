@@ -1,10 +1,12 @@
 /**
  * NATS authentication for `make run` (scripts/infra-up.sh, scripts/run.sh) and deployments:
  *   nats-auth.ts config <dir> <host> <port> <storeDir>  keys (kept in <dir>/keys.json, made once) + <dir>/nats.conf
+ *                                                        (NATS_TLS=1: TLS only, CA + certificate made once in <dir>/tls)
  *   nats-auth.ts creds <dir> <identity>                  prints that identity's NATS_CREDS
  *   nats-auth.ts callout-seed <dir>                      prints DROVER_NATS_CALLOUT_SEED (the provisioner's)
  *   nats-auth.ts setup <dir>                             streams, durable consumer, outputs bucket (as `setup`)
- *   nats-auth.ts k8s-secret <dir>                        prints the Secret drover-nats k8s/drover/30-services.yaml reads
+ *   nats-auth.ts k8s-secret <dir>                        prints the Secrets drover-nats (services, k8s/drover/30-services.yaml)
+ *                                                        and drover-nats-setup (the setup Job, 25-setup-job.yaml)
  * The configuration's rights are those of docs/nats-identities.md for the default layout, or for
  * every tagged layout when DROVER_STREAM_TAG is set.
  */
@@ -14,6 +16,7 @@ import { jetstreamManager } from "@nats-io/jetstream";
 import { credentialOf, generateKeys, type NatsKeys } from "../platform/nats-auth/credentials.ts";
 import { scopeOf, TAGGED_SCOPE, type Identity } from "../platform/nats-auth/rights.ts";
 import { serverConfig } from "../platform/nats-auth/server-config.ts";
+import { generateTls } from "../platform/nats-auth/tls.ts";
 import { connectNats } from "../platform/nats-connect.ts";
 import { setupNats } from "../platform/nats-setup.ts";
 import { DEFAULT_LAYOUT, taggedLayout } from "../streams/index.ts";
@@ -35,7 +38,16 @@ if (cmd === "config") {
   const producers = (process.env.DROVER_NATS_PRODUCERS ?? "").split(",").filter((t) => t !== "");
   if (!existsSync(keysFile)) writeFileSync(keysFile, JSON.stringify(generateKeys({ producers })), { mode: 0o600 });
   const scopes = tag ? [TAGGED_SCOPE] : [scopeOf(DEFAULT_LAYOUT)];
-  const conf = serverConfig({ host: host!, port: Number(port), storeDir: storeDir!, keys: keys(), scopes });
+  // NATS_TLS=1: TLS only, with a CA and server certificate generated once under <dir>/tls (clients: NATS_CA_FILE).
+  const tls = process.env.NATS_TLS === "1" ? await generateTls(join(dir, "tls"), [host!, "localhost"]) : undefined;
+  const conf = serverConfig({
+    host: host!,
+    port: Number(port),
+    storeDir: storeDir!,
+    keys: keys(),
+    scopes,
+    ...(tls ? { tls } : {}),
+  });
   writeFileSync(join(dir, "nats.conf"), conf, { mode: 0o600 });
 } else if (cmd === "creds") {
   process.stdout.write(credentialOf(keys(), rest[0] as Identity));
@@ -46,36 +58,30 @@ if (cmd === "config") {
   await setupNats(await jetstreamManager(nc), layout);
   await nc.close();
 } else if (cmd === "k8s-secret") {
+  // Two Secrets: the services' identities (and the callout key) in drover-nats; the setup identity,
+  // which may create streams and durables, in drover-nats-setup, read only by the setup Job
+  // (k8s/drover/25-setup-job.yaml). Services never hold setup rights.
   const k = keys();
-  const data = Object.fromEntries([
-    ...(
-      [
-        "api",
-        "admission",
-        "capacity",
-        "provisioner",
-        "recovery",
-        "forensics",
-        "scheduler",
-        "setup",
-        "operator",
-      ] as const
-    ).map((id) => [id, credentialOf(k, id)]),
+  const secret = (name: string, data: Record<string, string>) => ({
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: { name, namespace: "drover-system" },
+    type: "Opaque",
+    stringData: data,
+  });
+  const services = Object.fromEntries([
+    ...(["api", "admission", "capacity", "provisioner", "recovery", "forensics", "scheduler", "operator"] as const).map((id) => [
+      id,
+      credentialOf(k, id),
+    ]),
     ["callout-seed", k.calloutSeed],
   ]);
-  process.stdout.write(
-    JSON.stringify(
-      {
-        apiVersion: "v1",
-        kind: "Secret",
-        metadata: { name: "drover-nats", namespace: "drover-system" },
-        type: "Opaque",
-        stringData: data,
-      },
-      null,
-      2,
-    ) + "\n",
-  );
+  const list = {
+    apiVersion: "v1",
+    kind: "List",
+    items: [secret("drover-nats", services), secret("drover-nats-setup", { setup: credentialOf(k, "setup") })],
+  };
+  process.stdout.write(JSON.stringify(list, null, 2) + "\n");
 } else {
   process.stderr.write(`unknown command ${cmd}\n`);
   process.exit(2);

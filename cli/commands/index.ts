@@ -2,6 +2,7 @@ import { capacityRebuildCommand } from "./capacity-rebuild.ts";
 import type { Command } from "./command.ts";
 import { forensicsRebuildCommand } from "./forensics-rebuild.ts";
 import { replayCommand } from "./replay.ts";
+import { setupCommand } from "./setup.ts";
 import { whyCommand } from "./why.ts";
 
 // proof.ts pulls in the whole proof scenario and server launchers: loaded only when asked for, so
@@ -21,4 +22,5 @@ export const COMMANDS: readonly Command[] = [
   whyCommand,
   capacityRebuildCommand,
   forensicsRebuildCommand,
+  setupCommand,
 ];

@@ -3,6 +3,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { join, resolve } from "node:path";
 import { DroverError, type ErrorCode, type ReadinessLayer } from "../../contracts/index.ts";
 import { processIncarnation } from "../process-incarnation.ts";
+import { processSpace } from "../process-space.ts";
 import { killExactIncarnation } from "./exact-kill.ts";
 import { LifecycleGate } from "./lifecycle-gate.ts";
 import { allocateLoopbackPort } from "./loopback-port.ts";
@@ -76,6 +77,10 @@ export interface ProcessHostStrategy extends HostStrategy {
  * (`converged`, source `lifecycle-cache`) after revalidating its incarnation, and is rejected
  * (`host-exited`) once that process is gone — a replacement is a new RuntimeInstanceId. A start
  * that fails kills what it spawned before returning `rejected` (`owned` names it).
+ *
+ * Every host it starts names its process space (`node`, platform/process-space.ts); a kill of a
+ * host that is not its own child is proven through `/proc` only in that same space, and is
+ * `out-of-reach` anywhere else (docs/security.md "Fencing process hosts").
  */
 export function createProcessStrategy(opts: ProcessStrategyOptions = {}): ProcessHostStrategy {
   const gate = new LifecycleGate();
@@ -205,7 +210,7 @@ export function createProcessStrategy(opts: ProcessStrategyOptions = {}): Proces
     const listening = awaitListening(output, rec.exited, startupTimeoutMs, signal);
     if (incarnationOf && onHostCreated) {
       try {
-        await onHostCreated({ hostIncarnation: incarnationOf, pid });
+        await onHostCreated({ hostIncarnation: incarnationOf, pid, node: processSpace() });
       } catch (e) {
         await stopChild(rec, CLEANUP_BUDGET_MS);
         await output.stop();
@@ -253,7 +258,7 @@ export function createProcessStrategy(opts: ProcessStrategyOptions = {}): Proces
       endpoint: spec.transport === "http" ? `http://${hostPort}` : hostPort,
       aliases: [],
     };
-    rec.running = { host: { hostIncarnation: incarnationOf, pid }, endpoint };
+    rec.running = { host: { hostIncarnation: incarnationOf, pid, node: processSpace() }, endpoint };
     return { outcome: "created", host: rec.running.host, endpoint, layersPassed: STRATEGY_LAYERS, owned };
   }
 
@@ -286,7 +291,14 @@ export function createProcessStrategy(opts: ProcessStrategyOptions = {}): Proces
             proof: { kind: "process-exit", pid: inc.pid, exitCode: exit.exitCode, signal: exit.signal },
           };
         }
-        // Not our child (we restarted, or another service spawned it): prove the exit through /proc.
+        // Not our child (we restarted, or another service spawned it): prove the exit through /proc,
+        // but only a /proc of the host's own process space: elsewhere a missing pid proves nothing.
+        const here = processSpace();
+        if (host.node !== here)
+          return {
+            outcome: "out-of-reach",
+            detail: `pid ${inc.pid} lives in process space ${host.node ?? "(not recorded)"}, this fencer in ${here}: its /proc cannot prove that host gone; the provisioner that owns it must kill it`,
+          };
         return killExactIncarnation(inc.pid, inc.startTime, budgetMs);
       });
     },

@@ -38,6 +38,7 @@ export function runtimeEnv(
     DROVER_WORKER_KINDS: spec.worker?.kinds.join(","),
     DROVER_SECRETS_FILE: spec.secretsFile,
     NATS_CREDS: spec.natsCreds,
+    NATS_CA_FILE: spec.natsCaFile,
     DROVER_SECRETS_JSON:
       spec.secrets && Object.keys(spec.secrets).length > 0 ? JSON.stringify(spec.secrets) : undefined,
   };

@@ -29,6 +29,8 @@ export interface HostSpec {
   readonly natsUrl: string;
   /** The runtime's own NATS credential (NATS_CREDS, `<id>:<password>`, checked by the auth callout); absent on an open server. */
   readonly natsCreds?: string;
+  /** The CA the runtime verifies a TLS nats-server against (NATS_CA_FILE; process hosts: a path on this machine). */
+  readonly natsCaFile?: string;
   readonly heartbeatMs?: number;
   readonly llmBaseUrl?: string;
   /** Egress settings of the tenants whose steps this runtime runs (DROVER_EGRESS); absent tenants get the defaults. */
@@ -56,6 +58,10 @@ export interface HostFacts {
   readonly podUid?: string;
   readonly podName?: string;
   readonly namespace?: string;
+  /**
+   * Where the host runs: the Kubernetes node of a Pod; for a process host its process space
+   * (`proc:<boot id>:<pid namespace>`, platform/process-space.ts), without which its pid means nothing.
+   */
   readonly node?: string;
 }
 
@@ -85,7 +91,13 @@ export type KillResult =
         | { kind: "process-exit"; pid: number; exitCode: number | null; signal: string | null }
         | { kind: "pod-uid-gone"; podUid: string; podName: string; namespace: string; observedBy: string };
     }
-  | { readonly outcome: "timeout"; readonly detail: string };
+  | { readonly outcome: "timeout"; readonly detail: string }
+  /**
+   * This strategy cannot see the host (a process host of another machine or PID namespace, or of an
+   * unknown one): nothing was signalled and nothing is proven. Retrying here does not help; the
+   * party that can see the host has to kill it.
+   */
+  | { readonly outcome: "out-of-reach"; readonly detail: string };
 
 /** A host fact observed by the strategy: the fastest failure signal drover has. */
 export type HostObservation =

@@ -39,7 +39,10 @@ export function authConfig(keys: NatsKeys, scopes: readonly AuthScope[]): Record
   };
 }
 
-/** A whole single-server configuration: listen address, JetStream store, and `authConfig`. */
+/**
+ * A whole single-server configuration: listen address, JetStream store, and `authConfig`; with
+ * `tls` (files from nats-auth/tls.ts) the server accepts TLS clients only (`tls {}`).
+ */
 export function serverConfig(o: {
   host: string;
   port: number;
@@ -47,11 +50,13 @@ export function serverConfig(o: {
   keys: NatsKeys;
   scopes: readonly AuthScope[];
   httpPort?: number;
+  tls?: { readonly certFile: string; readonly keyFile: string };
 }): string {
   return JSON.stringify(
     {
       listen: `${o.host}:${o.port}`,
       ...(o.httpPort !== undefined ? { http: `${o.host}:${o.httpPort}` } : {}),
+      ...(o.tls ? { tls: { cert_file: o.tls.certFile, key_file: o.tls.keyFile, timeout: 5 } } : {}),
       jetstream: { store_dir: o.storeDir },
       ...authConfig(o.keys, o.scopes),
     },

@@ -33,9 +33,12 @@ const strategy = createProcessStrategy({
   onOutput: (id, line) => ctx.log.debug({ runtimeInstanceId: id, line }, "runtime output"),
   ...(process.env.DROVER_RUNTIME_LOG_DIR ? { logDir: process.env.DROVER_RUNTIME_LOG_DIR } : {}),
 });
-// Kubernetes hosts only when DROVER_CONFIG has a `kubernetes` section; otherwise a tenant asking
-// for them is rejected with host-config-missing by the plan.
-const strategies = new Map<HostProvider, HostStrategy>([["process", strategy]]);
+// Kubernetes hosts only when DROVER_CONFIG has a `kubernetes` section, process hosts unless
+// `processHosts` is "refused" (a cluster deployment: recovery in another Pod could not fence them);
+// otherwise a runtime asking for them is rejected with host-config-missing by the plan.
+const strategies = new Map<HostProvider, HostStrategy>(
+  ctx.config.processHosts === "allowed" ? [["process", strategy]] : [],
+);
 if (ctx.config.kubernetes) strategies.set("kubernetes", kubernetesStrategyFromConfig(ctx.config.kubernetes));
 const natsUrl = process.env.NATS_URL as string;
 // The auth callout for runtimes (DROVER_NATS_CALLOUT_SEED): runtime credentials are minted here.
@@ -46,6 +49,7 @@ const deps: ProvisionerDeps = {
   strategies,
   instanceId: ctx.instanceId,
   natsUrl,
+  ...(process.env.NATS_CA_FILE ? { natsCaFile: process.env.NATS_CA_FILE } : {}),
   ...(callout ? { natsCredsFor: callout.credsFor } : {}),
   ...(process.env.DROVER_STREAM_TAG ? { streamTag: process.env.DROVER_STREAM_TAG } : {}),
   heartbeatMs: ctx.config.heartbeatIntervalMs,

@@ -10,7 +10,11 @@ import { startRecovery } from "./shell/service.ts";
 
 /** recovery: health → fence → classify and recover → forensics timelines. */
 const ctx = await bootstrap("recovery");
+// Fences process hosts by exact incarnation, proven through this process space's /proc only (a host
+// of another machine or PID namespace is out of reach: fence-failed, never "gone"). None when
+// DROVER_CONFIG refuses process hosts (a cluster deployment).
 const processes = createProcessStrategy();
+const fencesProcesses = ctx.config.processHosts === "allowed";
 // Fences Pod incarnations (kill by UID) when DROVER_CONFIG configures Kubernetes hosts.
 const pods = ctx.config.kubernetes ? kubernetesStrategyFromConfig(ctx.config.kubernetes) : undefined;
 const state = new RecoveryState(ctx.layout.eventPrefix, (subject, seq, error) =>
@@ -40,7 +44,8 @@ const service = await startRecovery({
   store: ctx.store,
   state,
   env: { writer: { service: "recovery", instanceId: ctx.instanceId }, clock: systemClock, ids: randomIds },
-  hosts: (provider) => (provider === "process" ? processes : provider === "kubernetes" ? pods : undefined),
+  hosts: (provider) =>
+    provider === "process" ? (fencesProcesses ? processes : undefined) : provider === "kubernetes" ? pods : undefined,
   sha256: (s) => createHash("sha256").update(s).digest("hex"),
   log: ctx.log,
 });

@@ -1,6 +1,7 @@
 import { spawn } from "node:child_process";
 import { afterAll, describe, expect, it } from "vitest";
 import { processIncarnation } from "../../platform/process-incarnation.ts";
+import { processSpace } from "../../platform/process-space.ts";
 import { createProcessStrategy, type ProcessHostStrategy } from "../../platform/hosts/process-strategy.ts";
 import { incarnationState, parseProcessIncarnation } from "../../platform/hosts/proc-table.ts";
 import type { HostObservation } from "../../platform/hosts/types.ts";
@@ -34,6 +35,8 @@ describe("process host strategy (real processes, stand-in runtime)", () => {
     if (r.outcome !== "created") throw new Error(JSON.stringify(r));
     const pid = r.host.pid as number;
     expect(r.host.hostIncarnation).toBe(processIncarnation(pid));
+    // Its pid means something only in this process space (boot + PID namespace), recorded with it.
+    expect(r.host.node).toBe(processSpace());
     expect(processGroupOf(pid)).toBe(pid);
     expect(r.layersPassed).toEqual(["resource", "host", "endpoint"]);
     expect(r.owned).toEqual([`process:${pid}`]);
@@ -141,7 +144,7 @@ describe("process host strategy (real processes, stand-in runtime)", () => {
     try {
       const pid = bystander.pid as number;
       const real = parseProcessIncarnation(processIncarnation(pid))!;
-      const stale = { hostIncarnation: `pid:${pid}:${Number(real.startTime) + 1}`, pid };
+      const stale = { hostIncarnation: `pid:${pid}:${Number(real.startTime) + 1}`, pid, node: processSpace() };
       const k = await strategy("listen").kill("rt-not-ours", stale, 5_000);
       expect(k).toMatchObject({ outcome: "killed", proof: { signal: null } });
       expect(incarnationState(pid, real.startTime)).toBe("running");

@@ -45,7 +45,8 @@ afterAll(async () => {
   for (const id of started) {
     const host = (await f.runtimeEvents(id)).find((s) => s.event.type === "runtime.host-started")?.event;
     if (host?.type === "runtime.host-started")
-      await killer.kill(id, { hostIncarnation: host.data.hostIncarnation }, 15_000);
+      // The host's process space (this machine's) is recorded with it: without it no kill is proven.
+      await killer.kill(id, { hostIncarnation: host.data.hostIncarnation, node: host.data.node }, 15_000);
   }
   await f?.close();
 });

@@ -277,6 +277,7 @@ describe("provisioner with process hosts (real NATS, real runtime processes)", (
         env("runtime.host-started", {
           hostIncarnation: orphan.host.hostIncarnation,
           pid: orphan.host.pid,
+          node: orphan.host.node,
           convergence: "created",
         }),
       ],

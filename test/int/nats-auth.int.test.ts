@@ -153,7 +153,8 @@ describe("NATS identities against a real nats-server with authentication on (bou
   it("lets a tenant-limited producer submit for its tenant and refuses another tenant", async () => {
     const p = f.layout.eventPrefix;
     const producer = await as(producerIdentity("acme"));
-    expect(await attempt(producer, `${p}.run.acme.r2.submitted`)).toMatch(/^answered/);
+    // Answered by JetStream with a stored sequence: the submission is in the stream.
+    expect(await attempt(producer, `${p}.run.acme.r2.submitted`)).toMatch(/^answered: \{"stream":"[^"]+",.*"seq":\d+/);
     expect(await attempt(producer, `${p}.run.globex.r2.submitted`)).toBe("refused");
     expect(await attempt(producer, `${p}.run.acme.r2.dispatched`)).toBe("refused");
   });

@@ -1,8 +1,9 @@
 import { execFile } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
-import { loadAllYaml, type V1PodSpec } from "@kubernetes/client-node";
+import { loadAllYaml, type V1Job, type V1PodSpec } from "@kubernetes/client-node";
 import { beforeAll, describe, expect, inject, it } from "vitest";
 import { DroverConfig } from "../../contracts/index.ts";
 
@@ -47,9 +48,68 @@ describe("drover's k8s/ manifests, against the local cluster's real API server",
     expect(out.trim().split("\n")).toHaveLength(objects.length);
     expect(out).toContain("deployment.apps/drover-provisioner");
     expect(out).toContain("gateway.gateway.networking.k8s.io/drover-shared");
+    expect(out).toContain("job.batch/drover-setup");
   });
 
-  it("the shipped DROVER_CONFIG is a Secret, validates, stores tokens only as sha256 digests and hosts runtimes by Pod IP", () => {
+  it("the setup identity runs only as the setup Job, under its own ServiceAccount and Secret; no Deployment holds it", async () => {
+    const [job] = loadAllYaml(readFileSync(join(DIR, "25-setup-job.yaml"), "utf8")) as V1Job[];
+    const pod = job!.spec!.template.spec!;
+    expect(pod.serviceAccountName).toBe("drover-setup");
+    expect(pod.volumes?.find((v) => v.name === "nats-ca")?.secret).toEqual({
+      secretName: "drover-nats-ca",
+      optional: true,
+    });
+    expect(pod.automountServiceAccountToken).toBe(false);
+    expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, seccompProfile: { type: "RuntimeDefault" } });
+    const [c] = pod.containers;
+    expect(c!.command).toEqual(["node", "--import", "tsx", "cli/drover.ts", "admin", "setup"]);
+    expect(c!.securityContext).toEqual({
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      capabilities: { drop: ["ALL"] },
+    });
+    expect(c!.envFrom).toBeUndefined();
+    expect(c!.env?.find((e) => e.name === "NATS_CREDS")?.valueFrom?.secretKeyRef).toEqual({
+      name: "drover-nats-setup",
+      key: "setup",
+    });
+    // No service references the setup Secret or a `setup` key of any Secret.
+    const deployments = loadAllYaml(readFileSync(join(DIR, "30-services.yaml"), "utf8")).filter(
+      (o: { kind: string }) => o.kind === "Deployment",
+    ) as { spec: { template: { spec: V1PodSpec } } }[];
+    const refs = deployments.flatMap((d) =>
+      d.spec.template.spec.containers.flatMap((x) => (x.env ?? []).flatMap((e) => e.valueFrom?.secretKeyRef ?? [])),
+    );
+    expect(refs.length).toBeGreaterThan(6);
+    expect(refs.filter((r) => r.name === "drover-nats-setup" || r.key === "setup")).toEqual([]);
+    // Its ServiceAccount has no API rights at all.
+    for (const ns of ["drover-system", "drover-runtimes"])
+      for (const [verb, resource] of [
+        ["get", "secrets"],
+        ["get", "pods"],
+        ["create", "pods"],
+      ])
+        expect(await canI(verb as string, resource as string, ns, "setup"), `${verb} ${resource} in ${ns}`).toBe("no");
+  });
+
+  it("scripts/nats-auth.ts k8s-secret prints the services' Secret without the setup identity and the setup Job's Secret with it alone; the API server accepts both", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "drover-k8s-secret-"));
+    const script = resolve(import.meta.dirname, "../../scripts/nats-auth.ts");
+    await run(process.execPath, ["--import", "tsx", script, "config", dir, "127.0.0.1", "4222", join(dir, "js")]);
+    const printed = (await run(process.execPath, ["--import", "tsx", script, "k8s-secret", dir])).stdout;
+    const list = JSON.parse(printed) as { items: { metadata: { name: string }; stringData: Record<string, string> }[] };
+    const byName = new Map(list.items.map((i) => [i.metadata.name, Object.keys(i.stringData).sort()]));
+    expect(byName.get("drover-nats")).toEqual(
+      ["admission", "api", "callout-seed", "capacity", "forensics", "operator", "provisioner", "recovery"].sort(),
+    );
+    expect(byName.get("drover-nats-setup")).toEqual(["setup"]);
+    writeFileSync(join(dir, "secrets.json"), printed);
+    const out = await kubectl("apply", "--dry-run=server", "-f", join(dir, "secrets.json"));
+    expect(out).toContain("secret/drover-nats-setup");
+    expect(out).toContain("secret/drover-nats ");
+  });
+
+  it("the shipped DROVER_CONFIG is a Secret, validates, stores tokens only as sha256 digests, hosts runtimes by Pod IP and refuses process hosts", () => {
     const objects = readdirSync(DIR)
       .filter((f) => f.endsWith(".yaml"))
       .flatMap(
@@ -61,6 +121,8 @@ describe("drover's k8s/ manifests, against the local cluster's real API server",
     };
     const config = DroverConfig.parse(JSON.parse(secret.stringData["drover.json"] ?? "{}"));
     expect(config.kubernetes).toMatchObject({ namespace: "drover-runtimes", exposure: "pod-ip" });
+    // Recovery's Pod could not prove a process host of the provisioner's Pod gone (docs/security.md).
+    expect(config.processHosts).toBe("refused");
     expect(Object.keys(config.tokens).length).toBeGreaterThan(0);
     for (const key of Object.keys(config.tokens)) expect(key).toMatch(/^sha256:[0-9a-f]{64}$/);
   });
@@ -74,6 +136,11 @@ describe("drover's k8s/ manifests, against the local cluster's real API server",
     for (const d of deployments) {
       const pod = d.spec.template.spec;
       accounts.add(pod.serviceAccountName ?? "");
+      // The CA of a TLS nats-server, if the operator created it (docs/nats-identities.md "TLS").
+      expect(pod.volumes?.find((v) => v.name === "nats-ca")?.secret, d.metadata.name).toEqual({
+        secretName: "drover-nats-ca",
+        optional: true,
+      });
       expect(pod.securityContext, d.metadata.name).toMatchObject({
         runAsNonRoot: true,
         seccompProfile: { type: "RuntimeDefault" },

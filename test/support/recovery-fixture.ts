@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import type { DroverEvent } from "../../contracts/index.ts";
 import { randomIds, systemClock, type EnvelopeContext } from "../../platform/envelope.ts";
 import { processIncarnation } from "../../platform/process-incarnation.ts";
+import { processSpace } from "../../platform/process-space.ts";
 import { runtimeRef, type EventStore } from "../../streams/index.ts";
 import { looseEvent } from "./loose-event.ts";
 import { eventually } from "./streams.ts";
@@ -35,13 +36,22 @@ export async function startSleepHost(hosts: ChildProcess[]): Promise<ChildProces
 
 /**
  * Registers `rt` of `tenantId` on the process host `pid` and publishes its capacity (with an endpoint
- * unless `endpoint` is false), as the provisioner would; returns the host incarnation.
+ * unless `endpoint` is false), as the provisioner would; returns the host incarnation. The host's
+ * process space is this one (the test's children) unless `node` names another, with `incarnation`.
  */
 export async function readyProcessRuntime(
   store: EventStore,
-  o: { controlPlaneId: string; rt: string; pid: number; tenantId: string; endpoint?: boolean },
+  o: {
+    controlPlaneId: string;
+    rt: string;
+    pid: number;
+    tenantId: string;
+    endpoint?: boolean;
+    node?: string;
+    incarnation?: string;
+  },
 ): Promise<string> {
-  const inc = processIncarnation(o.pid);
+  const inc = o.incarnation ?? processIncarnation(o.pid);
   const c = writer("test");
   await store.appendAll(
     runtimeRef(o.rt),
@@ -57,7 +67,12 @@ export async function readyProcessRuntime(
         sizing: { workers: 1, maxConcurrentRuns: 1, localQueueCapacity: 2, maxWorkersPerRun: 1 },
         requiredLayers: ["resource", "host", "endpoint", "command"],
       }),
-      mkEvent(c, "runtime.host-started", { hostIncarnation: inc, pid: o.pid, convergence: "created" }),
+      mkEvent(c, "runtime.host-started", {
+        hostIncarnation: inc,
+        pid: o.pid,
+        node: o.node ?? processSpace(),
+        convergence: "created",
+      }),
       ...(o.endpoint === false
         ? []
         : [

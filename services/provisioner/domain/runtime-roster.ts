@@ -13,6 +13,8 @@ export interface RuntimeSummary {
   readonly scaleOutRequestId?: string;
   readonly hostIncarnation?: string;
   readonly pid?: number;
+  /** Where its host runs (a process host's process space; a Pod's node). */
+  readonly node?: string;
   readonly capacityPublished: boolean;
   /** The first reason it ended; later endings are evidence only. */
   readonly endedBy?: EndedBy;
@@ -38,7 +40,9 @@ export function evolveRuntime(s: RuntimeSummary | undefined, id: string, seq: nu
     case "runtime.registered":
       return { ...at, tenantId: e.data.tenantId, scaleOutRequestId: e.data.scaleOutRequestId };
     case "runtime.host-started":
-      return base.hostIncarnation ? at : { ...at, hostIncarnation: e.data.hostIncarnation, pid: e.data.pid };
+      return base.hostIncarnation
+        ? at
+        : { ...at, hostIncarnation: e.data.hostIncarnation, pid: e.data.pid, node: e.data.node };
     case "runtime.capacity-published":
       return { ...at, capacityPublished: true };
     case "runtime.host-start-failed":

@@ -62,7 +62,11 @@ export async function abandonAttempt(
   if (host && strategy) {
     const k = await strategy.kill(
       r.runtimeInstanceId,
-      { hostIncarnation: host, ...(writer.state?.pid ? { pid: writer.state.pid } : {}) },
+      {
+        hostIncarnation: host,
+        ...(writer.state?.pid ? { pid: writer.state.pid } : {}),
+        ...(writer.state?.node ? { node: writer.state.node } : {}),
+      },
       d.killBudgetMs,
     );
     killNote = k.outcome === "killed" ? `host ${host} gone` : k.detail;

@@ -22,6 +22,8 @@ export interface ProvisionerDeps {
   readonly instanceId: string;
   /** What runtimes connect to: NATS and the stream layout tag (tests). */
   readonly natsUrl: string;
+  /** NATS_CA_FILE handed to process runtimes when NATS speaks TLS (docs/nats-identities.md "TLS"). */
+  readonly natsCaFile?: string;
   /** The NATS_CREDS a runtime starts with (nats-auth/runtime-rights.ts); absent on an open server. */
   readonly natsCredsFor?: (runtimeInstanceId: string) => string;
   readonly streamTag?: string;

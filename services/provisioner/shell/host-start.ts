@@ -58,6 +58,7 @@ export async function driveHostStart(d: ProvisionerDeps, p: PlannedStart): Promi
     commandToken: d.commandTokenFor(p.runtimeInstanceId),
     natsUrl: d.natsUrl,
     ...(d.natsCredsFor ? { natsCreds: d.natsCredsFor(p.runtimeInstanceId) } : {}),
+    ...(d.natsCaFile && reg.hostProvider === "process" ? { natsCaFile: d.natsCaFile } : {}),
     ...(d.streamTag ? { streamTag: d.streamTag } : {}),
     ...(d.heartbeatMs ? { heartbeatMs: d.heartbeatMs } : {}),
     ...(d.llmBaseUrl ? { llmBaseUrl: d.llmBaseUrl } : {}),
@@ -76,6 +77,7 @@ export async function driveHostStart(d: ProvisionerDeps, p: PlannedStart): Promi
         {
           hostIncarnation: h.hostIncarnation as HostIncarnation,
           ...(h.pid !== undefined ? { pid: h.pid } : {}),
+          ...(h.node !== undefined ? { node: h.node } : {}),
           convergence: "created",
         },
         p.origin,

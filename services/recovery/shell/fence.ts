@@ -9,7 +9,8 @@ import type { RecoveryDeps } from "./deps.ts";
  * Fence: asks the host strategy to kill the exact incarnation and waits for the boundary (process
  * reaped / Pod UID gone), then appends `runtime fenced` with the proof. If the boundary is not proven
  * by the deadline, `fence-failed` (fence-timeout) is recorded, the incident stays open and no work
- * moves; the next pass tries again.
+ * moves; the next pass tries again. A host this replica cannot see (a process host of another
+ * machine or PID namespace) is never concluded gone: `fence-failed` (host-out-of-reach), no work moves.
  */
 export async function fence(deps: RecoveryDeps, rt: RuntimeRecord): Promise<void> {
   const provider = rt.registration?.hostProvider;
@@ -22,6 +23,7 @@ export async function fence(deps: RecoveryDeps, rt: RuntimeRecord): Promise<void
     ...(rt.host.podUid ? { podUid: rt.host.podUid } : {}),
     ...(rt.host.podName ? { podName: rt.host.podName } : {}),
     ...(rt.host.namespace ? { namespace: rt.host.namespace } : {}),
+    ...(rt.host.node ? { node: rt.host.node } : {}),
   };
   const result = await strategy.kill(rt.runtimeInstanceId, host, deps.config.fenceDeadlineMs);
   const event =
@@ -38,7 +40,10 @@ export async function fence(deps: RecoveryDeps, rt: RuntimeRecord): Promise<void
           {
             incidentId,
             hostIncarnation: rt.host.hostIncarnation,
-            reason: { code: "fence-timeout", detail: result.detail.slice(0, 2000) },
+            reason: {
+              code: result.outcome === "out-of-reach" ? "host-out-of-reach" : "fence-timeout",
+              detail: result.detail.slice(0, 2000),
+            },
             attempt: rt.fenceFailures + 1,
           },
           { correlationId: incidentId, causationId: `fence:${incidentId}` },
@@ -61,7 +66,11 @@ export async function fence(deps: RecoveryDeps, rt: RuntimeRecord): Promise<void
       );
       deps.log.warn(
         { runtime: rt.runtimeInstanceId, incidentId, outcome: result.outcome, conflicts },
-        result.outcome === "killed" ? "runtime fenced" : "fence timed out",
+        result.outcome === "killed"
+          ? "runtime fenced"
+          : result.outcome === "out-of-reach"
+            ? "host out of this fencer's reach: not fenced"
+            : "fence timed out",
       );
       return;
     } catch (e) {

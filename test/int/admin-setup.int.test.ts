@@ -1,0 +1,68 @@
+import { jetstreamManager } from "@nats-io/jetstream";
+import { afterAll, describe, expect, inject, it } from "vitest";
+import { main } from "../../cli/drover.ts";
+import { credentialOf } from "../../platform/nats-auth/credentials.ts";
+import { connectHarness, serverKeysOf } from "../../platform/nats-auth/server-keys.ts";
+import { scaleOutConsumer } from "../../platform/nats-setup.ts";
+import { outputsBucketOf } from "../../platform/output-store.ts";
+import { taggedLayout } from "../../streams/index.ts";
+import { uniqueName } from "../support/isolation.ts";
+
+/**
+ * `drover admin setup` (what the manifests' setup Job runs) against a real nats-server with
+ * authentication: as the setup identity it creates the streams, the provisioner's durable and the
+ * outputs bucket, and again (idempotent); as a service identity the server refuses it.
+ */
+const url = () => inject("natsUrl");
+const tag = uniqueName("setupjob");
+const layout = taggedLayout(tag);
+const streams = () => [
+  layout.eventStream,
+  layout.heartbeatStream,
+  layout.deadLetterStream,
+  `OBJ_${outputsBucketOf(layout)}`,
+];
+
+async function setup(identity: "setup" | "api"): Promise<{ code: number; out: string; err: string }> {
+  let out = "";
+  let err = "";
+  const code = await main(["admin", "setup"], {
+    out: (t) => (out += t),
+    err: (t) => (err += t),
+    env: { NATS_URL: url(), NATS_CREDS: credentialOf(serverKeysOf(url())!, identity), DROVER_STREAM_TAG: tag },
+  });
+  return { code, out, err };
+}
+
+afterAll(async () => {
+  const nc = await connectHarness({ servers: url() });
+  const jsm = await jetstreamManager(nc);
+  for (const s of streams()) await jsm.streams.delete(s).catch(() => undefined);
+  await nc.close();
+});
+
+describe("drover admin setup (real nats-server, authentication on)", () => {
+  it("is refused for a service identity: services hold no setup rights", async () => {
+    const r = await setup("api");
+    expect(r.code).toBe(3);
+    expect(r.err).toMatch(/permission|authorization/i);
+    const nc = await connectHarness({ servers: url() });
+    await expect((await jetstreamManager(nc)).streams.info(layout.eventStream)).rejects.toThrow(/not found/i);
+    await nc.close();
+  });
+
+  it("creates the streams, the provisioner's durable and the outputs bucket as the setup identity, and is idempotent", async () => {
+    expect(await setup("setup")).toMatchObject({ code: 0, err: "" });
+    const again = await setup("setup");
+    expect(again.code).toBe(0);
+    expect(again.out).toContain("are in place");
+    const nc = await connectHarness({ servers: url() });
+    const jsm = await jetstreamManager(nc);
+    // The outputs bucket is the Object Store stream OBJ_<bucket>.
+    for (const s of streams()) expect((await jsm.streams.info(s)).config.name).toBe(s);
+    expect((await jsm.consumers.info(layout.eventStream, scaleOutConsumer(layout).name)).name).toBe(
+      scaleOutConsumer(layout).name,
+    );
+    await nc.close();
+  });
+});
