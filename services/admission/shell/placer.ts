@@ -79,7 +79,8 @@ export async function admissionPass(deps: AdmissionDeps, state: AdmissionState):
     }
   };
   const resumes = new Map<string, Promise<void>[]>();
-  await placeAll([...order.filter(isResume), ...order.filter((r) => !isResume(r))], async (r) => {
+  const list = [...order.filter(isResume), ...order.filter((r) => !isResume(r))];
+  await placeAll(list, state.yieldWanted ?? (() => false), async (r) => {
     if (!isResume(r)) {
       await Promise.all(resumes.get(r.tenantId) ?? []);
       return placeOne(r);
@@ -90,11 +91,19 @@ export async function admissionPass(deps: AdmissionDeps, state: AdmissionState):
   });
 }
 
-/** Runs `f` over `list` in order, at most PARALLEL at once (an item is taken only after every earlier one was). */
-async function placeAll(list: readonly IndexedRun[], f: (r: IndexedRun) => Promise<void>): Promise<void> {
+/**
+ * Runs `f` over `list` in order, at most PARALLEL at once (an item is taken only after every earlier
+ * one was); stops taking items once `stop()` says so, after at least PARALLEL of them (progress).
+ */
+async function placeAll(
+  list: readonly IndexedRun[],
+  stop: () => boolean,
+  f: (r: IndexedRun) => Promise<void>,
+): Promise<void> {
   let i = 0;
+  const take = () => (i >= PARALLEL && stop() ? undefined : list[i++]);
   const worker = async () => {
-    for (let r = list[i++]; r; r = list[i++]) await f(r);
+    for (let r = take(); r; r = take()) await f(r);
   };
   await Promise.all(Array.from({ length: Math.min(PARALLEL, list.length) }, worker));
 }
@@ -182,6 +191,7 @@ async function placeOn(
     c.heartbeatSlots,
     3 * deps.config.dispatchTimeoutMs,
     now,
+    c.lastHeartbeatAt,
   );
   if (outcome === "full") return "full";
   // Parsed, not cast: the ids come from the capacity view and the id source, outside the type system.
