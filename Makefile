@@ -77,6 +77,9 @@ test-k8s: k8s-build
 test-restarts: deps ## the whole-stack restart test alone (six starts on a 20,000-event stream; also part of make test's e2e tier)
 	npx vitest run --project e2e test/e2e/stack-restarts.e2e.test.ts
 
+test-flood: deps ## fairness under a flood at the issue's scale: 10 000 runs from one tenant, another's steady runs measured (longer than make test; make test floods 400)
+	DROVER_FLOOD_RUNS=10000 DROVER_FLOOD_MAX_QUEUED=10000 npx vitest run --project e2e test/e2e/fairness-flood.e2e.test.ts
+
 test-proof-long: deps ## the proof at P=20 over HTTP and gRPC, three rounds in a row (longer than make test)
 	PROOF_PARALLEL=20 PROOF_ROUNDS=3 npx vitest run --project proof
 
@@ -100,4 +103,4 @@ drover: node_modules/.stamp ## the operator CLI, e.g. make drover ARGS="replay r
 clean: ## remove run state and test results (keeps the cached tool builds)
 	rm -rf .run
 
-.PHONY: help deps tools infra-up infra-down run stop lint typecheck check test bench fuzz proof proof-k8s test-proof-long drover clean $(addprefix test-,$(TIERS))
+.PHONY: help deps tools infra-up infra-down run stop lint typecheck check test bench fuzz proof proof-k8s test-proof-long test-flood drover clean $(addprefix test-,$(TIERS))

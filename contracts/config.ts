@@ -131,6 +131,15 @@ export const DroverConfig = z
       .default(30_000)
       .describe("a run queued this long with no visible capacity and no open scale-out is re-planned (queue-stalled)"),
     dispatchTimeoutMs: z.number().int().min(100).default(5_000),
+    sharedRuntimeHeadroom: z
+      .number()
+      .int()
+      .min(0)
+      .max(1024)
+      .default(2)
+      .describe(
+        "the last this many free places (slots + local queue) of a shared runtime are kept for tenants holding fewer than this many runs on it; 0: off (docs/security.md Floods)",
+      ),
     fenceDeadlineMs: z.number().int().min(100).default(15_000),
     maxStaleSuspicionShare: z
       .number()

@@ -55,4 +55,21 @@ describe("slot reservations (Lua script against a real Redis)", () => {
     expect(await r.countMany(["rt-3", "rt-2", "rt-1"], 1_200)).toEqual([1, 0, 1]);
     expect(await r.countMany([], 1_200)).toEqual([]);
   });
+
+  it("does not count twice a run the runtime accepted before its latest heartbeat: that beat's free places already left it out", async () => {
+    const r = redisReservations(redis, uniqueName("cp"));
+    expect(await r.reserve("rt-1", "run-a", 2, 10_000, 1_000, 900)).toBe("reserved");
+    expect(await r.reserve("rt-1", "run-b", 2, 10_000, 1_000, 900)).toBe("reserved");
+    // Both dispatched: a accepted at 1 100, b at 1 300; each counted at most until 2 000.
+    await r.extend("rt-1", "run-a", 2_000, 1_100);
+    await r.extend("rt-1", "run-b", 2_000, 1_300);
+    expect(await r.count("rt-1", 1_400, 900)).toBe(2); // a beat taken before both
+    expect(await r.countMany(["rt-1"], 1_400, [1_200])).toEqual([1]); // the beat at 1 200 shows a
+    expect(await r.count("rt-1", 1_400, 1_300)).toBe(0); // the beat at 1 300 shows both
+    expect(await r.count("rt-1", 1_400)).toBe(2); // no beat given: every unexpired reservation
+    // Two free places by the beat at 1 200, a already in it: one more fits, not two.
+    expect(await r.reserve("rt-1", "run-c", 2, 10_000, 1_400, 1_200)).toBe("reserved");
+    expect(await r.reserve("rt-1", "run-d", 2, 10_000, 1_400, 1_200)).toBe("full");
+    expect(await r.count("rt-1", 2_000, 1_200)).toBe(1); // a and b expired at 2 000; c is still held
+  });
 });

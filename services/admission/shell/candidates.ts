@@ -29,9 +29,15 @@ export async function readCandidates(
   const out: Placeable[] = [];
   const registered = (await view.all()).filter((d) => d.registration !== undefined);
   // Reservations matter only on a runtime that may still take work: one pipelined read for those.
-  const live = registered.filter((d) => rankOf(d.status) < rankOf("fenced")).map((d) => d.runtimeInstanceId);
+  const liveDescriptors = registered.filter((d) => rankOf(d.status) < rankOf("fenced"));
+  const live = liveDescriptors.map((d) => d.runtimeInstanceId);
   const at = new Map(live.map((id, i) => [id, i]));
-  const reserved = await reservations.countMany(live, now);
+  // A reservation whose run the latest heartbeat already shows is not subtracted twice.
+  const beatAts = liveDescriptors.map((d) => {
+    const hb = currentBeat(d);
+    return hb ? Date.parse(hb.at) : -1;
+  });
+  const reserved = await reservations.countMany(live, now, beatAts);
   for (const d of registered) {
     const reg = d.registration!;
     const i = at.get(d.runtimeInstanceId);

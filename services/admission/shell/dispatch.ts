@@ -100,9 +100,10 @@ async function send(
       deps.config.dispatchTimeoutMs,
     );
     if (result.success) {
-      // Keep the slot counted until the runtime's heartbeats show the run (then the reservation lapses).
-      const until = deps.env.clock.now().getTime() + 3 * deps.config.heartbeatIntervalMs;
-      await deps.reservations.extend(target.runtimeInstanceId, r.sharedRunId, until);
+      // Keep the slot counted until a heartbeat taken after now shows the run (at most 3 intervals).
+      const acceptedAt = deps.env.clock.now().getTime();
+      const until = acceptedAt + 3 * deps.config.heartbeatIntervalMs;
+      await deps.reservations.extend(target.runtimeInstanceId, r.sharedRunId, until, acceptedAt);
       return true;
     }
     const code =

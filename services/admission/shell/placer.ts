@@ -13,6 +13,7 @@ import { fairOrder } from "../domain/fair-queue.ts";
 import { decidePlacement, noCapacityReason } from "../domain/placement.ts";
 import { appendRunDecision } from "./append-run.ts";
 import { readCandidates, type Placeable } from "./candidates.ts";
+import { PassBudget } from "./pass-budget.ts";
 import type { AdmissionDeps } from "./deps.ts";
 import { cancelRun } from "./cancel.ts";
 import { recordDispatch, resendIfUnknown } from "./dispatch.ts";
@@ -41,6 +42,7 @@ export async function admissionPass(deps: AdmissionDeps, state: AdmissionState):
   const candidates = await readCandidates(deps.view, deps.reservations, now, staleHeartbeatMsOf(deps.config));
   const pending = deps.index.pending().filter((r) => !busy.has(key(r)));
   const byKey = new Map(pending.map((r) => [key(r), r]));
+  const budget = new PassBudget(candidates, deps.index, deps.config.sharedRuntimeHeadroom);
   const order = fairOrder(
     pending.map((r) => ({
       tenantId: r.tenantId,
@@ -49,6 +51,7 @@ export async function admissionPass(deps: AdmissionDeps, state: AdmissionState):
       sinceSeq: r.sinceSeq,
     })),
     (t) => tenantSettingsOf(deps.config, t).weight,
+    (t) => budget.sharedHeld(t),
   ).map((p) => byKey.get(`${p.tenantId}/${p.sharedRunId}`)!);
   // Placements of one tenant in flight in this pass: the quota counts them with the tenant's active
   // runs, so parallel decisions cannot overshoot it within a replica.
@@ -60,12 +63,13 @@ export async function admissionPass(deps: AdmissionDeps, state: AdmissionState):
   const isResume = (r: IndexedRun) => r.state.resume !== undefined;
   const placeOne = async (r: IndexedRun) => {
     if (!isResume(r) && (state.resuming.get(r.tenantId) ?? 0) > 0) return; // next pass, after the answer
+    if (budget.skips(r)) return; // its tenant is blocked: it would only be queued again as it is
     const k = key(r);
     busy.add(k);
     inFlight.set(r.tenantId, (inFlight.get(r.tenantId) ?? 0) + 1);
     let send: Send | undefined;
     try {
-      send = await handle(deps, r, candidates, now, (inFlight.get(r.tenantId) ?? 1) - 1);
+      send = await handle(deps, r, candidates, budget, now, (inFlight.get(r.tenantId) ?? 1) - 1);
     } catch (e) {
       deps.log.error({ run: r.sharedRunId, err: String(e) }, "admission of run failed; retried next pass");
     } finally {
@@ -75,7 +79,8 @@ export async function admissionPass(deps: AdmissionDeps, state: AdmissionState):
     }
   };
   const resumes = new Map<string, Promise<void>[]>();
-  await placeAll([...order.filter(isResume), ...order.filter((r) => !isResume(r))], async (r) => {
+  const list = [...order.filter(isResume), ...order.filter((r) => !isResume(r))];
+  await placeAll(list, state.yieldWanted ?? (() => false), async (r) => {
     if (!isResume(r)) {
       await Promise.all(resumes.get(r.tenantId) ?? []);
       return placeOne(r);
@@ -86,11 +91,19 @@ export async function admissionPass(deps: AdmissionDeps, state: AdmissionState):
   });
 }
 
-/** Runs `f` over `list` in order, at most PARALLEL at once (an item is taken only after every earlier one was). */
-async function placeAll(list: readonly IndexedRun[], f: (r: IndexedRun) => Promise<void>): Promise<void> {
+/**
+ * Runs `f` over `list` in order, at most PARALLEL at once (an item is taken only after every earlier
+ * one was); stops taking items once `stop()` says so, after at least PARALLEL of them (progress).
+ */
+async function placeAll(
+  list: readonly IndexedRun[],
+  stop: () => boolean,
+  f: (r: IndexedRun) => Promise<void>,
+): Promise<void> {
   let i = 0;
+  const take = () => (i >= PARALLEL && stop() ? undefined : list[i++]);
   const worker = async () => {
-    for (let r = list[i++]; r; r = list[i++]) await f(r);
+    for (let r = take(); r; r = take()) await f(r);
   };
   await Promise.all(Array.from({ length: Math.min(PARALLEL, list.length) }, worker));
 }
@@ -101,12 +114,14 @@ const key = (r: IndexedRun) => `${r.tenantId}/${r.sharedRunId}`;
 async function handle(
   deps: AdmissionDeps,
   r: IndexedRun,
-  candidates: Placeable[],
+  all: Placeable[],
+  budget: PassBudget,
   now: number,
   othersInFlight: number,
 ): Promise<Send | undefined> {
-  if (r.state.cancelRequested) return cancelRun(deps, r, candidates, now);
+  if (r.state.cancelRequested) return cancelRun(deps, r, all, now);
   const tenant = tenantSettingsOf(deps.config, r.tenantId);
+  const candidates = budget.viewFor(r.tenantId);
   const p = decidePlacement(r, candidates, now, {
     tenant,
     dispatchTimeoutMs: deps.config.dispatchTimeoutMs,
@@ -129,6 +144,7 @@ async function handle(
       return resendIfUnknown(deps, r, p.target);
     case "reject":
     case "queue":
+      if (p.kind === "queue") budget.block(r, p.reason.code);
       await appendRunDecision(
         deps,
         r,
@@ -138,44 +154,67 @@ async function handle(
       return undefined;
     case "place":
       for (const c of p.tryInOrder) {
-        const outcome = await deps.reservations.reserve(
-          c.runtimeInstanceId,
-          r.sharedRunId,
-          c.heartbeatSlots,
-          3 * deps.config.dispatchTimeoutMs,
-          now,
-        );
-        if (outcome === "full") continue;
-        // Parsed, not cast: the ids come from the capacity view and the id source, outside the type system.
-        const data: DataOf<"run.admitted"> = {
-          runtimeInstanceId: RuntimeInstanceId.parse(c.runtimeInstanceId),
-          localRunId: LocalRunId.parse(deps.env.ids.next("lr")),
-          reservationId: `${c.runtimeInstanceId}/${r.sharedRunId}`,
-          candidates: p.snapshot.map((x) => ({
-            ...x,
-            runtimeInstanceId: RuntimeInstanceId.parse(x.runtimeInstanceId),
-          })),
-          recovery: r.state.recoveryPending,
-        };
-        const admittedSeq = await appendRunDecision(
-          deps,
-          r,
-          { kind: "Admit", data },
-          `admission:${r.sharedRunId}:${r.state.lastSeq}`,
-        );
-        // Lost the run to another decider: keep the reservation until it expires. Releasing it could free
-        // a slot the winner holds under the same key (same run) and let a third placement over-commit.
-        if (admittedSeq === undefined) return undefined;
-        return recordDispatch(deps, r, c);
+        if (!budget.claim(c, r.tenantId)) continue; // taken by a parallel placement of this pass
+        let full = false;
+        try {
+          const send = await placeOn(deps, r, c, p.snapshot, now);
+          if (send !== "full") return send;
+          full = true;
+        } finally {
+          budget.settle(c, r.tenantId, full);
+        }
       }
-      await queueWithScaleOut(deps, r, tenant, candidates, now, noCapacityReason(candidates, tenant));
+      budget.block(
+        r,
+        ...(await queueWithScaleOut(deps, r, tenant, candidates, now, noCapacityReason(candidates, tenant))),
+      );
       return undefined;
     case "queue-with-scale-out":
-      await queueWithScaleOut(deps, r, tenant, candidates, now, p.reason);
+      budget.block(r, ...(await queueWithScaleOut(deps, r, tenant, candidates, now, p.reason)));
       return undefined;
     default:
       return assertNever(p);
   }
+}
+
+/** Reserves a slot of `c` for the run and records the placement; "full" when Redis has none left. */
+async function placeOn(
+  deps: AdmissionDeps,
+  r: IndexedRun,
+  c: Placeable,
+  snapshot: readonly { runtimeInstanceId: string; rank: number; why: string }[],
+  now: number,
+): Promise<Send | "full" | undefined> {
+  const outcome = await deps.reservations.reserve(
+    c.runtimeInstanceId,
+    r.sharedRunId,
+    c.heartbeatSlots,
+    3 * deps.config.dispatchTimeoutMs,
+    now,
+    c.lastHeartbeatAt,
+  );
+  if (outcome === "full") return "full";
+  // Parsed, not cast: the ids come from the capacity view and the id source, outside the type system.
+  const data: DataOf<"run.admitted"> = {
+    runtimeInstanceId: RuntimeInstanceId.parse(c.runtimeInstanceId),
+    localRunId: LocalRunId.parse(deps.env.ids.next("lr")),
+    reservationId: `${c.runtimeInstanceId}/${r.sharedRunId}`,
+    candidates: snapshot.map((x) => ({
+      ...x,
+      runtimeInstanceId: RuntimeInstanceId.parse(x.runtimeInstanceId),
+    })),
+    recovery: r.state.recoveryPending,
+  };
+  const admittedSeq = await appendRunDecision(
+    deps,
+    r,
+    { kind: "Admit", data },
+    `admission:${r.sharedRunId}:${r.state.lastSeq}`,
+  );
+  // Lost the run to another decider: keep the reservation until it expires. Releasing it could free
+  // a slot the winner holds under the same key (same run) and let a third placement over-commit.
+  if (admittedSeq === undefined) return undefined;
+  return recordDispatch(deps, r, c);
 }
 
 async function queueWithScaleOut(
@@ -185,7 +224,7 @@ async function queueWithScaleOut(
   candidates: Placeable[],
   now: number,
   noCapacity: Reason,
-): Promise<void> {
+): Promise<[code: string, requestId?: string]> {
   const { requestId, stalled } = await requestScaleOut(
     deps,
     tenant,
@@ -213,6 +252,7 @@ async function queueWithScaleOut(
     { kind: "QueueGlobally", reason, ...(requestId ? { scaleOutRequestId: requestId } : {}) },
     `queue:${r.sharedRunId}`,
   );
+  return requestId ? [reason.code, requestId] : [reason.code];
 }
 
 async function rejectInvalid(deps: AdmissionDeps, r: IndexedRun): Promise<void> {

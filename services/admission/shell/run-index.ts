@@ -21,6 +21,8 @@ export interface IndexedRun {
   checkedMs?: number;
   /** Server time the run entered the global queue (kept while it stays queued, whatever the reason). */
   queuedSinceMs?: number;
+  /** The step kinds its DAG needs, joined (cached: runs needing the same kinds see the same runtimes). */
+  kindsKey?: string;
   /** Server time of the run's submission (for the submission → dispatch latency). */
   submittedMs?: number;
 }
@@ -53,6 +55,8 @@ export class RunIndex {
   // Kept as runs change, so a pass costs O(pending) and a quota check O(1), not O(every run ever seen).
   private readonly pendingRuns = new Set<IndexedRun>();
   private readonly active = new Map<string, number>();
+  // Runtime → tenant → runs it holds there (admitted, dispatched, started): the shared-runtime headroom.
+  private readonly held = new Map<string, Map<string, number>>();
   readonly scaleOuts = new Map<string, ScaleOutEntry>();
   private readonly listeners = new Set<() => void>();
   /** Called when a run becomes `dispatched`, with the time since its submission (metrics; unset during replay). */
@@ -127,6 +131,11 @@ export class RunIndex {
     return this.active.get(tenantId) ?? 0;
   }
 
+  /** Runs of the tenant holding a placement on the runtime (admitted, dispatched, started). */
+  heldOn(runtimeInstanceId: string, tenantId: string): number {
+    return this.held.get(runtimeInstanceId)?.get(tenantId) ?? 0;
+  }
+
   /** Admission gave up on an invalid submission it cannot reject: it is no longer pending. */
   abandon(r: IndexedRun): void {
     r.abandoned = true;
@@ -196,6 +205,8 @@ export class RunIndex {
   private track(r: IndexedRun, before: RunState): void {
     const delta = Number(ACTIVE.has(r.state.status)) - Number(ACTIVE.has(before.status));
     if (delta !== 0) this.active.set(r.tenantId, (this.active.get(r.tenantId) ?? 0) + delta);
+    if (ACTIVE.has(before.status) && before.placement) this.hold(before.placement.runtimeInstanceId, r.tenantId, -1);
+    if (ACTIVE.has(r.state.status) && r.state.placement) this.hold(r.state.placement.runtimeInstanceId, r.tenantId, 1);
     const pending =
       !r.abandoned &&
       ((r.invalid !== undefined && r.state.status === "none") ||
@@ -205,6 +216,15 @@ export class RunIndex {
         r.state.status === "dispatched");
     if (pending) this.pendingRuns.add(r);
     else this.pendingRuns.delete(r);
+  }
+
+  private hold(runtimeInstanceId: string, tenantId: string, delta: number): void {
+    const m = this.held.get(runtimeInstanceId) ?? new Map<string, number>();
+    const n = (m.get(tenantId) ?? 0) + delta;
+    if (n > 0) m.set(tenantId, n);
+    else m.delete(tenantId);
+    if (m.size > 0) this.held.set(runtimeInstanceId, m);
+    else this.held.delete(runtimeInstanceId);
   }
 
   private entry(tenantId: string, sharedRunId: string): IndexedRun {

@@ -14,6 +14,11 @@ export interface AdmissionState {
   readonly sends: Set<Promise<unknown>>;
   /** Called when a command was answered (or failed), so runs waiting on it are looked at at once. */
   readonly onSendDone: () => void;
+  /**
+   * True when the pass should take no further runs and end (what it started finishes): the index
+   * changed after the pass began and it has run for its slice, so the next pass orders the newcomers.
+   */
+  readonly yieldWanted?: () => boolean;
 }
 
 /**

@@ -1,0 +1,104 @@
+import { requiredStepKinds } from "../../../contracts/index.ts";
+import { headroomReason, mayTakeSharedPlace } from "../domain/headroom.ts";
+import type { Placeable } from "./candidates.ts";
+import type { IndexedRun, RunIndex } from "./run-index.ts";
+
+/** What a queued run of a blocked tenant would be queued with again: the same reason, the same request. */
+interface Blocked {
+  readonly code: string;
+  readonly requestId?: string;
+}
+
+/**
+ * What one admission pass knows beyond the capacity view it read at its start: places it took
+ * (each runtime's free places count down as the pass reserves them), places being claimed by
+ * parallel placements (the index counts a tenant's place once its `admitted` is applied), and the
+ * tenants found blocked (every runtime they may use is full to them). A blocked tenant's queued
+ * runs that would only be queued again for the same reason are skipped without any IO, so a pass
+ * over a backlog of thousands costs IO for its placements and state changes only.
+ */
+export class PassBudget {
+  private readonly free = new Map<string, number>();
+  private readonly claiming = new Map<string, number>();
+  private readonly blocked = new Map<string, Blocked>();
+
+  constructor(
+    private readonly candidates: readonly Placeable[],
+    private readonly index: RunIndex,
+    private readonly headroom: number,
+  ) {
+    for (const c of candidates) this.free.set(c.runtimeInstanceId, c.effectiveAvailableSlots);
+  }
+
+  /** Runs of the tenant on shared runtimes (held or being claimed): its share for the fair order. */
+  sharedHeld(tenantId: string): number {
+    let n = 0;
+    for (const c of this.candidates) if (c.isolationMode === "shared") n += this.heldOn(c, tenantId);
+    return n;
+  }
+
+  /** The candidates as this tenant may use them now: free places left in this pass, the headroom applied. */
+  viewFor(tenantId: string): Placeable[] {
+    return this.candidates.map((c) => {
+      if (!c.canAcceptRun) return c;
+      const free = Math.max(0, this.free.get(c.runtimeInstanceId) ?? 0);
+      if (this.allowed(c, tenantId))
+        return free === c.effectiveAvailableSlots ? c : { ...c, effectiveAvailableSlots: free };
+      const why = free === 0 ? "no-free-slots" : headroomReason(this.heldOn(c, tenantId), free, this.headroom);
+      return { ...c, effectiveAvailableSlots: free, canAcceptRun: false, reasons: [...c.reasons, why] };
+    });
+  }
+
+  /** Takes one place of `c` for the tenant if it may still have one (synchronous: parallel placements see it). */
+  claim(c: Placeable, tenantId: string): boolean {
+    if (!c.canAcceptRun || !this.allowed(c, tenantId)) return false;
+    this.free.set(c.runtimeInstanceId, (this.free.get(c.runtimeInstanceId) ?? 0) - 1);
+    this.bump(c.runtimeInstanceId, tenantId, 1);
+    return true;
+  }
+
+  /** The claim ended: its `admitted` is in the index (or the run went elsewhere). `full`: Redis had no slot. */
+  settle(c: Placeable, tenantId: string, full: boolean): void {
+    this.bump(c.runtimeInstanceId, tenantId, -1);
+    if (full) this.free.set(c.runtimeInstanceId, 0);
+  }
+
+  block(r: IndexedRun, code: string, requestId?: string): void {
+    this.blocked.set(blockKey(r), requestId ? { code, requestId } : { code });
+  }
+
+  /** A queued run whose tenant is blocked and that would be queued again for the same reason: nothing to do. */
+  skips(r: IndexedRun): boolean {
+    const s = r.state;
+    if (s.status !== "queued" || s.cancelRequested || s.recoveryPending || r.invalid) return false;
+    const b = this.blocked.get(blockKey(r));
+    return (
+      b !== undefined &&
+      s.lastReason === b.code &&
+      (b.requestId === undefined || (s.scaleOutRequestIds as readonly string[]).includes(b.requestId))
+    );
+  }
+
+  private allowed(c: Placeable, tenantId: string): boolean {
+    const free = this.free.get(c.runtimeInstanceId) ?? 0;
+    if (c.isolationMode !== "shared") return free > 0;
+    return mayTakeSharedPlace(this.heldOn(c, tenantId), free, this.headroom);
+  }
+
+  private heldOn(c: Placeable, tenantId: string): number {
+    return (
+      this.index.heldOn(c.runtimeInstanceId, tenantId) + (this.claiming.get(`${c.runtimeInstanceId}/${tenantId}`) ?? 0)
+    );
+  }
+
+  private bump(rt: string, tenantId: string, d: number): void {
+    const k = `${rt}/${tenantId}`;
+    this.claiming.set(k, (this.claiming.get(k) ?? 0) + d);
+  }
+}
+
+/** Runs of one tenant needing the same step kinds see the same runtimes: blocked together. */
+const blockKey = (r: IndexedRun): string => {
+  r.kindsKey ??= r.state.dag ? requiredStepKinds(r.state.dag).join(",") : "";
+  return `${r.tenantId}|${r.kindsKey}`;
+};
