@@ -100,7 +100,17 @@ describe("drover's k8s/ manifests, against the local cluster's real API server",
     const list = JSON.parse(printed) as { items: { metadata: { name: string }; stringData: Record<string, string> }[] };
     const byName = new Map(list.items.map((i) => [i.metadata.name, Object.keys(i.stringData).sort()]));
     expect(byName.get("drover-nats")).toEqual(
-      ["admission", "api", "callout-seed", "capacity", "forensics", "operator", "provisioner", "recovery"].sort(),
+      [
+        "admission",
+        "api",
+        "callout-seed",
+        "capacity",
+        "forensics",
+        "operator",
+        "provisioner",
+        "recovery",
+        "scheduler",
+      ].sort(),
     );
     expect(byName.get("drover-nats-setup")).toEqual(["setup"]);
     writeFileSync(join(dir, "secrets.json"), printed);
@@ -131,7 +141,7 @@ describe("drover's k8s/ manifests, against the local cluster's real API server",
     const deployments = loadAllYaml(readFileSync(join(DIR, "30-services.yaml"), "utf8")).filter(
       (o: { kind: string }) => o.kind === "Deployment",
     ) as { metadata: { name: string }; spec: { template: { spec: V1PodSpec } } }[];
-    expect(deployments).toHaveLength(6);
+    expect(deployments).toHaveLength(7);
     const accounts = new Set<string>();
     for (const d of deployments) {
       const pod = d.spec.template.spec;
