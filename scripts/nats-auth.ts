@@ -70,10 +70,9 @@ if (cmd === "config") {
     stringData: data,
   });
   const services = Object.fromEntries([
-    ...(["api", "admission", "capacity", "provisioner", "recovery", "forensics", "scheduler", "operator"] as const).map((id) => [
-      id,
-      credentialOf(k, id),
-    ]),
+    ...(["api", "admission", "capacity", "provisioner", "recovery", "forensics", "scheduler", "operator"] as const).map(
+      (id) => [id, credentialOf(k, id)],
+    ),
     ["callout-seed", k.calloutSeed],
   ]);
   const list = {
