@@ -91,6 +91,19 @@ describe("the generated nats-server configuration matches docs/nats-identities.m
         `$JS.API.CONSUMER.CREATE.${scope.outputsStream}.>`,
       ].sort(),
     );
+    // Reads of the event stream only name their subject in the request subject: no get by sequence
+    // or with a filter in the body, so it reads only its tenants' exec and run events.
+    const eventReads = r.publish.allow.filter((s) =>
+      [`$JS.API.DIRECT.GET.${scope.eventStream}`, `$JS.API.STREAM.MSG.GET.${scope.eventStream}`].some(
+        (p) => s === p || s.startsWith(`${p}.`),
+      ),
+    );
+    expect(eventReads.sort()).toEqual(
+      [
+        `$JS.API.DIRECT.GET.${scope.eventStream}.${scope.events}.exec.acme.>`,
+        `$JS.API.DIRECT.GET.${scope.eventStream}.${scope.events}.run.acme.>`,
+      ].sort(),
+    );
     expect(rows.get("runtime &lt;id&gt;")!.appends).toContain("exec.*");
   });
 });

@@ -1,80 +1,25 @@
-import { jetstream, jetstreamManager } from "@nats-io/jetstream";
-import type { NatsConnection } from "@nats-io/transport-node";
+import { jetstream } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { TenantId } from "../../contracts/index.ts";
-import { standingFromLog, startRuntimeCallout } from "../../platform/nats-auth/callout.ts";
-import { credentialOf, type NatsKeys } from "../../platform/nats-auth/credentials.ts";
-import { producerIdentity, type Identity } from "../../platform/nats-auth/rights.ts";
-import { runtimePasswordFor } from "../../platform/nats-auth/runtime-rights.ts";
-import { serverKeysOf } from "../../platform/nats-auth/server-keys.ts";
+import { producerIdentity } from "../../platform/nats-auth/rights.ts";
 import { connectNats } from "../../platform/nats-connect.ts";
-import { setupNats } from "../../platform/nats-setup.ts";
-import { createEventStore, runtimeRef, type EventStore } from "../../streams/index.ts";
+import { runtimeRef } from "../../streams/index.ts";
 import { uniqueName } from "../support/isolation.ts";
-import { event, freshStreams, type StreamsFixture } from "../support/streams.ts";
+import { attempt, authFixture, type AuthFixture } from "../support/nats-auth-fixture.ts";
+import { event } from "../support/streams.ts";
 
-const SECRET = "nats-auth-test-secret-0123456789abcdef";
 const url = () => inject("natsUrl");
 
-/** Resolves "refused" when the server refuses the request (permission violation or no route), else the reply. */
-async function attempt(nc: NatsConnection, subject: string, body = "{}"): Promise<string> {
-  try {
-    const m = await nc.request(subject, body, { timeout: 1500 });
-    return `answered: ${m.string().slice(0, 120)}`;
-  } catch (e) {
-    return /permission/i.test(String(e)) ? "refused" : `failed: ${String(e)}`;
-  }
-}
-
 describe("NATS identities against a real nats-server with authentication on (boundary: nats-server authorization + auth callout)", () => {
-  let keys: NatsKeys;
-  let f: StreamsFixture;
-  let store: EventStore;
-  let provisioner: NatsConnection;
-  const open: NatsConnection[] = [];
-  const as = async (id: Identity): Promise<NatsConnection> => {
-    const nc = await connectNats({ servers: url(), creds: credentialOf(keys, id) });
-    open.push(nc);
-    return nc;
-  };
-  const runtimeCreds = (id: string) => `${id}:${runtimePasswordFor(SECRET, f.layout.eventPrefix, id)}`;
-  const asRuntime = async (id: string): Promise<NatsConnection> => {
-    const nc = await connectNats({
-      servers: url(),
-      creds: runtimeCreds(id),
-      maxReconnectAttempts: 2,
-      reconnectTimeWait: 100,
-    });
-    open.push(nc);
-    return nc;
-  };
-  const register = async (id: string, tenantId: string) => {
-    const reg = event("runtime.registered");
-    const data = { ...reg.data, tenantId: TenantId.parse(tenantId) };
-    return store.append(runtimeRef(id), { ...reg, data }, { expectedSeq: 0 });
-  };
-
+  let fx: AuthFixture;
+  let f: AuthFixture["f"];
   beforeAll(async () => {
-    keys = serverKeysOf(url())!;
-    f = await freshStreams(url(), "auth");
-    await setupNats(f.jsm, f.layout);
-    store = createEventStore(f.nc, f.layout);
-    provisioner = await as("provisioner");
-    const pjsm = await jetstreamManager(provisioner);
-    startRuntimeCallout({
-      nc: provisioner,
-      layout: f.layout,
-      secret: SECRET,
-      issuerSeed: keys.calloutSeed,
-      ttlMs: 2_000,
-      standing: standingFromLog(pjsm, f.layout),
-      now: Date.now,
-    });
+    fx = await authFixture(url());
+    f = fx.f;
   });
-  afterAll(async () => {
-    for (const nc of open) await nc.close().catch(() => undefined);
-    await f.close();
-  });
+  afterAll(() => fx.close());
+  const as = (id: Parameters<AuthFixture["as"]>[0]) => fx.as(id);
+  const asRuntime = (id: string) => fx.asRuntime(id);
+  const register = (id: string, tenantId: string) => fx.register(id, tenantId);
 
   it("refuses a connection without credentials, or with an unknown runtime password", async () => {
     await expect(connectNats({ servers: url(), creds: "" })).rejects.toThrow(/Authorization Violation/);
@@ -87,6 +32,7 @@ describe("NATS identities against a real nats-server with authentication on (bou
     const p = f.layout.eventPrefix;
     const api = await as("api");
     const recovery = await as("recovery");
+    const provisioner = fx.provisioner;
     const admission = await as("admission");
     const operator = await as("operator");
     expect(await attempt(api, `${p}.run.acme.r1.submitted`)).toMatch(/^answered/);
@@ -140,7 +86,7 @@ describe("NATS identities against a real nats-server with authentication on (bou
     const js = jetstream(live);
     await js.publish(`${f.layout.heartbeatPrefix}.${rt}`, "{}");
     const fence = event("runtime.fenced");
-    await store.append(runtimeRef(rt), fence, { expectedSeq: await store.lastSeq(runtimeRef(rt)) });
+    await fx.store.append(runtimeRef(rt), fence, { expectedSeq: await fx.store.lastSeq(runtimeRef(rt)) });
     await expect(asRuntime(rt)).rejects.toThrow(/Authorization Violation|authorization/i);
     // The minted user expires after 2 s; its reconnect asks the callout again, which refuses.
     const closed = await Promise.race([
