@@ -1,5 +1,5 @@
 import { createHmac } from "node:crypto";
-import { jsRead, SCALE_OUT_DURABLE, type AuthScope, type Rights } from "./rights.ts";
+import { objectStoreRead, SCALE_OUT_DURABLE, type AuthScope, type Rights } from "./rights.ts";
 
 /**
  * The password of runtime `runtimeInstanceId` on layout `eventPrefix`: HMAC-SHA256 of the command
@@ -25,7 +25,7 @@ export function runtimeRights(s: AuthScope, runtimeInstanceId: string, tenants: 
     "$JS.API.INFO",
     `${s.heartbeats}.${runtimeInstanceId}`,
     `${s.outputs}.>`,
-    ...jsRead(s.outputsStream),
+    ...objectStoreRead(s),
     `$JS.API.STREAM.INFO.${s.eventStream}`,
     `$JS.API.STREAM.INFO.${s.heartbeatStream}`,
     `$JS.API.STREAM.INFO.${s.deadLetterStream}`,
@@ -48,6 +48,8 @@ export function runtimeRights(s: AuthScope, runtimeInstanceId: string, tenants: 
       allow: pub,
       deny: [
         "$JS.API.CONSUMER.DURABLE.CREATE.>",
+        // Recovery's journal event (it moves the owner epoch): `exec.*` above would allow it.
+        `${s.events}.exec.*.*.paused-for-recovery`,
         `$JS.API.CONSUMER.DELETE.${s.eventStream}.${SCALE_OUT_DURABLE}`,
         `$JS.API.CONSUMER.MSG.NEXT.${s.eventStream}.${SCALE_OUT_DURABLE}`,
       ],

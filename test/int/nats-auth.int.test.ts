@@ -66,6 +66,7 @@ describe("NATS identities against a real nats-server with authentication on (bou
       `${p}.runtime.${rt}.registered`,
       `${f.layout.heartbeatPrefix}.${uniqueName("rt-other")}`,
       `${p}.exec.globex.e1.step-completed`,
+      `${p}.exec.acme.e1.paused-for-recovery`,
       `${p}.run.globex.r1.started`,
       `$JS.API.STREAM.CREATE.${f.layout.eventStream}`,
       `$JS.API.STREAM.UPDATE.${f.layout.eventStream}`,
@@ -94,6 +95,34 @@ describe("NATS identities against a real nats-server with authentication on (bou
       new Promise((r) => setTimeout(() => r("open"), 15_000)),
     ]);
     expect(closed).toBe("closed");
+  });
+
+  it("lets no service create a durable consumer, not even with a durable_name in the body of an ordered-consumer create", async () => {
+    const st = f.layout.eventStream;
+    const p = f.layout.eventPrefix;
+    const durable = (name: string, filter = `${p}.>`) =>
+      JSON.stringify({
+        stream_name: st,
+        config: { durable_name: name, filter_subject: filter, ack_policy: "explicit" },
+      });
+    for (const id of ["admission", "recovery", "api", "operator", "capacity", "forensics"] as const) {
+      const nc = await as(id);
+      const name = uniqueName("dur").replace(/-/g, "_");
+      // The unnamed form is allowed (ordered consumers); nats-server refuses a durable there.
+      expect(await attempt(nc, `$JS.API.CONSUMER.CREATE.${st}`, durable(name))).toMatch(
+        /^answered: .*"err_code":10020,"description":"consumer expected to be ephemeral but a durable/,
+      );
+      // The named forms, where a durable_name equal to the name would create one, are not allowed.
+      expect(await attempt(nc, `$JS.API.CONSUMER.CREATE.${st}.${name}`, durable(name))).toBe("refused");
+      expect(await attempt(nc, `$JS.API.CONSUMER.CREATE.${st}.${name}.${p}.>`, durable(name))).toBe("refused");
+      expect(await attempt(nc, `$JS.API.CONSUMER.DURABLE.CREATE.${st}.${name}`, durable(name))).toBe("refused");
+      expect(await f.jsm.consumers.info(st, name).catch(() => "absent")).toBe("absent");
+    }
+    // What the named form does with a durable_name in the body (why services may not use it):
+    const name = uniqueName("dur").replace(/-/g, "_");
+    const harness = await f.jsm.consumers.add(st, { durable_name: name, name, filter_subject: `${p}.>` });
+    expect(harness.config.durable_name).toBe(name);
+    await f.jsm.consumers.delete(st, name);
   });
 
   it("lets a tenant-limited producer submit for its tenant and refuses another tenant", async () => {

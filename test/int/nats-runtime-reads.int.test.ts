@@ -88,6 +88,24 @@ describe("a runtime reads only its tenants' events, by every JetStream read rout
     }
   });
 
+  it("can create a durable over its own tenants' subjects only (the named create its reads need; docs/nats-identities.md)", async () => {
+    const nc = await acmeRuntime();
+    const name = uniqueName("dur").replace(/-/g, "_");
+    const durable = (filter: string) =>
+      JSON.stringify({
+        stream_name: stream,
+        config: { durable_name: name, filter_subject: filter, ack_policy: "none" },
+      });
+    const own = `${p}.run.acme.>`;
+    expect(
+      await attempt(nc, `$JS.API.CONSUMER.CREATE.${stream}.${name}.${p}.run.globex.>`, durable(`${p}.run.globex.>`)),
+    ).toBe("refused");
+    expect(await attempt(nc, `$JS.API.CONSUMER.CREATE.${stream}.${name}.${own}`, durable(own))).toMatch(/^answered/);
+    const info = await fx.f.jsm.consumers.info(stream, name);
+    expect([info.config.durable_name, info.config.filter_subject]).toEqual([name, own]);
+    await fx.f.jsm.consumers.delete(stream, name);
+  });
+
   it("reads and appends its own tenant's aggregates through a subject-scoped event store, and a body-filtered store is refused", async () => {
     const nc = await acmeRuntime();
     const scoped: EventStore = createEventStore(nc, fx.f.layout, { subjectScopedReads: true });
