@@ -10,8 +10,9 @@ import { eventually } from "./streams.ts";
  * What recovery's int tests share: writers, events, `sleep` processes standing in for runtime hosts
  * (recovery only kills hosts and reads the log), a runtime made ready in the log, and a heartbeat.
  */
-export const writer = (service: "test" | "runtime" | "admission"): EnvelopeContext => ({
-  writer: { service, instanceId: `${service}-1` },
+/** A writer; a runtime's names its RuntimeInstanceId (the run fold counts its run events only from the placed runtime). */
+export const writer = (service: "test" | "runtime" | "admission", runtimeInstanceId?: string): EnvelopeContext => ({
+  writer: { service, instanceId: `${service}-1`, ...(runtimeInstanceId ? { runtimeInstanceId } : {}) },
   clock: systemClock,
   ids: randomIds,
 });
