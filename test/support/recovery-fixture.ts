@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import type { DroverEvent } from "../../contracts/index.ts";
+import { RuntimeInstanceId, type DroverEvent } from "../../contracts/index.ts";
 import { randomIds, systemClock, type EnvelopeContext } from "../../platform/envelope.ts";
 import { processIncarnation } from "../../platform/process-incarnation.ts";
 import { runtimeRef, type EventStore } from "../../streams/index.ts";
@@ -12,7 +12,11 @@ import { eventually } from "./streams.ts";
  */
 /** A writer; a runtime's names its RuntimeInstanceId (the run fold counts its run events only from the placed runtime). */
 export const writer = (service: "test" | "runtime" | "admission", runtimeInstanceId?: string): EnvelopeContext => ({
-  writer: { service, instanceId: `${service}-1`, ...(runtimeInstanceId ? { runtimeInstanceId } : {}) },
+  writer: {
+    service,
+    instanceId: `${service}-1`,
+    ...(runtimeInstanceId ? { runtimeInstanceId: RuntimeInstanceId.parse(runtimeInstanceId) } : {}),
+  },
   clock: systemClock,
   ids: randomIds,
 });
