@@ -97,9 +97,21 @@ export const isTerminal = (s: RunStatus): boolean =>
 export function evolveRun(s: RunState, e: RunEvent, seq: number): RunState {
   // Idempotent by stream sequence: a redelivered or already-applied event changes nothing.
   if (seq <= s.lastSeq) return s;
+  if (fromUnplacedRuntime(s, e)) return { ...s, lastSeq: seq };
   const next = apply(s, e, seq);
   return { ...next, lastSeq: seq };
 }
+
+/**
+ * A run event written by a runtime (`run.started`, `completed`, `failed`, `cancelled`) counts only
+ * from the runtime the run is placed on (admitted, and not since dispatch-failed or requeued). NATS
+ * subjects cannot tell runtimes apart (a runtime may write these subjects for every run of its
+ * tenants), so a runtime's write for a run placed elsewhere changes no decision: it is stepped over.
+ * The writer is what the event declares: this stops a confused or stale runtime, not a forger
+ * (docs/nats-identities.md, "Shared subjects").
+ */
+export const fromUnplacedRuntime = (s: RunState, e: RunEvent): boolean =>
+  e.writer.service === "runtime" && e.writer.runtimeInstanceId !== s.placement?.runtimeInstanceId;
 
 function apply(s: RunState, e: RunEvent, seq: number): RunState {
   switch (e.type) {

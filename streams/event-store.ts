@@ -8,7 +8,7 @@ import { replay } from "./replay.ts";
 import { assertServerVersion } from "./server-version.ts";
 import { encodeFor, storeContext, type Encoded, type EventStoreOptions, type StoreContext } from "./store-context.ts";
 import { landedEarlier, versionConflict } from "./occ.ts";
-import { readFiltered, toStoredEvent } from "./stored.ts";
+import { toStoredEvent } from "./stored.ts";
 import { aggregateWildcard, type AggregateRef } from "./subjects.ts";
 import type { Appended, AppendOptions, EventStore, Undecodable } from "./types.ts";
 
@@ -37,9 +37,7 @@ export function createEventStore(handle: NatsHandle, layout: StreamLayout, opts:
     appendAtomic: async (entries) => appendAtomic(ctx, entries),
     read: async (ref, o) => {
       const undecodable: Undecodable[] = [];
-      const events = await readFiltered(
-        await ctx.jsm,
-        layout.eventStream,
+      const events = await ctx.reader.filtered(
         aggregateWildcard(layout, ref),
         1,
         o?.skipUndecodable ? (u) => undecodable.push(u) : undefined,
@@ -52,12 +50,11 @@ export function createEventStore(handle: NatsHandle, layout: StreamLayout, opts:
   };
 }
 
-/** The aggregate's last sequence from the stream leader (read-after-write, unlike Direct Get on R>1). */
+/** The aggregate's last sequence (from the stream leader unless reads are subject-scoped: scoped-read.ts). */
 async function lastSeq(ctx: StoreContext, ref: AggregateRef): Promise<number> {
   const wildcard = aggregateWildcard(ctx.layout, ref);
   try {
-    const m = await (await ctx.jsm).streams.getMessage(ctx.layout.eventStream, { last_by_subj: wildcard });
-    return m?.seq ?? 0;
+    return await ctx.reader.lastSeq(wildcard);
   } catch (e) {
     throw toStoreError(e, `reading the last sequence of ${wildcard}`, { subject: wildcard });
   }
@@ -92,12 +89,14 @@ async function appendOne(
   }
   if (!pa.duplicate) return { seq: pa.seq, duplicate: false };
   // A duplicate ack names whatever message holds this msg id; it is ours only if it is our event.
-  const stored = await (await ctx.jsm).direct.getMessage(ctx.layout.eventStream, { seq: pa.seq }).catch(() => null);
+  // Read as the first message of this aggregate at or after it: a message of another subject there
+  // is not on this aggregate (and a reader limited by subject could not read it anyway).
+  const first = await ctx.reader.first(wildcard, pa.seq).catch(() => null);
+  const stored = first?.seq === pa.seq ? first : null;
   if (stored && stored.subject === enc.subject && toStoredEvent(stored).event.eventId === enc.eventId)
     return { seq: pa.seq, duplicate: true };
   // Another decision on this aggregate holds the id (servers that dedupe before checking the expectation).
-  if (stored && stored.subject.startsWith(wildcard.slice(0, -1)))
-    throw versionConflict(ctx, ref, expectedSeq, undefined, { actualSeq: pa.seq, msgId });
+  if (stored) throw versionConflict(ctx, ref, expectedSeq, undefined, { actualSeq: pa.seq, msgId });
   throw new DroverError(
     "contract-violation",
     `msg id ${msgId} already names another message (stream sequence ${pa.seq}); a msg id must identify one decision on one aggregate`,

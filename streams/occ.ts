@@ -1,6 +1,6 @@
 import { DroverError } from "../contracts/index.ts";
 import type { StoreContext } from "./store-context.ts";
-import { firstAtOrAfter, toStoredEvent } from "./stored.ts";
+import { toStoredEvent } from "./stored.ts";
 import { aggregateSubject, aggregateWildcard, type AggregateRef } from "./subjects.ts";
 
 /** The typed conflict of an append whose expectation is stale; details carry the OCC scope and sequences. */
@@ -34,12 +34,7 @@ export async function landedEarlier(
   expectedSeq: number,
   eventId: string,
 ): Promise<number | undefined> {
-  const m = await firstAtOrAfter(
-    await ctx.jsm,
-    ctx.layout.eventStream,
-    aggregateWildcard(ctx.layout, ref),
-    expectedSeq + 1,
-  );
+  const m = await ctx.reader.first(aggregateWildcard(ctx.layout, ref), expectedSeq + 1);
   if (!m) return undefined;
   try {
     return toStoredEvent(m).event.eventId === eventId ? m.seq : undefined;

@@ -1,7 +1,7 @@
 import { DeliverPolicy } from "@nats-io/jetstream";
 import { isNotFound, toStoreError } from "./nats-errors.ts";
 import type { StoreContext } from "./store-context.ts";
-import { firstAtOrAfter, toStoredEvent } from "./stored.ts";
+import { toStoredEvent } from "./stored.ts";
 import type { ReplayFrom, StoredEvent, Undecodable } from "./types.ts";
 
 // Client-side buffer of the ordered consumer: big enough to stream, small enough for a slow fold.
@@ -47,8 +47,7 @@ export async function replay(
   if (start === 0 || start > endSeq) return 0;
 
   let first = Number.POSITIVE_INFINITY;
-  for (const f of filters)
-    first = Math.min(first, (await firstAtOrAfter(jsm, stream, f, start))?.seq ?? Number.POSITIVE_INFINITY);
+  for (const f of filters) first = Math.min(first, (await ctx.reader.first(f, start))?.seq ?? Number.POSITIVE_INFINITY);
   if (first > endSeq) return 0;
 
   const oc = await ctx.js.consumers.get(stream, {

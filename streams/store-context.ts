@@ -9,6 +9,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { contractViolation, encodeEvent, type DroverEvent, type EventType } from "../contracts/index.ts";
 import { connectionOf, type NatsHandle } from "./connection.ts";
 import type { StreamLayout } from "./layout.ts";
+import { directReader, scopedReader, type Reader } from "./scoped-read.ts";
 import { aggregateSubject, eventSubject, type AggregateRef } from "./subjects.ts";
 
 export interface EventStoreOptions {
@@ -16,6 +17,12 @@ export interface EventStoreOptions {
   readonly timeoutMs?: number;
   /** JetStream options (domain, API prefix) when `handle` is a bare connection. */
   readonly jetStream?: JetStreamOptions;
+  /**
+   * Read only through requests whose subject names what is read (scoped-read.ts), never a get
+   * whose filter or sequence is in the body: a connection whose permissions limit reads by
+   * subject (a runtime's) can then read exactly what they allow. Default: batched Direct Gets.
+   */
+  readonly subjectScopedReads?: boolean;
 }
 
 /** What every event-store operation shares: connection, JetStream client and manager, layout. */
@@ -25,6 +32,8 @@ export interface StoreContext {
   readonly jsm: Promise<JetStreamManager>;
   readonly layout: StreamLayout;
   readonly timeoutMs: number;
+  /** How the event stream is read (scoped-read.ts). */
+  readonly reader: Reader;
 }
 
 export function storeContext(handle: NatsHandle, layout: StreamLayout, opts: EventStoreOptions = {}): StoreContext {
@@ -37,7 +46,10 @@ export function storeContext(handle: NatsHandle, layout: StreamLayout, opts: Eve
   // checkAPI: false — no round trip here; the first real request reports an unreachable server.
   const jsm = jetstreamManager(nc, { ...js.getOptions(), checkAPI: false });
   jsm.catch(() => undefined); // surfaced by the first await, not as an unhandled rejection
-  return { nc, js, jsm, layout, timeoutMs: opts.timeoutMs ?? 5000 };
+  const reader = opts.subjectScopedReads
+    ? scopedReader(js, jsm, layout.eventStream)
+    : directReader(jsm, layout.eventStream);
+  return { nc, js, jsm, layout, timeoutMs: opts.timeoutMs ?? 5000, reader };
 }
 
 /** An event ready to publish: its subject and validated bytes. */

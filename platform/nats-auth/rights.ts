@@ -82,17 +82,34 @@ export const TAGGED_SCOPE: AuthScope = {
 export const eventOf = (s: AuthScope, agg: string, name: string): string =>
   agg === "runtime" ? `${s.events}.runtime.*.${name}` : `${s.events}.${agg}.*.*.${name}`;
 
-/** Read-only JetStream API on one stream: info, message and direct gets, ordered (ephemeral) consumers. */
+/**
+ * Read-only JetStream API on one stream: info, message and direct gets, ordered (ephemeral)
+ * consumers. Consumers only by the unnamed `$JS.API.CONSUMER.CREATE.<stream>`, on which
+ * nats-server refuses a `durable_name` in the body ("consumer expected to be ephemeral"): the named
+ * form `CREATE.<stream>.<name>[.<filter>]` would create a durable of any new name that way. drover's
+ * ordered consumers always pass `filter_subjects` as an array, which the client sends unnamed.
+ */
 export const jsRead = (stream: string): string[] => [
   `$JS.API.STREAM.INFO.${stream}`,
   `$JS.API.STREAM.MSG.GET.${stream}`,
   `$JS.API.DIRECT.GET.${stream}`,
   `$JS.API.DIRECT.GET.${stream}.>`,
   `$JS.API.CONSUMER.CREATE.${stream}`,
-  `$JS.API.CONSUMER.CREATE.${stream}.>`,
   `$JS.API.CONSUMER.MSG.NEXT.${stream}.*`,
   `$JS.API.CONSUMER.DELETE.${stream}.*`,
   `$JS.API.CONSUMER.INFO.${stream}.*`,
+];
+
+/**
+ * `jsRead` of an object store's stream (the outputs bucket), plus the named consumer form with a
+ * filter in the bucket's subjects: the object-store client reads an object through a consumer named
+ * and filtered in the subject (`CREATE.<stream>.<name>.$O.<bucket>.C.<nuid>`). A durable could be
+ * created there (over the bucket only); the filter keeps the pattern off drover's event streams
+ * even where the stream token is a wildcard (TAGGED_SCOPE).
+ */
+export const objectStoreRead = (s: AuthScope): string[] => [
+  ...jsRead(s.outputsStream),
+  `$JS.API.CONSUMER.CREATE.${s.outputsStream}.*.${s.outputs}.>`,
 ];
 
 /** No one but setup touches a durable consumer's definition, and only its owner pulls from it. */
@@ -159,18 +176,18 @@ export const WRITES: Readonly<Record<ServiceIdentity, Readonly<Record<string, re
 
 const reads: Readonly<Record<ServiceIdentity, (s: AuthScope) => string[]>> = {
   setup: () => [],
-  api: (s) => [...jsRead(s.eventStream), ...jsRead(s.heartbeatStream), ...jsRead(s.outputsStream)],
+  api: (s) => [...jsRead(s.eventStream), ...jsRead(s.heartbeatStream), ...objectStoreRead(s)],
   admission: (s) => jsRead(s.eventStream),
   capacity: (s) => [...jsRead(s.eventStream), ...jsRead(s.heartbeatStream)],
   provisioner: (s) => [...jsRead(s.eventStream), ...jsRead(s.heartbeatStream)],
   recovery: (s) => [...jsRead(s.eventStream), ...jsRead(s.heartbeatStream)],
-  forensics: (s) => [...jsRead(s.eventStream), ...jsRead(s.outputsStream)],
+  forensics: (s) => [...jsRead(s.eventStream), ...objectStoreRead(s)],
   scheduler: (s) => jsRead(s.eventStream),
   operator: (s) => [
     ...jsRead(s.eventStream),
     ...jsRead(s.heartbeatStream),
     ...jsRead(s.deadLetterStream),
-    ...jsRead(s.outputsStream),
+    ...objectStoreRead(s),
   ],
 };
 

@@ -58,6 +58,9 @@ describe("the generated nats-server configuration matches docs/nats-identities.m
         u.permissions.publish.allow.some((s) => /^\$JS\.API\.(STREAM\.(CREATE|UPDATE|DELETE|PURGE)|>)/.test(s)),
       ).toBe(false);
       expect(u.permissions.publish.deny).toContain("$JS.API.CONSUMER.DURABLE.CREATE.>");
+      // Consumers on drover's streams only by the unnamed create, where the server refuses a durable.
+      const named = ["DROVER", "HEARTBEATS", "DROVER_DLQ"].map((st) => `$JS.API.CONSUMER.CREATE.${st}.`);
+      expect(u.permissions.publish.allow.filter((x) => named.some((n) => x.startsWith(n)))).toEqual([]);
     },
   );
 
@@ -88,9 +91,23 @@ describe("the generated nats-server configuration matches docs/nats-identities.m
         `$JS.API.CONSUMER.CREATE.${scope.eventStream}.*.${scope.events}.exec.acme.>`,
         `$JS.API.CONSUMER.CREATE.${scope.eventStream}.*.${scope.events}.run.acme.>`,
         `$JS.API.CONSUMER.CREATE.${scope.outputsStream}`,
-        `$JS.API.CONSUMER.CREATE.${scope.outputsStream}.>`,
+        `$JS.API.CONSUMER.CREATE.${scope.outputsStream}.*.${scope.outputs}.>`,
       ].sort(),
     );
-    expect(rows.get("runtime &lt;id&gt;")!.appends).toContain("exec.*");
+    // Reads of the event stream only name their subject in the request subject: no get by sequence
+    // or with a filter in the body, so it reads only its tenants' exec and run events.
+    const eventReads = r.publish.allow.filter((s) =>
+      [`$JS.API.DIRECT.GET.${scope.eventStream}`, `$JS.API.STREAM.MSG.GET.${scope.eventStream}`].some(
+        (p) => s === p || s.startsWith(`${p}.`),
+      ),
+    );
+    expect(eventReads.sort()).toEqual(
+      [
+        `$JS.API.DIRECT.GET.${scope.eventStream}.${scope.events}.exec.acme.>`,
+        `$JS.API.DIRECT.GET.${scope.eventStream}.${scope.events}.run.acme.>`,
+      ].sort(),
+    );
+    expect(r.publish.deny).toContain(`${scope.events}.exec.*.*.paused-for-recovery`);
+    expect(rows.get("runtime &lt;id&gt;")!.appends).toContain("exec.* but exec.paused-for-recovery");
   });
 });

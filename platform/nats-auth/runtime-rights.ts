@@ -1,5 +1,5 @@
 import { createHmac } from "node:crypto";
-import { jsRead, SCALE_OUT_DURABLE, type AuthScope, type Rights } from "./rights.ts";
+import { objectStoreRead, SCALE_OUT_DURABLE, type AuthScope, type Rights } from "./rights.ts";
 
 /**
  * The password of runtime `runtimeInstanceId` on layout `eventPrefix`: HMAC-SHA256 of the command
@@ -18,33 +18,38 @@ export type RuntimeTenants = readonly string[];
  * run's `started`/`completed`/`failed`/`cancelled` of the tenants that may use it; store outputs;
  * read (stream info, gets, ordered consumers over its tenants' subjects). Nothing of `$JS.API`
  * that creates, changes or deletes a stream or a durable consumer, no runtime lifecycle event, no
- * `run.submitted`, no other runtime's heartbeat.
+ * `run.submitted`, no other runtime's heartbeat, and no read of another tenant's events.
  */
 export function runtimeRights(s: AuthScope, runtimeInstanceId: string, tenants: RuntimeTenants): Rights {
   const pub = [
     "$JS.API.INFO",
     `${s.heartbeats}.${runtimeInstanceId}`,
     `${s.outputs}.>`,
-    ...jsRead(s.outputsStream),
+    ...objectStoreRead(s),
     `$JS.API.STREAM.INFO.${s.eventStream}`,
     `$JS.API.STREAM.INFO.${s.heartbeatStream}`,
     `$JS.API.STREAM.INFO.${s.deadLetterStream}`,
-    `$JS.API.STREAM.MSG.GET.${s.eventStream}`,
-    `$JS.API.DIRECT.GET.${s.eventStream}`,
     `$JS.API.CONSUMER.MSG.NEXT.${s.eventStream}.*`,
     `$JS.API.CONSUMER.DELETE.${s.eventStream}.*`,
   ];
   for (const t of tenants) {
     pub.push(`${s.events}.exec.${t}.*.*`);
     for (const n of ["started", "completed", "failed", "cancelled"]) pub.push(`${s.events}.run.${t}.*.${n}`);
-    pub.push(`$JS.API.CONSUMER.CREATE.${s.eventStream}.*.${s.events}.exec.${t}.>`);
-    pub.push(`$JS.API.CONSUMER.CREATE.${s.eventStream}.*.${s.events}.run.${t}.>`);
+    // Reads name their subject in the request subject only (streams/scoped-read.ts): the last
+    // message on a filter, and ordered consumers with the filter in the create subject. No get by
+    // sequence or with a filter in the body (`$JS.API.DIRECT.GET.<stream>`, `STREAM.MSG.GET`).
+    for (const agg of ["exec", "run"]) {
+      pub.push(`$JS.API.DIRECT.GET.${s.eventStream}.${s.events}.${agg}.${t}.>`);
+      pub.push(`$JS.API.CONSUMER.CREATE.${s.eventStream}.*.${s.events}.${agg}.${t}.>`);
+    }
   }
   return {
     publish: {
       allow: pub,
       deny: [
         "$JS.API.CONSUMER.DURABLE.CREATE.>",
+        // Recovery's journal event (it moves the owner epoch): `exec.*` above would allow it.
+        `${s.events}.exec.*.*.paused-for-recovery`,
         `$JS.API.CONSUMER.DELETE.${s.eventStream}.${SCALE_OUT_DURABLE}`,
         `$JS.API.CONSUMER.MSG.NEXT.${s.eventStream}.${SCALE_OUT_DURABLE}`,
       ],

@@ -92,7 +92,8 @@ ops.addCheck("commands", async () =>
     ? { status: "ok", detail: `${config.transport} listener bound` }
     : { status: "failing", detail: `${config.transport} listener not bound yet` },
 );
-const store = createEventStore(nc, layout);
+// Subject-scoped reads: its NATS rights let it read only its tenants' events (docs/nats-identities.md).
+const store = createEventStore(nc, layout, { subjectScopedReads: true });
 
 const workers = new WorkerPool(config.sizing.workers);
 const instance = new RuntimeInstance(

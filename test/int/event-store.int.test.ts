@@ -9,12 +9,16 @@ import { event, freshStreams, type StreamsFixture } from "../support/streams.ts"
 
 const ex = (id: string) => execRef(ids.tenant, id);
 
-describe("event store append/read against a real nats-server", () => {
+// Both readers (streams/scoped-read.ts): batched Direct Gets, and the subject-scoped reads a runtime uses.
+describe.each([
+  ["direct gets", {}],
+  ["subject-scoped reads", { subjectScopedReads: true }],
+])("event store append/read against a real nats-server (%s)", (_, opts) => {
   let fx: StreamsFixture;
   let store: EventStore;
   beforeEach(async () => {
     fx = await freshStreams(inject("natsUrl"));
-    store = createEventStore(fx.nc, fx.layout);
+    store = createEventStore(fx.nc, fx.layout, opts);
   });
   afterEach(async () => {
     await fx.close();
@@ -151,7 +155,7 @@ describe("event store append/read against a real nats-server", () => {
 
   it("reports a closed connection as retryable event-store-unavailable", async () => {
     const nc = await connectHarness({ servers: inject("natsUrl") });
-    const s = createEventStore(nc, fx.layout);
+    const s = createEventStore(nc, fx.layout, opts);
     await nc.close();
     const err = await s.append(ex("ex-1"), event("exec.started"), { expectedSeq: 0 }).catch((x: unknown) => x);
     expect(err).toMatchObject({ code: "event-store-unavailable", retryable: true });

@@ -1,80 +1,25 @@
-import { jetstream, jetstreamManager } from "@nats-io/jetstream";
-import type { NatsConnection } from "@nats-io/transport-node";
+import { jetstream } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { TenantId } from "../../contracts/index.ts";
-import { standingFromLog, startRuntimeCallout } from "../../platform/nats-auth/callout.ts";
-import { credentialOf, type NatsKeys } from "../../platform/nats-auth/credentials.ts";
-import { producerIdentity, type Identity } from "../../platform/nats-auth/rights.ts";
-import { runtimePasswordFor } from "../../platform/nats-auth/runtime-rights.ts";
-import { serverKeysOf } from "../../platform/nats-auth/server-keys.ts";
+import { producerIdentity } from "../../platform/nats-auth/rights.ts";
 import { connectNats } from "../../platform/nats-connect.ts";
-import { setupNats } from "../../platform/nats-setup.ts";
-import { createEventStore, runtimeRef, type EventStore } from "../../streams/index.ts";
+import { runtimeRef } from "../../streams/index.ts";
 import { uniqueName } from "../support/isolation.ts";
-import { event, freshStreams, type StreamsFixture } from "../support/streams.ts";
+import { attempt, authFixture, type AuthFixture } from "../support/nats-auth-fixture.ts";
+import { event } from "../support/streams.ts";
 
-const SECRET = "nats-auth-test-secret-0123456789abcdef";
 const url = () => inject("natsUrl");
 
-/** Resolves "refused" when the server refuses the request (permission violation or no route), else the reply. */
-async function attempt(nc: NatsConnection, subject: string, body = "{}"): Promise<string> {
-  try {
-    const m = await nc.request(subject, body, { timeout: 1500 });
-    return `answered: ${m.string().slice(0, 120)}`;
-  } catch (e) {
-    return /permission/i.test(String(e)) ? "refused" : `failed: ${String(e)}`;
-  }
-}
-
 describe("NATS identities against a real nats-server with authentication on (boundary: nats-server authorization + auth callout)", () => {
-  let keys: NatsKeys;
-  let f: StreamsFixture;
-  let store: EventStore;
-  let provisioner: NatsConnection;
-  const open: NatsConnection[] = [];
-  const as = async (id: Identity): Promise<NatsConnection> => {
-    const nc = await connectNats({ servers: url(), creds: credentialOf(keys, id) });
-    open.push(nc);
-    return nc;
-  };
-  const runtimeCreds = (id: string) => `${id}:${runtimePasswordFor(SECRET, f.layout.eventPrefix, id)}`;
-  const asRuntime = async (id: string): Promise<NatsConnection> => {
-    const nc = await connectNats({
-      servers: url(),
-      creds: runtimeCreds(id),
-      maxReconnectAttempts: 2,
-      reconnectTimeWait: 100,
-    });
-    open.push(nc);
-    return nc;
-  };
-  const register = async (id: string, tenantId: string) => {
-    const reg = event("runtime.registered");
-    const data = { ...reg.data, tenantId: TenantId.parse(tenantId) };
-    return store.append(runtimeRef(id), { ...reg, data }, { expectedSeq: 0 });
-  };
-
+  let fx: AuthFixture;
+  let f: AuthFixture["f"];
   beforeAll(async () => {
-    keys = serverKeysOf(url())!;
-    f = await freshStreams(url(), "auth");
-    await setupNats(f.jsm, f.layout);
-    store = createEventStore(f.nc, f.layout);
-    provisioner = await as("provisioner");
-    const pjsm = await jetstreamManager(provisioner);
-    startRuntimeCallout({
-      nc: provisioner,
-      layout: f.layout,
-      secret: SECRET,
-      issuerSeed: keys.calloutSeed,
-      ttlMs: 2_000,
-      standing: standingFromLog(pjsm, f.layout),
-      now: Date.now,
-    });
+    fx = await authFixture(url());
+    f = fx.f;
   });
-  afterAll(async () => {
-    for (const nc of open) await nc.close().catch(() => undefined);
-    await f.close();
-  });
+  afterAll(() => fx.close());
+  const as = (id: Parameters<AuthFixture["as"]>[0]) => fx.as(id);
+  const asRuntime = (id: string) => fx.asRuntime(id);
+  const register = (id: string, tenantId: string) => fx.register(id, tenantId);
 
   it("refuses a connection without credentials, or with an unknown runtime password", async () => {
     await expect(connectNats({ servers: url(), creds: "" })).rejects.toThrow(/Authorization Violation/);
@@ -87,6 +32,7 @@ describe("NATS identities against a real nats-server with authentication on (bou
     const p = f.layout.eventPrefix;
     const api = await as("api");
     const recovery = await as("recovery");
+    const provisioner = fx.provisioner;
     const admission = await as("admission");
     const operator = await as("operator");
     expect(await attempt(api, `${p}.run.acme.r1.submitted`)).toMatch(/^answered/);
@@ -120,6 +66,7 @@ describe("NATS identities against a real nats-server with authentication on (bou
       `${p}.runtime.${rt}.registered`,
       `${f.layout.heartbeatPrefix}.${uniqueName("rt-other")}`,
       `${p}.exec.globex.e1.step-completed`,
+      `${p}.exec.acme.e1.paused-for-recovery`,
       `${p}.run.globex.r1.started`,
       `$JS.API.STREAM.CREATE.${f.layout.eventStream}`,
       `$JS.API.STREAM.UPDATE.${f.layout.eventStream}`,
@@ -140,7 +87,7 @@ describe("NATS identities against a real nats-server with authentication on (bou
     const js = jetstream(live);
     await js.publish(`${f.layout.heartbeatPrefix}.${rt}`, "{}");
     const fence = event("runtime.fenced");
-    await store.append(runtimeRef(rt), fence, { expectedSeq: await store.lastSeq(runtimeRef(rt)) });
+    await fx.store.append(runtimeRef(rt), fence, { expectedSeq: await fx.store.lastSeq(runtimeRef(rt)) });
     await expect(asRuntime(rt)).rejects.toThrow(/Authorization Violation|authorization/i);
     // The minted user expires after 2 s; its reconnect asks the callout again, which refuses.
     const closed = await Promise.race([
@@ -148,6 +95,34 @@ describe("NATS identities against a real nats-server with authentication on (bou
       new Promise((r) => setTimeout(() => r("open"), 15_000)),
     ]);
     expect(closed).toBe("closed");
+  });
+
+  it("lets no service create a durable consumer, not even with a durable_name in the body of an ordered-consumer create", async () => {
+    const st = f.layout.eventStream;
+    const p = f.layout.eventPrefix;
+    const durable = (name: string, filter = `${p}.>`) =>
+      JSON.stringify({
+        stream_name: st,
+        config: { durable_name: name, filter_subject: filter, ack_policy: "explicit" },
+      });
+    for (const id of ["admission", "recovery", "api", "operator", "capacity", "forensics"] as const) {
+      const nc = await as(id);
+      const name = uniqueName("dur").replace(/-/g, "_");
+      // The unnamed form is allowed (ordered consumers); nats-server refuses a durable there.
+      expect(await attempt(nc, `$JS.API.CONSUMER.CREATE.${st}`, durable(name))).toMatch(
+        /^answered: .*"err_code":10020,"description":"consumer expected to be ephemeral but a durable/,
+      );
+      // The named forms, where a durable_name equal to the name would create one, are not allowed.
+      expect(await attempt(nc, `$JS.API.CONSUMER.CREATE.${st}.${name}`, durable(name))).toBe("refused");
+      expect(await attempt(nc, `$JS.API.CONSUMER.CREATE.${st}.${name}.${p}.>`, durable(name))).toBe("refused");
+      expect(await attempt(nc, `$JS.API.CONSUMER.DURABLE.CREATE.${st}.${name}`, durable(name))).toBe("refused");
+      expect(await f.jsm.consumers.info(st, name).catch(() => "absent")).toBe("absent");
+    }
+    // What the named form does with a durable_name in the body (why services may not use it):
+    const name = uniqueName("dur").replace(/-/g, "_");
+    const harness = await f.jsm.consumers.add(st, { durable_name: name, name, filter_subject: `${p}.>` });
+    expect(harness.config.durable_name).toBe(name);
+    await f.jsm.consumers.delete(st, name);
   });
 
   it("lets a tenant-limited producer submit for its tenant and refuses another tenant", async () => {

@@ -97,7 +97,7 @@ describe("recovery metrics on /metrics (real NATS, real host processes, scraped 
       recovery: false,
     });
     await add("run.dispatched", { runtimeInstanceId: rt, localRunId: lr, transport: "http", hostIncarnation: inc });
-    await add("run.started", { executionId: `exec-${id}`, localRunId: lr, runtimeInstanceId: rt }, ctx("runtime"));
+    await add("run.started", { executionId: `exec-${id}`, localRunId: lr, runtimeInstanceId: rt }, ctx("runtime", rt));
     const step = (stepId: string) =>
       mk(
         ctx("runtime"),

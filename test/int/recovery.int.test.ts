@@ -86,7 +86,7 @@ describe("recovery: health → fence → reconcile (real NATS, real host process
     await add("run.dispatched", { runtimeInstanceId: rt, localRunId: lr, transport: "http", hostIncarnation: inc });
     if (!started) return;
     const ex = `exec-${id}`;
-    await add("run.started", { executionId: ex, localRunId: lr, runtimeInstanceId: rt }, ctx("runtime"));
+    await add("run.started", { executionId: ex, localRunId: lr, runtimeInstanceId: rt }, ctx("runtime", rt));
     const events = [
       mk(
         ctx("runtime"),

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import type { DroverEvent } from "../../contracts/index.ts";
+import { RuntimeInstanceId, type DroverEvent } from "../../contracts/index.ts";
 import { randomIds, systemClock, type EnvelopeContext } from "../../platform/envelope.ts";
 import { processIncarnation } from "../../platform/process-incarnation.ts";
 import { processSpace } from "../../platform/process-space.ts";
@@ -11,8 +11,13 @@ import { eventually } from "./streams.ts";
  * What recovery's int tests share: writers, events, `sleep` processes standing in for runtime hosts
  * (recovery only kills hosts and reads the log), a runtime made ready in the log, and a heartbeat.
  */
-export const writer = (service: "test" | "runtime" | "admission"): EnvelopeContext => ({
-  writer: { service, instanceId: `${service}-1` },
+/** A writer; a runtime's names its RuntimeInstanceId (the run fold counts its run events only from the placed runtime). */
+export const writer = (service: "test" | "runtime" | "admission", runtimeInstanceId?: string): EnvelopeContext => ({
+  writer: {
+    service,
+    instanceId: `${service}-1`,
+    ...(runtimeInstanceId ? { runtimeInstanceId: RuntimeInstanceId.parse(runtimeInstanceId) } : {}),
+  },
   clock: systemClock,
   ids: randomIds,
 });

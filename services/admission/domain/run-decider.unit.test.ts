@@ -38,9 +38,13 @@ describe("admission run decider (given/when/then; proves no transport)", () => {
   });
 
   it("refuses to admit a run that is already admitted, started or finished", () => {
-    for (const last of ["run.admitted", "run.started", "run.completed", "run.rejected"] as const) {
+    for (const last of ["run.admitted", "run.completed", "run.rejected"] as const) {
       expect(() => decideRun(admit, given("run.submitted", last))).toThrow(NotApplicable);
     }
+    // A run is started by the runtime it was admitted onto (a runtime's run events count only there).
+    expect(() => decideRun(admit, given("run.submitted", "run.admitted", "run.dispatched", "run.started"))).toThrow(
+      NotApplicable,
+    );
   });
 
   it("never reuses a LocalRunId for a second placement", () => {

@@ -50,7 +50,8 @@ export function jetStreamFeed(js: JetStreamClient, jsm: JetStreamManager, layout
       // Whether anything is stored for the filter yet: with nothing to replay, `caught-up` comes first.
       let caughtUp = !(await anyAtOrAfter(jsm, layout.eventStream, filter, start));
       const consumer = await js.consumers.get(layout.eventStream, {
-        filter_subjects: filter,
+        // An array: the client creates it by the unnamed request, the only form services may use (docs/nats-identities.md).
+        filter_subjects: [filter],
         deliver_policy: DeliverPolicy.StartSequence,
         opt_start_seq: start,
       });

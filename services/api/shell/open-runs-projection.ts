@@ -72,7 +72,8 @@ export async function startOpenRunsProjection(
   const waiters = new Set<() => void>();
   const skip = layout.eventPrefix.length + 1;
   const consumer = await js.consumers.get(layout.eventStream, {
-    filter_subjects: `${layout.eventPrefix}.run.>`,
+    // An array: the client creates it by the unnamed request, the only form services may use (docs/nats-identities.md).
+    filter_subjects: [`${layout.eventPrefix}.run.>`],
     deliver_policy: DeliverPolicy.All,
   });
   const messages = await consumer.consume(LIVE_CONSUME);

@@ -1,0 +1,40 @@
+import { describe, expect, it } from "vitest";
+import { RuntimeInstanceId, type DroverEvent, type EventType } from "../contracts/index.ts";
+import { EXAMPLE_BUILDERS, ids } from "../test/support/example-events.ts";
+import { foldRun } from "./run.ts";
+
+const ev = (t: EventType, patch: Record<string, unknown> = {}) =>
+  ({ ...EXAMPLE_BUILDERS[t](), ...patch }) as DroverEvent;
+const fold = (events: DroverEvent[]) => foldRun(events.map((event, i) => ({ seq: i + 1, event })));
+const other = RuntimeInstanceId.parse("rt-elsewhere");
+const byRuntime = (t: EventType, runtimeInstanceId: string) => {
+  const e = ev(t);
+  return { ...e, writer: { service: "runtime", instanceId: "p-1", runtimeInstanceId } } as DroverEvent;
+};
+
+describe("run fold: a runtime's run events count only from the runtime the run is placed on (pure: proves no transport)", () => {
+  const placed = [ev("run.submitted"), ev("run.admitted"), ev("run.dispatched")];
+
+  it("applies started and completed written by the placed runtime", () => {
+    const s = fold([...placed, byRuntime("run.started", ids.runtime), byRuntime("run.completed", ids.runtime)]);
+    expect(s.status).toBe("completed");
+  });
+
+  it("steps over started, completed, failed and cancelled written by another runtime, keeping the sequence", () => {
+    for (const t of ["run.started", "run.completed", "run.failed", "run.cancelled"] as const) {
+      const s = fold([...placed, byRuntime(t, other)]);
+      expect([t, s.status, s.lastSeq]).toEqual([t, "dispatched", 4]);
+    }
+  });
+
+  it("steps over a runtime's terminal event once the run was requeued away from it", () => {
+    const s = fold([...placed, ev("run.requeued-for-resume"), byRuntime("run.completed", ids.runtime)]);
+    expect(s.status).toBe("requeued-for-resume");
+    expect(s.recoveryPending).toBe(true);
+  });
+
+  it("applies a service's run.failed (recovery) whatever the placement", () => {
+    const s = fold([...placed, ev("run.requeued-for-resume"), ev("run.failed")]);
+    expect(s.status).toBe("failed");
+  });
+});
