@@ -39,6 +39,7 @@ describe("api OpenAPI document, /healthz, /readyz and /metrics against a real na
       "waiting-retry",
       "completed",
       "failed",
+      "skipped",
       "cancelled",
     ]);
     // a real answer has every property the document requires

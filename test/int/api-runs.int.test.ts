@@ -220,10 +220,12 @@ describe("api runs against a real nats-server", () => {
     const ref = runRef(acme, run.sharedRunId);
     const executionId = ExecutionId.parse(`ex-${run.sharedRunId.slice(4, 20)}`);
     const sharedRunId = SharedRunId.parse(run.sharedRunId);
+    // Placed first: the run fold takes run.started only from the runtime the run is placed on.
+    const a1 = await fx.store.append(ref, event("run.admitted", { tenantId: acme }), { expectedSeq: run.lastSeq });
     const s1 = await fx.store.append(
       ref,
       event("run.started", { tenantId: acme, data: { ...event("run.started").data, executionId } }),
-      { expectedSeq: run.lastSeq },
+      { expectedSeq: a1.seq },
     );
     const e1 = await fx.store.append(
       execRef(acme, executionId),
@@ -240,6 +242,7 @@ describe("api runs against a real nats-server", () => {
     expect(res.statusCode).toBe(200);
     expect(res.json().events.map((e: { seq: number; event: { type: string } }) => [e.seq, e.event.type])).toEqual([
       [run.lastSeq, "run.submitted"],
+      [a1.seq, "run.admitted"],
       [s1.seq, "run.started"],
       [e1.seq, "exec.started"],
       [e2.seq, "exec.completed"],

@@ -165,7 +165,7 @@ describe("drover's k8s/ manifests, against the local cluster's real API server",
         expect(Object.keys(c.resources?.limits ?? {}).sort(), d.metadata.name).toEqual(["cpu", "memory"]);
       }
     }
-    expect(accounts.size).toBe(6);
+    expect(accounts.size).toBe(7);
   });
 
   it("the namespaces enforce Pod Security Admission restricted", async () => {

@@ -66,7 +66,14 @@ describe("k8s/drover NetworkPolicies over the rendered manifests (policy semanti
   it("each control-plane service's ops port 9090 is reachable from ops-scraper namespaces only", () => {
     const withOps = deployments.filter((d) => d.pod.containers.some((c) => c.ports?.some((p) => p.name === "ops")));
     expect(withOps.map((d) => d.name).sort()).toEqual(
-      ["drover-admission", "drover-capacity", "drover-forensics", "drover-provisioner", "drover-recovery"].sort(),
+      [
+        "drover-admission",
+        "drover-capacity",
+        "drover-forensics",
+        "drover-provisioner",
+        "drover-recovery",
+        "drover-scheduler",
+      ].sort(),
     );
     for (const d of withOps) {
       expect(d.pod.containers[0]!.ports?.find((p) => p.name === "ops")?.containerPort, d.name).toBe(9090);

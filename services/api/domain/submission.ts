@@ -53,6 +53,29 @@ export interface SubmitRun {
 }
 
 /**
+ * The DAG a tenant submits (a run's, or a schedule's for its runs), validated: `dag-invalid`
+ * (details.issues lists every broken rule) or `step-kind-not-offered`.
+ */
+export function checkDag(dag: unknown, settings: TenantSettings, tenantId: TenantId): DagDefinition {
+  const parsed = DagDefinition.safeParse(dag);
+  if (!parsed.success) {
+    const issues = parsed.error.issues.map((i) => `${["dag", ...i.path].join(".")}: ${i.message}`);
+    throw new DroverError("dag-invalid", `the DAG is invalid: ${issues.slice(0, 3).join("; ")}`, {
+      details: { issues },
+    });
+  }
+  const offered = new Set((settings.worker?.kinds ?? []).map((k) => `custom:${k}`));
+  const never = requiredStepKinds(parsed.data).filter((k) => k.startsWith("custom:") && !offered.has(k));
+  if (never.length > 0)
+    throw new DroverError(
+      "step-kind-not-offered",
+      `tenant ${tenantId}'s worker settings never offer ${never.join(", ")}${settings.worker ? "" : " (the tenant has no worker)"}`,
+      { details: { kinds: never } },
+    );
+  return parsed.data;
+}
+
+/**
  * Decides a submission against the run's state (as read when an idempotency key names the run;
  * the initial state otherwise). Returns the `run.submitted` event to append, or no event when the
  * run already exists (a repeated key: the caller answers the existing run). Order matters: the DAG
@@ -63,21 +86,7 @@ export interface SubmitRun {
  * openRuns, maxConcurrentRuns), `tenant-queue-full` (details: queuedRuns, maxQueuedRuns), and a ZodError when the shell minted ids that are not ids (a bug, answered as 500 `internal`).
  */
 export function decideSubmission(cmd: SubmitRun, state: RunState): [] | [EventOf<"run.submitted">] {
-  const parsed = DagDefinition.safeParse(cmd.body.dag);
-  if (!parsed.success) {
-    const issues = parsed.error.issues.map((i) => `${["dag", ...i.path].join(".")}: ${i.message}`);
-    throw new DroverError("dag-invalid", `the DAG is invalid: ${issues.slice(0, 3).join("; ")}`, {
-      details: { issues },
-    });
-  }
-  const offered = new Set((cmd.settings.worker?.kinds ?? []).map((k) => `custom:${k}`));
-  const never = requiredStepKinds(parsed.data).filter((k) => k.startsWith("custom:") && !offered.has(k));
-  if (never.length > 0)
-    throw new DroverError(
-      "step-kind-not-offered",
-      `tenant ${cmd.tenantId}'s worker settings never offer ${never.join(", ")}${cmd.settings.worker ? "" : " (the tenant has no worker)"}`,
-      { details: { kinds: never } },
-    );
+  const dag = checkDag(cmd.body.dag, cmd.settings, cmd.tenantId);
   if (cmd.body.input !== undefined && canonicalSize(cmd.body.input) > RUN_INPUT_MAX_BYTES)
     throw new DroverError("contract-violation", `the run input is more than ${RUN_INPUT_MAX_BYTES} bytes of JSON`);
   if (state.status !== "none") return [];
@@ -98,7 +107,7 @@ export function decideSubmission(cmd: SubmitRun, state: RunState): [] | [EventOf
   const sharedRunId = SharedRunId.parse(cmd.sharedRunId);
   const data = {
     sharedRunId,
-    dag: parsed.data,
+    dag,
     ...(cmd.body.idempotencyKey === undefined ? {} : { idempotencyKey: cmd.body.idempotencyKey }),
     source: "api" as const,
     labels: cmd.body.labels ?? {},

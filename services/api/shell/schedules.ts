@@ -1,8 +1,16 @@
 import { countFires } from "../../../aggregates/schedule-plan.ts";
 import { checkSpec, foldSchedule, isScheduleEvent, type FoldedScheduleEvent } from "../../../aggregates/schedule.ts";
-import { buildEvent, DroverError, ScheduleId, type DataOf, type TenantId } from "../../../contracts/index.ts";
+import {
+  buildEvent,
+  DroverError,
+  ScheduleId,
+  tenantSettingsOf,
+  type DataOf,
+  type TenantId,
+} from "../../../contracts/index.ts";
 import { aggregateSubject, scheduleRef } from "../../../streams/subjects.ts";
 import { scheduleView, type CreateScheduleBody, type ScheduleView } from "../domain/schedule-view.ts";
+import { checkDag } from "../domain/submission.ts";
 import type { ApiDeps } from "./deps.ts";
 
 /** Most fires one backfill may start. */
@@ -64,8 +72,9 @@ export async function createSchedule(
 ): Promise<ScheduleView> {
   const why = checkSpec(body.spec, deps.clock.now().getTime());
   if (why !== undefined) throw new DroverError("schedule-invalid", why, { details: { spec: body.spec } });
+  const dag = checkDag(body.dag, tenantSettingsOf(deps.config, tenantId), tenantId);
   const scheduleId = body.scheduleId ?? ScheduleId.parse(`sch-${deps.newId()}`.slice(0, 63));
-  const data: DataOf<"schedule.created"> = { ...body, scheduleId, by };
+  const data: DataOf<"schedule.created"> = { ...body, dag, scheduleId, by };
   const event = buildEvent("schedule.created", data, origin(deps, tenantId, scheduleId, requestId), {
     eventId: `ev-${deps.newId()}`,
     now: deps.clock.now(),
