@@ -3,16 +3,10 @@ import type { Detail, Refs } from "../../../contracts/read-models.ts";
 import { assertNever } from "../../../contracts/assert-never.ts";
 import { describeSchedule } from "./describe-schedule.ts";
 
-/** What a row shows of one event: a line for humans, flat facts, and the ids to find it by. */
-export interface Description {
-  readonly summary: string;
-  readonly detail: Detail;
-  readonly refs: Refs;
-}
+import { desc, reason, type Description, type Of } from "./describe-parts.ts";
+import { describeExec } from "./describe-exec.ts";
 
-type Of<P extends string> = Extract<DroverEvent, { type: `${P}.${string}` }>;
-const reason = (r: { code: string; detail: string }) => ({ reasonCode: r.code, reasonDetail: r.detail });
-const desc = (summary: string, detail: Detail = {}, refs: Refs = {}): Description => ({ summary, detail, refs });
+export type { Description };
 const d = desc;
 
 /**
@@ -149,94 +143,6 @@ function describeRun(e: Of<"run">, sharedRunId: string): Description {
       return d(`rejected: ${e.data.reason.code}`, reason(e.data.reason), run);
     default:
       return assertNever(e, "run event");
-  }
-}
-
-function describeExec(e: Of<"exec">, executionId: string): Description {
-  const ex = { executionId };
-  switch (e.type) {
-    case "exec.started":
-      return d(
-        `execution started on ${e.data.runtimeInstanceId} at epoch ${e.data.epoch} (${e.data.stepCount} steps)`,
-        { dagDigest: e.data.dagDigest, stepCount: e.data.stepCount, epoch: e.data.epoch },
-        {
-          ...ex,
-          sharedRunId: e.data.sharedRunId,
-          localRunId: e.data.localRunId,
-          runtimeInstanceId: e.data.runtimeInstanceId,
-        },
-      );
-    case "exec.step-completed":
-      return d(
-        `step ${e.data.stepId} completed (attempt ${e.data.attempt})`,
-        {
-          stepId: e.data.stepId,
-          attempt: e.data.attempt,
-          outputDigest: e.data.outputDigest,
-          durationMs: e.data.durationMs,
-          epoch: e.writer.epoch ?? null,
-        },
-        ex,
-      );
-    case "exec.step-failed":
-      return d(
-        `step ${e.data.stepId} failed (attempt ${e.data.attempt})${e.data.retryAt ? "" : ", no attempts left"}`,
-        { stepId: e.data.stepId, attempt: e.data.attempt, error: e.data.error, retryAt: e.data.retryAt ?? null },
-        ex,
-      );
-    case "exec.timer-started":
-      return d(
-        `step ${e.data.stepId} sleeps until ${e.data.wakeAt} (attempt ${e.data.attempt})`,
-        {
-          stepId: e.data.stepId,
-          attempt: e.data.attempt,
-          durationMs: e.data.durationMs,
-          wakeAt: e.data.wakeAt,
-          epoch: e.writer.epoch ?? null,
-        },
-        ex,
-      );
-    case "exec.condition-evaluated":
-      return d(
-        `step ${e.data.stepId} condition evaluated ${e.data.result}`,
-        { stepId: e.data.stepId, result: e.data.result },
-        ex,
-      );
-    case "exec.step-skipped":
-      return d(
-        `step ${e.data.stepId} skipped (${e.data.reason})`,
-        { stepId: e.data.stepId, reason: e.data.reason, detail: e.data.detail },
-        ex,
-      );
-    case "exec.paused-for-recovery":
-      return d(
-        `paused for recovery: new epoch ${e.data.newEpoch}, ${e.data.failedRuntimeInstanceId} fenced out`,
-        { newEpoch: e.data.newEpoch },
-        {
-          ...ex,
-          forensicsId: e.data.forensicsId,
-          incidentId: e.data.incidentId,
-          runtimeInstanceId: e.data.failedRuntimeInstanceId,
-        },
-      );
-    case "exec.resumed":
-      return d(
-        `resumed on ${e.data.runtimeInstanceId} at epoch ${e.data.epoch} with ${e.data.completedSteps} steps done`,
-        { epoch: e.data.epoch, completedSteps: e.data.completedSteps },
-        { ...ex, runtimeInstanceId: e.data.runtimeInstanceId, localRunId: e.data.localRunId },
-      );
-    case "exec.completed":
-      return d("execution completed", { outputDigest: e.data.outputDigest }, ex);
-    case "exec.failed":
-      return d(
-        `execution failed: ${e.data.reason.code}`,
-        { ...reason(e.data.reason), stepId: e.data.stepId ?? null },
-        ex,
-      );
-    case "exec.cancelled":
-      return d("execution cancelled", { reasonDetail: e.data.reason }, ex);
-    default:
-      return assertNever(e, "exec event");
   }
 }
 
