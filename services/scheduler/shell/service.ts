@@ -29,10 +29,9 @@ export interface SchedulerService {
 export async function startScheduler(deps: SchedulerDeps): Promise<SchedulerService> {
   const p = deps.layout.eventPrefix;
   const book = new ScheduleBook((subject, seq, error) => deps.log.warn({ subject, seq, error }, "invalid event"));
-  const ended = ["completed", "failed", "cancelled", "rejected"].map((n) => `${p}.run.*.*.${n}`);
   const follower: Follower = await follow(
     deps.js,
-    { stream: deps.layout.eventStream, filters: [`${p}.schedule.>`, ...ended] },
+    { stream: deps.layout.eventStream, filters: [`${p}.schedule.>`, `${p}.run.>`] },
     (m) => book.apply(m),
   );
   follower.done.catch((e) => deps.log.fatal({ err: String(e) }, "scheduler follower stopped"));
