@@ -70,7 +70,6 @@ export const ERROR_CATALOGUE = {
     httpStatus: 502,
     summary: "the runtime process exited before readiness",
   },
-  "port-allocation-failed": { retryable: true, httpStatus: 503, summary: "no free port for the runtime" },
   "pod-readiness-timeout": { retryable: true, httpStatus: 504, summary: "the Pod did not become Ready in time" },
   "pod-failed": { retryable: true, httpStatus: 502, summary: "the Pod failed" },
   "endpoint-resolution-failed": {

@@ -101,7 +101,6 @@ describe("the error catalogue", () => {
     "host-creation-failed",
     "host-identity-collision",
     "process-exited-during-startup",
-    "port-allocation-failed",
     "pod-readiness-timeout",
     "pod-failed",
     "endpoint-resolution-failed",

@@ -6,7 +6,7 @@ import { processIncarnation } from "../process-incarnation.ts";
 import { processSpace } from "../process-space.ts";
 import { killExactIncarnation } from "./exact-kill.ts";
 import { LifecycleGate } from "./lifecycle-gate.ts";
-import { allocateLoopbackPort } from "./loopback-port.ts";
+import { listensOn } from "./listening-socket.ts";
 import { incarnationState, parseProcessIncarnation } from "./proc-table.ts";
 import { killGroup, trackGroup, untrackGroup } from "./process-groups.ts";
 import { identityKey, runtimeEnv } from "./runtime-env.ts";
@@ -42,8 +42,6 @@ export interface ProcessStrategyOptions {
   readonly onOutput?: (runtimeInstanceId: string, line: string) => void;
   /** Where each runtime's stdout+stderr file goes (default `.run/runtimes` in the repository). */
   readonly logDir?: string;
-  /** Port allocation (injectable so a test can prove `port-allocation-failed`). */
-  readonly allocatePort?: (host: string) => Promise<number>;
 }
 
 interface HostRecord {
@@ -69,8 +67,9 @@ export interface ProcessHostStrategy extends HostStrategy {
 
 /**
  * The process host strategy (hosts.md "Process strategy"): spawns services/runtime as a detached
- * child (its own process group) with identity, tenant and sizing in its environment, a free loopback
- * port and the per-instance command token, and proves the `resource`, `host` and `endpoint` layers;
+ * child (its own process group) with identity, tenant and sizing in its environment and the
+ * per-instance command token; the runtime binds a loopback port the kernel picks and announces it
+ * (`endpoint` holds only if that exact process listens there). It proves `resource`, `host` and `endpoint`;
  * the caller proves `command`. One lifecycle gate per RuntimeInstanceId serializes start and kill.
  *
  * A RuntimeInstanceId gets at most one process: a repeated start converges on the running one
@@ -90,7 +89,6 @@ export function createProcessStrategy(opts: ProcessStrategyOptions = {}): Proces
   const command = opts.command ?? [process.execPath, "--import", "tsx", "services/runtime/main.ts"];
   const baseEnv = opts.baseEnv ?? { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/tmp" };
   const startupTimeoutMs = opts.startupTimeoutMs ?? 30_000;
-  const allocatePort = opts.allocatePort ?? allocateLoopbackPort;
 
   const rejected = (
     code: ErrorCode,
@@ -153,12 +151,6 @@ export function createProcessStrategy(opts: ProcessStrategyOptions = {}): Proces
     signal?: AbortSignal,
     onHostCreated?: (host: HostFacts) => Promise<void>,
   ): Promise<HostStartResult> {
-    let port: number;
-    try {
-      port = await allocatePort(bindHost);
-    } catch (e) {
-      return rejected("port-allocation-failed", `no free port on ${bindHost}: ${(e as Error).message}`, "endpoint", []);
-    }
     const [file, ...args] = command as [string, ...string[]];
     const log = openRuntimeLog(opts.logDir ?? join(ROOT, ".run/runtimes"), spec.runtimeInstanceId);
     // Followed from before the spawn, so no line is missed.
@@ -167,7 +159,9 @@ export function createProcessStrategy(opts: ProcessStrategyOptions = {}): Proces
     try {
       child = spawn(file, args, {
         cwd: opts.cwd ?? ROOT,
-        env: runtimeEnv(spec, bindHost, port, baseEnv),
+        // Port 0: the runtime binds a port the kernel picks and announces it. A port chosen here and
+        // bound there could be taken by another process in between (EADDRINUSE, seen under load).
+        env: runtimeEnv(spec, bindHost, 0, baseEnv),
         detached: true,
         stdio: ["ignore", log.fd, log.fd],
       });
@@ -246,8 +240,13 @@ export function createProcessStrategy(opts: ProcessStrategyOptions = {}): Proces
         "host",
       );
     }
-    if (line.port !== port)
-      return fail("endpoint-resolution-failed", `runtime listens on ${line.port}, allocated ${port}`, "endpoint");
+    const port = line.port;
+    if (!listensOn(pid, port))
+      return fail(
+        "endpoint-resolution-failed",
+        `pid ${pid} announced port ${port} but does not listen on it`,
+        "endpoint",
+      );
     const inc = parseProcessIncarnation(incarnationOf);
     if (rec.exit || !inc || incarnationState(inc.pid, inc.startTime) !== "running") {
       return fail("process-exited-during-startup", `pid ${pid} exited right after announcing its port`, "host");

@@ -3,7 +3,7 @@
 //   listen        bind DROVER_PORT on DROVER_BIND_HOST and announce like services/runtime/main.ts
 //   exit          exit with code 3 before announcing (a runtime that dies during start-up)
 //   ignore-term   like listen, but SIGTERM is ignored (only SIGKILL stops it)
-//   wrong-port    announce a port other than DROVER_PORT
+//   wrong-port    announce a port other than the one it bound
 //   silent        never announce
 import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
