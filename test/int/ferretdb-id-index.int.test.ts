@@ -10,6 +10,8 @@ import { uniqueName } from "../support/isolation.ts";
  * list's first page took 4.8–8 s at 10 000 runs, the newest documents being the last found). The
  * patch in scripts/patches/ spells the pushdown as the index is. The read models find everything
  * by `_id` (services/api/shell/read-models.ts), so the server we build must use the index.
+ * A second patch pushes `_id` down when the filter has other keys too (the projector's versioned
+ * upserts `{_id, lastSeq: {$lt}}` scanned the whole collection for every write).
  */
 describe("FerretDB (as built by scripts/install-tools.sh): lookups by _id use the _id index, real server", () => {
   let client: MongoClient;
@@ -38,6 +40,26 @@ describe("FerretDB (as built by scripts/install-tools.sh): lookups by _id use th
       _id: "t:199",
       n: 199,
     });
+  });
+
+  it("pushes _id down with other keys too ({_id, tenantId}, versioned upserts {_id, lastSeq: {$lt}}), still applying every key", async () => {
+    const db = client.db(dbName);
+    const docs = db.collection<{ _id: string; tenantId: string; lastSeq: number }>("versioned");
+    await docs.insertMany(Array.from({ length: 200 }, (_, n) => ({ _id: `t:${n}`, tenantId: "t", lastSeq: 5 })));
+    const plan = async (filter: Document) =>
+      JSON.stringify(
+        ((await db.command({ explain: { find: "versioned", filter } })) as { queryPlanner: unknown }).queryPlanner,
+      );
+    // Without the second patch these scanned the table: every projector write and tenant-checked lookup.
+    expect(await plan({ _id: "t:7", tenantId: "t" })).toMatch(/SEARCH \S+ USING INDEX \S+__id_ \(<expr>=\?\)/);
+    expect(await plan({ _id: "t:7", lastSeq: { $lt: 9 } })).toMatch(/SEARCH \S+ USING INDEX \S+__id_ \(<expr>=\?\)/);
+    // The other keys still decide: pushing _id down only narrows what is read.
+    expect(await docs.findOne({ _id: "t:7", tenantId: "u" })).toBeNull();
+    const newer = { _id: "t:7", tenantId: "t", lastSeq: 9 };
+    await docs.replaceOne({ _id: "t:7", lastSeq: { $lt: 9 } }, newer, { upsert: true });
+    const stale = docs.replaceOne({ _id: "t:7", lastSeq: { $lt: 6 } }, { ...newer, lastSeq: 6 }, { upsert: true });
+    await expect(stale).rejects.toMatchObject({ code: 11000 }); // no older version to replace: the upsert's insert collides
+    expect(await docs.findOne({ _id: "t:7" })).toEqual(newer);
   });
 
   it("updates and deletes by _id touch exactly that document", async () => {
