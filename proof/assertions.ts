@@ -5,6 +5,8 @@ export interface LoggedEvent {
   readonly seq: number;
   readonly subject: string;
   readonly event: DroverEvent;
+  /** Server receive time, when the log was read from the stream. */
+  readonly time?: Date;
 }
 
 export interface KillRecord {
@@ -134,7 +136,12 @@ export function assertProof(log: readonly LoggedEvent[], facts: ProofFacts, pref
     if (new Set(steps).size !== steps.length) inflight.push(`${k.executionId}: duplicate step-completed`);
     const resumedAt = journal.findIndex((e) => e.event.type === "exec.resumed");
     if (resumedAt < 0) {
-      inflight.push(`${k.executionId}: never resumed`);
+      const done = journal.find((e) => e.event.type === "exec.completed");
+      inflight.push(
+        done?.time && done.time.getTime() <= k.killedAtMs
+          ? `${k.executionId}: completed ${k.killedAtMs - done.time.getTime()} ms before its kill (the proof lagged behind the journal: a harness fault, no resume was due)`
+          : `${k.executionId}: never resumed`,
+      );
       continue;
     }
     const resumed = journal[resumedAt]!.event;

@@ -36,17 +36,22 @@ export function expectedRunDigest(dag: DagInput): string {
  */
 export function outputAssertion(
   log: readonly StoredEvent[],
-  runs: readonly { sharedRunId: string }[],
-  dag: DagInput,
+  runs: readonly { sharedRunId: string; dag: DagInput }[],
   stored: number,
 ): AssertionResult {
-  const want = expectedRunDigest(dag);
-  const ids = new Set(runs.map((r) => r.sharedRunId));
+  const digests = new Map<DagInput, string>();
+  const want = new Map(
+    runs.map((r) => {
+      if (!digests.has(r.dag)) digests.set(r.dag, expectedRunDigest(r.dag));
+      return [r.sharedRunId, digests.get(r.dag)!] as const;
+    }),
+  );
   const wrong: string[] = [];
   for (const e of log) {
     if (e.event.type !== "run.completed") continue;
     const id = e.subject.split(".").at(-2) ?? "";
-    if (ids.has(id) && e.event.data.outputDigest !== want) wrong.push(`${id} at seq ${e.seq}`);
+    const expected = want.get(id);
+    if (expected !== undefined && e.event.data.outputDigest !== expected) wrong.push(`${id} at seq ${e.seq}`);
   }
   const ok = wrong.length === 0 && stored > 0;
   return {
@@ -54,7 +59,7 @@ export function outputAssertion(
     ok,
     violations: wrong.length + (stored > 0 ? 0 : 1),
     detail: ok
-      ? `${runs.length} runs end with output digest ${want.slice(0, 12)}…; ${stored} step outputs read back from the object store`
+      ? `${runs.length} runs end with their uninterrupted output digests (${[...digests.values()].map((d) => `${d.slice(0, 12)}…`).join(", ")}); ${stored} step outputs read back from the object store`
       : wrong.length > 0
         ? `wrong output: ${wrong.slice(0, 3).join(", ")}`
         : "no step output went to the object store",

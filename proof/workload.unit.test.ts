@@ -32,6 +32,13 @@ describe("proof workloads", () => {
     expect(dag.steps.every((s) => s.kind !== "custom")).toBe(true);
   });
 
+  it("holds the step after the kill point: it becomes a sleep of the hold time, the chain otherwise unchanged", () => {
+    const plain = proofDag(50, 10, 1, "custom");
+    const held = proofDag(50, 10, 1, "custom", { index: 25, ms: 2000 });
+    expect(held.steps[25]).toEqual({ id: "s026", kind: "sleep", dependsOn: ["s025"], params: { durationMs: 2000 } });
+    expect(held.steps.filter((_, i) => i !== 25)).toEqual(plain.steps.filter((_, i) => i !== 25));
+  });
+
   it("the expected output of an uninterrupted custom run depends on every step (another seed, another digest)", () => {
     expect(expectedRunDigest(proofDag(50, 10, 1, "custom"))).toMatch(/^[0-9a-f]{64}$/);
     expect(expectedRunDigest(proofDag(50, 10, 1, "custom"))).toBe(expectedRunDigest(proofDag(50, 10, 1, "custom")));
