@@ -107,7 +107,7 @@ export async function runProof(
     const runs: { tenantId: string; sharedRunId: string; dag: DagInput }[] = [];
     const dag = proofDag(o.steps, o.stepMs, o.seed, o.workload);
     // The first run of an impacted tenant is the execution the gate kills: it holds after the kill point.
-    const held = proofDag(o.steps, o.stepMs, o.seed, o.workload, { index: o.killAfterSteps, ms: KILL_HOLD_MS });
+    const held = proofDag(o.steps, o.stepMs, o.seed, o.workload, [{ index: o.killAfterSteps, ms: KILL_HOLD_MS }]);
     const progress = (phase: string) =>
       onProgress({ submitted: runs.length, completed, killed: kills.length, elapsedMs: Date.now() - t0, phase });
     const ticker = setInterval(() => progress("running"), 1000);

@@ -19,7 +19,7 @@ const idOf = (i: number): string => `s${String(i + 1).padStart(3, "0")}`;
  * step's output is padded past the inline limit, so it is stored in the object store and read back
  * by its dependent (and by a resumed execution).
  *
- * `hold`: the step at `hold.index` is a `sleep` of `hold.ms` (a durable timer). The proof kills a
+ * `holds`: the step at each `index` is a `sleep` of its `ms` (a durable timer). The proof kills a
  * runtime once `killAfterSteps` steps are durable and holds the next one, so the kill lands while the
  * execution is still running even when the proof's own process lags behind the journal (on a
  * loaded machine it lagged past the remaining 25 × 10 ms and the run completed before its kill).
@@ -29,14 +29,15 @@ export function proofDag(
   stepMs: number,
   seed: number,
   workload: ProofWorkload = "builtin",
-  hold?: { readonly index: number; readonly ms: number },
+  holds: readonly { readonly index: number; readonly ms: number }[] = [],
 ): DagInput {
   return {
     name: `proof-${workload === "custom" ? "custom-" : ""}${steps}x${stepMs}ms`,
     steps: Array.from({ length: steps }, (_, i) => {
       const id = idOf(i);
       const dependsOn = i === 0 ? [] : [idOf(i - 1)];
-      if (i === hold?.index) return { id, kind: "sleep" as const, dependsOn, params: { durationMs: hold.ms } };
+      const hold = holds.find((h) => h.index === i);
+      if (hold) return { id, kind: "sleep" as const, dependsOn, params: { durationMs: hold.ms } };
       const flaky = (i + seed) % 7 === 0;
       if (!flaky && (i + seed) % 11 === 5)
         return { id, kind: "sleep" as const, dependsOn, params: { durationMs: stepMs } };

@@ -34,7 +34,7 @@ describe("proof workloads", () => {
 
   it("holds the step after the kill point: it becomes a sleep of the hold time, the chain otherwise unchanged", () => {
     const plain = proofDag(50, 10, 1, "custom");
-    const held = proofDag(50, 10, 1, "custom", { index: 25, ms: 2000 });
+    const held = proofDag(50, 10, 1, "custom", [{ index: 25, ms: 2000 }]);
     expect(held.steps[25]).toEqual({ id: "s026", kind: "sleep", dependsOn: ["s025"], params: { durationMs: 2000 } });
     expect(held.steps.filter((_, i) => i !== 25)).toEqual(plain.steps.filter((_, i) => i !== 25));
   });

@@ -41,7 +41,8 @@ describe("recovery of recovery: the replacement dies while running the resumed e
     const nc = await connectHarness({ servers: inject("natsUrl") });
     try {
       const store = createEventStore(nc, cp.layout);
-      const steps = new Map<string, { runtime: string; n: number }>();
+      const steps = new Map<string, { runtime: string; n: number; run: string }>();
+      const ids: string[] = [];
       const killed: string[] = [];
       let target: string | undefined; // the execution in flight at the first kill
       const killRuntime = async (rt: string) => {
@@ -59,12 +60,14 @@ describe("recovery of recovery: the replacement dies while running the resumed e
         async (m) => {
           const e = decodeEvent(m.data);
           const ex = m.subject.split(".").at(-2)!;
-          if (e.type === "exec.started") steps.set(ex, { runtime: e.data.runtimeInstanceId, n: 0 });
-          if (e.type === "exec.resumed") steps.set(ex, { runtime: e.data.runtimeInstanceId, n: steps.get(ex)?.n ?? 0 });
+          if (e.type === "exec.started")
+            steps.set(ex, { runtime: e.data.runtimeInstanceId, n: 0, run: e.data.sharedRunId });
           const s = steps.get(ex);
+          if (e.type === "exec.resumed" && s) s.runtime = e.data.runtimeInstanceId;
           if (e.type !== "exec.step-completed" || !s) return;
           s.n++;
-          if (killed.length === 0 && s.n === 25) {
+          // The first run's execution (the one whose DAG holds after steps 25 and 35) is the target.
+          if (killed.length === 0 && s.run === ids[0] && s.n === 25) {
             target = ex;
             await killRuntime(s.runtime);
           }
@@ -74,8 +77,17 @@ describe("recovery of recovery: the replacement dies while running the resumed e
         },
       );
       const api = apiClient(cp.apiUrl, tokenOf(tenantId));
-      const ids: string[] = [];
-      for (let r = 0; r < 3; r++) ids.push((await api.submit(proofDag(50, 10, 1), `ror-${r}`)).body.sharedRunId);
+      // The first run holds 3 s after each kill point (a sleep step), so a kill this process sends late
+      // (it lagged seconds behind the journal on a loaded machine) still lands mid-execution.
+      const held = proofDag(
+        50,
+        10,
+        1,
+        "builtin",
+        [25, 35].map((index) => ({ index, ms: 3_000 })),
+      );
+      for (let r = 0; r < 3; r++)
+        ids.push((await api.submit(r === 0 ? held : proofDag(50, 10, 1), `ror-${r}`)).body.sharedRunId);
       for (const id of ids)
         await eventually(
           `run ${id} completed`,
