@@ -32,6 +32,17 @@ export async function readModelAssertions(o: {
 }): Promise<AssertionResult[]> {
   const all = [...o.impacted, ...o.safe];
   const deadline = Date.now() + o.timeoutMs;
+  // Where this phase's time goes (printed with the rebuild assertion): catching up, queries, rebuilds.
+  const spent = { catchUp: 0, queries: 0, rebuild: 0 };
+  const timed = async <T>(k: keyof typeof spent, f: () => Promise<T>): Promise<T> => {
+    const t = Date.now();
+    try {
+      return await f();
+    } finally {
+      spent[k] += Date.now() - t;
+    }
+  };
+  const tCatchUp = Date.now();
   // The projector must have folded everything the proof read from the stream.
   for (;;) {
     const r = await apiClient(o.apiUrl, all[0]!.token).get("/v1/ledger?limit=1");
@@ -47,6 +58,7 @@ export async function readModelAssertions(o: {
       ];
     await new Promise((res) => setTimeout(res, 250));
   }
+  spent.catchUp = Date.now() - tCatchUp;
   const snapshot = async () => {
     const out: Record<string, unknown> = {};
     for (const t of all) {
@@ -89,7 +101,7 @@ export async function readModelAssertions(o: {
   const stable = async (): Promise<{ at: number; body: string }> => {
     for (;;) {
       const at = await asOf();
-      const body = JSON.stringify(await snapshot());
+      const body = JSON.stringify(await timed("queries", snapshot));
       if ((await asOf()) === at) return { at, body };
     }
   };
@@ -101,11 +113,13 @@ export async function readModelAssertions(o: {
   // Retried only when the stream moved between the snapshots; a difference at one position fails at once.
   for (let attempt = 0; attempt < 5 && before === ""; attempt++) {
     const b = await stable();
-    const reply = await o.nc.request(controlSubject(o.layout, o.controlPlaneId, "forensics", "rebuild"), "", {
-      timeout: o.timeoutMs,
+    await timed("rebuild", async () => {
+      const reply = await o.nc.request(controlSubject(o.layout, o.controlPlaneId, "forensics", "rebuild"), "", {
+        timeout: o.timeoutMs,
+      });
+      rebuilt = (reply.json() as { ok?: boolean }).ok === true;
+      while ((await asOf()) < b.at) await new Promise((res) => setTimeout(res, 250));
     });
-    rebuilt = (reply.json() as { ok?: boolean }).ok === true;
-    while ((await asOf()) < b.at) await new Promise((res) => setTimeout(res, 250));
     const a = await stable();
     if (a.at !== b.at) continue; // the stream moved between the snapshots: compare again
     before = b.body;
@@ -132,7 +146,7 @@ export async function readModelAssertions(o: {
       violations: rebuilt && before === after ? 0 : 1,
       detail: rebuilt
         ? before === after
-          ? `${before.length} bytes of query results identical at stream position ${position}`
+          ? `${before.length} bytes of query results identical at stream position ${position} (catch-up ${spent.catchUp} ms, snapshot queries ${spent.queries} ms, rebuild ${spent.rebuild} ms)`
           : `query results differ after the rebuild (position ${position}): dropped-and-rebuilt vs fresh ${difference ?? "(key order only)"}`
         : "rebuild request failed",
     },
