@@ -30,8 +30,16 @@ export interface ExecutionState {
   readonly pendingRecovery?: DataOf<"exec.paused-for-recovery">;
   readonly lastResumed?: DataOf<"exec.resumed">;
   readonly completed: ReadonlyMap<string, CompletedStep>;
-  /** Latest failure per step not (yet) completed; retryAt in epoch ms. */
-  readonly failures: ReadonlyMap<string, { readonly attempt: number; readonly retryAt?: number }>;
+  /** Latest failure per step not (yet) completed; retryAt in epoch ms; error as journaled. */
+  readonly failures: ReadonlyMap<
+    string,
+    {
+      readonly attempt: number;
+      readonly retryAt?: number;
+      readonly error?: string;
+      readonly code?: DataOf<"exec.step-failed">["code"];
+    }
+  >;
   /** Durable timers of `sleep` steps not (yet) completed: wakeAt in epoch ms, per step and attempt. */
   readonly timers: ReadonlyMap<string, { readonly attempt: number; readonly wakeAt: number }>;
   /** Recorded `when` results per step (`condition-evaluated`). */
@@ -41,6 +49,8 @@ export interface ExecutionState {
     string,
     { readonly reason: DataOf<"exec.step-skipped">["reason"]; readonly seq: number }
   >;
+  /** Journaled map expansions per map step (`map-expanded`), with their sequence. */
+  readonly maps: ReadonlyMap<string, DataOf<"exec.map-expanded"> & { readonly seq: number }>;
   readonly terminal?: "completed" | "failed" | "cancelled";
   /** Sequence of the last event folded: the expectation of the next append. */
   readonly lastSeq: number;
@@ -55,6 +65,7 @@ export const initialExecutionState = (): ExecutionState => ({
   timers: new Map(),
   conditions: new Map(),
   skipped: new Map(),
+  maps: new Map(),
   lastSeq: 0,
   violations: [],
 });
@@ -102,8 +113,8 @@ export function evolveExecution(state: ExecutionState, { seq, event }: Sequenced
     }
     case "exec.step-failed": {
       const retryAt = event.data.retryAt === undefined ? undefined : Date.parse(event.data.retryAt);
-      const failure =
-        retryAt === undefined ? { attempt: event.data.attempt } : { attempt: event.data.attempt, retryAt };
+      const { attempt, error, code } = event.data;
+      const failure = { attempt, error, ...(code ? { code } : {}), ...(retryAt === undefined ? {} : { retryAt }) };
       return { ...next, failures: new Map(state.failures).set(event.data.stepId, failure) };
     }
     case "exec.timer-started":
@@ -127,6 +138,12 @@ export function evolveExecution(state: ExecutionState, { seq, event }: Sequenced
       if (state.completed.has(stepId) || state.skipped.has(stepId))
         return { ...next, violations: [...state.violations, `step-skipped for settled step ${stepId} at seq ${seq}`] };
       return { ...next, skipped: new Map(state.skipped).set(stepId, { reason, seq }) };
+    }
+    case "exec.map-expanded": {
+      const { stepId } = event.data;
+      if (state.maps.has(stepId))
+        return { ...next, violations: [...state.violations, `second map-expanded for ${stepId} at seq ${seq}`] };
+      return { ...next, maps: new Map(state.maps).set(stepId, { ...event.data, seq }) };
     }
     case "exec.paused-for-recovery":
       return { ...next, epoch: Math.max(state.epoch, event.data.newEpoch), pendingRecovery: event.data };

@@ -95,7 +95,7 @@ describe("foldExecution: the journal is the resume state", () => {
     expect(foldExecution([started(1), timer(2, 1, t1), done(3, "nap")]).timers.has("nap")).toBe(false);
   });
 
-  it("given a failed attempt with a retry time, then the failure carries its attempt and retryAt in epoch ms; a later completion clears it", () => {
+  it("given a failed attempt with a retry time, then the failure carries its attempt, retryAt in epoch ms and error; a later completion clears it", () => {
     const failed = ev(
       5,
       "exec.step-failed",
@@ -109,6 +109,7 @@ describe("foldExecution: the journal is the resume state", () => {
     expect(foldExecution([started(1), failed]).failures.get("a")).toEqual({
       attempt: 1,
       retryAt: Date.parse("2026-01-01T00:00:01.000Z"),
+      error: "boom",
     });
     expect(foldExecution([started(1), failed, done(6, "a", 2)]).failures.has("a")).toBe(false);
   });

@@ -1,7 +1,9 @@
 import type { DagDefinition, Step, StepId } from "../contracts/index.ts";
 import { readiness, type StepSkip } from "./readiness.ts";
+import { mapItems, type MapExpansion, type MapSettle } from "./map.ts";
 
 export type { StepSkip } from "./readiness.ts";
+export type { MapSettle } from "./map.ts";
 
 /** What the journal (plus this process's in-flight set) says about each step. */
 export interface StepProgress {
@@ -15,6 +17,8 @@ export interface StepProgress {
   readonly skipped?: ReadonlySet<string>;
   /** Durable `condition-evaluated` results (absent: none). */
   readonly conditions?: ReadonlyMap<string, boolean>;
+  /** Durable `map-expanded` per map step (absent: none). Items are ids `<map>--<index>` in the other fields. */
+  readonly maps?: ReadonlyMap<string, MapExpansion>;
 }
 
 export interface StepStart {
@@ -34,6 +38,10 @@ export type ScheduleDecision =
       readonly evaluate?: readonly StepId[];
       /** Steps to journal as skipped now; present only when there are some. */
       readonly skip?: readonly StepSkip[];
+      /** Map steps to expand (and journal `map-expanded`) now; present only when there are some. */
+      readonly expand?: readonly StepId[];
+      /** Map steps whose items settled (or too many failed): journal their outcome now. */
+      readonly settle?: readonly MapSettle[];
     };
 
 /**
@@ -69,7 +77,10 @@ export function topologicalLevels(steps: readonly Pick<Step, "id" | "dependsOn">
  *   that hold a worker; a `sleep` step holds none (it waits on its durable timer), so it starts
  *   whenever it is ready and never counts against `maxParallel`;
  *   the attempt number continues from the journal, so a crash never consumes retry budget;
- * - `wakeAt` is the earliest future retry time of a step that is otherwise ready.
+ * - `wakeAt` is the earliest future retry time of a step that is otherwise ready;
+ * - a ready map step is expanded first (`expand`); once expanded its items start in index order,
+ *   at most `map.maxConcurrency` at once (and within `maxParallel`), and it settles (`settle`)
+ *   when its items have (see `mapItems`). A map step itself never starts.
  */
 export function scheduleSteps(
   dag: Pick<DagDefinition, "steps">,
@@ -104,6 +115,8 @@ export function scheduleSteps(
   let wakeAt: number | undefined;
   const evaluate: StepId[] = [];
   const skip: StepSkip[] = [];
+  const expand: StepId[] = [];
+  const settle: MapSettle[] = [];
   // plan.order is already (level, id)-sorted, so filtering keeps the deterministic order.
   for (const s of plan.order) {
     if (settled(s.id) || progress.running.has(s.id)) continue;
@@ -112,6 +125,24 @@ export function scheduleSteps(
     if (r.kind === "evaluate") evaluate.push(s.id);
     if (r.kind === "skip") skip.push({ stepId: r.stepId, reason: r.reason, detail: r.detail });
     if (r.kind !== "ready") continue;
+    if (s.map) {
+      const m = progress.maps?.get(s.id);
+      if (!m) {
+        expand.push(s.id);
+        continue;
+      }
+      const items = mapItems(s, m, progress, now);
+      if (items.settle) settle.push(items.settle);
+      if (items.wakeAt !== undefined) wakeAt = wakeAt === undefined ? items.wakeAt : Math.min(wakeAt, items.wakeAt);
+      for (const start of items.start) {
+        if (takesWorker(s)) {
+          if (withWorker >= room) break;
+          withWorker++;
+        }
+        ready.push(start);
+      }
+      continue;
+    }
     const f = progress.failures.get(s.id);
     if (f?.retryAt !== undefined && f.retryAt > now) {
       wakeAt = wakeAt === undefined ? f.retryAt : Math.min(wakeAt, f.retryAt);
@@ -130,6 +161,8 @@ export function scheduleSteps(
     ...(wakeAt === undefined ? {} : { wakeAt }),
     ...(evaluate.length > 0 ? { evaluate } : {}),
     ...(skip.length > 0 ? { skip } : {}),
+    ...(expand.length > 0 ? { expand } : {}),
+    ...(settle.length > 0 ? { settle } : {}),
   };
 }
 

@@ -49,13 +49,55 @@ describe("conditionIssues: a when is refused at submission unless it parses, typ
   });
 });
 
-describe("map is not available yet (docs/control-flow.md)", () => {
-  it("a step carrying a map field is refused at submission, not half-run", () => {
-    const r = DagDefinition.safeParse({
-      steps: [{ id: "each", kind: "compute", map: { items: { $ref: "input.items" }, maxConcurrency: 20 } }],
+describe('map at submission (docs/control-flow.md "Map"; pure schema checks, no transport)', () => {
+  const messages = (dag: unknown) => {
+    const r = DagDefinition.safeParse(dag);
+    return r.success ? "" : r.error.issues.map((i) => i.message).join("\n");
+  };
+  it("a map inside a map is refused (dag-invalid), not half-run", () => {
+    const dag = {
+      steps: [{ id: "each", kind: "compute", map: { over: "input.items", map: { over: "item" } } }],
+    };
+    expect(messages(dag)).toContain('Unrecognized key: "map"');
+  });
+  it("a map over a non-dependency, an item reference outside a map, and an id reserved for an item are refused", () => {
+    expect(
+      messages({
+        steps: [
+          { id: "a", kind: "compute" },
+          { id: "m", kind: "compute", map: { over: "steps.a.output" } },
+        ],
+      }),
+    ).toContain('map step "m" maps over "steps.a.output" but does not depend on step "a"');
+    expect(messages({ steps: [{ id: "c", kind: "custom", handler: "h", params: { x: { $ref: "item" } } }] })).toContain(
+      'step "c" references "item" but is not a map step',
+    );
+    expect(
+      messages({
+        steps: [
+          { id: "m", kind: "compute", map: { over: "input" } },
+          { id: "m--2", kind: "compute" },
+        ],
+      }),
+    ).toContain('step id "m--2" is reserved for an item of map step "m"');
+  });
+  it("a sound map parses with its defaults (maxConcurrency 10, toleratedFailures 0) and a percentage", () => {
+    const r = DagDefinition.parse({
+      steps: [
+        { id: "split", kind: "compute" },
+        {
+          id: "each",
+          kind: "custom",
+          handler: "h",
+          dependsOn: ["split"],
+          map: { over: "steps.split.output.chunks" },
+          params: { $ref: "item" },
+        },
+        { id: "pct", kind: "compute", map: { over: "input.items", toleratedFailures: "10%" } },
+      ],
     });
-    expect(r.success).toBe(false);
-    expect(r.error!.issues.map((i) => i.message).join("\n")).toContain('Unrecognized key: "map"');
+    expect(r.steps[1]!.map).toEqual({ over: "steps.split.output.chunks", maxConcurrency: 10, toleratedFailures: 0 });
+    expect(r.steps[2]!.map!.toleratedFailures).toBe("10%");
   });
 });
 

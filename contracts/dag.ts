@@ -2,6 +2,7 @@ import { z } from "zod";
 import { StepId } from "./ids.ts";
 import { RefValue, SecretValue, refIssues } from "./step-refs.ts";
 import { Condition, Trigger, conditionIssues } from "./condition.ts";
+import { MapSpec, mapIssues } from "./map.ts";
 
 /**
  * The DAG a run carries (runtime.md "DAG model"). Step kinds are a closed set; each kind has its
@@ -91,6 +92,7 @@ const base = {
     .describe("an attempt running longer fails with step-timeout (and retries per policy)"),
   when: Condition.optional().describe("CEL condition over input and steps.<dependency>; false skips the step"),
   trigger: Trigger.optional().describe("when the step runs given its dependencies' states; default all-completed"),
+  map: MapSpec.optional().describe('run the step once per item of an array (docs/control-flow.md "Map")'),
 };
 export const Step = z.discriminatedUnion("kind", [
   z
@@ -127,7 +129,7 @@ export const requiredStepKinds = (dag: { steps: readonly { kind: string; handler
   [...new Set(dag.steps.map(requiredKindOf))].sort();
 
 /** Structural checks beyond the per-step schema; each returns a message naming the offending step. */
-export function dagIssues(steps: readonly Pick<Step, "id" | "dependsOn" | "params" | "when">[]): string[] {
+export function dagIssues(steps: readonly Pick<Step, "id" | "dependsOn" | "params" | "when" | "map">[]): string[] {
   const issues: string[] = [];
   const ids = new Set<string>();
   for (const s of steps) {
@@ -144,6 +146,7 @@ export function dagIssues(steps: readonly Pick<Step, "id" | "dependsOn" | "param
     }
     issues.push(...refIssues(s), ...conditionIssues(s));
   }
+  issues.push(...mapIssues(steps));
   if (issues.length === 0) {
     const cycle = findCycle(steps);
     if (cycle) issues.push(`dependency cycle: ${cycle.join(" -> ")}`);

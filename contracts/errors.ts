@@ -240,6 +240,21 @@ export const ERROR_CATALOGUE = {
     httpStatus: 422,
     summary: "a step's when condition failed to evaluate over the run input and its dependencies' outputs",
   },
+  "map-too-large": {
+    retryable: false,
+    httpStatus: 422,
+    summary: "a map step's array has more items than the runtime's bound (DROVER_MAP_MAX_ITEMS, default 10 000)",
+  },
+  "map-source-invalid": {
+    retryable: false,
+    httpStatus: 422,
+    summary: "a map step's map.over does not resolve to an array",
+  },
+  "map-failures-exceeded": {
+    retryable: false,
+    httpStatus: 422,
+    summary: "more items of a map step failed than its toleratedFailures allows",
+  },
   // --- health, fencing, recovery ---
   "heartbeat-stale": { retryable: false, httpStatus: 503, summary: "no fresh heartbeat within the staleness bound" },
   "host-exited": { retryable: false, httpStatus: 503, summary: "the runtime process exited" },

@@ -114,6 +114,25 @@ export const ExecStepSkipped = defineEvent(
     })
     .strict(),
 );
+/**
+ * A map step's expansion (docs/control-flow.md "Map"), journaled before any item runs: how many
+ * items `map.over` resolved to, the sha256 of their canonical JSON, and the caps in force. Items are
+ * `<stepId>--<index>`; a resumed execution runs only the items without a step-completed (or spent
+ * failure), and replay validation re-derives count and digest from the input and recorded outputs.
+ */
+export const ExecMapExpanded = defineEvent(
+  "exec",
+  "map-expanded",
+  z
+    .object({
+      stepId: StepId,
+      count: z.number().int().nonnegative(),
+      itemsDigest: z.string().regex(/^[a-f0-9]{64}$/),
+      maxConcurrency: z.number().int().positive(),
+      toleratedFailures: z.number().int().nonnegative().describe("the tolerated failed items, as a count"),
+    })
+    .strict(),
+);
 export const ExecPausedForRecovery = defineEvent(
   "exec",
   "paused-for-recovery",
@@ -161,6 +180,7 @@ export const EXEC_EVENTS = [
   ExecTimerStarted,
   ExecConditionEvaluated,
   ExecStepSkipped,
+  ExecMapExpanded,
   ExecPausedForRecovery,
   ExecResumed,
   ExecCompleted,

@@ -115,6 +115,16 @@ export {
   type ConditionDep,
   type ConditionResult,
 } from "./condition.ts";
+export {
+  MAP_LIMITS,
+  MAP_STEP_ID_MAX,
+  MapSpec,
+  ToleratedFailures,
+  mapIssues,
+  mapItemId,
+  parseMapItemId,
+  toleratedCount,
+} from "./map.ts";
 export { StepOutput, StoredOutputRef, INLINE_OUTPUT_MAX_BYTES, OUTPUT_MAX_BYTES } from "./events-exec.ts";
 export {
   ALL_EVENTS,

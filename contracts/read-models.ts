@@ -181,6 +181,15 @@ export interface ExecutionDoc {
   readonly started?: Position;
   /** Steps that will not run (`exec.step-skipped`; rare, so they do rewrite the document), in stream order. */
   readonly skipped?: readonly { readonly stepId: string; readonly reason: string; readonly seq: number }[];
+  /** Map expansions (`exec.map-expanded`): the item count and caps journaled, in stream order. */
+  readonly maps?: readonly {
+    readonly stepId: string;
+    readonly count: number;
+    readonly maxConcurrency: number;
+    readonly toleratedFailures: number;
+    readonly itemsDigest: string;
+    readonly seq: number;
+  }[];
   readonly ended?: Position & {
     readonly status: string;
     readonly outputDigest?: string;

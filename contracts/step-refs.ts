@@ -6,17 +6,23 @@ import { z } from "zod";
  *
  * - `{"$ref": "input"}` / `{"$ref": "input.a.b"}`: the run's input (or a part of it);
  * - `{"$ref": "steps.<stepId>.output"}` / `{"$ref": "steps.<stepId>.output.body"}`: a dependency's
- *   recorded output (or a part of it); `<stepId>` must be in the step's `dependsOn`.
+ *   recorded output (or a part of it); `<stepId>` must be in the step's `dependsOn`;
+ * - `{"$ref": "item"}` / `{"$ref": "item.a"}`: in a map step (contracts/map.ts), the item this run of
+ *   the step is for.
  *
  * Path segments are property names or array indices (`chunks.0`). An object whose only key is
  * `$secret` names a tenant secret, resolved by the runtime at execution time and never recorded.
  */
-export const REF_PATH = /^(?:input|steps\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.output)(?:\.[A-Za-z0-9_-]{1,128}){0,32}$/;
+export const REF_PATH =
+  /^(?:input|item|steps\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.output)(?:\.[A-Za-z0-9_-]{1,128}){0,32}$/;
 export const SECRET_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 
 export const RefValue = z
   .object({
-    $ref: z.string().max(1024).regex(REF_PATH, "a $ref is input[.path] or steps.<dependency>.output[.path]"),
+    $ref: z
+      .string()
+      .max(1024)
+      .regex(REF_PATH, "a $ref is input[.path], item[.path] or steps.<dependency>.output[.path]"),
   })
   .strict();
 export type RefValue = z.infer<typeof RefValue>;
@@ -45,7 +51,7 @@ export function collectRefs(value: unknown): { refs: string[]; secrets: string[]
   return { refs, secrets };
 }
 
-/** The step a `steps.<id>.output…` path names, or undefined for an `input…` path. */
+/** The step a `steps.<id>.output…` path names, or undefined for an `input…` or `item…` path. */
 export const refStep = (path: string): string | undefined =>
   path.startsWith("steps.") ? path.split(".")[1] : undefined;
 
@@ -68,6 +74,8 @@ export function refIssues(step: { id: string; dependsOn: readonly string[]; para
 export interface RefScope {
   readonly input: unknown;
   readonly outputs: ReadonlyMap<string, unknown>;
+  /** A map step's item (only map items resolve `item` references). */
+  readonly item?: unknown;
 }
 
 /** The value at a reference path, or undefined when the path leads nowhere. */
@@ -75,8 +83,8 @@ export function lookupRef(path: string, scope: RefScope): unknown {
   const parts = path.split(".");
   let at: unknown;
   let rest: string[];
-  if (parts[0] === "input") {
-    at = scope.input;
+  if (parts[0] === "input" || parts[0] === "item") {
+    at = parts[0] === "input" ? scope.input : scope.item;
     rest = parts.slice(1);
   } else {
     at = scope.outputs.get(parts[1]!);

@@ -12,6 +12,7 @@ import { assertNever } from "../../contracts/assert-never.ts";
 import { canonicalJson } from "../step-inputs.ts";
 import { rederivationProblem } from "./output-rederivation.ts";
 import { conditionGate, controlProblem, offerControl } from "./condition-invariants.ts";
+import { mapExpandedProblem, mapOutputProblem, offerMaps, stepFor, unexpandedItem } from "./map-invariants.ts";
 import { diverged, match, type Divergence, type ValidationResult } from "./result.ts";
 
 export interface ExecutionReplay {
@@ -70,6 +71,7 @@ export function validateExecution(input: ExecutionReplay): ValidationResult {
     decision = decide(input.dag, state);
     if (decision.kind === "continue") for (const s of decision.start) offered.add(key(s.stepId, s.attempt));
     offerControl(offered, decision);
+    offerMaps(offered, decision, key);
   }
   if (checked === 0) return match(scope, 0, [`no journal for ${input.executionId}`]);
   return match(scope, checked, state.terminal ? [] : [`execution ${input.executionId} is in flight (not finished)`]);
@@ -85,6 +87,7 @@ const decide = (dag: Pick<DagDefinition, "steps">, s: ExecutionState): ScheduleD
       running: new Set(),
       skipped: new Set(s.skipped.keys()),
       conditions: s.conditions,
+      maps: s.maps,
     },
     Number.POSITIVE_INFINITY,
     Number.POSITIVE_INFINITY,
@@ -162,6 +165,19 @@ function eventProblem(seq: number, event: ExecEvent, c: Ctx): Check {
         };
       return controlProblem(seq, event, step, controlCtx(c));
     }
+    case "exec.map-expanded": {
+      const step = c.byId.get(event.data.stepId);
+      if (!step)
+        return {
+          invariant: "unknown-step",
+          seq,
+          message: `${event.type} at seq ${seq}: step ${event.data.stepId} is not in the run's DAG`,
+        };
+      return mapExpandedProblem(seq, event, step, {
+        ...controlCtx(c),
+        ...(c.input.digest ? { digest: c.input.digest } : {}),
+      });
+    }
     case "exec.completed": {
       if (c.decision.kind === "completed") return undefined;
       const missing = c.input.dag.steps
@@ -196,13 +212,15 @@ function stepProblem(
   c: Ctx,
 ): Check {
   const { stepId, attempt } = event.data;
-  const step = c.byId.get(stepId);
-  if (!step)
+  const step = stepFor(c.byId, c.state, stepId);
+  if (!step) {
+    const item = unexpandedItem(c.byId, c.state, stepId);
     return {
-      invariant: "unknown-step",
+      invariant: item ? "scheduler-divergence" : "unknown-step",
       seq,
-      message: `${label(event)} at seq ${seq}: step ${stepId} is not in the run's DAG`,
+      message: `${label(event)} at seq ${seq}: step ${stepId} is ${item ?? "not in the run's DAG"}`,
     };
+  }
   if (event.type === "exec.timer-started" && step.kind !== "sleep") {
     return {
       invariant: "scheduler-divergence",
@@ -256,7 +274,9 @@ function stepProblem(
     };
   }
   if (event.type !== "exec.step-completed" || !c.input.digest) return undefined;
-  const problem = rederivationProblem(step, event.data, c.state, c.input.digest, c.input.storedOutputs);
+  const problem = step.map
+    ? mapOutputProblem(step, event.data, c.state, c.input.digest, c.input.storedOutputs)
+    : rederivationProblem(step, event.data, c.state, c.input.digest, c.input.storedOutputs);
   return problem === undefined
     ? undefined
     : { invariant: "output-rederivation", seq, message: `step ${stepId} at seq ${seq}: ${problem}` };

@@ -14,6 +14,7 @@ export type Invariant =
   | "scheduler-divergence"
   | "output-rederivation"
   | "condition-rederivation"
+  | "map-rederivation"
   | "write-after-terminal"
   | "journal-fold"
   // run aggregate

@@ -74,6 +74,10 @@ const DESCRIBE: Describe = {
   "exec.timer-started": (e) => ["steps", `${e.data.stepId}#${e.data.attempt} sleeps until ${e.data.wakeAt}`],
   "exec.condition-evaluated": (e) => ["steps", `${e.data.stepId} condition ${e.data.result}`],
   "exec.step-skipped": (e) => ["steps", `${e.data.stepId} skipped (${e.data.reason}): ${e.data.detail}`],
+  "exec.map-expanded": (e) => [
+    "steps",
+    `${e.data.stepId} map expanded: ${e.data.count} items, at most ${e.data.maxConcurrency} at once, ${e.data.toleratedFailures} failures tolerated`,
+  ],
   "exec.paused-for-recovery": (e) => [
     "recovery",
     `execution paused for recovery: epoch → ${e.data.newEpoch} (${e.data.forensicsId})`,

@@ -253,6 +253,12 @@ export const EXAMPLE_BUILDERS: Builders = {
     writer: runtimeWriter,
     data: { stepId: ids.step, reason: "condition-false", detail: 'condition was false: input.region == "eu"' },
   }),
+  "exec.map-expanded": () => ({
+    ...envelope("exec.map-expanded"),
+    tenantId: ids.tenant,
+    writer: runtimeWriter,
+    data: { stepId: ids.step, count: 20, itemsDigest: "c".repeat(64), maxConcurrency: 3, toleratedFailures: 2 },
+  }),
   "exec.paused-for-recovery": () => ({
     ...envelope("exec.paused-for-recovery"),
     tenantId: ids.tenant,

@@ -58,6 +58,18 @@ export function describeExec(e: Of<"exec">, executionId: string): Description {
         { stepId: e.data.stepId, reason: e.data.reason, detail: e.data.detail },
         ex,
       );
+    case "exec.map-expanded":
+      return d(
+        `map step ${e.data.stepId} expanded into ${e.data.count} items (items ${e.data.stepId}--0…; at most ${e.data.maxConcurrency} at once, ${e.data.toleratedFailures} failures tolerated)`,
+        {
+          stepId: e.data.stepId,
+          count: e.data.count,
+          itemsDigest: e.data.itemsDigest,
+          maxConcurrency: e.data.maxConcurrency,
+          toleratedFailures: e.data.toleratedFailures,
+        },
+        ex,
+      );
     case "exec.paused-for-recovery":
       return d(
         `paused for recovery: new epoch ${e.data.newEpoch}, ${e.data.failedRuntimeInstanceId} fenced out`,

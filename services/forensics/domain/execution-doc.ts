@@ -64,6 +64,11 @@ function apply(s: ExecutionDoc, e: ExecEvent, f: Fact<ExecEvent>): ExecutionDoc 
     case "exec.timer-started":
     case "exec.condition-evaluated":
       return s;
+    case "exec.map-expanded": {
+      const { stepId, count, maxConcurrency, toleratedFailures, itemsDigest } = e.data;
+      const map = { stepId, count, maxConcurrency, toleratedFailures, itemsDigest, seq: f.seq };
+      return { ...s, maps: [...(s.maps ?? []), map] };
+    }
     case "exec.step-skipped":
       return { ...s, skipped: [...(s.skipped ?? []), { stepId: e.data.stepId, reason: e.data.reason, seq: f.seq }] };
     case "exec.paused-for-recovery":

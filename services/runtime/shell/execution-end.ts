@@ -1,4 +1,11 @@
-import { isDroverError, type DagDefinition, type DataOf } from "../../../contracts/index.ts";
+import {
+  ERROR_CATALOGUE,
+  isDroverError,
+  type DagDefinition,
+  type DataOf,
+  type ErrorCode,
+  type StepId,
+} from "../../../contracts/index.ts";
 import { assertNever } from "../../../contracts/assert-never.ts";
 import { RUN_REQUESTS } from "../../../aggregates/run.ts";
 import type { OutputStore } from "../../../platform/output-store.ts";
@@ -83,4 +90,33 @@ export async function finishFromJournal(c: EndCtx, ended: EndedEvent): Promise<E
     default:
       return assertNever(ended);
   }
+}
+
+type FailReason = DataOf<"exec.failed">["reason"];
+
+/** The execution's and the run's `failed`, blaming `stepId` when a step's failure ended it. */
+export async function failRun(c: EndCtx, reason: FailReason, stepId?: StepId): Promise<ExecutionOutcome> {
+  await c.opened.exec.append(c.opened.emit("exec.failed", { reason, ...(stepId ? { stepId } : {}) }));
+  await appendRun(c, "run.failed", { executionId: c.opened.executionId, localRunId: c.opened.localRunId, reason });
+  return { state: "failed", reason: reason.code, detail: reason.detail };
+}
+
+/**
+ * Why a step's failure ended the run: a failure that no retry could help names its own code
+ * (`condition-error`, `map-too-large`, …); a spent retry budget is `step-attempts-exhausted`.
+ */
+export function stepFailureReason(
+  stepId: StepId,
+  attempt: number,
+  last: { readonly code?: ErrorCode; readonly message: string } | undefined,
+): FailReason {
+  const final = last?.code !== undefined && !ERROR_CATALOGUE[last.code].retryable;
+  return {
+    code: final ? last!.code! : "step-attempts-exhausted",
+    detail:
+      `step ${stepId} failed attempt ${attempt}${last ? `: ${last.code ? `(${last.code}) ` : ""}${last.message}` : ""}`.slice(
+        0,
+        2000,
+      ),
+  };
 }

@@ -1,6 +1,5 @@
 import type { Clock } from "../../../platform/clock.ts";
 import {
-  ERROR_CATALOGUE,
   type DagDefinition,
   type ErrorCode,
   type ExecutionId,
@@ -20,8 +19,20 @@ import { needsOutputs, sha256Hex, type StepRunner } from "./step-runners.ts";
 import type { LoadedWorker } from "./worker-module.ts";
 import type { WorkerPool } from "./worker-pool.ts";
 import { storeFailureOf } from "./store-failure.ts";
-import { appendRun, finishFromJournal, runCompleted, runOutput, type EndCtx } from "./execution-end.ts";
+import {
+  appendRun,
+  failRun,
+  finishFromJournal,
+  runCompleted,
+  runOutput,
+  stepFailureReason,
+  type EndCtx,
+} from "./execution-end.ts";
 import { settleControlFlow, type ControlFlowHost } from "./control-flow.ts";
+import { durableTimer, progressFrom, type LocalProgress } from "./execution-progress.ts";
+import { itemValue, settleMaps, type MapHost } from "./map-steps.ts";
+import { itemStep } from "../../../aggregates/map.ts";
+import { MAP_LIMITS, parseMapItemId } from "../../../contracts/index.ts";
 
 export interface ExecutorEnv {
   readonly workers: WorkerPool;
@@ -37,6 +48,8 @@ export interface ExecutorEnv {
   readonly secrets?: SecretResolver;
   /** The tenant's worker (custom steps); absent on runtimes that run built-in kinds only. */
   readonly worker?: LoadedWorker;
+  /** The largest map step expansion (DROVER_MAP_MAX_ITEMS; default 10 000). */
+  readonly mapMaxItems?: number;
 }
 
 export type ExecutionOutcome =
@@ -54,26 +67,20 @@ export type ExecutionOutcome =
  * execution with exec/run `cancelled`.
  */
 export class Execution {
-  private readonly completed = new Map<string, string>(); // stepId → output digest
   /** Output values read so far (completed here, or read back from the journal/object store on demand). */
   private readonly values = new Map<string, unknown>();
   private readonly deadlineAt: number | undefined;
   private deadlineTimer: ReturnType<typeof setTimeout> | undefined;
-  private readonly completedIds = new Set<string>();
-  private readonly failures = new Map<string, { attempt: number; retryAt?: number }>();
-  private readonly timers = new Map<string, { attempt: number; wakeAt: number }>();
   private readonly running = new Set<string>();
-  /** Why each step's latest attempt here failed: the run's failure reason names it. */
-  private readonly lastErrors = new Map<string, { code?: ErrorCode; message: string }>();
   private readonly abort = new AbortController();
   private fatal: unknown;
   private cancelRequested = false;
   private dirty = false;
   private wake: (() => void) | undefined;
   private firstStepLogged = false;
-  private readonly skippedIds = new Set<string>();
-  private readonly conditions = new Map<string, boolean>();
+  private readonly p: LocalProgress;
   private readonly control: ControlFlowHost;
+  private readonly mapHost: MapHost;
   private readonly end: EndCtx;
 
   constructor(
@@ -83,28 +90,34 @@ export class Execution {
     private readonly startedAt: number,
     private readonly input: unknown = undefined,
   ) {
+    this.p = progressFrom(opened.prior);
     // The deadline counts from the journal's exec.started, so a resumed execution keeps it.
     if (dag.deadlineMs !== undefined) {
       const from = opened.prior.startedAt ? Date.parse(opened.prior.startedAt) : env.clock.now().getTime();
       this.deadlineAt = from + dag.deadlineMs;
     }
-    for (const [id, c] of opened.prior.completed) {
-      this.completed.set(id, c.outputDigest);
-      this.completedIds.add(id);
-    }
-    for (const [id, f] of opened.prior.failures) this.failures.set(id, f);
-    for (const [id, t] of opened.prior.timers) this.timers.set(id, t);
-    for (const id of opened.prior.skipped.keys()) this.skippedIds.add(id);
-    for (const [id, c] of opened.prior.conditions) this.conditions.set(id, c);
     this.control = {
       opened,
       input,
-      skipped: this.skippedIds,
-      conditions: this.conditions,
-      failures: this.failures,
-      lastErrors: this.lastErrors,
+      skipped: this.p.skippedIds,
+      conditions: this.p.conditions,
+      failures: this.p.failures,
+      lastErrors: this.p.lastErrors,
       stepOf: (id) => this.stepOf(id),
       valueOf: (id) => this.valueOf(id),
+    };
+    this.mapHost = {
+      opened,
+      input,
+      maxItems: env.mapMaxItems ?? MAP_LIMITS.maxItemsDefault,
+      ...(env.outputs ? { outputs: env.outputs } : {}),
+      ...(env.secrets ? { secrets: env.secrets } : {}),
+      maps: this.p.maps,
+      failures: this.p.failures,
+      lastErrors: this.p.lastErrors,
+      stepOf: (id) => this.stepOf(id),
+      valueOf: (id) => this.valueOf(id),
+      completedNow: (id, value, digest) => this.completedNow(id, value, digest),
     };
     this.end = {
       opened,
@@ -119,7 +132,7 @@ export class Execution {
     return this.opened.executionId;
   }
   get completedSteps(): number {
-    return this.completed.size;
+    return this.p.completed.size;
   }
 
   /** Requests cancellation; the execution ends `cancelled` once its in-flight steps have stopped. */
@@ -144,7 +157,7 @@ export class Execution {
           event: "execution-ownership-lost",
           executionId: this.executionId,
           detail: err.message,
-          completedSteps: this.completed.size,
+          completedSteps: this.p.completed.size,
         });
       return { state: "failed", reason: err.code, detail: err.message };
     } finally {
@@ -161,11 +174,12 @@ export class Execution {
       const d = scheduleSteps(
         this.dag,
         {
-          completed: this.completedIds,
-          failures: this.failures,
+          completed: this.p.completedIds,
+          failures: this.p.failures,
           running: this.running,
-          skipped: this.skippedIds,
-          conditions: this.conditions,
+          skipped: this.p.skippedIds,
+          conditions: this.p.conditions,
+          maps: this.p.maps,
         },
         this.env.clock.now().getTime(),
         this.env.maxWorkersPerRun,
@@ -177,7 +191,7 @@ export class Execution {
           return this.finishFailed(d.stepId, d.attempt);
         case "continue":
           // Skips and conditions are journaled first; the scheduler then decides again over them.
-          if (await settleControlFlow(d, this.control)) break;
+          if ((await settleControlFlow(d, this.control)) || (await settleMaps(d, this.mapHost))) break;
           for (const s of d.start) {
             // A sleep step only waits on its durable timer: it takes no worker, so other steps and runs use it meanwhile.
             const needsWorker = takesWorker(this.stepOf(s.stepId));
@@ -201,8 +215,19 @@ export class Execution {
     }
   }
 
+  /** A DAG step, or for an item id (`<map>--<index>`) the step its map runs on the item. */
   private stepOf(stepId: string): Step {
-    return this.dag.steps.find((x) => x.id === stepId) as Step;
+    const own = this.dag.steps.find((x) => x.id === stepId);
+    if (own) return own;
+    const item = parseMapItemId(stepId, (id) => this.p.maps.has(id));
+    return itemStep(this.stepOf(item!.stepId), stepId);
+  }
+
+  private completedNow(stepId: string, value: unknown, outputDigest: string): void {
+    this.p.failures.delete(stepId);
+    this.p.completed.set(stepId, outputDigest);
+    this.values.set(stepId, value);
+    this.p.completedIds.add(stepId);
   }
 
   /** One attempt of one step, on a worker the loop acquired (`holdsWorker`) or, for a sleep, none; records its outcome durably. */
@@ -222,17 +247,28 @@ export class Execution {
     }
     const t0 = this.env.clock.now().getTime();
     try {
-      const wakeAt = step.kind === "sleep" ? await this.timer(step.id, s.attempt, step.params.durationMs) : undefined;
+      const wakeAt =
+        step.kind === "sleep"
+          ? await durableTimer(this.opened, this.p.timers, this.env.clock, step.id, s.attempt, step.params.durationMs)
+          : undefined;
       const outcome = await attemptOutcome(step, this.abort.signal, async (signal) => {
         const raw = await this.env.runStep(step, {
           executionId: this.executionId,
           attempt: s.attempt,
-          depDigests: this.completed,
+          depDigests: this.p.completed,
           signal,
           llmBaseUrl: this.env.llmBaseUrl,
           ...(this.env.egressFor ? { egress: this.env.egressFor(this.opened.tenantId) } : {}),
           ...(wakeAt === undefined ? {} : { sleepMs: Math.max(0, wakeAt - this.env.clock.now().getTime()) }),
-          ...(needsOutputs(step) ? { data: { input: this.input ?? null, outputs: await this.depValues(step) } } : {}),
+          ...(needsOutputs(step)
+            ? {
+                data: {
+                  input: this.input ?? null,
+                  outputs: await this.depValues(step),
+                  ...(await itemValue(step.id, this.mapHost)),
+                },
+              }
+            : {}),
           ...(this.env.secrets ? { secrets: this.env.secrets } : {}),
           ...(this.env.worker ? { worker: this.env.worker } : {}),
           log: this.env.log,
@@ -254,10 +290,7 @@ export class Execution {
             durationMs: Math.max(0, now.getTime() - t0),
           }),
         );
-        this.failures.delete(s.stepId);
-        this.completed.set(s.stepId, outputDigest);
-        this.values.set(s.stepId, value);
-        this.completedIds.add(s.stepId);
+        this.completedNow(s.stepId, value, outputDigest);
       } else {
         const unit = jitterUnit(this.executionId, s.stepId, s.attempt);
         const retryAt = outcome.retryable ? retryAtAfterFailure(step, s.attempt, now.getTime(), unit) : undefined;
@@ -271,8 +304,8 @@ export class Execution {
             ...(retryAt === undefined ? {} : { retryAt: new Date(retryAt).toISOString() }),
           }),
         );
-        this.failures.set(s.stepId, retryAt === undefined ? { attempt: s.attempt } : { attempt: s.attempt, retryAt });
-        this.lastErrors.set(s.stepId, { ...(outcome.code ? { code: outcome.code } : {}), message });
+        this.p.failures.set(s.stepId, retryAt === undefined ? { attempt: s.attempt } : { attempt: s.attempt, retryAt });
+        this.p.lastErrors.set(s.stepId, { ...(outcome.code ? { code: outcome.code } : {}), message });
       }
     } catch (e) {
       this.fatal ??= e;
@@ -284,28 +317,8 @@ export class Execution {
     }
   }
 
-  /**
-   * A sleep step's durable timer: the journal's wake-up for this attempt if one was recorded (a
-   * resumed execution sleeps only what is left), else a new one, made durable before the wait.
-   */
-  private async timer(stepId: StepId, attempt: number, durationMs: number): Promise<number> {
-    const known = this.timers.get(stepId);
-    if (known?.attempt === attempt) return known.wakeAt;
-    const wakeAt = this.env.clock.now().getTime() + durationMs;
-    await this.opened.exec.append(
-      this.opened.emit("exec.timer-started", {
-        stepId,
-        attempt,
-        durationMs,
-        wakeAt: new Date(wakeAt).toISOString(),
-      }),
-    );
-    this.timers.set(stepId, { attempt, wakeAt });
-    return wakeAt;
-  }
-
   private async finishCompleted(): Promise<ExecutionOutcome> {
-    const outputDigest = sha256Hex(canonicalJson([...this.completed.entries()].sort(([a], [b]) => (a < b ? -1 : 1))));
+    const outputDigest = sha256Hex(canonicalJson([...this.p.completed.entries()].sort(([a], [b]) => (a < b ? -1 : 1))));
     const result = await runOutput(this.end);
     await this.opened.exec.append(this.opened.emit("exec.completed", { outputDigest }));
     return runCompleted(this.end, outputDigest, result);
@@ -327,40 +340,14 @@ export class Execution {
   private async finishDeadline(): Promise<ExecutionOutcome> {
     this.abort.abort(new Error("run deadline exceeded"));
     await this.drained();
-    const reason = {
-      code: "run-deadline-exceeded" as const,
-      detail: `the execution ran longer than its deadline of ${this.dag.deadlineMs} ms`,
-    };
-    await this.opened.exec.append(this.opened.emit("exec.failed", { reason }));
-    await appendRun(this.end, "run.failed", {
-      executionId: this.executionId,
-      localRunId: this.opened.localRunId,
-      reason,
-    });
-    return { state: "failed", reason: reason.code, detail: reason.detail };
+    const detail = `the execution ran longer than its deadline of ${this.dag.deadlineMs} ms`;
+    return failRun(this.end, { code: "run-deadline-exceeded", detail });
   }
 
   private async finishFailed(stepId: StepId, attempt: number): Promise<ExecutionOutcome> {
     this.abort.abort(new Error("execution failed"));
     await this.drained();
-    // A failure that no retry could help names its own code; a spent retry budget is step-attempts-exhausted.
-    const last = this.lastErrors.get(stepId);
-    const final = last?.code !== undefined && !ERROR_CATALOGUE[last.code].retryable;
-    const reason = {
-      code: final ? last!.code! : ("step-attempts-exhausted" as const),
-      detail:
-        `step ${stepId} failed attempt ${attempt}${last ? `: ${last.code ? `(${last.code}) ` : ""}${last.message}` : ""}`.slice(
-          0,
-          2000,
-        ),
-    };
-    await this.opened.exec.append(this.opened.emit("exec.failed", { reason, stepId }));
-    await appendRun(this.end, "run.failed", {
-      executionId: this.executionId,
-      localRunId: this.opened.localRunId,
-      reason,
-    });
-    return { state: "failed", reason: reason.code, detail: reason.detail };
+    return failRun(this.end, stepFailureReason(stepId, attempt, this.p.lastErrors.get(stepId)), stepId);
   }
 
   private async finishCancelled(): Promise<ExecutionOutcome> {

@@ -25,7 +25,7 @@ export interface StepContext {
   /** Sleep steps: how long is left of the step's durable timer (the whole duration unless resumed). */
   readonly sleepMs?: number;
   /** The run's input and the dependencies' recorded outputs (only for steps that read them: see `needsOutputs`). */
-  readonly data?: { readonly input: unknown; readonly outputs: ReadonlyMap<string, unknown> };
+  readonly data?: { readonly input: unknown; readonly outputs: ReadonlyMap<string, unknown>; readonly item?: unknown };
   readonly secrets?: SecretResolver;
   readonly worker?: LoadedWorker;
   readonly log?: (fields: Record<string, unknown>) => void;
