@@ -243,7 +243,7 @@ export const ERROR_CATALOGUE = {
   "map-too-large": {
     retryable: false,
     httpStatus: 422,
-    summary: "a map step's array has more items than the runtime's bound (DROVER_MAP_MAX_ITEMS, default 10 000)",
+    summary: "a map step's array has more items than the runtime's bound (10 000; not configurable yet)",
   },
   "map-source-invalid": {
     retryable: false,

@@ -48,7 +48,7 @@ export interface ExecutorEnv {
   readonly secrets?: SecretResolver;
   /** The tenant's worker (custom steps); absent on runtimes that run built-in kinds only. */
   readonly worker?: LoadedWorker;
-  /** The largest map step expansion (DROVER_MAP_MAX_ITEMS; default 10 000). */
+  /** The largest map step expansion (default 10 000; not read from the environment yet). */
   readonly mapMaxItems?: number;
 }
 

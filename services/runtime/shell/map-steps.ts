@@ -19,7 +19,7 @@ import { sha256Hex } from "./step-runners.ts";
 export interface MapHost {
   readonly opened: OpenedExecution;
   readonly input: unknown;
-  /** The largest map this runtime expands (DROVER_MAP_MAX_ITEMS): more items fail with map-too-large. */
+  /** The largest map this runtime expands (10 000 by default; injectable for tests, not configurable yet): more items fail with map-too-large. */
   readonly maxItems: number;
   readonly outputs?: OutputStore;
   readonly secrets?: SecretResolver;
