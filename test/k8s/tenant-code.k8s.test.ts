@@ -6,12 +6,13 @@ import { connectHarness } from "../../platform/nats-auth/server-keys.ts";
 import type { DagInput, DroverEvent } from "../../contracts/index.ts";
 import { createEventStore } from "../../streams/index.ts";
 import { execRef } from "../../streams/subjects.ts";
-import { startFerret, startNats, startRedis, type RunningServer } from "../../platform/local-servers.ts";
+import { startFerret, startRedis, type RunningServer } from "../../platform/local-servers.ts";
 import { apiClient } from "../../platform/api-client.ts";
 import { startControlPlane, type ControlPlane } from "../../platform/control-plane-processes.ts";
 import { startOpenAiFake, type OpenAiFake } from "../support/openai-fake.ts";
 import { eventually } from "../support/streams.ts";
 import { clusterClients, freshNamespace } from "./support/cluster-client.ts";
+import { runtimeHostConfig, startPodReachableNats } from "./support/runtime-pods.ts";
 
 /**
  * The examples on Kubernetes hosts: every runtime a Pod on the local cluster's real API server
@@ -50,7 +51,7 @@ describe("the examples with runtime Pods: tenant workers and Kubernetes Secrets 
 
   beforeAll(async () => {
     fake = await startOpenAiFake(DOCUMENT);
-    servers.push(await startNats(), await startRedis(), await startFerret());
+    servers.push(await startPodReachableNats(), await startRedis(), await startFerret());
     const [nats, redis, ferret] = servers as [RunningServer, RunningServer, RunningServer];
     namespace = await freshNamespace(core, "examples");
     const secret = (name: string, values: Record<string, string>) =>
@@ -88,8 +89,7 @@ describe("the examples with runtime Pods: tenant workers and Kubernetes Secrets 
           namespace,
           exposure: "pod-ip",
           namePrefix: `ex${randomBytes(2).toString("hex")}`,
-          runtimeCommand: [process.execPath, "--import", "tsx", "services/runtime/main.ts"],
-          workingDir: ROOT,
+          ...runtimeHostConfig(),
         },
         tenants: [
           tenant("t-docs", "document-pipeline", ["chunk-text", "merge-summaries"], "docs-secrets"),

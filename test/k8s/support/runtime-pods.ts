@@ -18,3 +18,16 @@ export function runtimePodOptions(): Pick<RuntimePodOptions, "image" | "command"
 
 /** A private nats-server on the node's address, the one the Pods on the bridge can reach. */
 export const startPodReachableNats = (): Promise<RunningServer> => startNats({ host: inject("k8sNodeIp") });
+
+/** The same for a control plane's `kubernetes` host configuration (KubernetesHostConfig). */
+export function runtimeHostConfig(): {
+  runtimeImage: string;
+  runtimeCommand: string[];
+  runtimeResources: { cpuRequest: string };
+} {
+  return {
+    runtimeImage: inject("k8sImage"),
+    runtimeCommand: [...IMAGE_RUNTIME_COMMAND],
+    runtimeResources: { cpuRequest: LOCAL_NODE_CPU_REQUEST },
+  };
+}
