@@ -15,9 +15,8 @@ import { clusterClients, freshNamespace } from "./support/cluster-client.ts";
 import { runtimeHostConfig, startPodReachableNats } from "./support/runtime-pods.ts";
 
 /**
- * The examples on Kubernetes hosts: every runtime a Pod on the local cluster's real API server
- * (process kubelet), running the examples' worker modules from the path named in the tenant's
- * settings, with the tenant's secrets read from its own Kubernetes Secret through secretKeyRef;
+ * The examples on Kubernetes hosts: every runtime a container on the local cluster's real node,
+ * running the examples' worker modules the runtime image carries (named in the tenant's settings), with the tenant's secrets read from its own Kubernetes Secret through secretKeyRef;
  * every service a real process on real nats-server, Redis and FerretDB; `http` and `llm` steps talk
  * to an OpenAI-compatible fake served by this test.
  */
@@ -50,7 +49,7 @@ describe("the examples with runtime Pods: tenant workers and Kubernetes Secrets 
     );
 
   beforeAll(async () => {
-    fake = await startOpenAiFake(DOCUMENT);
+    fake = await startOpenAiFake(DOCUMENT, inject("k8sNodeIp")); // where the Pods reach it
     servers.push(await startPodReachableNats(), await startRedis(), await startFerret());
     const [nats, redis, ferret] = servers as [RunningServer, RunningServer, RunningServer];
     namespace = await freshNamespace(core, "examples");
@@ -68,10 +67,10 @@ describe("the examples with runtime Pods: tenant workers and Kubernetes Secrets 
       workersPerInstance: 3,
       maxWorkersPerRun: 3,
       hostProvider: "kubernetes" as const,
-      // Inside the runtime Pod (the process kubelet runs it in the repository): the same module path.
-      worker: { module: `examples/${example}/worker.ts`, kinds },
+      // Inside the runtime Pod: the worker `make image` bundled into the image (relative to its /app).
+      worker: { module: `examples/${example}/worker.mjs`, kinds },
       secrets: { kubernetesSecret: secretName },
-      // The document comes from the test's fake on loopback, outside the default egress policy.
+      // The document comes from the test's fake on the node's address, outside the default egress policy.
       egress: { allow: [new URL(fake.url).host] },
     });
     cp = await startControlPlane({
