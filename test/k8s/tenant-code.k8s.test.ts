@@ -164,7 +164,7 @@ describe("the examples with runtime Pods: tenant workers and Kubernetes Secrets 
     const envOf = (p: (typeof pods)[number]) => p.spec?.containers[0]?.env ?? [];
     const modules = pods.map((p) => envOf(p).find((e) => e.name === "DROVER_WORKER_MODULE")?.value).sort();
     expect(modules).toEqual(
-      expect.arrayContaining(["examples/data-pipeline/worker.ts", "examples/document-pipeline/worker.ts"]),
+      expect.arrayContaining(["examples/data-pipeline/worker.mjs", "examples/document-pipeline/worker.mjs"]),
     );
     const secretRefs = pods.map(
       (p) => envOf(p).find((e) => e.name === "DROVER_SECRETS_JSON")?.valueFrom?.secretKeyRef?.name,
