@@ -61,10 +61,10 @@ bench: deps k8s-build ## run every benchmark (bench/*.bench.ts, with tsx, agains
 k8s-build: ## build kube-apiserver, kubelet, kube-scheduler, kube-controller-manager, etcd and pause from Go modules (+ Debian's containerd, runc, CNI plugins, umoci, skopeo) into k8s/local-cluster/bin (cached)
 	@k8s/local-cluster/build.sh
 
-k8s-up: node_modules/.stamp k8s-build ## start the local Kubernetes cluster (real API server, process kubelet or with DROVER_K8S_NODE=containerd a real node, gateway); prints the kubeconfig path
+k8s-up: node_modules/.stamp k8s-build ## start the local Kubernetes cluster (real API server, scheduler, controller manager, a real node: upstream kubelet + containerd + runc, gateway); prints the kubeconfig path
 	@node --import tsx k8s/local-cluster/cli.ts up
 
-k8s-down: node_modules/.stamp ## stop exactly what k8s-up started (API server, etcd, kubelet, gateway and every Pod process)
+k8s-down: node_modules/.stamp ## stop exactly what k8s-up started (API server, etcd, scheduler, controller manager, kubelet, containerd, gateway, every container, mount, link and cgroup)
 	@node --import tsx k8s/local-cluster/cli.ts down
 
 image: node_modules/.stamp k8s-build ## build the pause and runtime images as archives without a daemon (.run/images/*.tar; k8s/image/build.sh)

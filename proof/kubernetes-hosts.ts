@@ -7,7 +7,7 @@ import type { z } from "zod";
 import type { KubernetesHostConfig } from "../contracts/index.ts";
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
-import { nodeModeFromEnv, startCluster, stopCluster, type NodeMode } from "../k8s/local-cluster/cluster.ts";
+import { startCluster, stopCluster } from "../k8s/local-cluster/cluster.ts";
 import { loadKubeconfig } from "../k8s/local-cluster/control-plane/kubeconfig.ts";
 import { nodeNetwork } from "../k8s/local-cluster/node/host-net.ts";
 
@@ -27,20 +27,16 @@ export async function buildRuntimeImage(): Promise<{ archive: string; ref: strin
 }
 
 /**
- * A private local cluster (real kube-apiserver, local gateway, and the process kubelet or a real node:
- * `nodeMode`, by default DROVER_K8S_NODE) for a proof run with Kubernetes hosts, and the
- * `kubernetes` configuration that makes the control plane host runtimes on it: a fresh namespace,
- * runtime Pods running services/runtime/main.ts from this repository (process kubelet) or the
- * runtime image `make image` builds (real node), `pod-ip`, `node-port` (the cluster's node-port
- * proxy) or `gateway` exposure (a shared Gateway of class `drover-local`). `natsHost` is where NATS
- * must listen for the Pods to reach it (a real node's address; 127.0.0.1 for the process kubelet).
+ * A private local cluster (real kube-apiserver, scheduler, controller manager, local gateway and a
+ * real node: the upstream kubelet with containerd and runc) for a proof run with Kubernetes hosts,
+ * and the `kubernetes` configuration that makes the control plane host runtimes on it: a fresh
+ * namespace, runtime Pods from the runtime image `make image` builds, `pod-ip`, `node-port` (the
+ * cluster's node-port proxy) or `gateway` exposure (a shared Gateway of class `drover-local`).
+ * `natsHost` is where NATS must listen for the Pods to reach it (the node's address).
  * `stop()` stops every daemon and Pod of the cluster and removes its directory (kept, with the node's
  * kubelet, containerd and container logs, when DROVER_KEEP_LOGS is set).
  */
-export async function startProofCluster(
-  exposure: "pod-ip" | "gateway" | "node-port",
-  nodeMode: NodeMode = nodeModeFromEnv(),
-): Promise<{
+export async function startProofCluster(exposure: "pod-ip" | "gateway" | "node-port"): Promise<{
   kubernetes: z.input<typeof KubernetesHostConfig>;
   natsHost: string;
   stop: () => Promise<void>;
@@ -52,9 +48,8 @@ export async function startProofCluster(
     else await rm(runDir, { recursive: true, force: true });
   };
   try {
-    const real = nodeMode === "containerd";
-    const image = real ? await buildRuntimeImage() : undefined;
-    const info = await startCluster(runDir, { nodeMode, images: image ? [image.archive] : [] });
+    const image = await buildRuntimeImage();
+    const info = await startCluster(runDir, { images: [image.archive] });
     const namespace = `drover-proof-${randomBytes(3).toString("hex")}`;
     await loadKubeconfig(info.kubeconfig)
       .makeApiClient(CoreV1Api)
@@ -63,15 +58,14 @@ export async function startProofCluster(
       kubeconfig: info.kubeconfig,
       namespace,
       exposure,
-      ...(image
-        ? { runtimeImage: image.ref, runtimeCommand: IMAGE_RUNTIME_COMMAND }
-        : { runtimeCommand: [process.execPath, "--import", "tsx", "services/runtime/main.ts"], workingDir: ROOT }),
+      runtimeImage: image.ref,
+      runtimeCommand: IMAGE_RUNTIME_COMMAND,
       ...(exposure === "gateway" ? { gateway: { name: "drover-shared", namespace, className: "drover-local" } } : {}),
       // The real scheduler counts requests against the node's 2 CPUs: at the default 100m only 20
       // runtime Pods fit and P=15 (up to ~45 runtimes at once) stalls Pending. An idle runtime uses a few millicores.
-      ...(real ? { runtimeResources: { cpuRequest: LOCAL_NODE_CPU_REQUEST } } : {}),
+      runtimeResources: { cpuRequest: LOCAL_NODE_CPU_REQUEST },
     };
-    return { kubernetes, natsHost: real ? nodeNetwork(info.networkSlot, 0).nodeIp : "127.0.0.1", stop };
+    return { kubernetes, natsHost: nodeNetwork(info.networkSlot, 0).nodeIp, stop };
   } catch (e) {
     await stop().catch(() => undefined);
     throw e;

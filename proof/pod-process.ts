@@ -1,11 +1,11 @@
 import { readdirSync, readFileSync } from "node:fs";
 
 /**
- * The host pid of the runtime process running in Pod `pod:<uid>` of the local cluster (a process
- * kubelet's local process, or a real node's container main process, visible in the host's /proc):
- * the process whose environment has DROVER_POD_UID=<uid> and whose command line runs
- * services/runtime/main.ts or the image's bundled runtime.mjs (not the process kubelet's `sh`
- * wrapper, not tsx's esbuild helper). Undefined when the incarnation is not a Pod's or no such process is alive.
+ * The host pid of the runtime process running in Pod `pod:<uid>` of the local cluster (the real
+ * node's container main process, visible in the host's /proc): the process whose environment has
+ * DROVER_POD_UID=<uid> and whose command line runs the image's bundled runtime.mjs (or
+ * services/runtime/main.ts; not a shell, not tsx's esbuild helper). Undefined when the incarnation
+ * is not a Pod's or no such process is alive.
  */
 export function podRuntimePid(hostIncarnation: string): number | undefined {
   const m = /^pod:(.+)$/.exec(hostIncarnation);

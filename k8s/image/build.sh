@@ -4,7 +4,8 @@
 #            by `make k8s-build` from the pinned k8s.io/kubernetes module), user 65535
 #   runtime  drover/runtime:<content hash>: this machine's node binary (the one the tests run) with the
 #            shared libraries ldd lists, services/runtime/main.ts bundled by esbuild into one file
-#            (no node_modules), user drover (10001), entrypoint `node /app/runtime.mjs`
+#            (no node_modules), user drover (10001), entrypoint `node /app/runtime.mjs`; the examples'
+#            tenant workers bundled at /app/examples/<name>/worker.mjs
 # Output in $DROVER_IMAGE_DIR (default .run/images): <name>.tar (docker-archive, loads with
 # `ctr -n k8s.io images import`, `kind load image-archive`, `minikube image load`, `skopeo copy`),
 # <name>.ref (the image reference), and the OCI layout in oci/. Cached by the inputs' hash.
@@ -58,6 +59,9 @@ stage_runtime() {
     mkdir -p "$root$(dirname "$lib")"; cp -L "$lib" "$root$lib"
   done
   install -m 0644 "$OUT/runtime.mjs" "$root/app/runtime.mjs"
+  # The example tenants' worker modules, where a tenant's settings name them inside the image.
+  cp -r "$OUT/workers/examples" "$root/app/examples"
+  chmod -R a+rX "$root/app/examples"
   printf 'root:x:0:0:root:/root:/sbin/nologin\ndrover:x:10001:10001:drover runtime:/app:/sbin/nologin\n' >"$root/etc/passwd"
   printf 'root:x:0:\ndrover:x:10001:\n' >"$root/etc/group"
 }
@@ -65,7 +69,15 @@ runtime() {
   "$ROOT/node_modules/.bin/esbuild" "$ROOT/services/runtime/main.ts" --bundle --platform=node --format=esm \
     --target=node20 --log-level=warning --outfile="$OUT/runtime.mjs" \
     --banner:js="import{createRequire as __droverRequire}from'node:module';const require=__droverRequire(import.meta.url);"
-  local hash; hash=$(cat "$OUT/runtime.mjs" "$NODE_BIN" "$0" | sha256sum | cut -c1-16)
+  # Tenant worker modules (docs/sdk.md): examples/<name>/worker.ts → /app/examples/<name>/worker.mjs,
+  # with drover/sdk bundled in (no node_modules in the image).
+  rm -rf "$OUT/workers"
+  local w
+  for w in "$ROOT"/examples/*/worker.ts; do
+    "$ROOT/node_modules/.bin/esbuild" "$w" --bundle --platform=node --format=esm --target=node20 --log-level=warning \
+      --alias:drover/sdk="$ROOT/sdk/index.ts" --outfile="$OUT/workers/examples/$(basename "$(dirname "$w")")/worker.mjs"
+  done
+  local hash; hash=$(cat "$OUT/runtime.mjs" "$OUT"/workers/examples/*/worker.mjs "$NODE_BIN" "$0" | sha256sum | cut -c1-16)
   local ref="drover/runtime:$hash"
   if [[ -f $OUT/runtime.tar && $(cat "$OUT/runtime.ref" 2>/dev/null) == "$ref" ]]; then echo "$ref"; return; fi
   build_image runtime "$ref" stage_runtime \

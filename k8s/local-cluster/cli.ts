@@ -1,15 +1,7 @@
 import { existsSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
-import {
-  REPO_ROOT,
-  readClusterInfo,
-  startCluster,
-  stopCluster,
-  daemonRunning,
-  MAIN_NODE,
-  nodeModeFromEnv,
-} from "./cluster.ts";
+import { REPO_ROOT, readClusterInfo, startCluster, stopCluster, daemonRunning, MAIN_NODE } from "./cluster.ts";
 
 // `make k8s-up` / `make k8s-down` / `make k8s-status`: the developer's local cluster, kept under
 // .run/k8s (or DROVER_K8S_RUN_DIR). Tests do not use it; they start their own (test/k8s/support).
@@ -29,12 +21,12 @@ async function main(cmd: string | undefined): Promise<void> {
         await stopCluster(runDir);
         await rm(runDir, { recursive: true, force: true });
         const t0 = Date.now();
-        // A real node imports the runtime image `make image` built, when there is one.
+        // The node imports the runtime image `make image` built, when there is one.
         const runtimeImage = join(REPO_ROOT, ".run/images/runtime.tar");
-        const images = nodeModeFromEnv() === "containerd" && existsSync(runtimeImage) ? [runtimeImage] : [];
+        const images = existsSync(runtimeImage) ? [runtimeImage] : [];
         const info = await startCluster(runDir, { images });
         say(
-          `local cluster up in ${((Date.now() - t0) / 1000).toFixed(1)}s: API server ${info.server}, node ${MAIN_NODE} (${info.nodeMode}${images.length ? ", runtime image imported" : ""}), gateway addresses ${info.gatewayCidr}`,
+          `local cluster up in ${((Date.now() - t0) / 1000).toFixed(1)}s: API server ${info.server}, node ${MAIN_NODE} (upstream kubelet, containerd, runc${images.length ? "; runtime image imported" : "; no runtime image: run make image"}), gateway addresses ${info.gatewayCidr}`,
         );
       }
       say(

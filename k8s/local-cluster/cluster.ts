@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { freePortOnLoopback } from "./lib/free-port.ts";
 import { daemonAlive, startDaemon, stopDaemon, waitUntilReady, type DaemonRecord } from "./lib/daemon.ts";
@@ -7,7 +7,6 @@ import { startControlPlane, stopControlPlane } from "./control-plane/control-pla
 import { applyGatewayApi } from "./control-plane/gateway-crds.ts";
 import { loadKubeconfig, writeKubeconfig } from "./control-plane/kubeconfig.ts";
 import { claimNetworkSlot, networkSlot, releaseNetworkSlot } from "./control-plane/network.ts";
-import { readAllRecords, reapRecords } from "./kubelet/state-store.ts";
 import { startComponents, stopComponents } from "./node/components.ts";
 import { realNodesIn, startRealNode, stopRealNode } from "./node/real-node.ts";
 import { waitForNodeReady } from "./node/node-ready.ts";
@@ -22,18 +21,6 @@ export interface ClusterInfo {
   readonly networkSlot: number;
   readonly nodeName: string;
   readonly gatewayCidr: string;
-  /** `process`: the TypeScript process kubelet; `containerd`: the upstream kubelet, containerd and runc. */
-  readonly nodeMode: NodeMode;
-}
-
-export type NodeMode = "process" | "containerd";
-
-/** The node kind a new cluster gets: DROVER_K8S_NODE=containerd for real nodes, else the process kubelet. */
-export function nodeModeFromEnv(): NodeMode {
-  const v = process.env.DROVER_K8S_NODE ?? "process";
-  if (v !== "process" && v !== "containerd")
-    throw new Error(`DROVER_K8S_NODE must be process or containerd, not '${v}'`);
-  return v;
 }
 
 export const LOCAL_CLUSTER_DIR = import.meta.dirname;
@@ -44,17 +31,13 @@ export const MAIN_NODE = "drover-local-node";
 /**
  * Starts a whole local cluster under `runDir`: etcd and kube-apiserver (built by build.sh) on free
  * loopback ports, a kubeconfig at `<runDir>/kubeconfig`, the Gateway API CRDs and GatewayClass,
- * the process kubelet for node `drover-local-node` (which also binds unscheduled Pods to itself,
- * there being no scheduler) and the local gateway (which is also the node-port proxy). Every daemon is detached and recorded, so
- * {@link stopCluster} can stop exactly them from any process. On failure, stops what started and
- * rethrows.
+ * kube-scheduler and kube-controller-manager, a real node `drover-local-node` (the upstream kubelet
+ * with its own containerd, runc and CNI bridge; `images` are imported into it) and the local gateway
+ * (which is also the node-port proxy). Every daemon is detached and recorded, so {@link stopCluster}
+ * can stop exactly them from any process. On failure, stops what started and rethrows.
  */
-export async function startCluster(
-  runDir: string,
-  opts: { nodeMode?: NodeMode; images?: readonly string[] } = {},
-): Promise<ClusterInfo> {
-  const nodeMode = opts.nodeMode ?? nodeModeFromEnv();
-  const bins = nodeMode === "containerd" ? ["kubelet", "kube-scheduler", "kube-controller-manager", "pause"] : [];
+export async function startCluster(runDir: string, opts: { images?: readonly string[] } = {}): Promise<ClusterInfo> {
+  const bins = ["kubelet", "kube-scheduler", "kube-controller-manager", "pause"];
   for (const bin of ["kube-apiserver", "etcd-local", "gateway-api.dir", ...bins]) {
     if (!existsSync(join(BIN_DIR, bin)))
       throw new Error(`${join(BIN_DIR, bin)} is missing: run \`make k8s-build\` (k8s/local-cluster/build.sh) first`);
@@ -80,15 +63,10 @@ export async function startCluster(
       networkSlot: slot.slot,
       nodeName: MAIN_NODE,
       gatewayCidr: slot.gatewayCidr,
-      nodeMode,
     };
-    // The kubelet needs no CRDs, so it starts while they are being established (about 3 s).
+    // The node needs no CRDs, so it starts while they are being established (about 3 s).
     const crdDir = (await readFile(join(BIN_DIR, "gateway-api.dir"), "utf8")).trim();
     const startNode = async (): Promise<void> => {
-      if (nodeMode === "process") {
-        await startKubelet(info, { nodeName: MAIN_NODE, podCidr: slot.podCidr(0), bindUnscheduled: true });
-        return;
-      }
       await startComponents({
         binDir: BIN_DIR,
         runDir,
@@ -161,58 +139,6 @@ export async function startRealNodeOf(
   await waitForNodeReady(loadKubeconfig(info.kubeconfig), nodeName, 90_000);
 }
 
-/**
- * Starts a process kubelet for `nodeName` (state in `<runDir>/kubelet-<nodeName>/`, record in
- * `<runDir>/kubelet-<nodeName>.json`) and resolves once it has registered its Node and adopted or
- * cleaned up what an earlier kubelet with the same state dir left. `podCidr` must be a /24 of the
- * cluster's network slot. Throws with the log tail if it exits during start-up.
- */
-export async function startKubelet(
-  info: ClusterInfo,
-  opts: { nodeName: string; podCidr: string; bindUnscheduled?: boolean },
-): Promise<DaemonRecord> {
-  const stateDir = join(info.runDir, `kubelet-${opts.nodeName}`);
-  await mkdir(stateDir, { recursive: true });
-  const readyFile = join(stateDir, "ready");
-  await rm(readyFile, { force: true });
-  const [cmd, args] = tsDaemon("kubelet/main.ts", [
-    "--kubeconfig",
-    info.kubeconfig,
-    "--node-name",
-    opts.nodeName,
-    "--state-dir",
-    stateDir,
-    "--pod-cidr",
-    opts.podCidr,
-    "--host-ip",
-    nodeAddress(opts.podCidr),
-    "--ready-file",
-    readyFile,
-    ...(opts.bindUnscheduled ? ["--bind-unscheduled"] : []),
-  ]);
-  const rec = await startDaemon(`kubelet-${opts.nodeName}`, cmd, args, {
-    logFile: join(info.runDir, `kubelet-${opts.nodeName}.log`),
-    recordFile: join(info.runDir, `kubelet-${opts.nodeName}.json`),
-    cwd: REPO_ROOT,
-  });
-  await waitForReadyFile(rec, readyFile, 60_000);
-  return rec;
-}
-
-/**
- * A node's InternalIP: the last address of its pod CIDR (the kubelet keeps it out of its Pod IP
- * pool). Not 127.0.0.1, so the node ports of two clusters on one machine (a developer cluster and a
- * test run, each allocating node ports from the same 30000–32767 range) never collide.
- */
-export function nodeAddress(podCidr: string): string {
-  return podCidr.replace(/\.0\/24$/, ".254");
-}
-
-/** The pod CIDR a second or third kubelet (node index 1 or 2) of this cluster must use. */
-export function extraPodCidr(info: ClusterInfo, node: 1 | 2): string {
-  return networkSlot(info.networkSlot).podCidr(node);
-}
-
 async function startGateway(info: ClusterInfo): Promise<DaemonRecord> {
   const readyFile = join(info.runDir, "gateway.ready");
   const [cmd, args] = tsDaemon("gateway/main.ts", [
@@ -232,7 +158,7 @@ async function startGateway(info: ClusterInfo): Promise<DaemonRecord> {
   return rec;
 }
 
-/** True when the recorded daemon of that name (e.g. `kubelet-drover-local-node`) is alive. */
+/** True when the recorded daemon of that name (e.g. `gateway`) is alive. */
 export async function daemonRunning(runDir: string, name: string): Promise<boolean> {
   try {
     return daemonAlive(JSON.parse(await readFile(join(runDir, `${name}.json`), "utf8")) as DaemonRecord);
@@ -242,20 +168,13 @@ export async function daemonRunning(runDir: string, name: string): Promise<boole
 }
 
 /**
- * Stops everything a cluster in `runDir` runs, in order: gateway, process kubelets, every container
- * process they recorded (SIGTERM, then SIGKILL after 5 s), real nodes (kubelet, containers,
+ * Stops everything a cluster in `runDir` runs, in order: gateway, real nodes (kubelet, containers,
  * containerd and everything they left on the host), scheduler, controller manager, kube-apiserver, etcd; then
  * releases the network slot. Only recorded processes whose pid and start time still match are
  * signalled. Safe to call twice and on a half-started cluster.
  */
 export async function stopCluster(runDir: string): Promise<void> {
   await stopDaemon(join(runDir, "gateway.json"));
-  const entries = await readdir(runDir).catch(() => [] as string[]);
-  for (const f of entries.filter((e) => /^kubelet-.*\.json$/.test(e))) await stopDaemon(join(runDir, f));
-  for (const d of entries.filter((e) => /^kubelet-[^.]*$/.test(e))) {
-    const stateDir = join(runDir, d);
-    await reapRecords(stateDir, await readAllRecords(stateDir), 5_000);
-  }
   for (const node of realNodesIn(runDir)) await stopRealNode(runDir, node);
   await stopComponents(runDir);
   await stopControlPlane(runDir);

@@ -1,5 +1,4 @@
 import { randomUUID } from "node:crypto";
-import { resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { CoreV1Api, CustomObjectsApi, KubeConfig } from "@kubernetes/client-node";
 import type { RuntimeCommand, RuntimeInstanceId } from "../../contracts/index.ts";
@@ -10,16 +9,15 @@ import type { HostStrategy } from "../../platform/hosts/types.ts";
 import { closeRuntimeClients, sendCommand } from "../../platform/runtime-client.ts";
 import { hostSpec } from "../support/host-processes.ts";
 import { uniqueName } from "../support/isolation.ts";
-import { startNats, type RunningServer } from "../../platform/local-servers.ts";
+import type { RunningServer } from "../../platform/local-servers.ts";
+import { runtimePodOptions, startPodReachableNats } from "./support/runtime-pods.ts";
 import { clusterClients, freshNamespace } from "./support/cluster-client.ts";
-import { appPod } from "./support/pod-app.ts";
+import { APP_COMMAND } from "./support/pod-app.ts";
 
 // The `gateway` exposure of KubernetesHostStrategy against the local cluster's real API server and
 // its local gateway (Gateway class `drover-local`, h2c for gRPC): the route layer is proven by a
 // real GetQueueStatus through the shared Gateway with the routing header.
-const ROOT = resolve(import.meta.dirname, "../..");
-const RUNTIME_CMD = [process.execPath, "--import", "tsx", "services/runtime/main.ts"];
-const APP_CMD = appPod("x").spec?.containers[0]?.command ?? [];
+const RUNTIME_CMD = runtimePodOptions().command;
 let kc: KubeConfig;
 let core: CoreV1Api;
 let custom: CustomObjectsApi;
@@ -41,9 +39,7 @@ function strategy(patch: Partial<KubernetesStrategyOptions> = {}): HostStrategy 
   const s = createKubernetesStrategy({
     kubeconfig: kc,
     namespace: ns,
-    command: RUNTIME_CMD,
-    image: "drover/runtime:dev",
-    workingDir: ROOT,
+    ...runtimePodOptions(),
     exposure: "gateway",
     gateway: gateway(),
     routeTimeoutMs: 20_000,
@@ -53,7 +49,7 @@ function strategy(patch: Partial<KubernetesStrategyOptions> = {}): HostStrategy 
   return s;
 }
 const appStrategy = (patch: Partial<KubernetesStrategyOptions>) =>
-  strategy({ command: APP_CMD, baseEnv: { HTTP_PORT: "8080" }, ...patch });
+  strategy({ command: APP_COMMAND, baseEnv: { HTTP_PORT: "8080" }, ...patch });
 const spec = (id: string, transport: "http" | "grpc" = "http") =>
   hostSpec({ runtimeInstanceId: uniqueName(id), transport, natsUrl: nats.url, streamTag });
 const queueStatus = (id: string): RuntimeCommand => ({
@@ -81,7 +77,7 @@ const leftovers = async (id: string) => {
 beforeAll(async () => {
   ({ kc, core, custom } = clusterClients());
   [ns, infra] = await Promise.all([freshNamespace(core, "runtimes"), freshNamespace(core, "infra")]);
-  nats = await startNats();
+  nats = await startPodReachableNats();
 });
 
 afterAll(async () => {
@@ -135,7 +131,12 @@ describe("KubernetesHostStrategy gateway exposure, against the local cluster's r
     const s = spec("rt-gw-impostor");
     // The runtime inside believes it is someone else: the Gateway routes to it, it answers with its own id.
     const r = await strategy({
-      command: ["env", `DROVER_RUNTIME_INSTANCE_ID=${uniqueName("rt-other")}`, ...RUNTIME_CMD],
+      // (The image has no `env`: node sets the variable, then loads the bundled runtime.)
+      command: [
+        "/usr/local/bin/node",
+        "-e",
+        `process.env.DROVER_RUNTIME_INSTANCE_ID = "${uniqueName("rt-other")}"; import("${RUNTIME_CMD.at(-1)}");`,
+      ],
     }).start(s);
     expect(r).toMatchObject({ outcome: "rejected", reason: { code: "route-probe-identity-mismatch" }, layer: "route" });
     expect(r.owned.map((o) => o.split(":")[0])).toEqual(["Secret", "Pod", "Service", "HTTPRoute"]);

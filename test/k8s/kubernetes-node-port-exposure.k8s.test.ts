@@ -1,6 +1,5 @@
 import { randomUUID } from "node:crypto";
 import { connect } from "node:net";
-import { resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { CoreV1Api, KubeConfig, V1Service } from "@kubernetes/client-node";
 import type { DroverEvent, RuntimeCommand, RuntimeInstanceId } from "../../contracts/index.ts";
@@ -12,15 +11,15 @@ import { closeRuntimeClients, sendCommand } from "../../platform/runtime-client.
 import { hostSpec } from "../support/host-processes.ts";
 import { uniqueName } from "../support/isolation.ts";
 import { provisionerFixture, type ProvisionerFixture } from "../support/provisioner-fixture.ts";
-import { startNats, type RunningServer } from "../../platform/local-servers.ts";
+import type { RunningServer } from "../../platform/local-servers.ts";
+import { runtimePodOptions, startPodReachableNats } from "./support/runtime-pods.ts";
 import { clusterClients, eventually, freshNamespace, isReady, waitForPod } from "./support/cluster-client.ts";
 
 // The `node-port` exposure of KubernetesHostStrategy against the local cluster's real API server
 // (which allocates the node ports) and its userspace node-port proxy (the local gateway process,
 // standing in for kube-proxy): the route layer is proven by a real GetQueueStatus sent to
 // <node InternalIP>:<nodePort>.
-const ROOT = resolve(import.meta.dirname, "../..");
-const RUNTIME_CMD = [process.execPath, "--import", "tsx", "services/runtime/main.ts"];
+const RUNTIME_CMD = runtimePodOptions().command;
 let kc: KubeConfig;
 let core: CoreV1Api;
 let ns: string;
@@ -33,9 +32,7 @@ function strategy(patch: Partial<KubernetesStrategyOptions> = {}): HostStrategy 
   const s = createKubernetesStrategy({
     kubeconfig: kc,
     namespace: ns,
-    command: RUNTIME_CMD,
-    image: "drover/runtime:dev",
-    workingDir: ROOT,
+    ...runtimePodOptions(),
     exposure: "node-port",
     routeTimeoutMs: 20_000,
     ...patch,
@@ -92,7 +89,7 @@ const hijackingService = (victim: HostSpec, other: HostSpec): V1Service => {
 beforeAll(async () => {
   ({ kc, core } = clusterClients());
   ns = await freshNamespace(core, "runtimes");
-  nats = await startNats();
+  nats = await startPodReachableNats();
 });
 
 afterAll(async () => {
@@ -145,7 +142,7 @@ describe("KubernetesHostStrategy node-port exposure, against the local cluster's
       });
       expect(svc.metadata?.labels?.[L.managedBy]).toBe("drover-control-plane");
       expect(nodePort).toBeGreaterThanOrEqual(30000);
-      // The node address is the Pod's hostIP, which is its Node's InternalIP (not 127.0.0.1: see cluster.ts nodeAddress).
+      // The node address is the Pod's hostIP, which is its Node's InternalIP (its bridge address, not 127.0.0.1).
       const pod = await core.readNamespacedPod({ namespace: ns, name: names.pod });
       const node = await core.readNode({ name: pod.spec?.nodeName ?? "" });
       const internalIP = node.status?.addresses?.find((a) => a.type === "InternalIP")?.address;

@@ -1,29 +1,28 @@
 import { randomBytes } from "node:crypto";
-import { resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { z } from "zod";
 import type { KubernetesHostConfig } from "../../contracts/index.ts";
 import { proofLine, runProof } from "../../proof/run-proof.ts";
 import { DEFAULT_PROOF, type ProofOptions } from "../../proof/scenario-config.ts";
-import { startNats, startRedis, type RunningServer } from "../../platform/local-servers.ts";
+import { startRedis, type RunningServer } from "../../platform/local-servers.ts";
 import { clusterClients, freshNamespace } from "./support/cluster-client.ts";
+import { runtimeHostConfig, startPodReachableNats } from "./support/runtime-pods.ts";
 
 /**
  * The crash-recovery proof (proof-and-bench.md) with every runtime a Pod on the local cluster's real
  * API server: the runtime process inside a Pod is SIGKILLed mid-execution, the kubelet reports the
  * terminated container, recovery fences the exact Pod UID and resumes the work on a new Pod.
- * Same assertions as for process hosts. PROOF_PARALLEL (default 5) sets P. The process kubelet's
- * cluster: the same proof over HTTP by Pod IP runs on a real node (real-node-proof.k8s.test.ts); the
- * Gateway and NodePort proofs have not passed there yet (pods not Ready within 60 s at P=5, load ~15).
+ * Same assertions as for process hosts. PROOF_PARALLEL (default 5) sets P. On the tier's real node
+ * (upstream kubelet, containerd, runc; runtime Pods from the runtime image, NATS at the node's
+ * address); the proof over HTTP by Pod IP is real-node-proof.k8s.test.ts. Steps of 100 ms: see there.
  */
 const P = Number(process.env.PROOF_PARALLEL ?? 5);
-const ROOT = resolve(import.meta.dirname, "../..");
 let nats: RunningServer;
 let redis: RunningServer;
 let namespace: string;
 
 beforeAll(async () => {
-  [nats, redis] = await Promise.all([startNats(), startRedis()]);
+  [nats, redis] = await Promise.all([startPodReachableNats(), startRedis()]);
   namespace = await freshNamespace(clusterClients().core, "proof");
 });
 afterAll(async () => {
@@ -36,12 +35,11 @@ async function prove(o: Partial<ProofOptions>, exposure: "pod-ip" | "gateway" | 
     namespace,
     exposure,
     namePrefix: `p${randomBytes(2).toString("hex")}`,
-    runtimeCommand: [process.execPath, "--import", "tsx", "services/runtime/main.ts"],
-    workingDir: ROOT,
+    ...runtimeHostConfig(),
     ...(exposure === "gateway" ? { gateway: { name: "drover-shared", namespace, className: "drover-local" } } : {}),
   };
   const report = await runProof(
-    { ...DEFAULT_PROOF, parallel: P, stepMs: 10, host: "kubernetes", exposure, ...o },
+    { ...DEFAULT_PROOF, parallel: P, stepMs: 100, host: "kubernetes", exposure, ...o },
     { natsUrl: nats.url, redisUrl: redis.url, kubernetes },
     () => undefined,
     600_000,

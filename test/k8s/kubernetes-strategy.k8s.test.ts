@@ -1,5 +1,4 @@
 import { randomUUID } from "node:crypto";
-import { resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import type { RuntimeCommand, RuntimeInstanceId } from "../../contracts/index.ts";
@@ -9,17 +8,16 @@ import type { HostObservation, HostStrategy } from "../../platform/hosts/types.t
 import { closeRuntimeClients, sendCommand } from "../../platform/runtime-client.ts";
 import { hostSpec } from "../support/host-processes.ts";
 import { uniqueName } from "../support/isolation.ts";
-import { startNats, type RunningServer } from "../../platform/local-servers.ts";
+import type { RunningServer } from "../../platform/local-servers.ts";
 import { clusterClients, freshNamespace, isReady, waitForPod } from "./support/cluster-client.ts";
-import { appPod } from "./support/pod-app.ts";
+import { appPod, APP_COMMAND } from "./support/pod-app.ts";
+import { runtimePodOptions, startPodReachableNats } from "./support/runtime-pods.ts";
 
 // KubernetesHostStrategy against the local cluster's real API server (real UIDs, 409s, graceful
-// deletion, UID preconditions, watches) and its process kubelet. Runtime Pods run the real runtime
-// (services/runtime/main.ts) against a private nats-server; lifecycle-only tests run the cheaper
-// pod-app fixture as the container, which listens on the same port the runtime would.
-const ROOT = resolve(import.meta.dirname, "../..");
-const RUNTIME_CMD = [process.execPath, "--import", "tsx", "services/runtime/main.ts"];
-const APP_CMD = appPod("x").spec?.containers[0]?.command ?? [];
+// deletion, UID preconditions, watches) and its real node (upstream kubelet, containerd, runc).
+// Runtime Pods run the real runtime from the runtime image against a private nats-server on the
+// node's address; lifecycle-only tests run a cheaper inline program in the same image, which listens
+// on the ports the runtime would.
 let kc: KubeConfig;
 let core: CoreV1Api;
 let ns: string;
@@ -31,9 +29,7 @@ function strategy(patch: Partial<KubernetesStrategyOptions> = {}): HostStrategy 
   const s = createKubernetesStrategy({
     kubeconfig: kc,
     namespace: ns,
-    command: RUNTIME_CMD,
-    image: "drover/runtime:dev",
-    workingDir: ROOT,
+    ...runtimePodOptions(),
     readinessTimeoutMs: 60_000,
     killGraceSeconds: 5,
     ...patch,
@@ -42,7 +38,7 @@ function strategy(patch: Partial<KubernetesStrategyOptions> = {}): HostStrategy 
   return s;
 }
 const appStrategy = (patch: Partial<KubernetesStrategyOptions> = {}) =>
-  strategy({ command: APP_CMD, baseEnv: { HTTP_PORT: "8080", TERM_DELAY_MS: "1500" }, ...patch });
+  strategy({ command: APP_COMMAND, baseEnv: { HTTP_PORT: "8080", TERM_DELAY_MS: "1500" }, ...patch });
 const spec = (patch: Parameters<typeof hostSpec>[0] = {}) => hostSpec({ natsUrl: nats.url, streamTag, ...patch });
 const podsOf = async (id: string) =>
   (await core.listNamespacedPod({ namespace: ns, labelSelector: `${L.runtime}=${id}` })).items;
@@ -56,7 +52,7 @@ const queueStatus = (id: string): RuntimeCommand => ({
 beforeAll(async () => {
   ({ kc, core } = clusterClients());
   ns = await freshNamespace(core, "hosts");
-  nats = await startNats();
+  nats = await startPodReachableNats();
 });
 
 afterAll(async () => {
@@ -129,7 +125,7 @@ describe("KubernetesHostStrategy against the local cluster's real API server", (
       namespace: ns,
       body: buildTokenSecret(s, { namespace: ns, command: [], image: "x" }),
     });
-    const r = await strategy({ command: [process.execPath, "-e", "process.exit(3)"] }).start(s);
+    const r = await strategy({ command: ["/usr/local/bin/node", "-e", "process.exit(3)"] }).start(s);
     expect(r).toMatchObject({ outcome: "rejected", reason: { code: "pod-failed" }, layer: "host" });
     expect(r.owned.map((o) => o.split(":")[0])).toEqual(["Pod", "Service"]);
     expect(await podsOf(s.runtimeInstanceId)).toEqual([]);

@@ -2,7 +2,6 @@ import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { inject, describe, expect, it, beforeAll } from "vitest";
 import type { CoreV1Api, KubeConfig, V1Pod } from "@kubernetes/client-node";
-import { networkSlot } from "../../k8s/local-cluster/control-plane/network.ts";
 import { apiFailure } from "../../k8s/local-cluster/lib/api-errors.ts";
 import { processStartTime } from "../../k8s/local-cluster/lib/proc.ts";
 import {
@@ -13,7 +12,11 @@ import {
   isReady,
   waitForPod,
 } from "./support/cluster-client.ts";
-import { appPod, httpGet, APP_HTTP_PORT } from "./support/pod-app.ts";
+import { appHostPid, appPod, httpGet, APP_HTTP_PORT } from "./support/pod-app.ts";
+
+// Pods on the k8s tier's real node (global-setup.ts): the upstream kubelet v1.34.4 with containerd
+// and runc, scheduled by kube-scheduler; each Pod is a container of the runtime image running the
+// pod-app fixture as PID 1 in its own namespaces, on the node's CNI bridge.
 
 const run = promisify(execFile);
 let kc: KubeConfig;
@@ -35,37 +38,34 @@ async function createReady(pod: V1Pod): Promise<V1Pod> {
 const terminatedState = (p: V1Pod | undefined) => p?.status?.containerStatuses?.[0]?.state?.terminated;
 const gone = (pid: number): boolean => processStartTime(pid) === undefined;
 
-describe("Pods run as local processes, against the local cluster's real API server", () => {
-  it("a Pod created through @kubernetes/client-node becomes Running and Ready with its own loopback IP and answers HTTP on it; creating it again is 409 AlreadyExists", async () => {
+describe("Pods as containers on the real node, against the local cluster's real API server", () => {
+  it("a Pod created through @kubernetes/client-node is scheduled, becomes Running and Ready with its own bridge IP and answers HTTP on it as PID 1; creating it again is 409 AlreadyExists", async () => {
     const t0 = Date.now();
     const a = await createReady(appPod("web-a"));
     console.info(`[timing] pod create → Ready: ${Date.now() - t0} ms`);
     const b = await createReady(appPod("web-b"));
     for (const p of [a, b]) {
       expect(p.status?.phase).toBe("Running");
-      expect(p.spec?.nodeName).toBe("drover-local-node"); // bound by the local kubelet's binder: no scheduler runs
-      expect(p.status?.podIP).toMatch(/^127\.0\.\d+\.\d+$/);
+      expect(p.spec?.nodeName).toBe("drover-local-node"); // bound by kube-scheduler
+      expect(p.status?.conditions?.find((c) => c.type === "PodScheduled")?.status).toBe("True");
+      expect(p.status?.podIP?.startsWith(inject("k8sPodCidr").replace(/0\/24$/, ""))).toBe(true);
       expect(p.status?.podIPs).toEqual([{ ip: p.status?.podIP }]);
-      // The node's own loopback address (the last of its pod CIDR), which is its InternalIP and where node ports listen.
-      expect(p.status?.hostIP).toBe(
-        networkSlot(inject("k8sNetworkSlot"))
-          .podCidr(0)
-          .replace(/\.0\/24$/, ".254"),
-      );
+      // The node's bridge address, which is its InternalIP and where node ports listen.
+      expect(p.status?.hostIP).toBe(inject("k8sNodeIp"));
       expect(p.status?.startTime).toBeDefined();
       expect(
         p.status?.conditions
           ?.filter((c) => c.status === "True")
           .map((c) => c.type)
           .sort(),
-      ).toEqual(["ContainersReady", "Initialized", "PodScheduled", "Ready"]);
+      ).toEqual(["ContainersReady", "Initialized", "PodReadyToStartContainers", "PodScheduled", "Ready"]);
       const cs = p.status?.containerStatuses?.[0];
       expect(cs).toMatchObject({ name: "app", ready: true, started: true, restartCount: 0 });
       expect(cs?.state?.running?.startedAt).toBeDefined();
     }
     expect(a.status?.podIP).not.toBe(b.status?.podIP);
     const answer = await httpGet(`http://${a.status?.podIP}:${APP_HTTP_PORT}/`);
-    expect(answer.body).toMatchObject({ name: "web-a", uid: a.metadata?.uid, ip: a.status?.podIP });
+    expect(answer.body).toMatchObject({ name: "web-a", uid: a.metadata?.uid, ip: a.status?.podIP, pid: 1 });
 
     const again = await core.createNamespacedPod({ namespace: ns, body: appPod("web-a") }).then(
       () => undefined,
@@ -77,7 +77,8 @@ describe("Pods run as local processes, against the local cluster's real API serv
   it("graceful deletion keeps the Pod Terminating until its process has exited, then the kubelet removes its UID with a grace-0 delete preconditioned on it (per the API server's audit log); a namesake gets a new UID and a delete preconditioned on the old UID is 409 and leaves it alone", async () => {
     const old = await createReady(appPod("graceful", { termDelayMs: 1500, graceSeconds: 20 }));
     const oldUid = old.metadata?.uid ?? "";
-    const pid = (await httpGet(`http://${old.status?.podIP}:${APP_HTTP_PORT}/`)).body?.pid ?? -1;
+    const pid = appHostPid(old);
+    expect(pid).toBeGreaterThan(0);
 
     const t0 = Date.now();
     // With a body, kube-apiserver ignores the query parameters (handlers/delete.go): the grace period must be in the body.
@@ -134,7 +135,8 @@ describe("Pods run as local processes, against the local cluster's real API serv
 
   it("a process that ignores SIGTERM is SIGKILLed when the grace period ends, and the Pod is finalized", async () => {
     const p = await createReady(appPod("stubborn", { termDelayMs: 600_000 }));
-    const pid = (await httpGet(`http://${p.status?.podIP}:${APP_HTTP_PORT}/`)).body?.pid ?? -1;
+    const pid = appHostPid(p);
+    expect(pid).toBeGreaterThan(0);
     const t0 = Date.now();
     await core.deleteNamespacedPod({
       name: "stubborn",
@@ -146,18 +148,22 @@ describe("Pods run as local processes, against the local cluster's real API serv
     expect(gone(pid)).toBe(true);
   });
 
-  it("a container process killed behind the kubelet's back shows as terminated with its exit code within a second", async () => {
+  it("a container's main process SIGKILLed from the host behind the kubelet's back shows as terminated with exit 137 within the kubelet's relist period (1 s) and a status sync", async () => {
     const p = await createReady(appPod("victim"));
-    const pid = (await httpGet(`http://${p.status?.podIP}:${APP_HTTP_PORT}/`)).body?.pid ?? -1;
+    const pid = appHostPid(p);
+    expect(pid).toBeGreaterThan(0);
     const t0 = Date.now();
     process.kill(pid, "SIGKILL");
     const after = await waitForPod(kc, core, ns, "victim", (x) => terminatedState(x) !== undefined, 5_000);
     const took = Date.now() - t0;
     console.info(`[timing] container killed → terminated status: ${took} ms`);
-    expect(took).toBeLessThan(1000);
+    expect(took).toBeLessThan(3000);
     expect(terminatedState(after)).toMatchObject({ exitCode: 137, reason: "Error" });
-    expect(after?.status?.phase).toBe("Failed");
-    expect(isReady(after)).toBe(false);
+    // The real kubelet reports the container's end first and the terminal phase only once its pod
+    // worker has torn the sandbox down (a second status update): the two are not one event.
+    const failed = await waitForPod(kc, core, ns, "victim", (x) => x?.status?.phase === "Failed", 10_000);
+    expect(failed?.metadata?.uid).toBe(p.metadata?.uid);
+    expect(isReady(failed)).toBe(false);
   });
 
   it("a container's own exit code is reported, and restartPolicy Always restarts it with a restart count and lastState", async () => {
@@ -165,7 +171,9 @@ describe("Pods run as local processes, against the local cluster's real API serv
     await httpGet(`http://${never.status?.podIP}:${APP_HTTP_PORT}/exit?code=3`).catch(() => undefined);
     const done = await waitForPod(kc, core, ns, "exits", (x) => terminatedState(x) !== undefined);
     expect(terminatedState(done)).toMatchObject({ exitCode: 3, reason: "Error" });
-    expect(done?.status?.phase).toBe("Failed");
+    expect((await waitForPod(kc, core, ns, "exits", (x) => x?.status?.phase === "Failed", 10_000))?.metadata?.uid).toBe(
+      never.metadata?.uid,
+    );
 
     const always = await createReady(appPod("restarts", { restartPolicy: "Always" }));
     await httpGet(`http://${always.status?.podIP}:${APP_HTTP_PORT}/exit?code=4`).catch(() => undefined);
@@ -211,9 +219,9 @@ describe("Pods run as local processes, against the local cluster's real API serv
       expect(row, p.metadata?.name).toBeDefined();
       expect(row?.IP).toBe(p.status?.podIP ?? "<none>");
       expect(row?.NODE).toBe(p.spec?.nodeName);
-      expect(row?.STATUS).toBe(
-        p.metadata?.deletionTimestamp ? "Terminating" : p.status?.phase === "Failed" ? "Error" : p.status?.phase,
-      );
+      // kubectl's STATUS: Terminating, else a terminated container's reason, else the phase.
+      const terminated = p.status?.containerStatuses?.[0]?.state?.terminated?.reason;
+      expect(row?.STATUS).toBe(p.metadata?.deletionTimestamp ? "Terminating" : (terminated ?? p.status?.phase));
     }
     expect(rows.get("listed")).toMatchObject({ READY: "1/1", STATUS: "Running" });
   });

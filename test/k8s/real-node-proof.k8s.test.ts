@@ -28,7 +28,7 @@ let redis: RunningServer;
 
 beforeAll(async () => {
   const t0 = Date.now();
-  cluster = await startProofCluster("pod-ip", "containerd");
+  cluster = await startProofCluster("pod-ip");
   console.info(`[timing] real-node cluster for the proof up (runtime image imported): ${Date.now() - t0} ms`);
   [nats, redis] = await Promise.all([startNats({ host: cluster.natsHost }), startRedis()]);
 });

@@ -38,7 +38,7 @@ beforeAll(async () => {
   const img = await runtimeImage();
   image = img.ref;
   const t0 = Date.now();
-  info = await startCluster(runDir, { nodeMode: "containerd", images: [img.archive] });
+  info = await startCluster(runDir, { images: [img.archive] });
   console.info(`[timing] real-node cluster up (runtime image imported): ${Date.now() - t0} ms`);
   kc = loadKubeconfig(info.kubeconfig);
   core = kc.makeApiClient(CoreV1Api);

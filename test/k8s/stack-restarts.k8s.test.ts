@@ -1,12 +1,11 @@
 import { createHash, randomBytes } from "node:crypto";
-import { resolve } from "node:path";
 import { type NatsConnection } from "@nats-io/transport-node";
 import { connectHarness } from "../../platform/nats-auth/server-keys.ts";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { z } from "zod";
 import { validateRunLog } from "../../aggregates/replay-validation.ts";
 import type { DroverEvent, KubernetesHostConfig } from "../../contracts/index.ts";
-import { startNats, startRedis, type RunningServer } from "../../platform/local-servers.ts";
+import { startRedis, type RunningServer } from "../../platform/local-servers.ts";
 import { createEventStore, type StoredEvent } from "../../streams/index.ts";
 import { apiClient, chainDag } from "../../platform/api-client.ts";
 import {
@@ -17,6 +16,7 @@ import {
 import { uniqueName } from "../support/isolation.ts";
 import { eventually } from "../support/streams.ts";
 import { clusterClients, freshNamespace } from "./support/cluster-client.ts";
+import { runtimeHostConfig, startPodReachableNats } from "./support/runtime-pods.ts";
 
 /**
  * The whole control plane stopped (SIGTERM) and started again on the same data, three starts, with
@@ -27,7 +27,6 @@ import { clusterClients, freshNamespace } from "./support/cluster-client.ts";
  * is suspected or fenced (no incident) for a deliberate stop; each start's first dispatch comes
  * within FIRST_DISPATCH_BOUND_MS.
  */
-const ROOT = resolve(import.meta.dirname, "../..");
 const STARTS = 3;
 const FIRST_DISPATCH_BOUND_MS = 60_000;
 const TOKEN = "token-k8s-restarts-000001";
@@ -39,7 +38,7 @@ describe("the whole stack restarted on the same data with runtime Pods (local cl
   let cp: ControlPlane | undefined;
   let namespace: string;
   beforeAll(async () => {
-    [nats, redis] = await Promise.all([startNats(), startRedis()]);
+    [nats, redis] = await Promise.all([startPodReachableNats(), startRedis()]);
     nc = await connectHarness({ servers: nats.url });
     namespace = await freshNamespace(clusterClients().core, "restarts");
   });
@@ -58,8 +57,7 @@ describe("the whole stack restarted on the same data with runtime Pods (local cl
       namespace,
       exposure: "pod-ip",
       namePrefix: `r${randomBytes(2).toString("hex")}`,
-      runtimeCommand: [process.execPath, "--import", "tsx", "services/runtime/main.ts"],
-      workingDir: ROOT,
+      ...runtimeHostConfig(),
     };
     const data = { streamTag: uniqueName("k8srs"), logDir: "" };
     const options = (): ControlPlaneOptions => ({

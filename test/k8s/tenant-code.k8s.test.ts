@@ -6,17 +6,17 @@ import { connectHarness } from "../../platform/nats-auth/server-keys.ts";
 import type { DagInput, DroverEvent } from "../../contracts/index.ts";
 import { createEventStore } from "../../streams/index.ts";
 import { execRef } from "../../streams/subjects.ts";
-import { startFerret, startNats, startRedis, type RunningServer } from "../../platform/local-servers.ts";
+import { startFerret, startRedis, type RunningServer } from "../../platform/local-servers.ts";
 import { apiClient } from "../../platform/api-client.ts";
 import { startControlPlane, type ControlPlane } from "../../platform/control-plane-processes.ts";
 import { startOpenAiFake, type OpenAiFake } from "../support/openai-fake.ts";
 import { eventually } from "../support/streams.ts";
 import { clusterClients, freshNamespace } from "./support/cluster-client.ts";
+import { runtimeHostConfig, startPodReachableNats } from "./support/runtime-pods.ts";
 
 /**
- * The examples on Kubernetes hosts: every runtime a Pod on the local cluster's real API server
- * (process kubelet), running the examples' worker modules from the path named in the tenant's
- * settings, with the tenant's secrets read from its own Kubernetes Secret through secretKeyRef;
+ * The examples on Kubernetes hosts: every runtime a container on the local cluster's real node,
+ * running the examples' worker modules the runtime image carries (named in the tenant's settings), with the tenant's secrets read from its own Kubernetes Secret through secretKeyRef;
  * every service a real process on real nats-server, Redis and FerretDB; `http` and `llm` steps talk
  * to an OpenAI-compatible fake served by this test.
  */
@@ -49,8 +49,8 @@ describe("the examples with runtime Pods: tenant workers and Kubernetes Secrets 
     );
 
   beforeAll(async () => {
-    fake = await startOpenAiFake(DOCUMENT);
-    servers.push(await startNats(), await startRedis(), await startFerret());
+    fake = await startOpenAiFake(DOCUMENT, inject("k8sNodeIp")); // where the Pods reach it
+    servers.push(await startPodReachableNats(), await startRedis(), await startFerret());
     const [nats, redis, ferret] = servers as [RunningServer, RunningServer, RunningServer];
     namespace = await freshNamespace(core, "examples");
     const secret = (name: string, values: Record<string, string>) =>
@@ -67,10 +67,10 @@ describe("the examples with runtime Pods: tenant workers and Kubernetes Secrets 
       workersPerInstance: 3,
       maxWorkersPerRun: 3,
       hostProvider: "kubernetes" as const,
-      // Inside the runtime Pod (the process kubelet runs it in the repository): the same module path.
-      worker: { module: `examples/${example}/worker.ts`, kinds },
+      // Inside the runtime Pod: the worker `make image` bundled into the image (relative to its /app).
+      worker: { module: `examples/${example}/worker.mjs`, kinds },
       secrets: { kubernetesSecret: secretName },
-      // The document comes from the test's fake on loopback, outside the default egress policy.
+      // The document comes from the test's fake on the node's address, outside the default egress policy.
       egress: { allow: [new URL(fake.url).host] },
     });
     cp = await startControlPlane({
@@ -88,8 +88,7 @@ describe("the examples with runtime Pods: tenant workers and Kubernetes Secrets 
           namespace,
           exposure: "pod-ip",
           namePrefix: `ex${randomBytes(2).toString("hex")}`,
-          runtimeCommand: [process.execPath, "--import", "tsx", "services/runtime/main.ts"],
-          workingDir: ROOT,
+          ...runtimeHostConfig(),
         },
         tenants: [
           tenant("t-docs", "document-pipeline", ["chunk-text", "merge-summaries"], "docs-secrets"),
@@ -165,7 +164,7 @@ describe("the examples with runtime Pods: tenant workers and Kubernetes Secrets 
     const envOf = (p: (typeof pods)[number]) => p.spec?.containers[0]?.env ?? [];
     const modules = pods.map((p) => envOf(p).find((e) => e.name === "DROVER_WORKER_MODULE")?.value).sort();
     expect(modules).toEqual(
-      expect.arrayContaining(["examples/data-pipeline/worker.ts", "examples/document-pipeline/worker.ts"]),
+      expect.arrayContaining(["examples/data-pipeline/worker.mjs", "examples/document-pipeline/worker.mjs"]),
     );
     const secretRefs = pods.map(
       (p) => envOf(p).find((e) => e.name === "DROVER_SECRETS_JSON")?.valueFrom?.secretKeyRef?.name,

@@ -27,7 +27,7 @@ const readBody = async (req: IncomingMessage): Promise<string> => {
   return Buffer.concat(chunks).toString("utf8");
 };
 
-export async function startOpenAiFake(document: string): Promise<OpenAiFake> {
+export async function startOpenAiFake(document: string, host = "127.0.0.1"): Promise<OpenAiFake> {
   const completions = new Map<string, number>();
   const bearers = new Set<string>();
   const docGets = new Map<string, number>();
@@ -70,11 +70,11 @@ export async function startOpenAiFake(document: string): Promise<OpenAiFake> {
       res.writeHead(404).end();
     });
   });
-  await new Promise<void>((ok) => server.listen(0, "127.0.0.1", ok));
+  await new Promise<void>((ok) => server.listen(0, host, ok));
   const port = (server.address() as { port: number }).port;
   return {
-    baseUrl: `http://127.0.0.1:${port}/v1`,
-    url: `http://127.0.0.1:${port}`,
+    baseUrl: `http://${host}:${port}/v1`,
+    url: `http://${host}:${port}`,
     completions,
     bearers,
     docGets,

@@ -10,9 +10,9 @@ export interface RuntimePodOptions {
   readonly namespace: string;
   /** Readable start of every object name (default `drover-rt`). */
   readonly namePrefix?: string;
-  /** The runtime's argv: `node --import tsx services/runtime/main.ts` in the local cluster, the image's entrypoint on a real one. */
+  /** The runtime's argv: the runtime image's entrypoint (`/usr/local/bin/node /app/runtime.mjs` for the image `make image` builds). */
   readonly command: readonly string[];
-  /** Reported only by the local kubelet; pulled and run by a real one (k8s/ builds it). */
+  /** The runtime image (`make image` builds it; the local cluster's node has it imported, a real cluster pulls or loads it). */
   readonly image: string;
   readonly workingDir?: string;
   /** Configuration for the runtime (log level, PATH…). Identity, tenant, sizing, token and endpoint variables in it are dropped. */

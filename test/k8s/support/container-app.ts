@@ -4,10 +4,13 @@ import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { buildSync } from "esbuild";
 import type { V1Pod } from "@kubernetes/client-node";
-import { APP_GRPC_PORT, APP_HTTP_PORT } from "./pod-app.ts";
 
 const run = promisify(execFile);
 const REPO_ROOT = resolve(import.meta.dirname, "../../..");
+
+/** The pod-app fixture's ports (test/k8s/fixtures/pod-app.ts). */
+export const APP_HTTP_PORT = 8080;
+export const APP_GRPC_PORT = 9090;
 
 /**
  * Builds (cached) the runtime image with k8s/image/build.sh and returns its archive and reference:
