@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import { selfIncarnation } from "../../../platform/process-incarnation.ts";
 
 /** Where a pooled runtime takes its binding (platform/hosts/pool-binding.ts sends it). */
-export const BIND_PATH = "/v1/pool/bind";
+export const BIND_PATH = "/v1/pool/bind"; // platform/hosts/pool-binding.ts POOL_BIND_PATH
 const MAX_BODY = 1 << 20;
 /** Variables a binding may set: the runtime's own (DROVER_*) and its NATS connection's. */
 const BINDABLE = /^(?:DROVER_[A-Z0-9_]+|NATS_URL|NATS_CREDS|NATS_CA_FILE)$/;
@@ -69,7 +69,9 @@ export async function awaitBinding(env: NodeJS.ProcessEnv): Promise<Binding> {
     server.once("error", fail);
     server.listen(port, bindHost, () => ok());
   });
-  process.stdout.write(`${JSON.stringify({ event: "pool-listening", port, hostIncarnation: selfIncarnation(env.DROVER_POD_UID) })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ event: "pool-listening", port, hostIncarnation: selfIncarnation(env.DROVER_POD_UID) })}\n`,
+  );
   return binding;
 }
 
