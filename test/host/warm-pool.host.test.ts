@@ -28,7 +28,8 @@ const ready = async (n: number, strategy: { canBind(id: string): boolean }) =>
   eventually(
     `${n} ready pool members`,
     async () => {
-      const m = claimableMembers(await new RosterView(f.store, f.streams.layout).current(), "process");
+      const all = claimableMembers(await new RosterView(f.store, f.streams.layout).current(), "process");
+      const m = all.filter((x) => strategy.canBind(x.runtimeInstanceId));
       return m.length >= n ? m : undefined;
     },
     90_000,
