@@ -123,6 +123,16 @@ export const DroverConfig = z
     heartbeatIntervalMs: z.number().int().min(50).max(60_000).default(1000),
     staleHeartbeatMs: z.number().int().min(150).max(600_000).optional().describe("default 3 × heartbeatIntervalMs"),
     maxConcurrentHostStartups: z.number().int().min(1).max(64).default(4),
+    warmPool: z
+      .object({
+        process: z.number().int().min(0).max(64).default(0),
+        kubernetes: z.number().int().min(0).max(0).default(0).describe("not implemented yet: 0 only"),
+      })
+      .strict()
+      .prefault({})
+      .describe(
+        "runtimes each provisioner keeps started ahead of need per host provider, tenant-neutral, bound on a scale-out (hosts.md Warm pool, docs/hosts.md); 0: every runtime cold-starts",
+      ),
     scaleOutExpiryMs: z.number().int().min(1000).default(120_000),
     queueStallMs: z
       .number()

@@ -7,6 +7,7 @@ import {
   HostIncarnation,
   LocalRunId,
   RuntimeFailureIncidentId,
+  RuntimeInstanceId,
   ScaleOutRequestId,
   SharedRunId,
   TenantGroupId,
@@ -225,6 +226,52 @@ export const RuntimeRetired = defineEvent(
     .strict(),
 );
 
+/**
+ * A warm pool member (hosts.md "Warm pool"): a host started ahead of need, tenant-neutral (no
+ * tenant, sizing, transport, command token or NATS credential bound). Its readiness layers are
+ * recorded on it like a runtime's; it never gets capacity. Sequence 0 of its aggregate.
+ */
+export const RuntimePoolMemberRegistered = defineEvent(
+  "runtime",
+  "pool-member-registered",
+  z
+    .object({
+      controlPlaneId: ControlPlaneId,
+      hostProvider: HostProvider,
+      pool: z.string().max(63).default("default"),
+      requiredLayers: z.array(ReadinessLayer).min(1),
+    })
+    .strict(),
+);
+/** The pool member proved every layer it owns and is claimable; `bindEndpoint` takes its one binding. */
+export const RuntimePoolMemberReady = defineEvent(
+  "runtime",
+  "pool-member-ready",
+  z
+    .object({
+      hostIncarnation: HostIncarnation,
+      bindEndpoint: z.string().min(1).max(500).describe("http://host:port the binding is posted to"),
+    })
+    .strict(),
+);
+/**
+ * The pool member was claimed for one runtime: appended in one atomic batch with that runtime's
+ * registration, conditional on the member's last sequence, so of two claimers exactly one wins.
+ * A claimed member never returns to the pool: its host now belongs to `runtimeInstanceId`.
+ */
+export const RuntimePoolMemberClaimed = defineEvent(
+  "runtime",
+  "pool-member-claimed",
+  z
+    .object({
+      runtimeInstanceId: RuntimeInstanceId,
+      hostIncarnation: HostIncarnation,
+      scaleOutRequestId: ScaleOutRequestId,
+      tenantId: TenantId.optional().describe("the bound runtime's owner; absent for a shared runtime"),
+    })
+    .strict(),
+);
+
 /** Prefix of the id that names a planned stop in the recovery facts' `incidentId` fields; an incident id is `inc-…`. */
 export const PLANNED_STOP_PREFIX = "stop-";
 /** Whether an `incidentId` field names a planned stop (no incident) rather than a runtime failure. */
@@ -245,4 +292,7 @@ export const RUNTIME_EVENTS = [
   RuntimeRecoveryPlanned,
   RuntimeHostExited,
   RuntimeRetired,
+  RuntimePoolMemberRegistered,
+  RuntimePoolMemberReady,
+  RuntimePoolMemberClaimed,
 ] as const;

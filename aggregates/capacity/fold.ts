@@ -78,6 +78,9 @@ function applyEvent(d: CapacityDescriptor, e: RuntimeEvent): CapacityDescriptor 
     case "runtime.recovery-planned":
     case "runtime.host-exited":
     case "runtime.fence-failed":
+    case "runtime.pool-member-registered":
+    case "runtime.pool-member-ready":
+    case "runtime.pool-member-claimed":
       return d;
     default:
       return assertNever(e, "runtime event");

@@ -124,6 +124,12 @@ const DESCRIBE: Describe = {
     `host ${e.data.hostIncarnation} ${e.data.kind}${e.data.signal ? ` (${e.data.signal})` : ""}`,
   ],
   "runtime.retired": () => ["host", "retired"],
+  "runtime.pool-member-registered": (e) => ["host", `warm pool member registered (${e.data.hostProvider})`],
+  "runtime.pool-member-ready": (e) => ["host", `warm pool member ready: ${e.data.hostIncarnation}`],
+  "runtime.pool-member-claimed": (e) => [
+    "host",
+    `warm pool member claimed for ${e.data.runtimeInstanceId}${e.data.tenantId ? ` (tenant ${e.data.tenantId})` : " (shared)"}`,
+  ],
   "forensics.execution-recovery-candidate-detected": (e) => [
     "recovery",
     `forensics: ${e.data.class} candidate detected`,

@@ -10,6 +10,7 @@ import { listensOn } from "./listening-socket.ts";
 import { incarnationState, parseProcessIncarnation } from "./proc-table.ts";
 import { killGroup, trackGroup, untrackGroup } from "./process-groups.ts";
 import { identityKey, runtimeEnv } from "./runtime-env.ts";
+import { bindingEnv, postBinding } from "./pool-binding.ts";
 import { followLog, openRuntimeLog } from "./runtime-log.ts";
 import { awaitListening, type ChildExit } from "./startup-announcement.ts";
 import type {
@@ -23,6 +24,17 @@ import type {
 } from "./types.ts";
 
 const ROOT = resolve(import.meta.dirname, "../..");
+
+/** The record key of a pool member: no tenant, sizing or transport (those come with the binding). */
+const poolSpec = (memberId: string): HostSpec => ({
+  controlPlaneId: "warm-pool",
+  runtimeInstanceId: memberId,
+  isolationMode: "shared",
+  transport: "http",
+  sizing: { workers: 1, maxConcurrentRuns: 1, localQueueCapacity: 0, maxWorkersPerRun: 1 },
+  commandToken: "",
+  natsUrl: "",
+});
 
 export interface ProcessStrategyOptions {
   /**
@@ -46,6 +58,8 @@ export interface ProcessStrategyOptions {
 
 interface HostRecord {
   readonly identity: string;
+  /** A warm pool member: the RuntimeInstanceId it was bound to (exits are reported under it from then on). */
+  boundTo?: string;
   child?: ChildProcess;
   exited?: Promise<ChildExit>;
   exit?: ChildExit;
@@ -63,6 +77,23 @@ export interface ProcessHostStrategy extends HostStrategy {
   livePids(): number[];
   /** Runtimes this strategy started (every readiness layer it owns passed) whose process has not exited. */
   liveHosts(): { readonly runtimeInstanceId: string; readonly host: HostFacts }[];
+  /**
+   * Starts a warm pool member `memberId` (hosts.md "Warm pool"): the runtime with no identity, only
+   * DROVER_POOL_TOKEN and a bind port; proves resource, host and endpoint (the bind listener).
+   */
+  startPooled(
+    memberId: string,
+    poolToken: string,
+    onHostCreated?: (host: HostFacts) => Promise<void>,
+  ): Promise<HostStartResult>;
+  /** Whether `memberId` is a live pool member this strategy started (only those can be bound here). */
+  canBind(memberId: string): boolean;
+  /**
+   * Binds pool member `memberId` to `spec` (identity, sizing, command token, NATS credential, tenant
+   * code) over its bind endpoint; resolves once the bound runtime serves commands on a new port.
+   * From then on the host is `spec.runtimeInstanceId`'s: kill and exit observations use that id.
+   */
+  bind(memberId: string, poolToken: string, spec: HostSpec): Promise<HostStartResult>;
 }
 
 /**
@@ -150,6 +181,7 @@ export function createProcessStrategy(opts: ProcessStrategyOptions = {}): Proces
     rec: HostRecord,
     signal?: AbortSignal,
     onHostCreated?: (host: HostFacts) => Promise<void>,
+    pooled?: { readonly poolToken: string },
   ): Promise<HostStartResult> {
     const [file, ...args] = command as [string, ...string[]];
     const log = openRuntimeLog(opts.logDir ?? join(ROOT, ".run/runtimes"), spec.runtimeInstanceId);
@@ -161,7 +193,9 @@ export function createProcessStrategy(opts: ProcessStrategyOptions = {}): Proces
         cwd: opts.cwd ?? ROOT,
         // Port 0: the runtime binds a port the kernel picks and announces it. A port chosen here and
         // bound there could be taken by another process in between (EADDRINUSE, seen under load).
-        env: runtimeEnv(spec, bindHost, 0, baseEnv),
+        env: pooled
+          ? { ...baseEnv, DROVER_BIND_HOST: bindHost, DROVER_POOL_BIND_PORT: "0", DROVER_POOL_TOKEN: pooled.poolToken }
+          : runtimeEnv(spec, bindHost, 0, baseEnv),
         detached: true,
         stdio: ["ignore", log.fd, log.fd],
       });
@@ -184,7 +218,12 @@ export function createProcessStrategy(opts: ProcessStrategyOptions = {}): Proces
         const hostIncarnation = rec.running?.host.hostIncarnation ?? incarnationOf;
         if (hostIncarnation)
           for (const o of observers)
-            o({ kind: "exited", runtimeInstanceId: spec.runtimeInstanceId, hostIncarnation, ...rec.exit });
+            o({
+              kind: "exited",
+              runtimeInstanceId: rec.boundTo ?? spec.runtimeInstanceId,
+              hostIncarnation,
+              ...rec.exit,
+            });
         r(rec.exit);
       }),
     );
@@ -201,7 +240,13 @@ export function createProcessStrategy(opts: ProcessStrategyOptions = {}): Proces
       return rejected(code, `${detail}${stopped}; log ${log.path}: ${output.tail().slice(-1200)}`, layer, owned);
     };
     // Subscribed before the hook runs, so an announcement printed meanwhile is not missed.
-    const listening = awaitListening(output, rec.exited, startupTimeoutMs, signal);
+    const listening = awaitListening(
+      output,
+      rec.exited,
+      startupTimeoutMs,
+      signal,
+      pooled ? "pool-listening" : "listening",
+    );
     if (incarnationOf && onHostCreated) {
       try {
         await onHostCreated({ hostIncarnation: incarnationOf, pid, node: processSpace() });
@@ -254,7 +299,7 @@ export function createProcessStrategy(opts: ProcessStrategyOptions = {}): Proces
     await output.stop();
     const hostPort = `${bindHost}:${port}`;
     const endpoint: HostEndpoint = {
-      endpoint: spec.transport === "http" ? `http://${hostPort}` : hostPort,
+      endpoint: spec.transport === "http" || pooled ? `http://${hostPort}` : hostPort,
       aliases: [],
     };
     rec.running = { host: { hostIncarnation: incarnationOf, pid, node: processSpace() }, endpoint };
@@ -310,16 +355,81 @@ export function createProcessStrategy(opts: ProcessStrategyOptions = {}): Proces
     async close() {
       observers.clear();
     },
+    startPooled(memberId, poolToken, onHostCreated) {
+      const spec = poolSpec(memberId);
+      return gate.run(memberId, async () => {
+        if (records.has(memberId)) return converge(records.get(memberId)!, spec);
+        const rec: HostRecord = { identity: identityKey(spec) };
+        records.set(memberId, rec);
+        return spawnAndProve(spec, rec, undefined, onHostCreated, { poolToken });
+      });
+    },
+    canBind(memberId) {
+      const rec = records.get(memberId);
+      return !!rec?.running && !rec.exit && !rec.boundTo;
+    },
+    bind(memberId, poolToken, spec) {
+      return gate.run(memberId, () =>
+        gate.run(spec.runtimeInstanceId, async () => {
+          const rec = records.get(memberId);
+          if (!rec?.running || rec.exit || rec.boundTo || records.has(spec.runtimeInstanceId))
+            return rejected(
+              "host-exited",
+              `pool member ${memberId} cannot be bound (gone, bound, or id taken)`,
+              "host",
+              [],
+            );
+          rec.boundTo = spec.runtimeInstanceId;
+          records.set(spec.runtimeInstanceId, rec);
+          const r = await postBinding(
+            rec.running.endpoint.endpoint,
+            poolToken,
+            bindingEnv(spec, bindHost, 0), // the bound runtime binds a port the kernel picks
+            startupTimeoutMs,
+          );
+          const running = rec.running.host;
+          if (!r.ok || r.hostIncarnation !== running.hostIncarnation || !listensOn(running.pid as number, r.port)) {
+            const why = r.ok ? `bound runtime answered port ${r.port} / ${r.hostIncarnation}` : r.detail;
+            await stopChild(rec, CLEANUP_BUDGET_MS);
+            return rejected(
+              "endpoint-resolution-failed",
+              `binding ${memberId} as ${spec.runtimeInstanceId}: ${why}`,
+              "endpoint",
+              [`process:${running.pid}`],
+            );
+          }
+          const hostPort = `${bindHost}:${r.port}`;
+          const endpoint: HostEndpoint = {
+            endpoint: spec.transport === "http" ? `http://${hostPort}` : hostPort,
+            aliases: [],
+          };
+          rec.running = { host: running, endpoint };
+          return {
+            outcome: "converged",
+            convergenceSource: `warm-pool:${memberId}`,
+            host: running,
+            endpoint,
+            layersPassed: STRATEGY_LAYERS,
+            owned: [],
+          };
+        }),
+      );
+    },
     async killAll(budgetMs = CLEANUP_BUDGET_MS) {
-      await Promise.all([...records.values()].map((rec) => stopChild(rec, budgetMs)));
+      await Promise.all([...new Set(records.values())].map((rec) => stopChild(rec, budgetMs)));
     },
     liveHosts() {
+      // A bound pool member is listed once, under the runtime it was bound to.
       return [...records.entries()].flatMap(([runtimeInstanceId, r]) =>
-        r.running && !r.exit ? [{ runtimeInstanceId, host: r.running.host }] : [],
+        r.running && !r.exit && (r.boundTo ?? runtimeInstanceId) === runtimeInstanceId
+          ? [{ runtimeInstanceId, host: r.running.host }]
+          : [],
       );
     },
     livePids() {
-      return [...records.values()].flatMap((r) => (r.child?.pid !== undefined && !r.exit ? [r.child.pid] : []));
+      return [...new Set(records.values())].flatMap((r) =>
+        r.child?.pid !== undefined && !r.exit ? [r.child.pid] : [],
+      );
     },
   };
 }

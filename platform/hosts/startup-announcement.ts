@@ -4,7 +4,7 @@ import type { FollowedOutput } from "./runtime-log.ts";
 /** The line a runtime prints once its command transport listens (services/runtime/main.ts). */
 export const ListeningLine = z
   .object({
-    event: z.literal("listening"),
+    event: z.enum(["listening", "pool-listening"]),
     port: z.number().int().min(1).max(65_535),
     hostIncarnation: z.string().min(1),
   })
@@ -32,6 +32,8 @@ export function awaitListening(
   exited: Promise<ChildExit>,
   timeoutMs: number,
   signal?: AbortSignal,
+  /** `pool-listening` for a warm pool member (services/runtime/shell/pool-bind.ts). */
+  event: ListeningLine["event"] = "listening",
 ): Promise<StartupOutcome> {
   return new Promise((resolve) => {
     const done = (o: StartupOutcome): void => {
@@ -42,7 +44,7 @@ export function awaitListening(
     };
     const onLine = (line: string): void => {
       const parsed = ListeningLine.safeParse(safeJson(line));
-      if (parsed.success) done({ kind: "listening", line: parsed.data });
+      if (parsed.success && parsed.data.event === event) done({ kind: "listening", line: parsed.data });
     };
     const onAbort = (): void => done({ kind: "aborted" });
     const timer = setTimeout(() => done({ kind: "timeout" }), timeoutMs);

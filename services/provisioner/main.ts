@@ -66,8 +66,11 @@ const deps: ProvisionerDeps = {
   killBudgetMs: ctx.config.fenceDeadlineMs,
   maxConcurrentHostStartups: ctx.config.maxConcurrentHostStartups,
   log: (msg, fields) => ctx.log.info(fields ?? {}, msg),
+  poolSizes: ctx.config.warmPool,
+  controlPlaneId: ctx.config.controlPlaneId,
 };
 const provisioner = createProvisioner(deps);
+provisioner.pool.refill();
 const runners = await consumeScaleOutRequests(
   ctx,
   ctx.layout,

@@ -447,6 +447,28 @@ export const EXAMPLE_BUILDERS: Builders = {
     },
   }),
   "runtime.retired": () => ({ ...envelope("runtime.retired"), data: { reason: "drained" } }),
+  "runtime.pool-member-registered": () => ({
+    ...envelope("runtime.pool-member-registered"),
+    data: {
+      controlPlaneId: ids.controlPlane,
+      hostProvider: "process",
+      pool: "default",
+      requiredLayers: ["resource", "host", "endpoint"],
+    },
+  }),
+  "runtime.pool-member-ready": () => ({
+    ...envelope("runtime.pool-member-ready"),
+    data: { hostIncarnation: ids.host, bindEndpoint: "http://127.0.0.1:40123" },
+  }),
+  "runtime.pool-member-claimed": () => ({
+    ...envelope("runtime.pool-member-claimed"),
+    data: {
+      runtimeInstanceId: ids.runtime,
+      hostIncarnation: ids.host,
+      scaleOutRequestId: ids.scaleOut,
+      tenantId: ids.tenant,
+    },
+  }),
 
   "forensics.execution-recovery-candidate-detected": () => ({
     ...envelope("forensics.execution-recovery-candidate-detected"),

@@ -268,6 +268,29 @@ function describeRuntime(e: Of<"runtime">, id: string): Description {
             { ...rt, incidentId: e.data.stopped.stopId },
           )
         : d("retired", { reasonDetail: e.data.reason }, rt);
+    case "runtime.pool-member-registered":
+      return d(
+        `warm pool member ${id} registered (${e.data.hostProvider}, pool ${e.data.pool})`,
+        { hostProvider: e.data.hostProvider, pool: e.data.pool },
+        rt,
+      );
+    case "runtime.pool-member-ready":
+      return d(
+        `warm pool member ${id} ready (${e.data.hostIncarnation})`,
+        { hostIncarnation: e.data.hostIncarnation, bindEndpoint: e.data.bindEndpoint },
+        rt,
+      );
+    case "runtime.pool-member-claimed":
+      return d(
+        `warm pool member ${id} claimed for runtime ${e.data.runtimeInstanceId} (${e.data.tenantId ? `tenant ${e.data.tenantId}` : "shared"})`,
+        {
+          boundRuntimeInstanceId: e.data.runtimeInstanceId,
+          hostIncarnation: e.data.hostIncarnation,
+          scaleOutRequestId: e.data.scaleOutRequestId,
+          boundTenantId: e.data.tenantId ?? null,
+        },
+        rt,
+      );
     default:
       return assertNever(e, "runtime event");
   }

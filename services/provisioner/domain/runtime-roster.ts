@@ -1,4 +1,4 @@
-import type { DroverEvent, TenantId } from "../../../contracts/index.ts";
+import type { DroverEvent, HostProvider, ReadinessLayer, TenantId } from "../../../contracts/index.ts";
 import { assertNever } from "../../../contracts/assert-never.ts";
 
 export type RuntimeEvent = Extract<DroverEvent, { type: `runtime.${string}` }>;
@@ -19,7 +19,20 @@ export interface RuntimeSummary {
   /** The first reason it ended; later endings are evidence only. */
   readonly endedBy?: EndedBy;
   readonly retired: boolean;
+  /** Set for a warm pool member (domain/warm-pool.ts): never a tenant's runtime, never counted by prefix. */
+  readonly pool?: PoolMemberFacts;
   readonly lastSeq: number;
+}
+
+/** What a warm pool member has proven, and whom it was claimed for. */
+export interface PoolMemberFacts {
+  readonly provider: HostProvider;
+  readonly pool: string;
+  readonly requiredLayers: readonly ReadinessLayer[];
+  readonly layersPassed: readonly ReadinessLayer[];
+  /** Set by `pool-member-ready`: every required layer passed, the binding goes here. */
+  readonly bindEndpoint?: string;
+  readonly claimedFor?: string;
 }
 
 /** Every runtime of the control plane, folded from `drover.runtime.*.*` in stream order. */
@@ -53,8 +66,31 @@ export function evolveRuntime(s: RuntimeSummary | undefined, id: string, seq: nu
       return end("fenced");
     case "runtime.retired":
       return { ...end("retired"), retired: true };
-    case "runtime.host-start-requested":
+    case "runtime.pool-member-registered":
+      return {
+        ...at,
+        pool: {
+          provider: e.data.hostProvider,
+          pool: e.data.pool,
+          requiredLayers: e.data.requiredLayers,
+          layersPassed: [],
+        },
+      };
     case "runtime.readiness-layer-passed":
+      return base.pool &&
+        base.hostIncarnation === e.data.hostIncarnation &&
+        !base.pool.layersPassed.includes(e.data.layer)
+        ? { ...at, pool: { ...base.pool, layersPassed: [...base.pool.layersPassed, e.data.layer] } }
+        : at;
+    case "runtime.pool-member-ready":
+      return base.pool && base.hostIncarnation === e.data.hostIncarnation
+        ? { ...at, pool: { ...base.pool, bindEndpoint: e.data.bindEndpoint } }
+        : at;
+    case "runtime.pool-member-claimed":
+      return base.pool && !base.pool.claimedFor
+        ? { ...at, pool: { ...base.pool, claimedFor: e.data.runtimeInstanceId } }
+        : at;
+    case "runtime.host-start-requested":
     case "runtime.endpoint-published":
     case "runtime.draining":
     case "runtime.suspected":
@@ -88,7 +124,7 @@ export const hasPrefix = (id: string, prefix: string): boolean =>
  * replacement while recovery fences it.
  */
 export const liveByPrefix = (r: Roster, prefix: string): RuntimeSummary[] =>
-  [...r.runtimes.values()].filter((s) => hasPrefix(s.runtimeInstanceId, prefix) && s.endedBy === undefined);
+  [...r.runtimes.values()].filter((s) => !s.pool && hasPrefix(s.runtimeInstanceId, prefix) && s.endedBy === undefined);
 
 /** Runtimes registered for one scale-out request: the attempts of earlier deliveries. */
 export const runtimesOfRequest = (r: Roster, requestId: string): RuntimeSummary[] =>

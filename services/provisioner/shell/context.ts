@@ -53,6 +53,10 @@ export interface ProvisionerDeps {
   /** Parallel host starts in this process (DroverConfig.maxConcurrentHostStartups). */
   readonly maxConcurrentHostStartups: number;
   readonly log: (msg: string, fields?: Record<string, unknown>) => void;
+  /** Warm pool size per host provider (DroverConfig.warmPool); absent or 0: every runtime cold-starts. */
+  readonly poolSizes?: Partial<Record<HostProvider, number>>;
+  /** The control plane pool members are registered for (required when a pool size is above 0). */
+  readonly controlPlaneId?: string;
   /** The `command` layer's probe (default: a real GetQueueStatus, command-probe.ts); replaced only by shell tests that prove no transport. */
   readonly probe?: (target: ProbeTarget, budgetMs: number) => Promise<ProbeResult>;
 }

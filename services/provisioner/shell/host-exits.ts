@@ -17,7 +17,10 @@ export async function recordHostExit(d: ProvisionerDeps, fact: HostObservation):
   const ref = runtimeRef(fact.runtimeInstanceId);
   for (let conflicts = 0; ; conflicts++) {
     const h = await d.store.read(ref);
-    const registered = h.events.find((s) => s.event.type === "runtime.registered");
+    // A warm pool member is registered by `pool-member-registered`: its exit is evidence like a runtime's.
+    const registered = h.events.find(
+      (s) => s.event.type === "runtime.registered" || s.event.type === "runtime.pool-member-registered",
+    );
     if (!registered) return;
     const already = h.events.some(
       (s) =>
@@ -27,6 +30,7 @@ export async function recordHostExit(d: ProvisionerDeps, fact: HostObservation):
     );
     if (already) return;
     const reg = registered.event.type === "runtime.registered" ? registered.event : undefined;
+    const tenantId = reg?.data.tenantId;
     const e = stamp(
       d,
       "runtime.host-exited",
@@ -39,9 +43,9 @@ export async function recordHostExit(d: ProvisionerDeps, fact: HostObservation):
       },
       {
         instanceId: d.instanceId,
-        correlationId: reg?.correlationId ?? fact.runtimeInstanceId,
+        correlationId: registered.event.correlationId ?? fact.runtimeInstanceId,
         causationId: `host-observation:${fact.hostIncarnation}`,
-        ...(reg?.data.tenantId ? { tenantId: reg.data.tenantId } : {}),
+        ...(tenantId ? { tenantId } : {}),
       },
     );
     try {

@@ -5,6 +5,7 @@ import { hostStartedData, strategyLayers } from "../domain/start-record.ts";
 import { probeCommandReadiness } from "./command-probe.ts";
 import { stamp, type ProvisionerDeps } from "./context.ts";
 import type { RuntimeWriter } from "./runtime-writer.ts";
+import type { WarmBinding } from "./warm-pool.ts";
 import { RuntimeEnded } from "./runtime-writer.ts";
 
 /** A start that failed at a known layer with a catalogued reason. */
@@ -25,6 +26,8 @@ export interface PlannedStart {
   readonly writer: RuntimeWriter;
   /** The runtime's events carry its owner's tenant (none for a shared runtime). */
   readonly origin: Origin;
+  /** A claimed warm pool member to bind instead of a cold start (its host-started is recorded already). */
+  readonly warm?: WarmBinding;
 }
 
 /**
@@ -66,7 +69,7 @@ export async function driveHostStart(d: ProvisionerDeps, p: PlannedStart): Promi
     ...code,
   };
   let host: HostFacts | undefined;
-  let recorded = false;
+  let recorded = !!p.warm;
   // host-started is recorded the moment the process exists (the resource layer's fact), so a
   // provisioner that dies while the runtime boots leaves an incarnation its successor can kill.
   const onHostCreated = async (h: HostFacts): Promise<void> => {
@@ -86,7 +89,8 @@ export async function driveHostStart(d: ProvisionerDeps, p: PlannedStart): Promi
     recorded = true;
   };
   try {
-    const r = await strategy.start(spec, undefined, onHostCreated);
+    // A warm start binds the claimed member (its host is recorded at claim); a cold start spawns one.
+    const r = p.warm ? await p.warm.bind(spec) : await strategy.start(spec, undefined, onHostCreated);
     if (r.outcome === "rejected") throw new StartFailed(r.reason, r.layer);
     host = r.host;
     await proveAndPublish(d, p, spec, r, recorded);

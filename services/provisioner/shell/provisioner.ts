@@ -12,6 +12,7 @@ import { observe, originOf, outcome, settle } from "./request-writer.ts";
 import { RosterView } from "./roster-view.ts";
 import { RuntimeWriter } from "./runtime-writer.ts";
 import { Semaphore } from "./semaphore.ts";
+import { createWarmPool, type WarmPool } from "./warm-pool.ts";
 
 /** One scale-out request's handling, as the consumer (or a test) drives it. */
 export interface Provisioner {
@@ -24,6 +25,8 @@ export interface Provisioner {
   handle(requested: StoredEvent): Promise<void>;
   /** Stops recording host observations (does not kill hosts). */
   close(): void;
+  /** The warm pools (hosts.md "Warm pool"); `refill()` once at start-up fills them. */
+  readonly pool: WarmPool;
 }
 
 /**
@@ -38,9 +41,12 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
   const startSlots = new Semaphore(d.maxConcurrentHostStartups);
   const inFlight = new Map<string, Promise<void>>();
   const providers = [...d.strategies.keys()] as HostProvider[];
+  const pool = createWarmPool(d, roster);
   const stopObserving = [...d.strategies.values()].map((s) =>
     s.observe((fact) => {
-      recordHostExit(d, fact).catch((e) => d.log("could not record a host observation", { fact, err: String(e) }));
+      recordHostExit(d, fact)
+        .catch((e) => d.log("could not record a host observation", { fact, err: String(e) }))
+        .finally(() => pool.refill());
     }),
   );
 
@@ -93,6 +99,13 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
         return undefined;
       case "start": {
         const runtimeOrigin = { ...origin, tenantId: next.registration.tenantId };
+        // Recovery scale-outs and first scale-outs alike claim from the warm pool first.
+        const warm = await pool.claim({
+          runtimeInstanceId: next.runtimeInstanceId,
+          registration: next.registration,
+          origin: runtimeOrigin,
+        });
+        if (warm) return warm;
         const writer = new RuntimeWriter(d.store, next.runtimeInstanceId, 0);
         // Sequence 0: a suffix collision with an existing runtime is a conflict, never a reuse.
         await writer.append([
@@ -126,6 +139,7 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
     close() {
       for (const stop of stopObserving) stop();
     },
+    pool,
   };
 }
 

@@ -7,6 +7,10 @@ export type RuntimeEvent = Extract<DroverEvent, { type: `runtime.${string}` }>;
 export interface RuntimeRecord {
   readonly runtimeInstanceId: RuntimeInstanceId;
   readonly registration?: DataOf<"runtime.registered">;
+  /** A warm pool member's registration (it has no `registration` until bound, and then under another id). */
+  readonly pooled?: DataOf<"runtime.pool-member-registered">;
+  /** The pool member was claimed: its host belongs to the bound runtime from then on, never to this record. */
+  readonly claimed?: boolean;
   readonly host?: DataOf<"runtime.host-started">;
   readonly published: boolean;
   readonly suspected?: DataOf<"runtime.suspected">;
@@ -57,6 +61,11 @@ export function evolveRuntime(r: RuntimeRecord, e: RuntimeEvent, seq: number, at
       return next.retired ? next : { ...next, retired: true, ...(e.data.stopped ? { stopped: e.data.stopped } : {}) };
     case "runtime.host-exited":
       return next.exited ? next : { ...next, exited: e.data, exitedAtMs: atMs };
+    case "runtime.pool-member-registered":
+      return next.pooled ? next : { ...next, pooled: e.data };
+    case "runtime.pool-member-claimed":
+      return { ...next, claimed: true };
+    case "runtime.pool-member-ready":
     case "runtime.host-start-requested":
     case "runtime.host-start-failed":
     case "runtime.readiness-layer-passed":
@@ -68,6 +77,13 @@ export function evolveRuntime(r: RuntimeRecord, e: RuntimeEvent, seq: number, at
   }
 }
 
+/** The control plane a runtime (or warm pool member) belongs to. */
+export const controlPlaneOf = (r: RuntimeRecord): string | undefined =>
+  r.registration?.controlPlaneId ?? r.pooled?.controlPlaneId;
+/** The host provider of a runtime (or warm pool member). */
+export const hostProviderOf = (r: RuntimeRecord): DataOf<"runtime.registered">["hostProvider"] | undefined =>
+  r.registration?.hostProvider ?? r.pooled?.hostProvider;
+
 /** Why a live runtime is unsafe now, if it is: the first signal wins, fastest first (recovery.md "Detect"). */
 export function suspicion(
   r: RuntimeRecord,
@@ -76,7 +92,7 @@ export function suspicion(
   staleMs: number,
   viewLiveSinceMs = 0,
 ): { code: "host-exited" | "pod-deleted" | "heartbeat-stale"; detail: string } | undefined {
-  if (r.suspected || r.fenced || r.retired || !r.host) return undefined;
+  if (r.suspected || r.fenced || r.retired || r.claimed || !r.host) return undefined;
   if (r.exited && r.exited.hostIncarnation === r.host.hostIncarnation) {
     const code = r.exited.kind === "exited" ? "host-exited" : "pod-deleted";
     return {

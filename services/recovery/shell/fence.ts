@@ -2,7 +2,7 @@ import { isDroverError } from "../../../contracts/index.ts";
 import { envelope } from "../../../platform/envelope.ts";
 import { runtimeRef } from "../../../streams/index.ts";
 import { fenceStillDecided } from "../domain/fence-append.ts";
-import type { RuntimeRecord } from "../domain/runtime-health.ts";
+import { hostProviderOf, type RuntimeRecord } from "../domain/runtime-health.ts";
 import type { RecoveryDeps } from "./deps.ts";
 
 /**
@@ -13,7 +13,7 @@ import type { RecoveryDeps } from "./deps.ts";
  * machine or PID namespace) is never concluded gone: `fence-failed` (host-out-of-reach), no work moves.
  */
 export async function fence(deps: RecoveryDeps, rt: RuntimeRecord): Promise<void> {
-  const provider = rt.registration?.hostProvider;
+  const provider = hostProviderOf(rt);
   const strategy = provider ? deps.hosts(provider) : undefined;
   if (!strategy || !rt.host || !rt.suspected) return;
   const incidentId = rt.suspected.incidentId;

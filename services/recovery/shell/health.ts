@@ -1,7 +1,7 @@
 import { isDroverError } from "../../../contracts/index.ts";
 import { envelope } from "../../../platform/envelope.ts";
 import { runtimeRef } from "../../../streams/index.ts";
-import { suspicion } from "../domain/runtime-health.ts";
+import { controlPlaneOf, suspicion } from "../domain/runtime-health.ts";
 import { budgetSuspicions, type Candidate, type Held } from "../domain/suspicion-budget.ts";
 import { incidentIdOf, type RecoveryDeps } from "./deps.ts";
 
@@ -21,9 +21,7 @@ export async function detect(
   /** Folds the stream's own last beat of a runtime into the state (a direct read, not the follower). */
   latestBeat?: (runtimeInstanceId: string) => Promise<void>,
 ): Promise<readonly Held[]> {
-  const ours = [...deps.state.runtimes.values()].filter(
-    (rt) => rt.registration?.controlPlaneId === deps.config.controlPlaneId,
-  );
+  const ours = [...deps.state.runtimes.values()].filter((rt) => controlPlaneOf(rt) === deps.config.controlPlaneId);
   const candidates: Candidate[] = [];
   for (const rt of ours) {
     const check = () => suspicion(rt, deps.state.lastBeatMs.get(rt.runtimeInstanceId), now, staleMs, viewLiveSinceMs);

@@ -1,5 +1,6 @@
 import { Gauge, Histogram, type Registry } from "prom-client";
 import { isOpenIncident } from "../domain/incident-clock.ts";
+import { controlPlaneOf } from "../domain/runtime-health.ts";
 import type { RecoveryState } from "./state.ts";
 
 // A SIGKILLed process host is fenced in ~0.1 s; a stale heartbeat waits out its bound; a resume waits for a replacement runtime.
@@ -39,7 +40,7 @@ export function registerRecoveryMetrics(registry: Registry, state: RecoveryState
         state.forensics.get(id)?.types.has("forensics.execution-recovery-completed") ?? false;
       let open = 0;
       for (const rt of state.runtimes.values())
-        if (rt.registration?.controlPlaneId === controlPlaneId && isOpenIncident(rt, ended)) open++;
+        if (controlPlaneOf(rt) === controlPlaneId && isOpenIncident(rt, ended)) open++;
       this.set(open);
     },
   });

@@ -7,6 +7,7 @@ import type { RecoveryDeps } from "./deps.ts";
 import { fence } from "./fence.ts";
 import type { Held } from "../domain/suspicion-budget.ts";
 import { detect } from "./health.ts";
+import { controlPlaneOf } from "../domain/runtime-health.ts";
 import { reconcile } from "./reconcile.ts";
 import { advanceTimeline } from "./timeline.ts";
 
@@ -114,7 +115,7 @@ export async function startRecovery(
             rt.suspected &&
             !rt.fenced &&
             !fencing.has(rt.runtimeInstanceId) &&
-            rt.registration?.controlPlaneId === deps.config.controlPlaneId
+            controlPlaneOf(rt) === deps.config.controlPlaneId
           ) {
             fencing.add(rt.runtimeInstanceId);
             void fence(deps, rt)
@@ -126,10 +127,7 @@ export async function startRecovery(
           }
         }
         for (const rt of deps.state.runtimes.values())
-          if (
-            (rt.fenced || (rt.stopped && rt.registration?.controlPlaneId === deps.config.controlPlaneId)) &&
-            !rt.planned
-          )
+          if ((rt.fenced || (rt.stopped && controlPlaneOf(rt) === deps.config.controlPlaneId)) && !rt.planned)
             await reconcile(deps, rt);
         for (const f of deps.state.forensics.values()) await advanceTimeline(deps, f);
       } while (again && !stopped);

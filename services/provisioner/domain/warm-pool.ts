@@ -1,0 +1,27 @@
+import type { HostProvider, ReadinessLayer } from "../../../contracts/index.ts";
+import type { Roster, RuntimeSummary } from "./runtime-roster.ts";
+
+/** Layers a pool member proves before it is claimable: every layer but the tenant binding's `command`. */
+export const POOL_LAYERS: readonly ReadinessLayer[] = ["resource", "host", "endpoint"];
+/** Prefix of a pool member's id (`pool-<12 [a-z0-9]>`); members never count against a tenant's prefix. */
+export const POOL_MEMBER_PREFIX = "pool";
+
+/** A member that is still in the pool: registered, not claimed, not ended (ready or still starting). */
+const inPool = (s: RuntimeSummary, provider: HostProvider): boolean =>
+  !!s.pool && s.pool.provider === provider && !s.pool.claimedFor && s.endedBy === undefined;
+
+/**
+ * Members a scale-out may claim (pure): in the pool, `pool-member-ready` recorded (every pool layer
+ * passed), oldest first. A member once claimed is never listed again, whatever happens to the
+ * runtime it was bound to: a host that served a tenant never returns to the pool.
+ */
+export function claimableMembers(r: Roster, provider: HostProvider): RuntimeSummary[] {
+  return [...r.runtimes.values()]
+    .filter((s) => inPool(s, provider) && s.pool!.bindEndpoint !== undefined && s.hostIncarnation !== undefined)
+    .filter((s) => POOL_LAYERS.every((l) => s.pool!.layersPassed.includes(l)))
+    .sort((a, b) => a.lastSeq - b.lastSeq);
+}
+
+/** How many members to start so the pool holds `size` (pure): members starting count as held. */
+export const refillCount = (r: Roster, provider: HostProvider, size: number): number =>
+  Math.max(0, size - [...r.runtimes.values()].filter((s) => inPool(s, provider)).length);

@@ -1,0 +1,64 @@
+import { describe, expect, it } from "vitest";
+import { exampleEvent } from "../../../test/support/example-events.ts";
+import type { DroverEvent } from "../../../contracts/index.ts";
+import { emptyRoster, evolveRoster, liveByPrefix, type Roster, type RuntimeEvent } from "./runtime-roster.ts";
+import { claimableMembers, refillCount } from "./warm-pool.ts";
+
+const INC = "pid:4242:987654";
+let seq = 0;
+const fold = (r: Roster, id: string, ...events: DroverEvent[]): Roster =>
+  events.reduce((acc, e) => evolveRoster(acc, ++seq, id, e as RuntimeEvent), r);
+const ev = <T extends DroverEvent["type"]>(type: T, data: Record<string, unknown> = {}): DroverEvent => {
+  const base = exampleEvent(type) as DroverEvent & { data: Record<string, unknown> };
+  return { ...base, data: { ...base.data, ...data } } as DroverEvent;
+};
+const layer = (l: string) => ev("runtime.readiness-layer-passed", { layer: l, hostIncarnation: INC });
+const ready = (r: Roster, id: string): Roster =>
+  fold(
+    r,
+    id,
+    ev("runtime.pool-member-registered"),
+    ev("runtime.host-started", { hostIncarnation: INC }),
+    layer("resource"),
+    layer("host"),
+    layer("endpoint"),
+    ev("runtime.pool-member-ready", { hostIncarnation: INC }),
+  );
+
+// Pure folds over in-memory events: these prove the claim/bind bookkeeping, no transport.
+describe("warm pool fold (pure, proves no transport)", () => {
+  it("lists a member as claimable only once every pool layer passed and pool-member-ready is recorded", () => {
+    let r = fold(emptyRoster(), "pool-aaaaaaaaaaaa", ev("runtime.pool-member-registered"));
+    r = fold(r, "pool-aaaaaaaaaaaa", ev("runtime.host-started", { hostIncarnation: INC }), layer("resource"));
+    expect(claimableMembers(r, "process")).toEqual([]);
+    expect(refillCount(r, "process", 2)).toBe(1);
+    r = ready(r, "pool-bbbbbbbbbbbb");
+    expect(claimableMembers(r, "process").map((m) => m.runtimeInstanceId)).toEqual(["pool-bbbbbbbbbbbb"]);
+    expect(claimableMembers(r, "kubernetes")).toEqual([]);
+    expect(refillCount(r, "process", 2)).toBe(0);
+  });
+
+  it("never lists a claimed member again, even after the runtime it was bound to retired (no cross-tenant reuse)", () => {
+    let r = ready(emptyRoster(), "pool-cccccccccccc");
+    r = fold(
+      r,
+      "pool-cccccccccccc",
+      ev("runtime.pool-member-claimed", { runtimeInstanceId: "rt-tenant-a-000000000001" }),
+    );
+    r = fold(r, "rt-tenant-a-000000000001", ev("runtime.registered"), ev("runtime.retired"));
+    expect(claimableMembers(r, "process")).toEqual([]);
+    expect(refillCount(r, "process", 1)).toBe(1);
+  });
+
+  it("drops a member whose host exited while unbound and asks for a replacement", () => {
+    let r = ready(emptyRoster(), "pool-dddddddddddd");
+    r = fold(r, "pool-dddddddddddd", ev("runtime.host-exited", { hostIncarnation: INC }));
+    expect(claimableMembers(r, "process")).toEqual([]);
+    expect(refillCount(r, "process", 1)).toBe(1);
+  });
+
+  it("never counts pool members against a tenant's prefix limit", () => {
+    const r = ready(emptyRoster(), "pool-eeeeeeeeeeee");
+    expect(liveByPrefix(r, "pool")).toEqual([]);
+  });
+});

@@ -1,0 +1,200 @@
+import { isDroverError, type HostIncarnation, type HostProvider } from "../../../contracts/index.ts";
+import type { ProcessHostStrategy } from "../../../platform/hosts/process-strategy.ts";
+import type { HostSpec, HostStartResult, HostStrategy } from "../../../platform/hosts/types.ts";
+import { runtimeRef } from "../../../streams/index.ts";
+import { runtimeInstanceIdOf } from "../domain/runtime-id.ts";
+import { claimableMembers, POOL_LAYERS, POOL_MEMBER_PREFIX, refillCount } from "../domain/warm-pool.ts";
+import { stamp, type Origin, type ProvisionerDeps } from "./context.ts";
+import type { PlannedStart } from "./host-start.ts";
+import type { RosterView } from "./roster-view.ts";
+import { RuntimeWriter } from "./runtime-writer.ts";
+
+/** A strategy that can keep warm pool members (today: process hosts). */
+export type PoolableStrategy = HostStrategy & Pick<ProcessHostStrategy, "startPooled" | "canBind" | "bind">;
+export const isPoolable = (s: HostStrategy | undefined): s is PoolableStrategy =>
+  !!s && "startPooled" in s && "bind" in s && "canBind" in s;
+
+/** How a claimed member is bound: PlannedStart.warm. */
+export interface WarmBinding {
+  readonly memberId: string;
+  bind(spec: HostSpec): Promise<HostStartResult>;
+}
+
+export interface WarmPool {
+  /**
+   * Claims a ready member for `start` and registers the runtime, in one atomic batch conditional on
+   * the member's last sequence (single-flight across replicas: a loser tries the next member). The
+   * runtime's events are `registered`, `host-start-requested` and `host-started` (converged from the
+   * member's incarnation). Undefined when no member could be claimed: the caller cold-starts.
+   */
+  claim(start: Omit<PlannedStart, "writer">): Promise<PlannedStart | undefined>;
+  /** Starts members in the background until every provider's pool holds its size again. */
+  refill(): void;
+  /** Resolves once no refill is running (tests, shutdown). */
+  idle(): Promise<void>;
+}
+
+/** The provisioner's warm pools (hosts.md "Warm pool"), one per provider with a size above 0. */
+export function createWarmPool(d: ProvisionerDeps, roster: RosterView): WarmPool {
+  const sizes = Object.entries(d.poolSizes ?? {}).filter(([, n]) => (n ?? 0) > 0) as [HostProvider, number][];
+  const filling = new Map<HostProvider, Promise<void>>();
+  const again = new Set<HostProvider>();
+
+  async function fill(provider: HostProvider, size: number, strategy: PoolableStrategy): Promise<void> {
+    do {
+      again.delete(provider);
+      const n = refillCount(await roster.current(), provider, size);
+      await Promise.all(Array.from({ length: n }, () => startMember(d, provider, strategy)));
+    } while (again.has(provider));
+  }
+
+  return {
+    async claim(start) {
+      const provider = start.registration.hostProvider;
+      const strategy = d.strategies.get(provider);
+      if (!isPoolable(strategy) || !sizes.some(([p]) => p === provider)) return undefined;
+      for (const m of claimableMembers(await roster.current(), provider)) {
+        if (!strategy.canBind(m.runtimeInstanceId)) continue;
+        const incarnation = m.hostIncarnation as HostIncarnation;
+        const o = start.origin;
+        try {
+          await d.store.appendAtomic([
+            {
+              ref: runtimeRef(m.runtimeInstanceId),
+              expectedSeq: m.lastSeq,
+              events: [
+                stamp(
+                  d,
+                  "runtime.pool-member-claimed",
+                  {
+                    runtimeInstanceId: start.runtimeInstanceId as never,
+                    hostIncarnation: incarnation,
+                    scaleOutRequestId: start.registration.scaleOutRequestId!,
+                    ...(start.registration.tenantId ? { tenantId: start.registration.tenantId } : {}),
+                  },
+                  o,
+                ),
+              ],
+            },
+            {
+              ref: runtimeRef(start.runtimeInstanceId),
+              expectedSeq: 0,
+              events: [
+                stamp(d, "runtime.registered", start.registration, o),
+                stamp(d, "runtime.host-start-requested", { attempt: 1 }, o),
+                stamp(
+                  d,
+                  "runtime.host-started",
+                  {
+                    hostIncarnation: incarnation,
+                    ...(m.pid !== undefined ? { pid: m.pid } : {}),
+                    ...(m.node !== undefined ? { node: m.node } : {}),
+                    convergence: "converged",
+                    convergenceSource: `warm-pool:${m.runtimeInstanceId}`,
+                  },
+                  o,
+                ),
+              ],
+            },
+          ]);
+        } catch (e) {
+          // Another claimer won this member (or it ended meanwhile): look at the next one.
+          if (isDroverError(e, "version-conflict")) continue;
+          throw e;
+        }
+        const writer = await RuntimeWriter.open(d.store, start.runtimeInstanceId);
+        const token = d.commandTokenFor(m.runtimeInstanceId);
+        const memberId = m.runtimeInstanceId;
+        d.log("warm pool member claimed", { memberId, runtimeInstanceId: start.runtimeInstanceId });
+        this.refill();
+        return { ...start, writer, warm: { memberId, bind: (spec) => strategy.bind(memberId, token, spec) } };
+      }
+      this.refill();
+      return undefined;
+    },
+    refill() {
+      for (const [provider, size] of sizes) {
+        const strategy = d.strategies.get(provider);
+        if (!isPoolable(strategy)) continue;
+        if (filling.has(provider)) {
+          again.add(provider);
+          continue;
+        }
+        const p = fill(provider, size, strategy)
+          .catch((e) => d.log("warm pool refill failed", { provider, err: String(e) }))
+          .finally(() => filling.delete(provider));
+        filling.set(provider, p);
+      }
+    },
+    async idle() {
+      while (filling.size > 0) await Promise.all([...filling.values()]);
+    },
+  };
+}
+
+/**
+ * Starts one pool member: `pool-member-registered` (sequence 0), `host-started` at spawn, the pool
+ * layers, then `pool-member-ready`. A failure kills what it started and records
+ * `host-start-failed` + `retired`; the next refill starts another.
+ */
+async function startMember(d: ProvisionerDeps, provider: HostProvider, strategy: PoolableStrategy): Promise<void> {
+  const id = runtimeInstanceIdOf(POOL_MEMBER_PREFIX, d.newSuffix());
+  const o: Origin = { instanceId: d.instanceId, correlationId: id, causationId: id };
+  const w = new RuntimeWriter(d.store, id, 0);
+  await w.append([
+    stamp(
+      d,
+      "runtime.pool-member-registered",
+      {
+        controlPlaneId: d.controlPlaneId as never,
+        hostProvider: provider,
+        pool: "default",
+        requiredLayers: [...POOL_LAYERS],
+      },
+      o,
+    ),
+  ]);
+  const fail = async (detail: string, kill?: HostStartResult): Promise<void> => {
+    if (kill && kill.outcome !== "rejected") await strategy.kill(id, kill.host, d.killBudgetMs).catch(() => undefined);
+    await w.append(
+      [
+        stamp(d, "runtime.host-start-failed", { reason: { code: "host-creation-failed", detail } }, o),
+        stamp(d, "runtime.retired", { reason: "warm pool member failed to start" }, o),
+      ],
+      { evenIfEnded: true },
+    );
+    d.log("warm pool member failed", { memberId: id, detail });
+  };
+  const r = await strategy.startPooled(id, d.commandTokenFor(id), async (h) => {
+    await w.append([
+      stamp(
+        d,
+        "runtime.host-started",
+        {
+          hostIncarnation: h.hostIncarnation as HostIncarnation,
+          ...(h.pid !== undefined ? { pid: h.pid } : {}),
+          ...(h.node !== undefined ? { node: h.node } : {}),
+          convergence: "created",
+        },
+        o,
+      ),
+    ]);
+  });
+  if (r.outcome === "rejected") return fail(r.reason.detail.slice(0, 2000));
+  const hostIncarnation = r.host.hostIncarnation as HostIncarnation;
+  try {
+    await w.append([
+      ...POOL_LAYERS.map((layer) =>
+        stamp(
+          d,
+          "runtime.readiness-layer-passed",
+          { layer, hostIncarnation, detail: `warm pool member: ${layer} proven by the ${provider} strategy` },
+          o,
+        ),
+      ),
+      stamp(d, "runtime.pool-member-ready", { hostIncarnation, bindEndpoint: r.endpoint.endpoint }, o),
+    ]);
+  } catch (e) {
+    return fail(`recording the pool member failed: ${String((e as Error).message ?? e)}`.slice(0, 2000), r);
+  }
+}

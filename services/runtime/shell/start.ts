@@ -1,0 +1,197 @@
+/**
+ * The runtime instance, started from an environment: validates identity and sizing (refusing to
+ * start, with one line per bad variable, when they do not validate), connects to NATS, serves the
+ * command API on its transport, heartbeats, and drains on SIGTERM. Prints one JSON line
+ * `{"event":"listening",...}` on stdout once commands can reach it, so a parent learns the port.
+ * Called by main.ts at once (a cold start) or after a pool binding (pool-bind.ts, a warm start).
+ */ import { randomUUID } from "node:crypto";
+import { setTimeout as delay } from "node:timers/promises";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { connectNats } from "../../../platform/nats-connect.ts";
+import { systemClock } from "../../../platform/clock.ts";
+import { pino } from "pino";
+import { Gauge } from "prom-client";
+import { startOpsServer } from "../../../platform/ops-server.ts";
+import { selfIncarnation } from "../../../platform/process-incarnation.ts";
+import {
+  createEventStore,
+  DEFAULT_LAYOUT,
+  ensureStreams,
+  heartbeatSubject,
+  taggedLayout,
+} from "../../../streams/index.ts";
+import { EgressSettings } from "../../../contracts/index.ts";
+import { parseRuntimeConfig } from "../domain/runtime-config.ts";
+import { startGrpcServer } from "../grpc/server.ts";
+import { startHttpServer } from "../http/server.ts";
+import { createCommandHandler } from "./command-handler.ts";
+import { HeartbeatPublisher } from "./heartbeat.ts";
+import { RuntimeInstance } from "./runtime-instance.ts";
+import { createOutputStore } from "../../../platform/output-store.ts";
+import { compileEgress } from "./egress-request.ts";
+import { createSecretResolver } from "./secrets.ts";
+import { runStep } from "./step-runners.ts";
+import { loadWorker, offeredKinds, type LoadedWorker } from "./worker-module.ts";
+import { WorkerPool } from "./worker-pool.ts";
+
+/** Starts the runtime from `env` (NATS_CREDS and DROVER_SECRETS_JSON are deleted from it once read); resolves once commands are served. */
+export async function startRuntime(
+  env: NodeJS.ProcessEnv,
+): Promise<{ readonly port: number; readonly hostIncarnation: string }> {
+  const parsed = parseRuntimeConfig(env);
+  if (!parsed.ok) {
+    for (const p of parsed.problems) process.stderr.write(`drover runtime: invalid configuration: ${p}\n`);
+    process.exit(2);
+  }
+  const config = parsed.config;
+  const hostIncarnation = selfIncarnation(config.podUid);
+  // pino with the control plane's field names (service, instanceId), one JSON line per entry on stdout:
+  // the provisioner reads the `listening` line from it (platform/hosts/startup-announcement.ts).
+  const logger = pino({
+    name: "runtime",
+    base: { service: "runtime", instanceId: config.runtimeInstanceId, runtimeInstanceId: config.runtimeInstanceId },
+    level: env.LOG_LEVEL ?? "info",
+  });
+  const log = (fields: Record<string, unknown>): void => logger.info(fields);
+
+  // Secrets handed over by the provisioner leave the environment at once: only the resolver holds them.
+  // Each tenant's http/llm steps run under its own egress policy; a tenant not named gets the default.
+  const egressPolicies = new Map(Object.entries(config.egress).map(([t, s]) => [t, compileEgress(s)]));
+  const defaultEgress = compileEgress(EgressSettings.parse({}));
+  const secrets = createSecretResolver(config.secretsFile, env.DROVER_SECRETS_JSON);
+  delete env.DROVER_SECRETS_JSON;
+  let worker: LoadedWorker | undefined;
+  if (config.worker) {
+    try {
+      worker = await loadWorker(config.worker.module, config.worker.kinds);
+    } catch (e) {
+      process.stderr.write(`drover runtime: ${(e as Error).message}\n`);
+      process.exit(3);
+    }
+  }
+
+  // NATS_CREDS leaves the environment like the secrets: only the connection holds it.
+  delete env.NATS_CREDS;
+  const nc = await connectNats({
+    servers: config.natsUrl,
+    creds: config.natsCreds ?? "",
+    name: `drover-runtime-${config.runtimeInstanceId}`,
+    maxReconnectAttempts: -1,
+  });
+  const layout = config.streamTag ? taggedLayout(config.streamTag) : DEFAULT_LAYOUT;
+  const jsm = await jetstreamManager(nc);
+  await ensureStreams(jsm, layout);
+  const ops = await startOpsServer({
+    service: "runtime",
+    instanceId: config.runtimeInstanceId,
+    log: logger,
+    nc,
+    jsm,
+    layout,
+  });
+  // Ready (the Pod's readiness probe on Kubernetes) only once the command listener below is bound.
+  let commandsBound = false;
+  ops.addCheck("commands", async () =>
+    commandsBound
+      ? { status: "ok", detail: `${config.transport} listener bound` }
+      : { status: "failing", detail: `${config.transport} listener not bound yet` },
+  );
+  // Subject-scoped reads: its NATS rights let it read only its tenants' events (docs/nats-identities.md).
+  const store = createEventStore(nc, layout, { subjectScopedReads: true });
+
+  const workers = new WorkerPool(config.sizing.workers);
+  const instance = new RuntimeInstance(
+    config.sizing,
+    {
+      store,
+      runtimeInstanceId: config.runtimeInstanceId,
+      hostIncarnation,
+      clock: systemClock,
+      newEventId: randomUUID,
+      sleep: (ms) => delay(ms),
+      log,
+    },
+    {
+      workers,
+      maxWorkersPerRun: config.sizing.maxWorkersPerRun,
+      runStep,
+      llmBaseUrl: config.llmBaseUrl,
+      egressFor: (tenantId) => egressPolicies.get(tenantId) ?? defaultEgress,
+      clock: systemClock,
+      log,
+      outputs: createOutputStore(nc, layout),
+      secrets,
+      ...(worker ? { worker } : {}),
+    },
+    hostIncarnation,
+  );
+  const handler = createCommandHandler({
+    runtimeInstanceId: config.runtimeInstanceId,
+    hostIncarnation,
+    token: config.commandToken,
+    instance,
+    clock: systemClock,
+  });
+  const heartbeats = new HeartbeatPublisher(
+    {
+      subject: heartbeatSubject(layout, config.runtimeInstanceId),
+      runtimeInstanceId: config.runtimeInstanceId,
+      hostIncarnation,
+      instance,
+      publish: (s, d) => nc.publish(s, d),
+      clock: systemClock,
+      log,
+    },
+    config.heartbeatMs,
+  );
+
+  const listening =
+    config.transport === "http"
+      ? await startHttpServer(handler, config.bindHost, config.port).then((s) => ({
+          port: s.port,
+          close: () => s.server.close(),
+        }))
+      : await startGrpcServer(handler, config.bindHost, config.port).then((s) => ({
+          port: s.port,
+          close: () => new Promise<void>((ok) => s.server.tryShutdown(() => ok())),
+        }));
+  commandsBound = true;
+  heartbeats.start();
+  new Gauge({
+    name: "drover_runtime_available_slots",
+    help: "this runtime's free run slots as its heartbeat reports them",
+    registers: [ops.registry],
+    collect() {
+      this.set(instance.queueStatus().availableSlots);
+    },
+  });
+  log({
+    event: "listening",
+    port: listening.port,
+    transport: config.transport,
+    hostIncarnation,
+    controlPlaneId: config.controlPlaneId,
+    tenantId: config.tenantId ?? null,
+    stepKinds: offeredKinds(worker),
+  });
+
+  let stopping = false;
+  process.on("SIGTERM", () => {
+    if (stopping) return;
+    stopping = true;
+    // SIGTERM drains: no new runs, finish what was accepted (a paused queue's runs are handed back),
+    // a last heartbeat saying so, then exit.
+    instance.drain();
+    heartbeats.publishNow();
+    void instance.whenIdle().then(async (handedBack) => {
+      heartbeats.stop();
+      heartbeats.publishNow();
+      await listening.close();
+      await ops.close();
+      await nc.drain();
+      log({ event: "drained", handedBack });
+      process.exit(0);
+    });
+  });
+  return { port: listening.port, hostIncarnation };
+}

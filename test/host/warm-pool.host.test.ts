@@ -1,0 +1,143 @@
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import type { DroverEvent } from "../../contracts/index.ts";
+import { claimableMembers, RosterView } from "../../services/provisioner/index.ts";
+import { uniqueName } from "../support/isolation.ts";
+import { provisionerFixture, type ProvisionerFixture } from "../support/provisioner-fixture.ts";
+import { eventually } from "../support/streams.ts";
+
+// Real nats-server, real runtime processes (pooled, then bound), the real process strategy.
+let f: ProvisionerFixture;
+beforeAll(async () => {
+  f = await provisionerFixture(inject("natsUrl"));
+});
+afterAll(async () => {
+  await f?.close();
+});
+
+const types = (events: readonly { event: DroverEvent }[]) => events.map((s) => s.event.type);
+const fulfilled = (events: readonly { event: DroverEvent }[]) => {
+  const e = events.find((s) => s.event.type === "scaleout.fulfilled")?.event;
+  return e?.type === "scaleout.fulfilled" ? (e.data.runtimeInstanceId as string) : undefined;
+};
+const started = (events: readonly { event: DroverEvent }[]) => {
+  const e = events.find((s) => s.event.type === "runtime.host-started")?.event;
+  return e?.type === "runtime.host-started" ? e.data : undefined;
+};
+/** Ready members that `strategy` started (earlier tests' pools share the stream layout). */
+const ready = async (n: number, strategy: { canBind(id: string): boolean }) =>
+  eventually(
+    `${n} ready pool members`,
+    async () => {
+      const all = claimableMembers(await new RosterView(f.store, f.streams.layout).current(), "process");
+      const m = all.filter((x) => strategy.canBind(x.runtimeInstanceId));
+      return m.length >= n ? m : undefined;
+    },
+    90_000,
+  );
+
+describe("warm pool with process hosts (real NATS, real runtime processes)", () => {
+  it("serves a scale-out from the pool (claim, bind, command proven again, capacity) and refills it; pool size 0 cold-starts", async () => {
+    const cp = uniqueName("cp");
+    const cold = f.provisioner();
+    const coldReq = await f.request("tenant-cold", cp);
+    await cold.provisioner.handle(coldReq);
+    const coldRt = await f.runtimeEvents(fulfilled(await f.settled("tenant-cold", coldReq.event.correlationId))!);
+    const coldMs = coldRt.at(-1)!.time.getTime() - coldReq.time.getTime();
+
+    const { provisioner, strategy } = f.provisioner({ poolSizes: { process: 2 }, controlPlaneId: cp });
+    provisioner.pool.refill();
+    const members = await ready(2, strategy);
+    const requested = await f.request("tenant-warm", cp);
+    await provisioner.handle(requested);
+    const id = fulfilled(await f.settled("tenant-warm", requested.event.correlationId))!;
+    const rt = await f.runtimeEvents(id);
+    expect(types(rt)).toEqual([
+      "runtime.registered",
+      "runtime.host-start-requested",
+      "runtime.host-started",
+      "runtime.readiness-layer-passed",
+      "runtime.readiness-layer-passed",
+      "runtime.readiness-layer-passed",
+      "runtime.readiness-layer-passed",
+      "runtime.endpoint-published",
+      "runtime.capacity-published",
+    ]);
+    expect(started(rt)?.convergenceSource).toMatch(/^warm-pool:pool-[a-z0-9]{12}$/);
+    const memberId = started(rt)!.convergenceSource!.slice("warm-pool:".length);
+    expect(members.map((m) => m.runtimeInstanceId)).toContain(memberId);
+    expect(types(await f.runtimeEvents(memberId))).toContain("runtime.pool-member-claimed");
+    const warmMs = rt.at(-1)!.time.getTime() - requested.time.getTime();
+    console.log(`[warm-pool] scale-out request→capacity-published: cold ${coldMs} ms, warm ${warmMs} ms`);
+    const refilled = await ready(2, strategy);
+    expect(refilled.map((m) => m.runtimeInstanceId)).not.toContain(memberId);
+  }, 240_000);
+
+  it("two concurrent claims of the one ready member: exactly one wins, the other gets nothing (cold start)", async () => {
+    const cp = uniqueName("cp");
+    const { provisioner, strategy } = f.provisioner({ poolSizes: { process: 1 }, controlPlaneId: cp });
+    provisioner.pool.refill();
+    await ready(1, strategy);
+    const reg = (tenantId: string, suffix: string) => ({
+      runtimeInstanceId: `rt-${tenantId}-${suffix}`,
+      registration: {
+        controlPlaneId: cp,
+        tenantId,
+        isolationMode: "dedicated",
+        allowSharedFallback: false,
+        pool: "default",
+        hostProvider: "process",
+        transport: "http",
+        sizing: { workers: 1, maxConcurrentRuns: 1, localQueueCapacity: 2, maxWorkersPerRun: 1 },
+        requiredLayers: ["resource", "host", "endpoint", "command"],
+        scaleOutRequestId: uniqueName("so"),
+      },
+      origin: { instanceId: "test", correlationId: "c", causationId: "c", tenantId },
+    });
+    const claims = await Promise.all([
+      provisioner.pool.claim(reg("race-a", "aaaaaaaaaaaa") as never),
+      provisioner.pool.claim(reg("race-b", "bbbbbbbbbbbb") as never),
+    ]);
+    expect(claims.filter((c) => c !== undefined)).toHaveLength(1);
+    const winner = claims.find((c) => c !== undefined)!;
+    const member = await f.runtimeEvents(winner.warm!.memberId);
+    expect(types(member).filter((t) => t === "runtime.pool-member-claimed")).toHaveLength(1);
+    const loserId = claims[0] ? "rt-race-b-bbbbbbbbbbbb" : "rt-race-a-aaaaaaaaaaaa";
+    expect(await f.runtimeEvents(loserId)).toEqual([]);
+  }, 240_000);
+
+  it("a runtime that served tenant A is never bound to tenant B, even after A's runtime retired", async () => {
+    const cp = uniqueName("cp");
+    const { provisioner, strategy } = f.provisioner({ poolSizes: { process: 1 }, controlPlaneId: cp });
+    provisioner.pool.refill();
+    await ready(1, strategy);
+    const a = await f.request("tenant-a", cp);
+    await provisioner.handle(a);
+    const aId = fulfilled(await f.settled("tenant-a", a.event.correlationId))!;
+    const aHost = started(await f.runtimeEvents(aId))!;
+    const aMember = aHost.convergenceSource!.slice("warm-pool:".length);
+    await provisioner.pool.idle();
+    const b = await f.request("tenant-b", cp);
+    await ready(1, strategy);
+    await provisioner.handle(b);
+    const bHost = started(await f.runtimeEvents(fulfilled(await f.settled("tenant-b", b.event.correlationId))!))!;
+    expect(bHost.convergenceSource).toMatch(/^warm-pool:/);
+    expect(bHost.convergenceSource).not.toBe(aHost.convergenceSource);
+    expect(bHost.hostIncarnation).not.toBe(aHost.hostIncarnation);
+    const roster = await new RosterView(f.store, f.streams.layout).current();
+    expect(claimableMembers(roster, "process").map((m) => m.runtimeInstanceId)).not.toContain(aMember);
+  }, 240_000);
+
+  it("a pool member SIGKILLed while unbound never gets capacity and is replaced in the pool", async () => {
+    const cp = uniqueName("cp");
+    const { provisioner, strategy } = f.provisioner({ poolSizes: { process: 1 }, controlPlaneId: cp });
+    provisioner.pool.refill();
+    const [victim] = await ready(1, strategy);
+    process.kill(victim!.pid!, "SIGKILL");
+    await eventually("host-exited recorded", async () =>
+      types(await f.runtimeEvents(victim!.runtimeInstanceId)).includes("runtime.host-exited") ? true : undefined,
+    );
+    const replacement = await ready(1, strategy);
+    expect(replacement.map((m) => m.runtimeInstanceId)).not.toContain(victim!.runtimeInstanceId);
+    expect(types(await f.runtimeEvents(victim!.runtimeInstanceId))).not.toContain("runtime.capacity-published");
+  }, 240_000);
+});
