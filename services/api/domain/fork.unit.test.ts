@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { foldExecution } from "../../../aggregates/execution.ts";
 import { initialRunState, type RunState } from "../../../aggregates/run.ts";
-import { DagDefinition, DroverError, type SharedRunId } from "../../../contracts/index.ts";
+import { DagDefinition, type DroverError, type SharedRunId } from "../../../contracts/index.ts";
 import { downstreamOf, mergePatch, planFork, upstreamOf } from "./fork.ts";
 
 // Pure fork planning and merge patch over in-memory states: proves no transport.
