@@ -17,6 +17,8 @@ export interface CompletedStep {
   readonly outputRef?: DataOf<"exec.step-completed">["outputRef"];
   readonly outputDigest: string;
   readonly seq: number;
+  /** Set when the step was not executed here: a fork reused the original run's output (`exec.step-reused`). */
+  readonly reusedFrom?: { readonly sharedRunId: string; readonly executionId: string };
 }
 
 /** An execution's state as its journal proves it: what a resuming runtime continues from. */
@@ -110,6 +112,20 @@ export function evolveExecution(state: ExecutionState, { seq, event }: Sequenced
       const timers = new Map(state.timers);
       timers.delete(stepId);
       return { ...next, completed, failures, timers };
+    }
+    case "exec.step-reused": {
+      const { stepId, output, outputDigest, outputRef, fromRun, fromExecutionId } = event.data;
+      if (state.completed.has(stepId) || state.skipped.has(stepId))
+        return { ...next, violations: [...state.violations, `step-reused for settled step ${stepId} at seq ${seq}`] };
+      const completed = new Map(state.completed).set(stepId, {
+        attempt: 0,
+        output,
+        outputDigest,
+        seq,
+        reusedFrom: { sharedRunId: fromRun, executionId: fromExecutionId },
+        ...(outputRef ? { outputRef } : {}),
+      });
+      return { ...next, completed };
     }
     case "exec.step-failed": {
       const retryAt = event.data.retryAt === undefined ? undefined : Date.parse(event.data.retryAt);

@@ -71,6 +71,10 @@ export interface RunState {
   readonly scaleOutRequestIds: readonly ScaleOutRequestId[];
   /** Set by `run.cancel-requested` (the first one counts): admission and the runtime then end the run `cancelled`. */
   readonly cancelRequested?: { readonly by: string; readonly reason: string; readonly seq: number };
+  /** Set on a fork (`run.submitted` forkedFrom): the original and the steps whose outputs it reuses. */
+  readonly forkedFrom?: DataOf<"run.submitted">["forkedFrom"];
+  /** Forks of this run (`run.forked`), in order. */
+  readonly forks: readonly { readonly forkRunId: SharedRunId; readonly fromStep: string; readonly seq: number }[];
   /** Stream sequence of the last event: what the next conditional append expects. */
   readonly lastSeq: number;
 }
@@ -81,6 +85,7 @@ export const initialRunState = (): RunState => ({
   recoveryPending: false,
   dispatchFailures: 0,
   scaleOutRequestIds: [],
+  forks: [],
   lastSeq: 0,
 });
 
@@ -88,7 +93,7 @@ export const initialRunState = (): RunState => ({
  * Run events other writers append without taking the run over: the API's cancel request. The
  * runtime steps over them when it appends its terminal run event (the run is still its own).
  */
-export const RUN_REQUESTS: ReadonlySet<string> = new Set(["run.cancel-requested"]);
+export const RUN_REQUESTS: ReadonlySet<string> = new Set(["run.cancel-requested", "run.forked"]);
 
 export const isTerminal = (s: RunStatus): boolean =>
   s === "completed" || s === "failed" || s === "cancelled" || s === "rejected";
@@ -125,6 +130,7 @@ function apply(s: RunState, e: RunEvent, seq: number): RunState {
         tenantId: e.tenantId,
         dag: e.data.dag,
         ...(e.data.input === undefined ? {} : { input: e.data.input }),
+        ...(e.data.forkedFrom === undefined ? {} : { forkedFrom: e.data.forkedFrom }),
         submittedSeq: seq,
       };
     case "run.admitted":
@@ -187,6 +193,10 @@ function apply(s: RunState, e: RunEvent, seq: number): RunState {
         : { ...s, cancelRequested: { by: e.data.by, reason: e.data.reason, seq } };
     case "run.cancelled":
       return { ...s, status: "cancelled", recoveryPending: false };
+    case "run.forked":
+      return s.forks.some((f) => f.forkRunId === e.data.forkRunId)
+        ? s
+        : { ...s, forks: [...s.forks, { forkRunId: e.data.forkRunId, fromStep: e.data.fromStep, seq }] };
     case "run.rejected":
       return { ...s, status: "rejected", lastReason: e.data.reason.code };
     default:

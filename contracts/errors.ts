@@ -290,6 +290,21 @@ export const ERROR_CATALOGUE = {
     httpStatus: 409,
     summary: "the run has already ended (completed, failed, cancelled or rejected); details.status says how",
   },
+  "fork-invalid": {
+    retryable: false,
+    httpStatus: 400,
+    summary: "a fork's fromStep is not in the run's DAG, or its patched input is not a valid run input",
+  },
+  "run-not-ended": {
+    retryable: true,
+    httpStatus: 409,
+    summary: "the run is still in flight; only an ended run can be forked (details.status)",
+  },
+  "fork-upstream-incomplete": {
+    retryable: false,
+    httpStatus: 409,
+    summary: "steps upstream of a fork's fromStep did not complete in the original run (details.steps names them)",
+  },
 } as const satisfies Record<string, CatalogueEntry>;
 
 export type ErrorCode = keyof typeof ERROR_CATALOGUE;

@@ -1,6 +1,14 @@
 import { z } from "zod";
 import { defineEvent } from "./define-event.ts";
-import { ForensicsId, LocalRunId, RuntimeFailureIncidentId, RuntimeInstanceId, SharedRunId, StepId } from "./ids.ts";
+import {
+  ExecutionId,
+  ForensicsId,
+  LocalRunId,
+  RuntimeFailureIncidentId,
+  RuntimeInstanceId,
+  SharedRunId,
+  StepId,
+} from "./ids.ts";
 import { Reason, ReasonCode } from "./reason.ts";
 
 /**
@@ -133,6 +141,29 @@ export const ExecMapExpanded = defineEvent(
     })
     .strict(),
 );
+/**
+ * A step of a fork that did not execute: its output is the original run's, reused by reference
+ * (inline as journaled there, or the same object-store ref) and digest. Written by the runtime
+ * (conditionally, like every exec append) after `exec.started`, before any step runs; it counts as
+ * the step's completion for the scheduler, the run's output and replay.
+ */
+export const ExecStepReused = defineEvent(
+  "exec",
+  "step-reused",
+  z
+    .object({
+      stepId: StepId,
+      fromRun: SharedRunId,
+      fromExecutionId: ExecutionId,
+      output: StepOutput.optional().describe("inline output as the original journaled it"),
+      outputRef: StoredOutputRef.optional(),
+      outputDigest: z.string().regex(/^[a-f0-9]{64}$/),
+    })
+    .strict()
+    .refine((d) => (d.output === undefined) !== (d.outputRef === undefined), {
+      message: "exactly one of output and outputRef",
+    }),
+);
 export const ExecPausedForRecovery = defineEvent(
   "exec",
   "paused-for-recovery",
@@ -181,6 +212,7 @@ export const EXEC_EVENTS = [
   ExecConditionEvaluated,
   ExecStepSkipped,
   ExecMapExpanded,
+  ExecStepReused,
   ExecPausedForRecovery,
   ExecResumed,
   ExecCompleted,

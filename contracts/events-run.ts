@@ -11,6 +11,7 @@ import {
   ScaleOutRequestId,
   ScheduleId,
   SharedRunId,
+  StepId,
 } from "./ids.ts";
 import { Reason } from "./reason.ts";
 import { StepOutput, StoredOutputRef } from "./events-exec.ts";
@@ -19,6 +20,22 @@ import { canonicalSize } from "./json-size.ts";
 /** Largest run input, in bytes of canonical JSON. */
 export const RUN_INPUT_MAX_BYTES = 64 * 1024;
 import { Transport } from "./tenant-settings.ts";
+
+/**
+ * Where a fork (`POST /v1/runs/:id/fork`) comes from: the original run, the execution whose journal
+ * holds the reused outputs, the step the fork executes from, and each reused step with the digest of
+ * the output it reuses. The outputs are read from that journal by the runtime (by reference, never
+ * copied into this event) and checked against these digests.
+ */
+export const ForkOrigin = z
+  .object({
+    sharedRunId: SharedRunId,
+    executionId: ExecutionId.optional().describe("absent when the original never started (nothing to reuse)"),
+    fromStep: StepId,
+    reuse: z.array(z.object({ stepId: StepId, outputDigest: z.string().regex(/^[a-f0-9]{64}$/) }).strict()).max(1000),
+  })
+  .strict();
+export type ForkOrigin = z.infer<typeof ForkOrigin>;
 
 /** Run lifecycle events on `drover.run.<tenant>.<sharedRunId>.<event>`. */
 export const RunSubmitted = defineEvent(
@@ -40,6 +57,9 @@ export const RunSubmitted = defineEvent(
       labels: z.record(z.string().max(63), z.string().max(256)).default({}),
       rerunOf: SharedRunId.optional().describe(
         "the run this one reruns (POST /v1/runs/:id/rerun): same DAG and labels",
+      ),
+      forkedFrom: ForkOrigin.optional().describe(
+        "the run this one forks (POST /v1/runs/:id/fork): its steps not downstream of fromStep are reused",
       ),
       input: StepOutput.optional()
         .refine((v) => v === undefined || canonicalSize(v) <= RUN_INPUT_MAX_BYTES, {
@@ -195,6 +215,21 @@ export const RunCancelled = defineEvent(
     })
     .strict(),
 );
+/**
+ * A fork of this run was submitted (API `POST /v1/runs/:id/fork`): the original's side of the link.
+ * It moves no lifecycle state; the runtime steps over it like a cancel request. `by` is the credential.
+ */
+export const RunForked = defineEvent(
+  "run",
+  "forked",
+  z
+    .object({
+      forkRunId: SharedRunId,
+      fromStep: StepId,
+      by: z.string().min(1).max(200).describe("tenant:<tenantId> or operator:<name>, from the bearer token"),
+    })
+    .strict(),
+);
 export const RunRejected = defineEvent("run", "rejected", z.object({ reason: Reason }).strict());
 
 export const RUN_EVENTS = [
@@ -213,4 +248,5 @@ export const RUN_EVENTS = [
   RunCancelRequested,
   RunCancelled,
   RunRejected,
+  RunForked,
 ] as const;

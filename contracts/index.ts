@@ -89,7 +89,7 @@ export {
   type RefScope,
 } from "./step-refs.ts";
 export { canonicalSize } from "./json-size.ts";
-export { RUN_INPUT_MAX_BYTES } from "./events-run.ts";
+export { RUN_INPUT_MAX_BYTES, ForkOrigin } from "./events-run.ts";
 export * as RunEvents from "./events-run.ts";
 export * as ExecEvents from "./events-exec.ts";
 export * as ScaleOutEvents from "./events-scaleout.ts";

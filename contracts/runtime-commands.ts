@@ -2,6 +2,7 @@ import { z } from "zod";
 import { DagDefinition } from "./dag.ts";
 import { ExecutionId, HostIncarnation, LocalRunId, RuntimeInstanceId, SharedRunId, TenantId } from "./ids.ts";
 import { ReasonCode } from "./reason.ts";
+import { ForkOrigin } from "./events-run.ts";
 
 /** The header a shared gateway routes on; a runtime refuses a command whose header is not its own id. */
 export const ROUTING_HEADER = "x-drover-runtime-instance-id";
@@ -15,6 +16,7 @@ export const DispatchRunPayload = z
     tenantId: TenantId,
     dag: DagDefinition,
     input: z.json().optional().describe("the run's input (run `submitted`), resolved by `$ref: input`"),
+    fork: ForkOrigin.optional().describe("a fork's origin (run `submitted`): the steps whose outputs it reuses"),
     dispatchedSeq: z
       .number()
       .int()

@@ -197,6 +197,8 @@ function eventProblem(seq: number, event: ExecEvent, c: Ctx): Check {
         seq,
         message: `exec.failed at seq ${seq} blames step ${event.data.stepId}, but the scheduler re-run over the journal decides ${summarize(c.decision)}`,
       };
+    case "exec.step-reused":
+      return reuseProblem(seq, event, c);
     case "exec.paused-for-recovery":
     case "exec.resumed":
     case "exec.cancelled":
@@ -204,6 +206,39 @@ function eventProblem(seq: number, event: ExecEvent, c: Ctx): Check {
     default:
       return assertNever(event);
   }
+}
+
+/**
+ * A fork's reused step: in the DAG, written before this journal executed or settled any step (the
+ * runtime writes every reuse right after exec.started or resumed), and its digest is the digest of
+ * what it carries. Whether the original journal holds that output is checked against the original
+ * run (the runtime checks it before writing), not here.
+ */
+function reuseProblem(seq: number, event: Extract<ExecEvent, { type: "exec.step-reused" }>, c: Ctx): Check {
+  const { stepId } = event.data;
+  if (!c.byId.has(stepId))
+    return {
+      invariant: "unknown-step",
+      seq,
+      message: `exec.step-reused at seq ${seq}: step ${stepId} is not in the run's DAG`,
+    };
+  const executed = [...c.state.completed].find(([, done]) => done.reusedFrom === undefined)?.[0];
+  const failed = [...c.state.failures.keys()][0];
+  if (executed !== undefined || failed !== undefined)
+    return {
+      invariant: "scheduler-divergence",
+      seq,
+      message: `exec.step-reused ${stepId} at seq ${seq} after step ${executed ?? failed} already ran in this execution`,
+    };
+  if (!c.input.digest) return undefined;
+  const { output, outputRef, outputDigest } = event.data;
+  const got = outputRef ? outputRef.digest : c.input.digest(canonicalJson(output));
+  if (got === outputDigest) return undefined;
+  return {
+    invariant: "output-rederivation",
+    seq,
+    message: `step ${stepId} at seq ${seq}: reused outputDigest ${outputDigest} is not the digest of the reused output (${got})`,
+  };
 }
 
 function stepProblem(

@@ -114,6 +114,7 @@ function step(s: Seen, seq: number, event: RunEvent): Check {
     case "run.replacement-selected":
     case "run.failed":
     case "run.cancel-requested":
+    case "run.forked":
     case "run.cancelled":
     case "run.rejected":
       return undefined;

@@ -60,6 +60,7 @@ const DESCRIBE: Describe = {
     "completion",
     `cancel requested by ${e.data.by}${e.data.reason ? `: ${e.data.reason}` : ""}`,
   ],
+  "run.forked": (e) => ["completion", `forked from step ${e.data.fromStep} by ${e.data.by} as ${e.data.forkRunId}`],
   "run.cancelled": (e) => ["completion", `run cancelled${e.data.reason ? `: ${e.data.reason}` : ""}`],
   "run.rejected": (e) => ["completion", `run rejected: ${reason(e.data.reason)}`],
   "exec.started": (e) => [
@@ -78,6 +79,7 @@ const DESCRIBE: Describe = {
     "steps",
     `${e.data.stepId} map expanded: ${e.data.count} items, at most ${e.data.maxConcurrency} at once, ${e.data.toleratedFailures} failures tolerated`,
   ],
+  "exec.step-reused": (e) => ["steps", `${e.data.stepId} reused from run ${e.data.fromRun} (not executed)`],
   "exec.paused-for-recovery": (e) => [
     "recovery",
     `execution paused for recovery: epoch → ${e.data.newEpoch} (${e.data.forensicsId})`,

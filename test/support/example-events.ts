@@ -197,6 +197,11 @@ export const EXAMPLE_BUILDERS: Builders = {
     tenantId: ids.tenant,
     data: { by: "tenant:acme", reason: "user asked" },
   }),
+  "run.forked": () => ({
+    ...envelope("run.forked"),
+    tenantId: ids.tenant,
+    data: { forkRunId: SharedRunId.parse("run-0002"), fromStep: ids.step, by: "tenant:tenant-a" },
+  }),
   "run.cancelled": () => ({ ...envelope("run.cancelled"), tenantId: ids.tenant, data: { reason: "user asked" } }),
   "run.rejected": () => ({
     ...envelope("run.rejected"),
@@ -258,6 +263,18 @@ export const EXAMPLE_BUILDERS: Builders = {
     tenantId: ids.tenant,
     writer: runtimeWriter,
     data: { stepId: ids.step, count: 20, itemsDigest: "c".repeat(64), maxConcurrency: 3, toleratedFailures: 2 },
+  }),
+  "exec.step-reused": () => ({
+    ...envelope("exec.step-reused"),
+    tenantId: ids.tenant,
+    writer: runtimeWriter,
+    data: {
+      stepId: StepId.parse("a"),
+      fromRun: SharedRunId.parse("run-0000"),
+      fromExecutionId: ExecutionId.parse("ex-0000"),
+      output: { n: 1 },
+      outputDigest: "c".repeat(64),
+    },
   }),
   "exec.paused-for-recovery": () => ({
     ...envelope("exec.paused-for-recovery"),

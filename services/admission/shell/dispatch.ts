@@ -63,6 +63,7 @@ export async function recordDispatch(
     tenantId: r.tenantId,
     dag: r.state.dag,
     ...(r.state.input === undefined ? {} : { input: r.state.input }),
+    ...(r.state.forkedFrom === undefined ? {} : { fork: r.state.forkedFrom }),
     dispatchedSeq,
     correlationId: r.sharedRunId,
   };

@@ -126,6 +126,14 @@ export interface RunDetail extends RunView {
    */
   readonly unreadableEvents: readonly UnreadableEvent[];
   readonly rerunOf: string | null;
+  /** The run this one forks, from which step (`run.submitted` forkedFrom). */
+  readonly forkedFrom: {
+    readonly sharedRunId: string;
+    readonly fromStep: string;
+    readonly executionId: string | null;
+  } | null;
+  /** Forks of this run (`run.forked`), in order: the other direction of the link. */
+  readonly forks: readonly { readonly sharedRunId: string; readonly fromStep: string }[];
   readonly cancelRequested: { readonly by: string; readonly reason: string; readonly seq: number } | null;
   readonly steps: readonly StepView[];
 }
@@ -145,6 +153,25 @@ export function runDetail(
     labels: submitted?.data.labels ?? {},
     unreadableEvents: unreadable.map(({ seq, subject, error }) => ({ seq, subject, error })),
     rerunOf: submitted?.data.rerunOf ?? null,
+    forkedFrom: submitted?.data.forkedFrom
+      ? {
+          sharedRunId: submitted.data.forkedFrom.sharedRunId,
+          fromStep: submitted.data.forkedFrom.fromStep,
+          executionId: submitted.data.forkedFrom.executionId ?? null,
+        }
+      : null,
+    // A retried fork request may append its run.forked twice: each fork is listed once.
+    forks: [
+      ...new Map(
+        events.flatMap((e) =>
+          e.event.type === "run.forked"
+            ? ([
+                [e.event.data.forkRunId, { sharedRunId: e.event.data.forkRunId, fromStep: e.event.data.fromStep }],
+              ] as const)
+            : [],
+        ),
+      ).values(),
+    ],
     cancelRequested: cancel ? { by: cancel.event.data.by, reason: cancel.event.data.reason, seq: cancel.seq } : null,
     steps: view.dag ? stepStates(view.dag, events, view.status) : [],
   };

@@ -28,6 +28,8 @@ export interface StepView {
   readonly skip: { readonly reason: string; readonly detail: string } | null;
   /** The step's `when` result as journaled (null: no condition, or not evaluated yet). */
   readonly condition: boolean | null;
+  /** Set on a fork's step that did not execute: the run whose journaled output it reuses (`exec.step-reused`). */
+  readonly reusedFrom: string | null;
 }
 
 interface Seen {
@@ -39,6 +41,7 @@ interface Seen {
   completed?: boolean;
   skip?: { reason: string; detail: string };
   condition?: boolean;
+  reusedFrom?: string;
 }
 
 /**
@@ -88,6 +91,9 @@ export function stepStates(
       case "exec.condition-evaluated":
         at(event.data.stepId).condition = event.data.result;
         break;
+      case "exec.step-reused":
+        Object.assign(at(event.data.stepId), { completed: true, reusedFrom: event.data.fromRun });
+        break;
       default:
         break;
     }
@@ -121,6 +127,7 @@ export function stepStates(
       retryAt: state === "waiting-retry" ? (s.retryAt ?? null) : null,
       skip: s.skip ?? null,
       condition: s.condition ?? null,
+      reusedFrom: s.reusedFrom ?? null,
     };
   });
 }

@@ -10,6 +10,7 @@ import {
   EventId,
   SharedRunId,
   type EventOf,
+  type ForkOrigin,
   type TenantId,
   type TenantSettings,
 } from "../../../contracts/index.ts";
@@ -50,6 +51,8 @@ export interface SubmitRun {
   readonly metadata: { readonly now: Date; readonly requestId: string; readonly instanceId: string };
   /** Set by `POST /v1/runs/:id/rerun`: the run this one reruns (never taken from a body). */
   readonly rerunOf?: string;
+  /** Set by `POST /v1/runs/:id/fork`: the run this one forks and what it reuses (never taken from a body). */
+  readonly forkedFrom?: ForkOrigin;
 }
 
 /**
@@ -112,6 +115,7 @@ export function decideSubmission(cmd: SubmitRun, state: RunState): [] | [EventOf
     source: "api" as const,
     labels: cmd.body.labels ?? {},
     ...(cmd.rerunOf === undefined ? {} : { rerunOf: SharedRunId.parse(cmd.rerunOf) }),
+    ...(cmd.forkedFrom === undefined ? {} : { forkedFrom: cmd.forkedFrom }),
     ...(cmd.body.input === undefined ? {} : { input: cmd.body.input }),
   };
   const origin = {

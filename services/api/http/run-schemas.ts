@@ -45,6 +45,10 @@ export const StepAnswer = z.object({
     .nullable()
     .describe("why a skipped step did not run (condition-false, dependency-skipped)"),
   condition: z.boolean().nullable().describe("the step's when result as journaled; null without one"),
+  reusedFrom: z
+    .string()
+    .nullable()
+    .describe("a fork's step that did not execute: the run whose journaled output it reuses"),
 });
 
 const UnreadableEvents = z
@@ -56,6 +60,14 @@ export const RunDetailAnswer = RunViewAnswer.extend({
   labels: z.record(z.string(), z.string()),
   unreadableEvents: UnreadableEvents,
   rerunOf: z.string().nullable(),
+  forkedFrom: z
+    .object({ sharedRunId: z.string(), fromStep: z.string(), executionId: z.string().nullable() })
+    .nullable()
+    .describe("the run this one forks (POST /v1/runs/:id/fork) and the step it executes from"),
+  forks: z
+    .array(z.object({ sharedRunId: z.string(), fromStep: z.string() }))
+    .readonly()
+    .describe("forks of this run, in the order they were made"),
   cancelRequested: z.object({ by: z.string(), reason: z.string(), seq: z.number() }).nullable(),
   steps: z.array(StepAnswer).readonly(),
 });

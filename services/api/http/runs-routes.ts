@@ -5,6 +5,8 @@ import { readTenant } from "../domain/access.ts";
 import { ListRunsQuery, runFilter } from "../domain/run-list.ts";
 import { runView } from "../domain/run-view.ts";
 import { SubmitRunBody } from "../domain/submission.ts";
+import { ForkRunBody } from "../domain/fork.ts";
+import { forkRun } from "../shell/fork-run.ts";
 import { principalOf, requestCancel } from "../shell/cancel-run.ts";
 import type { ApiDeps } from "../shell/deps.ts";
 import { listRuns } from "../shell/list-runs.ts";
@@ -171,6 +173,41 @@ export const runsRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps; feeds?: FeedSlot
       );
       const view = runView(run);
       if (view === undefined) throw new Error("a submitted run folded to no view");
+      return reply
+        .code(created ? 201 : 200)
+        .header("location", `/v1/runs/${view.sharedRunId}`)
+        .send(view);
+    },
+  );
+
+  app.post(
+    "/runs/:id/fork",
+    {
+      schema: {
+        params: RunParams,
+        body: ForkRunBody,
+        headers: IdempotencyHeaders,
+        response: { 200: RunViewAnswer, 201: RunViewAnswer },
+      },
+    },
+    async (request, reply) => {
+      const credential = credentialOf(request);
+      const tenant = tenantOf(credential);
+      const header = request.headers["idempotency-key"];
+      if (header !== undefined && request.body.idempotencyKey !== undefined && header !== request.body.idempotencyKey)
+        throw new DroverError("contract-violation", "the Idempotency-Key header and the body's idempotencyKey differ");
+      const body = header === undefined ? request.body : { ...request.body, idempotencyKey: header };
+      const { run, created } = await forkRun(
+        deps,
+        submit,
+        tenant,
+        request.params.id,
+        body,
+        principalOf(credential),
+        request.id,
+      );
+      const view = runView(run);
+      if (view === undefined) throw new Error("a submitted fork folded to no view");
       return reply
         .code(created ? 201 : 200)
         .header("location", `/v1/runs/${view.sharedRunId}`)

@@ -1,5 +1,11 @@
 import { foldRun, type RunState } from "../../../aggregates/run.ts";
-import { isDroverError, tenantSettingsOf, type TenantId, type TenantSettings } from "../../../contracts/index.ts";
+import {
+  isDroverError,
+  tenantSettingsOf,
+  type ForkOrigin,
+  type TenantId,
+  type TenantSettings,
+} from "../../../contracts/index.ts";
 import { aggregateSubject, runRef } from "../../../streams/subjects.ts";
 import { decideSubmission, type SubmitRunBody } from "../domain/submission.ts";
 import type { ApiDeps } from "./deps.ts";
@@ -25,9 +31,15 @@ export interface Submitted {
  */
 export function createSubmitter(
   deps: ApiDeps,
-): (tenantId: TenantId, body: SubmitRunBody, requestId: string, rerunOf?: string) => Promise<Submitted> {
-  return (tenantId, body, requestId, rerunOf) =>
-    submitOnce(deps, tenantId, tenantSettingsOf(deps.config, tenantId), body, requestId, rerunOf);
+): (
+  tenantId: TenantId,
+  body: SubmitRunBody,
+  requestId: string,
+  rerunOf?: string,
+  forkedFrom?: ForkOrigin,
+) => Promise<Submitted> {
+  return (tenantId, body, requestId, rerunOf, forkedFrom) =>
+    submitOnce(deps, tenantId, tenantSettingsOf(deps.config, tenantId), body, requestId, rerunOf, forkedFrom);
 }
 
 async function submitOnce(
@@ -37,6 +49,7 @@ async function submitOnce(
   body: SubmitRunBody,
   requestId: string,
   rerunOf: string | undefined,
+  forkedFrom?: ForkOrigin,
 ): Promise<Submitted> {
   const ids = submissionIds(tenantId, body.idempotencyKey, deps.newId);
   const ref = runRef(tenantId, ids.sharedRunId);
@@ -64,6 +77,7 @@ async function submitOnce(
         ...ids,
         metadata: { now: deps.clock.now(), requestId, instanceId: deps.instanceId },
         ...(rerunOf === undefined ? {} : { rerunOf }),
+        ...(forkedFrom === undefined ? {} : { forkedFrom }),
       },
       existing,
     );

@@ -70,6 +70,17 @@ export function describeExec(e: Of<"exec">, executionId: string): Description {
         },
         ex,
       );
+    case "exec.step-reused":
+      return d(
+        `step ${e.data.stepId} reused from run ${e.data.fromRun} (not executed)`,
+        {
+          stepId: e.data.stepId,
+          fromRun: e.data.fromRun,
+          fromExecutionId: e.data.fromExecutionId,
+          outputDigest: e.data.outputDigest,
+        },
+        ex,
+      );
     case "exec.paused-for-recovery":
       return d(
         `paused for recovery: new epoch ${e.data.newEpoch}, ${e.data.failedRuntimeInstanceId} fenced out`,

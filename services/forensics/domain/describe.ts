@@ -137,6 +137,12 @@ function describeRun(e: Of<"run">, sharedRunId: string): Description {
       });
     case "run.cancel-requested":
       return d(`cancel requested by ${e.data.by}`, { reasonDetail: e.data.reason, by: e.data.by }, run);
+    case "run.forked":
+      return d(
+        `forked from step ${e.data.fromStep} by ${e.data.by} as ${e.data.forkRunId}`,
+        { forkRunId: e.data.forkRunId, fromStep: e.data.fromStep, by: e.data.by },
+        run,
+      );
     case "run.cancelled":
       return d("cancelled", { reasonDetail: e.data.reason, ...(e.data.by ? { by: e.data.by } : {}) }, run);
     case "run.rejected":

@@ -32,7 +32,8 @@ export function evolveExecutionDoc(doc: ExecutionDoc | undefined, f: Fact<ExecEv
       (e.type === "exec.step-completed" ||
         e.type === "exec.step-failed" ||
         e.type === "exec.timer-started" ||
-        e.type === "exec.condition-evaluated"))
+        e.type === "exec.condition-evaluated" ||
+        e.type === "exec.step-reused"))
   )
     return s;
   return { ...apply(s, e, f), lastSeq: f.seq };
@@ -63,6 +64,7 @@ function apply(s: ExecutionDoc, e: ExecEvent, f: Fact<ExecEvent>): ExecutionDoc 
     case "exec.step-failed":
     case "exec.timer-started":
     case "exec.condition-evaluated":
+    case "exec.step-reused":
       return s;
     case "exec.map-expanded": {
       const { stepId, count, maxConcurrency, toleratedFailures, itemsDigest } = e.data;

@@ -118,6 +118,8 @@ function apply(s: RunDoc, e: RunEvent, f: Fact<RunEvent>): RunDoc {
       return s.cancelRequested
         ? s
         : { ...s, cancelRequested: { ...positionOf(f), by: e.data.by, reason: e.data.reason } };
+    case "run.forked":
+      return s;
     case "run.cancelled":
       return ended("cancelled");
     case "run.rejected":

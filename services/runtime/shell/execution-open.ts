@@ -21,6 +21,7 @@ import type { EventStore } from "../../../streams/types.ts";
 import { foldExecution, type ExecutionState } from "../../../aggregates/execution.ts";
 import { canonicalJson, executionIdFromDigest, executionIdSeed } from "../../../aggregates/step-inputs.ts";
 import { AggregateJournal } from "./journal.ts";
+import { writeReused } from "./fork-reuse.ts";
 import { sha256Hex } from "./step-runners.ts";
 
 export type DispatchPayload = Extract<RuntimeCommand, { operation: "DispatchRun" }>["payload"];
@@ -103,16 +104,22 @@ export async function openFresh(env: JournalEnv, p: DispatchPayload): Promise<Op
   );
   const exec = journalFor(env, execRef(p.tenantId, executionId), 0, 0);
   await exec.append(emit("exec.started", execStarted(env, p, 0)));
-  return {
-    executionId,
-    localRunId: p.localRunId,
-    tenantId: p.tenantId,
-    epoch: 0,
-    run,
-    exec,
-    prior: foldExecution([]),
-    emit,
-  };
+  const opened = { executionId, localRunId: p.localRunId, tenantId: p.tenantId, epoch: 0, run, exec, emit };
+  return withReused(env, p, { ...opened, prior: foldExecution([]) });
+}
+
+/**
+ * A fork's reused steps, journaled before any step runs (see writeReused); when the original's
+ * outputs are not what the fork was planned with, the journal ends `failed` here and the opened
+ * execution carries that end, from which the run's own terminal event is written.
+ */
+async function withReused(env: JournalEnv, p: DispatchPayload, opened: OpenedExecution): Promise<OpenedExecution> {
+  const r = await writeReused(env.store, p.tenantId, p.fork, opened.exec, opened.emit, opened.prior);
+  if (r.ok) return { ...opened, prior: r.state };
+  const reason = { code: "fork-upstream-incomplete" as const, detail: r.detail };
+  const ended = opened.emit("exec.failed", { reason }) as EndedEvent;
+  await opened.exec.append(ended);
+  return { ...opened, prior: r.state, ended };
 }
 
 /** The journal's first event: who started it, for which run and DAG, at which epoch. */
@@ -249,5 +256,5 @@ export async function openResume(env: JournalEnv, p: ResumePayload): Promise<Ope
         completedSteps: prior.completed.size,
       }),
     );
-  return opened;
+  return withReused(env, p, opened);
 }
