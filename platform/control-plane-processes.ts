@@ -92,6 +92,7 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
       ? {
           NATS_CREDS: credentialOf(keys, name),
           ...(name === "provisioner" ? { DROVER_NATS_CALLOUT_SEED: keys.calloutSeed } : {}),
+          ...(name === "recovery" && keys.seeds.kicker ? { DROVER_NATS_KICK_CREDS: credentialOf(keys, "kicker") } : {}),
         }
       : {};
   const setup = await connectNats({ servers: o.natsUrl, creds: keys ? credentialOf(keys, "setup") : "" });

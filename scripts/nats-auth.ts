@@ -74,6 +74,8 @@ if (cmd === "config") {
       (id) => [id, credentialOf(k, id)],
     ),
     ["callout-seed", k.calloutSeed],
+    // Recovery's second identity (system account: CONNZ and KICK only), DROVER_NATS_KICK_CREDS.
+    ["kicker", credentialOf(k, "kicker")],
   ]);
   const list = {
     apiVersion: "v1",

@@ -23,8 +23,21 @@ export type ServiceIdentity = (typeof SERVICE_IDENTITIES)[number];
  * `harness` exists only on the private servers tests start: it plays every party. `producer-<tenant>`
  * is a trusted producer of one tenant (docs/producers.md): it may submit that tenant's runs, nothing else.
  */
-export type Identity = ServiceIdentity | "harness" | `producer-${string}`;
+export type Identity = ServiceIdentity | typeof KICKER | "harness" | `producer-${string}`;
 export const producerIdentity = (tenantId: string): Identity => `producer-${tenantId}`;
+
+/**
+ * The one identity of the system account: recovery holds it (DROVER_NATS_KICK_CREDS) to disconnect a
+ * fenced runtime's live connections at once (kick.ts). It may only list connections
+ * (`$SYS.REQ.SERVER.PING.CONNZ`, every server answers) and kick one by client id
+ * (`$SYS.REQ.SERVER.<server id>.KICK`); nothing of the DROVER account, no JetStream.
+ */
+export const KICKER = "kicker";
+export const KICK_RIGHTS: Rights = {
+  publish: { allow: ["$SYS.REQ.SERVER.PING.CONNZ", "$SYS.REQ.SERVER.*.KICK"], deny: [] },
+  subscribe: { allow: [`_INBOX_${KICKER}.>`], deny: [] },
+  allowResponses: false,
+};
 
 export interface Rights {
   readonly publish: { readonly allow: readonly string[]; readonly deny: readonly string[] };
@@ -199,6 +212,7 @@ export function rightsOf(id: Identity, scopes: readonly AuthScope[]): Rights {
   const inbox = `_INBOX_${id}.>`;
   if (id === "harness")
     return { publish: { allow: [">"], deny: [] }, subscribe: { allow: [">"], deny: [] }, allowResponses: true };
+  if (id === KICKER) return KICK_RIGHTS;
   if (id === "setup")
     return {
       publish: { allow: ["$JS.API.>"], deny: [] },

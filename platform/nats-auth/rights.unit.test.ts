@@ -3,7 +3,7 @@ import { resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { DEFAULT_LAYOUT } from "../../streams/index.ts";
 import { generateKeys } from "./credentials.ts";
-import { eventOf, producerIdentity, scopeOf, SERVICE_IDENTITIES } from "./rights.ts";
+import { eventOf, KICKER, producerIdentity, scopeOf, SERVICE_IDENTITIES } from "./rights.ts";
 import { runtimeRights } from "./runtime-rights.ts";
 import { authConfig } from "./server-config.ts";
 
@@ -38,7 +38,11 @@ type User = {
 
 describe("the generated nats-server configuration matches docs/nats-identities.md (pure: proves no transport)", () => {
   const keys = generateKeys({ producers: ["acme"] });
-  const conf = authConfig(keys, [scope]) as { accounts: { DROVER: { users: User[] } } };
+  const conf = authConfig(keys, [scope]) as {
+    accounts: { DROVER: { users: User[] }; SYS: { users: User[] } };
+    system_account: string;
+    authorization: { auth_callout: { auth_users: string[] } };
+  };
   const userOf = (id: string): User => conf.accounts.DROVER.users.find((u) => u.nkey === keys.publicKeys[id as never])!;
   const eventSubjects = (u: User) => u.permissions.publish.allow.filter((s) => s.startsWith(`${scope.events}.`)).sort();
 
@@ -67,6 +71,20 @@ describe("the generated nats-server configuration matches docs/nats-identities.m
   it("only setup manages streams and consumers", () => {
     expect(rows.get("setup")!.other).toContain("$JS.API.>");
     expect(userOf("setup").permissions.publish.allow).toEqual(["$JS.API.>"]);
+  });
+
+  it("the kicker is the system account's only user and may only list connections and kick one", () => {
+    expect(conf.system_account).toBe("SYS");
+    expect(conf.accounts.SYS.users.map((u) => u.nkey)).toEqual([keys.publicKeys[KICKER]]);
+    expect(conf.accounts.DROVER.users.some((u) => u.nkey === keys.publicKeys[KICKER])).toBe(false);
+    // A configured user: the auth callout (runtimes) is not asked about it.
+    expect(conf.authorization.auth_callout.auth_users).toContain(keys.publicKeys[KICKER]);
+    const [u] = conf.accounts.SYS.users;
+    expect(u!.permissions.publish.allow.sort()).toEqual(["$SYS.REQ.SERVER.*.KICK", "$SYS.REQ.SERVER.PING.CONNZ"]);
+    expect(u!.permissions.subscribe.allow).toEqual(["_INBOX_kicker.>"]);
+    const row = rows.get(KICKER)!;
+    expect([row.appends, row.reads]).toEqual(["—", "—"]);
+    for (const s of u!.permissions.publish.allow) expect(row.other).toContain(`\`${s}\``);
   });
 
   it("a producer submits only its tenant's runs", () => {
