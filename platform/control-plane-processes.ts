@@ -85,7 +85,7 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
     ...(o.mongoUrl ? { MONGO_URL: o.mongoUrl } : {}),
   };
   // Authentication: each service connects as its own identity (the server's keys, server-keys.ts);
-  // the streams, the durable consumer and the outputs bucket are made by the setup identity first.
+  // the streams, the durable consumer and the outputs stream are made by the setup identity first.
   const keys = serverKeysOf(o.natsUrl);
   const credsOf = (name: ServiceName): Record<string, string> =>
     keys

@@ -1,5 +1,5 @@
 import type { StreamLayout } from "../../streams/index.ts";
-import { outputsBucketOf } from "../output-store.ts";
+import { outputsPrefixOf, outputsStreamOf } from "../output-store.ts";
 
 /**
  * Who may do what on NATS: one identity per party, each with only the publish/subscribe and
@@ -54,6 +54,7 @@ export interface AuthScope {
   readonly eventStream: string;
   readonly heartbeatStream: string;
   readonly deadLetterStream: string;
+  /** First subject tokens of stored outputs (`drover-out`): `<outputs>.<tenant>.<sha256>.<chunk>`. */
   readonly outputs: string;
   readonly outputsStream: string;
 }
@@ -62,7 +63,6 @@ export interface AuthScope {
 export const SCALE_OUT_DURABLE = "provisioner-scaleout-requested";
 
 export function scopeOf(layout: StreamLayout): AuthScope {
-  const bucket = outputsBucketOf(layout);
   return {
     events: layout.eventPrefix,
     heartbeats: layout.heartbeatPrefix,
@@ -70,8 +70,8 @@ export function scopeOf(layout: StreamLayout): AuthScope {
     eventStream: layout.eventStream,
     heartbeatStream: layout.heartbeatStream,
     deadLetterStream: layout.deadLetterStream,
-    outputs: `$O.${bucket}`,
-    outputsStream: `OBJ_${bucket}`,
+    outputs: outputsPrefixOf(layout),
+    outputsStream: outputsStreamOf(layout),
   };
 }
 
@@ -87,7 +87,7 @@ export const TAGGED_SCOPE: AuthScope = {
   eventStream: "*",
   heartbeatStream: "*",
   deadLetterStream: "*",
-  outputs: "$O.*",
+  outputs: "*.drover-out",
   outputsStream: "*",
 };
 
@@ -114,15 +114,21 @@ export const jsRead = (stream: string): string[] => [
 ];
 
 /**
- * `jsRead` of an object store's stream (the outputs bucket), plus the named consumer form with a
- * filter in the bucket's subjects: the object-store client reads an object through a consumer named
- * and filtered in the subject (`CREATE.<stream>.<name>.$O.<bucket>.C.<nuid>`). A durable could be
- * created there (over the bucket only); the filter keeps the pattern off drover's event streams
- * even where the stream token is a wildcard (TAGGED_SCOPE).
+ * Reading stored outputs (platform/output-store.ts): the last chunk by the subject-form Direct Get,
+ * then an ordered consumer with the filter in the create subject (`CREATE.<stream>.<name>.<filter>`),
+ * over the outputs of the tenants in `tenants` (`*`: every tenant). The filter in the subject keeps
+ * the named form off drover's event streams even where the stream token is a wildcard (TAGGED_SCOPE).
  */
-export const objectStoreRead = (s: AuthScope): string[] => [
-  ...jsRead(s.outputsStream),
-  `$JS.API.CONSUMER.CREATE.${s.outputsStream}.*.${s.outputs}.>`,
+export const outputsRead = (s: AuthScope, tenants: readonly string[] = ["*"]): string[] => [
+  // The ordered consumer asks for the stream's info first (with `subjects_filter` it lists subject
+  // names — tenants and digests, never bytes — as it does on the event stream).
+  `$JS.API.STREAM.INFO.${s.outputsStream}`,
+  `$JS.API.CONSUMER.MSG.NEXT.${s.outputsStream}.*`,
+  `$JS.API.CONSUMER.DELETE.${s.outputsStream}.*`,
+  ...tenants.flatMap((t) => [
+    `$JS.API.DIRECT.GET.${s.outputsStream}.${s.outputs}.${t}.>`,
+    `$JS.API.CONSUMER.CREATE.${s.outputsStream}.*.${s.outputs}.${t}.>`,
+  ]),
 ];
 
 /** No one but setup touches a durable consumer's definition, and only its owner pulls from it. */
@@ -189,18 +195,18 @@ export const WRITES: Readonly<Record<ServiceIdentity, Readonly<Record<string, re
 
 const reads: Readonly<Record<ServiceIdentity, (s: AuthScope) => string[]>> = {
   setup: () => [],
-  api: (s) => [...jsRead(s.eventStream), ...jsRead(s.heartbeatStream), ...objectStoreRead(s)],
+  api: (s) => [...jsRead(s.eventStream), ...jsRead(s.heartbeatStream), ...outputsRead(s)],
   admission: (s) => jsRead(s.eventStream),
   capacity: (s) => [...jsRead(s.eventStream), ...jsRead(s.heartbeatStream)],
   provisioner: (s) => [...jsRead(s.eventStream), ...jsRead(s.heartbeatStream)],
   recovery: (s) => [...jsRead(s.eventStream), ...jsRead(s.heartbeatStream)],
-  forensics: (s) => [...jsRead(s.eventStream), ...objectStoreRead(s)],
+  forensics: (s) => [...jsRead(s.eventStream), ...outputsRead(s)],
   scheduler: (s) => jsRead(s.eventStream),
   operator: (s) => [
     ...jsRead(s.eventStream),
     ...jsRead(s.heartbeatStream),
     ...jsRead(s.deadLetterStream),
-    ...objectStoreRead(s),
+    ...outputsRead(s),
   ],
 };
 

@@ -54,10 +54,13 @@ describe("the generated nats-server configuration matches docs/nats-identities.m
       const u = userOf(id);
       expect(eventSubjects(u)).toEqual(appendsOf(row.appends).sort());
       const read = row.reads === "—" ? [] : row.reads.split(",").map((r) => streamOf[r.trim()]!);
-      const infos = u.permissions.publish.allow
-        .filter((s) => s.startsWith("$JS.API.DIRECT.GET.") && !s.endsWith(".>"))
-        .map((s) => s.slice("$JS.API.DIRECT.GET.".length));
-      expect(infos.sort()).toEqual(read.sort());
+      // The streams it may read: those it may Direct Get from (by body, or by subject for outputs).
+      const infos = new Set(
+        u.permissions.publish.allow
+          .filter((s) => s.startsWith("$JS.API.DIRECT.GET."))
+          .map((s) => s.slice("$JS.API.DIRECT.GET.".length).split(".")[0]!),
+      );
+      expect([...infos].sort()).toEqual(read.sort());
       expect(
         u.permissions.publish.allow.some((s) => /^\$JS\.API\.(STREAM\.(CREATE|UPDATE|DELETE|PURGE)|>)/.test(s)),
       ).toBe(false);
@@ -108,10 +111,15 @@ describe("the generated nats-server configuration matches docs/nats-identities.m
       [
         `$JS.API.CONSUMER.CREATE.${scope.eventStream}.*.${scope.events}.exec.acme.>`,
         `$JS.API.CONSUMER.CREATE.${scope.eventStream}.*.${scope.events}.run.acme.>`,
-        `$JS.API.CONSUMER.CREATE.${scope.outputsStream}`,
-        `$JS.API.CONSUMER.CREATE.${scope.outputsStream}.*.${scope.outputs}.>`,
+        `$JS.API.CONSUMER.CREATE.${scope.outputsStream}.*.${scope.outputs}.acme.>`,
       ].sort(),
     );
+    // Outputs: only its tenants', written and read by subject (platform/output-store.ts).
+    expect(r.publish.allow.filter((s) => s.startsWith(`${scope.outputs}.`))).toEqual([`${scope.outputs}.acme.*.*`]);
+    expect(r.publish.allow.filter((s) => s.startsWith(`$JS.API.DIRECT.GET.${scope.outputsStream}`))).toEqual([
+      `$JS.API.DIRECT.GET.${scope.outputsStream}.${scope.outputs}.acme.>`,
+    ]);
+    expect(r.publish.allow).not.toContain(`$JS.API.STREAM.MSG.GET.${scope.outputsStream}`);
     // Reads of the event stream only name their subject in the request subject: no get by sequence
     // or with a filter in the body, so it reads only its tenants' exec and run events.
     const eventReads = r.publish.allow.filter((s) =>
