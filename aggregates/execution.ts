@@ -58,6 +58,8 @@ export interface ExecutionState {
   readonly lastSeq: number;
   /** Invariant breaks seen while folding (e.g. a second step-completed for a step); empty for a sound journal. */
   readonly violations: readonly string[];
+  /** Sequences of runtime-written events stepped over: their writer is not the runtime the execution is placed on. */
+  readonly steppedOver: readonly number[];
 }
 
 export const initialExecutionState = (): ExecutionState => ({
@@ -70,7 +72,32 @@ export const initialExecutionState = (): ExecutionState => ({
   maps: new Map(),
   lastSeq: 0,
   violations: [],
+  steppedOver: [],
 });
+
+/**
+ * The runtime an execution is placed on: the one `exec.started` names, then the one each
+ * `exec.resumed` names (the replacement a recovery placed it on); none while a recovery is pending
+ * (after `paused-for-recovery`, before the replacement's `resumed`).
+ */
+export const placedRuntimeOf = (s: ExecutionState): string | undefined =>
+  s.pendingRecovery ? undefined : (s.lastResumed?.runtimeInstanceId ?? s.started?.runtimeInstanceId);
+
+/**
+ * An exec event written by a runtime counts only from the runtime the execution is placed on.
+ * NATS subjects cannot tell runtimes apart (a runtime may write the exec subjects of every
+ * execution of its tenants), so another runtime's write is stepped over: `exec.started` and
+ * `exec.resumed` count only from the runtime they place the execution on (a resume only while a
+ * recovery is pending), every other event only from the placed runtime. The writer is what the
+ * event declares: this stops a confused or stale runtime, not a forger (docs/nats-identities.md).
+ */
+export function fromUnplacedRuntime(s: ExecutionState, e: ExecEvent): boolean {
+  if (e.writer.service !== "runtime") return false;
+  const writer = e.writer.runtimeInstanceId;
+  if (e.type === "exec.started") return writer !== e.data.runtimeInstanceId;
+  if (e.type === "exec.resumed") return writer !== e.data.runtimeInstanceId || !s.pendingRecovery;
+  return writer !== placedRuntimeOf(s);
+}
 
 /**
  * Folds one execution event into the state. Pure and total: events of other aggregates are ignored,
@@ -82,6 +109,7 @@ export function evolveExecution(state: ExecutionState, { seq, event }: Sequenced
   const next = { ...state, lastSeq: Math.max(state.lastSeq, seq) };
   // Other aggregates' events can share a replay; they do not change an execution.
   if (!isExecEvent(event)) return next;
+  if (fromUnplacedRuntime(state, event)) return { ...next, steppedOver: [...state.steppedOver, seq] };
   switch (event.type) {
     case "exec.started":
       if (state.started) return { ...next, violations: [...state.violations, `second exec.started at seq ${seq}`] };

@@ -17,10 +17,21 @@ const writer: Writer = {
   epoch: 0,
 };
 const ctx = { tenantId: TenantId.parse("t1"), correlationId: "c1", causationId: "c1", writer };
+const runtimeWriter = (id: string): Writer => ({
+  ...writer,
+  instanceId: id,
+  runtimeInstanceId: RuntimeInstanceId.parse(id),
+});
+const recoveryWriter: Writer = { service: "recovery", instanceId: "recovery-1" };
 let n = 0;
-const ev = <T extends EventType>(seq: number, type: T, data: DataOf<T>): SequencedEvent => ({
+const ev = <T extends EventType>(seq: number, type: T, data: DataOf<T>, by: Writer = writer): SequencedEvent => ({
   seq,
-  event: buildEvent(type, data, ctx, { eventId: `e-${++n}`, now: new Date("2026-01-01T00:00:00.000Z") }),
+  event: buildEvent(
+    type,
+    data,
+    { ...ctx, writer: by },
+    { eventId: `e-${++n}`, now: new Date("2026-01-01T00:00:00.000Z") },
+  ),
 });
 const digest = "a".repeat(64);
 const started = (seq: number) =>
@@ -58,6 +69,7 @@ const paused = (seq: number, newEpoch: number) =>
       failedRuntimeInstanceId: "rt-a",
       newEpoch,
     }),
+    recoveryWriter,
   );
 
 describe("foldExecution: the journal is the resume state", () => {
@@ -127,6 +139,7 @@ describe("foldExecution: the journal is the resume state", () => {
         epoch: 1,
         completedSteps: 1,
       }),
+      runtimeWriter("rt-b"),
     );
     const s = foldExecution([started(1), done(2, "a"), paused(4, 1), resumed]);
     expect(s.pendingRecovery).toBeUndefined();
@@ -150,5 +163,54 @@ describe("foldExecution: the journal is the resume state", () => {
   it("given a terminal event, then the state is terminal", () => {
     expect(foldExecution([started(1), ev(2, "exec.completed", { outputDigest: digest })]).terminal).toBe("completed");
     expect(foldExecution([started(1), ev(2, "exec.cancelled", { reason: "" })]).terminal).toBe("cancelled");
+  });
+
+  it("given exec events written by a runtime the execution is not placed on, then they are stepped over (by sequence), across a recovery", () => {
+    const by = (id: string) => runtimeWriter(id);
+    const resumedOn = (seq: number, id: string, w: Writer = by(id)) =>
+      ev(
+        seq,
+        "exec.resumed",
+        eventData("exec.resumed", { runtimeInstanceId: id, localRunId: "l2", epoch: 1, completedSteps: 1 }),
+        w,
+      );
+    const doneBy = (seq: number, stepId: string, w: Writer) =>
+      ev(seq, "exec.step-completed", { ...done(seq, stepId).event.data } as DataOf<"exec.step-completed">, w);
+    // rt-x (another runtime of the tenant) completes a step and the execution of rt-a: stepped over.
+    const before = foldExecution([
+      started(1),
+      doneBy(2, "a", by("rt-x")),
+      ev(3, "exec.completed", { outputDigest: digest }, by("rt-x")),
+    ]);
+    expect([before.completed.size, before.terminal, before.steppedOver, before.lastSeq]).toEqual([
+      0,
+      undefined,
+      [2, 3],
+      3,
+    ]);
+    // An exec.started naming rt-a but written by rt-x does not place the execution.
+    expect(
+      foldExecution([{ ...started(1), event: { ...started(1).event, writer: by("rt-x") } }]).started,
+    ).toBeUndefined();
+    // Recovery: after paused-for-recovery, the failed rt-a's writes count for nothing; a resume claimed
+    // for rt-b by rt-x is stepped over; rt-b's own resume places it on rt-b, whose writes count, rt-a's not.
+    const s = foldExecution([
+      started(1),
+      done(2, "a"),
+      paused(3, 1),
+      doneBy(4, "b", by("rt-a")),
+      resumedOn(5, "rt-b", by("rt-x")),
+      resumedOn(6, "rt-b"),
+      doneBy(7, "b", by("rt-a")),
+      doneBy(8, "c", by("rt-b")),
+    ]);
+    expect(s.lastResumed?.runtimeInstanceId).toBe("rt-b");
+    expect(s.pendingRecovery).toBeUndefined();
+    expect([...s.completed.keys()]).toEqual(["a", "c"]);
+    expect(s.steppedOver).toEqual([4, 5, 7]);
+    expect(s.lastSeq).toBe(8);
+    expect(s.violations).toEqual([]);
+    // A resume while no recovery is pending is stepped over: rt-b cannot take a live execution.
+    expect(foldExecution([started(1), resumedOn(2, "rt-b")]).steppedOver).toEqual([2]);
   });
 });

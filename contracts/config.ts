@@ -58,6 +58,13 @@ export const KubernetesHostConfig = z
       .min(1)
       .optional()
       .describe("the runtime's working directory (the repository, for the local cluster)"),
+    natsCaSecret: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        "a Secret in the runtime namespace holding the CA of a TLS nats-server (key ca.pem): mounted into every runtime Pod, NATS_CA_FILE points at it",
+      ),
     readinessTimeoutMs: z.number().int().min(1000).default(60_000),
     killGraceSeconds: z
       .number()

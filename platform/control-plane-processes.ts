@@ -85,13 +85,14 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
     ...(o.mongoUrl ? { MONGO_URL: o.mongoUrl } : {}),
   };
   // Authentication: each service connects as its own identity (the server's keys, server-keys.ts);
-  // the streams, the durable consumer and the outputs bucket are made by the setup identity first.
+  // the streams, the durable consumer and the outputs stream are made by the setup identity first.
   const keys = serverKeysOf(o.natsUrl);
   const credsOf = (name: ServiceName): Record<string, string> =>
     keys
       ? {
           NATS_CREDS: credentialOf(keys, name),
           ...(name === "provisioner" ? { DROVER_NATS_CALLOUT_SEED: keys.calloutSeed } : {}),
+          ...(name === "recovery" && keys.seeds.kicker ? { DROVER_NATS_KICK_CREDS: credentialOf(keys, "kicker") } : {}),
         }
       : {};
   const setup = await connectNats({ servers: o.natsUrl, creds: keys ? credentialOf(keys, "setup") : "" });

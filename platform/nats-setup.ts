@@ -1,14 +1,12 @@
 import { JetStreamApiError, type JetStreamManager } from "@nats-io/jetstream";
-import { Objm } from "@nats-io/obj";
 import {
   ensureConsumer,
   ensureStreams,
   eventTypeFilter,
-  connectionOf,
   type DurableConsumerSpec,
   type StreamLayout,
 } from "../streams/index.ts";
-import { outputsBucketOf } from "./output-store.ts";
+import { outputsStreamConfig } from "./output-store.ts";
 import { SCALE_OUT_DURABLE } from "./nats-auth/rights.ts";
 
 /**
@@ -28,12 +26,16 @@ export const isNotFound = (e: unknown): boolean => e instanceof JetStreamApiErro
 
 /**
  * What only the `setup` identity may do (docs/nats-identities.md): create (or verify) drover's
- * streams, the provisioner's durable consumer and the outputs Object Store bucket. `drover admin
+ * streams, the provisioner's durable consumer and the outputs stream (output-store.ts). `drover admin
  * setup` runs it before the services start (`make run`, the manifests' setup Job, the test harness);
  * services only check that what they use exists.
  */
 export async function setupNats(jsm: JetStreamManager, layout: StreamLayout, ackWaitMs?: number): Promise<void> {
   await ensureStreams(jsm, layout);
   await ensureConsumer(jsm, layout, scaleOutConsumer(layout, ackWaitMs));
-  await new Objm(connectionOf(jsm)).create(outputsBucketOf(layout));
+  const outputs = outputsStreamConfig(layout);
+  await jsm.streams.info(outputs.name).catch(async (e: unknown) => {
+    if (!isNotFound(e)) throw e;
+    await jsm.streams.add(outputs);
+  });
 }

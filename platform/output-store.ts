@@ -1,68 +1,133 @@
 import { createHash } from "node:crypto";
+import {
+  DeliverPolicy,
+  DiscardPolicy,
+  jetstream,
+  JetStreamApiError,
+  RetentionPolicy,
+  StorageType,
+  type StreamConfig,
+} from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { Objm, type ObjectStore } from "@nats-io/obj";
-import { DroverError, type StoredOutputRef } from "../contracts/index.ts";
+import { DroverError, isSubjectSafeId, type StoredOutputRef } from "../contracts/index.ts";
 import type { StreamLayout } from "../streams/index.ts";
+import { isNotFound } from "../streams/nats-errors.ts";
 
 /**
- * The JetStream Object Store bucket holding outputs above the inline limit, named from the layout
- * (`drover-outputs`, or `drover-outputs-<tag>` for a tagged test layout).
+ * Outputs above the inline limit live in a plain stream with tenant-scoped subjects
+ * (`<prefix>-out.<tenant>.<sha256>.<chunk>`), so a runtime's NATS rights can name its tenants'
+ * outputs exactly (docs/nats-identities.md "Outputs"): written chunk by chunk, read by the
+ * subject-form Direct Get (the last chunk's sequence) and an ordered consumer whose filter is in
+ * the create subject, like a runtime's event reads (streams/scoped-read.ts).
  */
-export function outputsBucketOf(layout: StreamLayout): string {
-  const tag = layout.eventStream === "DROVER" ? "" : layout.eventStream.slice("DROVER_".length).toLowerCase();
-  return tag ? `drover-outputs-${tag.replace(/_/g, "-")}` : "drover-outputs";
+export function outputsStreamOf(layout: StreamLayout): string {
+  return `${layout.eventStream}_OUTPUTS`;
+}
+export const outputsPrefixOf = (layout: StreamLayout): string => `${layout.eventPrefix}-out`;
+
+/** Bytes per chunk message (nats-server's default max_payload is 1 MiB). */
+export const OUTPUT_CHUNK_BYTES = 256 * 1024;
+
+/**
+ * The outputs stream: one message per subject, ever (`max_msgs_per_subject: 1` with
+ * `discard_new_per_subject`): the server refuses a second write of a chunk, so a stored output
+ * cannot be replaced, whoever writes. Created only by the setup identity (nats-setup.ts).
+ */
+export function outputsStreamConfig(layout: StreamLayout, replicas = 1): Partial<StreamConfig> & { name: string } {
+  return {
+    name: outputsStreamOf(layout),
+    subjects: [`${outputsPrefixOf(layout)}.>`],
+    storage: StorageType.File,
+    retention: RetentionPolicy.Limits,
+    discard: DiscardPolicy.New,
+    discard_new_per_subject: true,
+    max_msgs_per_subject: 1,
+    num_replicas: replicas,
+    allow_direct: true,
+  };
 }
 
 /** Reads and writes large outputs by content: an object's name ends in its sha256, so it never changes. */
 export interface OutputStore {
-  /** Stores the bytes under `<prefix>/<sha256>` and returns the reference the journal keeps. */
+  /** Stores the bytes of `<tenant>/…` prefix `prefix` and returns the reference the journal keeps. */
   put(prefix: string, bytes: Uint8Array): Promise<StoredOutputRef>;
   /** The bytes of a referenced output; `output-store-unavailable` when missing or not matching its digest. */
   get(ref: StoredOutputRef): Promise<Uint8Array>;
 }
 
 const sha256Hex = (b: Uint8Array): string => createHash("sha256").update(b).digest("hex");
+/** A second write of a chunk: wrong last subject sequence, or the per-subject limit (discard new). */
+const ALREADY_STORED = new Set([10071, 10077]);
+
+const tenantOf = (name: string): string => {
+  const t = name.slice(0, name.indexOf("/"));
+  if (!isSubjectSafeId(t)) throw new DroverError("output-store-unavailable", `output name ${name} names no tenant`);
+  return t;
+};
 
 /**
- * The output store over `nc`. The bucket is created on first use (idempotent). Content-addressed
- * names make a put safe to repeat, and a zombie writer can never replace an output a journal names:
- * its bytes would have another digest, hence another name.
+ * The output store over `nc`. Content-addressed and write-once: a put is safe to repeat (chunks
+ * already stored are refused by the server and skipped), and no writer can replace an output a
+ * journal names. A read checks the digest.
  */
 export function createOutputStore(nc: NatsConnection, layout: StreamLayout): OutputStore {
-  const bucket = outputsBucketOf(layout);
-  let opened: Promise<ObjectStore> | undefined;
-  const store = (): Promise<ObjectStore> => {
-    // Opened, not created: only the setup identity creates the bucket (platform/nats-setup.ts); an
-    // open server without setup (a test's harness) still gets it created on first use.
-    opened ??= new Objm(nc)
-      .open(bucket)
-      .catch(() => new Objm(nc).create(bucket))
-      .catch((e: unknown) => {
-        opened = undefined;
-        throw new DroverError("output-store-unavailable", `object store ${bucket}: ${String(e)}`, { cause: e });
-      });
-    return opened;
+  const stream = outputsStreamOf(layout);
+  const js = jetstream(nc);
+  const subjectOf = (tenant: string, digest: string) => `${outputsPrefixOf(layout)}.${tenant}.${digest}`;
+  const unavailable = (what: string, e: unknown) =>
+    new DroverError("output-store-unavailable", `${what}: ${String(e)}`, { cause: e });
+  const chunks = async (ref: StoredOutputRef): Promise<Uint8Array[]> => {
+    const filter = `${subjectOf(tenantOf(ref.name), ref.digest)}.>`;
+    const jsm = await js.jetstreamManager();
+    // Subject-form Direct Get: the last chunk on the filter (the filter is in the request subject).
+    const last = await jsm.direct.getMessage(stream, { last_by_subj: filter }).catch((e: unknown) => {
+      if (isNotFound(e)) return null;
+      throw e;
+    });
+    if (!last) return [];
+    const oc = await js.consumers.get(stream, { filter_subjects: filter, deliver_policy: DeliverPolicy.All });
+    const out: Uint8Array[] = [];
+    const messages = await oc.consume({ max_messages: 32 });
+    try {
+      for await (const m of messages) {
+        out[Number(m.subject.slice(filter.length - 1))] = m.data;
+        if (m.seq >= last.seq || m.info.pending === 0) break;
+      }
+    } finally {
+      await messages.close();
+      await oc.delete().catch(() => undefined);
+    }
+    return out;
   };
   return {
     async put(prefix, bytes) {
       const digest = sha256Hex(bytes);
       const name = `${prefix}/${digest}`;
-      const os = await store();
+      const subject = subjectOf(tenantOf(name), digest);
       try {
-        const existing = await os.info(name);
-        if (!existing || existing.deleted) await os.putBlob({ name }, bytes);
+        for (let i = 0, off = 0; off < bytes.length || i === 0; i++, off += OUTPUT_CHUNK_BYTES) {
+          try {
+            await js.publish(`${subject}.${i}`, bytes.subarray(off, off + OUTPUT_CHUNK_BYTES), {
+              expect: { lastSubjectSequence: 0 },
+            });
+          } catch (e) {
+            if (!(e instanceof JetStreamApiError && ALREADY_STORED.has(e.code))) throw e;
+          }
+        }
       } catch (e) {
-        throw new DroverError("output-store-unavailable", `storing ${name}: ${String(e)}`, { cause: e });
+        throw unavailable(`storing ${name}`, e);
       }
-      return { bucket, name, size: bytes.length, digest };
+      return { bucket: stream, name, size: bytes.length, digest };
     },
     async get(ref) {
-      const os = ref.bucket === bucket ? await store() : await new Objm(nc).open(ref.bucket);
       let bytes: Uint8Array | null;
       try {
-        bytes = await os.getBlob(ref.name);
+        if (ref.bucket !== stream) throw new Error(`not in this layout's outputs stream ${stream}`);
+        const parts = await chunks(ref);
+        const n = Math.max(1, Math.ceil(ref.size / OUTPUT_CHUNK_BYTES));
+        bytes = parts.length === n && parts.every((p) => p !== undefined) ? Buffer.concat(parts) : null;
       } catch (e) {
-        throw new DroverError("output-store-unavailable", `reading ${ref.name}: ${String(e)}`, { cause: e });
+        throw unavailable(`reading ${ref.name}`, e);
       }
       if (!bytes) throw new DroverError("output-store-unavailable", `object ${ref.bucket}/${ref.name} is missing`);
       const digest = sha256Hex(bytes);
@@ -71,7 +136,7 @@ export function createOutputStore(nc: NatsConnection, layout: StreamLayout): Out
           "output-store-unavailable",
           `object ${ref.name} holds bytes of digest ${digest}, the journal recorded ${ref.digest}`,
         );
-      return bytes;
+      return new Uint8Array(bytes);
     },
   };
 }

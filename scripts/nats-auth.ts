@@ -4,7 +4,7 @@
  *                                                        (NATS_TLS=1: TLS only, CA + certificate made once in <dir>/tls)
  *   nats-auth.ts creds <dir> <identity>                  prints that identity's NATS_CREDS
  *   nats-auth.ts callout-seed <dir>                      prints DROVER_NATS_CALLOUT_SEED (the provisioner's)
- *   nats-auth.ts setup <dir>                             streams, durable consumer, outputs bucket (as `setup`)
+ *   nats-auth.ts setup <dir>                             streams, durable consumer, outputs stream (as `setup`)
  *   nats-auth.ts k8s-secret <dir>                        prints the Secrets drover-nats (services, k8s/drover/30-services.yaml)
  *                                                        and drover-nats-setup (the setup Job, 25-setup-job.yaml)
  * The configuration's rights are those of docs/nats-identities.md for the default layout, or for
@@ -74,6 +74,8 @@ if (cmd === "config") {
       (id) => [id, credentialOf(k, id)],
     ),
     ["callout-seed", k.calloutSeed],
+    // Recovery's second identity (system account: CONNZ and KICK only), DROVER_NATS_KICK_CREDS.
+    ["kicker", credentialOf(k, "kicker")],
   ]);
   const list = {
     apiVersion: "v1",

@@ -56,7 +56,10 @@ for svc in "${ORDER[@]}"; do
   # node --import tsx (not the tsx wrapper) so the pid is the service itself and signals reach it.
   creds=$(cd "$ROOT" && node --import tsx scripts/nats-auth.ts creds "$AUTH_DIR" "$svc")
   seed=""; [[ $svc == provisioner ]] && seed=$(cd "$ROOT" && node --import tsx scripts/nats-auth.ts callout-seed "$AUTH_DIR")
-  (cd "$ROOT" && NATS_CREDS=$creds DROVER_NATS_CALLOUT_SEED=$seed exec setsid node --import tsx "$main" >"$SVC_DIR/$svc.log" 2>&1 </dev/null) &
+  # Recovery also holds the kicker (system account: disconnects a fenced runtime at once); keys made
+  # before the kicker existed have none, and then a fenced runtime's connection ends at its expiry.
+  kick=""; [[ $svc == recovery ]] && kick=$(cd "$ROOT" && node --import tsx scripts/nats-auth.ts creds "$AUTH_DIR" kicker 2>/dev/null || true)
+  (cd "$ROOT" && NATS_CREDS=$creds DROVER_NATS_CALLOUT_SEED=$seed DROVER_NATS_KICK_CREDS=$kick exec setsid node --import tsx "$main" >"$SVC_DIR/$svc.log" 2>&1 </dev/null) &
   echo $! >"$pidfile"
   record_start "$pidfile"
   started+=("$svc")

@@ -8,7 +8,7 @@ import { EXIT, UsageError, type Command } from "./command.ts";
 
 /**
  * `drover admin setup [--nats URL]`: creates (or verifies) drover's streams, the provisioner's
- * durable consumer and the outputs bucket, as the `setup` identity in NATS_CREDS — the only identity
+ * durable consumer and the outputs stream, as the `setup` identity in NATS_CREDS — the only identity
  * allowed to (docs/nats-identities.md). Run once before the services start: `make run` does it
  * (scripts/nats-auth.ts setup), a cluster runs it as the Job of k8s/drover/25-setup-job.yaml.
  * Idempotent; a stream that exists with other settings is refused, never changed.
@@ -16,7 +16,7 @@ import { EXIT, UsageError, type Command } from "./command.ts";
  */
 export const setupCommand: Command = {
   name: "setup",
-  summary: "create or verify drover's streams, durable consumer and outputs bucket (as the setup identity)",
+  summary: "create or verify drover's streams, durable consumer and outputs stream (as the setup identity)",
   usage: "drover admin setup [--nats URL]   (NATS_CREDS: the setup identity; DROVER_STREAM_TAG: a tagged layout)",
   async run(args, io) {
     const { values, positionals } = parseCommandArgs(args, { nats: { type: "string" } });
@@ -32,7 +32,7 @@ export const setupCommand: Command = {
     }
     try {
       await setupNats(await jetstreamManager(nc), layout);
-      io.out(`streams, durable consumer and outputs bucket of ${layout.eventPrefix} are in place on ${servers}\n`);
+      io.out(`streams, durable consumer and outputs stream of ${layout.eventPrefix} are in place on ${servers}\n`);
       return EXIT.ok;
     } finally {
       await nc.close();

@@ -1,5 +1,5 @@
 import { createAccount, createUser } from "@nats-io/nkeys";
-import { producerIdentity, SERVICE_IDENTITIES, type Identity } from "./rights.ts";
+import { KICKER, producerIdentity, SERVICE_IDENTITIES, type Identity } from "./rights.ts";
 
 /**
  * One party's NATS credential, the value of NATS_CREDS: `<name>:<secret>`. For a service identity the
@@ -36,10 +36,11 @@ export interface NatsKeys {
 
 const td = new TextDecoder();
 
-/** Fresh random keys for every service identity (and `harness` when `harness`: test servers only). */
+/** Fresh random keys for every service identity and the kicker (and `harness` when `harness`: test servers only). */
 export function generateKeys(opts: { harness?: boolean; producers?: readonly string[] } = {}): NatsKeys {
   const ids: Identity[] = [
     ...SERVICE_IDENTITIES,
+    KICKER,
     ...(opts.harness ? (["harness"] as const) : []),
     ...(opts.producers ?? []).map(producerIdentity),
   ];

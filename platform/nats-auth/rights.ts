@@ -1,5 +1,5 @@
 import type { StreamLayout } from "../../streams/index.ts";
-import { outputsBucketOf } from "../output-store.ts";
+import { outputsPrefixOf, outputsStreamOf } from "../output-store.ts";
 
 /**
  * Who may do what on NATS: one identity per party, each with only the publish/subscribe and
@@ -23,8 +23,21 @@ export type ServiceIdentity = (typeof SERVICE_IDENTITIES)[number];
  * `harness` exists only on the private servers tests start: it plays every party. `producer-<tenant>`
  * is a trusted producer of one tenant (docs/producers.md): it may submit that tenant's runs, nothing else.
  */
-export type Identity = ServiceIdentity | "harness" | `producer-${string}`;
+export type Identity = ServiceIdentity | typeof KICKER | "harness" | `producer-${string}`;
 export const producerIdentity = (tenantId: string): Identity => `producer-${tenantId}`;
+
+/**
+ * The one identity of the system account: recovery holds it (DROVER_NATS_KICK_CREDS) to disconnect a
+ * fenced runtime's live connections at once (kick.ts). It may only list connections
+ * (`$SYS.REQ.SERVER.PING.CONNZ`, every server answers) and kick one by client id
+ * (`$SYS.REQ.SERVER.<server id>.KICK`); nothing of the DROVER account, no JetStream.
+ */
+export const KICKER = "kicker";
+export const KICK_RIGHTS: Rights = {
+  publish: { allow: ["$SYS.REQ.SERVER.PING.CONNZ", "$SYS.REQ.SERVER.*.KICK"], deny: [] },
+  subscribe: { allow: [`_INBOX_${KICKER}.>`], deny: [] },
+  allowResponses: false,
+};
 
 export interface Rights {
   readonly publish: { readonly allow: readonly string[]; readonly deny: readonly string[] };
@@ -41,6 +54,7 @@ export interface AuthScope {
   readonly eventStream: string;
   readonly heartbeatStream: string;
   readonly deadLetterStream: string;
+  /** First subject tokens of stored outputs (`drover-out`): `<outputs>.<tenant>.<sha256>.<chunk>`. */
   readonly outputs: string;
   readonly outputsStream: string;
 }
@@ -49,7 +63,6 @@ export interface AuthScope {
 export const SCALE_OUT_DURABLE = "provisioner-scaleout-requested";
 
 export function scopeOf(layout: StreamLayout): AuthScope {
-  const bucket = outputsBucketOf(layout);
   return {
     events: layout.eventPrefix,
     heartbeats: layout.heartbeatPrefix,
@@ -57,8 +70,8 @@ export function scopeOf(layout: StreamLayout): AuthScope {
     eventStream: layout.eventStream,
     heartbeatStream: layout.heartbeatStream,
     deadLetterStream: layout.deadLetterStream,
-    outputs: `$O.${bucket}`,
-    outputsStream: `OBJ_${bucket}`,
+    outputs: outputsPrefixOf(layout),
+    outputsStream: outputsStreamOf(layout),
   };
 }
 
@@ -74,7 +87,7 @@ export const TAGGED_SCOPE: AuthScope = {
   eventStream: "*",
   heartbeatStream: "*",
   deadLetterStream: "*",
-  outputs: "$O.*",
+  outputs: "*.drover-out",
   outputsStream: "*",
 };
 
@@ -101,15 +114,21 @@ export const jsRead = (stream: string): string[] => [
 ];
 
 /**
- * `jsRead` of an object store's stream (the outputs bucket), plus the named consumer form with a
- * filter in the bucket's subjects: the object-store client reads an object through a consumer named
- * and filtered in the subject (`CREATE.<stream>.<name>.$O.<bucket>.C.<nuid>`). A durable could be
- * created there (over the bucket only); the filter keeps the pattern off drover's event streams
- * even where the stream token is a wildcard (TAGGED_SCOPE).
+ * Reading stored outputs (platform/output-store.ts): the last chunk by the subject-form Direct Get,
+ * then an ordered consumer with the filter in the create subject (`CREATE.<stream>.<name>.<filter>`),
+ * over the outputs of the tenants in `tenants` (`*`: every tenant). The filter in the subject keeps
+ * the named form off drover's event streams even where the stream token is a wildcard (TAGGED_SCOPE).
  */
-export const objectStoreRead = (s: AuthScope): string[] => [
-  ...jsRead(s.outputsStream),
-  `$JS.API.CONSUMER.CREATE.${s.outputsStream}.*.${s.outputs}.>`,
+export const outputsRead = (s: AuthScope, tenants: readonly string[] = ["*"]): string[] => [
+  // The ordered consumer asks for the stream's info first (with `subjects_filter` it lists subject
+  // names — tenants and digests, never bytes — as it does on the event stream).
+  `$JS.API.STREAM.INFO.${s.outputsStream}`,
+  `$JS.API.CONSUMER.MSG.NEXT.${s.outputsStream}.*`,
+  `$JS.API.CONSUMER.DELETE.${s.outputsStream}.*`,
+  ...tenants.flatMap((t) => [
+    `$JS.API.DIRECT.GET.${s.outputsStream}.${s.outputs}.${t}.>`,
+    `$JS.API.CONSUMER.CREATE.${s.outputsStream}.*.${s.outputs}.${t}.>`,
+  ]),
 ];
 
 /** No one but setup touches a durable consumer's definition, and only its owner pulls from it. */
@@ -176,18 +195,18 @@ export const WRITES: Readonly<Record<ServiceIdentity, Readonly<Record<string, re
 
 const reads: Readonly<Record<ServiceIdentity, (s: AuthScope) => string[]>> = {
   setup: () => [],
-  api: (s) => [...jsRead(s.eventStream), ...jsRead(s.heartbeatStream), ...objectStoreRead(s)],
+  api: (s) => [...jsRead(s.eventStream), ...jsRead(s.heartbeatStream), ...outputsRead(s)],
   admission: (s) => jsRead(s.eventStream),
   capacity: (s) => [...jsRead(s.eventStream), ...jsRead(s.heartbeatStream)],
   provisioner: (s) => [...jsRead(s.eventStream), ...jsRead(s.heartbeatStream)],
   recovery: (s) => [...jsRead(s.eventStream), ...jsRead(s.heartbeatStream)],
-  forensics: (s) => [...jsRead(s.eventStream), ...objectStoreRead(s)],
+  forensics: (s) => [...jsRead(s.eventStream), ...outputsRead(s)],
   scheduler: (s) => jsRead(s.eventStream),
   operator: (s) => [
     ...jsRead(s.eventStream),
     ...jsRead(s.heartbeatStream),
     ...jsRead(s.deadLetterStream),
-    ...objectStoreRead(s),
+    ...outputsRead(s),
   ],
 };
 
@@ -199,6 +218,7 @@ export function rightsOf(id: Identity, scopes: readonly AuthScope[]): Rights {
   const inbox = `_INBOX_${id}.>`;
   if (id === "harness")
     return { publish: { allow: [">"], deny: [] }, subscribe: { allow: [">"], deny: [] }, allowResponses: true };
+  if (id === KICKER) return KICK_RIGHTS;
   if (id === "setup")
     return {
       publish: { allow: ["$JS.API.>"], deny: [] },

@@ -3,7 +3,7 @@ import { resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { DEFAULT_LAYOUT } from "../../streams/index.ts";
 import { generateKeys } from "./credentials.ts";
-import { eventOf, producerIdentity, scopeOf, SERVICE_IDENTITIES } from "./rights.ts";
+import { eventOf, KICKER, producerIdentity, scopeOf, SERVICE_IDENTITIES } from "./rights.ts";
 import { runtimeRights } from "./runtime-rights.ts";
 import { authConfig } from "./server-config.ts";
 
@@ -38,7 +38,11 @@ type User = {
 
 describe("the generated nats-server configuration matches docs/nats-identities.md (pure: proves no transport)", () => {
   const keys = generateKeys({ producers: ["acme"] });
-  const conf = authConfig(keys, [scope]) as { accounts: { DROVER: { users: User[] } } };
+  const conf = authConfig(keys, [scope]) as {
+    accounts: { DROVER: { users: User[] }; SYS: { users: User[] } };
+    system_account: string;
+    authorization: { auth_callout: { auth_users: string[] } };
+  };
   const userOf = (id: string): User => conf.accounts.DROVER.users.find((u) => u.nkey === keys.publicKeys[id as never])!;
   const eventSubjects = (u: User) => u.permissions.publish.allow.filter((s) => s.startsWith(`${scope.events}.`)).sort();
 
@@ -50,10 +54,13 @@ describe("the generated nats-server configuration matches docs/nats-identities.m
       const u = userOf(id);
       expect(eventSubjects(u)).toEqual(appendsOf(row.appends).sort());
       const read = row.reads === "—" ? [] : row.reads.split(",").map((r) => streamOf[r.trim()]!);
-      const infos = u.permissions.publish.allow
-        .filter((s) => s.startsWith("$JS.API.DIRECT.GET.") && !s.endsWith(".>"))
-        .map((s) => s.slice("$JS.API.DIRECT.GET.".length));
-      expect(infos.sort()).toEqual(read.sort());
+      // The streams it may read: those it may Direct Get from (by body, or by subject for outputs).
+      const infos = new Set(
+        u.permissions.publish.allow
+          .filter((s) => s.startsWith("$JS.API.DIRECT.GET."))
+          .map((s) => s.slice("$JS.API.DIRECT.GET.".length).split(".")[0]!),
+      );
+      expect([...infos].sort()).toEqual(read.sort());
       expect(
         u.permissions.publish.allow.some((s) => /^\$JS\.API\.(STREAM\.(CREATE|UPDATE|DELETE|PURGE)|>)/.test(s)),
       ).toBe(false);
@@ -67,6 +74,20 @@ describe("the generated nats-server configuration matches docs/nats-identities.m
   it("only setup manages streams and consumers", () => {
     expect(rows.get("setup")!.other).toContain("$JS.API.>");
     expect(userOf("setup").permissions.publish.allow).toEqual(["$JS.API.>"]);
+  });
+
+  it("the kicker is the system account's only user and may only list connections and kick one", () => {
+    expect(conf.system_account).toBe("SYS");
+    expect(conf.accounts.SYS.users.map((u) => u.nkey)).toEqual([keys.publicKeys[KICKER]]);
+    expect(conf.accounts.DROVER.users.some((u) => u.nkey === keys.publicKeys[KICKER])).toBe(false);
+    // A configured user: the auth callout (runtimes) is not asked about it.
+    expect(conf.authorization.auth_callout.auth_users).toContain(keys.publicKeys[KICKER]);
+    const [u] = conf.accounts.SYS.users;
+    expect(u!.permissions.publish.allow.sort()).toEqual(["$SYS.REQ.SERVER.*.KICK", "$SYS.REQ.SERVER.PING.CONNZ"]);
+    expect(u!.permissions.subscribe.allow).toEqual(["_INBOX_kicker.>"]);
+    const row = rows.get(KICKER)!;
+    expect([row.appends, row.reads]).toEqual(["—", "—"]);
+    for (const s of u!.permissions.publish.allow) expect(row.other).toContain(`\`${s}\``);
   });
 
   it("a producer submits only its tenant's runs", () => {
@@ -90,10 +111,15 @@ describe("the generated nats-server configuration matches docs/nats-identities.m
       [
         `$JS.API.CONSUMER.CREATE.${scope.eventStream}.*.${scope.events}.exec.acme.>`,
         `$JS.API.CONSUMER.CREATE.${scope.eventStream}.*.${scope.events}.run.acme.>`,
-        `$JS.API.CONSUMER.CREATE.${scope.outputsStream}`,
-        `$JS.API.CONSUMER.CREATE.${scope.outputsStream}.*.${scope.outputs}.>`,
+        `$JS.API.CONSUMER.CREATE.${scope.outputsStream}.*.${scope.outputs}.acme.>`,
       ].sort(),
     );
+    // Outputs: only its tenants', written and read by subject (platform/output-store.ts).
+    expect(r.publish.allow.filter((s) => s.startsWith(`${scope.outputs}.`))).toEqual([`${scope.outputs}.acme.*.*`]);
+    expect(r.publish.allow.filter((s) => s.startsWith(`$JS.API.DIRECT.GET.${scope.outputsStream}`))).toEqual([
+      `$JS.API.DIRECT.GET.${scope.outputsStream}.${scope.outputs}.acme.>`,
+    ]);
+    expect(r.publish.allow).not.toContain(`$JS.API.STREAM.MSG.GET.${scope.outputsStream}`);
     // Reads of the event stream only name their subject in the request subject: no get by sequence
     // or with a filter in the body, so it reads only its tenants' exec and run events.
     const eventReads = r.publish.allow.filter((s) =>

@@ -1,5 +1,5 @@
 import { createHmac } from "node:crypto";
-import { objectStoreRead, SCALE_OUT_DURABLE, type AuthScope, type Rights } from "./rights.ts";
+import { outputsRead, SCALE_OUT_DURABLE, type AuthScope, type Rights } from "./rights.ts";
 
 /**
  * The password of runtime `runtimeInstanceId` on layout `eventPrefix`: HMAC-SHA256 of the command
@@ -15,8 +15,8 @@ export type RuntimeTenants = readonly string[];
 
 /**
  * What one runtime may do: publish its own heartbeat; append the execution-journal events and the
- * run's `started`/`completed`/`failed`/`cancelled` of the tenants that may use it; store outputs;
- * read (stream info, gets, ordered consumers over its tenants' subjects). Nothing of `$JS.API`
+ * run's `started`/`completed`/`failed`/`cancelled` of the tenants that may use it; store and read
+ * its tenants' outputs; read (stream info, gets, ordered consumers over its tenants' subjects). Nothing of `$JS.API`
  * that creates, changes or deletes a stream or a durable consumer, no runtime lifecycle event, no
  * `run.submitted`, no other runtime's heartbeat, and no read of another tenant's events.
  */
@@ -24,8 +24,7 @@ export function runtimeRights(s: AuthScope, runtimeInstanceId: string, tenants: 
   const pub = [
     "$JS.API.INFO",
     `${s.heartbeats}.${runtimeInstanceId}`,
-    `${s.outputs}.>`,
-    ...objectStoreRead(s),
+    ...outputsRead(s, tenants),
     `$JS.API.STREAM.INFO.${s.eventStream}`,
     `$JS.API.STREAM.INFO.${s.heartbeatStream}`,
     `$JS.API.STREAM.INFO.${s.deadLetterStream}`,
@@ -34,6 +33,8 @@ export function runtimeRights(s: AuthScope, runtimeInstanceId: string, tenants: 
   ];
   for (const t of tenants) {
     pub.push(`${s.events}.exec.${t}.*.*`);
+    // Its tenants' stored outputs: `<outputs>.<tenant>.<sha256>.<chunk>`, each written once.
+    pub.push(`${s.outputs}.${t}.*.*`);
     for (const n of ["started", "completed", "failed", "cancelled"]) pub.push(`${s.events}.run.${t}.*.${n}`);
     // Reads name their subject in the request subject only (streams/scoped-read.ts): the last
     // message on a filter, and ordered consumers with the filter in the create subject. No get by

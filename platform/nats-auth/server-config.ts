@@ -1,11 +1,13 @@
 import type { NatsKeys } from "./credentials.ts";
-import { rightsOf, SERVICE_IDENTITIES, type AuthScope, type Identity, type Rights } from "./rights.ts";
+import { KICKER, rightsOf, SERVICE_IDENTITIES, type AuthScope, type Identity, type Rights } from "./rights.ts";
 
 /** Seconds nats-server waits for a connection's authentication, the auth callout's answer included. */
 export const AUTH_TIMEOUT_S = 10;
 
 /** The NATS account every drover party lives in. */
 export const DROVER_ACCOUNT = "DROVER";
+/** The system account: only the kicker (rights.ts KICK_RIGHTS) is a user of it. */
+export const SYSTEM_ACCOUNT = "SYS";
 
 const permissions = (r: Rights) => ({
   publish: { allow: r.publish.allow, ...(r.publish.deny.length ? { deny: r.publish.deny } : {}) },
@@ -17,22 +19,26 @@ const permissions = (r: Rights) => ({
  * The authorization part of a nats-server configuration (JSON is valid nats-server config syntax):
  * one account, one nkey user per service identity with its rights, and the auth callout for
  * everyone else (runtimes), answered by the provisioner and signed with the callout issuer key.
- * No user without credentials exists, so a connection without them is refused.
+ * No user without credentials exists, so a connection without them is refused. The kicker is the
+ * system account's only user (it disconnects fenced runtimes: kick.ts).
  */
 export function authConfig(keys: NatsKeys, scopes: readonly AuthScope[]): Record<string, unknown> {
   const ids = (Object.keys(keys.publicKeys) as Identity[]).filter(
     (id) => (SERVICE_IDENTITIES as readonly string[]).includes(id) || id === "harness" || id.startsWith("producer-"),
   );
   const users = ids.map((id) => ({ nkey: keys.publicKeys[id], permissions: permissions(rightsOf(id, scopes)) }));
+  const kicker = keys.publicKeys[KICKER];
+  const system = kicker ? [{ nkey: kicker, permissions: permissions(rightsOf(KICKER, scopes)) }] : [];
   return {
-    accounts: { [DROVER_ACCOUNT]: { jetstream: "enabled", users } },
+    accounts: { [DROVER_ACCOUNT]: { jetstream: "enabled", users }, [SYSTEM_ACCOUNT]: { users: system } },
+    system_account: SYSTEM_ACCOUNT,
     authorization: {
       // Seconds a connection may take to authenticate; the default (2 s) is too short for a
       // callout answered by a busy provisioner: the proof on a loaded machine had runtimes refused.
       timeout: AUTH_TIMEOUT_S,
       auth_callout: {
         issuer: keys.calloutIssuer,
-        auth_users: ids.map((id) => keys.publicKeys[id]),
+        auth_users: [...ids.map((id) => keys.publicKeys[id]), ...(kicker ? [kicker] : [])],
         account: DROVER_ACCOUNT,
       },
     },

@@ -4,6 +4,7 @@ import { bootstrap } from "../../platform/bootstrap.ts";
 import { randomIds, systemClock } from "../../platform/envelope.ts";
 import { kubernetesStrategyFromConfig } from "../../platform/hosts/kubernetes/from-config.ts";
 import { createProcessStrategy } from "../../platform/hosts/process-strategy.ts";
+import { kickerFromEnv } from "../../platform/nats-auth/kick.ts";
 import { RecoveryState } from "./shell/state.ts";
 import { registerRecoveryMetrics } from "./shell/metrics.ts";
 import { startRecovery } from "./shell/service.ts";
@@ -17,6 +18,8 @@ const processes = createProcessStrategy();
 const fencesProcesses = ctx.config.processHosts === "allowed";
 // Fences Pod incarnations (kill by UID) when DROVER_CONFIG configures Kubernetes hosts.
 const pods = ctx.config.kubernetes ? kubernetesStrategyFromConfig(ctx.config.kubernetes) : undefined;
+// The system-account identity that disconnects a fenced runtime at once (docs/nats-identities.md).
+const kicker = await kickerFromEnv();
 const state = new RecoveryState(ctx.layout.eventPrefix, (subject, seq, error) =>
   ctx.log.warn({ subject, seq, error }, "invalid event in the stream"),
 );
@@ -47,6 +50,7 @@ const service = await startRecovery({
   hosts: (provider) =>
     provider === "process" ? (fencesProcesses ? processes : undefined) : provider === "kubernetes" ? pods : undefined,
   sha256: (s) => createHash("sha256").update(s).digest("hex"),
+  ...(kicker ? { kick: kicker.kick } : {}),
   log: ctx.log,
 });
 await service.ready;
@@ -56,4 +60,5 @@ ctx.onShutdown(async () => {
   await service.stop();
   await processes.close();
   await pods?.close();
+  await kicker?.close();
 });

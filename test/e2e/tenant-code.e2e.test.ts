@@ -9,7 +9,7 @@ import { MongoClient } from "mongodb";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { storedOutputNames, validateRunLog } from "../../aggregates/replay-validation.ts";
 import { decodeEvent, type DagInput, type DroverEvent } from "../../contracts/index.ts";
-import { createOutputStore, outputsBucketOf } from "../../platform/output-store.ts";
+import { createOutputStore, outputsStreamOf } from "../../platform/output-store.ts";
 import { createEventStore } from "../../streams/index.ts";
 import { execRef, runtimeRef } from "../../streams/subjects.ts";
 import { apiClient } from "../../platform/api-client.ts";
@@ -158,7 +158,7 @@ describe("tenant code: custom steps, data flow, object-store outputs, secrets by
       (e) => e.event.type === "exec.step-completed" && e.event.data.stepId === "fetch",
     )?.event as Extract<DroverEvent, { type: "exec.step-completed" }>;
     expect(fetched.data.output).toBeUndefined();
-    expect(fetched.data.outputRef?.bucket).toBe(outputsBucketOf(cp.layout));
+    expect(fetched.data.outputRef?.bucket).toBe(outputsStreamOf(cp.layout));
     const stored = JSON.parse(
       new TextDecoder().decode(await createOutputStore(nc, cp.layout).get(fetched.data.outputRef!)),
     ) as { body: string };
@@ -312,7 +312,7 @@ describe("tenant code: custom steps, data flow, object-store outputs, secrets by
       for (const s of secrets) if (text.includes(s)) found.push(`${where} holds ${s.slice(0, 7)}…`);
     };
     const jsm = await jetstreamManager(nc);
-    for (const stream of [cp.layout.eventStream, cp.layout.heartbeatStream, `OBJ_${outputsBucketOf(cp.layout)}`]) {
+    for (const stream of [cp.layout.eventStream, cp.layout.heartbeatStream, outputsStreamOf(cp.layout)]) {
       const info = await jsm.streams.info(stream);
       expect(info.state.messages).toBeGreaterThan(0);
       for await (const m of await (

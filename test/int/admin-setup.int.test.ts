@@ -4,24 +4,19 @@ import { main } from "../../cli/drover.ts";
 import { credentialOf } from "../../platform/nats-auth/credentials.ts";
 import { connectHarness, serverKeysOf } from "../../platform/nats-auth/server-keys.ts";
 import { scaleOutConsumer } from "../../platform/nats-setup.ts";
-import { outputsBucketOf } from "../../platform/output-store.ts";
+import { outputsStreamOf } from "../../platform/output-store.ts";
 import { taggedLayout } from "../../streams/index.ts";
 import { uniqueName } from "../support/isolation.ts";
 
 /**
  * `drover admin setup` (what the manifests' setup Job runs) against a real nats-server with
  * authentication: as the setup identity it creates the streams, the provisioner's durable and the
- * outputs bucket, and again (idempotent); as a service identity the server refuses it.
+ * outputs stream, and again (idempotent); as a service identity the server refuses it.
  */
 const url = () => inject("natsUrl");
 const tag = uniqueName("setupjob");
 const layout = taggedLayout(tag);
-const streams = () => [
-  layout.eventStream,
-  layout.heartbeatStream,
-  layout.deadLetterStream,
-  `OBJ_${outputsBucketOf(layout)}`,
-];
+const streams = () => [layout.eventStream, layout.heartbeatStream, layout.deadLetterStream, outputsStreamOf(layout)];
 
 async function setup(identity: "setup" | "api"): Promise<{ code: number; out: string; err: string }> {
   let out = "";
@@ -51,14 +46,13 @@ describe("drover admin setup (real nats-server, authentication on)", () => {
     await nc.close();
   });
 
-  it("creates the streams, the provisioner's durable and the outputs bucket as the setup identity, and is idempotent", async () => {
+  it("creates the streams, the provisioner's durable and the outputs stream as the setup identity, and is idempotent", async () => {
     expect(await setup("setup")).toMatchObject({ code: 0, err: "" });
     const again = await setup("setup");
     expect(again.code).toBe(0);
     expect(again.out).toContain("are in place");
     const nc = await connectHarness({ servers: url() });
     const jsm = await jetstreamManager(nc);
-    // The outputs bucket is the Object Store stream OBJ_<bucket>.
     for (const s of streams()) expect((await jsm.streams.info(s)).config.name).toBe(s);
     expect((await jsm.consumers.info(layout.eventStream, scaleOutConsumer(layout).name)).name).toBe(
       scaleOutConsumer(layout).name,

@@ -1,6 +1,7 @@
 import { jetstream } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { producerIdentity } from "../../platform/nats-auth/rights.ts";
+import { kickRuntime } from "../../platform/nats-auth/kick.ts";
+import { KICKER, producerIdentity } from "../../platform/nats-auth/rights.ts";
 import { connectNats } from "../../platform/nats-connect.ts";
 import { runtimeRef } from "../../streams/index.ts";
 import { uniqueName } from "../support/isolation.ts";
@@ -95,6 +96,56 @@ describe("NATS identities against a real nats-server with authentication on (bou
       new Promise((r) => setTimeout(() => r("open"), 15_000)),
     ]);
     expect(closed).toBe("closed");
+  });
+
+  it("kicks a fenced runtime's live connection at once: it can no longer append within ~1 s, long before its 10-minute expiry", async () => {
+    const long = await authFixture(url(), 600_000);
+    try {
+      const rt = uniqueName("rt");
+      await long.register(rt, "acme");
+      const live = await long.asRuntime(rt);
+      const js = jetstream(live, { timeout: 1_000 });
+      const journal = `${long.f.layout.eventPrefix}.exec.acme.${uniqueName("e")}.step-completed`;
+      await js.publish(journal, "{}");
+      await long.store.append(runtimeRef(rt), event("runtime.fenced"), {
+        expectedSeq: await long.store.lastSeq(runtimeRef(rt)),
+      });
+      // Fenced, but the minted user lives 10 minutes: without a kick the live connection still appends.
+      expect((await js.publish(journal, "{}")).seq).toBeGreaterThan(0);
+      const kicker = await long.as(KICKER);
+      const t0 = Date.now();
+      expect(await kickRuntime(kicker, rt)).toBe(1);
+      // The reconnect asks the callout, which reads the fence and refuses: the connection closes.
+      await Promise.race([live.closed(), new Promise((r) => setTimeout(r, 5_000))]);
+      const closedAfterMs = Date.now() - t0;
+      expect(live.isClosed()).toBe(true);
+      expect(closedAfterMs).toBeLessThan(1_500);
+      await expect(js.publish(journal, "{}")).rejects.toThrow();
+      // Nothing left to kick; a service connection of the same name is not a runtime's.
+      expect(await kickRuntime(kicker, rt)).toBe(0);
+    } finally {
+      await long.close();
+    }
+  });
+
+  it("gives the kicker (system account) only connection listing and kick: no DROVER subject, no JetStream, no other system request", async () => {
+    const kicker = await as(KICKER);
+    expect(await attempt(kicker, "$SYS.REQ.SERVER.PING.CONNZ")).toMatch(/^answered/);
+    for (const s of [
+      "$SYS.REQ.SERVER.PING.VARZ",
+      "$SYS.REQ.SERVER.PING.STATZ",
+      "$SYS.REQ.ACCOUNT.DROVER.CONNZ",
+      "$SYS.REQ.SERVER.PING.JSZ",
+      "$SYS.REQ.USER.AUTH",
+      "$JS.API.INFO",
+      `${f.layout.eventPrefix}.runtime.rt-x.fenced`,
+    ])
+      expect([s, await attempt(kicker, s)]).toEqual([s, "refused"]);
+    // No service of the DROVER account may kick or list connections.
+    for (const id of ["recovery", "provisioner", "api"] as const)
+      expect(await attempt(await as(id), "$SYS.REQ.SERVER.PING.CONNZ")).toMatch(
+        /refused|failed: .*(503|no responders)/i,
+      );
   });
 
   it("lets no service create a durable consumer, not even with a durable_name in the body of an ordered-consumer create", async () => {

@@ -23,6 +23,7 @@ export function kubernetesStrategyFromConfig(cfg: KubernetesHostConfig): HostStr
     image: cfg.runtimeImage,
     command: cfg.runtimeCommand,
     ...(cfg.workingDir ? { workingDir: cfg.workingDir } : {}),
+    ...(cfg.natsCaSecret ? { natsCaSecret: cfg.natsCaSecret } : {}),
     readinessTimeoutMs: cfg.readinessTimeoutMs,
     killGraceSeconds: cfg.killGraceSeconds,
     resources: cfg.runtimeResources,

@@ -15,6 +15,11 @@ export interface RuntimePodOptions {
   /** The runtime image (`make image` builds it; the local cluster's node has it imported, a real cluster pulls or loads it). */
   readonly image: string;
   readonly workingDir?: string;
+  /**
+   * Secret (runtime namespace, key `ca.pem`) with the CA of a TLS nats-server: mounted read-only at
+   * {@link NATS_CA_DIR} and named by NATS_CA_FILE, so the runtime verifies the server (docs/nats-identities.md "TLS").
+   */
+  readonly natsCaSecret?: string;
   /** Configuration for the runtime (log level, PATH…). Identity, tenant, sizing, token and endpoint variables in it are dropped. */
   readonly baseEnv?: Readonly<Record<string, string>>;
   readonly terminationGraceSeconds?: number;
@@ -150,6 +155,9 @@ export function buildTokenSecret(spec: HostSpec, opts: RuntimePodOptions): V1Sec
  * Kubernetes drops it, so a NATS blip does not. drover's command layer is still proven by a real
  * GetQueueStatus.
  */
+/** Where a runtime Pod mounts the NATS CA Secret (RuntimePodOptions.natsCaSecret). */
+export const NATS_CA_DIR = "/etc/drover-nats-ca";
+
 export function buildRuntimePod(spec: HostSpec, opts: RuntimePodOptions): V1Pod {
   const names = runtimeNames(opts.namePrefix ?? "drover-rt", spec.runtimeInstanceId);
   const resources = opts.resources ?? DEFAULT_RUNTIME_RESOURCES;
@@ -165,11 +173,13 @@ export function buildRuntimePod(spec: HostSpec, opts: RuntimePodOptions): V1Pod 
     "DROVER_EGRESS",
     "DROVER_OPS_HOST",
     "DROVER_OPS_PORT",
+    // A path of the provisioner's filesystem means nothing in the Pod: only natsCaSecret sets it.
+    "NATS_CA_FILE",
   ]);
   const base = Object.entries(opts.baseEnv ?? {}).filter(([k]) => !reserved.has(k));
   // Secret values are never literal in a Pod spec (anyone who can `get pods` reads those).
   const notLiteral = new Set(["DROVER_COMMAND_TOKEN", "DROVER_BIND_HOST", "DROVER_SECRETS_JSON", "NATS_CREDS"]);
-  const literal = Object.entries(identity).filter(([k]) => !notLiteral.has(k));
+  const literal = Object.entries(identity).filter(([k]) => !notLiteral.has(k) && k !== "NATS_CA_FILE");
   const env: V1EnvVar[] = [
     ...[...base, ...literal].map(([name, value]) => ({ name, value })),
     { name: "DROVER_OPS_PORT", value: String(RUNTIME_OPS_PORT) },
@@ -180,6 +190,7 @@ export function buildRuntimePod(spec: HostSpec, opts: RuntimePodOptions): V1Pod 
     ...(spec.natsCreds
       ? [{ name: "NATS_CREDS", valueFrom: { secretKeyRef: { name: names.secret, key: NATS_CREDS_KEY } } }]
       : []),
+    ...(opts.natsCaSecret ? [{ name: "NATS_CA_FILE", value: `${NATS_CA_DIR}/ca.pem` }] : []),
     // The tenant's secrets: its own Secret (key `secrets.json`, a JSON object of name → value).
     ...(spec.kubernetesSecret
       ? [
@@ -204,7 +215,12 @@ export function buildRuntimePod(spec: HostSpec, opts: RuntimePodOptions): V1Pod 
         runAsGroup: 1000,
         seccompProfile: { type: "RuntimeDefault" },
       },
-      volumes: [{ name: "tmp", emptyDir: { sizeLimit: "256Mi" } }],
+      volumes: [
+        { name: "tmp", emptyDir: { sizeLimit: "256Mi" } },
+        ...(opts.natsCaSecret
+          ? [{ name: "nats-ca", secret: { secretName: opts.natsCaSecret, items: [{ key: "ca.pem", path: "ca.pem" }] } }]
+          : []),
+      ],
       containers: [
         {
           name: "runtime",
@@ -223,7 +239,10 @@ export function buildRuntimePod(spec: HostSpec, opts: RuntimePodOptions): V1Pod 
             capabilities: { drop: ["ALL"] },
           },
           // The only writable path (tsx's cache, temporary files); the root filesystem is read-only.
-          volumeMounts: [{ name: "tmp", mountPath: "/tmp" }],
+          volumeMounts: [
+            { name: "tmp", mountPath: "/tmp" },
+            ...(opts.natsCaSecret ? [{ name: "nats-ca", mountPath: NATS_CA_DIR, readOnly: true }] : []),
+          ],
           resources: {
             requests: { cpu: resources.cpuRequest, memory: resources.memoryRequest },
             limits: { cpu: String(spec.sizing.workers), memory: resources.memoryLimit },

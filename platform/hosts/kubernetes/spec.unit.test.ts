@@ -114,6 +114,24 @@ describe("Kubernetes runtime object builders (pure; prove no transport and no cl
     expect(pod.spec?.restartPolicy).toBe("Never");
   });
 
+  it("mounts the NATS CA Secret read-only and points NATS_CA_FILE at it when natsCaSecret is set; no CA and no path of the provisioner's otherwise", () => {
+    const spec = hostSpec({ natsCaFile: "/provisioner/only/ca.pem" });
+    const plain = buildRuntimePod(spec, { ...OPTS, baseEnv: { NATS_CA_FILE: "/elsewhere/ca.pem" } });
+    const c0 = plain.spec!.containers[0]!;
+    expect(c0.env!.filter((e) => e.name === "NATS_CA_FILE")).toEqual([]);
+    expect(plain.spec!.volumes!.map((v) => v.name)).toEqual(["tmp"]);
+    const pod = buildRuntimePod(spec, { ...OPTS, natsCaSecret: "drover-nats-ca" });
+    const c = pod.spec!.containers[0]!;
+    expect(c.env!.filter((e) => e.name === "NATS_CA_FILE")).toEqual([
+      { name: "NATS_CA_FILE", value: "/etc/drover-nats-ca/ca.pem" },
+    ]);
+    expect(pod.spec!.volumes!.find((v) => v.name === "nats-ca")).toEqual({
+      name: "nats-ca",
+      secret: { secretName: "drover-nats-ca", items: [{ key: "ca.pem", path: "ca.pem" }] },
+    });
+    expect(c.volumeMounts).toContainEqual({ name: "nats-ca", mountPath: "/etc/drover-nats-ca", readOnly: true });
+  });
+
   it("requests 100m CPU and 128Mi by default, takes configured requests and memory limit, and limits CPU to the worker count", () => {
     const spec = hostSpec({
       runtimeInstanceId: "rt-res-1",

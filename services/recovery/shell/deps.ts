@@ -15,6 +15,11 @@ export interface RecoveryDeps {
   /** The host strategy that can kill hosts of this provider (undefined: this replica cannot fence them). */
   readonly hosts: (provider: HostProvider) => HostStrategy | undefined;
   readonly sha256: (s: string) => string;
+  /**
+   * Disconnects a runtime's live NATS connections (platform/nats-auth/kick.ts), called once its
+   * `runtime fenced` is in the log; absent on an open server (its connections then end at expiry).
+   */
+  readonly kick?: (runtimeInstanceId: string) => Promise<number>;
   readonly log: Logger;
 }
 

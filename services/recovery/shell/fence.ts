@@ -72,6 +72,7 @@ export async function fence(deps: RecoveryDeps, rt: RuntimeRecord): Promise<void
             ? "host out of this fencer's reach: not fenced"
             : "fence timed out",
       );
+      if (result.outcome === "killed") await kickFenced(deps, rt.runtimeInstanceId);
       return;
     } catch (e) {
       if (!isDroverError(e, "version-conflict")) throw e;
@@ -81,6 +82,22 @@ export async function fence(deps: RecoveryDeps, rt: RuntimeRecord): Promise<void
       if (!fenceStillDecided(since, rt.host.hostIncarnation)) return;
       expectedSeq = h.lastSeq;
     }
+  }
+}
+
+/**
+ * Ends the fenced runtime's live NATS connections now rather than at its minted user's expiry: a
+ * zombie the kill could not reach (a partitioned node) can no longer append; its reconnect is
+ * refused by the auth callout, which reads the `fenced` just appended. A failed kick is logged: the
+ * expiry still bounds the connection, and the log's conditional appends refuse a stale writer.
+ */
+async function kickFenced(deps: RecoveryDeps, runtimeInstanceId: string): Promise<void> {
+  if (!deps.kick) return;
+  try {
+    const kicked = await deps.kick(runtimeInstanceId);
+    deps.log.info({ runtime: runtimeInstanceId, kicked }, "fenced runtime's NATS connections kicked");
+  } catch (e) {
+    deps.log.warn({ runtime: runtimeInstanceId, err: String(e) }, "kick of a fenced runtime's NATS connections failed");
   }
 }
 
