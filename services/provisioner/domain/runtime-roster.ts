@@ -27,6 +27,8 @@ export interface RuntimeSummary {
 /** What a warm pool member has proven, and whom it was claimed for. */
 export interface PoolMemberFacts {
   readonly provider: HostProvider;
+  /** The control plane whose provisioner started it: another control plane's pool is not ours to count or claim. */
+  readonly controlPlaneId: string;
   readonly pool: string;
   readonly requiredLayers: readonly ReadinessLayer[];
   readonly layersPassed: readonly ReadinessLayer[];
@@ -71,6 +73,7 @@ export function evolveRuntime(s: RuntimeSummary | undefined, id: string, seq: nu
         ...at,
         pool: {
           provider: e.data.hostProvider,
+          controlPlaneId: e.data.controlPlaneId,
           pool: e.data.pool,
           requiredLayers: e.data.requiredLayers,
           layersPassed: [],

@@ -7,21 +7,28 @@ export const POOL_LAYERS: readonly ReadinessLayer[] = ["resource", "host", "endp
 export const POOL_MEMBER_PREFIX = "pool";
 
 /** A member that is still in the pool: registered, not claimed, not ended (ready or still starting). */
-const inPool = (s: RuntimeSummary, provider: HostProvider): boolean =>
-  !!s.pool && s.pool.provider === provider && !s.pool.claimedFor && s.endedBy === undefined;
+const inPool = (s: RuntimeSummary, provider: HostProvider, controlPlaneId?: string): boolean =>
+  !!s.pool &&
+  s.pool.provider === provider &&
+  (controlPlaneId === undefined || s.pool.controlPlaneId === controlPlaneId) &&
+  !s.pool.claimedFor &&
+  s.endedBy === undefined;
 
 /**
  * Members a scale-out may claim (pure): in the pool, `pool-member-ready` recorded (every pool layer
  * passed), oldest first. A member once claimed is never listed again, whatever happens to the
  * runtime it was bound to: a host that served a tenant never returns to the pool.
  */
-export function claimableMembers(r: Roster, provider: HostProvider): RuntimeSummary[] {
+export function claimableMembers(r: Roster, provider: HostProvider, controlPlaneId?: string): RuntimeSummary[] {
   return [...r.runtimes.values()]
-    .filter((s) => inPool(s, provider) && s.pool!.bindEndpoint !== undefined && s.hostIncarnation !== undefined)
+    .filter(
+      (s) =>
+        inPool(s, provider, controlPlaneId) && s.pool!.bindEndpoint !== undefined && s.hostIncarnation !== undefined,
+    )
     .filter((s) => POOL_LAYERS.every((l) => s.pool!.layersPassed.includes(l)))
     .sort((a, b) => a.lastSeq - b.lastSeq);
 }
 
 /** How many members to start so the pool holds `size` (pure): members starting count as held. */
-export const refillCount = (r: Roster, provider: HostProvider, size: number): number =>
-  Math.max(0, size - [...r.runtimes.values()].filter((s) => inPool(s, provider)).length);
+export const refillCount = (r: Roster, provider: HostProvider, size: number, controlPlaneId?: string): number =>
+  Math.max(0, size - [...r.runtimes.values()].filter((s) => inPool(s, provider, controlPlaneId)).length);

@@ -38,6 +38,15 @@ describe("warm pool fold (pure, proves no transport)", () => {
     expect(refillCount(r, "process", 2)).toBe(0);
   });
 
+  it("counts and offers only its own control plane's members when asked for one (another control plane's pool is not ours)", () => {
+    const r = ready(emptyRoster(), "pool-eeeeeeeeeeee");
+    const cp = r.runtimes.get("pool-eeeeeeeeeeee")!.pool!.controlPlaneId;
+    expect(claimableMembers(r, "process", cp).map((m) => m.runtimeInstanceId)).toEqual(["pool-eeeeeeeeeeee"]);
+    expect(claimableMembers(r, "process", "cp-other")).toEqual([]);
+    expect(refillCount(r, "process", 1, cp)).toBe(0);
+    expect(refillCount(r, "process", 1, "cp-other")).toBe(1);
+  });
+
   it("never lists a claimed member again, even after the runtime it was bound to retired (no cross-tenant reuse)", () => {
     let r = ready(emptyRoster(), "pool-cccccccccccc");
     r = fold(

@@ -43,7 +43,7 @@ export function createWarmPool(d: ProvisionerDeps, roster: RosterView): WarmPool
   async function fill(provider: HostProvider, size: number, strategy: PoolableStrategy): Promise<void> {
     do {
       again.delete(provider);
-      const n = refillCount(await roster.current(), provider, size);
+      const n = refillCount(await roster.current(), provider, size, d.controlPlaneId);
       await Promise.all(Array.from({ length: n }, () => startMember(d, provider, strategy)));
     } while (again.has(provider));
   }
@@ -53,7 +53,7 @@ export function createWarmPool(d: ProvisionerDeps, roster: RosterView): WarmPool
       const provider = start.registration.hostProvider;
       const strategy = d.strategies.get(provider);
       if (!isPoolable(strategy) || !sizes.some(([p]) => p === provider)) return undefined;
-      for (const m of claimableMembers(await roster.current(), provider)) {
+      for (const m of claimableMembers(await roster.current(), provider, d.controlPlaneId)) {
         if (!strategy.canBind(m.runtimeInstanceId)) continue;
         const incarnation = m.hostIncarnation as HostIncarnation;
         const o = start.origin;
