@@ -103,9 +103,12 @@ export async function openFresh(env: JournalEnv, p: DispatchPayload): Promise<Op
     }),
   );
   const exec = journalFor(env, execRef(p.tenantId, executionId), 0, 0);
-  await exec.append(emit("exec.started", execStarted(env, p, 0)));
+  const started = emit("exec.started", execStarted(env, p, 0));
+  const startedSeq = await exec.append(started);
   const opened = { executionId, localRunId: p.localRunId, tenantId: p.tenantId, epoch: 0, run, exec, emit };
-  return withReused(env, p, { ...opened, prior: foldExecution([]) });
+  // The prior state holds `exec.started`: the fold counts this runtime's events (the reused steps
+  // written next) only once it knows the execution is placed here.
+  return withReused(env, p, { ...opened, prior: foldExecution([{ seq: startedSeq, event: started }]) });
 }
 
 /**
