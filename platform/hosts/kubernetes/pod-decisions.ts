@@ -4,6 +4,15 @@ import type { ObjectEvent } from "./watch-object.ts";
 export type ReadyDecision =
   { readonly ok: true; readonly pod: V1Pod } | { readonly ok: false; readonly detail: string };
 
+/**
+ * Waiting reasons the kubelet retries by itself: `CreateContainerConfigError` is what a real kubelet
+ * reports while it cannot yet read a Secret the Pod references ("failed to sync secret cache": the
+ * Node authorizer learns of the Pod → Secret edge a moment after the Pod is bound), and it starts
+ * the container on a later sync. The readiness budget bounds the wait; a Secret that never appears
+ * ends as `pod-readiness-timeout`.
+ */
+const TRANSIENT_WAITING: ReadonlySet<string> = new Set(["CreateContainerConfigError"]);
+
 /** Why a Pod's runtime container stopped, when it did (terminated state, or a config error it cannot start with). */
 export function containerStopped(pod: V1Pod): string | undefined {
   for (const s of pod.status?.containerStatuses ?? []) {
@@ -11,7 +20,7 @@ export function containerStopped(pod: V1Pod): string | undefined {
     if (t)
       return `container ${s.name} terminated (exit ${t.exitCode}${t.signal ? `, signal ${t.signal}` : ""}, ${t.reason ?? ""})`;
     const w = s.state?.waiting;
-    if (w && /Error|BackOff|Invalid/.test(w.reason ?? ""))
+    if (w && /Error|BackOff|Invalid/.test(w.reason ?? "") && !TRANSIENT_WAITING.has(w.reason ?? ""))
       return `container ${s.name} cannot start: ${w.reason} ${w.message ?? ""}`;
   }
   return undefined;

@@ -25,7 +25,39 @@ const pod = (
   },
 });
 
+const waiting = (uid: string, reason: string, message: string): V1Pod => ({
+  metadata: { uid, name: "p" },
+  status: {
+    phase: "Pending",
+    containerStatuses: [
+      {
+        name: "runtime",
+        image: "x",
+        imageID: "",
+        ready: false,
+        restartCount: 0,
+        state: { waiting: { reason, message } },
+      },
+    ],
+  },
+});
+
 describe("Pod readiness and UID-gone decisions (pure, prove no transport)", () => {
+  it("keeps waiting through CreateContainerConfigError (the real kubelet retries a Secret it cannot read yet), fails at once on an image pull back-off", () => {
+    const secret = waiting(
+      "u1",
+      "CreateContainerConfigError",
+      "failed to sync secret cache: timed out waiting for the condition",
+    );
+    expect(readyDecision("u1", { type: "MODIFIED", obj: secret })).toBeUndefined();
+    expect(
+      readyDecision("u1", { type: "MODIFIED", obj: waiting("u1", "ImagePullBackOff", "Back-off pulling image") }),
+    ).toMatchObject({
+      ok: false,
+      detail: expect.stringContaining("ImagePullBackOff"),
+    });
+  });
+
   it("is Ready only for the exact UID, and fails fast on deletion, replacement, Terminating, a stopped container or a terminal phase", () => {
     expect(readyDecision("u1", { type: "MODIFIED", obj: pod("u1", { ready: true }) })).toMatchObject({ ok: true });
     expect(readyDecision("u1", { type: "MODIFIED", obj: pod("u1") })).toBeUndefined();
