@@ -157,22 +157,12 @@ function eventProblem(seq: number, event: ExecEvent, c: Ctx): Check {
     case "exec.condition-evaluated":
     case "exec.step-skipped": {
       const step = c.byId.get(event.data.stepId);
-      if (!step)
-        return {
-          invariant: "unknown-step",
-          seq,
-          message: `${event.type} at seq ${seq}: step ${event.data.stepId} is not in the run's DAG`,
-        };
+      if (!step) return unknownStep(seq, event.type, event.data.stepId);
       return controlProblem(seq, event, step, controlCtx(c));
     }
     case "exec.map-expanded": {
       const step = c.byId.get(event.data.stepId);
-      if (!step)
-        return {
-          invariant: "unknown-step",
-          seq,
-          message: `${event.type} at seq ${seq}: step ${event.data.stepId} is not in the run's DAG`,
-        };
+      if (!step) return unknownStep(seq, event.type, event.data.stepId);
       return mapExpandedProblem(seq, event, step, {
         ...controlCtx(c),
         ...(c.input.digest ? { digest: c.input.digest } : {}),
@@ -216,12 +206,7 @@ function eventProblem(seq: number, event: ExecEvent, c: Ctx): Check {
  */
 function reuseProblem(seq: number, event: Extract<ExecEvent, { type: "exec.step-reused" }>, c: Ctx): Check {
   const { stepId } = event.data;
-  if (!c.byId.has(stepId))
-    return {
-      invariant: "unknown-step",
-      seq,
-      message: `exec.step-reused at seq ${seq}: step ${stepId} is not in the run's DAG`,
-    };
+  if (!c.byId.has(stepId)) return unknownStep(seq, event.type, stepId);
   const executed = [...c.state.completed].find(([, done]) => done.reusedFrom === undefined)?.[0];
   const failed = [...c.state.failures.keys()][0];
   if (executed !== undefined || failed !== undefined)
@@ -342,4 +327,9 @@ function summarize(d: ScheduleDecision): string {
     default:
       return assertNever(d);
   }
+}
+
+/** An exec event naming a step the run's DAG does not have. */
+function unknownStep(seq: number, type: string, stepId: string): Check {
+  return { invariant: "unknown-step", seq, message: `${type} at seq ${seq}: step ${stepId} is not in the run's DAG` };
 }
