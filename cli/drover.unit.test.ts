@@ -20,7 +20,19 @@ describe("drover argument handling", () => {
       ["admin", "why", "-h"],
       ["admin", "--help"],
       ["runs", "--help"],
-      ...["submit", "list", "get", "watch", "wait", "events", "cancel", "rerun"].map((c) => ["runs", c, "--help"]),
+      ...[
+        "submit",
+        "list",
+        "get",
+        "watch",
+        "wait",
+        "events",
+        "cancel",
+        "rerun",
+        "fork",
+        "bulk-cancel",
+        "bulk-fork",
+      ].map((c) => ["runs", c, "--help"]),
     ]) {
       const o = io();
       expect(await main(argv, o.x), argv.join(" ")).toBe(EXIT.ok);

@@ -3,6 +3,7 @@ import { Command, CommanderError, Option } from "commander";
 import type { CommandIo } from "../commands/command.ts";
 import { apiClient, Unavailable, type ApiAnswer, type ApiClient } from "./client.ts";
 import { eventLine, runDetail, runList } from "./format.ts";
+import { addForkCommands } from "./fork.ts";
 import { addScheduleCommands } from "./schedules.ts";
 
 /** Exit codes of `drover runs …` (README "CLI"). */
@@ -156,18 +157,20 @@ export async function runsMain(argv: readonly string[], io: CommandIo): Promise<
       print(run, () => `${run.sharedRunId}  ${run.status}  (rerun of ${id})\n`);
     });
 
+  const kit = (what: string) => ({
+    client,
+    ok,
+    print,
+    fail: (message: string): never => {
+      io.err(`drover ${what}: ${message}\n`);
+      throw new Exit(RUNS_EXIT.usage);
+    },
+  });
+  addForkCommands(runs, kit("runs"));
   // `drover schedules …` (cli/drover.ts routes it here): the same client, checks and output.
   addScheduleCommands(
     program.command("schedules").description("create, list, pause, resume, backfill and delete schedules"),
-    {
-      client,
-      ok,
-      print,
-      fail: (message) => {
-        io.err(`drover schedules: ${message}\n`);
-        throw new Exit(RUNS_EXIT.usage);
-      },
-    },
+    kit("schedules"),
   );
 
   try {

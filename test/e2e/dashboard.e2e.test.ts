@@ -35,7 +35,7 @@ const sleepChain = (name: string, n: number, ms: number): DagInput => ({
   })),
 });
 
-describe("dashboard in Chromium (playwright-core): run list, live run page, cancel button, operator page (all services real)", () => {
+describe("dashboard in Chromium (playwright-core): run list, live run page, cancel button, fork control, operator page (all services real)", () => {
   let cp: ControlPlane;
   let redis: Redis;
   let browser: Browser;
@@ -144,6 +144,24 @@ describe("dashboard in Chromium (playwright-core): run list, live run page, canc
     expect(await page.textContent(`#runs tr[data-run="${id}"]`)).toContain("team=ui");
     await page.goto(`${cp.apiUrl}/#/runs?status=failed`);
     await page.waitForSelector("text=no runs on this page");
+
+    // The ended run's fork control: fork from s2 opens the fork's page; s1 is reused, s2-s3 run.
+    await page.goto(`${cp.apiUrl}/#/runs/${id}`);
+    await page.waitForSelector("#fork:not([disabled])", { timeout: 30_000 });
+    await page.selectOption("#fork-step", "s2");
+    await page.click("#fork");
+    await page.waitForURL((u) => !u.hash.includes(id), { timeout: 30_000 });
+    const forkId = decodeURIComponent(new URL(page.url()).hash.replace(/^#\/runs\//, "").replace(/\?.*$/, ""));
+    expect(forkId).not.toBe(id);
+    await page.waitForSelector('#run-summary[data-status="completed"]', { timeout: 60_000 });
+    expect(await page.textContent('[data-field="forked from"]')).toBe(`${id} at s2`);
+    const fork = (await call(TENANT_TOKEN, "GET", `/v1/runs/${forkId}`)).body;
+    expect(fork.forkedFrom).toMatchObject({ sharedRunId: id, fromStep: "s2" });
+    expect(fork.steps.map((s: Json) => [s.id, s.reusedFrom])).toEqual([
+      ["s1", id],
+      ["s2", null],
+      ["s3", null],
+    ]);
     await page.close();
   });
 
@@ -184,7 +202,8 @@ describe("dashboard in Chromium (playwright-core): run list, live run page, canc
     // An operator reads a tenant's runs by naming it: the tenant selector starts on the first one.
     await page.click('a[href="#/runs"]');
     await page.waitForSelector("#runs tr[data-run]", { timeout: 30_000 });
-    expect(await page.$$("#runs tr[data-run]")).toHaveLength(2);
+    // The live run, its fork (from the dashboard's fork control) and the cancelled run.
+    expect(await page.$$("#runs tr[data-run]")).toHaveLength(3);
     await page.close();
 
     const tenantPage = await signedIn(TENANT_TOKEN);

@@ -2,10 +2,14 @@ import { createHash } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { Db, MongoClient } from "mongodb";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { DagDefinition, type DroverEvent } from "../../contracts/index.ts";
 import { foldRun } from "../../aggregates/run.ts";
 import { validateExecution } from "../../aggregates/replay-validation.ts";
+import { readModelClient } from "../../platform/read-model-db.ts";
+import { mongoReadModels } from "../../services/api/index.ts";
+import { startForensics, type ForensicsService } from "../../services/forensics/index.ts";
 import { runRef } from "../../streams/index.ts";
 import { apiFixture, auth, type ApiFixture } from "../support/api-app.ts";
 import {
@@ -16,11 +20,13 @@ import {
   type ControlPlaneDouble,
 } from "../support/control-plane-double.ts";
 import { uniqueName } from "../support/isolation.ts";
+import { eventually } from "../support/streams.ts";
 import { startRuntimeProcess, type RuntimeProcess } from "../support/runtime-process.ts";
 
 // Boundary: runs submitted and forked through the real API (fastify, inject) on a real nats-server,
 // executed by a real runtime process running a tenant worker whose steps count their executions in a
-// file outside drover; the journals are read back from JetStream, shown by the API and replayed.
+// file outside drover; the journals are read back from JetStream, shown by the API and replayed. Bulk
+// forks select from the run-list read model the real forensics projector keeps on FerretDB.
 const TENANT = "acme";
 const WORKER = { module: "test/support/fork-worker.ts", kinds: ["count"] };
 let fx: ApiFixture;
@@ -28,13 +34,20 @@ let cp: ControlPlaneDouble;
 let rt: RuntimeProcess;
 let dir: string;
 let countFile: string;
+let mongo: MongoClient;
+let db: Db;
+let projector: ForensicsService;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "drover-fork-"));
   countFile = join(dir, "executions.txt");
+  mongo = readModelClient(inject("mongoUrl"));
+  db = mongo.db(uniqueName("fork"));
   fx = await apiFixture(inject("natsUrl"), {
     tenants: [{ tenantId: TENANT, isolationMode: "dedicated", worker: WORKER } as never],
+    readModels: mongoReadModels(db),
   });
+  projector = await startForensics({ handle: fx.nc, layout: fx.layout, db });
   const tag = fx.layout.eventPrefix.replace(/\.drover$/, "");
   cp = await openControlPlaneDouble(inject("natsUrl"), tag);
   rt = await startRuntimeProcess({
@@ -49,6 +62,9 @@ beforeAll(async () => {
 afterAll(async () => {
   await rt?.kill();
   await cp?.close();
+  await projector?.stop();
+  await db?.dropDatabase();
+  await mongo?.close();
   await fx?.close();
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
@@ -212,5 +228,57 @@ describe("fork through the API and a real runtime", () => {
     expect(late.json().error).toMatchObject({ code: "fork-upstream-incomplete", details: { steps: ["s3"] } });
     const other = await post("s3", "globex");
     expect(other.statusCode, other.body).toBe(404);
+  });
+
+  it("bulk fork: a dry run names the failed runs a label selects; the fork of each reuses s1-s2 and runs s3-s4; a repeat forks none twice; run.forked records who asked", async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 2; i++) {
+      const sub = await fx.app.inject({
+        method: "POST",
+        url: "/v1/runs",
+        headers: auth("acme"),
+        payload: { dag: dagBody, input: { failThird: true }, labels: { batch: "bulk" } },
+      });
+      ids.push(sub.json().sharedRunId as string);
+      await runToEnd(ids[i]!, 1);
+    }
+    const bulk = (dryRun: boolean) =>
+      fx.app.inject({
+        method: "POST",
+        url: "/v1/runs/bulk-fork",
+        headers: auth("acme"),
+        payload: {
+          filter: { status: ["failed"], label: ["batch=bulk"] },
+          fromStep: "s3",
+          inputPatch: { failThird: false },
+          dryRun,
+        },
+      });
+    await eventually("the run list shows both runs failed", async () =>
+      (await bulk(true)).json().matched === 2 ? true : undefined,
+    );
+    const dry = (await bulk(true)).json();
+    expect(dry.runs.map((r: { sharedRunId: string }) => r.sharedRunId).sort()).toEqual([...ids].sort());
+    expect(dry.runs.every((r: { forkRunId?: string }) => r.forkRunId === undefined)).toBe(true);
+    const done = await bulk(false);
+    expect(done.statusCode, done.body).toBe(200);
+    const forks = done.json().runs as { sharedRunId: string; outcome: string; forkRunId: string }[];
+    expect(forks.map((f) => f.outcome)).toEqual(["forked", "forked"]);
+    const repeat = (await bulk(false)).json().runs as typeof forks;
+    expect(repeat.map((f) => [f.outcome, f.forkRunId])).toEqual(forks.map((f) => ["already-forked", f.forkRunId]));
+
+    const before = executions().length;
+    for (const f of forks) {
+      const { journal } = await runToEnd(f.forkRunId, 1);
+      expect(journal.filter((e) => e.event.type === "exec.step-reused")).toHaveLength(2);
+      expect(journal.at(-1)!.event.type).toBe("exec.completed");
+      const orig = await fx.app.inject({ url: `/v1/runs/${f.sharedRunId}/events`, headers: auth("acme") });
+      const linked = (orig.json().events as { event: { type: string; data: Record<string, unknown> } }[]).filter(
+        (e) => e.event.type === "run.forked",
+      );
+      expect(linked.map((e) => e.event.data)).toEqual([{ forkRunId: f.forkRunId, fromStep: "s3", by: "tenant:acme" }]);
+    }
+    // Each fork executed s3 and s4 only.
+    expect(executions().slice(before)).toEqual(["s3", "s4", "s3", "s4"]);
   });
 });

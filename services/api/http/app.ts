@@ -16,6 +16,7 @@ import { forensicsRoutes } from "./forensics-routes.ts";
 import { operatorRoutes } from "./operator-routes.ts";
 import { opsRoutes } from "./ops-routes.ts";
 import { runsRoutes } from "./runs-routes.ts";
+import { bulkRoutes } from "./bulk-routes.ts";
 import { schedulesRoutes } from "./schedules-routes.ts";
 
 /** Bodies above this are refused with 413 before parsing: a DAG fits well below, and an event must stay under NATS' max payload. */
@@ -75,6 +76,7 @@ export async function buildApp(
       await rateLimitByCredential(v1, deps.config);
       const feeds = feedSlots(deps.config.api.maxEventFeedsPerCredential);
       await v1.register(runsRoutes, { deps, feeds });
+      await v1.register(bulkRoutes, { deps });
       await v1.register(schedulesRoutes, { deps });
       await v1.register(eventsRoute, { deps, feeds });
       await v1.register(operatorRoutes, { deps });

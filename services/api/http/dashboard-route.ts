@@ -14,6 +14,7 @@ export const DASHBOARD_FILES = [
   "dom.js",
   "runs-page.js",
   "run-page.js",
+  "fork-control.js",
   "operator-page.js",
   "schedules-page.js",
   "style.css",

@@ -185,6 +185,7 @@ export const runsRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps; feeds?: FeedSlot
     {
       schema: {
         params: RunParams,
+        querystring: TenantQuery,
         body: ForkRunBody,
         headers: IdempotencyHeaders,
         response: { 200: RunViewAnswer, 201: RunViewAnswer },
@@ -192,7 +193,8 @@ export const runsRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps; feeds?: FeedSlot
     },
     async (request, reply) => {
       const credential = credentialOf(request);
-      const tenant = tenantOf(credential);
+      // Operators fork a tenant's run with ?tenant= (recorded as `by: operator:<name>`), like a cancel.
+      const tenant = readTenant(credential, request.query.tenant);
       const header = request.headers["idempotency-key"];
       if (header !== undefined && request.body.idempotencyKey !== undefined && header !== request.body.idempotencyKey)
         throw new DroverError("contract-violation", "the Idempotency-Key header and the body's idempotencyKey differ");

@@ -1,9 +1,10 @@
 // One run: its DAG's steps with their live state, the live event feed, the causal timeline and
-// incidents from the read models, and a cancel button. The steps come from GET /v1/runs/:id (the
+// incidents from the read models, a cancel button and a fork control (fork-control.js). The steps come from GET /v1/runs/:id (the
 // server's fold) and are refreshed as the run's own feed (GET /v1/runs/:id/events, SSE) brings
 // events; a completed step is marked at once from its `exec.step-completed` event.
 import { api, follow, withQuery } from "./api.js";
 import { badge, fmtMs, fmtTime, h, labelsText, table } from "./dom.js";
+import { forkControl } from "./fork-control.js";
 
 const TERMINAL = new Set(["completed", "failed", "cancelled", "rejected"]);
 
@@ -25,7 +26,8 @@ export function renderRun({ me, view }, id, params) {
   };
   const cancel = h("button", { type: "button", id: "cancel", disabled: true }, "Cancel run");
   const cancelNote = h("span", { class: "muted", id: "cancel-note" });
-  el.actions.append(cancel, " ", cancelNote);
+  const fork = forkControl({ base, url, signal, tenant });
+  el.actions.append(cancel, " ", cancelNote, " ", fork.el);
   view.append(
     h("p", {}, h("a", { href: tenant ? `#/runs?tenant=${encodeURIComponent(tenant)}` : "#/runs" }, "← runs")),
     h("h1", {}, "Run ", h("code", {}, id)),
@@ -69,6 +71,7 @@ export function renderRun({ me, view }, id, params) {
       ["execution", r.executionId ?? ""],
       ["runtime", r.placement?.runtimeInstanceId ?? ""],
       ["rerun of", r.rerunOf ?? ""],
+      ["forked from", r.forkedFrom ? `${r.forkedFrom.sharedRunId} at ${r.forkedFrom.fromStep}` : ""],
       ["cancel requested", r.cancelRequested ? `by ${r.cancelRequested.by}: ${r.cancelRequested.reason}` : ""],
       ["last reason", r.lastReason ?? ""],
     ];
@@ -77,6 +80,7 @@ export function renderRun({ me, view }, id, params) {
     );
     el.summary.dataset.status = r.status;
     cancel.disabled = TERMINAL.has(r.status) || r.cancelRequested !== null;
+    fork.update(r, TERMINAL.has(r.status));
     el.steps.replaceChildren(
       table(
         ["step", "kind", "depends on", "state", "attempts", "duration", "error / retry"],
