@@ -1,4 +1,6 @@
-import { createHash } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
+import { mkdirSync, readFileSync, rmSync } from "node:fs";
+import { join, resolve } from "node:path";
 import { jetstream } from "@nats-io/jetstream";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -8,87 +10,135 @@ import { apiClient } from "../../platform/api-client.ts";
 import { startControlPlane, type ControlPlane } from "../../platform/control-plane-processes.ts";
 import { follow } from "../../platform/follow.ts";
 import { connectHarness } from "../../platform/nats-auth/server-keys.ts";
-import { DEFAULT_PROOF, proofConfig, tokenOf } from "../../proof/scenario-config.ts";
+import { DEFAULT_PROOF, proofConfig } from "../../proof/scenario-config.ts";
 import { createEventStore, runtimeRef, type StoredEvent } from "../../streams/index.ts";
 import { eventually } from "../support/streams.ts";
 
-const ITEMS = 40;
-const KILL_AFTER = 10;
+const ROOT = resolve(import.meta.dirname, "../..");
+const ITEMS = 500;
+const CONCURRENCY = 20;
+const TOKEN = "token-tenant-map-00000001";
+const TENANT = "t-map";
+const DIR = join(ROOT, ".run", `map-e2e-${randomBytes(4).toString("hex")}`);
+
+type Line = { what: "start" | "end"; n: number; pid: number; at: number };
+const linesOf = (file: string): Line[] =>
+  readFileSync(file, "utf8")
+    .trim()
+    .split("\n")
+    .map((l) => {
+      const [what, n, pid, at] = l.split(" ");
+      return { what: what as Line["what"], n: Number(n), pid: Number(pid), at: Number(at) };
+    });
+/** The most items one process had started and not yet ended at any moment. */
+const maxInFlight = (lines: readonly Line[], pid: number): number => {
+  let now = 0;
+  let max = 0;
+  for (const l of lines.filter((x) => x.pid === pid)) max = Math.max(max, (now += l.what === "start" ? 1 : -1));
+  return max;
+};
+const mapDag = (file: string, over: string, mapCaps: Record<string, unknown>) => ({
+  name: "map-e2e",
+  steps: [
+    { id: "prepare", kind: "compute", params: { durationMs: 10 } },
+    {
+      id: "each",
+      kind: "custom",
+      handler: "tally",
+      dependsOn: ["prepare"],
+      map: { over, ...mapCaps },
+      params: { file, n: { $ref: "item.n" }, fail: { $ref: "item.fail" } },
+    },
+  ],
+});
 
 /**
- * A map step through every real service and a real runtime process (control-flow.md "Map"): the
- * runtime is SIGKILLed after 10 of 40 items completed; recovery resumes the execution on a
- * replacement, which re-derives the expansion and runs only the unfinished items. Read back from
- * JetStream: one expansion, each item completed exactly once, the fan-in's items in order, one
- * resume, and replay validation of the run and the incident.
+ * Map steps through every real service and a real runtime process running a tenant worker
+ * (control-flow.md "Map"). 500 items at maxConcurrency 20; the runtime is SIGKILLed when about half
+ * are journaled; recovery resumes the execution on a replacement, which re-derives the expansion and
+ * runs only the unfinished items. The worker writes each start and end to a file outside drover.
  */
-describe("map: a runtime SIGKILLed mid-map resumes only the unfinished items", () => {
+describe("map: 500 items, a SIGKILL mid-map, tolerated failures (all services real)", () => {
   let cp: ControlPlane;
   beforeAll(async () => {
+    mkdirSync(DIR, { recursive: true });
     const redis = new Redis(inject("redisUrl"), { db: 13 });
     await redis.flushdb();
     redis.disconnect();
+    const base = proofConfig({ ...DEFAULT_PROOF, parallel: 1 });
     cp = await startControlPlane({
       natsUrl: inject("natsUrl"),
       redisUrl: `${inject("redisUrl")}/13`,
-      config: proofConfig({ ...DEFAULT_PROOF, parallel: 1 }),
+      config: {
+        ...base,
+        controlPlaneId: "cp-map-e2e",
+        tenants: [
+          {
+            tenantId: TENANT,
+            isolationMode: "dedicated",
+            maxRuntimeInstances: 1,
+            workersPerInstance: CONCURRENCY,
+            maxWorkersPerRun: CONCURRENCY,
+            maxConcurrentRunsPerInstance: 2,
+            worker: { module: join(ROOT, "test/support/map-worker.ts"), kinds: ["tally"] },
+          },
+        ],
+        tokens: { ...base.tokens, [TOKEN]: { role: "tenant", tenantId: TENANT } },
+      },
     });
   });
   afterAll(async () => {
     await cp?.stop();
+    rmSync(DIR, { recursive: true, force: true });
   });
+  const api = () => apiClient(cp.apiUrl, TOKEN);
+  const ended = (id: string) =>
+    eventually(
+      `run ${id} ended`,
+      async () => {
+        const r = await api().run(id);
+        return ["completed", "failed"].includes(r.body?.status) ? r.body : undefined;
+      },
+      240_000,
+    );
 
-  it("runs 40 items with 10 before the kill and 30 after, none twice, and replay matches", async () => {
-    const tenantId = "p0-imp-a";
+  it("every item is journaled once, unfinished items alone run after the resume, never more than 20 at once, 500 ordered outputs, same ExecutionId, replay matches", async () => {
+    const file = join(DIR, "big.txt");
     const nc = await connectHarness({ servers: inject("natsUrl") });
     try {
       const store = createEventStore(nc, cp.layout);
       let done = 0;
-      let killed: string | undefined;
+      let killed: { runtime: string; pid: number } | undefined;
       let runtime: string | undefined;
       const gate = await follow(
         jetstream(nc),
-        { stream: cp.layout.eventStream, filters: [`${cp.layout.eventPrefix}.exec.${tenantId}.>`] },
+        { stream: cp.layout.eventStream, filters: [`${cp.layout.eventPrefix}.exec.${TENANT}.>`] },
         async (m) => {
           const e = decodeEvent(m.data);
           if (e.type === "exec.started") runtime = e.data.runtimeInstanceId;
           if (e.type !== "exec.step-completed" || !e.data.stepId.startsWith("each--") || killed) return;
-          if (++done < KILL_AFTER) return;
-          killed = runtime!;
-          const host = (await store.read(runtimeRef(killed))).events.find(
+          if (++done < ITEMS / 2) return;
+          const host = (await store.read(runtimeRef(runtime!))).events.find(
             (x) => x.event.type === "runtime.host-started",
           );
-          if (host?.event.type !== "runtime.host-started" || !host.event.data.pid)
-            throw new Error(`no pid for ${killed}`);
-          process.kill(host.event.data.pid, "SIGKILL");
+          if (host?.event.type !== "runtime.host-started" || !host.event.data.pid) throw new Error("no pid");
+          killed = { runtime: runtime!, pid: host.event.data.pid };
+          process.kill(killed.pid, "SIGKILL");
         },
       );
-      const api = apiClient(cp.apiUrl, tokenOf(tenantId));
-      const dag = {
-        name: "map-crash",
-        steps: [
-          { id: "prepare", kind: "compute", params: { durationMs: 10 } },
-          {
-            id: "each",
-            kind: "compute",
-            dependsOn: ["prepare"],
-            map: { over: "input.items", maxConcurrency: 2 },
-            params: { durationMs: 250 },
-          },
-          { id: "report", kind: "compute", dependsOn: ["each"] },
-        ],
-      };
-      const items = Array.from({ length: ITEMS }, (_, i) => ({ n: i }));
-      const sub = await api.post("/v1/runs", { dag, input: { items } });
+      const items = Array.from({ length: ITEMS }, (_, n) => ({ n, fail: false }));
+      const sub = await api().post("/v1/runs", {
+        dag: mapDag(file, "input.items", { maxConcurrency: CONCURRENCY }),
+        input: { items },
+      });
       expect(sub.status, JSON.stringify(sub.body)).toBe(201);
       const id = sub.body.sharedRunId as string;
-      await eventually(
-        `run ${id} completed`,
-        async () => ((await api.run(id)).body?.status === "completed" ? true : undefined),
-        180_000,
-      );
+      const run = await ended(id);
       await gate.stop();
+      expect(run.status, run.lastReason).toBe("completed");
       expect(killed).toBeDefined();
+      // The fan-in (the run's output: the map step is the sink) holds the 500 outputs in item order.
+      expect(run.output).toEqual({ items: items.map(({ n }) => ({ n, sq: n * n })), failed: [] });
 
       const log: StoredEvent[] = [];
       await store.replay({ seq: 1 }, (e) => {
@@ -96,28 +146,45 @@ describe("map: a runtime SIGKILLed mid-map resumes only the unfinished items", (
       });
       const exec = log.filter((e) => e.event.type.startsWith("exec.") && e.event.correlationId === id);
       const of = (t: string) => exec.filter((e) => e.event.type === t);
-      expect(of("exec.map-expanded").map((e) => e.event.data)).toMatchObject([{ stepId: "each", count: ITEMS }]);
-      expect(of("exec.resumed")).toHaveLength(1);
-      const resumedAt = of("exec.resumed")[0]!.seq;
-      const completed = of("exec.step-completed").map((e) => (e.event.data as { stepId: string }).stepId);
+      expect(of("exec.map-expanded").map((e) => e.event.data)).toMatchObject([
+        { stepId: "each", count: ITEMS, maxConcurrency: CONCURRENCY },
+      ]);
+      expect(new Set(exec.map((e) => e.subject.split(".").at(-2))).size).toBe(1); // one ExecutionId
+      const resumed = of("exec.resumed");
+      expect(resumed).toHaveLength(1);
+      const item = (e: StoredEvent) => (e.event.data as { stepId: string }).stepId;
+      const completed = of("exec.step-completed").map(item);
       const itemIds = completed.filter((s) => s.startsWith("each--"));
-      expect(new Set(itemIds).size).toBe(itemIds.length);
-      expect(itemIds.sort()).toEqual(Array.from({ length: ITEMS }, (_, i) => `each--${i}`).sort());
-      const before = of("exec.step-completed").filter(
-        (e) => e.seq < resumedAt && (e.event.data as { stepId: string }).stepId.startsWith("each--"),
-      );
-      expect(before.length).toBeGreaterThanOrEqual(KILL_AFTER);
-      expect(before.length).toBeLessThan(ITEMS);
-      // Every item the killed runtime finished was not run again: nothing for it after the resume.
-      const after = new Set(
+      expect(new Set(itemIds).size).toBe(ITEMS);
+      expect(itemIds).toHaveLength(ITEMS);
+      const before = new Set(
         of("exec.step-completed")
-          .filter((e) => e.seq > resumedAt)
-          .map((e) => (e.event.data as { stepId: string }).stepId),
+          .filter((e) => e.seq < resumed[0]!.seq)
+          .map(item)
+          .filter((s) => s.startsWith("each--"))
+          .map((s) => Number(s.slice("each--".length))),
       );
-      for (const e of before) expect(after.has((e.event.data as { stepId: string }).stepId)).toBe(false);
-      const fanIn = of("exec.step-completed").find((e) => (e.event.data as { stepId: string }).stepId === "each");
-      expect(fanIn).toBeDefined();
-      expect(completed.at(-1)).toBe("report");
+      expect(before.size).toBeGreaterThanOrEqual(ITEMS / 2);
+      expect(before.size).toBeLessThan(ITEMS);
+
+      // Outside drover: every item ended at least once; none journaled before the kill started again
+      // after it; only items in flight at the kill (at most 20) ran twice; at most 20 at once per process.
+      const lines = linesOf(file);
+      const starts = new Map<number, Line[]>();
+      for (const l of lines.filter((x) => x.what === "start")) starts.set(l.n, [...(starts.get(l.n) ?? []), l]);
+      for (let n = 0; n < ITEMS; n++)
+        expect(
+          lines.some((l) => l.what === "end" && l.n === n),
+          `item ${n}`,
+        ).toBe(true);
+      const twice = [...starts].filter(([, s]) => s.length > 1).map(([n]) => n);
+      for (const n of twice) expect(before.has(n), `item ${n} was journaled before the kill`).toBe(false);
+      expect(twice.length).toBeLessThanOrEqual(CONCURRENCY);
+      const pids = [...new Set(lines.map((l) => l.pid))];
+      expect(pids).toContain(killed!.pid);
+      expect(pids.length).toBe(2);
+      for (const pid of pids) expect(maxInFlight(lines, pid)).toBeLessThanOrEqual(CONCURRENCY);
+      expect(Math.max(...pids.map((p) => maxInFlight(lines, p)))).toBeGreaterThan(1);
 
       const incidents = log.flatMap((e) =>
         e.event.type === "runtime.recovery-planned" ? [e.event.data.incidentId as string] : [],
@@ -129,5 +196,32 @@ describe("map: a runtime SIGKILLed mid-map resumes only the unfinished items", (
     } finally {
       await nc.close();
     }
+  });
+
+  it("3 items failing for good: toleratedFailures 5 completes and reports the 3; toleratedFailures 0 fails naming an item", async () => {
+    const items = Array.from({ length: 30 }, (_, n) => ({ n, fail: n === 4 || n === 17 || n === 29 }));
+    const submit = async (tolerated: number) => {
+      const r = await api().post("/v1/runs", {
+        dag: mapDag(join(DIR, `tolerate-${tolerated}.txt`), "input.items", {
+          maxConcurrency: 5,
+          toleratedFailures: tolerated,
+        }),
+        input: { items },
+      });
+      expect(r.status, JSON.stringify(r.body)).toBe(201);
+      return r.body.sharedRunId as string;
+    };
+    const [tolerant, strict] = [await submit(5), await submit(0)];
+    const ok = await ended(tolerant);
+    expect(ok.status, ok.lastReason).toBe("completed");
+    expect(ok.output.failed.map((f: { index: number }) => f.index)).toEqual([4, 17, 29]);
+    expect(ok.output.items).toHaveLength(30);
+    const bad = await ended(strict);
+    expect(bad.status).toBe("failed");
+    expect(bad.lastReason).toMatch(/map-failures-exceeded/);
+    // The map step's error names the first failed item.
+    const each = (bad.steps as { id: string; state: string; lastError: string | null }[]).find((s) => s.id === "each");
+    expect(each).toMatchObject({ state: "failed" });
+    expect(each!.lastError).toMatch(/each--(4|17|29)/);
   });
 });
