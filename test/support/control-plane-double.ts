@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { type NatsConnection } from "@nats-io/transport-node";
 import { connectHarness } from "../../platform/nats-auth/server-keys.ts";
+import { setupNats } from "../../platform/nats-setup.ts";
 import {
   isDroverError,
   type DagDefinition,
@@ -14,7 +15,6 @@ import {
 import {
   aggregateWildcard,
   createEventStore,
-  ensureStreams,
   execRef,
   runRef,
   taggedLayout,
@@ -40,7 +40,8 @@ export interface ControlPlaneDouble {
 export async function openControlPlaneDouble(natsUrl: string, tag: string): Promise<ControlPlaneDouble> {
   const nc = await connectHarness({ servers: natsUrl, name: `host-test-${tag}` });
   const layout = taggedLayout(tag);
-  await ensureStreams(await jetstreamManager(nc), layout);
+  // As the harness sets NATS up for the real services: the streams and the outputs stream (large outputs).
+  await setupNats(await jetstreamManager(nc), layout);
   return { nc, layout, store: createEventStore(nc, layout), close: () => nc.drain() };
 }
 
