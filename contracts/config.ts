@@ -133,7 +133,13 @@ export const DroverConfig = z
     warmPool: z
       .object({
         process: z.number().int().min(0).max(64).default(0),
-        kubernetes: z.number().int().min(0).max(0).default(0).describe("not implemented yet: 0 only"),
+        kubernetes: z
+          .number()
+          .int()
+          .min(0)
+          .max(64)
+          .default(0)
+          .describe("runtime Pods kept warm (pod-ip exposure only; docs/kubernetes.md Warm pools)"),
       })
       .strict()
       .prefault({})

@@ -1,6 +1,6 @@
 import type { ChildProcess } from "node:child_process";
 import type { ChildExit } from "./startup-announcement.ts";
-import type { HostEndpoint, HostFacts, HostSpec, HostStartResult, HostStrategy } from "./types.ts";
+import type { HostEndpoint, HostFacts, HostSpec, HostStrategy, WarmPoolHost } from "./types.ts";
 
 /** The process host strategy's options, its interface and its per-RuntimeInstanceId record (process-strategy.ts). */
 
@@ -46,28 +46,12 @@ export interface HostRecord {
 }
 
 /** The process host strategy plus what tests and `make run` need to stop every host it started. */
-export interface ProcessHostStrategy extends HostStrategy {
+/** Its warm pool members (WarmPoolHost) are runtime processes on a loopback bind port. */
+export interface ProcessHostStrategy extends HostStrategy, WarmPoolHost {
   /** SIGKILLs every runtime this strategy spawned that is still running and waits for each exit. */
   killAll(budgetMs?: number): Promise<void>;
   /** Pids of runtimes this strategy spawned that have not exited (for tests proving "exactly one"). */
   livePids(): number[];
   /** Runtimes this strategy started (every readiness layer it owns passed) whose process has not exited. */
   liveHosts(): { readonly runtimeInstanceId: string; readonly host: HostFacts }[];
-  /**
-   * Starts a warm pool member `memberId` (hosts.md "Warm pool"): the runtime with no identity, only
-   * DROVER_POOL_TOKEN and a bind port; proves resource, host and endpoint (the bind listener).
-   */
-  startPooled(
-    memberId: string,
-    poolToken: string,
-    onHostCreated?: (host: HostFacts) => Promise<void>,
-  ): Promise<HostStartResult>;
-  /** Whether `memberId` is a live pool member this strategy started (only those can be bound here). */
-  canBind(memberId: string): boolean;
-  /**
-   * Binds pool member `memberId` to `spec` (identity, sizing, command token, NATS credential, tenant
-   * code) over its bind endpoint; resolves once the bound runtime serves commands on a new port.
-   * From then on the host is `spec.runtimeInstanceId`'s: kill and exit observations use that id.
-   */
-  bind(memberId: string, poolToken: string, spec: HostSpec): Promise<HostStartResult>;
 }

@@ -141,3 +141,29 @@ export interface HostStrategy {
   /** Releases strategy resources (watches, child handles) without killing hosts. */
   close(): Promise<void>;
 }
+
+/**
+ * A strategy that keeps warm pool members (hosts.md "Warm pool"; process and Kubernetes hosts): a
+ * member is a runtime started with no identity, tenant, command token or NATS credential, only its
+ * member token, listening for exactly one binding.
+ */
+export interface WarmPoolHost {
+  /**
+   * Starts pool member `memberId` (no identity, only `poolToken` and a bind listener); proves resource,
+   * host and endpoint (the bind listener). `onHostCreated` as for {@link HostStrategy.start}.
+   */
+  startPooled(
+    memberId: string,
+    poolToken: string,
+    onHostCreated?: (host: HostFacts) => Promise<void>,
+  ): Promise<HostStartResult>;
+  /** Whether `memberId` is a live, unbound pool member this strategy started (only those can be bound here). */
+  canBind(memberId: string): boolean;
+  /**
+   * Binds pool member `memberId` to `spec` (identity, sizing, command token, NATS credential, tenant
+   * code) over its bind endpoint, authenticated by `poolToken`; resolves once the bound runtime
+   * serves commands. From then on the host is `spec.runtimeInstanceId`'s (kill and exit observations
+   * use that id); a member is bound at most once, whatever the outcome.
+   */
+  bind(memberId: string, poolToken: string, spec: HostSpec): Promise<HostStartResult>;
+}

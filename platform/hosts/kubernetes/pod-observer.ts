@@ -1,6 +1,7 @@
 import { Watch, type CoreV1Api, type KubeConfig, type V1Pod } from "@kubernetes/client-node";
 import type { HostObservation } from "../types.ts";
 import { containerStopped } from "./pod-decisions.ts";
+import { BOUND_TO } from "./pool-spec.ts";
 import { L, MANAGED_BY } from "./spec.ts";
 
 /**
@@ -28,7 +29,8 @@ export function observeRuntimePods(
   };
   const seen = (type: string, pod: V1Pod): void => {
     const uid = pod.metadata?.uid ?? "";
-    const id = pod.metadata?.annotations?.[L.runtime] ?? "";
+    // A bound warm pool member's Pod is the bound runtime's host (pool-spec.ts BOUND_TO).
+    const id = pod.metadata?.annotations?.[BOUND_TO] ?? pod.metadata?.annotations?.[L.runtime] ?? "";
     if (!uid || !id) return;
     if (type === "DELETED") {
       known.delete(uid);

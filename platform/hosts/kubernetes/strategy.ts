@@ -11,12 +11,14 @@ import type {
   HostStartResult,
   HostStrategy,
   KillResult,
+  WarmPoolHost,
 } from "../types.ts";
 import { exposeThroughGateway } from "./gateway-exposure.ts";
 import { allocatedNodePort, exposeThroughNodePort } from "./node-port-exposure.ts";
 import { readyDecision } from "./pod-decisions.ts";
 import { killPodExact, podTarget } from "./pod-kill.ts";
 import { observeRuntimePods } from "./pod-observer.ts";
+import { poolMethods, type PoolContext, type PoolMember } from "./pool-members.ts";
 import { ensureObject, type Ensured, type Obj } from "./resources.ts";
 import { GATEWAY_API, routeVerdict, type SharedGateway } from "./routes.ts";
 import {
@@ -55,6 +57,8 @@ export interface KubernetesStrategyOptions extends RuntimePodOptions {
   readonly killGraceSeconds?: number;
   /** The clock that readiness and route deadlines are measured on (default the system clock). */
   readonly clock?: Clock;
+  /** CPU limit of a warm pool member's Pod (pool-spec.ts), the most workers a binding may ask for (default 2). */
+  readonly poolCpuLimit?: number;
 }
 
 interface Running {
@@ -90,7 +94,7 @@ export function parsePodIncarnation(incarnation: string): string | undefined {
  * across replicas). A failed start deletes exactly the objects it created (by UID) and nothing
  * else. Kubernetes performs no execution recovery: nothing here restarts a runtime.
  */
-export function createKubernetesStrategy(opts: KubernetesStrategyOptions): HostStrategy {
+export function createKubernetesStrategy(opts: KubernetesStrategyOptions): HostStrategy & WarmPoolHost {
   const kc = opts.kubeconfig;
   const core = kc.makeApiClient(CoreV1Api);
   const custom = kc.makeApiClient(CustomObjectsApi);
@@ -101,6 +105,8 @@ export function createKubernetesStrategy(opts: KubernetesStrategyOptions): HostS
   const running = new Map<string, Running>();
   const stops = new Set<() => void>();
   const clock = opts.clock ?? systemClock;
+  const members = new Map<string, PoolMember>();
+  const pool: PoolContext = { kc, core, custom, opts, clock };
   if (exposure === "gateway" && !opts.gateway)
     throw new DroverError("host-config-missing", "gateway exposure needs opts.gateway (the shared Gateway)");
 
@@ -338,11 +344,13 @@ export function createKubernetesStrategy(opts: KubernetesStrategyOptions): HostS
         running.delete(runtimeInstanceId);
         const names = runtimeNames(prefix, runtimeInstanceId);
         const namespace = host.namespace ?? ns;
+        // A bound pool member's Pod carries the member's name, not the runtime's.
+        const member = [...members.values()].find((m) => m.host.hostIncarnation === host.hostIncarnation);
         const result = await killPodExact(
           kc,
           core,
           namespace,
-          host.podName ?? names.pod,
+          host.podName ?? member?.host.podName ?? names.pod,
           uid,
           opts.killGraceSeconds ?? 1,
           budgetMs,
@@ -365,5 +373,10 @@ export function createKubernetesStrategy(opts: KubernetesStrategyOptions): HostS
       for (const stop of stops) stop();
       stops.clear();
     },
+    ...poolMethods(pool, gate, exposure, members, {
+      taken: (id) => running.has(id),
+      bound: (spec, host, endpoint, layers) =>
+        running.set(spec.runtimeInstanceId, { identity: identityKey(spec), host, endpoint, layers }),
+    }),
   };
 }

@@ -15,6 +15,8 @@ export interface RuntimeSummary {
   readonly pid?: number;
   /** Where its host runs (a process host's process space; a Pod's node). */
   readonly node?: string;
+  /** A Pod host's exact Pod (a claimed warm pool member's host-started repeats it: the kill needs the name). */
+  readonly pod?: { readonly podUid: string; readonly podName: string; readonly namespace: string };
   readonly capacityPublished: boolean;
   /** The first reason it ended; later endings are evidence only. */
   readonly endedBy?: EndedBy;
@@ -57,7 +59,15 @@ export function evolveRuntime(s: RuntimeSummary | undefined, id: string, seq: nu
     case "runtime.host-started":
       return base.hostIncarnation
         ? at
-        : { ...at, hostIncarnation: e.data.hostIncarnation, pid: e.data.pid, node: e.data.node };
+        : {
+            ...at,
+            hostIncarnation: e.data.hostIncarnation,
+            pid: e.data.pid,
+            node: e.data.node,
+            ...(e.data.podUid && e.data.podName && e.data.namespace
+              ? { pod: { podUid: e.data.podUid, podName: e.data.podName, namespace: e.data.namespace } }
+              : {}),
+          };
     case "runtime.capacity-published":
       return { ...at, capacityPublished: true };
     case "runtime.host-start-failed":

@@ -53,22 +53,40 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
   async function drive(tenantId: string, requestId: string): Promise<void> {
     const s = await observe(d, tenantId, requestId);
     if (!s) return;
-    const planned = await prefixGate.run(s.request?.policy.runtimeInstanceIdPrefix ?? "", () => decide(s));
+    const prefix = s.request?.policy.runtimeInstanceIdPrefix ?? "";
+    let planned = await prefixGate.run(prefix, () => decide(s));
     if (!planned) return;
-    const r = await startSlots.run(() => driveHostStart(d, planned));
+    const first = planned;
+    let r = await startSlots.run(() => driveHostStart(d, first));
+    if (!r.ok && planned.warm) {
+      // A failed bind (member gone, refused, wrong incarnation) is not the request's failure: the
+      // claimed runtime is retired (its RuntimeInstanceId never gets a second host) and the plan,
+      // which no longer counts it, cold-starts a new one.
+      d.log("warm pool bind failed: cold start", {
+        requestId,
+        runtimeInstanceId: planned.runtimeInstanceId,
+        reason: r.reason,
+      });
+      const again = await observe(d, tenantId, requestId);
+      const cold = again && (await prefixGate.run(prefix, () => decide(again, { cold: true })));
+      if (!cold) return;
+      planned = cold;
+      r = await startSlots.run(() => driveHostStart(d, cold));
+    }
+    const p = planned;
     const settled = r.ok
-      ? outcome.fulfilled(d, s, planned.runtimeInstanceId)
-      : outcome.rejected(d, s, r.reason, planned.runtimeInstanceId);
+      ? outcome.fulfilled(d, s, p.runtimeInstanceId)
+      : outcome.rejected(d, s, r.reason, p.runtimeInstanceId);
     await settle(d, s, settled);
     d.log(r.ok ? "scale-out fulfilled" : "scale-out rejected", {
       requestId,
-      runtimeInstanceId: planned.runtimeInstanceId,
+      runtimeInstanceId: p.runtimeInstanceId,
       ...(r.ok ? {} : { reason: r.reason }),
     });
   }
 
   /** Plans under the prefix gate; settles everything but a start, and registers a start before the gate opens. */
-  async function decide(s: RequestState): Promise<PlannedStart | undefined> {
+  async function decide(s: RequestState, opts: { readonly cold?: boolean } = {}): Promise<PlannedStart | undefined> {
     const req = s.request!;
     const plan = planRequest({
       request: s,
@@ -100,11 +118,13 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
       case "start": {
         const runtimeOrigin = { ...origin, tenantId: next.registration.tenantId };
         // Recovery scale-outs and first scale-outs alike claim from the warm pool first.
-        const warm = await pool.claim({
-          runtimeInstanceId: next.runtimeInstanceId,
-          registration: next.registration,
-          origin: runtimeOrigin,
-        });
+        const warm = opts.cold
+          ? undefined
+          : await pool.claim({
+              runtimeInstanceId: next.runtimeInstanceId,
+              registration: next.registration,
+              origin: runtimeOrigin,
+            });
         if (warm) return warm;
         const writer = new RuntimeWriter(d.store, next.runtimeInstanceId, 0);
         // Sequence 0: a suffix collision with an existing runtime is a conflict, never a reuse.

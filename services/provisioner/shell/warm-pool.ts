@@ -1,6 +1,5 @@
 import { isDroverError, type HostIncarnation, type HostProvider } from "../../../contracts/index.ts";
-import type { ProcessHostStrategy } from "../../../platform/hosts/process-strategy.ts";
-import type { HostSpec, HostStartResult, HostStrategy } from "../../../platform/hosts/types.ts";
+import type { HostSpec, HostStartResult, HostStrategy, WarmPoolHost } from "../../../platform/hosts/types.ts";
 import { runtimeRef } from "../../../streams/index.ts";
 import { runtimeInstanceIdOf } from "../domain/runtime-id.ts";
 import { claimableMembers, POOL_LAYERS, POOL_MEMBER_PREFIX, refillCount } from "../domain/warm-pool.ts";
@@ -9,8 +8,8 @@ import type { PlannedStart } from "./host-start.ts";
 import type { RosterView } from "./roster-view.ts";
 import { RuntimeWriter } from "./runtime-writer.ts";
 
-/** A strategy that can keep warm pool members (today: process hosts). */
-export type PoolableStrategy = HostStrategy & Pick<ProcessHostStrategy, "startPooled" | "canBind" | "bind">;
+/** A strategy that can keep warm pool members (process and Kubernetes hosts). */
+export type PoolableStrategy = HostStrategy & WarmPoolHost;
 export const isPoolable = (s: HostStrategy | undefined): s is PoolableStrategy =>
   !!s && "startPooled" in s && "bind" in s && "canBind" in s;
 
@@ -88,6 +87,7 @@ export function createWarmPool(d: ProvisionerDeps, roster: RosterView): WarmPool
                   {
                     hostIncarnation: incarnation,
                     ...(m.pid !== undefined ? { pid: m.pid } : {}),
+                    ...(m.pod ?? {}),
                     ...(m.node !== undefined ? { node: m.node } : {}),
                     convergence: "converged",
                     convergenceSource: `warm-pool:${m.runtimeInstanceId}`,
@@ -173,6 +173,9 @@ async function startMember(d: ProvisionerDeps, provider: HostProvider, strategy:
         {
           hostIncarnation: h.hostIncarnation as HostIncarnation,
           ...(h.pid !== undefined ? { pid: h.pid } : {}),
+          ...(h.podUid !== undefined ? { podUid: h.podUid } : {}),
+          ...(h.podName !== undefined ? { podName: h.podName } : {}),
+          ...(h.namespace !== undefined ? { namespace: h.namespace } : {}),
           ...(h.node !== undefined ? { node: h.node } : {}),
           convergence: "created",
         },

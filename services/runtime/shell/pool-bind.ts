@@ -26,7 +26,9 @@ export interface Binding {
  * DROVER_POOL_TOKEN (the pool member's own token, derived like a command token), prints
  * `{"event":"pool-listening",...}`, and resolves with `env` rewritten to the binding: the pool's
  * variables removed, the binding's (identity, sizing, command token, NATS credential, tenant code)
- * set. A second binding, a wrong token or a malformed body is refused and changes nothing.
+ * set. A second binding, a wrong token or a malformed body is refused and changes nothing. While
+ * unbound it answers `GET /readyz` and `/healthz` (a Kubernetes member's readiness probe); once a
+ * binding is taken it stops listening, so the bound runtime may reuse the port.
  */
 export async function awaitBinding(env: NodeJS.ProcessEnv): Promise<Binding> {
   const token = Buffer.from(env.DROVER_POOL_TOKEN ?? "");
@@ -44,6 +46,9 @@ export async function awaitBinding(env: NodeJS.ProcessEnv): Promise<Binding> {
     void take(req, res).catch((e: unknown) => reply(res, 400, { error: String((e as Error).message ?? e) }));
   });
   async function take(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    // A Kubernetes member's readiness probe (its bind listener is on the ops port): alive, unbound.
+    if (req.method === "GET" && (req.url === "/readyz" || req.url === "/healthz") && !bound)
+      return reply(res, 200, { status: "ok", detail: "pooled: awaiting one binding" });
     if (req.method !== "POST" || req.url !== BIND_PATH) return reply(res, 404, { error: "not found" });
     const given = Buffer.from((req.headers.authorization ?? "").replace(/^Bearer /, ""));
     if (given.length !== token.length || !timingSafeEqual(given, token)) return reply(res, 401, { error: "bad token" });
@@ -58,10 +63,13 @@ export async function awaitBinding(env: NodeJS.ProcessEnv): Promise<Binding> {
       return reply(res, 400, { error: "DROVER_RUNTIME_INSTANCE_ID missing" });
     bound = res;
     for (const [k, v] of entries) env[k] = v as string;
+    // Stop listening at once (the answer goes over this request's connection): the bound runtime
+    // may take the same port for its own listener (a Kubernetes member binds on the ops port).
+    const closed = new Promise<void>((ok) => server.close(() => ok()));
     resolveBinding({
       async answer(a) {
         reply(res, a.ok ? 200 : 500, a);
-        await new Promise<void>((ok) => server.close(() => ok()));
+        await closed;
       },
     });
   }
