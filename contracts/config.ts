@@ -32,7 +32,15 @@ export const KubernetesHostConfig = z
       .string()
       .regex(/^[a-z0-9-]{1,30}$/)
       .default("drover-rt"),
-    exposure: z.enum(["pod-ip", "gateway", "node-port"]).default("pod-ip"),
+    exposure: z.enum(["pod-ip", "gateway", "node-port", "port-forward"]).default("pod-ip"),
+    forwardAddress: z
+      .string()
+      .min(1)
+      .max(253)
+      .optional()
+      .describe(
+        "port-forward exposure: the address the provisioner's per-runtime listeners bind; absent → 127.0.0.1 (only the provisioner's machine reaches them)",
+      ),
     nodeAddress: z
       .string()
       .min(1)
