@@ -124,7 +124,8 @@ describe("KubernetesHostStrategy port-forward exposure, through the real API ser
 
   it("a dropped tunnel is re-established while the Pod lives: the next connection opens a new one to the same runtime", async () => {
     const s = spec("rt-pf-drop", "grpc");
-    const r = await strategy({ exposure: "pod-ip" }).start(s);
+    // A second forward of our own to a port-forward runtime's Pod, so that the test can drop its tunnels.
+    const r = await strategy().start(s);
     if (r.outcome === "rejected") throw new Error(`start rejected: ${JSON.stringify(r.reason)}`);
     const fwd = await openPodForward(kc, ns, r.host.podName ?? "", RUNTIME_PORT.grpc);
     try {

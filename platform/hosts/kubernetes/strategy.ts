@@ -191,7 +191,11 @@ export function createKubernetesStrategy(opts: KubernetesStrategyOptions): HostS
     const pod = await ensureOwned(
       "Pod",
       names.pod,
-      () => core.createNamespacedPod({ namespace: ns, body: buildRuntimePod(spec, opts) }),
+      () =>
+        core.createNamespacedPod({
+          namespace: ns,
+          body: buildRuntimePod(spec, { ...opts, bindAllAddresses: exposure === "port-forward" }),
+        }),
       () => core.readNamespacedPod({ namespace: ns, name: names.pod }),
     );
     if (pod.kind === "failed") return fail(pod.code, pod.detail, "resource");
