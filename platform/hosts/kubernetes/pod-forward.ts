@@ -1,5 +1,5 @@
 import { createServer, type AddressInfo, type Socket } from "node:net";
-import { Writable } from "node:stream";
+import { PassThrough, Writable } from "node:stream";
 import { PortForward, type KubeConfig } from "@kubernetes/client-node";
 
 /** What a forward has done so far (for logs, `revalidate` and tests). */
@@ -60,31 +60,66 @@ export async function openPodForward(
     sock.destroy();
     onTunnelFailure?.(lastFailure);
   };
+  /** A tunnel being opened (or open) with its own streams, attached to a connection later. */
+  interface Pending {
+    readonly ws: Promise<Tunnel>;
+    readonly out: PassThrough;
+    readonly inp: PassThrough;
+    sock?: Socket;
+    ended?: string;
+  }
+  const openTunnel = (): Pending => {
+    const out = new PassThrough();
+    const inp = new PassThrough();
+    const p: { -readonly [K in keyof Pending]: Pending[K] } = { out, inp, ws: Promise.resolve(undefined as never) };
+    // The error stream carries the kubelet's text when dialling the port inside the Pod failed.
+    const errors = new Writable({
+      write(chunk: Buffer, _enc, cb) {
+        if (chunk.length > 0) {
+          p.ended = `pods/portforward ${namespace}/${podName}:${podPort}: ${chunk.toString()}`;
+          if (p.sock) fail(p.sock, p.ended);
+        }
+        cb();
+      },
+    });
+    p.ws = pf.portForward(namespace, podName, [podPort], out, errors, inp).then((ws) => {
+      const t = ws as unknown as Tunnel;
+      opened++;
+      tunnels.add(t);
+      t.on("error", () => undefined);
+      t.on("close", () => {
+        tunnels.delete(t);
+        p.ended ??= "tunnel closed";
+        p.sock?.end();
+      });
+      if (closed) t.close();
+      return t;
+    });
+    p.ws.catch(() => undefined);
+    return p;
+  };
+  // One tunnel is kept open ahead of demand: a connection takes it at once instead of waiting for a
+  // WebSocket, the API server and the kubelet's dial (seconds on a loaded machine).
+  let spare: Pending | undefined;
   const server = createServer({ pauseOnConnect: true }, (sock) => {
     sockets.add(sock);
     sock.on("error", () => undefined);
     sock.on("close", () => sockets.delete(sock));
-    // The error stream carries the kubelet's text when dialling the port inside the Pod failed.
-    const errors = new Writable({
-      write(chunk: Buffer, _enc, cb) {
-        if (chunk.length > 0) fail(sock, `pods/portforward ${namespace}/${podName}:${podPort}: ${chunk.toString()}`);
-        cb();
-      },
-    });
-    pf.portForward(namespace, podName, [podPort], sock, errors, sock).then(
-      (ws) => {
-        const t = ws as unknown as Tunnel;
-        opened++;
+    const p = spare && !spare.ended ? spare : openTunnel();
+    spare = closed ? undefined : openTunnel();
+    p.sock = sock;
+    p.ws.then(
+      (t) => {
         if (closed || sock.destroyed) {
           t.close();
           return;
         }
-        tunnels.add(t);
-        t.on("error", () => undefined);
-        t.on("close", () => {
-          tunnels.delete(t);
-          sock.end();
-        });
+        if (p.ended) {
+          fail(sock, p.ended);
+          return;
+        }
+        p.out.pipe(sock);
+        sock.pipe(p.inp);
         sock.on("close", () => t.close());
         sock.resume();
       },
@@ -109,6 +144,7 @@ export async function openPodForward(
     closed: () => closed,
     close: () => {
       closed = true;
+      spare = undefined;
       dropTunnels();
       for (const s of sockets) s.destroy();
       return new Promise<void>((ok) => server.close(() => ok()));
