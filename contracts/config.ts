@@ -32,7 +32,15 @@ export const KubernetesHostConfig = z
       .string()
       .regex(/^[a-z0-9-]{1,30}$/)
       .default("drover-rt"),
-    exposure: z.enum(["pod-ip", "gateway", "node-port"]).default("pod-ip"),
+    exposure: z.enum(["pod-ip", "gateway", "node-port", "port-forward"]).default("pod-ip"),
+    forwardAddress: z
+      .string()
+      .min(1)
+      .max(253)
+      .optional()
+      .describe(
+        "port-forward exposure: the address the provisioner's per-runtime listeners bind; absent → 127.0.0.1 (only the provisioner's machine reaches them)",
+      ),
     nodeAddress: z
       .string()
       .min(1)
@@ -51,8 +59,18 @@ export const KubernetesHostConfig = z
       })
       .strict()
       .optional(),
-    runtimeImage: z.string().min(1).default("drover/runtime:dev"),
-    runtimeCommand: z.array(z.string().min(1)).min(1).default(["node", "--import", "tsx", "services/runtime/main.ts"]),
+    runtimeImage: z
+      .string()
+      .min(1)
+      .default("drover/runtime:dev")
+      .describe(
+        "the runtime image `make image` builds: its archive carries drover/runtime:<content hash> (pin that one) and drover/runtime:dev (the newest build)",
+      ),
+    runtimeCommand: z
+      .array(z.string().min(1))
+      .min(1)
+      .default(["/usr/local/bin/node", "/app/runtime.mjs"])
+      .describe("the runtime's argv in its container: the entrypoint of the image `make image` builds"),
     workingDir: z
       .string()
       .min(1)

@@ -104,6 +104,11 @@ export const ERROR_CATALOGUE = {
     httpStatus: 502,
     summary: "a probe through the runtime's NodePort Service reached another runtime",
   },
+  "port-forward-probe-identity-mismatch": {
+    retryable: false,
+    httpStatus: 502,
+    summary: "a probe through the runtime's pods/portforward tunnel reached another runtime",
+  },
   "capacity-publication-failed": {
     retryable: true,
     httpStatus: 503,

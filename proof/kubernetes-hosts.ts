@@ -31,12 +31,13 @@ export async function buildRuntimeImage(): Promise<{ archive: string; ref: strin
  * real node: the upstream kubelet with containerd and runc) for a proof run with Kubernetes hosts,
  * and the `kubernetes` configuration that makes the control plane host runtimes on it: a fresh
  * namespace, runtime Pods from the runtime image `make image` builds, `pod-ip`, `node-port` (the
- * cluster's node-port proxy) or `gateway` exposure (a shared Gateway of class `drover-local`).
+ * cluster's node-port proxy), `gateway` (a shared Gateway of class `drover-local`) or `port-forward`
+ * exposure (the provisioner's listeners, tunnelled through the API server to the real kubelet).
  * `natsHost` is where NATS must listen for the Pods to reach it (the node's address).
  * `stop()` stops every daemon and Pod of the cluster and removes its directory (kept, with the node's
  * kubelet, containerd and container logs, when DROVER_KEEP_LOGS is set).
  */
-export async function startProofCluster(exposure: "pod-ip" | "gateway" | "node-port"): Promise<{
+export async function startProofCluster(exposure: "pod-ip" | "gateway" | "node-port" | "port-forward"): Promise<{
   kubernetes: z.input<typeof KubernetesHostConfig>;
   natsHost: string;
   stop: () => Promise<void>;

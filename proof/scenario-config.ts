@@ -19,7 +19,7 @@ export interface ProofOptions {
   /** SIGKILL (a crash) or SIGSTOP (a zombie: alive but silent; health must notice and the fence must kill it). */
   readonly signal: "SIGKILL" | "SIGSTOP";
   /** Kubernetes hosts only: how the control plane reaches runtime Pods. */
-  readonly exposure?: "pod-ip" | "gateway" | "node-port";
+  readonly exposure?: "pod-ip" | "gateway" | "node-port" | "port-forward";
   /** The chain's step code: built-in kinds, or the tenants' own worker (proof/custom-worker.ts). */
   readonly workload: ProofWorkload;
 }

@@ -8,7 +8,7 @@ import { startProofCluster } from "../../proof/kubernetes-hosts.ts";
 import { startFerret, startNats, startRedis, type RunningServer } from "../../platform/local-servers.ts";
 import { stopAllControlPlanes } from "../../platform/control-plane-processes.ts";
 
-export const PROOF_USAGE = `drover proof [--parallel P] [--transport http|grpc] [--host process|kubernetes] [--exposure pod-ip|gateway|node-port] [--steps N] [--step-ms M]
+export const PROOF_USAGE = `drover proof [--parallel P] [--transport http|grpc] [--host process|kubernetes] [--exposure pod-ip|gateway|node-port|port-forward] [--steps N] [--step-ms M]
              [--workload builtin|custom] [--seed S] [--kill-after K] [--signal SIGKILL|SIGSTOP] [--timeout-s T] [--json]
   Runs the crash-recovery proof against the real services: P scenarios of 2 impacted + 1 safe tenant,
   3 runs of an N-step DAG each; each impacted runtime is SIGKILLed once its in-flight execution has K
@@ -50,8 +50,8 @@ export function parseProofArgs(argv: readonly string[]): { options: ProofOptions
   const host = values.host ?? DEFAULT_PROOF.host;
   if (host !== "process" && host !== "kubernetes") throw new Error("--host must be process or kubernetes");
   const exposure = values.exposure ?? "pod-ip";
-  if (exposure !== "pod-ip" && exposure !== "gateway" && exposure !== "node-port")
-    throw new Error("--exposure must be pod-ip, gateway or node-port");
+  if (exposure !== "pod-ip" && exposure !== "gateway" && exposure !== "node-port" && exposure !== "port-forward")
+    throw new Error("--exposure must be pod-ip, gateway, node-port or port-forward");
   if (values.exposure !== undefined && host !== "kubernetes")
     throw new Error("--exposure applies to --host kubernetes only");
   const workload = values.workload ?? DEFAULT_PROOF.workload;

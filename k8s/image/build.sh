@@ -2,7 +2,7 @@
 # Builds drover's images as archives, without a container daemon (umoci + skopeo from Debian):
 #   pause    registry.k8s.io/pause:3.10, the sandbox image, from k8s/local-cluster/bin/pause (built
 #            by `make k8s-build` from the pinned k8s.io/kubernetes module), user 65535
-#   runtime  drover/runtime:<content hash>: this machine's node binary (the one the tests run) with the
+#   runtime  drover/runtime:<content hash> (and drover/runtime:dev): this machine's node binary (the one the tests run) with the
 #            shared libraries ldd lists, services/runtime/main.ts bundled by esbuild into one file
 #            (no node_modules), user drover (10001), entrypoint `node /app/runtime.mjs`; the examples'
 #            tenant workers bundled at /app/examples/<name>/worker.mjs
@@ -21,6 +21,8 @@ mkdir -p "$OUT"
 # build_image NAME REF STAGE_FN CONFIG_ARGS...: a one-layer image from the rootfs STAGE_FN fills.
 build_image() {
   local name=$1 ref=$2 stage=$3; shift 3
+  local extra=()
+  [[ -n ${EXTRA_TAG:-} ]] && extra=(--additional-tag "$EXTRA_TAG")
   local work; work=$(mktemp -d "$OUT/.work-$name.XXXXXX")
   local layout="$work/oci"
   umoci init --layout "$layout"
@@ -30,7 +32,7 @@ build_image() {
   umoci repack --image "$layout:$name" "$work/bundle"
   umoci config --image "$layout:$name" --os linux --architecture amd64 "$@"
   rm -f "$OUT/$name.tar"
-  skopeo copy --quiet "oci:$layout:$name" "docker-archive:$OUT/$name.tar:$ref"
+  skopeo copy --quiet "${extra[@]}" "oci:$layout:$name" "docker-archive:$OUT/$name.tar:$ref"
   rm -rf "$OUT/oci-$name"; mv "$layout" "$OUT/oci-$name"; rm -rf "$work"
   echo "$ref" >"$OUT/$name.ref"
 }
@@ -80,7 +82,8 @@ runtime() {
   local hash; hash=$(cat "$OUT/runtime.mjs" "$OUT"/workers/examples/*/worker.mjs "$NODE_BIN" "$0" | sha256sum | cut -c1-16)
   local ref="drover/runtime:$hash"
   if [[ -f $OUT/runtime.tar && $(cat "$OUT/runtime.ref" 2>/dev/null) == "$ref" ]]; then echo "$ref"; return; fi
-  build_image runtime "$ref" stage_runtime \
+  # Also tagged drover/runtime:dev, the config's default runtimeImage (contracts/config.ts): the newest build.
+  EXTRA_TAG=drover/runtime:dev build_image runtime "$ref" stage_runtime \
     --config.entrypoint /usr/local/bin/node --config.entrypoint /app/runtime.mjs --config.user 10001:10001 \
     --config.workingdir /app --config.env PATH=/usr/local/bin:/usr/bin:/bin --config.env NODE_ENV=production \
     --config.label "org.opencontainers.image.source=drover" --config.label "dev.drover.node-version=$("$NODE_BIN" --version)"

@@ -29,7 +29,10 @@ afterAll(async () => {
   await Promise.all([nats?.stop(), redis?.stop()]);
 });
 
-async function prove(o: Partial<ProofOptions>, exposure: "pod-ip" | "gateway" | "node-port"): Promise<void> {
+async function prove(
+  o: Partial<ProofOptions>,
+  exposure: "pod-ip" | "gateway" | "node-port" | "port-forward",
+): Promise<void> {
   const kubernetes: z.input<typeof KubernetesHostConfig> = {
     kubeconfig: inject("k8sKubeconfig"),
     namespace,
@@ -63,6 +66,9 @@ describe(`crash-recovery proof at P=${P} with runtime Pods, against the local cl
   });
   it("SIGKILLed runtime containers over gRPC through per-runtime NodePort Services (the local cluster's node-port proxy): the same guarantees", async () => {
     await prove({ transport: "grpc", parallel: Math.min(P, 2) }, "node-port");
+  });
+  it("SIGKILLed runtime containers over HTTP through the provisioner's port-forward listeners (pods/portforward tunnels to the real kubelet): the same guarantees", async () => {
+    await prove({ transport: "http", parallel: Math.min(P, 2) }, "port-forward");
   });
   it("SIGSTOPped runtime containers (zombies: Running and Ready, but silent): health notices, the fence deletes the exact Pod UID, the same guarantees", async () => {
     await prove({ transport: "http", signal: "SIGSTOP", parallel: Math.min(P, 2) }, "pod-ip");

@@ -24,7 +24,8 @@ const canI = async (verb: string, resource: string, ns: string, service = "provi
       "auth",
       "can-i",
       verb,
-      resource,
+      // `pods/portforward` → `pods --subresource=portforward`.
+      ...(resource.includes("/") ? [resource.split("/")[0]!, `--subresource=${resource.split("/")[1]}`] : [resource]),
       "-n",
       ns,
       "--as",
@@ -182,7 +183,7 @@ describe("drover's k8s/ manifests, against the local cluster's real API server",
       ).toBe("restricted");
   });
 
-  it("RBAC lets the provisioner manage runtime Pods, Services, Secrets and routes in the runtime namespace only", async () => {
+  it("RBAC lets the provisioner manage runtime Pods, Services, Secrets and routes, and port-forward to runtime Pods, in the runtime namespace only", async () => {
     for (const [verb, resource] of [
       ["create", "pods"],
       ["watch", "pods"],
@@ -193,6 +194,12 @@ describe("drover's k8s/ manifests, against the local cluster's real API server",
     ]) {
       expect(await canI(verb as string, resource as string, "drover-runtimes"), `${verb} ${resource}`).toBe("yes");
     }
+    // port-forward exposure: the tunnel subresource, in the runtime namespace only; exec/attach never.
+    expect(await canI("create", "pods/portforward", "drover-runtimes")).toBe("yes");
+    expect(await canI("get", "pods/portforward", "drover-runtimes")).toBe("yes");
+    expect(await canI("create", "pods/portforward", "drover-system")).toBe("no");
+    expect(await canI("create", "pods/exec", "drover-runtimes")).toBe("no");
+    expect(await canI("create", "pods/portforward", "drover-runtimes", "recovery")).toBe("no");
     expect(await canI("create", "pods", "default")).toBe("no");
     expect(await canI("get", "secrets", "drover-system")).toBe("no");
     expect(await canI("update", "pods", "drover-runtimes")).toBe("no");

@@ -20,6 +20,7 @@ export function kubernetesStrategyFromConfig(cfg: KubernetesHostConfig): HostStr
     exposure: cfg.exposure,
     ...(cfg.gateway ? { gateway: cfg.gateway } : {}),
     ...(cfg.nodeAddress ? { nodeAddress: cfg.nodeAddress } : {}),
+    ...(cfg.forwardAddress ? { forwardAddress: cfg.forwardAddress } : {}),
     image: cfg.runtimeImage,
     command: cfg.runtimeCommand,
     ...(cfg.workingDir ? { workingDir: cfg.workingDir } : {}),

@@ -27,11 +27,27 @@ describe("kubernetes host configuration (pure, proves no transport)", () => {
     );
   });
 
+  it("defaults the runtime's image and argv to what `make image` builds (no source checkout in the Pod)", () => {
+    expect(KubernetesHostConfig.parse({})).toMatchObject({
+      runtimeImage: "drover/runtime:dev",
+      runtimeCommand: ["/usr/local/bin/node", "/app/runtime.mjs"],
+    });
+    expect(KubernetesHostConfig.parse({}).workingDir).toBeUndefined();
+  });
+
+  it("accepts port-forward exposure with or without a listener address", () => {
+    expect(KubernetesHostConfig.parse({ exposure: "port-forward" })).toMatchObject({ exposure: "port-forward" });
+    expect(KubernetesHostConfig.parse({ exposure: "port-forward" }).forwardAddress).toBeUndefined();
+    expect(KubernetesHostConfig.parse({ exposure: "port-forward", forwardAddress: "0.0.0.0" }).forwardAddress).toBe(
+      "0.0.0.0",
+    );
+  });
+
   it("accepts node-port exposure with or without a node address, and no other exposure names", () => {
     expect(KubernetesHostConfig.parse({ exposure: "node-port" })).toMatchObject({ exposure: "node-port" });
     expect(KubernetesHostConfig.parse({ exposure: "node-port" }).nodeAddress).toBeUndefined();
     expect(KubernetesHostConfig.parse({ exposure: "node-port", nodeAddress: "10.0.0.7" }).nodeAddress).toBe("10.0.0.7");
-    expect(KubernetesHostConfig.safeParse({ exposure: "port-forward" }).success).toBe(false);
+    expect(KubernetesHostConfig.safeParse({ exposure: "host-port" }).success).toBe(false);
   });
 
   it("takes runtime Pod requests as Kubernetes quantities, keeping the defaults it is not given, and refuses anything else", () => {

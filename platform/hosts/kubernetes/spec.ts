@@ -27,6 +27,13 @@ export interface RuntimePodOptions {
   readonly provider?: string;
   /** Requests and memory limit of the runtime container (default {@link DEFAULT_RUNTIME_RESOURCES}); the CPU limit is the worker count. */
   readonly resources?: RuntimeResources;
+  /**
+   * Bind the command port on every address of the Pod's network namespace (0.0.0.0: its Pod IP and
+   * its loopback) instead of the Pod IP alone: `port-forward` exposure needs it, since the kubelet's
+   * streaming server dials `localhost:<port>` inside the Pod. Only containers of the Pod share that
+   * loopback, and the runtime is the only one.
+   */
+  readonly bindAllAddresses?: boolean;
 }
 
 /** What the scheduler reserves for one runtime Pod, and its memory ceiling (quantities as Kubernetes writes them). */
@@ -183,7 +190,9 @@ export function buildRuntimePod(spec: HostSpec, opts: RuntimePodOptions): V1Pod 
   const env: V1EnvVar[] = [
     ...[...base, ...literal].map(([name, value]) => ({ name, value })),
     { name: "DROVER_OPS_PORT", value: String(RUNTIME_OPS_PORT) },
-    { name: "DROVER_BIND_HOST", valueFrom: { fieldRef: { fieldPath: "status.podIP" } } },
+    opts.bindAllAddresses
+      ? { name: "DROVER_BIND_HOST", value: "0.0.0.0" }
+      : { name: "DROVER_BIND_HOST", valueFrom: { fieldRef: { fieldPath: "status.podIP" } } },
     { name: "DROVER_OPS_HOST", valueFrom: { fieldRef: { fieldPath: "status.podIP" } } },
     { name: "DROVER_POD_UID", valueFrom: { fieldRef: { fieldPath: "metadata.uid" } } },
     { name: "DROVER_COMMAND_TOKEN", valueFrom: { secretKeyRef: { name: names.secret, key: TOKEN_KEY } } },

@@ -112,6 +112,13 @@ describe("Kubernetes runtime object builders (pure; prove no transport and no cl
     expect(JSON.stringify(pod)).not.toContain(spec.commandToken);
     expect(buildTokenSecret(spec, OPTS).stringData).toEqual({ token: spec.commandToken });
     expect(pod.spec?.restartPolicy).toBe("Never");
+    // port-forward exposure: the kubelet dials localhost inside the Pod, so the command port binds every address.
+    const forwarded = buildRuntimePod(spec, { ...OPTS, bindAllAddresses: true }).spec?.containers[0]?.env ?? [];
+    expect(forwarded.find((e) => e.name === "DROVER_BIND_HOST")).toEqual({
+      name: "DROVER_BIND_HOST",
+      value: "0.0.0.0",
+    });
+    expect(forwarded.find((e) => e.name === "DROVER_OPS_HOST")?.valueFrom?.fieldRef?.fieldPath).toBe("status.podIP");
   });
 
   it("mounts the NATS CA Secret read-only and points NATS_CA_FILE at it when natsCaSecret is set; no CA and no path of the provisioner's otherwise", () => {

@@ -1,6 +1,6 @@
-import { CoreV1Api, CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
+import { CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
 import { DroverError, type ErrorCode, type ReadinessLayer } from "../../../contracts/index.ts";
-import { systemClock, type Clock } from "../../clock.ts";
+import { systemClock } from "../../clock.ts";
 import { LifecycleGate } from "../lifecycle-gate.ts";
 import { identityKey } from "../runtime-env.ts";
 import type {
@@ -20,7 +20,7 @@ import { killPodExact, podTarget } from "./pod-kill.ts";
 import { observeRuntimePods } from "./pod-observer.ts";
 import { poolMethods, type PoolContext, type PoolMember } from "./pool-members.ts";
 import { ensureObject, type Ensured, type Obj } from "./resources.ts";
-import { GATEWAY_API, routeVerdict, type SharedGateway } from "./routes.ts";
+import { GATEWAY_API, routeVerdict } from "./routes.ts";
 import {
   buildRuntimePod,
   buildRuntimeService,
@@ -28,46 +28,13 @@ import {
   RUNTIME_PORT,
   runtimeMetadata,
   runtimeNames,
-  type RuntimePodOptions,
 } from "./spec.ts";
+import { exposeThroughPortForward } from "./port-forward-exposure.ts";
+import type { KubernetesStrategyOptions, Running } from "./strategy-types.ts";
 import { cleanupOwned, removeRuntimeObjects, type OwnedObject } from "./owned-objects.ts";
 import { followObject } from "./watch-object.ts";
 
-export interface KubernetesStrategyOptions extends RuntimePodOptions {
-  readonly kubeconfig: KubeConfig;
-  /**
-   * `pod-ip` (control plane inside the cluster, or the local cluster), `gateway` (one shared Gateway,
-   * a route per runtime) or `node-port` (a per-runtime `type: NodePort` Service, dialled at the node address).
-   */
-  readonly exposure?: "pod-ip" | "gateway" | "node-port";
-  /** For `node-port`: the address dialled with the node port (default: the runtime Pod's `status.hostIP`, its Node's InternalIP). */
-  readonly nodeAddress?: string;
-  /** Required for `gateway` exposure. */
-  readonly gateway?: SharedGateway;
-  /** Budget from Pod creation to Ready (default 60 s: a cold image pull or tsx start on a busy machine is seconds). */
-  readonly readinessTimeoutMs?: number;
-  /** Budget for the route layer: Gateway route, or the node-port probe (default 30 s). */
-  readonly routeTimeoutMs?: number;
-  /**
-   * Grace period of the kill's first delete (default 1 s: a fenced runtime must stop, not drain; and
-   * while a Pod is Terminating its UID still exists, so recovery waits for it). Escalated to 0 at
-   * 70 % of the kill budget — a forced delete removes the UID before the kubelet has stopped the
-   * container, so the proof then rests on the kubelet acting on the deletion.
-   */
-  readonly killGraceSeconds?: number;
-  /** The clock that readiness and route deadlines are measured on (default the system clock). */
-  readonly clock?: Clock;
-  /** CPU limit of a warm pool member's Pod (pool-spec.ts), the most workers a binding may ask for (default 2). */
-  readonly poolCpuLimit?: number;
-}
-
-interface Running {
-  readonly identity: string;
-  readonly host: HostFacts;
-  readonly endpoint: HostEndpoint;
-  readonly layers: readonly ReadinessLayer[];
-  readonly nodePortService?: { readonly name: string; readonly uid: string; readonly nodePort: number };
-}
+export type { KubernetesStrategyOptions } from "./strategy-types.ts";
 
 const CLEANUP_BUDGET_MS = 15_000;
 
@@ -89,8 +56,11 @@ export function parsePodIncarnation(incarnation: string): string | undefined {
  * `endpoint` (Pod IP) and `route`: for `gateway`, route accepted, Gateway programmed and
  * GetQueueStatus through it answered by this runtime; for `node-port`, the NodePort Service created
  * after Ready, its node port allocated and GetQueueStatus at `<node address>:<nodePort>` answered by
- * this runtime. The caller still proves
- * `command`. A duplicate start converges (`lifecycle-cache` within this strategy, `existing-pod`
+ * this runtime; for `port-forward`, a local listener in this process (one `pods/portforward` tunnel
+ * per connection, port-forward-exposure.ts) and GetQueueStatus through it answered by this runtime:
+ * the listener's address is the endpoint, closed by the kill before the Pod is deleted, and by
+ * itself once a failed tunnel shows the Pod UID gone. The caller still proves
+ * `command` (through the published endpoint, so through the forward). A duplicate start converges (`lifecycle-cache` within this strategy, `existing-pod`
  * across replicas). A failed start deletes exactly the objects it created (by UID) and nothing
  * else. Kubernetes performs no execution recovery: nothing here restarts a runtime.
  */
@@ -162,6 +132,13 @@ export function createKubernetesStrategy(opts: KubernetesStrategyOptions): HostS
           [],
         );
     }
+    if (rec.forward?.closed())
+      return rejected(
+        "endpoint-resolution-failed",
+        `runtime ${spec.runtimeInstanceId}: its port-forward listener ${rec.endpoint.endpoint} is closed`,
+        "route",
+        [],
+      );
     const np = rec.nodePortService;
     if (np) {
       // The same Service (UID) with the same node port, or the published endpoint no longer leads here.
@@ -218,7 +195,11 @@ export function createKubernetesStrategy(opts: KubernetesStrategyOptions): HostS
     const pod = await ensureOwned(
       "Pod",
       names.pod,
-      () => core.createNamespacedPod({ namespace: ns, body: buildRuntimePod(spec, opts) }),
+      () =>
+        core.createNamespacedPod({
+          namespace: ns,
+          body: buildRuntimePod(spec, { ...opts, bindAllAddresses: exposure === "port-forward" }),
+        }),
       () => core.readNamespacedPod({ namespace: ns, name: names.pod }),
     );
     if (pod.kind === "failed") return fail(pod.code, pod.detail, "resource");
@@ -303,12 +284,30 @@ export function createKubernetesStrategy(opts: KubernetesStrategyOptions): HostS
       nodePortService = { name: names.nodePort, uid: ex.serviceUid, nodePort: ex.nodePort };
       layers.push("route");
     }
+    let forward: Running["forward"];
+    if (exposure === "port-forward") {
+      const ex = await exposeThroughPortForward(
+        kc,
+        core,
+        spec,
+        ns,
+        { name: names.pod, uid: pod.uid },
+        opts.forwardAddress ?? "127.0.0.1",
+        clock.now().getTime() + (opts.routeTimeoutMs ?? 30_000),
+        signal,
+      );
+      if (!ex.ok) return fail(ex.code, ex.detail, "route");
+      endpoint = { endpoint: ex.endpoint, aliases: [endpoint.endpoint] };
+      forward = ex.forward;
+      layers.push("route");
+    }
     running.set(spec.runtimeInstanceId, {
       identity: identityKey(spec),
       host,
       endpoint,
       layers,
       ...(nodePortService ? { nodePortService } : {}),
+      ...(forward ? { forward } : {}),
     });
     return pod.kind === "created"
       ? {
@@ -341,6 +340,8 @@ export function createKubernetesStrategy(opts: KubernetesStrategyOptions): HostS
       if (!uid)
         return Promise.reject(new DroverError("host-spec-invalid", `${host.hostIncarnation} is not a pod incarnation`));
       return gate.run(runtimeInstanceId, async () => {
+        // The forward goes first: from the fence on, nothing reaches this runtime through us.
+        await running.get(runtimeInstanceId)?.forward?.close();
         running.delete(runtimeInstanceId);
         const names = runtimeNames(prefix, runtimeInstanceId);
         const namespace = host.namespace ?? ns;
@@ -372,6 +373,7 @@ export function createKubernetesStrategy(opts: KubernetesStrategyOptions): HostS
     async close() {
       for (const stop of stops) stop();
       stops.clear();
+      await Promise.all([...running.values()].map((r) => r.forward?.close()));
     },
     ...poolMethods(pool, gate, exposure, members, {
       taken: (id) => running.has(id),
