@@ -1,6 +1,7 @@
 import {
   ERROR_CATALOGUE,
   isDroverError,
+  type DroverError,
   type DagDefinition,
   type DataOf,
   type ErrorCode,
@@ -12,6 +13,7 @@ import type { OutputStore } from "../../../platform/output-store.ts";
 import type { EndedEvent, OpenedExecution } from "./execution-open.ts";
 import type { ExecutionOutcome } from "./execution.ts";
 import { recordableOutput } from "./step-output.ts";
+import { storeFailureOf } from "./store-failure.ts";
 
 /** What the run's terminal writes need from an execution. */
 export interface EndCtx {
@@ -119,4 +121,31 @@ export function stepFailureReason(
         2000,
       ),
   };
+}
+
+const ENDED = new Set(["exec.completed", "exec.failed", "exec.cancelled"]);
+
+/**
+ * An error no step owns stopped the execution's loop (e.g. the output store refused a map's fan-in
+ * output). The runtime still owns the execution, so it journals the failure (`exec.failed`,
+ * `run.failed`) instead of leaving the run `started` with nobody running it; unless the journal
+ * already ended (a second, different end is never written). A failure to journal it is logged.
+ */
+export async function failUnexpectedly(c: EndCtx, err: DroverError): Promise<ExecutionOutcome> {
+  const detail = err.message.slice(0, 2000);
+  c.log({ event: "execution-failed-unexpectedly", executionId: c.opened.executionId, code: err.code, detail });
+  const last = c.opened.exec.lastType;
+  if (c.opened.ended || (last !== undefined && ENDED.has(last))) return { state: "failed", reason: err.code, detail };
+  try {
+    return await failRun(c, { code: err.code, detail });
+  } catch (e) {
+    const why = storeFailureOf(e);
+    c.log({
+      event: "execution-end-unrecorded",
+      executionId: c.opened.executionId,
+      code: why.code,
+      detail: why.message,
+    });
+    return { state: "failed", reason: err.code, detail };
+  }
 }

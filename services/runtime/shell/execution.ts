@@ -24,6 +24,7 @@ import {
   failRun,
   finishFromJournal,
   runCompleted,
+  failUnexpectedly,
   runOutput,
   stepFailureReason,
   type EndCtx,
@@ -152,14 +153,16 @@ export class Execution {
       this.abort.abort(e);
       await this.drained();
       const err = storeFailureOf(e);
-      if (err.code === "execution-ownership-lost")
+      if (err.code === "execution-ownership-lost") {
         this.env.log({
           event: "execution-ownership-lost",
           executionId: this.executionId,
           detail: err.message,
           completedSteps: this.p.completed.size,
         });
-      return { state: "failed", reason: err.code, detail: err.message };
+        return { state: "failed", reason: err.code, detail: err.message };
+      }
+      return failUnexpectedly(this.end, err);
     } finally {
       if (this.deadlineTimer) clearTimeout(this.deadlineTimer);
     }

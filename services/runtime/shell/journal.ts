@@ -34,6 +34,7 @@ const RETRY_CAP_MS = 2_000;
 export class AggregateJournal {
   private tail: Promise<unknown> = Promise.resolve();
   private lostError: DroverError | undefined;
+  private lastTypeWritten: string | undefined;
 
   constructor(
     private readonly store: EventStore,
@@ -50,6 +51,10 @@ export class AggregateJournal {
   }
   get lost(): DroverError | undefined {
     return this.lostError;
+  }
+  /** Type of the last event this writer appended (undefined before its first append). */
+  get lastType(): string | undefined {
+    return this.lastTypeWritten;
   }
 
   /**
@@ -77,6 +82,7 @@ export class AggregateJournal {
       try {
         const r = await this.store.append(this.ref, event, { expectedSeq, msgId });
         this.seq = r.seq;
+        this.lastTypeWritten = event.type;
         return r.seq;
       } catch (e) {
         if (isDroverError(e, "version-conflict") && stepOver && (await this.onlyStepOver(expectedSeq, stepOver)))
