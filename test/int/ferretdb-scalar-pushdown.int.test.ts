@@ -1,4 +1,4 @@
-import type { Document, MongoClient } from "mongodb";
+import { Double, Long, type Document, type MongoClient } from "mongodb";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { readModelClient } from "../../platform/read-model-db.ts";
 import { uniqueName } from "../support/isolation.ts";
@@ -29,6 +29,8 @@ describe("FerretDB (as built by scripts/install-tools.sh): scalar equality is pu
     { _id: "e:escaped", tenantId: 'é<&>"\\', n: 2.0 },
     { _id: "e:double", tenantId: "t3", n: 3.5 },
     { _id: "e:negzero", tenantId: "z", n: -0 },
+    { _id: "e:types", tenantId: "u\u2028\t\u0001😀", n: new Double(2) },
+    { _id: "e:long", tenantId: "d", n: Long.fromNumber(2) },
   ];
   const plan = async (filter: Document) =>
     JSON.stringify(
@@ -82,7 +84,9 @@ describe("FerretDB (as built by scripts/install-tools.sh): scalar equality is pu
     expect(await ids({ tenantId: 'é<&>"\\' })).toEqual(["e:escaped"]);
     expect(await ids({ tenantId: "t3", n: 3.5 })).toEqual(["e:double"]);
     const twos = rows.filter((r) => r.n === 2).map((r) => r._id);
-    expect(await ids({ n: 2 })).toEqual([...twos, "e:escaped"].sort());
+    expect(await ids({ n: 2 })).toEqual([...twos, "e:escaped", "e:long", "e:types"].sort());
+    expect(await ids({ n: new Double(2), tenantId: "d" })).toEqual(["e:long"]);
+    expect(await ids({ n: Long.fromNumber(2), tenantId: "u\u2028\t\u0001😀" })).toEqual(["e:types"]);
     expect(await ids({ n: 0, tenantId: "z" })).toEqual(["e:negzero"]);
     const both = rows.filter((r) => r.tenantId === "t4" && r.ok === true && r.n === 4).map((r) => r._id);
     expect(await ids({ tenantId: "t4", ok: true, n: 4 })).toEqual(both.sort());
