@@ -22,6 +22,8 @@ export interface ProofOptions {
   readonly exposure?: "pod-ip" | "gateway" | "node-port" | "port-forward";
   /** The chain's step code: built-in kinds, or the tenants' own worker (proof/custom-worker.ts). */
   readonly workload: ProofWorkload;
+  /** Runtime hosts the provisioner starts at once (`maxConcurrentHostStartups`; default 4). */
+  readonly hostStartups?: number;
 }
 
 export const DEFAULT_PROOF: ProofOptions = {
@@ -82,7 +84,7 @@ export function proofConfig(
     staleHeartbeatMs: 3000,
     dispatchTimeoutMs: 3000,
     fenceDeadlineMs: 10_000,
-    maxConcurrentHostStartups: 4,
+    maxConcurrentHostStartups: o.hostStartups ?? 4,
     scaleOutExpiryMs: 300_000,
     tenants,
     tokens,

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { DagDefinition } from "../contracts/index.ts";
 import { parseProofArgs } from "../cli/commands/proof.ts";
 import { expectedRunDigest } from "./custom-outputs.ts";
+import { proofConfig } from "./scenario-config.ts";
 import { proofDag, STORED_PAD } from "./workload.ts";
 
 /** The proof's workloads as data (pure: proves no transport; the proof tier runs them). */
@@ -49,5 +50,11 @@ describe("proof workloads", () => {
     expect(parseProofArgs([]).options.workload).toBe("builtin");
     expect(parseProofArgs(["--workload", "custom"]).options.workload).toBe("custom");
     expect(() => parseProofArgs(["--workload", "mine"])).toThrow(/--workload must be builtin or custom/);
+  });
+
+  it("drover proof takes --host-startups H into the provisioner's maxConcurrentHostStartups (4 by default)", () => {
+    expect(proofConfig(parseProofArgs([]).options).maxConcurrentHostStartups).toBe(4);
+    expect(proofConfig(parseProofArgs(["--host-startups", "12"]).options).maxConcurrentHostStartups).toBe(12);
+    expect(() => parseProofArgs(["--host-startups", "0"])).toThrow(/--host-startups must be an integer/);
   });
 });

@@ -9,7 +9,7 @@ import { startFerret, startNats, startRedis, type RunningServer } from "../../pl
 import { stopAllControlPlanes } from "../../platform/control-plane-processes.ts";
 
 export const PROOF_USAGE = `drover proof [--parallel P] [--transport http|grpc] [--host process|kubernetes] [--exposure pod-ip|gateway|node-port|port-forward] [--steps N] [--step-ms M]
-             [--workload builtin|custom] [--seed S] [--kill-after K] [--signal SIGKILL|SIGSTOP] [--timeout-s T] [--json]
+             [--workload builtin|custom] [--seed S] [--kill-after K] [--signal SIGKILL|SIGSTOP] [--host-startups H] [--timeout-s T] [--json]
   Runs the crash-recovery proof against the real services: P scenarios of 2 impacted + 1 safe tenant,
   3 runs of an N-step DAG each; each impacted runtime is SIGKILLed once its in-flight execution has K
   durable steps (SIGKILL, or SIGSTOP for a zombie the fence must kill); the forensics read models are
@@ -17,6 +17,7 @@ export const PROOF_USAGE = `drover proof [--parallel P] [--transport http|grpc] 
   custom steps passing outputs by $ref, some stored in the object store) and checks every run's output against an uninterrupted run's. Uses NATS_URL, REDIS_URL and MONGO_URL when set, else starts private servers on free ports.
   --host kubernetes starts a private local cluster (make k8s-build first) and hosts runtimes as Pods, reached by Pod IP, through its shared
   Gateway, or at <node InternalIP>:<nodePort> of a per-runtime NodePort Service (the local cluster's node-port proxy).
+  --host-startups H lets the provisioner start H runtime hosts at once (default 4; replacements queue behind it).
   Exit 0 on PASS, 1 on FAIL, 2 on bad usage.`;
 
 /** Parses the flags; throws a usage error message on anything it does not understand. */
@@ -37,6 +38,7 @@ export function parseProofArgs(argv: readonly string[]): { options: ProofOptions
       signal: { type: "string" },
       exposure: { type: "string" },
       workload: { type: "string" },
+      "host-startups": { type: "string" },
     },
   });
   const int = (v: string | undefined, def: number, name: string, min: number) => {
@@ -75,6 +77,9 @@ export function parseProofArgs(argv: readonly string[]): { options: ProofOptions
       ...(host === "kubernetes" ? { exposure } : {}),
       stepMs: int(values["step-ms"], DEFAULT_PROOF.stepMs, "step-ms", 0),
       seed: int(values.seed, DEFAULT_PROOF.seed, "seed", 0),
+      ...(values["host-startups"] === undefined
+        ? {}
+        : { hostStartups: Math.min(64, int(values["host-startups"], 4, "host-startups", 1)) }),
     },
     json: values.json ?? false,
     timeoutMs: int(values["timeout-s"], 900, "timeout-s", 10) * 1000,
