@@ -81,6 +81,29 @@ const failed = (r: RunSummary, e: unknown): BulkItem => {
 };
 
 /**
+ * Selects the runs, then (unless dry) acts on each, {@link PARALLEL} at a time: `act` answers what
+ * it did; a DroverError it throws becomes that run's `error`.
+ */
+async function bulk(
+  deps: ApiDeps,
+  tenantId: TenantId,
+  body: BulkCancelBody | BulkForkBody,
+  act: (r: RunSummary) => Promise<Pick<BulkItem, "outcome" | "forkRunId">>,
+): Promise<BulkAnswer> {
+  const { runs, next } = await selectRuns(deps, tenantId, body.filter, body.limit, body.cursor);
+  const items = body.dryRun
+    ? runs.map((r): BulkItem => ({ sharedRunId: r.sharedRunId, status: r.status }))
+    : await each(runs, async (r): Promise<BulkItem> => {
+        try {
+          return { sharedRunId: r.sharedRunId, status: r.status, ...(await act(r)) };
+        } catch (e) {
+          return failed(r, e);
+        }
+      });
+  return { dryRun: body.dryRun, matched: runs.length, runs: items, ...(next === undefined ? {} : { next }) };
+}
+
+/**
  * `POST /v1/runs/bulk-cancel`: `run.cancel-requested` (recorded with `by`, the identity that asked)
  * on every selected run, each by the same conditional append as a single cancel. A run that ended
  * meanwhile is reported with its error, not counted as cancelled.
@@ -92,18 +115,9 @@ export async function bulkCancel(
   by: string,
   requestId: string,
 ): Promise<BulkAnswer> {
-  const { runs, next } = await selectRuns(deps, tenantId, body.filter, body.limit, body.cursor);
-  const items = body.dryRun
-    ? runs.map((r): BulkItem => ({ sharedRunId: r.sharedRunId, status: r.status }))
-    : await each(runs, async (r): Promise<BulkItem> => {
-        try {
-          const outcome = await requestCancel(deps, tenantId, r.sharedRunId, by, body.reason, requestId);
-          return { sharedRunId: r.sharedRunId, status: r.status, outcome };
-        } catch (e) {
-          return failed(r, e);
-        }
-      });
-  return { dryRun: body.dryRun, matched: runs.length, runs: items, ...(next === undefined ? {} : { next }) };
+  return bulk(deps, tenantId, body, async (r) => ({
+    outcome: await requestCancel(deps, tenantId, r.sharedRunId, by, body.reason, requestId),
+  }));
 }
 
 /** The idempotency key of the fork of `sharedRunId` made by a bulk fork request (see BulkForkBody). */
@@ -137,34 +151,21 @@ export async function bulkFork(
   by: string,
   requestId: string,
 ): Promise<BulkAnswer> {
-  const { runs, next } = await selectRuns(deps, tenantId, body.filter, body.limit, body.cursor);
-  const items = body.dryRun
-    ? runs.map((r): BulkItem => ({ sharedRunId: r.sharedRunId, status: r.status }))
-    : await each(runs, async (r): Promise<BulkItem> => {
-        try {
-          const { run, created } = await forkRun(
-            deps,
-            submit,
-            tenantId,
-            r.sharedRunId,
-            {
-              fromStep: body.fromStep,
-              idempotencyKey: bulkForkKey(body, r.sharedRunId),
-              ...(body.inputPatch === undefined ? {} : { inputPatch: body.inputPatch }),
-              ...(body.labels === undefined ? {} : { labels: body.labels }),
-            },
-            by,
-            requestId,
-          );
-          return {
-            sharedRunId: r.sharedRunId,
-            status: r.status,
-            outcome: created ? "forked" : "already-forked",
-            forkRunId: run.sharedRunId!,
-          };
-        } catch (e) {
-          return failed(r, e);
-        }
-      });
-  return { dryRun: body.dryRun, matched: runs.length, runs: items, ...(next === undefined ? {} : { next }) };
+  return bulk(deps, tenantId, body, async (r) => {
+    const { run, created } = await forkRun(
+      deps,
+      submit,
+      tenantId,
+      r.sharedRunId,
+      {
+        fromStep: body.fromStep,
+        idempotencyKey: bulkForkKey(body, r.sharedRunId),
+        ...(body.inputPatch === undefined ? {} : { inputPatch: body.inputPatch }),
+        ...(body.labels === undefined ? {} : { labels: body.labels }),
+      },
+      by,
+      requestId,
+    );
+    return { outcome: created ? "forked" : "already-forked", forkRunId: run.sharedRunId! };
+  });
 }
