@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtemp, rm, mkdir, writeFile } from "node:fs/promises";
 import { connect } from "node:net";
 import { freePortOnLoopback } from "../k8s/local-cluster/lib/free-port.ts";
+import { listensOn } from "./hosts/listening-socket.ts";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { generateKeys, type NatsKeys } from "./nats-auth/credentials.ts";
@@ -77,7 +78,9 @@ async function launch(
   for (;;) {
     if (child.exitCode !== null || child.signalCode !== null)
       throw new Error(`${name} exited during start-up: ${stderr}`);
-    if (await canConnect(port, host)) break;
+    // Connectable is not enough: another process (a server started at the same time on the same
+    // "free" port) may be the one listening. Only this child's own listening socket counts.
+    if ((await canConnect(port, host)) && listensOn(child.pid ?? -1, port)) break;
     if (Date.now() > deadline) {
       child.kill("SIGKILL");
       throw new Error(`${name} did not listen on ${port} within 30s: ${stderr}`);
