@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { StepId, StepOutput } from "../../../contracts/index.ts";
-import type { RunFilter } from "./run-list.ts";
+import { parseLabels, type RunFilter } from "./run-list.ts";
 
 /** Runs one bulk request acts on at most; the answer's `next` continues from where it stopped. */
 export const BULK_MAX_RUNS = 500;
@@ -60,13 +60,9 @@ export type BulkForkBody = z.infer<typeof BulkForkBody>;
 
 /** A bulk filter as the run list's filter (labels split at the first `=`), plus its upper bound. */
 export function bulkRunFilter(f: BulkFilter): RunFilter & { readonly untilMs?: number } {
-  const labels = (f.label ?? []).map((l) => {
-    const i = l.indexOf("=");
-    return i < 0 ? { key: l, value: "" } : { key: l.slice(0, i), value: l.slice(i + 1) };
-  });
   return {
     ...(f.status?.length ? { statuses: new Set(f.status) } : {}),
-    labels,
+    labels: parseLabels(f.label ?? []),
     ...(f.since ? { sinceMs: Date.parse(f.since) } : {}),
     ...(f.until ? { untilMs: Date.parse(f.until) } : {}),
   };

@@ -29,12 +29,16 @@ export interface RunFilter {
   readonly sinceMs?: number;
 }
 
-/** The query's filters, parsed (`label` values split at the first `=`). */
-export function runFilter(q: ListRunsQuery): RunFilter {
-  const labels = (q.label === undefined ? [] : Array.isArray(q.label) ? q.label : [q.label]).map((l) => {
+/** `k=v` label filters, split at the first `=` (a bare `k` means an empty value). */
+export const parseLabels = (ls: readonly string[]): RunFilter["labels"] =>
+  ls.map((l) => {
     const i = l.indexOf("=");
     return i < 0 ? { key: l, value: "" } : { key: l.slice(0, i), value: l.slice(i + 1) };
   });
+
+/** The query's filters, parsed (`label` values split at the first `=`). */
+export function runFilter(q: ListRunsQuery): RunFilter {
+  const labels = parseLabels(q.label === undefined ? [] : Array.isArray(q.label) ? q.label : [q.label]);
   return {
     ...(q.status ? { statuses: new Set(q.status.split(",").map((s) => s.trim())) } : {}),
     labels,
