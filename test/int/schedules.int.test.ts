@@ -1,10 +1,10 @@
 import { jetstream } from "@nats-io/jetstream";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { buildEvent, TenantId, type EventOf } from "../../contracts/index.ts";
+import { buildEvent, TenantId, type DroverEvent, type EventOf } from "../../contracts/index.ts";
 import { randomIds, systemClock } from "../../platform/envelope.ts";
 import { startScheduler, type SchedulerService } from "../../services/scheduler/index.ts";
-import { runRef, type StoredEvent } from "../../streams/index.ts";
+import { runRef, scheduleRef, type StoredEvent } from "../../streams/index.ts";
 import { apiFixture, auth, validDag, type ApiFixture } from "../support/api-app.ts";
 import { eventually } from "../support/streams.ts";
 
@@ -33,8 +33,18 @@ describe("schedules: the API creates and changes them, scheduler replicas fire e
     schedulers.push(s);
     return s;
   };
+  /** Runs before each append the API makes (a test lands a concurrent write there). */
+  let beforeApiAppend: ((event: DroverEvent, expectedSeq: number | undefined) => Promise<void>) | undefined;
   beforeAll(async () => {
-    fx = await apiFixture(inject("natsUrl"));
+    fx = await apiFixture(inject("natsUrl"), {
+      wrapStore: (store) => ({
+        ...store,
+        append: async (ref, event, opts) => {
+          await beforeApiAppend?.(event, opts.expectedSeq);
+          return store.append(ref, event, opts);
+        },
+      }),
+    });
   });
   afterAll(async () => {
     for (const s of schedulers) await s.stop();
@@ -114,6 +124,35 @@ describe("schedules: the API creates and changes them, scheduler replicas fire e
       expect(r.seq).toBe(fired[i]!.seq + 1); // one atomic batch: the fire, then its run
     }
   }, 60_000);
+
+  it("a pause that a fire overtakes between its read and its append is decided again on the new state: 200 paused, one pause event", async () => {
+    if (schedulers.length === 0) await startOne("sched-race");
+    const { scheduleId } = await create({ scheduleId: "raced", spec: { intervalMs: 1000 }, overlap: "allow-all" });
+    await eventually("a first fire", async () => (await events(scheduleId)).fired[0]);
+    let overtaken = 0;
+    beforeApiAppend = async (event, expectedSeq) => {
+      if (event.type !== "schedule.paused" || overtaken++ > 0) return;
+      // The real scheduler fires next second: wait until its fire moved the schedule past what the API read.
+      const ref = scheduleRef(acme, scheduleId);
+      await eventually("a fire after the API's read", async () =>
+        (await fx.store.read(ref, { skipUndecodable: true })).lastSeq > (expectedSeq ?? 0) ? true : undefined,
+      );
+    };
+    try {
+      const paused = await api("POST", `/v1/schedules/${scheduleId}/pause`);
+      expect(paused.statusCode, paused.body).toBe(200);
+      expect(paused.json()).toMatchObject({ status: "paused" });
+    } finally {
+      beforeApiAppend = undefined;
+    }
+    // The first append met the fire (a version conflict from JetStream); a later one landed.
+    expect(overtaken).toBeGreaterThanOrEqual(2);
+    const all: StoredEvent[] = [];
+    await fx.store.replay({ seq: 1 }, (e) => void all.push(e), { filter: `${fx.layout.eventPrefix}.>` });
+    const pauses = all.filter((e) => e.event.type === "schedule.paused" && e.event.correlationId === scheduleId);
+    expect(pauses).toHaveLength(1);
+    expect((await events(scheduleId)).fired.length).toBeGreaterThanOrEqual(2);
+  }, 30_000);
 
   it("skip: while a fired run is open no other starts and each fire is recorded skipped; ending it lets the next fire start", async () => {
     if (schedulers.length === 0) await startOne("sched-skip");

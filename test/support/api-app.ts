@@ -44,6 +44,8 @@ export async function apiFixture(
     readModels?: ReadModels;
     /** DROVER_CONFIG `api` settings (rate limit, event-feed cap). */
     api?: z.input<typeof DroverConfig>["api"];
+    /** Wraps the store the API appends with (the test's own handle stays the plain store). */
+    wrapStore?: (store: EventStore) => EventStore;
   } = {},
 ): Promise<ApiFixture> {
   const streams = await freshStreams(natsUrl, "api");
@@ -67,7 +69,7 @@ export async function apiFixture(
     config,
     tokens: tokenTable(config.tokens, { allowPlaintext: true }),
     layout: streams.layout,
-    store,
+    store: opts.wrapStore ? opts.wrapStore(store) : store,
     feed: jetStreamFeed(js, streams.jsm, streams.layout),
     capacity: replayCapacityReader(store, streams.jsm, streams.layout),
     openRuns,

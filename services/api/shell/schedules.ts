@@ -85,7 +85,9 @@ export async function createSchedule(
 
 /**
  * Pauses, resumes or deletes: conditional on the schedule's last sequence; a change that is
- * already true (pausing a paused schedule) appends nothing. A concurrent change answers 409.
+ * already true (pausing a paused schedule) appends nothing. The scheduler appends a fire every
+ * time the schedule is due, so a conflict is read again: the change is decided anew on what is
+ * there now (deleted meanwhile → 404, already true → nothing), up to `CHANGE_ATTEMPTS` times.
  */
 export async function changeSchedule(
   deps: ApiDeps,
@@ -95,19 +97,40 @@ export async function changeSchedule(
   by: string,
   requestId: string,
 ): Promise<ScheduleView> {
-  const { state } = await readSchedule(deps, tenantId, scheduleId);
-  if (state.status === "none" || state.status === "deleted")
-    throw new DroverError("not-found", `no schedule ${scheduleId}`, { details: { scheduleId } });
-  const noop =
-    (change === "paused" && state.status === "paused") || (change === "resumed" && state.status === "active");
-  if (!noop) {
-    const event = buildEvent(`schedule.${change}`, { by }, origin(deps, tenantId, scheduleId, requestId), {
-      eventId: `ev-${deps.newId()}`,
-      now: deps.clock.now(),
-    });
-    await append(deps, tenantId, scheduleId, state.lastSeq, event);
-  }
+  const event = buildEvent(`schedule.${change}`, { by }, origin(deps, tenantId, scheduleId, requestId), {
+    eventId: `ev-${deps.newId()}`,
+    now: deps.clock.now(),
+  });
+  await onLatest(deps, tenantId, scheduleId, async (state) => {
+    const noop =
+      (change === "paused" && state.status === "paused") || (change === "resumed" && state.status === "active");
+    if (!noop) await append(deps, tenantId, scheduleId, state.lastSeq, event);
+  });
   return getSchedule(deps, tenantId, scheduleId);
+}
+
+/** How often a schedule change re-reads the schedule after a concurrent append (a fire) moved it. */
+export const CHANGE_ATTEMPTS = 5;
+
+type LiveState = Awaited<ReturnType<typeof readSchedule>>["state"];
+
+/** Runs `act` on the schedule's latest state; a version conflict re-reads and acts again. */
+async function onLatest(
+  deps: ApiDeps,
+  tenantId: TenantId,
+  scheduleId: string,
+  act: (state: LiveState) => Promise<void>,
+): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    const { state } = await readSchedule(deps, tenantId, scheduleId);
+    if (state.status === "none" || state.status === "deleted")
+      throw new DroverError("not-found", `no schedule ${scheduleId}`, { details: { scheduleId } });
+    try {
+      return await act(state);
+    } catch (err) {
+      if (!(err instanceof DroverError && err.code === "version-conflict") || attempt >= CHANGE_ATTEMPTS) throw err;
+    }
+  }
 }
 
 /** Asks for a backfill of [from, to]: every nominal time the schedule names there starts a run (at most 10 000). */
@@ -119,27 +142,28 @@ export async function backfillSchedule(
   by: string,
   requestId: string,
 ): Promise<{ backfillId: string; fires: number; schedule: ScheduleView }> {
-  const { state } = await readSchedule(deps, tenantId, scheduleId);
-  if (state.status === "none" || state.status === "deleted")
-    throw new DroverError("not-found", `no schedule ${scheduleId}`, { details: { scheduleId } });
-  const from = Date.parse(range.from);
-  const to = Date.parse(range.to);
-  const fires = to < from ? 0 : countFires(state, from, to, MAX_BACKFILL_FIRES);
-  if (fires === 0 || fires > MAX_BACKFILL_FIRES)
-    throw new DroverError(
-      "schedule-invalid",
-      fires === 0
-        ? `the schedule names no time in ${range.from} .. ${range.to}`
-        : `a backfill starts at most ${MAX_BACKFILL_FIRES} runs; ${range.from} .. ${range.to} names more`,
-      { details: { ...range } },
-    );
   const backfillId = ScheduleId.parse(`bf-${deps.newId()}`.slice(0, 63));
-  const event = buildEvent(
-    "schedule.backfill-requested",
-    { backfillId, from: new Date(from).toISOString(), to: new Date(to).toISOString(), by },
-    origin(deps, tenantId, scheduleId, requestId),
-    { eventId: `ev-${deps.newId()}`, now: deps.clock.now() },
-  );
-  await append(deps, tenantId, scheduleId, state.lastSeq, event);
+  const eventId = `ev-${deps.newId()}`;
+  let fires = 0;
+  await onLatest(deps, tenantId, scheduleId, async (state) => {
+    const from = Date.parse(range.from);
+    const to = Date.parse(range.to);
+    fires = to < from ? 0 : countFires(state, from, to, MAX_BACKFILL_FIRES);
+    if (fires === 0 || fires > MAX_BACKFILL_FIRES)
+      throw new DroverError(
+        "schedule-invalid",
+        fires === 0
+          ? `the schedule names no time in ${range.from} .. ${range.to}`
+          : `a backfill starts at most ${MAX_BACKFILL_FIRES} runs; ${range.from} .. ${range.to} names more`,
+        { details: { ...range } },
+      );
+    const event = buildEvent(
+      "schedule.backfill-requested",
+      { backfillId, from: new Date(from).toISOString(), to: new Date(to).toISOString(), by },
+      origin(deps, tenantId, scheduleId, requestId),
+      { eventId, now: deps.clock.now() },
+    );
+    await append(deps, tenantId, scheduleId, state.lastSeq, event);
+  });
   return { backfillId, fires, schedule: await getSchedule(deps, tenantId, scheduleId) };
 }
