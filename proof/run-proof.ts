@@ -49,6 +49,8 @@ export interface ProofReport {
   >;
   /** scale-out request → host layer (process alive / Pod Ready) → route layer (gateway only) → capacity published, ms (p50, p99). */
   readonly startup: StartupLatencies;
+  /** Runtimes started by claiming a warm pool member (`runtime.pool-member-claimed`), of all registered from a scale-out. */
+  readonly warmStarts: { readonly claimed: number; readonly of: number };
   readonly durationMs: number;
   /** Where the time went, ms: start-up and runs to completion, the log assertions, the read-model assertions. */
   readonly phasesMs: Readonly<Record<"runs" | "log" | "readModels", number>>;
@@ -200,6 +202,10 @@ export async function runProof(
       assertions,
       latencies: recoveryLatencies(log, kills),
       startup: startupLatencies(log),
+      warmStarts: {
+        claimed: log.filter((e) => e.event.type === "runtime.pool-member-claimed").length,
+        of: log.filter((e) => e.event.type === "runtime.registered" && e.event.data.scaleOutRequestId).length,
+      },
       durationMs: Date.now() - t0,
       phasesMs,
       pass,
