@@ -32,8 +32,8 @@ export interface Provisioner {
 /**
  * The provisioner's shell: observe → plan (pure) → register → start → readiness → publish → settle.
  * The plan and the registration of a new runtime run under a per-prefix gate, so two requests of
- * one tenant in this process can never both pass the limit check; host starts are bounded by
- * `maxConcurrentHostStartups`. Deliveries of one request in this process join the one in flight.
+ * one tenant in this process can never both pass the limit check; cold host starts are bounded by
+ * `maxConcurrentHostStartups` (a warm pool bind starts no host and is not). Deliveries of one request in this process join the one in flight.
  */
 export function createProvisioner(d: ProvisionerDeps): Provisioner {
   const roster = new RosterView(d.store, d.layout);
@@ -57,7 +57,9 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
     let planned = await prefixGate.run(prefix, () => decide(s));
     if (!planned) return;
     const first = planned;
-    let r = await startSlots.run(() => driveHostStart(d, first));
+    // A warm bind creates no host (the member's Pod or process runs already): it never waits for a
+    // host start slot behind cold starts, which would hold a recovery scale-out for as long as they take.
+    let r = first.warm ? await driveHostStart(d, first) : await startSlots.run(() => driveHostStart(d, first));
     if (!r.ok && planned.warm) {
       // A failed bind (member gone, refused, wrong incarnation) is not the request's failure: the
       // claimed runtime is retired (its RuntimeInstanceId never gets a second host) and the plan,
