@@ -19,7 +19,8 @@ export const PROOF_USAGE = `drover proof [--parallel P] [--transport http|grpc] 
   Gateway, or at <node InternalIP>:<nodePort> of a per-runtime NodePort Service (the local cluster's node-port proxy).
   --host-startups H lets the provisioner start H runtime hosts at once (default 4; replacements queue behind it).
   --warm-pool N keeps N runtime hosts started ahead of need (default 0): scale-outs, recovery replacements included,
-  claim a warm one instead of a cold start (Kubernetes hosts: pod-ip exposure only).
+  claim a warm one instead of a cold start (Kubernetes hosts: pod-ip exposure only); the first run is submitted once
+  N members are ready (that wait counts in the duration).
   Exit 0 on PASS, 1 on FAIL, 2 on bad usage.`;
 
 /** Parses the flags; throws a usage error message on anything it does not understand. */
@@ -109,7 +110,7 @@ export function summary(r: ProofReport): string {
       .slice(0, 4)
       .map((k) => `${k.runtimeInstanceId}@${k.completedAtKill} steps`)
       .join(", ")}${r.kills.length > 4 ? `, … (${r.kills.length} in all)` : ""}`,
-    `  duration ${(r.durationMs / 1000).toFixed(1)} s (runs ${(r.phasesMs.runs / 1000).toFixed(1)} s, log assertions ${(r.phasesMs.log / 1000).toFixed(1)} s, read models ${(r.phasesMs.readModels / 1000).toFixed(1)} s)${r.logDir ? `; service logs kept in ${r.logDir}` : ""}`,
+    `  duration ${(r.durationMs / 1000).toFixed(1)} s (runs ${(r.phasesMs.runs / 1000).toFixed(1)} s${r.warmPoolReadyMs ? ` incl. ${(r.warmPoolReadyMs / 1000).toFixed(1)} s until ${r.options.warmPool} warm pool members were ready` : ""}, log assertions ${(r.phasesMs.log / 1000).toFixed(1)} s, read models ${(r.phasesMs.readModels / 1000).toFixed(1)} s)${r.logDir ? `; service logs kept in ${r.logDir}` : ""}`,
     proofLine(r),
   ].join("\n");
 }
