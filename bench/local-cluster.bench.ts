@@ -9,7 +9,9 @@
  *    untainted, gateway serving (one sample per run; the runtime image import included);
  *  - k8s_pod_create_ready: createNamespacedPod → Ready=True seen by a watch, cold (a new sandbox and
  *    container each; the image is already on the node), for the k8s tier's pod-app fixture (the runtime
- *    image's node, readiness probe every 1 s). No warm pool of Pods exists: nothing "warm" to measure;
+ *    image's node, readiness probe every 1 s). A warm pool member (docs/kubernetes.md "Warm pools") is
+ *    a Pod created and Ready before the scale-out that claims it: its figure is the scale-out's request →
+ *    capacity, cold and warm side by side (k8s_scaleout_capacity_cold / _warm, bench/k8s-proof.bench.ts);
  *  - k8s_pod_create_ready_noprobe: the same for an idle container of the runtime image without a probe;
  *  - k8s_pod_delete_gone: graceful delete of a pod-app Pod (grace 30 s, UID precondition) → its UID
  *    gone from the API (SIGTERM to PID 1, which exits at once; the kubelet finalizes with grace 0);
@@ -141,7 +143,7 @@ try {
     },
     k8s_pod_create_ready: dist(
       ready,
-      `createNamespacedPod → Ready (watch), cold (new sandbox + container, image on the node; no warm pool exists), ${PODS} pod-app containers one at a time (HTTP readiness probe every 1 s), real node`,
+      `createNamespacedPod → Ready (watch), cold (new sandbox + container, image on the node; warm pool claims: k8s_scaleout_capacity_warm), ${PODS} pod-app containers one at a time (HTTP readiness probe every 1 s), real node`,
     ),
     k8s_pod_create_ready_noprobe: dist(
       readyNoProbe,

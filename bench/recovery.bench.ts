@@ -3,8 +3,8 @@
  * process hosts, private nats-server and Redis (run with tsx: `make bench`): P scenarios, each
  * impacted runtime SIGKILLed once its in-flight execution has 25 durable steps.
  *  - detect_latency: kill → runtime.suspected; fence_latency: kill → runtime.fenced;
- *  - recovery_latency: kill → the in-flight execution resumed on a replacement runtime. Cold only:
- *    drover keeps no warm runtime pool, so every replacement is a new process.
+ *  - recovery_latency: kill → the in-flight execution resumed on a replacement runtime. Cold: the
+ *    proof runs here without a warm pool (warmPool 0), so every replacement is a new process.
  * The proof's assertions must all pass, else no figure is recorded.
  */
 import { proofLine, runProof } from "../proof/run-proof.ts";
@@ -34,7 +34,7 @@ try {
     fence_latency: m(report.latencies.fenced, "kill → runtime.fenced (process exit observed)"),
     recovery_latency: m(
       report.latencies.resumed,
-      "kill → in-flight execution resumed on a cold replacement runtime (no warm pool)",
+      "kill → in-flight execution resumed on a cold replacement runtime (warm pool 0)",
     ),
   };
   console.log(JSON.stringify(metrics, null, 2));

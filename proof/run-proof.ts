@@ -19,6 +19,7 @@ import { proofConfig, scenarioTenants, tokenOf, type ProofOptions } from "./scen
 import { startupLatencies, type StartupLatencies } from "./startup-latencies.ts";
 import { outputAssertion, readStoredOutputs, tamperAssertion } from "./custom-outputs.ts";
 import { proofDag } from "./workload.ts";
+import { waitForWarmPool } from "./warm-pool-ready.ts";
 
 /**
  * The step after the kill point sleeps this long in the runs the gate kills, so a kill the proof
@@ -49,6 +50,10 @@ export interface ProofReport {
   >;
   /** scale-out request → host layer (process alive / Pod Ready) → route layer (gateway only) → capacity published, ms (p50, p99). */
   readonly startup: StartupLatencies;
+  /** Runtimes started by claiming a warm pool member (`runtime.pool-member-claimed`), of all registered from a scale-out. */
+  readonly warmStarts: { readonly claimed: number; readonly of: number };
+  /** With `warmPool`: control plane start → that many members ready, before the first submission (part of `phasesMs.runs`). */
+  readonly warmPoolReadyMs: number;
   readonly durationMs: number;
   /** Where the time went, ms: start-up and runs to completion, the log assertions, the read-model assertions. */
   readonly phasesMs: Readonly<Record<"runs" | "log" | "readModels", number>>;
@@ -104,6 +109,8 @@ export async function runProof(
         completed++;
       },
     );
+    // With a warm pool: the pool is warm before the first run (included in the duration and the runs phase).
+    const warmPoolReadyMs = o.warmPool ? await waitForWarmPool(js, cp.layout, o.warmPool, 300_000) : 0;
     const runs: { tenantId: string; sharedRunId: string; dag: DagInput }[] = [];
     const dag = proofDag(o.steps, o.stepMs, o.seed, o.workload);
     // The first run of an impacted tenant is the execution the gate kills: it holds after the kill point.
@@ -200,6 +207,11 @@ export async function runProof(
       assertions,
       latencies: recoveryLatencies(log, kills),
       startup: startupLatencies(log),
+      warmPoolReadyMs,
+      warmStarts: {
+        claimed: log.filter((e) => e.event.type === "runtime.pool-member-claimed").length,
+        of: log.filter((e) => e.event.type === "runtime.registered" && e.event.data.scaleOutRequestId).length,
+      },
       durationMs: Date.now() - t0,
       phasesMs,
       pass,

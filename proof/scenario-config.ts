@@ -24,6 +24,12 @@ export interface ProofOptions {
   readonly workload: ProofWorkload;
   /** Runtime hosts the provisioner starts at once (`maxConcurrentHostStartups`; default 4). */
   readonly hostStartups?: number;
+  /**
+   * Runtime hosts the provisioner keeps warm for the proof's host provider (`warmPool`; default 0,
+   * every runtime cold-starts): scale-outs, the recovery replacements included, claim a ready member.
+   * Kubernetes hosts need pod-ip exposure for it.
+   */
+  readonly warmPool?: number;
 }
 
 export const DEFAULT_PROOF: ProofOptions = {
@@ -85,6 +91,7 @@ export function proofConfig(
     dispatchTimeoutMs: 3000,
     fenceDeadlineMs: 10_000,
     maxConcurrentHostStartups: o.hostStartups ?? 4,
+    ...(o.warmPool ? { warmPool: { [o.host]: o.warmPool } } : {}),
     scaleOutExpiryMs: 300_000,
     tenants,
     tokens,

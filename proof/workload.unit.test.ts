@@ -57,4 +57,13 @@ describe("proof workloads", () => {
     expect(proofConfig(parseProofArgs(["--host-startups", "12"]).options).maxConcurrentHostStartups).toBe(12);
     expect(() => parseProofArgs(["--host-startups", "0"])).toThrow(/--host-startups must be an integer/);
   });
+
+  it("drover proof takes --warm-pool N into the config's warmPool for its host provider (none by default; Kubernetes: pod-ip only)", () => {
+    expect(proofConfig(parseProofArgs([]).options).warmPool).toBeUndefined();
+    const k8s = ["--host", "kubernetes", "--warm-pool", "12"];
+    expect(proofConfig(parseProofArgs(k8s).options).warmPool).toEqual({ kubernetes: 12 });
+    expect(proofConfig(parseProofArgs(["--warm-pool", "3"]).options).warmPool).toEqual({ process: 3 });
+    expect(() => parseProofArgs([...k8s, "--exposure", "gateway"])).toThrow(/needs --exposure pod-ip/);
+    expect(() => parseProofArgs(["--warm-pool", "65"])).toThrow(/at most 64/);
+  });
 });

@@ -9,7 +9,7 @@ import { startFerret, startNats, startRedis, type RunningServer } from "../../pl
 import { stopAllControlPlanes } from "../../platform/control-plane-processes.ts";
 
 export const PROOF_USAGE = `drover proof [--parallel P] [--transport http|grpc] [--host process|kubernetes] [--exposure pod-ip|gateway|node-port|port-forward] [--steps N] [--step-ms M]
-             [--workload builtin|custom] [--seed S] [--kill-after K] [--signal SIGKILL|SIGSTOP] [--host-startups H] [--timeout-s T] [--json]
+             [--workload builtin|custom] [--seed S] [--kill-after K] [--signal SIGKILL|SIGSTOP] [--host-startups H] [--warm-pool N] [--timeout-s T] [--json]
   Runs the crash-recovery proof against the real services: P scenarios of 2 impacted + 1 safe tenant,
   3 runs of an N-step DAG each; each impacted runtime is SIGKILLed once its in-flight execution has K
   durable steps (SIGKILL, or SIGSTOP for a zombie the fence must kill); the forensics read models are
@@ -18,6 +18,9 @@ export const PROOF_USAGE = `drover proof [--parallel P] [--transport http|grpc] 
   --host kubernetes starts a private local cluster (make k8s-build first) and hosts runtimes as Pods, reached by Pod IP, through its shared
   Gateway, or at <node InternalIP>:<nodePort> of a per-runtime NodePort Service (the local cluster's node-port proxy).
   --host-startups H lets the provisioner start H runtime hosts at once (default 4; replacements queue behind it).
+  --warm-pool N keeps N runtime hosts started ahead of need (default 0): scale-outs, recovery replacements included,
+  claim a warm one instead of a cold start (Kubernetes hosts: pod-ip exposure only); the first run is submitted once
+  N members are ready (that wait counts in the duration).
   Exit 0 on PASS, 1 on FAIL, 2 on bad usage.`;
 
 /** Parses the flags; throws a usage error message on anything it does not understand. */
@@ -39,6 +42,7 @@ export function parseProofArgs(argv: readonly string[]): { options: ProofOptions
       exposure: { type: "string" },
       workload: { type: "string" },
       "host-startups": { type: "string" },
+      "warm-pool": { type: "string" },
     },
   });
   const int = (v: string | undefined, def: number, name: string, min: number) => {
@@ -62,6 +66,10 @@ export function parseProofArgs(argv: readonly string[]): { options: ProofOptions
   const killAfterSteps = int(values["kill-after"], Math.min(DEFAULT_PROOF.killAfterSteps, steps - 1), "kill-after", 1);
   if (killAfterSteps >= steps)
     throw new Error("--kill-after must be smaller than --steps (the kill must land mid-execution)");
+  const warmPool = int(values["warm-pool"], 0, "warm-pool", 0);
+  if (warmPool > 64) throw new Error("--warm-pool must be at most 64");
+  if (warmPool > 0 && host === "kubernetes" && exposure !== "pod-ip")
+    throw new Error("--warm-pool on Kubernetes hosts needs --exposure pod-ip (a member is bound at its Pod IP)");
   const signal = (values.signal ?? "SIGKILL").toUpperCase().replace(/^(?!SIG)/, "SIG");
   if (signal !== "SIGKILL" && signal !== "SIGSTOP")
     throw new Error("--signal must be SIGKILL (crash) or SIGSTOP (zombie)");
@@ -80,6 +88,7 @@ export function parseProofArgs(argv: readonly string[]): { options: ProofOptions
       ...(values["host-startups"] === undefined
         ? {}
         : { hostStartups: Math.min(64, int(values["host-startups"], 4, "host-startups", 1)) }),
+      ...(warmPool > 0 ? { warmPool } : {}),
     },
     json: values.json ?? false,
     timeoutMs: int(values["timeout-s"], 900, "timeout-s", 10) * 1000,
@@ -96,11 +105,12 @@ export function summary(r: ProofReport): string {
     `  kill → suspected p50 ${r.latencies.suspected.p50} ms p99 ${r.latencies.suspected.p99} ms; → fenced p50 ${r.latencies.fenced.p50} p99 ${r.latencies.fenced.p99}; → resumed p50 ${r.latencies.resumed.p50} p99 ${r.latencies.resumed.p99}`,
     `  kill gate: step durable → seen p50 ${r.latencies.gateSeen.p50} ms p99 ${r.latencies.gateSeen.p99}; → signal sent p50 ${r.latencies.gateSignal.p50} p99 ${r.latencies.gateSignal.p99}`,
     `  request → host ready p50 ${r.startup.hostReady.p50} ms p99 ${r.startup.hostReady.p99}; ${Number.isNaN(r.startup.route.p50) ? "" : `→ route programmed p50 ${r.startup.route.p50} p99 ${r.startup.route.p99}; `}→ capacity published p50 ${r.startup.published.p50} p99 ${r.startup.published.p99}`,
+    `  → capacity published: cold p50 ${r.startup.publishedCold.p50} ms p99 ${r.startup.publishedCold.p99}; warm p50 ${r.startup.publishedWarm.p50} ms p99 ${r.startup.publishedWarm.p99} (${r.warmStarts.claimed} of ${r.warmStarts.of} runtimes claimed a warm pool member)`,
     `  kills: ${r.kills
       .slice(0, 4)
       .map((k) => `${k.runtimeInstanceId}@${k.completedAtKill} steps`)
       .join(", ")}${r.kills.length > 4 ? `, … (${r.kills.length} in all)` : ""}`,
-    `  duration ${(r.durationMs / 1000).toFixed(1)} s (runs ${(r.phasesMs.runs / 1000).toFixed(1)} s, log assertions ${(r.phasesMs.log / 1000).toFixed(1)} s, read models ${(r.phasesMs.readModels / 1000).toFixed(1)} s)${r.logDir ? `; service logs kept in ${r.logDir}` : ""}`,
+    `  duration ${(r.durationMs / 1000).toFixed(1)} s (runs ${(r.phasesMs.runs / 1000).toFixed(1)} s${r.warmPoolReadyMs ? ` incl. ${(r.warmPoolReadyMs / 1000).toFixed(1)} s until ${r.options.warmPool} warm pool members were ready` : ""}, log assertions ${(r.phasesMs.log / 1000).toFixed(1)} s, read models ${(r.phasesMs.readModels / 1000).toFixed(1)} s)${r.logDir ? `; service logs kept in ${r.logDir}` : ""}`,
     proofLine(r),
   ].join("\n");
 }

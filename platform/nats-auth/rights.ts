@@ -182,6 +182,10 @@ export const WRITES: Readonly<Record<ServiceIdentity, Readonly<Record<string, re
       "capacity-published",
       "draining",
       "retired",
+      // Warm pool members (hosts.md "Warm pool"): started, proven and claimed by the provisioner.
+      "pool-member-registered",
+      "pool-member-ready",
+      "pool-member-claimed",
     ],
     scaleout: ["observed", "fulfilled", "rejected", "expired", "cancelled"],
   },

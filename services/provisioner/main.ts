@@ -2,8 +2,8 @@
  * Provisioner process: wiring only. Reads DROVER_CONFIG, NATS_URL and DROVER_STREAM_TAG (via the
  * common bootstrap), DROVER_COMMAND_SECRET, and optionally DROVER_RUNTIME_LOG_DIR (runtime logs,
  * default .run/runtimes) and DROVER_SCALEOUT_ACK_WAIT_MS (redelivery delay after a crash, default
- * 30 s); starts the process host strategy (and the Kubernetes one when DROVER_CONFIG configures it) and `maxConcurrentHostStartups` pull loops on the shared
- * scale-out consumer. SIGTERM/SIGINT stop the loops (in-flight requests settle) and
+ * 30 s); starts the process host strategy (and the Kubernetes one when DROVER_CONFIG configures it) and `maxConcurrentHostStartups` + warm pool sizes pull loops on the
+ * shared scale-out consumer. SIGTERM/SIGINT stop the loops (in-flight requests settle) and
  * then exit, which kills the runtimes this process spawned (process hosts do not outlive their
  * control plane); SIGKILL leaves them running for the next provisioner to adopt or retire.
  */
@@ -16,7 +16,7 @@ import { createProcessStrategy } from "../../platform/hosts/process-strategy.ts"
 import type { HostStrategy } from "../../platform/hosts/types.ts";
 import { tenantSettingsOf, type HostProvider } from "../../contracts/index.ts";
 import { runtimeCommand, workerBundle } from "../../platform/hosts/runtime-bundle.ts";
-import { consumeScaleOutRequests } from "./shell/consumer.ts";
+import { consumeScaleOutRequests, scaleOutPullLoops } from "./shell/consumer.ts";
 import type { ProvisionerDeps } from "./shell/context.ts";
 import { createProvisioner } from "./shell/provisioner.ts";
 import { stopHosts } from "./shell/stop-hosts.ts";
@@ -75,7 +75,7 @@ const runners = await consumeScaleOutRequests(
   ctx,
   ctx.layout,
   provisioner,
-  ctx.config.maxConcurrentHostStartups,
+  scaleOutPullLoops(ctx.config.maxConcurrentHostStartups, ctx.config.warmPool),
   process.env.DROVER_SCALEOUT_ACK_WAIT_MS ? Number(process.env.DROVER_SCALEOUT_ACK_WAIT_MS) : undefined,
 );
 ctx.onShutdown(async () => {

@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { DroverEvent } from "../../contracts/index.ts";
+import type { HostStrategy } from "../../platform/hosts/types.ts";
+import { scaleOutRef } from "../../streams/index.ts";
 import { claimableMembers, RosterView } from "../../services/provisioner/index.ts";
 import { uniqueName } from "../support/isolation.ts";
 import { provisionerFixture, type ProvisionerFixture } from "../support/provisioner-fixture.ts";
@@ -139,5 +141,98 @@ describe("warm pool with process hosts (real NATS, real runtime processes)", () 
     const replacement = await ready(1, strategy);
     expect(replacement.map((m) => m.runtimeInstanceId)).not.toContain(victim!.runtimeInstanceId);
     expect(types(await f.runtimeEvents(victim!.runtimeInstanceId))).not.toContain("runtime.capacity-published");
+  }, 240_000);
+
+  it("a warm bind does not wait for a host start slot: a claim is served while a cold start holds the only slot", async () => {
+    const cp = uniqueName("cp");
+    let release = () => undefined as void;
+    const held = new Promise<void>((r) => (release = r));
+    let coldStarts = 0;
+    // The real strategy behind a gate on its cold start only (start); pooled starts and binds pass through.
+    const gated = (s: HostStrategy): HostStrategy =>
+      new Proxy(s, {
+        get(t, k) {
+          if (k === "start")
+            return async (...a: Parameters<HostStrategy["start"]>) => {
+              coldStarts++;
+              await held;
+              return t.start(...a);
+            };
+          const v = Reflect.get(t, k, t) as unknown;
+          return typeof v === "function" ? (v as (...x: unknown[]) => unknown).bind(t) : v;
+        },
+      });
+    const { provisioner, strategy } = f.provisioner(
+      { poolSizes: { process: 1 }, controlPlaneId: cp, maxConcurrentHostStartups: 1 },
+      {},
+      gated,
+    );
+    // No member yet: this request cold-starts and holds the one slot until released.
+    const cold = await f.request("tenant-slot-cold", cp);
+    const coldDone = provisioner.handle(cold);
+    await eventually("the cold start holds the slot", async () => (coldStarts === 1 ? true : undefined));
+    provisioner.pool.refill();
+    await ready(1, strategy);
+    const warm = await f.request("tenant-slot-warm", cp);
+    await provisioner.handle(warm);
+    const warmRt = await f.runtimeEvents(fulfilled(await f.settled("tenant-slot-warm", warm.event.correlationId))!);
+    expect(started(warmRt)?.convergenceSource).toMatch(/^warm-pool:pool-[a-z0-9]{12}$/);
+    expect(types(warmRt).at(-1)).toBe("runtime.capacity-published");
+    // The cold start was still held all along: nothing of it is published yet.
+    expect(
+      types(await f.store.read(scaleOutRef("tenant-slot-cold", cold.event.correlationId)).then((h) => h.events)),
+    ).not.toContain("scaleout.fulfilled");
+    release();
+    await coldDone;
+    const coldRt = await f.runtimeEvents(fulfilled(await f.settled("tenant-slot-cold", cold.event.correlationId))!);
+    expect(started(coldRt)?.convergence).toBe("created");
+  }, 240_000);
+
+  it("a request waiting for the only start slot takes a member that becomes ready meanwhile, never registering a cold runtime", async () => {
+    const cp = uniqueName("cp");
+    let release = () => undefined as void;
+    const held = new Promise<void>((r) => (release = r));
+    let coldStarts = 0;
+    const gated = (s: HostStrategy): HostStrategy =>
+      new Proxy(s, {
+        get(t, k) {
+          if (k === "start")
+            return async (...a: Parameters<HostStrategy["start"]>) => {
+              coldStarts++;
+              await held;
+              return t.start(...a);
+            };
+          const v = Reflect.get(t, k, t) as unknown;
+          return typeof v === "function" ? (v as (...x: unknown[]) => unknown).bind(t) : v;
+        },
+      });
+    const { provisioner } = f.provisioner(
+      { poolSizes: { process: 1 }, controlPlaneId: cp, maxConcurrentHostStartups: 1 },
+      {},
+      gated,
+    );
+    const cold = await f.request("tenant-wait-cold", cp);
+    const coldDone = provisioner.handle(cold);
+    await eventually("the cold start holds the slot", async () => (coldStarts === 1 ? true : undefined));
+    // No member yet and no slot: this request waits, with nothing registered for it.
+    const waiting = await f.request("tenant-wait-warm", cp);
+    const warmDone = provisioner.handle(waiting);
+    await new Promise((r) => setTimeout(r, 500));
+    const roster = await new RosterView(f.store, f.streams.layout).current();
+    expect([...roster.runtimes.keys()].filter((id) => id.startsWith("rt-tenant-wait-warm-"))).toEqual([]);
+    provisioner.pool.refill();
+    await warmDone;
+    const rt = await f.runtimeEvents(fulfilled(await f.settled("tenant-wait-warm", waiting.event.correlationId))!);
+    expect(started(rt)?.convergenceSource).toMatch(/^warm-pool:pool-[a-z0-9]{12}$/);
+    expect(types(rt).at(-1)).toBe("runtime.capacity-published");
+    expect(coldStarts).toBe(1);
+    const after = await new RosterView(f.store, f.streams.layout).current();
+    expect([...after.runtimes.keys()].filter((id) => id.startsWith("rt-tenant-wait-warm-"))).toEqual([
+      rt[0]!.subject.split(".").at(-2),
+    ]);
+    release();
+    await coldDone;
+    const coldRt = await f.runtimeEvents(fulfilled(await f.settled("tenant-wait-cold", cold.event.correlationId))!);
+    expect(started(coldRt)?.convergence).toBe("created");
   }, 240_000);
 });

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { z } from "zod";
 import type { KubernetesHostConfig } from "../../contracts/index.ts";
 import { startProofCluster } from "../../proof/kubernetes-hosts.ts";
-import { proofLine, runProof } from "../../proof/run-proof.ts";
+import { proofLine, runProof, type ProofReport } from "../../proof/run-proof.ts";
 import { DEFAULT_PROOF, type ProofOptions } from "../../proof/scenario-config.ts";
 import { startNats, startRedis, type RunningServer } from "../../platform/local-servers.ts";
 
@@ -37,7 +37,7 @@ afterAll(async () => {
   await cluster?.stop();
 });
 
-async function prove(o: Partial<ProofOptions>, exposure: "pod-ip" | "gateway" | "node-port"): Promise<void> {
+async function prove(o: Partial<ProofOptions>, exposure: "pod-ip" | "gateway" | "node-port"): Promise<ProofReport> {
   const namespace = cluster.kubernetes.namespace ?? "";
   const kubernetes: z.input<typeof KubernetesHostConfig> = {
     ...cluster.kubernetes,
@@ -63,10 +63,22 @@ async function prove(o: Partial<ProofOptions>, exposure: "pod-ip" | "gateway" | 
   expect(report.runs).toBe(9 * parallel);
   expect(report.recovered).toBe(6 * parallel);
   expect(line).toMatch(/duplicates=0 lost=0 safe_leaks=0 fence_violations=0 replay_failures=0 result=PASS$/);
+  return report;
 }
 
 describe(`crash-recovery proof at P=${P} with runtime containers on a real node (upstream kubelet, containerd, runc)`, () => {
   it("SIGKILLed runtime containers over HTTP by Pod IP: every impacted tenant's work recovered exactly once, safe tenants untouched", async () => {
     await prove({ transport: "http" }, "pod-ip");
+  });
+
+  it("with a warm pool of runtime Pods (--warm-pool): scale-outs, replacements included, claim warm Pods; same assertions, all pass", async () => {
+    const report = await prove({ transport: "http", parallel: 2, warmPool: 6 }, "pod-ip");
+    console.log(
+      `  warm pool 6: ${report.warmStarts.claimed} of ${report.warmStarts.of} runtimes claimed a warm Pod (ready ${report.warmPoolReadyMs} ms after start); request→capacity cold p50/p99 ${report.startup.publishedCold.p50}/${report.startup.publishedCold.p99} ms, warm ${report.startup.publishedWarm.p50}/${report.startup.publishedWarm.p99} ms`,
+    );
+    // The pool was warm before the first run: the first scale-outs claim members (6 runtimes, 6 members).
+    expect(report.warmPoolReadyMs).toBeGreaterThan(0);
+    expect(report.warmStarts.claimed).toBeGreaterThanOrEqual(6);
+    expect(report.startup.publishedWarm.p50).toBeGreaterThan(0);
   });
 });

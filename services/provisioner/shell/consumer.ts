@@ -12,9 +12,21 @@ import { isNotFound, scaleOutConsumer } from "../../../platform/nats-setup.ts";
 export { scaleOutConsumer };
 
 /**
+ * The pull loops a provisioner runs: one per cold host start it may drive at once
+ * (`maxConcurrentHostStartups`), plus one per warm pool member it keeps, so that a request a warm
+ * member can serve (a recovery scale-out) is pulled while cold starts hold every start slot.
+ */
+export function scaleOutPullLoops(
+  maxConcurrentHostStartups: number,
+  warmPool: Readonly<Record<string, number>>,
+): number {
+  return maxConcurrentHostStartups + Object.values(warmPool).reduce((a, n) => a + n, 0);
+}
+
+/**
  * Checks the durable consumer exists (platform/nats-setup.ts creates it) and runs `parallel` pull loops on it, one delivery each
- * at a time: `parallel` (maxConcurrentHostStartups) bounds how many requests this replica drives
- * at once. Returns the runners; stop them to let in-flight handlers settle their deliveries.
+ * at a time: `parallel` ({@link scaleOutPullLoops}) bounds how many requests this replica drives
+ * at once (cold host starts among them are bounded by the provisioner's start slots). Returns the runners; stop them to let in-flight handlers settle their deliveries.
  */
 export async function consumeScaleOutRequests(
   nats: { readonly jsm: JetStreamManager; readonly nc: NatsHandle },

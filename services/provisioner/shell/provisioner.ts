@@ -11,8 +11,11 @@ import { driveHostStart, type PlannedStart } from "./host-start.ts";
 import { observe, originOf, outcome, settle } from "./request-writer.ts";
 import { RosterView } from "./roster-view.ts";
 import { RuntimeWriter } from "./runtime-writer.ts";
-import { Semaphore } from "./semaphore.ts";
+import { StartGate, type Ticket } from "./start-gate.ts";
 import { createWarmPool, type WarmPool } from "./warm-pool.ts";
+
+/** decide(): a cold start is planned but this handler holds no start slot yet (nothing was written). */
+const WAIT = Symbol("wait for a start slot or a warm member");
 
 /** One scale-out request's handling, as the consumer (or a test) drives it. */
 export interface Provisioner {
@@ -32,16 +35,17 @@ export interface Provisioner {
 /**
  * The provisioner's shell: observe → plan (pure) → register → start → readiness → publish → settle.
  * The plan and the registration of a new runtime run under a per-prefix gate, so two requests of
- * one tenant in this process can never both pass the limit check; host starts are bounded by
- * `maxConcurrentHostStartups`. Deliveries of one request in this process join the one in flight.
+ * one tenant in this process can never both pass the limit check; cold host starts are bounded by
+ * `maxConcurrentHostStartups` (start-gate.ts; a warm pool bind starts no host and is not, and a
+ * request waiting for a slot takes a member that becomes ready meanwhile). Deliveries of one request in this process join the one in flight.
  */
 export function createProvisioner(d: ProvisionerDeps): Provisioner {
   const roster = new RosterView(d.store, d.layout);
   const prefixGate = new LifecycleGate();
-  const startSlots = new Semaphore(d.maxConcurrentHostStartups);
+  const gate = new StartGate(d.maxConcurrentHostStartups);
   const inFlight = new Map<string, Promise<void>>();
   const providers = [...d.strategies.keys()] as HostProvider[];
-  const pool = createWarmPool(d, roster);
+  const pool = createWarmPool(d, roster, () => gate.memberReady());
   const stopObserving = [...d.strategies.values()].map((s) =>
     s.observe((fact) => {
       recordHostExit(d, fact)
@@ -54,39 +58,67 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
     const s = await observe(d, tenantId, requestId);
     if (!s) return;
     const prefix = s.request?.policy.runtimeInstanceIdPrefix ?? "";
-    let planned = await prefixGate.run(prefix, () => decide(s));
-    if (!planned) return;
-    const first = planned;
-    let r = await startSlots.run(() => driveHostStart(d, first));
-    if (!r.ok && planned.warm) {
-      // A failed bind (member gone, refused, wrong incarnation) is not the request's failure: the
-      // claimed runtime is retired (its RuntimeInstanceId never gets a second host) and the plan,
-      // which no longer counts it, cold-starts a new one.
-      d.log("warm pool bind failed: cold start", {
+    // A start first tries the warm pool; a cold start waits for a host start slot (or, while it
+    // waits, for a member to become ready: then it is claimed instead), and plans again once it may start.
+    let ticket: Ticket | undefined;
+    try {
+      const first = s;
+      let planned = await prefixGate.run(prefix, () => decide(first, {}));
+      if (planned === WAIT) {
+        ticket = await gate.acquire(pool.enabled);
+        // Planned again on the roster as it is now (a runtime of the tenant may have come meanwhile).
+        planned = await prefixGate.run(prefix, () => decide(first, { mayStartCold: true }));
+      }
+      if (!planned || planned === WAIT) return;
+      // A member claimed without a member ticket is one fewer known; a slot held for it goes to the next cold start.
+      if (planned.warm && ticket !== "member") gate.memberTaken();
+      if (planned.warm && ticket === "slot") {
+        gate.releaseSlot();
+        ticket = undefined;
+      }
+      // A member ticket whose claim found nothing was registered cold: it needs a slot too.
+      if (!planned.warm && ticket !== "slot") ticket = await gate.acquire(false);
+      let r = await driveHostStart(d, planned);
+      if (!r.ok && planned.warm) {
+        // A failed bind (member gone, refused, wrong incarnation) is not the request's failure: the
+        // claimed runtime is retired (its RuntimeInstanceId never gets a second host) and the plan,
+        // which no longer counts it, cold-starts a new one.
+        d.log("warm pool bind failed: cold start", {
+          requestId,
+          runtimeInstanceId: planned.runtimeInstanceId,
+          reason: r.reason,
+        });
+        ticket = await gate.acquire(false);
+        const again = await observe(d, tenantId, requestId);
+        const cold = again && (await prefixGate.run(prefix, () => decide(again, { cold: true, mayStartCold: true })));
+        if (!cold || cold === WAIT) return;
+        planned = cold;
+        r = await driveHostStart(d, cold);
+      }
+      const p = planned;
+      const settled = r.ok
+        ? outcome.fulfilled(d, s, p.runtimeInstanceId)
+        : outcome.rejected(d, s, r.reason, p.runtimeInstanceId);
+      await settle(d, s, settled);
+      d.log(r.ok ? "scale-out fulfilled" : "scale-out rejected", {
         requestId,
-        runtimeInstanceId: planned.runtimeInstanceId,
-        reason: r.reason,
+        runtimeInstanceId: p.runtimeInstanceId,
+        ...(r.ok ? {} : { reason: r.reason }),
       });
-      const again = await observe(d, tenantId, requestId);
-      const cold = again && (await prefixGate.run(prefix, () => decide(again, { cold: true })));
-      if (!cold) return;
-      planned = cold;
-      r = await startSlots.run(() => driveHostStart(d, cold));
+    } finally {
+      if (ticket === "slot") gate.releaseSlot();
     }
-    const p = planned;
-    const settled = r.ok
-      ? outcome.fulfilled(d, s, p.runtimeInstanceId)
-      : outcome.rejected(d, s, r.reason, p.runtimeInstanceId);
-    await settle(d, s, settled);
-    d.log(r.ok ? "scale-out fulfilled" : "scale-out rejected", {
-      requestId,
-      runtimeInstanceId: p.runtimeInstanceId,
-      ...(r.ok ? {} : { reason: r.reason }),
-    });
   }
 
-  /** Plans under the prefix gate; settles everything but a start, and registers a start before the gate opens. */
-  async function decide(s: RequestState, opts: { readonly cold?: boolean } = {}): Promise<PlannedStart | undefined> {
+  /**
+   * Plans under the prefix gate; settles everything but a start, and registers a start before the
+   * gate opens: a claimed warm member, or — `mayStartCold`, i.e. holding a start slot or a member
+   * ticket — a cold start; without it, {@link WAIT} (nothing written).
+   */
+  async function decide(
+    s: RequestState,
+    opts: { readonly cold?: boolean; readonly mayStartCold?: boolean },
+  ): Promise<PlannedStart | typeof WAIT | undefined> {
     const req = s.request!;
     const plan = planRequest({
       request: s,
@@ -126,6 +158,7 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
               origin: runtimeOrigin,
             });
         if (warm) return warm;
+        if (!opts.mayStartCold) return WAIT;
         const writer = new RuntimeWriter(d.store, next.runtimeInstanceId, 0);
         // Sequence 0: a suffix collision with an existing runtime is a conflict, never a reuse.
         await writer.append([

@@ -31,10 +31,17 @@ export interface WarmPool {
   refill(): void;
   /** Resolves once no refill is running (tests, shutdown). */
   idle(): Promise<void>;
+  /** Some provider keeps a pool (a size above 0). */
+  readonly enabled: boolean;
 }
 
 /** The provisioner's warm pools (hosts.md "Warm pool"), one per provider with a size above 0. */
-export function createWarmPool(d: ProvisionerDeps, roster: RosterView): WarmPool {
+/** `onReady` is told of each member this provisioner recorded `pool-member-ready` for. */
+export function createWarmPool(
+  d: ProvisionerDeps,
+  roster: RosterView,
+  onReady: () => void = () => undefined,
+): WarmPool {
   const sizes = Object.entries(d.poolSizes ?? {}).filter(([, n]) => (n ?? 0) > 0) as [HostProvider, number][];
   const filling = new Map<HostProvider, Promise<void>>();
   const again = new Set<HostProvider>();
@@ -43,11 +50,12 @@ export function createWarmPool(d: ProvisionerDeps, roster: RosterView): WarmPool
     do {
       again.delete(provider);
       const n = refillCount(await roster.current(), provider, size, d.controlPlaneId);
-      await Promise.all(Array.from({ length: n }, () => startMember(d, provider, strategy)));
+      await Promise.all(Array.from({ length: n }, () => startMember(d, provider, strategy, onReady)));
     } while (again.has(provider));
   }
 
   return {
+    enabled: sizes.length > 0,
     async claim(start) {
       const provider = start.registration.hostProvider;
       const strategy = d.strategies.get(provider);
@@ -137,7 +145,12 @@ export function createWarmPool(d: ProvisionerDeps, roster: RosterView): WarmPool
  * layers, then `pool-member-ready`. A failure kills what it started and records
  * `host-start-failed` + `retired`; the next refill starts another.
  */
-async function startMember(d: ProvisionerDeps, provider: HostProvider, strategy: PoolableStrategy): Promise<void> {
+async function startMember(
+  d: ProvisionerDeps,
+  provider: HostProvider,
+  strategy: PoolableStrategy,
+  onReady: () => void,
+): Promise<void> {
   const id = runtimeInstanceIdOf(POOL_MEMBER_PREFIX, d.newSuffix());
   const o: Origin = { instanceId: d.instanceId, correlationId: id, causationId: id };
   const w = new RuntimeWriter(d.store, id, 0);
@@ -197,6 +210,7 @@ async function startMember(d: ProvisionerDeps, provider: HostProvider, strategy:
       ),
       stamp(d, "runtime.pool-member-ready", { hostIncarnation, bindEndpoint: r.endpoint.endpoint }, o),
     ]);
+    onReady();
   } catch (e) {
     return fail(`recording the pool member failed: ${String((e as Error).message ?? e)}`.slice(0, 2000), r);
   }

@@ -1,0 +1,53 @@
+/** What lets a scale-out begin its start: a host start slot (a cold start) or a ready warm pool member. */
+export type Ticket = "slot" | "member";
+
+/**
+ * The provisioner's admission to host starts: a cold start holds one of `limit` slots
+ * (`maxConcurrentHostStartups`); a warm pool claim needs a ready member and no slot. Waiters are served
+ * in arrival order with whichever comes first — a member that becomes ready goes to the first waiter
+ * that may take one, a freed slot to the first waiter — so a request a member can serve never waits
+ * behind cold starts, and cold starts never exceed the slots. The member count is a hint (the claim
+ * decides): a member ticket whose claim finds nothing falls back to waiting for a slot.
+ */
+export class StartGate {
+  private slots: number;
+  private members = 0;
+  private readonly waiting: { readonly member: boolean; readonly give: (t: Ticket) => void }[] = [];
+
+  constructor(limit: number) {
+    if (!Number.isInteger(limit) || limit < 1)
+      throw new RangeError(`start slot limit must be a positive integer, got ${limit}`);
+    this.slots = limit;
+  }
+
+  /** A slot, or — when `member` — a ready member if one is known before a slot frees. */
+  acquire(member: boolean): Promise<Ticket> {
+    if (member && this.members > 0) {
+      this.members--;
+      return Promise.resolve("member");
+    }
+    if (this.slots > 0) {
+      this.slots--;
+      return Promise.resolve("slot");
+    }
+    return new Promise((give) => this.waiting.push({ member, give }));
+  }
+
+  releaseSlot(): void {
+    const next = this.waiting.shift();
+    if (next) next.give("slot");
+    else this.slots++;
+  }
+
+  /** A member became ready (recorded `pool-member-ready`). */
+  memberReady(): void {
+    const i = this.waiting.findIndex((w) => w.member);
+    if (i >= 0) this.waiting.splice(i, 1)[0]!.give("member");
+    else this.members++;
+  }
+
+  /** A ready member was claimed by a slot holder (no member ticket taken): one fewer known. */
+  memberTaken(): void {
+    if (this.members > 0) this.members--;
+  }
+}
