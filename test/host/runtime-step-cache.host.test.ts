@@ -4,7 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { DagDefinition, type DroverEvent } from "../../contracts/index.ts";
+import { DagDefinition, type DroverEvent, type StoredOutputRef } from "../../contracts/index.ts";
+import { createOutputStore } from "../../platform/output-store.ts";
 import { foldRun } from "../../aggregates/run.ts";
 import { foldExecution } from "../../aggregates/execution.ts";
 import { validateExecution } from "../../aggregates/replay-validation.ts";
@@ -130,10 +131,24 @@ describe("step cache across runs through the API, real runtimes and the JetStrea
     expect(completed.cacheKey).toMatch(/^[a-f0-9]{64}$/);
 
     // Another DAG (another step id) whose step has the same kind and resolved input: the key is not per step id.
-    const other = { name: "price-two", steps: [{ ...priceStep(), id: "lookup" }] };
+    const other = {
+      name: "price-two",
+      steps: [
+        { ...priceStep(), id: "lookup" },
+        // A dependent reads the cached output like any completed step's.
+        {
+          id: "use",
+          kind: "custom",
+          handler: "price-alt",
+          dependsOn: ["lookup"],
+          params: { sku: { $ref: "steps.lookup.output.sku" } },
+        },
+      ],
+    };
     const second = await run("acme", "acme-v1", other, { sku: "a-1", unrelated: true });
     expect(executions("acme-v1", "price:a-1")).toBe(1);
-    expect(ofType(second.journal, "exec.step-completed")).toEqual([]);
+    expect(ofType(second.journal, "exec.step-completed").map((d) => d.stepId)).toEqual(["use"]);
+    expect(executions("acme-v1", "price-alt:a-1")).toBe(1);
     const [hit] = ofType(second.journal, "exec.step-reused");
     expect(hit).toEqual({
       stepId: "lookup",
@@ -151,8 +166,31 @@ describe("step cache across runs through the API, real runtimes and the JetStrea
     expect(validateExecution({ ...second, digest, input: { value: second.input } })).toMatchObject({ kind: "match" });
     // The run shows the step as completed, reused from the first run, with the first run's output.
     const got = await fx.app.inject({ url: `/v1/runs/${second.sharedRunId}`, headers: auth("acme") });
-    expect(got.json()).toMatchObject({ status: "completed", output: completed.output });
-    expect(got.json().steps).toMatchObject([{ id: "lookup", state: "completed", reusedFrom: first.sharedRunId }]);
+    expect(got.json()).toMatchObject({ status: "completed", output: { sku: "a-1", by: "v1" } });
+    expect(got.json().steps).toMatchObject([
+      { id: "lookup", state: "completed", reusedFrom: first.sharedRunId },
+      { id: "use", state: "completed", reusedFrom: null },
+    ]);
+  });
+
+  it("a stored (large) output is reused by its object-store reference, not copied", async () => {
+    const dag = { steps: [priceStep({ params: { sku: { $ref: "input.sku" }, padBytes: 20_000 } })] };
+    const first = await run("acme", "acme-v1", dag, { sku: "g-7" });
+    const second = await run("acme", "acme-v1", dag, { sku: "g-7" });
+    expect(executions("acme-v1", "price:g-7")).toBe(1);
+    const completed = ofType(first.journal, "exec.step-completed")[0]!;
+    expect(completed.outputRef).toMatchObject({ size: expect.any(Number) });
+    expect(ofType(second.journal, "exec.step-reused")[0]).toMatchObject({
+      outputRef: completed.outputRef,
+      outputDigest: completed.outputDigest,
+    });
+    expect(ofType(second.journal, "exec.step-reused")[0]!.output).toBeUndefined();
+    // The run's output (its one step's, stored) reads back from the object store whole.
+    const got = await fx.app.inject({ url: `/v1/runs/${second.sharedRunId}`, headers: auth("acme") });
+    const ref = got.json().outputRef as StoredOutputRef;
+    expect(ref.digest).toBe(completed.outputDigest);
+    const bytes = await createOutputStore(cp.nc, cp.layout).get(ref);
+    expect((JSON.parse(new TextDecoder().decode(bytes)) as { pad: string }).pad).toHaveLength(20_000);
   });
 
   it("another tenant with the same step input, the same tenant on another worker version, and another step kind do not hit", async () => {

@@ -39,13 +39,16 @@ describe("a runtime reads and writes only its tenants' step cache keys (boundary
     return fx.asRuntime(rt);
   };
 
-  it("writes and reads back its own tenant's entry with its minted credentials; the last write wins", async () => {
+  it("writes and reads back its own tenant's entry with its minted credentials; the last write wins and entries are kept 31 days", async () => {
     const cache = createStepCacheStore(await acmeRuntime(), fx.f.layout);
     expect(await cache.get("acme", key)).toBeUndefined();
     await cache.put("acme", key, entry("run-acme-1"));
     await cache.put("acme", key, entry("run-acme-2"));
     expect(await cache.get("acme", key)).toMatchObject({ sharedRunId: "run-acme-2" });
-    expect((await fx.f.jsm.streams.info(stream)).state.messages).toBe(2);
+    // One entry per key subject (acme's and globex's), kept 31 days.
+    const info = await fx.f.jsm.streams.info(stream);
+    expect(info.state.messages).toBe(2);
+    expect(info.config).toMatchObject({ max_msgs_per_subject: 1, max_age: 31 * 86_400_000 * 1_000_000 });
   });
 
   it("cannot read or write another tenant's entry, even under the same key, by any route", async () => {
