@@ -153,7 +153,10 @@ export function evolveExecution(state: ExecutionState, { seq, event }: Sequenced
         reusedFrom: { sharedRunId: fromRun, executionId: fromExecutionId },
         ...(outputRef ? { outputRef } : {}),
       });
-      return { ...next, completed };
+      // A step cache hit may come after failed attempts of the step: it settles them like a completion.
+      const failures = new Map(state.failures);
+      failures.delete(stepId);
+      return { ...next, completed, failures };
     }
     case "exec.step-failed": {
       const retryAt = event.data.retryAt === undefined ? undefined : Date.parse(event.data.retryAt);

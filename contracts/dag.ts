@@ -3,6 +3,7 @@ import { StepId } from "./ids.ts";
 import { RefValue, SecretValue, refIssues } from "./step-refs.ts";
 import { Condition, Trigger, conditionIssues } from "./condition.ts";
 import { MapSpec, mapIssues } from "./map.ts";
+import { StepCacheSpec, cacheIssues } from "./step-cache.ts";
 
 /**
  * The DAG a run carries (runtime.md "DAG model"). Step kinds are a closed set; each kind has its
@@ -93,6 +94,7 @@ const base = {
   when: Condition.optional().describe("CEL condition over input and steps.<dependency>; false skips the step"),
   trigger: Trigger.optional().describe("when the step runs given its dependencies' states; default all-completed"),
   map: MapSpec.optional().describe('run the step once per item of an array (docs/control-flow.md "Map")'),
+  cache: StepCacheSpec.optional().describe("reuse a cached output across runs (docs/step-cache.md)"),
 };
 export const Step = z.discriminatedUnion("kind", [
   z
@@ -198,7 +200,8 @@ export const DagDefinition = z
   })
   .strict()
   .superRefine((dag, ctx) => {
-    for (const message of dagIssues(dag.steps)) ctx.addIssue({ code: "custom", message, path: ["steps"] });
+    for (const message of [...dagIssues(dag.steps), ...cacheIssues(dag.steps)])
+      ctx.addIssue({ code: "custom", message, path: ["steps"] });
   });
 export type DagDefinition = z.infer<typeof DagDefinition>;
 /** The DAG as submitted, before defaults are applied. */

@@ -10,6 +10,7 @@ import {
   StepId,
 } from "./ids.ts";
 import { Reason, ReasonCode } from "./reason.ts";
+import { StepCacheKey, StepCacheOrigin } from "./step-cache.ts";
 
 /**
  * JSON value recorded as a step output. Read models never store it as a document (FerretDB cannot
@@ -62,6 +63,7 @@ export const ExecStepCompleted = defineEvent(
       outputRef: StoredOutputRef.optional(),
       outputDigest: z.string().regex(/^[a-f0-9]{64}$/),
       durationMs: z.number().int().nonnegative(),
+      cacheKey: StepCacheKey.optional().describe("set for a step with `cache`: the key its output is cached under"),
     })
     .strict()
     .refine((d) => (d.output === undefined) !== (d.outputRef === undefined), {
@@ -145,7 +147,8 @@ export const ExecMapExpanded = defineEvent(
  * A step of a fork that did not execute: its output is the original run's, reused by reference
  * (inline as journaled there, or the same object-store ref) and digest. Written by the runtime
  * (conditionally, like every exec append) after `exec.started`, before any step runs; it counts as
- * the step's completion for the scheduler, the run's output and replay.
+ * the step's completion for the scheduler, the run's output and replay. A step cache hit
+ * (docs/step-cache.md) is the same event with `cache` set, written when the step would start.
  */
 export const ExecStepReused = defineEvent(
   "exec",
@@ -158,6 +161,7 @@ export const ExecStepReused = defineEvent(
       output: StepOutput.optional().describe("inline output as the original journaled it"),
       outputRef: StoredOutputRef.optional(),
       outputDigest: z.string().regex(/^[a-f0-9]{64}$/),
+      cache: StepCacheOrigin.optional().describe("set for a step cache hit (docs/step-cache.md); absent for a fork"),
     })
     .strict()
     .refine((d) => (d.output === undefined) !== (d.outputRef === undefined), {

@@ -125,6 +125,14 @@ export {
   parseMapItemId,
   toleratedCount,
 } from "./map.ts";
+export {
+  CACHEABLE_KINDS,
+  STEP_CACHE_LIMITS,
+  StepCacheKey,
+  StepCacheOrigin,
+  StepCacheSpec,
+  cacheIssues,
+} from "./step-cache.ts";
 export { StepOutput, StoredOutputRef, INLINE_OUTPUT_MAX_BYTES, OUTPUT_MAX_BYTES } from "./events-exec.ts";
 export {
   ALL_EVENTS,

@@ -7,6 +7,7 @@ import {
   type StreamLayout,
 } from "../streams/index.ts";
 import { outputsStreamConfig } from "./output-store.ts";
+import { stepCacheStreamConfig } from "./step-cache-store.ts";
 import { SCALE_OUT_DURABLE } from "./nats-auth/rights.ts";
 
 /**
@@ -26,16 +27,17 @@ export const isNotFound = (e: unknown): boolean => e instanceof JetStreamApiErro
 
 /**
  * What only the `setup` identity may do (docs/nats-identities.md): create (or verify) drover's
- * streams, the provisioner's durable consumer and the outputs stream (output-store.ts). `drover admin
+ * streams, the provisioner's durable consumer, the outputs stream (output-store.ts) and the step
+ * cache stream (step-cache-store.ts). `drover admin
  * setup` runs it before the services start (`make run`, the manifests' setup Job, the test harness);
  * services only check that what they use exists.
  */
 export async function setupNats(jsm: JetStreamManager, layout: StreamLayout, ackWaitMs?: number): Promise<void> {
   await ensureStreams(jsm, layout);
   await ensureConsumer(jsm, layout, scaleOutConsumer(layout, ackWaitMs));
-  const outputs = outputsStreamConfig(layout);
-  await jsm.streams.info(outputs.name).catch(async (e: unknown) => {
-    if (!isNotFound(e)) throw e;
-    await jsm.streams.add(outputs);
-  });
+  for (const config of [outputsStreamConfig(layout), stepCacheStreamConfig(layout)])
+    await jsm.streams.info(config.name).catch(async (e: unknown) => {
+      if (!isNotFound(e)) throw e;
+      await jsm.streams.add(config);
+    });
 }

@@ -13,6 +13,7 @@ import { canonicalJson } from "../step-inputs.ts";
 import { rederivationProblem } from "./output-rederivation.ts";
 import { conditionGate, controlProblem, offerControl } from "./condition-invariants.ts";
 import { mapExpandedProblem, mapOutputProblem, offerMaps, stepFor, unexpandedItem } from "./map-invariants.ts";
+import { cacheHitProblem } from "./cache-invariants.ts";
 import { diverged, match, type Divergence, type ValidationResult } from "./result.ts";
 
 export interface ExecutionReplay {
@@ -202,11 +203,18 @@ function eventProblem(seq: number, event: ExecEvent, c: Ctx): Check {
  * A fork's reused step: in the DAG, written before this journal executed or settled any step (the
  * runtime writes every reuse right after exec.started or resumed), and its digest is the digest of
  * what it carries. Whether the original journal holds that output is checked against the original
- * run (the runtime checks it before writing), not here.
+ * run (the runtime checks it before writing), not here. A step cache hit (with `cache`) instead
+ * comes when the step would start (cacheHitProblem).
  */
 function reuseProblem(seq: number, event: Extract<ExecEvent, { type: "exec.step-reused" }>, c: Ctx): Check {
-  const { stepId } = event.data;
-  if (!c.byId.has(stepId)) return unknownStep(seq, event.type, stepId);
+  const { stepId, cache } = event.data;
+  const step = c.byId.get(stepId);
+  if (!step) return unknownStep(seq, event.type, stepId);
+  if (cache)
+    return (
+      cacheHitProblem(seq, event.occurredAt, { ...event.data, cache }, step, c.state, c.offered) ??
+      reusedDigestProblem(seq, event, c)
+    );
   const executed = [...c.state.completed].find(([, done]) => done.reusedFrom === undefined)?.[0];
   const failed = [...c.state.failures.keys()][0];
   if (executed !== undefined || failed !== undefined)
@@ -215,6 +223,12 @@ function reuseProblem(seq: number, event: Extract<ExecEvent, { type: "exec.step-
       seq,
       message: `exec.step-reused ${stepId} at seq ${seq} after step ${executed ?? failed} already ran in this execution`,
     };
+  return reusedDigestProblem(seq, event, c);
+}
+
+/** The reused output's digest is the digest of what the event carries (a stored one: its ref's). */
+function reusedDigestProblem(seq: number, event: Extract<ExecEvent, { type: "exec.step-reused" }>, c: Ctx): Check {
+  const { stepId } = event.data;
   if (!c.input.digest) return undefined;
   const { output, outputRef, outputDigest } = event.data;
   const got = outputRef ? outputRef.digest : c.input.digest(canonicalJson(output));

@@ -79,7 +79,10 @@ const DESCRIBE: Describe = {
     "steps",
     `${e.data.stepId} map expanded: ${e.data.count} items, at most ${e.data.maxConcurrency} at once, ${e.data.toleratedFailures} failures tolerated`,
   ],
-  "exec.step-reused": (e) => ["steps", `${e.data.stepId} reused from run ${e.data.fromRun} (not executed)`],
+  "exec.step-reused": (e) => [
+    "steps",
+    `${e.data.stepId} reused from run ${e.data.fromRun}${e.data.cache ? ` step ${e.data.cache.fromStepId} (step cache hit, not executed)` : " (not executed)"}`,
+  ],
   "exec.paused-for-recovery": (e) => [
     "recovery",
     `execution paused for recovery: epoch → ${e.data.newEpoch} (${e.data.forensicsId})`,

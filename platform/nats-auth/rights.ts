@@ -1,5 +1,6 @@
 import type { StreamLayout } from "../../streams/index.ts";
 import { outputsPrefixOf, outputsStreamOf } from "../output-store.ts";
+import { stepCachePrefixOf, stepCacheStreamOf } from "../step-cache-store.ts";
 
 /**
  * Who may do what on NATS: one identity per party, each with only the publish/subscribe and
@@ -57,6 +58,9 @@ export interface AuthScope {
   /** First subject tokens of stored outputs (`drover-out`): `<outputs>.<tenant>.<sha256>.<chunk>`. */
   readonly outputs: string;
   readonly outputsStream: string;
+  /** First subject tokens of the step cache index (`drover-cache`): `<stepCache>.<tenant>.<key>`. */
+  readonly stepCache: string;
+  readonly stepCacheStream: string;
 }
 
 /** The durable consumers drover has; only setup creates, changes or deletes them. */
@@ -72,6 +76,8 @@ export function scopeOf(layout: StreamLayout): AuthScope {
     deadLetterStream: layout.deadLetterStream,
     outputs: outputsPrefixOf(layout),
     outputsStream: outputsStreamOf(layout),
+    stepCache: stepCachePrefixOf(layout),
+    stepCacheStream: stepCacheStreamOf(layout),
   };
 }
 
@@ -89,6 +95,8 @@ export const TAGGED_SCOPE: AuthScope = {
   deadLetterStream: "*",
   outputs: "*.drover-out",
   outputsStream: "*",
+  stepCache: "*.drover-cache",
+  stepCacheStream: "*",
 };
 
 /** Subject of event `name` of aggregate `agg` for any tenant and id. */

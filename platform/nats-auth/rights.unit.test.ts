@@ -120,6 +120,11 @@ describe("the generated nats-server configuration matches docs/nats-identities.m
       `$JS.API.DIRECT.GET.${scope.outputsStream}.${scope.outputs}.acme.>`,
     ]);
     expect(r.publish.allow).not.toContain(`$JS.API.STREAM.MSG.GET.${scope.outputsStream}`);
+    // Step cache keys: only its tenants', written and read by subject (platform/step-cache-store.ts).
+    expect(r.publish.allow.filter((s) => s.startsWith(`${scope.stepCache}.`))).toEqual([`${scope.stepCache}.acme.*`]);
+    expect(r.publish.allow.filter((s) => s.startsWith(`$JS.API.DIRECT.GET.${scope.stepCacheStream}`))).toEqual([
+      `$JS.API.DIRECT.GET.${scope.stepCacheStream}.${scope.stepCache}.acme.*`,
+    ]);
     // Reads of the event stream only name their subject in the request subject: no get by sequence
     // or with a filter in the body, so it reads only its tenants' exec and run events.
     const eventReads = r.publish.allow.filter((s) =>

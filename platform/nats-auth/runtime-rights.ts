@@ -16,7 +16,7 @@ export type RuntimeTenants = readonly string[];
 /**
  * What one runtime may do: publish its own heartbeat; append the execution-journal events and the
  * run's `started`/`completed`/`failed`/`cancelled` of the tenants that may use it; store and read
- * its tenants' outputs; read (stream info, gets, ordered consumers over its tenants' subjects). Nothing of `$JS.API`
+ * its tenants' outputs and step cache keys; read (stream info, gets, ordered consumers over its tenants' subjects). Nothing of `$JS.API`
  * that creates, changes or deletes a stream or a durable consumer, no runtime lifecycle event, no
  * `run.submitted`, no other runtime's heartbeat, and no read of another tenant's events.
  */
@@ -35,6 +35,8 @@ export function runtimeRights(s: AuthScope, runtimeInstanceId: string, tenants: 
     pub.push(`${s.events}.exec.${t}.*.*`);
     // Its tenants' stored outputs: `<outputs>.<tenant>.<sha256>.<chunk>`, each written once.
     pub.push(`${s.outputs}.${t}.*.*`);
+    // Its tenants' step cache keys (docs/step-cache.md): written, and read by the subject-form Direct Get.
+    pub.push(`${s.stepCache}.${t}.*`, `$JS.API.DIRECT.GET.${s.stepCacheStream}.${s.stepCache}.${t}.*`);
     for (const n of ["started", "completed", "failed", "cancelled"]) pub.push(`${s.events}.run.${t}.*.${n}`);
     // Reads name their subject in the request subject only (streams/scoped-read.ts): the last
     // message on a filter, and ordered consumers with the filter in the create subject. No get by

@@ -5,18 +5,25 @@ import { credentialOf } from "../../platform/nats-auth/credentials.ts";
 import { connectHarness, serverKeysOf } from "../../platform/nats-auth/server-keys.ts";
 import { scaleOutConsumer } from "../../platform/nats-setup.ts";
 import { outputsStreamOf } from "../../platform/output-store.ts";
+import { stepCacheStreamOf } from "../../platform/step-cache-store.ts";
 import { taggedLayout } from "../../streams/index.ts";
 import { uniqueName } from "../support/isolation.ts";
 
 /**
  * `drover admin setup` (what the manifests' setup Job runs) against a real nats-server with
- * authentication: as the setup identity it creates the streams, the provisioner's durable and the
- * outputs stream, and again (idempotent); as a service identity the server refuses it.
+ * authentication: as the setup identity it creates the streams, the provisioner's durable, the
+ * outputs stream and the step cache stream, and again (idempotent); as a service identity the server refuses it.
  */
 const url = () => inject("natsUrl");
 const tag = uniqueName("setupjob");
 const layout = taggedLayout(tag);
-const streams = () => [layout.eventStream, layout.heartbeatStream, layout.deadLetterStream, outputsStreamOf(layout)];
+const streams = () => [
+  layout.eventStream,
+  layout.heartbeatStream,
+  layout.deadLetterStream,
+  outputsStreamOf(layout),
+  stepCacheStreamOf(layout),
+];
 
 async function setup(identity: "setup" | "api"): Promise<{ code: number; out: string; err: string }> {
   let out = "";
@@ -46,7 +53,7 @@ describe("drover admin setup (real nats-server, authentication on)", () => {
     await nc.close();
   });
 
-  it("creates the streams, the provisioner's durable and the outputs stream as the setup identity, and is idempotent", async () => {
+  it("creates the streams, the provisioner's durable, the outputs and step cache streams as the setup identity, and is idempotent", async () => {
     expect(await setup("setup")).toMatchObject({ code: 0, err: "" });
     const again = await setup("setup");
     expect(again.code).toBe(0);

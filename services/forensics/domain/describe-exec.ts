@@ -72,7 +72,9 @@ export function describeExec(e: Of<"exec">, executionId: string): Description {
       );
     case "exec.step-reused":
       return d(
-        `step ${e.data.stepId} reused from run ${e.data.fromRun} (not executed)`,
+        e.data.cache
+          ? `step ${e.data.stepId} reused from run ${e.data.fromRun} step ${e.data.cache.fromStepId} (step cache hit, not executed)`
+          : `step ${e.data.stepId} reused from run ${e.data.fromRun} (not executed)`,
         {
           stepId: e.data.stepId,
           fromRun: e.data.fromRun,

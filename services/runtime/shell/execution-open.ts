@@ -42,6 +42,7 @@ export interface JournalEnv {
 /** An execution whose ownership is proven by the log: run `started` and exec `started`/`resumed` are durable. */
 export interface OpenedExecution {
   readonly executionId: ExecutionId;
+  readonly sharedRunId: SharedRunId;
   readonly localRunId: LocalRunId;
   readonly tenantId: TenantId;
   readonly epoch: number;
@@ -105,7 +106,16 @@ export async function openFresh(env: JournalEnv, p: DispatchPayload): Promise<Op
   const exec = journalFor(env, execRef(p.tenantId, executionId), 0, 0);
   const started = emit("exec.started", execStarted(env, p, 0));
   const startedSeq = await exec.append(started);
-  const opened = { executionId, localRunId: p.localRunId, tenantId: p.tenantId, epoch: 0, run, exec, emit };
+  const opened = {
+    executionId,
+    sharedRunId: p.sharedRunId,
+    localRunId: p.localRunId,
+    tenantId: p.tenantId,
+    epoch: 0,
+    run,
+    exec,
+    emit,
+  };
   // The prior state holds `exec.started`: the fold counts this runtime's events (the reused steps
   // written next) only once it knows the execution is placed here.
   return withReused(env, p, { ...opened, prior: foldExecution([{ seq: startedSeq, event: started }]) });
@@ -235,6 +245,7 @@ export async function openResume(env: JournalEnv, p: ResumePayload): Promise<Ope
   const exec = journalFor(env, execRef(p.tenantId, p.executionId), prior.lastSeq, p.epoch);
   const opened = {
     executionId: p.executionId,
+    sharedRunId: p.sharedRunId,
     localRunId: p.localRunId,
     tenantId: p.tenantId,
     epoch: p.epoch,

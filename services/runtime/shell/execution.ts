@@ -34,6 +34,7 @@ import { durableTimer, progressFrom, type LocalProgress } from "./execution-prog
 import { itemValue, settleMaps, type MapHost } from "./map-steps.ts";
 import { itemStep } from "../../../aggregates/map.ts";
 import { MAP_LIMITS, parseMapItemId } from "../../../contracts/index.ts";
+import { cachedStep, cacheHostOf, indexCompletion, type CacheHost, type StepCacheEnv } from "./step-cache.ts";
 
 export interface ExecutorEnv {
   readonly workers: WorkerPool;
@@ -51,6 +52,8 @@ export interface ExecutorEnv {
   readonly worker?: LoadedWorker;
   /** The largest map step expansion (default 10 000; not read from the environment yet). */
   readonly mapMaxItems?: number;
+  /** The step cache across runs (docs/step-cache.md); absent: steps with `cache` always execute. */
+  readonly stepCache?: StepCacheEnv;
 }
 
 export type ExecutionOutcome =
@@ -83,6 +86,7 @@ export class Execution {
   private readonly control: ControlFlowHost;
   private readonly mapHost: MapHost;
   private readonly end: EndCtx;
+  private readonly cacheHost: CacheHost | undefined;
 
   constructor(
     private readonly env: ExecutorEnv,
@@ -120,6 +124,7 @@ export class Execution {
       valueOf: (id) => this.valueOf(id),
       completedNow: (id, value, digest) => this.completedNow(id, value, digest),
     };
+    this.cacheHost = cacheHostOf(env, opened);
     this.end = {
       opened,
       dag,
@@ -250,6 +255,13 @@ export class Execution {
     }
     const t0 = this.env.clock.now().getTime();
     try {
+      const data = async () => ({
+        input: this.input ?? null,
+        outputs: await this.depValues(step),
+        ...(await itemValue(step.id, this.mapHost)),
+      });
+      const { key: cacheKey, hit } = await cachedStep(step, data, this.cacheHost, this.abort.signal);
+      if (hit) return this.completedNow(s.stepId, hit.value, hit.outputDigest);
       const wakeAt =
         step.kind === "sleep"
           ? await durableTimer(this.opened, this.p.timers, this.env.clock, step.id, s.attempt, step.params.durationMs)
@@ -263,15 +275,7 @@ export class Execution {
           llmBaseUrl: this.env.llmBaseUrl,
           ...(this.env.egressFor ? { egress: this.env.egressFor(this.opened.tenantId) } : {}),
           ...(wakeAt === undefined ? {} : { sleepMs: Math.max(0, wakeAt - this.env.clock.now().getTime()) }),
-          ...(needsOutputs(step)
-            ? {
-                data: {
-                  input: this.input ?? null,
-                  outputs: await this.depValues(step),
-                  ...(await itemValue(step.id, this.mapHost)),
-                },
-              }
-            : {}),
+          ...(needsOutputs(step) ? { data: await data() } : {}),
           ...(this.env.secrets ? { secrets: this.env.secrets } : {}),
           ...(this.env.worker ? { worker: this.env.worker } : {}),
           log: this.env.log,
@@ -284,16 +288,17 @@ export class Execution {
       const now = this.env.clock.now();
       if (outcome.ok) {
         const { value, outputDigest, output, outputRef } = outcome.output;
-        await this.opened.exec.append(
-          this.opened.emit("exec.step-completed", {
-            stepId: s.stepId,
-            attempt: s.attempt,
-            ...(outputRef ? { outputRef } : { output }),
-            outputDigest,
-            durationMs: Math.max(0, now.getTime() - t0),
-          }),
-        );
+        const completed = this.opened.emit("exec.step-completed", {
+          stepId: s.stepId,
+          attempt: s.attempt,
+          ...(outputRef ? { outputRef } : { output }),
+          outputDigest,
+          durationMs: Math.max(0, now.getTime() - t0),
+          ...(cacheKey ? { cacheKey } : {}),
+        });
+        await this.opened.exec.append(completed);
         this.completedNow(s.stepId, value, outputDigest);
+        if (cacheKey) await indexCompletion(cacheKey, completed, this.cacheHost);
       } else {
         const unit = jitterUnit(this.executionId, s.stepId, s.attempt);
         const retryAt = outcome.retryable ? retryAtAfterFailure(step, s.attempt, now.getTime(), unit) : undefined;

@@ -17,6 +17,7 @@ import {
   createEventStore,
   DEFAULT_LAYOUT,
   ensureStreams,
+  execRef,
   heartbeatSubject,
   taggedLayout,
 } from "../../../streams/index.ts";
@@ -28,6 +29,7 @@ import { createCommandHandler } from "./command-handler.ts";
 import { HeartbeatPublisher } from "./heartbeat.ts";
 import { RuntimeInstance } from "./runtime-instance.ts";
 import { createOutputStore } from "../../../platform/output-store.ts";
+import { createStepCacheStore } from "../../../platform/step-cache-store.ts";
 import { compileEgress } from "./egress-request.ts";
 import { createSecretResolver } from "./secrets.ts";
 import { runStep } from "./step-runners.ts";
@@ -122,6 +124,11 @@ export async function startRuntime(
       outputs: createOutputStore(nc, layout),
       secrets,
       ...(worker ? { worker } : {}),
+      // The step cache's index, and the journals its entries point at, on the tenant's own subjects.
+      stepCache: {
+        index: createStepCacheStore(nc, layout),
+        journal: async (tenantId, executionId) => (await store.read(execRef(tenantId, executionId))).events,
+      },
     },
     hostIncarnation,
   );

@@ -1,3 +1,5 @@
+import { createHash } from "node:crypto";
+import { readFile } from "node:fs/promises";
 import { isAbsolute, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { BUILTIN_STEP_KINDS, DroverError } from "../../../contracts/index.ts";
@@ -6,6 +8,12 @@ import { isWorker, type StepHandler } from "../../../sdk/index.ts";
 /** A tenant worker as the runtime runs it: its handlers and the step kinds this runtime offers. */
 export interface LoadedWorker {
   readonly handlers: ReadonlyMap<string, StepHandler>;
+  /**
+   * The worker's version as the step cache keys it (docs/step-cache.md): sha256 of the module
+   * file's bytes (on process hosts the content-named bundle, so every change of the worker or what
+   * it bundles changes it; a source file run under tsx covers that file only) and its handler names.
+   */
+  readonly version: string;
 }
 
 /** The kinds a runtime offers: the built-ins plus `custom:<name>` for each handler of its worker. */
@@ -36,5 +44,10 @@ export async function loadWorker(path: string, declared: readonly string[]): Pro
       "worker-invalid",
       `worker module ${path} lacks the declared step kinds ${missing.join(", ")}`,
     );
-  return { handlers };
+  const file = await readFile(isAbsolute(path) ? path : resolve(path));
+  const version = createHash("sha256")
+    .update(file)
+    .update(`\u0000${[...handlers.keys()].sort().join(",")}`)
+    .digest("hex");
+  return { handlers, version };
 }

@@ -1,0 +1,110 @@
+import { DiscardPolicy, jetstream, RetentionPolicy, StorageType, type StreamConfig } from "@nats-io/jetstream";
+import { nanos, type NatsConnection } from "@nats-io/transport-node";
+import { z } from "zod";
+import { ExecutionId, SharedRunId, STEP_CACHE_LIMITS, StepCacheKey, StepId } from "../contracts/index.ts";
+import type { EventStore, StreamLayout } from "../streams/index.ts";
+import { isNotFound } from "../streams/nats-errors.ts";
+
+/**
+ * The step cache's index (docs/step-cache.md): a stream used like a NATS KV bucket, one subject per
+ * key (`<prefix>-cache.<tenant>.<key>`), the last entry wins. An entry only points at a journaled
+ * `exec.step-completed` carrying the key; the runtime reads that completion from the journal
+ * before using it, so an entry proves nothing by itself and the index can be rebuilt from the
+ * journals (rebuildStepCache). Tenant-scoped subjects let a runtime's NATS rights name its
+ * tenants' keys only (docs/nats-identities.md).
+ */
+export const stepCacheStreamOf = (layout: StreamLayout): string => `${layout.eventStream}_STEP_CACHE`;
+export const stepCachePrefixOf = (layout: StreamLayout): string => `${layout.eventPrefix}-cache`;
+
+/** Entries older than the longest TTL a step may ask for (plus a day) age out of the stream. */
+export function stepCacheStreamConfig(layout: StreamLayout, replicas = 1): Partial<StreamConfig> & { name: string } {
+  return {
+    name: stepCacheStreamOf(layout),
+    subjects: [`${stepCachePrefixOf(layout)}.>`],
+    storage: StorageType.File,
+    retention: RetentionPolicy.Limits,
+    discard: DiscardPolicy.Old,
+    max_msgs_per_subject: 1,
+    max_age: nanos(STEP_CACHE_LIMITS.maxTtlMs + 86_400_000),
+    num_replicas: replicas,
+    allow_direct: true,
+  };
+}
+
+/** One entry: the completion (run, execution, step) that holds the output, its digest and when it was journaled. */
+export const StepCacheEntry = z
+  .object({
+    sharedRunId: SharedRunId,
+    executionId: ExecutionId,
+    stepId: StepId,
+    outputDigest: z.string().regex(/^[a-f0-9]{64}$/),
+    storedAt: z.iso.datetime(),
+  })
+  .strict();
+export type StepCacheEntry = z.infer<typeof StepCacheEntry>;
+
+export interface StepCacheStore {
+  /** The entry of `key` for `tenantId` (undefined when none, or when it does not parse). */
+  get(tenantId: string, key: string): Promise<StepCacheEntry | undefined>;
+  put(tenantId: string, key: string, entry: StepCacheEntry): Promise<void>;
+}
+
+export function createStepCacheStore(nc: NatsConnection, layout: StreamLayout): StepCacheStore {
+  const stream = stepCacheStreamOf(layout);
+  const js = jetstream(nc);
+  const subjectOf = (tenantId: string, key: string) => {
+    StepCacheKey.parse(key);
+    return `${stepCachePrefixOf(layout)}.${tenantId}.${key}`;
+  };
+  return {
+    async get(tenantId, key) {
+      const jsm = await js.jetstreamManager();
+      // Subject-form Direct Get: the subject (tenant and key) is in the request subject, where rights see it.
+      const m = await jsm.direct.getMessage(stream, { last_by_subj: subjectOf(tenantId, key) }).catch((e: unknown) => {
+        if (isNotFound(e)) return null;
+        throw e;
+      });
+      if (!m) return undefined;
+      const parsed = StepCacheEntry.safeParse(m.json());
+      return parsed.success ? parsed.data : undefined;
+    },
+    async put(tenantId, key, entry) {
+      await js.publish(subjectOf(tenantId, key), JSON.stringify(StepCacheEntry.parse(entry)));
+    },
+  };
+}
+
+/**
+ * Rebuilds a tenant's cache index from the event stream: one entry per key, from the latest
+ * `exec.step-completed` carrying it (its run from the journal's `exec.started`). What a lost or purged cache stream is recovered with; returns
+ * how many keys it wrote.
+ */
+export async function rebuildStepCache(
+  store: EventStore,
+  layout: StreamLayout,
+  cache: StepCacheStore,
+  tenantId: string,
+): Promise<number> {
+  const latest = new Map<string, StepCacheEntry>();
+  const runOf = new Map<string, SharedRunId>();
+  const execs = `${layout.eventPrefix}.exec.${tenantId}.*`;
+  await store.replay(
+    { seq: 1 },
+    (e) => {
+      const executionId = e.subject.split(".").at(-2) as ExecutionId;
+      if (e.event.type === "exec.started") runOf.set(executionId, e.event.data.sharedRunId);
+      const sharedRunId = runOf.get(executionId);
+      if (e.event.type !== "exec.step-completed" || !e.event.data.cacheKey || !sharedRunId) return;
+      latest.set(e.event.data.cacheKey, {
+        sharedRunId,
+        executionId,
+        stepId: e.event.data.stepId,
+        outputDigest: e.event.data.outputDigest,
+        storedAt: e.event.occurredAt,
+      });
+    },
+    { filter: [`${execs}.started`, `${execs}.step-completed`] },
+  );
+  for (const [key, entry] of latest) await cache.put(tenantId, key, entry);
+  return latest.size;
+}
