@@ -125,6 +125,15 @@ export {
   parseMapItemId,
   toleratedCount,
 } from "./map.ts";
+export {
+  CHILD_DAG_MAX_BYTES,
+  MAX_RUN_NESTING,
+  OnParentCancel,
+  ParentLink,
+  childRunIssues,
+  childRunKey,
+  runNesting,
+} from "./child-run.ts";
 export { StepOutput, StoredOutputRef, INLINE_OUTPUT_MAX_BYTES, OUTPUT_MAX_BYTES } from "./events-exec.ts";
 export {
   ALL_EVENTS,

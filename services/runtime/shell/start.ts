@@ -100,6 +100,7 @@ export async function startRuntime(
   const store = createEventStore(nc, layout, { subjectScopedReads: true });
 
   const workers = new WorkerPool(config.sizing.workers);
+  const outputs = createOutputStore(nc, layout);
   const instance = new RuntimeInstance(
     config.sizing,
     {
@@ -119,7 +120,9 @@ export async function startRuntime(
       egressFor: (tenantId) => egressPolicies.get(tenantId) ?? defaultEgress,
       clock: systemClock,
       log,
-      outputs: createOutputStore(nc, layout),
+      outputs,
+      // Run steps submit their child runs for their tenants (docs/control-flow.md "Child runs").
+      childRuns: { store, layout, outputs },
       secrets,
       ...(worker ? { worker } : {}),
     },
