@@ -30,6 +30,7 @@ export interface ChildRunPort {
   readonly outputs?: OutputStore;
   /** How often a waiting run step looks at its child run (default 250 ms). */
   readonly pollMs?: number;
+  readonly log?: (fields: Record<string, unknown>) => void;
 }
 
 /** What the execution lends: its journal and the child runs its journal names (mutable). */
@@ -79,7 +80,13 @@ export async function runChild(
   for (;;) {
     if (isTerminal(state.status)) return ended(host, state, childRunId);
     const seq = state.lastSeq;
-    while ((await host.port.store.lastSeq(ref)) === seq) await delay(host.port.pollMs ?? 250, undefined, { signal });
+    // A read that fails (NATS briefly away) counts as "not moved": the step keeps waiting, it does not fail.
+    const moved = () =>
+      host.port.store.lastSeq(ref).then(
+        (at) => at !== seq,
+        () => false,
+      );
+    while (!(await moved())) await delay(host.port.pollMs ?? 250, undefined, { signal });
     state = foldRun((await host.port.store.read(ref)).events);
   }
 }
@@ -176,31 +183,42 @@ export async function cancelChildren(
   stepOf: (id: string) => Step | undefined,
   done: ReadonlySet<string>,
 ): Promise<void> {
-  const { opened, port } = host;
+  const { port } = host;
   for (const [stepId, { childRunId }] of host.children) {
     const step = stepOf(stepId);
     if (done.has(stepId) || step?.kind !== "run" || step.onParentCancel === "abandon") continue;
-    const ref = runRef(opened.tenantId, childRunId);
-    for (let attempt = 1; attempt <= 5; attempt++) {
-      const history = await port.store.read(ref);
-      const s = foldRun(history.events);
-      if (s.status === "none" || isTerminal(s.status) || s.cancelRequested) break;
-      const event = {
-        ...opened.emit("run.cancel-requested", {
-          by: `run:${opened.run.ref.id}`,
-          reason: `parent run ${opened.run.ref.id} was cancelled`,
-        }),
-        correlationId: childRunId,
-      } as DroverEvent;
-      try {
-        await port.store.append(ref, event, {
-          expectedSeq: history.lastSeq,
-          msgId: `${aggregateSubject(port.layout, ref)}:${event.eventId}`,
-        });
-        break;
-      } catch (e) {
-        if (!isDroverError(e, "version-conflict")) throw e;
-      }
+    try {
+      await requestChildCancel(host, childRunId);
+    } catch (e) {
+      // The parent still ends cancelled; the child is then left running (logged, never silent).
+      port.log?.({ event: "child-cancel-failed", childRunId, detail: (e as Error).message });
+    }
+  }
+}
+
+async function requestChildCancel(host: ChildRunHost, childRunId: string): Promise<void> {
+  const { opened, port } = host;
+  const ref = runRef(opened.tenantId, childRunId);
+  for (let attempt = 1; attempt <= 5; attempt++) {
+    const history = await port.store.read(ref);
+    const s = foldRun(history.events);
+    if (s.status === "none" || isTerminal(s.status) || s.cancelRequested) return;
+    const event = {
+      ...opened.emit("run.cancel-requested", {
+        by: `run:${opened.run.ref.id}`,
+        reason: `parent run ${opened.run.ref.id} was cancelled`,
+      }),
+      correlationId: childRunId,
+    } as DroverEvent;
+    try {
+      await port.store.append(ref, event, {
+        expectedSeq: history.lastSeq,
+        msgId: `${aggregateSubject(port.layout, ref)}:${event.eventId}`,
+      });
+      return;
+    } catch (e) {
+      // The child moved meanwhile: read it again and decide again.
+      if (!isDroverError(e, "version-conflict")) throw e;
     }
   }
 }

@@ -122,7 +122,7 @@ export async function startRuntime(
       log,
       outputs,
       // Run steps submit their child runs for their tenants (docs/control-flow.md "Child runs").
-      childRuns: { store, layout, outputs },
+      childRuns: { store, layout, outputs, log },
       secrets,
       ...(worker ? { worker } : {}),
     },
