@@ -17,6 +17,8 @@ import { eventually } from "../support/streams.ts";
 const ROOT = resolve(import.meta.dirname, "../..");
 const TOKEN = "token-tenant-child-0000001";
 const TENANT = "t-child";
+const QUOTA_TOKEN = "token-tenant-child-quota1";
+const QUOTA_TENANT = "t-child-quota";
 const DIR = join(ROOT, ".run", `child-e2e-${randomBytes(4).toString("hex")}`);
 
 /** The child: one tenant-code step squaring `input.n` (map-worker's `tally`, which logs each execution to a file). */
@@ -94,8 +96,21 @@ describe("child runs: a run step submits its child once, even across a SIGKILL, 
             maxConcurrentRunsPerInstance: 4,
             worker: { module: join(ROOT, "test/support/map-worker.ts"), kinds: ["tally"] },
           },
+          // One run at a time: a parent waiting on its child holds the tenant's only slot.
+          {
+            tenantId: QUOTA_TENANT,
+            isolationMode: "dedicated",
+            maxRuntimeInstances: 1,
+            maxConcurrentRuns: 1,
+            workersPerInstance: 2,
+            maxConcurrentRunsPerInstance: 2,
+          },
         ],
-        tokens: { ...base.tokens, [TOKEN]: { role: "tenant", tenantId: TENANT } },
+        tokens: {
+          ...base.tokens,
+          [TOKEN]: { role: "tenant", tenantId: TENANT },
+          [QUOTA_TOKEN]: { role: "tenant", tenantId: QUOTA_TENANT },
+        },
       },
     });
   });
@@ -272,5 +287,47 @@ describe("child runs: a run step submits its child once, even across a SIGKILL, 
     expect(deep.body.error.code).toBe("dag-invalid");
     expect(JSON.stringify(deep.body.error.details.issues)).toMatch(/nest 4 levels deep here, more than the 3 allowed/);
     expect((await api().post("/v1/runs", { dag: nest(3) })).status).toBe(201);
+  });
+
+  it("a child counts against its tenant's quota like any run: with maxConcurrentRuns 1 it waits queued (tenant-quota-exceeded) until its parent's step times out, then runs", async () => {
+    const quota = apiClient(cp.apiUrl, QUOTA_TOKEN);
+    const sub = await quota.post("/v1/runs", {
+      dag: {
+        steps: [
+          {
+            id: "child",
+            kind: "run",
+            timeoutMs: 8_000,
+            dag: { steps: [{ id: "c", kind: "compute", params: { durationMs: 10 } }] },
+          },
+        ],
+      },
+    });
+    expect(sub.status, JSON.stringify(sub.body)).toBe(201);
+    const parent = sub.body.sharedRunId as string;
+    const child = await eventually(
+      "the child queued by the quota",
+      async () => {
+        const id = (await quota.run(parent)).body?.children?.[0]?.sharedRunId as string | undefined;
+        const c = id ? (await quota.run(id)).body : undefined;
+        return c?.status === "queued" && c.lastReason === "tenant-quota-exceeded" ? (id as string) : undefined;
+      },
+      120_000,
+    );
+    const ended = (id: string) =>
+      eventually(
+        `run ${id} ended`,
+        async () => {
+          const r = (await quota.run(id)).body;
+          return ["completed", "failed", "cancelled"].includes(r?.status) ? r : undefined;
+        },
+        120_000,
+      );
+    const p = await ended(parent);
+    expect(p.status).toBe("failed");
+    expect(p.steps[0]).toMatchObject({ id: "child", state: "failed" });
+    expect(p.steps[0].lastError).toMatch(/timeoutMs/);
+    // The parent's end frees the slot: the child is admitted and completes.
+    expect((await ended(child)).status).toBe("completed");
   });
 });
