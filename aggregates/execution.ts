@@ -53,6 +53,11 @@ export interface ExecutionState {
   >;
   /** Journaled map expansions per map step (`map-expanded`), with their sequence. */
   readonly maps: ReadonlyMap<string, DataOf<"exec.map-expanded"> & { readonly seq: number }>;
+  /** Child runs the run steps submitted (`child-run-submitted`), the latest attempt's per step. */
+  readonly children: ReadonlyMap<
+    string,
+    { readonly attempt: number; readonly childRunId: string; readonly seq: number }
+  >;
   readonly terminal?: "completed" | "failed" | "cancelled";
   /** Sequence of the last event folded: the expectation of the next append. */
   readonly lastSeq: number;
@@ -70,6 +75,7 @@ export const initialExecutionState = (): ExecutionState => ({
   conditions: new Map(),
   skipped: new Map(),
   maps: new Map(),
+  children: new Map(),
   lastSeq: 0,
   violations: [],
   steppedOver: [],
@@ -191,6 +197,12 @@ export function evolveExecution(state: ExecutionState, { seq, event }: Sequenced
       if (state.maps.has(stepId))
         return { ...next, violations: [...state.violations, `second map-expanded for ${stepId} at seq ${seq}`] };
       return { ...next, maps: new Map(state.maps).set(stepId, { ...event.data, seq }) };
+    }
+    case "exec.child-run-submitted": {
+      const { stepId, attempt, childRunId } = event.data;
+      if ((state.children.get(stepId)?.attempt ?? 0) >= attempt)
+        return { ...next, violations: [...state.violations, `second child-run-submitted for ${stepId} at seq ${seq}`] };
+      return { ...next, children: new Map(state.children).set(stepId, { attempt, childRunId, seq }) };
     }
     case "exec.paused-for-recovery":
       return { ...next, epoch: Math.max(state.epoch, event.data.newEpoch), pendingRecovery: event.data };

@@ -37,4 +37,11 @@ describe("run fold: a runtime's run events count only from the runtime the run i
     const s = fold([...placed, ev("run.requeued-for-resume"), ev("run.failed")]);
     expect(s.status).toBe("failed");
   });
+
+  it("counts a parent's runtime's run.submitted and run.cancel-requested on its child run (a run step's writes claim no placement)", () => {
+    const submitted = fold([byRuntime("run.submitted", other)]);
+    expect(submitted.status).toBe("submitted");
+    const cancel = fold([...placed, byRuntime("run.cancel-requested", other)]);
+    expect(cancel.cancelRequested).toMatchObject({ seq: 4 });
+  });
 });

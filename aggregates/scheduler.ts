@@ -166,8 +166,9 @@ export function scheduleSteps(
   };
 }
 
-/** True for the kinds that run on a worker; a `sleep` step only waits for its durable timer. */
-export const takesWorker = (step: Pick<Step, "kind"> | undefined): boolean => step?.kind !== "sleep";
+/** True for the kinds that run on a worker; a `sleep` step only waits for its durable timer, a `run` step for its child run. */
+export const takesWorker = (step: Pick<Step, "kind"> | undefined): boolean =>
+  step?.kind !== "sleep" && step?.kind !== "run";
 
 interface Plan {
   readonly order: readonly Step[];

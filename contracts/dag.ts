@@ -4,6 +4,7 @@ import { RefValue, SecretValue, refIssues } from "./step-refs.ts";
 import { Condition, Trigger, conditionIssues } from "./condition.ts";
 import { MapSpec, mapIssues } from "./map.ts";
 import { StepCacheSpec, cacheIssues } from "./step-cache.ts";
+import { OnParentCancel, childRunIssues, type DagCheck } from "./child-run.ts";
 
 /**
  * The DAG a run carries (runtime.md "DAG model"). Step kinds are a closed set; each kind has its
@@ -112,12 +113,29 @@ export const Step = z.discriminatedUnion("kind", [
       params: z.json().default({}).describe("the handler's input; may hold $ref and $secret values"),
     })
     .strict(),
+  z
+    .object({
+      ...base,
+      kind: z.literal("run"),
+      dag: z.record(z.string(), z.unknown()).describe('the child run\'s DAG (docs/control-flow.md "Child runs")'),
+      params: z.json().default({}).describe("the child run's input; may hold $ref values"),
+      onParentCancel: OnParentCancel.default("cancel"),
+    })
+    .strict(),
 ]);
 export type Step = z.infer<typeof Step>;
 export type StepKind = Step["kind"];
-export const STEP_KINDS = ["compute", "flaky", "sleep", "http", "llm", "custom"] as const satisfies readonly StepKind[];
+export const STEP_KINDS = [
+  "compute",
+  "flaky",
+  "sleep",
+  "http",
+  "llm",
+  "custom",
+  "run",
+] as const satisfies readonly StepKind[];
 /** The kinds every runtime runs without a tenant worker. */
-export const BUILTIN_STEP_KINDS = ["compute", "flaky", "sleep", "http", "llm"] as const;
+export const BUILTIN_STEP_KINDS = ["compute", "flaky", "sleep", "http", "llm", "run"] as const;
 
 /**
  * The step kind a step needs from its runtime: its built-in kind, or `custom:<handler>`. Runtimes
@@ -202,7 +220,15 @@ export const DagDefinition = z
   .superRefine((dag, ctx) => {
     for (const message of [...dagIssues(dag.steps), ...cacheIssues(dag.steps)])
       ctx.addIssue({ code: "custom", message, path: ["steps"] });
+    // A run step's child DAG is checked by this same schema (so its own run steps are, one level down).
+    for (const message of childRunIssues(dag.steps, checkChildDag))
+      ctx.addIssue({ code: "custom", message, path: ["steps"] });
   });
 export type DagDefinition = z.infer<typeof DagDefinition>;
+
+function checkChildDag(dag: unknown): ReturnType<DagCheck> {
+  const r = DagDefinition.safeParse(dag);
+  return r.success ? { success: true } : { success: false, error: { issues: r.error.issues } };
+}
 /** The DAG as submitted, before defaults are applied. */
 export type DagInput = z.input<typeof DagDefinition>;

@@ -245,6 +245,11 @@ export const ERROR_CATALOGUE = {
     httpStatus: 422,
     summary: "a step's when condition failed to evaluate over the run input and its dependencies' outputs",
   },
+  "child-run-failed": {
+    retryable: true,
+    httpStatus: 422,
+    summary: "a run step's child run failed, was cancelled or was rejected (the detail names the child run)",
+  },
   "map-too-large": {
     retryable: false,
     httpStatus: 422,

@@ -168,6 +168,16 @@ export const ExecStepReused = defineEvent(
       message: "exactly one of output and outputRef",
     }),
 );
+/**
+ * A run step's decision to submit its child run (docs/control-flow.md "Child runs"), journaled
+ * before the child's `run.submitted`: `childRunId` is derived from (tenant, execution, step,
+ * attempt), so a resumed execution finds the same child instead of submitting another one.
+ */
+export const ExecChildRunSubmitted = defineEvent(
+  "exec",
+  "child-run-submitted",
+  z.object({ stepId: StepId, attempt: z.number().int().positive(), childRunId: SharedRunId }).strict(),
+);
 export const ExecPausedForRecovery = defineEvent(
   "exec",
   "paused-for-recovery",
@@ -217,6 +227,7 @@ export const EXEC_EVENTS = [
   ExecStepSkipped,
   ExecMapExpanded,
   ExecStepReused,
+  ExecChildRunSubmitted,
   ExecPausedForRecovery,
   ExecResumed,
   ExecCompleted,

@@ -16,6 +16,7 @@ import {
 import { Reason } from "./reason.ts";
 import { StepOutput, StoredOutputRef } from "./events-exec.ts";
 import { canonicalSize } from "./json-size.ts";
+import { ParentLink } from "./child-run.ts";
 
 /** Largest run input, in bytes of canonical JSON. */
 export const RUN_INPUT_MAX_BYTES = 64 * 1024;
@@ -47,8 +48,10 @@ export const RunSubmitted = defineEvent(
       dag: DagDefinition,
       idempotencyKey: z.string().min(1).max(200).optional(),
       source: z
-        .enum(["api", "producer", "schedule"])
-        .describe("the HTTP API, a trusted producer publishing to JetStream, or a schedule's fire"),
+        .enum(["api", "producer", "schedule", "run-step"])
+        .describe(
+          "the HTTP API, a trusted producer publishing to JetStream, a schedule's fire, or a parent's run step",
+        ),
       schedule: z
         .object({ scheduleId: ScheduleId, nominalAt: z.iso.datetime() })
         .strict()
@@ -60,6 +63,9 @@ export const RunSubmitted = defineEvent(
       ),
       forkedFrom: ForkOrigin.optional().describe(
         "the run this one forks (POST /v1/runs/:id/fork): its steps not downstream of fromStep are reused",
+      ),
+      parent: ParentLink.optional().describe(
+        "the parent run, execution and run step that submitted this child run (docs/control-flow.md)",
       ),
       input: StepOutput.optional()
         .refine((v) => v === undefined || canonicalSize(v) <= RUN_INPUT_MAX_BYTES, {

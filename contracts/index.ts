@@ -133,6 +133,15 @@ export {
   StepCacheSpec,
   cacheIssues,
 } from "./step-cache.ts";
+export {
+  CHILD_DAG_MAX_BYTES,
+  MAX_RUN_NESTING,
+  OnParentCancel,
+  ParentLink,
+  childRunIssues,
+  childRunKey,
+  runNesting,
+} from "./child-run.ts";
 export { StepOutput, StoredOutputRef, INLINE_OUTPUT_MAX_BYTES, OUTPUT_MAX_BYTES } from "./events-exec.ts";
 export {
   ALL_EVENTS,

@@ -13,6 +13,8 @@ const TOKENS: Record<string, string> = {
   "data-pipeline": "dev-token-data-example-01",
   // Built-in kinds only: any tenant runs it; the data example's tenant is used.
   "control-flow": "dev-token-data-example-01",
+  "control-flow-map": "dev-token-data-example-01",
+  "control-flow-child": "dev-token-data-example-01",
 };
 const [name = "", inputText = "{}"] = process.argv.slice(2);
 const token = TOKENS[name];

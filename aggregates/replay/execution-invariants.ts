@@ -14,6 +14,7 @@ import { rederivationProblem } from "./output-rederivation.ts";
 import { conditionGate, controlProblem, offerControl } from "./condition-invariants.ts";
 import { mapExpandedProblem, mapOutputProblem, offerMaps, stepFor, unexpandedItem } from "./map-invariants.ts";
 import { cacheHitProblem } from "./cache-invariants.ts";
+import { childRunProblem } from "./child-run-invariants.ts";
 import { diverged, match, type Divergence, type ValidationResult } from "./result.ts";
 
 export interface ExecutionReplay {
@@ -190,6 +191,8 @@ function eventProblem(seq: number, event: ExecEvent, c: Ctx): Check {
       };
     case "exec.step-reused":
       return reuseProblem(seq, event, c);
+    case "exec.child-run-submitted":
+      return childRunProblem(seq, event, { ...c, executionId: c.input.executionId });
     case "exec.paused-for-recovery":
     case "exec.resumed":
     case "exec.cancelled":

@@ -15,6 +15,7 @@ export type Invariant =
   | "output-rederivation"
   | "condition-rederivation"
   | "map-rederivation"
+  | "child-run-derivation"
   | "write-after-terminal"
   | "journal-fold"
   // run aggregate

@@ -79,6 +79,10 @@ const DESCRIBE: Describe = {
     "steps",
     `${e.data.stepId} map expanded: ${e.data.count} items, at most ${e.data.maxConcurrency} at once, ${e.data.toleratedFailures} failures tolerated`,
   ],
+  "exec.child-run-submitted": (e) => [
+    "steps",
+    `${e.data.stepId} submitted child run ${e.data.childRunId} (attempt ${e.data.attempt})`,
+  ],
   "exec.step-reused": (e) => [
     "steps",
     `${e.data.stepId} reused from run ${e.data.fromRun}${e.data.cache ? ` step ${e.data.cache.fromStepId} (step cache hit, not executed)` : " (not executed)"}`,

@@ -39,6 +39,8 @@ export function runDetail(run: Json): string {
     `status    ${run.status}${run.lastReason ? ` (${run.lastReason})` : ""}`,
     `tenant    ${run.tenantId}`,
     ...(run.rerunOf ? [`rerun of  ${run.rerunOf}`] : []),
+    ...(run.parent ? [`parent    ${run.parent.sharedRunId} (step ${run.parent.stepId})`] : []),
+    ...((run.children ?? []) as Json[]).map((c) => `child     ${c.sharedRunId} (step ${c.stepId})`),
     ...(run.cancelRequested ? [`cancel    requested by ${run.cancelRequested.by}: ${run.cancelRequested.reason}`] : []),
     ...(Object.keys(run.labels ?? {}).length
       ? [

@@ -229,6 +229,25 @@ describe("dashboard in Chromium (playwright-core): run list, live run page, canc
     await page.close();
   });
 
+  it("links a parent run and its child run (a run step, docs/control-flow.md) both ways on their run pages", async () => {
+    const sub = await call(TENANT_TOKEN, "POST", "/v1/runs", {
+      dag: { name: "ui-parent", steps: [{ id: "sub", kind: "run", dag: sleepChain("ui-child", 1, 10) }] },
+    });
+    expect(sub.status).toBe(201);
+    const id = sub.body.sharedRunId as string;
+    const page = await signedIn(TENANT_TOKEN);
+    await page.goto(`${cp.apiUrl}/#/runs/${id}`);
+    await page.waitForSelector('#run-summary[data-status="completed"]', { timeout: 60_000 });
+    const child = (await call(TENANT_TOKEN, "GET", `/v1/runs/${id}`)).body.children[0].sharedRunId as string;
+    expect(await page.textContent('[data-field="child runs"]')).toBe(`${child} (sub)`);
+    await page.click(`[data-field="child runs"] a[data-run-link="${child}"]`);
+    await page.waitForURL((u) => u.hash.includes(child), { timeout: 30_000 });
+    await page.waitForSelector('#run-summary[data-status="completed"]', { timeout: 30_000 });
+    expect(await page.textContent('[data-field="parent run"]')).toBe(`${id} (step sub)`);
+    expect(await page.getAttribute('[data-field="parent run"] a', "href")).toBe(`#/runs/${id}`);
+    await page.close();
+  });
+
   it("logged no console error and no page error on any page", () => {
     expect(problems).toEqual([]);
   });

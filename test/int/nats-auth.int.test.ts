@@ -59,9 +59,12 @@ describe("NATS identities against a real nats-server with authentication on (bou
     expect(await attempt(nc, `${f.layout.heartbeatPrefix}.${rt}`)).toMatch(/^answered/);
     expect(await attempt(nc, `${p}.exec.acme.e1.step-completed`)).toMatch(/^answered/);
     expect(await attempt(nc, `${p}.run.acme.r1.started`)).toMatch(/^answered/);
+    // A run step's child run of its own tenant (docs/control-flow.md "Child runs"), never another tenant's.
+    expect(await attempt(nc, `${p}.run.acme.r1.submitted`)).toMatch(/^answered/);
+    expect(await attempt(nc, `${p}.run.acme.r1.cancel-requested`)).toMatch(/^answered/);
     const refused = [
-      `${p}.run.acme.r1.submitted`,
       `${p}.run.globex.r1.submitted`,
+      `${p}.run.globex.r1.cancel-requested`,
       `${p}.runtime.${rt}.fenced`,
       `${p}.runtime.${rt}.capacity-published`,
       `${p}.runtime.${rt}.registered`,

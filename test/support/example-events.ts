@@ -264,6 +264,12 @@ export const EXAMPLE_BUILDERS: Builders = {
     writer: runtimeWriter,
     data: { stepId: ids.step, count: 20, itemsDigest: "c".repeat(64), maxConcurrency: 3, toleratedFailures: 2 },
   }),
+  "exec.child-run-submitted": () => ({
+    ...envelope("exec.child-run-submitted"),
+    tenantId: ids.tenant,
+    writer: runtimeWriter,
+    data: { stepId: ids.step, attempt: 1, childRunId: SharedRunId.parse("run-0002") },
+  }),
   "exec.step-reused": () => ({
     ...envelope("exec.step-reused"),
     tenantId: ids.tenant,

@@ -59,3 +59,16 @@ describe("examples/control-flow/dag.json", () => {
     ]);
   });
 });
+
+describe("examples/control-flow-child/dag.json", () => {
+  it("parses: its run step carries a child DAG that is itself valid (a map over the child's input)", () => {
+    const parent = DagDefinition.parse(
+      JSON.parse(readFileSync(resolve(import.meta.dirname, "../../examples/control-flow-child/dag.json"), "utf8")),
+    );
+    const run = parent.steps.find((s) => s.kind === "run");
+    expect(run).toMatchObject({ id: "per-region", onParentCancel: "cancel" });
+    const child = DagDefinition.parse(run!.kind === "run" ? run!.dag : undefined);
+    expect(child.steps.map((s) => s.id)).toEqual(["load", "each"]);
+    expect(child.steps[1]!.map).toMatchObject({ over: "input.items", maxConcurrency: 2 });
+  });
+});

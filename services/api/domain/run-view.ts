@@ -134,6 +134,15 @@ export interface RunDetail extends RunView {
   } | null;
   /** Forks of this run (`run.forked`), in order: the other direction of the link. */
   readonly forks: readonly { readonly sharedRunId: string; readonly fromStep: string }[];
+  /** The run step whose child this run is (`run.submitted` parent; docs/control-flow.md "Child runs"). */
+  readonly parent: {
+    readonly sharedRunId: string;
+    readonly executionId: string;
+    readonly stepId: string;
+    readonly onParentCancel: string;
+  } | null;
+  /** Child runs its run steps submitted (`exec.child-run-submitted` of its executions): the other direction. */
+  readonly children: readonly { readonly sharedRunId: string; readonly stepId: string; readonly attempt: number }[];
   readonly cancelRequested: { readonly by: string; readonly reason: string; readonly seq: number } | null;
   readonly steps: readonly StepView[];
 }
@@ -172,6 +181,19 @@ export function runDetail(
         ),
       ).values(),
     ],
+    parent: submitted?.data.parent
+      ? {
+          sharedRunId: submitted.data.parent.sharedRunId,
+          executionId: submitted.data.parent.executionId,
+          stepId: submitted.data.parent.stepId,
+          onParentCancel: submitted.data.parent.onParentCancel,
+        }
+      : null,
+    children: events.flatMap((e) =>
+      e.event.type === "exec.child-run-submitted"
+        ? [{ sharedRunId: e.event.data.childRunId, stepId: e.event.data.stepId, attempt: e.event.data.attempt }]
+        : [],
+    ),
     cancelRequested: cancel ? { by: cancel.event.data.by, reason: cancel.event.data.reason, seq: cancel.seq } : null,
     steps: view.dag ? stepStates(view.dag, events, view.status) : [],
   };

@@ -68,7 +68,7 @@ export function checkDag(dag: unknown, settings: TenantSettings, tenantId: Tenan
     });
   }
   const offered = new Set((settings.worker?.kinds ?? []).map((k) => `custom:${k}`));
-  const never = requiredStepKinds(parsed.data).filter((k) => k.startsWith("custom:") && !offered.has(k));
+  const never = [...new Set(kindsWithChildren(parsed.data))].filter((k) => k.startsWith("custom:") && !offered.has(k));
   if (never.length > 0)
     throw new DroverError(
       "step-kind-not-offered",
@@ -77,6 +77,12 @@ export function checkDag(dag: unknown, settings: TenantSettings, tenantId: Tenan
     );
   return parsed.data;
 }
+
+/** The kinds a DAG needs, with those of its run steps' child DAGs (they run as the same tenant). */
+const kindsWithChildren = (dag: DagDefinition): string[] => [
+  ...requiredStepKinds(dag),
+  ...dag.steps.flatMap((s) => (s.kind === "run" ? kindsWithChildren(DagDefinition.parse(s.dag)) : [])),
+];
 
 /**
  * Decides a submission against the run's state (as read when an idempotency key names the run;

@@ -68,6 +68,14 @@ export const RunDetailAnswer = RunViewAnswer.extend({
     .array(z.object({ sharedRunId: z.string(), fromStep: z.string() }))
     .readonly()
     .describe("forks of this run, in the order they were made"),
+  parent: z
+    .object({ sharedRunId: z.string(), executionId: z.string(), stepId: z.string(), onParentCancel: z.string() })
+    .nullable()
+    .describe('the run step whose child run this is (docs/control-flow.md "Child runs")'),
+  children: z
+    .array(z.object({ sharedRunId: z.string(), stepId: z.string(), attempt: z.number() }))
+    .readonly()
+    .describe("child runs this run's run steps submitted"),
   cancelRequested: z.object({ by: z.string(), reason: z.string(), seq: z.number() }).nullable(),
   steps: z.array(StepAnswer).readonly(),
 });

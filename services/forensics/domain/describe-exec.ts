@@ -70,6 +70,12 @@ export function describeExec(e: Of<"exec">, executionId: string): Description {
         },
         ex,
       );
+    case "exec.child-run-submitted":
+      return d(
+        `run step ${e.data.stepId} submitted child run ${e.data.childRunId} (attempt ${e.data.attempt})`,
+        { stepId: e.data.stepId, attempt: e.data.attempt, childRunId: e.data.childRunId },
+        ex,
+      );
     case "exec.step-reused":
       return d(
         e.data.cache

@@ -33,7 +33,8 @@ export function evolveExecutionDoc(doc: ExecutionDoc | undefined, f: Fact<ExecEv
         e.type === "exec.step-failed" ||
         e.type === "exec.timer-started" ||
         e.type === "exec.condition-evaluated" ||
-        e.type === "exec.step-reused"))
+        e.type === "exec.step-reused" ||
+        e.type === "exec.child-run-submitted"))
   )
     return s;
   return { ...apply(s, e, f), lastSeq: f.seq };
@@ -65,6 +66,7 @@ function apply(s: ExecutionDoc, e: ExecEvent, f: Fact<ExecEvent>): ExecutionDoc 
     case "exec.timer-started":
     case "exec.condition-evaluated":
     case "exec.step-reused":
+    case "exec.child-run-submitted":
       return s;
     case "exec.map-expanded": {
       const { stepId, count, maxConcurrency, toleratedFailures, itemsDigest } = e.data;

@@ -35,6 +35,7 @@ import { itemValue, settleMaps, type MapHost } from "./map-steps.ts";
 import { itemStep } from "../../../aggregates/map.ts";
 import { MAP_LIMITS, parseMapItemId } from "../../../contracts/index.ts";
 import { cachedStep, cacheHostOf, indexCompletion, type CacheHost, type StepCacheEnv } from "./step-cache.ts";
+import { cancelChildren, childHostOf, withChildRuns, type ChildRunHost, type ChildRunPort } from "./child-runs.ts";
 
 export interface ExecutorEnv {
   readonly workers: WorkerPool;
@@ -54,6 +55,8 @@ export interface ExecutorEnv {
   readonly mapMaxItems?: number;
   /** The step cache across runs (docs/step-cache.md); absent: steps with `cache` always execute. */
   readonly stepCache?: StepCacheEnv;
+  /** Where run steps submit and follow child runs (absent: a run step fails, step-kind-unavailable). */
+  readonly childRuns?: ChildRunPort;
 }
 
 export type ExecutionOutcome =
@@ -64,11 +67,9 @@ export type ExecutionOutcome =
  * Drives one opened execution to its end: asks the pure scheduler which steps to start, runs them on
  * the shared workers (at most maxWorkersPerRun at a time), and makes each outcome durable before a
  * dependent may start. Completed steps from the journal are never re-run; their recorded outputs feed
- * their dependents.
- *
- * Stops at once, writing nothing more, when an append is rejected (`execution-ownership-lost`): the
- * in-flight steps are aborted and their results dropped. `cancel()` aborts the steps and ends the
- * execution with exec/run `cancelled`.
+ * their dependents. Stops at once, writing nothing more, when an append is rejected
+ * (`execution-ownership-lost`): the in-flight steps are aborted and their results dropped. `cancel()`
+ * aborts the steps, cancels its child runs (unless abandoned) and ends the execution `cancelled`.
  */
 export class Execution {
   /** Output values read so far (completed here, or read back from the journal/object store on demand). */
@@ -87,6 +88,7 @@ export class Execution {
   private readonly mapHost: MapHost;
   private readonly end: EndCtx;
   private readonly cacheHost: CacheHost | undefined;
+  private readonly child: ChildRunHost | undefined;
 
   constructor(
     private readonly env: ExecutorEnv,
@@ -96,6 +98,7 @@ export class Execution {
     private readonly input: unknown = undefined,
   ) {
     this.p = progressFrom(opened.prior);
+    this.child = childHostOf(env.childRuns, opened);
     // The deadline counts from the journal's exec.started, so a resumed execution keeps it.
     if (dag.deadlineMs !== undefined) {
       const from = opened.prior.startedAt ? Date.parse(opened.prior.startedAt) : env.clock.now().getTime();
@@ -201,7 +204,7 @@ export class Execution {
           // Skips and conditions are journaled first; the scheduler then decides again over them.
           if ((await settleControlFlow(d, this.control)) || (await settleMaps(d, this.mapHost))) break;
           for (const s of d.start) {
-            // A sleep step only waits on its durable timer: it takes no worker, so other steps and runs use it meanwhile.
+            // A sleep (run) step only waits on its durable timer (child run): it takes no worker meanwhile.
             const needsWorker = takesWorker(this.stepOf(s.stepId));
             const acquired =
               needsWorker &&
@@ -267,7 +270,7 @@ export class Execution {
           ? await durableTimer(this.opened, this.p.timers, this.env.clock, step.id, s.attempt, step.params.durationMs)
           : undefined;
       const outcome = await attemptOutcome(step, this.abort.signal, async (signal) => {
-        const raw = await this.env.runStep(step, {
+        const raw = await withChildRuns(this.child, this.env.runStep)(step, {
           executionId: this.executionId,
           attempt: s.attempt,
           depDigests: this.p.completed,
@@ -361,6 +364,8 @@ export class Execution {
   private async finishCancelled(): Promise<ExecutionOutcome> {
     await this.drained();
     if (this.fatal) throw this.fatal;
+    if (this.child)
+      await cancelChildren(this.child, (id) => this.dag.steps.find((x) => x.id === id), this.p.completedIds);
     await this.opened.exec.append(this.opened.emit("exec.cancelled", { reason: "CancelRun" }));
     await appendRun(this.end, "run.cancelled", { reason: "CancelRun" });
     return { state: "cancelled" };

@@ -102,6 +102,7 @@ export async function startRuntime(
   const store = createEventStore(nc, layout, { subjectScopedReads: true });
 
   const workers = new WorkerPool(config.sizing.workers);
+  const outputs = createOutputStore(nc, layout);
   const instance = new RuntimeInstance(
     config.sizing,
     {
@@ -121,7 +122,9 @@ export async function startRuntime(
       egressFor: (tenantId) => egressPolicies.get(tenantId) ?? defaultEgress,
       clock: systemClock,
       log,
-      outputs: createOutputStore(nc, layout),
+      outputs,
+      // Run steps submit their child runs for their tenants (docs/control-flow.md "Child runs").
+      childRuns: { store, layout, outputs, log },
       secrets,
       ...(worker ? { worker } : {}),
       // The step cache's index, and the journals its entries point at, on the tenant's own subjects.

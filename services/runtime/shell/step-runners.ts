@@ -36,7 +36,7 @@ export type StepRunner = (step: Step, ctx: StepContext) => Promise<unknown>;
 
 /** True for steps whose params are resolved against the run's input and their dependencies' outputs. */
 export const needsOutputs = (step: Step): boolean =>
-  step.kind === "http" || step.kind === "llm" || step.kind === "custom";
+  step.kind === "http" || step.kind === "llm" || step.kind === "custom" || step.kind === "run";
 
 /** Recorded response body, in characters (an output above the inline limit goes to the object store). */
 const MAX_RECORDED_BODY = 1024 * 1024;
@@ -81,6 +81,9 @@ export const runStep: StepRunner = async (step, ctx) => {
     }
     case "custom":
       return runCustom(step, ctx);
+    case "run":
+      // The execution runs run steps itself (child-runs.ts); a runner without its event store cannot.
+      throw new DroverError("step-kind-unavailable", "this runner cannot submit child runs", { retryable: false });
     default:
       return assertNever(step);
   }

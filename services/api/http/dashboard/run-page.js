@@ -62,6 +62,17 @@ export function renderRun({ me, view }, id, params) {
     if (!signal.aborted) where.replaceChildren(h("p", { class: "error" }, err.message));
   };
 
+  // A child or parent run's page (docs/control-flow.md "Child runs"), for the same tenant.
+  const runLink = (id) =>
+    h(
+      "a",
+      {
+        href: `#/runs/${encodeURIComponent(id)}${tenant ? `?tenant=${encodeURIComponent(tenant)}` : ""}`,
+        "data-run-link": id,
+      },
+      id,
+    );
+
   function renderRunView(r) {
     run = r;
     const rows = [
@@ -72,6 +83,15 @@ export function renderRun({ me, view }, id, params) {
       ["runtime", r.placement?.runtimeInstanceId ?? ""],
       ["rerun of", r.rerunOf ?? ""],
       ["forked from", r.forkedFrom ? `${r.forkedFrom.sharedRunId} at ${r.forkedFrom.fromStep}` : ""],
+      ["parent run", r.parent ? h("span", {}, runLink(r.parent.sharedRunId), ` (step ${r.parent.stepId})`) : ""],
+      [
+        "child runs",
+        h(
+          "span",
+          {},
+          ...(r.children ?? []).flatMap((c, i) => [i ? ", " : "", runLink(c.sharedRunId), ` (${c.stepId})`]),
+        ),
+      ],
       ["cancel requested", r.cancelRequested ? `by ${r.cancelRequested.by}: ${r.cancelRequested.reason}` : ""],
       ["last reason", r.lastReason ?? ""],
     ];
