@@ -51,6 +51,8 @@ export interface ExecutionState {
     string,
     { readonly reason: DataOf<"exec.step-skipped">["reason"]; readonly seq: number }
   >;
+  /** Wait steps: the deadline `wait-opened` journaled and, once decided, their `wait-resolved`. */
+  readonly waits: ReadonlyMap<string, { readonly timeoutAt: number; readonly resolved?: DataOf<"exec.wait-resolved"> }>;
   /** Journaled map expansions per map step (`map-expanded`), with their sequence. */
   readonly maps: ReadonlyMap<string, DataOf<"exec.map-expanded"> & { readonly seq: number }>;
   readonly terminal?: "completed" | "failed" | "cancelled";
@@ -70,6 +72,7 @@ export const initialExecutionState = (): ExecutionState => ({
   conditions: new Map(),
   skipped: new Map(),
   maps: new Map(),
+  waits: new Map(),
   lastSeq: 0,
   violations: [],
   steppedOver: [],
@@ -189,6 +192,11 @@ export function evolveExecution(state: ExecutionState, { seq, event }: Sequenced
         return { ...next, violations: [...state.violations, `second map-expanded for ${stepId} at seq ${seq}`] };
       return { ...next, maps: new Map(state.maps).set(stepId, { ...event.data, seq }) };
     }
+    case "exec.wait-opened":
+    case "exec.wait-resolved": {
+      const r = foldWait(state.waits, event, seq);
+      return { ...next, waits: r.waits, ...(r.violation ? { violations: [...state.violations, r.violation] } : {}) };
+    }
     case "exec.paused-for-recovery":
       return { ...next, epoch: Math.max(state.epoch, event.data.newEpoch), pendingRecovery: event.data };
     case "exec.resumed": {
@@ -214,6 +222,21 @@ export function evolveExecution(state: ExecutionState, { seq, event }: Sequenced
     default:
       return assertNever(event);
   }
+}
+
+/** A wait's opening (the first counts) or resolution (once, after its opening). */
+function foldWait(
+  waits: ExecutionState["waits"],
+  e: Extract<ExecEvent, { type: "exec.wait-opened" | "exec.wait-resolved" }>,
+  seq: number,
+): { waits: ExecutionState["waits"]; violation?: string } {
+  const w = waits.get(e.data.stepId);
+  if (e.type === "exec.wait-opened")
+    return w
+      ? { waits, violation: `second wait-opened for ${e.data.stepId} at seq ${seq}` }
+      : { waits: new Map(waits).set(e.data.stepId, { timeoutAt: Date.parse(e.data.timeoutAt) }) };
+  if (!w || w.resolved) return { waits, violation: `wait-resolved for ${e.data.stepId} not open at seq ${seq}` };
+  return { waits: new Map(waits).set(e.data.stepId, { ...w, resolved: e.data }) };
 }
 
 /** Folds a journal (in stream order) from the initial state. */

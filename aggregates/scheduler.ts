@@ -167,7 +167,8 @@ export function scheduleSteps(
 }
 
 /** True for the kinds that run on a worker; a `sleep` step only waits for its durable timer. */
-export const takesWorker = (step: Pick<Step, "kind"> | undefined): boolean => step?.kind !== "sleep";
+export const takesWorker = (step: Pick<Step, "kind"> | undefined): boolean =>
+  step?.kind !== "sleep" && step?.kind !== "wait";
 
 interface Plan {
   readonly order: readonly Step[];

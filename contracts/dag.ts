@@ -3,6 +3,7 @@ import { StepId } from "./ids.ts";
 import { RefValue, SecretValue, refIssues } from "./step-refs.ts";
 import { Condition, Trigger, conditionIssues } from "./condition.ts";
 import { MapSpec, mapIssues } from "./map.ts";
+import { WaitParams, waitIssues } from "./wait.ts";
 
 /**
  * The DAG a run carries (runtime.md "DAG model"). Step kinds are a closed set; each kind has its
@@ -110,12 +111,21 @@ export const Step = z.discriminatedUnion("kind", [
       params: z.json().default({}).describe("the handler's input; may hold $ref and $secret values"),
     })
     .strict(),
+  z.object({ ...base, kind: z.literal("wait"), params: WaitParams }).strict(),
 ]);
 export type Step = z.infer<typeof Step>;
 export type StepKind = Step["kind"];
-export const STEP_KINDS = ["compute", "flaky", "sleep", "http", "llm", "custom"] as const satisfies readonly StepKind[];
+export const STEP_KINDS = [
+  "compute",
+  "flaky",
+  "sleep",
+  "http",
+  "llm",
+  "custom",
+  "wait",
+] as const satisfies readonly StepKind[];
 /** The kinds every runtime runs without a tenant worker. */
-export const BUILTIN_STEP_KINDS = ["compute", "flaky", "sleep", "http", "llm"] as const;
+export const BUILTIN_STEP_KINDS = ["compute", "flaky", "sleep", "http", "llm", "wait"] as const;
 
 /**
  * The step kind a step needs from its runtime: its built-in kind, or `custom:<handler>`. Runtimes
@@ -129,7 +139,9 @@ export const requiredStepKinds = (dag: { steps: readonly { kind: string; handler
   [...new Set(dag.steps.map(requiredKindOf))].sort();
 
 /** Structural checks beyond the per-step schema; each returns a message naming the offending step. */
-export function dagIssues(steps: readonly Pick<Step, "id" | "dependsOn" | "params" | "when" | "map">[]): string[] {
+export function dagIssues(
+  steps: readonly (Pick<Step, "id" | "dependsOn" | "params" | "when" | "map"> & { kind?: string })[],
+): string[] {
   const issues: string[] = [];
   const ids = new Set<string>();
   for (const s of steps) {
@@ -146,7 +158,7 @@ export function dagIssues(steps: readonly Pick<Step, "id" | "dependsOn" | "param
     }
     issues.push(...refIssues(s), ...conditionIssues(s));
   }
-  issues.push(...mapIssues(steps));
+  issues.push(...mapIssues(steps), ...waitIssues(steps));
   if (issues.length === 0) {
     const cycle = findCycle(steps);
     if (cycle) issues.push(`dependency cycle: ${cycle.join(" -> ")}`);

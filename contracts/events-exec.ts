@@ -10,6 +10,7 @@ import {
   StepId,
 } from "./ids.ts";
 import { Reason, ReasonCode } from "./reason.ts";
+import { ExecWaitOpened, ExecWaitResolved } from "./events-wait.ts";
 
 /**
  * JSON value recorded as a step output. Read models never store it as a document (FerretDB cannot
@@ -212,6 +213,8 @@ export const EXEC_EVENTS = [
   ExecConditionEvaluated,
   ExecStepSkipped,
   ExecMapExpanded,
+  ExecWaitOpened,
+  ExecWaitResolved,
   ExecStepReused,
   ExecPausedForRecovery,
   ExecResumed,

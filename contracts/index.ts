@@ -125,6 +125,7 @@ export {
   parseMapItemId,
   toleratedCount,
 } from "./map.ts";
+export { WAIT_LIMITS, WaitName, WaitParams, WaitResolver, mayResolve, payloadChecker, waitIssues } from "./wait.ts";
 export { StepOutput, StoredOutputRef, INLINE_OUTPUT_MAX_BYTES, OUTPUT_MAX_BYTES } from "./events-exec.ts";
 export {
   ALL_EVENTS,

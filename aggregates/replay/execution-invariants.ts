@@ -13,6 +13,7 @@ import { canonicalJson } from "../step-inputs.ts";
 import { rederivationProblem } from "./output-rederivation.ts";
 import { conditionGate, controlProblem, offerControl } from "./condition-invariants.ts";
 import { mapExpandedProblem, mapOutputProblem, offerMaps, stepFor, unexpandedItem } from "./map-invariants.ts";
+import { waitProblem } from "./wait-invariants.ts";
 import { diverged, match, type Divergence, type ValidationResult } from "./result.ts";
 
 export interface ExecutionReplay {
@@ -189,6 +190,9 @@ function eventProblem(seq: number, event: ExecEvent, c: Ctx): Check {
       };
     case "exec.step-reused":
       return reuseProblem(seq, event, c);
+    case "exec.wait-opened":
+    case "exec.wait-resolved":
+      return waitProblem(seq, event, c.byId.get(event.data.stepId));
     case "exec.paused-for-recovery":
     case "exec.resumed":
     case "exec.cancelled":

@@ -34,6 +34,8 @@ import { durableTimer, progressFrom, type LocalProgress } from "./execution-prog
 import { itemValue, settleMaps, type MapHost } from "./map-steps.ts";
 import { itemStep } from "../../../aggregates/map.ts";
 import { MAP_LIMITS, parseMapItemId } from "../../../contracts/index.ts";
+import type { EventStore } from "../../../streams/types.ts";
+import { runWait, type WaitHost } from "./wait-steps.ts";
 
 export interface ExecutorEnv {
   readonly workers: WorkerPool;
@@ -51,6 +53,10 @@ export interface ExecutorEnv {
   readonly worker?: LoadedWorker;
   /** The largest map step expansion (default 10 000; not read from the environment yet). */
   readonly mapMaxItems?: number;
+  /** Where wait steps read their run's signals (absent: a wait step fails). */
+  readonly signals?: EventStore;
+  /** How often a waiting step looks for its signal (default 500 ms). */
+  readonly waitPollMs?: number;
 }
 
 export type ExecutionOutcome =
@@ -82,6 +88,7 @@ export class Execution {
   private readonly p: LocalProgress;
   private readonly control: ControlFlowHost;
   private readonly mapHost: MapHost;
+  private readonly waitHost: WaitHost;
   private readonly end: EndCtx;
 
   constructor(
@@ -119,6 +126,13 @@ export class Execution {
       stepOf: (id) => this.stepOf(id),
       valueOf: (id) => this.valueOf(id),
       completedNow: (id, value, digest) => this.completedNow(id, value, digest),
+    };
+    this.waitHost = {
+      opened,
+      clock: env.clock,
+      ...(env.signals ? { store: env.signals } : {}),
+      waits: new Map(opened.prior.waits),
+      pollMs: env.waitPollMs ?? 500,
     };
     this.end = {
       opened,
@@ -196,7 +210,7 @@ export class Execution {
           // Skips and conditions are journaled first; the scheduler then decides again over them.
           if ((await settleControlFlow(d, this.control)) || (await settleMaps(d, this.mapHost))) break;
           for (const s of d.start) {
-            // A sleep step only waits on its durable timer: it takes no worker, so other steps and runs use it meanwhile.
+            // A sleep or wait step only waits (timer, signal): it takes no worker, so other steps and runs use it meanwhile.
             const needsWorker = takesWorker(this.stepOf(s.stepId));
             const acquired =
               needsWorker &&
@@ -255,6 +269,9 @@ export class Execution {
           ? await durableTimer(this.opened, this.p.timers, this.env.clock, step.id, s.attempt, step.params.durationMs)
           : undefined;
       const outcome = await attemptOutcome(step, this.abort.signal, async (signal) => {
+        const where = `${this.opened.tenantId}/${this.executionId}/${step.id}`;
+        if (step.kind === "wait")
+          return recordableOutput(await runWait(this.waitHost, step, signal), where, this.env.outputs, undefined);
         const raw = await this.env.runStep(step, {
           executionId: this.executionId,
           attempt: s.attempt,

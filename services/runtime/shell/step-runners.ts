@@ -81,6 +81,9 @@ export const runStep: StepRunner = async (step, ctx) => {
     }
     case "custom":
       return runCustom(step, ctx);
+    case "wait":
+      // The execution runs wait steps itself (wait-steps.ts): they read the run's signals, not a worker.
+      throw new DroverError("step-non-retryable", `wait step ${step.id} reached a step runner`, { retryable: false });
     default:
       return assertNever(step);
   }
