@@ -1,14 +1,20 @@
+import { createHash } from "node:crypto";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { validateExecution } from "../../aggregates/replay-validation.ts";
+import { runsMain } from "../../cli/runs/program.ts";
+import { TOKENS } from "../support/api-app.ts";
 import { DagDefinition, type DagInput } from "../../contracts/index.ts";
-import { runRef, type StoredEvent } from "../../streams/index.ts";
+import { execRef, runRef, type AggregateRef, type StoredEvent } from "../../streams/index.ts";
 import { apiFixture, auth, type ApiFixture } from "../support/api-app.ts";
 import {
   admitAndDispatch,
   journal,
   openControlPlaneDouble,
   pauseForRecovery,
-  waitForAggregate,
-  waitForJournal,
   type ControlPlaneDouble,
 } from "../support/control-plane-double.ts";
 import { uniqueName } from "../support/isolation.ts";
@@ -16,7 +22,8 @@ import { startRuntimeProcess, type RuntimeProcess } from "../support/runtime-pro
 
 // Boundary: runs with wait steps submitted through the real API (fastify, inject) onto a real
 // nats-server, executed by real runtime processes (one killed with SIGKILL); signals go through
-// POST /v1/runs/:id/signals/:name and are read back from JetStream by the runtime.
+// POST /v1/runs/:id/signals/:name (and `drover runs signal` over real HTTP) and are read back from
+// JetStream by the runtime.
 const TENANT = "acme";
 let fx: ApiFixture;
 let cp: ControlPlaneDouble;
@@ -89,6 +96,23 @@ async function dispatch(to: RuntimeProcess, sharedRunId: string, dagInput: DagIn
   return String((r.payload.run as { executionId: string }).executionId);
 }
 
+/**
+ * Reads the aggregate every 50 ms until `pred` holds (deadline 30 s). A read, not a core
+ * subscription, is the trigger: a waiter must not miss an event appended between its reads.
+ */
+async function until(
+  ref: AggregateRef,
+  pred: (es: readonly StoredEvent[]) => boolean,
+): Promise<readonly StoredEvent[]> {
+  const deadline = performance.now() + 30_000;
+  for (;;) {
+    const events = (await cp.store.read(ref)).events;
+    if (pred(events)) return events;
+    if (performance.now() > deadline)
+      throw new Error(`${ref.aggregate} ${ref.id}: not reached in 30 s (last ${events.at(-1)?.event.type})`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
 const signal = (sharedRunId: string, who: Parameters<typeof auth>[0], payload: unknown, signalId?: string) =>
   fx.app.inject({
     method: "POST",
@@ -107,14 +131,14 @@ describe("wait steps through the API and a real runtime", () => {
     const dag = waitDag({ timeoutMs: 60_000, schema: approvalSchema, resolvers: ["role:approver"] });
     const sharedRunId = await submit(dag);
     const executionId = await dispatch(rt, sharedRunId, dag);
-    await waitForJournal(cp, TENANT, executionId, opened);
+    await until(execRef(TENANT, executionId), opened);
 
     // While the run waits, another run on the same one-worker runtime runs to its end.
     const other: DagInput = { steps: [{ id: "work", kind: "compute", params: { durationMs: 200 } }] };
     const otherId = await submit(other);
     const t0 = performance.now();
     const otherExec = await dispatch(rt, otherId, other);
-    await waitForJournal(cp, TENANT, otherExec, (es) => es.some((e) => e.event.type === "exec.completed"));
+    await until(execRef(TENANT, otherExec), (es) => es.some((e) => e.event.type === "exec.completed"));
     const otherMs = performance.now() - t0;
 
     const before = await cp.store.lastSeq(runRef(TENANT, sharedRunId));
@@ -151,7 +175,7 @@ describe("wait steps through the API and a real runtime", () => {
       signal: { by: "tenant:acme:token:alice", stepId: "review" },
     });
 
-    const events = await waitForJournal(cp, TENANT, executionId, ended);
+    const events = await until(execRef(TENANT, executionId), ended);
     expect(of(events, "exec.wait-resolved")).toEqual([
       {
         stepId: "review",
@@ -165,7 +189,11 @@ describe("wait steps through the API and a real runtime", () => {
     const review = of(events, "exec.step-completed").find((d) => (d as { stepId: string }).stepId === "review");
     expect(review).toMatchObject({ output: { approved: true, note: "ship it" } });
     expect(of(events, "exec.completed")).toHaveLength(1);
-    await waitForAggregate(cp, runRef(TENANT, sharedRunId), (es) => es.some((e) => e.event.type === "run.completed"));
+    const digest = (t: string) => createHash("sha256").update(t).digest("hex");
+    expect(validateExecution({ executionId, journal: events, dag: DagDefinition.parse(dag), digest })).toMatchObject({
+      kind: "match",
+    });
+    await until(runRef(TENANT, sharedRunId), (es) => es.some((e) => e.event.type === "run.completed"));
     const done = await fx.app.inject({ url: `/v1/runs/${sharedRunId}`, headers: auth("acme") });
     expect(done.json().waits[0]).toMatchObject({ state: "resolved", signal: { by: "tenant:acme:token:alice" } });
     console.log(
@@ -177,8 +205,29 @@ describe("wait steps through the API and a real runtime", () => {
   it("a signal sent before the run started is kept and consumed when the wait opens; a repeat with its signal id is answered again, another is 409", async () => {
     const dag = waitDag({ timeoutMs: 60_000 });
     const sharedRunId = await submit(dag);
-    const early = await signal(sharedRunId, "acme", { approved: true }, "sig-1");
-    expect(early.statusCode, early.body).toBe(202);
+    // The early signal goes through the CLI over real HTTP: drover runs signal ID NAME --data @file.
+    const url = await fx.app.listen({ port: 0, host: "127.0.0.1" });
+    const dir = await mkdtemp(join(tmpdir(), "drover-signal-"));
+    await writeFile(join(dir, "payload.json"), JSON.stringify({ approved: true }));
+    let out = "";
+    const code = await runsMain(
+      [
+        "signal",
+        sharedRunId,
+        "approval",
+        "--data",
+        `@${join(dir, "payload.json")}`,
+        "--signal-id",
+        "sig-1",
+        "-o",
+        "json",
+      ],
+      { out: (t) => (out += t), err: (t) => (out += t), env: { DROVER_API_URL: url, DROVER_TOKEN: TOKENS.acme } },
+    );
+    await rm(dir, { recursive: true, force: true });
+    expect(code, out).toBe(0);
+    const early = { json: () => JSON.parse(out) as { outcome: string; signal: { seq: number } } };
+    expect(early.json().outcome).toBe("accepted");
     const again = await signal(sharedRunId, "acme", { approved: true }, "sig-1");
     expect(again.statusCode).toBe(200);
     expect(again.json()).toMatchObject({ outcome: "duplicate", signal: { seq: early.json().signal.seq } });
@@ -192,7 +241,7 @@ describe("wait steps through the API and a real runtime", () => {
     });
 
     const executionId = await dispatch(rt, sharedRunId, dag);
-    const events = await waitForJournal(cp, TENANT, executionId, ended);
+    const events = await until(execRef(TENANT, executionId), ended);
     expect(of(events, "exec.wait-resolved")).toMatchObject([
       { by: "signal", signalId: "sig-1", principal: "tenant:acme" },
     ]);
@@ -209,29 +258,27 @@ describe("wait steps through the API and a real runtime", () => {
     const contId = await submit(continuing);
     const contExec = await dispatch(rt, contId, continuing);
 
-    const f = await waitForJournal(cp, TENANT, failExec, ended);
-    expect(of(f, "exec.wait-resolved")).toEqual([{ stepId: "review", name: "approval", by: "timeout" }]);
-    expect(of(f, "exec.step-failed")).toMatchObject([{ stepId: "review", code: "wait-timeout" }]);
-    expect(of(f, "exec.failed")).toMatchObject([{ reason: { code: "wait-timeout" }, stepId: "review" }]);
-    const fr = await waitForAggregate(cp, runRef(TENANT, failId), (es) =>
-      es.some((e) => e.event.type === "run.failed"),
-    );
-    expect(of(fr, "run.failed")).toMatchObject([{ reason: { code: "wait-timeout" } }]);
-
     // A signal after the timeout was decided is kept on the run and resolves nothing.
-    await waitForJournal(cp, TENANT, contExec, (es) => es.some((e) => e.event.type === "exec.wait-resolved"));
+    await until(execRef(TENANT, contExec), (es) => es.some((e) => e.event.type === "exec.wait-resolved"));
     const late = await signal(contId, "acme", { approved: true });
     expect(late.statusCode, late.body).toBe(202);
-    const c = await waitForJournal(cp, TENANT, contExec, ended);
+    const c = await until(execRef(TENANT, contExec), ended);
     expect(of(c, "exec.wait-resolved")).toEqual([{ stepId: "review", name: "approval", by: "timeout" }]);
     const review = of(c, "exec.step-completed").find((d) => (d as { stepId: string }).stepId === "review");
     expect(review).toMatchObject({ output: { approved: false } });
     expect(of(c, "exec.completed")).toHaveLength(1);
-    await waitForAggregate(cp, runRef(TENANT, contId), (es) => es.some((e) => e.event.type === "run.completed"));
+    await until(runRef(TENANT, contId), (es) => es.some((e) => e.event.type === "run.completed"));
     const after = await signal(contId, "acme", { approved: true }, "other");
     expect(after.statusCode).toBe(409);
     const view = await fx.app.inject({ url: `/v1/runs/${contId}`, headers: auth("acme") });
     expect(view.json().waits[0]).toMatchObject({ state: "timed-out", signal: { by: "tenant:acme" } });
+
+    const f = await until(execRef(TENANT, failExec), ended);
+    expect(of(f, "exec.wait-resolved")).toEqual([{ stepId: "review", name: "approval", by: "timeout" }]);
+    expect(of(f, "exec.step-failed")).toMatchObject([{ stepId: "review", code: "wait-timeout" }]);
+    expect(of(f, "exec.failed")).toMatchObject([{ reason: { code: "wait-timeout" }, stepId: "review" }]);
+    const fr = await until(runRef(TENANT, failId), (es) => es.some((e) => e.event.type === "run.failed"));
+    expect(of(fr, "run.failed")).toMatchObject([{ reason: { code: "wait-timeout" } }]);
   });
 
   it("a wait survives a SIGKILL of its runtime: the replacement resumes the same ExecutionId, keeps the journaled deadline, and the signal completes it", async () => {
@@ -239,7 +286,7 @@ describe("wait steps through the API and a real runtime", () => {
     const sharedRunId = await submit(dag);
     const a = await runtime();
     const executionId = await dispatch(a, sharedRunId, dag);
-    const before = await waitForJournal(cp, TENANT, executionId, opened);
+    const before = await until(execRef(TENANT, executionId), opened);
     await a.kill();
     await pauseForRecovery(cp, {
       tenantId: TENANT,
@@ -278,16 +325,31 @@ describe("wait steps through the API and a real runtime", () => {
       },
     } as never);
     expect(r.success, JSON.stringify(r)).toBe(true);
-    await waitForJournal(cp, TENANT, executionId, (es) => es.some((e) => e.event.type === "exec.resumed"));
+    await until(execRef(TENANT, executionId), (es) => es.some((e) => e.event.type === "exec.resumed"));
 
     const ok = await signal(sharedRunId, "acme", { approved: true });
     expect(ok.statusCode, ok.body).toBe(202);
-    const events = await waitForJournal(cp, TENANT, executionId, ended);
+    const events = await until(execRef(TENANT, executionId), ended);
     expect(of(events, "exec.wait-opened")).toEqual(of(before, "exec.wait-opened"));
     expect(of(events, "exec.wait-resolved")).toMatchObject([{ by: "signal", principal: "tenant:acme" }]);
     const resolved = events.find((e) => e.event.type === "exec.wait-resolved")!;
     expect(resolved.event.writer).toMatchObject({ runtimeInstanceId: b.runtimeInstanceId, epoch: 1 });
     expect(of(events, "exec.completed")).toHaveLength(1);
     expect(of(await journal(cp, TENANT, executionId), "exec.step-completed")).toHaveLength(3);
+  });
+
+  it("examples/control-flow-wait/dag.json: a reject signal becomes the review step's output and its false condition skips publish", async () => {
+    const path = resolve(import.meta.dirname, "../../examples/control-flow-wait/dag.json");
+    const dag = JSON.parse(readFileSync(path, "utf8")) as DagInput;
+    const sharedRunId = await submit(dag);
+    const executionId = await dispatch(rt, sharedRunId, dag);
+    await until(execRef(TENANT, executionId), opened);
+    const no = await signal(sharedRunId, "acmeBob", { approved: false, note: "not yet" });
+    expect(no.statusCode, no.body).toBe(202);
+    const events = await until(execRef(TENANT, executionId), ended);
+    const review = of(events, "exec.step-completed").find((d) => (d as { stepId: string }).stepId === "review");
+    expect(review).toMatchObject({ output: { approved: false, note: "not yet" } });
+    expect(of(events, "exec.step-skipped")).toMatchObject([{ stepId: "publish", reason: "condition-false" }]);
+    expect(of(events, "exec.completed")).toHaveLength(1);
   });
 });
