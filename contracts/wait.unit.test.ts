@@ -38,6 +38,11 @@ describe("wait steps at submission (pure contract, no transport)", () => {
     [{ ...approval, onTimeout: "continue", defaultOutput: { approved: "no" } }, /defaultOutput does not fit/],
     [{ ...approval, schema: { type: "string", pattern: "^(a+)+$" } }, /keyword "pattern" is not supported/],
     [{ ...approval, schema: { type: "strng" } }, /schema: Unsupported type/],
+    [{ ...approval, schema: { type: "object", patternProperties: { "^a": {} } } }, /"patternProperties" is not/],
+    [{ ...approval, schema: { $ref: "https://example.com/s.json" } }, /External \$ref is not supported/],
+    [{ ...approval, schema: { not: { type: "string" } } }, /not is not supported/],
+    [{ ...approval, schema: { if: { type: "string" }, then: { maxLength: 1 } } }, /if\/then\/else\) are not supported/],
+    [{ ...approval, schema: { description: "x".repeat(9000) } }, /more than 8192/],
     [{ ...approval, resolvers: ["user:alice"] }, /token:<name> or role:<role>/],
     [{ ...approval, timeoutMs: 0 }, /./],
   ])("refuses %j", (params, message) => {

@@ -141,11 +141,7 @@ describe("a wait survives control-plane restarts and a runtime SIGKILL, and the 
       });
       const before = await store.lastSeq({ aggregate: "run", tenantId: TENANT, id });
       await bob.click('button[data-wait-action="approval:Approve"]');
-      await bob.waitForFunction(
-        () => document.querySelector('[data-wait-note="approval"]')?.textContent?.includes("may not resolve"),
-        undefined,
-        { timeout: 15_000 },
-      );
+      await bob.waitForSelector('[data-wait-note="approval"]:has-text("may not resolve")', { timeout: 15_000 });
       expect(await store.lastSeq({ aggregate: "run", tenantId: TENANT, id })).toBe(before);
 
       const alice = await runPage(ALICE, id);

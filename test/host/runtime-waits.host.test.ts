@@ -155,6 +155,9 @@ describe("wait steps through the API and a real runtime", () => {
     const bad = await signal(sharedRunId, "acmeAlice", { approved: "yes" });
     expect(bad.statusCode, bad.body).toBe(400);
     expect(bad.json().error.message).toContain("approved");
+    const huge = await signal(sharedRunId, "acmeAlice", { approved: true, note: "x".repeat(33 * 1024) });
+    expect(huge.statusCode).toBe(400);
+    expect(huge.json().error.message).toContain("more than 32768");
     const unknown = await fx.app.inject({
       method: "POST",
       url: `/v1/runs/${sharedRunId}/signals/other`,

@@ -34,8 +34,7 @@ import { durableTimer, progressFrom, type LocalProgress } from "./execution-prog
 import { itemValue, settleMaps, type MapHost } from "./map-steps.ts";
 import { itemStep } from "../../../aggregates/map.ts";
 import { MAP_LIMITS, parseMapItemId } from "../../../contracts/index.ts";
-import type { EventStore } from "../../../streams/types.ts";
-import { runWait, type WaitHost } from "./wait-steps.ts";
+import { runWait, waitHostOf, type WaitHost, type WaitSignals } from "./wait-steps.ts";
 
 export interface ExecutorEnv {
   readonly workers: WorkerPool;
@@ -53,10 +52,8 @@ export interface ExecutorEnv {
   readonly worker?: LoadedWorker;
   /** The largest map step expansion (default 10 000; not read from the environment yet). */
   readonly mapMaxItems?: number;
-  /** Where wait steps read their run's signals (absent: a wait step fails). */
-  readonly signals?: EventStore;
-  /** How often a waiting step looks for its signal (default 500 ms). */
-  readonly waitPollMs?: number;
+  /** Where wait steps read their run's signals, and how often (absent: a wait step fails). */
+  readonly signals?: WaitSignals;
 }
 
 export type ExecutionOutcome =
@@ -127,13 +124,7 @@ export class Execution {
       valueOf: (id) => this.valueOf(id),
       completedNow: (id, value, digest) => this.completedNow(id, value, digest),
     };
-    this.waitHost = {
-      opened,
-      clock: env.clock,
-      ...(env.signals ? { store: env.signals } : {}),
-      waits: new Map(opened.prior.waits),
-      pollMs: env.waitPollMs ?? 500,
-    };
+    this.waitHost = waitHostOf(opened, env.clock, env.signals);
     this.end = {
       opened,
       dag,
@@ -269,9 +260,9 @@ export class Execution {
           ? await durableTimer(this.opened, this.p.timers, this.env.clock, step.id, s.attempt, step.params.durationMs)
           : undefined;
       const outcome = await attemptOutcome(step, this.abort.signal, async (signal) => {
-        const where = `${this.opened.tenantId}/${this.executionId}/${step.id}`;
+        const prefix = `${this.opened.tenantId}/${this.executionId}/${step.id}`;
         if (step.kind === "wait")
-          return recordableOutput(await runWait(this.waitHost, step, signal), where, this.env.outputs, undefined);
+          return recordableOutput(await runWait(this.waitHost, step, signal), prefix, this.env.outputs, undefined);
         const raw = await this.env.runStep(step, {
           executionId: this.executionId,
           attempt: s.attempt,
@@ -293,7 +284,6 @@ export class Execution {
           ...(this.env.worker ? { worker: this.env.worker } : {}),
           log: this.env.log,
         });
-        const prefix = `${this.opened.tenantId}/${this.executionId}/${step.id}`;
         return recordableOutput(raw, prefix, this.env.outputs, this.env.secrets);
       });
       // After cancel or lost ownership nothing more is written: the step's result is dropped.

@@ -121,7 +121,7 @@ export async function startRuntime(
       log,
       outputs: createOutputStore(nc, layout),
       secrets,
-      signals: store,
+      signals: { store },
       ...(worker ? { worker } : {}),
     },
     hostIncarnation,

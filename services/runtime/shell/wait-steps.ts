@@ -8,6 +8,21 @@ import type { ExecutionState } from "../../../aggregates/execution.ts";
 
 export type WaitState = ExecutionState["waits"] extends ReadonlyMap<string, infer W> ? W : never;
 
+/** Where a runtime's wait steps read their runs' signals (its subject-scoped store), and how often. */
+export interface WaitSignals {
+  readonly store: EventStore;
+  readonly pollMs?: number;
+}
+
+/** The wait state of one execution: the journal's waits (a resumed execution keeps their deadlines). */
+export const waitHostOf = (opened: OpenedExecution, clock: Clock, signals: WaitSignals | undefined): WaitHost => ({
+  opened,
+  clock,
+  ...(signals ? { store: signals.store } : {}),
+  waits: new Map(opened.prior.waits),
+  pollMs: signals?.pollMs ?? 500,
+});
+
 export interface WaitHost {
   readonly opened: OpenedExecution;
   readonly clock: Clock;
