@@ -171,6 +171,9 @@ describe("wait steps through the API and a real runtime", () => {
     expect(open.json().waits).toMatchObject([
       { stepId: "review", name: "approval", state: "open", resolvers: ["role:approver"], signal: null },
     ]);
+    // The dashboard offers the buttons by /v1/me's name and roles.
+    const me = await fx.app.inject({ url: "/v1/me", headers: auth("acmeAlice") });
+    expect(me.json()).toEqual({ role: "tenant", tenantId: "acme", name: "alice", roles: ["approver"] });
     const ok = await signal(sharedRunId, "acmeAlice", { approved: true, note: "ship it" });
     expect(ok.statusCode, ok.body).toBe(202);
     expect(ok.json()).toMatchObject({

@@ -29,7 +29,7 @@ export function renderRun({ me, view }, id, params) {
   const cancelNote = h("span", { class: "muted", id: "cancel-note" });
   const fork = forkControl({ base, url, signal, tenant });
   el.actions.append(cancel, " ", cancelNote, " ", fork.el);
-  const waits = waitControl({ base, signal, canSignal: me.role === "tenant", onSent: () => refresh() });
+  const waits = waitControl({ base, signal, me, onSent: () => refresh() });
   view.append(
     h("p", {}, h("a", { href: tenant ? `#/runs?tenant=${encodeURIComponent(tenant)}` : "#/runs" }, "← runs")),
     h("h1", {}, "Run ", h("code", {}, id)),

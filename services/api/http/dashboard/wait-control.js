@@ -1,11 +1,21 @@
 // The run page's waits (docs/control-flow.md "Waits"): each wait step's state, deadline, resolvers
-// and the signal it got; for a wait with no signal yet, a tenant session gets a JSON payload field
-// and Send, plus Approve / Reject that send {"approved": true|false}. The API decides who may
-// resolve it: a token that is no resolver sees the 403 beside the buttons, and nothing is written.
+// and the signal it got; for a wait with no signal yet, a tenant session whose token may resolve it
+// (by GET /v1/me's name and roles: any token when the wait names no resolvers) gets Approve / Reject,
+// which send {"approved": true|false}, and a JSON payload field with Send. The API still decides:
+// a refused signal's error is shown beside the buttons, and nothing is written.
 import { api } from "./api.js";
 import { badge, fmtTime, h, table } from "./dom.js";
 
-export function waitControl({ base, signal, canSignal, onSent }) {
+/** The API's rule (contracts/wait.ts mayResolve), to offer the buttons only to a token it would accept. */
+const mayResolve = (resolvers, me) =>
+  resolvers === null ||
+  resolvers.some(
+    (r) =>
+      (me.name !== undefined && r === `token:${me.name}`) ||
+      (r.startsWith("role:") && (me.roles ?? []).includes(r.slice(5))),
+  );
+
+export function waitControl({ base, signal, me, onSent }) {
   const el = h("div", { id: "waits" });
 
   const send = (w, payload, note) =>
@@ -19,7 +29,8 @@ export function waitControl({ base, signal, canSignal, onSent }) {
       });
 
   function controls(w) {
-    if (!canSignal || w.signal !== null || w.state === "ended" || w.state === "timed-out") return "";
+    const allowed = me.role === "tenant" && mayResolve(w.resolvers, me);
+    if (!allowed || w.signal !== null || w.state === "ended" || w.state === "timed-out") return "";
     const note = h("span", { class: "muted", "data-wait-note": w.name });
     const field = h("input", {
       type: "text",
