@@ -254,6 +254,13 @@ describe("wait steps through the API and a real runtime", () => {
     expect(of(events, "exec.completed")).toHaveLength(1);
     const signals = of((await cp.store.read(runRef(TENANT, sharedRunId))).events, "run.signal-received");
     expect(signals).toHaveLength(1);
+    // drover runs get lists the run's waits under its steps.
+    await until(runRef(TENANT, sharedRunId), (es) => es.some((e) => e.event.type === "run.completed"));
+    let got = "";
+    const env = { DROVER_API_URL: url, DROVER_TOKEN: TOKENS.acme };
+    expect(await runsMain(["get", sharedRunId], { out: (t) => (got += t), err: (t) => (got += t), env })).toBe(0);
+    expect(got).toMatch(/WAIT\s+STEP\s+STATE/);
+    expect(got).toMatch(/approval\s+review\s+resolved\s+\S+\s+any tenant token\s+tenant:acme/);
   });
 
   it("a timeout ends as declared: onTimeout fail fails the run with wait-timeout; continue completes the step with its defaultOutput", async () => {
