@@ -90,8 +90,9 @@ export const initialRunState = (): RunState => ({
 });
 
 /**
- * Run events other writers append without taking the run over: the API's cancel request. The
- * runtime steps over them when it appends its terminal run event (the run is still its own).
+ * Run events other writers append without taking the run over: the API's cancel request, fork
+ * link and wait signal. The runtime steps over them when it appends its terminal run event (the
+ * run is still its own); starting a run steps over a signal only (execution-open.ts).
  */
 export const RUN_REQUESTS: ReadonlySet<string> = new Set(["run.cancel-requested", "run.forked", "run.signal-received"]);
 

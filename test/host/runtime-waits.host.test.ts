@@ -263,6 +263,36 @@ describe("wait steps through the API and a real runtime", () => {
     expect(got).toMatch(/approval\s+review\s+resolved\s+\S+\s+any tenant token\s+tenant:acme/);
   });
 
+  it("a signal appended after the run was dispatched and before the runtime started it does not stop the start: run.started steps over it", async () => {
+    const dag = waitDag({ timeoutMs: 60_000 });
+    const sharedRunId = await submit(dag);
+    const parsed = DagDefinition.parse(dag);
+    const placement = { tenantId: TENANT, sharedRunId, localRunId: `${sharedRunId}-l1` };
+    const dispatchedSeq = await admitAndDispatch(
+      cp,
+      { ...placement, transport: "http", runtimeInstanceId: rt.runtimeInstanceId, hostIncarnation: rt.hostIncarnation },
+      parsed,
+    );
+    const early = await signal(sharedRunId, "acme", { approved: true });
+    expect(early.statusCode, early.body).toBe(202);
+    expect(early.json().signal.seq).toBeGreaterThan(dispatchedSeq);
+    const r = await rt.send({
+      operation: "DispatchRun",
+      payload: { ...placement, dag: parsed, dispatchedSeq, correlationId: sharedRunId },
+    } as never);
+    expect(r, JSON.stringify(r)).toMatchObject({ success: true });
+    const executionId = String((r.payload.run as { executionId: string }).executionId);
+    const events = await until(execRef(TENANT, executionId), ended);
+    expect(of(events, "exec.completed")).toHaveLength(1);
+    const run = await until(runRef(TENANT, sharedRunId), (es) => es.some((e) => e.event.type === "run.completed"));
+    expect(run.map((e) => e.event.type).slice(-4)).toEqual([
+      "run.dispatched",
+      "run.signal-received",
+      "run.started",
+      "run.completed",
+    ]);
+  });
+
   it("a timeout ends as declared: onTimeout fail fails the run with wait-timeout; continue completes the step with its defaultOutput", async () => {
     const failing = waitDag({ timeoutMs: 300 });
     const failId = await submit(failing);
