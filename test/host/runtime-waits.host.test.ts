@@ -370,7 +370,8 @@ describe("wait steps through the API and a real runtime", () => {
     expect(r.success, JSON.stringify(r)).toBe(true);
     await until(execRef(TENANT, executionId), (es) => es.some((e) => e.event.type === "exec.resumed"));
 
-    const ok = await signal(sharedRunId, "acme", { approved: true });
+    // A 20 KiB payload: above the 8 KiB inline limit, the step's output goes to the object store.
+    const ok = await signal(sharedRunId, "acme", { approved: true, blob: "x".repeat(20 * 1024) });
     expect(ok.statusCode, ok.body).toBe(202);
     const events = await until(execRef(TENANT, executionId), ended);
     expect(of(events, "exec.wait-opened")).toEqual(of(before, "exec.wait-opened"));
@@ -379,6 +380,9 @@ describe("wait steps through the API and a real runtime", () => {
     expect(resolved.event.writer).toMatchObject({ runtimeInstanceId: b.runtimeInstanceId, epoch: 1 });
     expect(of(events, "exec.completed")).toHaveLength(1);
     expect(of(await journal(cp, TENANT, executionId), "exec.step-completed")).toHaveLength(3);
+    const review = of(events, "exec.step-completed").find((d) => (d as { stepId: string }).stepId === "review");
+    expect(review).toMatchObject({ outputRef: { digest: ok.json().signal.payloadDigest } });
+    expect(review).not.toHaveProperty("output");
   });
 
   it("examples/control-flow-wait/dag.json: a reject signal becomes the review step's output and its false condition skips publish", async () => {
