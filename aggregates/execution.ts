@@ -51,6 +51,8 @@ export interface ExecutionState {
     string,
     { readonly reason: DataOf<"exec.step-skipped">["reason"]; readonly seq: number }
   >;
+  /** Wait steps: the deadline `wait-opened` journaled and, once decided, their `wait-resolved`. */
+  readonly waits: ReadonlyMap<string, { readonly timeoutAt: number; readonly resolved?: DataOf<"exec.wait-resolved"> }>;
   /** Journaled map expansions per map step (`map-expanded`), with their sequence. */
   readonly maps: ReadonlyMap<string, DataOf<"exec.map-expanded"> & { readonly seq: number }>;
   /** Child runs the run steps submitted (`child-run-submitted`), the latest attempt's per step. */
@@ -76,6 +78,7 @@ export const initialExecutionState = (): ExecutionState => ({
   skipped: new Map(),
   maps: new Map(),
   children: new Map(),
+  waits: new Map(),
   lastSeq: 0,
   violations: [],
   steppedOver: [],
@@ -203,6 +206,10 @@ export function evolveExecution(state: ExecutionState, { seq, event }: Sequenced
       if ((state.children.get(stepId)?.attempt ?? 0) >= attempt)
         return { ...next, violations: [...state.violations, `second child-run-submitted for ${stepId} at seq ${seq}`] };
       return { ...next, children: new Map(state.children).set(stepId, { attempt, childRunId, seq }) };
+    case "exec.wait-opened":
+    case "exec.wait-resolved": {
+      const r = foldWait(state.waits, event, seq);
+      return { ...next, waits: r.waits, ...(r.violation ? { violations: [...state.violations, r.violation] } : {}) };
     }
     case "exec.paused-for-recovery":
       return { ...next, epoch: Math.max(state.epoch, event.data.newEpoch), pendingRecovery: event.data };
@@ -229,6 +236,21 @@ export function evolveExecution(state: ExecutionState, { seq, event }: Sequenced
     default:
       return assertNever(event);
   }
+}
+
+/** A wait's opening (the first counts) or resolution (once, after its opening). */
+function foldWait(
+  waits: ExecutionState["waits"],
+  e: Extract<ExecEvent, { type: "exec.wait-opened" | "exec.wait-resolved" }>,
+  seq: number,
+): { waits: ExecutionState["waits"]; violation?: string } {
+  const w = waits.get(e.data.stepId);
+  if (e.type === "exec.wait-opened")
+    return w
+      ? { waits, violation: `second wait-opened for ${e.data.stepId} at seq ${seq}` }
+      : { waits: new Map(waits).set(e.data.stepId, { timeoutAt: Date.parse(e.data.timeoutAt) }) };
+  if (!w || w.resolved) return { waits, violation: `wait-resolved for ${e.data.stepId} not open at seq ${seq}` };
+  return { waits: new Map(waits).set(e.data.stepId, { ...w, resolved: e.data }) };
 }
 
 /** Folds a journal (in stream order) from the initial state. */

@@ -90,10 +90,11 @@ export const initialRunState = (): RunState => ({
 });
 
 /**
- * Run events other writers append without taking the run over: the API's cancel request. The
- * runtime steps over them when it appends its terminal run event (the run is still its own).
+ * Run events other writers append without taking the run over: the API's cancel request, fork
+ * link and wait signal. The runtime steps over them when it appends its terminal run event (the
+ * run is still its own); starting a run steps over a signal only (execution-open.ts).
  */
-export const RUN_REQUESTS: ReadonlySet<string> = new Set(["run.cancel-requested", "run.forked"]);
+export const RUN_REQUESTS: ReadonlySet<string> = new Set(["run.cancel-requested", "run.forked", "run.signal-received"]);
 
 export const isTerminal = (s: RunStatus): boolean =>
   s === "completed" || s === "failed" || s === "cancelled" || s === "rejected";
@@ -208,6 +209,9 @@ function apply(s: RunState, e: RunEvent, seq: number): RunState {
         : { ...s, forks: [...s.forks, { forkRunId: e.data.forkRunId, fromStep: e.data.fromStep, seq }] };
     case "run.rejected":
       return { ...s, status: "rejected", lastReason: e.data.reason.code };
+    case "run.signal-received":
+      // A wait's signal (the runtime reads it when the wait opens): no lifecycle state.
+      return s;
     default:
       return assertNever(e, "run event");
   }

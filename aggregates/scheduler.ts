@@ -166,9 +166,9 @@ export function scheduleSteps(
   };
 }
 
-/** True for the kinds that run on a worker; a `sleep` step only waits for its durable timer, a `run` step for its child run. */
+/** True for the kinds that run on a worker: a `sleep` step only waits for its durable timer, a `wait` step for its signal, a `run` step for its child run. */
 export const takesWorker = (step: Pick<Step, "kind"> | undefined): boolean =>
-  step?.kind !== "sleep" && step?.kind !== "run";
+  step?.kind !== "sleep" && step?.kind !== "run" && step?.kind !== "wait";
 
 interface Plan {
   readonly order: readonly Step[];

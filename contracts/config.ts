@@ -2,9 +2,18 @@ import { z } from "zod";
 import { ControlPlaneId, TenantId } from "./ids.ts";
 import { TenantSettings } from "./tenant-settings.ts";
 
+const label = z.string().regex(/^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/, "lowercase [a-z0-9-], at most 63 characters");
+
 /** A bearer credential: a tenant's (scoped to that tenant) or an operator's (sees every tenant). */
 export const Credential = z.discriminatedUnion("role", [
-  z.object({ role: z.literal("tenant"), tenantId: TenantId }).strict(),
+  z
+    .object({
+      role: z.literal("tenant"),
+      tenantId: TenantId,
+      name: label.optional().describe("the token's name: wait resolvers name it as token:<name>"),
+      roles: z.array(label).max(32).optional().describe("roles wait resolvers name as role:<role>"),
+    })
+    .strict(),
   z.object({ role: z.literal("operator"), name: z.string().min(1).max(63) }).strict(),
 ]);
 export type Credential = z.infer<typeof Credential>;

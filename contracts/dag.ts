@@ -5,6 +5,7 @@ import { Condition, Trigger, conditionIssues } from "./condition.ts";
 import { MapSpec, mapIssues } from "./map.ts";
 import { StepCacheSpec, cacheIssues } from "./step-cache.ts";
 import { OnParentCancel, childRunIssues, type DagCheck } from "./child-run.ts";
+import { WaitParams, waitIssues } from "./wait.ts";
 
 /**
  * The DAG a run carries (runtime.md "DAG model"). Step kinds are a closed set; each kind has its
@@ -122,6 +123,7 @@ export const Step = z.discriminatedUnion("kind", [
       onParentCancel: OnParentCancel.default("cancel"),
     })
     .strict(),
+  z.object({ ...base, kind: z.literal("wait"), params: WaitParams }).strict(),
 ]);
 export type Step = z.infer<typeof Step>;
 export type StepKind = Step["kind"];
@@ -133,9 +135,10 @@ export const STEP_KINDS = [
   "llm",
   "custom",
   "run",
+  "wait",
 ] as const satisfies readonly StepKind[];
 /** The kinds every runtime runs without a tenant worker. */
-export const BUILTIN_STEP_KINDS = ["compute", "flaky", "sleep", "http", "llm", "run"] as const;
+export const BUILTIN_STEP_KINDS = ["compute", "flaky", "sleep", "http", "llm", "run", "wait"] as const;
 
 /**
  * The step kind a step needs from its runtime: its built-in kind, or `custom:<handler>`. Runtimes
@@ -149,7 +152,9 @@ export const requiredStepKinds = (dag: { steps: readonly { kind: string; handler
   [...new Set(dag.steps.map(requiredKindOf))].sort();
 
 /** Structural checks beyond the per-step schema; each returns a message naming the offending step. */
-export function dagIssues(steps: readonly Pick<Step, "id" | "dependsOn" | "params" | "when" | "map">[]): string[] {
+export function dagIssues(
+  steps: readonly (Pick<Step, "id" | "dependsOn" | "params" | "when" | "map"> & { kind?: string })[],
+): string[] {
   const issues: string[] = [];
   const ids = new Set<string>();
   for (const s of steps) {
@@ -166,7 +171,7 @@ export function dagIssues(steps: readonly Pick<Step, "id" | "dependsOn" | "param
     }
     issues.push(...refIssues(s), ...conditionIssues(s));
   }
-  issues.push(...mapIssues(steps));
+  issues.push(...mapIssues(steps), ...waitIssues(steps));
   if (issues.length === 0) {
     const cycle = findCycle(steps);
     if (cycle) issues.push(`dependency cycle: ${cycle.join(" -> ")}`);

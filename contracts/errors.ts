@@ -265,6 +265,16 @@ export const ERROR_CATALOGUE = {
     httpStatus: 422,
     summary: "more items of a map step failed than its toleratedFailures allows",
   },
+  "wait-timeout": {
+    retryable: false,
+    httpStatus: 422,
+    summary: "a wait step's timeoutMs passed with no signal and its onTimeout is fail",
+  },
+  "wait-already-signalled": {
+    retryable: false,
+    httpStatus: 409,
+    summary: "the run's wait already has a signal of this name (with another or no signal id)",
+  },
   // --- health, fencing, recovery ---
   "heartbeat-stale": { retryable: false, httpStatus: 503, summary: "no fresh heartbeat within the staleness bound" },
   "host-exited": { retryable: false, httpStatus: 503, summary: "the runtime process exited" },

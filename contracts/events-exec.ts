@@ -11,6 +11,7 @@ import {
 } from "./ids.ts";
 import { Reason, ReasonCode } from "./reason.ts";
 import { StepCacheKey, StepCacheOrigin } from "./step-cache.ts";
+import { ExecWaitOpened, ExecWaitResolved } from "./events-wait.ts";
 
 /**
  * JSON value recorded as a step output. Read models never store it as a document (FerretDB cannot
@@ -226,6 +227,8 @@ export const EXEC_EVENTS = [
   ExecConditionEvaluated,
   ExecStepSkipped,
   ExecMapExpanded,
+  ExecWaitOpened,
+  ExecWaitResolved,
   ExecStepReused,
   ExecChildRunSubmitted,
   ExecPausedForRecovery,

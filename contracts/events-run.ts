@@ -17,6 +17,7 @@ import { Reason } from "./reason.ts";
 import { StepOutput, StoredOutputRef } from "./events-exec.ts";
 import { canonicalSize } from "./json-size.ts";
 import { ParentLink } from "./child-run.ts";
+import { RunSignalReceived } from "./events-wait.ts";
 
 /** Largest run input, in bytes of canonical JSON. */
 export const RUN_INPUT_MAX_BYTES = 64 * 1024;
@@ -255,4 +256,5 @@ export const RUN_EVENTS = [
   RunCancelled,
   RunRejected,
   RunForked,
+  RunSignalReceived,
 ] as const;

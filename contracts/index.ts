@@ -142,6 +142,7 @@ export {
   childRunKey,
   runNesting,
 } from "./child-run.ts";
+export { WAIT_LIMITS, WaitName, WaitParams, WaitResolver, mayResolve, payloadChecker, waitIssues } from "./wait.ts";
 export { StepOutput, StoredOutputRef, INLINE_OUTPUT_MAX_BYTES, OUTPUT_MAX_BYTES } from "./events-exec.ts";
 export {
   ALL_EVENTS,

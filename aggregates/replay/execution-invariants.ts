@@ -15,6 +15,7 @@ import { conditionGate, controlProblem, offerControl } from "./condition-invaria
 import { mapExpandedProblem, mapOutputProblem, offerMaps, stepFor, unexpandedItem } from "./map-invariants.ts";
 import { cacheHitProblem } from "./cache-invariants.ts";
 import { childRunProblem } from "./child-run-invariants.ts";
+import { waitProblem } from "./wait-invariants.ts";
 import { diverged, match, type Divergence, type ValidationResult } from "./result.ts";
 
 export interface ExecutionReplay {
@@ -193,6 +194,9 @@ function eventProblem(seq: number, event: ExecEvent, c: Ctx): Check {
       return reuseProblem(seq, event, c);
     case "exec.child-run-submitted":
       return childRunProblem(seq, event, { ...c, executionId: c.input.executionId });
+    case "exec.wait-opened":
+    case "exec.wait-resolved":
+      return waitProblem(seq, event, c.byId.get(event.data.stepId));
     case "exec.paused-for-recovery":
     case "exec.resumed":
     case "exec.cancelled":

@@ -61,6 +61,10 @@ const DESCRIBE: Describe = {
     `cancel requested by ${e.data.by}${e.data.reason ? `: ${e.data.reason}` : ""}`,
   ],
   "run.forked": (e) => ["completion", `forked from step ${e.data.fromStep} by ${e.data.by} as ${e.data.forkRunId}`],
+  "run.signal-received": (e) => [
+    "steps",
+    `signal ${e.data.name} received from ${e.data.by}${e.data.signalId ? ` (signal id ${e.data.signalId})` : ""}, payload sha256 ${e.data.payloadDigest}`,
+  ],
   "run.cancelled": (e) => ["completion", `run cancelled${e.data.reason ? `: ${e.data.reason}` : ""}`],
   "run.rejected": (e) => ["completion", `run rejected: ${reason(e.data.reason)}`],
   "exec.started": (e) => [
@@ -86,6 +90,13 @@ const DESCRIBE: Describe = {
   "exec.step-reused": (e) => [
     "steps",
     `${e.data.stepId} reused from run ${e.data.fromRun}${e.data.cache ? ` step ${e.data.cache.fromStepId} (step cache hit, not executed)` : " (not executed)"}`,
+  ],
+  "exec.wait-opened": (e) => ["steps", `${e.data.stepId} waits for signal ${e.data.name} until ${e.data.timeoutAt}`],
+  "exec.wait-resolved": (e) => [
+    "steps",
+    e.data.by === "signal"
+      ? `${e.data.stepId} wait ${e.data.name} resolved by ${e.data.principal} (payload sha256 ${e.data.payloadDigest})`
+      : `${e.data.stepId} wait ${e.data.name} timed out`,
   ],
   "exec.paused-for-recovery": (e) => [
     "recovery",

@@ -51,7 +51,26 @@ export function runDetail(run: Json): string {
       : []),
     "",
   ].join("\n");
-  return head + "\n" + stepTable(run.steps as Json[]);
+  return head + "\n" + stepTable(run.steps as Json[]) + waitTable((run.waits ?? []) as Json[]);
+}
+
+/** The run's waits (docs/control-flow.md "Waits"): state, deadline and who resolved each; empty when it has none. */
+export function waitTable(waits: readonly Json[]): string {
+  if (waits.length === 0) return "";
+  return (
+    "\n" +
+    table([
+      ["WAIT", "STEP", "STATE", "TIMES OUT", "RESOLVERS", "SIGNAL BY"],
+      ...waits.map((w) => [
+        w.name,
+        w.stepId,
+        w.state,
+        w.timeoutAt ?? "",
+        w.resolvers ? (w.resolvers as string[]).join(",") : "any tenant token",
+        w.signal?.by ?? "",
+      ]),
+    ])
+  );
 }
 
 export function stepTable(steps: readonly Json[]): string {

@@ -4,6 +4,7 @@ import type { CommandIo } from "../commands/command.ts";
 import { apiClient, Unavailable, type ApiAnswer, type ApiClient } from "./client.ts";
 import { eventLine, runDetail, runList } from "./format.ts";
 import { addForkCommands } from "./fork.ts";
+import { addSignalCommand } from "./signal.ts";
 import { addScheduleCommands } from "./schedules.ts";
 
 /** Exit codes of `drover runs …` (README "CLI"). */
@@ -167,6 +168,7 @@ export async function runsMain(argv: readonly string[], io: CommandIo): Promise<
     },
   });
   addForkCommands(runs, kit("runs"));
+  addSignalCommand(runs, kit("runs"));
   // `drover schedules …` (cli/drover.ts routes it here): the same client, checks and output.
   addScheduleCommands(
     program.command("schedules").description("create, list, pause, resume, backfill and delete schedules"),

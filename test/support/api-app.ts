@@ -20,6 +20,9 @@ export const TOKENS = {
   acme: "token-acme-0000000000001",
   globex: "token-globex-000000000001",
   operator: "token-operator-0000000001",
+  /** acme tokens with a name (and alice a role), for wait resolvers (docs/control-flow.md "Waits"). */
+  acmeAlice: "token-acme-alice-00000001",
+  acmeBob: "token-acme-bob-0000000001",
 } as const;
 export const auth = (who: keyof typeof TOKENS) => ({ authorization: `Bearer ${TOKENS[who]}` });
 
@@ -59,6 +62,8 @@ export async function apiFixture(
       [TOKENS.acme]: { role: "tenant", tenantId: "acme" },
       [TOKENS.globex]: { role: "tenant", tenantId: "globex" },
       [TOKENS.operator]: { role: "operator", name: "ops" },
+      [TOKENS.acmeAlice]: { role: "tenant", tenantId: "acme", name: "alice", roles: ["approver"] },
+      [TOKENS.acmeBob]: { role: "tenant", tenantId: "acme", name: "bob" },
     },
   });
   const openRuns: OpenRunsProjection | undefined = opts.quota

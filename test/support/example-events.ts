@@ -202,6 +202,16 @@ export const EXAMPLE_BUILDERS: Builders = {
     tenantId: ids.tenant,
     data: { forkRunId: SharedRunId.parse("run-0002"), fromStep: ids.step, by: "tenant:tenant-a" },
   }),
+  "run.signal-received": () => ({
+    ...envelope("run.signal-received"),
+    tenantId: ids.tenant,
+    data: {
+      name: "approval",
+      by: "tenant:acme:token:alice",
+      payload: { approved: true },
+      payloadDigest: "d".repeat(64),
+    },
+  }),
   "run.cancelled": () => ({ ...envelope("run.cancelled"), tenantId: ids.tenant, data: { reason: "user asked" } }),
   "run.rejected": () => ({
     ...envelope("run.rejected"),
@@ -269,6 +279,25 @@ export const EXAMPLE_BUILDERS: Builders = {
     tenantId: ids.tenant,
     writer: runtimeWriter,
     data: { stepId: ids.step, attempt: 1, childRunId: SharedRunId.parse("run-0002") },
+  }),
+  "exec.wait-opened": () => ({
+    ...envelope("exec.wait-opened"),
+    tenantId: ids.tenant,
+    writer: runtimeWriter,
+    data: { stepId: ids.step, name: "approval", timeoutAt: "2026-01-01T00:00:00.000Z" },
+  }),
+  "exec.wait-resolved": () => ({
+    ...envelope("exec.wait-resolved"),
+    tenantId: ids.tenant,
+    writer: runtimeWriter,
+    data: {
+      stepId: ids.step,
+      name: "approval",
+      by: "signal",
+      principal: "tenant:acme",
+      payloadDigest: "d".repeat(64),
+      signalSeq: 7,
+    },
   }),
   "exec.step-reused": () => ({
     ...envelope("exec.step-reused"),

@@ -1,6 +1,7 @@
 import type { RunState } from "../../../aggregates/run.ts";
 import type { DagDefinition, DroverEvent, StoredOutputRef } from "../../../contracts/index.ts";
 import { stepStates, type StepView } from "./step-states.ts";
+import { waitViews, type WaitView } from "./wait-views.ts";
 
 /** A stored message that did not decode as an event, by stream sequence and subject, with the decoder's message. */
 export interface UnreadableEvent {
@@ -145,6 +146,8 @@ export interface RunDetail extends RunView {
   readonly children: readonly { readonly sharedRunId: string; readonly stepId: string; readonly attempt: number }[];
   readonly cancelRequested: { readonly by: string; readonly reason: string; readonly seq: number } | null;
   readonly steps: readonly StepView[];
+  /** The run's wait steps, open or not, with the signal each got (docs/control-flow.md "Waits"). */
+  readonly waits: readonly WaitView[];
 }
 
 /** The detail of a run from its view and its events (run and execution events, in stream order). Pure. */
@@ -196,5 +199,6 @@ export function runDetail(
     ),
     cancelRequested: cancel ? { by: cancel.event.data.by, reason: cancel.event.data.reason, seq: cancel.seq } : null,
     steps: view.dag ? stepStates(view.dag, events, view.status) : [],
+    waits: view.dag ? waitViews(view.dag, events, view.status) : [],
   };
 }

@@ -16,6 +16,7 @@ import { forensicsRoutes } from "./forensics-routes.ts";
 import { operatorRoutes } from "./operator-routes.ts";
 import { opsRoutes } from "./ops-routes.ts";
 import { runsRoutes } from "./runs-routes.ts";
+import { signalsRoute } from "./signals-route.ts";
 import { bulkRoutes } from "./bulk-routes.ts";
 import { schedulesRoutes } from "./schedules-routes.ts";
 
@@ -76,6 +77,7 @@ export async function buildApp(
       await rateLimitByCredential(v1, deps.config);
       const feeds = feedSlots(deps.config.api.maxEventFeedsPerCredential);
       await v1.register(runsRoutes, { deps, feeds });
+      await v1.register(signalsRoute, { deps });
       await v1.register(bulkRoutes, { deps });
       await v1.register(schedulesRoutes, { deps });
       await v1.register(eventsRoute, { deps, feeds });

@@ -15,6 +15,7 @@ export const DASHBOARD_FILES = [
   "runs-page.js",
   "run-page.js",
   "fork-control.js",
+  "wait-control.js",
   "operator-page.js",
   "schedules-page.js",
   "style.css",

@@ -10,7 +10,8 @@ import { credentialOf } from "./auth.ts";
 const MeAnswer = z.object({
   role: z.enum(["tenant", "operator"]),
   tenantId: z.string().optional().describe("a tenant credential's tenant"),
-  name: z.string().optional().describe("an operator credential's name"),
+  name: z.string().optional().describe("an operator credential's name, or a named tenant token's"),
+  roles: z.array(z.string()).optional().describe("a tenant token's roles (wait resolvers name them)"),
   tenants: z.array(z.string()).optional().describe("for operators: the configured tenants"),
 });
 const QueueAnswer = z.object({
@@ -34,7 +35,12 @@ export const operatorRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (a
   app.get("/me", { schema: { response: { 200: MeAnswer } } }, async (request) => {
     const c = credentialOf(request);
     return c.role === "tenant"
-      ? { role: c.role, tenantId: c.tenantId }
+      ? {
+          role: c.role,
+          tenantId: c.tenantId,
+          ...(c.name ? { name: c.name } : {}),
+          ...(c.roles ? { roles: c.roles } : {}),
+        }
       : { role: c.role, name: c.name, tenants: deps.config.tenants.map((t) => t.tenantId) };
   });
 

@@ -78,6 +78,23 @@ export const RunDetailAnswer = RunViewAnswer.extend({
     .describe("child runs this run's run steps submitted"),
   cancelRequested: z.object({ by: z.string(), reason: z.string(), seq: z.number() }).nullable(),
   steps: z.array(StepAnswer).readonly(),
+  waits: z
+    .array(
+      z.object({
+        stepId: z.string(),
+        name: z.string(),
+        state: z.enum(["pending", "open", "resolved", "timed-out", "ended"]),
+        timeoutAt: z.string().nullable(),
+        onTimeout: z.enum(["fail", "continue"]),
+        resolvers: z.array(z.string()).readonly().nullable(),
+        schema: z.record(z.string(), z.unknown()).nullable(),
+        signal: z
+          .object({ by: z.string(), payloadDigest: z.string(), signalId: z.string().nullable(), seq: z.number() })
+          .nullable(),
+      }),
+    )
+    .readonly()
+    .describe("the run's wait steps and the signal each got (POST /v1/runs/:id/signals/:name)"),
 });
 
 export const RunListAnswer = z.object({

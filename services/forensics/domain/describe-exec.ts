@@ -58,6 +58,20 @@ export function describeExec(e: Of<"exec">, executionId: string): Description {
         { stepId: e.data.stepId, reason: e.data.reason, detail: e.data.detail },
         ex,
       );
+    case "exec.wait-opened":
+      return d(
+        `wait step ${e.data.stepId} opened for signal ${e.data.name} until ${e.data.timeoutAt}`,
+        { stepId: e.data.stepId, name: e.data.name, timeoutAt: e.data.timeoutAt },
+        ex,
+      );
+    case "exec.wait-resolved":
+      return d(
+        e.data.by === "signal"
+          ? `wait step ${e.data.stepId} resolved by ${e.data.principal}`
+          : `wait step ${e.data.stepId} timed out`,
+        { ...e.data },
+        ex,
+      );
     case "exec.map-expanded":
       return d(
         `map step ${e.data.stepId} expanded into ${e.data.count} items (items ${e.data.stepId}--0…; at most ${e.data.maxConcurrency} at once, ${e.data.toleratedFailures} failures tolerated)`,

@@ -143,6 +143,12 @@ function describeRun(e: Of<"run">, sharedRunId: string): Description {
         { forkRunId: e.data.forkRunId, fromStep: e.data.fromStep, by: e.data.by },
         run,
       );
+    case "run.signal-received":
+      return d(
+        `signal ${e.data.name} received from ${e.data.by}`,
+        { name: e.data.name, by: e.data.by, payloadDigest: e.data.payloadDigest, signalId: e.data.signalId ?? null },
+        run,
+      );
     case "run.cancelled":
       return d("cancelled", { reasonDetail: e.data.reason, ...(e.data.by ? { by: e.data.by } : {}) }, run);
     case "run.rejected":

@@ -67,6 +67,8 @@ function apply(s: ExecutionDoc, e: ExecEvent, f: Fact<ExecEvent>): ExecutionDoc 
     case "exec.condition-evaluated":
     case "exec.step-reused":
     case "exec.child-run-submitted":
+    case "exec.wait-opened":
+    case "exec.wait-resolved":
       return s;
     case "exec.map-expanded": {
       const { stepId, count, maxConcurrency, toleratedFailures, itemsDigest } = e.data;

@@ -92,6 +92,9 @@ function journalFor(env: JournalEnv, ref: AggregateRef, seq: number, epoch: numb
  * expecting an empty journal. Either conflict rejects with `execution-ownership-lost` and, for the
  * first, nothing is written.
  */
+/** A wait's signal may land on the run at any time, even before it starts: starting steps over it (never over a cancel). */
+const SIGNALS: ReadonlySet<string> = new Set(["run.signal-received"]);
+
 export async function openFresh(env: JournalEnv, p: DispatchPayload): Promise<OpenedExecution> {
   const executionId = executionIdFor(p.sharedRunId, p.localRunId);
   const emit = emitter(env, p, 0);
@@ -102,6 +105,7 @@ export async function openFresh(env: JournalEnv, p: DispatchPayload): Promise<Op
       localRunId: p.localRunId,
       runtimeInstanceId: env.runtimeInstanceId,
     }),
+    SIGNALS,
   );
   const exec = journalFor(env, execRef(p.tenantId, executionId), 0, 0);
   const started = emit("exec.started", execStarted(env, p, 0));
@@ -241,6 +245,7 @@ export async function openResume(env: JournalEnv, p: ResumePayload): Promise<Ope
       localRunId: p.localRunId,
       runtimeInstanceId: env.runtimeInstanceId,
     }),
+    SIGNALS,
   );
   const exec = journalFor(env, execRef(p.tenantId, p.executionId), prior.lastSeq, p.epoch);
   const opened = {

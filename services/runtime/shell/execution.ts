@@ -36,6 +36,7 @@ import { itemStep } from "../../../aggregates/map.ts";
 import { MAP_LIMITS, parseMapItemId } from "../../../contracts/index.ts";
 import { cachedStep, cacheHostOf, indexCompletion, type CacheHost, type StepCacheEnv } from "./step-cache.ts";
 import { cancelChildren, childHostOf, withChildRuns, type ChildRunHost, type ChildRunPort } from "./child-runs.ts";
+import { runWait, waitHostOf, type WaitHost, type WaitSignals } from "./wait-steps.ts";
 
 export interface ExecutorEnv {
   readonly workers: WorkerPool;
@@ -57,6 +58,8 @@ export interface ExecutorEnv {
   readonly stepCache?: StepCacheEnv;
   /** Where run steps submit and follow child runs (absent: a run step fails, step-kind-unavailable). */
   readonly childRuns?: ChildRunPort;
+  /** Where wait steps read their run's signals, and how often (absent: a wait step fails). */
+  readonly signals?: WaitSignals;
 }
 
 export type ExecutionOutcome =
@@ -86,6 +89,7 @@ export class Execution {
   private readonly p: LocalProgress;
   private readonly control: ControlFlowHost;
   private readonly mapHost: MapHost;
+  private readonly waitHost: WaitHost;
   private readonly end: EndCtx;
   private readonly cacheHost: CacheHost | undefined;
   private readonly child: ChildRunHost | undefined;
@@ -128,6 +132,7 @@ export class Execution {
       completedNow: (id, value, digest) => this.completedNow(id, value, digest),
     };
     this.cacheHost = cacheHostOf(env, opened);
+    this.waitHost = waitHostOf(opened, env.clock, env.signals);
     this.end = {
       opened,
       dag,
@@ -204,7 +209,7 @@ export class Execution {
           // Skips and conditions are journaled first; the scheduler then decides again over them.
           if ((await settleControlFlow(d, this.control)) || (await settleMaps(d, this.mapHost))) break;
           for (const s of d.start) {
-            // A sleep (run) step only waits on its durable timer (child run): it takes no worker meanwhile.
+            // A sleep, wait or run step only waits (timer, signal, child run): it takes no worker meanwhile.
             const needsWorker = takesWorker(this.stepOf(s.stepId));
             const acquired =
               needsWorker &&
@@ -270,6 +275,9 @@ export class Execution {
           ? await durableTimer(this.opened, this.p.timers, this.env.clock, step.id, s.attempt, step.params.durationMs)
           : undefined;
       const outcome = await attemptOutcome(step, this.abort.signal, async (signal) => {
+        const prefix = `${this.opened.tenantId}/${this.executionId}/${step.id}`;
+        if (step.kind === "wait")
+          return recordableOutput(await runWait(this.waitHost, step, signal), prefix, this.env.outputs, undefined);
         const raw = await withChildRuns(this.child, this.env.runStep)(step, {
           executionId: this.executionId,
           attempt: s.attempt,
@@ -283,7 +291,6 @@ export class Execution {
           ...(this.env.worker ? { worker: this.env.worker } : {}),
           log: this.env.log,
         });
-        const prefix = `${this.opened.tenantId}/${this.executionId}/${step.id}`;
         return recordableOutput(raw, prefix, this.env.outputs, this.env.secrets);
       });
       // After cancel or lost ownership nothing more is written: the step's result is dropped.

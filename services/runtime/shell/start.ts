@@ -126,6 +126,7 @@ export async function startRuntime(
       // Run steps submit their child runs for their tenants (docs/control-flow.md "Child runs").
       childRuns: { store, layout, outputs, log },
       secrets,
+      signals: { store },
       ...(worker ? { worker } : {}),
       // The step cache's index, and the journals its entries point at, on the tenant's own subjects.
       stepCache: {

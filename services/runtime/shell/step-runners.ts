@@ -84,6 +84,9 @@ export const runStep: StepRunner = async (step, ctx) => {
     case "run":
       // The execution runs run steps itself (child-runs.ts); a runner without its event store cannot.
       throw new DroverError("step-kind-unavailable", "this runner cannot submit child runs", { retryable: false });
+    case "wait":
+      // The execution runs wait steps itself (wait-steps.ts): they read the run's signals, not a worker.
+      throw new DroverError("step-non-retryable", `wait step ${step.id} reached a step runner`, { retryable: false });
     default:
       return assertNever(step);
   }

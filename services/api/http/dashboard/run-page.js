@@ -5,6 +5,7 @@
 import { api, follow, withQuery } from "./api.js";
 import { badge, fmtMs, fmtTime, h, labelsText, table } from "./dom.js";
 import { forkControl } from "./fork-control.js";
+import { waitControl } from "./wait-control.js";
 
 const TERMINAL = new Set(["completed", "failed", "cancelled", "rejected"]);
 
@@ -28,6 +29,7 @@ export function renderRun({ me, view }, id, params) {
   const cancelNote = h("span", { class: "muted", id: "cancel-note" });
   const fork = forkControl({ base, url, signal, tenant });
   el.actions.append(cancel, " ", cancelNote, " ", fork.el);
+  const waits = waitControl({ base, signal, me, onSent: () => refresh() });
   view.append(
     h("p", {}, h("a", { href: tenant ? `#/runs?tenant=${encodeURIComponent(tenant)}` : "#/runs" }, "← runs")),
     h("h1", {}, "Run ", h("code", {}, id)),
@@ -35,6 +37,8 @@ export function renderRun({ me, view }, id, params) {
     el.actions,
     h("h2", {}, "Steps ", el.feedStatus),
     el.steps,
+    h("h2", {}, "Waits"),
+    waits.el,
     h("h2", {}, "Timeline"),
     el.timeline,
     h("h2", {}, "Incidents"),
@@ -101,6 +105,7 @@ export function renderRun({ me, view }, id, params) {
     el.summary.dataset.status = r.status;
     cancel.disabled = TERMINAL.has(r.status) || r.cancelRequested !== null;
     fork.update(r, TERMINAL.has(r.status));
+    waits.update(r);
     el.steps.replaceChildren(
       table(
         ["step", "kind", "depends on", "state", "attempts", "duration", "error / retry"],
