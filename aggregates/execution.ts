@@ -206,6 +206,7 @@ export function evolveExecution(state: ExecutionState, { seq, event }: Sequenced
       if ((state.children.get(stepId)?.attempt ?? 0) >= attempt)
         return { ...next, violations: [...state.violations, `second child-run-submitted for ${stepId} at seq ${seq}`] };
       return { ...next, children: new Map(state.children).set(stepId, { attempt, childRunId, seq }) };
+    }
     case "exec.wait-opened":
     case "exec.wait-resolved": {
       const r = foldWait(state.waits, event, seq);

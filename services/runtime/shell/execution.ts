@@ -1,4 +1,3 @@
-import type { Clock } from "../../../platform/clock.ts";
 import {
   type DagDefinition,
   type ErrorCode,
@@ -9,15 +8,11 @@ import {
 import { assertNever } from "../../../contracts/assert-never.ts";
 import { retryAtAfterFailure, scheduleSteps, takesWorker, type StepStart } from "../../../aggregates/scheduler.ts";
 import { canonicalJson } from "../../../aggregates/step-inputs.ts";
-import type { OutputStore } from "../../../platform/output-store.ts";
 import { attemptOutcome, jitterUnit } from "./attempt.ts";
 import type { OpenedExecution } from "./execution-open.ts";
-import type { SecretResolver } from "./secrets.ts";
 import { recordableOutput, recordedOutput } from "./step-output.ts";
-import type { EgressPolicy } from "./egress-request.ts";
-import { needsOutputs, sha256Hex, type StepRunner } from "./step-runners.ts";
-import type { LoadedWorker } from "./worker-module.ts";
-import type { WorkerPool } from "./worker-pool.ts";
+import { needsOutputs, sha256Hex } from "./step-runners.ts";
+import type { ExecutorEnv } from "./executor-env.ts";
 import { storeFailureOf } from "./store-failure.ts";
 import {
   appendRun,
@@ -34,33 +29,11 @@ import { durableTimer, progressFrom, type LocalProgress } from "./execution-prog
 import { itemValue, settleMaps, type MapHost } from "./map-steps.ts";
 import { itemStep } from "../../../aggregates/map.ts";
 import { MAP_LIMITS, parseMapItemId } from "../../../contracts/index.ts";
-import { cachedStep, cacheHostOf, indexCompletion, type CacheHost, type StepCacheEnv } from "./step-cache.ts";
-import { cancelChildren, childHostOf, withChildRuns, type ChildRunHost, type ChildRunPort } from "./child-runs.ts";
-import { runWait, waitHostOf, type WaitHost, type WaitSignals } from "./wait-steps.ts";
+import { cachedStep, cacheHostOf, indexCompletion, type CacheHost } from "./step-cache.ts";
+import { cancelChildren, childHostOf, withChildRuns, type ChildRunHost } from "./child-runs.ts";
+import { runWait, waitHostOf, type WaitHost } from "./wait-steps.ts";
 
-export interface ExecutorEnv {
-  readonly workers: WorkerPool;
-  readonly maxWorkersPerRun: number;
-  readonly runStep: StepRunner;
-  readonly llmBaseUrl?: string;
-  /** The egress policy of a tenant's http and llm steps (absent: the default policy for every tenant). */
-  readonly egressFor?: (tenantId: string) => EgressPolicy;
-  readonly clock: Clock;
-  readonly log: (fields: Record<string, unknown>) => void;
-  /** Object store for outputs above the inline limit (absent: such an output fails its step). */
-  readonly outputs?: OutputStore;
-  readonly secrets?: SecretResolver;
-  /** The tenant's worker (custom steps); absent on runtimes that run built-in kinds only. */
-  readonly worker?: LoadedWorker;
-  /** The largest map step expansion (default 10 000; not read from the environment yet). */
-  readonly mapMaxItems?: number;
-  /** The step cache across runs (docs/step-cache.md); absent: steps with `cache` always execute. */
-  readonly stepCache?: StepCacheEnv;
-  /** Where run steps submit and follow child runs (absent: a run step fails, step-kind-unavailable). */
-  readonly childRuns?: ChildRunPort;
-  /** Where wait steps read their run's signals, and how often (absent: a wait step fails). */
-  readonly signals?: WaitSignals;
-}
+export type { ExecutorEnv } from "./executor-env.ts";
 
 export type ExecutionOutcome =
   | { readonly state: "completed" | "cancelled" }
