@@ -200,8 +200,9 @@ export async function journal(
 
 /**
  * Waits until `pred` holds for an aggregate's durable history: re-reads it whenever an event is
- * published on its subjects (a core subscription is only the trigger; the read is the truth), with
- * a deadline. Returns the history that satisfied `pred`.
+ * published on its subjects, and at least every `RECHECK_MS` (a core subscriber can get a message
+ * before the stream has stored it, so the read a trigger causes may miss that very event, and no
+ * later trigger may come), with a deadline. Returns the history that satisfied `pred`.
  */
 export async function waitForAggregate(
   cp: ControlPlaneDouble,
@@ -210,27 +211,40 @@ export async function waitForAggregate(
   timeoutMs = 60_000,
 ): Promise<readonly StoredEvent[]> {
   const sub = cp.nc.subscribe(aggregateWildcard(cp.layout, ref));
-  const deadline = setTimeout(() => sub.unsubscribe(), timeoutMs);
+  let poked = false; // a trigger came since the last read
+  let wake: (() => void) | undefined;
+  void (async () => {
+    for await (const _ of sub) {
+      poked = true;
+      wake?.();
+    }
+  })();
+  const end = Date.now() + timeoutMs;
   const read = async () => (await cp.store.read(ref)).events;
   try {
     let events = await read();
-    if (pred(events)) return events;
-    for await (const _ of sub) {
-      // Skip triggers that queued up while reading: one read covers them all.
-      if (sub.getPending() > 1) continue;
+    while (!pred(events)) {
+      if (Date.now() >= end)
+        throw new Error(
+          `${ref.aggregate} ${ref.id} did not reach the expected state within ${timeoutMs} ms (${events.length} events, last ${events.at(-1)?.event.type})`,
+        );
+      if (!poked)
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, Math.min(RECHECK_MS, Math.max(0, end - Date.now())));
+          wake = () => (clearTimeout(timer), resolve());
+        });
+      poked = false;
+      wake = undefined;
       events = await read();
-      if (pred(events)) return events;
     }
-    events = await read();
-    if (pred(events)) return events;
-    throw new Error(
-      `${ref.aggregate} ${ref.id} did not reach the expected state within ${timeoutMs} ms (${events.length} events, last ${events.at(-1)?.event.type})`,
-    );
+    return events;
   } finally {
-    clearTimeout(deadline);
     sub.unsubscribe();
   }
 }
+
+/** The longest waitForAggregate goes without reading the aggregate again. */
+const RECHECK_MS = 250;
 
 /** waitForAggregate on an execution journal. */
 export const waitForJournal = (
