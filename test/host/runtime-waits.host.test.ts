@@ -6,15 +6,15 @@ import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { validateExecution } from "../../aggregates/replay-validation.ts";
 import { runsMain } from "../../cli/runs/program.ts";
-import { TOKENS } from "../support/api-app.ts";
 import { DagDefinition, type DagInput } from "../../contracts/index.ts";
 import { execRef, runRef, type AggregateRef, type StoredEvent } from "../../streams/index.ts";
-import { apiFixture, auth, type ApiFixture } from "../support/api-app.ts";
+import { apiFixture, auth, TOKENS, type ApiFixture } from "../support/api-app.ts";
 import {
   admitAndDispatch,
   journal,
   openControlPlaneDouble,
   pauseForRecovery,
+  waitForAggregate,
   type ControlPlaneDouble,
 } from "../support/control-plane-double.ts";
 import { uniqueName } from "../support/isolation.ts";
@@ -96,23 +96,9 @@ async function dispatch(to: RuntimeProcess, sharedRunId: string, dagInput: DagIn
   return String((r.payload.run as { executionId: string }).executionId);
 }
 
-/**
- * Reads the aggregate every 50 ms until `pred` holds (deadline 30 s). A read, not a core
- * subscription, is the trigger: a waiter must not miss an event appended between its reads.
- */
-async function until(
-  ref: AggregateRef,
-  pred: (es: readonly StoredEvent[]) => boolean,
-): Promise<readonly StoredEvent[]> {
-  const deadline = performance.now() + 30_000;
-  for (;;) {
-    const events = (await cp.store.read(ref)).events;
-    if (pred(events)) return events;
-    if (performance.now() > deadline)
-      throw new Error(`${ref.aggregate} ${ref.id}: not reached in 30 s (last ${events.at(-1)?.event.type})`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+/** The aggregate once `pred` holds (control-plane-double's waitForAggregate, 30 s deadline). */
+const until = (ref: AggregateRef, pred: (es: readonly StoredEvent[]) => boolean) =>
+  waitForAggregate(cp, ref, pred, 30_000);
 const signal = (sharedRunId: string, who: Parameters<typeof auth>[0], payload: unknown, signalId?: string) =>
   fx.app.inject({
     method: "POST",
