@@ -25,6 +25,8 @@ import {
   type EventType,
   type Reason,
 } from "../../contracts/index.ts";
+import { EXEC_BUILDERS } from "./example-exec-events.ts";
+import { FORENSICS_BUILDERS } from "./example-forensics-events.ts";
 import { SCHEDULE_BUILDERS } from "./example-schedule-events.ts";
 
 /** Fixed, valid ids shared by the examples (and handy for other tests). */
@@ -48,8 +50,8 @@ export const forensicsIds = {
   localQueued: localQueuedForensicsId(ids.sharedRun, ids.localRun),
 };
 
-const DIGEST = "a".repeat(64);
-const AT = "2026-01-02T03:04:05.678Z";
+export const DIGEST = "a".repeat(64);
+export const AT = "2026-01-02T03:04:05.678Z";
 
 export const exampleDagInput: DagInput = {
   name: "example",
@@ -85,25 +87,16 @@ export function envelope<T extends EventType>(type: T, n = 1) {
   };
 }
 
-const runtimeWriter = {
+export const runtimeWriter = {
   service: "runtime" as const,
   instanceId: "rt-proc-1",
   runtimeInstanceId: ids.runtime,
   hostIncarnation: ids.host,
   epoch: 0,
 };
-const item = {
-  forensicsId: forensicsIds.inFlight,
-  incidentId: ids.incident,
-  class: "in-flight-execution" as const,
-  sharedRunId: ids.sharedRun,
-  failedRuntimeInstanceId: ids.runtime,
-  failedLocalRunId: ids.localRun,
-  executionId: ids.execution,
-};
 const sizing = { workers: 2, maxConcurrentRuns: 2, localQueueCapacity: 8, maxWorkersPerRun: 1 };
 
-type Builders = { readonly [T in EventType]: () => EventOf<T> };
+export type Builders = { readonly [T in EventType]: () => EventOf<T> };
 
 /** Builders of one valid example per event type (every optional field set where it has a meaning). */
 export const EXAMPLE_BUILDERS: Builders = {
@@ -219,137 +212,7 @@ export const EXAMPLE_BUILDERS: Builders = {
     data: { reason: reason("tenant-quota-exceeded") },
   }),
 
-  "exec.started": () => ({
-    ...envelope("exec.started"),
-    tenantId: ids.tenant,
-    writer: runtimeWriter,
-    data: {
-      sharedRunId: ids.sharedRun,
-      localRunId: ids.localRun,
-      runtimeInstanceId: ids.runtime,
-      dagDigest: DIGEST,
-      stepCount: 5,
-      epoch: 0,
-    },
-  }),
-  "exec.step-completed": () => ({
-    ...envelope("exec.step-completed"),
-    tenantId: ids.tenant,
-    writer: runtimeWriter,
-    data: {
-      stepId: ids.step,
-      attempt: 2,
-      output: { ok: true, n: 3, note: null },
-      outputDigest: DIGEST,
-      durationMs: 12,
-    },
-  }),
-  "exec.step-failed": () => ({
-    ...envelope("exec.step-failed"),
-    tenantId: ids.tenant,
-    writer: runtimeWriter,
-    data: { stepId: ids.step, attempt: 1, error: "flaky attempt 1", retryAt: AT },
-  }),
-  "exec.timer-started": () => ({
-    ...envelope("exec.timer-started"),
-    tenantId: ids.tenant,
-    writer: runtimeWriter,
-    data: { stepId: ids.step, attempt: 1, durationMs: 60_000, wakeAt: AT },
-  }),
-  "exec.condition-evaluated": () => ({
-    ...envelope("exec.condition-evaluated"),
-    tenantId: ids.tenant,
-    writer: runtimeWriter,
-    data: { stepId: ids.step, result: false },
-  }),
-  "exec.step-skipped": () => ({
-    ...envelope("exec.step-skipped"),
-    tenantId: ids.tenant,
-    writer: runtimeWriter,
-    data: { stepId: ids.step, reason: "condition-false", detail: 'condition was false: input.region == "eu"' },
-  }),
-  "exec.map-expanded": () => ({
-    ...envelope("exec.map-expanded"),
-    tenantId: ids.tenant,
-    writer: runtimeWriter,
-    data: { stepId: ids.step, count: 20, itemsDigest: "c".repeat(64), maxConcurrency: 3, toleratedFailures: 2 },
-  }),
-  "exec.child-run-submitted": () => ({
-    ...envelope("exec.child-run-submitted"),
-    tenantId: ids.tenant,
-    writer: runtimeWriter,
-    data: { stepId: ids.step, attempt: 1, childRunId: SharedRunId.parse("run-0002") },
-  }),
-  "exec.wait-opened": () => ({
-    ...envelope("exec.wait-opened"),
-    tenantId: ids.tenant,
-    writer: runtimeWriter,
-    data: { stepId: ids.step, name: "approval", timeoutAt: "2026-01-01T00:00:00.000Z" },
-  }),
-  "exec.wait-resolved": () => ({
-    ...envelope("exec.wait-resolved"),
-    tenantId: ids.tenant,
-    writer: runtimeWriter,
-    data: {
-      stepId: ids.step,
-      name: "approval",
-      by: "signal",
-      principal: "tenant:acme",
-      payloadDigest: "d".repeat(64),
-      signalSeq: 7,
-    },
-  }),
-  "exec.step-reused": () => ({
-    ...envelope("exec.step-reused"),
-    tenantId: ids.tenant,
-    writer: runtimeWriter,
-    data: {
-      stepId: StepId.parse("a"),
-      fromRun: SharedRunId.parse("run-0000"),
-      fromExecutionId: ExecutionId.parse("ex-0000"),
-      output: { n: 1 },
-      outputDigest: "c".repeat(64),
-    },
-  }),
-  "exec.paused-for-recovery": () => ({
-    ...envelope("exec.paused-for-recovery"),
-    tenantId: ids.tenant,
-    data: {
-      forensicsId: forensicsIds.inFlight,
-      incidentId: ids.incident,
-      failedRuntimeInstanceId: ids.runtime,
-      newEpoch: 1,
-    },
-  }),
-  "exec.resumed": () => ({
-    ...envelope("exec.resumed"),
-    tenantId: ids.tenant,
-    writer: { ...runtimeWriter, runtimeInstanceId: ids.replacementRuntime, epoch: 1 },
-    data: {
-      runtimeInstanceId: ids.replacementRuntime,
-      localRunId: ids.replacementLocalRun,
-      epoch: 1,
-      completedSteps: 2,
-    },
-  }),
-  "exec.completed": () => ({
-    ...envelope("exec.completed"),
-    tenantId: ids.tenant,
-    writer: runtimeWriter,
-    data: { outputDigest: DIGEST },
-  }),
-  "exec.failed": () => ({
-    ...envelope("exec.failed"),
-    tenantId: ids.tenant,
-    writer: runtimeWriter,
-    data: { reason: reason("step-attempts-exhausted"), stepId: ids.step },
-  }),
-  "exec.cancelled": () => ({
-    ...envelope("exec.cancelled"),
-    tenantId: ids.tenant,
-    writer: runtimeWriter,
-    data: { reason: "run cancelled" },
-  }),
+  ...EXEC_BUILDERS,
 
   "scaleout.requested": () => ({
     ...envelope("scaleout.requested"),
@@ -522,60 +385,7 @@ export const EXAMPLE_BUILDERS: Builders = {
     },
   }),
 
-  "forensics.execution-recovery-candidate-detected": () => ({
-    ...envelope("forensics.execution-recovery-candidate-detected"),
-    tenantId: ids.tenant,
-    data: { ...item, completedSteps: 2 },
-  }),
-  "forensics.shared-run-requeued-for-resume": () => ({
-    ...envelope("forensics.shared-run-requeued-for-resume"),
-    tenantId: ids.tenant,
-    data: { ...item, newEpoch: 1 },
-  }),
-  "forensics.shared-run-requeued-for-local-queued-recovery": () => ({
-    ...envelope("forensics.shared-run-requeued-for-local-queued-recovery"),
-    tenantId: ids.tenant,
-    data: { ...item, forensicsId: forensicsIds.localQueued, class: "local-queued", executionId: undefined },
-  }),
-  "forensics.failed-local-run-marked-requeued-for-recovery": () => ({
-    ...envelope("forensics.failed-local-run-marked-requeued-for-recovery"),
-    tenantId: ids.tenant,
-    data: { ...item },
-  }),
-  "forensics.replacement-runtime-selected": () => ({
-    ...envelope("forensics.replacement-runtime-selected"),
-    tenantId: ids.tenant,
-    data: { ...item, replacementRuntimeInstanceId: ids.replacementRuntime },
-  }),
-  "forensics.replacement-local-run-registered": () => ({
-    ...envelope("forensics.replacement-local-run-registered"),
-    tenantId: ids.tenant,
-    data: {
-      ...item,
-      replacementRuntimeInstanceId: ids.replacementRuntime,
-      replacementLocalRunId: ids.replacementLocalRun,
-    },
-  }),
-  "forensics.resume-context-seeded": () => ({
-    ...envelope("forensics.resume-context-seeded"),
-    tenantId: ids.tenant,
-    data: { ...item, completedSteps: 2, firstIncompleteStepId: StepId.parse("d") },
-  }),
-  "forensics.dag-resume-started": () => ({
-    ...envelope("forensics.dag-resume-started"),
-    tenantId: ids.tenant,
-    data: { ...item, replacementRuntimeInstanceId: ids.replacementRuntime, epoch: 1 },
-  }),
-  "forensics.dag-resume-completed": () => ({
-    ...envelope("forensics.dag-resume-completed"),
-    tenantId: ids.tenant,
-    data: { ...item, outputDigest: DIGEST },
-  }),
-  "forensics.execution-recovery-completed": () => ({
-    ...envelope("forensics.execution-recovery-completed"),
-    tenantId: ids.tenant,
-    data: { ...item, outcome: "completed" },
-  }),
+  ...FORENSICS_BUILDERS,
   ...SCHEDULE_BUILDERS,
 };
 
