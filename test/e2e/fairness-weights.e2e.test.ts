@@ -11,10 +11,12 @@ import { eventually } from "../support/streams.ts";
  * nats-server and Redis; real admission, not the pure order): tenants t-heavy (weight 3) and
  * t-light (weight 1) each submit BURST runs at once onto one shared runtime (4 slots + 16 local
  * queue) that neither can fill alone past its headroom. Admission gives each free place to the
- * tenant holding the fewest places per unit of weight, so while both have a backlog, t-heavy holds
- * ~3/4 of the places and its runs are dispatched ~3 times as often (measured 2026-12-02: 102 : 37,
- * 2.76; the bounds 2.4-3.6 allow for whole-run holdings: 13 : 5 is 2.6, 14 : 4 is 3.5). The share is counted over the
- * dispatches made while both tenants still had runs waiting (the stream's order, no client clock).
+ * tenant with the smallest virtual time (each placement adds 1 / weight), so while both have a
+ * backlog t-heavy's runs are dispatched 3 times as often. The share is counted over the dispatches
+ * made while both tenants still had runs waiting (the stream's order, no client clock).
+ * History: ordering by places held per unit of weight gave 2.4-2.85 (a CI run failed at 2.4,
+ * 2026-12-03): the tenant behind its share went first in every pass, so its runs sat at the front
+ * of the runtime's queue, finished sooner and freed their places sooner.
  */
 const HEAVY = "token-tenant-heavy-00001";
 const LIGHT = "token-tenant-light-00001";

@@ -9,18 +9,47 @@ export interface PendingRun {
 }
 
 /**
+ * Weighted fair share of the places of shared runtimes, by virtual time (start-time fair queuing):
+ * every placement of a tenant's new work on a shared runtime advances the tenant's tag by
+ * 1 / weight, and the next place goes to the tenant with the smallest tag. While tenants flood
+ * together their placements are in proportion to their weights, pass after pass (the tags outlive a
+ * pass). A tenant left behind keeps at most CREDIT of virtual time (`weight` runs): one blocked for a
+ * moment (by a shared runtime's headroom, say) gets its places back in the next passes, while one
+ * that was idle or blocked for long goes next but cannot claim every place it did not use. Soft
+ * state: an admission restart starts every tenant equal.
+ */
+const CREDIT = 1;
+
+export class FairShare {
+  private now = 0;
+  private readonly finish = new Map<string, number>();
+
+  /** The virtual time at which the tenant's next placement starts. */
+  startOf(tenantId: string): number {
+    return Math.max(this.finish.get(tenantId) ?? this.now, this.now - CREDIT);
+  }
+
+  /** One of the tenant's runs took a place on a shared runtime. */
+  charge(tenantId: string, weight: number): void {
+    const start = this.startOf(tenantId);
+    this.finish.set(tenantId, start + 1 / Math.max(1, weight));
+    this.now = Math.max(this.now, start);
+  }
+}
+
+/**
  * The order in which admission tries pending runs (pure): every recovery item first (oldest
  * first), then new work by weighted fair share across tenants: the next run is always the oldest
- * of the tenant with the fewest places per unit of weight — `(held + taken) / weight`, where `held`
- * is what the tenant already holds on shared capacity and `taken` its runs earlier in this order
- * (ties: tenant id). A tenant holding nothing goes ahead of a flood's backlog, and when capacity
- * frees one place at a time, tenants flooding together get places in proportion to their weights
- * (a round-robin restarted every pass would give the first tenant every lone place). FIFO within a tenant.
+ * of the tenant with the smallest virtual start tag (`startOf`, advanced by 1 / weight for each of
+ * its runs earlier in this order; ties: tenant id). So a pass that can place only some of the runs
+ * places them as the weights say, and the tenants' placements over many passes are in proportion
+ * to their weights (not a round-robin restarted every pass, which gave the first tenant by id every
+ * lone place). FIFO within a tenant.
  */
 export function fairOrder(
   pending: readonly PendingRun[],
   weightOf: (tenantId: string) => number,
-  heldOf: (tenantId: string) => number = () => 0,
+  startOf: (tenantId: string) => number = () => 0,
 ): PendingRun[] {
   const bySeq = (a: PendingRun, b: PendingRun) => a.sinceSeq - b.sinceSeq || (a.sharedRunId < b.sharedRunId ? -1 : 1);
   const recovery = pending.filter((p) => p.recovery).sort(bySeq);
@@ -32,13 +61,13 @@ export function fairOrder(
   }
   const tenants = [...queues.keys()]
     .sort()
-    .map((t) => ({ t, q: queues.get(t)!, next: 0, used: heldOf(t), w: Math.max(1, weightOf(t)) }));
+    .map((t) => ({ t, q: queues.get(t)!, next: 0, tag: startOf(t), step: 1 / Math.max(1, weightOf(t)) }));
   const out: PendingRun[] = [...recovery];
   for (let left = pending.length - recovery.length; left > 0; left--) {
     let best: (typeof tenants)[number] | undefined;
-    for (const x of tenants) if (x.next < x.q.length && (!best || x.used / x.w < best.used / best.w)) best = x;
+    for (const x of tenants) if (x.next < x.q.length && (!best || x.tag < best.tag)) best = x;
     out.push(best!.q[best!.next++]!);
-    best!.used++;
+    best!.tag += best!.step;
   }
   return out;
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { fairOrder, type PendingRun } from "./fair-queue.ts";
+import { FairShare, fairOrder, type PendingRun } from "./fair-queue.ts";
 
 const run = (tenantId: string, n: number, recovery = false): PendingRun => ({
   tenantId,
@@ -15,36 +15,33 @@ describe("fair admission order (pure; proves no transport)", () => {
     expect(order.findIndex((r) => r.tenantId === "small")).toBeLessThanOrEqual(1);
   });
 
-  it("interleaves tenants by places per unit of weight, FIFO within the tenant", () => {
+  it("interleaves tenants by virtual time (1 / weight per run), FIFO within the tenant", () => {
     const pending = [run("a", 1), run("a", 2), run("a", 3), run("a", 4), run("b", 5), run("b", 6)];
     const order = fairOrder(pending, (t) => (t === "a" ? 2 : 1)).map((r) => r.sharedRunId);
-    // a: 0/2 (tie, id first), b: 0/1, a: 1/2, a: 2/2 vs b 1/1 (tie, id first), b: 1/1, a: 3/2.
+    // a: 0 (tie, id first), b: 0, a: 0.5, a: 1 vs b 1 (tie, id first), b: 1, a: 1.5.
     expect(order).toEqual(["a-1", "b-5", "a-2", "a-3", "b-6", "a-4"]);
   });
 
-  it("gives the next place to the tenant holding the fewest places per unit of weight, whatever it holds already", () => {
+  it("gives the next place to the tenant with the smallest start tag, whatever it was charged before", () => {
     const pending = [run("a", 1), run("a", 2), run("b", 3), run("b", 4)];
-    // a (weight 3) holds 9, b (weight 1) holds 2: b is under its share (2/1 < 9/3) and goes first.
-    expect(
+    const share = new FairShare();
+    const first = (s: FairShare) =>
       fairOrder(
         pending,
         (t) => (t === "a" ? 3 : 1),
-        (t) => (t === "a" ? 9 : 2),
-      )[0]!.tenantId,
-    ).toBe("b");
-    // b holds 4: a is under its share (9/3 < 4/1).
-    expect(
-      fairOrder(
-        pending,
-        (t) => (t === "a" ? 3 : 1),
-        (t) => (t === "a" ? 9 : 4),
-      )[0]!.tenantId,
-    ).toBe("a");
+        (t) => s.startOf(t),
+      )[0]!.tenantId;
+    for (let i = 0; i < 3; i++) share.charge("a", 3); // a: 0, 1/3, 2/3 -> next at 1
+    share.charge("b", 1); // b starts at the virtual time 2/3 -> next at 5/3
+    expect(first(share)).toBe("a");
+    for (let i = 0; i < 3; i++) share.charge("a", 3); // a: next at 2
+    expect(first(share)).toBe("b");
   });
 
   it("over many lone places, tenants flooding together get them in proportion to their weights", () => {
-    // One place frees at a time (a pass places one run); held counts follow the places given.
-    const held = new Map([
+    // One place frees at a time (a pass places one run), and each placement is charged.
+    const share = new FairShare();
+    const placed = new Map([
       ["a", 0],
       ["b", 0],
     ]);
@@ -52,16 +49,46 @@ describe("fair admission order (pure; proves no transport)", () => {
       ...Array.from({ length: 5 }, (_, i) => run("a", i)),
       ...Array.from({ length: 5 }, (_, i) => run("b", 10 + i)),
     ];
+    const weight = (x: string) => (x === "a" ? 3 : 1);
     for (let i = 0; i < 400; i++) {
-      const t = fairOrder(
-        pending,
-        (x) => (x === "a" ? 3 : 1),
-        (x) => held.get(x)!,
-      )[0]!.tenantId;
-      held.set(t, held.get(t)! + 1);
+      const t = fairOrder(pending, weight, (x) => share.startOf(x))[0]!.tenantId;
+      share.charge(t, weight(t));
+      placed.set(t, placed.get(t)! + 1);
     }
-    expect(held.get("a")).toBe(300);
-    expect(held.get("b")).toBe(100);
+    expect(placed.get("a")).toBe(300);
+    expect(placed.get("b")).toBe(100);
+  });
+
+  it("a tenant back from idle gets at most one unit of virtual time (weight runs) of credit, not the places it did not use", () => {
+    const share = new FairShare();
+    for (let i = 0; i < 100; i++) share.charge("a", 1); // b idle meanwhile
+    const pending = [
+      ...Array.from({ length: 6 }, (_, i) => run("a", i)),
+      ...Array.from({ length: 6 }, (_, i) => run("b", 10 + i)),
+    ];
+    const order = fairOrder(
+      pending,
+      () => 1,
+      (t) => share.startOf(t),
+    ).map((r) => r.tenantId);
+    // b starts 1 behind a: one extra place, then alternation (ties: id first).
+    expect(order.slice(0, 7)).toEqual(["b", "a", "b", "a", "b", "a", "b"]);
+  });
+
+  it("a tenant blocked for a moment gets its places back in the next passes", () => {
+    const share = new FairShare();
+    // a and b (weight 1 each) flood; a is blocked while b takes two places in a row.
+    share.charge("a", 1);
+    share.charge("b", 1);
+    share.charge("b", 1);
+    share.charge("b", 1);
+    const pending = [run("a", 1), run("a", 2), run("b", 3), run("b", 4)];
+    const order = fairOrder(
+      pending,
+      () => 1,
+      (t) => share.startOf(t),
+    ).map((r) => r.tenantId);
+    expect(order.slice(0, 2)).toEqual(["a", "a"]);
   });
 
   it("puts every recovery item ahead of new work, oldest first", () => {

@@ -30,13 +30,6 @@ export class PassBudget {
     for (const c of candidates) this.free.set(c.runtimeInstanceId, c.effectiveAvailableSlots);
   }
 
-  /** Runs of the tenant on shared runtimes (held or being claimed): its share for the fair order. */
-  sharedHeld(tenantId: string): number {
-    let n = 0;
-    for (const c of this.candidates) if (c.isolationMode === "shared") n += this.heldOn(c, tenantId);
-    return n;
-  }
-
   /** The candidates as this tenant may use them now: free places left in this pass, the headroom applied. */
   viewFor(tenantId: string): Placeable[] {
     return this.candidates.map((c) => {

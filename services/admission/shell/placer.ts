@@ -9,7 +9,7 @@ import {
   type TenantSettings,
 } from "../../../contracts/index.ts";
 import { assertNever } from "../../../contracts/assert-never.ts";
-import { fairOrder } from "../domain/fair-queue.ts";
+import { fairOrder, type FairShare } from "../domain/fair-queue.ts";
 import { decidePlacement, noCapacityReason } from "../domain/placement.ts";
 import { appendRunDecision } from "./append-run.ts";
 import { readCandidates, type Placeable } from "./candidates.ts";
@@ -27,7 +27,7 @@ const PARALLEL = 8;
 
 /**
  * One admission pass over every pending run, in fair order (recovery items first, then weighted
- * round-robin across tenants), at most PARALLEL runs at once; a tenant's quota counts its placements
+ * fair share across tenants, by virtual time kept across passes), at most PARALLEL runs at once; a tenant's quota counts its placements
  * in flight, so it holds within a replica. Slot reservations in Redis keep
  * concurrent placements (and replicas) from over-committing a runtime; conditional appends keep two
  * deciders from moving one run. Safe to run again at any time: every step is idempotent.
@@ -51,7 +51,7 @@ export async function admissionPass(deps: AdmissionDeps, state: AdmissionState):
       sinceSeq: r.sinceSeq,
     })),
     (t) => tenantSettingsOf(deps.config, t).weight,
-    (t) => budget.sharedHeld(t),
+    (t) => state.fair.startOf(t),
   ).map((p) => byKey.get(`${p.tenantId}/${p.sharedRunId}`)!);
   // Placements of one tenant in flight in this pass: the quota counts them with the tenant's active
   // runs, so parallel decisions cannot overshoot it within a replica.
@@ -69,7 +69,7 @@ export async function admissionPass(deps: AdmissionDeps, state: AdmissionState):
     inFlight.set(r.tenantId, (inFlight.get(r.tenantId) ?? 0) + 1);
     let send: Send | undefined;
     try {
-      send = await handle(deps, r, candidates, budget, now, (inFlight.get(r.tenantId) ?? 1) - 1);
+      send = await handle(deps, r, candidates, budget, now, (inFlight.get(r.tenantId) ?? 1) - 1, state.fair);
     } catch (e) {
       deps.log.error({ run: r.sharedRunId, err: String(e) }, "admission of run failed; retried next pass");
     } finally {
@@ -118,6 +118,7 @@ async function handle(
   budget: PassBudget,
   now: number,
   othersInFlight: number,
+  fair: FairShare,
 ): Promise<Send | undefined> {
   if (r.state.cancelRequested) return cancelRun(deps, r, all, now);
   const tenant = tenantSettingsOf(deps.config, r.tenantId);
@@ -158,6 +159,9 @@ async function handle(
         let full = false;
         try {
           const send = await placeOn(deps, r, c, p.snapshot, now);
+          // New work placed on a shared runtime counts against its tenant's fair share.
+          if (send && send !== "full" && c.isolationMode === "shared" && !r.state.recoveryPending)
+            fair.charge(r.tenantId, tenant.weight);
           if (send !== "full") return send;
           full = true;
         } finally {

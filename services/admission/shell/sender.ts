@@ -1,5 +1,6 @@
 import type { AdmissionDeps } from "./deps.ts";
 import type { IndexedRun } from "./run-index.ts";
+import type { FairShare } from "../domain/fair-queue.ts";
 
 /** A runtime command admission decided to send (DispatchRun, ResumeExecution, or a check then re-send). */
 export type Send = () => Promise<unknown>;
@@ -10,6 +11,8 @@ export interface AdmissionState {
   readonly busy: Set<string>;
   /** Tenant → its ResumeExecution commands sent and not yet answered: its other runs wait for them. */
   readonly resuming: Map<string, number>;
+  /** Each tenant's virtual time for the fair order (placements of new work on shared runtimes). */
+  readonly fair: FairShare;
   /** Runtime commands in flight (stop() waits for them). */
   readonly sends: Set<Promise<unknown>>;
   /** Called when a command was answered (or failed), so runs waiting on it are looked at at once. */

@@ -1,5 +1,6 @@
 import type { JetStreamClient } from "@nats-io/jetstream";
 import { follow, type Follower } from "../../../platform/follow.ts";
+import { FairShare } from "../domain/fair-queue.ts";
 import type { AdmissionDeps } from "./deps.ts";
 import { admissionPass, type AdmissionState } from "./placer.ts";
 
@@ -26,7 +27,13 @@ export async function startAdmission(
     (m) => deps.index.apply(m),
   );
   follower.done.catch((e) => deps.log.fatal({ err: String(e) }, "run follower stopped"));
-  const state: AdmissionState = { busy: new Set(), resuming: new Map(), sends: new Set(), onSendDone: () => pass() };
+  const state: AdmissionState = {
+    busy: new Set(),
+    resuming: new Map(),
+    fair: new FairShare(),
+    sends: new Set(),
+    onSendDone: () => pass(),
+  };
   let running: Promise<void> | undefined;
   let again = false;
   let stopped = false;
