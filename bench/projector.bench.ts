@@ -1,8 +1,10 @@
 /**
  * Forensics projector throughput against a private nats-server and FerretDB (run with tsx: `make bench`).
  *
- *  - projector_rebuild: a build from sequence 1 of EXECUTIONS runs of STEPS steps each (run and
- *    execution lifecycles, every step checkpoint: the shape of the proof's stream), events per second.
+ *  - projector_rebuild: a build from sequence 1 of 20 runs of 100 steps each (run and execution
+ *    lifecycles, every step checkpoint), events per second: few documents, many rows.
+ *  - projector_rebuild_wide: the same for 300 runs of 5 steps (the shape of a proof's stream: every
+ *    batch touches hundreds of run and execution documents).
  * Medians of ROUNDS rounds, each into a fresh database.
  */
 import { ExecutionId, LocalRunId, SharedRunId, StepId, TenantId } from "../contracts/index.ts";
@@ -15,13 +17,22 @@ import { startFerret, startNats } from "../platform/local-servers.ts";
 import { median, recordMetrics, round } from "./support/results.ts";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
-const EXECUTIONS = 20;
-const STEPS = 100;
+const SHAPES = [
+  { metric: "projector_rebuild", executions: 20, steps: 100 },
+  { metric: "projector_rebuild_wide", executions: 300, steps: 5 },
+] as const;
 
 const [nats, ferret] = await Promise.all([startNats(), startFerret()]);
 const mongo = readModelClient(ferret.url);
 try {
-  const fx = await freshStreams(nats.url, "benchproj");
+  for (const shape of SHAPES) await measure(shape);
+} finally {
+  await mongo.close();
+  await Promise.all([nats.stop(), ferret.stop()]);
+}
+
+async function measure({ metric, executions: EXECUTIONS, steps: STEPS }: (typeof SHAPES)[number]): Promise<void> {
+  const fx = await freshStreams(nats.url, `benchproj${STEPS}`);
   const store = createEventStore(fx.nc, fx.layout);
   let last = 0;
   const put = async (ref: Parameters<typeof store.append>[0], e: Parameters<typeof store.append>[1]) => {
@@ -67,16 +78,13 @@ try {
     await db.dropDatabase();
   }
   const rate = median(rates);
-  console.log(`projector_rebuild: ${round(rate, 0)} events/s (median of ${ROUNDS})`);
+  console.log(`${metric}: ${round(rate, 0)} events/s (median of ${ROUNDS})`);
   await recordMetrics({
-    projector_rebuild: {
+    [metric]: {
       unit: "events/s",
       value: round(rate, 0),
       note: `${last} events: ${EXECUTIONS} executions × ${STEPS} steps, build from sequence 1 into FerretDB (SQLite)`,
     },
   });
   await fx.close();
-} finally {
-  await mongo.close();
-  await Promise.all([nats.stop(), ferret.stop()]);
 }

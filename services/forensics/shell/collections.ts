@@ -1,4 +1,4 @@
-import type { Collection, Db, Filter, IndexSpecification, OptionalUnlessRequiredId } from "mongodb";
+import type { Collection, Db, Filter, IndexSpecification, OptionalUnlessRequiredId, WithoutId } from "mongodb";
 import { storable } from "../domain/fact.ts";
 import {
   CHECKPOINT_COLLECTION,
@@ -108,6 +108,39 @@ export async function putIfNewer<T extends { readonly _id: string; readonly last
 }
 
 /**
+ * `putIfNewer` for many documents of one collection in one call (unordered: each write stands on
+ * its own, as it would alone; a duplicate key is "already applied" and skipped, any other failure
+ * throws). FerretDB commits each write on its own either way; one call saves a round trip per document.
+ */
+export async function putManyIfNewer<T extends { readonly _id: string; readonly lastSeq: number }>(
+  c: Collection<T>,
+  docs: readonly T[],
+): Promise<void> {
+  if (docs.length === 0) return;
+  if (docs.length === 1) return putIfNewer(c, docs[0]!);
+  try {
+    await c.bulkWrite(
+      docs.map((doc) => ({
+        replaceOne: {
+          filter: { _id: doc._id, lastSeq: { $lt: doc.lastSeq } } as Filter<T>,
+          replacement: storable(doc) as WithoutId<T>,
+          upsert: true,
+        },
+      })),
+      { ordered: false },
+    );
+  } catch (e) {
+    if (!onlyDuplicateKeys(e)) throw e;
+  }
+}
+
+const onlyDuplicateKeys = (e: unknown): boolean => {
+  const w = (e as { writeErrors?: unknown }).writeErrors;
+  const errors = (Array.isArray(w) ? w : w ? [w] : []) as { code?: unknown }[];
+  return errors.length > 0 && errors.every((x) => x.code === 11000);
+};
+
+/**
  * Inserts rows keyed by stream sequence in one call, unordered: a row whose key exists is the same
  * row written before (a row is a pure function of its event) and is skipped; any other failure
  * throws. FerretDB tries the whole batch in one transaction and, only if that fails, row by row.
@@ -123,9 +156,7 @@ export async function insertRows<T extends { readonly _id: string }>(
       { ordered: false },
     );
   } catch (e) {
-    const w = (e as { writeErrors?: unknown }).writeErrors;
-    const errors = (Array.isArray(w) ? w : w ? [w] : []) as { code?: unknown }[];
-    if (errors.length === 0 || errors.some((x) => x.code !== 11000)) throw e;
+    if (!onlyDuplicateKeys(e)) throw e;
   }
 }
 

@@ -1,5 +1,5 @@
 import type { Collection } from "mongodb";
-import { byId, insertRows, putIfNewer } from "./collections.ts";
+import { byId, insertRows, putManyIfNewer } from "./collections.ts";
 
 type Doc = { readonly _id: string; readonly lastSeq: number };
 type Row = { readonly _id: string };
@@ -8,23 +8,28 @@ type Row = { readonly _id: string };
  * A write-behind cache of what the projector writes. The projector is the only writer of its
  * database, so what it last wrote is what is stored: reading it back from FerretDB on every event
  * would double the round trips. Writes are held until `flush`, so a batch of events writes each
- * document once (its newest version) and inserts its rows in one call per collection: FerretDB
+ * document once (its newest version), documents and rows in one call per collection: FerretDB
  * commits every write on its own, and that, not the fold, was the projector's cost. Bounded: past
  * `max` clean entries it starts over (a miss only costs a read; unflushed documents are never
- * dropped). `clear` on reset, and after a failed flush, so a retried batch re-reads what is stored
- * instead of trusting versions that never landed.
+ * dropped). `clear` after a failed flush, so a retried batch re-reads what is stored instead of
+ * trusting versions that never landed. `startEmpty` when the collections were just dropped (a
+ * rebuild): until the cache first starts over, it holds everything stored, so a miss is a document
+ * that does not exist and costs no read (a rebuild creates every document once: each was a read).
  */
 export function docCache(max = 20_000) {
   let docs = new Map<string, Doc>();
-  // Each held write keeps its own typed collection in a closure, so no collection is widened.
-  let dirty = new Map<string, { readonly doc: Doc; readonly write: () => Promise<unknown> }>();
+  // Each collection's held writes keep its typed collection in a closure, so no collection is widened.
+  let dirty = new Map<string, { readonly held: Map<string, Doc>; readonly write: () => Promise<unknown> }>();
   let rows = new Map<string, { readonly held: Map<string, Row>; readonly write: () => Promise<unknown> }>();
+  // True while `docs` and `dirty` hold every stored document (since `startEmpty`, nothing evicted).
+  let complete = false;
   const key = (c: { readonly collectionName: string }, id: string) => `${c.collectionName}/${id}`;
   return {
     async get<T extends Doc>(c: Collection<T>, id: string): Promise<T | undefined> {
       const k = key(c, id);
-      const held = dirty.get(k)?.doc ?? docs.get(k);
+      const held = dirty.get(c.collectionName)?.held.get(id) ?? docs.get(k);
       if (held) return held as T;
+      if (complete) return undefined;
       const d = await byId(c, id);
       if (d) docs.set(k, d);
       return d;
@@ -33,8 +38,17 @@ export function docCache(max = 20_000) {
     put<T extends Doc>(c: Collection<T>, prev: T | undefined, next: T): void {
       if (next === prev) return;
       const k = key(c, next._id);
-      dirty.set(k, { doc: next, write: () => putIfNewer(c, next) });
-      if (docs.size >= max) docs = new Map();
+      let batch = dirty.get(c.collectionName);
+      if (!batch) {
+        const held = new Map<string, T>();
+        batch = { held, write: () => putManyIfNewer(c, [...held.values()]) };
+        dirty.set(c.collectionName, batch);
+      }
+      batch.held.set(next._id, next);
+      if (docs.size >= max) {
+        docs = new Map();
+        complete = false;
+      }
       docs.set(k, next);
     },
     /** Holds a row for the next flush; of two rows with one key, the first wins (as an insert would). */
@@ -51,13 +65,11 @@ export function docCache(max = 20_000) {
     async flush(): Promise<void> {
       try {
         for (const batch of rows.values()) await batch.write();
-        for (const held of dirty.values()) await held.write();
+        for (const batch of dirty.values()) await batch.write();
         rows = new Map();
         dirty = new Map();
       } catch (e) {
-        docs = new Map();
-        dirty = new Map();
-        rows = new Map();
+        this.clear();
         throw e;
       }
     },
@@ -65,6 +77,12 @@ export function docCache(max = 20_000) {
       docs = new Map();
       dirty = new Map();
       rows = new Map();
+      complete = false;
+    },
+    /** The collections are empty now (just dropped): what this cache is told from here on is all there is. */
+    startEmpty() {
+      this.clear();
+      complete = true;
     },
   };
 }

@@ -69,6 +69,7 @@ export function forensicsProjection(
       cache.clear();
       await dropReadModels(m);
       await ensureIndexes(m);
+      cache.startEmpty();
     },
   };
 }
