@@ -105,7 +105,9 @@ export function summary(r: ProofReport): string {
     `  kill → suspected p50 ${r.latencies.suspected.p50} ms p99 ${r.latencies.suspected.p99} ms; → fenced p50 ${r.latencies.fenced.p50} p99 ${r.latencies.fenced.p99}; → resumed p50 ${r.latencies.resumed.p50} p99 ${r.latencies.resumed.p99}`,
     `  kill gate: step durable → seen p50 ${r.latencies.gateSeen.p50} ms p99 ${r.latencies.gateSeen.p99}; → signal sent p50 ${r.latencies.gateSignal.p50} p99 ${r.latencies.gateSignal.p99}`,
     `  request → host ready p50 ${r.startup.hostReady.p50} ms p99 ${r.startup.hostReady.p99}; ${Number.isNaN(r.startup.route.p50) ? "" : `→ route programmed p50 ${r.startup.route.p50} p99 ${r.startup.route.p99}; `}→ capacity published p50 ${r.startup.published.p50} p99 ${r.startup.published.p99}`,
-    `  → capacity published: cold p50 ${r.startup.publishedCold.p50} ms p99 ${r.startup.publishedCold.p99}; warm p50 ${r.startup.publishedWarm.p50} ms p99 ${r.startup.publishedWarm.p99} (${r.warmStarts.claimed} of ${r.warmStarts.of} runtimes claimed a warm pool member)`,
+    r.warmStarts.claimed === 0
+      ? `  → capacity published: all ${r.warmStarts.of} runtimes cold (no warm pool member claimed)`
+      : `  → capacity published: cold p50 ${r.startup.publishedCold.p50} ms p99 ${r.startup.publishedCold.p99}; warm p50 ${r.startup.publishedWarm.p50} ms p99 ${r.startup.publishedWarm.p99} (${r.warmStarts.claimed} of ${r.warmStarts.of} runtimes claimed a warm pool member)`,
     `  kills: ${r.kills
       .slice(0, 4)
       .map((k) => `${k.runtimeInstanceId}@${k.completedAtKill} steps`)
