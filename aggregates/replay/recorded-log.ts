@@ -20,8 +20,32 @@ export function aggregateIdOf(r: Pick<RecordedEvent, "subject" | "event">): stri
   return t[t.length - 2] ?? "";
 }
 
-const ofAggregate = (log: readonly RecordedEvent[], aggregate: string, id: string) =>
-  log.filter((r) => r.event.type.startsWith(`${aggregate}.`) && aggregateIdOf(r) === id);
+/** Each log's events by `<aggregate>:<id>`, built once per log (and again if it grew). */
+const indexes = new WeakMap<
+  readonly RecordedEvent[],
+  { readonly length: number; readonly byId: Map<string, RecordedEvent[]> }
+>();
+
+/**
+ * The events of one aggregate, in log order. Indexed: validating a run looks its aggregates up
+ * about ten times, and filtering the whole log each time made a P=15 proof's log assertions
+ * (135 runs, 30 incidents, 12 000 events) take 11-20 s.
+ */
+const ofAggregate = (log: readonly RecordedEvent[], aggregate: string, id: string): RecordedEvent[] => {
+  let index = indexes.get(log);
+  if (index?.length !== log.length) {
+    const byId = new Map<string, RecordedEvent[]>();
+    for (const r of log) {
+      const k = `${r.event.type.slice(0, r.event.type.indexOf("."))}:${aggregateIdOf(r)}`;
+      const list = byId.get(k);
+      if (list) list.push(r);
+      else byId.set(k, [r]);
+    }
+    index = { length: log.length, byId };
+    indexes.set(log, index);
+  }
+  return [...(index.byId.get(`${aggregate}:${id}`) ?? [])];
+};
 
 const submittedOf = (log: readonly RecordedEvent[], sharedRunId: string) =>
   ofAggregate(log, "run", sharedRunId)
