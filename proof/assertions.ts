@@ -71,7 +71,8 @@ function tokens(subject: string, prefixTokens: number) {
 /**
  * The proof's assertions (proof-and-bench.md 1–6) over the whole event log, pure: every run completes
  * exactly once; the in-flight execution keeps its ExecutionId, has one step-completed per step and
- * resumes at the first incomplete step; local-queued runs are redispatched with a new LocalRunId and
+ * resumes at the first incomplete step (of a DAG: a step ready at the resume, or an unfinished item
+ * of a ready map step); local-queued runs are redispatched with a new LocalRunId and
  * a new ExecutionId; no event of a killed incarnation follows its `fenced`; safe tenants carry no
  * recovery evidence; each recovered item has one forensics record with its full timeline.
  */
@@ -161,7 +162,7 @@ export function assertProof(log: readonly LoggedEvent[], facts: ProofFacts, pref
     }
   }
   check(
-    "in-flight: same ExecutionId, one step-completed per step, resumed at the first incomplete step",
+    "in-flight: same ExecutionId, one step-completed per step, resumed at the first incomplete step (or map item)",
     inflight,
     `${facts.kills.length} executions resumed`,
   );
