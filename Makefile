@@ -88,7 +88,7 @@ fuzz: node_modules/.stamp ## the event fuzz target, long: FUZZ_RUNS (default 200
 
 PROOF_P ?= 5
 PROOF_WORKLOAD ?= builtin
-proof: deps ## the crash-recovery proof against the real services: P=$(PROOF_P) over HTTP, then over gRPC (PROOF_P=15 make proof; PROOF_WORKLOAD=custom: tenant code)
+proof: deps ## the crash-recovery proof against the real services: P=$(PROOF_P) over HTTP, then over gRPC (PROOF_P=15 make proof; PROOF_WORKLOAD=custom: tenant code; PROOF_WORKLOAD=control-flow: a map and a wait)
 	@node --import tsx cli/drover.ts proof --parallel $(PROOF_P) --workload $(PROOF_WORKLOAD) --transport http
 	@node --import tsx cli/drover.ts proof --parallel $(PROOF_P) --workload $(PROOF_WORKLOAD) --transport grpc
 

@@ -1,4 +1,4 @@
-import type { DroverEvent } from "../contracts/index.ts";
+import { parseMapItemId, type DroverEvent } from "../contracts/index.ts";
 
 /** A stored event as the proof reads it (structurally streams' StoredEvent). */
 export interface LoggedEvent {
@@ -71,7 +71,8 @@ function tokens(subject: string, prefixTokens: number) {
 /**
  * The proof's assertions (proof-and-bench.md 1–6) over the whole event log, pure: every run completes
  * exactly once; the in-flight execution keeps its ExecutionId, has one step-completed per step and
- * resumes at the first incomplete step; local-queued runs are redispatched with a new LocalRunId and
+ * resumes at the first incomplete step (of a DAG: a step ready at the resume, or an unfinished item
+ * of a ready map step); local-queued runs are redispatched with a new LocalRunId and
  * a new ExecutionId; no event of a killed incarnation follows its `fenced`; safe tenants carry no
  * recovery evidence; each recovered item has one forensics record with its full timeline.
  */
@@ -153,13 +154,15 @@ export function assertProof(log: readonly LoggedEvent[], facts: ProofFacts, pref
         .flatMap((e) => (e.event.type === "exec.step-completed" ? [e.event.data.stepId as string] : [])),
     );
     const firstAfter = journal.slice(resumedAt).find((e) => e.event.type === "exec.step-completed");
-    const expected = expectedFirstIncomplete(log, k, before);
-    if (firstAfter?.event.type === "exec.step-completed" && firstAfter.event.data.stepId !== expected) {
-      inflight.push(`${k.executionId}: first step after resume ${firstAfter.event.data.stepId}, expected ${expected}`);
+    const expected = readyAtResume(log, k, before);
+    if (firstAfter?.event.type === "exec.step-completed" && !expected.accepts(firstAfter.event.data.stepId)) {
+      inflight.push(
+        `${k.executionId}: first step after resume ${firstAfter.event.data.stepId}, expected ${expected.steps.join(" or ")}`,
+      );
     }
   }
   check(
-    "in-flight: same ExecutionId, one step-completed per step, resumed at the first incomplete step",
+    "in-flight: same ExecutionId, one step-completed per step, resumed at the first incomplete step (or map item)",
     inflight,
     `${facts.kills.length} executions resumed`,
   );
@@ -247,17 +250,26 @@ export function assertProof(log: readonly LoggedEvent[], facts: ProofFacts, pref
   return results;
 }
 
-/** For a chain (or any DAG), the first step in the scheduler's order that was not completed before the resume. */
-function expectedFirstIncomplete(log: readonly LoggedEvent[], k: KillRecord, done: Set<string>): string | undefined {
+/**
+ * The steps that may complete first after the resume: those not completed before it whose
+ * dependencies all were (for a chain, exactly the first incomplete step); of a ready map step, any
+ * of its items not completed before the resume (an item is `<map>--<index>`, docs/control-flow.md).
+ */
+function readyAtResume(
+  log: readonly LoggedEvent[],
+  k: KillRecord,
+  done: Set<string>,
+): { steps: string[]; accepts: (stepId: string) => boolean } {
   const submitted = log.find(
     (e) =>
       e.event.type === "run.submitted" && e.event.tenantId === k.tenantId && e.event.data.sharedRunId === k.sharedRunId,
   );
-  if (submitted?.event.type !== "run.submitted") return undefined;
-  const steps = submitted.event.data.dag.steps;
-  const ready = steps
-    .filter((s) => !done.has(s.id) && s.dependsOn.every((d) => done.has(d)))
-    .map((s) => s.id as string)
-    .sort();
-  return ready[0];
+  if (submitted?.event.type !== "run.submitted") return { steps: [], accepts: () => false };
+  const ready = submitted.event.data.dag.steps.filter((s) => !done.has(s.id) && s.dependsOn.every((d) => done.has(d)));
+  const steps = ready.map((s) => s.id as string).sort();
+  const maps = new Set(ready.filter((s) => s.map).map((s) => s.id as string));
+  return {
+    steps,
+    accepts: (id) => steps.includes(id) || (!done.has(id) && parseMapItemId(id, (m) => maps.has(m)) !== undefined),
+  };
 }

@@ -43,8 +43,32 @@ async function chain(ctx: StepContext, input: ChainInput): Promise<Json> {
   return chainOutput(ctx.stepId, input);
 }
 
+/** One item of the control-flow workload's map (proof/control-flow-workload.ts): its index and how long it works. */
+export interface MapItem {
+  readonly i: number;
+  readonly ms: number;
+}
+
+/** What `cf-item` returns for an item: a pure function, so the fan-in's expected input is computable offline. */
+export function mapItemOutput(item: MapItem): Json {
+  return {
+    index: item.i,
+    digest: createHash("sha256")
+      .update(canonical(["cf-item", item.i]))
+      .digest("hex"),
+  };
+}
+
 export default defineWorker({
   steps: {
+    // The map's per-item kind: works the item's `ms`, then returns its output.
+    "cf-item": async (ctx, input: { item: MapItem }) => {
+      if (input.item.ms > 0) await delay(input.item.ms, undefined, { signal: ctx.signal });
+      return mapItemOutput(input.item);
+    },
+    // The fan-in: returns what it received (the map's ordered item outputs and failed items), so the
+    // journal records it and the proof compares it with every item's output in index order.
+    "cf-fanin": async (_ctx, input: { items: Json; failed: Json }) => ({ received: input.items, failed: input.failed }),
     "chain-work": chain,
     "chain-flaky": async (ctx, input: ChainInput) => {
       const out = await chain(ctx, input);
@@ -55,5 +79,7 @@ export default defineWorker({
   },
 });
 
-/** The handler names the proof tenants' settings declare. */
+/** The handler names the proof tenants' settings declare (`--workload custom`). */
 export const CHAIN_KINDS = ["chain-work", "chain-flaky"] as const;
+/** The handler names of `--workload control-flow`. */
+export const CONTROL_FLOW_KINDS = ["cf-item", "cf-fanin"] as const;

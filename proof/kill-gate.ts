@@ -7,7 +7,8 @@ import { isPodRuntime, podRuntimePid } from "./pod-process.ts";
 
 /**
  * Kills each impacted tenant's runtime once its in-flight execution has `afterSteps` durable
- * `step-completed` events — gated on the journal, never on a sleep. The signal (SIGKILL: a crash;
+ * `step-completed` events (of the steps `counts` names: the control-flow workload counts map items)
+ * — gated on the journal, never on a sleep. The signal (SIGKILL: a crash;
  * SIGSTOP: a zombie the fence must kill) goes to the exact runtime process named by the runtime's
  * `host-started` (process hosts), or the runtime process inside the Pod with that UID (local cluster:
  * a crash of the container, which Kubernetes reports and drover must recover from).
@@ -19,6 +20,7 @@ export async function startKillGate(
   impacted: ReadonlySet<string>,
   afterSteps: number,
   signal: "SIGKILL" | "SIGSTOP",
+  counts: (stepId: string) => boolean,
   onKill: (k: KillRecord) => void,
 ): Promise<Follower> {
   const execs = new Map<
@@ -48,7 +50,7 @@ export async function startKillGate(
         });
       }
       const x = execs.get(executionId);
-      if (e.type !== "exec.step-completed" || !x) return;
+      if (e.type !== "exec.step-completed" || !x || !counts(e.data.stepId)) return;
       x.steps++;
       if (x.steps < afterSteps) return;
       killed.add(tenantId);

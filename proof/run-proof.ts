@@ -19,6 +19,9 @@ import { proofConfig, scenarioTenants, tokenOf, type ProofOptions } from "./scen
 import { startupLatencies, type StartupLatencies } from "./startup-latencies.ts";
 import { outputAssertion, readStoredOutputs, tamperAssertion } from "./custom-outputs.ts";
 import { proofDag } from "./workload.ts";
+import { controlFlowDag, controlFlowInput, CF_MAP } from "./control-flow-workload.ts";
+import { controlFlowAssertions, signalsAssertion } from "./control-flow-assertions.ts";
+import { startWaitSignaller } from "./wait-signaller.ts";
 import { waitForWarmPool } from "./warm-pool-ready.ts";
 
 /**
@@ -95,12 +98,17 @@ export async function runProof(
     const impacted = new Set(tenants.flatMap((t) => t.impacted));
     const kills: KillRecord[] = [];
     let dropped: Promise<number> | undefined;
-    const gate = await startKillGate(js, store, cp.layout, impacted, o.killAfterSteps, o.signal, (k) => {
+    const cf = o.workload === "control-flow";
+    // control-flow: `steps` is the map's item count and the gate counts completed items only.
+    const counted = cf ? (stepId: string) => stepId.startsWith(`${CF_MAP}--`) : () => true;
+    const gate = await startKillGate(js, store, cp.layout, impacted, o.killAfterSteps, o.signal, counted, (k) => {
       kills.push(k);
       // Mid-proof, once half the runtimes are down: lose every read model.
       if (infra.mongoUrl && !dropped && kills.length >= impacted.size / 2)
         dropped = dropReadModels(infra.mongoUrl, readModelDbName(cp.env, "cp-proof"));
     });
+    const signaller = cf ? await startWaitSignaller(js, cp.layout, cp.apiUrl) : undefined;
+    let signalFailures: string[] = [];
     let completed = 0;
     const done = await follow(
       js,
@@ -111,10 +119,21 @@ export async function runProof(
     );
     // With a warm pool: the pool is warm before the first run (included in the duration and the runs phase).
     const warmPoolReadyMs = o.warmPool ? await waitForWarmPool(js, cp.layout, o.warmPool, 300_000) : 0;
-    const runs: { tenantId: string; sharedRunId: string; dag: DagInput }[] = [];
-    const dag = proofDag(o.steps, o.stepMs, o.seed, o.workload);
+    const runs: {
+      tenantId: string;
+      sharedRunId: string;
+      dag: DagInput;
+      input?: ReturnType<typeof controlFlowInput>;
+    }[] = [];
+    const dag = cf ? controlFlowDag(o.stepMs) : proofDag(o.steps, o.stepMs, o.seed, o.workload);
     // The first run of an impacted tenant is the execution the gate kills: it holds after the kill point.
-    const held = proofDag(o.steps, o.stepMs, o.seed, o.workload, [{ index: o.killAfterSteps, ms: KILL_HOLD_MS }]);
+    const held = cf
+      ? dag
+      : proofDag(o.steps, o.stepMs, o.seed, o.workload, [{ index: o.killAfterSteps, ms: KILL_HOLD_MS }]);
+    const inputOf = (isHeld: boolean) =>
+      cf
+        ? controlFlowInput(o.steps, o.stepMs, isHeld ? { from: o.killAfterSteps, ms: KILL_HOLD_MS } : undefined)
+        : undefined;
     const progress = (phase: string) =>
       onProgress({ submitted: runs.length, completed, killed: kills.length, elapsedMs: Date.now() - t0, phase });
     const ticker = setInterval(() => progress("running"), 1000);
@@ -125,11 +144,18 @@ export async function runProof(
           .map(async (tenantId) => {
             const api = apiClient(cp.apiUrl, tokenOf(tenantId));
             for (let r = 0; r < 3; r++) {
-              const runDag = r === 0 && impacted.has(tenantId) ? held : dag;
-              const res = await api.submit(runDag, `proof-${o.seed}-${tenantId}-${r}`);
+              const isHeld = r === 0 && impacted.has(tenantId);
+              const runDag = isHeld ? held : dag;
+              // control-flow: every impacted run holds its in-flight items; the one that runs first is killed
+              // (seen over gRPC: a tenant's second run executed before its first, and finished before the kill).
+              const input = inputOf(cf ? impacted.has(tenantId) : isHeld);
+              const idempotencyKey = `proof-${o.seed}-${tenantId}-${r}`;
+              const res = input
+                ? await api.post("/v1/runs", { dag: runDag, input, idempotencyKey })
+                : await api.submit(runDag, idempotencyKey);
               if (res.status !== 201 && res.status !== 200)
                 throw new Error(`submission for ${tenantId} refused: ${res.status} ${JSON.stringify(res.body)}`);
-              runs.push({ tenantId, sharedRunId: res.body.sharedRunId, dag: runDag });
+              runs.push({ tenantId, sharedRunId: res.body.sharedRunId, dag: runDag, ...(input ? { input } : {}) });
             }
           }),
       );
@@ -140,6 +166,7 @@ export async function runProof(
       clearInterval(ticker);
       await gate.stop();
       await done.stop();
+      signalFailures = (await signaller?.stop()) ?? [];
     }
     const tRuns = Date.now();
     progress("verifying");
@@ -159,6 +186,16 @@ export async function runProof(
       ),
       replayAssertion(log, runs, kills, stored),
       ...(o.workload === "custom" ? [outputAssertion(log, runs, stored.size), tamperAssertion(log, stored, held)] : []),
+      ...(cf
+        ? [
+            ...controlFlowAssertions(
+              log,
+              { runs: runs.map((r) => ({ ...r, items: r.input?.items ?? [] })), kills },
+              cp.layout.eventPrefix.split(".").length,
+            ),
+            signalsAssertion(signalFailures, signaller?.sent() ?? 0, runs.length),
+          ]
+        : []),
     ];
     const tLog = Date.now();
     if (infra.mongoUrl) {
@@ -332,7 +369,7 @@ export function proofLine(r: ProofReport): string {
   const n = (prefix: string) =>
     r.assertions.filter((a) => a.name.startsWith(prefix)).reduce((s, a) => s + a.violations, 0);
   return (
-    `proof: P=${r.options.parallel} transport=${r.options.transport} host=${r.options.host}${r.options.exposure ? `(${r.options.exposure})` : ""}${r.options.workload === "custom" ? " workload=custom" : ""} runs=${r.runs} recovered=${r.recovered} ` +
+    `proof: P=${r.options.parallel} transport=${r.options.transport} host=${r.options.host}${r.options.exposure ? `(${r.options.exposure})` : ""}${r.options.workload === "builtin" ? "" : ` workload=${r.options.workload}`} runs=${r.runs} recovered=${r.recovered} ` +
     `duplicates=${n("duplicates")} lost=${n("lost")} safe_leaks=${n("safe_leaks")} fence_violations=${n("fence_violations")} replay_failures=${n("replay")} ` +
     `result=${r.pass ? "PASS" : `FAIL (${failed?.name}: ${failed?.detail})`}`
   );

@@ -1,7 +1,8 @@
 import type { z } from "zod";
 import { resolve } from "node:path";
 import type { DroverConfig, KubernetesHostConfig, Transport } from "../contracts/index.ts";
-import { CHAIN_KINDS } from "./custom-worker.ts";
+import { CHAIN_KINDS, CONTROL_FLOW_KINDS } from "./custom-worker.ts";
+import { CF_MAX_CONCURRENCY, CF_RESOLVER } from "./control-flow-workload.ts";
 import type { ProofWorkload } from "./workload.ts";
 
 /** The proof tenants' worker module for `--workload custom` (an absolute path: the provisioner bundles it). */
@@ -44,23 +45,30 @@ export const DEFAULT_PROOF: ProofOptions = {
   workload: "builtin",
 };
 
+/** `--workload control-flow`'s defaults: `steps` is the map's item count, `killAfterSteps` the items completed at the kill. */
+export const CONTROL_FLOW_PROOF = { steps: 6, killAfterSteps: 2 } as const;
+
 /** The three tenants of scenario `i`: two impacted, one safe, each with a dedicated runtime. */
 export function scenarioTenants(i: number): { impacted: [string, string]; safe: string } {
   return { impacted: [`p${i}-imp-a`, `p${i}-imp-b`], safe: `p${i}-safe` };
 }
 
 export const tokenOf = (tenantId: string): string => `proof-token-${tenantId}`.padEnd(24, "0");
+/** A second token of each tenant, named `approver`: the only principal the control-flow workload's wait allows. */
+export const approverTokenOf = (tenantId: string): string => `proof-approver-${tenantId}`.padEnd(24, "0");
 export const OPERATOR_TOKEN = "proof-token-operator-000001";
 
 /**
  * Every tenant dedicated, one runtime each (maxRuntimeInstances 1, so all three runs land on the
  * same runtime), sized 1 worker × 1 concurrent run + 2 queued: at kill time an impacted runtime holds
- * exactly 1 in-flight execution and 2 local-queued runs.
+ * exactly 1 in-flight execution and 2 local-queued runs. `control-flow`: 3 workers, all for the
+ * one run, so its map runs 3 items at once (the wait holds none).
  */
 export function proofConfig(
   o: ProofOptions,
   kubernetes?: z.input<typeof KubernetesHostConfig>,
 ): z.input<typeof DroverConfig> {
+  const cf = o.workload === "control-flow";
   const tenants = [];
   const tokens: Record<string, unknown> = { [OPERATOR_TOKEN]: { role: "operator", name: "proof" } };
   for (let i = 0; i < o.parallel; i++) {
@@ -70,16 +78,18 @@ export function proofConfig(
         tenantId,
         isolationMode: "dedicated",
         maxRuntimeInstances: 1,
-        workersPerInstance: 1,
+        workersPerInstance: cf ? CF_MAX_CONCURRENCY : 1,
         maxConcurrentRunsPerInstance: 1,
         localQueueCapacity: 2,
-        maxWorkersPerRun: 1,
+        maxWorkersPerRun: cf ? CF_MAX_CONCURRENCY : 1,
         maxConcurrentRuns: 10,
         transport: o.transport,
         hostProvider: o.host,
         ...(o.workload === "custom" ? { worker: { module: PROOF_WORKER_MODULE, kinds: [...CHAIN_KINDS] } } : {}),
+        ...(cf ? { worker: { module: PROOF_WORKER_MODULE, kinds: [...CONTROL_FLOW_KINDS] } } : {}),
       });
       tokens[tokenOf(tenantId)] = { role: "tenant", tenantId };
+      if (cf) tokens[approverTokenOf(tenantId)] = { role: "tenant", tenantId, name: CF_RESOLVER };
     }
   }
   // Crashes are detected by the observed process exit (tens of ms); the heartbeat bound only has to

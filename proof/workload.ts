@@ -1,7 +1,10 @@
 import type { DagInput } from "../contracts/index.ts";
 
-/** Which step code the proof's chain runs: the built-in kinds, or a tenant worker (proof/custom-worker.ts). */
-export type ProofWorkload = "builtin" | "custom";
+/**
+ * Which step code the proof's chain runs: the built-in kinds, or a tenant worker (proof/custom-worker.ts);
+ * or, instead of the chain, `control-flow`: a map with its fan-in and a wait (proof/control-flow-workload.ts).
+ */
+export type ProofWorkload = "builtin" | "custom" | "control-flow";
 
 /** Output padding of a `custom` chain step that goes to the object store (above the 8 KiB inline limit). */
 export const STORED_PAD = 9000;

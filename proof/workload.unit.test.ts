@@ -4,6 +4,7 @@ import { parseProofArgs } from "../cli/commands/proof.ts";
 import { expectedRunDigest } from "./custom-outputs.ts";
 import { proofConfig } from "./scenario-config.ts";
 import { proofDag, STORED_PAD } from "./workload.ts";
+import { controlFlowDag, controlFlowInput } from "./control-flow-workload.ts";
 
 /** The proof's workloads as data (pure: proves no transport; the proof tier runs them). */
 describe("proof workloads", () => {
@@ -46,10 +47,35 @@ describe("proof workloads", () => {
     expect(expectedRunDigest(proofDag(50, 10, 2, "custom"))).not.toBe(expectedRunDigest(proofDag(50, 10, 1, "custom")));
   });
 
-  it("drover proof takes --workload builtin|custom (builtin by default) and refuses anything else", () => {
+  it("drover proof takes --workload builtin|custom|control-flow (builtin by default) and refuses anything else", () => {
     expect(parseProofArgs([]).options.workload).toBe("builtin");
     expect(parseProofArgs(["--workload", "custom"]).options.workload).toBe("custom");
-    expect(() => parseProofArgs(["--workload", "mine"])).toThrow(/--workload must be builtin or custom/);
+    expect(() => parseProofArgs(["--workload", "mine"])).toThrow(/--workload must be builtin, custom or control-flow/);
+  });
+
+  it("--workload control-flow: 6 map items and a kill after 2 by default; 3 workers for the run and an approver token per tenant", () => {
+    const o = parseProofArgs(["--workload", "control-flow"]).options;
+    expect(o).toMatchObject({ workload: "control-flow", steps: 6, killAfterSteps: 2 });
+    expect(parseProofArgs(["--workload", "control-flow", "--steps", "10", "--kill-after", "4"]).options).toMatchObject({
+      steps: 10,
+      killAfterSteps: 4,
+    });
+    const c = proofConfig({ ...o, parallel: 1 });
+    expect(c.tenants?.[0]).toMatchObject({
+      workersPerInstance: 3,
+      maxWorkersPerRun: 3,
+      maxConcurrentRunsPerInstance: 1,
+    });
+    expect(c.tenants?.[0]?.worker?.kinds).toEqual(["cf-item", "cf-fanin"]);
+    expect(Object.values(c.tokens ?? {})).toContainEqual({ role: "tenant", tenantId: "p0-imp-a", name: "approver" });
+  });
+
+  it("the control-flow DAG validates (map, fan-in by $ref, wait with resolvers, when); the held input keeps the items in flight at the kill long", () => {
+    expect(DagDefinition.safeParse(controlFlowDag(10)).success).toBe(true);
+    expect(controlFlowInput(6, 10).items.map((x) => x.ms)).toEqual([10, 10, 10, 10, 10, 10]);
+    expect(controlFlowInput(6, 10, { from: 2, ms: 5000 }).items.map((x) => x.ms)).toEqual([
+      10, 10, 5000, 5000, 5000, 10,
+    ]);
   });
 
   it("drover proof takes --host-startups H into the provisioner's maxConcurrentHostStartups (4 by default)", () => {

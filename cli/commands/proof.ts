@@ -3,18 +3,20 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { proofLine, runProof, type ProofProgress, type ProofReport } from "../../proof/run-proof.ts";
-import { DEFAULT_PROOF, type ProofOptions } from "../../proof/scenario-config.ts";
+import { CONTROL_FLOW_PROOF, DEFAULT_PROOF, type ProofOptions } from "../../proof/scenario-config.ts";
 import { startProofCluster } from "../../proof/kubernetes-hosts.ts";
 import { startFerret, startNats, startRedis, type RunningServer } from "../../platform/local-servers.ts";
 import { stopAllControlPlanes } from "../../platform/control-plane-processes.ts";
 
 export const PROOF_USAGE = `drover proof [--parallel P] [--transport http|grpc] [--host process|kubernetes] [--exposure pod-ip|gateway|node-port|port-forward] [--steps N] [--step-ms M]
-             [--workload builtin|custom] [--seed S] [--kill-after K] [--signal SIGKILL|SIGSTOP] [--host-startups H] [--warm-pool N] [--timeout-s T] [--json]
+             [--workload builtin|custom|control-flow] [--seed S] [--kill-after K] [--signal SIGKILL|SIGSTOP] [--host-startups H] [--warm-pool N] [--timeout-s T] [--json]
   Runs the crash-recovery proof against the real services: P scenarios of 2 impacted + 1 safe tenant,
   3 runs of an N-step DAG each; each impacted runtime is SIGKILLed once its in-flight execution has K
   durable steps (SIGKILL, or SIGSTOP for a zombie the fence must kill); the forensics read models are
   dropped mid-proof and must equal a fresh rebuild. --workload custom runs the chain as tenant code (proof/custom-worker.ts:
-  custom steps passing outputs by $ref, some stored in the object store) and checks every run's output against an uninterrupted run's. Uses NATS_URL, REDIS_URL and MONGO_URL when set, else starts private servers on free ports.
+  custom steps passing outputs by $ref, some stored in the object store) and checks every run's output against an uninterrupted run's.
+  --workload control-flow runs a map of N items (default 6, 3 at once; tenant code) whose fan-in gets their outputs, and a wait
+  the proof resolves with POST /v1/runs/:id/signals/approval and an allowed token; the kill comes once K items (default 2) completed. Uses NATS_URL, REDIS_URL and MONGO_URL when set, else starts private servers on free ports.
   --host kubernetes starts a private local cluster (make k8s-build first) and hosts runtimes as Pods, reached by Pod IP, through its shared
   Gateway, or at <node InternalIP>:<nodePort> of a per-runtime NodePort Service (the local cluster's node-port proxy).
   --host-startups H lets the provisioner start H runtime hosts at once (default 4; replacements queue behind it).
@@ -61,9 +63,13 @@ export function parseProofArgs(argv: readonly string[]): { options: ProofOptions
   if (values.exposure !== undefined && host !== "kubernetes")
     throw new Error("--exposure applies to --host kubernetes only");
   const workload = values.workload ?? DEFAULT_PROOF.workload;
-  if (workload !== "builtin" && workload !== "custom") throw new Error("--workload must be builtin or custom");
-  const steps = int(values.steps, DEFAULT_PROOF.steps, "steps", 2);
-  const killAfterSteps = int(values["kill-after"], Math.min(DEFAULT_PROOF.killAfterSteps, steps - 1), "kill-after", 1);
+  if (workload !== "builtin" && workload !== "custom" && workload !== "control-flow")
+    throw new Error("--workload must be builtin, custom or control-flow");
+  // control-flow: --steps is the map's item count, --kill-after the items completed at the kill.
+  const cf = workload === "control-flow";
+  const steps = int(values.steps, cf ? CONTROL_FLOW_PROOF.steps : DEFAULT_PROOF.steps, "steps", 2);
+  const killAfter = cf ? CONTROL_FLOW_PROOF.killAfterSteps : DEFAULT_PROOF.killAfterSteps;
+  const killAfterSteps = int(values["kill-after"], Math.min(killAfter, steps - 1), "kill-after", 1);
   if (killAfterSteps >= steps)
     throw new Error("--kill-after must be smaller than --steps (the kill must land mid-execution)");
   const warmPool = int(values["warm-pool"], 0, "warm-pool", 0);

@@ -51,7 +51,32 @@ export function runDetail(run: Json): string {
       : []),
     "",
   ].join("\n");
-  return head + "\n" + stepTable(run.steps as Json[]) + waitTable((run.waits ?? []) as Json[]);
+  return (
+    head +
+    "\n" +
+    stepTable(run.steps as Json[]) +
+    mapTable(run.steps as Json[]) +
+    waitTable((run.waits ?? []) as Json[])
+  );
+}
+
+/** The run's map steps' item counts (docs/control-flow.md "Map"); empty when it has none. */
+export function mapTable(steps: readonly Json[]): string {
+  const maps = steps.filter((s) => s.items);
+  if (maps.length === 0) return "";
+  return (
+    "\n" +
+    table([
+      ["MAP STEP", "ITEMS", "COMPLETED", "FAILED", "OPEN"],
+      ...maps.map((s) => [
+        s.id,
+        s.items.total === null ? "not expanded" : String(s.items.total),
+        String(s.items.completed),
+        String(s.items.failed),
+        String(s.items.open),
+      ]),
+    ])
+  );
 }
 
 /** The run's waits (docs/control-flow.md "Waits"): state, deadline and who resolved each; empty when it has none. */

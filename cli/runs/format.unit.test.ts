@@ -24,4 +24,20 @@ describe("drover runs get (table)", () => {
     const plain = runDetail({ ...base, parent: null, children: [] });
     expect(plain).not.toMatch(/^(parent|child) /m);
   });
+
+  it('prints a map step\'s item counts (docs/control-flow.md "Map"), "not expanded" before it expanded, and no map table without a map', () => {
+    const step = { kind: "compute", state: "running", attempts: 0, durationMs: null, dependsOn: [] };
+    const out = runDetail({
+      ...base,
+      steps: [
+        { ...step, id: "a", items: null },
+        { ...step, id: "each", items: { total: 6, completed: 4, failed: 1, open: 1 } },
+        { ...step, id: "later", items: { total: null, completed: 0, failed: 0, open: 0 } },
+      ],
+    });
+    expect(out).toMatch(
+      /MAP STEP\s+ITEMS\s+COMPLETED\s+FAILED\s+OPEN\neach\s+6\s+4\s+1\s+1\nlater\s+not expanded\s+0\s+0\s+0\n/,
+    );
+    expect(runDetail({ ...base, steps: [{ ...step, id: "a", items: null }] })).not.toContain("MAP STEP");
+  });
 });

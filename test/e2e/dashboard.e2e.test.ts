@@ -248,6 +248,26 @@ describe("dashboard in Chromium (playwright-core): run list, live run page, canc
     await page.close();
   });
 
+  it("shows a map step's item counts from GET /v1/runs/:id in the run page's steps table", async () => {
+    const sub = await call(TENANT_TOKEN, "POST", "/v1/runs", {
+      dag: {
+        name: "ui-map",
+        steps: [
+          { id: "each", kind: "compute", map: { over: "input.items", maxConcurrency: 2 }, params: { durationMs: 10 } },
+        ],
+      },
+      input: { items: [1, 2, 3, 4] },
+    });
+    expect(sub.status).toBe(201);
+    const page = await signedIn(TENANT_TOKEN);
+    await page.goto(`${cp.apiUrl}/#/runs/${sub.body.sharedRunId}`);
+    await page.waitForSelector('#run-summary[data-status="completed"]', { timeout: 60_000 });
+    const headers = await page.$$eval("#steps th", (ths) => ths.map((th) => th.textContent));
+    const cell = await page.$$eval('#steps tr[data-step="each"] td', (tds) => tds.map((td) => td.textContent));
+    expect(cell[headers.indexOf("map items")]).toBe("4/4 completed, 0 failed, 0 open");
+    await page.close();
+  });
+
   it("logged no console error and no page error on any page", () => {
     expect(problems).toEqual([]);
   });

@@ -1,6 +1,8 @@
+import { execFile } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { promisify } from "node:util";
 import { jetstream } from "@nats-io/jetstream";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -110,12 +112,14 @@ describe("map: 500 items, a SIGKILL mid-map, tolerated failures (all services re
       let done = 0;
       let killed: { runtime: string; pid: number } | undefined;
       let runtime: string | undefined;
+      let runId: string | undefined;
+      let atKill: { items: unknown } | undefined;
       const gate = await follow(
         jetstream(nc),
         { stream: cp.layout.eventStream, filters: [`${cp.layout.eventPrefix}.exec.${TENANT}.>`] },
         async (m) => {
           const e = decodeEvent(m.data);
-          if (e.type === "exec.started") runtime = e.data.runtimeInstanceId;
+          if (e.type === "exec.started") [runtime, runId] = [e.data.runtimeInstanceId, e.data.sharedRunId];
           if (e.type !== "exec.step-completed" || !e.data.stepId.startsWith("each--") || killed) return;
           if (++done < ITEMS / 2) return;
           const host = (await store.read(runtimeRef(runtime!))).events.find(
@@ -124,6 +128,9 @@ describe("map: 500 items, a SIGKILL mid-map, tolerated failures (all services re
           if (host?.event.type !== "runtime.host-started" || !host.event.data.pid) throw new Error("no pid");
           killed = { runtime: runtime!, pid: host.event.data.pid };
           process.kill(killed.pid, "SIGKILL");
+          // GET /v1/runs/:id with the runtime down: the map step's item counts, from the journal.
+          const mid = await api().run(runId!);
+          atKill = (mid.body.steps as { id: string; items: unknown }[]).find((s) => s.id === "each");
         },
       );
       const items = Array.from({ length: ITEMS }, (_, n) => ({ n, fail: false }));
@@ -139,6 +146,18 @@ describe("map: 500 items, a SIGKILL mid-map, tolerated failures (all services re
       expect(killed).toBeDefined();
       // The fan-in (the run's output: the map step is the sink) holds the 500 outputs in item order.
       expect(run.output).toEqual({ items: items.map(({ n }) => ({ n, sq: n * n })), failed: [] });
+      // The API's item counts: at the kill, part done and the rest open; at the end, all 500 completed.
+      const counts = (atKill as { items: { total: number; completed: number; failed: number; open: number } }).items;
+      expect(counts).toMatchObject({ total: ITEMS, failed: 0, open: ITEMS - counts.completed });
+      expect(counts.completed).toBeGreaterThanOrEqual(ITEMS / 2);
+      expect(counts.completed).toBeLessThan(ITEMS);
+      expect(run.steps.find((s: { id: string }) => s.id === "each").items).toEqual({
+        total: ITEMS,
+        completed: ITEMS,
+        failed: 0,
+        open: 0,
+      });
+      expect(run.steps.find((s: { id: string }) => s.id === "prepare").items).toBeNull();
 
       const log: StoredEvent[] = [];
       await store.replay({ seq: 1 }, (e) => {
@@ -223,5 +242,20 @@ describe("map: 500 items, a SIGKILL mid-map, tolerated failures (all services re
     const each = (bad.steps as { id: string; state: string; lastError: string | null }[]).find((s) => s.id === "each");
     expect(each).toMatchObject({ state: "failed" });
     expect(each!.lastError).toMatch(/each--(4|17|29)/);
+    // The API's item counts: 27 completed and 3 failed of 30; the strict map stopped at its first failure.
+    const countsOf = (r: {
+      steps: { id: string; items: { total: number; completed: number; failed: number; open: number } }[];
+    }) => r.steps.find((s) => s.id === "each")!.items;
+    expect(countsOf(ok)).toEqual({ total: 30, completed: 27, failed: 3, open: 0 });
+    const strictCounts = countsOf(bad);
+    expect(strictCounts).toMatchObject({ total: 30 });
+    expect(strictCounts.failed).toBeGreaterThanOrEqual(1);
+    expect(strictCounts.completed + strictCounts.failed + strictCounts.open).toBe(30);
+    // `drover runs get` (the installed CLI, over real HTTP) prints the same counts.
+    const cli = await promisify(execFile)(process.execPath, [join(ROOT, "cli/bin.mjs"), "runs", "get", tolerant], {
+      env: { ...process.env, DROVER_API_URL: cp.apiUrl, DROVER_TOKEN: TOKEN },
+      timeout: 60_000,
+    });
+    expect(cli.stdout).toMatch(/MAP STEP\s+ITEMS\s+COMPLETED\s+FAILED\s+OPEN\n\s*each\s+30\s+27\s+3\s+0\s*\n/);
   });
 });

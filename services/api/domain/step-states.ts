@@ -1,4 +1,4 @@
-import type { DagDefinition, DroverEvent } from "../../../contracts/index.ts";
+import { parseMapItemId, type DagDefinition, type DroverEvent } from "../../../contracts/index.ts";
 
 export const STEP_STATES = [
   "pending",
@@ -30,6 +30,21 @@ export interface StepView {
   readonly condition: boolean | null;
   /** Set on a fork's step that did not execute: the run whose journaled output it reuses (`exec.step-reused`). */
   readonly reusedFrom: string | null;
+  /** A map step's items (docs/control-flow.md "Map"), from the journal; null for any other step. */
+  readonly items: MapItemCounts | null;
+}
+
+/**
+ * A map step's item counts: `total` from its `map-expanded` (null before it expanded), `completed`
+ * and `failed` (no attempts left) from the items' events, `open` the rest — running, waiting for a
+ * slot or for a retry (the journal records no item start, so these are not told apart); after the
+ * run ended, the items that never settled.
+ */
+export interface MapItemCounts {
+  readonly total: number | null;
+  readonly completed: number;
+  readonly failed: number;
+  readonly open: number;
 }
 
 interface Seen {
@@ -58,6 +73,7 @@ export function stepStates(
 ): StepView[] {
   const seen = new Map<string, Seen>();
   let live = false;
+  const expanded = new Map<string, number>();
   const at = (id: string) => seen.get(id) ?? seen.set(id, { attempts: 0 }).get(id)!;
   for (const { event } of events) {
     switch (event.type) {
@@ -90,6 +106,9 @@ export function stepStates(
         break;
       case "exec.condition-evaluated":
         at(event.data.stepId).condition = event.data.result;
+        break;
+      case "exec.map-expanded":
+        expanded.set(event.data.stepId, event.data.count);
         break;
       case "exec.step-reused":
         Object.assign(at(event.data.stepId), { completed: true, reusedFrom: event.data.fromRun });
@@ -128,6 +147,18 @@ export function stepStates(
       skip: s.skip ?? null,
       condition: s.condition ?? null,
       reusedFrom: s.reusedFrom ?? null,
+      items: step.map ? itemCounts(step.id, expanded.get(step.id) ?? null, seen) : null,
     };
   });
+}
+
+function itemCounts(stepId: string, total: number | null, seen: ReadonlyMap<string, Seen>): MapItemCounts {
+  let completed = 0,
+    failed = 0;
+  for (const [id, s] of seen) {
+    if (parseMapItemId(id, (m) => m === stepId) === undefined) continue;
+    if (s.completed) completed++;
+    else if (s.exhausted) failed++;
+  }
+  return { total, completed, failed, open: total === null ? 0 : Math.max(0, total - completed - failed) };
 }

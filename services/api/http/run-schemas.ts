@@ -49,6 +49,15 @@ export const StepAnswer = z.object({
     .string()
     .nullable()
     .describe("a fork's step that did not execute: the run whose journaled output it reuses"),
+  items: z
+    .object({
+      total: z.number().nullable().describe("items the map expanded into; null before it expanded"),
+      completed: z.number(),
+      failed: z.number().describe("items with no attempts left"),
+      open: z.number().describe("items not settled: running, waiting for a slot or for a retry"),
+    })
+    .nullable()
+    .describe("a map step's item counts from its journal; null for any other step"),
 });
 
 const UnreadableEvents = z

@@ -108,7 +108,7 @@ export function renderRun({ me, view }, id, params) {
     waits.update(r);
     el.steps.replaceChildren(
       table(
-        ["step", "kind", "depends on", "state", "attempts", "duration", "error / retry"],
+        ["step", "kind", "depends on", "state", "attempts", "duration", "error / retry", "map items"],
         r.steps.map((s) => [
           [
             s.id,
@@ -118,11 +118,19 @@ export function renderRun({ me, view }, id, params) {
             String(s.attempts),
             fmtMs(s.durationMs),
             s.lastError ? `${s.lastError}${s.retryAt ? ` (retry ${fmtTime(s.retryAt)})` : ""}` : "",
+            mapItems(s.items),
           ],
           { "data-step": s.id, "data-state": s.state },
         ]),
       ),
     );
+  }
+
+  // A map step's item counts (docs/control-flow.md "Map"), from GET /v1/runs/:id; "" for other steps.
+  function mapItems(items) {
+    if (!items) return "";
+    if (items.total === null) return "not expanded yet";
+    return `${items.completed}/${items.total} completed, ${items.failed} failed, ${items.open} open`;
   }
 
   let pending;
