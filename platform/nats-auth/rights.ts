@@ -167,6 +167,9 @@ export const WRITES: Readonly<Record<ServiceIdentity, Readonly<Record<string, re
   scheduler: { run: ["submitted", "cancel-requested"], schedule: ["fired", "skipped"] },
   admission: {
     run: [
+      // A run step's child run and its cancel (docs/control-flow.md "Child runs"): from the parent's journal.
+      "submitted",
+      "cancel-requested",
       "admitted",
       "dispatched",
       "dispatch-failed",

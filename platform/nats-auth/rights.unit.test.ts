@@ -94,14 +94,13 @@ describe("the generated nats-server configuration matches docs/nats-identities.m
     expect(eventSubjects(userOf(producerIdentity("acme")))).toEqual([`${scope.events}.run.acme.*.submitted`]);
   });
 
-  it("a runtime appends only its tenants' journal, run outcome, child-run submission and cancel, and its own heartbeat, and manages nothing", () => {
+  it("a runtime appends only its tenants' journal, run outcome and its own heartbeat (no run.submitted or run.cancel-requested: admission submits child runs), and manages nothing", () => {
     const r = runtimeRights(scope, "rt-1", ["acme"]);
     const events = r.publish.allow.filter((s) => s.startsWith(`${scope.events}.`)).sort();
     expect(events).toEqual(
       [
         `${scope.events}.exec.acme.*.*`,
         ...["started", "completed", "failed", "cancelled"].map((n) => `${scope.events}.run.acme.*.${n}`),
-        ...["submitted", "cancel-requested"].map((n) => `${scope.events}.run.acme.*.${n}`),
       ].sort(),
     );
     expect(r.publish.allow.filter((s) => s.startsWith(`${scope.heartbeats}.`))).toEqual([`${scope.heartbeats}.rt-1`]);
@@ -141,5 +140,6 @@ describe("the generated nats-server configuration matches docs/nats-identities.m
     );
     expect(r.publish.deny).toContain(`${scope.events}.exec.*.*.paused-for-recovery`);
     expect(rows.get("runtime &lt;id&gt;")!.appends).toContain("exec.* but exec.paused-for-recovery");
+    expect(rows.get("runtime &lt;id&gt;")!.appends).not.toMatch(/run\.submitted|run\.cancel-requested/);
   });
 });

@@ -37,7 +37,10 @@ describe("NATS identities against a real nats-server with authentication on (bou
     const admission = await as("admission");
     const operator = await as("operator");
     expect(await attempt(api, `${p}.run.acme.r1.submitted`)).toMatch(/^answered/);
-    expect(await attempt(admission, `${p}.run.acme.r1.submitted`)).toBe("refused");
+    // Admission submits (and cancels) run steps' child runs from the parents' journals.
+    expect(await attempt(admission, `${p}.run.acme.r1c.submitted`)).toMatch(/^answered/);
+    expect(await attempt(admission, `${p}.run.acme.r1c.cancel-requested`)).toMatch(/^answered/);
+    expect(await attempt(admission, `${p}.run.acme.r1.signal-received`)).toBe("refused");
     expect(await attempt(api, `${p}.runtime.rt-x.fenced`)).toBe("refused");
     expect(await attempt(provisioner, `${p}.runtime.rt-x.fenced`)).toBe("refused");
     expect(await attempt(recovery, `${p}.runtime.rt-x.fenced`)).toMatch(/^answered/);
@@ -51,7 +54,7 @@ describe("NATS identities against a real nats-server with authentication on (bou
     ).toBe("refused");
   });
 
-  it("lets a runtime write its own heartbeat and its tenant's journal, and refuses everything else", async () => {
+  it("lets a runtime write its own heartbeat and its tenant's journal, and refuses everything else: run.submitted and run.cancel-requested for any tenant (its own too)", async () => {
     const p = f.layout.eventPrefix;
     const rt = uniqueName("rt");
     await register(rt, "acme");
@@ -59,10 +62,11 @@ describe("NATS identities against a real nats-server with authentication on (bou
     expect(await attempt(nc, `${f.layout.heartbeatPrefix}.${rt}`)).toMatch(/^answered/);
     expect(await attempt(nc, `${p}.exec.acme.e1.step-completed`)).toMatch(/^answered/);
     expect(await attempt(nc, `${p}.run.acme.r1.started`)).toMatch(/^answered/);
-    // A run step's child run of its own tenant (docs/control-flow.md "Child runs"), never another tenant's.
-    expect(await attempt(nc, `${p}.run.acme.r1.submitted`)).toMatch(/^answered/);
-    expect(await attempt(nc, `${p}.run.acme.r1.cancel-requested`)).toMatch(/^answered/);
+    // A run step only journals its child run (exec.child-run-submitted); admission submits it.
+    expect(await attempt(nc, `${p}.exec.acme.e1.child-run-submitted`)).toMatch(/^answered/);
     const refused = [
+      `${p}.run.acme.r1.submitted`,
+      `${p}.run.acme.r1.cancel-requested`,
       `${p}.run.globex.r1.submitted`,
       `${p}.run.globex.r1.cancel-requested`,
       `${p}.runtime.${rt}.fenced`,
