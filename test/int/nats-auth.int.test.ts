@@ -1,6 +1,6 @@
 import { jetstream } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { kickRuntime } from "../../platform/nats-auth/kick.ts";
+import { kickRuntime, kickUntilGone } from "../../platform/nats-auth/kick.ts";
 import { KICKER, producerIdentity } from "../../platform/nats-auth/rights.ts";
 import { connectNats } from "../../platform/nats-connect.ts";
 import { runtimeRef } from "../../streams/index.ts";
@@ -129,6 +129,39 @@ describe("NATS identities against a real nats-server with authentication on (bou
       expect(closedAfterMs).toBeLessThan(1_500);
       await expect(js.publish(journal, "{}")).rejects.toThrow();
       // Nothing left to kick; a service connection of the same name is not a runtime's.
+      expect(await kickRuntime(kicker, rt)).toBe(0);
+    } finally {
+      await long.close();
+    }
+  });
+
+  it("kicks until none remains: a connection authorized just before the fence and registered after the first round's CONNZ survives that round, and a later round kicks it", async () => {
+    const long = await authFixture(url(), 600_000);
+    try {
+      const rt = uniqueName("rt");
+      await long.register(rt, "acme");
+      const first = await long.asRuntime(rt);
+      const journal = `${long.f.layout.eventPrefix}.exec.acme.${uniqueName("e")}.step-completed`;
+      const kicker = await long.as(KICKER);
+      let late: Awaited<ReturnType<typeof long.asRuntime>> | undefined;
+      const r = await kickUntilGone(kicker, rt, {
+        afterRound: async (round) => {
+          if (round !== 1) return;
+          // The race: the callout authorizes a connection (not fenced yet), the fence is appended,
+          // and the connection registers after round 1's CONNZ answer. One round would stop here.
+          late = await long.asRuntime(rt);
+          await long.store.append(runtimeRef(rt), event("runtime.fenced"), {
+            expectedSeq: await long.store.lastSeq(runtimeRef(rt)),
+          });
+          expect((await jetstream(late, { timeout: 1_000 }).publish(journal, "{}")).seq).toBeGreaterThan(0);
+        },
+      });
+      expect(r.remaining).toBe(0);
+      expect(r.kicked).toBeGreaterThanOrEqual(2);
+      expect(r.rounds).toBeGreaterThanOrEqual(3);
+      await Promise.race([Promise.all([first.closed(), late!.closed()]), new Promise((ok) => setTimeout(ok, 5_000))]);
+      expect([first.isClosed(), late!.isClosed()]).toEqual([true, true]);
+      await expect(jetstream(late!, { timeout: 1_000 }).publish(journal, "{}")).rejects.toThrow();
       expect(await kickRuntime(kicker, rt)).toBe(0);
     } finally {
       await long.close();
