@@ -44,7 +44,8 @@ interface Child {
  * and appends `run.cancel-requested { by: "run:<parent>" }` to a child whose step says
  * `onParentCancel: "cancel"` when its parent run ends failed or cancelled, or its attempt of the
  * run step fails (a timeout). What it keeps in memory (parent → children) is rebuilt from the log
- * on start. A failed read or append is retried (the follower waits); nothing is dropped.
+ * on start. A failed read or append is retried (the follower waits); nothing is dropped but an
+ * event its schema refuses (logged).
  */
 export async function startChildRuns(deps: ChildRunsDeps): Promise<Follower> {
   const p = deps.layout.eventPrefix;
@@ -57,6 +58,9 @@ export async function startChildRuns(deps: ChildRunsDeps): Promise<Follower> {
       try {
         return await fn();
       } catch (e) {
+        // An event the schema refuses (nothing was sent) will be refused again: logged, passed over.
+        if (isDroverError(e, "contract-violation"))
+          return deps.log.warn({ err: String(e), what }, "child run event refused by its schema; skipped");
         deps.log.warn({ err: String(e), what }, "child run step failed; retrying");
         await delay(wait);
       }
