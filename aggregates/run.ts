@@ -114,19 +114,15 @@ export function evolveRun(s: RunState, e: RunEvent, seq: number): RunState {
  * subjects cannot tell runtimes apart (a runtime may write these subjects for every run of its
  * tenants), so a runtime's write for a run placed elsewhere changes no decision: it is stepped over.
  * The writer is what the event declares: this stops a confused or stale runtime, not a forger
- * (docs/nats-identities.md, "Shared subjects"). A parent's writes on its child run are no placement claim.
+ * (docs/nats-identities.md, "Shared subjects"). `run.submitted` and `run.cancel-requested` are never
+ * a runtime's (the server refuses them; a run step's child run is submitted by admission), so one
+ * that declares a runtime writer is stepped over whoever the run is placed on.
  */
 export const fromUnplacedRuntime = (s: RunState, e: RunEvent): boolean =>
   e.writer.service === "runtime" &&
-  !PARENT_WRITES.has(e.type) &&
-  e.writer.runtimeInstanceId !== s.placement?.runtimeInstanceId;
+  (NOT_RUNTIME_WRITES.has(e.type) || e.writer.runtimeInstanceId !== s.placement?.runtimeInstanceId);
 
-/**
- * What a parent run's runtime writes on its child run (docs/control-flow.md "Child runs"): the
- * child's submission and, when the parent is cancelled, its cancel request. Neither claims the
- * child's placement, so they count whoever wrote them.
- */
-const PARENT_WRITES: ReadonlySet<string> = new Set(["run.submitted", "run.cancel-requested"]);
+const NOT_RUNTIME_WRITES: ReadonlySet<string> = new Set(["run.submitted", "run.cancel-requested"]);
 
 function apply(s: RunState, e: RunEvent, seq: number): RunState {
   switch (e.type) {

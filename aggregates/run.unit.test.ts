@@ -38,10 +38,12 @@ describe("run fold: a runtime's run events count only from the runtime the run i
     expect(s.status).toBe("failed");
   });
 
-  it("counts a parent's runtime's run.submitted and run.cancel-requested on its child run (a run step's writes claim no placement)", () => {
+  it("steps over a run.submitted or run.cancel-requested that declares a runtime writer, even the placed one (runtimes may not write them; admission submits child runs)", () => {
     const submitted = fold([byRuntime("run.submitted", other)]);
-    expect(submitted.status).toBe("submitted");
-    const cancel = fold([...placed, byRuntime("run.cancel-requested", other)]);
-    expect(cancel.cancelRequested).toMatchObject({ seq: 4 });
+    expect(submitted.status).toBe("none");
+    expect(submitted.lastSeq).toBe(1);
+    const cancel = fold([...placed, byRuntime("run.cancel-requested", ids.runtime)]);
+    expect(cancel.cancelRequested).toBeUndefined();
+    expect(cancel.status).toBe(fold(placed).status);
   });
 });

@@ -12,6 +12,7 @@ import {
 import { Reason, ReasonCode } from "./reason.ts";
 import { StepCacheKey, StepCacheOrigin } from "./step-cache.ts";
 import { ExecWaitOpened, ExecWaitResolved } from "./events-wait.ts";
+import { canonicalSize, RUN_INPUT_MAX_BYTES } from "./json-size.ts";
 
 /**
  * JSON value recorded as a step output. Read models never store it as a document (FerretDB cannot
@@ -170,14 +171,27 @@ export const ExecStepReused = defineEvent(
     }),
 );
 /**
- * A run step's decision to submit its child run (docs/control-flow.md "Child runs"), journaled
- * before the child's `run.submitted`: `childRunId` is derived from (tenant, execution, step,
- * attempt), so a resumed execution finds the same child instead of submitting another one.
+ * A run step's decision to submit its child run (docs/control-flow.md "Child runs"): the runtime
+ * journals it with the child's resolved `input`; admission, which may write `run.submitted`, turns
+ * it into the child's submission (the child's DAG it takes from the parent run's own DAG).
+ * `childRunId` is derived from (tenant, execution, step, attempt), so a resumed execution finds the
+ * same child instead of asking for another one.
  */
 export const ExecChildRunSubmitted = defineEvent(
   "exec",
   "child-run-submitted",
-  z.object({ stepId: StepId, attempt: z.number().int().positive(), childRunId: SharedRunId }).strict(),
+  z
+    .object({
+      stepId: StepId,
+      attempt: z.number().int().positive(),
+      childRunId: SharedRunId,
+      input: StepOutput.optional()
+        .refine((v) => v === undefined || canonicalSize(v) <= RUN_INPUT_MAX_BYTES, {
+          message: `a child run's input is at most ${RUN_INPUT_MAX_BYTES} bytes of JSON`,
+        })
+        .describe("the child run's input: the run step's params with their $refs resolved (absent: none)"),
+    })
+    .strict(),
 );
 export const ExecPausedForRecovery = defineEvent(
   "exec",

@@ -15,12 +15,11 @@ import {
 } from "./ids.ts";
 import { Reason } from "./reason.ts";
 import { StepOutput, StoredOutputRef } from "./events-exec.ts";
-import { canonicalSize } from "./json-size.ts";
+import { canonicalSize, RUN_INPUT_MAX_BYTES } from "./json-size.ts";
 import { ParentLink } from "./child-run.ts";
 import { RunSignalReceived } from "./events-wait.ts";
 
-/** Largest run input, in bytes of canonical JSON. */
-export const RUN_INPUT_MAX_BYTES = 64 * 1024;
+export { RUN_INPUT_MAX_BYTES };
 import { Transport } from "./tenant-settings.ts";
 
 /**

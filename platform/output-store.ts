@@ -1,6 +1,5 @@
 import { createHash } from "node:crypto";
 import {
-  DeliverPolicy,
   DiscardPolicy,
   jetstream,
   JetStreamApiError,
@@ -16,9 +15,9 @@ import { isNotFound } from "../streams/nats-errors.ts";
 /**
  * Outputs above the inline limit live in a plain stream with tenant-scoped subjects
  * (`<prefix>-out.<tenant>.<sha256>.<chunk>`), so a runtime's NATS rights can name its tenants'
- * outputs exactly (docs/nats-identities.md "Outputs"): written chunk by chunk, read by the
- * subject-form Direct Get (the last chunk's sequence) and an ordered consumer whose filter is in
- * the create subject, like a runtime's event reads (streams/scoped-read.ts).
+ * outputs exactly (docs/nats-identities.md "Outputs"): written chunk by chunk, each chunk on its
+ * own subject, and read chunk by chunk by the subject-form Direct Get (the request subject names
+ * the chunk): no reader creates a consumer on this stream.
  */
 export function outputsStreamOf(layout: StreamLayout): string {
   return `${layout.eventStream}_OUTPUTS`;
@@ -56,6 +55,9 @@ export interface OutputStore {
 }
 
 const sha256Hex = (b: Uint8Array): string => createHash("sha256").update(b).digest("hex");
+/** Chunks read at once (Direct Gets in flight) when an output is read back. */
+const READ_PARALLEL = 8;
+
 /** A second write of a chunk: wrong last subject sequence, or the per-subject limit (discard new). */
 const ALREADY_STORED = new Set([10071, 10077]);
 
@@ -76,26 +78,25 @@ export function createOutputStore(nc: NatsConnection, layout: StreamLayout): Out
   const subjectOf = (tenant: string, digest: string) => `${outputsPrefixOf(layout)}.${tenant}.${digest}`;
   const unavailable = (what: string, e: unknown) =>
     new DroverError("output-store-unavailable", `${what}: ${String(e)}`, { cause: e });
-  const chunks = async (ref: StoredOutputRef): Promise<Uint8Array[]> => {
-    const filter = `${subjectOf(tenantOf(ref.name), ref.digest)}.>`;
+  // Each chunk is on its own subject, and the ref's size says how many there are: every chunk is
+  // read by the subject-form Direct Get (`$JS.API.DIRECT.GET.<stream>.<chunk subject>`), so no
+  // reader needs a consumer on the outputs stream. Undefined where a chunk is missing.
+  const chunks = async (ref: StoredOutputRef): Promise<(Uint8Array | undefined)[]> => {
+    const subject = subjectOf(tenantOf(ref.name), ref.digest);
     const jsm = await js.jetstreamManager();
-    // Subject-form Direct Get: the last chunk on the filter (the filter is in the request subject).
-    const last = await jsm.direct.getMessage(stream, { last_by_subj: filter }).catch((e: unknown) => {
-      if (isNotFound(e)) return null;
-      throw e;
-    });
-    if (!last) return [];
-    const oc = await js.consumers.get(stream, { filter_subjects: filter, deliver_policy: DeliverPolicy.All });
-    const out: Uint8Array[] = [];
-    const messages = await oc.consume({ max_messages: 32 });
-    try {
-      for await (const m of messages) {
-        out[Number(m.subject.slice(filter.length - 1))] = m.data;
-        if (m.seq >= last.seq || m.info.pending === 0) break;
-      }
-    } finally {
-      await messages.close();
-      await oc.delete().catch(() => undefined);
+    const n = Math.max(1, Math.ceil(ref.size / OUTPUT_CHUNK_BYTES));
+    const out: (Uint8Array | undefined)[] = [];
+    for (let i = 0; i < n; i += READ_PARALLEL) {
+      const batch = Array.from({ length: Math.min(READ_PARALLEL, n - i) }, (_, k) =>
+        jsm.direct.getMessage(stream, { last_by_subj: `${subject}.${i + k}` }).then(
+          (m) => m?.data,
+          (e: unknown) => {
+            if (isNotFound(e)) return undefined;
+            throw e;
+          },
+        ),
+      );
+      out.push(...(await Promise.all(batch)));
     }
     return out;
   };
@@ -124,8 +125,7 @@ export function createOutputStore(nc: NatsConnection, layout: StreamLayout): Out
       try {
         if (ref.bucket !== stream) throw new Error(`not in this layout's outputs stream ${stream}`);
         const parts = await chunks(ref);
-        const n = Math.max(1, Math.ceil(ref.size / OUTPUT_CHUNK_BYTES));
-        bytes = parts.length === n && parts.every((p) => p !== undefined) ? Buffer.concat(parts) : null;
+        bytes = parts.every((p) => p !== undefined) ? Buffer.concat(parts as Uint8Array[]) : null;
       } catch (e) {
         throw unavailable(`reading ${ref.name}`, e);
       }

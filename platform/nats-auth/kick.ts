@@ -1,3 +1,4 @@
+import { setTimeout as delay } from "node:timers/promises";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { connectNats } from "../nats-connect.ts";
 import { DROVER_ACCOUNT } from "./server-config.ts";
@@ -36,13 +37,60 @@ export async function kickRuntime(nc: NatsConnection, runtimeInstanceId: string)
   return kicked;
 }
 
+/** What {@link kickUntilGone} did: connections kicked, rounds asked, and how many a last round still saw. */
+export interface KickResult {
+  readonly kicked: number;
+  readonly rounds: number;
+  /** Connections the last round still found (0: none of the user's connections remained). */
+  readonly remaining: number;
+}
+
+export interface KickUntilGoneOptions {
+  /** Wait between rounds: longer than an auth callout answer (default 250 ms). */
+  readonly settleMs?: number;
+  /** The most rounds (default 8); the result says what the last one still found. */
+  readonly maxRounds?: number;
+  /** Called after each round (tests use it to open a connection between two rounds). */
+  readonly afterRound?: (round: number, kicked: number) => Promise<void>;
+}
+
+/**
+ * Kicks runtime `runtimeInstanceId`'s connections until a round finds none, for a runtime whose
+ * credentials are already revoked (its `fenced` appended: the auth callout refuses it from now on).
+ * One CONNZ + KICK round can miss a connection: one that reconnects between the CONNZ answer and
+ * the KICK (a new client id), or one the callout authorized just before the fence was appended
+ * that registers after the CONNZ answer. So rounds repeat, `settleMs` apart, and stop only at a
+ * round that finds no connection of that user and began at least `settleMs` after the last kick
+ * (any authorization in flight then has registered, or was asked after the fence and refused);
+ * at most `maxRounds`.
+ */
+export async function kickUntilGone(
+  nc: NatsConnection,
+  runtimeInstanceId: string,
+  opts: KickUntilGoneOptions = {},
+): Promise<KickResult> {
+  const settleMs = opts.settleMs ?? 250;
+  const maxRounds = opts.maxRounds ?? 8;
+  let kicked = 0;
+  let last = 0;
+  for (let round = 1; round <= maxRounds; round++) {
+    last = await kickRuntime(nc, runtimeInstanceId);
+    kicked += last;
+    await opts.afterRound?.(round, last);
+    // The first round's zero proves nothing about an authorization still in flight: ask once more.
+    if (last === 0 && round > 1) return { kicked, rounds: round, remaining: 0 };
+    if (round < maxRounds) await delay(settleMs);
+  }
+  return { kicked, rounds: maxRounds, remaining: last };
+}
+
 /** A kicker connection from DROVER_NATS_KICK_CREDS (recovery's), or undefined when unset (an open server). */
 export async function kickerFromEnv(): Promise<
-  { kick(runtimeInstanceId: string): Promise<number>; close(): Promise<void> } | undefined
+  { kick(runtimeInstanceId: string): Promise<KickResult>; close(): Promise<void> } | undefined
 > {
   const creds = process.env.DROVER_NATS_KICK_CREDS;
   delete process.env.DROVER_NATS_KICK_CREDS;
   if (!creds) return undefined;
   const nc = await connectNats({ creds, name: "recovery-kicker" });
-  return { kick: (id) => kickRuntime(nc, id), close: () => nc.drain() };
+  return { kick: (id) => kickUntilGone(nc, id), close: () => nc.drain() };
 }

@@ -122,22 +122,13 @@ export const jsRead = (stream: string): string[] => [
 ];
 
 /**
- * Reading stored outputs (platform/output-store.ts): the last chunk by the subject-form Direct Get,
- * then an ordered consumer with the filter in the create subject (`CREATE.<stream>.<name>.<filter>`),
- * over the outputs of the tenants in `tenants` (`*`: every tenant). The filter in the subject keeps
- * the named form off drover's event streams even where the stream token is a wildcard (TAGGED_SCOPE).
+ * Reading stored outputs (platform/output-store.ts): each chunk by the subject-form Direct Get
+ * (`$JS.API.DIRECT.GET.<stream>.<chunk subject>`), over the outputs of the tenants in `tenants`
+ * (`*`: every tenant). No consumer on the outputs stream: nobody may create one there but setup.
  */
-export const outputsRead = (s: AuthScope, tenants: readonly string[] = ["*"]): string[] => [
-  // The ordered consumer asks for the stream's info first (with `subjects_filter` it lists subject
-  // names — tenants and digests, never bytes — as it does on the event stream).
-  `$JS.API.STREAM.INFO.${s.outputsStream}`,
-  `$JS.API.CONSUMER.MSG.NEXT.${s.outputsStream}.*`,
-  `$JS.API.CONSUMER.DELETE.${s.outputsStream}.*`,
-  ...tenants.flatMap((t) => [
-    `$JS.API.DIRECT.GET.${s.outputsStream}.${s.outputs}.${t}.>`,
-    `$JS.API.CONSUMER.CREATE.${s.outputsStream}.*.${s.outputs}.${t}.>`,
-  ]),
-];
+export const outputsRead = (s: AuthScope, tenants: readonly string[] = ["*"]): string[] =>
+  // Each chunk by the subject-form Direct Get (platform/output-store.ts): no consumer, no stream info.
+  tenants.map((t) => `$JS.API.DIRECT.GET.${s.outputsStream}.${s.outputs}.${t}.>`);
 
 /** No one but setup touches a durable consumer's definition, and only its owner pulls from it. */
 const durableDeny = (s: AuthScope, pulls: boolean): string[] => [
@@ -167,6 +158,9 @@ export const WRITES: Readonly<Record<ServiceIdentity, Readonly<Record<string, re
   scheduler: { run: ["submitted", "cancel-requested"], schedule: ["fired", "skipped"] },
   admission: {
     run: [
+      // A run step's child run and its cancel (docs/control-flow.md "Child runs"): from the parent's journal.
+      "submitted",
+      "cancel-requested",
       "admitted",
       "dispatched",
       "dispatch-failed",

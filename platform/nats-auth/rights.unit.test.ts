@@ -68,6 +68,9 @@ describe("the generated nats-server configuration matches docs/nats-identities.m
       // Consumers on drover's streams only by the unnamed create, where the server refuses a durable.
       const named = ["DROVER", "HEARTBEATS", "DROVER_DLQ"].map((st) => `$JS.API.CONSUMER.CREATE.${st}.`);
       expect(u.permissions.publish.allow.filter((x) => named.some((n) => x.startsWith(n)))).toEqual([]);
+      // Outputs are read chunk by chunk by the subject-form Direct Get: no consumer right there at all.
+      const onOutputs = (x: string) => x.startsWith("$JS.API.CONSUMER.") && x.includes(`.${scope.outputsStream}`);
+      expect(u.permissions.publish.allow.filter(onOutputs)).toEqual([]);
     },
   );
 
@@ -94,14 +97,13 @@ describe("the generated nats-server configuration matches docs/nats-identities.m
     expect(eventSubjects(userOf(producerIdentity("acme")))).toEqual([`${scope.events}.run.acme.*.submitted`]);
   });
 
-  it("a runtime appends only its tenants' journal, run outcome, child-run submission and cancel, and its own heartbeat, and manages nothing", () => {
+  it("a runtime appends only its tenants' journal, run outcome and its own heartbeat (no run.submitted or run.cancel-requested: admission submits child runs), and manages nothing", () => {
     const r = runtimeRights(scope, "rt-1", ["acme"]);
     const events = r.publish.allow.filter((s) => s.startsWith(`${scope.events}.`)).sort();
     expect(events).toEqual(
       [
         `${scope.events}.exec.acme.*.*`,
         ...["started", "completed", "failed", "cancelled"].map((n) => `${scope.events}.run.acme.*.${n}`),
-        ...["submitted", "cancel-requested"].map((n) => `${scope.events}.run.acme.*.${n}`),
       ].sort(),
     );
     expect(r.publish.allow.filter((s) => s.startsWith(`${scope.heartbeats}.`))).toEqual([`${scope.heartbeats}.rt-1`]);
@@ -112,7 +114,6 @@ describe("the generated nats-server configuration matches docs/nats-identities.m
       [
         `$JS.API.CONSUMER.CREATE.${scope.eventStream}.*.${scope.events}.exec.acme.>`,
         `$JS.API.CONSUMER.CREATE.${scope.eventStream}.*.${scope.events}.run.acme.>`,
-        `$JS.API.CONSUMER.CREATE.${scope.outputsStream}.*.${scope.outputs}.acme.>`,
       ].sort(),
     );
     // Outputs: only its tenants', written and read by subject (platform/output-store.ts).
@@ -121,6 +122,7 @@ describe("the generated nats-server configuration matches docs/nats-identities.m
       `$JS.API.DIRECT.GET.${scope.outputsStream}.${scope.outputs}.acme.>`,
     ]);
     expect(r.publish.allow).not.toContain(`$JS.API.STREAM.MSG.GET.${scope.outputsStream}`);
+    expect(r.publish.allow.filter((x) => x.includes(`.${scope.outputsStream}.`) && x.includes("CONSUMER"))).toEqual([]);
     // Step cache keys: only its tenants', written and read by subject (platform/step-cache-store.ts).
     expect(r.publish.allow.filter((s) => s.startsWith(`${scope.stepCache}.`))).toEqual([`${scope.stepCache}.acme.*`]);
     expect(r.publish.allow.filter((s) => s.startsWith(`$JS.API.DIRECT.GET.${scope.stepCacheStream}`))).toEqual([
@@ -141,5 +143,6 @@ describe("the generated nats-server configuration matches docs/nats-identities.m
     );
     expect(r.publish.deny).toContain(`${scope.events}.exec.*.*.paused-for-recovery`);
     expect(rows.get("runtime &lt;id&gt;")!.appends).toContain("exec.* but exec.paused-for-recovery");
+    expect(rows.get("runtime &lt;id&gt;")!.appends).not.toMatch(/run\.submitted|run\.cancel-requested/);
   });
 });

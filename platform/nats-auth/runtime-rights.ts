@@ -16,8 +16,9 @@ export type RuntimeTenants = readonly string[];
 /**
  * What one runtime may do: publish its own heartbeat; append the execution-journal events and the
  * run's `started`/`completed`/`failed`/`cancelled` of the tenants that may use it; store and read
- * its tenants' outputs and step cache keys; read (stream info, gets, ordered consumers over its tenants' subjects); submit
- * and cancel its tenants' runs (run steps' child runs). Nothing of `$JS.API` that creates, changes or
+ * its tenants' outputs and step cache keys; read (stream info, gets, ordered consumers over its tenants' subjects).
+ * No `run.submitted` or `run.cancel-requested` (a run step's child run is journaled, admission
+ * submits it: docs/control-flow.md "Child runs"). Nothing of `$JS.API` that creates, changes or
  * deletes a stream or a durable consumer, no runtime lifecycle event, no other runtime's heartbeat,
  * and no read of another tenant's events.
  */
@@ -39,9 +40,6 @@ export function runtimeRights(s: AuthScope, runtimeInstanceId: string, tenants: 
     // Its tenants' step cache keys (docs/step-cache.md): written, and read by the subject-form Direct Get.
     pub.push(`${s.stepCache}.${t}.*`, `$JS.API.DIRECT.GET.${s.stepCacheStream}.${s.stepCache}.${t}.*`);
     for (const n of ["started", "completed", "failed", "cancelled"]) pub.push(`${s.events}.run.${t}.*.${n}`);
-    // A run step's child run of the same tenant, and its cancel when the parent is cancelled
-    // (docs/control-flow.md "Child runs"; admission checks the submission like a producer's).
-    for (const n of ["submitted", "cancel-requested"]) pub.push(`${s.events}.run.${t}.*.${n}`);
     // Reads name their subject in the request subject only (streams/scoped-read.ts): the last
     // message on a filter, and ordered consumers with the filter in the create subject. No get by
     // sequence or with a filter in the body (`$JS.API.DIRECT.GET.<stream>`, `STREAM.MSG.GET`).

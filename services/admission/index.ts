@@ -3,3 +3,5 @@ export { startAdmission, type AdmissionService } from "./shell/service.ts";
 export { RunIndex, type IndexedRun } from "./shell/run-index.ts";
 export type { AdmissionDeps } from "./shell/deps.ts";
 export { registerRunsGauge } from "./shell/metrics.ts";
+export { startChildRuns, type ChildRunsDeps } from "./shell/child-runs.ts";
+export { childIds } from "./domain/child-submission.ts";

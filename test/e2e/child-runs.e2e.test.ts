@@ -222,6 +222,11 @@ describe("child runs: a run step submits its child once, even across a SIGKILL, 
           : [],
       );
       expect(childSubmissions).toEqual(childIds);
+      // Submitted by admission from the parent's journal: a runtime may not write run.submitted.
+      const childSubmitted = log.find(
+        (e) => e.event.type === "run.submitted" && e.event.data.sharedRunId === childIds[0],
+      );
+      expect(childSubmitted?.event.writer.service).toBe("admission");
       const exec = log.filter((e) => e.event.type.startsWith("exec.") && e.event.correlationId === parentId);
       expect(new Set(exec.map((e) => e.subject.split(".").at(-2))).size).toBe(1); // one ExecutionId
       expect(exec.filter((e) => e.event.type === "exec.resumed")).toHaveLength(1);
@@ -289,7 +294,7 @@ describe("child runs: a run step submits its child once, even across a SIGKILL, 
     expect((await api().post("/v1/runs", { dag: nest(3) })).status).toBe(201);
   });
 
-  it("a child counts against its tenant's quota like any run: with maxConcurrentRuns 1 it waits queued (tenant-quota-exceeded) until its parent's step times out, then runs", async () => {
+  it("a child counts against its tenant's quota like any run: with maxConcurrentRuns 1 it waits queued (tenant-quota-exceeded) until its parent's step times out, and the timeout cancels it (by run:<parent>)", async () => {
     const quota = apiClient(cp.apiUrl, QUOTA_TOKEN);
     const sub = await quota.post("/v1/runs", {
       dag: {
@@ -327,7 +332,12 @@ describe("child runs: a run step submits its child once, even across a SIGKILL, 
     expect(p.status).toBe("failed");
     expect(p.steps[0]).toMatchObject({ id: "child", state: "failed" });
     expect(p.steps[0].lastError).toMatch(/timeoutMs/);
-    // The parent's end frees the slot: the child is admitted and completes.
-    expect((await ended(child)).status).toBe("completed");
+    // The run step's timeout cancels its child (admission, from the parent's journal), queued or not.
+    const c = await ended(child);
+    expect(c.status).toBe("cancelled");
+    expect(c.cancelRequested).toMatchObject({ by: `run:${parent}` });
+    expect(c.cancelRequested.reason).toMatch(
+      /^run step child attempt 1 of parent run \S+ failed: (step-timeout|.*timeoutMs)/,
+    );
   });
 });

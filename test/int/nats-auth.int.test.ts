@@ -1,6 +1,6 @@
 import { jetstream } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { kickRuntime } from "../../platform/nats-auth/kick.ts";
+import { kickRuntime, kickUntilGone } from "../../platform/nats-auth/kick.ts";
 import { KICKER, producerIdentity } from "../../platform/nats-auth/rights.ts";
 import { connectNats } from "../../platform/nats-connect.ts";
 import { runtimeRef } from "../../streams/index.ts";
@@ -37,7 +37,10 @@ describe("NATS identities against a real nats-server with authentication on (bou
     const admission = await as("admission");
     const operator = await as("operator");
     expect(await attempt(api, `${p}.run.acme.r1.submitted`)).toMatch(/^answered/);
-    expect(await attempt(admission, `${p}.run.acme.r1.submitted`)).toBe("refused");
+    // Admission submits (and cancels) run steps' child runs from the parents' journals.
+    expect(await attempt(admission, `${p}.run.acme.r1c.submitted`)).toMatch(/^answered/);
+    expect(await attempt(admission, `${p}.run.acme.r1c.cancel-requested`)).toMatch(/^answered/);
+    expect(await attempt(admission, `${p}.run.acme.r1.signal-received`)).toBe("refused");
     expect(await attempt(api, `${p}.runtime.rt-x.fenced`)).toBe("refused");
     expect(await attempt(provisioner, `${p}.runtime.rt-x.fenced`)).toBe("refused");
     expect(await attempt(recovery, `${p}.runtime.rt-x.fenced`)).toMatch(/^answered/);
@@ -51,7 +54,7 @@ describe("NATS identities against a real nats-server with authentication on (bou
     ).toBe("refused");
   });
 
-  it("lets a runtime write its own heartbeat and its tenant's journal, and refuses everything else", async () => {
+  it("lets a runtime write its own heartbeat and its tenant's journal, and refuses everything else: run.submitted and run.cancel-requested for any tenant (its own too)", async () => {
     const p = f.layout.eventPrefix;
     const rt = uniqueName("rt");
     await register(rt, "acme");
@@ -59,10 +62,11 @@ describe("NATS identities against a real nats-server with authentication on (bou
     expect(await attempt(nc, `${f.layout.heartbeatPrefix}.${rt}`)).toMatch(/^answered/);
     expect(await attempt(nc, `${p}.exec.acme.e1.step-completed`)).toMatch(/^answered/);
     expect(await attempt(nc, `${p}.run.acme.r1.started`)).toMatch(/^answered/);
-    // A run step's child run of its own tenant (docs/control-flow.md "Child runs"), never another tenant's.
-    expect(await attempt(nc, `${p}.run.acme.r1.submitted`)).toMatch(/^answered/);
-    expect(await attempt(nc, `${p}.run.acme.r1.cancel-requested`)).toMatch(/^answered/);
+    // A run step only journals its child run (exec.child-run-submitted); admission submits it.
+    expect(await attempt(nc, `${p}.exec.acme.e1.child-run-submitted`)).toMatch(/^answered/);
     const refused = [
+      `${p}.run.acme.r1.submitted`,
+      `${p}.run.acme.r1.cancel-requested`,
       `${p}.run.globex.r1.submitted`,
       `${p}.run.globex.r1.cancel-requested`,
       `${p}.runtime.${rt}.fenced`,
@@ -125,6 +129,39 @@ describe("NATS identities against a real nats-server with authentication on (bou
       expect(closedAfterMs).toBeLessThan(1_500);
       await expect(js.publish(journal, "{}")).rejects.toThrow();
       // Nothing left to kick; a service connection of the same name is not a runtime's.
+      expect(await kickRuntime(kicker, rt)).toBe(0);
+    } finally {
+      await long.close();
+    }
+  });
+
+  it("kicks until none remains: a connection authorized just before the fence and registered after the first round's CONNZ survives that round, and a later round kicks it", async () => {
+    const long = await authFixture(url(), 600_000);
+    try {
+      const rt = uniqueName("rt");
+      await long.register(rt, "acme");
+      const first = await long.asRuntime(rt);
+      const journal = `${long.f.layout.eventPrefix}.exec.acme.${uniqueName("e")}.step-completed`;
+      const kicker = await long.as(KICKER);
+      let late: Awaited<ReturnType<typeof long.asRuntime>> | undefined;
+      const r = await kickUntilGone(kicker, rt, {
+        afterRound: async (round) => {
+          if (round !== 1) return;
+          // The race: the callout authorizes a connection (not fenced yet), the fence is appended,
+          // and the connection registers after round 1's CONNZ answer. One round would stop here.
+          late = await long.asRuntime(rt);
+          await long.store.append(runtimeRef(rt), event("runtime.fenced"), {
+            expectedSeq: await long.store.lastSeq(runtimeRef(rt)),
+          });
+          expect((await jetstream(late, { timeout: 1_000 }).publish(journal, "{}")).seq).toBeGreaterThan(0);
+        },
+      });
+      expect(r.remaining).toBe(0);
+      expect(r.kicked).toBeGreaterThanOrEqual(2);
+      expect(r.rounds).toBeGreaterThanOrEqual(3);
+      await Promise.race([Promise.all([first.closed(), late!.closed()]), new Promise((ok) => setTimeout(ok, 5_000))]);
+      expect([first.isClosed(), late!.isClosed()]).toEqual([true, true]);
+      await expect(jetstream(late!, { timeout: 1_000 }).publish(journal, "{}")).rejects.toThrow();
       expect(await kickRuntime(kicker, rt)).toBe(0);
     } finally {
       await long.close();

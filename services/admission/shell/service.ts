@@ -1,6 +1,7 @@
 import type { JetStreamClient } from "@nats-io/jetstream";
 import { follow, type Follower } from "../../../platform/follow.ts";
 import { FairShare } from "../domain/fair-queue.ts";
+import { startChildRuns } from "./child-runs.ts";
 import type { AdmissionDeps } from "./deps.ts";
 import { admissionPass, type AdmissionState } from "./placer.ts";
 
@@ -27,6 +28,9 @@ export async function startAdmission(
     (m) => deps.index.apply(m),
   );
   follower.done.catch((e) => deps.log.fatal({ err: String(e) }, "run follower stopped"));
+  // Run steps' child runs: submitted and cancelled here, never by a runtime (docs/control-flow.md).
+  const children = await startChildRuns(deps);
+  children.done.catch((e) => deps.log.fatal({ err: String(e) }, "child-run follower stopped"));
   const state: AdmissionState = {
     busy: new Set(),
     resuming: new Map(),
@@ -80,6 +84,7 @@ export async function startAdmission(
       stopped = true;
       clearInterval(timer);
       await follower.stop();
+      await children.stop();
       await running;
       await Promise.allSettled([...state.sends]);
       for (const w of waiters) w();

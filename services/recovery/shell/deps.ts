@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import { RuntimeFailureIncidentId, type DroverConfig, type HostProvider } from "../../../contracts/index.ts";
 import type { EnvelopeContext } from "../../../platform/envelope.ts";
 import type { HostStrategy } from "../../../platform/hosts/types.ts";
+import type { KickResult } from "../../../platform/nats-auth/kick.ts";
 import type { EventStore, StreamLayout } from "../../../streams/index.ts";
 import type { RecoveryState } from "./state.ts";
 
@@ -17,9 +18,10 @@ export interface RecoveryDeps {
   readonly sha256: (s: string) => string;
   /**
    * Disconnects a runtime's live NATS connections (platform/nats-auth/kick.ts), called once its
-   * `runtime fenced` is in the log; absent on an open server (its connections then end at expiry).
+   * `runtime fenced` is in the log, until none remains (kickUntilGone); absent on an open server
+   * (its connections then end at expiry).
    */
-  readonly kick?: (runtimeInstanceId: string) => Promise<number>;
+  readonly kick?: (runtimeInstanceId: string) => Promise<KickResult>;
   readonly log: Logger;
 }
 

@@ -72,7 +72,9 @@ export async function fence(deps: RecoveryDeps, rt: RuntimeRecord): Promise<void
             ? "host out of this fencer's reach: not fenced"
             : "fence timed out",
       );
-      if (result.outcome === "killed") await kickFenced(deps, rt.runtimeInstanceId);
+      // Not awaited: the rounds take a second or so, and the work can move meanwhile (the fence is in
+      // the log, so the callout refuses the runtime and the conditional appends refuse a zombie).
+      if (result.outcome === "killed") void kickFenced(deps, rt.runtimeInstanceId);
       return;
     } catch (e) {
       if (!isDroverError(e, "version-conflict")) throw e;
@@ -87,15 +89,21 @@ export async function fence(deps: RecoveryDeps, rt: RuntimeRecord): Promise<void
 
 /**
  * Ends the fenced runtime's live NATS connections now rather than at its minted user's expiry: a
- * zombie the kill could not reach (a partitioned node) can no longer append; its reconnect is
- * refused by the auth callout, which reads the `fenced` just appended. A failed kick is logged: the
- * expiry still bounds the connection, and the log's conditional appends refuse a stale writer.
+ * zombie the kill could not reach (a partitioned node) can no longer append. The credentials are
+ * revoked first (the `fenced` just appended: the auth callout refuses every later connect), then
+ * CONNZ + KICK repeat until a round, a settle time after the last kick, finds no connection of
+ * that user (platform/nats-auth/kick.ts `kickUntilGone`): a connection that reconnected between a
+ * CONNZ and its KICK, or that the callout authorized just before the fence, is found by a later
+ * round. A failed kick, or connections still there after the last round, are logged: the expiry
+ * still bounds them, and the log's conditional appends refuse a stale writer.
  */
 async function kickFenced(deps: RecoveryDeps, runtimeInstanceId: string): Promise<void> {
   if (!deps.kick) return;
   try {
-    const kicked = await deps.kick(runtimeInstanceId);
-    deps.log.info({ runtime: runtimeInstanceId, kicked }, "fenced runtime's NATS connections kicked");
+    const r = await deps.kick(runtimeInstanceId);
+    if (r.remaining > 0)
+      deps.log.warn({ runtime: runtimeInstanceId, ...r }, "fenced runtime still has NATS connections after the kicks");
+    else deps.log.info({ runtime: runtimeInstanceId, ...r }, "fenced runtime's NATS connections kicked");
   } catch (e) {
     deps.log.warn({ runtime: runtimeInstanceId, err: String(e) }, "kick of a fenced runtime's NATS connections failed");
   }

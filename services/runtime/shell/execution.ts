@@ -30,7 +30,7 @@ import { itemValue, settleMaps, type MapHost } from "./map-steps.ts";
 import { itemStep } from "../../../aggregates/map.ts";
 import { MAP_LIMITS, parseMapItemId } from "../../../contracts/index.ts";
 import { cachedStep, cacheHostOf, indexCompletion, type CacheHost } from "./step-cache.ts";
-import { cancelChildren, childHostOf, withChildRuns, type ChildRunHost } from "./child-runs.ts";
+import { childHostOf, withChildRuns, type ChildRunHost } from "./child-runs.ts";
 import { runWait, waitHostOf, type WaitHost } from "./wait-steps.ts";
 
 export type { ExecutorEnv } from "./executor-env.ts";
@@ -45,7 +45,7 @@ export type ExecutionOutcome =
  * dependent may start. Completed steps from the journal are never re-run; their recorded outputs feed
  * their dependents. Stops at once, writing nothing more, when an append is rejected
  * (`execution-ownership-lost`): the in-flight steps are aborted and their results dropped. `cancel()`
- * aborts the steps, cancels its child runs (unless abandoned) and ends the execution `cancelled`.
+ * aborts the steps and ends the execution `cancelled` (admission then cancels its child runs).
  */
 export class Execution {
   /** Output values read so far (completed here, or read back from the journal/object store on demand). */
@@ -344,8 +344,6 @@ export class Execution {
   private async finishCancelled(): Promise<ExecutionOutcome> {
     await this.drained();
     if (this.fatal) throw this.fatal;
-    if (this.child)
-      await cancelChildren(this.child, (id) => this.dag.steps.find((x) => x.id === id), this.p.completedIds);
     await this.opened.exec.append(this.opened.emit("exec.cancelled", { reason: "CancelRun" }));
     await appendRun(this.end, "run.cancelled", { reason: "CancelRun" });
     return { state: "cancelled" };

@@ -123,8 +123,8 @@ export async function startRuntime(
       clock: systemClock,
       log,
       outputs,
-      // Run steps submit their child runs for their tenants (docs/control-flow.md "Child runs").
-      childRuns: { store, layout, outputs, log },
+      // Run steps journal their child runs and follow them; admission submits them (docs/control-flow.md "Child runs").
+      childRuns: { store, outputs },
       secrets,
       signals: { store },
       ...(worker ? { worker } : {}),
