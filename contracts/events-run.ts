@@ -21,7 +21,7 @@ import { RunSignalReceived } from "./events-wait.ts";
 
 /** Largest run input, in bytes of canonical JSON. */
 export const RUN_INPUT_MAX_BYTES = 64 * 1024;
-import { Transport } from "./tenant-settings.ts";
+import { Transport, WorkerVersion } from "./tenant-settings.ts";
 
 /**
  * Where a fork (`POST /v1/runs/:id/fork`) comes from: the original run, the execution whose journal
@@ -90,6 +90,9 @@ export const RunAdmitted = defineEvent(
         .max(64)
         .default([]),
       recovery: z.boolean().default(false).describe("true when this placement is a recovery item"),
+      workerVersion: WorkerVersion.optional().describe(
+        "the worker version of the runtime placed on; the first one a run gets is the version it is pinned to",
+      ),
     })
     .strict(),
 );

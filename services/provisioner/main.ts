@@ -15,7 +15,8 @@ import { kubernetesStrategyFromConfig } from "../../platform/hosts/kubernetes/fr
 import { createProcessStrategy } from "../../platform/hosts/process-strategy.ts";
 import type { HostStrategy } from "../../platform/hosts/types.ts";
 import { tenantSettingsOf, type HostProvider } from "../../contracts/index.ts";
-import { runtimeCommand, workerBundle } from "../../platform/hosts/runtime-bundle.ts";
+import { runtimeCommand } from "../../platform/hosts/runtime-bundle.ts";
+import { bundledWorker } from "../../platform/hosts/worker-builds.ts";
 import { consumeScaleOutRequests, scaleOutPullLoops } from "./shell/consumer.ts";
 import type { ProvisionerDeps } from "./shell/context.ts";
 import { createProvisioner } from "./shell/provisioner.ts";
@@ -56,7 +57,7 @@ const deps: ProvisionerDeps = {
   ...(ctx.config.llmBaseUrl ? { llmBaseUrl: ctx.config.llmBaseUrl } : {}),
   tenantSettings: (tenantId) => tenantSettingsOf(ctx.config, tenantId),
   egress: Object.fromEntries(ctx.config.tenants.flatMap((t) => (t.egress ? [[t.tenantId, t.egress]] : []))),
-  bundleWorker: workerBundle,
+  buildWorker: bundledWorker,
   secretEnv: process.env,
   clock: systemClock,
   newEventId: randomUUID,
