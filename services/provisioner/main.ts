@@ -17,6 +17,7 @@ import type { HostStrategy } from "../../platform/hosts/types.ts";
 import { tenantSettingsOf, type HostProvider } from "../../contracts/index.ts";
 import { runtimeCommand } from "../../platform/hosts/runtime-bundle.ts";
 import { bundledWorker } from "../../platform/hosts/worker-builds.ts";
+import { watchDrainedRuntimes } from "./shell/retire-drained.ts";
 import { consumeScaleOutRequests, scaleOutPullLoops } from "./shell/consumer.ts";
 import type { ProvisionerDeps } from "./shell/context.ts";
 import { createProvisioner } from "./shell/provisioner.ts";
@@ -72,6 +73,11 @@ const deps: ProvisionerDeps = {
 };
 const provisioner = createProvisioner(deps);
 provisioner.pool.refill();
+// Runtimes of a superseded worker version retire once their last pinned run ended (docs/worker-versions.md).
+const drained = watchDrainedRuntimes(deps, strategy, provisioner.roster, provisioner.retiring, {
+  everyMs: Number(process.env.DROVER_DRAIN_CHECK_MS ?? 2_000),
+  idleMs: Number(process.env.DROVER_DRAIN_IDLE_MS ?? 2 * ctx.config.dispatchTimeoutMs),
+});
 const runners = await consumeScaleOutRequests(
   ctx,
   ctx.layout,
@@ -81,6 +87,7 @@ const runners = await consumeScaleOutRequests(
 );
 ctx.onShutdown(async () => {
   await Promise.all(runners.map((r) => r.stop()));
+  await drained.stop();
   // Host exits are no longer recorded from here on: the kills below are a planned stop, not a crash.
   provisioner.close();
   const stopped = await stopHosts(deps, strategy, strategy.liveHosts());

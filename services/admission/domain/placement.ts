@@ -3,7 +3,7 @@ import type { RunState } from "../../../aggregates/run.ts";
 import { quotaDecision } from "./quota.ts";
 import { rankCandidates, whyNoCandidate, type Candidate } from "./ranking.ts";
 import { offeringEveryKind, stepKindQueueReason } from "./step-kinds.ts";
-import { currentWorkerVersion, runnableByVersion } from "./worker-version.ts";
+import { currentWorkerVersion, runnableByVersion } from "../../../aggregates/capacity/worker-version.ts";
 
 /** What admission knows of one run when it decides (the index entry, without IO). */
 export interface PlacementRun {

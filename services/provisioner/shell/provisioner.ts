@@ -31,6 +31,10 @@ export interface Provisioner {
   close(): void;
   /** The warm pools (hosts.md "Warm pool"); `refill()` once at start-up fills them. */
   readonly pool: WarmPool;
+  /** The runtime roster this provisioner reads (drained-runtime retirement reads it too). */
+  readonly roster: RosterView;
+  /** Runtimes being retired deliberately (retire-drained.ts): their exits are not recorded as crashes. */
+  readonly retiring: Set<string>;
 }
 
 /**
@@ -47,8 +51,10 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
   const inFlight = new Map<string, Promise<void>>();
   const providers = [...d.strategies.keys()] as HostProvider[];
   const pool = createWarmPool(d, roster, () => gate.memberReady());
+  const retiring = new Set<string>();
   const stopObserving = [...d.strategies.values()].map((s) =>
     s.observe((fact) => {
+      if (retiring.has(fact.runtimeInstanceId)) return;
       recordHostExit(d, fact)
         .catch((e) => d.log("could not record a host observation", { fact, err: String(e) }))
         .finally(() => pool.refill());
@@ -201,6 +207,8 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
       for (const stop of stopObserving) stop();
     },
     pool,
+    roster,
+    retiring,
   };
 }
 

@@ -1,4 +1,4 @@
-import type { RuntimeWorker } from "../../../contracts/index.ts";
+import type { RuntimeWorker } from "../../contracts/index.ts";
 
 /** What worker-version decisions read of a runtime (its registration's `worker`, its owner and lifecycle). */
 export interface VersionedRuntime {

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { RuntimeInstanceId, TenantSettings, type RuntimeWorker } from "../../../contracts/index.ts";
-import { initialRunState, type RunState } from "../../../aggregates/run.ts";
-import { decidePlacement } from "./placement.ts";
-import type { Candidate } from "./ranking.ts";
+import { RuntimeInstanceId, TenantSettings, type RuntimeWorker } from "../../contracts/index.ts";
+import { initialRunState, type RunState } from "../run.ts";
+import { decidePlacement } from "../../services/admission/domain/placement.ts";
+import type { Candidate } from "../../services/admission/domain/ranking.ts";
 import { currentWorkerVersion, drainStates, runnableByVersion, upgradeCheck } from "./worker-version.ts";
 
 // Pure decisions over plain values: these tests prove no transport, store or process.
