@@ -80,7 +80,7 @@ export interface RunState {
   readonly forks: readonly { readonly forkRunId: SharedRunId; readonly fromStep: string; readonly seq: number }[];
   /**
    * The worker version the run is pinned to: its placement's when it first started (docs/worker-versions.md).
-   * Resumes and redispatches go to runtimes of this version only; `run.upgraded` moves it.
+   * Resumes and redispatches go to runtimes of this version only (no upgrade moves it yet).
    */
   readonly workerVersion?: WorkerVersion;
   /** Stream sequence of the last event: what the next conditional append expects. */

@@ -82,16 +82,3 @@ export function drainStates(
       };
     });
 }
-
-/**
- * Whether a run may move to `target` (POST /v1/runs/:id/upgrade): only when the target version's
- * runtimes offer every kind its remaining steps need. `missing` names the kinds it lacks.
- */
-export function upgradeCheck(
-  remainingKinds: readonly string[],
-  targetOffers: readonly string[],
-): { readonly ok: true } | { readonly ok: false; readonly missing: readonly string[] } {
-  const have = new Set(targetOffers);
-  const missing = [...new Set(remainingKinds.filter((k) => !have.has(k)))].sort();
-  return missing.length === 0 ? { ok: true } : { ok: false, missing };
-}

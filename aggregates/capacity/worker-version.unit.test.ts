@@ -3,7 +3,7 @@ import { RuntimeInstanceId, TenantSettings, type RuntimeWorker } from "../../con
 import { initialRunState, type RunState } from "../run.ts";
 import { decidePlacement } from "../../services/admission/domain/placement.ts";
 import type { Candidate } from "../../services/admission/domain/ranking.ts";
-import { currentWorkerVersion, drainStates, runnableByVersion, upgradeCheck } from "./worker-version.ts";
+import { currentWorkerVersion, drainStates, runnableByVersion } from "./worker-version.ts";
 
 // Pure decisions over plain values: these tests prove no transport, store or process.
 const V1 = "1".repeat(64);
@@ -44,7 +44,7 @@ const run = (state: Partial<RunState>) => ({
 const placedOn = (p: ReturnType<typeof decidePlacement>) =>
   p.kind === "place" ? p.tryInOrder.map((c) => c.runtimeInstanceId) : p.kind;
 
-describe("worker versions: current version, pinned placement, drain and upgrade checks (pure decisions, no transport)", () => {
+describe("worker versions: current version, pinned placement, drain states (pure decisions, no transport)", () => {
   it("the current version is the one deployed last among the tenant's live, non-pinned runtimes", () => {
     const rts = [rt("rt-v1", worker(V1, T1)), rt("rt-v2", worker(V2, T2))];
     expect(currentWorkerVersion(rts, "acme")).toBe(V2);
@@ -92,13 +92,5 @@ describe("worker versions: current version, pinned placement, drain and upgrade 
       { runtimeInstanceId: "rt-v1p", version: V1, draining: true, pinnedRuns: 0, retire: true },
       { runtimeInstanceId: "rt-v2", version: V2, draining: false, pinnedRuns: 0, retire: false },
     ]);
-  });
-
-  it("upgrade: allowed only when the target offers every kind the remaining steps need; otherwise the missing kinds are named", () => {
-    expect(upgradeCheck(["custom:a", "http"], ["custom:a", "custom:b", "http"])).toEqual({ ok: true });
-    expect(upgradeCheck(["custom:c", "custom:a", "custom:c"], ["custom:a"])).toEqual({
-      ok: false,
-      missing: ["custom:c"],
-    });
   });
 });

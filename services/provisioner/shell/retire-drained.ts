@@ -61,7 +61,7 @@ export function watchDrainedRuntimes(
         d.commandTokenFor(s.runtimeInstanceId),
         3_000,
       ).catch(() => undefined);
-      const q = status?.success ? QueueStatus.safeParse(status.payload) : undefined;
+      const q = status?.success ? QueueStatus.safeParse(status.payload.queue) : undefined;
       if (!q?.success) continue;
       const pinnedRuns = q.data.queuedRuns + q.data.runningRuns;
       seen.set(s.runtimeInstanceId, { runtimeInstanceId: s.runtimeInstanceId, version: s.worker.version, pinnedRuns });
