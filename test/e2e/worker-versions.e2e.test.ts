@@ -181,7 +181,15 @@ describe("worker versions: resumed runs keep their version, new runs take the de
         },
         60_000,
       );
-      for (const r of retired) expect(JSON.stringify(r!.event.data)).toContain("drained");
+      // Retired after the last of the pinned runs ended, never while one ran.
+      const lastEnd = Math.max(
+        ...es.filter((e) => e.event.type === "run.completed" && long.includes(e.event.correlationId)).map((e) => e.seq),
+      );
+      for (const r of retired) {
+        expect(JSON.stringify(r!.event.data)).toContain("drained");
+        expect(r!.seq).toBeGreaterThan(lastEnd);
+      }
+      const retiredAfterMs = Math.max(...retired.map((r) => r!.time.getTime())) - t0 - settledMs;
       const rows = (await apiClient(cp.apiUrl, OPERATOR_TOKEN).get("/v1/runtimes")).body.runtimes as {
         runtimeInstanceId: string;
         status: string;
@@ -191,7 +199,7 @@ describe("worker versions: resumed runs keep their version, new runs take the de
       expect(live.map((r) => [r.worker!.version, r.worker!.draining])).toEqual(live.map(() => [V2, false]));
       console.log(
         `worker versions: ${LONG} resumed on v1 and 5 new on v2 settled ${settledMs} ms after the kill; ` +
-          `v1 runtimes ${v1Runtimes.length}, v2 runtimes ${v2.length}`,
+          `v1 runtimes ${v1Runtimes.length}, v2 runtimes ${v2.length}; the pinned v1 runtime retired ~${retiredAfterMs} ms after the runs settled`,
       );
     } finally {
       await nc.close();
