@@ -15,7 +15,7 @@ const source = (tag: string) =>
 afterAll(() => rmSync(DIR, { recursive: true, force: true }));
 
 describe("worker builds on process hosts: versions are bundle digests, pinned versions start from their own bundle (real esbuild and files)", () => {
-  it("a deploy names the bundle by its digest; a changed module is a new version; the old version is still found by digest, pinned, with its own deployedAt; an unknown version is worker-invalid", () => {
+  it("a deploy names the bundle by its digest; a changed module is a new version; the old version is still found by digest, pinned, with its own deployedAt; a rollback is deployed again; an unknown version is worker-invalid", () => {
     mkdirSync(DIR, { recursive: true });
     writeFileSync(MODULE, source("v1"));
     const v1 = bundledWorker(MODULE);
@@ -31,6 +31,12 @@ describe("worker builds on process hosts: versions are bundle digests, pinned ve
       worker: { version: v1.worker.version, deployedAt: statSync(v1.path).mtime.toISOString(), pinned: true },
     });
     expect(readFileSync(again.path, "utf8")).toContain('"v1"');
+    // A rollback (v1's module again) is a new deploy of v1: same bundle, a deployedAt after v2's.
+    writeFileSync(MODULE, source("v1"));
+    const rollback = bundledWorker(MODULE);
+    expect(rollback.worker.version).toBe(v1.worker.version);
+    expect(rollback.worker.deployedAt >= v2.worker.deployedAt).toBe(true);
+    expect(statSync(v1.path).mtime.toISOString()).toBe(rollback.worker.deployedAt);
     let err: unknown;
     try {
       bundledWorker(MODULE, "f".repeat(64));
