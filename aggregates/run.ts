@@ -3,6 +3,7 @@ import type {
   DagDefinition,
   DataOf,
   DroverEvent,
+  WorkerVersion,
   ExecutionId,
   ForensicsId,
   LocalRunId,
@@ -36,6 +37,8 @@ export interface Placement {
   readonly admittedSeq: number;
   readonly dispatchedSeq?: number;
   readonly transport?: DataOf<"run.dispatched">["transport"];
+  /** The worker version of the runtime placed on (`admitted.workerVersion`). */
+  readonly workerVersion?: WorkerVersion;
 }
 
 /**
@@ -75,6 +78,11 @@ export interface RunState {
   readonly forkedFrom?: DataOf<"run.submitted">["forkedFrom"];
   /** Forks of this run (`run.forked`), in order. */
   readonly forks: readonly { readonly forkRunId: SharedRunId; readonly fromStep: string; readonly seq: number }[];
+  /**
+   * The worker version the run is pinned to: its placement's when it first started (docs/worker-versions.md).
+   * Resumes and redispatches go to runtimes of this version only (no upgrade moves it yet).
+   */
+  readonly workerVersion?: WorkerVersion;
   /** Stream sequence of the last event: what the next conditional append expects. */
   readonly lastSeq: number;
 }
@@ -148,6 +156,7 @@ function apply(s: RunState, e: RunEvent, seq: number): RunState {
           localRunId: e.data.localRunId,
           reservationId: e.data.reservationId,
           admittedSeq: seq,
+          ...(e.data.workerVersion ? { workerVersion: e.data.workerVersion } : {}),
         },
         localRunIds: s.localRunIds.includes(e.data.localRunId) ? s.localRunIds : [...s.localRunIds, e.data.localRunId],
       };
@@ -168,8 +177,17 @@ function apply(s: RunState, e: RunEvent, seq: number): RunState {
       return s.placement
         ? { ...s, status: "dispatched", placement: { ...s.placement, dispatchedSeq: seq, transport: e.data.transport } }
         : s;
-    case "run.started":
-      return { ...s, status: "started", executionId: e.data.executionId, recoveryPending: false, resume: undefined };
+    case "run.started": {
+      const pinned = s.workerVersion ?? s.placement?.workerVersion;
+      return {
+        ...s,
+        status: "started",
+        executionId: e.data.executionId,
+        recoveryPending: false,
+        resume: undefined,
+        ...(pinned ? { workerVersion: pinned } : {}),
+      };
+    }
     case "run.requeued-for-resume":
       return {
         ...s,

@@ -47,3 +47,33 @@ describe("run fold: a runtime's run events count only from the runtime the run i
     expect(cancel.status).toBe(fold(placed).status);
   });
 });
+
+describe("run fold: the worker version a run is pinned to (pure: proves no transport)", () => {
+  const V1 = "1".repeat(64);
+  const V2 = "2".repeat(64);
+  const admitted = (workerVersion: string) =>
+    ev("run.admitted", { data: { ...EXAMPLE_BUILDERS["run.admitted"]().data, workerVersion } });
+
+  it("is pinned when the run first starts, to its placement's version; a later placement on another version does not move it", () => {
+    const placedOnly = fold([ev("run.submitted"), admitted(V1), ev("run.dispatched")]);
+    expect([placedOnly.placement?.workerVersion, placedOnly.workerVersion]).toEqual([V1, undefined]);
+    const started = fold([
+      ev("run.submitted"),
+      admitted(V1),
+      ev("run.dispatched"),
+      byRuntime("run.started", ids.runtime),
+    ]);
+    expect(started.workerVersion).toBe(V1);
+    const resumed = fold([
+      ev("run.submitted"),
+      admitted(V1),
+      ev("run.dispatched"),
+      byRuntime("run.started", ids.runtime),
+      ev("run.requeued-for-resume"),
+      admitted(V2),
+      ev("run.dispatched"),
+      byRuntime("run.started", ids.runtime),
+    ]);
+    expect(resumed.workerVersion).toBe(V1);
+  });
+});

@@ -20,7 +20,7 @@ import { ParentLink } from "./child-run.ts";
 import { RunSignalReceived } from "./events-wait.ts";
 
 export { RUN_INPUT_MAX_BYTES };
-import { Transport } from "./tenant-settings.ts";
+import { Transport, WorkerVersion } from "./tenant-settings.ts";
 
 /**
  * Where a fork (`POST /v1/runs/:id/fork`) comes from: the original run, the execution whose journal
@@ -89,6 +89,9 @@ export const RunAdmitted = defineEvent(
         .max(64)
         .default([]),
       recovery: z.boolean().default(false).describe("true when this placement is a recovery item"),
+      workerVersion: WorkerVersion.optional().describe(
+        "the worker version of the runtime placed on; the first one a run gets is the version it is pinned to",
+      ),
     })
     .strict(),
 );

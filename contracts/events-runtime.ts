@@ -14,7 +14,7 @@ import {
   TenantId,
 } from "./ids.ts";
 import { Reason } from "./reason.ts";
-import { HostProvider, IsolationMode, RuntimeSizing, Transport } from "./tenant-settings.ts";
+import { HostProvider, IsolationMode, RuntimeSizing, RuntimeWorker, Transport } from "./tenant-settings.ts";
 
 export const READINESS_LAYERS = ["resource", "host", "endpoint", "command", "route", "published"] as const;
 export const ReadinessLayer = z.enum(READINESS_LAYERS);
@@ -42,6 +42,7 @@ export const RuntimeRegistered = defineEvent(
         .max(300)
         .optional()
         .describe("step kinds the runtime runs (built-ins, custom:<handler>); absent: the built-ins"),
+      worker: RuntimeWorker.optional().describe("the tenant worker this runtime runs; absent: none (built-ins only)"),
     })
     .strict(),
 );

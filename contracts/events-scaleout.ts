@@ -2,7 +2,7 @@ import { z } from "zod";
 import { defineEvent } from "./define-event.ts";
 import { ControlPlaneId, RuntimeInstanceId, ScaleOutRequestId, TenantGroupId } from "./ids.ts";
 import { Reason } from "./reason.ts";
-import { HostProvider, IsolationMode, RuntimeSizing, Transport } from "./tenant-settings.ts";
+import { HostProvider, IsolationMode, RuntimeSizing, Transport, WorkerVersion } from "./tenant-settings.ts";
 
 /** Scale-out request events on `drover.scaleout.<tenant>.<requestId>.<event>`. */
 export const ScaleOutRequested = defineEvent(
@@ -27,6 +27,9 @@ export const ScaleOutRequested = defineEvent(
       providerHint: HostProvider,
       transport: Transport,
       expiresAt: z.iso.datetime(),
+      workerVersion: WorkerVersion.optional().describe(
+        "start a runtime of this worker version (for runs pinned to it); absent: the tenant's current worker",
+      ),
     })
     .strict(),
 );

@@ -72,6 +72,8 @@ export {
   sizingOf,
   RUNTIME_PREFIX_MAX_LENGTH,
   WorkerSettings,
+  WorkerVersion,
+  RuntimeWorker,
   SecretSource,
 } from "./tenant-settings.ts";
 export {

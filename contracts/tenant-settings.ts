@@ -38,6 +38,23 @@ export const WorkerSettings = z
 export type WorkerSettings = z.infer<typeof WorkerSettings>;
 
 /**
+ * A tenant worker's version (docs/worker-versions.md): the sha256 (hex) of the module file its
+ * runtimes import — on process hosts the esbuild bundle the provisioner built from `worker.module`.
+ */
+export const WorkerVersion = z.string().regex(/^[0-9a-f]{64}$/, "a worker version is a sha256 in hex");
+export type WorkerVersion = z.infer<typeof WorkerVersion>;
+
+/** The worker a runtime runs (on `runtime.registered`): its version, when it was deployed, and whether it drains. */
+export const RuntimeWorker = z
+  .object({
+    version: WorkerVersion,
+    deployedAt: z.iso.datetime().describe("when a provisioner last built this version from the tenant's worker.module"),
+    pinned: z.boolean().describe("started for runs pinned to this version: takes those runs only, never new ones"),
+  })
+  .strict();
+export type RuntimeWorker = z.infer<typeof RuntimeWorker>;
+
+/**
  * Where the tenant's secrets live (never in an event): for process hosts a JSON file of
  * `{ name: value }` and/or environment variables of the provisioner named per secret; for
  * Kubernetes hosts the Secret `kubernetesSecret` in the runtimes' namespace.

@@ -45,7 +45,7 @@ export function runtimeCommand(onFallback?: (why: string) => void): readonly str
 
 /**
  * Bundles a tenant's worker module (docs/sdk.md) into one ESM file under .run/build, named by
- * content, with `drover/sdk` bundled in (the SDK has no dependencies) and npm packages left
+ * the sha256 of its content (`worker-<version>.mjs`), with `drover/sdk` bundled in (the SDK has no dependencies) and npm packages left
  * external. `module` is a path relative to the working directory (or absolute). Throws esbuild's
  * message when the module does not build; the caller records `worker-invalid`.
  */
@@ -64,7 +64,8 @@ export function workerBundle(module: string): string {
     write: false,
     outfile: resolve(dir, "worker.mjs"),
   }).outputFiles[0]!;
-  const outfile = resolve(dir, `worker-${createHash("sha256").update(out.contents).digest("hex").slice(0, 16)}.mjs`);
+  // Named by its full digest, the worker version (docs/worker-versions.md): a pinned start finds it by version.
+  const outfile = resolve(dir, `worker-${createHash("sha256").update(out.contents).digest("hex")}.mjs`);
   if (!existsSync(outfile)) {
     const tmp = `${outfile}.${process.pid}.tmp`;
     writeFileSync(tmp, out.contents);

@@ -15,7 +15,9 @@ import { kubernetesStrategyFromConfig } from "../../platform/hosts/kubernetes/fr
 import { createProcessStrategy } from "../../platform/hosts/process-strategy.ts";
 import type { HostStrategy } from "../../platform/hosts/types.ts";
 import { tenantSettingsOf, type HostProvider } from "../../contracts/index.ts";
-import { runtimeCommand, workerBundle } from "../../platform/hosts/runtime-bundle.ts";
+import { runtimeCommand } from "../../platform/hosts/runtime-bundle.ts";
+import { bundledWorker } from "../../platform/hosts/worker-builds.ts";
+import { watchDrainedRuntimes } from "./shell/retire-drained.ts";
 import { consumeScaleOutRequests, scaleOutPullLoops } from "./shell/consumer.ts";
 import type { ProvisionerDeps } from "./shell/context.ts";
 import { createProvisioner } from "./shell/provisioner.ts";
@@ -56,7 +58,7 @@ const deps: ProvisionerDeps = {
   ...(ctx.config.llmBaseUrl ? { llmBaseUrl: ctx.config.llmBaseUrl } : {}),
   tenantSettings: (tenantId) => tenantSettingsOf(ctx.config, tenantId),
   egress: Object.fromEntries(ctx.config.tenants.flatMap((t) => (t.egress ? [[t.tenantId, t.egress]] : []))),
-  bundleWorker: workerBundle,
+  buildWorker: bundledWorker,
   secretEnv: process.env,
   clock: systemClock,
   newEventId: randomUUID,
@@ -71,6 +73,11 @@ const deps: ProvisionerDeps = {
 };
 const provisioner = createProvisioner(deps);
 provisioner.pool.refill();
+// Runtimes of a superseded worker version retire once their last pinned run ended (docs/worker-versions.md).
+const drained = watchDrainedRuntimes(deps, strategy, provisioner.roster, provisioner.retiring, {
+  everyMs: Number(process.env.DROVER_DRAIN_CHECK_MS ?? 2_000),
+  idleMs: Number(process.env.DROVER_DRAIN_IDLE_MS ?? 2 * ctx.config.dispatchTimeoutMs),
+});
 const runners = await consumeScaleOutRequests(
   ctx,
   ctx.layout,
@@ -80,6 +87,7 @@ const runners = await consumeScaleOutRequests(
 );
 ctx.onShutdown(async () => {
   await Promise.all(runners.map((r) => r.stop()));
+  await drained.stop();
   // Host exits are no longer recorded from here on: the kills below are a planned stop, not a crash.
   provisioner.close();
   const stopped = await stopHosts(deps, strategy, strategy.liveHosts());

@@ -3,6 +3,7 @@ import type { RunState } from "../../../aggregates/run.ts";
 import { quotaDecision } from "./quota.ts";
 import { rankCandidates, whyNoCandidate, type Candidate } from "./ranking.ts";
 import { offeringEveryKind, stepKindQueueReason } from "./step-kinds.ts";
+import { currentWorkerVersion, runnableByVersion } from "../../../aggregates/capacity/worker-version.ts";
 
 /** What admission knows of one run when it decides (the index entry, without IO). */
 export interface PlacementRun {
@@ -50,6 +51,8 @@ export type Placement<C extends Candidate & { readonly endpoint?: string }> =
  * - The tenant quota holds new work (recovery items are exempt).
  * - After dispatch failures the run backs off exponentially (100 ms × 2^n, at most 10 s) and avoids
  *   the runtime that last refused it while another is eligible.
+ * - Only runtimes of the run's worker version are candidates (worker-version.ts): the version it is
+ *   pinned to once started, else the tenant's current one; runtimes without a worker always are.
  * - Only runtimes offering every step kind of the DAG are candidates (step-kinds.ts); when eligible
  *   runtimes exist but none offers them, the run queues with `step-kind-unavailable`.
  * - Otherwise the ranked candidates are tried in order; with none, the run queues with a scale-out.
@@ -83,10 +86,16 @@ export function decidePlacement<C extends Candidate & { readonly endpoint?: stri
     return { kind: "wait", why: `backing off after ${s.dispatchFailures} dispatch failures` };
   }
   const required = s.dag ? requiredStepKinds(s.dag) : [];
-  const ranked = rankCandidates(offeringEveryKind(candidates, required).offering, policy.tenant);
+  const current = s.workerVersion ? undefined : currentWorkerVersion(candidates, policy.tenant.tenantId);
+  const ofVersion = runnableByVersion(candidates, s.workerVersion, current);
+  const ranked = rankCandidates(offeringEveryKind(ofVersion, required).offering, policy.tenant);
   if (ranked.length === 0) {
-    const eligible = rankCandidates(candidates, policy.tenant).map((x) => x.candidate);
-    const why = whyNoCandidate(candidates, policy.tenant).slice(0, 2000);
+    const eligible = rankCandidates(ofVersion, policy.tenant).map((x) => x.candidate);
+    const why = (
+      (s.workerVersion
+        ? `pinned to worker version ${s.workerVersion.slice(0, 12)}, which no eligible runtime runs; `
+        : "") + whyNoCandidate(ofVersion, policy.tenant)
+    ).slice(0, 2000);
     const reason = stepKindQueueReason(eligible, required) ?? { code: "no-visible-capacity" as const, detail: why };
     return { kind: "queue-with-scale-out", reason };
   }

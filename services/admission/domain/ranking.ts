@@ -1,4 +1,4 @@
-import type { RuntimeInstanceId, TenantSettings } from "../../../contracts/index.ts";
+import type { RuntimeInstanceId, RuntimeWorker, TenantSettings } from "../../../contracts/index.ts";
 import { isOwnedBy, isVisible, type IsolationFacts } from "./visibility.ts";
 
 /** One runtime as admission sees it: isolation facts plus the capacity view's derived numbers. */
@@ -15,6 +15,8 @@ export interface Candidate extends IsolationFacts {
   readonly status: string;
   /** Step kinds the runtime offers (its registration); absent: the built-ins. */
   readonly stepKinds?: readonly string[];
+  /** The tenant worker it runs (its registration); absent: none. */
+  readonly worker?: RuntimeWorker;
 }
 
 export interface RankedCandidate<C extends Candidate = Candidate> {

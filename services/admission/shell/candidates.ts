@@ -60,6 +60,7 @@ export async function readCandidates(
       status: d.status,
       transport: reg.transport,
       ...(reg.stepKinds ? { stepKinds: reg.stepKinds } : {}),
+      ...(reg.worker ? { worker: reg.worker } : {}),
       heartbeatSlots: hb?.availableSlots ?? 0,
       ...(endpoint ? { endpoint } : {}),
       ...(d.host ? { hostIncarnation: d.host.hostIncarnation } : {}),

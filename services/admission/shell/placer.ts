@@ -208,6 +208,7 @@ async function placeOn(
       runtimeInstanceId: RuntimeInstanceId.parse(x.runtimeInstanceId),
     })),
     recovery: r.state.recoveryPending,
+    ...(c.worker ? { workerVersion: c.worker.version } : {}),
   };
   const admittedSeq = await appendRunDecision(
     deps,
@@ -236,6 +237,7 @@ async function queueWithScaleOut(
     r.sharedRunId,
     candidates,
     r.queuedSinceMs,
+    r.state.workerVersion,
   );
   if (stalled) {
     deps.log.warn({ tenant: r.tenantId, run: r.sharedRunId, requestId }, "queue stalled; re-planned");

@@ -6,6 +6,7 @@ import {
   sizingOf,
   type Reason,
   type TenantSettings,
+  type WorkerVersion,
 } from "../../../contracts/index.ts";
 import { envelope } from "../../../platform/envelope.ts";
 import { scaleOutRef } from "../../../streams/index.ts";
@@ -36,9 +37,12 @@ export async function requestScaleOut(
   causationId: string,
   candidates: readonly Placeable[],
   queuedSinceMs?: number,
+  workerVersion?: WorkerVersion,
 ): Promise<{ readonly requestId?: ScaleOutRequestId; readonly stalled: boolean }> {
   const prefix = runtimePrefixOf(tenant);
-  const dedupeKey = `${deps.config.controlPlaneId}:${tenant.tenantId}:${prefix}:${reason.code}`;
+  // Runs pinned to a worker version wait on their own request: a runtime of the current version cannot take them.
+  const pinned = workerVersion ? `:worker-${workerVersion}` : "";
+  const dedupeKey = `${deps.config.controlPlaneId}:${tenant.tenantId}:${prefix}:${reason.code}${pinned}`;
   const now = deps.env.clock.now().getTime();
   const open = () =>
     [...deps.index.scaleOuts.values()].find(
@@ -58,7 +62,7 @@ export async function requestScaleOut(
       );
     }
   }
-  const requestId = await nextRequest(deps, tenant, reason, causationId, candidates, dedupeKey, now);
+  const requestId = await nextRequest(deps, tenant, reason, causationId, candidates, dedupeKey, now, workerVersion);
   return requestId ? { requestId, stalled } : { stalled };
 }
 
@@ -70,6 +74,7 @@ async function nextRequest(
   candidates: readonly Placeable[],
   dedupeKey: string,
   now: number,
+  workerVersion: WorkerVersion | undefined,
 ): Promise<ScaleOutRequestId | undefined> {
   const gone = new Set<string>(candidates.filter((c) => GONE.has(c.status)).map((c) => c.runtimeInstanceId));
   const idOf = (generation: number) =>
@@ -90,7 +95,7 @@ async function nextRequest(
     const event = envelope(
       deps.env,
       "scaleout.requested",
-      requestData(deps, tenant, requestId, dedupeKey, reason, now),
+      { ...requestData(deps, tenant, requestId, dedupeKey, reason, now), ...(workerVersion ? { workerVersion } : {}) },
       {
         tenantId: tenant.tenantId,
         correlationId: requestId,

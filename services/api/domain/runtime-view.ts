@@ -1,6 +1,7 @@
 import { currentBeat, visibleEndpoint, type CapacityDescriptor } from "../../../aggregates/capacity/descriptor.ts";
 import { routability } from "../../../aggregates/capacity/routability.ts";
-import type { Heartbeat } from "../../../contracts/index.ts";
+import type { Heartbeat, RuntimeWorker } from "../../../contracts/index.ts";
+import { drainStates } from "../../../aggregates/capacity/worker-version.ts";
 
 /** One runtime as `GET /v1/runtimes` shows it: the capacity descriptor, flattened for humans. */
 export interface RuntimeRow {
@@ -20,11 +21,18 @@ export interface RuntimeRow {
   readonly heartbeat: Heartbeat | null;
   readonly conflicts: readonly string[];
   readonly lastSeq: number;
+  /**
+   * The tenant worker it runs (docs/worker-versions.md), whether it drains (an old version, or started
+   * for pinned runs: it takes no new run) and how many runs pinned to its version it holds (its
+   * heartbeat's running + queued); null without a worker.
+   */
+  readonly worker: (RuntimeWorker & { readonly draining: boolean; readonly pinnedRuns: number }) | null;
 }
 
 /** Flattens a descriptor (the shared capacity fold's output); the endpoint is hidden once fenced, as the fold says. */
-export function runtimeRow(d: CapacityDescriptor): RuntimeRow {
+export function runtimeRow(d: CapacityDescriptor, all: readonly CapacityDescriptor[] = [d]): RuntimeRow {
   const reg = d.registration;
+  const beat = currentBeat(d);
   return {
     runtimeInstanceId: d.runtimeInstanceId,
     tenantId: reg?.tenantId ?? null,
@@ -39,10 +47,23 @@ export function runtimeRow(d: CapacityDescriptor): RuntimeRow {
     layersPassed: d.layers,
     endpoint: visibleEndpoint(d)?.endpoint ?? null,
     incidentId: d.incidentId ?? null,
-    heartbeat: currentBeat(d) ?? null,
+    heartbeat: beat ?? null,
     conflicts: d.conflicts,
     lastSeq: d.lastSeq,
+    worker: reg?.worker ? workerRow(d, all, reg.worker, beat ? beat.runningRuns + beat.queuedRuns : 0) : null,
   };
+}
+
+function workerRow(d: CapacityDescriptor, all: readonly CapacityDescriptor[], w: RuntimeWorker, runs: number) {
+  const runtimes = all.map((x) => ({
+    runtimeInstanceId: x.runtimeInstanceId,
+    status: x.status,
+    ...(x.registration?.tenantId ? { tenantId: x.registration.tenantId } : {}),
+    ...(x.registration?.worker ? { worker: x.registration.worker } : {}),
+  }));
+  const state = drainStates(runtimes, d.registration?.tenantId ?? "", (id) => (id === d.runtimeInstanceId ? runs : 0));
+  const mine = state.find((x) => x.runtimeInstanceId === d.runtimeInstanceId);
+  return { ...w, draining: mine?.draining ?? true, pinnedRuns: runs };
 }
 
 /** One runtime's schedulability (`GET /v1/capacity`), with every reason it cannot take a run. */

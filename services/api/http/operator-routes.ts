@@ -46,7 +46,8 @@ export const operatorRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (a
 
   app.get("/runtimes", async (request) => {
     requireOperator(credentialOf(request));
-    return { runtimes: (await deps.capacity.descriptors()).map(runtimeRow) };
+    const all = await deps.capacity.descriptors();
+    return { runtimes: all.map((d) => runtimeRow(d, all)) };
   });
 
   app.get("/capacity", async (request) => {

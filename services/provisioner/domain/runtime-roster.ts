@@ -1,4 +1,11 @@
-import type { DroverEvent, HostProvider, ReadinessLayer, TenantId } from "../../../contracts/index.ts";
+import type {
+  DroverEvent,
+  HostProvider,
+  ReadinessLayer,
+  RuntimeWorker,
+  TenantId,
+  Transport,
+} from "../../../contracts/index.ts";
 import { assertNever } from "../../../contracts/assert-never.ts";
 
 export type RuntimeEvent = Extract<DroverEvent, { type: `runtime.${string}` }>;
@@ -11,6 +18,11 @@ export interface RuntimeSummary {
   readonly runtimeInstanceId: string;
   readonly tenantId?: TenantId;
   readonly scaleOutRequestId?: string;
+  /** The tenant worker it runs (`registered.worker`): its version decides when it drains and retires. */
+  readonly worker?: RuntimeWorker;
+  readonly transport?: Transport;
+  /** Its command endpoint (`endpoint-published`), where the retire check asks its queue status. */
+  readonly endpoint?: string;
   readonly hostIncarnation?: string;
   readonly pid?: number;
   /** Where its host runs (a process host's process space; a Pod's node). */
@@ -55,7 +67,13 @@ export function evolveRuntime(s: RuntimeSummary | undefined, id: string, seq: nu
   const end = (by: EndedBy): RuntimeSummary => (base.endedBy ? at : { ...at, endedBy: by });
   switch (e.type) {
     case "runtime.registered":
-      return { ...at, tenantId: e.data.tenantId, scaleOutRequestId: e.data.scaleOutRequestId };
+      return {
+        ...at,
+        tenantId: e.data.tenantId,
+        scaleOutRequestId: e.data.scaleOutRequestId,
+        transport: e.data.transport,
+        ...(e.data.worker ? { worker: e.data.worker } : {}),
+      };
     case "runtime.host-started":
       return base.hostIncarnation
         ? at
@@ -103,8 +121,9 @@ export function evolveRuntime(s: RuntimeSummary | undefined, id: string, seq: nu
       return base.pool && !base.pool.claimedFor
         ? { ...at, pool: { ...base.pool, claimedFor: e.data.runtimeInstanceId } }
         : at;
-    case "runtime.host-start-requested":
     case "runtime.endpoint-published":
+      return base.hostIncarnation === e.data.hostIncarnation ? { ...at, endpoint: e.data.endpoint } : at;
+    case "runtime.host-start-requested":
     case "runtime.draining":
     case "runtime.suspected":
     case "runtime.recovery-planned":

@@ -1,3 +1,4 @@
+import type { BuildWorker } from "../../../platform/hosts/worker-builds.ts";
 import type { Clock } from "../../../platform/clock.ts";
 import {
   buildEvent,
@@ -36,8 +37,11 @@ export interface ProvisionerDeps {
    * entry, a shared runtime every entry: it runs several tenants' steps, each under its own policy.
    */
   readonly egress?: EgressByTenant;
-  /** Bundles a tenant's worker module for process hosts; returns the file runtimes import. */
-  readonly bundleWorker?: (module: string) => string;
+  /**
+   * Builds (or, for a pinned version, finds) a tenant's worker for process hosts: the file runtimes
+   * import and its version (docs/worker-versions.md). Absent: runtimes import the source (`sourceWorker`).
+   */
+  readonly buildWorker?: BuildWorker;
   /** The provisioner's environment, read for secrets a tenant's settings source from it. */
   readonly secretEnv?: Readonly<Record<string, string | undefined>>;
   readonly clock: Clock;

@@ -1,3 +1,4 @@
+import { sourceWorker } from "../../../platform/hosts/worker-builds.ts";
 import type { DataOf, HostIncarnation, ReadinessLayer, Reason } from "../../../contracts/index.ts";
 import type { HostFacts, HostSpec, HostStartResult, HostStrategy } from "../../../platform/hosts/types.ts";
 import type { Origin } from "./context.ts";
@@ -144,7 +145,13 @@ function tenantCode(d: ProvisionerDeps, reg: PlannedStart["registration"]): Part
   return {
     ...(t.worker
       ? {
-          worker: { module: d.bundleWorker ? d.bundleWorker(t.worker.module) : t.worker.module, kinds: t.worker.kinds },
+          // The build its registration names (decide() resolved it): a pinned version's own bundle.
+          worker: {
+            module: reg.worker
+              ? (d.buildWorker ?? sourceWorker)(t.worker.module, reg.worker.version).path
+              : t.worker.module,
+            kinds: t.worker.kinds,
+          },
         }
       : {}),
     ...(t.secrets?.file ? { secretsFile: t.secrets.file } : {}),

@@ -1,5 +1,6 @@
 import { LifecycleGate } from "../../../platform/hosts/lifecycle-gate.ts";
-import type { HostProvider } from "../../../contracts/index.ts";
+import type { HostProvider, Reason, RuntimeWorker } from "../../../contracts/index.ts";
+import { sourceWorker } from "../../../platform/hosts/worker-builds.ts";
 import type { StoredEvent } from "../../../streams/index.ts";
 import { planRequest } from "../domain/plan.ts";
 import type { RequestState } from "../domain/request-state.ts";
@@ -30,6 +31,10 @@ export interface Provisioner {
   close(): void;
   /** The warm pools (hosts.md "Warm pool"); `refill()` once at start-up fills them. */
   readonly pool: WarmPool;
+  /** The runtime roster this provisioner reads (drained-runtime retirement reads it too). */
+  readonly roster: RosterView;
+  /** Runtimes being retired deliberately (retire-drained.ts): their exits are not recorded as crashes. */
+  readonly retiring: Set<string>;
 }
 
 /**
@@ -46,8 +51,10 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
   const inFlight = new Map<string, Promise<void>>();
   const providers = [...d.strategies.keys()] as HostProvider[];
   const pool = createWarmPool(d, roster, () => gate.memberReady());
+  const retiring = new Set<string>();
   const stopObserving = [...d.strategies.values()].map((s) =>
     s.observe((fact) => {
+      if (retiring.has(fact.runtimeInstanceId)) return;
       recordHostExit(d, fact)
         .catch((e) => d.log("could not record a host observation", { fact, err: String(e) }))
         .finally(() => pool.refill());
@@ -135,7 +142,7 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
         return undefined;
       }
     }
-    const next = plan.next;
+    let next = plan.next;
     switch (next.kind) {
       case "fulfil":
         await settle(d, s, outcome.fulfilled(d, s, next.runtimeInstanceId));
@@ -148,6 +155,13 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
         d.log("scale-out rejected", { requestId: req.requestId, reason: next.reason });
         return undefined;
       case "start": {
+        const built = workerOf(d, next.registration.tenantId, next.registration.hostProvider, req.workerVersion);
+        if (built && "reason" in built) {
+          await settle(d, s, outcome.rejected(d, s, built.reason));
+          d.log("scale-out rejected", { requestId: req.requestId, reason: built.reason });
+          return undefined;
+        }
+        if (built) next = { ...next, registration: { ...next.registration, worker: built.worker } };
         const runtimeOrigin = { ...origin, tenantId: next.registration.tenantId };
         // Recovery scale-outs and first scale-outs alike claim from the warm pool first.
         const warm = opts.cold
@@ -193,7 +207,28 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
       for (const stop of stopObserving) stop();
     },
     pool,
+    roster,
+    retiring,
   };
+}
+
+/**
+ * The worker a process runtime of the tenant registers (docs/worker-versions.md): the version the
+ * request pins, or the tenant's current module built now. Kubernetes runtimes name none yet.
+ */
+function workerOf(
+  d: ProvisionerDeps,
+  tenantId: string | undefined,
+  provider: HostProvider,
+  version: string | undefined,
+): { readonly worker: RuntimeWorker } | { readonly reason: Reason } | undefined {
+  const worker = tenantId && d.tenantSettings ? d.tenantSettings(tenantId).worker : undefined;
+  if (!worker || provider !== "process") return undefined;
+  try {
+    return { worker: (d.buildWorker ?? sourceWorker)(worker.module, version).worker };
+  } catch (e) {
+    return { reason: { code: "worker-invalid", detail: String((e as Error).message ?? e).slice(0, 2000) } };
+  }
 }
 
 /** The handlers of the tenant's worker, from this provisioner's own configuration. */

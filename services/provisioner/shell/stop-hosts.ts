@@ -55,12 +55,13 @@ export async function stopHosts(
   d: ProvisionerDeps,
   strategy: HostStrategy,
   hosts: readonly LiveHost[],
+  cause = `provisioner ${d.instanceId} stopped`,
 ): Promise<Map<string, StopOutcome>> {
   const out = new Map<string, StopOutcome>();
   await Promise.all(
     hosts.map(async (h) => {
       try {
-        out.set(h.runtimeInstanceId, await stopOne(d, strategy, h));
+        out.set(h.runtimeInstanceId, await stopOne(d, strategy, h, cause));
       } catch (e) {
         d.log("could not record a planned stop", { runtimeInstanceId: h.runtimeInstanceId, err: String(e) });
       }
@@ -69,7 +70,7 @@ export async function stopHosts(
   return out;
 }
 
-async function stopOne(d: ProvisionerDeps, strategy: HostStrategy, h: LiveHost): Promise<StopOutcome> {
+async function stopOne(d: ProvisionerDeps, strategy: HostStrategy, h: LiveHost, cause: string): Promise<StopOutcome> {
   const ref = runtimeRef(h.runtimeInstanceId);
   const k = await strategy.kill(h.runtimeInstanceId, h.host, d.killBudgetMs);
   if (k.outcome !== "killed") {
@@ -79,8 +80,8 @@ async function stopOne(d: ProvisionerDeps, strategy: HostStrategy, h: LiveHost):
   const proof: FenceProof = k.proof;
   const detail =
     proof.kind === "process-exit"
-      ? `provisioner ${d.instanceId} stopped; host pid ${proof.pid} exited (signal ${proof.signal ?? "none"})`
-      : `provisioner ${d.instanceId} stopped; pod ${proof.podName} (uid ${proof.podUid}) gone`;
+      ? `${cause}; host pid ${proof.pid} exited (signal ${proof.signal ?? "none"})`
+      : `${cause}; pod ${proof.podName} (uid ${proof.podUid}) gone`;
   for (let conflicts = 0; ; conflicts++) {
     const hist = await d.store.read(ref);
     const reg = hist.events.find((s) => s.event.type === "runtime.registered")?.event;

@@ -9,9 +9,10 @@ import { isWorker, type StepHandler } from "../../../sdk/index.ts";
 export interface LoadedWorker {
   readonly handlers: ReadonlyMap<string, StepHandler>;
   /**
-   * The worker's version as the step cache keys it (docs/step-cache.md): sha256 of the module
-   * file's bytes (on process hosts the content-named bundle, so every change of the worker or what
-   * it bundles changes it; a source file run under tsx covers that file only) and its handler names.
+   * The worker's version (docs/worker-versions.md), as its registration names it and the step cache
+   * keys it: sha256 of the module file's bytes (on process hosts the bundle named by that digest, so
+   * every change of the worker or what it bundles changes it; a source file run under tsx covers
+   * that file only).
    */
   readonly version: string;
 }
@@ -45,9 +46,6 @@ export async function loadWorker(path: string, declared: readonly string[]): Pro
       `worker module ${path} lacks the declared step kinds ${missing.join(", ")}`,
     );
   const file = await readFile(isAbsolute(path) ? path : resolve(path));
-  const version = createHash("sha256")
-    .update(file)
-    .update(`\u0000${[...handlers.keys()].sort().join(",")}`)
-    .digest("hex");
+  const version = createHash("sha256").update(file).digest("hex");
   return { handlers, version };
 }

@@ -1,0 +1,93 @@
+import { randomUUID } from "node:crypto";
+import { QueueStatus, type RuntimeInstanceId } from "../../../contracts/index.ts";
+import { drainStates, type VersionedRuntime } from "../../../aggregates/capacity/worker-version.ts";
+import type { HostStrategy } from "../../../platform/hosts/types.ts";
+import { sendCommand } from "../../../platform/runtime-client.ts";
+import type { ProvisionerDeps } from "./context.ts";
+import type { RosterView } from "./roster-view.ts";
+import { stopHosts, type LiveHost } from "./stop-hosts.ts";
+
+/** One drained runtime as the last check saw it (for logs and tests). */
+export interface DrainSeen {
+  readonly runtimeInstanceId: string;
+  readonly version: string;
+  readonly pinnedRuns: number;
+}
+
+/**
+ * Retires this provisioner's process runtimes that drain (docs/worker-versions.md): a runtime of a
+ * worker version that is no longer the tenant's current one, or one started for pinned runs, takes
+ * only the runs pinned to its version; once its own GetQueueStatus shows no run queued or running
+ * for `idleMs` (so a pinned run dispatched a moment ago is seen first), it is stopped like a planned
+ * stop (stop-hosts.ts: the exact incarnation killed, `runtime retired` with the proof). `retiring`
+ * names the runtimes being stopped, whose exits are then not recorded as crashes.
+ * Failure modes: an unreachable runtime or a store error skips it until the next check.
+ */
+export function watchDrainedRuntimes(
+  d: ProvisionerDeps,
+  strategy: HostStrategy & { liveHosts(): readonly LiveHost[] },
+  roster: RosterView,
+  retiring: Set<string>,
+  opts: { readonly everyMs: number; readonly idleMs: number },
+): { stop(): Promise<void>; readonly seen: Map<string, DrainSeen> } {
+  const idleSince = new Map<string, number>();
+  const seen = new Map<string, DrainSeen>();
+  let running: Promise<void> = Promise.resolve();
+  const check = async () => {
+    const r = await roster.current();
+    const all: VersionedRuntime[] = [...r.runtimes.values()].map((s) => ({
+      runtimeInstanceId: s.runtimeInstanceId,
+      ...(s.tenantId ? { tenantId: s.tenantId } : {}),
+      status: s.endedBy ? "retired" : "ready",
+      ...(s.worker ? { worker: s.worker } : {}),
+    }));
+    for (const h of strategy.liveHosts()) {
+      const s = r.runtimes.get(h.runtimeInstanceId);
+      if (!s?.worker || !s.tenantId || !s.endpoint || !s.transport || !s.capacityPublished || s.endedBy) continue;
+      const state = drainStates(all, s.tenantId, () => 0).find((x) => x.runtimeInstanceId === s.runtimeInstanceId);
+      if (!state?.draining) {
+        idleSince.delete(s.runtimeInstanceId);
+        continue;
+      }
+      const status = await sendCommand(
+        s.endpoint,
+        s.transport,
+        {
+          operation: "GetQueueStatus",
+          payload: {},
+          runtimeInstanceId: s.runtimeInstanceId as RuntimeInstanceId,
+          correlationId: `drain-${randomUUID()}`,
+        },
+        d.commandTokenFor(s.runtimeInstanceId),
+        3_000,
+      ).catch(() => undefined);
+      const q = status?.success ? QueueStatus.safeParse(status.payload.queue) : undefined;
+      if (!q?.success) continue;
+      const pinnedRuns = q.data.queuedRuns + q.data.runningRuns;
+      seen.set(s.runtimeInstanceId, { runtimeInstanceId: s.runtimeInstanceId, version: s.worker.version, pinnedRuns });
+      const now = d.clock.now().getTime();
+      if (pinnedRuns > 0) idleSince.delete(s.runtimeInstanceId);
+      else if (!idleSince.has(s.runtimeInstanceId)) idleSince.set(s.runtimeInstanceId, now);
+      if (pinnedRuns > 0 || now - idleSince.get(s.runtimeInstanceId)! < opts.idleMs) continue;
+      retiring.add(s.runtimeInstanceId);
+      const out = await stopHosts(d, strategy, [h], `worker version ${s.worker.version.slice(0, 12)} drained`);
+      d.log("drained runtime retired", {
+        runtimeInstanceId: s.runtimeInstanceId,
+        outcome: out.get(h.runtimeInstanceId),
+      });
+    }
+  };
+  let stopped = false;
+  const timer = setInterval(() => {
+    if (stopped) return;
+    running = running.then(check).catch((e) => d.log("drained-runtime check failed", { err: String(e) }));
+  }, opts.everyMs);
+  return {
+    seen,
+    async stop() {
+      stopped = true;
+      clearInterval(timer);
+      await running;
+    },
+  };
+}

@@ -1,0 +1,208 @@
+import { randomBytes } from "node:crypto";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import type { DroverEvent } from "../../contracts/index.ts";
+import { apiClient } from "../../platform/api-client.ts";
+import { startControlPlane, type ControlPlane } from "../../platform/control-plane-processes.ts";
+import { connectHarness } from "../../platform/nats-auth/server-keys.ts";
+import { DEFAULT_PROOF, OPERATOR_TOKEN, proofConfig } from "../../proof/scenario-config.ts";
+import { createEventStore, runtimeRef, type StoredEvent } from "../../streams/index.ts";
+import { eventually } from "../support/streams.ts";
+
+const ROOT = resolve(import.meta.dirname, "../..");
+const TOKEN = "token-tenant-wv-000000001";
+const TENANT = "t-wv";
+const LONG = 20;
+const DIR = join(ROOT, ".run", `wv-e2e-${randomBytes(4).toString("hex")}`);
+const MODULE = join(DIR, "worker.ts");
+/** The tenant's worker at one version: `work` sleeps `ms` and answers with the version that ran it. */
+const workerSource = (tag: string) => `import { defineWorker } from "../../sdk/index.ts";
+export default defineWorker({
+  steps: {
+    work: async (_ctx, input: { ms: number }) => {
+      await new Promise((r) => setTimeout(r, input.ms));
+      return { ran: "${tag}" };
+    },
+  },
+});
+`;
+const DAG = {
+  name: "wv",
+  steps: [{ id: "work", kind: "custom", handler: "work", params: { ms: { $ref: "input.ms" } } }],
+};
+
+/**
+ * Pinned worker versions (docs/worker-versions.md) through every real service, real process hosts
+ * running the tenant's worker bundled by the provisioner: 20 long runs on version 1, version 2
+ * deployed (the module rewritten), the runtime SIGKILLed. The resumed runs continue on version 1
+ * (a replacement runtime started from version 1's bundle), new runs go to version 2, and the
+ * version-1 runtime retires once its last run ended.
+ */
+describe("worker versions: resumed runs keep their version, new runs take the deployed one, drained runtimes retire (all services real)", () => {
+  let cp: ControlPlane;
+  beforeAll(async () => {
+    mkdirSync(DIR, { recursive: true });
+    writeFileSync(MODULE, workerSource("v1"));
+    const redis = new Redis(inject("redisUrl"), { db: 13 });
+    await redis.flushdb();
+    redis.disconnect();
+    const base = proofConfig({ ...DEFAULT_PROOF, parallel: 1 });
+    cp = await startControlPlane({
+      natsUrl: inject("natsUrl"),
+      redisUrl: `${inject("redisUrl")}/13`,
+      config: {
+        ...base,
+        controlPlaneId: "cp-wv-e2e",
+        tenants: [
+          {
+            tenantId: TENANT,
+            isolationMode: "dedicated",
+            maxRuntimeInstances: 3,
+            workersPerInstance: LONG,
+            maxConcurrentRunsPerInstance: LONG,
+            localQueueCapacity: LONG,
+            worker: { module: MODULE, kinds: ["work"] },
+          },
+        ],
+        tokens: { ...base.tokens, [TOKEN]: { role: "tenant", tenantId: TENANT } },
+      },
+    });
+  });
+  afterAll(async () => {
+    await cp?.stop();
+    rmSync(DIR, { recursive: true, force: true });
+  });
+  const api = () => apiClient(cp.apiUrl, TOKEN);
+  const submit = async (ms: number) => {
+    const r = await api().post("/v1/runs", { dag: DAG, input: { ms } });
+    expect(r.status, JSON.stringify(r.body)).toBe(201);
+    return r.body.sharedRunId as string;
+  };
+  const completed = (id: string) =>
+    eventually(
+      `run ${id} completed`,
+      async () => {
+        const r = await api().run(id);
+        if (["failed", "rejected", "cancelled"].includes(r.body?.status)) throw new Error(`${id}: ${r.body.status}`);
+        return r.body?.status === "completed" ? r.body : undefined;
+      },
+      180_000,
+    );
+
+  it("20 long runs on v1, v2 deployed, the runtime SIGKILLed: the resumed runs finish on v1, new runs run v2, the v1 runtimes retire when their last run ends", async () => {
+    const nc = await connectHarness({ servers: inject("natsUrl") });
+    try {
+      const store = createEventStore(nc, cp.layout);
+      const log = async () => {
+        const all: StoredEvent[] = [];
+        await store.replay({ seq: 1 }, (e) => {
+          all.push(e);
+        });
+        return all;
+      };
+      const ofType = <T extends DroverEvent["type"]>(es: readonly StoredEvent[], t: T) =>
+        es.flatMap((e) => (e.event.type === t ? [e.event as Extract<DroverEvent, { type: T }>] : []));
+
+      const long = await Promise.all(Array.from({ length: LONG }, () => submit(12_000)));
+      const firstRuntime = await eventually(
+        "20 runs started on one runtime",
+        async () => {
+          const started = ofType(await log(), "run.started");
+          return started.length >= LONG ? started[0]!.data.runtimeInstanceId : undefined;
+        },
+        90_000,
+      );
+      const v1Reg = ofType((await store.read(runtimeRef(firstRuntime))).events, "runtime.registered")[0]!;
+      const V1 = v1Reg.data.worker!.version;
+      expect(v1Reg.data.worker).toMatchObject({ pinned: false });
+
+      // Deploy v2, then crash the v1 runtime with its 20 runs in flight.
+      writeFileSync(MODULE, workerSource("v2"));
+      const host = ofType((await store.read(runtimeRef(firstRuntime))).events, "runtime.host-started")[0]!;
+      process.kill(host.data.pid!, "SIGKILL");
+      const fresh = await Promise.all(Array.from({ length: 5 }, () => submit(200)));
+
+      const t0 = Date.now();
+      const longRuns = await Promise.all(long.map(completed));
+      const freshRuns = await Promise.all(fresh.map(completed));
+      const settledMs = Date.now() - t0;
+      // The resumed runs ran v1's code; the new ones v2's.
+      expect(longRuns.map((r) => r.output)).toEqual(long.map(() => ({ ran: "v1" })));
+      expect(freshRuns.map((r) => r.output)).toEqual(fresh.map(() => ({ ran: "v2" })));
+
+      const es = await log();
+      const admittedOf = (id: string) =>
+        es.filter((e) => e.event.type === "run.admitted" && e.event.correlationId === id);
+      const versionsOf = (id: string) =>
+        admittedOf(id).map((e) => (e.event as Extract<DroverEvent, { type: "run.admitted" }>).data.workerVersion);
+      const registered = ofType(es, "runtime.registered").filter((r) => r.data.tenantId === TENANT);
+      const v2 = registered.filter((r) => r.data.worker?.version !== V1);
+      expect(v2.length).toBeGreaterThanOrEqual(1);
+      const V2 = v2[0]!.data.worker!.version;
+      expect(V2).not.toBe(V1);
+      for (const id of long) {
+        expect(versionsOf(id).length, id).toBeGreaterThanOrEqual(2); // placed again after the crash
+        expect(new Set(versionsOf(id)), id).toEqual(new Set([V1]));
+      }
+      // A new run submitted before recovery fenced the dead runtime may be admitted there (its
+      // version was still current) and fail to dispatch; it starts on v2 only.
+      const startedOn = (id: string) =>
+        es
+          .filter((e) => e.event.type === "run.started" && e.event.correlationId === id)
+          .map((st) => {
+            const before = admittedOf(id).filter((a) => a.seq < st.seq);
+            return (before.at(-1)!.event as Extract<DroverEvent, { type: "run.admitted" }>).data.workerVersion;
+          });
+      for (const id of fresh) expect(new Set(startedOn(id)), id).toEqual(new Set([V2]));
+      for (const id of long) expect(new Set(startedOn(id)), id).toEqual(new Set([V1]));
+      const pinnedV1 = registered.filter((r) => r.data.worker?.version === V1 && r.data.worker.pinned);
+      expect(pinnedV1.length).toBeGreaterThanOrEqual(1);
+      const v1Runtimes = registered
+        .filter((r) => r.data.worker?.version === V1)
+        .map((r) =>
+          es
+            .find((e) => e.event === r)!
+            .subject.split(".")
+            .at(-2)!,
+        );
+
+      // The v1 runtime started for the pinned runs drains and retires once its last run ended;
+      // the v2 runtime stays.
+      const retired = await eventually(
+        "the pinned v1 runtimes retired as drained",
+        async () => {
+          const all = await log();
+          const reasons = v1Runtimes
+            .filter((id) => id !== firstRuntime)
+            .map((id) => all.find((e) => e.event.type === "runtime.retired" && e.subject.split(".").at(-2) === id));
+          return reasons.every((x) => x !== undefined) ? reasons : undefined;
+        },
+        60_000,
+      );
+      // Retired after the last of the pinned runs ended, never while one ran.
+      const lastEnd = Math.max(
+        ...es.filter((e) => e.event.type === "run.completed" && long.includes(e.event.correlationId)).map((e) => e.seq),
+      );
+      for (const r of retired) {
+        expect(JSON.stringify(r!.event.data)).toContain("drained");
+        expect(r!.seq).toBeGreaterThan(lastEnd);
+      }
+      const retiredAfterMs = Math.max(...retired.map((r) => r!.time.getTime())) - t0 - settledMs;
+      const rows = (await apiClient(cp.apiUrl, OPERATOR_TOKEN).get("/v1/runtimes")).body.runtimes as {
+        runtimeInstanceId: string;
+        status: string;
+        worker: { version: string; draining: boolean; pinnedRuns: number } | null;
+      }[];
+      const live = rows.filter((r) => r.worker && r.status !== "retired" && r.status !== "fenced");
+      expect(live.map((r) => [r.worker!.version, r.worker!.draining])).toEqual(live.map(() => [V2, false]));
+      console.log(
+        `worker versions: ${LONG} resumed on v1 and 5 new on v2 settled ${settledMs} ms after the kill; ` +
+          `v1 runtimes ${v1Runtimes.length}, v2 runtimes ${v2.length}; the pinned v1 runtime retired ~${retiredAfterMs} ms after the runs settled`,
+      );
+    } finally {
+      await nc.close();
+    }
+  });
+});
