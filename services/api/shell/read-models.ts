@@ -1,5 +1,6 @@
 import type { Db, Filter } from "mongodb";
 import { DroverError } from "../../../contracts/index.ts";
+import { ledgerAnswer, ledgerPagesToRead } from "../../../contracts/ledger-pages.ts";
 import {
   CHECKPOINT_COLLECTION,
   executionDocId,
@@ -8,7 +9,12 @@ import {
   type ForensicsRow,
   type IncidentDoc,
   type IncidentItem,
+  ledgerHeadId,
+  ledgerPageId,
+  type LedgerHeadDoc,
+  type LedgerPageDoc,
   type LedgerRow,
+  type LedgerView,
   runPageId,
   type RunCountDoc,
   type RunDoc,
@@ -92,7 +98,20 @@ export function mongoReadModels(db: Db): ReadModels {
   const items = db.collection<IncidentItem>("incident_items");
   const runCounts = db.collection<RunCountDoc>("run_counts");
   const runPages = db.collection<RunPageDoc>("run_pages");
+  const ledgerHeads = db.collection<LedgerHeadDoc>("ledger_heads");
+  const ledgerPages = db.collection<LedgerPageDoc>("ledger_pages");
   const bySeq = { seq: 1 } as const;
+  // One view's pages that can hold the first `limit` rows after `since`: its head, then those pages, all by `_id`.
+  const viewPages = async (tenantId: string, view: LedgerView, since: number, limit: number) => {
+    const head = mine(tenantId, await ledgerHeads.findOne({ _id: ledgerHeadId(tenantId, view) }));
+    if (!head) return [];
+    const docs = await Promise.all(
+      ledgerPagesToRead(head, since, limit).map(async (n) =>
+        mine(tenantId, await ledgerPages.findOne({ _id: ledgerPageId(tenantId, view, n) })),
+      ),
+    );
+    return docs.filter((d) => d !== undefined);
+  };
   return {
     // By `_id` (which starts with the tenant): FerretDB finds those through its `_id` index.
     run: (tenantId, sharedRunId) =>
@@ -104,21 +123,23 @@ export function mongoReadModels(db: Db): ReadModels {
         );
         return docs.filter((d) => d !== undefined).sort((a, b) => a.firstSeq - b.firstSeq);
       }),
+    // One equality query per id, each pushed down to a tenant-first index (an `$or` is not pushed down:
+    // it read and decoded every row of the tenant); a row naming both the run and an execution comes once.
     runLedger: (tenantId, sharedRunId, ids) =>
-      guarded(() =>
-        ledger
-          .find({ tenantId, $or: [{ sharedRunId }, { executionId: { $in: [...ids] } }] })
-          .sort(bySeq)
-          .toArray(),
-      ),
+      guarded(async () => {
+        const parts = await Promise.all([
+          ledger.find({ tenantId, sharedRunId }).toArray(),
+          ...ids.map((executionId) => ledger.find({ tenantId, executionId }).toArray()),
+        ]);
+        return [...new Map(parts.flat().map((r) => [r._id, r])).values()].sort((a, b) => a.seq - b.seq);
+      }),
+    // From the tenant's ledger pages (contracts/read-models.ts LEDGER_PAGE_SIZE): O(limit), whatever the collection holds.
     ledger: (tenantId, q) =>
-      guarded(() => {
-        const filter: Filter<LedgerRow> = {
-          tenantId,
-          seq: { $gt: q.since },
-          ...(q.recovery === undefined ? {} : { recovery: q.recovery }),
-        };
-        return ledger.find(filter).sort(bySeq).limit(q.limit).toArray();
+      guarded(async () => {
+        const views: LedgerView[] =
+          q.recovery === undefined ? ["routine", "recovery"] : [q.recovery ? "recovery" : "routine"];
+        const pages = await Promise.all(views.map((v) => viewPages(tenantId, v, q.since, q.limit)));
+        return ledgerAnswer(pages.flat(), q.since, q.limit);
       }),
     forensics: (tenantId, q) =>
       guarded(() => {

@@ -1,0 +1,28 @@
+import {
+  ledgerHeadId,
+  ledgerPageId,
+  ledgerViewOf,
+  type LedgerHeadDoc,
+  type LedgerPageDoc,
+  type LedgerRow,
+} from "../../contracts/read-models.ts";
+import { appendToLedgerPages, type ReadModelDb } from "../../services/forensics/index.ts";
+
+/** Writes the ledger's heads and pages for `rows` (in stream order), folded by the projector's own pure function. */
+export async function writeLedgerPages(m: ReadModelDb, rows: readonly LedgerRow[]): Promise<void> {
+  const heads = new Map<string, LedgerHeadDoc>();
+  const pages = new Map<string, LedgerPageDoc>();
+  for (const row of rows) {
+    const view = ledgerViewOf(row);
+    const w = appendToLedgerPages(
+      heads.get(ledgerHeadId(row.tenantId, view)),
+      (n) => pages.get(ledgerPageId(row.tenantId, view, n)),
+      row,
+    );
+    if (w.page) pages.set(w.page._id, w.page);
+    if (w.head) heads.set(w.head._id, w.head);
+  }
+  const all = [...pages.values()];
+  for (let i = 0; i < all.length; i += 100) await m.ledgerPages.insertMany(all.slice(i, i + 100));
+  if (heads.size > 0) await m.ledgerHeads.insertMany([...heads.values()]);
+}
