@@ -11,7 +11,9 @@
  *  - read_model_query_ms: the tenant's ledger from the start (`since=0`, limit 500);
  *  - ledger_deep_page: 500 entries from the middle of the tenant's ledger (`since` = a sequence halfway);
  *  - ledger_recovery_page: the tenant's recovery entries (`recovery=true`, limit 500);
- *  - ledger_small_tenant: globex's ledger (1% of the rows), from the start.
+ *  - ledger_small_tenant: globex's ledger (1% of the rows), from the start;
+ *  - ledger_limit_50: the first case with limit 50;
+ *  - ledger_run_timeline: one run's rows (its run's and execution's pages), in-process.
  */
 import type { LedgerRow } from "../contracts/read-models.ts";
 import { startFerret, startNats } from "../platform/local-servers.ts";
@@ -72,16 +74,18 @@ try {
   };
   const mid = ROWS / 2;
   // What each answer must be, from the rows themselves: the bench measures correct answers only.
-  const expected = (tenant: string, since: number, recovery?: boolean) =>
+  const expected = (tenant: string, since: number, recovery?: boolean, limit = LIMIT) =>
     rows
       .filter((r) => r.tenantId === tenant && r.seq > since && (recovery === undefined || r.recovery === recovery))
-      .slice(0, LIMIT)
+      .slice(0, limit)
       .map((r) => r.seq);
   const cases = [
     ["read_model_query_ms", "acme", `limit=${LIMIT}`, expected("acme", 0)],
     ["ledger_deep_page", "acme", `since=${mid}&limit=${LIMIT}`, expected("acme", mid)],
     ["ledger_recovery_page", "acme", `recovery=true&limit=${LIMIT}`, expected("acme", 0, true)],
     ["ledger_small_tenant", "globex", `limit=${LIMIT}`, expected("globex", 0)],
+    // O(answer): a tenth of the answer should cost about a tenth.
+    ["ledger_limit_50", "acme", `limit=50`, expected("acme", 0, undefined, 50)],
   ] as const;
   const results: Record<string, { p50: number; p99: number }> = {};
   for (const [name, tenant, query, want] of cases) {
@@ -115,7 +119,7 @@ try {
           ...(recovery === null ? {} : { recovery: recovery === "true" }),
         })
         .sort({ seq: 1 })
-        .limit(LIMIT)
+        .limit(Number(p.get("limit")))
         .toArray();
       ms.push(performance.now() - s);
     }
@@ -148,7 +152,7 @@ try {
       .sort({ seq: 1 })
       .toArray(),
   );
-  const note = `${ROWS} ledger rows in the collection (half one tenant's), limit ${LIMIT}, over HTTP, FerretDB (SQLite)`;
+  const note = `${ROWS} ledger rows in the collection (half one tenant's), FerretDB (SQLite), over HTTP but the run timeline`;
   await recordMetrics(
     Object.fromEntries(
       [...cases, ["ledger_run_timeline", "acme", `one run's rows (10), in-process`] as const].map(([name, , query]) => [

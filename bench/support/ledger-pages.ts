@@ -1,7 +1,7 @@
 import {
   ledgerHeadId,
   ledgerPageId,
-  ledgerViewOf,
+  ledgerViewsOf,
   type LedgerHeadDoc,
   type LedgerPageDoc,
   type LedgerRow,
@@ -12,17 +12,15 @@ import { appendToLedgerPages, type ReadModelDb } from "../../services/forensics/
 export async function writeLedgerPages(m: ReadModelDb, rows: readonly LedgerRow[]): Promise<void> {
   const heads = new Map<string, LedgerHeadDoc>();
   const pages = new Map<string, LedgerPageDoc>();
-  for (const row of rows) {
-    const view = ledgerViewOf(row);
-    const w = appendToLedgerPages(
-      heads.get(ledgerHeadId(row.tenantId, view)),
-      (n) => pages.get(ledgerPageId(row.tenantId, view, n)),
-      row,
-    );
-    if (w.page) pages.set(w.page._id, w.page);
-    if (w.head) heads.set(w.head._id, w.head);
-  }
+  for (const row of rows)
+    for (const view of ledgerViewsOf(row)) {
+      const head = heads.get(ledgerHeadId(row.tenantId, view));
+      const w = appendToLedgerPages(head, (n) => pages.get(ledgerPageId(row.tenantId, view, n)), row, view);
+      if (w.page) pages.set(w.page._id, w.page);
+      if (w.head) heads.set(w.head._id, w.head);
+    }
   const all = [...pages.values()];
   for (let i = 0; i < all.length; i += 100) await m.ledgerPages.insertMany(all.slice(i, i + 100));
-  if (heads.size > 0) await m.ledgerHeads.insertMany([...heads.values()]);
+  const hs = [...heads.values()];
+  for (let i = 0; i < hs.length; i += 1000) await m.ledgerHeads.insertMany(hs.slice(i, i + 1000));
 }

@@ -79,6 +79,26 @@ describe("the ledger read from per-tenant pages against real FerretDB and a real
     );
   });
 
+  it("answers a run's timeline rows from its run's and executions' pages exactly as the ledger collection's $or does", async () => {
+    const rm = mongoReadModels(db);
+    for (const [tenantId, sharedRunId] of [
+      [s.acme, s.acmeRun],
+      [s.globex, s.globexRun],
+    ] as const) {
+      const run = (await rm.run(tenantId, sharedRunId))!;
+      const want = await db
+        .collection<LedgerRow>("ledger")
+        .find({ tenantId, $or: [{ sharedRunId }, { executionId: { $in: [...run.executionIds] } }] })
+        .sort({ seq: 1 })
+        .toArray();
+      expect(want.length).toBeGreaterThan(10);
+      const got = await rm.runLedger(tenantId, sharedRunId, run.executionIds);
+      expect(got.map((r) => r._id)).toEqual(want.map((r) => r._id));
+      // Another tenant asking for the same run gets nothing.
+      expect(await rm.runLedger(tenantId === s.acme ? s.globex : s.acme, sharedRunId, run.executionIds)).toEqual([]);
+    }
+  });
+
   it("walks GET /v1/ledger by `next` through every page once, each tenant its own rows only", async () => {
     for (const [who, tenantId] of [
       ["acme", s.acme],

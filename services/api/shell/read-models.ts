@@ -92,7 +92,6 @@ function mine<T extends { readonly tenantId?: string }>(tenantId: string, doc: T
 export function mongoReadModels(db: Db): ReadModels {
   const runs = db.collection<RunDoc>("runs");
   const executions = db.collection<ExecutionDoc>("executions");
-  const ledger = db.collection<LedgerRow>("ledger");
   const forensics = db.collection<ForensicsRow>("forensics");
   const incidents = db.collection<IncidentDoc>("incidents");
   const items = db.collection<IncidentItem>("incident_items");
@@ -123,15 +122,14 @@ export function mongoReadModels(db: Db): ReadModels {
         );
         return docs.filter((d) => d !== undefined).sort((a, b) => a.firstSeq - b.firstSeq);
       }),
-    // One equality query per id, each pushed down to a tenant-first index (an `$or` is not pushed down:
-    // it read and decoded every row of the tenant); a row naming both the run and an execution comes once.
+    // From the run's and its executions' ledger pages, every page of each (O(the run's rows)); a row
+    // naming both the run and an execution is in both and comes once.
     runLedger: (tenantId, sharedRunId, ids) =>
       guarded(async () => {
-        const parts = await Promise.all([
-          ledger.find({ tenantId, sharedRunId }).toArray(),
-          ...ids.map((executionId) => ledger.find({ tenantId, executionId }).toArray()),
-        ]);
-        return [...new Map(parts.flat().map((r) => [r._id, r])).values()].sort((a, b) => a.seq - b.seq);
+        const views: LedgerView[] = [`run:${sharedRunId}`, ...ids.map((id) => `exec:${id}` as const)];
+        const pages = await Promise.all(views.map((v) => viewPages(tenantId, v, 0, Number.POSITIVE_INFINITY)));
+        const rows = ledgerAnswer(pages.flat(), 0, Number.POSITIVE_INFINITY);
+        return [...new Map(rows.map((r) => [r._id, r])).values()];
       }),
     // From the tenant's ledger pages (contracts/read-models.ts LEDGER_PAGE_SIZE): O(limit), whatever the collection holds.
     ledger: (tenantId, q) =>

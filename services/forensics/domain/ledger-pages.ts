@@ -7,6 +7,7 @@ import {
   type LedgerHeadDoc,
   type LedgerPageDoc,
   type LedgerRow,
+  type LedgerView,
 } from "../../../contracts/read-models.ts";
 
 /**
@@ -19,7 +20,8 @@ export interface LedgerPageWrites {
 }
 
 /**
- * Appends a ledger row to its tenant's pages of its view (contracts/read-models.ts "ledger_pages").
+ * Appends a ledger row to its tenant's pages of one of its views (contracts/read-models.ts
+ * "ledger_pages"; by default its tenant-wide view).
  * Idempotent by stream sequence, read from the documents themselves: a row at or below its page's
  * `lastSeq` was applied already and writes nothing. The projector writes pages before heads, so a
  * crash between the two leaves at most a page the head does not list yet: `page(n + 1)` is read
@@ -30,8 +32,8 @@ export function appendToLedgerPages(
   head: LedgerHeadDoc | undefined,
   page: (n: number) => LedgerPageDoc | undefined,
   row: LedgerRow,
+  view: LedgerView = ledgerViewOf(row),
 ): LedgerPageWrites {
-  const view = ledgerViewOf(row);
   const firsts = head?.pageFirstSeqs ?? [];
   const appended = (prev: LedgerPageDoc | undefined, n: number): LedgerPageDoc => ({
     _id: ledgerPageId(row.tenantId, view, n),

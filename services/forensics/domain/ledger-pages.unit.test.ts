@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { ledgerAnswer, ledgerPagesToRead, pageOf } from "../../../contracts/ledger-pages.ts";
 import {
   LEDGER_PAGE_SIZE,
+  ledgerViewsOf,
   type LedgerHeadDoc,
   type LedgerPageDoc,
   type LedgerRow,
@@ -84,6 +85,18 @@ describe("the ledger's pages (pure fold and query arithmetic; no transport)", ()
     expect(ledgerPagesToRead(head, 990, 500)).toEqual([9]);
     const pages = ledgerPagesToRead(head, 450, 100).map((n) => s.pages.get(`acme:routine:${n}`)!);
     expect(ledgerAnswer(pages, 450, 100).map((r) => r.seq)).toEqual(Array.from({ length: 100 }, (_, i) => 451 + i));
+  });
+
+  it("puts a row in its tenant-wide view, its run's and its execution's", () => {
+    expect(ledgerViewsOf({ recovery: false, sharedRunId: "r1", executionId: "e1" })).toEqual([
+      "routine",
+      "run:r1",
+      "exec:e1",
+    ]);
+    expect(ledgerViewsOf({ recovery: true, executionId: "e1" })).toEqual(["recovery", "exec:e1"]);
+    const w = appendToLedgerPages(undefined, () => undefined, { ...row(9), executionId: "e1" }, "exec:e1");
+    expect(w.head).toMatchObject({ _id: "acme:exec:e1", pageFirstSeqs: [9] });
+    expect(w.page).toMatchObject({ _id: "acme:exec:e1:0", view: "exec:e1", page: 0, lastSeq: 9 });
   });
 
   it("merges both views in stream order for the unfiltered ledger", () => {

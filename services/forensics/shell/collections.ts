@@ -78,7 +78,6 @@ const INDEXES: Readonly<Partial<Record<(typeof READ_MODEL_COLLECTIONS)[number], 
     { tenantId: 1, seq: 1 },
     { tenantId: 1, recovery: 1, seq: 1 },
     { tenantId: 1, sharedRunId: 1, seq: 1 },
-    { tenantId: 1, executionId: 1, seq: 1 },
   ],
 };
 

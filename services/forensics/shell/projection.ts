@@ -5,12 +5,13 @@ import {
   LEDGER_PAGE_SIZE,
   ledgerHeadId,
   ledgerPageId,
-  ledgerViewOf,
+  ledgerViewsOf,
   RUN_PAGE_SIZE,
   runDocId,
   runPageId,
   type LedgerPageDoc,
   type LedgerRow,
+  type LedgerView,
   type RunDoc,
 } from "../../../contracts/read-models.ts";
 import type { Projection, StoredEvent, StreamLayout } from "../../../streams/index.ts";
@@ -105,13 +106,12 @@ async function applyFact(m: ReadModelDb, cache: DocCache, f: Fact): Promise<void
   if (row) cache.insert(m.forensics, row);
   for (const r of ledgerRows(f, owner)) {
     cache.insert(m.ledger, r);
-    await pageLedgerRow(m, cache, r);
+    for (const view of ledgerViewsOf(r)) await pageLedgerRow(m, cache, r, view);
   }
 }
 
 // The row in its tenant's ledger pages. The page is put before the head, so the flush writes pages first.
-async function pageLedgerRow(m: ReadModelDb, cache: DocCache, row: LedgerRow): Promise<void> {
-  const view = ledgerViewOf(row);
+async function pageLedgerRow(m: ReadModelDb, cache: DocCache, row: LedgerRow, view: LedgerView): Promise<void> {
   const head = await cache.get(m.ledgerHeads, ledgerHeadId(row.tenantId, view));
   const p = pageOf(head?.pageFirstSeqs ?? [], row.seq);
   const pages = new Map<number, LedgerPageDoc>();
@@ -123,7 +123,7 @@ async function pageLedgerRow(m: ReadModelDb, cache: DocCache, row: LedgerRow): P
   const cur = pages.get(p);
   // The next page only when the row may start it (read on every row, a missing page would cost a lookup each).
   if (p < 0 || (cur && cur.rows.length >= LEDGER_PAGE_SIZE && cur.lastSeq < row.seq)) await load(p + 1);
-  const w = appendToLedgerPages(head, (n) => pages.get(n), row);
+  const w = appendToLedgerPages(head, (n) => pages.get(n), row, view);
   // With a head, the page is held even when unchanged (an insert that finds it is skipped): then this
   // batch's pages are written before its heads whatever else it holds.
   if (w.page) cache.put(m.ledgerPages, w.head ? undefined : pages.get(w.page.page), w.page);
