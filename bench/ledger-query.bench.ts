@@ -13,7 +13,7 @@
  *  - ledger_recovery_page: the tenant's recovery entries (`recovery=true`, limit 500);
  *  - ledger_small_tenant: globex's ledger (1% of the rows), from the start;
  *  - ledger_limit_50: the first case with limit 50;
- *  - ledger_run_timeline: one run's rows (its run's and execution's pages), in-process.
+ *  - ledger_run_timeline: one run's rows (its run's pages), in-process.
  */
 import type { LedgerRow } from "../contracts/read-models.ts";
 import { startFerret, startNats } from "../platform/local-servers.ts";
@@ -60,7 +60,7 @@ try {
     });
   }
   for (let i = 0; i < rows.length; i += 1000) await m.ledger.insertMany(rows.slice(i, i + 1000));
-  await writeLedgerPages(m, rows);
+  await writeLedgerPages(m, rows, (executionId) => executionId.replace(/^exec-/, "run-"));
   await m.checkpoints.insertOne({ _id: "forensics", seq: ROWS });
   console.log(`${ROWS} ledger rows written to the read models in ${round(performance.now() - t0, 0)} ms`);
 

@@ -295,23 +295,28 @@ export interface RunPageDoc {
  * `{tenantId}` through an index (our patch) but `seq > since`, `$or`, the sort and the limit only in
  * memory, over every row of the tenant. So each tenant's rows are also kept, in stream order, in
  * pages of LEDGER_PAGE_SIZE rows found by `_id`, one sequence of pages per view: `routine`
- * (recovery false) and `recovery`, which the unfiltered ledger merges, and per run (`run:<id>`,
- * rows naming the run) and per execution (`exec:<id>`), which a run's timeline reads. A view's head
+ * (recovery false) and `recovery`, which the unfiltered ledger merges, and per run (`run:<id>`: rows
+ * naming the run, and rows naming one of its executions), which a run's timeline reads. A view's head
  * (`ledger_heads`, `_id` {@link ledgerHeadId}) lists the first sequence of each page, so a query
  * finds the page holding `since` without a scan and reads that page and the next ones
  * (`ledger_pages`, `_id` {@link ledgerPageId}). The rows stay in `ledger` too (tests compare).
  */
 export const LEDGER_PAGE_SIZE = 100;
-export type LedgerView = "routine" | "recovery" | `run:${string}` | `exec:${string}`;
+export type LedgerView = "routine" | "recovery" | `run:${string}`;
 /** The tenant-wide view a row is in. */
 export const ledgerViewOf = (row: { readonly recovery: boolean }): LedgerView =>
   row.recovery ? "recovery" : "routine";
-/** Every view a row is in: its tenant-wide one, its run's and its execution's. */
-export const ledgerViewsOf = (row: Pick<LedgerRow, "recovery" | "sharedRunId" | "executionId">): LedgerView[] => [
-  ledgerViewOf(row),
-  ...(row.sharedRunId ? [`run:${row.sharedRunId}` as const] : []),
-  ...(row.executionId ? [`exec:${row.executionId}` as const] : []),
-];
+/**
+ * Every view a row is in: its tenant-wide one and its run's. A row names its run, or only its
+ * execution (step events): `runOfExecution` is that execution's run, as its `exec.started` said.
+ */
+export const ledgerViewsOf = (
+  row: Pick<LedgerRow, "recovery" | "sharedRunId">,
+  runOfExecution?: string,
+): LedgerView[] => {
+  const run = row.sharedRunId ?? runOfExecution;
+  return [ledgerViewOf(row), ...(run ? [`run:${run}` as const] : [])];
+};
 export const ledgerHeadId = (tenantId: string, view: LedgerView): string => `${tenantId}:${view}`;
 export const ledgerPageId = (tenantId: string, view: LedgerView, page: number): string => `${tenantId}:${view}:${page}`;
 

@@ -9,11 +9,15 @@ import {
 import { appendToLedgerPages, type ReadModelDb } from "../../services/forensics/index.ts";
 
 /** Writes the ledger's heads and pages for `rows` (in stream order), folded by the projector's own pure function. */
-export async function writeLedgerPages(m: ReadModelDb, rows: readonly LedgerRow[]): Promise<void> {
+export async function writeLedgerPages(
+  m: ReadModelDb,
+  rows: readonly LedgerRow[],
+  runOfExecution: (executionId: string) => string | undefined,
+): Promise<void> {
   const heads = new Map<string, LedgerHeadDoc>();
   const pages = new Map<string, LedgerPageDoc>();
   for (const row of rows)
-    for (const view of ledgerViewsOf(row)) {
+    for (const view of ledgerViewsOf(row, row.executionId ? runOfExecution(row.executionId) : undefined)) {
       const head = heads.get(ledgerHeadId(row.tenantId, view));
       const w = appendToLedgerPages(head, (n) => pages.get(ledgerPageId(row.tenantId, view, n)), row, view);
       if (w.page) pages.set(w.page._id, w.page);

@@ -79,7 +79,7 @@ describe("the ledger read from per-tenant pages against real FerretDB and a real
     );
   });
 
-  it("answers a run's timeline rows from its run's and executions' pages exactly as the ledger collection's $or does", async () => {
+  it("answers a run's timeline rows (the run's and its executions') from the run's pages exactly as the ledger collection's $or does", async () => {
     const rm = mongoReadModels(db);
     for (const [tenantId, sharedRunId] of [
       [s.acme, s.acmeRun],

@@ -122,14 +122,11 @@ export function mongoReadModels(db: Db): ReadModels {
         );
         return docs.filter((d) => d !== undefined).sort((a, b) => a.firstSeq - b.firstSeq);
       }),
-    // From the run's and its executions' ledger pages, every page of each (O(the run's rows)); a row
-    // naming both the run and an execution is in both and comes once.
-    runLedger: (tenantId, sharedRunId, ids) =>
+    // Every page of the run's ledger view (its rows and its executions' rows): O(the run's rows).
+    runLedger: (tenantId, sharedRunId) =>
       guarded(async () => {
-        const views: LedgerView[] = [`run:${sharedRunId}`, ...ids.map((id) => `exec:${id}` as const)];
-        const pages = await Promise.all(views.map((v) => viewPages(tenantId, v, 0, Number.POSITIVE_INFINITY)));
-        const rows = ledgerAnswer(pages.flat(), 0, Number.POSITIVE_INFINITY);
-        return [...new Map(rows.map((r) => [r._id, r])).values()];
+        const pages = await viewPages(tenantId, `run:${sharedRunId}`, 0, Number.POSITIVE_INFINITY);
+        return ledgerAnswer(pages, 0, Number.POSITIVE_INFINITY);
       }),
     // From the tenant's ledger pages (contracts/read-models.ts LEDGER_PAGE_SIZE): O(limit), whatever the collection holds.
     ledger: (tenantId, q) =>

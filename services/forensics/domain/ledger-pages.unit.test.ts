@@ -87,16 +87,13 @@ describe("the ledger's pages (pure fold and query arithmetic; no transport)", ()
     expect(ledgerAnswer(pages, 450, 100).map((r) => r.seq)).toEqual(Array.from({ length: 100 }, (_, i) => 451 + i));
   });
 
-  it("puts a row in its tenant-wide view, its run's and its execution's", () => {
-    expect(ledgerViewsOf({ recovery: false, sharedRunId: "r1", executionId: "e1" })).toEqual([
-      "routine",
-      "run:r1",
-      "exec:e1",
-    ]);
-    expect(ledgerViewsOf({ recovery: true, executionId: "e1" })).toEqual(["recovery", "exec:e1"]);
-    const w = appendToLedgerPages(undefined, () => undefined, { ...row(9), executionId: "e1" }, "exec:e1");
-    expect(w.head).toMatchObject({ _id: "acme:exec:e1", pageFirstSeqs: [9] });
-    expect(w.page).toMatchObject({ _id: "acme:exec:e1:0", view: "exec:e1", page: 0, lastSeq: 9 });
+  it("puts a row in its tenant-wide view and its run's, found through its execution when it names no run", () => {
+    expect(ledgerViewsOf({ recovery: false, sharedRunId: "r1" }, "r2")).toEqual(["routine", "run:r1"]);
+    expect(ledgerViewsOf({ recovery: true }, "r2")).toEqual(["recovery", "run:r2"]);
+    expect(ledgerViewsOf({ recovery: false })).toEqual(["routine"]);
+    const w = appendToLedgerPages(undefined, () => undefined, row(9), "run:r2");
+    expect(w.head).toMatchObject({ _id: "acme:run:r2", pageFirstSeqs: [9] });
+    expect(w.page).toMatchObject({ _id: "acme:run:r2:0", view: "run:r2", page: 0, lastSeq: 9 });
   });
 
   it("merges both views in stream order for the unfiltered ledger", () => {

@@ -106,7 +106,11 @@ async function applyFact(m: ReadModelDb, cache: DocCache, f: Fact): Promise<void
   if (row) cache.insert(m.forensics, row);
   for (const r of ledgerRows(f, owner)) {
     cache.insert(m.ledger, r);
-    for (const view of ledgerViewsOf(r)) await pageLedgerRow(m, cache, r, view);
+    const runOfExecution =
+      r.sharedRunId || !r.executionId
+        ? undefined
+        : (await cache.get(m.executions, executionDocId(r.tenantId, r.executionId)))?.sharedRunId;
+    for (const view of ledgerViewsOf(r, runOfExecution)) await pageLedgerRow(m, cache, r, view);
   }
 }
 
