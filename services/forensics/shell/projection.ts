@@ -145,8 +145,9 @@ async function listRun(m: ReadModelDb, cache: DocCache, f: Of<"run">, run: RunDo
     at: f.event.occurredAt,
   });
   if (!next) return;
-  cache.put(m.runCounts, count, next.count);
+  // The page before the count: a flush writes collections in the order they were first put (see appendToRunList).
   cache.put(m.runPages, page, next.page);
+  cache.put(m.runCounts, count, next.count);
   if (!run.rerunOf) return;
   const original = await cache.get(m.runs, runDocId(tenantId, run.rerunOf));
   if (original && !original.rerunIds?.includes(run.sharedRunId) && f.seq > original.lastSeq)
