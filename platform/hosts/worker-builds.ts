@@ -15,7 +15,8 @@ export interface WorkerBuild {
 /**
  * Finds or builds a tenant worker for a process host (docs/worker-versions.md). Without `version`:
  * the tenant's current worker, built from `module` now and recorded as deployed now. With it: the
- * build of that version (for runs pinned to it), which must still be on this machine.
+ * build of that version (for runs pinned to it), which must still be on this machine — a pinned
+ * (draining) runtime only when that version is no longer the current build.
  */
 export type BuildWorker = (module: string, version?: string) => WorkerBuild;
 
@@ -40,6 +41,12 @@ export const bundledWorker: BuildWorker = (module, version) => {
     utimesSync(path, now, now);
     return { path, worker: { version: workerVersionOfFile(path), deployedAt: now.toISOString(), pinned: false } };
   }
+  // Still the current build: a normal runtime (it takes new runs too), not a drained one. Pinning a
+  // replacement started for a crash's resumed runs made every recovery start a second runtime for
+  // the tenant's new runs, and retire the first once its runs ended.
+  const current = workerBundle(module);
+  if (workerVersionOfFile(current) === version)
+    return { path: current, worker: { version, deployedAt: statSync(current).mtime.toISOString(), pinned: false } };
   const path = resolve(ROOT, ".run/build", `worker-${version}.mjs`);
   if (!existsSync(path)) throw unavailable(version, `its bundle ${path} is not on this host`);
   if (workerVersionOfFile(path) !== version) throw unavailable(version, `its bundle ${path} has another digest`);
@@ -55,5 +62,6 @@ export const sourceWorker: BuildWorker = (module, version) => {
   if (version !== undefined && version !== current)
     throw unavailable(version, `the source ${module} is now version ${current}`);
   const deployedAt = (version === undefined ? new Date() : statSync(resolve(module)).mtime).toISOString();
-  return { path: module, worker: { version: current, deployedAt, pinned: version !== undefined } };
+  // Only the current version can start, so it is never a drained (pinned) runtime.
+  return { path: module, worker: { version: current, deployedAt, pinned: false } };
 };

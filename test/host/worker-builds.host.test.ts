@@ -31,6 +31,11 @@ describe("worker builds on process hosts: versions are bundle digests, pinned ve
       worker: { version: v1.worker.version, deployedAt: statSync(v1.path).mtime.toISOString(), pinned: true },
     });
     expect(readFileSync(again.path, "utf8")).toContain('"v1"');
+    // The current version asked for by version (a crash's resumed runs): a normal runtime, not a drained one.
+    expect(bundledWorker(MODULE, v2.worker.version)).toEqual({
+      path: v2.path,
+      worker: { version: v2.worker.version, deployedAt: statSync(v2.path).mtime.toISOString(), pinned: false },
+    });
     // A rollback (v1's module again) is a new deploy of v1: same bundle, a deployedAt after v2's.
     writeFileSync(MODULE, source("v1"));
     const rollback = bundledWorker(MODULE);
@@ -46,12 +51,12 @@ describe("worker builds on process hosts: versions are bundle digests, pinned ve
     expect(isDroverError(err, "worker-invalid")).toBe(true);
   });
 
-  it("without a bundler the version is the source file's digest, and only the file's current version can start", () => {
+  it("without a bundler the version is the source file's digest, and only the file's current version can start (a normal runtime, never a drained one)", () => {
     writeFileSync(MODULE, source("v3"));
     const now = sourceWorker(MODULE);
     expect(now.worker.version).toBe(createHash("sha256").update(readFileSync(MODULE)).digest("hex"));
     expect(sourceWorker(MODULE, now.worker.version).worker).toMatchObject({
-      pinned: true,
+      pinned: false,
       version: now.worker.version,
     });
     expect(() => sourceWorker(MODULE, "0".repeat(64))).toThrow(/cannot be started/);
