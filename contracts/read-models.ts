@@ -9,8 +9,7 @@
  * FerretDB v1 (SQLite) finds by `_id` in constant time but scans the whole collection to update
  * or to filter on any other field, so: rows keyed by sequence are inserted once and never updated
  * (ledger, forensics, steps); documents that change (runs, executions, incidents, items, runtimes)
- * are one per aggregate and stay small; the ledger is also kept in per-tenant pages found by `_id`
- * (`ledger_heads`, `ledger_pages`), so a tenant's ledger query reads only what it answers.
+ * are one per aggregate and stay small; the API's tenant queries scan (see the README).
  */
 
 /** The collections the projector owns; a rebuild drops and refills exactly these. */
@@ -25,8 +24,6 @@ export const READ_MODEL_COLLECTIONS = [
   "runtimes",
   "run_counts",
   "run_pages",
-  "ledger_heads",
-  "ledger_pages",
 ] as const;
 export type ReadModelCollection = (typeof READ_MODEL_COLLECTIONS)[number];
 /** Where the projector keeps its checkpoint document (`{ _id: <projection>, seq }`). */
@@ -287,55 +284,5 @@ export interface RunPageDoc {
   readonly page: number;
   /** In ordinal order. */
   readonly runs: readonly RunPageEntry[];
-  readonly lastSeq: number;
-}
-
-/**
- * The tenant's ledger in O(answer) (`GET /v1/ledger`, a run's timeline): FerretDB v1 filters
- * `{tenantId}` through an index (our patch) but `seq > since`, `$or`, the sort and the limit only in
- * memory, over every row of the tenant. So each tenant's rows are also kept, in stream order, in
- * pages of LEDGER_PAGE_SIZE rows found by `_id`, one sequence of pages per view: `routine`
- * (recovery false) and `recovery`, which the unfiltered ledger merges, and per run (`run:<id>`: rows
- * naming the run, and rows naming one of its executions), which a run's timeline reads. A view's head
- * (`ledger_heads`, `_id` {@link ledgerHeadId}) lists the first sequence of each page, so a query
- * finds the page holding `since` without a scan and reads that page and the next ones
- * (`ledger_pages`, `_id` {@link ledgerPageId}). The rows stay in `ledger` too (tests compare).
- */
-export const LEDGER_PAGE_SIZE = 100;
-export type LedgerView = "routine" | "recovery" | `run:${string}`;
-/** The tenant-wide view a row is in. */
-export const ledgerViewOf = (row: { readonly recovery: boolean }): LedgerView =>
-  row.recovery ? "recovery" : "routine";
-/**
- * Every view a row is in: its tenant-wide one and its run's. A row names its run, or only its
- * execution (step events): `runOfExecution` is that execution's run, as its `exec.started` said.
- */
-export const ledgerViewsOf = (
-  row: Pick<LedgerRow, "recovery" | "sharedRunId">,
-  runOfExecution?: string,
-): LedgerView[] => {
-  const run = row.sharedRunId ?? runOfExecution;
-  return [ledgerViewOf(row), ...(run ? [`run:${run}` as const] : [])];
-};
-export const ledgerHeadId = (tenantId: string, view: LedgerView): string => `${tenantId}:${view}`;
-export const ledgerPageId = (tenantId: string, view: LedgerView, page: number): string => `${tenantId}:${view}:${page}`;
-
-export interface LedgerHeadDoc {
-  readonly _id: string;
-  readonly tenantId: string;
-  readonly view: LedgerView;
-  /** The sequence of each page's first row, page 0 first. */
-  readonly pageFirstSeqs: readonly number[];
-  /** The last page's first sequence (the head changes only when a page starts). */
-  readonly lastSeq: number;
-}
-
-export interface LedgerPageDoc {
-  readonly _id: string;
-  readonly tenantId: string;
-  readonly view: LedgerView;
-  readonly page: number;
-  /** In stream order; at most LEDGER_PAGE_SIZE. */
-  readonly rows: readonly LedgerRow[];
   readonly lastSeq: number;
 }

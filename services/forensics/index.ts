@@ -7,4 +7,3 @@ export { serveRebuild, type RebuildReply } from "./shell/control.ts";
 export { ledgerRows, forensicsRow, tenantsConcerned } from "./domain/ledger.ts";
 export { describe, isRecoveryEvent } from "./domain/describe.ts";
 export { appendToRunList } from "./domain/run-list.ts";
-export { appendToLedgerPages } from "./domain/ledger-pages.ts";

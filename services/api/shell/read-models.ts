@@ -1,6 +1,5 @@
 import type { Db, Filter } from "mongodb";
 import { DroverError } from "../../../contracts/index.ts";
-import { ledgerAnswer, ledgerPagesToRead } from "../../../contracts/ledger-pages.ts";
 import {
   CHECKPOINT_COLLECTION,
   executionDocId,
@@ -9,12 +8,7 @@ import {
   type ForensicsRow,
   type IncidentDoc,
   type IncidentItem,
-  ledgerHeadId,
-  ledgerPageId,
-  type LedgerHeadDoc,
-  type LedgerPageDoc,
   type LedgerRow,
-  type LedgerView,
   runPageId,
   type RunCountDoc,
   type RunDoc,
@@ -92,25 +86,13 @@ function mine<T extends { readonly tenantId?: string }>(tenantId: string, doc: T
 export function mongoReadModels(db: Db): ReadModels {
   const runs = db.collection<RunDoc>("runs");
   const executions = db.collection<ExecutionDoc>("executions");
+  const ledger = db.collection<LedgerRow>("ledger");
   const forensics = db.collection<ForensicsRow>("forensics");
   const incidents = db.collection<IncidentDoc>("incidents");
   const items = db.collection<IncidentItem>("incident_items");
   const runCounts = db.collection<RunCountDoc>("run_counts");
   const runPages = db.collection<RunPageDoc>("run_pages");
-  const ledgerHeads = db.collection<LedgerHeadDoc>("ledger_heads");
-  const ledgerPages = db.collection<LedgerPageDoc>("ledger_pages");
   const bySeq = { seq: 1 } as const;
-  // One view's pages that can hold the first `limit` rows after `since`: its head, then those pages, all by `_id`.
-  const viewPages = async (tenantId: string, view: LedgerView, since: number, limit: number) => {
-    const head = mine(tenantId, await ledgerHeads.findOne({ _id: ledgerHeadId(tenantId, view) }));
-    if (!head) return [];
-    const docs = await Promise.all(
-      ledgerPagesToRead(head, since, limit).map(async (n) =>
-        mine(tenantId, await ledgerPages.findOne({ _id: ledgerPageId(tenantId, view, n) })),
-      ),
-    );
-    return docs.filter((d) => d !== undefined);
-  };
   return {
     // By `_id` (which starts with the tenant): FerretDB finds those through its `_id` index.
     run: (tenantId, sharedRunId) =>
@@ -122,19 +104,21 @@ export function mongoReadModels(db: Db): ReadModels {
         );
         return docs.filter((d) => d !== undefined).sort((a, b) => a.firstSeq - b.firstSeq);
       }),
-    // Every page of the run's ledger view (its rows and its executions' rows): O(the run's rows).
-    runLedger: (tenantId, sharedRunId) =>
-      guarded(async () => {
-        const pages = await viewPages(tenantId, `run:${sharedRunId}`, 0, Number.POSITIVE_INFINITY);
-        return ledgerAnswer(pages, 0, Number.POSITIVE_INFINITY);
-      }),
-    // From the tenant's ledger pages (contracts/read-models.ts LEDGER_PAGE_SIZE): O(limit), whatever the collection holds.
+    runLedger: (tenantId, sharedRunId, ids) =>
+      guarded(() =>
+        ledger
+          .find({ tenantId, $or: [{ sharedRunId }, { executionId: { $in: [...ids] } }] })
+          .sort(bySeq)
+          .toArray(),
+      ),
     ledger: (tenantId, q) =>
-      guarded(async () => {
-        const views: LedgerView[] =
-          q.recovery === undefined ? ["routine", "recovery"] : [q.recovery ? "recovery" : "routine"];
-        const pages = await Promise.all(views.map((v) => viewPages(tenantId, v, q.since, q.limit)));
-        return ledgerAnswer(pages.flat(), q.since, q.limit);
+      guarded(() => {
+        const filter: Filter<LedgerRow> = {
+          tenantId,
+          seq: { $gt: q.since },
+          ...(q.recovery === undefined ? {} : { recovery: q.recovery }),
+        };
+        return ledger.find(filter).sort(bySeq).limit(q.limit).toArray();
       }),
     forensics: (tenantId, q) =>
       guarded(() => {

@@ -7,8 +7,6 @@ import {
   type ForensicsRow,
   type IncidentDoc,
   type IncidentItem,
-  type LedgerHeadDoc,
-  type LedgerPageDoc,
   type LedgerRow,
   type RunCountDoc,
   type RunDoc,
@@ -38,8 +36,6 @@ export interface ReadModelDb {
   readonly runtimes: Collection<RuntimeDoc>;
   readonly runCounts: Collection<RunCountDoc>;
   readonly runPages: Collection<RunPageDoc>;
-  readonly ledgerHeads: Collection<LedgerHeadDoc>;
-  readonly ledgerPages: Collection<LedgerPageDoc>;
   readonly checkpoints: Collection<CheckpointDoc>;
 }
 
@@ -56,8 +52,6 @@ export function readModelDb(db: Db): ReadModelDb {
     runtimes: db.collection("runtimes"),
     runCounts: db.collection("run_counts"),
     runPages: db.collection("run_pages"),
-    ledgerHeads: db.collection("ledger_heads"),
-    ledgerPages: db.collection("ledger_pages"),
     checkpoints: db.collection(CHECKPOINT_COLLECTION),
   };
 }

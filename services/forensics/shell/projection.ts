@@ -1,19 +1,5 @@
 import type { DroverEvent } from "../../../contracts/index.ts";
-import { pageOf } from "../../../contracts/ledger-pages.ts";
-import {
-  executionDocId,
-  LEDGER_PAGE_SIZE,
-  ledgerHeadId,
-  ledgerPageId,
-  ledgerViewsOf,
-  RUN_PAGE_SIZE,
-  runDocId,
-  runPageId,
-  type LedgerPageDoc,
-  type LedgerRow,
-  type LedgerView,
-  type RunDoc,
-} from "../../../contracts/read-models.ts";
+import { executionDocId, RUN_PAGE_SIZE, runDocId, runPageId, type RunDoc } from "../../../contracts/read-models.ts";
 import type { Projection, StoredEvent, StreamLayout } from "../../../streams/index.ts";
 import { evolveExecutionDoc } from "../domain/execution-doc.ts";
 import type { Fact } from "../domain/fact.ts";
@@ -25,7 +11,6 @@ import {
   itemIdsOf,
 } from "../domain/incident-doc.ts";
 import { forensicsRow, ledgerRows } from "../domain/ledger.ts";
-import { appendToLedgerPages } from "../domain/ledger-pages.ts";
 import { evolveRunDoc } from "../domain/run-doc.ts";
 import { appendToRunList } from "../domain/run-list.ts";
 import { evolveRuntimeDoc } from "../domain/runtime-doc.ts";
@@ -50,8 +35,7 @@ export function toFact(e: StoredEvent, layout: StreamLayout): Fact {
 
 /**
  * The forensics projection: folds every DROVER event into `runs`, `executions`, `steps`,
- * `runtimes`, `incidents`, `incident_items`, `forensics` and `ledger` (also in per-tenant pages,
- * `ledger_heads` and `ledger_pages`). Each write is idempotent by
+ * `runtimes`, `incidents`, `incident_items`, `forensics` and `ledger`. Each write is idempotent by
  * stream sequence (aggregate documents keep `lastSeq` and refuse older facts; rows are keyed by
  * sequence and inserted once), so the runner's at-least-once delivery around a crash changes
  * nothing. Events are applied in batches (each touched document written once per batch). A Mongo
@@ -104,34 +88,7 @@ async function applyFact(m: ReadModelDb, cache: DocCache, f: Fact): Promise<void
   }
   const row = forensicsRow(f);
   if (row) cache.insert(m.forensics, row);
-  for (const r of ledgerRows(f, owner)) {
-    cache.insert(m.ledger, r);
-    const runOfExecution =
-      r.sharedRunId || !r.executionId
-        ? undefined
-        : (await cache.get(m.executions, executionDocId(r.tenantId, r.executionId)))?.sharedRunId;
-    for (const view of ledgerViewsOf(r, runOfExecution)) await pageLedgerRow(m, cache, r, view);
-  }
-}
-
-// The row in its tenant's ledger pages. The page is put before the head, so the flush writes pages first.
-async function pageLedgerRow(m: ReadModelDb, cache: DocCache, row: LedgerRow, view: LedgerView): Promise<void> {
-  const head = await cache.get(m.ledgerHeads, ledgerHeadId(row.tenantId, view));
-  const p = pageOf(head?.pageFirstSeqs ?? [], row.seq);
-  const pages = new Map<number, LedgerPageDoc>();
-  const load = async (n: number) => {
-    const d = await cache.get(m.ledgerPages, ledgerPageId(row.tenantId, view, n));
-    if (d) pages.set(n, d);
-  };
-  if (p >= 0) await load(p);
-  const cur = pages.get(p);
-  // The next page only when the row may start it (read on every row, a missing page would cost a lookup each).
-  if (p < 0 || (cur && cur.rows.length >= LEDGER_PAGE_SIZE && cur.lastSeq < row.seq)) await load(p + 1);
-  const w = appendToLedgerPages(head, (n) => pages.get(n), row, view);
-  // With a head, the page is held even when unchanged (an insert that finds it is skipped): then this
-  // batch's pages are written before its heads whatever else it holds.
-  if (w.page) cache.put(m.ledgerPages, w.head ? undefined : pages.get(w.page.page), w.page);
-  if (w.head) cache.put(m.ledgerHeads, head, w.head);
+  for (const r of ledgerRows(f, owner)) cache.insert(m.ledger, r);
 }
 
 async function listRun(m: ReadModelDb, cache: DocCache, f: Of<"run">, run: RunDoc): Promise<void> {
