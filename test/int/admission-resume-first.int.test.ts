@@ -34,6 +34,10 @@ const CP = "cp-resume-first";
 const config = DroverConfig.parse({
   controlPlaneId: CP,
   heartbeatIntervalMs: 1000,
+  // The fake runtimes beat once (readyRuntimes): command order is tested here, not health. With the
+  // default 3 s bound, a loaded CI machine took longer than that from the beat to the second run's
+  // placement, the red runtime looked stale, and its run was queued instead of sent (failed once in CI).
+  staleHeartbeatMs: 120_000,
   dispatchTimeoutMs: 2000,
   tenants: [
     { tenantId: "t-blue", isolationMode: "dedicated", maxConcurrentRuns: 50 },
