@@ -32,6 +32,7 @@ const CP = "cp-adm";
 const config = DroverConfig.parse({
   controlPlaneId: CP,
   heartbeatIntervalMs: 1000,
+  staleHeartbeatMs: 120_000, // the fake runtimes beat once: placement is tested here, not health
   dispatchTimeoutMs: 500,
   tenants: [
     { tenantId: "t-blue", isolationMode: "dedicated", maxConcurrentRuns: 50 },
