@@ -1,4 +1,4 @@
-import type { Collection, Db, Filter, IndexSpecification, OptionalUnlessRequiredId, WithoutId } from "mongodb";
+import type { Collection, Db, Filter, IndexSpecification, OptionalUnlessRequiredId } from "mongodb";
 import { storable } from "../domain/fact.ts";
 import {
   CHECKPOINT_COLLECTION,
@@ -108,30 +108,16 @@ export async function putIfNewer<T extends { readonly _id: string; readonly last
 }
 
 /**
- * `putIfNewer` for many documents of one collection in one call (unordered: each write stands on
- * its own, as it would alone; a duplicate key is "already applied" and skipped, any other failure
- * throws). FerretDB commits each write on its own either way; one call saves a round trip per document.
+ * `putIfNewer` for each of `docs`, one call each. Not one unordered bulkWrite: FerretDB v1.24 stops
+ * an unordered update batch at its first duplicate key (a document already at a newer version), so
+ * every later document of the batch was silently not written (measured against the real server;
+ * `test/int/forensics-put-many.int.test.ts`).
  */
 export async function putManyIfNewer<T extends { readonly _id: string; readonly lastSeq: number }>(
   c: Collection<T>,
   docs: readonly T[],
 ): Promise<void> {
-  if (docs.length === 0) return;
-  if (docs.length === 1) return putIfNewer(c, docs[0]!);
-  try {
-    await c.bulkWrite(
-      docs.map((doc) => ({
-        replaceOne: {
-          filter: { _id: doc._id, lastSeq: { $lt: doc.lastSeq } } as Filter<T>,
-          replacement: storable(doc) as WithoutId<T>,
-          upsert: true,
-        },
-      })),
-      { ordered: false },
-    );
-  } catch (e) {
-    if (!onlyDuplicateKeys(e)) throw e;
-  }
+  for (const doc of docs) await putIfNewer(c, doc);
 }
 
 const onlyDuplicateKeys = (e: unknown): boolean => {

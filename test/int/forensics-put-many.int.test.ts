@@ -1,0 +1,40 @@
+import type { MongoClient } from "mongodb";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { readModelClient } from "../../platform/read-model-db.ts";
+import { putManyIfNewer } from "../../services/forensics/index.ts";
+import { uniqueName } from "../support/isolation.ts";
+
+type Doc = { _id: string; lastSeq: number; v: string };
+
+// Boundary: the projector's versioned document writes against the real FerretDB (SQLite backend).
+describe("versioned document writes of one batch (putManyIfNewer) against real FerretDB", () => {
+  let mongo: MongoClient;
+  beforeAll(() => {
+    mongo = readModelClient(inject("mongoUrl"));
+  });
+  afterAll(async () => {
+    await mongo?.close();
+  });
+
+  it("a document already at a newer version is skipped and every other document of the batch is still written", async () => {
+    const db = mongo.db(uniqueName("putmany"));
+    const c = db.collection<Doc>("docs");
+    await putManyIfNewer(c, [
+      { _id: "a", lastSeq: 3, v: "a3" },
+      { _id: "b", lastSeq: 1, v: "b1" },
+    ]);
+    // "a" at seq 1 is older than what is stored (a re-applied batch): skipped, and "b" must still move.
+    // An unordered bulkWrite stopped at the duplicate key and left "b" at b1.
+    await putManyIfNewer(c, [
+      { _id: "a", lastSeq: 1, v: "old" },
+      { _id: "b", lastSeq: 5, v: "b5" },
+      { _id: "c", lastSeq: 5, v: "c5" },
+    ]);
+    expect(await c.find({}).sort({ _id: 1 }).toArray()).toEqual([
+      { _id: "a", lastSeq: 3, v: "a3" },
+      { _id: "b", lastSeq: 5, v: "b5" },
+      { _id: "c", lastSeq: 5, v: "c5" },
+    ]);
+    await db.dropDatabase();
+  });
+});
