@@ -2,7 +2,7 @@ import type { JetStreamClient, JsMsg } from "@nats-io/jetstream";
 import { decodeEvent, RuntimeInstanceId, type Heartbeat } from "../../../contracts/index.ts";
 import { evolveCapacity, type CapacityInput, type RuntimeEvent } from "../../../aggregates/capacity/fold.ts";
 import type { CapacityDescriptor } from "../../../aggregates/capacity/descriptor.ts";
-import type { CapacityViewStore } from "../../../platform/capacity-view.ts";
+import type { CapacityViewStore, DescriptorVersion } from "../../../platform/capacity-view.ts";
 import { follow, type Follower } from "../../../platform/follow.ts";
 import { storedHeartbeat, type Skip, type StreamLayout } from "../../../streams/index.ts";
 
@@ -37,6 +37,12 @@ export interface CapacityProjection {
 
 const CHECKPOINT = "runtime-events";
 
+/** A descriptor's version in the shared view: the runtime-event sequence folded, then its latest beat's stored time. */
+const versionOf = (d: CapacityDescriptor): DescriptorVersion => [
+  d.lastSeq,
+  Math.max(0, ...Object.values(d.beats).map((b) => Date.parse(b.at))),
+];
+
 /**
  * The capacity projection: folds `<prefix>.runtime.>` and the heartbeat stream into one descriptor
  * per runtime of this control plane and writes it to the Redis view. Inputs from both streams go
@@ -60,7 +66,8 @@ export async function startCapacityProjection(deps: CapacityProjectionDeps): Pro
       cache.set(runtimeInstanceId, next);
       if (shadow) return;
       // Only runtimes registered by this control plane enter its view; others stay in memory.
-      if (next.registration?.controlPlaneId === deps.controlPlaneId) await deps.view.put(runtimeInstanceId, next);
+      if (next.registration?.controlPlaneId === deps.controlPlaneId)
+        await deps.view.put(runtimeInstanceId, next, versionOf(next));
       if (seq !== undefined) await deps.view.setCheckpoint(CHECKPOINT, seq);
     });
     return queue;
@@ -145,7 +152,10 @@ export async function startCapacityProjection(deps: CapacityProjectionDeps): Pro
     queue = queue.then(async () => {
       shadow = false;
       const mine = [...cache].filter(([, d]) => d.registration?.controlPlaneId === deps.controlPlaneId);
-      await deps.view.replaceAll(mine, { name: CHECKPOINT, seq: folded.lastSeq });
+      await deps.view.replaceAll(
+        mine.map(([id, d]) => [id, d, versionOf(d)] as const),
+        { name: CHECKPOINT, seq: folded.lastSeq },
+      );
     });
     await queue;
     return folded;
