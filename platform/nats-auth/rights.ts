@@ -1,6 +1,7 @@
 import type { StreamLayout } from "../../streams/index.ts";
 import { outputsPrefixOf, outputsStreamOf } from "../output-store.ts";
 import { stepCachePrefixOf, stepCacheStreamOf } from "../step-cache-store.ts";
+import { leasePrefixOf } from "../lease.ts";
 
 /**
  * Who may do what on NATS: one identity per party, each with only the publish/subscribe and
@@ -61,6 +62,8 @@ export interface AuthScope {
   /** First subject tokens of the step cache index (`drover-cache`): `<stepCache>.<tenant>.<key>`. */
   readonly stepCache: string;
   readonly stepCacheStream: string;
+  /** First subject tokens of single-writer leases (`drover-lease`): `<leases>.<service>.<name>` (platform/lease.ts). */
+  readonly leases: string;
 }
 
 /** The durable consumers drover has; only setup creates, changes or deletes them. */
@@ -78,6 +81,7 @@ export function scopeOf(layout: StreamLayout): AuthScope {
     outputsStream: outputsStreamOf(layout),
     stepCache: stepCachePrefixOf(layout),
     stepCacheStream: stepCacheStreamOf(layout),
+    leases: leasePrefixOf(layout),
   };
 }
 
@@ -97,6 +101,7 @@ export const TAGGED_SCOPE: AuthScope = {
   outputsStream: "*",
   stepCache: "*.drover-cache",
   stepCacheStream: "*",
+  leases: "*.drover-lease",
 };
 
 /** Subject of event `name` of aggregate `agg` for any tenant and id. */
@@ -260,6 +265,9 @@ export function rightsOf(id: Identity, scopes: readonly AuthScope[]): Rights {
       allowResponses = true;
     }
     if (id === "operator") pub.add(`${s.control}.*.*.rebuild`);
+    // The forensics writer of each read-model database holds its lease (platform/lease.ts): it only
+    // takes and renews its own service's leases, by conditional publish; nobody reads them.
+    if (id === "forensics") pub.add(`${s.leases}.forensics.*`);
   }
   if (id === "provisioner") {
     // The auth callout for runtimes lives in the provisioner (callout.ts).

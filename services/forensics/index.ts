@@ -7,3 +7,4 @@ export { serveRebuild, type RebuildReply } from "./shell/control.ts";
 export { ledgerRows, forensicsRow, tenantsConcerned } from "./domain/ledger.ts";
 export { describe, isRecoveryEvent } from "./domain/describe.ts";
 export { appendToRunList } from "./domain/run-list.ts";
+export { runAsSingleWriter, type SingleWriter, type WriterTerm } from "./shell/single-writer.ts";

@@ -3,7 +3,8 @@
  * (MONGO_URL, database from DROVER_MONGO_DB or `drover_<controlPlaneId>`), rebuilds them on a
  * request to `drover-ctl.<controlPlaneId>.forensics.rebuild`, and rebuilds by itself when the
  * database is dropped under it (checked every DROVER_FORENSICS_WATCHDOG_MS, default 5000).
- * One replica per database: two would race their rebuilds.
+ * Any number of replicas: one at a time writes a database, the holder of its writer lease
+ * (shell/single-writer.ts); the others stand by and take over within the lease TTL.
  */
 import { Gauge } from "prom-client";
 import { bootstrap } from "../../platform/bootstrap.ts";
@@ -11,6 +12,7 @@ import { controlSubject, readModelClient, readModelDbName } from "../../platform
 import { skipRecorder } from "../../streams/index.ts";
 import { serveRebuild } from "./shell/control.ts";
 import { startForensics } from "./shell/service.ts";
+import { runAsSingleWriter } from "./shell/single-writer.ts";
 
 const ctx = await bootstrap("forensics");
 const mongoUrl = process.env.MONGO_URL;
@@ -20,25 +22,44 @@ if (!mongoUrl) {
 }
 const client = readModelClient(mongoUrl);
 const dbName = readModelDbName(process.env, ctx.config.controlPlaneId);
-const service = await startForensics({
-  handle: ctx.nc,
+const subject = controlSubject(ctx.layout, ctx.config.controlPlaneId, "forensics", "rebuild");
+const writer = runAsSingleWriter({
+  js: ctx.js,
   layout: ctx.layout,
-  db: client.db(dbName),
+  name: dbName.replace(/[^A-Za-z0-9_-]/g, "_"),
+  holder: ctx.instanceId,
   log: ctx.log,
-  watchdogMs: Number(process.env.DROVER_FORENSICS_WATCHDOG_MS ?? 5_000),
-  onSkip: skipRecorder(ctx.nc, ctx.layout, "forensics", ctx.log),
-  // The live consumer itself failed (not poison: that is skipped): exit so the supervisor restarts it.
-  onFatal: () => process.exit(1),
-}).catch((e: unknown) => {
+  start: async () => {
+    const service = await startForensics({
+      handle: ctx.nc,
+      layout: ctx.layout,
+      db: client.db(dbName),
+      log: ctx.log,
+      watchdogMs: Number(process.env.DROVER_FORENSICS_WATCHDOG_MS ?? 5_000),
+      onSkip: skipRecorder(ctx.nc, ctx.layout, "forensics", ctx.log),
+      // The live consumer itself failed (not poison: that is skipped): exit so the supervisor restarts it.
+      onFatal: () => process.exit(1),
+    });
+    // Only the writer answers rebuild requests: a standby has nothing to rebuild.
+    const sub = serveRebuild(ctx.nc, subject, service, ctx.log);
+    ctx.log.info({ db: dbName, subject, position: service.position }, "forensics projector running");
+    return {
+      position: () => service.position,
+      async stop() {
+        sub.unsubscribe();
+        await service.stop();
+      },
+    };
+  },
+});
+writer.done.catch((e: unknown) => {
   process.stderr.write(`forensics: cannot start: ${(e as Error).message}\n`);
   process.exit(1);
 });
-const subject = controlSubject(ctx.layout, ctx.config.controlPlaneId, "forensics", "rebuild");
-const sub = serveRebuild(ctx.nc, subject, service, ctx.log);
-ctx.log.info({ db: dbName, subject, position: service.position }, "forensics projector running");
 
 // Read-model lag: the event stream's last sequence minus the sequence the projector applied.
-const lag = async () => (await ctx.jsm.streams.info(ctx.layout.eventStream)).state.last_seq - service.position;
+const lag = async () =>
+  (await ctx.jsm.streams.info(ctx.layout.eventStream)).state.last_seq - (writer.current?.position() ?? 0);
 new Gauge({
   name: "drover_read_model_lag_events",
   help: "event stream last sequence minus the sequence the read models applied",
@@ -60,12 +81,12 @@ ctx.ops.addCheck("readModels", async () => {
       ),
   ]);
   if (ping) return { status: "degraded", detail: `MongoDB does not answer: ${ping}` };
-  const detail = `applied up to ${service.position}, ${behind} behind`;
+  if (!writer.current) return { status: "ok", detail: "standing by: another replica holds the writer lease" };
+  const detail = `applied up to ${writer.current.position()}, ${behind} behind`;
   return { status: behind > 1000 ? "degraded" : "ok", detail };
 });
 
 ctx.onShutdown(async () => {
-  sub.unsubscribe();
-  await service.stop();
+  await writer.stop();
   await client.close();
 });
