@@ -29,9 +29,11 @@ export interface ControlPlane {
   readonly streamTag: string;
   readonly env: Readonly<Record<string, string>>;
   readonly logDir: string;
-  /** SIGKILLs one service (a crash); `restart` starts it again. */
-  kill(service: ServiceName): Promise<void>;
-  restart(service: ServiceName): Promise<void>;
+  /** SIGKILLs one replica of a service (a crash, replica 0 unless named); `restart` starts it again. */
+  kill(service: ServiceName, replica?: number): Promise<void>;
+  restart(service: ServiceName, replica?: number): Promise<void>;
+  /** How many replicas of the service this plane runs. */
+  replicasOf(service: ServiceName): number;
   /** Stops every service; the log directory is removed unless `keepLogs` (or DROVER_KEEP_LOGS) is set. */
   stop(keepLogs?: boolean): Promise<void>;
 }
@@ -42,6 +44,11 @@ export interface ControlPlaneOptions {
   readonly mongoUrl?: string;
   readonly config: z.input<typeof DroverConfig>;
   readonly services?: readonly ServiceName[];
+  /**
+   * Replicas per service (default 1): each its own process with its own instance id and log
+   * (`<name>.log`, `<name>-1.log`, …); `apiUrl` is replica 0's listener.
+   */
+  readonly replicas?: Partial<Record<ServiceName, number>>;
   /**
    * Start on the data of an earlier control plane (its `streamTag` and `logDir`, stopped with
    * `stop(true)`): the same stream layout, config and runtime log directory, as a whole-stack restart.
@@ -101,10 +108,12 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
   } finally {
     await setup.close();
   }
-  const procs = new Map<ServiceName, ChildProcess>();
+  const procs = new Map<string, ChildProcess>();
   let apiUrl = "";
+  const replicasOf = (name: ServiceName) => Math.max(1, o.replicas?.[name] ?? 1);
+  const keyOf = (name: ServiceName, replica: number) => (replica === 0 ? name : `${name}-${replica}`);
 
-  const start = async (name: ServiceName): Promise<void> => {
+  const start = async (name: ServiceName, replica = 0): Promise<void> => {
     // DROVER_CPU_PROF_DIR: each service (or those in DROVER_CPU_PROF_SERVICES, comma-separated)
     // writes a V8 CPU profile there when it exits: where a benchmark's CPU goes.
     const { DROVER_CPU_PROF_DIR: profDir, DROVER_CPU_PROF_SERVICES: only } = process.env;
@@ -117,10 +126,10 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
     });
     live.add(child);
     child.once("exit", () => live.delete(child));
-    const log = createWriteStream(join(dir, `${name}.log`), { flags: "a" });
+    const log = createWriteStream(join(dir, `${keyOf(name, replica)}.log`), { flags: "a" });
     child.stderr!.pipe(log);
-    procs.set(name, child);
-    if (name !== "api") {
+    procs.set(keyOf(name, replica), child);
+    if (name !== "api" || replica > 0) {
       child.stdout!.pipe(log);
       return;
     }
@@ -138,8 +147,8 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
       });
     });
   };
-  const stopOne = async (name: ServiceName, signal: NodeJS.Signals) => {
-    const c = procs.get(name);
+  const stopOne = async (key: string, signal: NodeJS.Signals) => {
+    const c = procs.get(key);
     if (!c || c.exitCode !== null || c.signalCode !== null) return;
     const exited = new Promise((r) => c.once("exit", r));
     c.kill(signal);
@@ -149,7 +158,7 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
   };
 
   try {
-    for (const s of o.services ?? SERVICES) await start(s);
+    for (const s of o.services ?? SERVICES) for (let r = 0; r < replicasOf(s); r++) await start(s, r);
   } catch (e) {
     // A service that failed to start: none of those already started may outlive this call.
     for (const s of procs.keys()) await stopOne(s, "SIGKILL");
@@ -163,8 +172,9 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
     streamTag,
     env,
     logDir: dir,
-    kill: (s) => stopOne(s, "SIGKILL"),
-    restart: (s) => start(s),
+    kill: (s, r = 0) => stopOne(keyOf(s, r), "SIGKILL"),
+    restart: (s, r = 0) => start(s, r),
+    replicasOf,
     async stop(keepLogs = false) {
       planes.delete(plane);
       // api first (no new work), provisioner last (it takes its runtimes down with it)
@@ -177,7 +187,7 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
         "forensics",
         "provisioner",
       ] as ServiceName[])
-        await stopOne(s, "SIGTERM");
+        await Promise.all(Array.from({ length: replicasOf(s) }, (_, r) => stopOne(keyOf(s, r), "SIGTERM")));
       if (!keepLogs && !process.env.DROVER_KEEP_LOGS) await rm(dir, { recursive: true, force: true });
     },
   };

@@ -23,6 +23,8 @@ import { controlFlowDag, controlFlowInput, CF_MAP } from "./control-flow-workloa
 import { controlFlowAssertions, signalsAssertion } from "./control-flow-assertions.ts";
 import { startWaitSignaller } from "./wait-signaller.ts";
 import { waitForWarmPool } from "./warm-pool-ready.ts";
+import { startChaos, type Chaos, type ChaosKill } from "./chaos.ts";
+import { decisionsOnce } from "./decision-assertions.ts";
 
 /**
  * The step after the kill point sleeps this long in the runs the gate kills, so a kill the proof
@@ -55,6 +57,8 @@ export interface ProofReport {
   readonly startup: StartupLatencies;
   /** Runtimes started by claiming a warm pool member (`runtime.pool-member-claimed`), of all registered from a scale-out. */
   readonly warmStarts: { readonly claimed: number; readonly of: number };
+  /** With `chaosEveryMs`: the service replicas SIGKILLed and restarted while the runs ran. */
+  readonly chaos: readonly ChaosKill[];
   /** With `warmPool`: control plane start → that many members ready, before the first submission (part of `phasesMs.runs`). */
   readonly warmPoolReadyMs: number;
   readonly durationMs: number;
@@ -83,11 +87,13 @@ export async function runProof(
   redis.disconnect();
   // With MongoDB the forensics projector runs too, its database is dropped mid-proof, and the
   // read-model assertions run through the API.
+  const services = infra.mongoUrl ? ([...SERVICES, "forensics"] as const) : SERVICES;
   const cp = await startControlPlane({
     natsUrl: infra.natsUrl,
     redisUrl: infra.redisUrl,
     config: proofConfig(o, infra.kubernetes),
-    ...(infra.mongoUrl ? { mongoUrl: infra.mongoUrl, services: [...SERVICES, "forensics"] as const } : {}),
+    ...(infra.mongoUrl ? { mongoUrl: infra.mongoUrl, services } : {}),
+    ...(o.replicas ? { replicas: Object.fromEntries(services.map((s) => [s, o.replicas])) } : {}),
   });
   const nc = await connectHarness({ servers: infra.natsUrl });
   let pass = false;
@@ -109,6 +115,8 @@ export async function runProof(
     });
     const signaller = cf ? await startWaitSignaller(js, cp.layout, cp.apiUrl) : undefined;
     let signalFailures: string[] = [];
+    let chaos: Chaos | undefined;
+    let chaosKills: readonly ChaosKill[] = [];
     let completed = 0;
     const done = await follow(
       js,
@@ -160,10 +168,12 @@ export async function runProof(
           }),
       );
       progress("submitted");
+      if (o.chaosEveryMs) chaos = startChaos(cp, services, { everyMs: o.chaosEveryMs, downMs: 500, seed: o.seed });
       const deadline = Date.now() + timeoutMs;
       while (completed < runs.length && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
     } finally {
       clearInterval(ticker);
+      chaosKills = (await chaos?.stop()) ?? [];
       await gate.stop();
       await done.stop();
       signalFailures = (await signaller?.stop()) ?? [];
@@ -185,6 +195,7 @@ export async function runProof(
         cp.layout.eventPrefix.split(".").length,
       ),
       replayAssertion(log, runs, kills, stored),
+      ...decisionsOnce(log),
       ...(o.workload === "custom" ? [outputAssertion(log, runs, stored.size), tamperAssertion(log, stored, held)] : []),
       ...(cf
         ? [
@@ -249,6 +260,7 @@ export async function runProof(
         claimed: log.filter((e) => e.event.type === "runtime.pool-member-claimed").length,
         of: log.filter((e) => e.event.type === "runtime.registered" && e.event.data.scaleOutRequestId).length,
       },
+      chaos: chaosKills,
       durationMs: Date.now() - t0,
       phasesMs,
       pass,

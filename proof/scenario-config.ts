@@ -31,6 +31,13 @@ export interface ProofOptions {
    * Kubernetes hosts need pod-ip exposure for it.
    */
   readonly warmPool?: number;
+  /** Processes per control-plane service (default 1; issue 16's replicated proof runs 2). */
+  readonly replicas?: number;
+  /**
+   * With replicas: once every run is submitted, SIGKILL a random replica of the next service in
+   * turn every this many ms and restart it (proof/chaos.ts); 0 or absent: no chaos.
+   */
+  readonly chaosEveryMs?: number;
 }
 
 export const DEFAULT_PROOF: ProofOptions = {

@@ -9,7 +9,8 @@ import { startFerret, startNats, startRedis, type RunningServer } from "../../pl
 import { stopAllControlPlanes } from "../../platform/control-plane-processes.ts";
 
 export const PROOF_USAGE = `drover proof [--parallel P] [--transport http|grpc] [--host process|kubernetes] [--exposure pod-ip|gateway|node-port|port-forward] [--steps N] [--step-ms M]
-             [--workload builtin|custom|control-flow] [--seed S] [--kill-after K] [--signal SIGKILL|SIGSTOP] [--host-startups H] [--warm-pool N] [--timeout-s T] [--json]
+             [--workload builtin|custom|control-flow] [--seed S] [--kill-after K] [--signal SIGKILL|SIGSTOP] [--host-startups H] [--warm-pool N]
+             [--replicas R] [--chaos-every-ms M] [--timeout-s T] [--json]
   Runs the crash-recovery proof against the real services: P scenarios of 2 impacted + 1 safe tenant,
   3 runs of an N-step DAG each; each impacted runtime is SIGKILLed once its in-flight execution has K
   durable steps (SIGKILL, or SIGSTOP for a zombie the fence must kill); the forensics read models are
@@ -23,6 +24,8 @@ export const PROOF_USAGE = `drover proof [--parallel P] [--transport http|grpc] 
   --warm-pool N keeps N runtime hosts started ahead of need (default 0): scale-outs, recovery replacements included,
   claim a warm one instead of a cold start (Kubernetes hosts: pod-ip exposure only); the first run is submitted once
   N members are ready (that wait counts in the duration).
+  --replicas R runs R processes of every control-plane service (default 1); --chaos-every-ms M then SIGKILLs a random
+  replica of the next service in turn every M ms once every run is submitted, and restarts it 0.5 s later.
   Exit 0 on PASS, 1 on FAIL, 2 on bad usage.`;
 
 /** Parses the flags; throws a usage error message on anything it does not understand. */
@@ -45,6 +48,8 @@ export function parseProofArgs(argv: readonly string[]): { options: ProofOptions
       workload: { type: "string" },
       "host-startups": { type: "string" },
       "warm-pool": { type: "string" },
+      replicas: { type: "string" },
+      "chaos-every-ms": { type: "string" },
     },
   });
   const int = (v: string | undefined, def: number, name: string, min: number) => {
@@ -76,6 +81,11 @@ export function parseProofArgs(argv: readonly string[]): { options: ProofOptions
   if (warmPool > 64) throw new Error("--warm-pool must be at most 64");
   if (warmPool > 0 && host === "kubernetes" && exposure !== "pod-ip")
     throw new Error("--warm-pool on Kubernetes hosts needs --exposure pod-ip (a member is bound at its Pod IP)");
+  const replicas = int(values.replicas, 1, "replicas", 1);
+  if (replicas > 4) throw new Error("--replicas must be at most 4");
+  const chaosEveryMs = int(values["chaos-every-ms"], 0, "chaos-every-ms", 0);
+  if (chaosEveryMs > 0 && replicas < 2)
+    throw new Error("--chaos-every-ms needs --replicas 2 or more (a service must keep a running replica)");
   const signal = (values.signal ?? "SIGKILL").toUpperCase().replace(/^(?!SIG)/, "SIG");
   if (signal !== "SIGKILL" && signal !== "SIGSTOP")
     throw new Error("--signal must be SIGKILL (crash) or SIGSTOP (zombie)");
@@ -95,6 +105,8 @@ export function parseProofArgs(argv: readonly string[]): { options: ProofOptions
         ? {}
         : { hostStartups: Math.min(64, int(values["host-startups"], 4, "host-startups", 1)) }),
       ...(warmPool > 0 ? { warmPool } : {}),
+      ...(replicas > 1 ? { replicas } : {}),
+      ...(chaosEveryMs > 0 ? { chaosEveryMs } : {}),
     },
     json: values.json ?? false,
     timeoutMs: int(values["timeout-s"], 900, "timeout-s", 10) * 1000,
@@ -118,6 +130,11 @@ export function summary(r: ProofReport): string {
       .slice(0, 4)
       .map((k) => `${k.runtimeInstanceId}@${k.completedAtKill} steps`)
       .join(", ")}${r.kills.length > 4 ? `, … (${r.kills.length} in all)` : ""}`,
+    ...(r.chaos.length
+      ? [
+          `  chaos: ${r.chaos.length} service replicas SIGKILLed and restarted (${[...new Set(r.chaos.map((k) => k.service))].join(", ")}); restart p50 ${[...r.chaos].map((k) => k.restartMs).sort((a, b) => a - b)[Math.floor(r.chaos.length / 2)]} ms`,
+        ]
+      : []),
     `  duration ${(r.durationMs / 1000).toFixed(1)} s (runs ${(r.phasesMs.runs / 1000).toFixed(1)} s${r.warmPoolReadyMs ? ` incl. ${(r.warmPoolReadyMs / 1000).toFixed(1)} s until ${r.options.warmPool} warm pool members were ready` : ""}, log assertions ${(r.phasesMs.log / 1000).toFixed(1)} s, read models ${(r.phasesMs.readModels / 1000).toFixed(1)} s)${r.logDir ? `; service logs kept in ${r.logDir}` : ""}`,
     proofLine(r),
   ].join("\n");

@@ -170,6 +170,32 @@ describe("drover's k8s/ manifests, against the local cluster's real API server",
     expect(accounts.size).toBe(7);
   });
 
+  it("every service runs two replicas spread across nodes, each with a PodDisruptionBudget keeping one through a drain (issue 16)", () => {
+    const objects = loadAllYaml(readFileSync(join(DIR, "30-services.yaml"), "utf8")) as {
+      kind: string;
+      metadata: { name: string };
+      spec: Record<string, unknown> & { template?: { spec: V1PodSpec } };
+    }[];
+    const deployments = objects.filter((o) => o.kind === "Deployment");
+    const pdbs = new Map(objects.filter((o) => o.kind === "PodDisruptionBudget").map((o) => [o.metadata.name, o.spec]));
+    expect(deployments).toHaveLength(7);
+    for (const d of deployments) {
+      const name = d.metadata.name;
+      expect(d.spec.replicas, name).toBe(2);
+      expect(d.spec.strategy, name).toBeUndefined(); // rolling: no service needs Recreate (docs/decisions.md)
+      const term =
+        d.spec.template!.spec.affinity?.podAntiAffinity?.preferredDuringSchedulingIgnoredDuringExecution?.[0];
+      expect(term?.podAffinityTerm, name).toEqual({
+        topologyKey: "kubernetes.io/hostname",
+        labelSelector: { matchLabels: { "app.kubernetes.io/name": name } },
+      });
+      expect(pdbs.get(name), name).toEqual({
+        minAvailable: 1,
+        selector: { matchLabels: { "app.kubernetes.io/name": name } },
+      });
+    }
+  });
+
   it("the namespaces enforce Pod Security Admission restricted", async () => {
     for (const ns of ["drover-system", "drover-runtimes"])
       expect(

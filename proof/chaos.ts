@@ -1,0 +1,74 @@
+import type { ControlPlane, ServiceName } from "../platform/control-plane-processes.ts";
+
+/** One service replica the chaos loop SIGKILLed, and when (ms since the loop started). */
+export interface ChaosKill {
+  readonly service: ServiceName;
+  readonly replica: number;
+  readonly atMs: number;
+  /** How long the restart took to return (the api: until it listened again). */
+  readonly restartMs: number;
+}
+
+export interface Chaos {
+  /** Ends the loop after the kill in progress (whose replica is restarted first); the kills it made. */
+  stop(): Promise<readonly ChaosKill[]>;
+}
+
+/** A small deterministic generator (mulberry32): the same seed kills the same replicas in the same order. */
+function seeded(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/**
+ * The chaos loop of the replicated proof (issue 16): every `everyMs`, the next service in turn (so
+ * every service is hit) loses a random replica to SIGKILL, which is restarted `downMs` later. One
+ * replica is down at a time, so each service always has another one running.
+ */
+export function startChaos(
+  cp: ControlPlane,
+  services: readonly ServiceName[],
+  o: { readonly everyMs: number; readonly downMs: number; readonly seed: number },
+): Chaos {
+  const rand = seeded(o.seed);
+  const kills: ChaosKill[] = [];
+  const t0 = Date.now();
+  let stopped = false;
+  let wake: () => void = () => undefined;
+  const sleep = (ms: number) =>
+    new Promise<void>((r) => {
+      const t = setTimeout(r, ms);
+      wake = () => {
+        clearTimeout(t);
+        r();
+      };
+    });
+  const loop = (async () => {
+    for (let turn = 0; ; turn++) {
+      await sleep(o.everyMs);
+      if (stopped) return;
+      const service = services[turn % services.length]!;
+      const replica = Math.floor(rand() * cp.replicasOf(service));
+      const atMs = Date.now() - t0;
+      await cp.kill(service, replica);
+      await new Promise((r) => setTimeout(r, o.downMs));
+      const t = Date.now();
+      await cp.restart(service, replica);
+      kills.push({ service, replica, atMs, restartMs: Date.now() - t });
+    }
+  })();
+  return {
+    async stop() {
+      stopped = true;
+      wake();
+      await loop;
+      return kills;
+    },
+  };
+}
