@@ -67,6 +67,11 @@ export interface RunState {
   /** When requeued for resume: the execution to resume and the epoch recovery assigned. */
   readonly resume?: { readonly executionId: ExecutionId; readonly epoch: number; readonly forensicsId: ForensicsId };
   readonly lastReason?: string;
+  /** While queued: the detail of the latest `queued-globally` (why it waits, e.g. `waiting-for-key openai:gpt-4o 5/5`). */
+  readonly waitingFor?: string;
+  /** The run's labels and priority as submitted (flow keys and admission order, docs/flow-control.md). */
+  readonly labels?: Readonly<Record<string, string>>;
+  readonly priority?: number;
   readonly dispatchFailures: number;
   /** The runtime of the latest dispatch failure (admission tries another first). */
   readonly lastFailedRuntimeId?: RuntimeInstanceId;
@@ -113,6 +118,9 @@ export function evolveRun(s: RunState, e: RunEvent, seq: number): RunState {
   if (seq <= s.lastSeq) return s;
   if (fromUnplacedRuntime(s, e)) return { ...s, lastSeq: seq };
   const next = apply(s, e, seq);
+  // Why a run waits is true only while it is queued.
+  if (next.status !== "queued" && next.waitingFor !== undefined)
+    return { ...next, waitingFor: undefined, lastSeq: seq };
   return { ...next, lastSeq: seq };
 }
 
@@ -144,6 +152,8 @@ function apply(s: RunState, e: RunEvent, seq: number): RunState {
         tenantId: e.tenantId,
         dag: e.data.dag,
         ...(e.data.input === undefined ? {} : { input: e.data.input }),
+        ...(Object.keys(e.data.labels).length === 0 ? {} : { labels: e.data.labels }),
+        ...(e.data.priority === undefined ? {} : { priority: e.data.priority }),
         ...(e.data.forkedFrom === undefined ? {} : { forkedFrom: e.data.forkedFrom }),
         submittedSeq: seq,
       };
@@ -161,7 +171,9 @@ function apply(s: RunState, e: RunEvent, seq: number): RunState {
         localRunIds: s.localRunIds.includes(e.data.localRunId) ? s.localRunIds : [...s.localRunIds, e.data.localRunId],
       };
     case "run.queued-globally":
-      return { ...s, status: isTerminal(s.status) ? s.status : "queued", lastReason: e.data.reason.code };
+      return isTerminal(s.status)
+        ? { ...s, lastReason: e.data.reason.code }
+        : { ...s, status: "queued", lastReason: e.data.reason.code, waitingFor: e.data.reason.detail };
     case "run.scale-out-requested":
       return { ...s, scaleOutRequestIds: [...s.scaleOutRequestIds, e.data.requestId] };
     case "run.dispatch-failed":
@@ -170,6 +182,7 @@ function apply(s: RunState, e: RunEvent, seq: number): RunState {
         status: "queued",
         placement: undefined,
         lastReason: e.data.reason.code,
+        waitingFor: e.data.reason.detail,
         dispatchFailures: s.dispatchFailures + 1,
         lastFailedRuntimeId: e.data.runtimeInstanceId,
       };

@@ -3,7 +3,7 @@ import { EnvelopeBase } from "./envelope.ts";
 import { TenantId } from "./ids.ts";
 
 /** The aggregates of the DROVER stream; each is the second subject token (`drover.<aggregate>...`). */
-export const AGGREGATES = ["run", "exec", "scaleout", "runtime", "forensics", "schedule"] as const;
+export const AGGREGATES = ["run", "exec", "scaleout", "runtime", "forensics", "schedule", "flowkey"] as const;
 export type Aggregate = (typeof AGGREGATES)[number];
 
 /**
@@ -17,6 +17,7 @@ export const TENANT_SCOPED_AGGREGATES = [
   "scaleout",
   "forensics",
   "schedule",
+  "flowkey",
 ] as const satisfies readonly Aggregate[];
 
 /** `tenantId` is required on tenant-scoped aggregates and optional on `runtime` (a shared runtime has no tenant). */

@@ -135,6 +135,16 @@ export const ERROR_CATALOGUE = {
     summary: "queued past the stall bound with no visible capacity and no scale-out in progress; re-planned",
   },
   "tenant-quota-exceeded": { retryable: true, httpStatus: 429, summary: "the tenant is at its concurrent-run quota" },
+  "waiting-for-key": {
+    retryable: true,
+    httpStatus: 429,
+    summary: "the run's flow key is at its concurrency limit (or a higher-priority run waits for it)",
+  },
+  "key-rate-limited": {
+    retryable: true,
+    httpStatus: 429,
+    summary: "the run's flow key is at its rate limit until a time",
+  },
   "step-kind-unavailable": {
     retryable: true,
     httpStatus: 503,

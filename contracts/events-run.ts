@@ -21,6 +21,7 @@ import { RunSignalReceived } from "./events-wait.ts";
 
 export { RUN_INPUT_MAX_BYTES };
 import { Transport, WorkerVersion } from "./tenant-settings.ts";
+import { RunPriority } from "./flow-control.ts";
 
 /**
  * Where a fork (`POST /v1/runs/:id/fork`) comes from: the original run, the execution whose journal
@@ -58,6 +59,9 @@ export const RunSubmitted = defineEvent(
         .optional()
         .describe("the schedule and nominal time whose fire started this run"),
       labels: z.record(z.string().max(63), z.string().max(256)).default({}),
+      priority: RunPriority.optional().describe(
+        "higher is admitted first within the tenant (docs/flow-control.md); capped by the tenant's maxRunPriority",
+      ),
       rerunOf: SharedRunId.optional().describe(
         "the run this one reruns (POST /v1/runs/:id/rerun): same DAG and labels",
       ),

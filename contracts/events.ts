@@ -5,6 +5,7 @@ import { RUN_EVENTS } from "./events-run.ts";
 import { RUNTIME_EVENTS } from "./events-runtime.ts";
 import { SCALEOUT_EVENTS } from "./events-scaleout.ts";
 import { SCHEDULE_EVENTS } from "./events-schedule.ts";
+import { FLOWKEY_EVENTS } from "./events-flowkey.ts";
 
 /** Every event definition in the catalogue (identities-and-events.md "Event catalogue"). */
 export const ALL_EVENTS = [
@@ -14,6 +15,7 @@ export const ALL_EVENTS = [
   ...RUNTIME_EVENTS,
   ...FORENSICS_EVENTS,
   ...SCHEDULE_EVENTS,
+  ...FLOWKEY_EVENTS,
 ] as const;
 type Def = (typeof ALL_EVENTS)[number];
 

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { EgressSettings } from "./egress.ts";
+import { FlowKeySettings, MAX_FLOW_KEYS, RunPriority } from "./flow-control.ts";
 import { TenantGroupId, TenantId } from "./ids.ts";
 
 export const IsolationMode = z.enum(["shared", "dedicated", "hybrid"]);
@@ -114,6 +115,13 @@ export const TenantSettings = z
     egress: EgressSettings.optional().describe(
       "egress of http and llm steps: private destinations allowed, response cap (docs/security.md)",
     ),
+    flowKeys: z
+      .array(FlowKeySettings)
+      .max(MAX_FLOW_KEYS)
+      .default([])
+      .refine((ks) => new Set(ks.map((k) => k.name)).size === ks.length, { message: "flow key names are unique" })
+      .describe("per-key concurrency and rate limits of the tenant's runs (docs/flow-control.md)"),
+    maxRunPriority: RunPriority.default(10).describe("a run's priority above this counts as this"),
   })
   .strict()
   .refine((t) => t.worker === undefined || t.isolationMode !== "shared", {

@@ -27,6 +27,8 @@ const SHARED_DEFAULTS = {
   hostProvider: "process",
   transport: "http",
   maxCrashRecoveries: 3,
+  flowKeys: [],
+  maxRunPriority: 10,
 };
 
 describe("tenant settings defaults", () => {

@@ -12,6 +12,7 @@ export {
   scaleOutRef,
   forensicsRef,
   scheduleRef,
+  flowKeyRef,
   runtimeRef,
   type AggregateRef,
 } from "./subjects.ts";

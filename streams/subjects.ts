@@ -8,7 +8,7 @@ import type { StreamLayout } from "./layout.ts";
  */
 export type AggregateRef =
   | {
-      readonly aggregate: "run" | "exec" | "scaleout" | "forensics" | "schedule";
+      readonly aggregate: "run" | "exec" | "scaleout" | "forensics" | "schedule" | "flowkey";
       readonly tenantId: string;
       readonly id: string;
     }
@@ -38,6 +38,11 @@ export const scheduleRef = (tenantId: string, scheduleId: string): AggregateRef 
   aggregate: "schedule",
   tenantId,
   id: scheduleId,
+});
+export const flowKeyRef = (tenantId: string, flowKeyId: string): AggregateRef => ({
+  aggregate: "flowkey",
+  tenantId,
+  id: flowKeyId,
 });
 export const runtimeRef = (runtimeInstanceId: string): AggregateRef => ({
   aggregate: "runtime",

@@ -193,6 +193,10 @@ const DESCRIBE: Describe = {
     "schedule",
     `fired for ${e.data.nominalAt}: run ${e.data.sharedRunId}${e.data.cancelled ? ` (cancelling ${e.data.cancelled})` : ""}`,
   ],
+  "flowkey.acquired": (e) => [
+    "admission",
+    `flow key ${e.data.key} taken by run ${e.data.sharedRunId} (${e.data.inFlight} others in flight${e.data.tat ? `, next at ${e.data.tat}` : ""})`,
+  ],
   "schedule.skipped": (e) => ["schedule", `skipped ${e.data.count} fire(s) from ${e.data.nominalAt}: ${e.data.reason}`],
 };
 

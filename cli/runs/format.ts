@@ -37,6 +37,8 @@ export function runDetail(run: Json): string {
   const head = [
     `run       ${run.sharedRunId}`,
     `status    ${run.status}${run.lastReason ? ` (${run.lastReason})` : ""}`,
+    ...(run.waitingFor ? [`waiting   ${run.waitingFor}`] : []),
+    ...(run.priority ? [`priority  ${run.priority}`] : []),
     `tenant    ${run.tenantId}`,
     ...(run.rerunOf ? [`rerun of  ${run.rerunOf}`] : []),
     ...(run.parent ? [`parent    ${run.parent.sharedRunId} (step ${run.parent.stepId})`] : []),

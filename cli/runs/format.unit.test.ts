@@ -40,4 +40,19 @@ describe("drover runs get (table)", () => {
     );
     expect(runDetail({ ...base, steps: [{ ...step, id: "a", items: null }] })).not.toContain("MAP STEP");
   });
+
+  it("prints why a queued run waits and its priority (docs/flow-control.md), and neither line for a run that does not wait", () => {
+    const held = runDetail({
+      ...base,
+      status: "queued",
+      lastReason: "waiting-for-key",
+      waitingFor: "waiting-for-key openai:gpt-4o 5/5",
+      priority: 9,
+    });
+    expect(held).toContain("status    queued (waiting-for-key)\n");
+    expect(held).toContain("waiting   waiting-for-key openai:gpt-4o 5/5\n");
+    expect(held).toContain("priority  9\n");
+    const plain = runDetail({ ...base, waitingFor: null, priority: 0 });
+    expect(plain).not.toMatch(/^(waiting|priority) /m);
+  });
 });

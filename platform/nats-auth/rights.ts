@@ -176,6 +176,8 @@ export const WRITES: Readonly<Record<ServiceIdentity, Readonly<Record<string, re
       "cancelled",
     ],
     scaleout: ["requested", "cancelled"],
+    // Per-key flow control (docs/flow-control.md): the key's conditional admissions.
+    flowkey: ["acquired"],
   },
   provisioner: {
     runtime: [

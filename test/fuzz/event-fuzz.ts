@@ -62,6 +62,7 @@ const IDS = {
   scaleout: ["so-0001", "so-0002"],
   forensics: ["fx-0001", "fx-0002"],
   schedule: ["sch-nightly", "sch-0002"],
+  flowkey: ["fk-0001", "fk-0002"],
 } as const;
 
 const mutation = fc.oneof(

@@ -7,6 +7,19 @@ const by = "token:ci";
 const at = "2026-01-02T03:00:00.000Z";
 
 export const SCHEDULE_BUILDERS = {
+  // The flow key aggregate (docs/flow-control.md): one example rides along with the schedule's.
+  "flowkey.acquired": (): EventOf<"flowkey.acquired"> => ({
+    ...envelope("flowkey.acquired"),
+    tenantId: ids.tenant,
+    data: {
+      name: "openai",
+      key: "openai:gpt-4o",
+      sharedRunId: ids.sharedRun,
+      at,
+      tat: "2026-01-02T03:00:00.100Z",
+      inFlight: 2,
+    },
+  }),
   "schedule.created": (): EventOf<"schedule.created"> => ({
     ...envelope("schedule.created"),
     tenantId: ids.tenant,

@@ -6,6 +6,8 @@ export interface PendingRun {
   readonly recovery: boolean;
   /** Stream sequence at which the run became pending (submission or requeue): FIFO within a tenant. */
   readonly sinceSeq: number;
+  /** Higher goes first within the tenant (docs/flow-control.md); absent: 0. */
+  readonly priority?: number;
 }
 
 /**
@@ -44,7 +46,8 @@ export class FairShare {
  * its runs earlier in this order; ties: tenant id). So a pass that can place only some of the runs
  * places them as the weights say, and the tenants' placements over many passes are in proportion
  * to their weights (not a round-robin restarted every pass, which gave the first tenant by id every
- * lone place). FIFO within a tenant.
+ * lone place). Within a tenant: higher priority first, then FIFO. Priority never moves a run ahead
+ * of another tenant's: the tenants' shares are as before.
  */
 export function fairOrder(
   pending: readonly PendingRun[],
@@ -52,9 +55,10 @@ export function fairOrder(
   startOf: (tenantId: string) => number = () => 0,
 ): PendingRun[] {
   const bySeq = (a: PendingRun, b: PendingRun) => a.sinceSeq - b.sinceSeq || (a.sharedRunId < b.sharedRunId ? -1 : 1);
+  const byPriority = (a: PendingRun, b: PendingRun) => (b.priority ?? 0) - (a.priority ?? 0) || bySeq(a, b);
   const recovery = pending.filter((p) => p.recovery).sort(bySeq);
   const queues = new Map<string, PendingRun[]>();
-  for (const p of pending.filter((x) => !x.recovery).sort(bySeq)) {
+  for (const p of pending.filter((x) => !x.recovery).sort(byPriority)) {
     const q = queues.get(p.tenantId) ?? [];
     q.push(p);
     queues.set(p.tenantId, q);

@@ -9,7 +9,8 @@ import {
   type TenantSettings,
 } from "../../../contracts/index.ts";
 import { assertNever } from "../../../contracts/assert-never.ts";
-import { fairOrder, type FairShare } from "../domain/fair-queue.ts";
+import { fairOrder } from "../domain/fair-queue.ts";
+import { takeFlowKeys } from "./flow-gate.ts";
 import { decidePlacement, noCapacityReason } from "../domain/placement.ts";
 import { appendRunDecision } from "./append-run.ts";
 import { readCandidates, type Placeable } from "./candidates.ts";
@@ -49,6 +50,7 @@ export async function admissionPass(deps: AdmissionDeps, state: AdmissionState):
       sharedRunId: r.sharedRunId,
       recovery: r.state.recoveryPending,
       sinceSeq: r.sinceSeq,
+      priority: Math.min(r.state.priority ?? 0, tenantSettingsOf(deps.config, r.tenantId).maxRunPriority),
     })),
     (t) => tenantSettingsOf(deps.config, t).weight,
     (t) => state.fair.startOf(t),
@@ -56,6 +58,7 @@ export async function admissionPass(deps: AdmissionDeps, state: AdmissionState):
   // Placements of one tenant in flight in this pass: the quota counts them with the tenant's active
   // runs, so parallel decisions cannot overshoot it within a replica.
   const inFlight = new Map<string, number>();
+  state.flow.held = new Map(); // the priorities held back on a flow key, per pass
   // A tenant's interrupted executions go first, and its other runs are sent only once the resume
   // was answered: its replacement runtime then queues the resume ahead of redispatched and new runs
   // instead of racing them for its first free worker (a P=1 proof saw a resume wait 700 ms behind a
@@ -69,7 +72,7 @@ export async function admissionPass(deps: AdmissionDeps, state: AdmissionState):
     inFlight.set(r.tenantId, (inFlight.get(r.tenantId) ?? 0) + 1);
     let send: Send | undefined;
     try {
-      send = await handle(deps, r, candidates, budget, now, (inFlight.get(r.tenantId) ?? 1) - 1, state.fair);
+      send = await handle(deps, r, candidates, budget, now, (inFlight.get(r.tenantId) ?? 1) - 1, state);
     } catch (e) {
       deps.log.error({ run: r.sharedRunId, err: String(e) }, "admission of run failed; retried next pass");
     } finally {
@@ -118,7 +121,7 @@ async function handle(
   budget: PassBudget,
   now: number,
   othersInFlight: number,
-  fair: FairShare,
+  { fair, flow }: AdmissionState,
 ): Promise<Send | undefined> {
   if (r.state.cancelRequested) return cancelRun(deps, r, all, now);
   const tenant = tenantSettingsOf(deps.config, r.tenantId);
@@ -153,7 +156,13 @@ async function handle(
         "quota",
       );
       return undefined;
-    case "place":
+    case "place": {
+      // Flow keys (docs/flow-control.md) are one more reason a placeable run waits, in the same pass.
+      const keys = await takeFlowKeys(deps, flow, r, tenant, now);
+      if (!keys.ok) {
+        await appendRunDecision(deps, r, { kind: "QueueGlobally", reason: keys.reason }, `flow:${r.sharedRunId}`);
+        return undefined;
+      }
       for (const c of p.tryInOrder) {
         if (!budget.claim(c, r.tenantId)) continue; // taken by a parallel placement of this pass
         let full = false;
@@ -173,6 +182,7 @@ async function handle(
         ...(await queueWithScaleOut(deps, r, tenant, candidates, now, noCapacityReason(candidates, tenant))),
       );
       return undefined;
+    }
     case "queue-with-scale-out":
       budget.block(r, ...(await queueWithScaleOut(deps, r, tenant, candidates, now, p.reason)));
       return undefined;

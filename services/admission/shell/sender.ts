@@ -1,6 +1,7 @@
 import type { AdmissionDeps } from "./deps.ts";
 import type { IndexedRun } from "./run-index.ts";
 import type { FairShare } from "../domain/fair-queue.ts";
+import type { FlowKeys } from "./flow-gate.ts";
 
 /** A runtime command admission decided to send (DispatchRun, ResumeExecution, or a check then re-send). */
 export type Send = () => Promise<unknown>;
@@ -13,6 +14,8 @@ export interface AdmissionState {
   readonly resuming: Map<string, number>;
   /** Each tenant's virtual time for the fair order (placements of new work on shared runtimes). */
   readonly fair: FairShare;
+  /** Flow key folds and locks (docs/flow-control.md). */
+  readonly flow: FlowKeys;
   /** Runtime commands in flight (stop() waits for them). */
   readonly sends: Set<Promise<unknown>>;
   /** Called when a command was answered (or failed), so runs waiting on it are looked at at once. */

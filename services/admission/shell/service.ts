@@ -1,6 +1,7 @@
 import type { JetStreamClient } from "@nats-io/jetstream";
 import { follow, type Follower } from "../../../platform/follow.ts";
 import { FairShare } from "../domain/fair-queue.ts";
+import { FlowKeys } from "./flow-gate.ts";
 import { startChildRuns } from "./child-runs.ts";
 import type { AdmissionDeps } from "./deps.ts";
 import { admissionPass, type AdmissionState } from "./placer.ts";
@@ -35,6 +36,7 @@ export async function startAdmission(
     busy: new Set(),
     resuming: new Map(),
     fair: new FairShare(),
+    flow: new FlowKeys(),
     sends: new Set(),
     onSendDone: () => pass(),
   };

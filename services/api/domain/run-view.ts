@@ -27,6 +27,9 @@ export interface RunView {
   readonly localRunIds: readonly string[];
   readonly recoveryPending: boolean;
   readonly lastReason: string | null;
+  /** While queued: why the run waits (e.g. `waiting-for-key openai:gpt-4o 5/5`, `rate-limited until …`). */
+  readonly waitingFor: string | null;
+  readonly priority: number;
   readonly dispatchFailures: number;
   readonly dag: DagDefinition | null;
   /** The run's input as submitted, or null. */
@@ -60,6 +63,8 @@ export function runView(s: RunState): RunView | undefined {
     localRunIds: s.localRunIds,
     recoveryPending: s.recoveryPending,
     lastReason: s.lastReason ?? null,
+    waitingFor: s.waitingFor ?? null,
+    priority: s.priority ?? 0,
     dispatchFailures: s.dispatchFailures,
     dag: s.dag ?? null,
     input: s.input ?? null,
@@ -93,6 +98,8 @@ export function undecodableSubmissionView(
     localRunIds: [],
     recoveryPending: false,
     lastReason: s.lastReason ?? null,
+    waitingFor: null,
+    priority: 0,
     dispatchFailures: 0,
     dag: null,
     input: null,

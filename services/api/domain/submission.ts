@@ -7,6 +7,7 @@ import {
   StepOutput,
   canonicalSize,
   requiredStepKinds,
+  RunPriority,
   EventId,
   SharedRunId,
   type EventOf,
@@ -32,6 +33,9 @@ export const SubmitRunBody = z
     dag: z.record(z.string(), z.unknown()),
     idempotencyKey: z.string().min(1).max(200).optional(),
     labels: Labels.optional(),
+    priority: RunPriority.optional().describe(
+      "0-100, higher admitted first within the tenant (capped by its maxRunPriority; docs/flow-control.md)",
+    ),
     input: StepOutput.optional().describe("the run's input (JSON, at most RUN_INPUT_MAX_BYTES); steps read it by $ref"),
   })
   .strict();
@@ -120,6 +124,7 @@ export function decideSubmission(cmd: SubmitRun, state: RunState): [] | [EventOf
     ...(cmd.body.idempotencyKey === undefined ? {} : { idempotencyKey: cmd.body.idempotencyKey }),
     source: "api" as const,
     labels: cmd.body.labels ?? {},
+    ...(cmd.body.priority === undefined ? {} : { priority: cmd.body.priority }),
     ...(cmd.rerunOf === undefined ? {} : { rerunOf: SharedRunId.parse(cmd.rerunOf) }),
     ...(cmd.forkedFrom === undefined ? {} : { forkedFrom: cmd.forkedFrom }),
     ...(cmd.body.input === undefined ? {} : { input: cmd.body.input }),

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { TenantId, TenantSettings, type DagInput, type EventOf } from "../../../contracts/index.ts";
 import { deciderSpec, thenThrows } from "../../../test/support/decider-spec.ts";
 import { exampleDagInput } from "../../../test/support/example-events.ts";
-import { decideSubmission, submissionDecider, type SubmitRun } from "./submission.ts";
+import { decideSubmission, submissionDecider, SubmitRunBody, type SubmitRun } from "./submission.ts";
 
 const tenantId = TenantId.parse("acme");
 const now = new Date("2026-03-04T05:06:07.000Z");
@@ -32,6 +32,14 @@ describe("run submission decider", () => {
       writer: { service: "api", instanceId: "api-1" },
       data: { sharedRunId: "run-abc", source: "api", idempotencyKey: "k-1", labels: { team: "ml" } },
     });
+  });
+
+  it("records the run's priority on run.submitted and refuses one outside 0-100 (docs/flow-control.md)", () => {
+    const body = { ...command().body, priority: 9 };
+    const [e] = decideSubmission(command({ body }), submissionDecider.initialState());
+    expect(e?.data.priority).toBe(9);
+    expect(SubmitRunBody.safeParse({ dag: {}, priority: 101 }).success).toBe(false);
+    expect(SubmitRunBody.safeParse({ dag: {}, priority: 1.5 }).success).toBe(false);
   });
 
   it("appends nothing when the run already exists: a repeated idempotency key converges on the first submission", () => {

@@ -23,6 +23,11 @@ export const RunViewAnswer = z
     localRunIds: z.array(z.string()).readonly(),
     recoveryPending: z.boolean(),
     lastReason: z.string().nullable(),
+    waitingFor: z
+      .string()
+      .nullable()
+      .describe("while queued: why the run waits (waiting-for-key <key> n/limit, rate-limited until <time>, …)"),
+    priority: z.number().describe("the priority it was submitted with (0: none)"),
     dispatchFailures: z.number(),
     dag: Json.nullable(),
     input: z.unknown().describe("the run's input as submitted (JSON), or null"),

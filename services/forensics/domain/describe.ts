@@ -27,6 +27,14 @@ export function describe(e: DroverEvent, aggregateId: string): Description {
       return describeRuntime(e as Of<"runtime">, aggregateId);
     case "schedule":
       return describeSchedule(e as Of<"schedule">, aggregateId);
+    case "flowkey": {
+      const x = (e as Of<"flowkey">).data;
+      return d(
+        `flow key ${x.key} taken by run ${x.sharedRunId} (${x.inFlight} others in flight)`,
+        { flowKeyId: aggregateId, key: x.key, name: x.name, inFlight: x.inFlight, ...(x.tat ? { tat: x.tat } : {}) },
+        { sharedRunId: x.sharedRunId },
+      );
+    }
     default:
       return describeForensics(e as Of<"forensics">);
   }
