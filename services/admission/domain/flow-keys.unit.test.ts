@@ -25,6 +25,12 @@ describe("flow key derivation (pure; proves no transport)", () => {
     expect(runKeys(settings, model).map((k) => k.value)).toEqual(["m:gpt-4o", "c:acme"]);
   });
 
+  it("a constant expression puts every run of the tenant under one key: a tenant-wide limit that holds across admission replicas", () => {
+    const settings = [FlowKeySettings.parse({ name: "tenant", key: "all", concurrency: 5 })];
+    for (const r of [{}, { input: { model: "x" } }, { labels: { customer: "acme" } }])
+      expect(runKeys(settings, r).map((k) => k.value)).toEqual(["all"]);
+  });
+
   it("refuses a key expression with an unknown placeholder and a key without any limit", () => {
     expect(() => FlowKeySettings.parse({ name: "k", key: "{steps.a.output}", concurrency: 1 })).toThrow();
     expect(() => FlowKeySettings.parse({ name: "k", key: "plain" })).toThrow(/concurrency, rate or both/);
