@@ -19,6 +19,7 @@ import { serverConfig } from "../platform/nats-auth/server-config.ts";
 import { generateTls } from "../platform/nats-auth/tls.ts";
 import { connectNats } from "../platform/nats-connect.ts";
 import { setupNats } from "../platform/nats-setup.ts";
+import { streamLimitsFromEnv } from "../streams/limits.ts";
 import { DEFAULT_LAYOUT, taggedLayout } from "../streams/index.ts";
 
 const [cmd, dir, ...rest] = process.argv.slice(2);
@@ -55,7 +56,7 @@ if (cmd === "config") {
   process.stdout.write(keys().calloutSeed);
 } else if (cmd === "setup") {
   const nc = await connectNats({ creds: credentialOf(keys(), "setup") });
-  await setupNats(await jetstreamManager(nc), layout);
+  await setupNats(await jetstreamManager(nc), layout, undefined, streamLimitsFromEnv(process.env));
   await nc.close();
 } else if (cmd === "k8s-secret") {
   // Two Secrets: the services' identities (and the callout key) in drover-nats; the setup identity,

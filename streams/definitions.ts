@@ -1,6 +1,7 @@
 import { DiscardPolicy, RetentionPolicy, StorageType, type StreamConfig } from "@nats-io/jetstream";
 import { nanos } from "@nats-io/transport-node";
 import type { StreamLayout } from "./layout.ts";
+import { DEFAULT_STREAM_LIMITS, type StreamLimits } from "./limits.ts";
 
 /** Knobs that vary by deployment; everything else about the streams is fixed by drover's guarantees. */
 export interface StreamOptions {
@@ -8,12 +9,14 @@ export interface StreamOptions {
   readonly replicas?: number;
   /** Dedupe window of the event stream in ms; at least 2 min so a timed-out publish can be retried. */
   readonly duplicateWindowMs?: number;
+  /** Limits of the heartbeat and dead-letter streams (streams/limits.ts); the defaults when absent. */
+  readonly limits?: StreamLimits;
 }
 
 export const MIN_DUPLICATE_WINDOW_MS = 120_000;
 /** Heartbeats kept per runtime: enough to see the last few beats, never a history. */
-export const HEARTBEATS_PER_RUNTIME = 3;
-export const HEARTBEAT_MAX_AGE_MS = 10 * 60_000;
+export const HEARTBEATS_PER_RUNTIME = DEFAULT_STREAM_LIMITS.heartbeatsPerRuntime;
+export const HEARTBEAT_MAX_AGE_MS = DEFAULT_STREAM_LIMITS.heartbeatMaxAgeMs;
 
 /** The advisory subjects the dead-letter stream captures for the event stream (every consumer). */
 export function deadLetterSubjects(layout: StreamLayout): string[] {
@@ -63,6 +66,7 @@ export function heartbeatStreamConfig(
   layout: StreamLayout,
   opts: StreamOptions = {},
 ): Partial<StreamConfig> & { name: string } {
+  const l = opts.limits ?? DEFAULT_STREAM_LIMITS;
   return {
     name: layout.heartbeatStream,
     subjects: [`${layout.heartbeatPrefix}.>`],
@@ -70,8 +74,9 @@ export function heartbeatStreamConfig(
     retention: RetentionPolicy.Limits,
     discard: DiscardPolicy.Old,
     num_replicas: opts.replicas ?? 1,
-    max_msgs_per_subject: HEARTBEATS_PER_RUNTIME,
-    max_age: nanos(HEARTBEAT_MAX_AGE_MS),
+    max_msgs_per_subject: l.heartbeatsPerRuntime,
+    max_age: nanos(l.heartbeatMaxAgeMs),
+    max_bytes: l.heartbeatMaxBytes,
     allow_direct: true,
   };
 }
@@ -81,12 +86,14 @@ export function heartbeatStreamConfig(
  * up on (max deliveries reached, or `term()`ed), each naming the stream sequence, consumer and,
  * for terms, the reason. There is no built-in DLQ in JetStream; capturing the advisories is the
  * documented way and needs no cooperation from the consumer that failed. The event itself stays
- * in the event stream (deny_delete), so the advisory is a complete pointer to it.
+ * in the event stream (deny_delete), so the advisory is a complete pointer to it. Bounded by age,
+ * count and bytes (oldest first): a listing of recent give-ups, not an archive.
  */
 export function deadLetterStreamConfig(
   layout: StreamLayout,
   opts: StreamOptions = {},
 ): Partial<StreamConfig> & { name: string } {
+  const l = opts.limits ?? DEFAULT_STREAM_LIMITS;
   return {
     name: layout.deadLetterStream,
     subjects: deadLetterSubjects(layout),
@@ -94,6 +101,9 @@ export function deadLetterStreamConfig(
     retention: RetentionPolicy.Limits,
     discard: DiscardPolicy.Old,
     num_replicas: opts.replicas ?? 1,
+    max_age: nanos(l.deadLetterMaxAgeMs),
+    max_msgs: l.deadLetterMaxMsgs,
+    max_bytes: l.deadLetterMaxBytes,
     allow_direct: true,
   };
 }
