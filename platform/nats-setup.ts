@@ -7,6 +7,7 @@ import {
   type StreamLayout,
 } from "../streams/index.ts";
 import { outputsStreamConfig } from "./output-store.ts";
+import { archiveStreamConfig } from "./archive-store.ts";
 import { stepCacheStreamConfig } from "./step-cache-store.ts";
 import { SCALE_OUT_DURABLE } from "./nats-auth/rights.ts";
 import type { StreamLimits } from "../streams/limits.ts";
@@ -40,10 +41,12 @@ export async function setupNats(
   layout: StreamLayout,
   ackWaitMs?: number,
   limits?: StreamLimits,
+  compactable = false,
 ): Promise<void> {
-  await ensureStreams(jsm, layout, { adjustLimits: true, ...(limits ? { limits } : {}) });
+  await ensureStreams(jsm, layout, { adjustLimits: true, compactable, ...(limits ? { limits } : {}) });
   await ensureConsumer(jsm, layout, scaleOutConsumer(layout, ackWaitMs));
-  for (const config of [outputsStreamConfig(layout), stepCacheStreamConfig(layout)])
+  // The archive of compacted runs exists on every deployment (empty without compaction): docs/retention.md.
+  for (const config of [outputsStreamConfig(layout), stepCacheStreamConfig(layout), archiveStreamConfig(layout)])
     await jsm.streams.info(config.name).catch(async (e: unknown) => {
       if (!isNotFound(e)) throw e;
       await jsm.streams.add(config);

@@ -11,6 +11,12 @@ export interface StreamOptions {
   readonly duplicateWindowMs?: number;
   /** Limits of the heartbeat and dead-letter streams (streams/limits.ts); the defaults when absent. */
   readonly limits?: StreamLimits;
+  /**
+   * Create the event stream purgeable (`deny_purge: false`) so the compactor can remove finished
+   * runs past retention (docs/retention.md); only the compactor identity holds the purge right.
+   * A creation-time choice: the server never lifts `deny_purge` from an existing stream.
+   */
+  readonly compactable?: boolean;
 }
 
 export const MIN_DUPLICATE_WINDOW_MS = 120_000;
@@ -28,7 +34,8 @@ export function deadLetterSubjects(layout: StreamLayout): string[] {
 
 /**
  * The event stream: one total order of every domain event. `deny_delete`/`deny_purge` make it an
- * immutable forensic log (the server refuses both, and the flags cannot be turned off later);
+ * immutable forensic log (the server refuses both, and the flags cannot be turned off later); a
+ * `compactable` stream keeps `deny_delete` and leaves purge to the compactor's permission;
  * `allow_atomic` enables multi-aggregate transitions; `allow_direct` makes aggregate reads cheap;
  * no per-subject limit, ever: that would silently drop history.
  */
@@ -54,7 +61,7 @@ export function eventStreamConfig(
     max_msgs_per_subject: -1,
     duplicate_window: nanos(window),
     deny_delete: true,
-    deny_purge: true,
+    deny_purge: !opts.compactable,
     allow_atomic: true,
     allow_direct: true,
     allow_rollup_hdrs: false,

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { deadLetterStreamConfig, eventStreamConfig, heartbeatStreamConfig } from "./definitions.ts";
 import { configDifferences } from "./ensure-streams.ts";
 import { DEFAULT_LAYOUT } from "./layout.ts";
-import { DEFAULT_STREAM_LIMITS, streamLimits, streamLimitsFromEnv } from "./limits.ts";
+import { DEFAULT_STREAM_LIMITS, eventCompactionFromEnv, streamLimits, streamLimitsFromEnv } from "./limits.ts";
 
 describe("stream definitions as code", () => {
   it("defines DROVER as an immutable atomic log with no per-subject limit and a dedupe window of at least 2 minutes", () => {
@@ -66,5 +66,18 @@ describe("heartbeat and dead-letter limits from configuration (pure config, no t
     expect(() => streamLimitsFromEnv({ DROVER_DLQ_MAX_MSGS: "0" })).toThrow(/positive integer.*DROVER_DLQ_MAX_MSGS/);
     expect(() => streamLimitsFromEnv({ DROVER_DLQ_MAX_BYTES: "lots" })).toThrow(/positive integer/);
     expect(() => streamLimits({ heartbeatMaxAgeMs: 5_000 })).toThrow(/below 60000ms/);
+  });
+});
+
+describe("a compactable event stream (pure config, no transport)", () => {
+  it("is purgeable only when DROVER_EVENT_COMPACTION=on, and keeps deny_delete either way", () => {
+    expect(eventStreamConfig(DEFAULT_LAYOUT, { compactable: true })).toMatchObject({
+      deny_purge: false,
+      deny_delete: true,
+    });
+    expect(eventCompactionFromEnv({})).toBe(false);
+    expect(eventCompactionFromEnv({ DROVER_EVENT_COMPACTION: "off" })).toBe(false);
+    expect(eventCompactionFromEnv({ DROVER_EVENT_COMPACTION: "on" })).toBe(true);
+    expect(() => eventCompactionFromEnv({ DROVER_EVENT_COMPACTION: "yes" })).toThrow(/on or off/);
   });
 });

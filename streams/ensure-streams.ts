@@ -35,6 +35,11 @@ export interface EnsureOptions extends StreamOptions {
    * limits setup chose. The event stream's fields are always compared, limits included.
    */
   readonly adjustLimits?: boolean;
+  /**
+   * Accept the event stream purgeable or not: for a process that can purge nothing and is not the
+   * one to judge the deployment's choice (the runtime). Services compare `deny_purge` with `compactable`.
+   */
+  readonly anyPurgePolicy?: boolean;
 }
 
 /**
@@ -56,7 +61,11 @@ export async function ensureStreams(
   const out: StreamInfo[] = [];
   for (const full of streamConfigs(layout, opts)) {
     const limited = full.name !== layout.eventStream;
-    const want = limited ? withoutLimits(full) : full;
+    const want = limited
+      ? withoutLimits(full)
+      : opts.anyPurgePolicy
+        ? Object.fromEntries(Object.entries(full).filter(([k]) => k !== "deny_purge"))
+        : full;
     let info: StreamInfo;
     try {
       info = await jsm.streams.info(full.name);

@@ -71,3 +71,14 @@ export function streamLimitsFromEnv(env: Readonly<Record<string, string | undefi
     throw new RangeError(`${(e as Error).message} (from ${Object.values(ENV).join(", ")})`);
   }
 }
+
+/**
+ * Whether the event stream is (to be) compactable: `DROVER_EVENT_COMPACTION=on` (setup creates it
+ * so; every service expects it so), unset or `off` for the immutable log. Anything else throws.
+ */
+export function eventCompactionFromEnv(env: Readonly<Record<string, string | undefined>>): boolean {
+  const v = env.DROVER_EVENT_COMPACTION ?? "";
+  if (v === "" || v === "off") return false;
+  if (v === "on") return true;
+  throw new RangeError(`DROVER_EVENT_COMPACTION must be on or off, got ${JSON.stringify(v)}`);
+}

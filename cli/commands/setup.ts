@@ -3,7 +3,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { connectNats } from "../../platform/nats-connect.ts";
 import { setupNats } from "../../platform/nats-setup.ts";
 import { DEFAULT_LAYOUT, taggedLayout } from "../../streams/index.ts";
-import { streamLimitsFromEnv } from "../../streams/limits.ts";
+import { eventCompactionFromEnv, streamLimitsFromEnv } from "../../streams/limits.ts";
 import { parseCommandArgs } from "../lib/args.ts";
 import { EXIT, UsageError, type Command } from "./command.ts";
 
@@ -26,9 +26,10 @@ export const setupCommand: Command = {
     if (positionals.length > 0) throw new UsageError(`unexpected arguments: ${positionals.join(" ")}`);
     const layout = io.env.DROVER_STREAM_TAG ? taggedLayout(io.env.DROVER_STREAM_TAG) : DEFAULT_LAYOUT;
     const servers = values.nats ?? io.env.NATS_URL ?? "nats://127.0.0.1:4222";
-    let limits;
+    let limits, compactable;
     try {
       limits = streamLimitsFromEnv(io.env);
+      compactable = eventCompactionFromEnv(io.env);
     } catch (e) {
       throw new UsageError((e as Error).message);
     }
@@ -40,7 +41,7 @@ export const setupCommand: Command = {
       return EXIT.unavailable;
     }
     try {
-      await setupNats(await jetstreamManager(nc), layout, undefined, limits);
+      await setupNats(await jetstreamManager(nc), layout, undefined, limits, compactable);
       io.out(`streams, durable consumer and outputs stream of ${layout.eventPrefix} are in place on ${servers}\n`);
       return EXIT.ok;
     } finally {

@@ -1,6 +1,7 @@
 import type { StreamLayout } from "../../streams/index.ts";
 import { outputsPrefixOf, outputsStreamOf } from "../output-store.ts";
 import { stepCachePrefixOf, stepCacheStreamOf } from "../step-cache-store.ts";
+import { archivePrefixOf, archiveStreamOf } from "../archive-store.ts";
 
 /**
  * Who may do what on NATS: one identity per party, each with only the publish/subscribe and
@@ -24,7 +25,7 @@ export type ServiceIdentity = (typeof SERVICE_IDENTITIES)[number];
  * `harness` exists only on the private servers tests start: it plays every party. `producer-<tenant>`
  * is a trusted producer of one tenant (docs/producers.md): it may submit that tenant's runs, nothing else.
  */
-export type Identity = ServiceIdentity | typeof KICKER | "harness" | `producer-${string}`;
+export type Identity = ServiceIdentity | typeof KICKER | typeof COMPACTOR | "harness" | `producer-${string}`;
 export const producerIdentity = (tenantId: string): Identity => `producer-${tenantId}`;
 
 /**
@@ -39,6 +40,14 @@ export const KICK_RIGHTS: Rights = {
   subscribe: { allow: [`_INBOX_${KICKER}.>`], deny: [] },
   allowResponses: false,
 };
+
+/**
+ * The compactor (`drover admin compact`, docs/retention.md): the only identity that may purge the
+ * event stream. NATS cannot narrow a purge by subject (the filter is in the request body), so the
+ * right is the whole stream's; what it purges is decided by the compactor's checks. It reads the
+ * event stream, writes and reads the archive, and appends nothing.
+ */
+export const COMPACTOR = "compactor";
 
 export interface Rights {
   readonly publish: { readonly allow: readonly string[]; readonly deny: readonly string[] };
@@ -61,6 +70,9 @@ export interface AuthScope {
   /** First subject tokens of the step cache index (`drover-cache`): `<stepCache>.<tenant>.<key>`. */
   readonly stepCache: string;
   readonly stepCacheStream: string;
+  /** First subject tokens of the archive of compacted runs (`drover-archive`), and its stream. */
+  readonly archive: string;
+  readonly archiveStream: string;
 }
 
 /** The durable consumers drover has; only setup creates, changes or deletes them. */
@@ -78,6 +90,8 @@ export function scopeOf(layout: StreamLayout): AuthScope {
     outputsStream: outputsStreamOf(layout),
     stepCache: stepCachePrefixOf(layout),
     stepCacheStream: stepCacheStreamOf(layout),
+    archive: archivePrefixOf(layout),
+    archiveStream: archiveStreamOf(layout),
   };
 }
 
@@ -97,6 +111,8 @@ export const TAGGED_SCOPE: AuthScope = {
   outputsStream: "*",
   stepCache: "*.drover-cache",
   stepCacheStream: "*",
+  archive: "*.drover-archive",
+  archiveStream: "*",
 };
 
 /** Subject of event `name` of aggregate `agg` for any tenant and id. */
@@ -212,6 +228,7 @@ const reads: Readonly<Record<ServiceIdentity, (s: AuthScope) => string[]>> = {
     ...jsRead(s.eventStream),
     ...jsRead(s.heartbeatStream),
     ...jsRead(s.deadLetterStream),
+    ...jsRead(s.archiveStream),
     ...outputsRead(s),
   ],
 };
@@ -225,9 +242,11 @@ export function rightsOf(id: Identity, scopes: readonly AuthScope[]): Rights {
   if (id === "harness")
     return { publish: { allow: [">"], deny: [] }, subscribe: { allow: [">"], deny: [] }, allowResponses: true };
   if (id === KICKER) return KICK_RIGHTS;
+  if (id === COMPACTOR) return compactorRights(scopes, inbox);
   if (id === "setup")
     return {
-      publish: { allow: ["$JS.API.>"], deny: [] },
+      // Setup manages streams but may not purge the event stream: only the compactor may (docs/retention.md).
+      publish: { allow: ["$JS.API.>"], deny: scopes.map((s) => `$JS.API.STREAM.PURGE.${s.eventStream}`) },
       subscribe: { allow: [inbox], deny: [] },
       allowResponses: false,
     };
@@ -270,5 +289,21 @@ export function rightsOf(id: Identity, scopes: readonly AuthScope[]): Rights {
     publish: { allow: [...pub], deny: [...deny] },
     subscribe: { allow: [...sub], deny: [] },
     allowResponses,
+  };
+}
+
+function compactorRights(scopes: readonly AuthScope[], inbox: string): Rights {
+  const pub = new Set<string>(["$JS.API.INFO"]);
+  const deny = new Set<string>();
+  for (const s of scopes) {
+    for (const x of [...jsRead(s.eventStream), ...jsRead(s.archiveStream)]) pub.add(x);
+    pub.add(`$JS.API.STREAM.PURGE.${s.eventStream}`);
+    pub.add(`${s.archive}.>`);
+    for (const x of durableDeny(s, false)) deny.add(x);
+  }
+  return {
+    publish: { allow: [...pub], deny: [...deny] },
+    subscribe: { allow: [inbox], deny: [] },
+    allowResponses: false,
   };
 }

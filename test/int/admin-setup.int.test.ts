@@ -4,6 +4,7 @@ import { main } from "../../cli/drover.ts";
 import { credentialOf } from "../../platform/nats-auth/credentials.ts";
 import { connectHarness, serverKeysOf } from "../../platform/nats-auth/server-keys.ts";
 import { scaleOutConsumer } from "../../platform/nats-setup.ts";
+import { archiveStreamOf } from "../../platform/archive-store.ts";
 import { outputsStreamOf } from "../../platform/output-store.ts";
 import { stepCacheStreamOf } from "../../platform/step-cache-store.ts";
 import { taggedLayout } from "../../streams/index.ts";
@@ -23,6 +24,7 @@ const streams = () => [
   layout.deadLetterStream,
   outputsStreamOf(layout),
   stepCacheStreamOf(layout),
+  archiveStreamOf(layout),
 ];
 
 async function setup(
