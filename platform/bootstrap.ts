@@ -13,6 +13,7 @@ import {
   createEventStore,
   DEFAULT_LAYOUT,
   ensureStreams,
+  eventCompactionFromEnv,
   taggedLayout,
   type EventStore,
   type StreamLayout,
@@ -92,7 +93,7 @@ export async function bootstrap(
     );
     const nc = await connectNats({ servers: required("NATS_URL"), name: instanceId, maxReconnectAttempts: -1 });
     const jsm = await jetstreamManager(nc);
-    await ensureStreams(jsm, layout);
+    await ensureStreams(jsm, layout, { compactable: eventCompactionFromEnv(process.env) });
     const js = jetstream(nc);
     const store = createEventStore(nc, layout);
     const redis = opts.redis

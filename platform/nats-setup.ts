@@ -7,9 +7,11 @@ import {
   type StreamLayout,
 } from "../streams/index.ts";
 import { outputsStreamConfig } from "./output-store.ts";
+import { archiveStreamConfig } from "./archive-store.ts";
 import { stepCacheStreamConfig } from "./step-cache-store.ts";
 import { leaseStreamConfig } from "./lease.ts";
 import { SCALE_OUT_DURABLE } from "./nats-auth/rights.ts";
+import type { StreamLimits } from "../streams/limits.ts";
 
 /**
  * The one shared durable consumer of `scaleout requested` (admission-and-capacity.md "Scale-out"):
@@ -31,12 +33,26 @@ export const isNotFound = (e: unknown): boolean => e instanceof JetStreamApiErro
  * streams, the provisioner's durable consumer, the outputs stream (output-store.ts), the step
  * cache stream (step-cache-store.ts) and the lease stream (lease.ts). `drover admin
  * setup` runs it before the services start (`make run`, the manifests' setup Job, the test harness);
- * services only check that what they use exists.
+ * services only check that what they use exists. It alone brings the heartbeat and dead-letter
+ * streams' limits to `limits` (streams/limits.ts; the defaults when absent), on an existing
+ * deployment too (docs/retention.md).
  */
-export async function setupNats(jsm: JetStreamManager, layout: StreamLayout, ackWaitMs?: number): Promise<void> {
-  await ensureStreams(jsm, layout);
+export async function setupNats(
+  jsm: JetStreamManager,
+  layout: StreamLayout,
+  ackWaitMs?: number,
+  limits?: StreamLimits,
+  compactable = false,
+): Promise<void> {
+  await ensureStreams(jsm, layout, { adjustLimits: true, compactable, ...(limits ? { limits } : {}) });
   await ensureConsumer(jsm, layout, scaleOutConsumer(layout, ackWaitMs));
-  for (const config of [outputsStreamConfig(layout), stepCacheStreamConfig(layout), leaseStreamConfig(layout)])
+  // The archive of compacted runs exists on every deployment (empty without compaction): docs/retention.md.
+  for (const config of [
+    outputsStreamConfig(layout),
+    stepCacheStreamConfig(layout),
+    archiveStreamConfig(layout),
+    leaseStreamConfig(layout),
+  ])
     await jsm.streams.info(config.name).catch(async (e: unknown) => {
       if (!isNotFound(e)) throw e;
       await jsm.streams.add(config);

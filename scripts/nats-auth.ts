@@ -19,6 +19,7 @@ import { serverConfig } from "../platform/nats-auth/server-config.ts";
 import { generateTls } from "../platform/nats-auth/tls.ts";
 import { connectNats } from "../platform/nats-connect.ts";
 import { setupNats } from "../platform/nats-setup.ts";
+import { eventCompactionFromEnv, streamLimitsFromEnv } from "../streams/limits.ts";
 import { DEFAULT_LAYOUT, taggedLayout } from "../streams/index.ts";
 
 const [cmd, dir, ...rest] = process.argv.slice(2);
@@ -55,7 +56,8 @@ if (cmd === "config") {
   process.stdout.write(keys().calloutSeed);
 } else if (cmd === "setup") {
   const nc = await connectNats({ creds: credentialOf(keys(), "setup") });
-  await setupNats(await jetstreamManager(nc), layout);
+  const limits = streamLimitsFromEnv(process.env);
+  await setupNats(await jetstreamManager(nc), layout, undefined, limits, eventCompactionFromEnv(process.env));
   await nc.close();
 } else if (cmd === "k8s-secret") {
   // Two Secrets: the services' identities (and the callout key) in drover-nats; the setup identity,
@@ -80,7 +82,12 @@ if (cmd === "config") {
   const list = {
     apiVersion: "v1",
     kind: "List",
-    items: [secret("drover-nats", services), secret("drover-nats-setup", { setup: credentialOf(k, "setup") })],
+    items: [
+      secret("drover-nats", services),
+      secret("drover-nats-setup", { setup: credentialOf(k, "setup") }),
+      // The only identity that may purge the event stream (docs/retention.md): held by the compaction job alone.
+      secret("drover-nats-compactor", { compactor: credentialOf(k, "compactor") }),
+    ],
   };
   process.stdout.write(JSON.stringify(list, null, 2) + "\n");
 } else {

@@ -1,6 +1,7 @@
 import { DiscardPolicy, RetentionPolicy, StorageType, type StreamConfig } from "@nats-io/jetstream";
 import { nanos } from "@nats-io/transport-node";
 import type { StreamLayout } from "./layout.ts";
+import { DEFAULT_STREAM_LIMITS, type StreamLimits } from "./limits.ts";
 
 /** Knobs that vary by deployment; everything else about the streams is fixed by drover's guarantees. */
 export interface StreamOptions {
@@ -8,12 +9,20 @@ export interface StreamOptions {
   readonly replicas?: number;
   /** Dedupe window of the event stream in ms; at least 2 min so a timed-out publish can be retried. */
   readonly duplicateWindowMs?: number;
+  /** Limits of the heartbeat and dead-letter streams (streams/limits.ts); the defaults when absent. */
+  readonly limits?: StreamLimits;
+  /**
+   * Create the event stream purgeable (`deny_purge: false`) so the compactor can remove finished
+   * runs past retention (docs/retention.md); only the compactor identity holds the purge right.
+   * A creation-time choice: the server never lifts `deny_purge` from an existing stream.
+   */
+  readonly compactable?: boolean;
 }
 
 export const MIN_DUPLICATE_WINDOW_MS = 120_000;
 /** Heartbeats kept per runtime: enough to see the last few beats, never a history. */
-export const HEARTBEATS_PER_RUNTIME = 3;
-export const HEARTBEAT_MAX_AGE_MS = 10 * 60_000;
+export const HEARTBEATS_PER_RUNTIME = DEFAULT_STREAM_LIMITS.heartbeatsPerRuntime;
+export const HEARTBEAT_MAX_AGE_MS = DEFAULT_STREAM_LIMITS.heartbeatMaxAgeMs;
 
 /** The advisory subjects the dead-letter stream captures for the event stream (every consumer). */
 export function deadLetterSubjects(layout: StreamLayout): string[] {
@@ -25,7 +34,8 @@ export function deadLetterSubjects(layout: StreamLayout): string[] {
 
 /**
  * The event stream: one total order of every domain event. `deny_delete`/`deny_purge` make it an
- * immutable forensic log (the server refuses both, and the flags cannot be turned off later);
+ * immutable forensic log (the server refuses both, and the flags cannot be turned off later); a
+ * `compactable` stream keeps `deny_delete` and leaves purge to the compactor's permission;
  * `allow_atomic` enables multi-aggregate transitions; `allow_direct` makes aggregate reads cheap;
  * no per-subject limit, ever: that would silently drop history.
  */
@@ -51,7 +61,7 @@ export function eventStreamConfig(
     max_msgs_per_subject: -1,
     duplicate_window: nanos(window),
     deny_delete: true,
-    deny_purge: true,
+    deny_purge: !opts.compactable,
     allow_atomic: true,
     allow_direct: true,
     allow_rollup_hdrs: false,
@@ -63,6 +73,7 @@ export function heartbeatStreamConfig(
   layout: StreamLayout,
   opts: StreamOptions = {},
 ): Partial<StreamConfig> & { name: string } {
+  const l = opts.limits ?? DEFAULT_STREAM_LIMITS;
   return {
     name: layout.heartbeatStream,
     subjects: [`${layout.heartbeatPrefix}.>`],
@@ -70,8 +81,9 @@ export function heartbeatStreamConfig(
     retention: RetentionPolicy.Limits,
     discard: DiscardPolicy.Old,
     num_replicas: opts.replicas ?? 1,
-    max_msgs_per_subject: HEARTBEATS_PER_RUNTIME,
-    max_age: nanos(HEARTBEAT_MAX_AGE_MS),
+    max_msgs_per_subject: l.heartbeatsPerRuntime,
+    max_age: nanos(l.heartbeatMaxAgeMs),
+    max_bytes: l.heartbeatMaxBytes,
     allow_direct: true,
   };
 }
@@ -81,12 +93,14 @@ export function heartbeatStreamConfig(
  * up on (max deliveries reached, or `term()`ed), each naming the stream sequence, consumer and,
  * for terms, the reason. There is no built-in DLQ in JetStream; capturing the advisories is the
  * documented way and needs no cooperation from the consumer that failed. The event itself stays
- * in the event stream (deny_delete), so the advisory is a complete pointer to it.
+ * in the event stream (deny_delete), so the advisory is a complete pointer to it. Bounded by age,
+ * count and bytes (oldest first): a listing of recent give-ups, not an archive.
  */
 export function deadLetterStreamConfig(
   layout: StreamLayout,
   opts: StreamOptions = {},
 ): Partial<StreamConfig> & { name: string } {
+  const l = opts.limits ?? DEFAULT_STREAM_LIMITS;
   return {
     name: layout.deadLetterStream,
     subjects: deadLetterSubjects(layout),
@@ -94,6 +108,9 @@ export function deadLetterStreamConfig(
     retention: RetentionPolicy.Limits,
     discard: DiscardPolicy.Old,
     num_replicas: opts.replicas ?? 1,
+    max_age: nanos(l.deadLetterMaxAgeMs),
+    max_msgs: l.deadLetterMaxMsgs,
+    max_bytes: l.deadLetterMaxBytes,
     allow_direct: true,
   };
 }

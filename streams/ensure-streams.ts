@@ -3,6 +3,7 @@ import { DroverError } from "../contracts/index.ts";
 import { connectionOf } from "./connection.ts";
 import { streamConfigs, type StreamOptions } from "./definitions.ts";
 import type { StreamLayout } from "./layout.ts";
+import { LIMIT_FIELDS } from "./limits.ts";
 import { assertServerVersion } from "./server-version.ts";
 
 const STREAM_NOT_FOUND = 10059;
@@ -22,39 +23,67 @@ export function configDifferences(want: Partial<StreamConfig>, have: Partial<Str
   return diffs;
 }
 
+/** `want` without its limit fields: what a service verifies of a stream whose limits are configuration. */
+const withoutLimits = (want: Partial<StreamConfig>): Partial<StreamConfig> =>
+  Object.fromEntries(Object.entries(want).filter(([k]) => !(LIMIT_FIELDS as readonly string[]).includes(k)));
+
+export interface EnsureOptions extends StreamOptions {
+  /**
+   * Setup only (`drover admin setup`): bring the limits of the heartbeat and dead-letter streams to
+   * `limits` on an existing stream (a stream created before they existed, or with other values).
+   * Without it the limit fields of those two streams are not compared: services start whatever
+   * limits setup chose. The event stream's fields are always compared, limits included.
+   */
+  readonly adjustLimits?: boolean;
+  /**
+   * Accept the event stream purgeable or not: for a process that can purge nothing and is not the
+   * one to judge the deployment's choice (the runtime). Services compare `deny_purge` with `compactable`.
+   */
+  readonly anyPurgePolicy?: boolean;
+}
+
 /**
  * Creates drover's streams for `layout`, or verifies existing ones. Idempotent and safe to run
  * from every service at start-up concurrently. Checks the server version first.
  *
- * Never changes an existing stream: a stream whose settings differ from drover's definition is
- * refused with `contract-violation` listing the differences (changing e.g. deny_purge or subjects
- * behind an operator's back is not ours to do). Fails with `server-version-unsupported` on a server
- * older than 2.12; JetStream errors propagate.
+ * Never changes an existing stream's guarantees: a stream whose settings differ from drover's
+ * definition is refused with `contract-violation` listing the differences (changing e.g. deny_purge
+ * or subjects behind an operator's back is not ours to do). The one exception is the limits of the
+ * heartbeat and dead-letter streams with `adjustLimits` (setup). Fails with
+ * `server-version-unsupported` on a server older than 2.12; JetStream errors propagate.
  */
 export async function ensureStreams(
   jsm: JetStreamManager,
   layout: StreamLayout,
-  opts: StreamOptions = {},
+  opts: EnsureOptions = {},
 ): Promise<StreamInfo[]> {
   assertServerVersion(connectionOf(jsm).info?.version);
   const out: StreamInfo[] = [];
-  for (const want of streamConfigs(layout, opts)) {
+  for (const full of streamConfigs(layout, opts)) {
+    const limited = full.name !== layout.eventStream;
+    const want = limited
+      ? withoutLimits(full)
+      : opts.anyPurgePolicy
+        ? Object.fromEntries(Object.entries(full).filter(([k]) => k !== "deny_purge"))
+        : full;
     let info: StreamInfo;
     try {
-      info = await jsm.streams.info(want.name);
+      info = await jsm.streams.info(full.name);
     } catch (e) {
       if (!(e instanceof JetStreamApiError && e.code === STREAM_NOT_FOUND)) throw e;
       // A concurrent creator with the same definition makes this add idempotent on the server.
-      info = await jsm.streams.add(want);
+      info = await jsm.streams.add(full);
     }
     const diffs = configDifferences(want, info.config);
     if (diffs.length > 0) {
       throw new DroverError(
         "contract-violation",
-        `stream ${want.name} exists with settings that differ from drover's definition; refusing to change it: ${diffs.join("; ")}`,
-        { details: { stream: want.name, differences: diffs } },
+        `stream ${full.name} exists with settings that differ from drover's definition; refusing to change it: ${diffs.join("; ")}`,
+        { details: { stream: full.name, differences: diffs } },
       );
     }
+    if (limited && opts.adjustLimits && configDifferences(full, info.config).length > 0)
+      info = await jsm.streams.update(full.name, { ...info.config, ...full });
     out.push(info);
   }
   return out;

@@ -1,4 +1,5 @@
 import { capacityRebuildCommand } from "./capacity-rebuild.ts";
+import { compactCommand } from "./compact.ts";
 import type { Command } from "./command.ts";
 import { forensicsRebuildCommand } from "./forensics-rebuild.ts";
 import { replayCommand } from "./replay.ts";
@@ -23,4 +24,5 @@ export const COMMANDS: readonly Command[] = [
   capacityRebuildCommand,
   forensicsRebuildCommand,
   setupCommand,
+  compactCommand,
 ];

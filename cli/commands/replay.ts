@@ -8,6 +8,7 @@ import {
 } from "../../aggregates/replay-validation.ts";
 import { assertNever } from "../../contracts/assert-never.ts";
 import { ID_PATTERN } from "../../contracts/index.ts";
+import { archiveStreamOf } from "../../platform/archive-store.ts";
 import { parseCommandArgs } from "../lib/args.ts";
 import { causalChain, formatChain, formatResult } from "../lib/causal-chain.ts";
 import { gatherExecution, gatherIncident, gatherRun } from "../lib/gather.ts";
@@ -49,6 +50,12 @@ export const replayCommand: Command = {
       if (values.json)
         io.out(`${JSON.stringify({ kind, id, chain: causalChain(log), validation: result }, null, 2)}\n`);
       else io.out(`${formatChain(causalChain(log))}\n${formatResult(result)}`);
+      const archived = src.fromArchive();
+      // A compacted run replays from the archive (docs/retention.md): said, not hidden.
+      if (archived > 0)
+        io.err(
+          `note: ${kind} ${id} was compacted: ${archived} of its events were read from the archive ${archiveStreamOf(src.layout)}\n`,
+        );
       return result.kind === "match" ? EXIT.ok : EXIT.divergence;
     } finally {
       await src.close();

@@ -1,4 +1,7 @@
+import { jetstreamManager } from "@nats-io/jetstream";
 import { type NatsConnection } from "@nats-io/transport-node";
+import { decodeEvent } from "../../contracts/index.ts";
+import { readArchived } from "../../platform/archive-store.ts";
 import { connectNats } from "../../platform/nats-connect.ts";
 import type { RecordedEvent } from "../../aggregates/replay-validation.ts";
 import {
@@ -14,6 +17,8 @@ export interface StreamSource {
   readonly layout: StreamLayout;
   /** Every event matching `filter` (non-overlapping subject filters) from `fromSeq` on, in stream order. */
   collect(filter: string | readonly string[], fromSeq?: number): Promise<RecordedEvent[]>;
+  /** How many of the events collected so far came from the archive of compacted runs (docs/retention.md). */
+  fromArchive(): number;
   close(): Promise<void>;
 }
 
@@ -22,6 +27,8 @@ export interface StreamSource {
  * or of `taggedLayout(DROVER_STREAM_TAG)` when set (tests). Rejects when the server cannot be
  * reached or is older than 2.12 (the event store refuses it); an event that does not decode stops a
  * read with `contract-violation` naming its sequence — replay never skips evidence silently.
+ * A compacted run's events are read from the archive, under their original sequences, merged with
+ * what the live stream still holds: a replay of a compacted run is the same replay.
  */
 export async function openStreamSource(env: Readonly<Record<string, string | undefined>>): Promise<StreamSource> {
   const layout = env.DROVER_STREAM_TAG ? taggedLayout(env.DROVER_STREAM_TAG) : DEFAULT_LAYOUT;
@@ -33,6 +40,8 @@ export async function openStreamSource(env: Readonly<Record<string, string | und
     throw new Error(`cannot reach NATS at ${servers}: ${(e as Error).message}`, { cause: e });
   }
   const store: EventStore = createEventStore(nc, layout);
+  const jsm = await jetstreamManager(nc);
+  let archived = 0;
   return {
     layout,
     async collect(filter, fromSeq = 1) {
@@ -46,8 +55,19 @@ export async function openStreamSource(env: Readonly<Record<string, string | und
         },
         { filter: filters },
       );
-      return out;
+      const old: RecordedEvent[] = [];
+      for (const f of filters)
+        for (const a of await readArchived(jsm, layout, f))
+          if (a.origSeq >= fromSeq)
+            old.push({
+              seq: a.origSeq,
+              subject: a.subject,
+              event: decodeEvent(a.data, { seq: a.origSeq, subject: a.subject }),
+            });
+      archived += old.length;
+      return old.length === 0 ? out : mergeLogs(out, old);
     },
+    fromArchive: () => archived,
     close: () => nc.close(),
   };
 }

@@ -1,5 +1,5 @@
 import { createAccount, createUser } from "@nats-io/nkeys";
-import { KICKER, producerIdentity, SERVICE_IDENTITIES, type Identity } from "./rights.ts";
+import { COMPACTOR, KICKER, producerIdentity, SERVICE_IDENTITIES, type Identity } from "./rights.ts";
 
 /**
  * One party's NATS credential, the value of NATS_CREDS: `<name>:<secret>`. For a service identity the
@@ -41,6 +41,7 @@ export function generateKeys(opts: { harness?: boolean; producers?: readonly str
   const ids: Identity[] = [
     ...SERVICE_IDENTITIES,
     KICKER,
+    COMPACTOR,
     ...(opts.harness ? (["harness"] as const) : []),
     ...(opts.producers ?? []).map(producerIdentity),
   ];

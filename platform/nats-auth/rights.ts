@@ -2,6 +2,7 @@ import type { StreamLayout } from "../../streams/index.ts";
 import { outputsPrefixOf, outputsStreamOf } from "../output-store.ts";
 import { stepCachePrefixOf, stepCacheStreamOf } from "../step-cache-store.ts";
 import { leasePrefixOf } from "../lease.ts";
+import { archivePrefixOf, archiveStreamOf } from "../archive-store.ts";
 
 /**
  * Who may do what on NATS: one identity per party, each with only the publish/subscribe and
@@ -25,7 +26,7 @@ export type ServiceIdentity = (typeof SERVICE_IDENTITIES)[number];
  * `harness` exists only on the private servers tests start: it plays every party. `producer-<tenant>`
  * is a trusted producer of one tenant (docs/producers.md): it may submit that tenant's runs, nothing else.
  */
-export type Identity = ServiceIdentity | typeof KICKER | "harness" | `producer-${string}`;
+export type Identity = ServiceIdentity | typeof KICKER | typeof COMPACTOR | "harness" | `producer-${string}`;
 export const producerIdentity = (tenantId: string): Identity => `producer-${tenantId}`;
 
 /**
@@ -40,6 +41,14 @@ export const KICK_RIGHTS: Rights = {
   subscribe: { allow: [`_INBOX_${KICKER}.>`], deny: [] },
   allowResponses: false,
 };
+
+/**
+ * The compactor (`drover admin compact`, docs/retention.md): the only identity that may purge the
+ * event stream. NATS cannot narrow a purge by subject (the filter is in the request body), so the
+ * right is the whole stream's; what it purges is decided by the compactor's checks. It reads the
+ * event stream, writes and reads the archive, and appends nothing.
+ */
+export const COMPACTOR = "compactor";
 
 export interface Rights {
   readonly publish: { readonly allow: readonly string[]; readonly deny: readonly string[] };
@@ -64,6 +73,9 @@ export interface AuthScope {
   readonly stepCacheStream: string;
   /** First subject tokens of single-writer leases (`drover-lease`): `<leases>.<service>.<name>` (platform/lease.ts). */
   readonly leases: string;
+  /** First subject tokens of the archive of compacted runs (`drover-archive`), and its stream. */
+  readonly archive: string;
+  readonly archiveStream: string;
 }
 
 /** The durable consumers drover has; only setup creates, changes or deletes them. */
@@ -82,6 +94,8 @@ export function scopeOf(layout: StreamLayout): AuthScope {
     stepCache: stepCachePrefixOf(layout),
     stepCacheStream: stepCacheStreamOf(layout),
     leases: leasePrefixOf(layout),
+    archive: archivePrefixOf(layout),
+    archiveStream: archiveStreamOf(layout),
   };
 }
 
@@ -102,6 +116,8 @@ export const TAGGED_SCOPE: AuthScope = {
   stepCache: "*.drover-cache",
   stepCacheStream: "*",
   leases: "*.drover-lease",
+  archive: "*.drover-archive",
+  archiveStream: "*",
 };
 
 /** Subject of event `name` of aggregate `agg` for any tenant and id. */
@@ -219,6 +235,7 @@ const reads: Readonly<Record<ServiceIdentity, (s: AuthScope) => string[]>> = {
     ...jsRead(s.eventStream),
     ...jsRead(s.heartbeatStream),
     ...jsRead(s.deadLetterStream),
+    ...jsRead(s.archiveStream),
     ...outputsRead(s),
   ],
 };
@@ -232,9 +249,11 @@ export function rightsOf(id: Identity, scopes: readonly AuthScope[]): Rights {
   if (id === "harness")
     return { publish: { allow: [">"], deny: [] }, subscribe: { allow: [">"], deny: [] }, allowResponses: true };
   if (id === KICKER) return KICK_RIGHTS;
+  if (id === COMPACTOR) return compactorRights(scopes, inbox);
   if (id === "setup")
     return {
-      publish: { allow: ["$JS.API.>"], deny: [] },
+      // Setup manages streams but may not purge the event stream: only the compactor may (docs/retention.md).
+      publish: { allow: ["$JS.API.>"], deny: scopes.map((s) => `$JS.API.STREAM.PURGE.${s.eventStream}`) },
       subscribe: { allow: [inbox], deny: [] },
       allowResponses: false,
     };
@@ -280,5 +299,21 @@ export function rightsOf(id: Identity, scopes: readonly AuthScope[]): Rights {
     publish: { allow: [...pub], deny: [...deny] },
     subscribe: { allow: [...sub], deny: [] },
     allowResponses,
+  };
+}
+
+function compactorRights(scopes: readonly AuthScope[], inbox: string): Rights {
+  const pub = new Set<string>(["$JS.API.INFO"]);
+  const deny = new Set<string>();
+  for (const s of scopes) {
+    for (const x of [...jsRead(s.eventStream), ...jsRead(s.archiveStream)]) pub.add(x);
+    pub.add(`$JS.API.STREAM.PURGE.${s.eventStream}`);
+    pub.add(`${s.archive}.>`);
+    for (const x of durableDeny(s, false)) deny.add(x);
+  }
+  return {
+    publish: { allow: [...pub], deny: [...deny] },
+    subscribe: { allow: [inbox], deny: [] },
+    allowResponses: false,
   };
 }

@@ -3,7 +3,7 @@ import { resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { DEFAULT_LAYOUT } from "../../streams/index.ts";
 import { generateKeys } from "./credentials.ts";
-import { eventOf, KICKER, producerIdentity, scopeOf, SERVICE_IDENTITIES } from "./rights.ts";
+import { COMPACTOR, eventOf, KICKER, producerIdentity, scopeOf, SERVICE_IDENTITIES } from "./rights.ts";
 import { runtimeRights } from "./runtime-rights.ts";
 import { authConfig } from "./server-config.ts";
 
@@ -22,6 +22,7 @@ const streamOf: Record<string, string> = {
   HEARTBEATS: "HEARTBEATS",
   DROVER_DLQ: "DROVER_DLQ",
   outputs: scope.outputsStream,
+  DROVER_ARCHIVE: scope.archiveStream,
 };
 const appendsOf = (cell: string): string[] =>
   cell === "—"
@@ -77,6 +78,29 @@ describe("the generated nats-server configuration matches docs/nats-identities.m
   it("only setup manages streams and consumers", () => {
     expect(rows.get("setup")!.other).toContain("$JS.API.>");
     expect(userOf("setup").permissions.publish.allow).toEqual(["$JS.API.>"]);
+  });
+
+  it("only the compactor may purge the event stream: setup is denied it, and the compactor appends nothing and manages nothing", () => {
+    expect(userOf("setup").permissions.publish.deny).toEqual([`$JS.API.STREAM.PURGE.${scope.eventStream}`]);
+    expect(rows.get("setup")!.other).toContain(`\`$JS.API.STREAM.PURGE.DROVER\` denied`);
+    const u = userOf(COMPACTOR);
+    const row = rows.get(COMPACTOR)!;
+    expect([row.appends, row.reads]).toEqual(["—", "DROVER, DROVER_ARCHIVE"]);
+    expect(eventSubjects(u)).toEqual([]);
+    const allow = u.permissions.publish.allow;
+    expect(allow.filter((x) => /^\$JS\.API\.STREAM\.(CREATE|UPDATE|DELETE|PURGE|MSG\.DELETE)/.test(x))).toEqual([
+      `$JS.API.STREAM.PURGE.${scope.eventStream}`,
+    ]);
+    expect(allow).toContain(`${scope.archive}.>`);
+    for (const s of [`$JS.API.STREAM.PURGE.${scope.eventStream}`, `${scope.archive}.>`])
+      expect(row.other).toContain(`\`${s}\``);
+    expect(u.permissions.publish.deny).toContain("$JS.API.CONSUMER.DURABLE.CREATE.>");
+    // Nobody else holds a purge right on drover's streams.
+    for (const id of SERVICE_IDENTITIES.filter((i) => i !== "setup"))
+      expect(
+        userOf(id).permissions.publish.allow.filter((x) => x.includes("STREAM.PURGE")),
+        id,
+      ).toEqual([]);
   });
 
   it("the kicker is the system account's only user and may only list connections and kick one", () => {

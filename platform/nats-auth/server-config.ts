@@ -1,5 +1,13 @@
 import type { NatsKeys } from "./credentials.ts";
-import { KICKER, rightsOf, SERVICE_IDENTITIES, type AuthScope, type Identity, type Rights } from "./rights.ts";
+import {
+  COMPACTOR,
+  KICKER,
+  rightsOf,
+  SERVICE_IDENTITIES,
+  type AuthScope,
+  type Identity,
+  type Rights,
+} from "./rights.ts";
 
 /** Seconds nats-server waits for a connection's authentication, the auth callout's answer included. */
 export const AUTH_TIMEOUT_S = 10;
@@ -24,7 +32,11 @@ const permissions = (r: Rights) => ({
  */
 export function authConfig(keys: NatsKeys, scopes: readonly AuthScope[]): Record<string, unknown> {
   const ids = (Object.keys(keys.publicKeys) as Identity[]).filter(
-    (id) => (SERVICE_IDENTITIES as readonly string[]).includes(id) || id === "harness" || id.startsWith("producer-"),
+    (id) =>
+      (SERVICE_IDENTITIES as readonly string[]).includes(id) ||
+      id === COMPACTOR ||
+      id === "harness" ||
+      id.startsWith("producer-"),
   );
   const users = ids.map((id) => ({ nkey: keys.publicKeys[id], permissions: permissions(rightsOf(id, scopes)) }));
   const kicker = keys.publicKeys[KICKER];

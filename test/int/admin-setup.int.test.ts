@@ -4,6 +4,7 @@ import { main } from "../../cli/drover.ts";
 import { credentialOf } from "../../platform/nats-auth/credentials.ts";
 import { connectHarness, serverKeysOf } from "../../platform/nats-auth/server-keys.ts";
 import { scaleOutConsumer } from "../../platform/nats-setup.ts";
+import { archiveStreamOf } from "../../platform/archive-store.ts";
 import { outputsStreamOf } from "../../platform/output-store.ts";
 import { stepCacheStreamOf } from "../../platform/step-cache-store.ts";
 import { taggedLayout } from "../../streams/index.ts";
@@ -23,15 +24,24 @@ const streams = () => [
   layout.deadLetterStream,
   outputsStreamOf(layout),
   stepCacheStreamOf(layout),
+  archiveStreamOf(layout),
 ];
 
-async function setup(identity: "setup" | "api"): Promise<{ code: number; out: string; err: string }> {
+async function setup(
+  identity: "setup" | "api",
+  extraEnv: Record<string, string> = {},
+): Promise<{ code: number; out: string; err: string }> {
   let out = "";
   let err = "";
   const code = await main(["admin", "setup"], {
     out: (t) => (out += t),
     err: (t) => (err += t),
-    env: { NATS_URL: url(), NATS_CREDS: credentialOf(serverKeysOf(url())!, identity), DROVER_STREAM_TAG: tag },
+    env: {
+      NATS_URL: url(),
+      NATS_CREDS: credentialOf(serverKeysOf(url())!, identity),
+      DROVER_STREAM_TAG: tag,
+      ...extraEnv,
+    },
   });
   return { code, out, err };
 }
@@ -65,5 +75,15 @@ describe("drover admin setup (real nats-server, authentication on)", () => {
       scaleOutConsumer(layout).name,
     );
     await nc.close();
+  });
+
+  it("sets the dead-letter stream's limits from DROVER_DLQ_* on the existing stream, and refuses a bad limit (exit 2)", async () => {
+    expect(await setup("setup", { DROVER_DLQ_MAX_MSGS: "1234" })).toMatchObject({ code: 0, err: "" });
+    const nc = await connectHarness({ servers: url() });
+    expect((await (await jetstreamManager(nc)).streams.info(layout.deadLetterStream)).config.max_msgs).toBe(1234);
+    await nc.close();
+    const bad = await setup("setup", { DROVER_DLQ_MAX_MSGS: "-1" });
+    expect(bad.code).toBe(2);
+    expect(bad.err).toMatch(/DROVER_DLQ_MAX_MSGS/);
   });
 });

@@ -82,7 +82,8 @@ export async function startRuntime(
   });
   const layout = config.streamTag ? taggedLayout(config.streamTag) : DEFAULT_LAYOUT;
   const jsm = await jetstreamManager(nc);
-  await ensureStreams(jsm, layout);
+  // Whether the log is compactable is the deployment's choice, checked by the services (docs/retention.md).
+  await ensureStreams(jsm, layout, { anyPurgePolicy: true });
   const ops = await startOpsServer({
     service: "runtime",
     instanceId: config.runtimeInstanceId,
