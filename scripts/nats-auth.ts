@@ -2,6 +2,9 @@
  * NATS authentication for `make run` (scripts/infra-up.sh, scripts/run.sh) and deployments:
  *   nats-auth.ts config <dir> <host> <port> <storeDir>  keys (kept in <dir>/keys.json, made once) + <dir>/nats.conf
  *                                                        (NATS_TLS=1: TLS only, CA + certificate made once in <dir>/tls)
+ *   nats-auth.ts cluster-config <dir> <host> <storeRoot> <clientPorts> <routePorts>
+ *                                                        a node per comma-separated port pair: <dir>/nats-<i>.conf
+ *                                                        (server_name n<i>, store <storeRoot>/n<i>, route user made once)
  *   nats-auth.ts creds <dir> <identity>                  prints that identity's NATS_CREDS
  *   nats-auth.ts callout-seed <dir>                      prints DROVER_NATS_CALLOUT_SEED (the provisioner's)
  *   nats-auth.ts setup <dir>                             streams, durable consumer, outputs stream (as `setup`)
@@ -10,6 +13,7 @@
  * The configuration's rights are those of docs/nats-identities.md for the default layout, or for
  * every tagged layout when DROVER_STREAM_TAG is set.
  */
+import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { jetstreamManager } from "@nats-io/jetstream";
@@ -49,13 +53,57 @@ if (cmd === "config") {
     ...(tls ? { tls } : {}),
   });
   writeFileSync(join(dir, "nats.conf"), conf, { mode: 0o600 });
+} else if (cmd === "cluster-config") {
+  // NATS_CLUSTER=3 (scripts/infra-up.sh): the same accounts and identities on every node, routes
+  // authenticated by their own user (kept in <dir>/route.json so a restart keeps the cluster).
+  const [host, storeRoot, clientPorts, routePorts] = rest;
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const producers = (process.env.DROVER_NATS_PRODUCERS ?? "").split(",").filter((t) => t !== "");
+  if (!existsSync(keysFile)) writeFileSync(keysFile, JSON.stringify(generateKeys({ producers })), { mode: 0o600 });
+  const routeFile = join(dir, "route.json");
+  if (!existsSync(routeFile))
+    writeFileSync(routeFile, JSON.stringify({ password: randomBytes(18).toString("base64url") }), { mode: 0o600 });
+  const { password } = JSON.parse(readFileSync(routeFile, "utf8")) as { password: string };
+  const clients = clientPorts!.split(",").map(Number);
+  const routes = routePorts!.split(",").map(Number);
+  clients.forEach((port, i) => {
+    const storeDir = join(storeRoot!, `n${i + 1}`);
+    mkdirSync(storeDir, { recursive: true });
+    const cluster = {
+      serverName: `n${i + 1}`,
+      clusterName: "drover",
+      routePort: routes[i]!,
+      routePorts: routes,
+      routeUser: "route",
+      routePassword: password,
+    };
+    const conf = serverConfig({
+      host: host!,
+      port,
+      storeDir,
+      keys: keys(),
+      scopes: tag ? [TAGGED_SCOPE] : [scopeOf(DEFAULT_LAYOUT)],
+      cluster,
+    });
+    writeFileSync(join(dir, `nats-${i + 1}.conf`), conf, { mode: 0o600 });
+  });
 } else if (cmd === "creds") {
   process.stdout.write(credentialOf(keys(), rest[0] as Identity));
 } else if (cmd === "callout-seed") {
   process.stdout.write(keys().calloutSeed);
 } else if (cmd === "setup") {
   const nc = await connectNats({ creds: credentialOf(keys(), "setup") });
-  await setupNats(await jetstreamManager(nc), layout);
+  // A cluster that has just started answers 503/10008 until its meta group has a leader, and
+  // refuses R3 streams until every peer has joined: retry for up to a minute.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await setupNats(await jetstreamManager(nc), layout);
+      break;
+    } catch (e) {
+      if (attempt >= 60) throw e;
+      await new Promise((r) => setTimeout(r, 1_000));
+    }
+  }
   await nc.close();
 } else if (cmd === "k8s-secret") {
   // Two Secrets: the services' identities (and the callout key) in drover-nats; the setup identity,

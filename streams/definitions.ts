@@ -1,10 +1,11 @@
 import { DiscardPolicy, RetentionPolicy, StorageType, type StreamConfig } from "@nats-io/jetstream";
 import { nanos } from "@nats-io/transport-node";
 import type { StreamLayout } from "./layout.ts";
+import { streamReplicas } from "./replicas.ts";
 
 /** Knobs that vary by deployment; everything else about the streams is fixed by drover's guarantees. */
 export interface StreamOptions {
-  /** Replicas of each stream (1 on one machine; 3 in a cluster). */
+  /** Replicas of each stream (1 on one machine; 3 in a cluster); default: NATS_REPLICAS (replicas.ts). */
   readonly replicas?: number;
   /** Dedupe window of the event stream in ms; at least 2 min so a timed-out publish can be retried. */
   readonly duplicateWindowMs?: number;
@@ -44,7 +45,7 @@ export function eventStreamConfig(
     storage: StorageType.File,
     retention: RetentionPolicy.Limits,
     discard: DiscardPolicy.Old,
-    num_replicas: opts.replicas ?? 1,
+    num_replicas: opts.replicas ?? streamReplicas(),
     max_msgs: -1,
     max_bytes: -1,
     max_age: 0,
@@ -69,7 +70,7 @@ export function heartbeatStreamConfig(
     storage: StorageType.File,
     retention: RetentionPolicy.Limits,
     discard: DiscardPolicy.Old,
-    num_replicas: opts.replicas ?? 1,
+    num_replicas: opts.replicas ?? streamReplicas(),
     max_msgs_per_subject: HEARTBEATS_PER_RUNTIME,
     max_age: nanos(HEARTBEAT_MAX_AGE_MS),
     allow_direct: true,
@@ -93,7 +94,7 @@ export function deadLetterStreamConfig(
     storage: StorageType.File,
     retention: RetentionPolicy.Limits,
     discard: DiscardPolicy.Old,
-    num_replicas: opts.replicas ?? 1,
+    num_replicas: opts.replicas ?? streamReplicas(),
     allow_direct: true,
   };
 }

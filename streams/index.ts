@@ -36,7 +36,8 @@ export {
   HEARTBEAT_MAX_AGE_MS,
   type StreamOptions,
 } from "./definitions.ts";
-export { ensureStreams, configDifferences } from "./ensure-streams.ts";
+export { streamReplicas, MAX_STREAM_REPLICAS } from "./replicas.ts";
+export { ensureStreams, ensureStreamsPatiently, configDifferences } from "./ensure-streams.ts";
 export { MIN_SERVER_VERSION, assertServerVersion, compareVersions, parseServerVersion } from "./server-version.ts";
 export { createEventStore, type EventStoreOptions } from "./event-store.ts";
 export { defaultMsgId, nthMsgId } from "./msg-ids.ts";
