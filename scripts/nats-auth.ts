@@ -5,6 +5,9 @@
  *   nats-auth.ts cluster-config <dir> <host> <storeRoot> <clientPorts> <routePorts>
  *                                                        a node per comma-separated port pair: <dir>/nats-<i>.conf
  *                                                        (server_name n<i>, store <storeRoot>/n<i>, route user made once)
+ *   nats-auth.ts k8s-server-secret <dir> [replicas]       prints the Secret drover-nats-server (auth.conf) the NATS
+ *                                                        StatefulSet includes (k8s/drover/15-nats.yaml): accounts,
+ *                                                        identities, auth callout, and the cluster block with its routes
  *   nats-auth.ts creds <dir> <identity>                  prints that identity's NATS_CREDS
  *   nats-auth.ts callout-seed <dir>                      prints DROVER_NATS_CALLOUT_SEED (the provisioner's)
  *   nats-auth.ts setup <dir>                             streams, durable consumer, outputs stream (as `setup`)
@@ -19,7 +22,7 @@ import { join } from "node:path";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { credentialOf, generateKeys, type NatsKeys } from "../platform/nats-auth/credentials.ts";
 import { scopeOf, TAGGED_SCOPE, type Identity } from "../platform/nats-auth/rights.ts";
-import { serverConfig } from "../platform/nats-auth/server-config.ts";
+import { authConfig, serverConfig } from "../platform/nats-auth/server-config.ts";
 import { generateTls } from "../platform/nats-auth/tls.ts";
 import { connectNats } from "../platform/nats-connect.ts";
 import { setupNats } from "../platform/nats-setup.ts";
@@ -87,6 +90,31 @@ if (cmd === "config") {
     });
     writeFileSync(join(dir, `nats-${i + 1}.conf`), conf, { mode: 0o600 });
   });
+} else if (cmd === "k8s-server-secret") {
+  // The StatefulSet's Pods are nats-<i>.nats.drover-deps.svc; each route authenticates as `route`.
+  const size = Number(rest[0] ?? 3);
+  const routeFile = join(dir, "route.json");
+  if (!existsSync(routeFile))
+    writeFileSync(routeFile, JSON.stringify({ password: randomBytes(18).toString("base64url") }), { mode: 0o600 });
+  const { password } = JSON.parse(readFileSync(routeFile, "utf8")) as { password: string };
+  const routes = Array.from({ length: size }, (_, i) => `nats://route:${password}@nats-${i}.nats.drover-deps.svc:6222`);
+  const conf = {
+    ...authConfig(keys(), tag ? [TAGGED_SCOPE] : [scopeOf(DEFAULT_LAYOUT)]),
+    cluster: {
+      name: "drover",
+      listen: "0.0.0.0:6222",
+      authorization: { user: "route", password, timeout: 10 },
+      routes,
+    },
+  };
+  const secret = {
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: { name: "drover-nats-server", namespace: "drover-deps" },
+    type: "Opaque",
+    stringData: { "auth.conf": JSON.stringify(conf, null, 2) },
+  };
+  process.stdout.write(JSON.stringify(secret, null, 2) + "\n");
 } else if (cmd === "creds") {
   process.stdout.write(credentialOf(keys(), rest[0] as Identity));
 } else if (cmd === "callout-seed") {

@@ -7,6 +7,7 @@
  */
 import { Gauge } from "prom-client";
 import { bootstrap } from "../../platform/bootstrap.ts";
+import { startPatiently } from "../../platform/patient-start.ts";
 import { controlSubject, readModelClient, readModelDbName } from "../../platform/read-model-db.ts";
 import { skipRecorder } from "../../streams/index.ts";
 import { serveRebuild } from "./shell/control.ts";
@@ -20,16 +21,20 @@ if (!mongoUrl) {
 }
 const client = readModelClient(mongoUrl);
 const dbName = readModelDbName(process.env, ctx.config.controlPlaneId);
-const service = await startForensics({
-  handle: ctx.nc,
-  layout: ctx.layout,
-  db: client.db(dbName),
-  log: ctx.log,
-  watchdogMs: Number(process.env.DROVER_FORENSICS_WATCHDOG_MS ?? 5_000),
-  onSkip: skipRecorder(ctx.nc, ctx.layout, "forensics", ctx.log),
-  // The live consumer itself failed (not poison: that is skipped): exit so the supervisor restarts it.
-  onFatal: () => process.exit(1),
-}).catch((e: unknown) => {
+const service = await startPatiently(
+  () =>
+    startForensics({
+      handle: ctx.nc,
+      layout: ctx.layout,
+      db: client.db(dbName),
+      log: ctx.log,
+      watchdogMs: Number(process.env.DROVER_FORENSICS_WATCHDOG_MS ?? 5_000),
+      onSkip: skipRecorder(ctx.nc, ctx.layout, "forensics", ctx.log),
+      // The live consumer itself failed (not poison: that is skipped): exit so the supervisor restarts it.
+      onFatal: () => process.exit(1),
+    }),
+  (e) => ctx.log.warn({ err: String(e) }, "JetStream not answering at start-up: starting again"),
+).catch((e: unknown) => {
   process.stderr.write(`forensics: cannot start: ${(e as Error).message}\n`);
   process.exit(1);
 });

@@ -16,7 +16,7 @@ import { selfIncarnation } from "../../../platform/process-incarnation.ts";
 import {
   createEventStore,
   DEFAULT_LAYOUT,
-  ensureStreams,
+  ensureStreamsPatiently,
   execRef,
   heartbeatSubject,
   taggedLayout,
@@ -82,7 +82,7 @@ export async function startRuntime(
   });
   const layout = config.streamTag ? taggedLayout(config.streamTag) : DEFAULT_LAYOUT;
   const jsm = await jetstreamManager(nc);
-  await ensureStreams(jsm, layout);
+  await ensureStreamsPatiently(jsm, layout);
   const ops = await startOpsServer({
     service: "runtime",
     instanceId: config.runtimeInstanceId,
