@@ -59,6 +59,35 @@ async function waitHealthy(httpPort: number, size: number, timeoutMs = 60_000): 
   throw new Error(`nats node on monitor port ${httpPort} not healthy within ${timeoutMs} ms: ${last}`);
 }
 
+interface MetaCluster {
+  leader?: string;
+  cluster_size?: number;
+  replicas?: { name: string; current?: boolean; offline?: boolean }[];
+}
+
+/**
+ * Waits until the meta leader reports every other node as a current, online peer: healthz alone
+ * passes while a peer still counts as offline, and an R3 stream created then is refused ("no
+ * suitable peers for placement, peer offline": seen in the proof tier right after start-up).
+ */
+async function waitAllCurrent(nodes: readonly ClusterNode[], timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last = "";
+  while (Date.now() < deadline) {
+    for (const n of nodes) {
+      const meta = await fetch(`http://127.0.0.1:${n.httpPort}/jsz`)
+        .then(async (r) => ((await r.json()) as { meta_cluster?: MetaCluster }).meta_cluster)
+        .catch(() => undefined);
+      if (!meta || meta.leader !== n.name) continue;
+      last = JSON.stringify(meta.replicas);
+      const peers = meta.replicas ?? [];
+      if (peers.length === nodes.length - 1 && peers.every((p) => p.current && !p.offline)) return;
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`the meta leader did not report every peer current within ${timeoutMs} ms: ${last}`);
+}
+
 export async function startNatsCluster(o: { size?: number; keys?: NatsKeys } = {}): Promise<NatsCluster> {
   const size = o.size ?? 3;
   const dir = await mkdtemp(join(tmpdir(), "drover-nats-cluster-"));
@@ -117,6 +146,7 @@ export async function startNatsCluster(o: { size?: number; keys?: NatsKeys } = {
   try {
     await Promise.all(states.map(launchNode));
     await Promise.all(states.map((s) => waitHealthy(s.node.httpPort, size)));
+    await waitAllCurrent(states.map((s) => s.node));
   } catch (e) {
     await stopAll();
     throw e;
@@ -141,6 +171,7 @@ export async function startNatsCluster(o: { size?: number; keys?: NatsKeys } = {
       if (s.server) throw new Error(`cluster node ${name} is running`);
       await launchNode(s);
       await waitHealthy(s.node.httpPort, size);
+      await waitAllCurrent(states.map((x) => x.node));
     },
     stop: stopAll,
   };
