@@ -10,6 +10,7 @@ import {
 import { headers as natsHeaders, NoRespondersError, RequestError } from "@nats-io/transport-node";
 import type { StreamLayout } from "../streams/index.ts";
 import { isNotFound } from "../streams/nats-errors.ts";
+import { streamReplicas } from "../streams/replicas.ts";
 
 /**
  * The archive of compacted aggregates (docs/retention.md): an immutable stream (deny_delete,
@@ -25,7 +26,7 @@ export const archivePrefixOf = (layout: StreamLayout): string => `${layout.event
 export const ORIG_SEQ = "Drover-Orig-Seq";
 export const ORIG_TIME = "Drover-Orig-Time";
 
-export function archiveStreamConfig(layout: StreamLayout, replicas = 1): Partial<StreamConfig> & { name: string } {
+export function archiveStreamConfig(layout: StreamLayout, replicas = streamReplicas()): Partial<StreamConfig> & { name: string } {
   return {
     name: archiveStreamOf(layout),
     subjects: [`${archivePrefixOf(layout)}.>`],

@@ -12,7 +12,7 @@ import { startOpsServer, type OpsServer } from "./ops-server.ts";
 import {
   createEventStore,
   DEFAULT_LAYOUT,
-  ensureStreams,
+  ensureStreamsPatiently,
   eventCompactionFromEnv,
   taggedLayout,
   type EventStore,
@@ -93,7 +93,8 @@ export async function bootstrap(
     );
     const nc = await connectNats({ servers: required("NATS_URL"), name: instanceId, maxReconnectAttempts: -1 });
     const jsm = await jetstreamManager(nc);
-    await ensureStreams(jsm, layout, { compactable: eventCompactionFromEnv(process.env) });
+  ensureStreamsPatiently,
+  eventCompactionFromEnv,
     const js = jetstream(nc);
     const store = createEventStore(nc, layout);
     const redis = opts.redis

@@ -8,6 +8,7 @@ import {
 } from "@nats-io/jetstream";
 import { nanos } from "@nats-io/transport-node";
 import type { StreamLayout } from "../streams/index.ts";
+import { streamReplicas } from "../streams/replicas.ts";
 
 /**
  * Single-writer leases (issue 16 "every service replicated"): a stream used like a KV bucket, one
@@ -22,7 +23,7 @@ export const LEASE_TTL_MS = 5_000;
 export const leaseStreamOf = (layout: StreamLayout): string => `${layout.eventStream}_LEASES`;
 export const leasePrefixOf = (layout: StreamLayout): string => `${layout.eventPrefix}-lease`;
 
-export function leaseStreamConfig(layout: StreamLayout, replicas = 1): Partial<StreamConfig> & { name: string } {
+export function leaseStreamConfig(layout: StreamLayout, replicas = streamReplicas()): Partial<StreamConfig> & { name: string } {
   return {
     name: leaseStreamOf(layout),
     subjects: [`${leasePrefixOf(layout)}.>`],

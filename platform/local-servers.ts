@@ -52,7 +52,7 @@ function canConnect(port: number, host: string): Promise<boolean> {
   });
 }
 
-async function launch(
+export async function launch(
   name: string,
   cmd: string,
   args: string[],

@@ -3,6 +3,17 @@ import type { ConnectionOptions, NatsConnection } from "@nats-io/transport-node"
 import { parseCredential } from "./nats-auth/credentials.ts";
 
 /**
+ * The seeds of a NATS_URL: one URL, or a comma-separated list of a cluster's nodes (nats.js takes
+ * a list, not a comma-joined string). The client connects to one, learns the others from it and
+ * fails over to any seed when its node goes away.
+ */
+export const seedsOf = (servers: string): string[] =>
+  servers
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s !== "");
+
+/**
  * The one place that turns "where and who" into NATS connection options: every service, runtime,
  * CLI command and test connects through it. `creds` is a NATS_CREDS value (`<name>:<secret>`,
  * nats-auth/credentials.ts): an nkey seed signs the server's nonce; any other secret is a runtime's
@@ -14,13 +25,14 @@ export function natsConnectOptions(
   creds: string | undefined,
   extra: Partial<ConnectionOptions> = {},
 ): ConnectionOptions {
-  if (creds === undefined || creds === "") return { servers, ...extra };
+  const seeds = seedsOf(servers);
+  if (creds === undefined || creds === "") return { servers: seeds, ...extra };
   const c = parseCredential(creds);
   const te = new TextEncoder();
   const authenticator = c.secret.startsWith("SU")
     ? nkeyAuthenticator(te.encode(c.secret))
     : usernamePasswordAuthenticator(c.name, c.secret);
-  return { servers, authenticator, inboxPrefix: `_INBOX_${c.name}`, ...extra };
+  return { servers: seeds, authenticator, inboxPrefix: `_INBOX_${c.name}`, ...extra };
 }
 
 /**

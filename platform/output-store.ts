@@ -11,6 +11,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { DroverError, isSubjectSafeId, type StoredOutputRef } from "../contracts/index.ts";
 import type { StreamLayout } from "../streams/index.ts";
 import { isNotFound } from "../streams/nats-errors.ts";
+import { streamReplicas } from "../streams/replicas.ts";
 
 /**
  * Outputs above the inline limit live in a plain stream with tenant-scoped subjects
@@ -32,7 +33,10 @@ export const OUTPUT_CHUNK_BYTES = 256 * 1024;
  * `discard_new_per_subject`): the server refuses a second write of a chunk, so a stored output
  * cannot be replaced, whoever writes. Created only by the setup identity (nats-setup.ts).
  */
-export function outputsStreamConfig(layout: StreamLayout, replicas = 1): Partial<StreamConfig> & { name: string } {
+export function outputsStreamConfig(
+  layout: StreamLayout,
+  replicas = streamReplicas(),
+): Partial<StreamConfig> & { name: string } {
   return {
     name: outputsStreamOf(layout),
     subjects: [`${outputsPrefixOf(layout)}.>`],

@@ -4,6 +4,7 @@ import { z } from "zod";
 import { ExecutionId, SharedRunId, STEP_CACHE_LIMITS, StepCacheKey, StepId } from "../contracts/index.ts";
 import type { EventStore, StreamLayout } from "../streams/index.ts";
 import { isNotFound } from "../streams/nats-errors.ts";
+import { streamReplicas } from "../streams/replicas.ts";
 
 /**
  * The step cache's index (docs/step-cache.md): a stream used like a NATS KV bucket, one subject per
@@ -17,7 +18,10 @@ export const stepCacheStreamOf = (layout: StreamLayout): string => `${layout.eve
 export const stepCachePrefixOf = (layout: StreamLayout): string => `${layout.eventPrefix}-cache`;
 
 /** Entries older than the longest TTL a step may ask for (plus a day) age out of the stream. */
-export function stepCacheStreamConfig(layout: StreamLayout, replicas = 1): Partial<StreamConfig> & { name: string } {
+export function stepCacheStreamConfig(
+  layout: StreamLayout,
+  replicas = streamReplicas(),
+): Partial<StreamConfig> & { name: string } {
   return {
     name: stepCacheStreamOf(layout),
     subjects: [`${stepCachePrefixOf(layout)}.>`],

@@ -1,7 +1,8 @@
 import { createHash } from "node:crypto";
 import type { z } from "zod";
 import type { DagInput, KubernetesHostConfig } from "../contracts/index.ts";
-import { jetstream } from "@nats-io/jetstream";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import type { NatsCluster } from "../platform/nats-cluster.ts";
 import { connectHarness } from "../platform/nats-auth/server-keys.ts";
 import { Redis } from "ioredis";
 import { validateIncidentLog, validateRunLog } from "../aggregates/replay-validation.ts";
@@ -25,6 +26,7 @@ import { startWaitSignaller } from "./wait-signaller.ts";
 import { waitForWarmPool } from "./warm-pool-ready.ts";
 import { startChaos, type Chaos, type ChaosKill } from "./chaos.ts";
 import { decisionsOnce } from "./decision-assertions.ts";
+import { leaderKillAssertion, natsLeaderKiller } from "./nats-leader-kill.ts";
 
 /**
  * The step after the kill point sleeps this long in the runs the gate kills, so a kill the proof
@@ -77,7 +79,14 @@ export interface ProofReport {
  */
 export async function runProof(
   o: ProofOptions,
-  infra: { natsUrl: string; redisUrl: string; mongoUrl?: string; kubernetes?: z.input<typeof KubernetesHostConfig> },
+  infra: {
+    natsUrl: string;
+    redisUrl: string;
+    mongoUrl?: string;
+    kubernetes?: z.input<typeof KubernetesHostConfig>;
+    /** The private NATS cluster (`--nats-cluster`): `--kill-nats-leader` kills and restarts its nodes. */
+    natsCluster?: NatsCluster;
+  },
   onProgress: (p: ProofProgress) => void,
   timeoutMs = 600_000,
 ): Promise<ProofReport> {
@@ -95,7 +104,8 @@ export async function runProof(
     ...(infra.mongoUrl ? { mongoUrl: infra.mongoUrl, services } : {}),
     ...(o.replicas ? { replicas: Object.fromEntries(services.map((s) => [s, o.replicas])) } : {}),
   });
-  const nc = await connectHarness({ servers: infra.natsUrl });
+  // On a cluster the proof's own connection rides the node kill like the services' (reconnect forever).
+  const nc = await connectHarness({ servers: infra.natsUrl, maxReconnectAttempts: -1, reconnectTimeWait: 250 });
   let pass = false;
   try {
     const js = jetstream(nc);
@@ -103,12 +113,18 @@ export async function runProof(
     const tenants = Array.from({ length: o.parallel }, (_, i) => scenarioTenants(i));
     const impacted = new Set(tenants.flatMap((t) => t.impacted));
     const kills: KillRecord[] = [];
+    const leaderKill =
+      o.killNatsLeader && infra.natsCluster
+        ? natsLeaderKiller(infra.natsCluster, await jetstreamManager(nc), cp.layout.eventStream)
+        : undefined;
     let dropped: Promise<number> | undefined;
     const cf = o.workload === "control-flow";
     // control-flow: `steps` is the map's item count and the gate counts completed items only.
     const counted = cf ? (stepId: string) => stepId.startsWith(`${CF_MAP}--`) : () => true;
     const gate = await startKillGate(js, store, cp.layout, impacted, o.killAfterSteps, o.signal, counted, (k) => {
       kills.push(k);
+      // --kill-nats-leader: the event stream's leader dies with the first runtime, while recovery works.
+      leaderKill?.trigger();
       // Mid-proof, once half the runtimes are down: lose every read model.
       if (infra.mongoUrl && !dropped && kills.length >= impacted.size / 2)
         dropped = dropReadModels(infra.mongoUrl, readModelDbName(cp.env, "cp-proof"));
@@ -178,6 +194,7 @@ export async function runProof(
       await done.stop();
       signalFailures = (await signaller?.stop()) ?? [];
     }
+    const leaderKilled = await leaderKill?.finish();
     const tRuns = Date.now();
     progress("verifying");
     // Let the forensics timelines catch up with the last completions before reading the log.
@@ -207,6 +224,7 @@ export async function runProof(
             signalsAssertion(signalFailures, signaller?.sent() ?? 0, runs.length),
           ]
         : []),
+      ...(leaderKill ? [leaderKillAssertion(leaderKilled!)] : []),
     ];
     const tLog = Date.now();
     if (infra.mongoUrl) {
@@ -381,7 +399,7 @@ export function proofLine(r: ProofReport): string {
   const n = (prefix: string) =>
     r.assertions.filter((a) => a.name.startsWith(prefix)).reduce((s, a) => s + a.violations, 0);
   return (
-    `proof: P=${r.options.parallel} transport=${r.options.transport} host=${r.options.host}${r.options.exposure ? `(${r.options.exposure})` : ""}${r.options.workload === "builtin" ? "" : ` workload=${r.options.workload}`} runs=${r.runs} recovered=${r.recovered} ` +
+    `proof: P=${r.options.parallel} transport=${r.options.transport} host=${r.options.host}${r.options.exposure ? `(${r.options.exposure})` : ""}${r.options.natsCluster ? ` nats=${r.options.natsCluster}-node${r.options.killNatsLeader ? "(leader killed)" : ""}` : ""}${r.options.workload === "builtin" ? "" : ` workload=${r.options.workload}`} runs=${r.runs} recovered=${r.recovered} ` +
     `duplicates=${n("duplicates")} lost=${n("lost")} safe_leaks=${n("safe_leaks")} fence_violations=${n("fence_violations")} replay_failures=${n("replay")} ` +
     `result=${r.pass ? "PASS" : `FAIL (${failed?.name}: ${failed?.detail})`}`
   );

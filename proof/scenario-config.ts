@@ -38,6 +38,10 @@ export interface ProofOptions {
    * turn every this many ms and restart it (proof/chaos.ts); 0 or absent: no chaos.
    */
   readonly chaosEveryMs?: number;
+  /** Nodes of the private NATS cluster the proof starts (`--nats-cluster 3`; streams R3); unset: one server. */
+  readonly natsCluster?: number;
+  /** `--kill-nats-leader`: SIGKILL the event stream's leader node mid-proof, restart it later (needs natsCluster). */
+  readonly killNatsLeader?: boolean;
 }
 
 export const DEFAULT_PROOF: ProofOptions = {
@@ -51,6 +55,9 @@ export const DEFAULT_PROOF: ProofOptions = {
   signal: "SIGKILL",
   workload: "builtin",
 };
+
+/** The heartbeat bound of a proof on a NATS cluster: above a leader failover (elections took 5–10 s). */
+export const CLUSTER_STALE_HEARTBEAT_MS = 20_000;
 
 /** `--workload control-flow`'s defaults: `steps` is the map's item count, `killAfterSteps` the items completed at the kill. */
 export const CONTROL_FLOW_PROOF = { steps: 6, killAfterSteps: 2 } as const;
@@ -104,7 +111,10 @@ export function proofConfig(
   return {
     controlPlaneId: "cp-proof",
     heartbeatIntervalMs: 500,
-    staleHeartbeatMs: 3000,
+    // On a NATS cluster whose leader is killed, no heartbeat is stored while the streams elect new
+    // leaders (5–10 s measured): a 3 s bound fenced a healthy safe runtime. The bound must exceed
+    // the failover time (docs/decisions.md "Clustered JetStream").
+    staleHeartbeatMs: o.natsCluster ? CLUSTER_STALE_HEARTBEAT_MS : 3000,
     dispatchTimeoutMs: 3000,
     fenceDeadlineMs: 10_000,
     maxConcurrentHostStartups: o.hostStartups ?? 4,

@@ -92,4 +92,15 @@ describe("proof workloads", () => {
     expect(() => parseProofArgs([...k8s, "--exposure", "gateway"])).toThrow(/needs --exposure pod-ip/);
     expect(() => parseProofArgs(["--warm-pool", "65"])).toThrow(/at most 64/);
   });
+
+  it("drover proof takes --nats-cluster 3 and --kill-nats-leader (one server by default; the kill needs the cluster; no even sizes)", () => {
+    expect(parseProofArgs([]).options.natsCluster).toBeUndefined();
+    expect(parseProofArgs(["--nats-cluster", "3", "--kill-nats-leader"]).options).toMatchObject({
+      natsCluster: 3,
+      killNatsLeader: true,
+    });
+    expect(parseProofArgs(["--nats-cluster", "3"]).options.killNatsLeader).toBeUndefined();
+    expect(() => parseProofArgs(["--kill-nats-leader"])).toThrow(/--kill-nats-leader needs --nats-cluster 3/);
+    expect(() => parseProofArgs(["--nats-cluster", "2"])).toThrow(/odd number/);
+  });
 });

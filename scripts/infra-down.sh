@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Stops exactly the servers infra-up started (by their pid files and recorded start times), and nothing else.
 source "$(dirname "$0")/lib.sh"
-for name in redis ferretdb nats; do
+for name in redis ferretdb nats nats-{1..9}; do
   pidfile="$RUN_DIR/$name.pid"
   [[ -f $pidfile ]] || continue
   pid=$(cat "$pidfile")

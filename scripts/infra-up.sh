@@ -30,11 +30,31 @@ mkdir -p "$RUN_DIR/nats" "$RUN_DIR/ferretdb/data" "$RUN_DIR/ferretdb/state"
 # Authentication is on: keys and the configuration come from scripts/nats-auth.ts (docs/nats-identities.md).
 # The configuration names its port, so it is written once the port is known (NATS_PORT or a free one).
 AUTH_DIR="$RUN_DIR/nats-auth"
-if ! owned "$RUN_DIR/nats.pid"; then
-  NATS_PORT=${NATS_PORT:-$(free_port)}
-  (cd "$ROOT" && node --import tsx scripts/nats-auth.ts config "$AUTH_DIR" 127.0.0.1 "$NATS_PORT" "$RUN_DIR/nats")
+# NATS_CLUSTER=3: a 3-node JetStream cluster (nats-1..3, each its own store dir and server_name n<i>),
+# the same accounts and identities on every node; NATS_URL lists every seed and NATS_REPLICAS=3.
+NATS_CLUSTER=${NATS_CLUSTER:-1}
+if [[ $NATS_CLUSTER == 1 ]]; then
+  if ! owned "$RUN_DIR/nats.pid"; then
+    NATS_PORT=${NATS_PORT:-$(free_port)}
+    (cd "$ROOT" && node --import tsx scripts/nats-auth.ts config "$AUTH_DIR" 127.0.0.1 "$NATS_PORT" "$RUN_DIR/nats")
+  fi
+  start nats NATS_PORT "$TOOLS_BIN/nats-server" -c "$AUTH_DIR/nats.conf"
+  NATS_SEEDS="nats://127.0.0.1:${PORTS[NATS_PORT]}"
+else
+  [[ $NATS_CLUSTER =~ ^[0-9]+$ && $NATS_CLUSTER -ge 3 && $((NATS_CLUSTER % 2)) == 1 ]] || { log "NATS_CLUSTER must be 1 or an odd number >= 3"; exit 1; }
+  if ! owned "$RUN_DIR/nats-1.pid"; then
+    clients=() routes=()
+    for ((i = 1; i <= NATS_CLUSTER; i++)); do clients+=("$(free_port)"); routes+=("$(free_port)"); done
+    (IFS=,; cd "$ROOT" && node --import tsx scripts/nats-auth.ts cluster-config "$AUTH_DIR" 127.0.0.1 "$RUN_DIR/nats" "${clients[*]}" "${routes[*]}")
+    for ((i = 1; i <= NATS_CLUSTER; i++)); do declare "NATS_PORT_$i=${clients[i - 1]}"; done
+  fi
+  NATS_SEEDS=""
+  for ((i = 1; i <= NATS_CLUSTER; i++)); do
+    start "nats-$i" "NATS_PORT_$i" "$TOOLS_BIN/nats-server" -c "$AUTH_DIR/nats-$i.conf"
+    port_var="NATS_PORT_$i"; NATS_SEEDS+="${NATS_SEEDS:+,}nats://127.0.0.1:${PORTS[$port_var]}"
+  done
+  PORTS[NATS_PORT]=${PORTS[NATS_PORT_1]}
 fi
-start nats NATS_PORT "$TOOLS_BIN/nats-server" -c "$AUTH_DIR/nats.conf"
 start ferretdb MONGO_PORT "$TOOLS_BIN/ferretdb" --handler=sqlite --sqlite-url="file:$RUN_DIR/ferretdb/data/" \
   --listen-addr='127.0.0.1:{PORT}' --state-dir="$RUN_DIR/ferretdb/state" --debug-addr=- --telemetry=disable --log-level=warn
 start redis REDIS_PORT redis-server --bind 127.0.0.1 --port '{PORT}' --save '' --appendonly no --protected-mode yes
@@ -43,7 +63,8 @@ cat >"$ENV_FILE" <<ENV
 NATS_PORT=${PORTS[NATS_PORT]}
 MONGO_PORT=${PORTS[MONGO_PORT]}
 REDIS_PORT=${PORTS[REDIS_PORT]}
-NATS_URL='nats://127.0.0.1:${PORTS[NATS_PORT]}'
+NATS_URL='$NATS_SEEDS'
+NATS_REPLICAS=$NATS_CLUSTER
 MONGO_URL='mongodb://127.0.0.1:${PORTS[MONGO_PORT]}/?directConnection=true&retryWrites=false'
 REDIS_URL='redis://127.0.0.1:${PORTS[REDIS_PORT]}'
 ENV

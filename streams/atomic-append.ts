@@ -10,7 +10,14 @@ import { aggregateWildcard } from "./subjects.ts";
 import type { Appended, BatchEntry } from "./types.ts";
 
 // Refusals after which nothing is stored and the same batch may succeed later.
-const TRANSIENT = new Set<number>([JS.batchIncomplete, JS.batchTooManyInflight]);
+// 10164/10158: a clustered leader still applying a write on one of the aggregates (or with one of
+// the msg ids): nothing of this batch is stored and the same batch may be sent again.
+const TRANSIENT = new Set<number>([
+  JS.batchIncomplete,
+  JS.batchTooManyInflight,
+  JS.wrongLastSequenceConstant,
+  JS.msgIdInProcess,
+]);
 
 /**
  * One atomic multi-aggregate transition. The first event of each entry carries that aggregate's

@@ -2,10 +2,11 @@ import { DiscardPolicy, RetentionPolicy, StorageType, type StreamConfig } from "
 import { nanos } from "@nats-io/transport-node";
 import type { StreamLayout } from "./layout.ts";
 import { DEFAULT_STREAM_LIMITS, type StreamLimits } from "./limits.ts";
+import { streamReplicas } from "./replicas.ts";
 
 /** Knobs that vary by deployment; everything else about the streams is fixed by drover's guarantees. */
 export interface StreamOptions {
-  /** Replicas of each stream (1 on one machine; 3 in a cluster). */
+  /** Replicas of each stream (1 on one machine; 3 in a cluster); default: NATS_REPLICAS (replicas.ts). */
   readonly replicas?: number;
   /** Dedupe window of the event stream in ms; at least 2 min so a timed-out publish can be retried. */
   readonly duplicateWindowMs?: number;
@@ -54,7 +55,7 @@ export function eventStreamConfig(
     storage: StorageType.File,
     retention: RetentionPolicy.Limits,
     discard: DiscardPolicy.Old,
-    num_replicas: opts.replicas ?? 1,
+    num_replicas: opts.replicas ?? streamReplicas(),
     max_msgs: -1,
     max_bytes: -1,
     max_age: 0,
@@ -80,7 +81,7 @@ export function heartbeatStreamConfig(
     storage: StorageType.File,
     retention: RetentionPolicy.Limits,
     discard: DiscardPolicy.Old,
-    num_replicas: opts.replicas ?? 1,
+    num_replicas: opts.replicas ?? streamReplicas(),
     max_msgs_per_subject: l.heartbeatsPerRuntime,
     max_age: nanos(l.heartbeatMaxAgeMs),
     max_bytes: l.heartbeatMaxBytes,
@@ -107,7 +108,7 @@ export function deadLetterStreamConfig(
     storage: StorageType.File,
     retention: RetentionPolicy.Limits,
     discard: DiscardPolicy.Old,
-    num_replicas: opts.replicas ?? 1,
+    num_replicas: opts.replicas ?? streamReplicas(),
     max_age: nanos(l.deadLetterMaxAgeMs),
     max_msgs: l.deadLetterMaxMsgs,
     max_bytes: l.deadLetterMaxBytes,

@@ -5,6 +5,7 @@ import { streamConfigs, type StreamOptions } from "./definitions.ts";
 import type { StreamLayout } from "./layout.ts";
 import { LIMIT_FIELDS } from "./limits.ts";
 import { assertServerVersion } from "./server-version.ts";
+import { isTransportFailure } from "./nats-errors.ts";
 
 const STREAM_NOT_FOUND = 10059;
 
@@ -46,11 +47,11 @@ export interface EnsureOptions extends StreamOptions {
  * Creates drover's streams for `layout`, or verifies existing ones. Idempotent and safe to run
  * from every service at start-up concurrently. Checks the server version first.
  *
- * Never changes an existing stream's guarantees: a stream whose settings differ from drover's
- * definition is refused with `contract-violation` listing the differences (changing e.g. deny_purge
- * or subjects behind an operator's back is not ours to do). The one exception is the limits of the
- * heartbeat and dead-letter streams with `adjustLimits` (setup). Fails with
- * `server-version-unsupported` on a server older than 2.12; JetStream errors propagate.
+ * Never changes an existing stream's guarantees: a stream whose settings (all but the replica count)
+ * differ from drover's definition is refused with `contract-violation` listing the differences
+ * (changing e.g. deny_purge or subjects behind an operator's back is not ours to do). The one
+ * exception is the limits of the heartbeat and dead-letter streams with `adjustLimits` (setup).
+ * Fails with `server-version-unsupported` on a server older than 2.12; JetStream errors propagate.
  */
 export async function ensureStreams(
   jsm: JetStreamManager,
@@ -74,7 +75,10 @@ export async function ensureStreams(
       // A concurrent creator with the same definition makes this add idempotent on the server.
       info = await jsm.streams.add(full);
     }
-    const diffs = configDifferences(want, info.config);
+    // Replicas are the deployment's (NATS_REPLICAS when created; an operator may scale a stream
+    // later): a party that does not know the deployment's count (a runtime) verifies the rest.
+    const { num_replicas: _replicas, ...guaranteed } = want;
+    const diffs = configDifferences(guaranteed, info.config);
     if (diffs.length > 0) {
       throw new DroverError(
         "contract-violation",
@@ -87,4 +91,31 @@ export async function ensureStreams(
     out.push(info);
   }
   return out;
+}
+
+/** JetStream answered "temporarily unavailable" (a cluster without a meta or stream leader yet). */
+const UNAVAILABLE = new Set([10008]);
+
+/**
+ * `ensureStreams` that rides a short JetStream outage (a cluster electing a leader after a node
+ * died: the requests time out or find no responder for seconds): retries those failures, and only
+ * those, until `withinMs` has passed. A process starting during an election would otherwise exit
+ * (seen in `drover proof --kill-nats-leader`: replacement runtimes exited 1 at start).
+ */
+export async function ensureStreamsPatiently(
+  jsm: JetStreamManager,
+  layout: StreamLayout,
+  opts: EnsureOptions = {},
+  withinMs = 60_000,
+): Promise<StreamInfo[]> {
+  const deadline = Date.now() + withinMs;
+  for (;;) {
+    try {
+      return await ensureStreams(jsm, layout, opts);
+    } catch (e) {
+      const transient = isTransportFailure(e) || (e instanceof JetStreamApiError && UNAVAILABLE.has(e.code));
+      if (!transient || Date.now() > deadline) throw e;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
 }

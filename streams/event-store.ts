@@ -60,6 +60,10 @@ async function lastSeq(ctx: StoreContext, ref: AggregateRef): Promise<number> {
   }
 }
 
+/** Publishes refused with 10164/10158 while the expectation still holds, before it counts as a conflict (~1 s in all). */
+const IN_FLIGHT_RETRIES = 20;
+const IN_FLIGHT = new Set<number | undefined>([JS.wrongLastSequenceConstant, JS.msgIdInProcess]);
+
 async function appendOne(
   ctx: StoreContext,
   ref: AggregateRef,
@@ -69,23 +73,32 @@ async function appendOne(
 ): Promise<Appended> {
   const wildcard = aggregateWildcard(ctx.layout, ref);
   let pa;
-  try {
-    pa = await ctx.js.publish(enc.subject, enc.data, {
-      msgID: msgId,
-      timeout: ctx.timeoutMs,
-      expect: {
-        streamName: ctx.layout.eventStream,
-        lastSubjectSequence: expectedSeq,
-        lastSubjectSequenceSubject: wildcard,
-      },
-    });
-  } catch (e) {
-    if (jsCode(e) === JS.wrongLastSequence) {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      pa = await ctx.js.publish(enc.subject, enc.data, {
+        msgID: msgId,
+        timeout: ctx.timeoutMs,
+        expect: {
+          streamName: ctx.layout.eventStream,
+          lastSubjectSequence: expectedSeq,
+          lastSubjectSequenceSubject: wildcard,
+        },
+      });
+      break;
+    } catch (e) {
+      const code = jsCode(e);
+      if (code !== JS.wrongLastSequence && !IN_FLIGHT.has(code))
+        throw toStoreError(e, `appending to ${wildcard}`, { subject: wildcard, expectedSeq, msgId });
       const seq = await landedEarlier(ctx, ref, expectedSeq, enc.eventId);
       if (seq !== undefined) return { seq, duplicate: true };
-      throw versionConflict(ctx, ref, expectedSeq, e);
+      // A clustered stream's leader refuses an expectation on a subject with a write still in flight
+      // in its Raft group (10164, no number), even one that holds, and a msg id still in flight
+      // (10158). Re-read: the aggregate moved → conflict; else the write ahead is still being
+      // applied: publish again, a bounded number of times (docs/decisions.md "Clustered JetStream").
+      if (code === JS.wrongLastSequence || attempt >= IN_FLIGHT_RETRIES || (await lastSeq(ctx, ref)) !== expectedSeq)
+        throw versionConflict(ctx, ref, expectedSeq, e);
+      await new Promise((r) => setTimeout(r, 5 * attempt));
     }
-    throw toStoreError(e, `appending to ${wildcard}`, { subject: wildcard, expectedSeq, msgId });
   }
   if (!pa.duplicate) return { seq: pa.seq, duplicate: false };
   // A duplicate ack names whatever message holds this msg id; it is ours only if it is our event.

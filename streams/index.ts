@@ -37,7 +37,7 @@ export {
   HEARTBEAT_MAX_AGE_MS,
   type StreamOptions,
 } from "./definitions.ts";
-export { ensureStreams, configDifferences, type EnsureOptions } from "./ensure-streams.ts";
+export { ensureStreams, ensureStreamsPatiently, configDifferences, type EnsureOptions } from "./ensure-streams.ts";
 export {
   DEFAULT_STREAM_LIMITS,
   LIMIT_FIELDS,
@@ -46,6 +46,7 @@ export {
   streamLimitsFromEnv,
   type StreamLimits,
 } from "./limits.ts";
+export { streamReplicas, MAX_STREAM_REPLICAS } from "./replicas.ts";
 export { MIN_SERVER_VERSION, assertServerVersion, compareVersions, parseServerVersion } from "./server-version.ts";
 export { createEventStore, type EventStoreOptions } from "./event-store.ts";
 export { defaultMsgId, nthMsgId } from "./msg-ids.ts";

@@ -15,6 +15,8 @@ export const JS = {
   wrongLastSequence: 10071,
   /** `wrong last sequence` (no number) — e.g. an expectation on a subject already written in the same batch. */
   wrongLastSequenceConstant: 10164,
+  /** A clustered stream's leader holds a write with this msg id in flight (not yet applied): retry shortly. */
+  msgIdInProcess: 10158,
   /** An atomic batch carries a msg id the stream already holds (a retried, already committed batch). */
   batchDuplicateMsgId: 10201,
   batchIncomplete: 10176,

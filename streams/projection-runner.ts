@@ -9,6 +9,10 @@ import { toStoredEvent } from "./stored.ts";
 import type { Skip } from "./skip.ts";
 import type { StoredEvent } from "./types.ts";
 import { LIVE_CONSUME } from "./consumer-outcome.ts";
+import { isTransportFailure } from "./nats-errors.ts";
+
+/** Pause before the live loop restarts after JetStream stopped answering. */
+const LIVE_RESTART_MS = 1_000;
 
 /** A read model fed from the event stream. Projections only fold: no appends, no side effects. */
 export interface Projection {
@@ -226,16 +230,26 @@ export function createProjectionRunner(
     async start() {
       if (started) return;
       started = true;
-      live().then(
-        async () => {
-          await save();
-          settle.resolve();
-        },
-        async (e: unknown) => {
-          await save().catch(() => undefined);
-          settle.reject(e);
-        },
-      );
+      // A transport failure (JetStream not answering: a cluster electing a new leader after a node
+      // died) restarts the live loop from the checkpoint instead of stopping the projection: seen
+      // in `drover proof --kill-nats-leader`, where the forensics projector's consumer creation
+      // timed out during the election and the process exited. Re-applied events are idempotent.
+      const runLive = (): void => {
+        live().then(
+          async () => {
+            await save();
+            settle.resolve();
+          },
+          async (e: unknown) => {
+            await save().catch(() => undefined);
+            if (stopping || !isTransportFailure(e)) return settle.reject(e);
+            await new Promise((r) => setTimeout(r, LIVE_RESTART_MS));
+            if (stopping) settle.resolve();
+            else runLive();
+          },
+        );
+      };
+      runLive();
     },
     waitFor(seq, timeoutMs = 10_000) {
       if (position >= seq) return Promise.resolve();

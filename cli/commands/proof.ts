@@ -7,10 +7,11 @@ import { CONTROL_FLOW_PROOF, DEFAULT_PROOF, type ProofOptions } from "../../proo
 import { startProofCluster } from "../../proof/kubernetes-hosts.ts";
 import { startFerret, startNats, startRedis, type RunningServer } from "../../platform/local-servers.ts";
 import { stopAllControlPlanes } from "../../platform/control-plane-processes.ts";
+import { startNatsCluster } from "../../platform/nats-cluster.ts";
 
 export const PROOF_USAGE = `drover proof [--parallel P] [--transport http|grpc] [--host process|kubernetes] [--exposure pod-ip|gateway|node-port|port-forward] [--steps N] [--step-ms M]
              [--workload builtin|custom|control-flow] [--seed S] [--kill-after K] [--signal SIGKILL|SIGSTOP] [--host-startups H] [--warm-pool N]
-             [--replicas R] [--chaos-every-ms M] [--timeout-s T] [--json]
+             [--replicas R] [--chaos-every-ms M] [--nats-cluster 3 [--kill-nats-leader]] [--timeout-s T] [--json]
   Runs the crash-recovery proof against the real services: P scenarios of 2 impacted + 1 safe tenant,
   3 runs of an N-step DAG each; each impacted runtime is SIGKILLed once its in-flight execution has K
   durable steps (SIGKILL, or SIGSTOP for a zombie the fence must kill); the forensics read models are
@@ -26,6 +27,8 @@ export const PROOF_USAGE = `drover proof [--parallel P] [--transport http|grpc] 
   N members are ready (that wait counts in the duration).
   --replicas R runs R processes of every control-plane service (default 1); --chaos-every-ms M then SIGKILLs a random
   replica of the next service in turn every M ms once every run is submitted, and restarts it 0.5 s later.
+  --nats-cluster 3 starts a private 3-node JetStream cluster (every stream R3; not with NATS_URL); --kill-nats-leader SIGKILLs
+  the node leading the event stream at the first runtime kill and restarts it on its own store once a new leader is elected (+5 s).
   Exit 0 on PASS, 1 on FAIL, 2 on bad usage.`;
 
 /** Parses the flags; throws a usage error message on anything it does not understand. */
@@ -50,6 +53,8 @@ export function parseProofArgs(argv: readonly string[]): { options: ProofOptions
       "warm-pool": { type: "string" },
       replicas: { type: "string" },
       "chaos-every-ms": { type: "string" },
+      "nats-cluster": { type: "string" },
+      "kill-nats-leader": { type: "boolean" },
     },
   });
   const int = (v: string | undefined, def: number, name: string, min: number) => {
@@ -86,6 +91,10 @@ export function parseProofArgs(argv: readonly string[]): { options: ProofOptions
   const chaosEveryMs = int(values["chaos-every-ms"], 0, "chaos-every-ms", 0);
   if (chaosEveryMs > 0 && replicas < 2)
     throw new Error("--chaos-every-ms needs --replicas 2 or more (a service must keep a running replica)");
+  const natsCluster = int(values["nats-cluster"], 1, "nats-cluster", 1);
+  if (natsCluster !== 1 && (natsCluster < 3 || natsCluster % 2 === 0))
+    throw new Error("--nats-cluster must be 1 or an odd number ≥ 3 (a quorum)");
+  if (values["kill-nats-leader"] && natsCluster < 3) throw new Error("--kill-nats-leader needs --nats-cluster 3");
   const signal = (values.signal ?? "SIGKILL").toUpperCase().replace(/^(?!SIG)/, "SIG");
   if (signal !== "SIGKILL" && signal !== "SIGSTOP")
     throw new Error("--signal must be SIGKILL (crash) or SIGSTOP (zombie)");
@@ -107,6 +116,8 @@ export function parseProofArgs(argv: readonly string[]): { options: ProofOptions
       ...(warmPool > 0 ? { warmPool } : {}),
       ...(replicas > 1 ? { replicas } : {}),
       ...(chaosEveryMs > 0 ? { chaosEveryMs } : {}),
+      ...(natsCluster > 1 ? { natsCluster } : {}),
+      ...(values["kill-nats-leader"] ? { killNatsLeader: true } : {}),
     },
     json: values.json ?? false,
     timeoutMs: int(values["timeout-s"], 900, "timeout-s", 10) * 1000,
@@ -168,7 +179,15 @@ export async function proofCommand(argv: readonly string[]): Promise<number> {
     // DROVER_KEEP_LOGS keeps the JetStream store too (restart nats-server on it to read the whole log).
     const storeDir = process.env.DROVER_KEEP_LOGS ? await mkdtemp(join(tmpdir(), "drover-proof-nats-")) : undefined;
     if (storeDir) process.stderr.write(`JetStream store kept in ${storeDir}\n`);
+    const size = parsed.options.natsCluster ?? 1;
+    if (size > 1 && (process.env.NATS_URL || cluster))
+      throw new Error("--nats-cluster starts its own loopback cluster: not with NATS_URL or --host kubernetes");
+    // Every stream of the cluster is R3 (NATS_REPLICAS reaches the setup and every service it spawns).
+    if (size > 1) process.env.NATS_REPLICAS = String(size);
+    const natsCluster = size > 1 ? await startNatsCluster({ size }) : undefined;
+    if (natsCluster) started.push(natsCluster);
     const natsUrl =
+      natsCluster?.url ??
       process.env.NATS_URL ??
       (started[started.length] = await startNats({ host: cluster?.natsHost, ...(storeDir ? { storeDir } : {}) })).url;
     const redisUrl = process.env.REDIS_URL ?? (started[started.length] = await startRedis()).url;
@@ -177,7 +196,13 @@ export async function proofCommand(argv: readonly string[]): Promise<number> {
     const report = await Promise.race([
       runProof(
         parsed.options,
-        { natsUrl, redisUrl, mongoUrl, ...(cluster ? { kubernetes: cluster.kubernetes } : {}) },
+        {
+          natsUrl,
+          redisUrl,
+          mongoUrl,
+          ...(cluster ? { kubernetes: cluster.kubernetes } : {}),
+          ...(natsCluster ? { natsCluster } : {}),
+        },
         (p) => {
           if (parsed.json) return;
           process.stderr.write(tty ? `\r${progressLine(p)}` : `${progressLine(p)}\n`);

@@ -69,16 +69,45 @@ export function serverConfig(o: {
   scopes: readonly AuthScope[];
   httpPort?: number;
   tls?: { readonly certFile: string; readonly keyFile: string };
+  /** A node of a JetStream cluster (nats-cluster.ts): its unique name and the cluster's routes. */
+  cluster?: ClusterNodeConfig;
 }): string {
   return JSON.stringify(
     {
+      ...(o.cluster ? { server_name: o.cluster.serverName } : {}),
       listen: `${o.host}:${o.port}`,
       ...(o.httpPort !== undefined ? { http: `${o.host}:${o.httpPort}` } : {}),
       ...(o.tls ? { tls: { cert_file: o.tls.certFile, key_file: o.tls.keyFile, timeout: 5 } } : {}),
       jetstream: { store_dir: o.storeDir },
+      ...(o.cluster ? { cluster: clusterBlock(o.host, o.cluster) } : {}),
       ...authConfig(o.keys, o.scopes),
     },
     null,
     2,
   );
+}
+
+/** One node's place in a cluster: names are unique; routes list every node's route port (its own is ignored). */
+export interface ClusterNodeConfig {
+  readonly serverName: string;
+  readonly clusterName: string;
+  readonly routePort: number;
+  readonly routePorts: readonly number[];
+  /** The credentials routes present to each other: a route is a server, not a client, so it gets no account. */
+  readonly routeUser: string;
+  readonly routePassword: string;
+}
+
+/**
+ * The `cluster {}` block: routes listen on loopback (or `host`) and authenticate with their own
+ * user/password (no client identity can open a route, and routes never carry account rights).
+ */
+function clusterBlock(host: string, c: ClusterNodeConfig): Record<string, unknown> {
+  const auth = `${encodeURIComponent(c.routeUser)}:${encodeURIComponent(c.routePassword)}`;
+  return {
+    name: c.clusterName,
+    listen: `${host}:${c.routePort}`,
+    authorization: { user: c.routeUser, password: c.routePassword, timeout: AUTH_TIMEOUT_S },
+    routes: c.routePorts.map((p) => `nats://${auth}@${host}:${p}`),
+  };
 }

@@ -8,6 +8,7 @@
  */
 import { Gauge } from "prom-client";
 import { bootstrap } from "../../platform/bootstrap.ts";
+import { startPatiently } from "../../platform/patient-start.ts";
 import { controlSubject, readModelClient, readModelDbName } from "../../platform/read-model-db.ts";
 import { skipRecorder } from "../../streams/index.ts";
 import { serveRebuild } from "./shell/control.ts";
@@ -30,7 +31,9 @@ const writer = runAsSingleWriter({
   holder: ctx.instanceId,
   log: ctx.log,
   start: async () => {
-    const service = await startForensics({
+    const service = await startPatiently(
+      () =>
+        startForensics({
       handle: ctx.nc,
       layout: ctx.layout,
       db: client.db(dbName),
@@ -39,7 +42,9 @@ const writer = runAsSingleWriter({
       onSkip: skipRecorder(ctx.nc, ctx.layout, "forensics", ctx.log),
       // The live consumer itself failed (not poison: that is skipped): exit so the supervisor restarts it.
       onFatal: () => process.exit(1),
-    });
+        }),
+      (e) => ctx.log.warn({ err: String(e) }, "JetStream not answering at start-up: starting again"),
+    );
     // Only the writer answers rebuild requests: a standby has nothing to rebuild.
     const sub = serveRebuild(ctx.nc, subject, service, ctx.log);
     ctx.log.info({ db: dbName, subject, position: service.position }, "forensics projector running");

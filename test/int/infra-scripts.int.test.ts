@@ -4,7 +4,10 @@ import { existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { jetstreamManager } from "@nats-io/jetstream";
 import { freePort } from "../../platform/local-servers.ts";
+import { credentialOf, type NatsKeys } from "../../platform/nats-auth/credentials.ts";
+import { connectNats } from "../../platform/nats-connect.ts";
 
 /**
  * `make infra-up` / `make infra-down` (scripts/infra-up.sh, infra-down.sh) starting and stopping the
@@ -143,4 +146,59 @@ describe("infra-up / infra-down scripts starting and stopping real nats-server, 
     expect(alive(nats)).toBe(false);
     expect(alive(stranger.pid!)).toBe(true);
   });
+
+  it("NATS_CLUSTER=3 starts a 3-node JetStream cluster on loopback, lists every seed in NATS_URL, and setup makes R3 streams", async () => {
+    const dir = await runDir();
+    const up = await sh("infra-up.sh", {
+      DROVER_RUN_DIR: dir,
+      NATS_CLUSTER: "3",
+      NATS_PORT: "",
+      MONGO_PORT: "",
+      REDIS_PORT: "",
+    });
+    expect(up.code, up.out).toBe(0);
+    const nodes = ["nats-1", "nats-2", "nats-3"];
+    const pids = await Promise.all(nodes.map((n) => pidOf(dir, n)));
+    const ports = await Promise.all(
+      nodes.map(async (n) => Number((await readFile(join(dir, `${n}.port`), "utf8")).trim())),
+    );
+    const envFile = await readFile(join(dir, "env"), "utf8");
+    expect(envFile).toContain(`NATS_URL='${ports.map((p) => `nats://127.0.0.1:${p}`).join(",")}'`);
+    expect(envFile).toContain("NATS_REPLICAS=3");
+    for (const pid of pids) {
+      // the client port and the route port, both on 127.0.0.1 only
+      const addrs = await listening(pid);
+      expect(addrs).toHaveLength(2);
+      for (const a of addrs) expect(a.startsWith(`${LOOPBACK}:`), a).toBe(true);
+    }
+    // The setup identity creates every stream with 3 replicas (NATS_REPLICAS from the env file).
+    const env = Object.fromEntries(
+      envFile
+        .split("\n")
+        .filter((l) => l.includes("="))
+        .map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1).replace(/^'|'$/g, "")]),
+    ) as Record<string, string>;
+    const setup = await new Promise<{ code: number; out: string }>((ok) => {
+      const child = spawn("node", ["--import", "tsx", "scripts/nats-auth.ts", "setup", join(dir, "nats-auth")], {
+        cwd: ROOT,
+        env: { ...process.env, ...env },
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      let out = "";
+      child.stderr.on("data", (d: Buffer) => (out += d.toString()));
+      child.once("exit", (code) => ok({ code: code ?? -1, out }));
+    });
+    expect(setup.code, setup.out).toBe(0);
+    const keys = JSON.parse(await readFile(join(dir, "nats-auth", "keys.json"), "utf8")) as NatsKeys;
+    const nc = await connectNats({ servers: env.NATS_URL!, creds: credentialOf(keys, "setup") });
+    const jsm = await jetstreamManager(nc);
+    const replicas: Record<string, number> = {};
+    for await (const si of jsm.streams.list()) replicas[si.config.name] = si.config.num_replicas;
+    await nc.close();
+    expect(replicas).toEqual({ DROVER: 3, DROVER_DLQ: 3, DROVER_OUTPUTS: 3, DROVER_STEP_CACHE: 3, HEARTBEATS: 3 });
+
+    const down = await sh("infra-down.sh", { DROVER_RUN_DIR: dir });
+    expect(down.code, down.out).toBe(0);
+    expect(pids.filter(alive)).toEqual([]);
+  }, 120_000);
 });

@@ -41,7 +41,15 @@ export function runAsSingleWriter<T extends WriterTerm>(o: {
         signal: abort.signal,
         ...(o.ttlMs ? { ttlMs: o.ttlMs } : {}),
         onStandby: () => o.log?.info({ lease: o.name }, "standing by: another replica writes these read models"),
+      }).catch((e: unknown) => {
+        // NATS not answering (a restart, a cluster electing a leader): try again, never write meanwhile.
+        o.log?.info({ lease: o.name, err: String(e) }, "writer lease not reachable: trying again");
+        return "retry" as const;
       });
+      if (lease === "retry") {
+        await new Promise((r) => setTimeout(r, 1_000));
+        continue;
+      }
       if (!lease) return;
       o.log?.info({ lease: o.name }, "holding the writer lease: projecting");
       let term: T;

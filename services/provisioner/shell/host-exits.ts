@@ -10,8 +10,8 @@ const MAX_CONFLICTS = 8;
  * evidence for recovery, which decides and fences; the provisioner decides nothing here. Once per
  * incarnation and kind: a repeated observation (or a retry after a timeout) appends nothing.
  * Unknown runtimes (never registered in this stream) are ignored.
- * Failure modes: store errors propagate to the caller, which logs them (the observation is lost,
- * recovery still sees the stale heartbeat).
+ * Failure modes: store errors propagate to the caller (recordHostExitPatiently retries the
+ * transient ones).
  */
 export async function recordHostExit(d: ProvisionerDeps, fact: HostObservation): Promise<void> {
   const ref = runtimeRef(fact.runtimeInstanceId);
@@ -53,6 +53,27 @@ export async function recordHostExit(d: ProvisionerDeps, fact: HostObservation):
       return;
     } catch (err) {
       if (!isDroverError(err, "version-conflict") || conflicts >= MAX_CONFLICTS) throw err;
+    }
+  }
+}
+
+/** Attempts, 1 s apart, to record one observation while JetStream does not answer (a leader election takes ~10 s). */
+const UNAVAILABLE_ATTEMPTS = 60;
+
+/**
+ * `recordHostExit`, retried while the event store is unavailable (no answer, a cluster electing a
+ * leader): an exit lost there left a runtime that died during a NATS leader kill counted as live
+ * for ever, and its tenant's scale-outs refused at the runtime limit (seen in `drover proof
+ * --kill-nats-leader`). Each attempt re-reads, so a retry never records an exit twice.
+ */
+export async function recordHostExitPatiently(d: ProvisionerDeps, fact: HostObservation): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await recordHostExit(d, fact);
+    } catch (e) {
+      const transient = isDroverError(e, "event-store-unavailable") && e.retryable !== false;
+      if (!transient || attempt >= UNAVAILABLE_ATTEMPTS) throw e;
+      await new Promise((r) => setTimeout(r, 1_000));
     }
   }
 }

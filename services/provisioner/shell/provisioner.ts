@@ -7,7 +7,7 @@ import type { RequestState } from "../domain/request-state.ts";
 import { assertNever } from "../../../contracts/assert-never.ts";
 import { abandonAttempt } from "./abandon.ts";
 import { stamp, type ProvisionerDeps } from "./context.ts";
-import { recordHostExit } from "./host-exits.ts";
+import { recordHostExitPatiently } from "./host-exits.ts";
 import { driveHostStart, type PlannedStart } from "./host-start.ts";
 import { observe, originOf, outcome, settle } from "./request-writer.ts";
 import { RosterView } from "./roster-view.ts";
@@ -55,7 +55,7 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
   const stopObserving = [...d.strategies.values()].map((s) =>
     s.observe((fact) => {
       if (retiring.has(fact.runtimeInstanceId)) return;
-      recordHostExit(d, fact)
+      recordHostExitPatiently(d, fact)
         .catch((e) => d.log("could not record a host observation", { fact, err: String(e) }))
         .finally(() => pool.refill());
     }),

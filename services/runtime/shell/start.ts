@@ -16,7 +16,7 @@ import { selfIncarnation } from "../../../platform/process-incarnation.ts";
 import {
   createEventStore,
   DEFAULT_LAYOUT,
-  ensureStreams,
+  ensureStreamsPatiently,
   execRef,
   heartbeatSubject,
   taggedLayout,
@@ -83,7 +83,7 @@ export async function startRuntime(
   const layout = config.streamTag ? taggedLayout(config.streamTag) : DEFAULT_LAYOUT;
   const jsm = await jetstreamManager(nc);
   // Whether the log is compactable is the deployment's choice, checked by the services (docs/retention.md).
-  await ensureStreams(jsm, layout, { anyPurgePolicy: true });
+  await ensureStreamsPatiently(jsm, layout, { anyPurgePolicy: true });
   const ops = await startOpsServer({
     service: "runtime",
     instanceId: config.runtimeInstanceId,
