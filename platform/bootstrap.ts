@@ -93,8 +93,7 @@ export async function bootstrap(
     );
     const nc = await connectNats({ servers: required("NATS_URL"), name: instanceId, maxReconnectAttempts: -1 });
     const jsm = await jetstreamManager(nc);
-  ensureStreamsPatiently,
-  eventCompactionFromEnv,
+    await ensureStreamsPatiently(jsm, layout, { compactable: eventCompactionFromEnv(process.env) });
     const js = jetstream(nc);
     const store = createEventStore(nc, layout);
     const redis = opts.redis
