@@ -26,7 +26,10 @@ export const archivePrefixOf = (layout: StreamLayout): string => `${layout.event
 export const ORIG_SEQ = "Drover-Orig-Seq";
 export const ORIG_TIME = "Drover-Orig-Time";
 
-export function archiveStreamConfig(layout: StreamLayout, replicas = streamReplicas()): Partial<StreamConfig> & { name: string } {
+export function archiveStreamConfig(
+  layout: StreamLayout,
+  replicas = streamReplicas(),
+): Partial<StreamConfig> & { name: string } {
   return {
     name: archiveStreamOf(layout),
     subjects: [`${archivePrefixOf(layout)}.>`],

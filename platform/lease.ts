@@ -23,7 +23,10 @@ export const LEASE_TTL_MS = 5_000;
 export const leaseStreamOf = (layout: StreamLayout): string => `${layout.eventStream}_LEASES`;
 export const leasePrefixOf = (layout: StreamLayout): string => `${layout.eventPrefix}-lease`;
 
-export function leaseStreamConfig(layout: StreamLayout, replicas = streamReplicas()): Partial<StreamConfig> & { name: string } {
+export function leaseStreamConfig(
+  layout: StreamLayout,
+  replicas = streamReplicas(),
+): Partial<StreamConfig> & { name: string } {
   return {
     name: leaseStreamOf(layout),
     subjects: [`${leasePrefixOf(layout)}.>`],

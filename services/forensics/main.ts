@@ -34,14 +34,14 @@ const writer = runAsSingleWriter({
     const service = await startPatiently(
       () =>
         startForensics({
-      handle: ctx.nc,
-      layout: ctx.layout,
-      db: client.db(dbName),
-      log: ctx.log,
-      watchdogMs: Number(process.env.DROVER_FORENSICS_WATCHDOG_MS ?? 5_000),
-      onSkip: skipRecorder(ctx.nc, ctx.layout, "forensics", ctx.log),
-      // The live consumer itself failed (not poison: that is skipped): exit so the supervisor restarts it.
-      onFatal: () => process.exit(1),
+          handle: ctx.nc,
+          layout: ctx.layout,
+          db: client.db(dbName),
+          log: ctx.log,
+          watchdogMs: Number(process.env.DROVER_FORENSICS_WATCHDOG_MS ?? 5_000),
+          onSkip: skipRecorder(ctx.nc, ctx.layout, "forensics", ctx.log),
+          // The live consumer itself failed (not poison: that is skipped): exit so the supervisor restarts it.
+          onFatal: () => process.exit(1),
         }),
       (e) => ctx.log.warn({ err: String(e) }, "JetStream not answering at start-up: starting again"),
     );
