@@ -8,6 +8,7 @@ import {
 } from "../streams/index.ts";
 import { outputsStreamConfig } from "./output-store.ts";
 import { stepCacheStreamConfig } from "./step-cache-store.ts";
+import { snapshotStreamConfig } from "./snapshots/store.ts";
 import { SCALE_OUT_DURABLE } from "./nats-auth/rights.ts";
 
 /**
@@ -28,14 +29,14 @@ export const isNotFound = (e: unknown): boolean => e instanceof JetStreamApiErro
 /**
  * What only the `setup` identity may do (docs/nats-identities.md): create (or verify) drover's
  * streams, the provisioner's durable consumer, the outputs stream (output-store.ts) and the step
- * cache stream (step-cache-store.ts). `drover admin
+ * cache stream (step-cache-store.ts) and the snapshot stream (snapshots/store.ts). `drover admin
  * setup` runs it before the services start (`make run`, the manifests' setup Job, the test harness);
  * services only check that what they use exists.
  */
 export async function setupNats(jsm: JetStreamManager, layout: StreamLayout, ackWaitMs?: number): Promise<void> {
   await ensureStreams(jsm, layout);
   await ensureConsumer(jsm, layout, scaleOutConsumer(layout, ackWaitMs));
-  for (const config of [outputsStreamConfig(layout), stepCacheStreamConfig(layout)])
+  for (const config of [outputsStreamConfig(layout), stepCacheStreamConfig(layout), snapshotStreamConfig(layout)])
     await jsm.streams.info(config.name).catch(async (e: unknown) => {
       if (!isNotFound(e)) throw e;
       await jsm.streams.add(config);

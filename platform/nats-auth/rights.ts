@@ -1,6 +1,7 @@
 import type { StreamLayout } from "../../streams/index.ts";
 import { outputsPrefixOf, outputsStreamOf } from "../output-store.ts";
 import { stepCachePrefixOf, stepCacheStreamOf } from "../step-cache-store.ts";
+import { snapshotPrefixOf, snapshotStreamOf } from "../snapshots/store.ts";
 
 /**
  * Who may do what on NATS: one identity per party, each with only the publish/subscribe and
@@ -61,6 +62,9 @@ export interface AuthScope {
   /** First subject tokens of the step cache index (`drover-cache`): `<stepCache>.<tenant>.<key>`. */
   readonly stepCache: string;
   readonly stepCacheStream: string;
+  /** First subject tokens of snapshots (`drover-snap`): `<snapshots>.<owner>.<part>` (platform/snapshots/store.ts). */
+  readonly snapshots: string;
+  readonly snapshotStream: string;
 }
 
 /** The durable consumers drover has; only setup creates, changes or deletes them. */
@@ -78,6 +82,8 @@ export function scopeOf(layout: StreamLayout): AuthScope {
     outputsStream: outputsStreamOf(layout),
     stepCache: stepCachePrefixOf(layout),
     stepCacheStream: stepCacheStreamOf(layout),
+    snapshots: snapshotPrefixOf(layout),
+    snapshotStream: snapshotStreamOf(layout),
   };
 }
 
@@ -97,6 +103,8 @@ export const TAGGED_SCOPE: AuthScope = {
   outputsStream: "*",
   stepCache: "*.drover-cache",
   stepCacheStream: "*",
+  snapshots: "*.drover-snap",
+  snapshotStream: "*",
 };
 
 /** Subject of event `name` of aggregate `agg` for any tenant and id. */
@@ -129,6 +137,18 @@ export const jsRead = (stream: string): string[] => [
 export const outputsRead = (s: AuthScope, tenants: readonly string[] = ["*"]): string[] =>
   // Each chunk by the subject-form Direct Get (platform/output-store.ts): no consumer, no stream info.
   tenants.map((t) => `$JS.API.DIRECT.GET.${s.outputsStream}.${s.outputs}.${t}.>`);
+
+/** The services that snapshot their folded state (platform/snapshots): each under its own name only. */
+export const SNAPSHOT_OWNERS: readonly ServiceIdentity[] = ["admission", "recovery"];
+
+/**
+ * Writing and reading one's own snapshot: publish to `<snapshots>.<owner>.>` and the subject-form
+ * Direct Get there. No consumer, no other owner's key, no stream management.
+ */
+export const snapshotRights = (s: AuthScope, owner: string): string[] => [
+  `${s.snapshots}.${owner}.>`,
+  `$JS.API.DIRECT.GET.${s.snapshotStream}.${s.snapshots}.${owner}.>`,
+];
 
 /** No one but setup touches a durable consumer's definition, and only its owner pulls from it. */
 const durableDeny = (s: AuthScope, pulls: boolean): string[] => [
@@ -250,6 +270,7 @@ export function rightsOf(id: Identity, scopes: readonly AuthScope[]): Rights {
     for (const st of [s.eventStream, s.heartbeatStream, s.deadLetterStream]) pub.add(`$JS.API.STREAM.INFO.${st}`);
     for (const x of durableDeny(s, id === "provisioner")) deny.add(x);
     if (id !== "operator") pub.add(skipAdvisory(s));
+    if (SNAPSHOT_OWNERS.includes(svc)) for (const x of snapshotRights(s, svc)) pub.add(x);
     if (id === "provisioner") {
       pub.add(`$JS.API.CONSUMER.INFO.${s.eventStream}.${SCALE_OUT_DURABLE}`);
       pub.add(`$JS.API.CONSUMER.MSG.NEXT.${s.eventStream}.${SCALE_OUT_DURABLE}`);

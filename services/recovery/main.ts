@@ -6,6 +6,7 @@ import { kubernetesStrategyFromConfig } from "../../platform/hosts/kubernetes/fr
 import { createProcessStrategy } from "../../platform/hosts/process-strategy.ts";
 import { kickerFromEnv } from "../../platform/nats-auth/kick.ts";
 import { RecoveryState } from "./shell/state.ts";
+import { snapshotsFromEnv } from "../../platform/snapshots/from-env.ts";
 import { registerRecoveryMetrics } from "./shell/metrics.ts";
 import { startRecovery } from "./shell/service.ts";
 
@@ -52,6 +53,7 @@ const service = await startRecovery({
   sha256: (s) => createHash("sha256").update(s).digest("hex"),
   ...(kicker ? { kick: kicker.kick } : {}),
   log: ctx.log,
+  snapshots: snapshotsFromEnv(ctx.nc, ctx.layout, "recovery", ctx.ops.registry, process.env),
 });
 await service.ready;
 ctx.log.info({ runtimes: state.runtimes.size, runs: state.runs.size }, "recovery caught up");

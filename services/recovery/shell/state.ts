@@ -12,6 +12,8 @@ import { storedHeartbeat } from "../../../streams/index.ts";
 import { evolveRun, initialRunState, type RunEvent, type RunState } from "../../../aggregates/run.ts";
 import { failureTime, type FailureBasis } from "../domain/incident-clock.ts";
 import { emptyRuntime, evolveRuntime, type RuntimeEvent, type RuntimeRecord } from "../domain/runtime-health.ts";
+import { decodeRecoveryState, encodeRecoveryState, RECOVERY_STATE_KIND } from "../domain/state-image.ts";
+import type { Snapshottable } from "../../../platform/snapshots/snapshotted.ts";
 
 export interface TrackedRun {
   readonly tenantId: TenantId;
@@ -42,7 +44,8 @@ export interface ExecProgress {
  * runtime), every runtime's lifecycle, latest heartbeat times, forensics records, and the resume /
  * completion facts of executions. Invalid events are reported, not applied.
  */
-export class RecoveryState {
+export class RecoveryState implements Snapshottable {
+  readonly kind = RECOVERY_STATE_KIND;
   readonly runs = new Map<string, TrackedRun>();
   readonly runtimes = new Map<string, RuntimeRecord>();
   readonly lastBeatMs = new Map<string, number>();
@@ -60,6 +63,27 @@ export class RecoveryState {
     /** Heartbeat subject prefix; default: the event prefix's (`drover` → `drover-hb`). */
     private readonly heartbeatPrefix = `${prefix}-hb`,
   ) {}
+
+  /** The folded state as a snapshot body (platform/snapshots); heartbeat times are not in it. */
+  encode(): Uint8Array {
+    return encodeRecoveryState({
+      runs: [...this.runs.values()],
+      runtimes: [...this.runtimes.values()],
+      forensics: [...this.forensics.values()].map((f) => ({ ...f, types: [...f.types] })),
+      execs: [...this.execs],
+    });
+  }
+
+  /** Replaces the folded state with a snapshot's; throws, changing nothing, on a bad body. */
+  restore(body: Uint8Array): void {
+    const img = decodeRecoveryState(body);
+    for (const m of [this.runs, this.runtimes, this.forensics, this.execs]) m.clear();
+    for (const r of img.runs) this.runs.set(`${r.tenantId}/${r.sharedRunId}`, r as TrackedRun);
+    for (const rt of img.runtimes) this.runtimes.set(rt.runtimeInstanceId, rt);
+    for (const f of img.forensics)
+      this.forensics.set(f.forensicsId, { ...f, types: new Set(f.types) } as unknown as ForensicsRecord);
+    for (const [id, x] of img.execs) this.execs.set(id, { ...x });
+  }
 
   onChange(fn: () => void): void {
     this.listeners.add(fn);
