@@ -112,6 +112,7 @@ try {
   }
   async function recovery() {
     const state = new RecoveryState(layout.eventPrefix, () => undefined);
+    state.bound.max = 10_000;
     const start = performance.now();
     const s = await startRecovery({
       js,

@@ -6,13 +6,14 @@ import { connectHarness, serverKeysOf } from "../../platform/nats-auth/server-ke
 import { scaleOutConsumer } from "../../platform/nats-setup.ts";
 import { outputsStreamOf } from "../../platform/output-store.ts";
 import { stepCacheStreamOf } from "../../platform/step-cache-store.ts";
+import { snapshotStreamOf } from "../../platform/snapshots/store.ts";
 import { taggedLayout } from "../../streams/index.ts";
 import { uniqueName } from "../support/isolation.ts";
 
 /**
  * `drover admin setup` (what the manifests' setup Job runs) against a real nats-server with
  * authentication: as the setup identity it creates the streams, the provisioner's durable, the
- * outputs stream and the step cache stream, and again (idempotent); as a service identity the server refuses it.
+ * outputs stream, the step cache stream and the snapshot stream, and again (idempotent); as a service identity the server refuses it.
  */
 const url = () => inject("natsUrl");
 const tag = uniqueName("setupjob");
@@ -23,6 +24,7 @@ const streams = () => [
   layout.deadLetterStream,
   outputsStreamOf(layout),
   stepCacheStreamOf(layout),
+  snapshotStreamOf(layout),
 ];
 
 async function setup(identity: "setup" | "api"): Promise<{ code: number; out: string; err: string }> {
@@ -53,7 +55,7 @@ describe("drover admin setup (real nats-server, authentication on)", () => {
     await nc.close();
   });
 
-  it("creates the streams, the provisioner's durable, the outputs and step cache streams as the setup identity, and is idempotent", async () => {
+  it("creates the streams, the provisioner's durable, the outputs, step cache and snapshot streams as the setup identity, and is idempotent", async () => {
     expect(await setup("setup")).toMatchObject({ code: 0, err: "" });
     const again = await setup("setup");
     expect(again.code).toBe(0);

@@ -1,7 +1,14 @@
 import type { Clock } from "../../../platform/clock.ts";
 import type { JsMsg } from "@nats-io/jetstream";
 import { decodeEvent, isDroverError, type DroverEvent } from "../../../contracts/index.ts";
-import { evolveRun, initialRunState, isTerminal, type RunEvent, type RunState } from "../../../aggregates/run.ts";
+import {
+  evolveRun,
+  initialRunState,
+  isTerminal,
+  withoutPayload,
+  type RunEvent,
+  type RunState,
+} from "../../../aggregates/run.ts";
 import { isPlaceable } from "../domain/run-decider.ts";
 import { submissionSubjectMismatch } from "../domain/submission-check.ts";
 import {
@@ -194,7 +201,7 @@ export class RunIndex implements Snapshottable {
   private applyRun(tenantId: string, id: string, event: RunEvent, seq: number, ms: number): void {
     const r = this.entry(tenantId, id, seq);
     const before = r.state;
-    r.state = evolveRun(r.state, event, seq);
+    r.state = withoutPayload(evolveRun(r.state, event, seq));
     if (r.state !== before) {
       r.sinceSeq = seq;
       r.sinceMs = ms;
@@ -206,6 +213,8 @@ export class RunIndex implements Snapshottable {
       if (isTerminal(r.state.status)) r.invalid = undefined;
       this.track(r, before);
       if (isTerminal(r.state.status) && !isTerminal(before.status)) {
+        // A terminal run decides nothing whatever its history (a terminal status is final): no log read needed.
+        if (r.unverified) this.settle(r);
         this.terminal.set(`${tenantId}/${id}`, r);
         this.evict();
       }
@@ -280,9 +289,15 @@ export class RunIndex implements Snapshottable {
 
   /** An unverified run's first event is its first in the log: it is new and counts from now. */
   markVerified(r: IndexedRun): void {
-    this.unverifiedRuns.delete(r);
+    this.settle(r);
     this.track(r, r.state);
     this.changed();
+  }
+
+  private settle(r: IndexedRun): void {
+    r.unverified = undefined;
+    r.firstSeq = undefined;
+    this.unverifiedRuns.delete(r);
   }
 
   /** Terminal runs dropped so far, by tenant and status (`tenant\u0000status`): the runs gauge adds them. */
@@ -368,6 +383,7 @@ export class RunIndex implements Snapshottable {
       const r: IndexedRun = { ...i };
       const key = `${r.tenantId}/${r.sharedRunId}`;
       this.runs.set(key, r);
+      if (r.unverified && isTerminal(r.state.status)) this.settle(r);
       if (r.unverified) this.unverifiedRuns.add(r);
       if (isTerminal(r.state.status)) this.terminal.set(key, r);
       this.track(r, initialRunState());

@@ -12,19 +12,11 @@ import { isTerminal } from "../../../aggregates/run.ts";
 export async function verifyRuns(index: RunIndex, store: EventStore): Promise<number> {
   let settled = 0;
   for (const r of index.unverified()) {
-    // A terminal run decides nothing whatever its history (a terminal status is final): no read.
-    if (isTerminal(r.state.status)) {
-      r.unverified = undefined;
-      index.markVerified(r);
-      continue;
-    }
+    if (isTerminal(r.state.status)) continue; // settled by the index itself when it ended
     const h = await store.read(runRef(r.tenantId, r.sharedRunId), { skipUndecodable: true });
     const first = Math.min(h.events[0]?.seq ?? Infinity, h.undecodable?.[0]?.seq ?? Infinity);
-    if (first === r.firstSeq) {
-      r.unverified = undefined;
-      r.firstSeq = undefined;
-      index.markVerified(r);
-    } else index.resetRun(r.tenantId, r.sharedRunId, h.events);
+    if (first === r.firstSeq) index.markVerified(r);
+    else index.resetRun(r.tenantId, r.sharedRunId, h.events);
     settled++;
   }
   return settled;

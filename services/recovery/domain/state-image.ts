@@ -20,6 +20,8 @@ export interface RecoveryImage {
     readonly types: readonly string[];
     readonly lastSeq: number;
   }[];
+  /** Terminal runs dropped from memory so far (shell/run-bound.ts). */
+  readonly dropped: number;
   readonly execs: readonly (readonly [
     string,
     { readonly resumed?: DataOf<"exec.resumed">; readonly completedDigest?: string; readonly tenantId: string },
@@ -47,5 +49,6 @@ export function decodeRecoveryState(body: Uint8Array): RecoveryImage {
     throw new Error("a forensics entry is malformed");
   if (execs.some((e) => !Array.isArray(e) || !str(e[0]) || !str(e[1]?.tenantId)))
     throw new Error("an exec entry is malformed");
+  if (typeof img.dropped !== "number") throw new Error("dropped must be counted");
   return img as RecoveryImage;
 }
