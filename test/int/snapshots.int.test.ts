@@ -18,7 +18,7 @@ import {
   type SnapshotStore,
 } from "../../platform/snapshots/store.ts";
 import { RunIndex, startAdmission, verifyRuns } from "../../services/admission/index.ts";
-import { RecoveryState } from "../../services/recovery/index.ts";
+import { RecoveryState, startRecovery } from "../../services/recovery/index.ts";
 import { createEventStore, runRef, runtimeRef, type EventStore } from "../../streams/index.ts";
 import { exampleDag, exampleEvent } from "../support/example-events.ts";
 import { uniqueName } from "../support/isolation.ts";
@@ -224,6 +224,37 @@ describe("snapshots (real NATS: the snapshot stream, the event stream, ordered c
     // run-0's whole history: rejected, then the duplicate; it stays rejected (then leaves memory again).
     expect(index.get("t-red", "run-0")).toBeUndefined();
     expect(index.pending().map((r) => r.sharedRunId)).toEqual(["run-1", "run-2", "run-4", "run-5", "run-100"]);
+  });
+
+  it("recovery started on a snapshot reports ready with the state of the fold from sequence 1", async () => {
+    await runs(0, 24);
+    await runtimes(0, 4);
+    const mk = () => new RecoveryState(p(), () => undefined);
+    const snaps = await snapshotThenTail(mk(), recoveryFilters(), "recovery");
+    const full = mk();
+    await fold(full, recoveryFilters());
+    const state = mk();
+    const rejected: string[] = [];
+    const s = await startRecovery({
+      js,
+      config,
+      layout: fx.layout,
+      store,
+      state,
+      env: { writer: { service: "recovery", instanceId: uniqueName("rec") }, clock: systemClock, ids: randomIds },
+      hosts: () => undefined,
+      sha256: (x) => createHash("sha256").update(x).digest("hex"),
+      log: quiet,
+      tickMs: 50,
+      snapshots: { store: snaps, onRejected: (x) => rejected.push(x) },
+    });
+    try {
+      await s.ready;
+      expect(rejected).toEqual([]);
+      expect(text(state)).toBe(text(full));
+    } finally {
+      await s.stop();
+    }
   });
 
   it("admission started on a snapshot decides nothing before the tail is folded, and then holds every run", async () => {
