@@ -252,3 +252,14 @@ export function foldRun(events: readonly { seq: number; event: DroverEvent }[]):
   );
 }
 export type { RunEvent };
+
+/**
+ * A terminal run's state without its DAG, input and output: what folds that keep finished runs in
+ * memory (admission's index, recovery's state) hold of them. No decision reads them once the run
+ * ended (a terminal status is final); the log keeps them (`drover runs get` reads them there).
+ */
+export function withoutPayload(s: RunState): RunState {
+  if (!isTerminal(s.status) || (s.dag === undefined && s.input === undefined && s.output === undefined)) return s;
+  const { dag: _dag, input: _input, output: _output, ...rest } = s;
+  return rest;
+}

@@ -10,6 +10,7 @@ import { outputsStreamConfig } from "./output-store.ts";
 import { archiveStreamConfig } from "./archive-store.ts";
 import { stepCacheStreamConfig } from "./step-cache-store.ts";
 import { leaseStreamConfig } from "./lease.ts";
+import { snapshotStreamConfig } from "./snapshots/store.ts";
 import { SCALE_OUT_DURABLE } from "./nats-auth/rights.ts";
 import type { StreamLimits } from "../streams/limits.ts";
 
@@ -31,7 +32,8 @@ export const isNotFound = (e: unknown): boolean => e instanceof JetStreamApiErro
 /**
  * What only the `setup` identity may do (docs/nats-identities.md): create (or verify) drover's
  * streams, the provisioner's durable consumer, the outputs stream (output-store.ts), the step
- * cache stream (step-cache-store.ts) and the lease stream (lease.ts). `drover admin
+ * cache stream (step-cache-store.ts), the archive (archive-store.ts), the lease stream (lease.ts)
+ * and the snapshot stream (snapshots/store.ts). `drover admin
  * setup` runs it before the services start (`make run`, the manifests' setup Job, the test harness);
  * services only check that what they use exists. It alone brings the heartbeat and dead-letter
  * streams' limits to `limits` (streams/limits.ts; the defaults when absent), on an existing
@@ -52,6 +54,7 @@ export async function setupNats(
     stepCacheStreamConfig(layout),
     archiveStreamConfig(layout),
     leaseStreamConfig(layout),
+    snapshotStreamConfig(layout),
   ])
     await jsm.streams.info(config.name).catch(async (e: unknown) => {
       if (!isNotFound(e)) throw e;

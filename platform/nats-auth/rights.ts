@@ -3,6 +3,7 @@ import { outputsPrefixOf, outputsStreamOf } from "../output-store.ts";
 import { stepCachePrefixOf, stepCacheStreamOf } from "../step-cache-store.ts";
 import { leasePrefixOf } from "../lease.ts";
 import { archivePrefixOf, archiveStreamOf } from "../archive-store.ts";
+import { snapshotPrefixOf, snapshotStreamOf } from "../snapshots/store.ts";
 
 /**
  * Who may do what on NATS: one identity per party, each with only the publish/subscribe and
@@ -76,6 +77,9 @@ export interface AuthScope {
   /** First subject tokens of the archive of compacted runs (`drover-archive`), and its stream. */
   readonly archive: string;
   readonly archiveStream: string;
+  /** First subject tokens of snapshots (`drover-snap`): `<snapshots>.<owner>.<part>` (platform/snapshots/store.ts). */
+  readonly snapshots: string;
+  readonly snapshotStream: string;
 }
 
 /** The durable consumers drover has; only setup creates, changes or deletes them. */
@@ -96,6 +100,8 @@ export function scopeOf(layout: StreamLayout): AuthScope {
     leases: leasePrefixOf(layout),
     archive: archivePrefixOf(layout),
     archiveStream: archiveStreamOf(layout),
+    snapshots: snapshotPrefixOf(layout),
+    snapshotStream: snapshotStreamOf(layout),
   };
 }
 
@@ -118,6 +124,8 @@ export const TAGGED_SCOPE: AuthScope = {
   leases: "*.drover-lease",
   archive: "*.drover-archive",
   archiveStream: "*",
+  snapshots: "*.drover-snap",
+  snapshotStream: "*",
 };
 
 /** Subject of event `name` of aggregate `agg` for any tenant and id. */
@@ -150,6 +158,18 @@ export const jsRead = (stream: string): string[] => [
 export const outputsRead = (s: AuthScope, tenants: readonly string[] = ["*"]): string[] =>
   // Each chunk by the subject-form Direct Get (platform/output-store.ts): no consumer, no stream info.
   tenants.map((t) => `$JS.API.DIRECT.GET.${s.outputsStream}.${s.outputs}.${t}.>`);
+
+/** The services that snapshot their folded state (platform/snapshots): each under its own name only. */
+export const SNAPSHOT_OWNERS: readonly ServiceIdentity[] = ["admission", "recovery"];
+
+/**
+ * Writing and reading one's own snapshot: publish to `<snapshots>.<owner>.>` and the subject-form
+ * Direct Get there. No consumer, no other owner's key, no stream management.
+ */
+export const snapshotRights = (s: AuthScope, owner: string): string[] => [
+  `${s.snapshots}.${owner}.>`,
+  `$JS.API.DIRECT.GET.${s.snapshotStream}.${s.snapshots}.${owner}.>`,
+];
 
 /** No one but setup touches a durable consumer's definition, and only its owner pulls from it. */
 const durableDeny = (s: AuthScope, pulls: boolean): string[] => [
@@ -276,6 +296,7 @@ export function rightsOf(id: Identity, scopes: readonly AuthScope[]): Rights {
     for (const st of [s.eventStream, s.heartbeatStream, s.deadLetterStream]) pub.add(`$JS.API.STREAM.INFO.${st}`);
     for (const x of durableDeny(s, id === "provisioner")) deny.add(x);
     if (id !== "operator") pub.add(skipAdvisory(s));
+    if (SNAPSHOT_OWNERS.includes(svc)) for (const x of snapshotRights(s, svc)) pub.add(x);
     if (id === "provisioner") {
       pub.add(`$JS.API.CONSUMER.INFO.${s.eventStream}.${SCALE_OUT_DURABLE}`);
       pub.add(`$JS.API.CONSUMER.MSG.NEXT.${s.eventStream}.${SCALE_OUT_DURABLE}`);

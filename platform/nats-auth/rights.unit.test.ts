@@ -3,7 +3,7 @@ import { resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { DEFAULT_LAYOUT } from "../../streams/index.ts";
 import { generateKeys } from "./credentials.ts";
-import { COMPACTOR, eventOf, KICKER, producerIdentity, scopeOf, SERVICE_IDENTITIES } from "./rights.ts";
+import { COMPACTOR, eventOf, KICKER, producerIdentity, scopeOf, SERVICE_IDENTITIES, SNAPSHOT_OWNERS } from "./rights.ts";
 import { runtimeRights } from "./runtime-rights.ts";
 import { authConfig } from "./server-config.ts";
 
@@ -23,6 +23,7 @@ const streamOf: Record<string, string> = {
   DROVER_DLQ: "DROVER_DLQ",
   outputs: scope.outputsStream,
   DROVER_ARCHIVE: scope.archiveStream,
+  "own snapshot": scope.snapshotStream,
 };
 const appendsOf = (cell: string): string[] =>
   cell === "—"
@@ -72,6 +73,24 @@ describe("the generated nats-server configuration matches docs/nats-identities.m
       // Outputs are read chunk by chunk by the subject-form Direct Get: no consumer right there at all.
       const onOutputs = (x: string) => x.startsWith("$JS.API.CONSUMER.") && x.includes(`.${scope.outputsStream}`);
       expect(u.permissions.publish.allow.filter(onOutputs)).toEqual([]);
+    },
+  );
+
+  it.each(SERVICE_IDENTITIES.filter((i) => i !== "setup"))(
+    "%s writes and reads only its own snapshot key, by subject, and no consumer on the snapshot stream",
+    (id) => {
+      const u = userOf(id);
+      const onSnap = u.permissions.publish.allow.filter(
+        (x) => x.startsWith(`${scope.snapshots}.`) || x.includes(`.${scope.snapshotStream}`),
+      );
+      const own = SNAPSHOT_OWNERS.includes(id);
+      expect(onSnap.sort()).toEqual(
+        own
+          ? [`$JS.API.DIRECT.GET.${scope.snapshotStream}.${scope.snapshots}.${id}.>`, `${scope.snapshots}.${id}.>`]
+          : [],
+      );
+      expect(rows.get(id)!.reads.includes("own snapshot")).toBe(own);
+      if (own) expect(rows.get(id)!.other).toContain(`\`${scope.snapshots}.${id}.>\``);
     },
   );
 

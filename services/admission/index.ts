@@ -5,3 +5,4 @@ export type { AdmissionDeps } from "./shell/deps.ts";
 export { registerRunsGauge } from "./shell/metrics.ts";
 export { startChildRuns, type ChildRunsDeps } from "./shell/child-runs.ts";
 export { childIds } from "./domain/child-submission.ts";
+export { verifyRuns } from "./shell/verify-runs.ts";

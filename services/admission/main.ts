@@ -10,6 +10,7 @@ import { isPlaceable } from "./domain/run-decider.ts";
 import { registerRunsGauge } from "./shell/metrics.ts";
 import { RunIndex } from "./shell/run-index.ts";
 import { startAdmission } from "./shell/service.ts";
+import { maxTerminalRunsOf, snapshotsFromEnv } from "../../platform/snapshots/from-env.ts";
 
 /** admission: places runs on tenant-visible capacity, queues them, asks for scale-out, dispatches. */
 const ctx = await bootstrap("admission", { redis: true });
@@ -19,6 +20,8 @@ const index = new RunIndex(
   (subject, seq, error) => ctx.log.warn({ subject, seq, error }, "invalid event in the stream"),
   systemClock,
 );
+// Terminal runs beyond the bound leave memory (docs/snapshots.md: it changes no decision).
+index.maxTerminalRuns = maxTerminalRunsOf(process.env);
 // The queue liveness guard (queue-stalled): each re-plan of a queue that waited past queueStallMs.
 const stalls = new Counter({
   name: "drover_queue_stalled_total",
@@ -40,6 +43,7 @@ const service = await startAdmission({
   sha256: (s) => createHash("sha256").update(s).digest("hex"),
   log: ctx.log,
   onQueueStalled: (tenant) => stalls.inc({ tenant }),
+  snapshots: snapshotsFromEnv(ctx.nc, ctx.layout, "admission", ctx.ops.registry, process.env),
 });
 await service.ready;
 ctx.log.info({ runs: index.runs.size }, "admission caught up and placing");

@@ -6,6 +6,7 @@ import { kubernetesStrategyFromConfig } from "../../platform/hosts/kubernetes/fr
 import { createProcessStrategy } from "../../platform/hosts/process-strategy.ts";
 import { kickerFromEnv } from "../../platform/nats-auth/kick.ts";
 import { RecoveryState } from "./shell/state.ts";
+import { maxTerminalRunsOf, snapshotsFromEnv } from "../../platform/snapshots/from-env.ts";
 import { registerRecoveryMetrics } from "./shell/metrics.ts";
 import { startRecovery } from "./shell/service.ts";
 
@@ -23,6 +24,8 @@ const kicker = await kickerFromEnv();
 const state = new RecoveryState(ctx.layout.eventPrefix, (subject, seq, error) =>
   ctx.log.warn({ subject, seq, error }, "invalid event in the stream"),
 );
+// Terminal runs beyond the bound leave memory, except those an open forensics record names (docs/snapshots.md).
+state.bound.max = maxTerminalRunsOf(process.env);
 // The fence-storm cap (health): silent runtimes held back from suspicion now, and holds over time.
 const heldNow = new Gauge({
   name: "drover_recovery_suspicions_held",
@@ -52,6 +55,7 @@ const service = await startRecovery({
   sha256: (s) => createHash("sha256").update(s).digest("hex"),
   ...(kicker ? { kick: kicker.kick } : {}),
   log: ctx.log,
+  snapshots: snapshotsFromEnv(ctx.nc, ctx.layout, "recovery", ctx.ops.registry, process.env),
 });
 await service.ready;
 ctx.log.info({ runtimes: state.runtimes.size, runs: state.runs.size }, "recovery caught up");

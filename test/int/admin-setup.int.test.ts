@@ -7,13 +7,14 @@ import { scaleOutConsumer } from "../../platform/nats-setup.ts";
 import { archiveStreamOf } from "../../platform/archive-store.ts";
 import { outputsStreamOf } from "../../platform/output-store.ts";
 import { stepCacheStreamOf } from "../../platform/step-cache-store.ts";
+import { snapshotStreamOf } from "../../platform/snapshots/store.ts";
 import { taggedLayout } from "../../streams/index.ts";
 import { uniqueName } from "../support/isolation.ts";
 
 /**
  * `drover admin setup` (what the manifests' setup Job runs) against a real nats-server with
  * authentication: as the setup identity it creates the streams, the provisioner's durable, the
- * outputs stream and the step cache stream, and again (idempotent); as a service identity the server refuses it.
+ * outputs stream, the step cache stream and the snapshot stream, and again (idempotent); as a service identity the server refuses it.
  */
 const url = () => inject("natsUrl");
 const tag = uniqueName("setupjob");
@@ -25,6 +26,7 @@ const streams = () => [
   outputsStreamOf(layout),
   stepCacheStreamOf(layout),
   archiveStreamOf(layout),
+  snapshotStreamOf(layout),
 ];
 
 async function setup(
@@ -63,7 +65,7 @@ describe("drover admin setup (real nats-server, authentication on)", () => {
     await nc.close();
   });
 
-  it("creates the streams, the provisioner's durable, the outputs and step cache streams as the setup identity, and is idempotent", async () => {
+  it("creates the streams, the provisioner's durable, the outputs, step cache and snapshot streams as the setup identity, and is idempotent", async () => {
     expect(await setup("setup")).toMatchObject({ code: 0, err: "" });
     const again = await setup("setup");
     expect(again.code).toBe(0);

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { kickRuntime, kickUntilGone } from "../../platform/nats-auth/kick.ts";
 import { KICKER, producerIdentity } from "../../platform/nats-auth/rights.ts";
 import { connectNats } from "../../platform/nats-connect.ts";
+import { createSnapshotStore, snapshotPrefixOf } from "../../platform/snapshots/store.ts";
 import { runtimeRef } from "../../streams/index.ts";
 import { uniqueName } from "../support/isolation.ts";
 import { attempt, authFixture, type AuthFixture } from "../support/nats-auth-fixture.ts";
@@ -186,6 +187,25 @@ describe("NATS identities against a real nats-server with authentication on (bou
       expect(await attempt(await as(id), "$SYS.REQ.SERVER.PING.CONNZ")).toMatch(
         /refused|failed: .*(503|no responders)/i,
       );
+  });
+
+  it("lets admission write and read only its own snapshot key: recovery's key and the api are refused (writes)", async () => {
+    const admission = await as("admission");
+    const api = await as("api");
+    const recoveryNc = await as("recovery");
+    const own = createSnapshotStore(admission, f.layout, "admission");
+    const head = await own.write("admission-run-index/1", 0, new TextEncoder().encode("{}"), new Date());
+    const back = await own.read("admission-run-index/1");
+    expect(back.found && "body" in back ? new TextDecoder().decode(back.body) : back).toBe("{}");
+    expect(head.chunks).toBe(1);
+    const snap = snapshotPrefixOf(f.layout);
+    expect(await attempt(admission, `${snap}.recovery.head`)).toBe("refused");
+    // Writes are scoped here; reads are not on this shared test server, whose tagged scope grants
+    // Direct Get on every stream (stream names cannot be partly wildcarded): the production
+    // configuration's read scoping is checked in platform/nats-auth/rights.unit.test.ts.
+    expect(await attempt(api, `${snap}.admission.head`)).toBe("refused");
+    expect(await attempt(recoveryNc, `${snap}.admission.0.0`)).toBe("refused");
+    expect(await attempt(recoveryNc, `${snap}.recovery.head`, "{}")).toMatch(/^answered/);
   });
 
   it("lets no service create a durable consumer, not even with a durable_name in the body of an ordered-consumer create", async () => {

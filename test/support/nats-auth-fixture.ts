@@ -8,6 +8,7 @@ import { runtimePasswordFor } from "../../platform/nats-auth/runtime-rights.ts";
 import { serverKeysOf } from "../../platform/nats-auth/server-keys.ts";
 import { connectNats } from "../../platform/nats-connect.ts";
 import { setupNats } from "../../platform/nats-setup.ts";
+import { snapshotStreamOf } from "../../platform/snapshots/store.ts";
 import { createEventStore, runtimeRef, type EventStore } from "../../streams/index.ts";
 import { event, freshStreams, type StreamsFixture } from "./streams.ts";
 
@@ -87,6 +88,7 @@ export async function authFixture(url: string, ttlMs = 2_000): Promise<AuthFixtu
     },
     async close() {
       for (const nc of open) await nc.close().catch(() => undefined);
+      await f.jsm.streams.delete(snapshotStreamOf(f.layout)).catch(() => undefined);
       await f.close();
     },
   };

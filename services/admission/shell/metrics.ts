@@ -21,6 +21,13 @@ export function registerRunsGauge(registry: Registry, index: RunIndex): void {
         e.n++;
         by.set(key, e);
       }
+      // Terminal runs dropped from memory (RunIndex.maxTerminalRuns) still count.
+      for (const [key, n] of index.evictedByStatus()) {
+        const [tenant, status] = key.split("\u0000") as [string, string];
+        const e = by.get(key) ?? { tenant, status, n: 0 };
+        e.n += n;
+        by.set(key, e);
+      }
       this.reset();
       for (const { tenant, status, n } of by.values()) this.set({ tenant, status }, n);
     },

@@ -1,9 +1,24 @@
 import type { Clock } from "../../../platform/clock.ts";
 import type { JsMsg } from "@nats-io/jetstream";
 import { decodeEvent, isDroverError, type DroverEvent } from "../../../contracts/index.ts";
-import { evolveRun, initialRunState, isTerminal, type RunEvent, type RunState } from "../../../aggregates/run.ts";
+import {
+  evolveRun,
+  initialRunState,
+  isTerminal,
+  withoutPayload,
+  type RunEvent,
+  type RunState,
+} from "../../../aggregates/run.ts";
 import { isPlaceable } from "../domain/run-decider.ts";
 import { submissionSubjectMismatch } from "../domain/submission-check.ts";
+import {
+  decodeRunIndex,
+  encodeRunIndex,
+  RUN_INDEX_KIND,
+  type IndexedRunImage,
+  type RunIndexImage,
+} from "../domain/index-image.ts";
+import type { Snapshottable } from "../../../platform/snapshots/snapshotted.ts";
 
 /** One run as admission tracks it. */
 export interface IndexedRun {
@@ -25,6 +40,13 @@ export interface IndexedRun {
   kindsKey?: string;
   /** Server time of the run's submission (for the submission → dispatch latency). */
   submittedMs?: number;
+  /**
+   * Set on a run first seen after terminal runs were dropped (`maxTerminalRuns`): it may be one of
+   * them coming back (a late or duplicate event), so nothing is decided for it until its history,
+   * read from the log, says whether `firstSeq` is its first event (verify-runs.ts).
+   */
+  unverified?: boolean;
+  firstSeq?: number;
 }
 
 export interface ScaleOutEntry {
@@ -50,8 +72,19 @@ const ACTIVE = new Set(["admitted", "dispatched", "started"]);
  * truth). Admission's own appends are applied at once (`applyOwn`), the follower's later delivery
  * of the same sequences is a no-op (the run fold is idempotent by sequence).
  */
-export class RunIndex {
+export class RunIndex implements Snapshottable {
+  readonly kind = RUN_INDEX_KIND;
   readonly runs = new Map<string, IndexedRun>();
+  /**
+   * At most this many terminal runs stay in memory (oldest ending first out); undefined: all. A
+   * terminal run is never pending, active or held, so dropping it changes no decision; a run seen
+   * again after drops is read back from the log before anything is decided for it.
+   */
+  maxTerminalRuns?: number;
+  private readonly terminal = new Map<string, IndexedRun>();
+  private readonly unverifiedRuns = new Set<IndexedRun>();
+  private evicted = { count: 0, byStatus: new Map<string, number>() };
+  private holdDrops = false;
   // Kept as runs change, so a pass costs O(pending) and a quota check O(1), not O(every run ever seen).
   private readonly pendingRuns = new Set<IndexedRun>();
   private readonly active = new Map<string, number>();
@@ -153,7 +186,7 @@ export class RunIndex {
     error = "",
   ): void {
     if (agg === "run" && name === "submitted" && tenantId && id) {
-      const r = this.entry(tenantId, id);
+      const r = this.entry(tenantId, id, m.seq);
       if (r.state.status === "none" && !r.invalid) {
         r.invalid = { seq: m.seq, error };
         r.sinceSeq = m.seq;
@@ -166,9 +199,9 @@ export class RunIndex {
   }
 
   private applyRun(tenantId: string, id: string, event: RunEvent, seq: number, ms: number): void {
-    const r = this.entry(tenantId, id);
+    const r = this.entry(tenantId, id, seq);
     const before = r.state;
-    r.state = evolveRun(r.state, event, seq);
+    r.state = withoutPayload(evolveRun(r.state, event, seq));
     if (r.state !== before) {
       r.sinceSeq = seq;
       r.sinceMs = ms;
@@ -179,6 +212,12 @@ export class RunIndex {
       else if (before.status !== "queued") r.queuedSinceMs = ms;
       if (isTerminal(r.state.status)) r.invalid = undefined;
       this.track(r, before);
+      if (isTerminal(r.state.status) && !isTerminal(before.status)) {
+        // A terminal run decides nothing whatever its history (a terminal status is final): no log read needed.
+        if (r.unverified) this.settle(r);
+        this.terminal.set(`${tenantId}/${id}`, r);
+        this.evict();
+      }
       this.changed();
     }
   }
@@ -209,6 +248,7 @@ export class RunIndex {
     if (ACTIVE.has(r.state.status) && r.state.placement) this.hold(r.state.placement.runtimeInstanceId, r.tenantId, 1);
     const pending =
       !r.abandoned &&
+      !r.unverified &&
       ((r.invalid !== undefined && r.state.status === "none") ||
         isPlaceable(r.state) ||
         (r.state.cancelRequested !== undefined && !isTerminal(r.state.status)) ||
@@ -227,14 +267,130 @@ export class RunIndex {
     else this.held.delete(runtimeInstanceId);
   }
 
-  private entry(tenantId: string, sharedRunId: string): IndexedRun {
+  private entry(tenantId: string, sharedRunId: string, seq: number): IndexedRun {
     const key = `${tenantId}/${sharedRunId}`;
     let r = this.runs.get(key);
     if (!r) {
       r = { tenantId, sharedRunId, state: initialRunState(), sinceSeq: 0, sinceMs: 0 };
+      if (this.evicted.count > 0) {
+        r.unverified = true;
+        r.firstSeq = seq;
+        this.unverifiedRuns.add(r);
+      }
       this.runs.set(key, r);
     }
     return r;
+  }
+
+  /** Runs first seen after drops, waiting for their history to be read (verify-runs.ts). */
+  unverified(): IndexedRun[] {
+    return [...this.unverifiedRuns];
+  }
+
+  /** An unverified run's first event is its first in the log: it is new and counts from now. */
+  markVerified(r: IndexedRun): void {
+    this.settle(r);
+    this.track(r, r.state);
+    this.changed();
+  }
+
+  private settle(r: IndexedRun): void {
+    r.unverified = undefined;
+    r.firstSeq = undefined;
+    this.unverifiedRuns.delete(r);
+  }
+
+  /** Terminal runs dropped so far, by tenant and status (`tenant\u0000status`): the runs gauge adds them. */
+  evictedByStatus(): ReadonlyMap<string, number> {
+    return this.evicted.byStatus;
+  }
+
+  /**
+   * Replaces a run with the fold of its whole history as read from the log: the verdict on an
+   * unverified run (new, or one dropped earlier coming back), which is verified from then on.
+   */
+  resetRun(
+    tenantId: string,
+    sharedRunId: string,
+    history: readonly { readonly seq: number; readonly time: Date; readonly event: DroverEvent }[],
+  ): void {
+    const key = `${tenantId}/${sharedRunId}`;
+    const old = this.runs.get(key);
+    if (old) {
+      this.forget(old);
+      this.runs.delete(key);
+    }
+    const r: IndexedRun = { tenantId, sharedRunId, state: initialRunState(), sinceSeq: 0, sinceMs: 0 };
+    this.runs.set(key, r);
+    // The whole history is folded before any drop: a run dropped mid-fold would come back as unknown.
+    this.holdDrops = true;
+    try {
+      for (const e of history) this.applyRun(tenantId, sharedRunId, e.event as RunEvent, e.seq, e.time.getTime());
+    } finally {
+      this.holdDrops = false;
+    }
+    if (old?.invalid && r.state.status === "none") r.invalid = old.invalid;
+    if (old?.abandoned) r.abandoned = true;
+    this.track(r, r.state);
+    this.evict();
+    this.changed();
+  }
+
+  /** Takes `r` out of every derived set (its counts as if it were `none`). */
+  private forget(r: IndexedRun): void {
+    const state = r.state;
+    r.state = initialRunState();
+    this.track(r, state);
+    r.state = state;
+    this.pendingRuns.delete(r);
+    this.unverifiedRuns.delete(r);
+    this.terminal.delete(`${r.tenantId}/${r.sharedRunId}`);
+  }
+
+  /** Drops the oldest terminal runs beyond the bound (counted per tenant and status for the gauge). */
+  private evict(): void {
+    if (this.maxTerminalRuns === undefined || this.holdDrops) return;
+    for (const [key, r] of this.terminal) {
+      if (this.terminal.size <= this.maxTerminalRuns) break;
+      this.terminal.delete(key);
+      this.runs.delete(key);
+      this.pendingRuns.delete(r);
+      this.unverifiedRuns.delete(r);
+      this.evicted.count++;
+      const k = `${r.tenantId}\u0000${r.state.status}`;
+      this.evicted.byStatus.set(k, (this.evicted.byStatus.get(k) ?? 0) + 1);
+    }
+  }
+
+  /** The index as a snapshot body (platform/snapshots): the runs, scale-outs and drop counts. */
+  encode(): Uint8Array {
+    const runs: IndexedRunImage[] = [...this.runs.values()];
+    return encodeRunIndex({
+      runs,
+      scaleOuts: [...this.scaleOuts.values()],
+      evicted: { count: this.evicted.count, byStatus: [...this.evicted.byStatus] },
+    });
+  }
+
+  /** Replaces the whole index with a snapshot's (derived sets recomputed from the runs); throws, changing nothing, on a bad body. */
+  restore(body: Uint8Array): void {
+    const img: RunIndexImage = decodeRunIndex(body);
+    for (const m of [this.runs, this.active, this.held, this.scaleOuts, this.terminal]) m.clear();
+    this.pendingRuns.clear();
+    this.unverifiedRuns.clear();
+    this.evicted = { count: img.evicted.count, byStatus: new Map(img.evicted.byStatus) };
+    for (const i of img.runs) {
+      const r: IndexedRun = { ...i };
+      const key = `${r.tenantId}/${r.sharedRunId}`;
+      this.runs.set(key, r);
+      if (r.unverified && isTerminal(r.state.status)) this.settle(r);
+      if (r.unverified) this.unverifiedRuns.add(r);
+      if (isTerminal(r.state.status)) this.terminal.set(key, r);
+      this.track(r, initialRunState());
+    }
+    for (const so of img.scaleOuts) this.scaleOuts.set(so.requestId, { ...so });
+    this.evict();
+    this.changed();
   }
 
   private changed(): void {

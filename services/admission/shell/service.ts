@@ -5,12 +5,17 @@ import { FlowKeys } from "./flow-gate.ts";
 import { startChildRuns } from "./child-runs.ts";
 import type { AdmissionDeps } from "./deps.ts";
 import { admissionPass, type AdmissionState } from "./placer.ts";
+import { restoreFromSnapshot, snapshotWriter } from "../../../platform/snapshots/snapshotted.ts";
+import type { SnapshotOptions } from "../../../platform/snapshots/options.ts";
+import { verifyRuns } from "./verify-runs.ts";
 
 export interface AdmissionService {
   /** Resolves once the run index has caught up with the stream (before that, no decision is taken). */
   readonly ready: Promise<void>;
   /** Resolves after the next full pass completes (its runtime commands may still be in flight). */
   nextPass(): Promise<void>;
+  /** Writes a snapshot of the run index now, if it moved past the last one (tests, benches). */
+  writeSnapshot(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -20,13 +25,29 @@ export interface AdmissionService {
  * Passes never overlap within a replica; other replicas are kept honest by conditional appends.
  */
 export async function startAdmission(
-  deps: AdmissionDeps & { js: JetStreamClient; tickMs?: number },
+  deps: AdmissionDeps & { js: JetStreamClient; tickMs?: number; snapshots?: SnapshotOptions },
 ): Promise<AdmissionService> {
   const prefix = deps.layout.eventPrefix;
+  deps.log.info("admission starting");
+  // From the snapshot when there is a trusted one (only the tail is folded), else from sequence 1.
+  const snap = deps.snapshots;
+  const { fromSeq } = snap
+    ? await restoreFromSnapshot(snap.store, deps.index, { ...snap, log: deps.log })
+    : { fromSeq: 1 };
+  const writer =
+    snap?.policy &&
+    snapshotWriter(snap.store, deps.index, snap.policy, deps.env.clock, {
+      ...snap,
+      log: deps.log,
+      startSeq: fromSeq - 1,
+    });
   const follower: Follower = await follow(
     deps.js,
-    { stream: deps.layout.eventStream, filters: [`${prefix}.run.>`, `${prefix}.scaleout.>`] },
-    (m) => deps.index.apply(m),
+    { stream: deps.layout.eventStream, filters: [`${prefix}.run.>`, `${prefix}.scaleout.>`], fromSeq },
+    (m) => {
+      deps.index.apply(m);
+      writer?.applied(m.seq);
+    },
   );
   follower.done.catch((e) => deps.log.fatal({ err: String(e) }, "run follower stopped"));
   // Run steps' child runs: submitted and cancelled here, never by a runtime (docs/control-flow.md).
@@ -59,7 +80,10 @@ export async function startAdmission(
         again = false;
         const done = waiters;
         waiters = [];
-        await admissionPass(deps, state).catch((e) => deps.log.error({ err: String(e) }, "admission pass failed"));
+        // Runs first seen after terminal runs were dropped are read from the log before any decision.
+        await verifyRuns(deps.index, deps.store)
+          .then(() => admissionPass(deps, state))
+          .catch((e) => deps.log.error({ err: String(e) }, "admission pass failed"));
         for (const w of done) w();
       } while (again && !stopped);
     })().finally(() => {
@@ -69,6 +93,7 @@ export async function startAdmission(
 
   let timer: ReturnType<typeof setInterval> | undefined;
   const ready = follower.caughtUp.then(() => {
+    deps.log.info({ fromSeq, runs: deps.index.runs.size }, "run index caught up");
     if (stopped) return;
     caughtUp = true;
     deps.index.onChange(pass);
@@ -77,6 +102,7 @@ export async function startAdmission(
   });
   return {
     ready,
+    writeSnapshot: async () => writer?.flush(),
     nextPass: () =>
       new Promise<void>((ok) => {
         waiters.push(ok);
@@ -86,6 +112,7 @@ export async function startAdmission(
       stopped = true;
       clearInterval(timer);
       await follower.stop();
+      await writer?.stop();
       await children.stop();
       await running;
       await Promise.allSettled([...state.sends]);

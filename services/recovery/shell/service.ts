@@ -10,12 +10,16 @@ import { detect } from "./health.ts";
 import { controlPlaneOf } from "../domain/runtime-health.ts";
 import { reconcile } from "./reconcile.ts";
 import { advanceTimeline } from "./timeline.ts";
+import { restoreFromSnapshot, snapshotWriter } from "../../../platform/snapshots/snapshotted.ts";
+import type { SnapshotOptions } from "../../../platform/snapshots/options.ts";
 
 /** nats.js's default reconnectTimeWait (2 s) plus its jitter: how late a runtime may reconnect after us. */
 const RECONNECT_ALLOWANCE_MS = 2_500;
 
 export interface RecoveryService {
   readonly ready: Promise<void>;
+  /** Writes a snapshot of the folded state now, if it moved past the last one (tests, benches). */
+  writeSnapshot(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -34,16 +38,34 @@ export async function startRecovery(
     status?: AsyncIterable<Status>;
     /** Every pass: the runtimes the fence-storm cap kept from being suspected (empty when none), and those newly held; for metrics. */
     onHeld?: (held: readonly Held[], newlyHeld: readonly Held[]) => void;
+    snapshots?: SnapshotOptions;
   },
 ): Promise<RecoveryService> {
   const p = deps.layout.eventPrefix;
+  deps.log.info("recovery starting");
+  // From the snapshot when there is a trusted one (only the tail is folded), else from sequence 1.
+  const snap = deps.snapshots;
+  const { fromSeq } = snap
+    ? await restoreFromSnapshot(snap.store, deps.state, { ...snap, log: deps.log })
+    : { fromSeq: 1 };
+  const writer =
+    snap?.policy &&
+    snapshotWriter(snap.store, deps.state, snap.policy, deps.env.clock, {
+      ...snap,
+      log: deps.log,
+      startSeq: fromSeq - 1,
+    });
   const events: Follower = await follow(
     deps.js,
     {
       stream: deps.layout.eventStream,
       filters: [`${p}.run.>`, `${p}.runtime.>`, `${p}.forensics.>`, `${p}.exec.*.*.resumed`, `${p}.exec.*.*.completed`],
+      fromSeq,
     },
-    (m) => deps.state.apply(m),
+    (m) => {
+      deps.state.apply(m);
+      writer?.applied(m.seq);
+    },
   );
   const beats: Follower = await follow(
     deps.js,
@@ -140,6 +162,10 @@ export async function startRecovery(
 
   let timer: ReturnType<typeof setInterval> | undefined;
   const ready = Promise.all([events.caughtUp, beats.caughtUp]).then(() => {
+    deps.log.info(
+      { fromSeq, runs: deps.state.runs.size, runtimes: deps.state.runtimes.size },
+      "recovery state caught up",
+    );
     if (stopped) return;
     caughtUp = true;
     viewLiveSince = deps.env.clock.now().getTime();
@@ -149,10 +175,12 @@ export async function startRecovery(
   });
   return {
     ready,
+    writeSnapshot: async () => writer?.flush(),
     async stop() {
       stopped = true;
       clearInterval(timer);
       await Promise.all([events.stop(), beats.stop()]);
+      await writer?.stop();
     },
   };
 }

@@ -9,9 +9,19 @@ import {
   type DroverEvent,
 } from "../../../contracts/index.ts";
 import { storedHeartbeat } from "../../../streams/index.ts";
-import { evolveRun, initialRunState, type RunEvent, type RunState } from "../../../aggregates/run.ts";
+import {
+  evolveRun,
+  initialRunState,
+  isTerminal,
+  withoutPayload,
+  type RunEvent,
+  type RunState,
+} from "../../../aggregates/run.ts";
+import { RunBound } from "./run-bound.ts";
 import { failureTime, type FailureBasis } from "../domain/incident-clock.ts";
 import { emptyRuntime, evolveRuntime, type RuntimeEvent, type RuntimeRecord } from "../domain/runtime-health.ts";
+import { decodeRecoveryState, encodeRecoveryState, RECOVERY_STATE_KIND } from "../domain/state-image.ts";
+import type { Snapshottable } from "../../../platform/snapshots/snapshotted.ts";
 
 export interface TrackedRun {
   readonly tenantId: TenantId;
@@ -42,12 +52,15 @@ export interface ExecProgress {
  * runtime), every runtime's lifecycle, latest heartbeat times, forensics records, and the resume /
  * completion facts of executions. Invalid events are reported, not applied.
  */
-export class RecoveryState {
+export class RecoveryState implements Snapshottable {
+  readonly kind = RECOVERY_STATE_KIND;
   readonly runs = new Map<string, TrackedRun>();
   readonly runtimes = new Map<string, RuntimeRecord>();
   readonly lastBeatMs = new Map<string, number>();
   readonly forensics = new Map<string, ForensicsRecord>();
   readonly execs = new Map<string, ExecProgress>();
+  /** Terminal runs kept in memory at most (RunBound; undefined: all). */
+  readonly bound = new RunBound(this.runs);
   private readonly listeners = new Set<() => void>();
   /** Forensics ids whose resume was timed (each is timed once). */
   private readonly timedResumes = new Set<string>();
@@ -60,6 +73,29 @@ export class RecoveryState {
     /** Heartbeat subject prefix; default: the event prefix's (`drover` → `drover-hb`). */
     private readonly heartbeatPrefix = `${prefix}-hb`,
   ) {}
+
+  /** The folded state as a snapshot body (platform/snapshots); heartbeat times are not in it. */
+  encode(): Uint8Array {
+    return encodeRecoveryState({
+      runs: [...this.runs.values()],
+      runtimes: [...this.runtimes.values()],
+      forensics: [...this.forensics.values()].map((f) => ({ ...f, types: [...f.types] })),
+      execs: [...this.execs],
+      dropped: this.bound.dropped,
+    });
+  }
+
+  /** Replaces the folded state with a snapshot's; throws, changing nothing, on a bad body. */
+  restore(body: Uint8Array): void {
+    const img = decodeRecoveryState(body);
+    for (const m of [this.runs, this.runtimes, this.forensics, this.execs]) m.clear();
+    for (const r of img.runs) this.runs.set(`${r.tenantId}/${r.sharedRunId}`, r as TrackedRun);
+    for (const rt of img.runtimes) this.runtimes.set(rt.runtimeInstanceId, rt);
+    for (const f of img.forensics)
+      this.forensics.set(f.forensicsId, { ...f, types: new Set(f.types) } as unknown as ForensicsRecord);
+    for (const [id, x] of img.execs) this.execs.set(id, { ...x });
+    this.bound.rebuild(this.forensics.values(), img.dropped);
+  }
 
   onChange(fn: () => void): void {
     this.listeners.add(fn);
@@ -134,8 +170,10 @@ export class RecoveryState {
         sharedRunId: sharedRunId.data,
         state: initialRunState(),
       };
-      r.state = evolveRun(r.state, e as RunEvent, seq);
+      const wasTerminal = isTerminal(r.state.status);
+      r.state = withoutPayload(evolveRun(r.state, e as RunEvent, seq));
       this.runs.set(key, r);
+      this.bound.runChanged(key, r, wasTerminal);
     } else if (agg === "runtime" && a) {
       const id = RuntimeInstanceId.safeParse(a);
       if (!id.success) return false;
@@ -154,10 +192,12 @@ export class RecoveryState {
         lastSeq: 0,
       };
       if (seq <= f.lastSeq) return true;
+      const before = this.forensics.has(b) ? this.bound.openRunOf(f) : undefined;
       f.lastSeq = seq;
       f.types.add(e.type);
       if (e.type === "forensics.execution-recovery-candidate-detected") f.item = e.data;
       this.forensics.set(b, f);
+      this.bound.forensicsChanged(before, f);
       return true;
     } else if (agg === "exec" && a && b) {
       const x = this.execs.get(b) ?? { tenantId: a };
