@@ -3,7 +3,15 @@ import { resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { DEFAULT_LAYOUT } from "../../streams/index.ts";
 import { generateKeys } from "./credentials.ts";
-import { COMPACTOR, eventOf, KICKER, producerIdentity, scopeOf, SERVICE_IDENTITIES, SNAPSHOT_OWNERS } from "./rights.ts";
+import {
+  COMPACTOR,
+  eventOf,
+  KICKER,
+  producerIdentity,
+  scopeOf,
+  SERVICE_IDENTITIES,
+  SNAPSHOT_OWNERS,
+} from "./rights.ts";
 import { runtimeRights } from "./runtime-rights.ts";
 import { authConfig } from "./server-config.ts";
 

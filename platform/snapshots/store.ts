@@ -26,7 +26,10 @@ export const snapshotPrefixOf = (layout: StreamLayout): string => `${layout.even
 /** Bytes per chunk message (below nats-server's default 1 MiB max_payload). */
 export const SNAPSHOT_CHUNK_BYTES = 512 * 1024;
 
-export function snapshotStreamConfig(layout: StreamLayout, replicas = streamReplicas()): Partial<StreamConfig> & { name: string } {
+export function snapshotStreamConfig(
+  layout: StreamLayout,
+  replicas = streamReplicas(),
+): Partial<StreamConfig> & { name: string } {
   return {
     name: snapshotStreamOf(layout),
     subjects: [`${snapshotPrefixOf(layout)}.>`],
