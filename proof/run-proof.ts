@@ -26,6 +26,7 @@ import { startWaitSignaller } from "./wait-signaller.ts";
 import { waitForWarmPool } from "./warm-pool-ready.ts";
 import { startChaos, type Chaos, type ChaosKill } from "./chaos.ts";
 import { decisionsOnce } from "./decision-assertions.ts";
+import { recoveryLatencies, type RecoveryLatencies } from "./recovery-latencies.ts";
 import { leaderKillAssertion, natsLeaderKiller } from "./nats-leader-kill.ts";
 
 /**
@@ -52,9 +53,7 @@ export interface ProofReport {
    * kill → suspected / fenced / in-flight execution resumed on the replacement, ms (p50, p99); and the
    * kill gate's own lag: the triggering step durable → seen by the gate (`gateSeen`) → signal sent (`gateSignal`).
    */
-  readonly latencies: Readonly<
-    Record<"suspected" | "fenced" | "resumed" | "gateSeen" | "gateSignal", { p50: number; p99: number }>
-  >;
+  readonly latencies: RecoveryLatencies;
   /** scale-out request → host layer (process alive / Pod Ready) → route layer (gateway only) → capacity published, ms (p50, p99). */
   readonly startup: StartupLatencies;
   /** Runtimes started by claiming a warm pool member (`runtime.pool-member-claimed`), of all registered from a scale-out. */
@@ -289,33 +288,6 @@ export async function runProof(
     // A failed proof keeps every service's log for the investigation (DROVER_KEEP_LOGS=1: a passing one too).
     await cp.stop(!pass || process.env.DROVER_KEEP_LOGS === "1");
   }
-}
-
-/** Time from each kill to its runtime's `suspected`, `fenced`, and its execution's `resumed` (server timestamps). */
-function recoveryLatencies(log: readonly StoredEvent[], kills: readonly KillRecord[]): ProofReport["latencies"] {
-  const after = (k: KillRecord, pred: (e: StoredEvent) => boolean) => {
-    const e = log.find(pred);
-    return e ? e.time.getTime() - k.killedAtMs : Number.NaN;
-  };
-  const series = (f: (k: KillRecord) => number) => {
-    const xs = kills
-      .map(f)
-      .filter(Number.isFinite)
-      .sort((a, b) => a - b);
-    const q = (p: number) => xs[Math.min(xs.length - 1, Math.max(0, Math.ceil(p * xs.length) - 1))] ?? Number.NaN;
-    return { p50: q(0.5), p99: q(0.99) };
-  };
-  const onRuntime = (k: KillRecord, type: string) => (e: StoredEvent) =>
-    e.event.type === type && e.subject.includes(`.runtime.${k.runtimeInstanceId}.`);
-  return {
-    suspected: series((k) => after(k, onRuntime(k, "runtime.suspected"))),
-    fenced: series((k) => after(k, onRuntime(k, "runtime.fenced"))),
-    resumed: series((k) =>
-      after(k, (e) => e.event.type === "exec.resumed" && e.subject.endsWith(`.${k.executionId}.resumed`)),
-    ),
-    gateSeen: series((k) => k.stepSeenAtMs - k.stepDurableAtMs),
-    gateSignal: series((k) => k.killedAtMs - k.stepDurableAtMs),
-  };
 }
 
 /** Assertion 7: replay validation of every run (its executions) and every incident, from the log alone. */

@@ -195,7 +195,16 @@ describe("infra-up / infra-down scripts starting and stopping real nats-server, 
     const replicas: Record<string, number> = {};
     for await (const si of jsm.streams.list()) replicas[si.config.name] = si.config.num_replicas;
     await nc.close();
-    expect(replicas).toEqual({ DROVER: 3, DROVER_DLQ: 3, DROVER_OUTPUTS: 3, DROVER_STEP_CACHE: 3, HEARTBEATS: 3 });
+    expect(replicas).toEqual({
+      DROVER: 3,
+      DROVER_ARCHIVE: 3,
+      DROVER_DLQ: 3,
+      DROVER_LEASES: 3,
+      DROVER_OUTPUTS: 3,
+      DROVER_SNAPSHOTS: 3,
+      DROVER_STEP_CACHE: 3,
+      HEARTBEATS: 3,
+    });
 
     const down = await sh("infra-down.sh", { DROVER_RUN_DIR: dir });
     expect(down.code, down.out).toBe(0);

@@ -10,7 +10,15 @@ import {
   type DroverEvent,
   type EventType,
 } from "../../contracts/index.ts";
-import { execRef, forensicsRef, runRef, runtimeRef, scheduleRef, type AggregateRef } from "../../streams/subjects.ts";
+import {
+  execRef,
+  flowKeyRef,
+  forensicsRef,
+  runRef,
+  runtimeRef,
+  scheduleRef,
+  type AggregateRef,
+} from "../../streams/subjects.ts";
 import type { EventStore } from "../../streams/types.ts";
 import { allExampleEvents, ids as exampleIds } from "./example-events.ts";
 import { event } from "./streams.ts";
@@ -57,6 +65,8 @@ function exampleRef(e: DroverEvent): AggregateRef {
       return runtimeRef(exampleIds.runtime);
     case "schedule":
       return scheduleRef(tenant, "sch-nightly");
+    case "flowkey":
+      return flowKeyRef(tenant, `fk-${"0a".repeat(12)}`);
     default:
       return forensicsRef(tenant, (e.data as { forensicsId: string }).forensicsId);
   }
