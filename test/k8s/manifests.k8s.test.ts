@@ -127,7 +127,16 @@ describe("drover's k8s/ manifests, against the local cluster's real API server",
       .flatMap(
         (f) => loadAllYaml(readFileSync(join(DIR, f), "utf8")) as { kind: string; metadata: { name: string } }[],
       );
-    expect(objects.filter((o) => o.kind === "ConfigMap")).toEqual([]);
+    // No credentials in a ConfigMap: the only one is the NATS server's configuration, whose accounts,
+    // users and route credentials live in the Secret it includes at start (15-nats.yaml).
+    const maps = objects.filter((o) => o.kind === "ConfigMap") as unknown as {
+      metadata: { name: string; namespace: string };
+      data: Record<string, string>;
+    }[];
+    expect(maps.map((m) => `${m.metadata.namespace}/${m.metadata.name}`)).toEqual(["drover-deps/nats-config"]);
+    const conf = Object.values(maps[0]!.data).join("\n");
+    expect(conf).toContain("include ./secret/auth.conf");
+    expect(conf).not.toMatch(/password|nkey|seed|token|accounts|authorization/i);
     const secret = objects.find((o) => o.kind === "Secret" && o.metadata.name === "drover-config") as unknown as {
       stringData: Record<string, string>;
     };
