@@ -3,8 +3,6 @@ import type { Detail, Refs } from "../../../contracts/read-models.ts";
 import { assertNever } from "../../../contracts/assert-never.ts";
 import { desc, type Description, type Of } from "./describe-parts.ts";
 
-const d = desc;
-
 /** Describes a forensics event (one step of a recovered item's timeline) for the ledger and forensics rows. Pure. */
 export function describeForensics(e: Of<"forensics">): Description {
   const x = e.data;

@@ -1,5 +1,4 @@
 import { isPlannedStopId, type DroverEvent, type EventOf } from "../../../contracts/index.ts";
-import type { Detail, Refs } from "../../../contracts/read-models.ts";
 import { assertNever } from "../../../contracts/assert-never.ts";
 import { describeSchedule } from "./describe-schedule.ts";
 
