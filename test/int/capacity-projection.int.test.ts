@@ -20,6 +20,7 @@ import {
   type StreamLayout,
 } from "../../streams/index.ts";
 import { EXAMPLE_BUILDERS, ids } from "../support/example-events.ts";
+import { idleBeat } from "../support/idle-beat.ts";
 import { uniqueName } from "../support/isolation.ts";
 import { eventually } from "../support/streams.ts";
 
@@ -35,22 +36,7 @@ async function publishRuntime(store: EventStore, rt: string, types: EventType[])
   }
 }
 
-const beat = (rt: string, n: number, at: Date) =>
-  JSON.stringify({
-    type: "heartbeat",
-    runtimeInstanceId: rt,
-    hostIncarnation: ids.host,
-    beat: n,
-    at: at.toISOString(),
-    workers: 2,
-    activeWorkers: 0,
-    availableWorkers: 2,
-    queuedRuns: 0,
-    runningRuns: 0,
-    availableSlots: 4,
-    paused: false,
-    draining: false,
-  });
+const beat = idleBeat;
 
 describe("capacity projection (real nats-server and Redis)", () => {
   let nc: NatsConnection, js: JetStreamClient, redis: Redis, layout: StreamLayout, store: EventStore;
