@@ -5,7 +5,7 @@ import { streamConfigs, type StreamOptions } from "./definitions.ts";
 import type { StreamLayout } from "./layout.ts";
 import { LIMIT_FIELDS } from "./limits.ts";
 import { assertServerVersion } from "./server-version.ts";
-import { isTransportFailure } from "./nats-errors.ts";
+import { isJetStreamUnavailable } from "./nats-errors.ts";
 
 const STREAM_NOT_FOUND = 10059;
 
@@ -93,9 +93,6 @@ export async function ensureStreams(
   return out;
 }
 
-/** JetStream answered "temporarily unavailable" (a cluster without a meta or stream leader yet). */
-const UNAVAILABLE = new Set([10008]);
-
 /**
  * `ensureStreams` that rides a short JetStream outage (a cluster electing a leader after a node
  * died: the requests time out or find no responder for seconds): retries those failures, and only
@@ -113,7 +110,7 @@ export async function ensureStreamsPatiently(
     try {
       return await ensureStreams(jsm, layout, opts);
     } catch (e) {
-      const transient = isTransportFailure(e) || (e instanceof JetStreamApiError && UNAVAILABLE.has(e.code));
+      const transient = isJetStreamUnavailable(e);
       if (!transient || Date.now() > deadline) throw e;
       await new Promise((r) => setTimeout(r, 500));
     }

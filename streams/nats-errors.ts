@@ -42,6 +42,14 @@ export function isTransportFailure(e: unknown): boolean {
 }
 
 /**
+ * True when JetStream did not answer, or answered "temporarily unavailable" (10008: a cluster with no
+ * meta or stream leader yet, e.g. electing one after a node died): worth trying again later.
+ */
+export function isJetStreamUnavailable(e: unknown): boolean {
+  return isTransportFailure(e) || jsCode(e) === 10008;
+}
+
+/**
  * Maps a failure of a JetStream call to drover's catalogue. No answer → `event-store-unavailable`
  * (retryable; retry with the same msg id). Any other JetStream API refusal → `event-store-unavailable`
  * marked non-retryable with the server's code and description, because retrying the same request

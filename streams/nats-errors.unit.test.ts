@@ -2,7 +2,7 @@ import { JetStreamApiError } from "@nats-io/jetstream";
 import { RequestError, TimeoutError } from "@nats-io/transport-node";
 import { describe, expect, it } from "vitest";
 import { DroverError } from "../contracts/index.ts";
-import { toStoreError } from "./nats-errors.ts";
+import { isJetStreamUnavailable, toStoreError } from "./nats-errors.ts";
 
 describe("JetStream failures → drover's error catalogue", () => {
   it("maps no answer (timeout, no responders) to retryable event-store-unavailable", () => {
@@ -34,5 +34,19 @@ describe("JetStream failures → drover's error catalogue", () => {
       code: "event-store-unavailable",
       retryable: true,
     });
+  });
+
+  it("counts 'temporarily unavailable' (10008: a cluster electing a leader) and no answer as worth retrying, other refusals not (pure: proves no transport)", () => {
+    const unavailable = new JetStreamApiError({
+      code: 503,
+      err_code: 10008,
+      description: "JetStream system temporarily unavailable",
+    });
+    expect(isJetStreamUnavailable(unavailable)).toBe(true);
+    expect(isJetStreamUnavailable(new TimeoutError())).toBe(true);
+    expect(
+      isJetStreamUnavailable(new JetStreamApiError({ code: 400, err_code: 10054, description: "too large" })),
+    ).toBe(false);
+    expect(isJetStreamUnavailable(new Error("boom"))).toBe(false);
   });
 });

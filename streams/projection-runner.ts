@@ -9,7 +9,7 @@ import { toStoredEvent } from "./stored.ts";
 import type { Skip } from "./skip.ts";
 import type { StoredEvent } from "./types.ts";
 import { LIVE_CONSUME } from "./consumer-outcome.ts";
-import { isTransportFailure } from "./nats-errors.ts";
+import { isJetStreamUnavailable } from "./nats-errors.ts";
 
 /** Pause before the live loop restarts after JetStream stopped answering. */
 const LIVE_RESTART_MS = 1_000;
@@ -230,10 +230,11 @@ export function createProjectionRunner(
     async start() {
       if (started) return;
       started = true;
-      // A transport failure (JetStream not answering: a cluster electing a new leader after a node
-      // died) restarts the live loop from the checkpoint instead of stopping the projection: seen
-      // in `drover proof --kill-nats-leader`, where the forensics projector's consumer creation
-      // timed out during the election and the process exited. Re-applied events are idempotent.
+      // JetStream not answering, or answering "temporarily unavailable" (a cluster electing a new
+      // leader after a node died), restarts the live loop from the checkpoint instead of stopping
+      // the projection: seen in `drover proof --kill-nats-leader`, where the forensics projector's
+      // consumer creation timed out (P=3), or was refused with 10008 (P=10, over gRPC), during the
+      // election and the process exited. Re-applied events are idempotent.
       const runLive = (): void => {
         live().then(
           async () => {
@@ -242,7 +243,7 @@ export function createProjectionRunner(
           },
           async (e: unknown) => {
             await save().catch(() => undefined);
-            if (stopping || !isTransportFailure(e)) return settle.reject(e);
+            if (stopping || !isJetStreamUnavailable(e)) return settle.reject(e);
             await new Promise((r) => setTimeout(r, LIVE_RESTART_MS));
             if (stopping) settle.resolve();
             else runLive();
