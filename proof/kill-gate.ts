@@ -12,13 +12,6 @@ import { isPodRuntime, podRuntimePid } from "./pod-process.ts";
  * SIGSTOP: a zombie the fence must kill) goes to the exact runtime process named by the runtime's
  * `host-started` (process hosts), or the runtime process inside the Pod with that UID (local cluster:
  * a crash of the container, which Kubernetes reports and drover must recover from).
- *
- * The scenario also needs the tenant's `queuedBehind` other runs in that runtime's local queue when
- * it dies (the local-queued recovery the proof asserts): the kill waits until the log shows each of
- * them `dispatched` to that runtime. A dispatch still in flight when the kill landed used to fail
- * with `runtime-unreachable` instead, and its run was placed again as ordinary queued work, never a
- * recovery item (seen at P=10 during a NATS leader election, which delayed admission). The step after
- * the kill point holds 5 s in the killed run, so the wait still lands mid-execution.
  */
 export async function startKillGate(
   js: JetStreamClient,
@@ -29,59 +22,20 @@ export async function startKillGate(
   signal: "SIGKILL" | "SIGSTOP",
   counts: (stepId: string) => boolean,
   onKill: (k: KillRecord) => void,
-  queuedBehind = 2,
 ): Promise<Follower> {
   const execs = new Map<
     string,
     { tenantId: string; sharedRunId: string; runtime: string; steps: number; target: Promise<KillTarget> }
   >();
   const killed = new Set<string>();
-  /** Runs the log shows dispatched to each runtime. */
-  const dispatched = new Map<string, Set<string>>();
-  /** Executions past their kill point, waiting for their tenant's other runs to be dispatched. */
-  const due = new Map<string, { executionId: string; m: { info: { timestampNanos: number } }; seenAtMs: number }>();
   const p = layout.eventPrefix;
-  const kill = async (executionId: string, m: { info: { timestampNanos: number } }, seenAtMs: number) => {
-    const x = execs.get(executionId)!;
-    const target = await x.target;
-    const pid = target.pid();
-    if (!pid) throw new Error(`runtime ${x.runtime} (${target.hostIncarnation}) has no process to kill`);
-    const killedAtMs = Date.now();
-    process.kill(pid, signal);
-    onKill({
-      tenantId: x.tenantId,
-      runtimeInstanceId: x.runtime,
-      hostIncarnation: target.hostIncarnation,
-      executionId,
-      sharedRunId: x.sharedRunId,
-      completedAtKill: x.steps,
-      killedAtMs,
-      stepDurableAtMs: Math.floor(m.info.timestampNanos / 1e6),
-      stepSeenAtMs: seenAtMs,
-    });
-  };
-  const queuedOn = (runtime: string, sharedRunId: string) =>
-    [...(dispatched.get(runtime) ?? [])].filter((r) => r !== sharedRunId).length >= queuedBehind;
   return follow(
     js,
-    {
-      stream: layout.eventStream,
-      filters: [`${p}.exec.*.*.started`, `${p}.exec.*.*.step-completed`, `${p}.run.*.*.dispatched`],
-    },
+    { stream: layout.eventStream, filters: [`${p}.exec.*.*.started`, `${p}.exec.*.*.step-completed`] },
     async (m) => {
       const e = decodeEvent(m.data, { seq: m.seq, subject: m.subject });
       const tenantId = e.tenantId ?? "";
       if (!impacted.has(tenantId) || killed.has(tenantId)) return;
-      if (e.type === "run.dispatched") {
-        const runtime = e.data.runtimeInstanceId as string;
-        dispatched.set(runtime, new Set([...(dispatched.get(runtime) ?? []), m.subject.split(".").at(-2)!]));
-        const d = due.get(tenantId);
-        const x = d && execs.get(d.executionId);
-        if (!d || !x || x.runtime !== runtime || !queuedOn(runtime, x.sharedRunId)) return;
-        due.delete(tenantId);
-        killed.add(tenantId);
-        return kill(d.executionId, d.m, d.seenAtMs);
-      }
       const executionId = m.subject.split(".").at(-2)!;
       if (e.type === "exec.started") {
         // Resolved now, not at the kill: the signal must land while the execution is still running.
@@ -98,13 +52,25 @@ export async function startKillGate(
       const x = execs.get(executionId);
       if (e.type !== "exec.step-completed" || !x || !counts(e.data.stepId)) return;
       x.steps++;
-      if (x.steps < afterSteps || due.has(tenantId)) return;
-      if (!queuedOn(x.runtime, x.sharedRunId)) {
-        due.set(tenantId, { executionId, m, seenAtMs: Date.now() });
-        return;
-      }
+      if (x.steps < afterSteps) return;
       killed.add(tenantId);
-      return kill(executionId, m, Date.now());
+      const seenAtMs = Date.now();
+      const target = await x.target;
+      const pid = target.pid();
+      if (!pid) throw new Error(`runtime ${x.runtime} (${target.hostIncarnation}) has no process to kill`);
+      const killedAtMs = Date.now();
+      process.kill(pid, signal);
+      onKill({
+        tenantId,
+        runtimeInstanceId: x.runtime,
+        hostIncarnation: target.hostIncarnation,
+        executionId,
+        sharedRunId: x.sharedRunId,
+        completedAtKill: x.steps,
+        killedAtMs,
+        stepDurableAtMs: Math.floor(m.info.timestampNanos / 1e6),
+        stepSeenAtMs: seenAtMs,
+      });
     },
   );
 }
