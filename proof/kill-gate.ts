@@ -1,4 +1,4 @@
-import type { JetStreamClient } from "@nats-io/jetstream";
+import type { JetStreamClient, JsMsg } from "@nats-io/jetstream";
 import { decodeEvent } from "../contracts/index.ts";
 import { follow, type Follower } from "../platform/follow.ts";
 import { runtimeRef, type EventStore, type StreamLayout } from "../streams/index.ts";
@@ -29,50 +29,91 @@ export async function startKillGate(
   >();
   const killed = new Set<string>();
   const p = layout.eventPrefix;
-  return follow(
-    js,
-    { stream: layout.eventStream, filters: [`${p}.exec.*.*.started`, `${p}.exec.*.*.step-completed`] },
-    async (m) => {
-      const e = decodeEvent(m.data, { seq: m.seq, subject: m.subject });
-      const tenantId = e.tenantId ?? "";
-      if (!impacted.has(tenantId) || killed.has(tenantId)) return;
-      const executionId = m.subject.split(".").at(-2)!;
-      if (e.type === "exec.started") {
-        // Resolved now, not at the kill: the signal must land while the execution is still running.
-        const target = killTarget(store, e.data.runtimeInstanceId);
-        target.catch(() => undefined);
-        execs.set(executionId, {
-          tenantId,
-          sharedRunId: e.data.sharedRunId,
-          runtime: e.data.runtimeInstanceId,
-          steps: 0,
-          target,
-        });
-      }
-      const x = execs.get(executionId);
-      if (e.type !== "exec.step-completed" || !x || !counts(e.data.stepId)) return;
-      x.steps++;
-      if (x.steps < afterSteps) return;
-      killed.add(tenantId);
-      const seenAtMs = Date.now();
-      const target = await x.target;
-      const pid = target.pid();
-      if (!pid) throw new Error(`runtime ${x.runtime} (${target.hostIncarnation}) has no process to kill`);
-      const killedAtMs = Date.now();
-      process.kill(pid, signal);
-      onKill({
+  let handled = 0;
+  const handle = async (m: JsMsg) => {
+    handled = m.seq;
+    const e = decodeEvent(m.data, { seq: m.seq, subject: m.subject });
+    const tenantId = e.tenantId ?? "";
+    if (!impacted.has(tenantId) || killed.has(tenantId)) return;
+    const executionId = m.subject.split(".").at(-2)!;
+    if (e.type === "exec.started") {
+      // Resolved now, not at the kill: the signal must land while the execution is still running.
+      const target = killTarget(store, e.data.runtimeInstanceId);
+      target.catch(() => undefined);
+      execs.set(executionId, {
         tenantId,
-        runtimeInstanceId: x.runtime,
-        hostIncarnation: target.hostIncarnation,
-        executionId,
-        sharedRunId: x.sharedRunId,
-        completedAtKill: x.steps,
-        killedAtMs,
-        stepDurableAtMs: Math.floor(m.info.timestampNanos / 1e6),
-        stepSeenAtMs: seenAtMs,
+        sharedRunId: e.data.sharedRunId,
+        runtime: e.data.runtimeInstanceId,
+        steps: 0,
+        target,
       });
-    },
+    }
+    const x = execs.get(executionId);
+    if (e.type !== "exec.step-completed" || !x || !counts(e.data.stepId)) return;
+    x.steps++;
+    if (x.steps < afterSteps) return;
+    killed.add(tenantId);
+    const seenAtMs = Date.now();
+    const target = await x.target;
+    const pid = target.pid();
+    if (!pid) throw new Error(`runtime ${x.runtime} (${target.hostIncarnation}) has no process to kill`);
+    const killedAtMs = Date.now();
+    process.kill(pid, signal);
+    onKill({
+      tenantId,
+      runtimeInstanceId: x.runtime,
+      hostIncarnation: target.hostIncarnation,
+      executionId,
+      sharedRunId: x.sharedRunId,
+      completedAtKill: x.steps,
+      killedAtMs,
+      stepDurableAtMs: Math.floor(m.info.timestampNanos / 1e6),
+      stepSeenAtMs: seenAtMs,
+    });
+  };
+  return resilientFollow(
+    js,
+    layout.eventStream,
+    [`${p}.exec.*.*.started`, `${p}.exec.*.*.step-completed`],
+    handle,
+    () => handled,
   );
+}
+
+/**
+ * `follow` that starts again after the last handled message when its consumer ends by itself: a
+ * NATS cluster electing a new stream leader can end an ordered consumer's iteration, and a gate that
+ * stopped following would never kill the next runtime (seen: `--kill-nats-leader` at P=1, where the
+ * leader dies at the first runtime kill and the second tenant's runtime was never killed).
+ */
+async function resilientFollow(
+  js: JetStreamClient,
+  stream: string,
+  filters: string[],
+  handle: (m: JsMsg) => Promise<void>,
+  handled: () => number,
+): Promise<Follower> {
+  let stopped = false;
+  let current = await follow(js, { stream, filters }, handle);
+  const caughtUp = current.caughtUp;
+  const done = (async () => {
+    for (;;) {
+      await current.done.catch(() => undefined);
+      if (stopped) return;
+      await new Promise((r) => setTimeout(r, 500));
+      if (stopped) return;
+      current = await follow(js, { stream, filters, fromSeq: handled() + 1 }, handle).catch(() => current);
+    }
+  })();
+  return {
+    caughtUp,
+    done,
+    async stop() {
+      stopped = true;
+      await current.stop();
+      await done;
+    },
+  };
 }
 
 interface KillTarget {
