@@ -30,7 +30,7 @@ const writer = runAsSingleWriter({
   name: dbName.replace(/[^A-Za-z0-9_-]/g, "_"),
   holder: ctx.instanceId,
   log: ctx.log,
-  start: async () => {
+  start: async (holding) => {
     const service = await startPatiently(
       () =>
         startForensics({
@@ -40,8 +40,12 @@ const writer = runAsSingleWriter({
           log: ctx.log,
           watchdogMs: Number(process.env.DROVER_FORENSICS_WATCHDOG_MS ?? 5_000),
           onSkip: skipRecorder(ctx.nc, ctx.layout, "forensics", ctx.log),
-          // The live consumer itself failed (not poison: that is skipped): exit so the supervisor restarts it.
-          onFatal: () => process.exit(1),
+          writable: () => !holding.aborted,
+          // The live consumer itself failed (not poison: that is skipped): exit so the supervisor
+          // restarts it — unless the lease was lost, which stopped the writes on purpose.
+          onFatal: () => {
+            if (!holding.aborted) process.exit(1);
+          },
         }),
       (e) => ctx.log.warn({ err: String(e) }, "JetStream not answering at start-up: starting again"),
     );

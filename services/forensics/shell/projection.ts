@@ -47,10 +47,13 @@ export function forensicsProjection(
   m: ReadModelDb,
   layout: StreamLayout,
   onApplyError?: (e: unknown, seq: number) => void,
+  writable: () => boolean = () => true,
 ): Projection {
   const cache = docCache();
   // Folds the batch in memory, then writes each touched document once and the rows in one call per collection.
   const applyBatch = async (events: readonly StoredEvent[]): Promise<void> => {
+    // Not the writer any more (lease lost): refuse, so the runner neither writes nor advances.
+    if (!writable()) throw new Error("forensics writer stopped: not writing the read models");
     try {
       for (const stored of events) await applyFact(m, cache, toFact(stored, layout));
       await cache.flush();
@@ -66,6 +69,7 @@ export function forensicsProjection(
     apply: (stored) => applyBatch([stored]),
     applyBatch,
     async reset() {
+      if (!writable()) throw new Error("forensics writer stopped: not dropping the read models");
       cache.clear();
       await dropReadModels(m);
       await ensureIndexes(m);

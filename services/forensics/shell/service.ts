@@ -1,5 +1,6 @@
 import type { Db } from "mongodb";
 import {
+  type CheckpointStore,
   createProjectionRunner,
   type NatsHandle,
   type ProjectionRunner,
@@ -21,6 +22,11 @@ export interface ForensicsOptions {
   readonly onFatal?: (e: unknown) => void;
   /** Where an event the projection steps over (undecodable, or refused by the fold) is recorded. */
   readonly onSkip?: (s: Skip) => void;
+  /**
+   * Whether this process may still write the read models (the single-writer lease is held; default:
+   * always). Once false, every write is refused: applies throw, checkpoints and build markers are not written.
+   */
+  readonly writable?: () => boolean;
 }
 
 export interface ForensicsService {
@@ -45,30 +51,52 @@ export interface ForensicsService {
  */
 export async function startForensics(o: ForensicsOptions): Promise<ForensicsService> {
   const m = readModelDb(o.db);
-  const projection = forensicsProjection(m, o.layout, (e, seq) =>
-    o.log?.error({ err: String(e), seq }, "forensics projection cannot apply an event; retrying it"),
-  );
-  const checkpoints = mongoCheckpointStore(m);
-  let runner: ProjectionRunner;
   let stopped = false;
+  const writable = o.writable ?? (() => true);
+  const projection = forensicsProjection(
+    m,
+    o.layout,
+    (e, seq) => o.log?.error({ err: String(e), seq }, "forensics projection cannot apply an event; retrying it"),
+    writable,
+  );
+  const checkpoints = guardedCheckpoints(mongoCheckpointStore(m), writable);
+  const mustWrite = () => {
+    if (stopped || !writable()) throw new Error("forensics writer stopped: not writing the read models");
+  };
+  let runner: ProjectionRunner;
   let busy: Promise<unknown> = Promise.resolve();
+
+  const newRunner = () =>
+    (runner = createProjectionRunner(o.handle, o.layout, projection, checkpoints, {
+      checkpointEvery: 16,
+      ...(o.onSkip ? { onSkip: o.onSkip } : {}),
+    }));
 
   /** `rebuild`: from sequence 1; `resume`: an interrupted build, on from its checkpoint; `follow`: a complete build. */
   const follow = async (mode: "rebuild" | { resume: string } | "follow"): Promise<number> => {
-    runner = createProjectionRunner(o.handle, o.layout, projection, checkpoints, {
-      checkpointEvery: 16,
-      ...(o.onSkip ? { onSkip: o.onSkip } : {}),
-    });
+    mustWrite();
+    newRunner();
     let position: number;
     if (mode === "follow") position = await runner.catchUp();
     else {
       let token = typeof mode === "object" ? mode.resume : undefined;
       for (;;) {
-        if (token) position = await runner.catchUp();
-        else {
+        mustWrite();
+        if (!token) {
+          // Checkpoint 0, then the drop, then the "building" marker: a writer stopped anywhere in
+          // between (a SIGKILL, a lost lease) leaves either the previous marker over a checkpoint of
+          // 0 (built: followed from sequence 1; none: rebuilt) or a marker over emptied collections,
+          // so the next writer's build is whole. (The marker first, then a stop before the drop, left
+          // it over what a live writer had put into a dropped database — a checkpoint near the end
+          // over only the newest rows — and the next holder resumed there: rows missing for good,
+          // seen in the chaos proof.)
+          await checkpoints.save(PROJECTION_NAME, 0);
+          await projection.reset!();
           token = await beginBuild(m, PROJECTION_NAME);
-          position = await runner.rebuild();
+          newRunner();
         }
+        position = await runner.catchUp();
+        mustWrite();
         if (await endBuild(m, PROJECTION_NAME, token)) break;
         token = undefined;
         o.log?.info({ position }, "forensics read models dropped during the build: rebuilding from sequence 1");
@@ -132,8 +160,21 @@ export async function startForensics(o: ForensicsOptions): Promise<ForensicsServ
     async stop() {
       stopped = true;
       if (watchdog) clearInterval(watchdog);
+      // The running runner first: a rebuild in progress then ends at its next refused write
+      // instead of replaying to the end of the stream.
+      await runner.stop();
       await busy;
       await runner.stop();
+    },
+  };
+}
+
+/** A checkpoint store whose saves are dropped once the process may no longer write. */
+function guardedCheckpoints(store: CheckpointStore, writable: () => boolean): CheckpointStore {
+  return {
+    load: (projection) => store.load(projection),
+    save: async (projection, seq) => {
+      if (writable()) await store.save(projection, seq);
     },
   };
 }

@@ -27,7 +27,8 @@ export function runAsSingleWriter<T extends WriterTerm>(o: {
   readonly layout: StreamLayout;
   readonly name: string;
   readonly holder: string;
-  readonly start: () => Promise<T>;
+  /** Starts the writer; `signal` aborts the moment the lease is lost, before `stop()` is awaited. */
+  readonly start: (signal: AbortSignal) => Promise<T>;
   readonly log?: { info(o: object, msg: string): void };
   readonly ttlMs?: number;
 }): SingleWriter<T> {
@@ -53,14 +54,18 @@ export function runAsSingleWriter<T extends WriterTerm>(o: {
       if (!lease) return;
       o.log?.info({ lease: o.name }, "holding the writer lease: projecting");
       let term: T;
+      const holding = new AbortController();
       try {
-        term = await o.start();
+        term = await o.start(holding.signal);
       } catch (e) {
         lease.stop();
         throw e;
       }
       current = term;
       const why = await Promise.race([lease.lost, stopping]);
+      // Not the writer any more: the writer's guard refuses every write from here on, even those of
+      // a rebuild that `stop()` below would otherwise wait for while the next holder writes too.
+      holding.abort();
       current = undefined;
       lease.stop();
       await term.stop();
