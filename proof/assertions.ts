@@ -1,4 +1,5 @@
 import { parseMapItemId, type DroverEvent } from "../contracts/index.ts";
+import { checkSentAgain, sendFailedAtKill } from "./send-failed.ts";
 
 /** A stored event as the proof reads it (structurally streams' StoredEvent). */
 export interface LoggedEvent {
@@ -167,12 +168,22 @@ export function assertProof(log: readonly LoggedEvent[], facts: ProofFacts, pref
     `${facts.kills.length} executions resumed`,
   );
 
-  // 3. local-queued: requeued, new LocalRunId, new ExecutionId
+  // 3. local-queued: requeued, new LocalRunId, new ExecutionId (or, when the log shows the send to
+  // the killed runtime failed, queued again as ordinary work: see send-failed.ts)
   const lq: string[] = [];
-  let lqCount = 0;
+  let lqCount = 0,
+    sentAgain = 0;
+  const localQueuedOf = new Map<string, number>();
   for (const k of facts.kills) {
     for (const r of facts.runs.filter((x) => x.tenantId === k.tenantId && x.sharedRunId !== k.sharedRunId)) {
       const run = byRun.get(`${r.tenantId}/${r.sharedRunId}`) ?? [];
+      const failed = sendFailedAtKill(byRun, k, r.sharedRunId);
+      if (failed) {
+        sentAgain++;
+        lq.push(...checkSentAgain(run, failed.failedAt, r.sharedRunId));
+        continue;
+      }
+      localQueuedOf.set(k.tenantId, (localQueuedOf.get(k.tenantId) ?? 0) + 1);
       const at = run.findIndex((e) => e.event.type === "run.requeued-for-local-queued-recovery");
       if (at < 0) {
         lq.push(`${r.sharedRunId}: not requeued for local-queued recovery`);
@@ -194,7 +205,8 @@ export function assertProof(log: readonly LoggedEvent[], facts: ProofFacts, pref
   check(
     "local-queued: requeued-for-local-queued-recovery, new LocalRunId, new ExecutionId",
     lq,
-    `${lqCount} runs redispatched`,
+    `${lqCount} runs redispatched` +
+      (sentAgain > 0 ? `, ${sentAgain} whose send to the killed runtime failed queued again as new work` : ""),
   );
 
   // 4. fencing
@@ -244,8 +256,8 @@ export function assertProof(log: readonly LoggedEvent[], facts: ProofFacts, pref
     const want = item.class === "in-flight-execution" ? IN_FLIGHT_TIMELINE : LOCAL_QUEUED_TIMELINE;
     if (JSON.stringify(types) !== JSON.stringify(want)) fx.push(`${item.forensicsId}: ${types.join(">")}`);
   }
-  if (items.length !== facts.kills.length * 3)
-    fx.push(`expected ${facts.kills.length * 3} recovery items, planned ${items.length}`);
+  const expectedItems = facts.kills.length + [...localQueuedOf.values()].reduce((a, b) => a + b, 0);
+  if (items.length !== expectedItems) fx.push(`expected ${expectedItems} recovery items, planned ${items.length}`);
   check("forensics: one record per recovered item with the full timeline", fx, `${items.length} records complete`);
   return results;
 }

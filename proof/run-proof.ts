@@ -15,6 +15,7 @@ import { CHECKPOINT_COLLECTION } from "../contracts/read-models.ts";
 import { PROJECTION_NAME } from "../services/forensics/index.ts";
 import { readModelAssertions } from "./read-model-checks.ts";
 import { assertProof, type AssertionResult, type KillRecord } from "./assertions.ts";
+import { recordsExpected } from "./send-failed.ts";
 import { startKillGate } from "./kill-gate.ts";
 import { proofConfig, scenarioTenants, tokenOf, type ProofOptions } from "./scenario-config.ts";
 import { startupLatencies, type StartupLatencies } from "./startup-latencies.ts";
@@ -47,6 +48,11 @@ export interface ProofReport {
   readonly options: ProofOptions;
   readonly runs: number;
   readonly recovered: number;
+  /**
+   * Runs expected in a killed runtime's local queue whose send to it failed instead (proof/send-failed.ts):
+   * placed again as ordinary work, so `recovered` is the killed tenants' runs minus these.
+   */
+  readonly sendsFailed: number;
   readonly kills: readonly KillRecord[];
   readonly assertions: readonly AssertionResult[];
   /**
@@ -197,7 +203,7 @@ export async function runProof(
     const tRuns = Date.now();
     progress("verifying");
     // Let the forensics timelines catch up with the last completions before reading the log.
-    await waitForTimelines(store, cp.layout.eventPrefix, kills.length * 3, 30_000);
+    await waitForTimelines(store, cp.layout.eventPrefix, kills.length, 30_000);
     const log: StoredEvent[] = [];
     await store.replay({ seq: 1 }, (e) => {
       log.push(e);
@@ -226,6 +232,9 @@ export async function runProof(
       ...(leaderKill ? [leaderKillAssertion(leaderKilled!)] : []),
     ];
     const tLog = Date.now();
+    const expectedRecords = recordsExpected(log, kills, runs);
+    const scenarioRuns = kills.reduce((n, k) => n + runs.filter((r) => r.tenantId === k.tenantId).length, 0);
+    const sendsFailed = scenarioRuns - [...expectedRecords.values()].reduce((a, b) => a + b, 0);
     if (infra.mongoUrl) {
       let rebuildError = "the read models were never dropped";
       const rebuiltMs = dropped
@@ -255,7 +264,7 @@ export async function runProof(
           layout: cp.layout,
           controlPlaneId: "cp-proof",
           endSeq: log.at(-1)?.seq ?? 0,
-          impacted: [...impacted].map(asTenant),
+          impacted: [...impacted].map((t) => ({ ...asTenant(t), records: expectedRecords.get(t) ?? 3 })),
           safe: tenants.map((t) => asTenant(t.safe)),
           timeoutMs: 120_000,
         })),
@@ -268,6 +277,7 @@ export async function runProof(
       options: o,
       runs: runs.length,
       recovered,
+      sendsFailed,
       kills,
       assertions,
       latencies: recoveryLatencies(log, kills),
@@ -347,20 +357,22 @@ async function dropReadModels(mongoUrl: string, db: string): Promise<number> {
 async function waitForTimelines(
   store: ReturnType<typeof createEventStore>,
   prefix: string,
-  items: number,
+  kills: number,
   timeoutMs: number,
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
+  const count = async (filter: string, f: (e: StoredEvent) => number) => {
     let n = 0;
-    await store.replay(
-      { seq: 1 },
-      () => {
-        n++;
-      },
-      { filter: `${prefix}.forensics.*.*.execution-recovery-completed` },
+    await store.replay({ seq: 1 }, (e) => void (n += f(e)), { filter });
+    return n;
+  };
+  while (Date.now() < deadline) {
+    // Every item of every recovery plan (one per kill at least) has its completed record.
+    const planned = await count(`${prefix}.runtime.*.recovery-planned`, (e) =>
+      e.event.type === "runtime.recovery-planned" ? e.event.data.items.length : 0,
     );
-    if (n >= items) return;
+    const done = await count(`${prefix}.forensics.*.*.execution-recovery-completed`, () => 1);
+    if (planned >= kills && done >= planned) return;
     await new Promise((r) => setTimeout(r, 200));
   }
 }
@@ -371,7 +383,7 @@ export function proofLine(r: ProofReport): string {
   const n = (prefix: string) =>
     r.assertions.filter((a) => a.name.startsWith(prefix)).reduce((s, a) => s + a.violations, 0);
   return (
-    `proof: P=${r.options.parallel} transport=${r.options.transport} host=${r.options.host}${r.options.exposure ? `(${r.options.exposure})` : ""}${r.options.natsCluster ? ` nats=${r.options.natsCluster}-node${r.options.killNatsLeader ? "(leader killed)" : ""}` : ""}${r.options.workload === "builtin" ? "" : ` workload=${r.options.workload}`} runs=${r.runs} recovered=${r.recovered} ` +
+    `proof: P=${r.options.parallel} transport=${r.options.transport} host=${r.options.host}${r.options.exposure ? `(${r.options.exposure})` : ""}${r.options.natsCluster ? ` nats=${r.options.natsCluster}-node${r.options.killNatsLeader ? "(leader killed)" : ""}` : ""}${r.options.workload === "builtin" ? "" : ` workload=${r.options.workload}`} runs=${r.runs} recovered=${r.recovered}${r.sendsFailed ? ` sends_failed=${r.sendsFailed}` : ""} ` +
     `duplicates=${n("duplicates")} lost=${n("lost")} safe_leaks=${n("safe_leaks")} fence_violations=${n("fence_violations")} replay_failures=${n("replay")} ` +
     `result=${r.pass ? "PASS" : `FAIL (${failed?.name}: ${failed?.detail})`}`
   );
