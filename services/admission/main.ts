@@ -4,6 +4,7 @@ import { bootstrap } from "../../platform/bootstrap.ts";
 import { redisCapacityView } from "../../platform/capacity-view.ts";
 import { randomIds, systemClock } from "../../platform/envelope.ts";
 import { redisReservations } from "../../platform/reservations.ts";
+import { redisTenantClaims } from "../../platform/tenant-claims.ts";
 import { closeRuntimeClients, sendCommand } from "../../platform/runtime-client.ts";
 import { Counter, Gauge, Histogram } from "prom-client";
 import { isPlaceable } from "./domain/run-decider.ts";
@@ -37,6 +38,7 @@ const service = await startAdmission({
   index,
   view: redisCapacityView<CapacityDescriptor>(ctx.redis!, cp),
   reservations: redisReservations(ctx.redis!, cp),
+  claims: redisTenantClaims(ctx.redis!, cp),
   env: { writer: { service: "admission", instanceId: ctx.instanceId }, clock: systemClock, ids: randomIds },
   send: sendCommand,
   commandTokenFor: ctx.commandTokenFor,

@@ -3,7 +3,7 @@ import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
 import { Redis } from "ioredis";
 import { pino } from "pino";
 import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
-import { DroverConfig, type RuntimeCommand, type RuntimeCommandResult } from "../../contracts/index.ts";
+import { DroverConfig } from "../../contracts/index.ts";
 import { foldRun } from "../../aggregates/run.ts";
 import type { CapacityDescriptor } from "../../aggregates/capacity/descriptor.ts";
 import { RunIndex, startAdmission, type AdmissionService } from "../../services/admission/index.ts";
@@ -16,6 +16,7 @@ import { createEventStore, runRef, type EventStore, type StoredEvent } from "../
 import { exampleDag } from "../support/example-events.ts";
 import { publishBeat, publishReadyRuntime } from "../support/fake-runtime-capacity.ts";
 import { uniqueName } from "../support/isolation.ts";
+import { inMemoryRuntime } from "../support/in-memory-runtime.ts";
 import { looseEvent } from "../support/loose-event.ts";
 import { eventually, freshStreams, type StreamsFixture } from "../support/streams.ts";
 
@@ -52,45 +53,8 @@ const config = DroverConfig.parse({
 describe("per-key flow control (real NATS + Redis, two admission replicas; runtime transport in memory)", () => {
   let fx: StreamsFixture, js: JetStreamClient, store: EventStore, redis: Redis, capacity: CapacityProjection;
   let services: AdmissionService[] = [];
-  const timers = new Set<NodeJS.Timeout>();
   const tenantOf = new Map<string, string>();
-
-  /** Runs a dispatched run for RUN_MS, then appends its started and completed from its runtime. */
-  const finish = async (c: Extract<RuntimeCommand, { operation: "DispatchRun" }>) => {
-    const { tenantId, sharedRunId, localRunId, dispatchedSeq } = c.payload;
-    const env = {
-      writer: { service: "runtime" as const, instanceId: c.runtimeInstanceId, runtimeInstanceId: c.runtimeInstanceId },
-      clock: systemClock,
-      ids: randomIds,
-    };
-    const executionId = `ex-${sharedRunId}`;
-    const mk = (type: "run.started" | "run.completed", data: unknown) =>
-      looseEvent(env as never, type, data, { tenantId, correlationId: sharedRunId, causationId: "test-runtime" });
-    const ref = runRef(tenantId, sharedRunId);
-    const started = await store.append(
-      ref,
-      mk("run.started", { executionId, localRunId, runtimeInstanceId: c.runtimeInstanceId }),
-      { expectedSeq: dispatchedSeq },
-    );
-    await new Promise<void>((resolve) => {
-      const t = setTimeout(() => (timers.delete(t), resolve()), RUN_MS);
-      timers.add(t);
-    });
-    await store.append(ref, mk("run.completed", { executionId, localRunId, outputDigest: "0".repeat(64) }), {
-      expectedSeq: started.seq,
-    });
-  };
-  const send = async (_endpoint: string, _t: unknown, c: RuntimeCommand): Promise<RuntimeCommandResult> => {
-    if (c.operation === "DispatchRun") void finish(c).catch(() => undefined);
-    return {
-      success: true,
-      operation: c.operation,
-      runtimeInstanceId: c.runtimeInstanceId,
-      hostIncarnation: "pid:1:1" as never,
-      payload: {},
-      timings: { receivedAt: new Date().toISOString(), handledMs: 1 },
-    };
-  };
+  let runtime: ReturnType<typeof inMemoryRuntime>;
 
   async function admission(): Promise<AdmissionService> {
     const s = await startAdmission({
@@ -102,7 +66,7 @@ describe("per-key flow control (real NATS + Redis, two admission replicas; runti
       view: redisCapacityView<CapacityDescriptor>(redis, CP),
       reservations: redisReservations(redis, CP),
       env: { writer: { service: "admission", instanceId: uniqueName("adm") }, clock: systemClock, ids: randomIds },
-      send: send as never,
+      send: runtime.send as never,
       commandTokenFor: () => "token",
       sha256: (x) => createHash("sha256").update(x).digest("hex"),
       log: pino({ level: "silent" }),
@@ -144,10 +108,11 @@ describe("per-key flow control (real NATS + Redis, two admission replicas; runti
       controlPlaneId: CP,
     });
     services = [];
+    runtime = inMemoryRuntime(store, RUN_MS);
   });
   afterEach(async () => {
     for (const s of services) await s.stop();
-    for (const t of timers) clearTimeout(t);
+    runtime.stop();
     await capacity.stop();
     redis.disconnect();
     await fx.close();

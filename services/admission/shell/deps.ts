@@ -4,6 +4,7 @@ import type { DroverConfig, RuntimeCommand, RuntimeCommandResult, Transport } fr
 import type { CapacityViewStore } from "../../../platform/capacity-view.ts";
 import type { EnvelopeContext } from "../../../platform/envelope.ts";
 import type { Reservations } from "../../../platform/reservations.ts";
+import type { TenantClaims } from "../../../platform/tenant-claims.ts";
 import type { EventStore, StreamLayout } from "../../../streams/index.ts";
 import type { RunIndex } from "./run-index.ts";
 
@@ -17,6 +18,8 @@ export interface AdmissionDeps {
   readonly index: RunIndex;
   readonly view: CapacityViewStore<CapacityDescriptor>;
   readonly reservations: Reservations;
+  /** Tenant quota claims shared by admission replicas (tenant-quota.ts); without them the quota is per replica. */
+  readonly claims?: TenantClaims;
   readonly env: EnvelopeContext;
   readonly send: (
     endpoint: string,

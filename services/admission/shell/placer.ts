@@ -16,6 +16,7 @@ import { appendRunDecision } from "./append-run.ts";
 import { readCandidates, type Placeable } from "./candidates.ts";
 import { PassBudget } from "./pass-budget.ts";
 import type { AdmissionDeps } from "./deps.ts";
+import { claimQuota, settleQuota } from "./tenant-quota.ts";
 import { cancelRun } from "./cancel.ts";
 import { recordDispatch, resendIfUnknown } from "./dispatch.ts";
 import { requestScaleOut } from "./scale-out.ts";
@@ -157,25 +158,43 @@ async function handle(
       );
       return undefined;
     case "place": {
-      // Flow keys (docs/flow-control.md) are one more reason a placeable run waits, in the same pass.
-      const keys = await takeFlowKeys(deps, flow, r, tenant, now);
-      if (!keys.ok) {
-        await appendRunDecision(deps, r, { kind: "QueueGlobally", reason: keys.reason }, `flow:${r.sharedRunId}`);
+      // The tenant's quota across admission replicas, then flow keys (docs/flow-control.md): more
+      // reasons a placeable run waits, in the same pass.
+      const overQuota = await claimQuota(deps, r, tenant, now);
+      if (overQuota) {
+        budget.block(r, overQuota.reason.code);
+        const decision =
+          overQuota.kind === "reject"
+            ? ({ kind: "Reject", reason: overQuota.reason } as const)
+            : ({ kind: "QueueGlobally", reason: overQuota.reason } as const);
+        await appendRunDecision(deps, r, decision, "quota");
         return undefined;
       }
-      for (const c of p.tryInOrder) {
-        if (!budget.claim(c, r.tenantId)) continue; // taken by a parallel placement of this pass
-        let full = false;
-        try {
-          const send = await placeOn(deps, r, c, p.snapshot, now);
-          // New work placed on a shared runtime counts against its tenant's fair share.
-          if (send && send !== "full" && c.isolationMode === "shared" && !r.state.recoveryPending)
-            fair.charge(r.tenantId, tenant.weight);
-          if (send !== "full") return send;
-          full = true;
-        } finally {
-          budget.settle(c, r.tenantId, full);
+      let placed = false;
+      try {
+        const keys = await takeFlowKeys(deps, flow, r, tenant, now);
+        if (!keys.ok) {
+          await appendRunDecision(deps, r, { kind: "QueueGlobally", reason: keys.reason }, `flow:${r.sharedRunId}`);
+          return undefined;
         }
+        for (const c of p.tryInOrder) {
+          if (!budget.claim(c, r.tenantId)) continue; // taken by a parallel placement of this pass
+          let full = false;
+          try {
+            const send = await placeOn(deps, r, c, p.snapshot, now);
+            // New work placed on a shared runtime counts against its tenant's fair share.
+            if (send && send !== "full" && c.isolationMode === "shared" && !r.state.recoveryPending)
+              fair.charge(r.tenantId, tenant.weight);
+            // Placed, or lost to another replica's decision (which holds the same claim): kept either way.
+            placed = send !== "full";
+            if (send !== "full") return send;
+            full = true;
+          } finally {
+            budget.settle(c, r.tenantId, full);
+          }
+        }
+      } finally {
+        await settleQuota(deps, r, placed, now);
       }
       budget.block(
         r,

@@ -85,6 +85,7 @@ export class RunIndex implements Snapshottable {
   private readonly unverifiedRuns = new Set<IndexedRun>();
   private evicted = { count: 0, byStatus: new Map<string, number>() };
   private holdDrops = false;
+  private folded = 0;
   // Kept as runs change, so a pass costs O(pending) and a quota check O(1), not O(every run ever seen).
   private readonly pendingRuns = new Set<IndexedRun>();
   private readonly active = new Map<string, number>();
@@ -109,6 +110,7 @@ export class RunIndex implements Snapshottable {
 
   /** Applies a message from the follower; an invalid `submitted` is recorded (to be rejected), any other invalid event reported. */
   apply(m: Pick<JsMsg, "subject" | "seq" | "data"> & { readonly info?: Pick<JsMsg["info"], "timestampNanos"> }): void {
+    if (m.seq > this.folded) this.folded = m.seq;
     const [agg, tenantId, id, name] = m.subject.slice(this.eventPrefix.length + 1).split(".");
     const ms = m.info?.timestampNanos ? Math.floor(Number(m.info.timestampNanos) / 1e6) : this.clock.now().getTime();
     let event: DroverEvent;
@@ -143,6 +145,14 @@ export class RunIndex implements Snapshottable {
     const entry = this.scaleOuts.get(requestId);
     if (entry && recheckedMs !== undefined) entry.recheckedMs = recheckedMs;
     return entry;
+  }
+
+  /**
+   * The last stream sequence the follower delivered (not admission's own appends, applied earlier):
+   * every decision up to it is in this index, whoever took it (tenant-quota.ts).
+   */
+  get foldedSeq(): number {
+    return this.folded;
   }
 
   /** Applies an event admission itself appended (read-your-writes before the follower delivers it). */

@@ -1,0 +1,58 @@
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
+import { redisTenantClaims } from "../../platform/tenant-claims.ts";
+import { uniqueName } from "../support/isolation.ts";
+
+/**
+ * Tenant quota claims (platform/tenant-claims.ts) against a real Redis: what makes
+ * `maxConcurrentRuns` hold across admission replicas whose folds of the log lag each other.
+ */
+describe("tenant quota claims (boundary: real Redis, its Lua script)", () => {
+  let redis: Redis;
+  let cp: string;
+  beforeAll(() => {
+    redis = new Redis(inject("redisUrl"), { maxRetriesPerRequest: 1, db: 4 });
+  });
+  afterAll(() => redis.disconnect());
+  beforeEach(() => {
+    cp = uniqueName("cp");
+  });
+
+  it("replicas whose folds saw none of each other's placements admit no more than the limit between them", async () => {
+    const [a, b] = [redisTenantClaims(redis, cp), redisTenantClaims(redis, cp)];
+    const now = Date.now();
+    // Ten placements at once, alternating replicas, each replica's fold holding nothing (0 active, position 0).
+    const results = await Promise.all(
+      [...Array(10).keys()].map((i) => (i % 2 ? a : b).claim("acme", `r-${i}`, 4, 0, 0, now)),
+    );
+    expect(results.filter((r) => r.ok)).toHaveLength(4);
+    expect(results.filter((r) => !r.ok).every((r) => r.count === 4)).toBe(true);
+    // A claim is the run's: asking again for a run that holds one answers yes and takes nothing more.
+    const held = results.findIndex((r) => r.ok);
+    expect((await b.claim("acme", `r-${held}`, 4, 0, 0, now)).ok).toBe(true);
+    // Another tenant is counted apart.
+    expect((await a.claim("globex", "r-0", 4, 0, 0, now)).ok).toBe(true);
+  });
+
+  it("a decision counts in the claims until the caller's fold reaches its sequence, then only in the fold", async () => {
+    const c = redisTenantClaims(redis, cp);
+    const now = Date.now();
+    expect((await c.claim("acme", "r-1", 2, 0, 10, now)).ok).toBe(true);
+    await c.confirm("acme", "r-1", 15, now);
+    // A fold at sequence 14 has not seen r-1's decision: 1 active there + the claim = full.
+    expect(await c.claim("acme", "r-2", 2, 1, 14, now)).toEqual({ ok: false, count: 2 });
+    // A fold at 15 counts r-1 itself (folded 1): the claim is not counted again, so r-2 fits.
+    expect(await c.claim("acme", "r-2", 2, 1, 15, now)).toEqual({ ok: true, count: 1 });
+    // Released claims free their place.
+    await c.release("acme", "r-2");
+    expect((await c.claim("acme", "r-3", 2, 1, 15, now)).ok).toBe(true);
+  });
+
+  it("a placement abandoned mid-way (its replica died) holds its place only until its claim expires", async () => {
+    const c = redisTenantClaims(redis, cp, { pendingTtlMs: 300 });
+    const now = Date.now();
+    expect((await c.claim("acme", "r-dead", 1, 0, 0, now)).ok).toBe(true);
+    expect((await c.claim("acme", "r-next", 1, 0, 0, now + 100)).ok).toBe(false);
+    expect((await c.claim("acme", "r-next", 1, 0, 0, now + 301)).ok).toBe(true);
+  });
+});
