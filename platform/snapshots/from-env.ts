@@ -44,7 +44,7 @@ export const maxTerminalRunsOf = (env: Readonly<Record<string, string | undefine
 
 /**
  * `DROVER_MAX_ENDED_RUNTIMES`: ended runtimes (fenced, retired, host gone) kept in memory by the
- * provisioner's roster and recovery (default 1,000; `0` keeps none, `all` keeps every one).
+ * provisioner's roster, recovery and capacity's cache (default 1,000; `0` keeps none, `all` keeps every one).
  */
 export const maxEndedRuntimesOf = (env: Readonly<Record<string, string | undefined>>): number | undefined =>
   boundOf(env, "DROVER_MAX_ENDED_RUNTIMES", "1000");
