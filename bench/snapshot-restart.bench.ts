@@ -1,5 +1,5 @@
 /**
- * Restart time of admission and recovery on a long log, with and without a snapshot, and the
+ * Restart time of admission, recovery and the api's open-runs view on a long log, with and without a snapshot, and the
  * memory the run index holds after many finished runs (run with tsx: `make bench`). Private
  * nats-server and Redis. The stream gets BENCH_SNAPSHOT_EVENTS events (default 200,000; the issue's
  * figure is 1,000,000): finished runs (`submitted`, `rejected`), written by a batch publisher.
@@ -25,6 +25,7 @@ import { redisReservations } from "../platform/reservations.ts";
 import { createSnapshotStore } from "../platform/snapshots/store.ts";
 import { RunIndex, startAdmission } from "../services/admission/index.ts";
 import { RecoveryState, startRecovery } from "../services/recovery/index.ts";
+import { startOpenRunsProjection } from "../services/api/index.ts";
 import { createEventStore, DEFAULT_LAYOUT } from "../streams/index.ts";
 import { exampleDag } from "../test/support/example-events.ts";
 import { looseEvent } from "../test/support/loose-event.ts";
@@ -130,6 +131,17 @@ try {
     return { ms: performance.now() - start, s };
   }
 
+  /** The api's open-runs view: start → every run event folded (queueDepths waits for the last one). */
+  async function openRuns() {
+    const start = performance.now();
+    const p = await startOpenRunsProjection(js, await jetstreamManager(nc), layout, {
+      catchUpTimeoutMs: 600_000,
+      snapshots: { store: createSnapshotStore(nc, layout, "api"), policy, log, clock: systemClock },
+    });
+    await p.queueDepths();
+    return { ms: performance.now() - start, p };
+  }
+
   // Memory: the fold from 1 without a bound (every finished run stays), then with the default bound.
   gc();
   const baseMb = process.memoryUsage().heapUsed / 2 ** 20;
@@ -150,11 +162,16 @@ try {
   const recCold = await recovery();
   await recCold.s.writeSnapshot();
   await recCold.s.stop();
+  const apiCold = await openRuns();
+  await apiCold.p.writeSnapshot();
+  await apiCold.p.stop();
   await finishedRuns(N / 2, 500);
   const warm = await admission(10_000);
   await warm.s.stop();
   const recWarm = await recovery();
   await recWarm.s.stop();
+  const apiWarm = await openRuns();
+  await apiWarm.p.stop();
 
   const size = `${N.toLocaleString("en")} events (${(N / 2).toLocaleString("en")} finished runs)`;
   const metric = (value: number, unit: string, note: string): Metric => ({ unit, value: round(value), note });
@@ -168,6 +185,12 @@ try {
     [`recovery_restart_no_snapshot_${N}`]: metric(recCold.ms, "ms", `start → caught up, fold from 1, ${size}`),
     [`recovery_restart_snapshot_${N}`]: metric(
       recWarm.ms,
+      "ms",
+      `start → caught up from a snapshot + 1,000-event tail, ${size}`,
+    ),
+    [`api_open_runs_restart_no_snapshot_${N}`]: metric(apiCold.ms, "ms", `start → caught up, fold from 1, ${size}`),
+    [`api_open_runs_restart_snapshot_${N}`]: metric(
+      apiWarm.ms,
       "ms",
       `start → caught up from a snapshot + 1,000-event tail, ${size}`,
     ),

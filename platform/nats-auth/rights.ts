@@ -160,7 +160,7 @@ export const outputsRead = (s: AuthScope, tenants: readonly string[] = ["*"]): s
   tenants.map((t) => `$JS.API.DIRECT.GET.${s.outputsStream}.${s.outputs}.${t}.>`);
 
 /** The services that snapshot their folded state (platform/snapshots): each under its own name only. */
-export const SNAPSHOT_OWNERS: readonly ServiceIdentity[] = ["admission", "recovery"];
+export const SNAPSHOT_OWNERS: readonly ServiceIdentity[] = ["admission", "recovery", "provisioner", "api"];
 
 /**
  * Writing and reading one's own snapshot: publish to `<snapshots>.<owner>.>` and the subject-form

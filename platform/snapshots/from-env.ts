@@ -39,10 +39,24 @@ export function snapshotsFromEnv(
 }
 
 /** `DROVER_MAX_TERMINAL_RUNS`: terminal runs kept in memory (default 10,000; `0` keeps none, `all` keeps every one). */
-export function maxTerminalRunsOf(env: Readonly<Record<string, string | undefined>>): number | undefined {
-  const v = env.DROVER_MAX_TERMINAL_RUNS ?? "10000";
+export const maxTerminalRunsOf = (env: Readonly<Record<string, string | undefined>>): number | undefined =>
+  boundOf(env, "DROVER_MAX_TERMINAL_RUNS", "10000");
+
+/**
+ * `DROVER_MAX_ENDED_RUNTIMES`: ended runtimes (fenced, retired, host gone) kept in memory by the
+ * provisioner's roster, recovery and capacity's cache (default 1,000; `0` keeps none, `all` keeps every one).
+ */
+export const maxEndedRuntimesOf = (env: Readonly<Record<string, string | undefined>>): number | undefined =>
+  boundOf(env, "DROVER_MAX_ENDED_RUNTIMES", "1000");
+
+/** `DROVER_MAX_FINISHED_FORENSICS`: completed forensics records recovery keeps in memory (default 10,000; `all`: every one). */
+export const maxFinishedForensicsOf = (env: Readonly<Record<string, string | undefined>>): number | undefined =>
+  boundOf(env, "DROVER_MAX_FINISHED_FORENSICS", "10000");
+
+function boundOf(env: Readonly<Record<string, string | undefined>>, name: string, dflt: string): number | undefined {
+  const v = env[name] ?? dflt;
   if (v === "all") return undefined;
   const n = Number(v);
-  if (!Number.isSafeInteger(n) || n < 0) throw new Error(`DROVER_MAX_TERMINAL_RUNS must be a count or "all", not ${v}`);
+  if (!Number.isSafeInteger(n) || n < 0) throw new Error(`${name} must be a count or "all", not ${v}`);
   return n;
 }

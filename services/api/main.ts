@@ -12,6 +12,7 @@ import { systemClock } from "../../platform/envelope.ts";
 import { createOutputStore } from "../../platform/output-store.ts";
 import { readModelClient, readModelDbName } from "../../platform/read-model-db.ts";
 import { isDevMode } from "../../platform/dev-mode.ts";
+import { snapshotsFromEnv } from "../../platform/snapshots/from-env.ts";
 import { tokenTable } from "./shell/token-table.ts";
 import { buildApp } from "./http/app.ts";
 import { replayCapacityReader } from "./shell/capacity-reader.ts";
@@ -40,7 +41,14 @@ const mongo = mongoUrl ? readModelClient(mongoUrl) : undefined;
 if (mongo) ctx.onShutdown(() => mongo.close());
 const readModels = mongo ? mongoReadModels(mongo.db(readModelDbName(process.env, config.controlPlaneId))) : undefined;
 // Always on: it counts every tenant's queued runs (maxQueuedRuns) and, for overQuota "reject", open runs.
-const openRuns = await startOpenRunsProjection(js, jsm, layout);
+// It starts from its snapshot and folds only the tail when one is trusted (docs/snapshots.md).
+const openRuns = await startOpenRunsProjection(js, jsm, layout, {
+  snapshots: {
+    ...snapshotsFromEnv(ctx.nc, layout, "api", ctx.ops.registry, process.env),
+    log: ctx.log,
+    clock: systemClock,
+  },
+});
 ctx.onShutdown(() => openRuns.stop());
 
 const app = await buildApp(

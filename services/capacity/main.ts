@@ -6,6 +6,7 @@ import { bootstrap } from "../../platform/bootstrap.ts";
 import { redisCapacityView } from "../../platform/capacity-view.ts";
 import { controlSubject } from "../../platform/control-subject.ts";
 import { skipRecorder } from "../../streams/index.ts";
+import { maxEndedRuntimesOf } from "../../platform/snapshots/from-env.ts";
 import { serveCapacityRebuild } from "./shell/control.ts";
 import { startCapacityProjection } from "./shell/projection.ts";
 
@@ -21,6 +22,8 @@ const projection = await startCapacityProjection({
   layout: ctx.layout,
   view,
   controlPlaneId: ctx.config.controlPlaneId,
+  // Fenced and retired runtimes beyond the bound leave memory (the view keeps them; docs/snapshots.md).
+  maxEnded: maxEndedRuntimesOf(process.env),
   onSkip: skipRecorder(ctx.nc, ctx.layout, "capacity", ctx.log),
   onError: (e) => {
     ctx.log.fatal({ err: String(e) }, "projection stopped; exiting so the supervisor restarts from the checkpoint");

@@ -15,5 +15,5 @@ export {
 } from "./domain/runtime-roster.ts";
 export { runtimeInstanceIdOf, RUNTIME_SUFFIX_LENGTH } from "./domain/runtime-id.ts";
 export { claimableMembers, refillCount, POOL_LAYERS, POOL_MEMBER_PREFIX } from "./domain/warm-pool.ts";
-export { RosterView } from "./shell/roster-view.ts";
+export { RosterView, type RosterOptions } from "./shell/roster-view.ts";
 export type { WarmPool } from "./shell/warm-pool.ts";

@@ -24,6 +24,7 @@ import { createProvisioner } from "./shell/provisioner.ts";
 import { stopHosts } from "./shell/stop-hosts.ts";
 import { randomSuffix } from "./shell/suffix.ts";
 import { runtimeCalloutFromEnv } from "../../platform/nats-auth/callout-from-env.ts";
+import { maxEndedRuntimesOf, snapshotsFromEnv } from "../../platform/snapshots/from-env.ts";
 
 const ctx = await bootstrap("provisioner");
 // bootstrap already refused a missing or placeholder secret outside DROVER_DEV=1 (and warned inside it).
@@ -70,6 +71,15 @@ const deps: ProvisionerDeps = {
   log: (msg, fields) => ctx.log.info(fields ?? {}, msg),
   poolSizes: ctx.config.warmPool,
   controlPlaneId: ctx.config.controlPlaneId,
+  // Starts from the roster's snapshot; ended runtimes beyond the bound leave memory (docs/snapshots.md).
+  roster: {
+    maxEnded: maxEndedRuntimesOf(process.env),
+    snapshots: {
+      ...snapshotsFromEnv(ctx.nc, ctx.layout, "provisioner", ctx.ops.registry, process.env),
+      log: ctx.log,
+      clock: systemClock,
+    },
+  },
 };
 const provisioner = createProvisioner(deps);
 provisioner.pool.refill();
@@ -88,6 +98,7 @@ const runners = await consumeScaleOutRequests(
 ctx.onShutdown(async () => {
   await Promise.all(runners.map((r) => r.stop()));
   await drained.stop();
+  await provisioner.roster.stop();
   // Host exits are no longer recorded from here on: the kills below are a planned stop, not a crash.
   provisioner.close();
   const stopped = await stopHosts(deps, strategy, strategy.liveHosts());

@@ -6,7 +6,12 @@ import { kubernetesStrategyFromConfig } from "../../platform/hosts/kubernetes/fr
 import { createProcessStrategy } from "../../platform/hosts/process-strategy.ts";
 import { kickerFromEnv } from "../../platform/nats-auth/kick.ts";
 import { RecoveryState } from "./shell/state.ts";
-import { maxTerminalRunsOf, snapshotsFromEnv } from "../../platform/snapshots/from-env.ts";
+import {
+  maxEndedRuntimesOf,
+  maxFinishedForensicsOf,
+  maxTerminalRunsOf,
+  snapshotsFromEnv,
+} from "../../platform/snapshots/from-env.ts";
 import { registerRecoveryMetrics } from "./shell/metrics.ts";
 import { startRecovery } from "./shell/service.ts";
 
@@ -26,6 +31,9 @@ const state = new RecoveryState(ctx.layout.eventPrefix, (subject, seq, error) =>
 );
 // Terminal runs beyond the bound leave memory, except those an open forensics record names (docs/snapshots.md).
 state.bound.max = maxTerminalRunsOf(process.env);
+// Retired runtimes and completed forensics records beyond their bounds leave memory too (docs/snapshots.md).
+state.retired.maxRuntimes = maxEndedRuntimesOf(process.env);
+state.retired.maxForensics = maxFinishedForensicsOf(process.env);
 // The fence-storm cap (health): silent runtimes held back from suspicion now, and holds over time.
 const heldNow = new Gauge({
   name: "drover_recovery_suspicions_held",

@@ -213,4 +213,61 @@ describe("capacity projection (real nats-server and Redis)", () => {
     expect(Date.parse(f.beats[ids.host]!.at)).toBeLessThanOrEqual(Date.now());
     await projection.stop();
   });
+
+  it("a restart goes on from the view's checkpoint and folds only the tail: a descriptor removed from Redis meanwhile stays removed (no fold from sequence 1, no snapshot needed)", async () => {
+    // Last in this file: the runtimes it adds would change the counts of the tests before it.
+    await readyWithBeat(["rt-cap-r1"]);
+    const first = await startLive();
+    expect((await first.live.all()).map((d) => d.runtimeInstanceId)).toContain("rt-cap-r1");
+    const checkpoint = await first.live.getCheckpoint("runtime-events");
+    expect(checkpoint).toBeGreaterThan(0);
+    await first.projection.stop();
+    // Behind the projection's back: only a fold from sequence 1 would write rt-cap-r1 again.
+    await redis.del(`drover:${CP}:cap:rt:rt-cap-r1`);
+    await redis.srem(`drover:${CP}:cap:index`, "rt-cap-r1");
+    await readyWithBeat(["rt-cap-r2"]);
+    const second = await startLive();
+    try {
+      const ids = (await second.live.all()).map((d) => d.runtimeInstanceId);
+      expect(ids).toContain("rt-cap-r2");
+      expect(ids).not.toContain("rt-cap-r1");
+      expect(await second.live.getCheckpoint("runtime-events")).toBeGreaterThan(checkpoint);
+    } finally {
+      await second.projection.stop();
+    }
+  });
+  it("keeps at most maxEnded fenced or retired descriptors in memory (the view keeps all); one dropped is read back from the view before a late event is folded into it", async () => {
+    // A stream and view of its own (last in this file: the flush ends the other tests' view).
+    await redis.flushdb();
+    const own = taggedLayout(uniqueName("capb"));
+    await ensureStreams(await jetstreamManager(nc), own);
+    const ownStore = createEventStore(nc, own);
+    for (const rt of ["rt-end-a", "rt-end-b", "rt-end-c"]) await publishRuntime(ownStore, rt, READY);
+    for (const rt of ["rt-end-a", "rt-end-b"]) await publishRuntime(ownStore, rt, ["runtime.retired"]);
+    const view = redisCapacityView<CapacityDescriptor>(redis, CP);
+    const projection = await startCapacityProjection({ js, layout: own, view, controlPlaneId: CP, maxEnded: 1 });
+    try {
+      await projection.ready;
+      expect(projection.memory()).toEqual({ cached: 2, dropped: 1 });
+      expect((await view.all()).map((d) => [d.runtimeInstanceId, d.status])).toEqual([
+        ["rt-end-a", "retired"],
+        ["rt-end-b", "retired"],
+        ["rt-end-c", "ready"],
+      ]);
+      // A late event of rt-end-a, which left memory: folded into its whole descriptor, not a bare one.
+      await publishRuntime(ownStore, "rt-end-a", ["runtime.fenced"]);
+      await eventually("the late event in the view", async () => (await view.get("rt-end-a"))?.incidentId);
+      const a = await view.get("rt-end-a");
+      expect(a?.registration?.controlPlaneId).toBe(CP);
+      expect(a?.status).toBe("retired");
+      expect(projection.memory().cached).toBe(2);
+      // The same view as a rebuild from sequence 1 (which holds every descriptor until it swaps).
+      const incremental = await view.all();
+      await projection.rebuild();
+      expect(await view.all()).toEqual(incremental);
+      expect(projection.memory().cached).toBe(2);
+    } finally {
+      await projection.stop();
+    }
+  });
 });

@@ -208,6 +208,27 @@ describe("NATS identities against a real nats-server with authentication on (bou
     expect(await attempt(recoveryNc, `${snap}.recovery.head`, "{}")).toMatch(/^answered/);
   });
 
+  it("lets the provisioner and the api write and read only their own snapshot keys; capacity, which keeps none, writes none (writes)", async () => {
+    const snap = snapshotPrefixOf(f.layout);
+    const api = await as("api");
+    const capacity = await as("capacity");
+    for (const [nc, owner, kind] of [
+      [fx.provisioner, "provisioner", "provisioner-roster/1"],
+      [api, "api", "api-open-runs/1"],
+    ] as const) {
+      const own = createSnapshotStore(nc, f.layout, owner);
+      await own.write(kind, 0, new TextEncoder().encode(`{"${owner}":1}`), new Date());
+      const back = await own.read(kind);
+      expect(back.found && "body" in back ? new TextDecoder().decode(back.body) : back).toBe(`{"${owner}":1}`);
+    }
+    expect(await attempt(fx.provisioner, `${snap}.api.head`)).toBe("refused");
+    expect(await attempt(fx.provisioner, `${snap}.admission.a.0`)).toBe("refused");
+    expect(await attempt(api, `${snap}.provisioner.head`)).toBe("refused");
+    expect(await attempt(api, `${snap}.recovery.b.0`)).toBe("refused");
+    for (const key of ["capacity.head", "provisioner.head", "api.head"])
+      expect(await attempt(capacity, `${snap}.${key}`)).toBe("refused");
+  });
+
   it("lets no service create a durable consumer, not even with a durable_name in the body of an ordered-consumer create", async () => {
     const st = f.layout.eventStream;
     const p = f.layout.eventPrefix;

@@ -3,6 +3,11 @@ import { DroverError } from "../../../contracts/index.ts";
 import type { StreamLayout } from "../../../streams/layout.ts";
 import { emptyOpenRuns, foldOpenRunEvent, openRunCount, queueDepths, waitingRunCount } from "../domain/open-runs.ts";
 import { LIVE_CONSUME } from "../../../streams/index.ts";
+import type { Logger } from "pino";
+import type { Clock } from "../../../platform/clock.ts";
+import type { SnapshotOptions } from "../../../platform/snapshots/options.ts";
+import { restoreFromSnapshot, snapshotWriter, type Snapshottable } from "../../../platform/snapshots/snapshotted.ts";
+import { encodeOpenRuns, OPEN_RUNS_KIND, restoreOpenRuns } from "../domain/open-runs-image.ts";
 
 /** A place held for one submission while it is decided and appended (see `OpenRunsCounter.claim`). */
 export interface Claim {
@@ -35,6 +40,8 @@ export interface OpenRunsCounter {
 }
 
 export interface OpenRunsProjection extends OpenRunsCounter {
+  /** Writes a snapshot now if the projection moved past the last one (tests). */
+  writeSnapshot(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -55,18 +62,31 @@ export function nearLimit(
 }
 
 /**
- * A live in-memory projection of every run event's subject (`<prefix>.run.>`), from sequence 1,
- * through an ordered consumer. Rebuilt from the log at every start (nothing to lose). Before
- * answering it waits until it has folded the tenant's last stored run event, found with a leader
- * read, so a count never misses a run this process just appended.
+ * A live in-memory projection of every run event's subject (`<prefix>.run.>`), through an ordered
+ * consumer: from its snapshot `api-open-runs/1` when one is trusted and then the tail, else from
+ * sequence 1 (nothing to lose either way; docs/snapshots.md). Before answering it waits until it
+ * has folded the tenant's last stored run event, found with a leader read, so a count never misses
+ * a run this process just appended.
  */
 export async function startOpenRunsProjection(
   js: JetStreamClient,
   jsm: JetStreamManager,
   layout: StreamLayout,
-  opts: { readonly catchUpTimeoutMs?: number } = {},
+  opts: {
+    readonly catchUpTimeoutMs?: number;
+    readonly snapshots?: SnapshotOptions & { readonly log: Logger; readonly clock: Clock };
+  } = {},
 ): Promise<OpenRunsProjection> {
   const state = emptyOpenRuns();
+  const image: Snapshottable = {
+    kind: OPEN_RUNS_KIND,
+    encode: () => encodeOpenRuns(state),
+    restore: (body) => restoreOpenRuns(state, body),
+  };
+  const snap = opts.snapshots;
+  const { fromSeq } = snap ? await restoreFromSnapshot(snap.store, image, snap) : { fromSeq: 1 };
+  const writer =
+    snap?.policy && snapshotWriter(snap.store, image, snap.policy, snap.clock, { ...snap, startSeq: fromSeq - 1 });
   // tenant → this process's submissions being appended (false) or appended and not yet folded (true).
   const claims = new Map<string, Map<string, boolean>>();
   const waiters = new Set<() => void>();
@@ -74,13 +94,16 @@ export async function startOpenRunsProjection(
   const consumer = await js.consumers.get(layout.eventStream, {
     // An array: the client creates it by the unnamed request, the only form services may use (docs/nats-identities.md).
     filter_subjects: [`${layout.eventPrefix}.run.>`],
-    deliver_policy: DeliverPolicy.All,
+    ...(fromSeq > 1
+      ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: fromSeq }
+      : { deliver_policy: DeliverPolicy.All }),
   });
   const messages = await consumer.consume(LIVE_CONSUME);
   const loop = (async () => {
     for await (const m of messages) {
       const tokens = m.subject.slice(skip).split(".");
       foldOpenRunEvent(state, m.seq, tokens);
+      if (writer) writer.applied(m.seq);
       const mine = claims.get(tokens[1]!);
       if (tokens[3] === "submitted" && mine?.get(tokens[2]!) === true) {
         mine.delete(tokens[2]!);
@@ -166,9 +189,13 @@ export async function startOpenRunsProjection(
       await caughtUpFor(undefined);
       return queueDepths(state);
     },
+    writeSnapshot: async () => {
+      if (writer) await writer.flush();
+    },
     async stop() {
       messages.stop();
       await loop.catch(() => undefined);
+      if (writer) await writer.stop();
     },
   };
 }

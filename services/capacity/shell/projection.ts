@@ -1,7 +1,7 @@
 import type { JetStreamClient, JsMsg } from "@nats-io/jetstream";
 import { decodeEvent, RuntimeInstanceId, type Heartbeat } from "../../../contracts/index.ts";
 import { evolveCapacity, type CapacityInput, type RuntimeEvent } from "../../../aggregates/capacity/fold.ts";
-import type { CapacityDescriptor } from "../../../aggregates/capacity/descriptor.ts";
+import { rankOf, type CapacityDescriptor } from "../../../aggregates/capacity/descriptor.ts";
 import type { CapacityViewStore, DescriptorVersion } from "../../../platform/capacity-view.ts";
 import { follow, type Follower } from "../../../platform/follow.ts";
 import { storedHeartbeat, type Skip, type StreamLayout } from "../../../streams/index.ts";
@@ -14,6 +14,12 @@ export interface CapacityProjectionDeps {
   readonly onError?: (e: unknown) => void;
   /** Where a message that cannot be folded is recorded before it is stepped over (default: dropped silently). */
   readonly onSkip?: (s: Skip) => void;
+  /**
+   * Ended descriptors (fenced, retired) kept in memory at most (`DROVER_MAX_ENDED_RUNTIMES`), the
+   * first to end leave first; the view keeps them, and one dropped is read back from the view before
+   * anything is folded into it. Undefined: all.
+   */
+  readonly maxEnded?: number;
 }
 
 /** What a rebuild folded: counted from its start until it caught up (live inputs included). */
@@ -32,6 +38,8 @@ export interface CapacityProjection {
    * see it empty); concurrent calls run one after another.
    */
   rebuild(): Promise<RebuildFacts>;
+  /** Descriptors in memory and ended ones dropped from memory so far (tests, logs). */
+  memory(): { readonly cached: number; readonly dropped: number };
   stop(): Promise<void>;
 }
 
@@ -59,12 +67,34 @@ export async function startCapacityProjection(deps: CapacityProjectionDeps): Pro
   let shadow = false;
   let folded = { eventsFolded: 0, lastSeq: 0, heartbeatsFolded: 0 };
   const eventPrefix = `${deps.layout.eventPrefix}.runtime.`;
+  // Ended descriptors in memory in the order they ended, and how many left memory (never the view).
+  const ended = new Set<string>();
+  let dropped = 0;
+  const noteEnded = (id: string, d: CapacityDescriptor) => {
+    if (rankOf(d.status) < rankOf("fenced") || ended.has(id)) return;
+    ended.add(id);
+    if (deps.maxEnded === undefined) return;
+    for (const old of ended) {
+      if (ended.size <= deps.maxEnded) break;
+      ended.delete(old);
+      cache.delete(old);
+      dropped++;
+    }
+  };
+  const rebound = () => {
+    ended.clear();
+    for (const [id, d] of cache) noteEnded(id, d);
+  };
 
   const apply = (runtimeInstanceId: string, input: CapacityInput, seq?: number) => {
     queue = queue.then(async () => {
-      const next = evolveCapacity(cache.get(runtimeInstanceId), input);
+      // A descriptor that left memory is read back from the view (which kept it) before it is folded.
+      const before =
+        cache.get(runtimeInstanceId) ?? (dropped > 0 && !shadow ? await deps.view.get(runtimeInstanceId) : undefined);
+      const next = evolveCapacity(before, input);
       cache.set(runtimeInstanceId, next);
       if (shadow) return;
+      noteEnded(runtimeInstanceId, next);
       // Only runtimes registered by this control plane enter its view; others stay in memory.
       if (next.registration?.controlPlaneId === deps.controlPlaneId)
         await deps.view.put(runtimeInstanceId, next, versionOf(next));
@@ -111,6 +141,7 @@ export async function startCapacityProjection(deps: CapacityProjectionDeps): Pro
   const start = async (fromSeq: number) => {
     // Descriptors are folded from scratch in memory; the stored view is overwritten as events arrive.
     if (fromSeq > 1) for (const d of await deps.view.all()) cache.set(d.runtimeInstanceId, d);
+    if (!shadow) rebound();
     const events = await follow(
       deps.js,
       { stream: deps.layout.eventStream, filters: [`${eventPrefix}>`], fromSeq },
@@ -156,12 +187,15 @@ export async function startCapacityProjection(deps: CapacityProjectionDeps): Pro
         mine.map(([id, d]) => [id, d, versionOf(d)] as const),
         { name: CHECKPOINT, seq: folded.lastSeq },
       );
+      // The rebuild folded every descriptor into memory: the bound applies again from here.
+      rebound();
     });
     await queue;
     return folded;
   };
   return {
     ready,
+    memory: () => ({ cached: cache.size, dropped }),
     rebuild() {
       const next = rebuilding.then(rebuildOnce);
       rebuilding = next.catch(() => undefined);

@@ -13,6 +13,7 @@ import {
 import type { HostStrategy } from "../../../platform/hosts/types.ts";
 import type { EventStore, StreamLayout } from "../../../streams/index.ts";
 import type { ProbeResult, ProbeTarget } from "./command-probe.ts";
+import type { RosterOptions } from "./roster-view.ts";
 
 /** Everything the provisioner's shell needs; main.ts builds it, tests build it with their own clock and strategies. */
 export interface ProvisionerDeps {
@@ -63,6 +64,8 @@ export interface ProvisionerDeps {
   readonly controlPlaneId?: string;
   /** The `command` layer's probe (default: a real GetQueueStatus, command-probe.ts); replaced only by shell tests that prove no transport. */
   readonly probe?: (target: ProbeTarget, budgetMs: number) => Promise<ProbeResult>;
+  /** The roster's snapshot and memory bound (roster-view.ts); absent: folded from sequence 1, unbounded. */
+  readonly roster?: RosterOptions;
 }
 
 /** Who writes and why: every event the provisioner appends for one request shares its correlation. */

@@ -45,7 +45,7 @@ export interface Provisioner {
  * request waiting for a slot takes a member that becomes ready meanwhile). Deliveries of one request in this process join the one in flight.
  */
 export function createProvisioner(d: ProvisionerDeps): Provisioner {
-  const roster = new RosterView(d.store, d.layout);
+  const roster = new RosterView(d.store, d.layout, d.roster);
   const prefixGate = new LifecycleGate();
   const gate = new StartGate(d.maxConcurrentHostStartups);
   const inFlight = new Map<string, Promise<void>>();

@@ -22,6 +22,14 @@ export interface RecoveryImage {
   }[];
   /** Terminal runs dropped from memory so far (shell/run-bound.ts). */
   readonly dropped: number;
+  /** Retired runtimes and completed forensics records in memory, in the order they finished (shell/retired-bound.ts). */
+  readonly doneRuntimes?: readonly string[];
+  readonly completedForensics?: readonly string[];
+  /** Retired runtimes and completed forensics records dropped from memory so far. */
+  readonly droppedRuntimes?: number;
+  readonly droppedForensics?: number;
+  /** Runtimes seen again after a drop and not read back from the log yet. */
+  readonly unverifiedRuntimes?: readonly string[];
   readonly execs: readonly (readonly [
     string,
     { readonly resumed?: DataOf<"exec.resumed">; readonly completedDigest?: string; readonly tenantId: string },
@@ -50,5 +58,9 @@ export function decodeRecoveryState(body: Uint8Array): RecoveryImage {
   if (execs.some((e) => !Array.isArray(e) || !str(e[0]) || !str(e[1]?.tenantId)))
     throw new Error("an exec entry is malformed");
   if (typeof img.dropped !== "number") throw new Error("dropped must be counted");
+  for (const k of ["doneRuntimes", "completedForensics", "unverifiedRuntimes"] as const)
+    if (img[k] !== undefined && (!Array.isArray(img[k]) || !img[k].every(str))) throw new Error(`${k} must list ids`);
+  for (const k of ["droppedRuntimes", "droppedForensics"] as const)
+    if (img[k] !== undefined && typeof img[k] !== "number") throw new Error(`${k} must be a count`);
   return img as RecoveryImage;
 }

@@ -21,7 +21,11 @@ export async function detect(
   /** Folds the stream's own last beat of a runtime into the state (a direct read, not the follower). */
   latestBeat?: (runtimeInstanceId: string) => Promise<void>,
 ): Promise<readonly Held[]> {
-  const ours = [...deps.state.runtimes.values()].filter((rt) => controlPlaneOf(rt) === deps.config.controlPlaneId);
+  // A runtime seen again after a drop and not read back yet is no one's to judge (shell/retired-bound.ts).
+  const ours = [...deps.state.runtimes.values()].filter(
+    (rt) =>
+      controlPlaneOf(rt) === deps.config.controlPlaneId && !deps.state.retired.unverified.has(rt.runtimeInstanceId),
+  );
   const candidates: Candidate[] = [];
   for (const rt of ours) {
     const check = () => suspicion(rt, deps.state.lastBeatMs.get(rt.runtimeInstanceId), now, staleMs, viewLiveSinceMs);

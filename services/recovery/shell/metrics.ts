@@ -37,7 +37,9 @@ export function registerRecoveryMetrics(registry: Registry, state: RecoveryState
     registers: [registry],
     collect() {
       const ended = (id: string) =>
-        state.forensics.get(id)?.types.has("forensics.execution-recovery-completed") ?? false;
+        // A record not in memory was dropped by the bound, which drops only completed ones.
+        state.forensics.get(id)?.types.has("forensics.execution-recovery-completed") ??
+        state.retired.droppedForensics > 0;
       let open = 0;
       for (const rt of state.runtimes.values())
         if (controlPlaneOf(rt) === controlPlaneId && isOpenIncident(rt, ended)) open++;

@@ -1,8 +1,9 @@
 import type { JetStreamClient } from "@nats-io/jetstream";
 import type { Status } from "@nats-io/transport-node";
+import type { RuntimeInstanceId } from "../../../contracts/index.ts";
 import { staleHeartbeatMsOf } from "../../../contracts/index.ts";
 import { follow, type Follower } from "../../../platform/follow.ts";
-import { heartbeatSubject } from "../../../streams/index.ts";
+import { heartbeatSubject, runtimeRef } from "../../../streams/index.ts";
 import type { RecoveryDeps } from "./deps.ts";
 import { fence } from "./fence.ts";
 import type { Held } from "../domain/suspicion-budget.ts";
@@ -130,10 +131,17 @@ export async function startRecovery(
     try {
       do {
         again = false;
+        // Runtimes seen again after a drop are read from the log before anything is decided about them.
+        for (const id of [...deps.state.retired.unverified]) {
+          const h = await deps.store.read(runtimeRef(id), { skipUndecodable: true });
+          deps.state.replaceRuntime(id as RuntimeInstanceId, h.events);
+        }
         const held = await detect(deps, deps.env.clock.now().getTime(), staleMs, viewLiveSince, latestBeat);
         noteHeld(held);
+        const unverified = deps.state.retired.unverified;
         for (const rt of deps.state.runtimes.values()) {
           if (
+            !unverified.has(rt.runtimeInstanceId) &&
             rt.suspected &&
             !rt.fenced &&
             !fencing.has(rt.runtimeInstanceId) &&
@@ -149,7 +157,11 @@ export async function startRecovery(
           }
         }
         for (const rt of deps.state.runtimes.values())
-          if ((rt.fenced || (rt.stopped && controlPlaneOf(rt) === deps.config.controlPlaneId)) && !rt.planned)
+          if (
+            !unverified.has(rt.runtimeInstanceId) &&
+            (rt.fenced || (rt.stopped && controlPlaneOf(rt) === deps.config.controlPlaneId)) &&
+            !rt.planned
+          )
             await reconcile(deps, rt);
         for (const f of deps.state.forensics.values()) await advanceTimeline(deps, f);
       } while (again && !stopped);

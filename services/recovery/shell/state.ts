@@ -18,6 +18,7 @@ import {
   type RunState,
 } from "../../../aggregates/run.ts";
 import { RunBound } from "./run-bound.ts";
+import { RetiredBound } from "./retired-bound.ts";
 import { failureTime, type FailureBasis } from "../domain/incident-clock.ts";
 import { emptyRuntime, evolveRuntime, type RuntimeEvent, type RuntimeRecord } from "../domain/runtime-health.ts";
 import { decodeRecoveryState, encodeRecoveryState, RECOVERY_STATE_KIND } from "../domain/state-image.ts";
@@ -61,6 +62,8 @@ export class RecoveryState implements Snapshottable {
   readonly execs = new Map<string, ExecProgress>();
   /** Terminal runs kept in memory at most (RunBound; undefined: all). */
   readonly bound = new RunBound(this.runs);
+  /** Retired runtimes and completed forensics records kept in memory at most (RetiredBound; undefined: all). */
+  readonly retired = new RetiredBound(this.runtimes, this.forensics, this.lastBeatMs);
   private readonly listeners = new Set<() => void>();
   /** Forensics ids whose resume was timed (each is timed once). */
   private readonly timedResumes = new Set<string>();
@@ -82,6 +85,10 @@ export class RecoveryState implements Snapshottable {
       forensics: [...this.forensics.values()].map((f) => ({ ...f, types: [...f.types] })),
       execs: [...this.execs],
       dropped: this.bound.dropped,
+      ...this.retired.order(),
+      droppedRuntimes: this.retired.droppedRuntimes,
+      droppedForensics: this.retired.droppedForensics,
+      unverifiedRuntimes: [...this.retired.unverified],
     });
   }
 
@@ -95,6 +102,25 @@ export class RecoveryState implements Snapshottable {
       this.forensics.set(f.forensicsId, { ...f, types: new Set(f.types) } as unknown as ForensicsRecord);
     for (const [id, x] of img.execs) this.execs.set(id, { ...x });
     this.bound.rebuild(this.forensics.values(), img.dropped);
+    this.retired.rebuild(img, {
+      ...(img.droppedRuntimes === undefined ? {} : { droppedRuntimes: img.droppedRuntimes }),
+      ...(img.droppedForensics === undefined ? {} : { droppedForensics: img.droppedForensics }),
+      ...(img.unverifiedRuntimes === undefined ? {} : { unverified: img.unverifiedRuntimes }),
+    });
+  }
+
+  /**
+   * Replaces a runtime's record with the fold of its whole history read from the log (a dropped
+   * runtime that came back: RetiredBound), and lets the bound see it again.
+   */
+  replaceRuntime(id: RuntimeInstanceId, history: readonly { seq: number; time: Date; event: DroverEvent }[]): void {
+    let r = emptyRuntime(id);
+    for (const h of history) r = evolveRuntime(r, h.event as RuntimeEvent, h.seq, h.time.getTime());
+    // The follower folded an event past the read: still unverified, read again next pass.
+    if ((this.runtimes.get(id)?.lastSeq ?? 0) > r.lastSeq) return;
+    this.runtimes.set(id, r);
+    this.retired.unverified.delete(id);
+    this.retired.runtimeChanged(id, false, true);
   }
 
   onChange(fn: () => void): void {
@@ -180,6 +206,11 @@ export class RecoveryState implements Snapshottable {
       const before = this.runtimes.get(a);
       const after = evolveRuntime(before ?? emptyRuntime(id.data), e as RuntimeEvent, seq, atMs);
       this.runtimes.set(a, after);
+      this.retired.runtimeChanged(
+        a,
+        !before,
+        e.type === "runtime.registered" || e.type === "runtime.pool-member-registered",
+      );
       if (!before?.fenced && after.fenced) this.time("fenced", after, atMs);
     } else if (agg === "forensics" && a && b) {
       const tenantId = TenantId.safeParse(a);
@@ -198,6 +229,7 @@ export class RecoveryState implements Snapshottable {
       if (e.type === "forensics.execution-recovery-candidate-detected") f.item = e.data;
       this.forensics.set(b, f);
       this.bound.forensicsChanged(before, f);
+      this.retired.forensicsChanged(f);
       return true;
     } else if (agg === "exec" && a && b) {
       const x = this.execs.get(b) ?? { tenantId: a };
