@@ -32,6 +32,7 @@ describe("drover argument handling", () => {
         "fork",
         "bulk-cancel",
         "bulk-fork",
+        "upgrade",
       ].map((c) => ["runs", c, "--help"]),
     ]) {
       const o = io();

@@ -150,6 +150,23 @@ export async function runsMain(argv: readonly string[], io: CommandIo): Promise<
       print(body, () => `${id}  ${body.outcome}  (status ${body.run.status})\n`);
     });
   runs
+    .command("upgrade")
+    .description("move a started run to a newer worker version that offers every kind its remaining steps need")
+    .argument("<id>", "SharedRunId")
+    .option("--version <v>", "the worker version (sha256); default: the tenant's current one")
+    .option("--tenant <id>", "operators: the run's tenant")
+    .action(async (id: string, o: { version?: string; tenant?: string }) => {
+      const q = o.tenant ? `?tenant=${encodeURIComponent(o.tenant)}` : "";
+      const body = ok(
+        await client().call("POST", `/v1/runs/${id}/upgrade${q}`, o.version ? { version: o.version } : {}),
+      );
+      print(body, () =>
+        body.outcome === "upgraded"
+          ? `${id}  upgraded  ${String(body.fromVersion).slice(0, 12)} -> ${String(body.toVersion).slice(0, 12)}  (kinds ${body.kinds.join(",") || "none"})\n`
+          : `${id}  already on ${String(body.toVersion).slice(0, 12)}\n`,
+      );
+    });
+  runs
     .command("rerun")
     .description("submit a new run with the same DAG and labels, linked to this one")
     .argument("<id>", "SharedRunId")

@@ -192,7 +192,7 @@ export const WRITES: Readonly<Record<ServiceIdentity, Readonly<Record<string, re
   capacity: {},
   forensics: {},
   api: {
-    run: ["submitted", "cancel-requested", "forked", "signal-received"],
+    run: ["submitted", "cancel-requested", "forked", "signal-received", "upgraded"],
     schedule: ["created", "paused", "resumed", "deleted", "backfill-requested"],
   },
   // A declared producer of every tenant's runs: each fire's run.submitted is atomic with its schedule.fired.

@@ -144,6 +144,28 @@ describe("the generated nats-server configuration matches docs/nats-identities.m
     for (const s of u!.permissions.publish.allow) expect(row.other).toContain(`\`${s}\``);
   });
 
+  it("only the api may append run.upgraded (a run's move to a newer worker version): no other service, producer or runtime", () => {
+    /** Whether NATS subject pattern `p` (with * and >) matches `subject`. */
+    const matches = (p: string, subject: string) => {
+      const a = p.split(".");
+      const b = subject.split(".");
+      for (let i = 0; i < a.length; i++) {
+        if (a[i] === ">") return b.length > i;
+        if (i >= b.length || (a[i] !== "*" && a[i] !== b[i])) return false;
+      }
+      return a.length === b.length;
+    };
+    const upgraded = `${scope.events}.run.acme.r1.upgraded`;
+    const may = (allow: readonly string[]) => allow.some((p) => matches(p, upgraded));
+    const writers = [...SERVICE_IDENTITIES.filter((i) => i !== "setup"), COMPACTOR, producerIdentity("acme")].filter(
+      (id) => may(userOf(id).permissions.publish.allow),
+    );
+    expect(writers).toEqual(["api"]);
+    expect(may(runtimeRights(scope, "rt-1", ["acme"]).publish.allow)).toBe(false);
+    expect(may(runtimeRights(scope, "rt-1", ["*"]).publish.allow)).toBe(false);
+    expect(rows.get("api")!.appends).toContain("run.upgraded");
+  });
+
   it("a producer submits only its tenant's runs", () => {
     expect(eventSubjects(userOf(producerIdentity("acme")))).toEqual([`${scope.events}.run.acme.*.submitted`]);
   });
