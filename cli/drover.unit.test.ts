@@ -34,6 +34,9 @@ describe("drover argument handling", () => {
         "bulk-fork",
         "upgrade",
       ].map((c) => ["runs", c, "--help"]),
+      ["cache", "list", "--help"],
+      ["cache", "clear", "--help"],
+      ["admin", "step-cache-rebuild", "--help"],
     ]) {
       const o = io();
       expect(await main(argv, o.x), argv.join(" ")).toBe(EXIT.ok);

@@ -6,6 +6,7 @@ import { eventLine, runDetail, runList } from "./format.ts";
 import { addForkCommands } from "./fork.ts";
 import { addSignalCommand } from "./signal.ts";
 import { addScheduleCommands } from "./schedules.ts";
+import { addCacheCommands } from "./cache.ts";
 
 /** Exit codes of `drover runs …` (README "CLI"). */
 export const RUNS_EXIT = { ok: 0, runNotCompleted: 1, usage: 2, unavailable: 3, notFound: 4 } as const;
@@ -191,6 +192,8 @@ export async function runsMain(argv: readonly string[], io: CommandIo): Promise<
     program.command("schedules").description("create, list, pause, resume, backfill and delete schedules"),
     kit("schedules"),
   );
+  // `drover cache …` (cli/drover.ts routes it here): the tenant's step cache keys.
+  addCacheCommands(program.command("cache").description("list and clear the tenant's step cache keys"), kit("cache"));
 
   try {
     await program.parseAsync([...argv], { from: "user" });
