@@ -85,7 +85,7 @@ export interface RunState {
   readonly forks: readonly { readonly forkRunId: SharedRunId; readonly fromStep: string; readonly seq: number }[];
   /**
    * The worker version the run is pinned to: its placement's when it first started (docs/worker-versions.md).
-   * Resumes and redispatches go to runtimes of this version only (no upgrade moves it yet).
+   * Resumes and redispatches go to runtimes of this version only; `run.upgraded` moves it to a newer one.
    */
   readonly workerVersion?: WorkerVersion;
   /** Stream sequence of the last event: what the next conditional append expects. */
@@ -104,10 +104,15 @@ export const initialRunState = (): RunState => ({
 
 /**
  * Run events other writers append without taking the run over: the API's cancel request, fork
- * link and wait signal. The runtime steps over them when it appends its terminal run event (the
+ * link, wait signal and upgrade. The runtime steps over them when it appends its terminal run event (the
  * run is still its own); starting a run steps over a signal only (execution-open.ts).
  */
-export const RUN_REQUESTS: ReadonlySet<string> = new Set(["run.cancel-requested", "run.forked", "run.signal-received"]);
+export const RUN_REQUESTS: ReadonlySet<string> = new Set([
+  "run.cancel-requested",
+  "run.forked",
+  "run.signal-received",
+  "run.upgraded",
+]);
 
 export const isTerminal = (s: RunStatus): boolean =>
   s === "completed" || s === "failed" || s === "cancelled" || s === "rejected";
@@ -236,6 +241,9 @@ function apply(s: RunState, e: RunEvent, seq: number): RunState {
         : { ...s, forks: [...s.forks, { forkRunId: e.data.forkRunId, fromStep: e.data.fromStep, seq }] };
     case "run.rejected":
       return { ...s, status: "rejected", lastReason: e.data.reason.code };
+    case "run.upgraded":
+      // The API appends it only to a pinned, unfinished run, conditionally on the run's last sequence.
+      return isTerminal(s.status) || s.workerVersion === undefined ? s : { ...s, workerVersion: e.data.toVersion };
     case "run.signal-received":
       // A wait's signal (the runtime reads it when the wait opens): no lifecycle state.
       return s;

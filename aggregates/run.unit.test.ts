@@ -76,4 +76,22 @@ describe("run fold: the worker version a run is pinned to (pure: proves no trans
     ]);
     expect(resumed.workerVersion).toBe(V1);
   });
+
+  it("run.upgraded moves a pinned run to its toVersion, which a later start keeps; it moves no unpinned or ended run", () => {
+    const upgraded = (toVersion: string) =>
+      ev("run.upgraded", { data: { fromVersion: V1, toVersion, kinds: ["custom:work"], by: "tenant:tenant-a" } });
+    const pinned = [ev("run.submitted"), admitted(V1), ev("run.dispatched"), byRuntime("run.started", ids.runtime)];
+    expect(fold([...pinned, upgraded(V2)]).workerVersion).toBe(V2);
+    const resumed = fold([
+      ...pinned,
+      upgraded(V2),
+      ev("run.requeued-for-resume"),
+      admitted(V2),
+      ev("run.dispatched"),
+      byRuntime("run.started", ids.runtime),
+    ]);
+    expect([resumed.workerVersion, resumed.status]).toEqual([V2, "started"]);
+    expect(fold([ev("run.submitted"), admitted(V1), upgraded(V2)]).workerVersion).toBeUndefined();
+    expect(fold([...pinned, byRuntime("run.completed", ids.runtime), upgraded(V2)]).workerVersion).toBe(V1);
+  });
 });

@@ -32,7 +32,11 @@ describe("drover argument handling", () => {
         "fork",
         "bulk-cancel",
         "bulk-fork",
+        "upgrade",
       ].map((c) => ["runs", c, "--help"]),
+      ["cache", "list", "--help"],
+      ["cache", "clear", "--help"],
+      ["admin", "step-cache-rebuild", "--help"],
     ]) {
       const o = io();
       expect(await main(argv, o.x), argv.join(" ")).toBe(EXIT.ok);

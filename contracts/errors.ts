@@ -335,6 +335,26 @@ export const ERROR_CATALOGUE = {
     httpStatus: 409,
     summary: "steps upstream of a fork's fromStep did not complete in the original run (details.steps names them)",
   },
+  "run-not-pinned": {
+    retryable: true,
+    httpStatus: 409,
+    summary: "the run has not started, so it is pinned to no worker version yet and cannot be upgraded",
+  },
+  "worker-version-unknown": {
+    retryable: false,
+    httpStatus: 422,
+    summary: "no runtime of the tenant ever registered the target worker version (or the tenant has no current one)",
+  },
+  "worker-version-not-newer": {
+    retryable: false,
+    httpStatus: 409,
+    summary: "the target worker version was deployed before the version the run is pinned to",
+  },
+  "upgrade-missing-kinds": {
+    retryable: false,
+    httpStatus: 409,
+    summary: "the target worker version lacks step kinds the run's remaining steps need (details.missingKinds)",
+  },
 } as const satisfies Record<string, CatalogueEntry>;
 
 export type ErrorCode = keyof typeof ERROR_CATALOGUE;

@@ -243,6 +243,24 @@ export const RunForked = defineEvent(
     })
     .strict(),
 );
+/**
+ * A caller moved the pinned run to a newer worker version (API `POST /v1/runs/:id/upgrade`,
+ * docs/worker-versions.md): `toVersion` offered every kind in `kinds`, the kinds of the steps the run
+ * had not completed. Placement, resumes and recovery place it on `toVersion` from then on; the
+ * runtime running it keeps it until its next placement. `by` is the credential, never a body field.
+ */
+export const RunUpgraded = defineEvent(
+  "run",
+  "upgraded",
+  z
+    .object({
+      fromVersion: WorkerVersion,
+      toVersion: WorkerVersion,
+      kinds: z.array(z.string().min(1).max(200)).max(500).describe("the remaining steps' kinds toVersion offers"),
+      by: z.string().min(1).max(200).describe("tenant:<tenantId> or operator:<name>, from the bearer token"),
+    })
+    .strict(),
+);
 export const RunRejected = defineEvent("run", "rejected", z.object({ reason: Reason }).strict());
 
 export const RUN_EVENTS = [
@@ -263,4 +281,5 @@ export const RUN_EVENTS = [
   RunRejected,
   RunForked,
   RunSignalReceived,
+  RunUpgraded,
 ] as const;

@@ -47,10 +47,39 @@ export const StepCacheEntry = z
   .strict();
 export type StepCacheEntry = z.infer<typeof StepCacheEntry>;
 
+/**
+ * A cleared key (`DELETE /v1/step-cache/:key`): written over the key's entry (one message per
+ * subject), so a lookup finds no entry and misses; the next completion of the step writes an entry
+ * again. `rebuildStepCache` keeps it over completions journaled before `at`.
+ */
+export const StepCacheCleared = z
+  .object({ cleared: z.object({ at: z.iso.datetime(), by: z.string().min(1).max(200) }).strict() })
+  .strict();
+export type StepCacheCleared = z.infer<typeof StepCacheCleared>;
+
+/** One listed key: its entry and when the index got it. */
+export interface StepCacheListing {
+  readonly key: string;
+  readonly entry: StepCacheEntry;
+  readonly indexedAt: string;
+}
+
 export interface StepCacheStore {
-  /** The entry of `key` for `tenantId` (undefined when none, or when it does not parse). */
+  /** The entry of `key` for `tenantId` (undefined when none, cleared, or when it does not parse). */
   get(tenantId: string, key: string): Promise<StepCacheEntry | undefined>;
   put(tenantId: string, key: string, entry: StepCacheEntry): Promise<void>;
+  /** The clear written over `key` for `tenantId`, if that is what the key holds now. */
+  clearedOf(tenantId: string, key: string): Promise<StepCacheCleared["cleared"] | undefined>;
+  /** Writes a clear over `key` of `tenantId` when it holds an entry (true); false, writing nothing, when not. */
+  clear(tenantId: string, key: string, cleared: StepCacheCleared["cleared"]): Promise<boolean>;
+  /**
+   * The tenant's live entries (cleared keys left out), ordered by key, at most `limit` of the keys
+   * after `after`; `next` is the last key looked at when more keys follow.
+   */
+  list(
+    tenantId: string,
+    page: { readonly after?: string; readonly limit: number },
+  ): Promise<{ readonly entries: StepCacheListing[]; readonly next?: string }>;
 }
 
 export function createStepCacheStore(nc: NatsConnection, layout: StreamLayout): StepCacheStore {
@@ -60,20 +89,52 @@ export function createStepCacheStore(nc: NatsConnection, layout: StreamLayout): 
     StepCacheKey.parse(key);
     return `${stepCachePrefixOf(layout)}.${tenantId}.${key}`;
   };
+  const last = async (tenantId: string, key: string) => {
+    const jsm = await js.jetstreamManager();
+    // Subject-form Direct Get: the subject (tenant and key) is in the request subject, where rights see it.
+    const m = await jsm.direct.getMessage(stream, { last_by_subj: subjectOf(tenantId, key) }).catch((e: unknown) => {
+      if (isNotFound(e)) return null;
+      throw e;
+    });
+    return m ? { json: m.json<unknown>(), time: m.time.toISOString() } : undefined;
+  };
+  const entryOf = (v: unknown) => {
+    const parsed = StepCacheEntry.safeParse(v);
+    return parsed.success ? parsed.data : undefined;
+  };
   return {
     async get(tenantId, key) {
-      const jsm = await js.jetstreamManager();
-      // Subject-form Direct Get: the subject (tenant and key) is in the request subject, where rights see it.
-      const m = await jsm.direct.getMessage(stream, { last_by_subj: subjectOf(tenantId, key) }).catch((e: unknown) => {
-        if (isNotFound(e)) return null;
-        throw e;
-      });
-      if (!m) return undefined;
-      const parsed = StepCacheEntry.safeParse(m.json());
-      return parsed.success ? parsed.data : undefined;
+      return entryOf((await last(tenantId, key))?.json);
     },
     async put(tenantId, key, entry) {
       await js.publish(subjectOf(tenantId, key), JSON.stringify(StepCacheEntry.parse(entry)));
+    },
+    async clearedOf(tenantId, key) {
+      const parsed = StepCacheCleared.safeParse((await last(tenantId, key))?.json);
+      return parsed.success ? parsed.data.cleared : undefined;
+    },
+    async clear(tenantId, key, cleared) {
+      // Only a key holding an entry is cleared: nothing is written for a key the tenant never had.
+      if (entryOf((await last(tenantId, key))?.json) === undefined) return false;
+      await js.publish(subjectOf(tenantId, key), JSON.stringify(StepCacheCleared.parse({ cleared })));
+      return true;
+    },
+    async list(tenantId, { after, limit }) {
+      const jsm = await js.jetstreamManager();
+      const prefix = `${stepCachePrefixOf(layout)}.${tenantId}.`;
+      // The subjects of this tenant's keys only (the filter names the tenant); their entries by subject.
+      const info = await jsm.streams.info(stream, { subjects_filter: `${prefix}*` });
+      const keys = Object.keys(info.state.subjects ?? {})
+        .map((s) => s.slice(prefix.length))
+        .filter((k) => after === undefined || k > after)
+        .sort();
+      const page = keys.slice(0, limit);
+      const found = await Promise.all(page.map(async (key) => ({ key, m: await last(tenantId, key) })));
+      const entries = found.flatMap(({ key, m }) => {
+        const entry = entryOf(m?.json);
+        return entry && m ? [{ key, entry, indexedAt: m.time }] : [];
+      });
+      return { entries, ...(keys.length > limit ? { next: page.at(-1)! } : {}) };
     },
   };
 }
@@ -81,7 +142,8 @@ export function createStepCacheStore(nc: NatsConnection, layout: StreamLayout): 
 /**
  * Rebuilds a tenant's cache index from the event stream: one entry per key, from the latest
  * `exec.step-completed` carrying it (its run from the journal's `exec.started`). What a lost or purged cache stream is recovered with; returns
- * how many keys it wrote.
+ * how many keys it wrote. A key cleared after its latest completion stays cleared (a clear lost with
+ * the stream is not: its key comes back).
  */
 export async function rebuildStepCache(
   store: EventStore,
@@ -109,6 +171,12 @@ export async function rebuildStepCache(
     },
     { filter: [`${execs}.started`, `${execs}.step-completed`] },
   );
-  for (const [key, entry] of latest) await cache.put(tenantId, key, entry);
-  return latest.size;
+  let written = 0;
+  for (const [key, entry] of latest) {
+    const cleared = await cache.clearedOf(tenantId, key);
+    if (cleared && cleared.at >= entry.storedAt) continue;
+    await cache.put(tenantId, key, entry);
+    written += 1;
+  }
+  return written;
 }

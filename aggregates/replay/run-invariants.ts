@@ -115,6 +115,7 @@ function step(s: Seen, seq: number, event: RunEvent): Check {
     case "run.failed":
     case "run.cancel-requested":
     case "run.forked":
+    case "run.upgraded":
     case "run.signal-received":
     case "run.cancelled":
     case "run.rejected":

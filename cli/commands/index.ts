@@ -4,6 +4,7 @@ import type { Command } from "./command.ts";
 import { forensicsRebuildCommand } from "./forensics-rebuild.ts";
 import { replayCommand } from "./replay.ts";
 import { setupCommand } from "./setup.ts";
+import { stepCacheRebuildCommand } from "./step-cache-rebuild.ts";
 import { whyCommand } from "./why.ts";
 
 // proof.ts pulls in the whole proof scenario and server launchers: loaded only when asked for, so
@@ -23,6 +24,7 @@ export const COMMANDS: readonly Command[] = [
   whyCommand,
   capacityRebuildCommand,
   forensicsRebuildCommand,
+  stepCacheRebuildCommand,
   setupCommand,
   compactCommand,
 ];

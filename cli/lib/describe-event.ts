@@ -60,6 +60,10 @@ const DESCRIBE: Describe = {
     "completion",
     `cancel requested by ${e.data.by}${e.data.reason ? `: ${e.data.reason}` : ""}`,
   ],
+  "run.upgraded": (e) => [
+    "completion",
+    `upgraded to worker version ${e.data.toVersion.slice(0, 12)} (from ${e.data.fromVersion.slice(0, 12)}) by ${e.data.by}`,
+  ],
   "run.forked": (e) => ["completion", `forked from step ${e.data.fromStep} by ${e.data.by} as ${e.data.forkRunId}`],
   "run.signal-received": (e) => [
     "steps",

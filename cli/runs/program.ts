@@ -6,6 +6,7 @@ import { eventLine, runDetail, runList } from "./format.ts";
 import { addForkCommands } from "./fork.ts";
 import { addSignalCommand } from "./signal.ts";
 import { addScheduleCommands } from "./schedules.ts";
+import { addCacheCommands } from "./cache.ts";
 
 /** Exit codes of `drover runs …` (README "CLI"). */
 export const RUNS_EXIT = { ok: 0, runNotCompleted: 1, usage: 2, unavailable: 3, notFound: 4 } as const;
@@ -150,6 +151,23 @@ export async function runsMain(argv: readonly string[], io: CommandIo): Promise<
       print(body, () => `${id}  ${body.outcome}  (status ${body.run.status})\n`);
     });
   runs
+    .command("upgrade")
+    .description("move a started run to a newer worker version that offers every kind its remaining steps need")
+    .argument("<id>", "SharedRunId")
+    .option("--version <v>", "the worker version (sha256); default: the tenant's current one")
+    .option("--tenant <id>", "operators: the run's tenant")
+    .action(async (id: string, o: { version?: string; tenant?: string }) => {
+      const q = o.tenant ? `?tenant=${encodeURIComponent(o.tenant)}` : "";
+      const body = ok(
+        await client().call("POST", `/v1/runs/${id}/upgrade${q}`, o.version ? { version: o.version } : {}),
+      );
+      print(body, () =>
+        body.outcome === "upgraded"
+          ? `${id}  upgraded  ${String(body.fromVersion).slice(0, 12)} -> ${String(body.toVersion).slice(0, 12)}  (kinds ${body.kinds.join(",") || "none"})\n`
+          : `${id}  already on ${String(body.toVersion).slice(0, 12)}\n`,
+      );
+    });
+  runs
     .command("rerun")
     .description("submit a new run with the same DAG and labels, linked to this one")
     .argument("<id>", "SharedRunId")
@@ -174,6 +192,8 @@ export async function runsMain(argv: readonly string[], io: CommandIo): Promise<
     program.command("schedules").description("create, list, pause, resume, backfill and delete schedules"),
     kit("schedules"),
   );
+  // `drover cache …` (cli/drover.ts routes it here): the tenant's step cache keys.
+  addCacheCommands(program.command("cache").description("list and clear the tenant's step cache keys"), kit("cache"));
 
   try {
     await program.parseAsync([...argv], { from: "user" });

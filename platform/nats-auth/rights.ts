@@ -159,6 +159,16 @@ export const outputsRead = (s: AuthScope, tenants: readonly string[] = ["*"]): s
   // Each chunk by the subject-form Direct Get (platform/output-store.ts): no consumer, no stream info.
   tenants.map((t) => `$JS.API.DIRECT.GET.${s.outputsStream}.${s.outputs}.${t}.>`);
 
+/**
+ * The step cache index (docs/step-cache.md "Inspect and clear"): the api clears and lists tenants'
+ * keys for their callers, the operator rebuilds them (`drover admin step-cache-rebuild`). Writes and
+ * reads by subject (`<stepCache>.<tenant>.<key>`, the subject-form Direct Get); no consumer.
+ */
+export const stepCacheRights = (s: AuthScope): string[] => [
+  `${s.stepCache}.*.*`,
+  `$JS.API.DIRECT.GET.${s.stepCacheStream}.${s.stepCache}.*.*`,
+];
+
 /** The services that snapshot their folded state (platform/snapshots): each under its own name only. */
 export const SNAPSHOT_OWNERS: readonly ServiceIdentity[] = ["admission", "recovery", "provisioner", "api"];
 
@@ -192,7 +202,7 @@ export const WRITES: Readonly<Record<ServiceIdentity, Readonly<Record<string, re
   capacity: {},
   forensics: {},
   api: {
-    run: ["submitted", "cancel-requested", "forked", "signal-received"],
+    run: ["submitted", "cancel-requested", "forked", "signal-received", "upgraded"],
     schedule: ["created", "paused", "resumed", "deleted", "backfill-requested"],
   },
   // A declared producer of every tenant's runs: each fire's run.submitted is atomic with its schedule.fired.
@@ -244,7 +254,14 @@ export const WRITES: Readonly<Record<ServiceIdentity, Readonly<Record<string, re
 
 const reads: Readonly<Record<ServiceIdentity, (s: AuthScope) => string[]>> = {
   setup: () => [],
-  api: (s) => [...jsRead(s.eventStream), ...jsRead(s.heartbeatStream), ...outputsRead(s)],
+  api: (s) => [
+    ...jsRead(s.eventStream),
+    ...jsRead(s.heartbeatStream),
+    ...outputsRead(s),
+    ...stepCacheRights(s),
+    // Lists a tenant's keys: the stream's subjects under a filter naming the tenant.
+    `$JS.API.STREAM.INFO.${s.stepCacheStream}`,
+  ],
   admission: (s) => jsRead(s.eventStream),
   capacity: (s) => [...jsRead(s.eventStream), ...jsRead(s.heartbeatStream)],
   provisioner: (s) => [...jsRead(s.eventStream), ...jsRead(s.heartbeatStream)],
@@ -257,6 +274,7 @@ const reads: Readonly<Record<ServiceIdentity, (s: AuthScope) => string[]>> = {
     ...jsRead(s.deadLetterStream),
     ...jsRead(s.archiveStream),
     ...outputsRead(s),
+    ...stepCacheRights(s),
   ],
 };
 

@@ -32,6 +32,7 @@ const streamOf: Record<string, string> = {
   outputs: scope.outputsStream,
   DROVER_ARCHIVE: scope.archiveStream,
   "own snapshot": scope.snapshotStream,
+  DROVER_STEP_CACHE: scope.stepCacheStream,
 };
 const appendsOf = (cell: string): string[] =>
   cell === "—"
@@ -142,6 +143,49 @@ describe("the generated nats-server configuration matches docs/nats-identities.m
     const row = rows.get(KICKER)!;
     expect([row.appends, row.reads]).toEqual(["—", "—"]);
     for (const s of u!.permissions.publish.allow) expect(row.other).toContain(`\`${s}\``);
+  });
+
+  it("only the api may append run.upgraded (a run's move to a newer worker version): no other service, producer or runtime", () => {
+    /** Whether NATS subject pattern `p` (with * and >) matches `subject`. */
+    const matches = (p: string, subject: string) => {
+      const a = p.split(".");
+      const b = subject.split(".");
+      for (let i = 0; i < a.length; i++) {
+        if (a[i] === ">") return b.length > i;
+        if (i >= b.length || (a[i] !== "*" && a[i] !== b[i])) return false;
+      }
+      return a.length === b.length;
+    };
+    const upgraded = `${scope.events}.run.acme.r1.upgraded`;
+    const may = (allow: readonly string[]) => allow.some((p) => matches(p, upgraded));
+    const writers = [...SERVICE_IDENTITIES.filter((i) => i !== "setup"), COMPACTOR, producerIdentity("acme")].filter(
+      (id) => may(userOf(id).permissions.publish.allow),
+    );
+    expect(writers).toEqual(["api"]);
+    expect(may(runtimeRights(scope, "rt-1", ["acme"]).publish.allow)).toBe(false);
+    expect(may(runtimeRights(scope, "rt-1", ["*"]).publish.allow)).toBe(false);
+    expect(rows.get("api")!.appends).toContain("run.upgraded");
+  });
+
+  it("only the api and the operator write step cache keys (besides runtimes, their tenants'), by subject, with no consumer there", () => {
+    const onCache = (id: string) =>
+      userOf(id).permissions.publish.allow.filter(
+        (x) => x.startsWith(`${scope.stepCache}.`) || x.includes(`.${scope.stepCacheStream}`),
+      );
+    for (const id of SERVICE_IDENTITIES.filter((i) => i !== "setup"))
+      expect([id, onCache(id).sort()]).toEqual([
+        id,
+        id === "api"
+          ? [
+              `$JS.API.DIRECT.GET.${scope.stepCacheStream}.${scope.stepCache}.*.*`,
+              `$JS.API.STREAM.INFO.${scope.stepCacheStream}`,
+              `${scope.stepCache}.*.*`,
+            ]
+          : id === "operator"
+            ? [`$JS.API.DIRECT.GET.${scope.stepCacheStream}.${scope.stepCache}.*.*`, `${scope.stepCache}.*.*`]
+            : [],
+      ]);
+    for (const id of ["api", "operator"]) expect(rows.get(id)!.other).toContain("`drover-cache.<tenant>.<key>`");
   });
 
   it("a producer submits only its tenant's runs", () => {

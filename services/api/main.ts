@@ -10,6 +10,7 @@
 import { bootstrap, loadConfig } from "../../platform/bootstrap.ts";
 import { systemClock } from "../../platform/envelope.ts";
 import { createOutputStore } from "../../platform/output-store.ts";
+import { createStepCacheStore } from "../../platform/step-cache-store.ts";
 import { readModelClient, readModelDbName } from "../../platform/read-model-db.ts";
 import { isDevMode } from "../../platform/dev-mode.ts";
 import { snapshotsFromEnv } from "../../platform/snapshots/from-env.ts";
@@ -62,6 +63,7 @@ const app = await buildApp(
     openRuns,
     readModels,
     outputs: createOutputStore(ctx.nc, layout),
+    stepCache: createStepCacheStore(ctx.nc, layout),
     clock: systemClock,
     newId: randomIdGenerator,
     instanceId: ctx.instanceId,

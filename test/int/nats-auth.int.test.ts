@@ -42,6 +42,10 @@ describe("NATS identities against a real nats-server with authentication on (bou
     expect(await attempt(admission, `${p}.run.acme.r1c.submitted`)).toMatch(/^answered/);
     expect(await attempt(admission, `${p}.run.acme.r1c.cancel-requested`)).toMatch(/^answered/);
     expect(await attempt(admission, `${p}.run.acme.r1.signal-received`)).toBe("refused");
+    // Only the api moves a run to a newer worker version (docs/worker-versions.md "Upgrade").
+    expect(await attempt(api, `${p}.run.acme.r1.upgraded`)).toMatch(/^answered/);
+    for (const nc of [admission, recovery, provisioner, operator])
+      expect(await attempt(nc, `${p}.run.acme.r1.upgraded`)).toBe("refused");
     expect(await attempt(api, `${p}.runtime.rt-x.fenced`)).toBe("refused");
     expect(await attempt(provisioner, `${p}.runtime.rt-x.fenced`)).toBe("refused");
     expect(await attempt(recovery, `${p}.runtime.rt-x.fenced`)).toMatch(/^answered/);
@@ -68,6 +72,7 @@ describe("NATS identities against a real nats-server with authentication on (bou
     const refused = [
       `${p}.run.acme.r1.submitted`,
       `${p}.run.acme.r1.cancel-requested`,
+      `${p}.run.acme.r1.upgraded`,
       `${p}.run.globex.r1.submitted`,
       `${p}.run.globex.r1.cancel-requested`,
       `${p}.runtime.${rt}.fenced`,

@@ -72,4 +72,26 @@ describe("a runtime reads and writes only its tenants' step cache keys (boundary
     ];
     for (const [s, body] of refused) expect([s, await attempt(nc, s, body)]).toEqual([s, "refused"]);
   });
+
+  it("the api lists and clears, and the operator rebuilds, tenants' keys by subject; the other services write none", async () => {
+    const api = await fx.as("api");
+    const apiCache = createStepCacheStore(api, fx.f.layout);
+    expect(await apiCache.get("globex", key)).toMatchObject({ sharedRunId: "run-globex" });
+    expect((await apiCache.list("globex", { limit: 10 })).entries.map((e) => e.key)).toContain(key);
+    const operatorCache = createStepCacheStore(await fx.as("operator"), fx.f.layout);
+    await operatorCache.put("globex", key, entry("run-globex-rebuilt"));
+    expect(await apiCache.clear("globex", key, { at: "2026-01-02T00:00:00.000Z", by: "tenant:globex" })).toBe(true);
+    expect(await operatorCache.clearedOf("globex", key)).toEqual({
+      at: "2026-01-02T00:00:00.000Z",
+      by: "tenant:globex",
+    });
+    // Their writes are refused (reads cannot be told apart on this server: its tagged scope grants a
+    // service's event-stream reads on every stream, `$JS.API.DIRECT.GET.*.>`; the unit test checks
+    // the production scope's exact stream names).
+    for (const id of ["admission", "recovery", "scheduler", "forensics"] as const)
+      expect([id, await attempt(await fx.as(id), `${prefix}.globex.${key}`, "{}")]).toEqual([id, "refused"]);
+    // Neither may purge the cache stream (a consumer right cannot be told apart here either).
+    for (const nc of [api, await fx.as("operator")])
+      expect(await attempt(nc, `$JS.API.STREAM.PURGE.${stream}`, "{}")).toBe("refused");
+  });
 });

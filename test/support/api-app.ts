@@ -12,6 +12,7 @@ import {
   type ReadModels,
 } from "../../services/api/index.ts";
 import { createEventStore } from "../../streams/index.ts";
+import { createStepCacheStore } from "../../platform/step-cache-store.ts";
 import type { EventStore } from "../../streams/types.ts";
 import { freshStreams, type StreamsFixture } from "./streams.ts";
 
@@ -82,6 +83,7 @@ export async function apiFixture(
     clock: { now: () => new Date("2026-05-06T07:08:09.000Z") },
     newId: () => `id${process.pid}x${++n}`,
     instanceId: "api-test",
+    stepCache: createStepCacheStore(streams.nc, streams.layout),
   });
   return {
     ...streams,

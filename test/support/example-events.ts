@@ -195,6 +195,11 @@ export const EXAMPLE_BUILDERS: Builders = {
     tenantId: ids.tenant,
     data: { forkRunId: SharedRunId.parse("run-0002"), fromStep: ids.step, by: "tenant:tenant-a" },
   }),
+  "run.upgraded": () => ({
+    ...envelope("run.upgraded"),
+    tenantId: ids.tenant,
+    data: { fromVersion: "a".repeat(64), toVersion: "b".repeat(64), kinds: ["custom:work"], by: "tenant:acme" },
+  }),
   "run.signal-received": () => ({
     ...envelope("run.signal-received"),
     tenantId: ids.tenant,

@@ -31,6 +31,8 @@ export interface RunView {
   readonly waitingFor: string | null;
   readonly priority: number;
   readonly dispatchFailures: number;
+  /** The worker version the run is pinned to (docs/worker-versions.md): set once it started; moved by an upgrade. */
+  readonly workerVersion: string | null;
   readonly dag: DagDefinition | null;
   /** The run's input as submitted, or null. */
   readonly input: unknown;
@@ -66,6 +68,7 @@ export function runView(s: RunState): RunView | undefined {
     waitingFor: s.waitingFor ?? null,
     priority: s.priority ?? 0,
     dispatchFailures: s.dispatchFailures,
+    workerVersion: s.workerVersion ?? null,
     dag: s.dag ?? null,
     input: s.input ?? null,
     output: s.output?.inline ?? null,
@@ -101,6 +104,7 @@ export function undecodableSubmissionView(
     waitingFor: null,
     priority: 0,
     dispatchFailures: 0,
+    workerVersion: null,
     dag: null,
     input: null,
     output: null,

@@ -19,6 +19,7 @@ import { runsRoutes } from "./runs-routes.ts";
 import { signalsRoute } from "./signals-route.ts";
 import { bulkRoutes } from "./bulk-routes.ts";
 import { schedulesRoutes } from "./schedules-routes.ts";
+import { stepCacheRoutes } from "./step-cache-routes.ts";
 
 /** Bodies above this are refused with 413 before parsing: a DAG fits well below, and an event must stay under NATS' max payload. */
 export const BODY_LIMIT_BYTES = 256 * 1024;
@@ -80,6 +81,7 @@ export async function buildApp(
       await v1.register(signalsRoute, { deps });
       await v1.register(bulkRoutes, { deps });
       await v1.register(schedulesRoutes, { deps });
+      await v1.register(stepCacheRoutes, { deps });
       await v1.register(eventsRoute, { deps, feeds });
       await v1.register(operatorRoutes, { deps });
       await v1.register(forensicsRoutes, { deps });

@@ -29,6 +29,10 @@ export const RunViewAnswer = z
       .describe("while queued: why the run waits (waiting-for-key <key> n/limit, rate-limited until <time>, …)"),
     priority: z.number().describe("the priority it was submitted with (0: none)"),
     dispatchFailures: z.number(),
+    workerVersion: z
+      .string()
+      .nullable()
+      .describe("the worker version the run is pinned to once started (moved by POST /v1/runs/:id/upgrade)"),
     dag: Json.nullable(),
     input: z.unknown().describe("the run's input as submitted (JSON), or null"),
     output: z.unknown().describe("the run's output once completed (its sink step's, or keyed by sink step), or null"),
@@ -120,6 +124,16 @@ export const RunListAnswer = z.object({
 export const RunEventsAnswer = z.object({
   events: z.array(z.object({ seq: z.number(), subject: z.string(), time: z.string(), event: Json })),
   unreadableEvents: UnreadableEvents,
+});
+
+export const UpgradeAnswer = z.object({
+  outcome: z
+    .enum(["upgraded", "already-on-version"])
+    .describe("upgraded: run.upgraded appended now; already-on-version: the run is pinned to that version"),
+  fromVersion: z.string().nullable().describe("the version the run was pinned to (null when already on it)"),
+  toVersion: z.string(),
+  kinds: z.array(z.string()).describe("the remaining steps' kinds the target version offers"),
+  run: RunDetailAnswer,
 });
 
 export const CancelAnswer = z.object({

@@ -1,6 +1,13 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { DroverError, SharedRunId, StepOutput, type Credential, type TenantId } from "../../../contracts/index.ts";
+import {
+  DroverError,
+  SharedRunId,
+  StepOutput,
+  WorkerVersion,
+  type Credential,
+  type TenantId,
+} from "../../../contracts/index.ts";
 import { readTenant } from "../domain/access.ts";
 import { ListRunsQuery, runFilter } from "../domain/run-list.ts";
 import { runView } from "../domain/run-view.ts";
@@ -15,7 +22,15 @@ import { readRunDetail, readRunEvents } from "../shell/run-queries.ts";
 import { createSubmitter } from "../shell/submit-run.ts";
 import { credentialOf } from "./auth.ts";
 import { LastEventIdHeaders } from "./events-route.ts";
-import { CancelAnswer, RunDetailAnswer, RunEventsAnswer, RunListAnswer, RunViewAnswer } from "./run-schemas.ts";
+import {
+  CancelAnswer,
+  RunDetailAnswer,
+  RunEventsAnswer,
+  RunListAnswer,
+  RunViewAnswer,
+  UpgradeAnswer,
+} from "./run-schemas.ts";
+import { upgradeRun } from "../shell/upgrade-run.ts";
 import type { FeedSlots } from "./abuse-limits.ts";
 import { sseSupport } from "./sse.ts";
 
@@ -28,6 +43,14 @@ const CancelBody = z
   .object({ reason: z.string().max(500).default("") })
   .strict()
   .default({ reason: "" });
+const UpgradeBody = z
+  .object({
+    version: WorkerVersion.optional().describe(
+      "the worker version to move the run to; absent: the tenant's current one",
+    ),
+  })
+  .strict()
+  .default({});
 
 /**
  * The run routes. Submissions and reruns need a tenant credential (the run's tenant is the
@@ -144,6 +167,41 @@ export const runsRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps; feeds?: FeedSlot
       );
       const run = await readRunDetail(deps.store, tenant, request.params.id);
       return reply.code(outcome === "cancelled" ? 200 : 202).send({ outcome, run });
+    },
+  );
+
+  app.post(
+    "/runs/:id/upgrade",
+    {
+      schema: {
+        params: RunParams,
+        querystring: TenantQuery,
+        body: UpgradeBody,
+        response: { 200: UpgradeAnswer },
+      },
+    },
+    async (request) => {
+      // Tenant-scoped like a cancel: operators name the tenant with ?tenant= (recorded as `by`).
+      const credential = credentialOf(request);
+      const tenant = readTenant(credential, request.query.tenant);
+      const decision = await upgradeRun(
+        deps,
+        tenant,
+        request.params.id,
+        request.body?.version,
+        principalOf(credential),
+        request.id,
+      );
+      const run = await readRunDetail(deps.store, tenant, request.params.id);
+      return decision.outcome === "upgrade"
+        ? {
+            outcome: "upgraded" as const,
+            fromVersion: decision.fromVersion,
+            toVersion: decision.toVersion,
+            kinds: [...decision.kinds],
+            run,
+          }
+        : { outcome: "already-on-version" as const, fromVersion: null, toVersion: decision.version, kinds: [], run };
     },
   );
 

@@ -1,6 +1,7 @@
 import type { Clock } from "../../../platform/clock.ts";
 import type { Credential, DroverConfig } from "../../../contracts/index.ts";
 import type { OutputStore } from "../../../platform/output-store.ts";
+import type { StepCacheStore } from "../../../platform/step-cache-store.ts";
 import type { StreamLayout } from "../../../streams/layout.ts";
 import type { EventStore } from "../../../streams/types.ts";
 import type { TokenTable } from "../domain/access.ts";
@@ -26,6 +27,8 @@ export interface ApiDeps {
   readonly readModels?: ReadModels;
   /** The object store of large outputs (a run output above the inline limit is read back from it). */
   readonly outputs?: OutputStore;
+  /** The step cache index (docs/step-cache.md "Inspect and clear"); main.ts always sets it. */
+  readonly stepCache?: StepCacheStore;
   readonly clock: Clock;
   readonly newId: IdGenerator;
   /** This API process, as recorded in the `writer` of every event it appends. */

@@ -151,6 +151,12 @@ function describeRun(e: Of<"run">, sharedRunId: string): Description {
         { forkRunId: e.data.forkRunId, fromStep: e.data.fromStep, by: e.data.by },
         run,
       );
+    case "run.upgraded":
+      return d(
+        `upgraded from worker version ${e.data.fromVersion.slice(0, 12)} to ${e.data.toVersion.slice(0, 12)} by ${e.data.by}`,
+        { fromVersion: e.data.fromVersion, toVersion: e.data.toVersion, by: e.data.by },
+        run,
+      );
     case "run.signal-received":
       return d(
         `signal ${e.data.name} received from ${e.data.by}`,

@@ -119,6 +119,7 @@ function apply(s: RunDoc, e: RunEvent, f: Fact<RunEvent>): RunDoc {
         ? s
         : { ...s, cancelRequested: { ...positionOf(f), by: e.data.by, reason: e.data.reason } };
     case "run.forked":
+    case "run.upgraded":
     case "run.signal-received":
       return s;
     case "run.cancelled":

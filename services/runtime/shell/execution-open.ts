@@ -92,8 +92,11 @@ function journalFor(env: JournalEnv, ref: AggregateRef, seq: number, epoch: numb
  * expecting an empty journal. Either conflict rejects with `execution-ownership-lost` and, for the
  * first, nothing is written.
  */
-/** A wait's signal may land on the run at any time, even before it starts: starting steps over it (never over a cancel). */
-const SIGNALS: ReadonlySet<string> = new Set(["run.signal-received"]);
+/**
+ * A wait's signal may land on the run at any time, even before it starts, and an upgrade on a pinned
+ * run between its dispatch and its resume: starting steps over them (never over a cancel).
+ */
+const SIGNALS: ReadonlySet<string> = new Set(["run.signal-received", "run.upgraded"]);
 
 export async function openFresh(env: JournalEnv, p: DispatchPayload): Promise<OpenedExecution> {
   const executionId = executionIdFor(p.sharedRunId, p.localRunId);

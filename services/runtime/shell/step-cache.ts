@@ -16,7 +16,7 @@ import { sha256Hex } from "./step-runners.ts";
 
 /** What the step cache needs (docs/step-cache.md): its index and a reader of the tenant's journals. */
 export interface StepCacheEnv {
-  readonly index: StepCacheStore;
+  readonly index: Pick<StepCacheStore, "get" | "put">;
   /** An execution's journal, read on the tenant's own subjects (never another tenant's). */
   readonly journal: (tenantId: string, executionId: string) => Promise<readonly SequencedEvent[]>;
 }

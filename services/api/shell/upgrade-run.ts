@@ -1,0 +1,71 @@
+import { foldRun } from "../../../aggregates/run.ts";
+import { buildEvent, isDroverError, type TenantId, type WorkerVersion } from "../../../contracts/index.ts";
+import { aggregateSubject, runRef } from "../../../streams/subjects.ts";
+import { decideUpgrade, type UpgradeDecision, type UpgradeRuntime } from "../domain/upgrade.ts";
+import type { ApiDeps } from "./deps.ts";
+import { readReadable, readRunDetail } from "./run-queries.ts";
+
+const ATTEMPTS = 5;
+
+/** The tenant runtimes' registrations, as the upgrade decision reads them (the capacity fold's, every lifecycle). */
+async function registeredRuntimes(deps: ApiDeps): Promise<UpgradeRuntime[]> {
+  return (await deps.capacity.descriptors()).flatMap((d) => {
+    const reg = d.registration;
+    if (!reg?.tenantId) return [];
+    return [
+      {
+        runtimeInstanceId: d.runtimeInstanceId,
+        tenantId: reg.tenantId,
+        status: d.status,
+        ...(reg.worker ? { worker: reg.worker } : {}),
+        ...(reg.stepKinds ? { stepKinds: reg.stepKinds } : {}),
+      },
+    ];
+  });
+}
+
+/**
+ * `POST /v1/runs/:id/upgrade` (docs/worker-versions.md "Upgrade"): decides on the run's current
+ * events, its journal's settled steps and the tenant's runtime registrations, then appends
+ * `run.upgraded` conditionally on the run's last sequence. A version conflict means the run moved
+ * meanwhile (it started, a step settled, it ended, another upgrade landed): everything is read
+ * again and the decision taken again (a few times, then the conflict is answered, retryable).
+ * The read is the tenant's own subjects: another tenant's run is `not-found`.
+ */
+export async function upgradeRun(
+  deps: ApiDeps,
+  tenantId: TenantId,
+  sharedRunId: string,
+  target: WorkerVersion | undefined,
+  by: string,
+  requestId: string,
+): Promise<UpgradeDecision> {
+  const ref = runRef(tenantId, sharedRunId);
+  for (let attempt = 1; ; attempt++) {
+    const history = await readReadable(deps.store, ref);
+    const detail = await readRunDetail(deps.store, tenantId, sharedRunId); // not-found for another tenant's run
+    const decision = decideUpgrade(foldRun(history.events), detail.steps, await registeredRuntimes(deps), target);
+    if (decision.outcome !== "upgrade") return decision;
+    const eventId = `ev-${deps.newId()}`;
+    const event = buildEvent(
+      "run.upgraded",
+      { fromVersion: decision.fromVersion, toVersion: decision.toVersion, kinds: [...decision.kinds], by },
+      {
+        tenantId,
+        correlationId: sharedRunId,
+        causationId: `http-request:${requestId}`,
+        writer: { service: "api", instanceId: deps.instanceId },
+      },
+      { eventId, now: deps.clock.now() },
+    );
+    try {
+      await deps.store.append(ref, event, {
+        expectedSeq: history.lastSeq,
+        msgId: `${aggregateSubject(deps.layout, ref)}:${eventId}`,
+      });
+      return decision;
+    } catch (e) {
+      if (!isDroverError(e, "version-conflict") || attempt >= ATTEMPTS) throw e;
+    }
+  }
+}
