@@ -79,7 +79,7 @@ async function until<T>(check: () => Promise<T | undefined | false>, what: strin
 }
 
 describe("waiting executions park: a runtime with 2 run slots holds 6 open waits", () => {
-  it("the parked waits leave both slots free (GetQueueStatus and the heartbeat), two other runs run meanwhile; signalled all at once, each resumes exactly once with its ExecutionId, at most 2 at a time, and the resumed ones queue ahead of new runs (a dispatch meanwhile is refused local-queue-full)", async () => {
+  it("the parked waits leave both slots free (GetQueueStatus and the heartbeat), two other runs run meanwhile; signalled all at once, each resumes exactly once with its ExecutionId, at most 2 at a time, and the resumed ones queue ahead of new runs (a dispatch meanwhile is refused local-queue-full); a parked run is cancelled without a slot", async () => {
     const waits: Dispatched[] = [];
     for (let i = 0; i < N; i++) {
       const d = await dispatch(waitDag, "run-park");
@@ -105,6 +105,18 @@ describe("waiting executions park: a runtime with 2 run slots holds 6 open waits
       return hb && hb.runningRuns === 0 && hb.availableSlots === 2 ? hb : undefined;
     }, "a heartbeat with both slots free");
     expect(beat).toMatchObject({ runningRuns: 0, queuedRuns: 0, availableSlots: 2 });
+
+    // A seventh parks too, and a CancelRun ends it while parked (no slot needed to end).
+    const seventh = await dispatch(waitDag, "run-cancel");
+    await until(async () => (await queue()).parkedRuns === N + 1, "a seventh wait parked");
+    const cancel = await rt.send({
+      operation: "CancelRun",
+      payload: { localRunId: `${seventh.sharedRunId}-l1` },
+    } as never);
+    expect(cancel.success, JSON.stringify(cancel)).toBe(true);
+    await until(async () => ofType(await events(seventh.executionId!), "exec.cancelled").length === 1, "cancelled");
+    await until(async () => (await queue()).parkedRuns === N, "the cancelled run left the parked count");
+    expect(ofType(await events(seventh.executionId!), "exec.wait-resolved")).toHaveLength(0);
 
     // Two other runs take the two slots and complete side by side while the six wait.
     const work = await Promise.all([dispatch(workDag, "run-work"), dispatch(workDag, "run-work")]);
@@ -148,6 +160,8 @@ describe("waiting executions park: a runtime with 2 run slots holds 6 open waits
     const slotWaits = unparked.map((l) => Number(l.slotWaitMs));
     expect(unparked.filter((l) => waits.some((w) => w.executionId === l.executionId))).toHaveLength(N);
     expect(slotWaits.filter((ms) => ms >= AFTER_MS / 2).length).toBeGreaterThanOrEqual(N - 2);
+    // Each execution gives its slot back once its run's own terminal event is written (after exec.completed).
+    await until(async () => (await queue()).runningRuns === 0, "every slot given back");
     expect(await queue()).toMatchObject({ runningRuns: 0, parkedRuns: 0, queuedRuns: 0, availableSlots: 2 });
     console.log(
       `[measure] ${N} parked waits on 2 slots: at most ${overlap} resumed at once; slot waits after the signal ` +
