@@ -58,6 +58,12 @@ export const QueueStatus = z
     hostIncarnation: HostIncarnation,
     queuedRuns: z.number().int().nonnegative(),
     runningRuns: z.number().int().nonnegative(),
+    parkedRuns: z
+      .number()
+      .int()
+      .nonnegative()
+      .optional()
+      .describe("executions parked on their waits: accepted, not ended, holding no run slot (docs/control-flow.md)"),
     availableSlots: z.number().int().nonnegative(),
     workers: z.number().int().nonnegative(),
     availableWorkers: z.number().int().nonnegative(),

@@ -51,6 +51,7 @@ export {
   type IncomingCommand,
 } from "./shell/command-handler.ts";
 export { HeartbeatPublisher } from "./shell/heartbeat.ts";
+export { natsSignalFeeds, type SignalFeeds, type SignalWatch } from "./shell/signal-feed.ts";
 export { runStep, sha256Hex, type StepRunner, type StepContext } from "./shell/step-runners.ts";
 export { WorkerPool } from "./shell/worker-pool.ts";
 export { startHttpServer } from "./http/server.ts";

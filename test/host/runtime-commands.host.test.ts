@@ -100,6 +100,7 @@ describe.each(["http", "grpc"] as const)("runtime command API over %s", (transpo
       hostIncarnation: rt.hostIncarnation,
       queuedRuns: 0,
       runningRuns: 0,
+      parkedRuns: 0,
       availableSlots: 4,
       workers: 2,
       availableWorkers: 2,

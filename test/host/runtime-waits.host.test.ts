@@ -310,12 +310,16 @@ describe("wait steps through the API and a real runtime", () => {
     expect(of(fr, "run.failed")).toMatchObject([{ reason: { code: "wait-timeout" } }]);
   });
 
-  it("a wait survives a SIGKILL of its runtime: the replacement resumes the same ExecutionId, keeps the journaled deadline, and the signal completes it", async () => {
+  it("a wait survives a SIGKILL of its runtime while parked (its run slot given back): the replacement resumes the same ExecutionId, keeps the journaled deadline, and the signal completes it", async () => {
     const dag = waitDag({ timeoutMs: 120_000 });
     const sharedRunId = await submit(dag);
     const a = await runtime();
     const executionId = await dispatch(a, sharedRunId, dag);
     const before = await until(execRef(TENANT, executionId), opened);
+    // Parked when killed: the waiting execution had given its run slot back.
+    await a.waitForLine((l) => l.event === "execution-parked" && l.executionId === executionId);
+    const parked = await a.send({ operation: "GetQueueStatus", payload: {} } as never);
+    expect(parked.payload.queue).toMatchObject({ runningRuns: 0, parkedRuns: 1, availableSlots: 6 });
     await a.kill();
     await pauseForRecovery(cp, {
       tenantId: TENANT,

@@ -63,7 +63,7 @@ export function watchDrainedRuntimes(
       ).catch(() => undefined);
       const q = status?.success ? QueueStatus.safeParse(status.payload.queue) : undefined;
       if (!q?.success) continue;
-      const pinnedRuns = q.data.queuedRuns + q.data.runningRuns;
+      const pinnedRuns = q.data.queuedRuns + q.data.runningRuns + (q.data.parkedRuns ?? 0);
       seen.set(s.runtimeInstanceId, { runtimeInstanceId: s.runtimeInstanceId, version: s.worker.version, pinnedRuns });
       const now = d.clock.now().getTime();
       if (pinnedRuns > 0) idleSince.delete(s.runtimeInstanceId);

@@ -32,6 +32,7 @@ import { MAP_LIMITS, parseMapItemId } from "../../../contracts/index.ts";
 import { cachedStep, cacheHostOf, indexCompletion, type CacheHost } from "./step-cache.ts";
 import { childHostOf, withChildRuns, type ChildRunHost } from "./child-runs.ts";
 import { runWait, waitHostOf, type WaitHost } from "./wait-steps.ts";
+import { parked, type RunSlot } from "./run-slot.ts";
 
 export type { ExecutorEnv } from "./executor-env.ts";
 
@@ -53,6 +54,8 @@ export class Execution {
   private readonly deadlineAt: number | undefined;
   private deadlineTimer: ReturnType<typeof setTimeout> | undefined;
   private readonly running = new Set<string>();
+  /** Running wait steps that only listen for their signal (nothing to do until it comes). */
+  private readonly listening = new Set<string>();
   private readonly abort = new AbortController();
   private fatal: unknown;
   private cancelRequested = false;
@@ -73,6 +76,7 @@ export class Execution {
     private readonly dag: DagDefinition,
     private readonly startedAt: number,
     private readonly input: unknown = undefined,
+    private readonly slot?: RunSlot,
   ) {
     this.p = progressFrom(opened.prior);
     this.child = childHostOf(env.childRuns, opened);
@@ -105,7 +109,13 @@ export class Execution {
       completedNow: (id, value, digest) => this.completedNow(id, value, digest),
     };
     this.cacheHost = cacheHostOf(env, opened);
-    this.waitHost = waitHostOf(opened, env.clock, env.signals);
+    this.waitHost = waitHostOf(opened, env.clock, env.signals, {
+      listening: (id) => {
+        this.listening.add(id);
+        this.poke();
+      },
+      resolving: (id) => this.listening.delete(id),
+    });
     this.end = {
       opened,
       dag,
@@ -196,7 +206,7 @@ export class Execution {
             }
             void this.execute(s, acquired);
           }
-          if (d.start.length === 0) await this.changed(d.wakeAt);
+          if (d.start.length === 0) await this.idle(d.wakeAt);
           break;
         default:
           assertNever(d);
@@ -373,6 +383,16 @@ export class Execution {
         ok();
       };
     });
+  }
+
+  /** Waits for a change; parked (its run slot given back) while every running step is a wait listening. */
+  private async idle(wakeAt?: number): Promise<void> {
+    const parks = this.running.size > 0 && [...this.running].every((id) => this.listening.has(id));
+    // A change not yet looked at (e.g. the wait that just started listening) first: never park with news.
+    if (!this.slot || !parks || this.dirty) return this.changed(wakeAt);
+    const ctx = { executionId: this.executionId, waits: [...this.listening], clock: this.env.clock, log: this.env.log };
+    const goesOn = () => !(this.cancelRequested || this.fatal || this.abort.signal.aborted);
+    await parked(this.slot, ctx, () => this.changed(wakeAt), goesOn, this.abort.signal);
   }
 
   private async drained(): Promise<void> {

@@ -20,6 +20,7 @@ import {
   type ResumePayload,
 } from "./execution-open.ts";
 import { Execution, type ExecutorEnv } from "./execution.ts";
+import type { RunSlot } from "./run-slot.ts";
 import { storeFailureOf } from "./store-failure.ts";
 
 type RunState = z.infer<typeof RunStatus>["state"];
@@ -32,6 +33,8 @@ interface LocalRun {
   readonly acceptedAt: number;
   state: RunState;
   execution?: Execution;
+  /** Holds one of the runtime's run slots (false while its execution is parked on a wait). */
+  holdsSlot?: boolean;
   /** CancelRun arrived while the execution was still being opened. */
   cancelRequested?: boolean;
   failure?: { readonly code: ErrorCode; readonly detail: string };
@@ -51,6 +54,10 @@ export class RuntimeInstance {
   private readonly runs = new Map<LocalRunId, LocalRun>();
   private readonly queue: LocalRun[] = [];
   private runningCount = 0;
+  /** Executions parked on their waits: accepted and not ended, holding no run slot. */
+  private parkedCount = 0;
+  /** Parked executions whose wait resolved, waiting for a slot: served before the queue's new runs. */
+  private unparking: (() => void)[] = [];
   private paused = false;
   private draining = false;
   private idleWaiters: (() => void)[] = [];
@@ -144,6 +151,7 @@ export class RuntimeInstance {
       hostIncarnation: this.hostIncarnation,
       queuedRuns: f.queued,
       runningRuns: f.running,
+      parkedRuns: this.parkedCount,
       availableSlots: availableSlots(f, this.sizing),
       workers: this.executor.workers.size,
       availableWorkers: this.executor.workers.availableWorkers,
@@ -198,26 +206,79 @@ export class RuntimeInstance {
     return new Promise((ok) => this.idleWaiters.push(() => ok(this.queue.map((r) => r.localRunId))));
   }
 
+  // A drain waits for parked executions too: they are runs this runtime accepted.
   private idle(): boolean {
-    return this.runningCount === 0 && (this.queue.length === 0 || this.paused);
+    return this.runningCount === 0 && this.parkedCount === 0 && (this.queue.length === 0 || this.paused);
   }
 
+  /** Queued counts the new runs and the parked executions waiting to take a slot back. */
   private facts(): QueueFacts {
-    return { queued: this.queue.length, running: this.runningCount, paused: this.paused, draining: this.draining };
+    return {
+      queued: this.queue.length + this.unparking.length,
+      running: this.runningCount,
+      paused: this.paused,
+      draining: this.draining,
+    };
   }
 
   private pump(): void {
+    // A parked execution whose wait resolved takes a free slot first, ahead of new runs (paused or not:
+    // pausing holds new runs, not runs already going).
+    while (this.unparking.length > 0 && this.runningCount < this.sizing.maxConcurrentRuns) {
+      this.runningCount++;
+      this.parkedCount--;
+      this.unparking.shift()!();
+    }
     for (let n = runsToStart(this.facts(), this.sizing); n > 0; n--) {
       const run = this.queue.shift();
       if (!run) return;
       this.runningCount++;
       run.state = "running";
+      run.holdsSlot = true;
       void this.execute(run).finally(() => {
-        this.runningCount--;
+        if (run.holdsSlot) this.runningCount--;
+        else this.parkedCount--;
+        run.holdsSlot = false;
         this.pump();
         this.notifyIdle();
       });
     }
+  }
+
+  /**
+   * The run slot of `run`'s execution (docs/control-flow.md "What a wait holds"): parking gives it
+   * back (the heartbeat shows it free, admission may place another run here); unparking takes one
+   * again, at once when one is free, else ahead of every queued new run.
+   */
+  private slotOf(run: LocalRun): RunSlot {
+    return {
+      park: () => {
+        if (!run.holdsSlot) return;
+        run.holdsSlot = false;
+        this.runningCount--;
+        this.parkedCount++;
+        this.pump();
+      },
+      unpark: (signal) => {
+        if (run.holdsSlot) return Promise.resolve();
+        return new Promise<void>((ok, fail) => {
+          const grant = () => {
+            run.holdsSlot = true;
+            signal.removeEventListener("abort", onAbort);
+            ok();
+          };
+          const onAbort = () => {
+            const i = this.unparking.indexOf(grant);
+            if (i >= 0) this.unparking.splice(i, 1);
+            fail(signal.reason);
+          };
+          if (signal.aborted) return onAbort();
+          signal.addEventListener("abort", onAbort, { once: true });
+          this.unparking.push(grant);
+          this.pump();
+        });
+      },
+    };
   }
 
   private async execute(run: LocalRun): Promise<void> {
@@ -232,6 +293,7 @@ export class RuntimeInstance {
         run.request.payload.dag,
         run.acceptedAt,
         run.request.payload.input,
+        this.slotOf(run),
       );
       run.execution = execution;
       if (run.cancelRequested) execution.cancel();

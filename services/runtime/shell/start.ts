@@ -6,7 +6,7 @@
  * Called by main.ts at once (a cold start) or after a pool binding (pool-bind.ts, a warm start).
  */ import { randomUUID } from "node:crypto";
 import { setTimeout as delay } from "node:timers/promises";
-import { jetstreamManager } from "@nats-io/jetstream";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connectNats } from "../../../platform/nats-connect.ts";
 import { systemClock } from "../../../platform/clock.ts";
 import { pino } from "pino";
@@ -33,6 +33,7 @@ import { createStepCacheStore } from "../../../platform/step-cache-store.ts";
 import { compileEgress } from "./egress-request.ts";
 import { createSecretResolver } from "./secrets.ts";
 import { runStep } from "./step-runners.ts";
+import { natsSignalFeeds } from "./signal-feed.ts";
 import { loadWorker, offeredKinds, type LoadedWorker } from "./worker-module.ts";
 import { WorkerPool } from "./worker-pool.ts";
 
@@ -127,7 +128,8 @@ export async function startRuntime(
       // Run steps journal their child runs and follow them; admission submits them (docs/control-flow.md "Child runs").
       childRuns: { store, outputs },
       secrets,
-      signals: { store },
+      // Waits learn of their signals from one ordered consumer per tenant with open waits (signal-feed.ts).
+      signals: { store, feeds: natsSignalFeeds(jetstream(nc), layout, log) },
       ...(worker ? { worker } : {}),
       // The step cache's index, and the journals its entries point at, on the tenant's own subjects.
       stepCache: {

@@ -1,76 +1,127 @@
 import { setTimeout as delay } from "node:timers/promises";
-import { DroverError, type DataOf, type DroverEvent, type Step, type StepId } from "../../../contracts/index.ts";
+import { DroverError, type DataOf, type Step, type StepId } from "../../../contracts/index.ts";
 import type { Clock } from "../../../platform/clock.ts";
 import { runRef } from "../../../streams/subjects.ts";
 import type { EventStore } from "../../../streams/types.ts";
 import type { OpenedExecution } from "./execution-open.ts";
 import type { ExecutionState } from "../../../aggregates/execution.ts";
+import type { FoundSignal, SignalFeeds } from "./signal-feed.ts";
 
 export type WaitState = ExecutionState["waits"] extends ReadonlyMap<string, infer W> ? W : never;
 
-/** Where a runtime's wait steps read their runs' signals (its subject-scoped store), and how often. */
+/** Where a runtime's wait steps read their runs' signals (its subject-scoped store) and learn of new ones. */
 export interface WaitSignals {
   readonly store: EventStore;
-  readonly pollMs?: number;
+  readonly feeds: SignalFeeds;
+  /** One more read of the run this long after the wait started listening (a lagging replica's answer); default 2 s. */
+  readonly recheckMs?: number;
+}
+
+/** What the execution is told of its waits: a wait listening (nothing to do until it resolves), and done listening. */
+export interface WaitListener {
+  listening(stepId: string): void;
+  resolving(stepId: string): void;
 }
 
 /** The wait state of one execution: the journal's waits (a resumed execution keeps their deadlines). */
-export const waitHostOf = (opened: OpenedExecution, clock: Clock, signals: WaitSignals | undefined): WaitHost => ({
+export const waitHostOf = (
+  opened: OpenedExecution,
+  clock: Clock,
+  signals: WaitSignals | undefined,
+  listener?: WaitListener,
+): WaitHost => ({
   opened,
   clock,
-  ...(signals ? { store: signals.store } : {}),
+  ...(signals ? { signals } : {}),
   waits: new Map(opened.prior.waits),
-  pollMs: signals?.pollMs ?? 500,
+  ...(listener ? { listener } : {}),
 });
 
 export interface WaitHost {
   readonly opened: OpenedExecution;
   readonly clock: Clock;
-  /** Reads the run's `signal-received` events (the runtime's subject-scoped store). */
-  readonly store?: EventStore;
+  readonly signals?: WaitSignals;
   readonly waits: Map<string, WaitState>;
-  /** How often a waiting step looks for its signal (the run's last sequence, then its history when it moved). */
-  readonly pollMs: number;
+  readonly listener?: WaitListener;
 }
 
-type Signal = Extract<DroverEvent, { type: "run.signal-received" }>;
+/** The longest single timer (setTimeout's limit is 2^31−1 ms); a longer wait re-arms it. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
  * One wait step (docs/control-flow.md "Waits"): journals `wait-opened` with its deadline (once; a
- * resumed execution keeps it), then looks for the run's signal of its name until the deadline. A
- * signal found, or the deadline passed, is journaled as `wait-resolved` before the step settles: the
- * output is the signal's payload, or on timeout the declared default (`continue`) or `wait-timeout`
- * (`fail`). Holds no worker: the loop only reads the run's last sequence every `pollMs`.
+ * resumed execution keeps it), then listens for the run's signal of its name: the tenant's signal
+ * feed delivers each signal as it is stored, one read of the run's history finds a signal stored
+ * before, and a timer fires at the journaled deadline. A signal found, or the deadline passed, is
+ * journaled as `wait-resolved` before the step settles: the output is the signal's payload, or on
+ * timeout the declared default (`continue`) or `wait-timeout` (`fail`). Holds no worker and reads
+ * nothing while it waits.
  */
 export async function runWait(h: WaitHost, step: Extract<Step, { kind: "wait" }>, signal: AbortSignal) {
   const p = step.params;
   const w = h.waits.get(step.id) ?? (await openWait(h, step.id, p.name, p.timeoutMs));
   if (w.resolved?.by === "timeout") return timedOut(step);
-  let seen = -1;
-  for (;;) {
-    signal.throwIfAborted();
-    const last = await runStore(h).lastSeq(runRef(h.opened.tenantId, h.opened.run.ref.id));
-    if (last !== seen) {
-      seen = last;
-      const found = await signalOf(h, p.name);
-      if (found) {
-        if (!w.resolved) await resolve(h, step.id, p.name, found);
-        return found.event.data.payload;
+  const s = signalsOf(h);
+  const watch = await s.feeds.watch(h.opened.tenantId, h.opened.run.ref.id, p.name);
+  try {
+    let found = await signalOf(h, p.name);
+    if (!found && w.resolved) throw new Error(`wait ${step.id} was resolved by a signal the run no longer holds`);
+    if (!found) {
+      h.listener?.listening(step.id);
+      try {
+        found = await untilSignal(h, w.timeoutAt, watch.found, s.recheckMs ?? 2000, p.name, signal);
+      } finally {
+        h.listener?.resolving(step.id);
       }
     }
-    if (w.resolved) throw new Error(`wait ${step.id} was resolved by a signal the run no longer holds`);
-    const left = w.timeoutAt - h.clock.now().getTime();
-    if (left <= 0) {
+    if (!found) {
       await resolve(h, step.id, p.name, undefined);
       return timedOut(step);
     }
-    await delay(Math.min(h.pollMs, left), undefined, { signal });
+    if (!w.resolved) await resolve(h, step.id, p.name, found);
+    return found.event.data.payload;
+  } finally {
+    watch.close();
   }
 }
 
-const runStore = (h: WaitHost): EventStore => {
-  if (!h.store) throw new DroverError("step-non-retryable", "this runtime reads no run signals", { retryable: false });
-  return h.store;
+/** The signal from the feed (or the one re-read), or undefined at the deadline; rejects when aborted. */
+async function untilSignal(
+  h: WaitHost,
+  timeoutAt: number,
+  fromFeed: Promise<FoundSignal>,
+  recheckMs: number,
+  name: string,
+  signal: AbortSignal,
+): Promise<FoundSignal | undefined> {
+  const stop = new AbortController();
+  const both = AbortSignal.any([signal, stop.signal]);
+  const deadline = (async () => {
+    for (let left = timeoutAt - h.clock.now().getTime(); left > 0; left = timeoutAt - h.clock.now().getTime())
+      await delay(Math.min(left, MAX_TIMER_MS), undefined, { signal: both });
+    return undefined;
+  })();
+  const recheck = (async () => {
+    await delay(recheckMs, undefined, { signal: both });
+    const again = await signalOf(h, name);
+    return again ?? new Promise<never>(() => undefined);
+  })();
+  const aborted = new Promise<never>((_, fail) => {
+    if (signal.aborted) fail(signal.reason);
+    signal.addEventListener("abort", () => fail(signal.reason), { once: true, signal: stop.signal });
+  });
+  try {
+    return await Promise.race([fromFeed, deadline, recheck, aborted]);
+  } finally {
+    stop.abort();
+    for (const p of [deadline, recheck, aborted]) p.catch(() => undefined);
+  }
+}
+
+const signalsOf = (h: WaitHost): WaitSignals => {
+  if (!h.signals)
+    throw new DroverError("step-non-retryable", "this runtime reads no run signals", { retryable: false });
+  return h.signals;
 };
 
 async function openWait(h: WaitHost, stepId: StepId, name: string, timeoutMs: number): Promise<WaitState> {
@@ -84,20 +135,17 @@ async function openWait(h: WaitHost, stepId: StepId, name: string, timeoutMs: nu
 }
 
 /** The run's first signal of `name`, written by the API (the only writer its NATS rights allow). */
-async function signalOf(h: WaitHost, name: string): Promise<{ seq: number; event: Signal } | undefined> {
-  const history = await runStore(h).read(runRef(h.opened.tenantId, h.opened.run.ref.id), { skipUndecodable: true });
+async function signalOf(h: WaitHost, name: string): Promise<FoundSignal | undefined> {
+  const history = await signalsOf(h).store.read(runRef(h.opened.tenantId, h.opened.run.ref.id), {
+    skipUndecodable: true,
+  });
   for (const e of history.events)
     if (e.event.type === "run.signal-received" && e.event.data.name === name && e.event.writer.service === "api")
       return { seq: e.seq, event: e.event };
   return undefined;
 }
 
-async function resolve(
-  h: WaitHost,
-  stepId: StepId,
-  name: string,
-  s: { seq: number; event: Signal } | undefined,
-): Promise<void> {
+async function resolve(h: WaitHost, stepId: StepId, name: string, s: FoundSignal | undefined): Promise<void> {
   const data: DataOf<"exec.wait-resolved"> = s
     ? {
         stepId,

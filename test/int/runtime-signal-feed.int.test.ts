@@ -1,0 +1,44 @@
+import { jetstream } from "@nats-io/jetstream";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { TenantId } from "../../contracts/index.ts";
+import { natsSignalFeeds } from "../../services/runtime/index.ts";
+import { runRef } from "../../streams/index.ts";
+import { uniqueName } from "../support/isolation.ts";
+import { authFixture, type AuthFixture } from "../support/nats-auth-fixture.ts";
+import { event } from "../support/streams.ts";
+
+const acme = TenantId.parse("acme");
+const api = { service: "api", instanceId: "api-1" } as const;
+
+describe("a runtime's signal feed (boundary: real nats-server authorization, a runtime's minted credentials)", () => {
+  let fx: AuthFixture;
+  beforeAll(async () => {
+    fx = await authFixture(inject("natsUrl"), 60_000);
+  });
+  afterAll(() => fx.close());
+
+  it("delivers a signal stored after the watch to the wait of its run and name only, and refuses another tenant's feed", async () => {
+    const rt = uniqueName("rt");
+    await fx.register(rt, "acme");
+    const nc = await fx.asRuntime(rt);
+    const feeds = natsSignalFeeds(jetstream(nc), fx.f.layout, () => undefined);
+    const run = runRef(acme, uniqueName("run"));
+    const other = runRef(acme, uniqueName("run"));
+    const approval = await feeds.watch("acme", run.id, "approval");
+    const otherName = await feeds.watch("acme", run.id, "review");
+    const seen: string[] = [];
+    void otherName.found.then(() => seen.push("review"));
+    // Another run's signal, a signal of this run not written by the API, then the API's signal.
+    await fx.store.append(other, event("run.signal-received", { tenantId: acme, writer: api }), { expectedSeq: 0 });
+    const forged = event("run.signal-received", { tenantId: acme, writer: { service: "test", instanceId: "t" } });
+    const forgedSeq = (await fx.store.append(run, forged, { expectedSeq: 0 })).seq;
+    const real = event("run.signal-received", { tenantId: acme, writer: api });
+    const seq = (await fx.store.append(run, real, { expectedSeq: forgedSeq })).seq;
+    const found = await approval.found;
+    expect([found.seq, found.event.eventId, found.event.writer.service]).toEqual([seq, real.eventId, "api"]);
+    expect(seen).toEqual([]);
+    approval.close();
+    otherName.close();
+    await expect(feeds.watch("globex", uniqueName("run"), "approval")).rejects.toThrow(/permission/i);
+  });
+});
