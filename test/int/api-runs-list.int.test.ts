@@ -97,9 +97,12 @@ describe("run list (GET /v1/runs) from the run-list read model on FerretDB", () 
     const rerun = res.json().sharedRunId as string;
     const detail = (await get(`/v1/runs/${rerun}`)).body;
     expect(detail).toMatchObject({ rerunOf: ids[1], labels: { batch: "b1", n: "1" } });
-    const listed = await eventually("the original lists its rerun", async () => {
+    // The projector writes the original's document and the rerun's list page in one batch, the
+    // documents first: wait for both, not for the first alone.
+    const listed = await eventually("the original lists its rerun, and the rerun is listed", async () => {
       const l = (await get("/v1/runs?label=n=1")).body.runs as Json[];
-      return l.find((r) => r.sharedRunId === ids[1])?.reruns.includes(rerun) ? l : undefined;
+      const linked = l.find((r) => r.sharedRunId === ids[1])?.reruns.includes(rerun);
+      return linked && l.some((r) => r.sharedRunId === rerun) ? l : undefined;
     });
     expect(listed.map((r) => [r.sharedRunId, r.rerunOf])).toEqual([
       [rerun, ids[1]],
