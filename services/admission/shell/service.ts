@@ -88,6 +88,8 @@ export async function startAdmission(
       } while (again && !stopped);
     })().finally(() => {
       running = undefined;
+      // Asked for after the loop's last check (a waiter resolved above asking again, say): not lost until the next tick.
+      if (again && !stopped) pass();
     });
   };
 
