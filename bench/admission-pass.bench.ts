@@ -68,7 +68,7 @@ try {
     (await view.all()).filter((d) => d.beats["pid:1:1"]).length === 2 ? true : undefined,
   );
 
-  const env = { writer: { service: "api", instanceId: "bench" }, clock: systemClock, ids: randomIds };
+  const env = { writer: { service: "api" as const, instanceId: "bench" }, clock: systemClock, ids: randomIds };
   const submit = (tenantId: string, id: string) =>
     store.append(
       runRef(tenantId, id),
