@@ -97,7 +97,10 @@ export async function admissionPass(deps: AdmissionDeps, state: AdmissionState):
     }
   };
   const resumes = new Map<string, Promise<void>[]>();
-  await placeAll(take, state.yieldWanted ?? (() => false), async (r) => {
+  // A pass yields (state.yieldWanted) only once every run that is not new work was taken: those are
+  // looked at by every pass, and a pass cut short among them would never reach new work.
+  const stop = () => sideAt >= side.length && (state.yieldWanted?.() ?? false);
+  await placeAll(take, stop, async (r) => {
     if (!isResume(r)) {
       await Promise.all(resumes.get(r.tenantId) ?? []);
       return placeOne(r);
