@@ -40,7 +40,9 @@ export class FairShare {
 }
 
 /**
- * The order in which admission tries pending runs (pure): every recovery item first (oldest
+ * The order in which admission tries pending runs, as a specification (pure; admission pulls the
+ * same order lazily from per-tenant queues, fair-pull.ts, whose tests check it against this one):
+ * every recovery item first (oldest
  * first), then new work by weighted fair share across tenants: the next run is always the oldest
  * of the tenant with the smallest virtual start tag (`startOf`, advanced by 1 / weight for each of
  * its runs earlier in this order; ties: tenant id). So a pass that can place only some of the runs

@@ -65,16 +65,14 @@ export function decidePlacement<C extends Candidate & { readonly endpoint?: stri
 ): Placement<C> {
   const s = run.state;
   if (run.invalid && s.status === "none") return { kind: "reject-invalid" };
-  const staleAfter = 2 * policy.dispatchTimeoutMs;
-  const stale = now - run.sinceMs > staleAfter;
   const placedOn = (id: string) => candidates.find((c) => c.runtimeInstanceId === id);
+  const inFlight = placementInFlight(run, now, policy.dispatchTimeoutMs);
+  if (inFlight) return { kind: "wait", why: inFlight };
   if (s.status === "admitted" && s.placement) {
-    if (!stale) return { kind: "wait", why: "admitted; its dispatch is in flight" };
     const target = placedOn(s.placement.runtimeInstanceId);
     return target ? { kind: "finish-dispatch", target } : { kind: "finish-dispatch" };
   }
   if (s.status === "dispatched" && s.placement) {
-    if (!stale || now - (run.checkedMs ?? 0) < staleAfter) return { kind: "wait", why: "dispatched; not stale" };
     const target = placedOn(s.placement.runtimeInstanceId);
     return target?.endpoint !== undefined
       ? { kind: "check-dispatched", target }
@@ -107,6 +105,21 @@ export function decidePlacement<C extends Candidate & { readonly endpoint?: stri
       .slice(0, CANDIDATE_SNAPSHOT)
       .map((x) => ({ runtimeInstanceId: x.candidate.runtimeInstanceId, rank: x.rank, why: x.why })),
   };
+}
+
+/**
+ * Why an admitted or dispatched placement needs nothing now (pure; the first rule of
+ * decidePlacement, which a pass also applies before reading anything else of the run): younger than
+ * 2 × dispatchTimeoutMs, or, dispatched, checked with its runtime less than that long ago.
+ */
+export function placementInFlight(run: PlacementRun, now: number, dispatchTimeoutMs: number): string | undefined {
+  const s = run.state;
+  const staleAfter = 2 * dispatchTimeoutMs;
+  const stale = now - run.sinceMs > staleAfter;
+  if (s.status === "admitted" && s.placement && !stale) return "admitted; its dispatch is in flight";
+  if (s.status === "dispatched" && s.placement && (!stale || now - (run.checkedMs ?? 0) < staleAfter))
+    return "dispatched; not stale";
+  return undefined;
 }
 
 /** The reason a run queues when nothing visible to its tenant can take it (computed only then: it lists runtimes). */

@@ -1,6 +1,6 @@
-import { requiredStepKinds } from "../../../contracts/index.ts";
 import { headroomReason, mayTakeSharedPlace } from "../domain/headroom.ts";
 import type { Placeable } from "./candidates.ts";
+import { kindsKeyOf, type RunBucket } from "./pending-work.ts";
 import type { IndexedRun, RunIndex } from "./run-index.ts";
 
 /** What a queued run of a blocked tenant would be queued with again: the same reason, the same request. */
@@ -14,8 +14,9 @@ interface Blocked {
  * (each runtime's free places count down as the pass reserves them), places being claimed by
  * parallel placements (the index counts a tenant's place once its `admitted` is applied), and the
  * tenants found blocked (every runtime they may use is full to them). A blocked tenant's queued
- * runs that would only be queued again for the same reason are skipped without any IO, so a pass
- * over a backlog of thousands costs IO for its placements and state changes only.
+ * runs that would only be queued again for the same reason are skipped without any IO, a whole
+ * bucket of them at once (`skipsBucket`, fair-pull.ts), so a pass over a backlog of thousands costs
+ * its placements, its state changes and a look at each tenant, not one per queued run.
  */
 export class PassBudget {
   private readonly free = new Map<string, number>();
@@ -72,6 +73,20 @@ export class PassBudget {
     );
   }
 
+  /**
+   * Whether a pass skips a whole bucket of the tenant's queue: the tenant is blocked for its step
+   * kinds, and its runs were queued for that very reason and request (each would be skipped by `skips`).
+   */
+  skipsBucket(tenantId: string, b: RunBucket): boolean {
+    const blocked = this.blocked.get(`${tenantId}|${b.kindsKey}`);
+    return (
+      blocked !== undefined &&
+      b.queued !== undefined &&
+      b.queued.reason === blocked.code &&
+      (blocked.requestId === undefined || b.queued.requestId === blocked.requestId)
+    );
+  }
+
   private allowed(c: Placeable, tenantId: string): boolean {
     const free = this.free.get(c.runtimeInstanceId) ?? 0;
     if (c.isolationMode !== "shared") return free > 0;
@@ -91,7 +106,4 @@ export class PassBudget {
 }
 
 /** Runs of one tenant needing the same step kinds see the same runtimes: blocked together. */
-const blockKey = (r: IndexedRun): string => {
-  r.kindsKey ??= r.state.dag ? requiredStepKinds(r.state.dag).join(",") : "";
-  return `${r.tenantId}|${r.kindsKey}`;
-};
+const blockKey = (r: IndexedRun): string => `${r.tenantId}|${kindsKeyOf(r)}`;

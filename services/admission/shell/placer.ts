@@ -9,9 +9,9 @@ import {
   type TenantSettings,
 } from "../../../contracts/index.ts";
 import { assertNever } from "../../../contracts/assert-never.ts";
-import { fairOrder } from "../domain/fair-queue.ts";
+import { FairPull } from "../domain/fair-pull.ts";
 import { takeFlowKeys } from "./flow-gate.ts";
-import { decidePlacement, noCapacityReason } from "../domain/placement.ts";
+import { decidePlacement, noCapacityReason, placementInFlight } from "../domain/placement.ts";
 import { appendRunDecision } from "./append-run.ts";
 import { readCandidates, type Placeable } from "./candidates.ts";
 import { PassBudget } from "./pass-budget.ts";
@@ -28,11 +28,16 @@ export type { AdmissionState } from "./sender.ts";
 const PARALLEL = 8;
 
 /**
- * One admission pass over every pending run, in fair order (recovery items first, then weighted
- * fair share across tenants, by virtual time kept across passes), at most PARALLEL runs at once; a tenant's quota counts its placements
- * in flight, so it holds within a replica. Slot reservations in Redis keep
- * concurrent placements (and replicas) from over-committing a runtime; conditional appends keep two
- * deciders from moving one run. Safe to run again at any time: every step is idempotent.
+ * One admission pass (docs/security.md "Floods"): first the runs that are not new work (recovery
+ * items, oldest first, a tenant's resumes ahead of the rest; cancels, invalid submissions and stale
+ * placements), then new work pulled lazily from the per-tenant queues in weighted fair order
+ * (virtual time kept across passes, fair-pull.ts), at most PARALLEL runs at once, until no tenant has
+ * a run left that could change: a blocked tenant's runs that would only be queued again as they are
+ * are skipped a bucket at a time, so a pass costs its placements and a look at each tenant, not
+ * one per queued run. A tenant's quota counts its placements in flight, so it holds within a
+ * replica. Slot reservations in Redis keep concurrent placements (and replicas) from over-committing
+ * a runtime; conditional appends keep two deciders from moving one run. Safe to run again at any
+ * time: every step is idempotent.
  *
  * The pass decides and records (reservation, admitted, dispatched); the runtime commands run outside
  * it, so a runtime slow to answer (up to dispatchTimeoutMs) holds up its own run, never the next pass
@@ -42,20 +47,30 @@ export async function admissionPass(deps: AdmissionDeps, state: AdmissionState):
   const { busy } = state;
   const now = deps.env.clock.now().getTime();
   const candidates = await readCandidates(deps.view, deps.reservations, now, staleHeartbeatMsOf(deps.config));
-  const pending = deps.index.pending().filter((r) => !busy.has(key(r)));
-  const byKey = new Map(pending.map((r) => [key(r), r]));
   const budget = new PassBudget(candidates, deps.index, deps.config.sharedRuntimeHeadroom);
-  const order = fairOrder(
-    pending.map((r) => ({
-      tenantId: r.tenantId,
-      sharedRunId: r.sharedRunId,
-      recovery: r.state.recoveryPending,
-      sinceSeq: r.sinceSeq,
-      priority: Math.min(r.state.priority ?? 0, tenantSettingsOf(deps.config, r.tenantId).maxRunPriority),
-    })),
-    (t) => tenantSettingsOf(deps.config, t).weight,
-    (t) => state.fair.startOf(t),
-  ).map((p) => byKey.get(`${p.tenantId}/${p.sharedRunId}`)!);
+  const isResume = (r: IndexedRun) => r.state.resume !== undefined;
+  // Not new work: every one is looked at (their number grows with the runs placed, not the backlog),
+  // except placements young enough that there is nothing to do for them yet (unless cancelled).
+  const waits = (r: IndexedRun) =>
+    !r.state.cancelRequested && placementInFlight(r, now, deps.config.dispatchTimeoutMs) !== undefined;
+  const side = [...deps.index.work.side]
+    .filter((r) => !busy.has(key(r)) && !waits(r))
+    .sort(
+      (a, b) =>
+        Number(isResume(b)) - Number(isResume(a)) ||
+        Number(b.state.recoveryPending) - Number(a.state.recoveryPending) ||
+        a.sinceSeq - b.sinceSeq ||
+        (a.sharedRunId < b.sharedRunId ? -1 : 1),
+    );
+  const fair = new FairPull(deps.index.work.queues, {
+    weightOf: (t) => tenantSettingsOf(deps.config, t).weight,
+    startOf: (t) => state.fair.startOf(t),
+    priorityCap: (t) => tenantSettingsOf(deps.config, t).maxRunPriority,
+    skipsBucket: (t, b) => budget.skipsBucket(t, b),
+    excluded: (r) => busy.has(key(r)),
+  });
+  let sideAt = 0;
+  const take = () => side[sideAt++] ?? fair.next();
   // Placements of one tenant in flight in this pass: the quota counts them with the tenant's active
   // runs, so parallel decisions cannot overshoot it within a replica.
   const inFlight = new Map<string, number>();
@@ -64,11 +79,11 @@ export async function admissionPass(deps: AdmissionDeps, state: AdmissionState):
   // was answered: its replacement runtime then queues the resume ahead of redispatched and new runs
   // instead of racing them for its first free worker (a P=1 proof saw a resume wait 700 ms behind a
   // run dispatched in the same ms). Per tenant, so one tenant's slow resume never holds another's runs.
-  const isResume = (r: IndexedRun) => r.state.resume !== undefined;
   const placeOne = async (r: IndexedRun) => {
     if (!isResume(r) && (state.resuming.get(r.tenantId) ?? 0) > 0) return; // next pass, after the answer
     if (budget.skips(r)) return; // its tenant is blocked: it would only be queued again as it is
     const k = key(r);
+    if (busy.has(k)) return;
     busy.add(k);
     inFlight.set(r.tenantId, (inFlight.get(r.tenantId) ?? 0) + 1);
     let send: Send | undefined;
@@ -83,8 +98,10 @@ export async function admissionPass(deps: AdmissionDeps, state: AdmissionState):
     }
   };
   const resumes = new Map<string, Promise<void>[]>();
-  const list = [...order.filter(isResume), ...order.filter((r) => !isResume(r))];
-  await placeAll(list, state.yieldWanted ?? (() => false), async (r) => {
+  // A pass yields (state.yieldWanted) only once every run that is not new work was taken: those are
+  // looked at by every pass, and a pass cut short among them would never reach new work.
+  const stop = () => sideAt >= side.length && (state.yieldWanted?.() ?? false);
+  await placeAll(take, stop, async (r) => {
     if (!isResume(r)) {
       await Promise.all(resumes.get(r.tenantId) ?? []);
       return placeOne(r);
@@ -96,20 +113,27 @@ export async function admissionPass(deps: AdmissionDeps, state: AdmissionState):
 }
 
 /**
- * Runs `f` over `list` in order, at most PARALLEL at once (an item is taken only after every earlier
- * one was); stops taking items once `stop()` says so, after at least PARALLEL of them (progress).
+ * Runs `f` over the runs `take` gives, in order, at most PARALLEL at once (a run is taken only after
+ * every earlier one was); stops taking once `stop()` says so, after at least PARALLEL (progress).
  */
 async function placeAll(
-  list: readonly IndexedRun[],
+  take: () => IndexedRun | undefined,
   stop: () => boolean,
   f: (r: IndexedRun) => Promise<void>,
 ): Promise<void> {
-  let i = 0;
-  const take = () => (i >= PARALLEL && stop() ? undefined : list[i++]);
-  const worker = async () => {
-    for (let r = take(); r; r = take()) await f(r);
+  let taken = 0;
+  let done = false;
+  const next = () => {
+    if (done || (taken >= PARALLEL && stop())) return undefined;
+    const r = take();
+    if (r) taken++;
+    else done = true;
+    return r;
   };
-  await Promise.all(Array.from({ length: Math.min(PARALLEL, list.length) }, worker));
+  const worker = async () => {
+    for (let r = next(); r; r = next()) await f(r);
+  };
+  await Promise.all(Array.from({ length: PARALLEL }, worker));
 }
 
 const key = (r: IndexedRun) => `${r.tenantId}/${r.sharedRunId}`;

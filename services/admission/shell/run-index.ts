@@ -10,6 +10,7 @@ import {
   type RunState,
 } from "../../../aggregates/run.ts";
 import { isPlaceable } from "../domain/run-decider.ts";
+import { PendingWork } from "./pending-work.ts";
 import { submissionSubjectMismatch } from "../domain/submission-check.ts";
 import {
   decodeRunIndex,
@@ -87,7 +88,8 @@ export class RunIndex implements Snapshottable {
   private holdDrops = false;
   private folded = 0;
   // Kept as runs change, so a pass costs O(pending) and a quota check O(1), not O(every run ever seen).
-  private readonly pendingRuns = new Set<IndexedRun>();
+  /** Pending runs: new work in per-tenant fair queues (pulled lazily by a pass), the rest aside. */
+  readonly work = new PendingWork();
   private readonly active = new Map<string, number>();
   // Runtime → tenant → runs it holds there (admitted, dispatched, started): the shared-runtime headroom.
   private readonly held = new Map<string, Map<string, number>>();
@@ -166,7 +168,7 @@ export class RunIndex implements Snapshottable {
 
   /** Runs admission has something to do for: placeable, invalid submissions, or placements not yet confirmed. */
   pending(): IndexedRun[] {
-    return [...this.pendingRuns];
+    return [...this.work.all];
   }
 
   /** Runs of the tenant currently holding a placement (for the tenant-wide quota). */
@@ -182,7 +184,7 @@ export class RunIndex implements Snapshottable {
   /** Admission gave up on an invalid submission it cannot reject: it is no longer pending. */
   abandon(r: IndexedRun): void {
     r.abandoned = true;
-    this.pendingRuns.delete(r);
+    this.work.remove(r);
   }
 
   /** Records an invalid `submitted` (to be rejected) and reports any invalid event. */
@@ -264,8 +266,7 @@ export class RunIndex implements Snapshottable {
         (r.state.cancelRequested !== undefined && !isTerminal(r.state.status)) ||
         r.state.status === "admitted" ||
         r.state.status === "dispatched");
-    if (pending) this.pendingRuns.add(r);
-    else this.pendingRuns.delete(r);
+    this.work.update(r, pending);
   }
 
   private hold(runtimeInstanceId: string, tenantId: string, delta: number): void {
@@ -352,7 +353,7 @@ export class RunIndex implements Snapshottable {
     r.state = initialRunState();
     this.track(r, state);
     r.state = state;
-    this.pendingRuns.delete(r);
+    this.work.remove(r);
     this.unverifiedRuns.delete(r);
     this.terminal.delete(`${r.tenantId}/${r.sharedRunId}`);
   }
@@ -364,7 +365,7 @@ export class RunIndex implements Snapshottable {
       if (this.terminal.size <= this.maxTerminalRuns) break;
       this.terminal.delete(key);
       this.runs.delete(key);
-      this.pendingRuns.delete(r);
+      this.work.remove(r);
       this.unverifiedRuns.delete(r);
       this.evicted.count++;
       const k = `${r.tenantId}\u0000${r.state.status}`;
@@ -386,7 +387,7 @@ export class RunIndex implements Snapshottable {
   restore(body: Uint8Array): void {
     const img: RunIndexImage = decodeRunIndex(body);
     for (const m of [this.runs, this.active, this.held, this.scaleOuts, this.terminal]) m.clear();
-    this.pendingRuns.clear();
+    this.work.clear();
     this.unverifiedRuns.clear();
     this.evicted = { count: img.evicted.count, byStatus: new Map(img.evicted.byStatus) };
     for (const i of img.runs) {

@@ -9,6 +9,9 @@ import { restoreFromSnapshot, snapshotWriter } from "../../../platform/snapshots
 import type { SnapshotOptions } from "../../../platform/snapshots/options.ts";
 import { verifyRuns } from "./verify-runs.ts";
 
+/** How long a pass runs before it yields to a newer index (see `yieldWanted`). */
+const PASS_SLICE_MS = 50;
+
 export interface AdmissionService {
   /** Resolves once the run index has caught up with the stream (before that, no decision is taken). */
   readonly ready: Promise<void>;
@@ -53,7 +56,13 @@ export async function startAdmission(
   // Run steps' child runs: submitted and cancelled here, never by a runtime (docs/control-flow.md).
   const children = await startChildRuns(deps);
   children.done.catch((e) => deps.log.fatal({ err: String(e) }, "child-run follower stopped"));
+  // A pass with work left yields once the index changed and it ran for PASS_SLICE_MS: the next one
+  // (at once) orders the newcomers with everyone, so a run submitted during a long pass (a flood's
+  // queue decisions being recorded) does not wait for its end. Cheap since a pass starts in O(tenants).
+  let passStartMs = 0;
+  const clockMs = () => deps.env.clock.now().getTime();
   const state: AdmissionState = {
+    yieldWanted: () => again && clockMs() - passStartMs >= PASS_SLICE_MS,
     busy: new Set(),
     resuming: new Map(),
     fair: new FairShare(),
@@ -81,6 +90,7 @@ export async function startAdmission(
         const done = waiters;
         waiters = [];
         // Runs first seen after terminal runs were dropped are read from the log before any decision.
+        passStartMs = clockMs();
         await verifyRuns(deps.index, deps.store)
           .then(() => admissionPass(deps, state))
           .catch((e) => deps.log.error({ err: String(e) }, "admission pass failed"));
@@ -88,6 +98,8 @@ export async function startAdmission(
       } while (again && !stopped);
     })().finally(() => {
       running = undefined;
+      // Asked for after the loop's last check (a waiter resolved above asking again, say): not lost until the next tick.
+      if (again && !stopped) pass();
     });
   };
 

@@ -1,0 +1,123 @@
+import { entryBefore, indexAfter, type QueueBucket, type QueueEntry, type TenantQueues } from "./tenant-queues.ts";
+
+export interface PullPolicy<T, B> {
+  readonly weightOf: (tenantId: string) => number;
+  /** The tenant's virtual start tag when the pass begins (FairShare.startOf). */
+  readonly startOf: (tenantId: string) => number;
+  /** A run's priority above this counts as this (the tenant's maxRunPriority). */
+  readonly priorityCap: (tenantId: string) => number;
+  /** True when the pass would only leave every run of the bucket as it is: the bucket is skipped whole. */
+  readonly skipsBucket: (tenantId: string, info: B) => boolean;
+  /** A run the pass must not take now (a command for it is in flight). */
+  readonly excluded: (item: T) => boolean;
+}
+
+interface Turn {
+  readonly tenantId: string;
+  tag: number;
+  readonly step: number;
+}
+
+const ahead = (a: Turn, b: Turn): boolean => a.tag < b.tag || (a.tag === b.tag && a.tenantId < b.tenantId);
+
+/**
+ * The fair order of fairOrder (fair-queue.ts), pulled one run at a time (pure): a heap of tenants
+ * on their virtual tags (start tag at the pass's start, + 1 / weight per run pulled; ties: tenant
+ * id) and, per tenant, the head of each bucket (priority capped, then FIFO). A bucket the policy
+ * skips is skipped whole, and a tenant with nothing left leaves the heap, so pulling k runs costs
+ * O(k · (log tenants + buckets · log n)) plus O(tenants) to start, whatever the backlog. Like a
+ * snapshot, a pass takes only runs that waited where they are when it began (sequence up to the
+ * queues' last then): a run that arrived or moved since waits for the next pass, which orders it
+ * with everyone (a pass fed by a flood's arrivals would otherwise never end, and a tenant absent
+ * at its start would wait for all of them). A run is never pulled twice in one pass.
+ */
+export class FairPull<T, B> {
+  private readonly heap: Turn[] = [];
+  private readonly after = new Map<QueueBucket<T, B>, QueueEntry<T>>();
+  private readonly taken = new Set<T>();
+  private readonly upTo: number;
+
+  constructor(
+    private readonly queues: TenantQueues<T, B>,
+    private readonly policy: PullPolicy<T, B>,
+  ) {
+    this.upTo = queues.lastSeq;
+    for (const tenantId of queues.tenantIds())
+      this.push({ tenantId, tag: policy.startOf(tenantId), step: 1 / Math.max(1, policy.weightOf(tenantId)) });
+  }
+
+  /** The next run in fair order, or undefined when no tenant has one left to take. */
+  next(): T | undefined {
+    while (this.heap.length > 0) {
+      const top = this.heap[0]!;
+      const head = this.headOf(top.tenantId);
+      if (!head) {
+        this.pop();
+        continue;
+      }
+      this.after.set(head.bucket, head.entry);
+      this.taken.add(head.entry.item);
+      top.tag += top.step;
+      this.down(0);
+      return head.entry.item;
+    }
+    return undefined;
+  }
+
+  private headOf(tenantId: string): { bucket: QueueBucket<T, B>; entry: QueueEntry<T> } | undefined {
+    const cap = this.policy.priorityCap(tenantId);
+    let best: { bucket: QueueBucket<T, B>; entry: QueueEntry<T>; p: number } | undefined;
+    for (const bucket of this.queues.buckets(tenantId)) {
+      const p = Math.min(bucket.priority, cap);
+      if (best && p < best.p) continue;
+      if (this.policy.skipsBucket(tenantId, bucket.info)) continue;
+      const entry = this.firstOf(bucket);
+      if (entry && (!best || p > best.p || entryBefore(entry, best.entry))) best = { bucket, entry, p };
+    }
+    return best;
+  }
+
+  private firstOf(bucket: QueueBucket<T, B>): QueueEntry<T> | undefined {
+    const from = this.after.get(bucket);
+    const es = bucket.entries;
+    for (let i = from ? indexAfter(es, from) : 0; i < es.length; i++) {
+      const e = es[i]!;
+      if (e.seq > this.upTo) return undefined; // arrived or moved after the pass began (entries are by seq)
+      if (!this.policy.excluded(e.item) && !this.taken.has(e.item)) return e;
+      // Passed for the rest of the pass: runs pulled earlier and queued again land here, once each.
+      this.after.set(bucket, e);
+    }
+    return undefined;
+  }
+
+  private push(t: Turn): void {
+    this.heap.push(t);
+    for (let i = this.heap.length - 1; i > 0;) {
+      const parent = (i - 1) >> 1;
+      if (!ahead(this.heap[i]!, this.heap[parent]!)) break;
+      [this.heap[i], this.heap[parent]] = [this.heap[parent]!, this.heap[i]!];
+      i = parent;
+    }
+  }
+
+  private pop(): void {
+    const last = this.heap.pop()!;
+    if (this.heap.length === 0) return;
+    this.heap[0] = last;
+    this.down(0);
+  }
+
+  private down(i: number): void {
+    const h = this.heap;
+    for (;;) {
+      const l = 2 * i + 1;
+      const r = l + 1;
+      let m = i;
+      if (l < h.length && ahead(h[l]!, h[m]!)) m = l;
+      if (r < h.length && ahead(h[r]!, h[m]!)) m = r;
+      if (m === i) return;
+      [h[i], h[m]] = [h[m]!, h[i]!];
+      i = m;
+    }
+  }
+}
