@@ -99,7 +99,7 @@ describe("per-key flow control (real NATS + Redis, two admission replicas; runti
     fx = await freshStreams(inject("natsUrl"), "flow");
     js = jetstream(fx.nc);
     store = createEventStore(fx.nc, fx.layout);
-    redis = new Redis(inject("redisUrl"), { maxRetriesPerRequest: 1, db: 7 });
+    redis = new Redis(inject("redisUrl"), { maxRetriesPerRequest: 1, db: 10 });
     await redis.flushdb();
     capacity = await startCapacityProjection({
       js,

@@ -173,7 +173,7 @@ describe("admission restarted on a long log (real NATS + Redis; no runtime: runs
     fx = await freshStreams(inject("natsUrl"), "adr");
     js = jetstream(fx.nc);
     store = createEventStore(fx.nc, fx.layout);
-    redis = new Redis(inject("redisUrl"), { maxRetriesPerRequest: 1, db: 6 });
+    redis = new Redis(inject("redisUrl"), { maxRetriesPerRequest: 1, db: 8 });
     await redis.flushdb();
     services = [];
     appends = [];

@@ -59,7 +59,7 @@ describe("admission's runtime commands: a tenant's resume first, a slow runtime 
   beforeEach(async () => {
     fx = await freshStreams(inject("natsUrl"), "admres");
     store = createEventStore(fx.nc, fx.layout);
-    redis = new Redis(inject("redisUrl"), { maxRetriesPerRequest: 1, db: 6 });
+    redis = new Redis(inject("redisUrl"), { maxRetriesPerRequest: 1, db: 9 });
     await redis.flushdb();
     capacity = await startCapacityProjection({
       js: jetstream(fx.nc),

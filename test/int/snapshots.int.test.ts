@@ -258,7 +258,7 @@ describe("snapshots (real NATS: the snapshot stream, the event stream, ordered c
   });
 
   it("admission started on a snapshot decides nothing before the tail is folded, and then holds every run", async () => {
-    const redis = new Redis(inject("redisUrl"), { maxRetriesPerRequest: 1, db: 7 });
+    const redis = new Redis(inject("redisUrl"), { maxRetriesPerRequest: 1, db: 11 });
     try {
       await runs(0, 30);
       const snaps = await snapshotThenTail(newIndex(), admissionFilters(), "admission");

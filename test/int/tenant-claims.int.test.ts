@@ -11,7 +11,7 @@ describe("tenant quota claims (boundary: real Redis, its Lua script)", () => {
   let redis: Redis;
   let cp: string;
   beforeAll(() => {
-    redis = new Redis(inject("redisUrl"), { maxRetriesPerRequest: 1, db: 4 });
+    redis = new Redis(inject("redisUrl"), { maxRetriesPerRequest: 1, db: 12 });
   });
   afterAll(() => redis.disconnect());
   beforeEach(() => {
