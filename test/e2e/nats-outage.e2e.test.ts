@@ -20,7 +20,10 @@ import { eventually } from "../support/streams.ts";
  */
 const TOKEN = "token-nats-outage-000001";
 const TENANT = "t-outage";
-const HEARTBEAT_MS = 250;
+// 500 ms (bound 1.5 s): with 250 ms (bound 750 ms) one CI run on the loaded 2-core machine saw a
+// healthy runtime's beat 25 ms past the bound (775 ms) while 20 runs executed, outside what this test
+// is about (an outage is not a dead fleet); the bound is a deployment's margin over its worst stall.
+const HEARTBEAT_MS = 500;
 const STALE_MS = 3 * HEARTBEAT_MS;
 
 describe("nats-server SIGKILLed and restarted while runs execute (all services real)", () => {
