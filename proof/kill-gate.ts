@@ -84,7 +84,7 @@ export async function startKillGate(
  * `follow` that starts again after the last handled message when its consumer ends by itself: a
  * NATS cluster electing a new stream leader can end an ordered consumer's iteration, and a gate that
  * stopped following would never kill the next runtime (seen: `--kill-nats-leader` at P=1, where the
- * leader dies at the first runtime kill and the second tenant's runtime was never killed).
+ * leader then died at the first runtime kill and the second tenant's runtime was never killed).
  */
 async function resilientFollow(
   js: JetStreamClient,

@@ -21,7 +21,7 @@ const leaderOf = async (jsm: JetStreamManager, stream: string): Promise<string |
   (await jsm.streams.info(stream).catch(() => undefined))?.cluster?.leader;
 
 /**
- * `drover proof --kill-nats-leader`: once triggered (mid-proof, at the first runtime kill) it
+ * `drover proof --kill-nats-leader`: once triggered (mid-proof, at the last runtime kill) it
  * SIGKILLs the node leading the event stream, waits for the new leader, keeps the node down a
  * while longer, then restarts it on its own JetStream store. `finish()` reports what happened.
  */

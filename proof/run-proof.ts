@@ -128,8 +128,10 @@ export async function runProof(
     const counted = cf ? (stepId: string) => stepId.startsWith(`${CF_MAP}--`) : () => true;
     const gate = await startKillGate(js, store, cp.layout, impacted, o.killAfterSteps, o.signal, counted, (k) => {
       kills.push(k);
-      // --kill-nats-leader: the event stream's leader dies with the first runtime, while recovery works.
-      leaderKill?.trigger();
+      // --kill-nats-leader: the event stream's leader dies with the last impacted runtime, while recovery
+      // works. Not with the first: the gate's own consumer stalls through the election and, seen in CI,
+      // saw the next tenant's 25th step 19 s late, after that execution had completed (no kill was due).
+      if (kills.length === impacted.size) leaderKill?.trigger();
       // Mid-proof, once half the runtimes are down: lose every read model.
       if (infra.mongoUrl && !dropped && kills.length >= impacted.size / 2)
         dropped = dropReadModels(infra.mongoUrl, readModelDbName(cp.env, "cp-proof"));

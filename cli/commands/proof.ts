@@ -28,7 +28,7 @@ export const PROOF_USAGE = `drover proof [--parallel P] [--transport http|grpc] 
   --replicas R runs R processes of every control-plane service (default 1); --chaos-every-ms M then SIGKILLs a random
   replica of the next service in turn every M ms once every run is submitted, and restarts it 0.5 s later.
   --nats-cluster 3 starts a private 3-node JetStream cluster (every stream R3; not with NATS_URL); --kill-nats-leader SIGKILLs
-  the node leading the event stream at the first runtime kill and restarts it on its own store once a new leader is elected (+5 s).
+  the node leading the event stream at the last runtime kill and restarts it on its own store once a new leader is elected (+5 s).
   Exit 0 on PASS, 1 on FAIL, 2 on bad usage.`;
 
 /** Parses the flags; throws a usage error message on anything it does not understand. */

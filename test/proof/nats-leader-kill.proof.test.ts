@@ -6,7 +6,7 @@ import { startNatsCluster, type NatsCluster } from "../../platform/nats-cluster.
 /**
  * `drover proof --nats-cluster 3 --kill-nats-leader` at P=1: every service and runtime a real
  * process on a private 3-node JetStream cluster (every stream R3); the node leading the event
- * stream is SIGKILLed at the first runtime kill and restarted once a new leader is elected (+5 s).
+ * stream is SIGKILLed at the last runtime kill and restarted once a new leader is elected (+5 s).
  * Every proof assertion must hold across it. `drover proof` runs it at any P and transport.
  */
 describe("crash-recovery proof on a 3-node NATS cluster whose event-stream leader is SIGKILLed mid-proof", () => {
