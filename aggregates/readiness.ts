@@ -9,13 +9,17 @@ export interface StepSkip {
 
 export type Readiness =
   | { readonly kind: "wait" }
+  /** Trigger `any`: a dependency completed and every unsettled one is a wait, to be superseded before the step goes. */
+  | { readonly kind: "supersede"; readonly waits: readonly StepId[]; readonly on: StepId }
   | { readonly kind: "evaluate" }
   | { readonly kind: "ready" }
   | ({ readonly kind: "skip" } & StepSkip);
 
 /**
  * Where an unsettled step stands given its dependencies (docs/control-flow.md): it waits until every
- * dependency completed or was skipped; then its trigger decides (`all-completed`, the default, skips
+ * dependency completed or was skipped — except that a trigger `any` step with a completed dependency
+ * does not wait for dependencies that are waits (`isWait`): it asks for them to be superseded
+ * (`supersede`; the first resolved wait wins); then its trigger decides (`all-completed`, the default, skips
  * it when a dependency was skipped; `any` skips it when all were; `all-done` never does); then its
  * `when`: not yet evaluated → `evaluate`, recorded false → skip, recorded true (or none) → ready.
  * Pure; the condition itself is evaluated by the caller and journaled before it counts.
@@ -25,8 +29,13 @@ export function readiness(
   completed: ReadonlySet<string>,
   skipped: ReadonlySet<string>,
   conditions: ReadonlyMap<string, boolean>,
+  isWait: (stepId: string) => boolean = () => false,
 ): Readiness {
-  if (!step.dependsOn.every((d) => completed.has(d) || skipped.has(d))) return { kind: "wait" };
+  const open = step.dependsOn.filter((d) => !completed.has(d) && !skipped.has(d));
+  if (open.length > 0) {
+    const on = step.trigger === "any" ? step.dependsOn.find((d) => completed.has(d)) : undefined;
+    return on !== undefined && open.every(isWait) ? { kind: "supersede", waits: open, on } : { kind: "wait" };
+  }
   const gone = step.dependsOn.filter((d) => skipped.has(d));
   const trigger = step.trigger ?? "all-completed";
   const skip = (reason: StepSkip["reason"], detail: string): Readiness => ({

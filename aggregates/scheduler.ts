@@ -72,7 +72,8 @@ export function topologicalLevels(steps: readonly Pick<Step, "id" | "dependsOn">
  * - every step completed or skipped → `completed`;
  * - a step whose latest failure has no retry left (attempt ≥ retry.maxAttempts) → `failed`;
  * - steps whose dependencies settled are skipped or have their condition evaluated as
- *   `readiness` says (`skip`, `evaluate`: neither takes a worker);
+ *   `readiness` says (`skip`, `evaluate`: neither takes a worker); an open wait that every unsettled
+ *   dependent (trigger `any`, another dependency completed) can go without is skipped `superseded`;
  * - otherwise ready steps (not settled, not running, readiness `ready`, retry time reached) in (topological level, id) order, as many as `maxParallel` minus the running steps
  *   that hold a worker; a `sleep` step holds none (it waits on its durable timer), so it starts
  *   whenever it is ready and never counts against `maxParallel`;
@@ -117,11 +118,13 @@ export function scheduleSteps(
   const skip: StepSkip[] = [];
   const expand: StepId[] = [];
   const settle: MapSettle[] = [];
+  const supersede: Supersede[] = [];
   // plan.order is already (level, id)-sorted, so filtering keeps the deterministic order.
   for (const s of plan.order) {
     if (settled(s.id) || progress.running.has(s.id)) continue;
-    const r = readiness(s, progress.completed, skipped, conditions);
-    if (r.kind === "wait") continue;
+    const r = readiness(s, progress.completed, skipped, conditions, plan.isWait);
+    if (r.kind === "supersede") supersede.push({ by: s.id, waits: r.waits, on: r.on });
+    if (r.kind === "wait" || r.kind === "supersede") continue;
     if (r.kind === "evaluate") evaluate.push(s.id);
     if (r.kind === "skip") skip.push({ stepId: r.stepId, reason: r.reason, detail: r.detail });
     if (r.kind !== "ready") continue;
@@ -155,9 +158,11 @@ export function scheduleSteps(
       withWorker++;
     }
   }
+  const dropped = superseded(plan, supersede, settled);
+  skip.push(...dropped);
   return {
     kind: "continue",
-    start: ready,
+    start: dropped.length > 0 ? ready.filter((x) => !dropped.some((d) => d.stepId === x.stepId)) : ready,
     ...(wakeAt === undefined ? {} : { wakeAt }),
     ...(evaluate.length > 0 ? { evaluate } : {}),
     ...(skip.length > 0 ? { skip } : {}),
@@ -173,6 +178,38 @@ export const takesWorker = (step: Pick<Step, "kind"> | undefined): boolean =>
 interface Plan {
   readonly order: readonly Step[];
   readonly byId: ReadonlyMap<string, Step>;
+  readonly dependents: ReadonlyMap<string, readonly string[]>;
+  readonly isWait: (stepId: string) => boolean;
+}
+
+interface Supersede {
+  readonly by: string;
+  readonly waits: readonly string[];
+  readonly on: string;
+}
+
+/**
+ * The open waits to skip as `superseded` (docs/control-flow.md "Waits"): those some trigger-`any`
+ * step asked to supersede and that no unsettled dependent still needs (every unsettled dependent
+ * asked too). A wait another step still waits for stays open. In plan order: deterministic.
+ */
+function superseded(plan: Plan, asks: readonly Supersede[], settled: (id: string) => boolean): StepSkip[] {
+  const out: StepSkip[] = [];
+  if (asks.length === 0) return out;
+  for (const s of plan.order) {
+    const ask = asks.find((a) => a.waits.includes(s.id));
+    if (!ask) continue;
+    const needed = (plan.dependents.get(s.id) ?? []).some(
+      (d) => !settled(d) && !asks.some((a) => a.by === d && a.waits.includes(s.id)),
+    );
+    if (!needed)
+      out.push({
+        stepId: s.id,
+        reason: "superseded",
+        detail: `${ask.by} went on ${ask.on} (trigger any)`.slice(0, 500),
+      });
+  }
+  return out;
 }
 // Memoized per DAG (steps array identity): a long execution re-plans after every step, and the
 // order depends on the DAG alone. Deterministic, so the cache changes no answer.
@@ -181,9 +218,14 @@ function planOf(steps: readonly Step[]): Plan {
   let plan = plans.get(steps);
   if (!plan) {
     const levels = topologicalLevels(steps);
+    const dependents = new Map<string, string[]>();
+    for (const s of steps) for (const d of s.dependsOn) dependents.set(d, [...(dependents.get(d) ?? []), s.id]);
+    const waits = new Set(steps.filter((s) => s.kind === "wait").map((s) => s.id as string));
     plan = {
       order: [...steps].sort((a, b) => (levels.get(a.id) ?? 0) - (levels.get(b.id) ?? 0) || byId(a, b)),
       byId: new Map(steps.map((s) => [s.id as string, s])),
+      dependents,
+      isWait: (id) => waits.has(id),
     };
     plans.set(steps, plan);
   }

@@ -112,8 +112,10 @@ export const ExecConditionEvaluated = defineEvent(
   z.object({ stepId: StepId, result: z.boolean() }).strict(),
 );
 /**
- * A step that will not run: its condition was false (`condition-false`), or its trigger was not met
- * because dependencies were skipped (`dependency-skipped`). Its output is `null` for dependents.
+ * A step that will not run: its condition was false (`condition-false`), its trigger was not met
+ * because dependencies were skipped (`dependency-skipped`), or it is a wait still open when every
+ * step depending on it went on another dependency (`superseded`: trigger `any`, the first resolved
+ * wait wins). Its output is `null` for dependents.
  */
 export const ExecStepSkipped = defineEvent(
   "exec",
@@ -121,7 +123,7 @@ export const ExecStepSkipped = defineEvent(
   z
     .object({
       stepId: StepId,
-      reason: z.enum(["condition-false", "dependency-skipped"]),
+      reason: z.enum(["condition-false", "dependency-skipped", "superseded"]),
       detail: z.string().max(500),
     })
     .strict(),

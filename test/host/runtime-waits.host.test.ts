@@ -19,6 +19,7 @@ import {
 } from "../support/control-plane-double.ts";
 import { uniqueName } from "../support/isolation.ts";
 import { startRuntimeProcess, type RuntimeProcess } from "../support/runtime-process.ts";
+import { dispatchRun, submitRun } from "../support/wait-runs.ts";
 
 // Boundary: runs with wait steps submitted through the real API (fastify, inject) onto a real
 // nats-server, executed by real runtime processes (one killed with SIGKILL); signals go through
@@ -73,28 +74,9 @@ const waitDag = (params: Record<string, unknown>, publishMs = 0): DagInput =>
     ],
   }) as DagInput;
 
-async function submit(dag: DagInput): Promise<string> {
-  const res = await fx.app.inject({ method: "POST", url: "/v1/runs", headers: auth("acme"), payload: { dag } });
-  expect(res.statusCode, res.body).toBe(201);
-  return res.json().sharedRunId as string;
-}
-
-async function dispatch(to: RuntimeProcess, sharedRunId: string, dagInput: DagInput, n = 1): Promise<string> {
-  const dag = DagDefinition.parse(dagInput);
-  const localRunId = `${sharedRunId}-l${n}`;
-  const placement = { tenantId: TENANT, sharedRunId, localRunId };
-  const dispatchedSeq = await admitAndDispatch(
-    cp,
-    { ...placement, transport: "http", runtimeInstanceId: to.runtimeInstanceId, hostIncarnation: to.hostIncarnation },
-    dag,
-  );
-  const r = await to.send({
-    operation: "DispatchRun",
-    payload: { ...placement, dag, dispatchedSeq, correlationId: sharedRunId },
-  } as never);
-  expect(r, JSON.stringify(r)).toMatchObject({ success: true });
-  return String((r.payload.run as { executionId: string }).executionId);
-}
+const submit = (dag: DagInput) => submitRun(fx, dag);
+const dispatch = (to: RuntimeProcess, sharedRunId: string, dag: DagInput, n = 1) =>
+  dispatchRun(cp, to, sharedRunId, dag, n);
 
 /** The aggregate once `pred` holds (control-plane-double's waitForAggregate, 30 s deadline). */
 const until = (ref: AggregateRef, pred: (es: readonly StoredEvent[]) => boolean) =>

@@ -24,7 +24,7 @@ export interface StepView {
   readonly lastError: string | null;
   /** When a failed step is tried again (`waiting-retry`). */
   readonly retryAt: string | null;
-  /** Why a `skipped` step did not run: `condition-false` or `dependency-skipped`, with the journal's detail. */
+  /** Why a `skipped` step did not run: `condition-false`, `dependency-skipped` or `superseded`, with the journal's detail. */
   readonly skip: { readonly reason: string; readonly detail: string } | null;
   /** The step's `when` result as journaled (null: no condition, or not evaluated yet). */
   readonly condition: boolean | null;

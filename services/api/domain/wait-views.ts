@@ -4,8 +4,12 @@ import type { DagDefinition, DroverEvent } from "../../../contracts/index.ts";
 export interface WaitView {
   readonly stepId: string;
   readonly name: string;
-  /** `pending` (not opened yet), `open` (waiting for its signal), `resolved`, `timed-out`, or `ended` (the run ended first). */
-  readonly state: "pending" | "open" | "resolved" | "timed-out" | "ended";
+  /**
+   * `pending` (not opened yet), `open` (waiting for its signal), `resolved`, `timed-out`,
+   * `superseded` (a trigger-`any` dependent went on another wait first), `skipped` (its condition or
+   * trigger skipped it), or `ended` (the run ended first).
+   */
+  readonly state: "pending" | "open" | "resolved" | "timed-out" | "superseded" | "skipped" | "ended";
   readonly timeoutAt: string | null;
   readonly onTimeout: "fail" | "continue";
   /** Who may resolve it (`token:<name>`, `role:<role>`); null: every token of the run's tenant. */
@@ -31,11 +35,13 @@ export function waitViews(
     if (step.kind !== "wait") return [];
     const p = step.params;
     let timeoutAt: string | null = null;
-    let by: "signal" | "timeout" | undefined;
+    let by: "signal" | "timeout" | "superseded" | "skipped" | undefined;
     let signal: WaitView["signal"] = null;
     for (const { seq, event: e } of events) {
       if (e.type === "exec.wait-opened" && e.data.stepId === step.id) timeoutAt ??= e.data.timeoutAt;
       if (e.type === "exec.wait-resolved" && e.data.stepId === step.id) by ??= e.data.by;
+      if (e.type === "exec.step-skipped" && e.data.stepId === step.id)
+        by ??= e.data.reason === "superseded" ? "superseded" : "skipped";
       if (e.type === "run.signal-received" && e.data.name === p.name && signal === null)
         signal = { by: e.data.by, payloadDigest: e.data.payloadDigest, signalId: e.data.signalId ?? null, seq };
     }
@@ -44,11 +50,13 @@ export function waitViews(
         ? "resolved"
         : by === "timeout"
           ? "timed-out"
-          : ended
-            ? "ended"
-            : timeoutAt !== null
-              ? "open"
-              : "pending";
+          : by !== undefined
+            ? by
+            : ended
+              ? "ended"
+              : timeoutAt !== null
+                ? "open"
+                : "pending";
     return [
       {
         stepId: step.id,

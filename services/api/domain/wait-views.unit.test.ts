@@ -63,6 +63,12 @@ describe("waitViews: what GET /v1/runs/:id shows of a run's waits (pure, proves 
     expect(view([opened, resolved("timeout")], "failed")).toMatchObject({ state: "timed-out" });
     expect(view([opened], "cancelled")).toMatchObject({ state: "ended" });
   });
+  it("superseded when a trigger-any dependent went on another wait, skipped when its condition or trigger skipped it", () => {
+    const skipped = (reason: "superseded" | "condition-false") =>
+      ev(7, "exec.step-skipped", { stepId: "review", reason, detail: "d" });
+    expect(waitViews(dag, [opened, skipped("superseded")], "completed")[0]).toMatchObject({ state: "superseded" });
+    expect(waitViews(dag, [skipped("condition-false")], "running")[0]).toMatchObject({ state: "skipped" });
+  });
   it("lists only wait steps", () => {
     expect(waitViews(dag, [], "running").map((w) => w.stepId)).toEqual(["review"]);
   });

@@ -101,7 +101,7 @@ export const RunDetailAnswer = RunViewAnswer.extend({
       z.object({
         stepId: z.string(),
         name: z.string(),
-        state: z.enum(["pending", "open", "resolved", "timed-out", "ended"]),
+        state: z.enum(["pending", "open", "resolved", "timed-out", "superseded", "skipped", "ended"]),
         timeoutAt: z.string().nullable(),
         onTimeout: z.enum(["fail", "continue"]),
         resolvers: z.array(z.string()).readonly().nullable(),

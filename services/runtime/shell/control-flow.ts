@@ -19,6 +19,11 @@ export interface ControlFlowHost {
   readonly stepOf: (stepId: string) => Step;
   /** A completed step's output value (null for a skipped one). */
   readonly valueOf: (stepId: string) => Promise<unknown>;
+  /**
+   * Stops a running wait about to be superseded and waits until it has stopped; true when it is
+   * still unsettled (false: it resolved, or failed for good, first — then nothing is skipped).
+   */
+  readonly release: (stepId: string) => Promise<boolean>;
 }
 
 /**
@@ -31,6 +36,8 @@ export async function settleControlFlow(d: ScheduleDecision, host: ControlFlowHo
   if (d.kind !== "continue") return false;
   const { opened } = host;
   for (const s of d.skip ?? []) {
+    // A wait's resolution racing its supersession wins: the scheduler then decides again over it.
+    if (s.reason === "superseded" && !(await host.release(s.stepId))) return true;
     await opened.exec.append(opened.emit("exec.step-skipped", { ...s }));
     host.skipped.add(s.stepId);
   }

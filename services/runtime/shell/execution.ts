@@ -56,6 +56,8 @@ export class Execution {
   private readonly running = new Set<string>();
   /** Running wait steps that only listen for their signal (nothing to do until it comes). */
   private readonly listening = new Set<string>();
+  /** Each running wait's own abort: a superseded wait is stopped alone (docs/control-flow.md "Waits"). */
+  private readonly waitAborts = new Map<string, AbortController>();
   private readonly abort = new AbortController();
   private fatal: unknown;
   private cancelRequested = false;
@@ -94,6 +96,7 @@ export class Execution {
       lastErrors: this.p.lastErrors,
       stepOf: (id) => this.stepOf(id),
       valueOf: (id) => this.valueOf(id),
+      release: (id) => this.release(id),
     };
     this.mapHost = {
       opened,
@@ -257,7 +260,10 @@ export class Execution {
         step.kind === "sleep"
           ? await durableTimer(this.opened, this.p.timers, this.env.clock, step.id, s.attempt, step.params.durationMs)
           : undefined;
-      const outcome = await attemptOutcome(step, this.abort.signal, async (signal) => {
+      const own = step.kind === "wait" ? new AbortController() : undefined;
+      if (own) this.waitAborts.set(s.stepId, own);
+      const parent = own ? AbortSignal.any([this.abort.signal, own.signal]) : this.abort.signal;
+      const outcome = await attemptOutcome(step, parent, async (signal) => {
         const prefix = `${this.opened.tenantId}/${this.executionId}/${step.id}`;
         if (step.kind === "wait")
           return recordableOutput(await runWait(this.waitHost, step, signal), prefix, this.env.outputs, undefined);
@@ -276,8 +282,9 @@ export class Execution {
         });
         return recordableOutput(raw, prefix, this.env.outputs, this.env.secrets);
       });
-      // After cancel or lost ownership nothing more is written: the step's result is dropped.
-      if (this.abort.signal.aborted) return;
+      // After cancel or lost ownership nothing more is written: the step's result is dropped. A
+      // superseded wait writes nothing either, unless it resolved first (then it completes).
+      if (this.abort.signal.aborted || (own?.signal.aborted && !outcome.ok)) return;
       const now = this.env.clock.now();
       if (outcome.ok) {
         const { value, outputDigest, output, outputRef } = outcome.output;
@@ -312,10 +319,19 @@ export class Execution {
       this.fatal ??= e;
       this.abort.abort(e);
     } finally {
+      this.waitAborts.delete(s.stepId);
       this.running.delete(s.stepId);
       if (holdsWorker) this.env.workers.release();
       this.poke();
     }
+  }
+
+  /** Stops the running wait `stepId` (if any) and waits for it; true when it is still unsettled. */
+  private async release(stepId: string): Promise<boolean> {
+    this.waitAborts.get(stepId)?.abort(new Error(`wait ${stepId} superseded`));
+    while (this.running.has(stepId)) await this.changed();
+    const failed = this.p.failures.get(stepId);
+    return !this.p.completedIds.has(stepId) && !(failed && failed.retryAt === undefined);
   }
 
   private async finishCompleted(): Promise<ExecutionOutcome> {

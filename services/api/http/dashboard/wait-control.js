@@ -30,7 +30,7 @@ export function waitControl({ base, signal, me, onSent }) {
 
   function controls(w) {
     const allowed = me.role === "tenant" && mayResolve(w.resolvers, me);
-    if (!allowed || w.signal !== null || w.state === "ended" || w.state === "timed-out") return "";
+    if (!allowed || w.signal !== null || !["pending", "open"].includes(w.state)) return "";
     const note = h("span", { class: "muted", "data-wait-note": w.name });
     const field = h("input", {
       type: "text",
