@@ -1,8 +1,7 @@
 import { foldRun, isTerminal } from "../../../aggregates/run.ts";
-import { buildEvent, DroverError, isDroverError, type Credential, type TenantId } from "../../../contracts/index.ts";
-import { aggregateSubject, runRef } from "../../../streams/subjects.ts";
+import { DroverError, type Credential, type TenantId } from "../../../contracts/index.ts";
 import type { ApiDeps } from "./deps.ts";
-import { readReadable } from "./run-queries.ts";
+import { decideOnRun } from "./run-append.ts";
 
 /** Who a credential is, as recorded in `run.cancel-requested` (never taken from the body). */
 export const principalOf = (c: Credential): string =>
@@ -10,8 +9,6 @@ export const principalOf = (c: Credential): string =>
 
 /** What a cancel request found: `requested` now, requested earlier, or the run already `cancelled`. */
 export type CancelOutcome = "requested" | "already-requested" | "cancelled";
-
-const ATTEMPTS = 5;
 
 /**
  * Appends `run.cancel-requested` to the tenant's run, conditionally on the run's last sequence.
@@ -28,37 +25,15 @@ export async function requestCancel(
   reason: string,
   requestId: string,
 ): Promise<CancelOutcome> {
-  const ref = runRef(tenantId, sharedRunId);
-  for (let attempt = 1; ; attempt++) {
-    const history = await readReadable(deps.store, ref);
+  return decideOnRun<CancelOutcome, "run.cancel-requested">(deps, tenantId, sharedRunId, requestId, (history) => {
     const s = foldRun(history.events);
     if (s.status === "none") throw new DroverError("not-found", `no run ${sharedRunId}`, { details: { sharedRunId } });
-    if (s.status === "cancelled") return "cancelled";
+    if (s.status === "cancelled") return { answer: "cancelled" as const };
     if (isTerminal(s.status))
       throw new DroverError("run-terminal", `run ${sharedRunId} already ${s.status}`, {
         details: { sharedRunId, status: s.status },
       });
-    if (s.cancelRequested) return "already-requested";
-    const eventId = `ev-${deps.newId()}`;
-    const event = buildEvent(
-      "run.cancel-requested",
-      { by, reason },
-      {
-        tenantId,
-        correlationId: sharedRunId,
-        causationId: `http-request:${requestId}`,
-        writer: { service: "api", instanceId: deps.instanceId },
-      },
-      { eventId, now: deps.clock.now() },
-    );
-    try {
-      await deps.store.append(ref, event, {
-        expectedSeq: history.lastSeq, // counts an undecodable message after the last event
-        msgId: `${aggregateSubject(deps.layout, ref)}:${eventId}`,
-      });
-      return "requested";
-    } catch (e) {
-      if (!isDroverError(e, "version-conflict") || attempt >= ATTEMPTS) throw e;
-    }
-  }
+    if (s.cancelRequested) return { answer: "already-requested" as const };
+    return { append: { type: "run.cancel-requested", data: { by, reason } }, answer: () => "requested" as const };
+  });
 }

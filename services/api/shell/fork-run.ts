@@ -1,10 +1,8 @@
 import { foldExecution } from "../../../aggregates/execution.ts";
 import { foldRun } from "../../../aggregates/run.ts";
 import {
-  buildEvent,
   canonicalSize,
   DroverError,
-  isDroverError,
   RUN_INPUT_MAX_BYTES,
   SharedRunId,
   StepId,
@@ -14,10 +12,9 @@ import {
 import { aggregateSubject, execRef, runRef } from "../../../streams/subjects.ts";
 import { mergePatch, planFork, type ForkRunBody } from "../domain/fork.ts";
 import type { ApiDeps } from "./deps.ts";
-import { readAggregate, readReadable } from "./run-queries.ts";
+import { decideOnRun } from "./run-append.ts";
+import { readAggregate } from "./run-queries.ts";
 import type { Submitted, createSubmitter } from "./submit-run.ts";
-
-const LINK_ATTEMPTS = 5;
 
 /**
  * `POST /v1/runs/:id/fork`: reads the original (the tenant's own subjects only, so another
@@ -81,30 +78,17 @@ async function linkFork(
   by: string,
   requestId: string,
 ): Promise<void> {
-  const ref = runRef(tenantId, sharedRunId);
-  for (let attempt = 1; ; attempt++) {
-    const history = await readReadable(deps.store, ref);
-    if (foldRun(history.events).forks.some((f) => f.forkRunId === forkRunId)) return;
-    const eventId = `ev-${deps.newId()}`;
-    const event = buildEvent(
-      "run.forked",
-      { forkRunId: SharedRunId.parse(forkRunId), fromStep: StepId.parse(fromStep), by },
-      {
-        tenantId,
-        correlationId: sharedRunId,
-        causationId: `http-request:${requestId}`,
-        writer: { service: "api", instanceId: deps.instanceId },
-      },
-      { eventId, now: deps.clock.now() },
-    );
-    try {
-      await deps.store.append(ref, event, {
-        expectedSeq: history.lastSeq,
-        msgId: `${aggregateSubject(deps.layout, ref)}:forked:${forkRunId}`,
-      });
-      return;
-    } catch (e) {
-      if (!isDroverError(e, "version-conflict") || attempt >= LINK_ATTEMPTS) throw e;
-    }
-  }
+  const msgId = `${aggregateSubject(deps.layout, runRef(tenantId, sharedRunId))}:forked:${forkRunId}`;
+  await decideOnRun<undefined, "run.forked">(deps, tenantId, sharedRunId, requestId, (history) =>
+    foldRun(history.events).forks.some((f) => f.forkRunId === forkRunId)
+      ? { answer: undefined }
+      : {
+          append: {
+            type: "run.forked",
+            data: { forkRunId: SharedRunId.parse(forkRunId), fromStep: StepId.parse(fromStep), by },
+            msgId,
+          },
+          answer: () => undefined,
+        },
+  );
 }

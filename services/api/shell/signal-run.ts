@@ -1,11 +1,10 @@
 import { createHash } from "node:crypto";
 import { foldRun, isTerminal } from "../../../aggregates/run.ts";
 import { canonicalJson } from "../../../aggregates/step-inputs.ts";
-import { buildEvent, DroverError, isDroverError, type Credential } from "../../../contracts/index.ts";
-import { aggregateSubject, runRef } from "../../../streams/subjects.ts";
+import { DroverError, type Credential } from "../../../contracts/index.ts";
 import { checkSignal, repeatOf, signalOf, signalPrincipalOf, waitOf } from "../domain/signal.ts";
 import type { ApiDeps } from "./deps.ts";
-import { readReadable } from "./run-queries.ts";
+import { decideOnRun } from "./run-append.ts";
 
 export interface SignalAnswer {
   readonly outcome: "accepted" | "duplicate";
@@ -18,8 +17,6 @@ export interface SignalAnswer {
     readonly seq: number;
   };
 }
-
-const ATTEMPTS = 5;
 
 /** sha256 of the payload's canonical JSON: what the run's event, the journal's resolution and the answer name. */
 const payloadDigestOf = (payload: unknown): string => createHash("sha256").update(canonicalJson(payload)).digest("hex");
@@ -38,9 +35,7 @@ export async function signalRun(
   body: { readonly payload: unknown; readonly signalId?: string | undefined },
   requestId: string,
 ): Promise<SignalAnswer> {
-  const ref = runRef(who.tenantId, sharedRunId);
-  for (let attempt = 1; ; attempt++) {
-    const history = await readReadable(deps.store, ref);
+  return decideOnRun<SignalAnswer, "run.signal-received">(deps, who.tenantId, sharedRunId, requestId, (history) => {
     const s = foldRun(history.events);
     const submitted = history.events.find((e) => e.event.type === "run.submitted")?.event;
     if (s.status === "none" || submitted?.type !== "run.submitted")
@@ -48,39 +43,23 @@ export async function signalRun(
     const wait = waitOf(submitted.data.dag, name, sharedRunId);
     checkSignal(wait, who, body.payload);
     const first = signalOf(history.events, name);
-    if (first) return answer("duplicate", wait.stepId, repeatOf(first, body.signalId, who.tenantId));
+    if (first) return { answer: answer("duplicate", wait.stepId, repeatOf(first, body.signalId, who.tenantId)) };
     if (isTerminal(s.status))
       throw new DroverError("run-terminal", `run ${sharedRunId} already ${s.status}`, {
         details: { sharedRunId, status: s.status },
       });
-    const eventId = `ev-${deps.newId()}`;
-    const event = buildEvent(
-      "run.signal-received",
-      {
-        name,
-        by: signalPrincipalOf(who),
-        ...(body.signalId === undefined ? {} : { signalId: body.signalId }),
-        payload: body.payload as never,
-        payloadDigest: payloadDigestOf(body.payload),
-      },
-      {
-        tenantId: who.tenantId,
-        correlationId: sharedRunId,
-        causationId: `http-request:${requestId}`,
-        writer: { service: "api", instanceId: deps.instanceId },
-      },
-      { eventId, now: deps.clock.now() },
-    );
-    try {
-      const { seq } = await deps.store.append(ref, event, {
-        expectedSeq: history.lastSeq,
-        msgId: `${aggregateSubject(deps.layout, ref)}:${eventId}`,
-      });
-      return answer("accepted", wait.stepId, { seq, event });
-    } catch (e) {
-      if (!isDroverError(e, "version-conflict") || attempt >= ATTEMPTS) throw e;
-    }
-  }
+    const data = {
+      name,
+      by: signalPrincipalOf(who),
+      ...(body.signalId === undefined ? {} : { signalId: body.signalId }),
+      payload: body.payload as never,
+      payloadDigest: payloadDigestOf(body.payload),
+    };
+    return {
+      append: { type: "run.signal-received", data },
+      answer: (seq, event) => answer("accepted", wait.stepId, { seq, event }),
+    };
+  });
 }
 
 function answer(

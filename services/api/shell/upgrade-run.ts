@@ -1,11 +1,9 @@
 import { foldRun } from "../../../aggregates/run.ts";
-import { buildEvent, isDroverError, type TenantId, type WorkerVersion } from "../../../contracts/index.ts";
-import { aggregateSubject, runRef } from "../../../streams/subjects.ts";
+import type { TenantId, WorkerVersion } from "../../../contracts/index.ts";
 import { decideUpgrade, type UpgradeDecision, type UpgradeRuntime } from "../domain/upgrade.ts";
 import type { ApiDeps } from "./deps.ts";
-import { readReadable, readRunDetail } from "./run-queries.ts";
-
-const ATTEMPTS = 5;
+import { decideOnRun } from "./run-append.ts";
+import { readRunDetail } from "./run-queries.ts";
 
 /** The tenant runtimes' registrations, as the upgrade decision reads them (the capacity fold's, every lifecycle). */
 async function registeredRuntimes(deps: ApiDeps): Promise<UpgradeRuntime[]> {
@@ -40,32 +38,14 @@ export async function upgradeRun(
   by: string,
   requestId: string,
 ): Promise<UpgradeDecision> {
-  const ref = runRef(tenantId, sharedRunId);
-  for (let attempt = 1; ; attempt++) {
-    const history = await readReadable(deps.store, ref);
+  return decideOnRun<UpgradeDecision, "run.upgraded">(deps, tenantId, sharedRunId, requestId, async (history) => {
     const detail = await readRunDetail(deps.store, tenantId, sharedRunId); // not-found for another tenant's run
     const decision = decideUpgrade(foldRun(history.events), detail.steps, await registeredRuntimes(deps), target);
-    if (decision.outcome !== "upgrade") return decision;
-    const eventId = `ev-${deps.newId()}`;
-    const event = buildEvent(
-      "run.upgraded",
-      { fromVersion: decision.fromVersion, toVersion: decision.toVersion, kinds: [...decision.kinds], by },
-      {
-        tenantId,
-        correlationId: sharedRunId,
-        causationId: `http-request:${requestId}`,
-        writer: { service: "api", instanceId: deps.instanceId },
-      },
-      { eventId, now: deps.clock.now() },
-    );
-    try {
-      await deps.store.append(ref, event, {
-        expectedSeq: history.lastSeq,
-        msgId: `${aggregateSubject(deps.layout, ref)}:${eventId}`,
-      });
-      return decision;
-    } catch (e) {
-      if (!isDroverError(e, "version-conflict") || attempt >= ATTEMPTS) throw e;
-    }
-  }
+    if (decision.outcome !== "upgrade") return { answer: decision };
+    const { fromVersion, toVersion, kinds } = decision;
+    return {
+      append: { type: "run.upgraded", data: { fromVersion, toVersion, kinds: [...kinds], by } },
+      answer: () => decision,
+    };
+  });
 }
