@@ -33,6 +33,7 @@ import { cachedStep, cacheHostOf, indexCompletion, type CacheHost } from "./step
 import { childHostOf, withChildRuns, type ChildRunHost } from "./child-runs.ts";
 import { runWait, waitHostOf, type WaitHost } from "./wait-steps.ts";
 import { parked, type RunSlot } from "./run-slot.ts";
+import { Wake } from "./wake.ts";
 
 export type { ExecutorEnv } from "./executor-env.ts";
 
@@ -61,8 +62,7 @@ export class Execution {
   private readonly abort = new AbortController();
   private fatal: unknown;
   private cancelRequested = false;
-  private dirty = false;
-  private wake: (() => void) | undefined;
+  private readonly wake: Wake;
   private firstStepLogged = false;
   private readonly p: LocalProgress;
   private readonly control: ControlFlowHost;
@@ -81,6 +81,7 @@ export class Execution {
     private readonly slot?: RunSlot,
   ) {
     this.p = progressFrom(opened.prior);
+    this.wake = new Wake(env.clock);
     this.child = childHostOf(env.childRuns, opened);
     // The deadline counts from the journal's exec.started, so a resumed execution keeps it.
     if (dag.deadlineMs !== undefined) {
@@ -115,7 +116,7 @@ export class Execution {
     this.waitHost = waitHostOf(opened, env.clock, env.signals, {
       listening: (id) => {
         this.listening.add(id);
-        this.poke();
+        this.wake.poke();
       },
       resolving: (id) => this.listening.delete(id),
     });
@@ -139,13 +140,16 @@ export class Execution {
   cancel(): void {
     this.cancelRequested = true;
     this.abort.abort(new Error("cancelled"));
-    this.poke();
+    this.wake.poke();
   }
 
   /** Runs to completion, failure, cancellation or lost ownership; never rejects. */
   async run(): Promise<ExecutionOutcome> {
     if (this.deadlineAt !== undefined)
-      this.deadlineTimer = setTimeout(() => this.poke(), Math.max(0, this.deadlineAt - this.env.clock.now().getTime()));
+      this.deadlineTimer = setTimeout(
+        () => this.wake.poke(),
+        Math.max(0, this.deadlineAt - this.env.clock.now().getTime()),
+      );
     try {
       return this.opened.ended ? await finishFromJournal(this.end, this.opened.ended) : await this.loop();
     } catch (e) {
@@ -322,14 +326,14 @@ export class Execution {
       this.waitAborts.delete(s.stepId);
       this.running.delete(s.stepId);
       if (holdsWorker) this.env.workers.release();
-      this.poke();
+      this.wake.poke();
     }
   }
 
   /** Stops the running wait `stepId` (if any) and waits for it; true when it is still unsettled. */
   private async release(stepId: string): Promise<boolean> {
     this.waitAborts.get(stepId)?.abort(new Error(`wait ${stepId} superseded`));
-    while (this.running.has(stepId)) await this.changed();
+    while (this.running.has(stepId)) await this.wake.changed();
     const failed = this.p.failures.get(stepId);
     return !this.p.completedIds.has(stepId) && !(failed && failed.retryAt === undefined);
   }
@@ -375,43 +379,17 @@ export class Execution {
     return { state: "cancelled" };
   }
 
-  private poke(): void {
-    this.dirty = true;
-    const w = this.wake;
-    this.wake = undefined;
-    w?.();
-  }
-
-  /** Resolves when a step finished, a cancel arrived, or `wakeAt` (a retry time) is reached. */
-  private changed(wakeAt?: number): Promise<void> {
-    if (this.dirty) {
-      this.dirty = false;
-      return Promise.resolve();
-    }
-    return new Promise((ok) => {
-      const timer =
-        wakeAt === undefined
-          ? undefined
-          : setTimeout(() => this.poke(), Math.max(0, wakeAt - this.env.clock.now().getTime()));
-      this.wake = () => {
-        if (timer) clearTimeout(timer);
-        this.dirty = false;
-        ok();
-      };
-    });
-  }
-
   /** Waits for a change; parked (its run slot given back) while every running step is a wait listening. */
   private async idle(wakeAt?: number): Promise<void> {
     const parks = this.running.size > 0 && [...this.running].every((id) => this.listening.has(id));
     // A change not yet looked at (e.g. the wait that just started listening) first: never park with news.
-    if (!this.slot || !parks || this.dirty) return this.changed(wakeAt);
+    if (!this.slot || !parks || this.wake.pending) return this.wake.changed(wakeAt);
     const ctx = { executionId: this.executionId, waits: [...this.listening], clock: this.env.clock, log: this.env.log };
     const goesOn = () => !(this.cancelRequested || this.fatal || this.abort.signal.aborted);
-    await parked(this.slot, ctx, () => this.changed(wakeAt), goesOn, this.abort.signal);
+    await parked(this.slot, ctx, () => this.wake.changed(wakeAt), goesOn, this.abort.signal);
   }
 
   private async drained(): Promise<void> {
-    while (this.running.size > 0) await this.changed();
+    while (this.running.size > 0) await this.wake.changed();
   }
 }
