@@ -43,8 +43,8 @@ if [[ $NATS_CLUSTER == 1 ]]; then
 else
   [[ $NATS_CLUSTER =~ ^[0-9]+$ && $NATS_CLUSTER -ge 3 && $((NATS_CLUSTER % 2)) == 1 ]] || { log "NATS_CLUSTER must be 1 or an odd number >= 3"; exit 1; }
   if ! owned "$RUN_DIR/nats-1.pid"; then
-    clients=() routes=()
-    for ((i = 1; i <= NATS_CLUSTER; i++)); do clients+=("$(free_port)"); routes+=("$(free_port)"); done
+    read -r -a ports <<<"$(free_ports $((2 * NATS_CLUSTER)))"
+    clients=("${ports[@]:0:NATS_CLUSTER}") routes=("${ports[@]:NATS_CLUSTER}")
     (IFS=,; cd "$ROOT" && node --import tsx scripts/nats-auth.ts cluster-config "$AUTH_DIR" 127.0.0.1 "$RUN_DIR/nats" "${clients[*]}" "${routes[*]}")
     for ((i = 1; i <= NATS_CLUSTER; i++)); do declare "NATS_PORT_$i=${clients[i - 1]}"; done
   fi

@@ -12,6 +12,11 @@ log() { printf '[drover] %s\n' "$*" >&2; }
 
 # free_port: ask the kernel for an unused loopback port.
 free_port() { node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
+# free_ports N: N distinct unused loopback ports, held open together until all are known (one
+# free_port after another may be handed the port the previous one just closed).
+free_ports() {
+  node -e 'const n=+process.argv[1],ss=[];let up=0;for(let i=0;i<n;i++){const s=require("net").createServer();ss.push(s);s.listen(0,"127.0.0.1",()=>{if(++up<n)return;console.log(ss.map((x)=>x.address().port).join(" "));for(const x of ss)x.close()})}' "$1"
+}
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
