@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { recordedLog } from "../test/support/recorded-logs.ts";
 import { EXIT, type CommandIo } from "./commands/command.ts";
+import { COMMANDS } from "./commands/index.ts";
+import { parseProofArgs } from "./commands/proof.ts";
 import { whyFacts } from "./commands/why.ts";
 import { main } from "./drover.ts";
 import { causalChain } from "./lib/causal-chain.ts";
@@ -82,6 +84,23 @@ describe("drover argument handling", () => {
     expect(o.out()).toMatch(/capacity-rebuild +rebuild a control plane's Redis capacity view from stream sequence 1/);
     expect(o.out()).toMatch(/exit codes: 0 ok\/match, 1 replay divergence, 2 usage error/);
     expect(await main([], io().x)).toBe(EXIT.usage);
+  });
+
+  it("`drover admin proof --parallel 10 --nats-cluster 3 --kill-nats-leader` (issue 16's flag names) reaches the proof command with those flags, which parse to a 3-node cluster whose leader is killed (no server started: the proof's run is replaced)", async () => {
+    const seen: (readonly string[])[] = [];
+    const commands = COMMANDS.map((c) =>
+      c.name === "proof" ? { ...c, run: async (args: readonly string[]) => (seen.push(args), EXIT.ok) } : c,
+    );
+    const argv = ["--parallel", "10", "--nats-cluster", "3", "--kill-nats-leader"];
+    expect(await main(["admin", "proof", ...argv], io().x, commands)).toBe(EXIT.ok);
+    expect(await main(["proof", ...argv], io().x, commands)).toBe(EXIT.ok);
+    expect(seen).toEqual([argv, argv]);
+    const { options } = parseProofArgs(seen[0]!);
+    expect(options).toMatchObject({ parallel: 10, natsCluster: 3, killNatsLeader: true });
+    expect(() => parseProofArgs(["--kill-nats-leader"])).toThrow(/--kill-nats-leader needs --nats-cluster 3/);
+    const help = io();
+    expect(await main(["admin", "proof", "--help"], help.x)).toBe(EXIT.ok);
+    expect(help.out()).toMatch(/--nats-cluster 3 \[--kill-nats-leader\]/);
   });
 
   it("an unreachable stream is exit 3, never 0 or a divergence", async () => {

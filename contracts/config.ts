@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { ControlPlaneId, TenantId } from "./ids.ts";
-import { TenantSettings } from "./tenant-settings.ts";
+import { runtimePrefixOf, TenantSettings } from "./tenant-settings.ts";
 
 const label = z.string().regex(/^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/, "lowercase [a-z0-9-], at most 63 characters");
 
@@ -218,10 +218,22 @@ export const DroverConfig = z
           path: ["tenants"],
         });
     const ids = new Set<string>();
+    // tenant → runtime prefix: a prefix's runtime limit is decided on the tenant's quota aggregate
+    // (`drover.quota.<tenant>.<prefix>`), so one prefix must belong to one tenant.
+    const prefixes = new Map<string, string>();
     for (const t of c.tenants) {
       if (ids.has(t.tenantId))
         ctx.addIssue({ code: "custom", message: `tenant ${t.tenantId} is configured twice`, path: ["tenants"] });
       ids.add(t.tenantId);
+      const prefix = runtimePrefixOf(t);
+      const other = prefixes.get(prefix);
+      if (other !== undefined && other !== t.tenantId)
+        ctx.addIssue({
+          code: "custom",
+          message: `tenants ${other} and ${t.tenantId} share the runtime prefix ${prefix}: each tenant needs its own`,
+          path: ["tenants"],
+        });
+      prefixes.set(prefix, t.tenantId);
     }
   });
 export type DroverConfig = z.infer<typeof DroverConfig>;

@@ -3,7 +3,7 @@ import { EnvelopeBase } from "./envelope.ts";
 import { TenantId } from "./ids.ts";
 
 /** The aggregates of the DROVER stream; each is the second subject token (`drover.<aggregate>...`). */
-export const AGGREGATES = ["run", "exec", "scaleout", "runtime", "forensics", "schedule", "flowkey"] as const;
+export const AGGREGATES = ["run", "exec", "scaleout", "runtime", "forensics", "schedule", "flowkey", "quota"] as const;
 export type Aggregate = (typeof AGGREGATES)[number];
 
 /**
@@ -18,6 +18,7 @@ export const TENANT_SCOPED_AGGREGATES = [
   "forensics",
   "schedule",
   "flowkey",
+  "quota",
 ] as const satisfies readonly Aggregate[];
 
 /** `tenantId` is required on tenant-scoped aggregates and optional on `runtime` (a shared runtime has no tenant). */

@@ -6,6 +6,7 @@ import { RUNTIME_EVENTS } from "./events-runtime.ts";
 import { SCALEOUT_EVENTS } from "./events-scaleout.ts";
 import { SCHEDULE_EVENTS } from "./events-schedule.ts";
 import { FLOWKEY_EVENTS } from "./events-flowkey.ts";
+import { QUOTA_EVENTS } from "./events-quota.ts";
 
 /** Every event definition in the catalogue (identities-and-events.md "Event catalogue"). */
 export const ALL_EVENTS = [
@@ -16,6 +17,7 @@ export const ALL_EVENTS = [
   ...FORENSICS_EVENTS,
   ...SCHEDULE_EVENTS,
   ...FLOWKEY_EVENTS,
+  ...QUOTA_EVENTS,
 ] as const;
 type Def = (typeof ALL_EVENTS)[number];
 

@@ -70,6 +70,21 @@ describe("tenant settings defaults", () => {
     ).toBe(false);
   });
 
+  it("rejects two tenants sharing a runtime prefix, configured or derived (a prefix's runtime limit is decided on one tenant's quota aggregate)", () => {
+    const issues = (tenants: object[]) =>
+      DroverConfig.safeParse({ controlPlaneId: "cp", tenants }).error?.issues.map((i) => i.message) ?? [];
+    expect(
+      issues([
+        { tenantId: "a", runtimeInstanceIdPrefix: "p" },
+        { tenantId: "b", runtimeInstanceIdPrefix: "p" },
+      ]),
+    ).toEqual(["tenants a and b share the runtime prefix p: each tenant needs its own"]);
+    expect(issues([{ tenantId: "a", runtimeInstanceIdPrefix: "rt-b" }, { tenantId: "b" }])).toEqual([
+      "tenants a and b share the runtime prefix rt-b: each tenant needs its own",
+    ]);
+    expect(issues([{ tenantId: "a", runtimeInstanceIdPrefix: "p" }, { tenantId: "b" }])).toEqual([]);
+  });
+
   it("refuses a tenant on process hosts when processHosts is refused (a cluster), and allows them by default", () => {
     const tenants = [{ tenantId: "a", hostProvider: "kubernetes" }, { tenantId: "b" }];
     expect(DroverConfig.parse({ controlPlaneId: "cp", tenants }).processHosts).toBe("allowed");

@@ -13,6 +13,7 @@ export {
   forensicsRef,
   scheduleRef,
   flowKeyRef,
+  runtimeQuotaRef,
   runtimeRef,
   type AggregateRef,
 } from "./subjects.ts";

@@ -8,7 +8,7 @@ import type { StreamLayout } from "./layout.ts";
  */
 export type AggregateRef =
   | {
-      readonly aggregate: "run" | "exec" | "scaleout" | "forensics" | "schedule" | "flowkey";
+      readonly aggregate: "run" | "exec" | "scaleout" | "forensics" | "schedule" | "flowkey" | "quota";
       readonly tenantId: string;
       readonly id: string;
     }
@@ -43,6 +43,12 @@ export const flowKeyRef = (tenantId: string, flowKeyId: string): AggregateRef =>
   aggregate: "flowkey",
   tenantId,
   id: flowKeyId,
+});
+/** The runtime limit of one runtime prefix of a tenant (contracts/events-quota.ts). */
+export const runtimeQuotaRef = (tenantId: string, runtimePrefix: string): AggregateRef => ({
+  aggregate: "quota",
+  tenantId,
+  id: runtimePrefix,
 });
 export const runtimeRef = (runtimeInstanceId: string): AggregateRef => ({
   aggregate: "runtime",

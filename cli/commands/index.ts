@@ -12,8 +12,9 @@ import { whyCommand } from "./why.ts";
 const proofCommand: Command = {
   name: "proof",
   summary: "the crash-recovery proof against the real services",
+  // Every flag is in proof.ts PROOF_USAGE (printed on a usage error); `drover admin proof` is this command (cli/drover.ts).
   usage:
-    "drover proof [--parallel P] [--transport http|grpc] [--host process] [--steps N] [--step-ms M] [--seed S] [--json]",
+    "drover [admin] proof [--parallel P] [--transport http|grpc] [--host process|kubernetes] [--replicas R] [--nats-cluster 3 [--kill-nats-leader]] [--json] …",
   run: async (args) => (await import("./proof.ts")).proofCommand(args),
 };
 

@@ -201,6 +201,10 @@ const DESCRIBE: Describe = {
     "admission",
     `flow key ${e.data.key} taken by run ${e.data.sharedRunId} (${e.data.inFlight} others in flight${e.data.tat ? `, next at ${e.data.tat}` : ""})`,
   ],
+  "quota.runtime-slot-taken": (e) => [
+    "scale-out",
+    `runtime slot taken by ${e.data.runtimeInstanceId} for ${e.data.scaleOutRequestId} (${e.data.live} of ${e.data.maxRuntimeInstances} live before${e.data.warmPoolMember ? `, warm pool member ${e.data.warmPoolMember}` : ""})`,
+  ],
   "schedule.skipped": (e) => ["schedule", `skipped ${e.data.count} fire(s) from ${e.data.nominalAt}: ${e.data.reason}`],
 };
 

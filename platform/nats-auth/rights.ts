@@ -243,6 +243,8 @@ export const WRITES: Readonly<Record<ServiceIdentity, Readonly<Record<string, re
       "pool-member-claimed",
     ],
     scaleout: ["observed", "fulfilled", "rejected", "expired", "cancelled"],
+    // A runtime start takes its prefix's slot in the same atomic batch (docs/decisions.md "runtime limit").
+    quota: ["runtime-slot-taken"],
   },
   recovery: {
     runtime: ["suspected", "fenced", "fence-failed", "recovery-planned"],

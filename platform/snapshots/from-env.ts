@@ -38,7 +38,7 @@ export function snapshotsFromEnv(
   };
 }
 
-/** `DROVER_MAX_TERMINAL_RUNS`: terminal runs kept in memory (default 10,000; `0` keeps none, `all` keeps every one). */
+/** `DROVER_MAX_TERMINAL_RUNS`: terminal runs kept in memory by admission, recovery and the api's open-runs view (default 10,000; `0` keeps none, `all` keeps every one). */
 export const maxTerminalRunsOf = (env: Readonly<Record<string, string | undefined>>): number | undefined =>
   boundOf(env, "DROVER_MAX_TERMINAL_RUNS", "10000");
 

@@ -13,7 +13,7 @@ import { createOutputStore } from "../../platform/output-store.ts";
 import { createStepCacheStore } from "../../platform/step-cache-store.ts";
 import { readModelClient, readModelDbName } from "../../platform/read-model-db.ts";
 import { isDevMode } from "../../platform/dev-mode.ts";
-import { snapshotsFromEnv } from "../../platform/snapshots/from-env.ts";
+import { maxTerminalRunsOf, snapshotsFromEnv } from "../../platform/snapshots/from-env.ts";
 import { tokenTable } from "./shell/token-table.ts";
 import { buildApp } from "./http/app.ts";
 import { replayCapacityReader } from "./shell/capacity-reader.ts";
@@ -44,6 +44,7 @@ const readModels = mongo ? mongoReadModels(mongo.db(readModelDbName(process.env,
 // Always on: it counts every tenant's queued runs (maxQueuedRuns) and, for overQuota "reject", open runs.
 // It starts from its snapshot and folds only the tail when one is trusted (docs/snapshots.md).
 const openRuns = await startOpenRunsProjection(js, jsm, layout, {
+  maxClosed: maxTerminalRunsOf(process.env),
   snapshots: {
     ...snapshotsFromEnv(ctx.nc, layout, "api", ctx.ops.registry, process.env),
     log: ctx.log,

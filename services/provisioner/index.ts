@@ -16,4 +16,4 @@ export {
 export { runtimeInstanceIdOf, RUNTIME_SUFFIX_LENGTH } from "./domain/runtime-id.ts";
 export { claimableMembers, refillCount, POOL_LAYERS, POOL_MEMBER_PREFIX } from "./domain/warm-pool.ts";
 export { RosterView, type RosterOptions } from "./shell/roster-view.ts";
-export type { WarmPool } from "./shell/warm-pool.ts";
+export type { WarmPool, WarmSlot } from "./shell/warm-pool.ts";

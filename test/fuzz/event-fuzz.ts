@@ -63,6 +63,7 @@ const IDS = {
   forensics: ["fx-0001", "fx-0002"],
   schedule: ["sch-nightly", "sch-0002"],
   flowkey: ["fk-0001", "fk-0002"],
+  quota: ["rt-tenant-a", "rt-tenant-b"],
 } as const;
 
 const mutation = fc.oneof(

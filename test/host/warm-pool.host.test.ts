@@ -4,7 +4,7 @@ import type { HostStrategy } from "../../platform/hosts/types.ts";
 import { scaleOutRef } from "../../streams/index.ts";
 import { claimableMembers, RosterView } from "../../services/provisioner/index.ts";
 import { uniqueName } from "../support/isolation.ts";
-import { provisionerFixture, type ProvisionerFixture } from "../support/provisioner-fixture.ts";
+import { firstSlotOf, provisionerFixture, type ProvisionerFixture } from "../support/provisioner-fixture.ts";
 import { eventually } from "../support/streams.ts";
 
 // Real nats-server, real runtime processes (pooled, then bound), the real process strategy.
@@ -96,8 +96,8 @@ describe("warm pool with process hosts (real NATS, real runtime processes)", () 
       origin: { instanceId: "test", correlationId: "c", causationId: "c", tenantId },
     });
     const claims = await Promise.all([
-      provisioner.pool.claim(reg("race-a", "aaaaaaaaaaaa") as never),
-      provisioner.pool.claim(reg("race-b", "bbbbbbbbbbbb") as never),
+      provisioner.pool.claim(reg("race-a", "aaaaaaaaaaaa") as never, firstSlotOf("race-a")),
+      provisioner.pool.claim(reg("race-b", "bbbbbbbbbbbb") as never, firstSlotOf("race-b")),
     ]);
     expect(claims.filter((c) => c !== undefined)).toHaveLength(1);
     const winner = claims.find((c) => c !== undefined)!;

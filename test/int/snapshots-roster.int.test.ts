@@ -191,7 +191,7 @@ describe("roster and open-runs snapshots (real NATS: the snapshot stream, the ev
     });
   const counts = async (p: Awaited<ReturnType<typeof openRuns>>) => {
     const c = await p.claim("t-red", "probe", { maxOpenRuns: 5, maxQueuedRuns: 5 });
-    c.release(false);
+    c.release();
     return { open: c.openRuns, queued: c.queuedRuns, depths: await p.queueDepths() };
   };
 

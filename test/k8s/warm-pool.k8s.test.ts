@@ -8,7 +8,7 @@ import type { RunningServer } from "../../platform/local-servers.ts";
 import { closeRuntimeClients } from "../../platform/runtime-client.ts";
 import { claimableMembers, RosterView } from "../../services/provisioner/index.ts";
 import { uniqueName } from "../support/isolation.ts";
-import { provisionerFixture, type ProvisionerFixture } from "../support/provisioner-fixture.ts";
+import { firstSlotOf, provisionerFixture, type ProvisionerFixture } from "../support/provisioner-fixture.ts";
 import { eventually } from "../support/streams.ts";
 import { clusterClients, freshNamespace } from "./support/cluster-client.ts";
 import { runtimePodOptions, startPodReachableNats } from "./support/runtime-pods.ts";
@@ -163,8 +163,8 @@ describe("warm pool with Kubernetes hosts (real node, real runtime Pods)", () =>
       origin: { instanceId: "test", correlationId: "c", causationId: "c", tenantId },
     });
     const claims = await Promise.all([
-      provisioner.pool.claim(reg("race-a", "aaaaaaaaaaaa") as never),
-      provisioner.pool.claim(reg("race-b", "bbbbbbbbbbbb") as never),
+      provisioner.pool.claim(reg("race-a", "aaaaaaaaaaaa") as never, firstSlotOf("race-a")),
+      provisioner.pool.claim(reg("race-b", "bbbbbbbbbbbb") as never, firstSlotOf("race-b")),
     ]);
     expect(claims.filter((c) => c !== undefined)).toHaveLength(1);
     const winner = claims.find((c) => c !== undefined)!;

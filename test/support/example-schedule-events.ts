@@ -20,6 +20,17 @@ export const SCHEDULE_BUILDERS = {
       inFlight: 2,
     },
   }),
+  // The runtime quota aggregate (contracts/events-quota.ts) rides along too.
+  "quota.runtime-slot-taken": (): EventOf<"quota.runtime-slot-taken"> => ({
+    ...envelope("quota.runtime-slot-taken"),
+    tenantId: ids.tenant,
+    data: {
+      runtimeInstanceId: ids.runtime,
+      scaleOutRequestId: ids.scaleOut,
+      live: 1,
+      maxRuntimeInstances: 2,
+    },
+  }),
   "schedule.created": (): EventOf<"schedule.created"> => ({
     ...envelope("schedule.created"),
     tenantId: ids.tenant,

@@ -13,6 +13,7 @@ import {
 import {
   execRef,
   flowKeyRef,
+  runtimeQuotaRef,
   forensicsRef,
   runRef,
   runtimeRef,
@@ -67,6 +68,8 @@ function exampleRef(e: DroverEvent): AggregateRef {
       return scheduleRef(tenant, "sch-nightly");
     case "flowkey":
       return flowKeyRef(tenant, `fk-${"0a".repeat(12)}`);
+    case "quota":
+      return runtimeQuotaRef(tenant, "rt-tenant-a");
     default:
       return forensicsRef(tenant, (e.data as { forensicsId: string }).forensicsId);
   }

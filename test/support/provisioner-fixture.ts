@@ -13,12 +13,43 @@ import {
   randomSuffix,
   type Provisioner,
   type ProvisionerDeps,
+  type WarmSlot,
 } from "../../services/provisioner/index.ts";
-import { createEventStore, runtimeRef, scaleOutRef, type EventStore, type StoredEvent } from "../../streams/index.ts";
+import {
+  createEventStore,
+  runtimeQuotaRef,
+  runtimeRef,
+  scaleOutRef,
+  type EventStore,
+  type StoredEvent,
+} from "../../streams/index.ts";
 import { exampleEvent } from "./example-events.ts";
 import { RUNTIME_LOGS } from "./host-processes.ts";
 import { uniqueName } from "./isolation.ts";
 import { eventually, freshStreams, type StreamsFixture } from "./streams.ts";
+
+/**
+ * The runtime slot a direct `pool.claim` takes (runtime-slot.ts): the prefix `rt-<tenant>`'s quota
+ * aggregate, expected empty, so a test claim for a tenant that started nothing yet commits.
+ */
+export function firstSlotOf(tenantId: string): WarmSlot {
+  const ref = runtimeQuotaRef(tenantId, `rt-${tenantId}`);
+  return {
+    slot: { ref, expectedSeq: 0 },
+    taken: (member) => ({
+      ref,
+      expectedSeq: 0,
+      events: [
+        {
+          ...exampleEvent("quota.runtime-slot-taken"),
+          eventId: EventId.parse(uniqueName("ev")),
+          tenantId,
+          data: { ...exampleEvent("quota.runtime-slot-taken").data, warmPoolMember: member },
+        } as DroverEvent,
+      ],
+    }),
+  };
+}
 
 export const TEST_COMMAND_SECRET = "provisioner-host-test-secret-0123456789";
 

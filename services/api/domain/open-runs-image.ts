@@ -1,8 +1,8 @@
 import type { OpenRuns } from "./open-runs.ts";
 
 /**
- * The serialized form of the API's open-runs projection (pure: no IO): the sequence folded and the
- * four per-tenant sets of run ids. A snapshot body (platform/snapshots).
+ * The serialized form of the API's open-runs projection (pure: no IO): the sequence folded, the
+ * four per-tenant sets of run ids and the count of closed runs dropped. A snapshot body (platform/snapshots).
  */
 export const OPEN_RUNS_KIND = "api-open-runs/1";
 
@@ -14,6 +14,8 @@ interface OpenRunsImage {
   readonly closed: Sets;
   readonly waiting: Sets;
   readonly started: Sets;
+  /** Closed runs dropped from memory before the image (absent in images without a bound: 0). */
+  readonly dropped?: number;
 }
 
 const NAMES = ["open", "closed", "waiting", "started"] as const;
@@ -27,6 +29,7 @@ export function encodeOpenRuns(s: OpenRuns): Uint8Array {
     closed: setsOf(s.closed),
     waiting: setsOf(s.waiting),
     started: setsOf(s.started),
+    dropped: s.dropped,
   };
   return new TextEncoder().encode(JSON.stringify(img));
 }
@@ -41,6 +44,8 @@ export function restoreOpenRuns(s: OpenRuns, body: Uint8Array): void {
   const img = JSON.parse(new TextDecoder().decode(body)) as Partial<OpenRunsImage>;
   if (img.kind !== OPEN_RUNS_KIND) throw new Error(`not a ${OPEN_RUNS_KIND} image`);
   if (!Number.isSafeInteger(img.lastSeq) || img.lastSeq! < 0) throw new Error("lastSeq must be a count");
+  if (img.dropped !== undefined && (!Number.isSafeInteger(img.dropped) || img.dropped < 0))
+    throw new Error("dropped must be a count");
   for (const name of NAMES) {
     const sets = img[name];
     if (!Array.isArray(sets)) throw new Error(`${name} must be an array`);
@@ -53,4 +58,9 @@ export function restoreOpenRuns(s: OpenRuns, body: Uint8Array): void {
     s[name].clear();
     for (const [t, ids] of img[name]!) s[name].set(t, new Set(ids));
   }
+  // The closing order within a tenant is kept; across tenants the image groups them (the bound
+  // then drops one tenant's oldest before another's: any order is safe, see open-runs.ts).
+  s.closedOrder.clear();
+  for (const [t, ids] of s.closed) for (const id of ids) s.closedOrder.add(`${t} ${id}`);
+  s.dropped = img.dropped ?? 0;
 }

@@ -11,8 +11,16 @@ export interface OpenRuns {
   lastSeq: number;
   /** tenant → runs submitted and not yet terminal. */
   readonly open: Map<string, Set<string>>;
-  /** tenant → runs that reached a terminal event; a late duplicate `submitted` never reopens one. */
+  /**
+   * tenant → runs that reached a terminal event, at most `maxClosed` in all (the first to close leave
+   * first): a late duplicate `submitted` of one of them never reopens it. One that left is checked
+   * against the log by the shell before its `submitted` is folded (`isLateDuplicate`).
+   */
   readonly closed: Map<string, Set<string>>;
+  /** Closed runs in memory in the order they closed (`<tenant> <runId>`). */
+  readonly closedOrder: Set<string>;
+  /** Closed runs that left memory so far: from the first, an unknown run's `submitted` may be a late duplicate. */
+  dropped: number;
   /** tenant → open runs that have not `started` yet (the tenant's queue, capped by maxQueuedRuns). */
   readonly waiting: Map<string, Set<string>>;
   /** tenant → runs that have `started` once; a late `submitted` never puts one back in the queue. */
@@ -27,6 +35,8 @@ export const emptyOpenRuns = (): OpenRuns => ({
   lastSeq: 0,
   open: new Map(),
   closed: new Map(),
+  closedOrder: new Set(),
+  dropped: 0,
   waiting: new Map(),
   started: new Map(),
 });
@@ -37,11 +47,17 @@ const setOf = (m: Map<string, Set<string>>, k: string): Set<string> => {
   return s;
 };
 
+/** The run is open or closed in memory (its `submitted`, if it has one, is folded). */
+export const isKnownRun = (s: OpenRuns, tenant: string, runId: string): boolean =>
+  !!s.open.get(tenant)?.has(runId) || !!s.closed.get(tenant)?.has(runId);
+
 /**
  * Folds one event given its subject tokens after the prefix: `run`, tenant, id, event name.
- * Any other subject only advances the sequence.
+ * Any other subject only advances the sequence. Beyond `maxClosed` (undefined: no bound) closed
+ * runs leave memory, the first to close first: the quota counts open runs only, so none of them
+ * counts; what they still guard (a late duplicate `submitted`) the shell checks against the log.
  */
-export function foldOpenRunEvent(s: OpenRuns, seq: number, tokens: readonly string[]): void {
+export function foldOpenRunEvent(s: OpenRuns, seq: number, tokens: readonly string[], maxClosed?: number): void {
   if (seq <= s.lastSeq) return;
   s.lastSeq = seq;
   const [aggregate, tenant, runId, name] = tokens;
@@ -59,6 +75,22 @@ export function foldOpenRunEvent(s: OpenRuns, seq: number, tokens: readonly stri
     s.waiting.get(tenant)?.delete(runId);
     s.started.get(tenant)?.delete(runId);
     setOf(s.closed, tenant).add(runId);
+    s.closedOrder.add(`${tenant} ${runId}`);
+    boundClosed(s, maxClosed);
+  }
+}
+
+/** Drops the closed runs that closed first until at most `maxClosed` remain. */
+export function boundClosed(s: OpenRuns, maxClosed: number | undefined): void {
+  if (maxClosed === undefined) return;
+  for (const key of s.closedOrder) {
+    if (s.closedOrder.size <= maxClosed) break;
+    s.closedOrder.delete(key);
+    const [tenant, runId] = key.split(" ") as [string, string];
+    const ids = s.closed.get(tenant);
+    ids?.delete(runId);
+    if (ids?.size === 0) s.closed.delete(tenant);
+    s.dropped++;
   }
 }
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { emptyOpenRuns, foldOpenRunEvent, openRunCount, queueDepths } from "./open-runs.ts";
+import { firstByExpectation } from "./first-submission.ts";
+import { emptyOpenRuns, foldOpenRunEvent, isKnownRun, openRunCount, queueDepths } from "./open-runs.ts";
 
 const fold = (events: Array<[number, string]>) => {
   const s = emptyOpenRuns();
@@ -72,5 +73,43 @@ describe("queue depth per tenant (operator view; pure fold, proves no transport)
       [8, "run.initech.i1.rejected"],
     ]);
     expect(queueDepths(s)).toEqual({ acme: 1, globex: 1 });
+  });
+
+  it("keeps at most maxClosed closed ids, the first to close leaving first, and counts open runs exactly as without the bound (pure, no transport)", () => {
+    const s = emptyOpenRuns();
+    const events: Array<[number, string]> = [
+      [1, "run.t.a.submitted"],
+      [2, "run.u.b.submitted"],
+      [3, "run.t.c.submitted"],
+      [4, "run.t.a.completed"],
+      [5, "run.u.b.failed"],
+      [6, "run.t.d.submitted"],
+      [7, "run.t.c.cancelled"],
+    ];
+    for (const [seq, subject] of events) foldOpenRunEvent(s, seq, subject.split("."), 2);
+    expect([...s.closedOrder]).toEqual(["u b", "t c"]);
+    expect(s.dropped).toBe(1);
+    expect(isKnownRun(s, "t", "a")).toBe(false);
+    expect(isKnownRun(s, "t", "c")).toBe(true);
+    expect(openRunCount(s, "t")).toBe(openRunCount(fold(events), "t"));
+  });
+});
+
+describe("first submission by expectation (pure, no transport)", () => {
+  const h = (m: Record<string, string>) => ({ get: (n: string) => m[n] ?? "" });
+  const subject = "drover.run.t.r1.submitted";
+  it("trusts Nats-Expected-Last-Subject-Sequence 0 over the run's own subject or wildcard, nothing else", () => {
+    const seq0 = { "Nats-Expected-Last-Subject-Sequence": "0" };
+    expect(firstByExpectation(h(seq0), subject)).toBe(true);
+    for (const scope of ["drover.run.t.r1.>", "drover.run.t.r1.*", subject])
+      expect(firstByExpectation(h({ ...seq0, "Nats-Expected-Last-Subject-Sequence-Subject": scope }), subject)).toBe(
+        true,
+      );
+    expect(
+      firstByExpectation(h({ ...seq0, "Nats-Expected-Last-Subject-Sequence-Subject": "drover.run.t.r2.>" }), subject),
+    ).toBe(false);
+    expect(firstByExpectation(h({ "Nats-Expected-Last-Subject-Sequence": "7" }), subject)).toBe(false);
+    expect(firstByExpectation(h({}), subject)).toBe(false);
+    expect(firstByExpectation(undefined, subject)).toBe(false);
   });
 });

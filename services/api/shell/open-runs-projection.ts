@@ -1,7 +1,22 @@
-import { DeliverPolicy, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
+import {
+  DeliverPolicy,
+  type JetStreamClient,
+  type JetStreamManager,
+  type JsMsg,
+  type MsgRequest,
+} from "@nats-io/jetstream";
 import { DroverError } from "../../../contracts/index.ts";
 import type { StreamLayout } from "../../../streams/layout.ts";
-import { emptyOpenRuns, foldOpenRunEvent, openRunCount, queueDepths, waitingRunCount } from "../domain/open-runs.ts";
+import {
+  boundClosed,
+  emptyOpenRuns,
+  foldOpenRunEvent,
+  isKnownRun,
+  openRunCount,
+  queueDepths,
+  waitingRunCount,
+} from "../domain/open-runs.ts";
+import { firstByExpectation } from "../domain/first-submission.ts";
 import { LIVE_CONSUME } from "../../../streams/index.ts";
 import type { Logger } from "pino";
 import type { Clock } from "../../../platform/clock.ts";
@@ -15,8 +30,12 @@ export interface Claim {
   readonly openRuns: number;
   /** The tenant's runs submitted and not yet started (nor terminal), without this one. */
   readonly queuedRuns: number;
-  /** Ends the claim: `appended` keeps counting the run until the projection folds its `submitted`. */
-  release(appended: boolean): void;
+  /**
+   * Ends the claim. `appendedSeq`, the stream sequence this submission's `submitted` is stored at,
+   * keeps counting the run until the projection has folded that sequence; undefined: nothing of
+   * ours was stored (a conflict, an error), the place is freed.
+   */
+  release(appendedSeq?: number): void;
 }
 
 /** Counts a tenant's unfinished runs for the submission quota and the queue cap. */
@@ -40,6 +59,8 @@ export interface OpenRunsCounter {
 }
 
 export interface OpenRunsProjection extends OpenRunsCounter {
+  /** Closed run ids in memory now and those dropped beyond the bound so far (tests, gauges). */
+  closedRuns(): { readonly inMemory: number; readonly dropped: number };
   /** Writes a snapshot now if the projection moved past the last one (tests). */
   writeSnapshot(): Promise<void>;
   stop(): Promise<void>;
@@ -64,7 +85,8 @@ export function nearLimit(
 /**
  * A live in-memory projection of every run event's subject (`<prefix>.run.>`), through an ordered
  * consumer: from its snapshot `api-open-runs/1` when one is trusted and then the tail, else from
- * sequence 1 (nothing to lose either way; docs/snapshots.md). Before answering it waits until it
+ * sequence 1 (nothing to lose either way; docs/snapshots.md). Closed runs beyond `maxClosed` leave
+ * memory (docs/snapshots.md "Bounded memory (api)"). Before answering it waits until it
  * has folded the tenant's last stored run event, found with a leader read, so a count never misses
  * a run this process just appended.
  */
@@ -74,6 +96,8 @@ export async function startOpenRunsProjection(
   layout: StreamLayout,
   opts: {
     readonly catchUpTimeoutMs?: number;
+    /** Closed run ids kept in memory (`DROVER_MAX_TERMINAL_RUNS`); undefined: every one. */
+    readonly maxClosed?: number;
     readonly snapshots?: SnapshotOptions & { readonly log: Logger; readonly clock: Clock };
   } = {},
 ): Promise<OpenRunsProjection> {
@@ -81,14 +105,17 @@ export async function startOpenRunsProjection(
   const image: Snapshottable = {
     kind: OPEN_RUNS_KIND,
     encode: () => encodeOpenRuns(state),
-    restore: (body) => restoreOpenRuns(state, body),
+    restore: (body) => {
+      restoreOpenRuns(state, body);
+      boundClosed(state, opts.maxClosed);
+    },
   };
   const snap = opts.snapshots;
   const { fromSeq } = snap ? await restoreFromSnapshot(snap.store, image, snap) : { fromSeq: 1 };
   const writer =
     snap?.policy && snapshotWriter(snap.store, image, snap.policy, snap.clock, { ...snap, startSeq: fromSeq - 1 });
-  // tenant → this process's submissions being appended (false) or appended and not yet folded (true).
-  const claims = new Map<string, Map<string, boolean>>();
+  // tenant → this process's submissions being appended (undefined) or stored at a sequence not yet folded.
+  const claims = new Map<string, Map<string, number | undefined>>();
   const waiters = new Set<() => void>();
   const skip = layout.eventPrefix.length + 1;
   const consumer = await js.consumers.get(layout.eventStream, {
@@ -102,17 +129,39 @@ export async function startOpenRunsProjection(
   const loop = (async () => {
     for await (const m of messages) {
       const tokens = m.subject.slice(skip).split(".");
-      foldOpenRunEvent(state, m.seq, tokens);
+      // A late duplicate `submitted` of a closed run that left memory advances the sequence only.
+      if (await lateDuplicate(m, tokens)) foldOpenRunEvent(state, m.seq, []);
+      else foldOpenRunEvent(state, m.seq, tokens, opts.maxClosed);
       if (writer) writer.applied(m.seq);
       const mine = claims.get(tokens[1]!);
-      if (tokens[3] === "submitted" && mine?.get(tokens[2]!) === true) {
-        mine.delete(tokens[2]!);
-        if (mine.size === 0) claims.delete(tokens[1]!);
+      const stored = mine?.get(tokens[2]!);
+      if (tokens[3] === "submitted" && stored !== undefined && stored <= m.seq) {
+        mine!.delete(tokens[2]!);
+        if (mine!.size === 0) claims.delete(tokens[1]!);
       }
       for (const wake of waiters) wake();
     }
   })();
   loop.catch(() => undefined); // a closed connection ends the loop; counts then time out as unavailable
+
+  /**
+   * Whether `m`, a `submitted` of a run this view does not know after closed runs left memory, is
+   * a late duplicate of one of them: unless the server already checked it was the run's first
+   * (`firstByExpectation`), the run's first `submitted` is read from the log (one direct get; only
+   * producers that publish without the expectation get here). A read that fails stops the fold
+   * (the loop ends; counts then answer unavailable) rather than guess.
+   */
+  async function lateDuplicate(m: JsMsg, tokens: readonly string[]): Promise<boolean> {
+    const [aggregate, tenant, runId, name] = tokens;
+    if (state.dropped === 0 || aggregate !== "run" || name !== "submitted" || tokens.length !== 4) return false;
+    if (isKnownRun(state, tenant!, runId!) || firstByExpectation(m.headers, m.subject)) return false;
+    // A leader read (STREAM.MSG.GET takes `next_by_subj` too; the client's type names only seq and last_by_subj).
+    const first = await jsm.streams.getMessage(layout.eventStream, {
+      seq: 1,
+      next_by_subj: m.subject,
+    } as MsgRequest);
+    return first !== null && first.seq < m.seq;
+  }
 
   const caughtUpTo = (seq: number): Promise<void> =>
     new Promise((resolve, reject) => {
@@ -152,11 +201,14 @@ export async function startOpenRunsProjection(
     await caughtUpTo(last);
   };
 
-  // Claims whose run the projection has not folded yet (a folded one is already in the counts).
+  // Claims whose run the projection has not folded yet (a folded one is already in the counts): one
+  // stored beyond the folded sequence, or one being appended whose run is not open (a rival's
+  // `submitted` of the same run may be folded meanwhile; if it closed too, the claim counts one
+  // extra until released: the conservative side).
   const unfolded = (tenantId: string): number => {
     let n = 0;
-    for (const id of claims.get(tenantId)?.keys() ?? [])
-      if (!state.open.get(tenantId)?.has(id) && !state.closed.get(tenantId)?.has(id)) n++;
+    for (const [id, seq] of claims.get(tenantId) ?? [])
+      if (seq === undefined ? !state.open.get(tenantId)?.has(id) : seq > state.lastSeq) n++;
     return n;
   };
   const counts = (tenantId: string) => {
@@ -174,12 +226,11 @@ export async function startOpenRunsProjection(
       const c = counts(tenantId);
       let mine = claims.get(tenantId);
       if (!mine) claims.set(tenantId, (mine = new Map()));
-      mine.set(sharedRunId, false);
+      mine.set(sharedRunId, undefined);
       return {
         ...c,
-        release(appended) {
-          const folded = state.open.get(tenantId)?.has(sharedRunId) || state.closed.get(tenantId)?.has(sharedRunId);
-          if (appended && !folded) mine.set(sharedRunId, true);
+        release(appendedSeq) {
+          if (appendedSeq !== undefined && appendedSeq > state.lastSeq) mine.set(sharedRunId, appendedSeq);
           else mine.delete(sharedRunId);
           if (mine.size === 0 && claims.get(tenantId) === mine) claims.delete(tenantId);
         },
@@ -189,6 +240,7 @@ export async function startOpenRunsProjection(
       await caughtUpFor(undefined);
       return queueDepths(state);
     },
+    closedRuns: () => ({ inMemory: state.closedOrder.size, dropped: state.dropped }),
     writeSnapshot: async () => {
       if (writer) await writer.flush();
     },

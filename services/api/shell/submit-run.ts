@@ -65,7 +65,7 @@ async function submitOnce(
           ...(enforce ? { maxOpenRuns: settings.maxConcurrentRuns } : {}),
         })
       : undefined;
-  let appended = false;
+  let appendedSeq: number | undefined;
   try {
     const [event] = decideSubmission(
       {
@@ -89,13 +89,13 @@ async function submitOnce(
         expectedSeq: 0,
         msgId: `${aggregateSubject(deps.layout, ref)}:${event.eventId}`,
       });
-      appended = true;
+      appendedSeq = a.seq;
       if (!a.duplicate) return { run: foldRun([{ seq: a.seq, event }]), created: true };
     } catch (e) {
       if (!isDroverError(e, "version-conflict")) throw e;
     }
   } finally {
-    claim?.release(appended);
+    claim?.release(appendedSeq);
   }
   const run = foldRun(await readAggregate(deps.store, ref));
   if (run.status === "none") throw new Error(`run ${ids.sharedRunId} conflicted on append but has no submission`);

@@ -35,6 +35,19 @@ export function describe(e: DroverEvent, aggregateId: string): Description {
         { sharedRunId: x.sharedRunId },
       );
     }
+    case "quota": {
+      const x = (e as Of<"quota">).data;
+      return d(
+        `runtime slot of prefix ${aggregateId} taken by ${x.runtimeInstanceId} (${x.live} of ${x.maxRuntimeInstances} live before)`,
+        {
+          runtimeInstanceIdPrefix: aggregateId,
+          scaleOutRequestId: x.scaleOutRequestId,
+          live: x.live,
+          maxRuntimeInstances: x.maxRuntimeInstances,
+        },
+        { runtimeInstanceId: x.runtimeInstanceId },
+      );
+    }
     default:
       return describeForensics(e as Of<"forensics">);
   }

@@ -33,7 +33,13 @@ export type Next =
   | { readonly kind: "fulfil"; readonly runtimeInstanceId: string }
   | { readonly kind: "expire" }
   | { readonly kind: "reject"; readonly reason: Reason }
-  | { readonly kind: "start"; readonly runtimeInstanceId: string; readonly registration: DataOf<"runtime.registered"> };
+  | {
+      readonly kind: "start";
+      readonly runtimeInstanceId: string;
+      readonly registration: DataOf<"runtime.registered">;
+      /** Live runtimes of the prefix counted (not this one): recorded on the prefix's `runtime-slot-taken`. */
+      readonly live: number;
+    };
 
 export interface Plan {
   /** Earlier attempts at this request that never proved their host: retire them (and kill their host) first. */
@@ -51,7 +57,9 @@ export interface Plan {
  * 4. no strategy for the provider: reject `host-config-missing`;
  * 5. the tenant's live runtimes by prefix (not counting the abandoned ones) at `maxRuntimeInstances`:
  *    reject `scale-out-limit-reached`;
- * 6. otherwise start a new runtime `<prefix>-<suffix>` registered from the request's policy.
+ * 6. otherwise start a new runtime `<prefix>-<suffix>` registered from the request's policy. The
+ *    caller makes the count hold across replicas: the start is appended with the prefix's
+ *    `quota runtime-slot-taken`, conditional on that aggregate's sequence read before the roster.
  * Throws when the request is not open (callers check `isTerminal` first) or the suffix is invalid.
  */
 export function planRequest(input: PlanInput): Plan {
@@ -103,5 +111,5 @@ export function planRequest(input: PlanInput): Plan {
     // A shared runtime serves several tenants, so it runs built-in kinds only (docs/sdk.md "Isolation").
     stepKinds: [...BUILTIN_STEP_KINDS, ...(shared ? [] : (input.workerKinds ?? []).map((k) => `custom:${k}`))].sort(),
   } satisfies DataOf<"runtime.registered">;
-  return plan({ kind: "start", runtimeInstanceId, registration });
+  return plan({ kind: "start", runtimeInstanceId, registration, live: live.length });
 }

@@ -12,8 +12,13 @@ import { driveHostStart, type PlannedStart } from "./host-start.ts";
 import { observe, originOf, outcome, settle } from "./request-writer.ts";
 import { RosterView } from "./roster-view.ts";
 import { RuntimeWriter } from "./runtime-writer.ts";
+import { lookAtConflict, PlanAgain, readSlot, slotEntry } from "./runtime-slot.ts";
+import { runtimeRef } from "../../../streams/index.ts";
 import { StartGate, type Ticket } from "./start-gate.ts";
 import { createWarmPool, type WarmPool } from "./warm-pool.ts";
+
+/** Plans of one decision whose start lost the prefix's runtime slot before it gives up (the delivery is retried). */
+const MAX_PLANS = 8;
 
 /** decide(): a cold start is planned but this handler holds no start slot yet (nothing was written). */
 const WAIT = Symbol("wait for a start slot or a warm member");
@@ -40,7 +45,8 @@ export interface Provisioner {
 /**
  * The provisioner's shell: observe → plan (pure) → register → start → readiness → publish → settle.
  * The plan and the registration of a new runtime run under a per-prefix gate, so two requests of
- * one tenant in this process can never both pass the limit check; cold host starts are bounded by
+ * one tenant in this process do not race each other; across replicas the registration takes the
+ * prefix's runtime slot in the same atomic batch (runtime-slot.ts), so two can never both pass the limit; cold host starts are bounded by
  * `maxConcurrentHostStartups` (start-gate.ts; a warm pool bind starts no host and is not, and a
  * request waiting for a slot takes a member that becomes ready meanwhile). Deliveries of one request in this process join the one in flight.
  */
@@ -126,7 +132,25 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
     s: RequestState,
     opts: { readonly cold?: boolean; readonly mayStartCold?: boolean },
   ): Promise<PlannedStart | typeof WAIT | undefined> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await decideOnce(s, opts);
+      } catch (e) {
+        if (!(e instanceof PlanAgain) || attempt >= MAX_PLANS) throw e;
+        d.log("runtime start lost its slot: planning again", { requestId: s.request?.requestId, why: e.why, attempt });
+      }
+    }
+  }
+
+  /** One plan; throws `PlanAgain` when its start lost the prefix's runtime slot (runtime-slot.ts). */
+  async function decideOnce(
+    s: RequestState,
+    opts: { readonly cold?: boolean; readonly mayStartCold?: boolean },
+  ): Promise<PlannedStart | typeof WAIT | undefined> {
     const req = s.request!;
+    // Read before the roster: a start the roster misses moved this sequence, so ours then conflicts.
+    // A scale-out request is tenant-scoped: its `requested` always names the tenant (its subject's).
+    const slot = await readSlot(d, s.tenantId as string, req.policy.runtimeInstanceIdPrefix);
     const plan = planRequest({
       request: s,
       roster: await roster.current(),
@@ -163,26 +187,41 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
         }
         if (built) next = { ...next, registration: { ...next.registration, worker: built.worker } };
         const runtimeOrigin = { ...origin, tenantId: next.registration.tenantId };
+        const taken = {
+          runtimeInstanceId: next.runtimeInstanceId as never,
+          scaleOutRequestId: req.requestId,
+          live: next.live,
+          maxRuntimeInstances: req.policy.maxRuntimeInstances,
+        };
         // Recovery scale-outs and first scale-outs alike claim from the warm pool first.
         const warm = opts.cold
           ? undefined
-          : await pool.claim({
-              runtimeInstanceId: next.runtimeInstanceId,
-              registration: next.registration,
-              origin: runtimeOrigin,
-            });
+          : await pool.claim(
+              { runtimeInstanceId: next.runtimeInstanceId, registration: next.registration, origin: runtimeOrigin },
+              { slot, taken: (member) => slotEntry(d, slot, { ...taken, warmPoolMember: member }, origin) },
+            );
         if (warm) return warm;
         if (!opts.mayStartCold) return WAIT;
-        const writer = new RuntimeWriter(d.store, next.runtimeInstanceId, 0);
-        // Sequence 0: a suffix collision with an existing runtime is a conflict, never a reuse.
-        await writer.append([
-          stamp(d, "runtime.registered", next.registration, runtimeOrigin),
-          stamp(d, "runtime.host-start-requested", { attempt: 1 }, runtimeOrigin),
-        ]);
+        try {
+          // Sequence 0 on the runtime: a suffix collision with an existing runtime is a conflict, never a reuse.
+          await d.store.appendAtomic([
+            slotEntry(d, slot, taken, origin),
+            {
+              ref: runtimeRef(next.runtimeInstanceId),
+              expectedSeq: 0,
+              events: [
+                stamp(d, "runtime.registered", next.registration, runtimeOrigin),
+                stamp(d, "runtime.host-start-requested", { attempt: 1 }, runtimeOrigin),
+              ],
+            },
+          ]);
+        } catch (e) {
+          throw (await lookAtConflict(d, e, slot, next.runtimeInstanceId)) ?? e;
+        }
         return {
           runtimeInstanceId: next.runtimeInstanceId,
           registration: next.registration,
-          writer,
+          writer: await RuntimeWriter.open(d.store, next.runtimeInstanceId),
           origin: runtimeOrigin,
         };
       }

@@ -1,12 +1,13 @@
-import { isDroverError, type HostIncarnation, type HostProvider } from "../../../contracts/index.ts";
+import type { HostIncarnation, HostProvider } from "../../../contracts/index.ts";
 import type { HostSpec, HostStartResult, HostStrategy, WarmPoolHost } from "../../../platform/hosts/types.ts";
-import { runtimeRef } from "../../../streams/index.ts";
+import { runtimeRef, type BatchEntry } from "../../../streams/index.ts";
 import { runtimeInstanceIdOf } from "../domain/runtime-id.ts";
 import { claimableMembers, POOL_LAYERS, POOL_MEMBER_PREFIX, refillCount } from "../domain/warm-pool.ts";
 import { stamp, type Origin, type ProvisionerDeps } from "./context.ts";
 import type { PlannedStart } from "./host-start.ts";
 import type { RosterView } from "./roster-view.ts";
 import { RuntimeWriter } from "./runtime-writer.ts";
+import { lookAtConflict, type SlotClaim } from "./runtime-slot.ts";
 
 /** A strategy that can keep warm pool members (process and Kubernetes hosts). */
 export type PoolableStrategy = HostStrategy & WarmPoolHost;
@@ -19,14 +20,22 @@ export interface WarmBinding {
   bind(spec: HostSpec): Promise<HostStartResult>;
 }
 
+/** The prefix's runtime slot a claim takes in its batch (runtime-slot.ts). */
+export interface WarmSlot {
+  readonly slot: SlotClaim;
+  /** The slot's batch entry naming the claimed member. */
+  taken(memberId: string): BatchEntry;
+}
+
 export interface WarmPool {
   /**
    * Claims a ready member for `start` and registers the runtime, in one atomic batch conditional on
-   * the member's last sequence (single-flight across replicas: a loser tries the next member). The
+   * the member's last sequence (single-flight across replicas: a loser tries the next member) and on
+   * the prefix's runtime slot (a start of the prefix committed meanwhile: `PlanAgain`). The
    * runtime's events are `registered`, `host-start-requested` and `host-started` (converged from the
    * member's incarnation). Undefined when no member could be claimed: the caller cold-starts.
    */
-  claim(start: Omit<PlannedStart, "writer">): Promise<PlannedStart | undefined>;
+  claim(start: Omit<PlannedStart, "writer">, slot: WarmSlot): Promise<PlannedStart | undefined>;
   /** Starts members in the background until every provider's pool holds its size again. */
   refill(): void;
   /** Resolves once no refill is running (tests, shutdown). */
@@ -56,7 +65,7 @@ export function createWarmPool(
 
   return {
     enabled: sizes.length > 0,
-    async claim(start) {
+    async claim(start, slot) {
       const provider = start.registration.hostProvider;
       const strategy = d.strategies.get(provider);
       if (!isPoolable(strategy) || !sizes.some(([p]) => p === provider)) return undefined;
@@ -66,6 +75,7 @@ export function createWarmPool(
         const o = start.origin;
         try {
           await d.store.appendAtomic([
+            slot.taken(m.runtimeInstanceId),
             {
               ref: runtimeRef(m.runtimeInstanceId),
               expectedSeq: m.lastSeq,
@@ -106,9 +116,11 @@ export function createWarmPool(
             },
           ]);
         } catch (e) {
-          // Another claimer won this member (or it ended meanwhile): look at the next one.
-          if (isDroverError(e, "version-conflict")) continue;
-          throw e;
+          // The prefix's slot moved (or the new id exists): plan again. Else another claimer won this
+          // member (or it ended meanwhile): look at the next one.
+          const again = await lookAtConflict(d, e, slot.slot, start.runtimeInstanceId);
+          if (again) throw again;
+          continue;
         }
         const writer = await RuntimeWriter.open(d.store, start.runtimeInstanceId);
         const token = d.commandTokenFor(m.runtimeInstanceId);
