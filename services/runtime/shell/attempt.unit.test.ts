@@ -1,3 +1,4 @@
+import { EventEmitter } from "node:events";
 import { setTimeout as delay } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
 import { DroverError, StepId } from "../../../contracts/index.ts";
@@ -39,8 +40,7 @@ describe("step attempts: timeoutMs, error classification, retry jitter and cap (
 
   it("an attempt's signal is its own: aborted with the execution's reason, and no listener of a finished attempt is left on the execution's signal", async () => {
     const execution = new AbortController();
-    const { getEventListeners } = await import("node:events");
-    const before = getEventListeners(execution.signal, "abort").length;
+    const before = EventEmitter.getEventListeners(execution.signal, "abort").length;
     let first: AbortSignal | undefined;
     for (let i = 0; i < 100; i++)
       await attemptOutcome({ id: StepId.parse("s") }, execution.signal, async (signal) => {
@@ -48,7 +48,7 @@ describe("step attempts: timeoutMs, error classification, retry jitter and cap (
         signal.addEventListener("abort", () => undefined);
         return i;
       });
-    expect(getEventListeners(execution.signal, "abort")).toHaveLength(before);
+    expect(EventEmitter.getEventListeners(execution.signal, "abort")).toHaveLength(before);
     expect(first).not.toBe(execution.signal);
     // A running attempt sees the execution's abort (ownership lost, cancel) with its reason.
     let seen: AbortSignal | undefined;
