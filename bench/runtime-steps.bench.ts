@@ -3,8 +3,11 @@
  *
  *  - runtime_steps_serial: trivial compute steps of one 500-step chain (one append in flight at a
  *    time: scheduler + step + OCC checkpoint per step), from the journal's server timestamps;
- *  - runtime_steps_parallel: trivial steps of 8 concurrent 100-step chains on one runtime
- *    (maxConcurrentRuns 8), first to last step-completed;
+ *  - runtime_steps_parallel: trivial steps of 8 concurrent 100-step chains on one runtime,
+ *    first to last step-completed;
+ *  - runtime_steps_parallel_50: the same for 50 concurrent 100-step chains (issue #15's target shape);
+ *  - each note adds the runtime process's CPU ms per 1,000 steps (/proc, user + system): a figure
+ *    that depends far less on the machine's load than a rate does;
  *  - resume_to_first_step: ResumeExecution sent → the replacement's first step started (p50/p99
  *    over ROUNDS recoveries of a 50-step chain killed after 25 durable steps).
  * Medians of ROUNDS rounds.
@@ -20,6 +23,7 @@ import {
 } from "../test/support/control-plane-double.ts";
 import { startRuntimeProcess, type RuntimeProcess } from "../test/support/runtime-process.ts";
 import { startNats } from "../platform/local-servers.ts";
+import { readFileSync } from "node:fs";
 import { median, quantile, recordMetrics, round } from "./support/results.ts";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -52,6 +56,12 @@ async function dispatch(
   return String((r.payload.run as { executionId: string }).executionId);
 }
 
+/** CPU ms (user + system) a process has used so far (Linux /proc; USER_HZ 100). */
+const cpuMs = (pid: number): number => {
+  const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+  return (Number(f[11]) + Number(f[12])) * 10;
+};
+
 const stepTimes = (events: Awaited<ReturnType<typeof waitForJournal>>) =>
   events.filter((e) => e.event.type === "exec.step-completed").map((e) => e.time.getTime());
 const done = (es: Awaited<ReturnType<typeof waitForJournal>>) => es.some((e) => e.event.type === "exec.completed");
@@ -60,7 +70,11 @@ async function main(): Promise<void> {
   const nats = await startNats();
   const serial: number[] = [];
   const parallel: number[] = [];
+  const parallel50: number[] = [];
   const resume: number[] = [];
+  // Runtime and nats-server CPU ms per 1,000 steps, per shape.
+  const cpu = { serial: [] as number[], parallel: [] as number[], parallel50: [] as number[] };
+  const natsCpu = { serial: [] as number[], parallel: [] as number[], parallel50: [] as number[] };
   try {
     for (let r = 0; r < ROUNDS; r++) {
       const cp = await openControlPlaneDouble(nats.url, `bench-rt-${r}`);
@@ -70,17 +84,30 @@ async function main(): Promise<void> {
         runtimeInstanceId: `rt-bench-${r}`,
         transport: "http",
         tenantId: T,
-        sizing: { workers: 8, maxConcurrentRuns: 8, localQueueCapacity: 8, maxWorkersPerRun: 1 },
+        sizing: { workers: 50, maxConcurrentRuns: 50, localQueueCapacity: 50, maxWorkersPerRun: 1 },
       });
       try {
+        let c0 = cpuMs(rt.pid);
+        let n0 = cpuMs(nats.pid);
         const chain = await dispatch(cp, rt, chainDag(500, 0), `serial-${r}`);
         const ts = stepTimes(await waitForJournal(cp, T, chain, done));
         serial.push((ts.length - 1) / (((ts.at(-1) ?? 0) - (ts[0] ?? 0)) / 1000));
-        const execs = await Promise.all(
-          Array.from({ length: 8 }, (_, i) => dispatch(cp, rt, chainDag(100, 0), `par-${r}-${i}`)),
-        );
-        const all = (await Promise.all(execs.map((e) => waitForJournal(cp, T, e, done)))).flatMap(stepTimes);
-        parallel.push((all.length - 1) / ((Math.max(...all) - Math.min(...all)) / 1000));
+        cpu.serial.push(((cpuMs(rt.pid) - c0) * 1000) / ts.length);
+        natsCpu.serial.push(((cpuMs(nats.pid) - n0) * 1000) / ts.length);
+        for (const [n, out, cpuOut, natsOut] of [
+          [8, parallel, cpu.parallel, natsCpu.parallel],
+          [50, parallel50, cpu.parallel50, natsCpu.parallel50],
+        ] as const) {
+          c0 = cpuMs(rt.pid);
+          n0 = cpuMs(nats.pid);
+          const execs = await Promise.all(
+            Array.from({ length: n }, (_, i) => dispatch(cp, rt, chainDag(100, 0), `par${n}-${r}-${i}`)),
+          );
+          const all = (await Promise.all(execs.map((e) => waitForJournal(cp, T, e, done)))).flatMap(stepTimes);
+          out.push((all.length - 1) / ((Math.max(...all) - Math.min(...all)) / 1000));
+          cpuOut.push(((cpuMs(rt.pid) - c0) * 1000) / all.length);
+          natsOut.push(((cpuMs(nats.pid) - n0) * 1000) / all.length);
+        }
 
         const dag = chainDag(50, 20);
         const victim = await startRuntimeProcess({
@@ -143,12 +170,17 @@ async function main(): Promise<void> {
     runtime_steps_serial: {
       unit: "steps/s",
       value: round(median(serial)),
-      note: `one 500-step chain of trivial steps, one runtime; median of ${ROUNDS}`,
+      note: `one 500-step chain of trivial steps, one runtime; median of ${ROUNDS}; CPU per 1,000 steps: runtime ${round(median(cpu.serial), 0)} ms, nats-server ${round(median(natsCpu.serial), 0)} ms`,
     },
     runtime_steps_parallel: {
       unit: "steps/s",
       value: round(median(parallel)),
-      note: `8 concurrent 100-step chains on one runtime; median of ${ROUNDS}`,
+      note: `8 concurrent 100-step chains on one runtime; median of ${ROUNDS}; CPU per 1,000 steps: runtime ${round(median(cpu.parallel), 0)} ms, nats-server ${round(median(natsCpu.parallel), 0)} ms`,
+    },
+    runtime_steps_parallel_50: {
+      unit: "steps/s",
+      value: round(median(parallel50)),
+      note: `50 concurrent 100-step chains on one runtime; median of ${ROUNDS}; CPU per 1,000 steps: runtime ${round(median(cpu.parallel50), 0)} ms, nats-server ${round(median(natsCpu.parallel50), 0)} ms`,
     },
     resume_to_first_step: {
       unit: "ms",

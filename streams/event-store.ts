@@ -75,15 +75,17 @@ async function appendOne(
   let pa;
   for (let attempt = 1; ; attempt++) {
     try {
-      pa = await ctx.js.publish(enc.subject, enc.data, {
-        msgID: msgId,
-        timeout: ctx.timeoutMs,
-        expect: {
-          streamName: ctx.layout.eventStream,
-          lastSubjectSequence: expectedSeq,
-          lastSubjectSequenceSubject: wildcard,
-        },
-      });
+      const send = () =>
+        ctx.js.publish(enc.subject, enc.data, {
+          msgID: msgId,
+          timeout: ctx.timeoutMs,
+          expect: {
+            streamName: ctx.layout.eventStream,
+            lastSubjectSequence: expectedSeq,
+            lastSubjectSequenceSubject: wildcard,
+          },
+        });
+      pa = await (attempt === 1 ? ctx.gate(send) : send());
       break;
     } catch (e) {
       const code = jsCode(e);

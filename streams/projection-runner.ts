@@ -11,6 +11,17 @@ import type { StoredEvent } from "./types.ts";
 import { LIVE_CONSUME } from "./consumer-outcome.ts";
 import { isJetStreamUnavailable } from "./nats-errors.ts";
 
+/** `p`'s value if it settles within `ms`, else "due" (at once when `ms` <= 0). */
+async function within<T>(p: Promise<T>, ms: number): Promise<T | "due"> {
+  if (ms <= 0) return "due";
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    return await Promise.race([p, new Promise<"due">((ok) => (timer = setTimeout(() => ok("due"), ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** Pause before the live loop restarts after JetStream stopped answering. */
 const LIVE_RESTART_MS = 1_000;
 
@@ -59,6 +70,13 @@ export interface ProjectionRunnerOptions extends EventStoreOptions {
   readonly retryDelayMs?: number;
   /** Most events handed to `applyBatch` at once (default 256); live, a batch also ends when nothing more is pending. */
   readonly batchSize?: number;
+  /**
+   * Live, once caught up, how long (ms) applied events may be held for more to join their batch
+   * before the batch is written and the checkpoint saved (default 0: at once). Measured from the
+   * first event held, so a steady trickle is written at least this often: a store with a high cost
+   * per write (FerretDB) then writes a chain of steps once per window instead of once per step.
+   */
+  readonly lingerMs?: number;
   /**
    * Where an event that does not decode (garbage, an unknown type, a newer schema version), or that
    * the projection refuses with a non-retryable error, is recorded before the runner steps over it.
@@ -191,11 +209,32 @@ export function createProjectionRunner(
     // Stopped while the consumer was being created: close without waiting, or the close (which
     // settles when the iteration ends) and this function would wait for each other for ever.
     if (stopping) void messages.close().catch(() => undefined);
+    const it = messages[Symbol.asyncIterator]();
+    const lingerMs = opts.lingerMs ?? 0;
+    // Caught up with applied events held (lingerMs > 0): when they must be written at the latest.
+    let writeBy: number | undefined;
+    // The message asked for and not yet taken: kept across a window's end, so none is lost or reordered.
+    let next: ReturnType<typeof it.next> | undefined;
     try {
-      for await (const m of messages) {
+      for (;;) {
+        next ??= it.next();
+        const r = writeBy === undefined ? await next : await within(next, writeBy - Date.now());
+        if (r === "due") {
+          // Nothing more came within the window: apply the batch and save now (one loop, so never concurrently).
+          writeBy = undefined;
+          await flush();
+          await save();
+          continue;
+        }
+        next = undefined;
+        if (r.done) break;
+        const m = r.value;
         await applyMsg(m);
-        // Caught up (nothing pending): apply the batch and save now, or both would lag until the next event.
-        if (m.info.pending === 0) {
+        // Caught up (nothing pending): apply the batch and save now (or by the end of the window),
+        // or both would lag until the next event.
+        if (m.info.pending !== 0) continue;
+        if (lingerMs > 0) writeBy ??= Date.now() + lingerMs;
+        else {
           await flush();
           await save();
         }

@@ -9,6 +9,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { contractViolation, encodeEvent, type DroverEvent, type EventType } from "../contracts/index.ts";
 import { connectionOf, type NatsHandle } from "./connection.ts";
 import type { StreamLayout } from "./layout.ts";
+import { immediatePublish, publishGate, type PublishGate } from "./publish-gate.ts";
 import { directReader, scopedReader, type Reader } from "./scoped-read.ts";
 import { aggregateSubject, eventSubject, type AggregateRef } from "./subjects.ts";
 
@@ -23,6 +24,12 @@ export interface EventStoreOptions {
    * subject (a runtime's) can then read exactly what they allow. Default: batched Direct Gets.
    */
   readonly subjectScopedReads?: boolean;
+  /**
+   * Hold each append's first publish to the event loop's check phase and send those held together
+   * (publish-gate.ts): fewer, larger socket writes when many aggregates append at once (a runtime's
+   * executions). Each append is still a separate conditional publish awaiting its own ack.
+   */
+  readonly coalescePublishes?: boolean;
 }
 
 /** What every event-store operation shares: connection, JetStream client and manager, layout. */
@@ -34,6 +41,8 @@ export interface StoreContext {
   readonly timeoutMs: number;
   /** How the event stream is read (scoped-read.ts). */
   readonly reader: Reader;
+  /** How an append's publish is sent (publish-gate.ts). */
+  readonly gate: PublishGate;
 }
 
 export function storeContext(handle: NatsHandle, layout: StreamLayout, opts: EventStoreOptions = {}): StoreContext {
@@ -49,7 +58,8 @@ export function storeContext(handle: NatsHandle, layout: StreamLayout, opts: Eve
   const reader = opts.subjectScopedReads
     ? scopedReader(js, jsm, layout.eventStream)
     : directReader(jsm, layout.eventStream);
-  return { nc, js, jsm, layout, timeoutMs: opts.timeoutMs ?? 5000, reader };
+  const gate = opts.coalescePublishes ? publishGate() : immediatePublish;
+  return { nc, js, jsm, layout, timeoutMs: opts.timeoutMs ?? 5000, reader, gate };
 }
 
 /** An event ready to publish: its subject and validated bytes. */

@@ -9,10 +9,13 @@ import { event, freshStreams, type StreamsFixture } from "../support/streams.ts"
 
 const ex = (id: string) => execRef(ids.tenant, id);
 
-// Both readers (streams/scoped-read.ts): batched Direct Gets, and the subject-scoped reads a runtime uses.
+// Both readers (streams/scoped-read.ts): batched Direct Gets, and the subject-scoped reads a runtime uses;
+// and the runtime's store, whose appends made in one turn leave together (streams/publish-gate.ts): each
+// still its own conditional publish (the 20 concurrent writers below all leave in one socket write).
 describe.each([
   ["direct gets", {}],
   ["subject-scoped reads", { subjectScopedReads: true }],
+  ["subject-scoped reads, coalesced publishes", { subjectScopedReads: true, coalescePublishes: true }],
 ])("event store append/read against a real nats-server (%s)", (_, opts) => {
   let fx: StreamsFixture;
   let store: EventStore;

@@ -37,4 +37,32 @@ describe("versioned document writes of one batch (putManyIfNewer) against real F
     ]);
     await db.dropDatabase();
   });
+
+  it("several documents already newer, first, middle and last of one batch: each skipped, every other one written", async () => {
+    const db = mongo.db(uniqueName("putmany"));
+    const c = db.collection<Doc>("docs");
+    const stored = ["a", "c", "e"].map((id) => ({ _id: id, lastSeq: 9, v: `${id}9` }));
+    await putManyIfNewer(c, stored);
+    await putManyIfNewer(c, [
+      { _id: "a", lastSeq: 2, v: "old" },
+      { _id: "b", lastSeq: 2, v: "b2" },
+      { _id: "c", lastSeq: 2, v: "old" },
+      { _id: "d", lastSeq: 2, v: "d2" },
+      { _id: "e", lastSeq: 2, v: "old" },
+    ]);
+    // Newer versions of existing documents replace them; new documents are inserted.
+    await putManyIfNewer(c, [
+      { _id: "a", lastSeq: 10, v: "a10" },
+      { _id: "f", lastSeq: 1, v: "f1" },
+    ]);
+    expect(await c.find({}).sort({ _id: 1 }).toArray()).toEqual([
+      { _id: "a", lastSeq: 10, v: "a10" },
+      { _id: "b", lastSeq: 2, v: "b2" },
+      { _id: "c", lastSeq: 9, v: "c9" },
+      { _id: "d", lastSeq: 2, v: "d2" },
+      { _id: "e", lastSeq: 9, v: "e9" },
+      { _id: "f", lastSeq: 1, v: "f1" },
+    ]);
+    await db.dropDatabase();
+  });
 });

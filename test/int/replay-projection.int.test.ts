@@ -268,6 +268,54 @@ describe("replay, fold and projections against a real nats-server", () => {
     expect(await cps.load("batched")).toBe(last);
   });
 
+  /** A live runner with `lingerMs` whose projection records the sequences of each batch it is handed. */
+  async function lingering(name: string, lingerMs: number) {
+    const batches: number[][] = [];
+    const projection: Projection = {
+      name,
+      apply: () => {
+        throw new Error("apply must not be called when applyBatch exists");
+      },
+      applyBatch: async (es) => {
+        batches.push(es.map((e) => e.seq));
+      },
+    };
+    const cps = memoryCheckpointStore();
+    const runner = createProjectionRunner(fx.nc, fx.layout, projection, cps, { lingerMs });
+    void runner.start();
+    await runner.waitFor(await seed(1));
+    batches.length = 0;
+    return { runner, batches, cps };
+  }
+  const runEvent = async (i: number) =>
+    (await store.append(runRef(ids.tenant, `linger-${i}`), event("run.submitted"), { expectedSeq: 0 })).seq;
+
+  it("live and caught up with lingerMs, holds events for more and hands them over in one batch, then saves the checkpoint", async () => {
+    const { runner, batches, cps } = await lingering("linger-hold", 2_000);
+    const seqs: number[] = [];
+    for (let i = 0; i < 5; i++) seqs.push(await runEvent(i));
+    await runner.waitFor(seqs.at(-1)!, 10_000);
+    // Each append was caught up on its own (nothing pending): without the window, five batches.
+    expect(batches).toEqual([seqs]);
+    expect(await cps.load("linger-hold")).toBe(seqs.at(-1));
+    await runner.stop();
+  });
+
+  it("with lingerMs, a steady trickle is still handed over at least once per window from the first event held, never held until it stops", async () => {
+    const { runner, batches } = await lingering("linger-trickle", 200);
+    const seqs: number[] = [];
+    // 40 events 50 ms apart: every gap is shorter than the window, so a window restarted by each
+    // event would hold all 40 until the trickle stops.
+    for (let i = 0; i < 40; i++) {
+      seqs.push(await runEvent(i));
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    await runner.waitFor(seqs.at(-1)!, 10_000);
+    expect(batches.flat()).toEqual(seqs);
+    expect(batches.length).toBeGreaterThanOrEqual(4);
+    await runner.stop();
+  });
+
   it("folds one aggregate's history read from the store", async () => {
     await seed(2);
     const h = await store.read(runRef(ids.tenant, "run-1"));

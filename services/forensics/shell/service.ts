@@ -11,6 +11,9 @@ import { beginBuild, buildState, endBuild, isBuilt, mongoCheckpointStore } from 
 import { ensureIndexes, readModelDb, type ReadModelDb } from "./collections.ts";
 import { forensicsProjection, PROJECTION_NAME } from "./projection.ts";
 
+/** How long caught-up events may wait for more before the read models are written (streams/projection-runner.ts `lingerMs`). */
+export const FORENSICS_LINGER_MS = 50;
+
 export interface ForensicsOptions {
   readonly handle: NatsHandle;
   readonly layout: StreamLayout;
@@ -69,6 +72,10 @@ export async function startForensics(o: ForensicsOptions): Promise<ForensicsServ
   const newRunner = () =>
     (runner = createProjectionRunner(o.handle, o.layout, projection, checkpoints, {
       checkpointEvery: 16,
+      // Caught up, events wait up to 50 ms for more before FerretDB is written: a run's steps arrive
+      // a millisecond apart, and each write (one commit per collection, plus the checkpoint) cost
+      // FerretDB more CPU than the runtime spent executing the step (bench/workloads W1).
+      lingerMs: FORENSICS_LINGER_MS,
       ...(o.onSkip ? { onSkip: o.onSkip } : {}),
     }));
 

@@ -1,3 +1,4 @@
+import { EventEmitter } from "node:events";
 import { setTimeout as delay } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
 import { DroverError, StepId } from "../../../contracts/index.ts";
@@ -35,6 +36,32 @@ describe("step attempts: timeoutMs, error classification, retry jitter and cap (
       ok: true,
       output: "done",
     });
+  });
+
+  it("an attempt's signal is its own: aborted with the execution's reason, and no listener of a finished attempt is left on the execution's signal", async () => {
+    const execution = new AbortController();
+    const before = EventEmitter.getEventListeners(execution.signal, "abort").length;
+    let first: AbortSignal | undefined;
+    for (let i = 0; i < 100; i++)
+      await attemptOutcome({ id: StepId.parse("s") }, execution.signal, async (signal) => {
+        first ??= signal;
+        signal.addEventListener("abort", () => undefined);
+        return i;
+      });
+    expect(EventEmitter.getEventListeners(execution.signal, "abort")).toHaveLength(before);
+    expect(first).not.toBe(execution.signal);
+    // A running attempt sees the execution's abort (ownership lost, cancel) with its reason.
+    let seen: AbortSignal | undefined;
+    const running = attemptOutcome({ id: StepId.parse("s") }, execution.signal, async (signal) => {
+      seen = signal;
+      await delay(10_000, undefined, { signal });
+    });
+    await delay(5);
+    execution.abort(new Error("ownership lost"));
+    // The step's own rejection is the outcome (the execution drops it: nothing is written after an abort).
+    expect(await running).toMatchObject({ ok: false, retryable: true });
+    expect(seen?.aborted).toBe(true);
+    expect(seen?.reason).toEqual(new Error("ownership lost"));
   });
 
   it("retry delay is exponential, capped by maxDelayMs, shortened by at most jitter of itself, and the same for the same attempt", () => {
