@@ -48,7 +48,11 @@ const config = DroverConfig.parse({
   tenants: [{ tenantId: TENANT, isolationMode: "dedicated", maxConcurrentRuns: 100_000, maxQueuedRuns: 100_000 }],
 });
 const dag = { steps: [{ id: "only", kind: "compute", params: { durationMs: 0 } }] };
-const runtimeEnv = { writer: { service: "runtime" as const, instanceId: "fake-rt" }, clock: systemClock, ids: randomIds };
+const runtimeEnv = {
+  writer: { service: "runtime" as const, instanceId: "fake-rt" },
+  clock: systemClock,
+  ids: randomIds,
+};
 const apiEnv = { writer: { service: "api" as const, instanceId: "bench" }, clock: systemClock, ids: randomIds };
 
 const nats = await startNats();
@@ -65,11 +69,15 @@ try {
   const view = redisCapacityView<CapacityDescriptor>(r, CP);
   const capacity = await startCapacityProjection({ js, layout: fx.layout, view, controlPlaneId: CP });
   const rt = "rt-rate";
-  await publishReadyRuntime(store, { runtimeInstanceId: rt, controlPlaneId: CP, isolationMode: "dedicated", tenantId: TENANT, slots: 10_001 });
+  await publishReadyRuntime(store, {
+    runtimeInstanceId: rt,
+    controlPlaneId: CP,
+    isolationMode: "dedicated",
+    tenantId: TENANT,
+    slots: 10_001,
+  });
   await publishBeat(js, fx.layout, rt, 1, 10_001);
-  await eventually("capacity", async () =>
-    (await view.all()).some((d) => d.beats["pid:1:1"]) ? true : undefined,
-  );
+  await eventually("capacity", async () => ((await view.all()).some((d) => d.beats["pid:1:1"]) ? true : undefined));
 
   // The runtime: accepts every DispatchRun, then records the run started and completed on the
   // `dispatched` sequence, as the real runtime's conditional appends do.
@@ -78,8 +86,18 @@ try {
     const ref = runRef(p.tenantId, p.sharedRunId);
     const opts = { tenantId: p.tenantId, correlationId: p.sharedRunId, causationId: `run:${p.localRunId}` };
     const executionId = randomIds.next("ex");
-    const started = looseEvent(runtimeEnv, "run.started", { executionId, localRunId: p.localRunId, runtimeInstanceId: rt }, opts);
-    const completed = looseEvent(runtimeEnv, "run.completed", { executionId, localRunId: p.localRunId, outputDigest: "0" }, opts);
+    const started = looseEvent(
+      runtimeEnv,
+      "run.started",
+      { executionId, localRunId: p.localRunId, runtimeInstanceId: rt },
+      opts,
+    );
+    const completed = looseEvent(
+      runtimeEnv,
+      "run.completed",
+      { executionId, localRunId: p.localRunId, outputDigest: "0" },
+      opts,
+    );
     await store.appendAll(ref, [started, completed], { expectedSeq: p.dispatchedSeq });
   };
   const send = async (_e: string, _t: unknown, c: RuntimeCommand): Promise<RuntimeCommandResult> => {
@@ -127,7 +145,10 @@ try {
   })();
   const allDispatched = (ids: readonly string[]) =>
     new Promise<void>((ok, fail) => {
-      const t = setTimeout(() => fail(new Error(`${ids.filter((i) => !dispatched.has(i)).length} runs not dispatched in 120 s`)), 120_000);
+      const t = setTimeout(
+        () => fail(new Error(`${ids.filter((i) => !dispatched.has(i)).length} runs not dispatched in 120 s`)),
+        120_000,
+      );
       onDispatch = () => {
         if (ids.every((i) => dispatched.has(i))) {
           clearTimeout(t);
@@ -139,11 +160,16 @@ try {
   const submit = (id: string) =>
     store.append(
       runRef(TENANT, id),
-      looseEvent(apiEnv, "run.submitted", { sharedRunId: id, dag, source: "api", labels: {} }, {
-        tenantId: TENANT,
-        correlationId: id,
-        causationId: "bench",
-      }),
+      looseEvent(
+        apiEnv,
+        "run.submitted",
+        { sharedRunId: id, dag, source: "api", labels: {} },
+        {
+          tenantId: TENANT,
+          correlationId: id,
+          causationId: "bench",
+        },
+      ),
       { expectedSeq: 0 },
     );
 
@@ -214,7 +240,9 @@ try {
     admission_cpu_per_run: {
       unit: "ms",
       value: perRun(selfMs),
-      note: `CPU per run during that burst: bench process (admission, capacity projection, submitters, fake runtime) ${perRun(selfMs)}, ${Object.entries(children)
+      note: `CPU per run during that burst: bench process (admission, capacity projection, submitters, fake runtime) ${perRun(selfMs)}, ${Object.entries(
+        children,
+      )
         .map(([k, v]) => `${k} ${perRun(v)}`)
         .join(", ")}`,
     },

@@ -100,7 +100,8 @@ declare module "ioredis" {
 const scripted = new WeakSet<Redis>();
 
 export function redisReservations(redis: Redis, controlPlaneId: string): Reservations {
-  const keys = (rt: string) => [`drover:${controlPlaneId}:resv:${rt}:e`, `drover:${controlPlaneId}:resv:${rt}:a`] as const;
+  const keys = (rt: string) =>
+    [`drover:${controlPlaneId}:resv:${rt}:e`, `drover:${controlPlaneId}:resv:${rt}:a`] as const;
   // EVALSHA (ioredis loads the script once per connection) instead of sending the script every call.
   if (!scripted.has(redis)) {
     scripted.add(redis);
