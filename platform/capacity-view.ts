@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { Redis, Result } from "ioredis";
 
 /**
  * The hot capacity view in Redis: one hash per runtime (`d` = descriptor JSON, `seq` = last folded
@@ -17,7 +17,14 @@ export interface CapacityViewStore<D> {
   /** Stores `descriptor` unless the stored one has a newer `version`; whether it was stored. */
   put(runtimeInstanceId: string, descriptor: D, version?: DescriptorVersion): Promise<boolean>;
   get(runtimeInstanceId: string): Promise<D | undefined>;
+  /** Every descriptor, retired ones included (ordered by RuntimeInstanceId). */
   all(): Promise<D[]>;
+  /**
+   * The descriptors of runtimes not retired, in one round trip (ordered by RuntimeInstanceId): what
+   * admission reads every pass. A retired runtime never takes work again, and runtimes ever created
+   * only grow; `get` still reads a retired one.
+   */
+  live(): Promise<D[]>;
   /** Drops the whole view (before a rebuild from sequence 1). */
   clear(): Promise<void>;
   /**
@@ -33,7 +40,7 @@ export interface CapacityViewStore<D> {
   setCheckpoint(name: string, seq: number): Promise<void>;
 }
 
-/** KEYS: descriptor hash, index set; ARGV: JSON, event seq, beat ms, runtime id. */
+/** KEYS: descriptor hash, index set, live set; ARGV: JSON, event seq, beat ms, runtime id, '1' if retired. */
 const PUT_IF_NOT_OLDER = `
 local s = tonumber(redis.call('HGET', KEYS[1], 'vs') or '-1')
 local b = tonumber(redis.call('HGET', KEYS[1], 'vb') or '-1')
@@ -41,28 +48,62 @@ local ns, nb = tonumber(ARGV[2]), tonumber(ARGV[3])
 if ns < s or (ns == s and nb < b) then return 0 end
 redis.call('HSET', KEYS[1], 'd', ARGV[1], 'vs', ARGV[2], 'vb', ARGV[3])
 redis.call('SADD', KEYS[2], ARGV[4])
+if ARGV[5] == '1' then redis.call('SREM', KEYS[3], ARGV[4]) else redis.call('SADD', KEYS[3], ARGV[4]) end
 return 1`;
+/**
+ * KEYS: live set, index set; ARGV: the descriptor hashes' key prefix. Every live descriptor, by id.
+ * With no live set (empty, or a view written before it existed) the index is read and retired
+ * descriptors are left out here: the same answer, only slower.
+ */
+const LIVE = `
+local ids = redis.call('SMEMBERS', KEYS[1])
+local filter = #ids == 0
+if filter then ids = redis.call('SMEMBERS', KEYS[2]) end
+table.sort(ids)
+local out = {}
+for _, id in ipairs(ids) do
+  local d = redis.call('HGET', ARGV[1] .. id, 'd')
+  if d and not (filter and cjson.decode(d).status == 'retired') then out[#out + 1] = d end
+end
+return out`;
+
+declare module "ioredis" {
+  interface RedisCommander<Context> {
+    drCapLive(live: string, index: string, prefix: string): Result<string[], Context>;
+  }
+}
+const scripted = new WeakSet<Redis>();
 const SET_IF_GREATER = `
 local c = tonumber(redis.call('GET', KEYS[1]) or '0')
 if tonumber(ARGV[1]) > c then redis.call('SET', KEYS[1], ARGV[1]) end
 return 1`;
 
+/** A descriptor of a retired runtime (the capacity descriptor's lifecycle; other shapes are never retired). */
+const isRetired = (d: unknown): boolean => (d as { status?: unknown } | null)?.status === "retired";
+
 export function redisCapacityView<D>(redis: Redis, controlPlaneId: string): CapacityViewStore<D> {
   const base = `drover:${controlPlaneId}:cap`;
   const rtKey = (id: string) => `${base}:rt:${id}`;
   const index = `${base}:index`;
+  const live = `${base}:live`;
+  if (!scripted.has(redis)) {
+    scripted.add(redis);
+    redis.defineCommand("drCapLive", { numberOfKeys: 2, lua: LIVE });
+  }
   const cpKey = (name: string) => `${base}:checkpoint:${name}`;
   return {
     async put(id, d, version = [0, 0]) {
       const stored = await redis.eval(
         PUT_IF_NOT_OLDER,
-        2,
+        3,
         rtKey(id),
         index,
+        live,
         JSON.stringify(d),
         version[0],
         version[1],
         id,
+        isRetired(d) ? "1" : "0",
       );
       return stored === 1;
     },
@@ -78,10 +119,14 @@ export function redisCapacityView<D>(redis: Redis, controlPlaneId: string): Capa
       const rows = (await pipe.exec()) ?? [];
       return rows.flatMap(([err, raw]) => (err || typeof raw !== "string" ? [] : [JSON.parse(raw) as D]));
     },
+    async live() {
+      const rows = await redis.drCapLive(live, index, `${base}:rt:`);
+      return rows.map((raw) => JSON.parse(raw) as D);
+    },
     async clear() {
       const ids = await redis.smembers(index);
       const names = await redis.keys(`${base}:checkpoint:*`);
-      await redis.del(index, ...ids.map(rtKey), ...names);
+      await redis.del(index, live, ...ids.map(rtKey), ...names);
     },
     async replaceAll(descriptors, checkpoint) {
       const keep = new Set(descriptors.map(([id]) => id));
@@ -89,9 +134,11 @@ export function redisCapacityView<D>(redis: Redis, controlPlaneId: string): Capa
       const names = (await redis.keys(`${base}:checkpoint:*`)).filter((k) => k !== cpKey(checkpoint.name));
       const tx = redis.multi();
       if (stale.length + names.length > 0) tx.del(...stale, ...names);
-      tx.del(index);
-      for (const [id, d, v = [0, 0]] of descriptors)
+      tx.del(index, live);
+      for (const [id, d, v = [0, 0]] of descriptors) {
         tx.del(rtKey(id)).hset(rtKey(id), "d", JSON.stringify(d), "vs", v[0], "vb", v[1]).sadd(index, id);
+        if (!isRetired(d)) tx.sadd(live, id);
+      }
       await tx.set(cpKey(checkpoint.name), String(checkpoint.seq)).exec();
     },
     async getCheckpoint(name) {

@@ -1,49 +1,56 @@
 import type { Redis, Result } from "ioredis";
 
 /**
- * Atomic slot reservations in Redis (admission-and-capacity.md "Admission" step 3). One hash per
- * runtime: field = SharedRunId, value = expiry (ms), or `expiry:acceptedAt` once the runtime accepted
- * the run. The Lua script drops expired entries, then either confirms an existing reservation for
- * the same run (a retry never reserves twice) or reserves iff fewer than `slots` are held. `slots`
- * is the free places of the runtime's latest heartbeat, taken at `beatAt`: a reservation whose run
- * was accepted before that beat is already counted by it and is not counted again (without this, each
- * run dispatched in the last 3 heartbeats counted twice: a busy runtime looked full while places were
- * free). Reservations are hot state: they expire by themselves and are rebuilt from `run.admitted`
- * events without an outcome (see rebuild in the capacity service).
+ * Atomic slot reservations in Redis (admission-and-capacity.md "Admission" step 3). Two sorted sets
+ * per runtime: `e` holds every reservation (member = SharedRunId, score = expiry, ms), `a` the ones
+ * the runtime accepted (score = acceptedAt). The Lua script drops expired entries, then either
+ * confirms an existing reservation for the same run (a retry never reserves twice) or reserves iff
+ * fewer than `slots` are held. `slots` is the free places of the runtime's latest heartbeat, taken at
+ * `beatAt`: a reservation whose run was accepted before that beat is already counted by it and is not
+ * counted again (without this, each run dispatched in the last 3 heartbeats counted twice: a busy
+ * runtime looked full while places were free). So the places held are ZCARD(e) − ZCOUNT(a, ≤ beatAt):
+ * O(log n) per reservation, where the former hash was read whole by every reserve and count (a busy
+ * runtime holds a reservation per run dispatched in its last 3 heartbeats: hundreds in a burst).
+ * Reservations are hot state: they expire by themselves and are rebuilt from `run.admitted` events
+ * without an outcome (see rebuild in the capacity service).
  */
-const HELD = `
-local function held(v, now, beatAt)
-  local sep = string.find(v, ':', 1, true)
-  local exp = tonumber(sep and string.sub(v, 1, sep - 1) or v)
-  if exp <= now then return 0 end
-  if sep and tonumber(string.sub(v, sep + 1)) <= beatAt then return 0 end
-  return 1
+const EXPIRE = `
+local function expire(e, a, now)
+  local dead = redis.call('ZRANGEBYSCORE', e, '-inf', now)
+  for i = 1, #dead do redis.call('ZREM', a, dead[i]) end
+  if #dead > 0 then redis.call('ZREMRANGEBYSCORE', e, '-inf', now) end
 end`;
 
-const RESERVE = `${HELD}
-local key, run, slots, now, ttl = KEYS[1], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local beatAt = tonumber(ARGV[5])
-local all = redis.call('HGETALL', key)
-local n = 0
-for i = 1, #all, 2 do
-  if held(all[i + 1], now, -1) == 0 then redis.call('HDEL', key, all[i])
-  elseif all[i] ~= run then n = n + held(all[i + 1], now, beatAt) end
-end
-if redis.call('HEXISTS', key, run) == 1 then
-  redis.call('HSET', key, run, now + ttl)
+const RESERVE = `${EXPIRE}
+local e, a, run, slots, now, ttl = KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+expire(e, a, now)
+if redis.call('ZSCORE', e, run) then
+  redis.call('ZADD', e, now + ttl, run)
+  redis.call('ZREM', a, run)
   return 2
 end
-if n >= slots then return 0 end
-redis.call('HSET', key, run, now + ttl)
-redis.call('PEXPIRE', key, ttl * 2)
+if redis.call('ZCARD', e) - redis.call('ZCOUNT', a, '-inf', ARGV[5]) >= slots then return 0 end
+redis.call('ZADD', e, now + ttl, run)
+redis.call('PEXPIRE', e, ttl * 2)
+redis.call('PEXPIRE', a, ttl * 2)
 return 1`;
 
-const COUNT = `${HELD}
-local key, now, beatAt = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2])
-local all = redis.call('HGETALL', key)
-local n = 0
-for i = 1, #all, 2 do n = n + held(all[i + 1], now, beatAt) end
-return n`;
+const COUNT = `${EXPIRE}
+expire(KEYS[1], KEYS[2], tonumber(ARGV[1]))
+return redis.call('ZCARD', KEYS[1]) - redis.call('ZCOUNT', KEYS[2], '-inf', ARGV[2])`;
+
+/** ARGV: run, until, acceptedAt ('' when not accepted). */
+const EXTEND = `
+redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
+if ARGV[3] == '' then redis.call('ZREM', KEYS[2], ARGV[1]) else redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1]) end
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) end
+return 1`;
+
+const RELEASE = `
+redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('ZREM', KEYS[2], ARGV[1])
+return 1`;
 
 export type ReserveOutcome = "reserved" | "already-reserved" | "full";
 
@@ -76,45 +83,51 @@ export interface Reservations {
 declare module "ioredis" {
   interface RedisCommander<Context> {
     drReserve(
-      key: string,
+      held: string,
+      accepted: string,
       run: string,
       slots: number,
       now: number,
       ttl: number,
       beatAt: number,
     ): Result<number, Context>;
-    drCount(key: string, now: number, beatAt: number): Result<number, Context>;
+    drCount(held: string, accepted: string, now: number, beatAt: number): Result<number, Context>;
+    drExtend(held: string, accepted: string, run: string, until: number, acceptedAt: string): Result<number, Context>;
+    drRelease(held: string, accepted: string, run: string): Result<number, Context>;
   }
 }
 
 const scripted = new WeakSet<Redis>();
 
 export function redisReservations(redis: Redis, controlPlaneId: string): Reservations {
-  const key = (rt: string) => `drover:${controlPlaneId}:resv:${rt}`;
+  const keys = (rt: string) =>
+    [`drover:${controlPlaneId}:resv:${rt}:e`, `drover:${controlPlaneId}:resv:${rt}:a`] as const;
   // EVALSHA (ioredis loads the script once per connection) instead of sending the script every call.
   if (!scripted.has(redis)) {
     scripted.add(redis);
-    redis.defineCommand("drReserve", { numberOfKeys: 1, lua: RESERVE });
-    redis.defineCommand("drCount", { numberOfKeys: 1, lua: COUNT });
+    redis.defineCommand("drReserve", { numberOfKeys: 2, lua: RESERVE });
+    redis.defineCommand("drCount", { numberOfKeys: 2, lua: COUNT });
+    redis.defineCommand("drExtend", { numberOfKeys: 2, lua: EXTEND });
+    redis.defineCommand("drRelease", { numberOfKeys: 2, lua: RELEASE });
   }
   return {
     async reserve(rt, run, slots, ttlMs, now, beatAt = -1) {
-      const out = Number(await redis.drReserve(key(rt), run, slots, now, ttlMs, beatAt));
+      const out = Number(await redis.drReserve(...keys(rt), run, slots, now, ttlMs, beatAt));
       return out === 1 ? "reserved" : out === 2 ? "already-reserved" : "full";
     },
     async extend(rt, run, untilMs, acceptedAt) {
-      await redis.hset(key(rt), run, acceptedAt === undefined ? `${untilMs}` : `${untilMs}:${acceptedAt}`);
+      await redis.drExtend(...keys(rt), run, untilMs, acceptedAt === undefined ? "" : String(acceptedAt));
     },
     async release(rt, run) {
-      await redis.hdel(key(rt), run);
+      await redis.drRelease(...keys(rt), run);
     },
     async count(rt, now, beatAt = -1) {
-      return Number(await redis.drCount(key(rt), now, beatAt));
+      return Number(await redis.drCount(...keys(rt), now, beatAt));
     },
     async countMany(rts, now, beatAts) {
       if (rts.length === 0) return [];
       const pipe = redis.pipeline();
-      rts.forEach((rt, i) => pipe.drCount(key(rt), now, beatAts?.[i] ?? -1));
+      rts.forEach((rt, i) => pipe.drCount(...keys(rt), now, beatAts?.[i] ?? -1));
       const rows = (await pipe.exec()) ?? [];
       return rows.map(([err, n]) => {
         if (err) throw err;

@@ -4,45 +4,73 @@ import type { Redis, Result } from "ioredis";
  * Tenant quota claims in Redis: what makes `maxConcurrentRuns` hold across admission replicas (issue
  * 16). Each replica counts a tenant's active runs from its own fold of the log; what it cannot see is
  * a placement another replica made that its fold has not reached yet. So a placement first claims a
- * place here (one hash per tenant: field = SharedRunId, value `p:<expiry>` while it is being placed,
- * `s:<seq>:<expiry>` once its decision is in the log at stream sequence `seq`), and the Lua script
- * admits it only if the caller's folded count plus the claims its fold cannot contain — placements
- * in progress, and decisions beyond the caller's folded sequence — stays under the limit. A claim
- * is hot state, like a slot reservation: it expires by itself (a replica that died mid-placement
- * leaks one place for `pendingTtlMs` at most), and the log stays the truth: once every replica's fold
- * holds a decision, its claim counts nowhere twice and ages out.
+ * place here, and the Lua script admits it only if the caller's folded count plus the claims its fold
+ * cannot contain — placements in progress, and decisions beyond the caller's folded sequence — stays
+ * under the limit. A claim is hot state, like a slot reservation: it expires by itself (a replica that
+ * died mid-placement leaks one place for `pendingTtlMs` at most), and the log stays the truth: once
+ * every replica's fold holds a decision, its claim counts nowhere twice and ages out.
+ *
+ * Three sorted sets per tenant, so a claim costs O(log n) in the claims held, not a scan of them (a
+ * burst of placements keeps thousands of decided claims for `decidedTtlMs`; scanning them all per
+ * placement made Redis the most expensive process of admission, issue 15): `p` pending claims scored
+ * by expiry, `d` decided claims scored by their decision's stream sequence, `x` the decided claims'
+ * expiries.
  */
 const CLAIM = `
-local key, run, limit, folded, position = KEYS[1], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local now, ttl = tonumber(ARGV[5]), tonumber(ARGV[6])
-local all = redis.call('HGETALL', key)
-local extra = 0
-local mine = false
-for i = 1, #all, 2 do
-  local f, v = all[i], all[i + 1]
-  local kind, a, b = string.match(v, '^(%a):([^:]+):?(.*)$')
-  local exp = tonumber(kind == 's' and b or a)
-  if exp <= now then redis.call('HDEL', key, f)
-  elseif f == run then mine = true
-  elseif kind == 'p' or tonumber(a) > position then extra = extra + 1 end
+local p, d, x = KEYS[1], KEYS[2], KEYS[3]
+local run, limit, folded, position = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local now, ttl, keyTtl = tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7]
+redis.call('ZREMRANGEBYSCORE', p, '-inf', now)
+local dead = redis.call('ZRANGEBYSCORE', x, '-inf', now)
+for i = 1, #dead do redis.call('ZREM', d, dead[i]) end
+if #dead > 0 then redis.call('ZREMRANGEBYSCORE', x, '-inf', now) end
+local extra = redis.call('ZCARD', p) + redis.call('ZCOUNT', d, '(' .. ARGV[4], '+inf')
+local mine = redis.call('ZSCORE', p, run) ~= false
+local decided = redis.call('ZSCORE', d, run)
+if mine then extra = extra - 1 end
+if decided then
+  mine = true
+  if tonumber(decided) > position then extra = extra - 1 end
 end
 if mine then return {1, folded + extra} end
 if folded + extra >= limit then return {0, folded + extra} end
-redis.call('HSET', key, run, 'p:' .. (now + ttl))
-redis.call('PEXPIRE', key, ttl * 10)
+redis.call('ZADD', p, now + ttl, run)
+for _, k in ipairs(KEYS) do redis.call('PEXPIRE', k, keyTtl) end
 return {1, folded + extra}`;
+const CONFIRM = `
+redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
+redis.call('ZADD', KEYS[3], ARGV[3], ARGV[1])
+for _, k in ipairs(KEYS) do redis.call('PEXPIRE', k, ARGV[4]) end
+return 1`;
+const RELEASE = `
+for _, k in ipairs(KEYS) do redis.call('ZREM', k, ARGV[1]) end
+return 1`;
 
 declare module "ioredis" {
   interface RedisCommander<Context> {
     drClaim(
-      key: string,
+      pending: string,
+      decided: string,
+      expiries: string,
       run: string,
       limit: number,
       folded: number,
       position: number,
       now: number,
       ttl: number,
+      keyTtl: number,
     ): Result<[number, number], Context>;
+    drClaimConfirm(
+      pending: string,
+      decided: string,
+      expiries: string,
+      run: string,
+      seq: number,
+      expiry: number,
+      keyTtl: number,
+    ): Result<number, Context>;
+    drClaimRelease(pending: string, decided: string, expiries: string, run: string): Result<number, Context>;
   }
 }
 
@@ -75,21 +103,27 @@ export function redisTenantClaims(
 ): TenantClaims {
   const pendingTtl = o.pendingTtlMs ?? 15_000;
   const decidedTtl = o.decidedTtlMs ?? 60_000;
-  const key = (tenantId: string) => `drover:${controlPlaneId}:quota:${tenantId}`;
+  const keys = (tenantId: string) => {
+    const base = `drover:${controlPlaneId}:quota:${tenantId}`;
+    return [`${base}:p`, `${base}:d`, `${base}:x`] as const;
+  };
+  const keyTtl = 10 * Math.max(pendingTtl, decidedTtl);
   if (!scripted.has(redis)) {
     scripted.add(redis);
-    redis.defineCommand("drClaim", { numberOfKeys: 1, lua: CLAIM });
+    redis.defineCommand("drClaim", { numberOfKeys: 3, lua: CLAIM });
+    redis.defineCommand("drClaimConfirm", { numberOfKeys: 3, lua: CONFIRM });
+    redis.defineCommand("drClaimRelease", { numberOfKeys: 3, lua: RELEASE });
   }
   return {
     async claim(tenantId, run, limit, folded, position, now) {
-      const [ok, count] = await redis.drClaim(key(tenantId), run, limit, folded, position, now, pendingTtl);
+      const [ok, count] = await redis.drClaim(...keys(tenantId), run, limit, folded, position, now, pendingTtl, keyTtl);
       return { ok: Number(ok) === 1, count: Number(count) };
     },
     async confirm(tenantId, run, seq, now) {
-      await redis.hset(key(tenantId), run, `s:${seq}:${now + decidedTtl}`);
+      await redis.drClaimConfirm(...keys(tenantId), run, seq, now + decidedTtl, keyTtl);
     },
     async release(tenantId, run) {
-      await redis.hdel(key(tenantId), run);
+      await redis.drClaimRelease(...keys(tenantId), run);
     },
   };
 }

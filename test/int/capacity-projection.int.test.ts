@@ -236,7 +236,7 @@ describe("capacity projection (real nats-server and Redis)", () => {
       await second.projection.stop();
     }
   });
-  it("keeps at most maxEnded fenced or retired descriptors in memory (the view keeps all); one dropped is read back from the view before a late event is folded into it", async () => {
+  it("keeps at most maxEnded fenced or retired descriptors in memory (the view keeps all, its live part leaves retired ones out); one dropped is read back from the view before a late event is folded into it", async () => {
     // A stream and view of its own (last in this file: the flush ends the other tests' view).
     await redis.flushdb();
     const own = taggedLayout(uniqueName("capb"));
@@ -265,6 +265,12 @@ describe("capacity projection (real nats-server and Redis)", () => {
       const incremental = await view.all();
       await projection.rebuild();
       expect(await view.all()).toEqual(incremental);
+      // What admission reads every pass: retired runtimes left out, after folds and after a rebuild,
+      // and from a view written before the live set existed (its index read, retired ones filtered).
+      const liveIds = async () => (await view.live()).map((d) => d.runtimeInstanceId);
+      expect(await liveIds()).toEqual(["rt-end-c"]);
+      await redis.del(`drover:${CP}:cap:live`);
+      expect(await liveIds()).toEqual(["rt-end-c"]);
       expect(projection.memory().cached).toBe(2);
     } finally {
       await projection.stop();

@@ -55,4 +55,25 @@ describe("tenant quota claims (boundary: real Redis, its Lua script)", () => {
     expect((await c.claim("acme", "r-next", 1, 0, 0, now + 100)).ok).toBe(false);
     expect((await c.claim("acme", "r-next", 1, 0, 0, now + 301)).ok).toBe(true);
   });
+
+  it("thousands of decided claims count only beyond the caller's fold, and expire by themselves", async () => {
+    const c = redisTenantClaims(redis, cp, { decidedTtlMs: 1_000 });
+    const now = Date.now();
+    // 3 000 placements decided at sequences 1..3000 (a burst), one replica.
+    for (let i = 1; i <= 3000; i += 500) {
+      await Promise.all(
+        [...Array(500).keys()].map(async (k) => {
+          const run = `r-${i + k}`;
+          expect((await c.claim("acme", run, 10_000, 0, 0, now)).ok).toBe(true);
+          await c.confirm("acme", run, i + k, now);
+        }),
+      );
+    }
+    // A fold at 2 990 holds 2 990 of them: the 10 beyond it count once more, the rest not again.
+    expect(await c.claim("acme", "r-new", 10_000, 2990, 2990, now)).toEqual({ ok: true, count: 3000 });
+    await c.release("acme", "r-new");
+    expect(await c.claim("acme", "r-full", 3000, 2990, 2990, now)).toEqual({ ok: false, count: 3000 });
+    // Past their TTL the decided claims count nowhere, whatever the caller's fold.
+    expect(await c.claim("acme", "r-late", 1, 0, 0, now + 1_001)).toEqual({ ok: true, count: 0 });
+  });
 });

@@ -16,8 +16,8 @@ export interface Placeable extends Candidate {
 }
 
 /**
- * The capacity view as admission sees it right now: every runtime of the control plane with its
- * routability derived at `now` (reservations subtracted; a fenced or retired runtime's are not read).
+ * The capacity view as admission sees it right now: every runtime of the control plane that is not
+ * retired, with its routability derived at `now` (reservations subtracted; a fenced runtime's are not read).
  * Nothing here is stored.
  */
 export async function readCandidates(
@@ -27,7 +27,8 @@ export async function readCandidates(
   staleMs: number,
 ): Promise<Placeable[]> {
   const out: Placeable[] = [];
-  const registered = (await view.all()).filter((d) => d.registration !== undefined);
+  // Retired runtimes are not read at all: they never take work again (platform/capacity-view.ts `live`).
+  const registered = (await view.live()).filter((d) => d.registration !== undefined);
   // Reservations matter only on a runtime that may still take work: one pipelined read for those.
   const liveDescriptors = registered.filter((d) => rankOf(d.status) < rankOf("fenced"));
   const live = liveDescriptors.map((d) => d.runtimeInstanceId);

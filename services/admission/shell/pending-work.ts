@@ -21,19 +21,32 @@ export const kindsKeyOf = (r: IndexedRun): string =>
 
 /**
  * The runs admission has something to do for, split as a pass reads them: new work (placeable, not
- * a recovery item) in per-tenant fair queues, pulled lazily in fair order; everything else (recovery
- * items, cancels, invalid submissions, placements awaiting confirmation) in `side`, read whole by
- * every pass: these are bounded by the runs placed, not by the backlog.
+ * a recovery item) in per-tenant fair queues, pulled lazily in fair order; placements awaiting
+ * confirmation (admitted or dispatched, no cancel) in `placed`, which need something only once
+ * they are stale (seconds: placement.ts `placementInFlight`), so a pass reads them at most every
+ * so often, not each time (in a burst they are every run in flight, and passes follow each other);
+ * everything else (recovery items, cancels, invalid submissions) in `side`, read whole by every
+ * pass: these are bounded by the runs placed, not by the backlog.
  */
 export class PendingWork {
   readonly all = new Set<IndexedRun>();
   readonly side = new Set<IndexedRun>();
+  readonly placed = new Set<IndexedRun>();
   readonly queues = new TenantQueues<IndexedRun, RunBucket>();
 
   update(r: IndexedRun, pending: boolean): void {
     if (!pending) return this.remove(r);
     this.all.add(r);
     const s = r.state;
+    const awaiting =
+      (s.status === "admitted" || s.status === "dispatched") && s.placement && !s.cancelRequested && !r.invalid;
+    if (awaiting) {
+      this.queues.place(r, undefined);
+      this.side.delete(r);
+      this.placed.add(r);
+      return;
+    }
+    this.placed.delete(r);
     if (!isPlaceable(s) || s.recoveryPending || r.invalid) {
       this.queues.place(r, undefined);
       this.side.add(r);
@@ -57,12 +70,14 @@ export class PendingWork {
   remove(r: IndexedRun): void {
     this.all.delete(r);
     this.side.delete(r);
+    this.placed.delete(r);
     this.queues.place(r, undefined);
   }
 
   clear(): void {
     this.all.clear();
     this.side.clear();
+    this.placed.clear();
     this.queues.clear();
   }
 }

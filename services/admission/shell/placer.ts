@@ -26,6 +26,8 @@ import { startSend, type AdmissionState, type Send } from "./sender.ts";
 export type { AdmissionState } from "./sender.ts";
 
 const PARALLEL = 8;
+/** How often a pass looks at placements awaiting confirmation (they go stale after 2 × dispatchTimeoutMs). */
+const PLACED_SCAN_MS = 100;
 
 /**
  * One admission pass (docs/security.md "Floods"): first the runs that are not new work (recovery
@@ -53,7 +55,12 @@ export async function admissionPass(deps: AdmissionDeps, state: AdmissionState):
   // except placements young enough that there is nothing to do for them yet (unless cancelled).
   const waits = (r: IndexedRun) =>
     !r.state.cancelRequested && placementInFlight(r, now, deps.config.dispatchTimeoutMs) !== undefined;
-  const side = [...deps.index.work.side]
+  // Placements awaiting confirmation go stale only after seconds: looked at every PLACED_SCAN_MS.
+  const work = deps.index.work;
+  const last = state.placedScannedMs ?? -Infinity;
+  const scanPlaced = now - last >= PLACED_SCAN_MS || now < last;
+  if (scanPlaced) state.placedScannedMs = now;
+  const side = [...work.side, ...(scanPlaced ? work.placed : [])]
     .filter((r) => !busy.has(key(r)) && !waits(r))
     .sort(
       (a, b) =>

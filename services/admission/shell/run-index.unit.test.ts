@@ -44,4 +44,31 @@ describe("RunIndex (in memory, no transport): pending set and active counts kept
     idx.abandon(r!);
     expect(idx.pending()).toEqual([]);
   });
+
+  it("admitted and dispatched placements wait in `placed`, apart from new work and from what every pass reads; a cancel brings one back to `side`", () => {
+    const idx = new RunIndex("drover.events", () => undefined, clock);
+    const apply = (type: Parameters<typeof event>[0], seq: number) =>
+      idx.applyOwn("acme", "r-1", event(type, { tenantId: acme }), seq);
+    const where = () => {
+      const r = idx.get("acme", "r-1")!;
+      return [idx.work.side.has(r), idx.work.placed.has(r), idx.work.queues.size];
+    };
+    apply("run.submitted", 1);
+    expect(where()).toEqual([false, false, 1]);
+    apply("run.admitted", 2);
+    expect(where()).toEqual([false, true, 0]);
+    apply("run.dispatched", 3);
+    expect(where()).toEqual([false, true, 0]);
+    apply("run.cancel-requested", 4);
+    expect(where()).toEqual([true, false, 0]);
+  });
+
+  it("an event the index already folded (admission's own append, delivered again by the follower) is not decoded again", () => {
+    const idx = new RunIndex("drover.events", () => undefined, clock);
+    idx.applyOwn("acme", "r-3", event("run.submitted", { tenantId: acme }), 5);
+    // Bytes that would not decode at all: at a sequence already folded they are never looked at.
+    idx.apply({ subject: "drover.events.run.acme.r-3.admitted", seq: 5, data: new TextEncoder().encode("{}") });
+    expect(idx.get("acme", "r-3")?.invalid).toBeUndefined();
+    expect(idx.get("acme", "r-3")?.state.lastSeq).toBe(5);
+  });
 });

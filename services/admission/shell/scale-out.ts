@@ -77,6 +77,14 @@ async function nextRequest(
   workerVersion: WorkerVersion | undefined,
 ): Promise<ScaleOutRequestId | undefined> {
   const gone = new Set<string>(candidates.filter((c) => GONE.has(c.status)).map((c) => c.runtimeInstanceId));
+  // Retired runtimes are not among the candidates (the pass reads live ones): a fulfilled request's
+  // runtime missing there is looked up, so a retired one still counts as gone.
+  const seen = new Set<string>(candidates.map((c) => c.runtimeInstanceId));
+  for (const s of deps.index.scaleOuts.values()) {
+    const id = s.runtimeInstanceId;
+    if (s.dedupeKey !== dedupeKey || id === undefined || seen.has(id)) continue;
+    if ((await deps.view.get(id))?.status === "retired") gone.add(id);
+  }
   const idOf = (generation: number) =>
     ScaleOutRequestId.parse(`so-${deps.sha256(`${dedupeKey}:${generation}`).slice(0, 24)}`);
   let floor = 0;

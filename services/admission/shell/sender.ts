@@ -20,6 +20,8 @@ export interface AdmissionState {
   readonly sends: Set<Promise<unknown>>;
   /** Called when a command was answered (or failed), so runs waiting on it are looked at at once. */
   readonly onSendDone: () => void;
+  /** When a pass last looked at the placements awaiting confirmation (placer.ts, PLACED_SCAN_MS). */
+  placedScannedMs?: number;
   /**
    * True when the pass should take no further runs and end (what it started finishes): the index
    * changed after the pass began and it has run for its slice, so the next pass orders the newcomers.
