@@ -75,11 +75,11 @@ describe("admission (real NATS + Redis; runtime transport replaced by an in-memo
     };
   };
 
-  async function admission(): Promise<AdmissionService> {
+  async function admission(cfg: DroverConfig = config): Promise<AdmissionService> {
     const index = new RunIndex(fx.layout.eventPrefix, () => undefined, systemClock);
     const s = await startAdmission({
       js,
-      config,
+      config: cfg,
       layout: fx.layout,
       store,
       index,
@@ -227,7 +227,12 @@ describe("admission (real NATS + Redis; runtime transport replaced by an in-memo
     });
     for (const rt of ["rt-blue-a", "rt-blue-b"]) await publishBeat(js, fx.layout, rt, 1, 4);
     await capacityShows("rt-blue-a", "rt-blue-b");
-    await Promise.all([admission(), admission()]);
+    // The fake runtimes beat once, so nothing ever shows a dispatched run: a dispatched run's slot
+    // stays counted only while its reservation lasts (3 heartbeat intervals). At 1 s that ran out on
+    // a loaded machine before the last check and the slots looked free again (11 dispatched, seen in
+    // a merge's int tier). At 30 s it outlasts the test, as a real runtime's next beats would.
+    const slowBeats = DroverConfig.parse({ ...config, heartbeatIntervalMs: 30_000 });
+    await Promise.all([admission(slowBeats), admission(slowBeats)]);
     for (let i = 0; i < 12; i++) await submit("t-blue", `run-c${i}`);
     const placements = async () => {
       const placed = new Map<string, number>();
