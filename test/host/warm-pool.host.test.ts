@@ -129,6 +129,40 @@ describe("warm pool with process hosts (real NATS, real runtime processes)", () 
     expect(claimableMembers(roster, "process").map((m) => m.runtimeInstanceId)).not.toContain(aMember);
   }, 240_000);
 
+  it("a bind that fails cold-starts instead, and the request is settled once, fulfilled by the cold runtime", async () => {
+    const cp = uniqueName("cp");
+    // The member is real and ready; its bind is refused by a strategy in front of the real one.
+    const refusingBind = (s: HostStrategy): HostStrategy => ({
+      ...s,
+      bind: async () => ({
+        outcome: "rejected",
+        reason: { code: "endpoint-resolution-failed", detail: "bind refused by the test" },
+        layer: "endpoint",
+        owned: [],
+      }),
+    });
+    const { provisioner, strategy } = f.provisioner(
+      { poolSizes: { process: 1 }, controlPlaneId: cp },
+      {},
+      refusingBind,
+    );
+    provisioner.pool.refill();
+    await ready(1, strategy);
+    const requested = await f.request("tenant-bindfail", cp);
+    await provisioner.handle(requested);
+    // Before the fix the handler's second `observed` made settle() read its own takeover as another
+    // handler's: nothing was written and the request stayed open for ever.
+    const events = await f.settled("tenant-bindfail", requested.event.correlationId, 30_000);
+    const outcomes = types(events).filter((t) =>
+      ["scaleout.fulfilled", "scaleout.rejected", "scaleout.expired"].includes(t),
+    );
+    expect(outcomes).toEqual(["scaleout.fulfilled"]);
+    expect(types(events).filter((t) => t === "scaleout.observed")).toHaveLength(2);
+    const rt = await f.runtimeEvents(fulfilled(events)!);
+    expect(started(rt)?.convergenceSource ?? "cold").not.toMatch(/^warm-pool:/);
+    expect(types(rt)).toContain("runtime.capacity-published");
+  }, 240_000);
+
   it("a pool member SIGKILLed while unbound never gets capacity and is replaced in the pool", async () => {
     const cp = uniqueName("cp");
     const { provisioner, strategy } = f.provisioner({ poolSizes: { process: 1 }, controlPlaneId: cp });

@@ -68,7 +68,7 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
   );
 
   async function drive(tenantId: string, requestId: string): Promise<void> {
-    const s = await observe(d, tenantId, requestId);
+    let s = await observe(d, tenantId, requestId);
     if (!s) return;
     const prefix = s.request?.policy.runtimeInstanceIdPrefix ?? "";
     // A start first tries the warm pool; a cold start waits for a host start slot (or, while it
@@ -103,7 +103,11 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
         });
         ticket = await gate.acquire(false);
         const again = await observe(d, tenantId, requestId);
-        const cold = again && (await prefixGate.run(prefix, () => decide(again, { cold: true, mayStartCold: true })));
+        if (!again) return;
+        // Settled as this second observation sees the request: with the first one, settle() read our own
+        // newer `observed` as another handler's takeover and wrote nothing (the request hung, unsettled).
+        s = again;
+        const cold = await prefixGate.run(prefix, () => decide(again, { cold: true, mayStartCold: true }));
         if (!cold || cold === WAIT) return;
         planned = cold;
         r = await driveHostStart(d, cold);
@@ -112,9 +116,10 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
       const settled = r.ok
         ? outcome.fulfilled(d, s, p.runtimeInstanceId)
         : outcome.rejected(d, s, r.reason, p.runtimeInstanceId);
-      await settle(d, s, settled);
+      const written = await settle(d, s, settled);
       d.log(r.ok ? "scale-out fulfilled" : "scale-out rejected", {
         requestId,
+        ...(written ? {} : { settledBy: "another handler" }),
         runtimeInstanceId: p.runtimeInstanceId,
         ...(r.ok ? {} : { reason: r.reason }),
       });
