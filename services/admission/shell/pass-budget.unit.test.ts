@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { initialRunState } from "../../../aggregates/run.ts";
+import { ScaleOutRequestId } from "../../../contracts/index.ts";
 import { FairPull } from "../domain/fair-pull.ts";
 import { PassBudget } from "./pass-budget.ts";
 import { PendingWork } from "./pending-work.ts";
@@ -13,7 +14,7 @@ const queued = (tenantId: string, seq: number, reason: string, requestId?: strin
     ...initialRunState(),
     status: "queued",
     lastReason: reason,
-    scaleOutRequestIds: requestId ? [requestId] : [],
+    scaleOutRequestIds: requestId ? [ScaleOutRequestId.parse(requestId)] : [],
     lastSeq: seq,
   } as IndexedRun["state"],
   sinceSeq: seq,
