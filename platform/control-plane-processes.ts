@@ -71,11 +71,22 @@ export async function stopAllControlPlanes(): Promise<void> {
   for (const p of [...planes]) await p.stop();
 }
 
+/**
+ * The configuration the processes read: the caller's, with the API on a free loopback port. The
+ * caller's other API settings (rate limit, feed cap) are kept: replacing the whole `api` object
+ * once silently put the flood tests back on the default 6 000 requests a minute, and their 429s
+ * were taken for the queue cap.
+ */
+export const processConfig = (config: ControlPlaneOptions["config"]): ControlPlaneOptions["config"] => ({
+  ...config,
+  api: { ...config.api, host: "127.0.0.1", port: 0 },
+});
+
 export async function startControlPlane(o: ControlPlaneOptions): Promise<ControlPlane> {
   const streamTag = o.resume?.streamTag ?? `e2e-${randomBytes(5).toString("hex")}`;
   const dir = o.resume?.logDir ?? (await mkdtemp(join(tmpdir(), "drover-cp-")));
   const configPath = join(dir, "drover.json");
-  await writeFile(configPath, JSON.stringify({ ...o.config, api: { host: "127.0.0.1", port: 0 } }));
+  await writeFile(configPath, JSON.stringify(processConfig(o.config)));
   const env: Record<string, string> = {
     ...(process.env as Record<string, string>),
     NATS_URL: o.natsUrl,

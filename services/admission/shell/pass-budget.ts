@@ -3,11 +3,12 @@ import type { Placeable } from "./candidates.ts";
 import { kindsKeyOf, type RunBucket } from "./pending-work.ts";
 import type { IndexedRun, RunIndex } from "./run-index.ts";
 
-/** What a queued run of a blocked tenant would be queued with again: the same reason, the same request. */
-interface Blocked {
-  readonly code: string;
-  readonly requestId?: string;
-}
+/**
+ * What a queued run of a blocked tenant would be queued with again: per reason found this pass, the
+ * request it waits on (undefined: none). More than one reason: runs queued less than `queueStallMs`
+ * ago are queued again for `no-visible-capacity`, older ones for `queue-stalled`.
+ */
+type Blocked = Map<string, string | undefined>;
 
 /**
  * What one admission pass knows beyond the capacity view it read at its start: places it took
@@ -57,20 +58,24 @@ export class PassBudget {
     if (full) this.free.set(c.runtimeInstanceId, 0);
   }
 
+  /**
+   * The run was queued (again) for `code`: its tenant is blocked for its step kinds, and the tenant's
+   * other runs queued for that reason and request would be queued as they are. Every reason found in
+   * the pass is kept: keeping only the last one made a flood tenant's two buckets (queued recently,
+   * and stalled) unskip each other in turn, and a pass looked at its whole backlog, pair by pair.
+   */
   block(r: IndexedRun, code: string, requestId?: string): void {
-    this.blocked.set(blockKey(r), requestId ? { code, requestId } : { code });
+    const k = blockKey(r);
+    const codes = this.blocked.get(k) ?? new Map<string, string | undefined>();
+    this.blocked.set(k, codes);
+    codes.set(code, requestId);
   }
 
   /** A queued run whose tenant is blocked and that would be queued again for the same reason: nothing to do. */
   skips(r: IndexedRun): boolean {
     const s = r.state;
     if (s.status !== "queued" || s.cancelRequested || s.recoveryPending || r.invalid) return false;
-    const b = this.blocked.get(blockKey(r));
-    return (
-      b !== undefined &&
-      s.lastReason === b.code &&
-      (b.requestId === undefined || (s.scaleOutRequestIds as readonly string[]).includes(b.requestId))
-    );
+    return this.blockedFor(blockKey(r), s.lastReason, (id) => (s.scaleOutRequestIds as readonly string[]).includes(id));
   }
 
   /**
@@ -78,13 +83,16 @@ export class PassBudget {
    * kinds, and its runs were queued for that very reason and request (each would be skipped by `skips`).
    */
   skipsBucket(tenantId: string, b: RunBucket): boolean {
-    const blocked = this.blocked.get(`${tenantId}|${b.kindsKey}`);
-    return (
-      blocked !== undefined &&
-      b.queued !== undefined &&
-      b.queued.reason === blocked.code &&
-      (blocked.requestId === undefined || b.queued.requestId === blocked.requestId)
-    );
+    const q = b.queued;
+    return q !== undefined && this.blockedFor(`${tenantId}|${b.kindsKey}`, q.reason, (id) => q.requestId === id);
+  }
+
+  /** Whether runs queued for `reason` and waiting on the request (`waitsOn`) would be queued again as they are. */
+  private blockedFor(key: string, reason: string | undefined, waitsOn: (requestId: string) => boolean): boolean {
+    const codes = this.blocked.get(key);
+    if (reason === undefined || !codes?.has(reason)) return false;
+    const requestId = codes.get(reason);
+    return requestId === undefined || waitsOn(requestId);
   }
 
   private allowed(c: Placeable, tenantId: string): boolean {

@@ -1,0 +1,79 @@
+import { describe, expect, it } from "vitest";
+import { initialRunState } from "../../../aggregates/run.ts";
+import { ScaleOutRequestId } from "../../../contracts/index.ts";
+import { FairPull } from "../domain/fair-pull.ts";
+import { PassBudget } from "./pass-budget.ts";
+import { PendingWork } from "./pending-work.ts";
+import type { IndexedRun, RunIndex } from "./run-index.ts";
+
+/** A run of `tenantId` queued globally for `reason`, pending since stream sequence `seq`. */
+const queued = (tenantId: string, seq: number, reason: string, requestId?: string): IndexedRun => ({
+  tenantId,
+  sharedRunId: `run-${tenantId}-${String(seq).padStart(5, "0")}`,
+  state: {
+    ...initialRunState(),
+    status: "queued",
+    lastReason: reason,
+    scaleOutRequestIds: requestId ? [ScaleOutRequestId.parse(requestId)] : [],
+    lastSeq: seq,
+  } as IndexedRun["state"],
+  sinceSeq: seq,
+  sinceMs: 0,
+  queuedSinceMs: 0,
+});
+
+const noIndex = { heldOn: () => 0 } as unknown as RunIndex;
+
+/**
+ * One pass over the queues as admission pulls them, where every run looked at is queued again as
+ * it is (its tenant is blocked: every runtime full to it). Returns the runs looked at.
+ */
+function pass(runs: readonly IndexedRun[], budget = new PassBudget([], noIndex, 2)): IndexedRun[] {
+  const work = new PendingWork();
+  for (const r of runs) work.update(r, true);
+  const pull = new FairPull(work.queues, {
+    weightOf: () => 1,
+    startOf: () => 0,
+    priorityCap: () => 100,
+    skipsBucket: (t, b) => budget.skipsBucket(t, b),
+    excluded: () => false,
+  });
+  const looked: IndexedRun[] = [];
+  for (let r = pull.next(); r; r = pull.next()) {
+    if (budget.skips(r)) continue;
+    looked.push(r);
+    budget.block(r, r.state.lastReason!, r.state.scaleOutRequestIds.at(-1));
+  }
+  return looked;
+}
+
+describe("an admission pass over a blocked tenant's backlog (in memory, pure: proves no transport)", () => {
+  it("looks at one run per reason when a flood's runs are queued for two (queued recently, stalled), not at all of them", () => {
+    // Interleaved by age the way a pass meets them: stalled runs are the older ones, but the two
+    // buckets' heads alternate in the fair order whenever one bucket is not skipped.
+    const runs = Array.from({ length: 2_000 }, (_, i) =>
+      queued("t-flood", i + 1, i % 2 === 0 ? "queue-stalled" : "no-visible-capacity"),
+    );
+    const looked = pass(runs);
+    expect(looked.map((r) => r.state.lastReason).sort()).toEqual(["no-visible-capacity", "queue-stalled"]);
+  });
+
+  it("still looks at runs queued for a reason not found blocked in the pass, and at another tenant's", () => {
+    const runs = [
+      ...Array.from({ length: 50 }, (_, i) => queued("t-flood", i + 1, "no-visible-capacity")),
+      queued("t-flood", 100, "no-visible-capacity", "so-1"),
+      queued("t-flood", 101, "no-visible-capacity", "so-2"),
+      queued("t-quiet", 102, "no-visible-capacity"),
+    ];
+    const looked = pass(runs);
+    // A run waiting on a request is skipped only when its tenant was found blocked on that request.
+    const budget = new PassBudget([], noIndex, 2);
+    budget.block(runs[0]!, "no-visible-capacity", "so-1");
+    expect(budget.skips(runs[50]!)).toBe(true);
+    expect(budget.skips(runs[51]!)).toBe(false);
+    expect(budget.skips(runs[52]!)).toBe(false); // another tenant
+    expect(budget.skips(queued("t-flood", 200, "queue-stalled"))).toBe(false); // a reason not found
+    expect(looked.map((r) => r.tenantId)).toContain("t-quiet");
+    expect(looked.filter((r) => r.tenantId === "t-flood").length).toBeLessThanOrEqual(3);
+  });
+});
