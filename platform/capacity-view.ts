@@ -7,11 +7,12 @@ import type { Redis, Result } from "ioredis";
  *
  * Several capacity replicas write it at once (issue 16), each folding the same streams at its own
  * pace, so a write carries the descriptor's version — the runtime-event sequence it folded, then
- * its latest heartbeat's stored time — and lands only if that is not older than the stored one
+ * its latest heartbeat's stored time, then that beat's number (two beats can be stored in the same
+ * millisecond: a replica then put beat 52 over 53) — and lands only if that is not older than the stored one
  * (one Lua script: compare and set). A replica behind never puts an older descriptor over a newer
  * one; the checkpoint only moves forward the same way.
  */
-export type DescriptorVersion = readonly [eventSeq: number, beatAtMs: number];
+export type DescriptorVersion = readonly [eventSeq: number, beatAtMs: number, beat?: number];
 
 export interface CapacityViewStore<D> {
   /** Stores `descriptor` unless the stored one has a newer `version`; whether it was stored. */
@@ -40,13 +41,14 @@ export interface CapacityViewStore<D> {
   setCheckpoint(name: string, seq: number): Promise<void>;
 }
 
-/** KEYS: descriptor hash, index set, live set; ARGV: JSON, event seq, beat ms, runtime id, '1' if retired. */
+/** KEYS: descriptor hash, index set, live set; ARGV: JSON, event seq, beat ms, runtime id, '1' if retired, beat number. */
 const PUT_IF_NOT_OLDER = `
 local s = tonumber(redis.call('HGET', KEYS[1], 'vs') or '-1')
 local b = tonumber(redis.call('HGET', KEYS[1], 'vb') or '-1')
-local ns, nb = tonumber(ARGV[2]), tonumber(ARGV[3])
-if ns < s or (ns == s and nb < b) then return 0 end
-redis.call('HSET', KEYS[1], 'd', ARGV[1], 'vs', ARGV[2], 'vb', ARGV[3])
+local n = tonumber(redis.call('HGET', KEYS[1], 'vn') or '-1')
+local ns, nb, nn = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[6])
+if ns < s or (ns == s and (nb < b or (nb == b and nn < n))) then return 0 end
+redis.call('HSET', KEYS[1], 'd', ARGV[1], 'vs', ARGV[2], 'vb', ARGV[3], 'vn', ARGV[6])
 redis.call('SADD', KEYS[2], ARGV[4])
 if ARGV[5] == '1' then redis.call('SREM', KEYS[3], ARGV[4]) else redis.call('SADD', KEYS[3], ARGV[4]) end
 return 1`;
@@ -104,6 +106,7 @@ export function redisCapacityView<D>(redis: Redis, controlPlaneId: string): Capa
         version[1],
         id,
         isRetired(d) ? "1" : "0",
+        version[2] ?? 0,
       );
       return stored === 1;
     },
@@ -136,7 +139,9 @@ export function redisCapacityView<D>(redis: Redis, controlPlaneId: string): Capa
       if (stale.length + names.length > 0) tx.del(...stale, ...names);
       tx.del(index, live);
       for (const [id, d, v = [0, 0]] of descriptors) {
-        tx.del(rtKey(id)).hset(rtKey(id), "d", JSON.stringify(d), "vs", v[0], "vb", v[1]).sadd(index, id);
+        tx.del(rtKey(id))
+          .hset(rtKey(id), "d", JSON.stringify(d), "vs", v[0], "vb", v[1], "vn", v[2] ?? 0)
+          .sadd(index, id);
         if (!isRetired(d)) tx.sadd(live, id);
       }
       await tx.set(cpKey(checkpoint.name), String(checkpoint.seq)).exec();

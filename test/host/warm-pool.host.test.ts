@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { DroverEvent } from "../../contracts/index.ts";
-import type { HostStrategy } from "../../platform/hosts/types.ts";
+import type { HostStrategy, WarmPoolHost } from "../../platform/hosts/types.ts";
 import { scaleOutRef } from "../../streams/index.ts";
 import { claimableMembers, RosterView } from "../../services/provisioner/index.ts";
 import { uniqueName } from "../support/isolation.ts";
@@ -132,8 +132,8 @@ describe("warm pool with process hosts (real NATS, real runtime processes)", () 
   it("a bind that fails cold-starts instead, and the request is settled once, fulfilled by the cold runtime", async () => {
     const cp = uniqueName("cp");
     // The member is real and ready; its bind is refused by a strategy in front of the real one.
-    const refusingBind = (s: HostStrategy): HostStrategy => ({
-      ...s,
+    const refusingBind = (s: HostStrategy): HostStrategy & WarmPoolHost => ({
+      ...(s as HostStrategy & WarmPoolHost),
       bind: async () => ({
         outcome: "rejected",
         reason: { code: "endpoint-resolution-failed", detail: "bind refused by the test" },

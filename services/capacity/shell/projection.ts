@@ -45,11 +45,19 @@ export interface CapacityProjection {
 
 const CHECKPOINT = "runtime-events";
 
-/** A descriptor's version in the shared view: the runtime-event sequence folded, then its latest beat's stored time. */
-const versionOf = (d: CapacityDescriptor): DescriptorVersion => [
-  d.lastSeq,
-  Math.max(0, ...Object.values(d.beats).map((b) => Date.parse(b.at))),
-];
+/**
+ * A descriptor's version in the shared view: the runtime-event sequence folded, then its latest
+ * beat's stored time, then that beat's number (beats stored in the same millisecond).
+ */
+function versionOf(d: CapacityDescriptor): DescriptorVersion {
+  let at = 0,
+    beat = 0;
+  for (const b of Object.values(d.beats)) {
+    const t = Date.parse(b.at);
+    if (t > at || (t === at && b.beat > beat)) [at, beat] = [t, b.beat];
+  }
+  return [d.lastSeq, at, beat];
+}
 
 /**
  * The capacity projection: folds `<prefix>.runtime.>` and the heartbeat stream into one descriptor
