@@ -16,6 +16,13 @@ import type { SnapshotOptions } from "../../../platform/snapshots/options.ts";
 
 /** nats.js's default reconnectTimeWait (2 s) plus its jitter: how late a runtime may reconnect after us. */
 const RECONNECT_ALLOWANCE_MS = 2_500;
+/**
+ * After a reconnect, the longest silence not counted while no heartbeat at all reaches this replica:
+ * a restarted nats-server answers clients before JetStream has recovered its streams, and until it
+ * has, no runtime's beat is stored (seen: a runtime suspected 4 s after recovery's reconnect, the
+ * beats not yet flowing). The first beat that arrives starts the allowance instead.
+ */
+const FRESH_BEATS_WAIT_MS = 15_000;
 
 export interface RecoveryService {
   readonly ready: Promise<void>;
@@ -68,10 +75,21 @@ export async function startRecovery(
       writer?.applied(m.seq);
     },
   );
+  // Heartbeat silence counts from here: this replica's catch-up, then each NATS reconnect. While
+  // disconnected it sees no beats at all, so nothing is stale (a NATS outage is not a dead fleet).
+  let viewLiveSince = Number.POSITIVE_INFINITY;
+  // Set on a reconnect until the first heartbeat after it arrives (see FRESH_BEATS_WAIT_MS).
+  let awaitingBeats = false;
   const beats: Follower = await follow(
     deps.js,
     { stream: deps.layout.heartbeatStream, filters: [`${deps.layout.heartbeatPrefix}.>`], lastPerSubject: true },
-    (m) => deps.state.applyBeat(m, Math.floor(m.info.timestampNanos / 1e6)),
+    (m) => {
+      deps.state.applyBeat(m, Math.floor(m.info.timestampNanos / 1e6));
+      if (!awaitingBeats) return;
+      awaitingBeats = false;
+      viewLiveSince = Math.min(viewLiveSince, deps.env.clock.now().getTime() + RECONNECT_ALLOWANCE_MS);
+      deps.log.info("heartbeats flowing again: silence counts from now");
+    },
   );
   for (const f of [events, beats]) f.done.catch((e) => deps.log.fatal({ err: String(e) }, "recovery follower stopped"));
   const fencing = new Set<string>();
@@ -91,17 +109,15 @@ export async function startRecovery(
       .catch(() => null);
     if (m) deps.state.applyBeat(m, m.time.getTime());
   };
-  // Heartbeat silence counts from here: this replica's catch-up, then each NATS reconnect. While
-  // disconnected it sees no beats at all, so nothing is stale (a NATS outage is not a dead fleet).
-  let viewLiveSince = Number.POSITIVE_INFINITY;
   void (async () => {
     for await (const s of deps.status ?? []) {
       if (s.type === "disconnect") viewLiveSince = Number.POSITIVE_INFINITY;
       else if (s.type === "reconnect" && caughtUp) {
         // Runtimes reconnect on their own schedule (nats.js: every 2 s, with jitter): they get that
         // long on top of the bound to be heard from again.
-        viewLiveSince = deps.env.clock.now().getTime() + RECONNECT_ALLOWANCE_MS;
-        deps.log.info({ staleMs }, "NATS reconnected: heartbeat silence counts from now");
+        viewLiveSince = deps.env.clock.now().getTime() + RECONNECT_ALLOWANCE_MS + FRESH_BEATS_WAIT_MS;
+        awaitingBeats = true;
+        deps.log.info({ staleMs }, "NATS reconnected: heartbeat silence counts once heartbeats flow again");
       }
     }
   })().catch(() => undefined);
