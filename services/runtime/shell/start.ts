@@ -8,6 +8,7 @@
 import { setTimeout as delay } from "node:timers/promises";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connectNats } from "../../../platform/nats-connect.ts";
+import type { NatsConnection } from "@nats-io/transport-node";
 import { systemClock } from "../../../platform/clock.ts";
 import { pino } from "pino";
 import { Gauge } from "prom-client";
@@ -75,15 +76,25 @@ export async function startRuntime(
 
   // NATS_CREDS leaves the environment like the secrets: only the connection holds it.
   delete env.NATS_CREDS;
-  const nc = await connectNats({
-    servers: config.natsUrl,
-    creds: config.natsCreds ?? "",
-    name: `drover-runtime-${config.runtimeInstanceId}`,
-    maxReconnectAttempts: -1,
-    // No stack captured per request: two Error objects per journaled step were ~6% of the runtime's
-    // CPU (bench/runtime-steps profile); a failed request still names its subject and cause.
-    noAsyncTraces: true,
-  });
+  const nc = await patientlyConnected(() =>
+    connectNats({
+      servers: config.natsUrl,
+      creds: config.natsCreds ?? "",
+      name: `drover-runtime-${config.runtimeInstanceId}`,
+      maxReconnectAttempts: -1,
+      // After a nats-server restart the auth callout (the provisioner) may not answer yet: never stop
+      // reconnecting because the same auth error came twice (nats.js's default).
+      ignoreAuthErrorAbort: true,
+      // A reconnect whose handshake hangs is abandoned after this and tried again, instead of after
+      // nats.js's 20 s: after a restart a runtime's reconnect hung with no status event for 7 s and
+      // more, the runtime alive but silent, and it was fenced (nats-outage.e2e: 3 of 3 on main, 0 of 4
+      // with this). The first connection gets the same timeout, tried again for a minute.
+      timeout: 4_000,
+      // No stack captured per request: two Error objects per journaled step were ~6% of the runtime's
+      // CPU (bench/runtime-steps profile); a failed request still names its subject and cause.
+      noAsyncTraces: true,
+    }),
+  );
   const layout = config.streamTag ? taggedLayout(config.streamTag) : DEFAULT_LAYOUT;
   const jsm = await jetstreamManager(nc);
   // Whether the log is compactable is the deployment's choice, checked by the services (docs/retention.md).
@@ -212,4 +223,17 @@ export async function startRuntime(
     });
   });
   return { port: listening.port, hostIncarnation };
+}
+
+/** The first connection, tried again while its handshake times out (connect's `timeout`), for up to a minute. */
+async function patientlyConnected(open: () => Promise<NatsConnection>, budgetMs = 60_000): Promise<NatsConnection> {
+  const until = Date.now() + budgetMs;
+  for (;;) {
+    try {
+      return await open();
+    } catch (e) {
+      if ((e as Error)?.name !== "TimeoutError" || Date.now() >= until) throw e;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
 }
