@@ -252,8 +252,9 @@ describe("runs API: list, detail with steps, per-run live feed, cancel and rerun
     // another tenant cannot cancel it, nor see it
     expect((await runs("POST", `/v1/runs/${id}/cancel`, {})).status).toBe(404);
     // nothing reserved for it anywhere
+    // Reservations are two sorted sets per runtime (platform/reservations.ts): held (`:e`) and accepted (`:a`).
     const keys = await redis.keys("drover:cp-runs:resv:*");
-    for (const k of keys) expect(await redis.hexists(k, id)).toBe(0);
+    for (const k of keys) expect(await redis.zscore(k, id)).toBeNull();
   });
 
   it("cancels a running run through the runtime (its step is aborted, no step completes after) and a run queued on that runtime (released before it starts)", async () => {
@@ -269,7 +270,9 @@ describe("runs API: list, detail with steps, per-run live feed, cancel and rerun
     const qEvents = ((await runs("GET", `/v1/runs/${queued}/events`)).body.events as Json[]).map((e) => e.event.type);
     expect(qEvents.filter((t) => t === "run.cancelled")).toHaveLength(1);
     expect(qEvents).not.toContain("run.started");
-    expect(await redis.hexists(`drover:cp-runs:resv:${runtime}`, queued)).toBe(0);
+    // Held until a heartbeat shows the run (3 intervals after dispatch) unless released: the cancel released it.
+    for (const set of ["e", "a"])
+      expect(await redis.zscore(`drover:cp-runs:resv:${runtime}:${set}`, queued)).toBeNull();
 
     const follow = readSse(`${cp.apiUrl}/v1/runs/${running}/events`, { authorization: `Bearer ${RUN_TOKEN}` });
     const cr = await runs("POST", `/v1/runs/${running}/cancel`, { reason: "running one" });
