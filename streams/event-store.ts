@@ -8,6 +8,7 @@ import { replay } from "./replay.ts";
 import { assertServerVersion } from "./server-version.ts";
 import { encodeFor, storeContext, type Encoded, type EventStoreOptions, type StoreContext } from "./store-context.ts";
 import { landedEarlier, versionConflict } from "./occ.ts";
+import { readFloor } from "./read-floor.ts";
 import { toStoredEvent } from "./stored.ts";
 import { aggregateWildcard, type AggregateRef } from "./subjects.ts";
 import type { Appended, AppendOptions, EventStore, Undecodable } from "./types.ts";
@@ -23,25 +24,37 @@ export type { EventStoreOptions } from "./store-context.ts";
 export function createEventStore(handle: NatsHandle, layout: StreamLayout, opts: EventStoreOptions = {}): EventStore {
   const ctx = storeContext(handle, layout, opts);
   assertServerVersion(ctx.nc.info?.version);
+  const floor = readFloor(ctx.reader, opts.subjectScopedReads ? undefined : ctx.jsm, layout.eventStream);
+  const wrote = (ref: AggregateRef, appended: readonly Appended[]) => {
+    const last = appended.at(-1);
+    if (last) floor.wrote(aggregateWildcard(layout, ref), last.seq);
+  };
   return {
     // async wrappers so validation failures reject the promise rather than throw synchronously.
-    append: async (ref, event, o) =>
-      appendOne(
-        ctx,
-        ref,
-        encodeFor(layout, ref, event),
-        o.expectedSeq,
-        o.msgId ?? defaultMsgId(layout, ref, o.expectedSeq),
-      ),
-    appendAll: async (ref, events, o) => appendAll(ctx, ref, events, o),
-    appendAtomic: async (entries) => appendAtomic(ctx, entries),
+    append: async (ref, event, o) => {
+      const enc = encodeFor(layout, ref, event);
+      const a = await appendOne(ctx, ref, enc, o.expectedSeq, o.msgId ?? defaultMsgId(layout, ref, o.expectedSeq));
+      wrote(ref, [a]);
+      return a;
+    },
+    appendAll: async (ref, events, o) => {
+      const appended = await appendAll(ctx, ref, events, o);
+      wrote(ref, appended);
+      return appended;
+    },
+    appendAtomic: async (entries) => {
+      const appended = await appendAtomic(ctx, entries);
+      let at = 0;
+      for (const e of entries) wrote(e.ref, appended.slice(at, (at += e.events.length)));
+      return appended;
+    },
     read: async (ref, o) => {
       const undecodable: Undecodable[] = [];
-      const events = await ctx.reader.filtered(
-        aggregateWildcard(layout, ref),
-        1,
-        o?.skipUndecodable ? (u) => undecodable.push(u) : undefined,
-      );
+      const wildcard = aggregateWildcard(layout, ref);
+      const onBad = o?.skipUndecodable ? (u: Undecodable) => undecodable.push(u) : undefined;
+      const read = await ctx.reader.filtered(wildcard, 1, onBad);
+      const seen = Math.max(read.at(-1)?.seq ?? 0, undecodable.at(-1)?.seq ?? 0);
+      const events = await floor.complete(wildcard, read, seen, onBad);
       const lastSeq = Math.max(events.at(-1)?.seq ?? 0, undecodable.at(-1)?.seq ?? 0);
       return o?.skipUndecodable ? { events, lastSeq, undecodable } : { events, lastSeq };
     },
