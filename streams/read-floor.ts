@@ -45,10 +45,12 @@ export function readFloor(reader: Reader, jsm: Promise<JetStreamManager> | undef
   /** The tail from the stream leader, one message per request (rare: only after a lagging replica answered). */
   const fromLeader = async (filter: string, fromSeq: number, floor: number, onBad?: (u: Undecodable) => void) => {
     const out: StoredEvent[] = [];
-    for (let seq = fromSeq; seq <= floor; ) {
+    for (let seq = fromSeq; seq <= floor;) {
       let m;
       try {
-        m = await (await jsm!).streams.getMessage(stream, { seq, next_by_subj: filter });
+        // The server's STREAM.MSG.GET takes `next_by_subj`; the client's type names only seq or last_by_subj.
+        const query = { seq, next_by_subj: filter };
+        m = await (await jsm!).streams.getMessage(stream, query);
       } catch (e) {
         if (isNotFound(e)) break;
         throw toStoreError(e, `reading ${filter} from the leader of ${stream}`, { filter, seq });

@@ -57,7 +57,9 @@ describe("readFloor: read-your-writes over lagging Direct Get replicas (fakes, n
       streams: {
         getMessage: async (_s: string, q: { seq: number }) => {
           asked.push(q.seq);
-          return q.seq <= 3 ? { seq: q.seq, subject, time: new Date(0), data: encodeEvent(event("run.submitted")) } : null;
+          return q.seq <= 3
+            ? { seq: q.seq, subject, time: new Date(0), data: encodeEvent(event("run.submitted")) }
+            : null;
         },
       },
     } as unknown as JetStreamManager;
