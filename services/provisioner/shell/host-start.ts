@@ -81,6 +81,10 @@ export async function driveHostStart(d: ProvisionerDeps, p: PlannedStart): Promi
         {
           hostIncarnation: h.hostIncarnation as HostIncarnation,
           ...(h.pid !== undefined ? { pid: h.pid } : {}),
+          // A Pod's exact name and namespace: a drained Pod is retired from these (retire-drained.ts).
+          ...(h.podUid !== undefined ? { podUid: h.podUid } : {}),
+          ...(h.podName !== undefined ? { podName: h.podName } : {}),
+          ...(h.namespace !== undefined ? { namespace: h.namespace } : {}),
           ...(h.node !== undefined ? { node: h.node } : {}),
           convergence: "created",
         },
@@ -129,9 +133,11 @@ function tenantCode(d: ProvisionerDeps, reg: PlannedStart["registration"]): Part
   if (!reg.tenantId || !d.tenantSettings) return {};
   const t = d.tenantSettings(reg.tenantId);
   if (reg.hostProvider === "kubernetes") {
-    // The module path is inside the runtime image; secrets come from the tenant's Secret, never the spec.
+    // The module path is inside the runtime image (the one its worker version names, if any);
+    // secrets come from the tenant's Secret, never the spec.
     return {
       ...(t.worker ? { worker: { module: t.worker.module, kinds: t.worker.kinds } } : {}),
+      ...(reg.worker?.image ? { image: reg.worker.image } : {}),
       ...(t.secrets?.kubernetesSecret ? { kubernetesSecret: t.secrets.kubernetesSecret } : {}),
     };
   }
