@@ -26,7 +26,8 @@ const handlerName = z.string().regex(/^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/, "
 /**
  * The tenant's own step code (docs/sdk.md): a module whose default export is `defineWorker(...)`.
  * Process hosts bundle `module` (a path, relative to the repository) with esbuild; Kubernetes hosts
- * run `image` with the same module path inside it. `kinds` are the handler names its runtimes
+ * run `image` (default: the provisioner's `runtimeImage`) with the module path inside it; a digest
+ * reference (`repo@sha256:…`) makes its digest the worker version (docs/worker-versions.md). `kinds` are the handler names its runtimes
  * advertise (`custom:<name>`); a runtime whose module lacks one refuses to start (`worker-invalid`).
  */
 export const WorkerSettings = z

@@ -125,6 +125,17 @@ export function egressOf(d: ProvisionerDeps, tenantId: string | undefined): Part
 }
 
 /**
+ * The image a Kubernetes runtime's Pod runs when not the strategy's `runtimeImage`: its worker
+ * version's reference (docs/worker-versions.md), else the tenant's `worker.image` (a tag reference,
+ * which versions nothing). Undefined: the strategy's image.
+ */
+export function podImageOf(d: ProvisionerDeps, reg: PlannedStart["registration"]): string | undefined {
+  if (reg.hostProvider !== "kubernetes") return undefined;
+  if (reg.worker?.image) return reg.worker.image;
+  return reg.tenantId && d.tenantSettings ? d.tenantSettings(reg.tenantId).worker?.image : undefined;
+}
+
+/**
  * The tenant's worker and secrets for an owned runtime (a shared runtime gets neither: it serves
  * several tenants). Secrets sourced from the environment are read here and handed to this runtime
  * only; their values never reach an event.
@@ -137,7 +148,7 @@ function tenantCode(d: ProvisionerDeps, reg: PlannedStart["registration"]): Part
     // secrets come from the tenant's Secret, never the spec.
     return {
       ...(t.worker ? { worker: { module: t.worker.module, kinds: t.worker.kinds } } : {}),
-      ...(reg.worker?.image ? { image: reg.worker.image } : {}),
+      ...(podImageOf(d, reg) ? { image: podImageOf(d, reg) } : {}),
       ...(t.secrets?.kubernetesSecret ? { kubernetesSecret: t.secrets.kubernetesSecret } : {}),
     };
   }
