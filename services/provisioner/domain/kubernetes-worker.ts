@@ -40,9 +40,12 @@ export function kubernetesWorker(input: KubernetesWorkerInput): { readonly worke
     if (current === undefined) return undefined;
     return { worker: { version: current, deployedAt: input.now.toISOString(), pinned: false, image: input.image } };
   }
+  const version = input.version;
   const ran = [...input.roster.runtimes.values()]
-    .flatMap((r) => (r.tenantId === input.tenantId && r.worker?.version === input.version ? [r.worker] : []))
-    .filter((w) => w.image !== undefined)
+    .flatMap((r): RuntimeWorker[] => {
+      const w = r.worker;
+      return w !== undefined && r.tenantId === input.tenantId && w.version === version && w.image ? [w] : [];
+    })
     .sort((a, b) => (a.deployedAt < b.deployedAt ? 1 : a.deployedAt > b.deployedAt ? -1 : 0));
   const last = ran[0];
   if (current === input.version)
