@@ -135,6 +135,12 @@ export function podImageOf(d: ProvisionerDeps, reg: PlannedStart["registration"]
   return reg.tenantId && d.tenantSettings ? d.tenantSettings(reg.tenantId).worker?.image : undefined;
 }
 
+/** A warm pool member runs the provisioner's runtime image: it may be bound only to a runtime of that image. */
+export function warmMemberServes(d: ProvisionerDeps, reg: PlannedStart["registration"]): boolean {
+  const image = podImageOf(d, reg);
+  return image === undefined || image === d.kubernetesImage;
+}
+
 /**
  * The tenant's worker and secrets for an owned runtime (a shared runtime gets neither: it serves
  * several tenants). Secrets sourced from the environment are read here and handed to this runtime

@@ -10,7 +10,7 @@ import { assertNever } from "../../../contracts/assert-never.ts";
 import { abandonAttempt } from "./abandon.ts";
 import { stamp, type ProvisionerDeps } from "./context.ts";
 import { recordHostExitPatiently } from "./host-exits.ts";
-import { driveHostStart, podImageOf, type PlannedStart } from "./host-start.ts";
+import { driveHostStart, warmMemberServes, type PlannedStart } from "./host-start.ts";
 import { observe, originOf, outcome, settle } from "./request-writer.ts";
 import { RosterView } from "./roster-view.ts";
 import { RuntimeWriter } from "./runtime-writer.ts";
@@ -209,7 +209,7 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
         // Recovery scale-outs and first scale-outs alike claim from the warm pool first; a Pod whose
         // worker is another image than the pool's runs cold (a bound member keeps its image).
         const warm =
-          opts.cold || !poolRunsImageOf(d, next.registration)
+          opts.cold || !warmMemberServes(d, next.registration)
             ? undefined
             : await pool.claim(
                 { runtimeInstanceId: next.runtimeInstanceId, registration: next.registration, origin: runtimeOrigin },
@@ -296,10 +296,4 @@ function workerOf(
 function workerKindsOf(d: ProvisionerDeps, tenantId: string | undefined): { workerKinds?: readonly string[] } {
   const worker = tenantId && d.tenantSettings ? d.tenantSettings(tenantId).worker : undefined;
   return worker ? { workerKinds: worker.kinds } : {};
-}
-
-/** A warm pool member runs the provisioner's runtime image: it may be bound only to a runtime of that image. */
-function poolRunsImageOf(d: ProvisionerDeps, reg: PlannedStart["registration"]): boolean {
-  const image = podImageOf(d, reg);
-  return image === undefined || image === d.kubernetesImage;
 }
