@@ -17,7 +17,8 @@ export async function main(
 ): Promise<number> {
   const [first, ...afterFirst] = argv;
   if (first === "runs") return (await import("./runs/program.ts")).runsMain(afterFirst, io);
-  if (first === "schedules" || first === "cache") return (await import("./runs/program.ts")).runsMain(argv, io);
+  if (first === "schedules" || first === "cache" || first === "runtimes")
+    return (await import("./runs/program.ts")).runsMain(argv, io);
   // The NATS-direct operator tools live under `drover admin …`; their old top-level names keep working.
   const [name, ...rest] = first === "admin" ? afterFirst : argv;
   if (name === undefined || name === "help" || name === "--help" || name === "-h") {
@@ -54,6 +55,7 @@ function help(commands: readonly Command[]): string {
     "usage: drover runs <command> [options]   tenant commands over the HTTP API (drover runs --help)",
     "       drover schedules <command> [opts] the tenant's schedules over the HTTP API (drover schedules --help)",
     "       drover cache list|clear [opts]    the tenant's step cache keys over the HTTP API (drover cache --help)",
+    "       drover runtimes [opts]            operators: runtimes, worker versions, drain, pinned runs (HTTP API)",
     "       drover admin <command> [args]     operator tools reading NATS directly (also without `admin`):",
     "",
     ...commands.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`),

@@ -38,6 +38,7 @@ describe("drover argument handling", () => {
       ].map((c) => ["runs", c, "--help"]),
       ["cache", "list", "--help"],
       ["cache", "clear", "--help"],
+      ["runtimes", "--help"],
       ["admin", "step-cache-rebuild", "--help"],
     ]) {
       const o = io();

@@ -26,7 +26,8 @@ const handlerName = z.string().regex(/^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/, "
 /**
  * The tenant's own step code (docs/sdk.md): a module whose default export is `defineWorker(...)`.
  * Process hosts bundle `module` (a path, relative to the repository) with esbuild; Kubernetes hosts
- * run `image` with the same module path inside it. `kinds` are the handler names its runtimes
+ * run `image` (default: the provisioner's `runtimeImage`) with the module path inside it; a digest
+ * reference (`repo@sha256:…`) makes its digest the worker version (docs/worker-versions.md). `kinds` are the handler names its runtimes
  * advertise (`custom:<name>`); a runtime whose module lacks one refuses to start (`worker-invalid`).
  */
 export const WorkerSettings = z
@@ -40,7 +41,8 @@ export type WorkerSettings = z.infer<typeof WorkerSettings>;
 
 /**
  * A tenant worker's version (docs/worker-versions.md): the sha256 (hex) of the module file its
- * runtimes import — on process hosts the esbuild bundle the provisioner built from `worker.module`.
+ * runtimes import — on process hosts the esbuild bundle the provisioner built from `worker.module`;
+ * on Kubernetes hosts the digest of the image its Pods run (a reference `…@sha256:<hex>`).
  */
 export const WorkerVersion = z.string().regex(/^[0-9a-f]{64}$/, "a worker version is a sha256 in hex");
 export type WorkerVersion = z.infer<typeof WorkerVersion>;
@@ -51,6 +53,12 @@ export const RuntimeWorker = z
     version: WorkerVersion,
     deployedAt: z.iso.datetime().describe("when a provisioner last built this version from the tenant's worker.module"),
     pinned: z.boolean().describe("started for runs pinned to this version: takes those runs only, never new ones"),
+    image: z
+      .string()
+      .min(1)
+      .max(512)
+      .optional()
+      .describe("Kubernetes hosts: the image reference (`…@sha256:<version>`) the Pod runs; absent on process hosts"),
   })
   .strict();
 export type RuntimeWorker = z.infer<typeof RuntimeWorker>;

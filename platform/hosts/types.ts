@@ -42,6 +42,8 @@ export interface HostSpec {
   readonly secrets?: Readonly<Record<string, string>>;
   /** Kubernetes hosts: the tenant's Secret (key `secrets.json`) the Pod reads its secrets from. */
   readonly kubernetesSecret?: string;
+  /** Kubernetes hosts: the image the Pod runs instead of the strategy's, its worker version's (docs/worker-versions.md). */
+  readonly image?: string;
 }
 
 /** Where and how the control plane reaches the runtime, as resolved by the strategy. */

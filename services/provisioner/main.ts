@@ -17,6 +17,7 @@ import type { HostStrategy } from "../../platform/hosts/types.ts";
 import { tenantSettingsOf, type HostProvider } from "../../contracts/index.ts";
 import { runtimeCommand } from "../../platform/hosts/runtime-bundle.ts";
 import { bundledWorker } from "../../platform/hosts/worker-builds.ts";
+import { rosterPods } from "./domain/kubernetes-worker.ts";
 import { watchDrainedRuntimes } from "./shell/retire-drained.ts";
 import { consumeScaleOutRequests, scaleOutPullLoops } from "./shell/consumer.ts";
 import type { ProvisionerDeps } from "./shell/context.ts";
@@ -60,6 +61,7 @@ const deps: ProvisionerDeps = {
   tenantSettings: (tenantId) => tenantSettingsOf(ctx.config, tenantId),
   egress: Object.fromEntries(ctx.config.tenants.flatMap((t) => (t.egress ? [[t.tenantId, t.egress]] : []))),
   buildWorker: bundledWorker,
+  ...(ctx.config.kubernetes ? { kubernetesImage: ctx.config.kubernetes.runtimeImage } : {}),
   secretEnv: process.env,
   clock: systemClock,
   newEventId: randomUUID,
@@ -84,10 +86,17 @@ const deps: ProvisionerDeps = {
 const provisioner = createProvisioner(deps);
 provisioner.pool.refill();
 // Runtimes of a superseded worker version retire once their last pinned run ended (docs/worker-versions.md).
-const drained = watchDrainedRuntimes(deps, strategy, provisioner.roster, provisioner.retiring, {
-  everyMs: Number(process.env.DROVER_DRAIN_CHECK_MS ?? 2_000),
-  idleMs: Number(process.env.DROVER_DRAIN_IDLE_MS ?? 2 * ctx.config.dispatchTimeoutMs),
-});
+const k8s = strategies.get("kubernetes");
+const drained = watchDrainedRuntimes(
+  deps,
+  [{ strategy, liveHosts: () => strategy.liveHosts() }, ...(k8s ? [{ strategy: k8s, liveHosts: rosterPods }] : [])],
+  provisioner.roster,
+  provisioner.retiring,
+  {
+    everyMs: Number(process.env.DROVER_DRAIN_CHECK_MS ?? 2_000),
+    idleMs: Number(process.env.DROVER_DRAIN_IDLE_MS ?? 2 * ctx.config.dispatchTimeoutMs),
+  },
+);
 const runners = await consumeScaleOutRequests(
   ctx,
   ctx.layout,

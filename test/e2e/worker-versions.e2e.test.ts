@@ -4,6 +4,7 @@ import { join, resolve } from "node:path";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { DroverEvent } from "../../contracts/index.ts";
+import { runsMain } from "../../cli/runs/program.ts";
 import { apiClient } from "../../platform/api-client.ts";
 import { startControlPlane, type ControlPlane } from "../../platform/control-plane-processes.ts";
 import { connectHarness } from "../../platform/nats-auth/server-keys.ts";
@@ -12,6 +13,10 @@ import { createEventStore, runtimeRef, type StoredEvent } from "../../streams/in
 import { eventually } from "../support/streams.ts";
 
 const ROOT = resolve(import.meta.dirname, "../..");
+type CliRow = {
+  runtimeInstanceId: string;
+  worker: { version: string; pinned: boolean; draining: boolean; pinnedRuns: number } | null;
+};
 const TOKEN = "token-tenant-wv-000000001";
 const TENANT = "t-wv";
 const LONG = 20;
@@ -125,6 +130,22 @@ describe("worker versions: resumed runs keep their version, new runs take the de
       const fresh = await Promise.all(Array.from({ length: 5 }, () => submit(200)));
 
       const t0 = Date.now();
+      // While the resumed runs run, `drover runtimes` shows the pinned v1 runtime draining with their count.
+      const cli = async () => {
+        let out = "";
+        const env = { DROVER_API_URL: cp.apiUrl, DROVER_TOKEN: OPERATOR_TOKEN };
+        const io = { out: (t: string) => (out += t), err: (t: string) => (out += t), env };
+        expect(await runsMain(["runtimes", "--tenant", TENANT, "-o", "json"], io), out).toBe(0);
+        return JSON.parse(out).runtimes as CliRow[];
+      };
+      const draining = await eventually(
+        "the pinned v1 runtimes shown draining with the resumed runs",
+        async () => {
+          const rows = (await cli()).filter((r) => r.worker?.version === V1 && r.worker.pinned && r.worker.draining);
+          return rows.reduce((n, r) => n + r.worker!.pinnedRuns, 0) === LONG ? rows : undefined;
+        },
+        30_000,
+      );
       const longRuns = await Promise.all(long.map(completed));
       const freshRuns = await Promise.all(fresh.map(completed));
       const settledMs = Date.now() - t0;
@@ -197,9 +218,13 @@ describe("worker versions: resumed runs keep their version, new runs take the de
       }[];
       const live = rows.filter((r) => r.worker && r.status !== "retired" && r.status !== "fenced");
       expect(live.map((r) => [r.worker!.version, r.worker!.draining])).toEqual(live.map(() => [V2, false]));
+      // The CLI lists live runtimes: the retired one is gone from it, and none drains.
+      const listed = await cli();
+      for (const d of draining) expect(listed.map((r) => r.runtimeInstanceId)).not.toContain(d.runtimeInstanceId);
+      expect(listed.map((r) => [r.worker?.version, r.worker?.draining])).toEqual(listed.map(() => [V2, false]));
       console.log(
         `worker versions: ${LONG} resumed on v1 and 5 new on v2 settled ${settledMs} ms after the kill; ` +
-          `v1 runtimes ${v1Runtimes.length}, v2 runtimes ${v2.length}; the pinned v1 runtime retired ~${retiredAfterMs} ms after the runs settled`,
+          `v1 runtimes ${v1Runtimes.length}, v2 runtimes ${v2.length}; drover runtimes showed ${LONG} pinned runs on ${draining.length} draining v1 runtime(s); the pinned v1 runtime retired ~${retiredAfterMs} ms after the runs settled`,
       );
     } finally {
       await nc.close();

@@ -233,7 +233,7 @@ export function buildRuntimePod(spec: HostSpec, opts: RuntimePodOptions): V1Pod 
       containers: [
         {
           name: "runtime",
-          image: opts.image,
+          image: spec.image ?? opts.image,
           command: [...opts.command],
           ...(opts.workingDir ? { workingDir: opts.workingDir } : {}),
           env,

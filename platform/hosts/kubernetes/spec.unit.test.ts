@@ -121,6 +121,13 @@ describe("Kubernetes runtime object builders (pure; prove no transport and no cl
     expect(forwarded.find((e) => e.name === "DROVER_OPS_HOST")?.valueFrom?.fieldRef?.fieldPath).toBe("status.podIP");
   });
 
+  it("a runtime whose worker version names an image runs that image; otherwise the strategy's (docs/worker-versions.md)", () => {
+    const spec = hostSpec({ runtimeInstanceId: "rt-tenant-a-0001" });
+    expect(buildRuntimePod(spec, OPTS).spec?.containers[0]?.image).toBe("drover/runtime:dev");
+    const pinned = `drover/runtime@sha256:${"a".repeat(64)}`;
+    expect(buildRuntimePod({ ...spec, image: pinned }, OPTS).spec?.containers[0]?.image).toBe(pinned);
+  });
+
   it("mounts the NATS CA Secret read-only and points NATS_CA_FILE at it when natsCaSecret is set; no CA and no path of the provisioner's otherwise", () => {
     const spec = hostSpec({ natsCaFile: "/provisioner/only/ca.pem" });
     const plain = buildRuntimePod(spec, { ...OPTS, baseEnv: { NATS_CA_FILE: "/elsewhere/ca.pem" } });

@@ -43,6 +43,12 @@ export interface ProvisionerDeps {
    * import and its version (docs/worker-versions.md). Absent: runtimes import the source (`sourceWorker`).
    */
   readonly buildWorker?: BuildWorker;
+  /**
+   * The runtime image of Kubernetes hosts (`kubernetes.runtimeImage`): what warm pool members run,
+   * and a tenant worker's image unless its settings name `worker.image`. A digest reference versions
+   * the worker (docs/worker-versions.md).
+   */
+  readonly kubernetesImage?: string;
   /** The provisioner's environment, read for secrets a tenant's settings source from it. */
   readonly secretEnv?: Readonly<Record<string, string | undefined>>;
   readonly clock: Clock;

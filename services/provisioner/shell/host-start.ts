@@ -81,6 +81,10 @@ export async function driveHostStart(d: ProvisionerDeps, p: PlannedStart): Promi
         {
           hostIncarnation: h.hostIncarnation as HostIncarnation,
           ...(h.pid !== undefined ? { pid: h.pid } : {}),
+          // A Pod's exact name and namespace: a drained Pod is retired from these (retire-drained.ts).
+          ...(h.podUid !== undefined ? { podUid: h.podUid } : {}),
+          ...(h.podName !== undefined ? { podName: h.podName } : {}),
+          ...(h.namespace !== undefined ? { namespace: h.namespace } : {}),
           ...(h.node !== undefined ? { node: h.node } : {}),
           convergence: "created",
         },
@@ -121,6 +125,23 @@ export function egressOf(d: ProvisionerDeps, tenantId: string | undefined): Part
 }
 
 /**
+ * The image a Kubernetes runtime's Pod runs when not the strategy's `runtimeImage`: its worker
+ * version's reference (docs/worker-versions.md), else the tenant's `worker.image` (a tag reference,
+ * which versions nothing). Undefined: the strategy's image.
+ */
+export function podImageOf(d: ProvisionerDeps, reg: PlannedStart["registration"]): string | undefined {
+  if (reg.hostProvider !== "kubernetes") return undefined;
+  if (reg.worker?.image) return reg.worker.image;
+  return reg.tenantId && d.tenantSettings ? d.tenantSettings(reg.tenantId).worker?.image : undefined;
+}
+
+/** A warm pool member runs the provisioner's runtime image: it may be bound only to a runtime of that image. */
+export function warmMemberServes(d: ProvisionerDeps, reg: PlannedStart["registration"]): boolean {
+  const image = podImageOf(d, reg);
+  return image === undefined || image === d.kubernetesImage;
+}
+
+/**
  * The tenant's worker and secrets for an owned runtime (a shared runtime gets neither: it serves
  * several tenants). Secrets sourced from the environment are read here and handed to this runtime
  * only; their values never reach an event.
@@ -129,9 +150,11 @@ function tenantCode(d: ProvisionerDeps, reg: PlannedStart["registration"]): Part
   if (!reg.tenantId || !d.tenantSettings) return {};
   const t = d.tenantSettings(reg.tenantId);
   if (reg.hostProvider === "kubernetes") {
-    // The module path is inside the runtime image; secrets come from the tenant's Secret, never the spec.
+    // The module path is inside the runtime image (the one its worker version names, if any);
+    // secrets come from the tenant's Secret, never the spec.
     return {
       ...(t.worker ? { worker: { module: t.worker.module, kinds: t.worker.kinds } } : {}),
+      ...(podImageOf(d, reg) ? { image: podImageOf(d, reg) } : {}),
       ...(t.secrets?.kubernetesSecret ? { kubernetesSecret: t.secrets.kubernetesSecret } : {}),
     };
   }

@@ -2,13 +2,15 @@ import { LifecycleGate } from "../../../platform/hosts/lifecycle-gate.ts";
 import type { HostProvider, Reason, RuntimeWorker } from "../../../contracts/index.ts";
 import { sourceWorker } from "../../../platform/hosts/worker-builds.ts";
 import type { StoredEvent } from "../../../streams/index.ts";
+import { kubernetesWorker } from "../domain/kubernetes-worker.ts";
 import { planRequest } from "../domain/plan.ts";
+import type { Roster } from "../domain/runtime-roster.ts";
 import type { RequestState } from "../domain/request-state.ts";
 import { assertNever } from "../../../contracts/assert-never.ts";
 import { abandonAttempt } from "./abandon.ts";
 import { stamp, type ProvisionerDeps } from "./context.ts";
 import { recordHostExitPatiently } from "./host-exits.ts";
-import { driveHostStart, type PlannedStart } from "./host-start.ts";
+import { driveHostStart, warmMemberServes, type PlannedStart } from "./host-start.ts";
 import { observe, originOf, outcome, settle } from "./request-writer.ts";
 import { RosterView } from "./roster-view.ts";
 import { RuntimeWriter } from "./runtime-writer.ts";
@@ -184,7 +186,13 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
         d.log("scale-out rejected", { requestId: req.requestId, reason: next.reason });
         return undefined;
       case "start": {
-        const built = workerOf(d, next.registration.tenantId, next.registration.hostProvider, req.workerVersion);
+        const built = workerOf(
+          d,
+          next.registration.tenantId,
+          next.registration.hostProvider,
+          req.workerVersion,
+          await roster.current(),
+        );
         if (built && "reason" in built) {
           await settle(d, s, outcome.rejected(d, s, built.reason));
           d.log("scale-out rejected", { requestId: req.requestId, reason: built.reason });
@@ -198,13 +206,15 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
           live: next.live,
           maxRuntimeInstances: req.policy.maxRuntimeInstances,
         };
-        // Recovery scale-outs and first scale-outs alike claim from the warm pool first.
-        const warm = opts.cold
-          ? undefined
-          : await pool.claim(
-              { runtimeInstanceId: next.runtimeInstanceId, registration: next.registration, origin: runtimeOrigin },
-              { slot, taken: (member) => slotEntry(d, slot, { ...taken, warmPoolMember: member }, origin) },
-            );
+        // Recovery scale-outs and first scale-outs alike claim from the warm pool first; a Pod whose
+        // worker is another image than the pool's runs cold (a bound member keeps its image).
+        const warm =
+          opts.cold || !warmMemberServes(d, next.registration)
+            ? undefined
+            : await pool.claim(
+                { runtimeInstanceId: next.runtimeInstanceId, registration: next.registration, origin: runtimeOrigin },
+                { slot, taken: (member) => slotEntry(d, slot, { ...taken, warmPoolMember: member }, origin) },
+              );
         if (warm) return warm;
         if (!opts.mayStartCold) return WAIT;
         try {
@@ -257,17 +267,24 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
 }
 
 /**
- * The worker a process runtime of the tenant registers (docs/worker-versions.md): the version the
- * request pins, or the tenant's current module built now. Kubernetes runtimes name none yet.
+ * The worker a runtime of the tenant registers (docs/worker-versions.md): the version the request
+ * pins, or the tenant's current one. Process hosts: the module built now (or a pinned version's
+ * bundle). Kubernetes hosts: the digest of the image the Pod runs (domain/kubernetes-worker.ts).
  */
 function workerOf(
   d: ProvisionerDeps,
   tenantId: string | undefined,
   provider: HostProvider,
   version: string | undefined,
+  roster: Roster,
 ): { readonly worker: RuntimeWorker } | { readonly reason: Reason } | undefined {
   const worker = tenantId && d.tenantSettings ? d.tenantSettings(tenantId).worker : undefined;
-  if (!worker || provider !== "process") return undefined;
+  if (!worker || !tenantId) return undefined;
+  if (provider === "kubernetes") {
+    const image = worker.image ?? d.kubernetesImage;
+    if (image === undefined) return undefined;
+    return kubernetesWorker({ image, tenantId, roster, now: d.clock.now(), ...(version ? { version } : {}) });
+  }
   try {
     return { worker: (d.buildWorker ?? sourceWorker)(worker.module, version).worker };
   } catch (e) {

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { QueueStatus, type RuntimeInstanceId } from "../../../contracts/index.ts";
 import { drainStates, type VersionedRuntime } from "../../../aggregates/capacity/worker-version.ts";
 import type { HostStrategy } from "../../../platform/hosts/types.ts";
+import type { Roster } from "../domain/runtime-roster.ts";
 import { sendCommand } from "../../../platform/runtime-client.ts";
 import type { ProvisionerDeps } from "./context.ts";
 import type { RosterView } from "./roster-view.ts";
@@ -14,8 +15,15 @@ export interface DrainSeen {
   readonly pinnedRuns: number;
 }
 
+/** Where drained runtimes are found and stopped: a host strategy and the hosts of it to check. */
+export interface DrainSource {
+  readonly strategy: HostStrategy;
+  /** The live hosts this provisioner may retire through `strategy`, as the roster is now. */
+  liveHosts(roster: Roster): readonly LiveHost[];
+}
+
 /**
- * Retires this provisioner's process runtimes that drain (docs/worker-versions.md): a runtime of a
+ * Retires this provisioner's process runtimes and the control plane's runtime Pods that drain (docs/worker-versions.md): a runtime of a
  * worker version that is no longer the tenant's current one, or one started for pinned runs, takes
  * only the runs pinned to its version; once its own GetQueueStatus shows no run queued or running
  * for `idleMs` (so a pinned run dispatched a moment ago is seen first), it is stopped like a planned
@@ -25,7 +33,7 @@ export interface DrainSeen {
  */
 export function watchDrainedRuntimes(
   d: ProvisionerDeps,
-  strategy: HostStrategy & { liveHosts(): readonly LiveHost[] },
+  sources: readonly DrainSource[],
   roster: RosterView,
   retiring: Set<string>,
   opts: { readonly everyMs: number; readonly idleMs: number },
@@ -41,7 +49,9 @@ export function watchDrainedRuntimes(
       status: s.endedBy ? "retired" : "ready",
       ...(s.worker ? { worker: s.worker } : {}),
     }));
-    for (const h of strategy.liveHosts()) {
+    for (const { strategy, h } of sources.flatMap((src) =>
+      src.liveHosts(r).map((h) => ({ strategy: src.strategy, h })),
+    )) {
       const s = r.runtimes.get(h.runtimeInstanceId);
       if (!s?.worker || !s.tenantId || !s.endpoint || !s.transport || !s.capacityPublished || s.endedBy) continue;
       const state = drainStates(all, s.tenantId, () => 0).find((x) => x.runtimeInstanceId === s.runtimeInstanceId);
