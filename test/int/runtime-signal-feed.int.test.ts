@@ -1,8 +1,7 @@
-import { jetstream } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { TenantId } from "../../contracts/index.ts";
 import { natsSignalFeeds } from "../../services/runtime/index.ts";
-import { runRef } from "../../streams/index.ts";
+import { createEventStore, runRef } from "../../streams/index.ts";
 import { uniqueName } from "../support/isolation.ts";
 import { authFixture, type AuthFixture } from "../support/nats-auth-fixture.ts";
 import { event } from "../support/streams.ts";
@@ -17,11 +16,13 @@ describe("a runtime's signal feed (boundary: real nats-server authorization, a r
   });
   afterAll(() => fx.close());
 
-  it("delivers a signal stored after the watch to the wait of its run and name only, and refuses another tenant's feed", async () => {
+  it("delivers a signal stored after the watch to the wait of its run and name only, read back with its sequence, and refuses another tenant's feed", async () => {
     const rt = uniqueName("rt");
     await fx.register(rt, "acme");
     const nc = await fx.asRuntime(rt);
-    const feeds = natsSignalFeeds(jetstream(nc), fx.f.layout, () => undefined);
+    // As the runtime does: its store reads through the history responder (no consumer right).
+    const store = createEventStore(nc, fx.f.layout, { subjectScopedReads: true });
+    const feeds = natsSignalFeeds(nc, fx.f.layout, store, () => undefined);
     const run = runRef(acme, uniqueName("run"));
     const other = runRef(acme, uniqueName("run"));
     const approval = await feeds.watch("acme", run.id, "approval");
@@ -32,6 +33,10 @@ describe("a runtime's signal feed (boundary: real nats-server authorization, a r
     await fx.store.append(other, event("run.signal-received", { tenantId: acme, writer: api }), { expectedSeq: 0 });
     const forged = event("run.signal-received", { tenantId: acme, writer: { service: "test", instanceId: "t" } });
     const forgedSeq = (await fx.store.append(run, forged, { expectedSeq: 0 })).seq;
+    // A signal whose conditional publish the stream refuses reaches the subscription but is never
+    // stored: it resolves nothing (the feed reads the run back before resolving a wait).
+    const refused = event("run.signal-received", { tenantId: acme, writer: api });
+    await expect(fx.store.append(run, refused, { expectedSeq: 0 })).rejects.toThrow(/expected|conflict|moved/i);
     const real = event("run.signal-received", { tenantId: acme, writer: api });
     const seq = (await fx.store.append(run, real, { expectedSeq: forgedSeq })).seq;
     const found = await approval.found;
