@@ -52,7 +52,12 @@ describe("the history protocol's subjects and pages (pure: proves no transport)"
   it("round-trips a page of raw messages (any bytes) and an error, and refuses a truncated page", () => {
     const msgs = [
       { seq: 4, subject: "drover.exec.acme.ex-1.started", time: "2026-12-03T20:00:00.000Z", data: bytes('{"a":1}') },
-      { seq: 9, subject: "drover.exec.acme.ex-1.step-completed", time: "2026-12-03T20:00:01.000Z", data: new Uint8Array([0, 255, 10]) },
+      {
+        seq: 9,
+        subject: "drover.exec.acme.ex-1.step-completed",
+        time: "2026-12-03T20:00:01.000Z",
+        data: new Uint8Array([0, 255, 10]),
+      },
     ];
     const raw = encodePage({ msgs, more: true });
     expect(raw.length).toBe(pageSize(msgs));

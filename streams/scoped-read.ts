@@ -105,7 +105,7 @@ export function scopedReader(
     filtered: async (filter, fromSeq, onUndecodable) => {
       const subject = subjectOf(filter);
       const out: StoredEvent[] = [];
-      for (let from = Math.max(1, fromSeq); ; ) {
+      for (let from = Math.max(1, fromSeq); ;) {
         const p = await page(subject, from);
         for (const m of p.msgs) {
           try {

@@ -225,7 +225,9 @@ describe("the generated nats-server configuration matches docs/nats-identities.m
       `${scope.history}.run.acme.*`,
     ]);
     // It subscribes to its inbox and its tenants' signals (the waits' feed), nothing else.
-    expect([...r.subscribe.allow].sort()).toEqual(["_INBOX_rt-1.>", `${scope.events}.run.acme.*.signal-received`].sort());
+    expect([...r.subscribe.allow].sort()).toEqual(
+      ["_INBOX_rt-1.>", `${scope.events}.run.acme.*.signal-received`].sort(),
+    );
     const row = rows.get("runtime &lt;id&gt;")!;
     expect(row.other).toContain("no consumer");
     expect(row.other).toContain("`drover-read.{exec,run}.<tenant>.<id>`");

@@ -68,12 +68,12 @@ describe("a runtime reads histories through the provisioner's history responder 
     for (const [s, body] of refused) expect([s, await attempt(nc, s, body)]).toEqual([s, "refused"]);
     // The clients' own calls are refused the same way.
     await expect(
-      jetstream(nc).consumers.get(stream, { filter_subjects: own }).then((c) => c.info()),
+      jetstream(nc)
+        .consumers.get(stream, { filter_subjects: own })
+        .then((c) => c.info()),
     ).rejects.toThrow(/permission/i);
     const jsm = await jetstreamManager(nc, { checkAPI: false });
-    await expect(jsm.consumers.add(stream, { durable_name: name, filter_subject: own })).rejects.toThrow(
-      /permission/i,
-    );
+    await expect(jsm.consumers.add(stream, { durable_name: name, filter_subject: own })).rejects.toThrow(/permission/i);
     expect(await fx.f.jsm.consumers.info(stream, name).catch(() => "none")).toBe("none");
   });
 

@@ -35,7 +35,8 @@ interface Waiter {
 
 interface TenantFeed {
   readonly waiters: Map<string, Set<Waiter>>;
-  readonly sub: Subscription;
+  /** Set right after the feed is made (its callback needs the feed). */
+  sub?: Subscription;
   /** Set when the server refused or ended the subscription. */
   failure?: unknown;
   count: number;
@@ -87,8 +88,8 @@ export function natsSignalFeeds(
   };
 
   const start = (tenantId: string): TenantFeed => {
-    let feed!: TenantFeed;
-    const sub = nc.subscribe(`${layout.eventPrefix}.run.${tenantId}.*.signal-received`, {
+    const feed: TenantFeed = { waiters: new Map(), count: 0 };
+    feed.sub = nc.subscribe(`${layout.eventPrefix}.run.${tenantId}.*.signal-received`, {
       callback: (err, m) => {
         if (err) return stopFeed(tenantId, feed, err);
         const runId = m.subject.split(".").at(-2) ?? "";
@@ -99,10 +100,11 @@ export function natsSignalFeeds(
         } catch {
           return; // not an event: nothing the API wrote
         }
-        void onHint(tenantId, feed, runId, typeof name === "string" ? name : undefined);
+        if (typeof name !== "string") return void onHint(tenantId, feed, runId, undefined);
+        // Only a name some wait of the run listens for is worth reading the run for.
+        if ([...(feed.waiters.get(runId) ?? [])].some((w) => w.name === name)) void onHint(tenantId, feed, runId, name);
       },
     });
-    feed = { waiters: new Map(), sub, count: 0 };
     return feed;
   };
 
@@ -113,7 +115,7 @@ export function natsSignalFeeds(
       log({ event: "signal-feed-failed", tenantId, detail: String((why as Error)?.message ?? why) });
       for (const set of feed.waiters.values()) for (const w of set) w.fail(why);
     }
-    if (!feed.sub.isClosed()) feed.sub.unsubscribe();
+    if (feed.sub && !feed.sub.isClosed()) feed.sub.unsubscribe();
   };
 
   // Hints published while the connection was down are lost: read every listening run once more.
