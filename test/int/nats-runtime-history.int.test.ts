@@ -1,9 +1,16 @@
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { isDroverError, TenantId } from "../../contracts/index.ts";
+import { isDroverError, TenantId, type DroverError } from "../../contracts/index.ts";
 import { connectHarness } from "../../platform/nats-auth/server-keys.ts";
-import { createEventStore, execRef, historyPrefixOf, runRef, type EventStore } from "../../streams/index.ts";
+import {
+  createEventStore,
+  execRef,
+  historyPrefixOf,
+  runRef,
+  startHistoryResponder,
+  type EventStore,
+} from "../../streams/index.ts";
 import { uniqueName } from "../support/isolation.ts";
 import { attempt, authFixture, type AuthFixture } from "../support/nats-auth-fixture.ts";
 import { event, freshStreams } from "../support/streams.ts";
@@ -124,7 +131,26 @@ describe("a runtime reads histories through the provisioner's history responder 
   });
 });
 
-describe("a subject-scoped read with no history responder (boundary: real nats-server, no responder on the layout)", () => {
+describe("a subject-scoped read that cannot be answered (boundary: real nats-server, the harness identity)", () => {
+  it("fails at once, not retried, when a message does not fit one page of the responder", async () => {
+    const f = await freshStreams(url(), "bighist");
+    try {
+      // A 1100-byte page leaves 76 bytes after the responder's 1 KiB of slack: no event fits.
+      startHistoryResponder(f.nc, f.jsm, f.layout, { maxPageBytes: 1100 });
+      const store = createEventStore(f.nc, f.layout, { subjectScopedReads: true });
+      const ref = execRef(acme, uniqueName("ex"));
+      await store.append(ref, event("exec.started", { tenantId: acme }), { expectedSeq: 0 });
+      const t0 = Date.now();
+      const err = await store.read(ref).catch((e: unknown) => e);
+      expect(isDroverError(err, "event-store-unavailable")).toBe(true);
+      expect((err as DroverError).retryable).toBe(false);
+      expect((err as Error).message).toMatch(/does not fit one page/);
+      expect(Date.now() - t0).toBeLessThan(1000);
+    } finally {
+      await f.close();
+    }
+  });
+
   it("fails with event-store-unavailable naming the subject after its bounded retries", async () => {
     const f = await freshStreams(url(), "nohist");
     try {
