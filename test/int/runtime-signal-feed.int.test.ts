@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { TenantId } from "../../contracts/index.ts";
 import { natsSignalFeeds } from "../../services/runtime/index.ts";
 import { createEventStore, runRef } from "../../streams/index.ts";
+import { connectNats } from "../../platform/nats-connect.ts";
 import { uniqueName } from "../support/isolation.ts";
 import { authFixture, type AuthFixture } from "../support/nats-auth-fixture.ts";
 import { event } from "../support/streams.ts";
@@ -45,5 +46,39 @@ describe("a runtime's signal feed (boundary: real nats-server authorization, a r
     approval.close();
     otherName.close();
     await expect(feeds.watch("globex", uniqueName("run"), "approval")).rejects.toThrow(/permission/i);
+  });
+
+  it("after a reconnect reads every listening run once: a signal stored while the runtime was disconnected (its hint lost) still resolves the wait", async () => {
+    const rt = uniqueName("rt");
+    await fx.register(rt, "acme");
+    // Its own connection, slow to come back (1.5 s), so the signal is stored while it is away.
+    const nc = await connectNats({ servers: inject("natsUrl"), creds: fx.runtimeCreds(rt), reconnectTimeWait: 1500 });
+    try {
+      const store = createEventStore(nc, fx.f.layout, { subjectScopedReads: true });
+      const feeds = natsSignalFeeds(nc, fx.f.layout, store, () => undefined);
+      const run = runRef(acme, uniqueName("run"));
+      const w = await feeds.watch("acme", run.id, "approval");
+      const statuses: string[] = [];
+      const disconnected = new Promise<void>((ok) => {
+        void (async () => {
+          for await (const st of nc.status()) {
+            statuses.push(st.type);
+            if (st.type === "disconnect") ok();
+          }
+        })();
+      });
+      void nc.reconnect();
+      await disconnected;
+      const real = event("run.signal-received", { tenantId: acme, writer: api });
+      const seq = (await fx.store.append(run, real, { expectedSeq: 0 })).seq;
+      statuses.push("stored");
+      const found = await w.found;
+      expect([found.seq, found.event.eventId]).toEqual([seq, real.eventId]);
+      // The signal was stored before the connection came back: only the reconnect's read found it.
+      expect(statuses.indexOf("stored")).toBeLessThan(statuses.indexOf("reconnect"));
+      w.close();
+    } finally {
+      await nc.close();
+    }
   });
 });
