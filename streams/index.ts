@@ -74,3 +74,5 @@ export {
 export { readDeadLetters, parseDeadLetter, type DeadLetter } from "./dead-letters.ts";
 export { skipRecorder, type Skip, type SkipRecorder } from "./skip.ts";
 export { storedHeartbeat } from "./heartbeat-message.ts";
+export { startHistoryResponder, HISTORY_QUEUE, type HistoryResponderOptions } from "./history-responder.ts";
+export { historyPrefixOf } from "./history-page.ts";

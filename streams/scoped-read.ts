@@ -1,5 +1,9 @@
-import { DeliverPolicy, type JetStreamClient, type JetStreamManager, type StoredMsg } from "@nats-io/jetstream";
-import { isNotFound, toStoreError } from "./nats-errors.ts";
+import type { JetStreamManager, StoredMsg } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { contractViolation, DroverError } from "../contracts/index.ts";
+import { decodePage, historySubjectOf, type HistoryPage, type PagedMsg } from "./history-page.ts";
+import type { StreamLayout } from "./layout.ts";
+import { isNotFound, isTransportFailure, toStoreError } from "./nats-errors.ts";
 import { firstAtOrAfter, readFiltered, toStoredEvent } from "./stored.ts";
 import type { StoredEvent, Undecodable } from "./types.ts";
 
@@ -10,12 +14,12 @@ import type { StoredEvent, Undecodable } from "./types.ts";
  * - `directReader`: batched Direct Gets (`next_by_subj`), one round trip per 1024 events. The
  *   filter is in the request body, which NATS permissions cannot see: for identities that may read
  *   the whole stream (the services).
- * - `scopedReader`: only requests whose subject names the filter, so a permission on the subject
+ * - `scopedReader`: only requests whose subject names what is read, so a permission on the subject
  *   limits what can be read: the subject-form Direct Get (`$JS.API.DIRECT.GET.<stream>.<filter>`,
  *   the last message on the filter; nats-server refuses a body naming a sequence or another
- *   filter there) and ordered consumers created with the filter in the subject
- *   (`$JS.API.CONSUMER.CREATE.<stream>.<name>.<filter>`; the server refuses a body whose filter
- *   differs). A few more round trips; what a runtime uses (docs/nats-identities.md).
+ *   filter there) and the history responder's `<prefix>-read.<exec|run>.<tenant>.<id>`
+ *   (history-responder.ts), which reads the aggregate its subject names. No consumer: what a
+ *   runtime uses, whose rights hold no `$JS.API` consumer subject (docs/nats-identities.md).
  */
 export interface Reader {
   filtered(filter: string, fromSeq: number, onUndecodable?: (u: Undecodable) => void): Promise<StoredEvent[]>;
@@ -34,7 +38,25 @@ export const directReader = (jsm: Promise<JetStreamManager>, stream: string): Re
   lastSeq: async (filter) => (await (await jsm).streams.getMessage(stream, { last_by_subj: filter }))?.seq ?? 0,
 });
 
-export function scopedReader(js: JetStreamClient, jsm: Promise<JetStreamManager>, stream: string): Reader {
+/** Delays before the 2nd..5th attempt of a history request nobody answered (~3.7 s of waiting in all). */
+const RETRY_DELAYS_MS = [200, 500, 1000, 2000];
+
+/**
+ * Reads for an identity that may not create consumers (a runtime's): the last sequence by the
+ * subject-form Direct Get, and an aggregate's messages from the history responder
+ * (history-responder.ts), one page per request on a subject naming the aggregate. A request
+ * nobody answers (no responder, a timeout, a responder that could not read) is tried again
+ * `RETRY_DELAYS_MS` apart, then fails with `event-store-unavailable` naming the subject; a refused
+ * one (permissions, a malformed request) fails at once.
+ */
+export function scopedReader(
+  nc: NatsConnection,
+  jsm: Promise<JetStreamManager>,
+  layout: StreamLayout,
+  timeoutMs: number,
+  retryDelaysMs: readonly number[] = RETRY_DELAYS_MS,
+): Reader {
+  const stream = layout.eventStream;
   const last = async (filter: string): Promise<StoredMsg | null> => {
     try {
       return await (await jsm).direct.getMessage(stream, { last_by_subj: filter });
@@ -43,21 +65,37 @@ export function scopedReader(js: JetStreamClient, jsm: Promise<JetStreamManager>
       throw toStoreError(e, `reading the last message on ${filter} from ${stream}`, { filter });
     }
   };
-  /** Messages on `filter` from `fromSeq` up to `endSeq` (known to hold one), via an ordered consumer. */
-  const walk = async (filter: string, fromSeq: number, endSeq: number, each: (m: Msg) => boolean) => {
-    const oc = await js.consumers.get(stream, {
-      filter_subjects: filter, // a string, not an array: the client puts it in the create subject
-      deliver_policy: DeliverPolicy.StartSequence,
-      opt_start_seq: fromSeq,
-    });
-    const messages = await oc.consume({ max_messages: 256 });
-    try {
-      for await (const m of messages) {
-        if (!each(m) || m.seq >= endSeq || m.info.pending === 0) break;
+  const subjectOf = (filter: string): string => {
+    const s = historySubjectOf(layout, filter);
+    if (!s) throw contractViolation(`history filter ${filter}`, "is not one exec or run aggregate");
+    return s;
+  };
+  /** One page from `from` on, tried again while nobody answers. */
+  const page = async (subject: string, from: number, max?: number): Promise<HistoryPage> => {
+    const body = JSON.stringify(max === undefined ? { from } : { from, max });
+    for (let attempt = 0; ; attempt++) {
+      let why: string;
+      try {
+        const p = decodePage((await nc.request(subject, body, { timeout: timeoutMs })).data);
+        if (!("error" in p)) return p;
+        if (p.error.code !== "unavailable")
+          throw new DroverError("event-store-unavailable", `history of ${subject}: ${p.error.message}`, {
+            retryable: false,
+            details: { subject, from, code: p.error.code },
+          });
+        why = p.error.message;
+      } catch (e) {
+        if (!isTransportFailure(e)) throw toStoreError(e, `reading the history of ${subject}`, { subject, from });
+        why = (e as Error).message;
       }
-    } finally {
-      await messages.close();
-      await oc.delete().catch(() => undefined);
+      const wait = retryDelaysMs[attempt];
+      if (wait === undefined)
+        throw new DroverError(
+          "event-store-unavailable",
+          `no history responder answered ${subject} after ${attempt + 1} attempts (${why}); the provisioner serves runtimes' reads (docs/nats-identities.md)`,
+          { details: { subject, from, attempts: attempt + 1 } },
+        );
+      await new Promise((r) => setTimeout(r, wait));
     }
   };
   return {
@@ -65,35 +103,29 @@ export function scopedReader(js: JetStreamClient, jsm: Promise<JetStreamManager>
     // fail with a version conflict, never lose an update.
     lastSeq: async (filter) => (await last(filter))?.seq ?? 0,
     filtered: async (filter, fromSeq, onUndecodable) => {
+      const subject = subjectOf(filter);
       const out: StoredEvent[] = [];
-      const end = (await last(filter))?.seq ?? 0;
-      if (end < Math.max(1, fromSeq)) return out;
-      try {
-        await walk(filter, Math.max(1, fromSeq), end, (m) => {
+      for (let from = Math.max(1, fromSeq); ;) {
+        const p = await page(subject, from);
+        for (const m of p.msgs) {
           try {
-            out.push(toStoredEvent(m));
+            out.push(toStoredEvent(toMsg(m)));
           } catch (e) {
             if (!onUndecodable) throw e;
             onUndecodable({ seq: m.seq, subject: m.subject, error: e instanceof Error ? e.message : String(e) });
           }
-          return true;
-        });
-      } catch (e) {
-        throw toStoreError(e, `reading ${filter} from ${stream}`, { filter, fromSeq });
+        }
+        const end = p.msgs.at(-1);
+        if (!p.more) return out;
+        if (!end) throw new DroverError("event-store-unavailable", `history of ${subject}: an empty page with more`);
+        from = end.seq + 1;
       }
-      return out;
     },
     first: async (filter, seq) => {
-      const end = await last(filter);
-      if (!end || end.seq < Math.max(1, seq)) return null;
-      if (end.seq === seq) return end;
-      let found: Msg | null = null;
-      try {
-        await walk(filter, Math.max(1, seq), end.seq, (m) => ((found = m), false));
-      } catch (e) {
-        throw toStoreError(e, `reading ${filter} from ${stream}`, { filter, seq });
-      }
-      return found;
+      const m = (await page(subjectOf(filter), Math.max(1, seq), 1)).msgs[0];
+      return m ? toMsg(m) : null;
     },
   };
 }
+
+const toMsg = (m: PagedMsg): Msg => ({ seq: m.seq, subject: m.subject, time: new Date(m.time), data: m.data });

@@ -20,8 +20,10 @@ export interface EventStoreOptions {
   readonly jetStream?: JetStreamOptions;
   /**
    * Read only through requests whose subject names what is read (scoped-read.ts), never a get
-   * whose filter or sequence is in the body: a connection whose permissions limit reads by
-   * subject (a runtime's) can then read exactly what they allow. Default: batched Direct Gets.
+   * whose filter or sequence is in the body, and no consumer: a connection whose permissions limit
+   * reads by subject (a runtime's) can then read exactly what they allow. Reads exec and run
+   * aggregates only, through the history responder (history-responder.ts), which must be running.
+   * Default: batched Direct Gets.
    */
   readonly subjectScopedReads?: boolean;
   /**
@@ -55,11 +57,12 @@ export function storeContext(handle: NatsHandle, layout: StreamLayout, opts: Eve
   // checkAPI: false — no round trip here; the first real request reports an unreachable server.
   const jsm = jetstreamManager(nc, { ...js.getOptions(), checkAPI: false });
   jsm.catch(() => undefined); // surfaced by the first await, not as an unhandled rejection
+  const timeoutMs = opts.timeoutMs ?? 5000;
   const reader = opts.subjectScopedReads
-    ? scopedReader(js, jsm, layout.eventStream)
+    ? scopedReader(nc, jsm, layout, timeoutMs)
     : directReader(jsm, layout.eventStream);
   const gate = opts.coalescePublishes ? publishGate() : immediatePublish;
-  return { nc, js, jsm, layout, timeoutMs: opts.timeoutMs ?? 5000, reader, gate };
+  return { nc, js, jsm, layout, timeoutMs, reader, gate };
 }
 
 /** An event ready to publish: its subject and validated bytes. */

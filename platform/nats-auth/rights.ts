@@ -1,4 +1,4 @@
-import type { StreamLayout } from "../../streams/index.ts";
+import { historyPrefixOf, type StreamLayout } from "../../streams/index.ts";
 import { outputsPrefixOf, outputsStreamOf } from "../output-store.ts";
 import { stepCachePrefixOf, stepCacheStreamOf } from "../step-cache-store.ts";
 import { leasePrefixOf } from "../lease.ts";
@@ -80,6 +80,8 @@ export interface AuthScope {
   /** First subject tokens of snapshots (`drover-snap`): `<snapshots>.<owner>.<part>` (platform/snapshots/store.ts). */
   readonly snapshots: string;
   readonly snapshotStream: string;
+  /** First subject tokens of runtimes' history requests (`drover-read`): `<history>.<exec|run>.<tenant>.<id>` (streams/history-responder.ts). */
+  readonly history: string;
 }
 
 /** The durable consumers drover has; only setup creates, changes or deletes them. */
@@ -102,6 +104,7 @@ export function scopeOf(layout: StreamLayout): AuthScope {
     archiveStream: archiveStreamOf(layout),
     snapshots: snapshotPrefixOf(layout),
     snapshotStream: snapshotStreamOf(layout),
+    history: historyPrefixOf(layout),
   };
 }
 
@@ -126,6 +129,7 @@ export const TAGGED_SCOPE: AuthScope = {
   archiveStream: "*",
   snapshots: "*.drover-snap",
   snapshotStream: "*",
+  history: "*.drover-read",
 };
 
 /** Subject of event `name` of aggregate `agg` for any tenant and id. */
@@ -332,8 +336,10 @@ export function rightsOf(id: Identity, scopes: readonly AuthScope[]): Rights {
     if (id === "forensics") pub.add(`${s.leases}.forensics.*`);
   }
   if (id === "provisioner") {
-    // The auth callout for runtimes lives in the provisioner (callout.ts).
+    // The auth callout for runtimes lives in the provisioner (callout.ts), and the history
+    // responder that answers runtimes' reads (streams/history-responder.ts).
     sub.add("$SYS.REQ.USER.AUTH");
+    for (const s of scopes) sub.add(`${s.history}.*.*.*`);
     allowResponses = true;
   }
   return {

@@ -188,6 +188,17 @@ describe("the generated nats-server configuration matches docs/nats-identities.m
     for (const id of ["api", "operator"]) expect(rows.get(id)!.other).toContain("`drover-cache.<tenant>.<key>`");
   });
 
+  it("only the provisioner answers runtimes' history requests (the responder), and only runtimes ask", () => {
+    const onHistory = (id: string) =>
+      [...userOf(id).permissions.publish.allow, ...userOf(id).permissions.subscribe.allow].filter((x) =>
+        x.startsWith(`${scope.history}.`),
+      );
+    for (const id of SERVICE_IDENTITIES.filter((i) => i !== "setup"))
+      expect([id, onHistory(id)]).toEqual([id, id === "provisioner" ? [`${scope.history}.*.*.*`] : []]);
+    expect(userOf("provisioner").permissions.subscribe.allow).toContain(`${scope.history}.*.*.*`);
+    expect(rows.get("provisioner")!.other).toContain("`drover-read.{exec,run}.<tenant>.<id>`");
+  });
+
   it("a producer submits only its tenant's runs", () => {
     expect(eventSubjects(userOf(producerIdentity("acme")))).toEqual([`${scope.events}.run.acme.*.submitted`]);
   });
@@ -205,12 +216,21 @@ describe("the generated nats-server configuration matches docs/nats-identities.m
     expect(
       r.publish.allow.some((s) => /^\$JS\.API\.(STREAM\.(CREATE|UPDATE|DELETE|PURGE)|CONSUMER\.DURABLE|>)/.test(s)),
     ).toBe(false);
-    expect(r.publish.allow.filter((s) => s.startsWith("$JS.API.CONSUMER.CREATE.")).sort()).toEqual(
-      [
-        `$JS.API.CONSUMER.CREATE.${scope.eventStream}.*.${scope.events}.exec.acme.>`,
-        `$JS.API.CONSUMER.CREATE.${scope.eventStream}.*.${scope.events}.run.acme.>`,
-      ].sort(),
+    // No consumer of any kind (issue 13): its histories come from the provisioner's history responder,
+    // asked on a subject naming the aggregate, for its tenants' exec and run aggregates only.
+    expect(r.publish.allow.filter((s) => s.startsWith("$JS.API.CONSUMER."))).toEqual([]);
+    expect(r.publish.deny).toContain("$JS.API.CONSUMER.>");
+    expect(r.publish.allow.filter((s) => s.startsWith(`${scope.history}.`)).sort()).toEqual([
+      `${scope.history}.exec.acme.*`,
+      `${scope.history}.run.acme.*`,
+    ]);
+    // It subscribes to its inbox and its tenants' signals (the waits' feed), nothing else.
+    expect([...r.subscribe.allow].sort()).toEqual(
+      ["_INBOX_rt-1.>", `${scope.events}.run.acme.*.signal-received`].sort(),
     );
+    const row = rows.get("runtime &lt;id&gt;")!;
+    expect(row.other).toContain("no consumer");
+    expect(row.other).toContain("`drover-read.{exec,run}.<tenant>.<id>`");
     // Outputs: only its tenants', written and read by subject (platform/output-store.ts).
     expect(r.publish.allow.filter((s) => s.startsWith(`${scope.outputs}.`))).toEqual([`${scope.outputs}.acme.*.*`]);
     expect(r.publish.allow.filter((s) => s.startsWith(`$JS.API.DIRECT.GET.${scope.outputsStream}`))).toEqual([

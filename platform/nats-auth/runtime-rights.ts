@@ -1,5 +1,5 @@
 import { createHmac } from "node:crypto";
-import { outputsRead, SCALE_OUT_DURABLE, type AuthScope, type Rights } from "./rights.ts";
+import { outputsRead, type AuthScope, type Rights } from "./rights.ts";
 
 /**
  * The password of runtime `runtimeInstanceId` on layout `eventPrefix`: HMAC-SHA256 of the command
@@ -16,7 +16,8 @@ export type RuntimeTenants = readonly string[];
 /**
  * What one runtime may do: publish its own heartbeat; append the execution-journal events and the
  * run's `started`/`completed`/`failed`/`cancelled` of the tenants that may use it; store and read
- * its tenants' outputs and step cache keys; read (stream info, gets, ordered consumers over its tenants' subjects).
+ * its tenants' outputs and step cache keys; read its tenants' exec and run aggregates (the subject-form
+ * Direct Get and the history responder) and subscribe to their signals. No consumer of any kind.
  * No `run.submitted` or `run.cancel-requested` (a run step's child run is journaled, admission
  * submits it: docs/control-flow.md "Child runs"). Nothing of `$JS.API` that creates, changes or
  * deletes a stream or a durable consumer, no runtime lifecycle event, no other runtime's heartbeat,
@@ -30,9 +31,8 @@ export function runtimeRights(s: AuthScope, runtimeInstanceId: string, tenants: 
     `$JS.API.STREAM.INFO.${s.eventStream}`,
     `$JS.API.STREAM.INFO.${s.heartbeatStream}`,
     `$JS.API.STREAM.INFO.${s.deadLetterStream}`,
-    `$JS.API.CONSUMER.MSG.NEXT.${s.eventStream}.*`,
-    `$JS.API.CONSUMER.DELETE.${s.eventStream}.*`,
   ];
+  const sub = [`_INBOX_${runtimeInstanceId}.>`];
   for (const t of tenants) {
     pub.push(`${s.events}.exec.${t}.*.*`);
     // Its tenants' stored outputs: `<outputs>.<tenant>.<sha256>.<chunk>`, each written once.
@@ -41,25 +41,27 @@ export function runtimeRights(s: AuthScope, runtimeInstanceId: string, tenants: 
     pub.push(`${s.stepCache}.${t}.*`, `$JS.API.DIRECT.GET.${s.stepCacheStream}.${s.stepCache}.${t}.*`);
     for (const n of ["started", "completed", "failed", "cancelled"]) pub.push(`${s.events}.run.${t}.*.${n}`);
     // Reads name their subject in the request subject only (streams/scoped-read.ts): the last
-    // message on a filter, and ordered consumers with the filter in the create subject. No get by
-    // sequence or with a filter in the body (`$JS.API.DIRECT.GET.<stream>`, `STREAM.MSG.GET`).
+    // message on a filter by the subject-form Direct Get, and an aggregate's history from the
+    // history responder (streams/history-responder.ts). No get by sequence or with a filter in the
+    // body (`$JS.API.DIRECT.GET.<stream>`, `STREAM.MSG.GET`), and no consumer at all.
     for (const agg of ["exec", "run"]) {
       pub.push(`$JS.API.DIRECT.GET.${s.eventStream}.${s.events}.${agg}.${t}.>`);
-      pub.push(`$JS.API.CONSUMER.CREATE.${s.eventStream}.*.${s.events}.${agg}.${t}.>`);
+      pub.push(`${s.history}.${agg}.${t}.*`);
     }
+    // Its waits' signal feed (services/runtime/shell/signal-feed.ts): the API's signals as published.
+    sub.push(`${s.events}.run.${t}.*.signal-received`);
   }
   return {
     publish: {
       allow: pub,
       deny: [
-        "$JS.API.CONSUMER.DURABLE.CREATE.>",
+        // No consumer of any kind, on any stream: create, durable create, next, delete, info, list.
+        "$JS.API.CONSUMER.>",
         // Recovery's journal event (it moves the owner epoch): `exec.*` above would allow it.
         `${s.events}.exec.*.*.paused-for-recovery`,
-        `$JS.API.CONSUMER.DELETE.${s.eventStream}.${SCALE_OUT_DURABLE}`,
-        `$JS.API.CONSUMER.MSG.NEXT.${s.eventStream}.${SCALE_OUT_DURABLE}`,
       ],
     },
-    subscribe: { allow: [`_INBOX_${runtimeInstanceId}.>`], deny: [] },
+    subscribe: { allow: sub, deny: [] },
     allowResponses: false,
   };
 }

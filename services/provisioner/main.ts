@@ -3,7 +3,8 @@
  * common bootstrap), DROVER_COMMAND_SECRET, and optionally DROVER_RUNTIME_LOG_DIR (runtime logs,
  * default .run/runtimes) and DROVER_SCALEOUT_ACK_WAIT_MS (redelivery delay after a crash, default
  * 30 s); starts the process host strategy (and the Kubernetes one when DROVER_CONFIG configures it) and `maxConcurrentHostStartups` + warm pool sizes pull loops on the
- * shared scale-out consumer. SIGTERM/SIGINT stop the loops (in-flight requests settle) and
+ * shared scale-out consumer; answers runtimes' auth callout and history requests
+ * (streams/history-responder.ts). SIGTERM/SIGINT stop the loops (in-flight requests settle) and
  * then exit, which kills the runtimes this process spawned (process hosts do not outlive their
  * control plane); SIGKILL leaves them running for the next provisioner to adopt or retire.
  */
@@ -26,6 +27,7 @@ import { stopHosts } from "./shell/stop-hosts.ts";
 import { randomSuffix } from "./shell/suffix.ts";
 import { runtimeCalloutFromEnv } from "../../platform/nats-auth/callout-from-env.ts";
 import { maxEndedRuntimesOf, snapshotsFromEnv } from "../../platform/snapshots/from-env.ts";
+import { startHistoryResponder } from "../../streams/index.ts";
 
 const ctx = await bootstrap("provisioner");
 // bootstrap already refused a missing or placeholder secret outside DROVER_DEV=1 (and warned inside it).
@@ -47,6 +49,9 @@ if (ctx.config.kubernetes) strategies.set("kubernetes", kubernetesStrategyFromCo
 const natsUrl = process.env.NATS_URL as string;
 // The auth callout for runtimes (DROVER_NATS_CALLOUT_SEED): runtime credentials are minted here.
 const callout = runtimeCalloutFromEnv(ctx, secret);
+// Runtimes read their executions' and runs' histories here, not by consumers of their own
+// (streams/history-responder.ts; docs/nats-identities.md): every replica answers, one queue group.
+const history = startHistoryResponder(ctx.nc, ctx.jsm, ctx.layout, { log: (f, m) => ctx.log.warn(f, m) });
 const deps: ProvisionerDeps = {
   store: ctx.store,
   layout: ctx.layout,
@@ -114,5 +119,6 @@ ctx.onShutdown(async () => {
   ctx.log.info({ stopped: Object.fromEntries(stopped) }, "process hosts stopped");
   await Promise.all([...strategies.values()].map((s) => s.close()));
   callout?.stop();
+  history.unsubscribe();
 });
 ctx.log.info({ parallel: runners.length }, "provisioner consuming scale-out requests");

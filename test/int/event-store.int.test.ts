@@ -4,6 +4,7 @@ import { isDroverError, type DroverEvent } from "../../contracts/index.ts";
 import { createEventStore } from "../../streams/event-store.ts";
 import { execRef, runRef, aggregateWildcard } from "../../streams/subjects.ts";
 import type { EventStore } from "../../streams/types.ts";
+import { startHistoryResponder } from "../../streams/history-responder.ts";
 import { ids } from "../support/example-events.ts";
 import { event, freshStreams, type StreamsFixture } from "../support/streams.ts";
 
@@ -21,6 +22,8 @@ describe.each([
   let store: EventStore;
   beforeEach(async () => {
     fx = await freshStreams(inject("natsUrl"));
+    // Subject-scoped reads of a history go through the provisioner's responder (streams/history-responder.ts).
+    if ("subjectScopedReads" in opts) startHistoryResponder(fx.nc, fx.jsm, fx.layout);
     store = createEventStore(fx.nc, fx.layout, opts);
   });
   afterEach(async () => {

@@ -1,8 +1,8 @@
-import { jetstream } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { TenantId } from "../../contracts/index.ts";
 import { natsSignalFeeds } from "../../services/runtime/index.ts";
-import { runRef } from "../../streams/index.ts";
+import { createEventStore, runRef } from "../../streams/index.ts";
+import { connectNats } from "../../platform/nats-connect.ts";
 import { uniqueName } from "../support/isolation.ts";
 import { authFixture, type AuthFixture } from "../support/nats-auth-fixture.ts";
 import { event } from "../support/streams.ts";
@@ -17,11 +17,13 @@ describe("a runtime's signal feed (boundary: real nats-server authorization, a r
   });
   afterAll(() => fx.close());
 
-  it("delivers a signal stored after the watch to the wait of its run and name only, and refuses another tenant's feed", async () => {
+  it("delivers a signal stored after the watch to the wait of its run and name only, read back with its sequence, and refuses another tenant's feed", async () => {
     const rt = uniqueName("rt");
     await fx.register(rt, "acme");
     const nc = await fx.asRuntime(rt);
-    const feeds = natsSignalFeeds(jetstream(nc), fx.f.layout, () => undefined);
+    // As the runtime does: its store reads through the history responder (no consumer right).
+    const store = createEventStore(nc, fx.f.layout, { subjectScopedReads: true });
+    const feeds = natsSignalFeeds(nc, fx.f.layout, store, () => undefined);
     const run = runRef(acme, uniqueName("run"));
     const other = runRef(acme, uniqueName("run"));
     const approval = await feeds.watch("acme", run.id, "approval");
@@ -32,6 +34,10 @@ describe("a runtime's signal feed (boundary: real nats-server authorization, a r
     await fx.store.append(other, event("run.signal-received", { tenantId: acme, writer: api }), { expectedSeq: 0 });
     const forged = event("run.signal-received", { tenantId: acme, writer: { service: "test", instanceId: "t" } });
     const forgedSeq = (await fx.store.append(run, forged, { expectedSeq: 0 })).seq;
+    // A signal whose conditional publish the stream refuses reaches the subscription but is never
+    // stored: it resolves nothing (the feed reads the run back before resolving a wait).
+    const refused = event("run.signal-received", { tenantId: acme, writer: api });
+    await expect(fx.store.append(run, refused, { expectedSeq: 0 })).rejects.toThrow(/expected|conflict|moved/i);
     const real = event("run.signal-received", { tenantId: acme, writer: api });
     const seq = (await fx.store.append(run, real, { expectedSeq: forgedSeq })).seq;
     const found = await approval.found;
@@ -40,5 +46,39 @@ describe("a runtime's signal feed (boundary: real nats-server authorization, a r
     approval.close();
     otherName.close();
     await expect(feeds.watch("globex", uniqueName("run"), "approval")).rejects.toThrow(/permission/i);
+  });
+
+  it("after a reconnect reads every listening run once: a signal stored while the runtime was disconnected (its hint lost) still resolves the wait", async () => {
+    const rt = uniqueName("rt");
+    await fx.register(rt, "acme");
+    // Its own connection, slow to come back (1.5 s), so the signal is stored while it is away.
+    const nc = await connectNats({ servers: inject("natsUrl"), creds: fx.runtimeCreds(rt), reconnectTimeWait: 1500 });
+    try {
+      const store = createEventStore(nc, fx.f.layout, { subjectScopedReads: true });
+      const feeds = natsSignalFeeds(nc, fx.f.layout, store, () => undefined);
+      const run = runRef(acme, uniqueName("run"));
+      const w = await feeds.watch("acme", run.id, "approval");
+      const statuses: string[] = [];
+      const disconnected = new Promise<void>((ok) => {
+        void (async () => {
+          for await (const st of nc.status()) {
+            statuses.push(st.type);
+            if (st.type === "disconnect") ok();
+          }
+        })();
+      });
+      void nc.reconnect();
+      await disconnected;
+      const real = event("run.signal-received", { tenantId: acme, writer: api });
+      const seq = (await fx.store.append(run, real, { expectedSeq: 0 })).seq;
+      statuses.push("stored");
+      const found = await w.found;
+      expect([found.seq, found.event.eventId]).toEqual([seq, real.eventId]);
+      // The signal was stored before the connection came back: only the reconnect's read found it.
+      expect(statuses.indexOf("stored")).toBeLessThan(statuses.indexOf("reconnect"));
+      w.close();
+    } finally {
+      await nc.close();
+    }
   });
 });

@@ -17,6 +17,7 @@ import {
   createEventStore,
   execRef,
   runRef,
+  startHistoryResponder,
   taggedLayout,
   type AggregateRef,
   type EventStore,
@@ -26,7 +27,7 @@ import {
 
 /**
  * The test plays the control plane's part around a runtime (admission's run events, recovery's
- * paused-for-recovery + requeued-for-resume) by appending the same events those services append,
+ * paused-for-recovery + requeued-for-resume, the provisioner's history responder) by appending the same events those services append,
  * through the real event store on a tagged layout. It proves nothing about those services; it lets
  * host tests drive a real runtime process through the real journal.
  */
@@ -41,7 +42,10 @@ export async function openControlPlaneDouble(natsUrl: string, tag: string): Prom
   const nc = await connectHarness({ servers: natsUrl, name: `host-test-${tag}` });
   const layout = taggedLayout(tag);
   // As the harness sets NATS up for the real services: the streams and the outputs stream (large outputs).
-  await setupNats(await jetstreamManager(nc), layout);
+  const jsm = await jetstreamManager(nc);
+  await setupNats(jsm, layout);
+  // The provisioner's part a runtime needs to read its histories (streams/history-responder.ts).
+  startHistoryResponder(nc, jsm, layout);
   return { nc, layout, store: createEventStore(nc, layout), close: () => nc.drain() };
 }
 

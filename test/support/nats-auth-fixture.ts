@@ -9,7 +9,13 @@ import { serverKeysOf } from "../../platform/nats-auth/server-keys.ts";
 import { connectNats } from "../../platform/nats-connect.ts";
 import { setupNats } from "../../platform/nats-setup.ts";
 import { snapshotStreamOf } from "../../platform/snapshots/store.ts";
-import { createEventStore, runtimeRef, type EventStore } from "../../streams/index.ts";
+import {
+  createEventStore,
+  runtimeRef,
+  startHistoryResponder,
+  type EventStore,
+  type HistoryResponderOptions,
+} from "../../streams/index.ts";
 import { event, freshStreams, type StreamsFixture } from "./streams.ts";
 
 export const AUTH_TEST_SECRET = "nats-auth-test-secret-0123456789abcdef";
@@ -27,7 +33,7 @@ export async function attempt(nc: NatsConnection, subject: string, body = "{}"):
 
 /**
  * Fresh streams on the shared test server, set up by the setup identity, with the provisioner's
- * auth callout answering runtimes (minted users live `ttlMs`): connect as any identity or runtime.
+ * history responder and auth callout answering runtimes (minted users live `ttlMs`): connect as any identity or runtime.
  */
 export interface AuthFixture {
   readonly keys: NatsKeys;
@@ -42,7 +48,11 @@ export interface AuthFixture {
   close(): Promise<void>;
 }
 
-export async function authFixture(url: string, ttlMs = 2_000): Promise<AuthFixture> {
+export async function authFixture(
+  url: string,
+  ttlMs = 2_000,
+  history: HistoryResponderOptions = {},
+): Promise<AuthFixture> {
   const keys = serverKeysOf(url)!;
   const f = await freshStreams(url, "auth");
   await setupNats(f.jsm, f.layout);
@@ -55,6 +65,8 @@ export async function authFixture(url: string, ttlMs = 2_000): Promise<AuthFixtu
   };
   const runtimeCreds = (id: string) => `${id}:${runtimePasswordFor(AUTH_TEST_SECRET, f.layout.eventPrefix, id)}`;
   const provisioner = await as("provisioner");
+  // As the provisioner does: runtimes read their histories from it (streams/history-responder.ts).
+  startHistoryResponder(provisioner, await jetstreamManager(provisioner), f.layout, history);
   startRuntimeCallout({
     nc: provisioner,
     layout: f.layout,

@@ -1,14 +1,13 @@
-import { DeliverPolicy, type ConsumerMessages, type JetStreamClient } from "@nats-io/jetstream";
+import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import type { DroverEvent } from "../../../contracts/index.ts";
-import { LIVE_CONSUME, type StoredEvent, type StreamLayout } from "../../../streams/index.ts";
-import { toStoredEvent } from "../../../streams/stored.ts";
+import { runRef, type EventStore, type StreamLayout } from "../../../streams/index.ts";
 
 export type Signal = Extract<DroverEvent, { type: "run.signal-received" }>;
 export type FoundSignal = { readonly seq: number; readonly event: Signal };
 
 /** One wait listening for its run's signal of one name. */
 export interface SignalWatch {
-  /** Resolves with the first stored `signal-received` of the name, written by the API, delivered after `watch` resolved. */
+  /** Resolves with the first stored `signal-received` of the name, written by the API, stored after `watch` resolved. */
   readonly found: Promise<FoundSignal>;
   /** Stops listening (the tenant's feed stops with its last watch). */
   close(): void;
@@ -20,6 +19,14 @@ export interface SignalFeeds {
   watch(tenantId: string, sharedRunId: string, name: string): Promise<SignalWatch>;
 }
 
+/** The run's stored signals written by the API (the only writer its NATS rights allow), first first. */
+export async function apiSignals(store: EventStore, tenantId: string, sharedRunId: string): Promise<FoundSignal[]> {
+  const history = await store.read(runRef(tenantId, sharedRunId), { skipUndecodable: true });
+  return history.events.flatMap((e) =>
+    e.event.type === "run.signal-received" && e.event.writer.service === "api" ? [{ seq: e.seq, event: e.event }] : [],
+  );
+}
+
 interface Waiter {
   readonly name: string;
   readonly ok: (s: FoundSignal) => void;
@@ -28,75 +35,96 @@ interface Waiter {
 
 interface TenantFeed {
   readonly waiters: Map<string, Set<Waiter>>;
-  readonly ready: Promise<ConsumerMessages>;
+  /** Set right after the feed is made (its callback needs the feed). */
+  sub?: Subscription;
+  /** Set when the server refused or ended the subscription. */
+  failure?: unknown;
   count: number;
 }
 
+/** After a hint, reads of the run this long apart until the hinted signal is read (a stream still storing it). */
+const HINT_READS_MS = [0, 100, 400, 1500];
+
 /**
- * One ordered consumer per tenant with open waits on this runtime, filtered (in the create subject,
- * as its NATS rights require: docs/nats-identities.md) to `<events>.run.<tenant>.*.signal-received`
- * and starting after the stream's last sequence as of its creation; it delivers each signal of the
- * tenant's runs as it is stored, and the runtime hands it to the waits of that run. Nothing is read
- * while no signal comes but the consumer's idle heartbeat (every 2.5 s, per tenant, not per wait).
- * The feed stops with the tenant's last wait; a feed that fails (its consumer cannot be made again)
- * fails the waits listening, whose step's retry then opens a new one.
+ * One core NATS subscription per tenant with open waits on this runtime, on
+ * `<events>.run.<tenant>.*.signal-received` (a subject its rights let it subscribe to, for its
+ * tenants only: docs/nats-identities.md): the API's publish of a signal reaches it as the stream
+ * stores it. The message is only a hint: the runtime then reads the run's history (through the
+ * history responder) and hands the waits of that run the stored signal of their name, with its
+ * stream sequence, so a publish the stream refused resolves nothing. A hint whose signal is not
+ * read yet is read again (`HINT_READS_MS`); after a reconnect (hints may have been missed) every
+ * listening run is read once. The feed stops with the tenant's last wait; a subscription the
+ * server refuses fails the waits listening, whose step's retry then opens a new one.
  */
 export function natsSignalFeeds(
-  js: JetStreamClient,
+  nc: NatsConnection,
   layout: StreamLayout,
+  store: EventStore,
   log: (fields: Record<string, unknown>) => void,
 ): SignalFeeds {
   const feeds = new Map<string, TenantFeed>();
 
-  const start = (tenantId: string): TenantFeed => {
-    const waiters = new Map<string, Set<Waiter>>();
-    const ready = (async () => {
-      const jsm = await js.jetstreamManager();
-      const last = (await jsm.streams.info(layout.eventStream)).state.last_seq;
-      const oc = await js.consumers.get(layout.eventStream, {
-        filter_subjects: `${layout.eventPrefix}.run.${tenantId}.*.signal-received`, // in the create subject
-        deliver_policy: DeliverPolicy.StartSequence,
-        opt_start_seq: last + 1,
-      });
-      return oc.consume({ max_messages: 64, ...LIVE_CONSUME });
-    })();
-    const feed: TenantFeed = { waiters, ready, count: 0 };
-    void ready.then(
-      async (messages) => {
-        try {
-          for await (const m of messages) deliver(waiters, m);
-        } catch (e) {
-          stopFeed(tenantId, feed, e);
-        }
-        if (feeds.get(tenantId) === feed) stopFeed(tenantId, feed, new Error("the signal feed ended"));
-      },
-      (e: unknown) => stopFeed(tenantId, feed, e),
-    );
-    return feed;
+  /** Reads the run and resolves its waits; true when every name in `names` was found. */
+  const check = async (tenantId: string, feed: TenantFeed, runId: string, names?: ReadonlySet<string>) => {
+    if (!feed.waiters.get(runId)?.size) return true;
+    const stored = await apiSignals(store, tenantId, runId);
+    for (const w of [...(feed.waiters.get(runId) ?? [])]) {
+      const s = stored.find((x) => x.event.data.name === w.name);
+      if (s) w.ok(s);
+    }
+    return [...(names ?? [])].every((n) => stored.some((x) => x.event.data.name === n));
   };
 
-  const deliver = (waiters: Map<string, Set<Waiter>>, m: Parameters<typeof toStoredEvent>[0]) => {
-    const runId = m.subject.split(".").at(-2) ?? "";
-    const listening = waiters.get(runId);
-    if (!listening) return;
-    let e: StoredEvent;
-    try {
-      e = toStoredEvent(m);
-    } catch {
-      return; // undecodable: not a signal the API wrote
+  const onHint = async (tenantId: string, feed: TenantFeed, runId: string, name: string | undefined) => {
+    for (const wait of HINT_READS_MS) {
+      if (wait) await new Promise((r) => setTimeout(r, wait));
+      if (feeds.get(tenantId) !== feed) return;
+      try {
+        if (await check(tenantId, feed, runId, name === undefined ? undefined : new Set([name]))) return;
+      } catch (e) {
+        log({ event: "signal-read-failed", tenantId, sharedRunId: runId, detail: String((e as Error)?.message ?? e) });
+      }
     }
-    if (e.event.type !== "run.signal-received" || e.event.writer.service !== "api") return;
-    for (const w of listening) if (w.name === e.event.data.name) w.ok({ seq: e.seq, event: e.event });
+  };
+
+  const start = (tenantId: string): TenantFeed => {
+    const feed: TenantFeed = { waiters: new Map(), count: 0 };
+    feed.sub = nc.subscribe(`${layout.eventPrefix}.run.${tenantId}.*.signal-received`, {
+      callback: (err, m) => {
+        if (err) return stopFeed(tenantId, feed, err);
+        const runId = m.subject.split(".").at(-2) ?? "";
+        if (!feed.waiters.has(runId)) return;
+        let name: string | undefined;
+        try {
+          name = (m.json() as { data?: { name?: unknown } }).data?.name as string | undefined;
+        } catch {
+          return; // not an event: nothing the API wrote
+        }
+        if (typeof name !== "string") return void onHint(tenantId, feed, runId, undefined);
+        // Only a name some wait of the run listens for is worth reading the run for.
+        if ([...(feed.waiters.get(runId) ?? [])].some((w) => w.name === name)) void onHint(tenantId, feed, runId, name);
+      },
+    });
+    return feed;
   };
 
   const stopFeed = (tenantId: string, feed: TenantFeed, why?: unknown) => {
     if (feeds.get(tenantId) === feed) feeds.delete(tenantId);
     if (why !== undefined) {
+      feed.failure ??= why;
       log({ event: "signal-feed-failed", tenantId, detail: String((why as Error)?.message ?? why) });
       for (const set of feed.waiters.values()) for (const w of set) w.fail(why);
     }
-    void feed.ready.then((m) => m.close()).catch(() => undefined);
+    if (feed.sub && !feed.sub.isClosed()) feed.sub.unsubscribe();
   };
+
+  // Hints published while the connection was down are lost: read every listening run once more.
+  void (async () => {
+    for await (const s of nc.status())
+      if (s.type === "reconnect")
+        for (const [tenantId, feed] of feeds)
+          for (const runId of feed.waiters.keys()) void onHint(tenantId, feed, runId, undefined);
+  })().catch(() => undefined);
 
   return {
     async watch(tenantId, sharedRunId, name) {
@@ -119,11 +147,11 @@ export function natsSignalFeeds(
         if (set.size === 0 && f.waiters.get(sharedRunId) === set) f.waiters.delete(sharedRunId);
         if (--f.count === 0) stopFeed(tenantId, f);
       };
-      try {
-        await f.ready;
-      } catch (e) {
+      // The server has the subscription (or has refused it: its error comes before the flush's answer).
+      await nc.flush().catch((e: unknown) => (f.failure ??= e));
+      if (f.failure !== undefined) {
         close();
-        throw e;
+        throw f.failure;
       }
       return { found, close };
     },

@@ -6,7 +6,7 @@
  * Called by main.ts at once (a cold start) or after a pool binding (pool-bind.ts, a warm start).
  */ import { randomUUID } from "node:crypto";
 import { setTimeout as delay } from "node:timers/promises";
-import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { jetstreamManager } from "@nats-io/jetstream";
 import { connectNats } from "../../../platform/nats-connect.ts";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { systemClock } from "../../../platform/clock.ts";
@@ -143,8 +143,8 @@ export async function startRuntime(
       // Run steps journal their child runs and follow them; admission submits them (docs/control-flow.md "Child runs").
       childRuns: { store, outputs },
       secrets,
-      // Waits learn of their signals from one ordered consumer per tenant with open waits (signal-feed.ts).
-      signals: { store, feeds: natsSignalFeeds(jetstream(nc), layout, log) },
+      // Waits learn of their signals from one subscription per tenant with open waits (signal-feed.ts).
+      signals: { store, feeds: natsSignalFeeds(nc, layout, store, log) },
       ...(worker ? { worker } : {}),
       // The step cache's index, and the journals its entries point at, on the tenant's own subjects.
       stepCache: {

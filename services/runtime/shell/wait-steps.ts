@@ -1,11 +1,10 @@
 import { setTimeout as delay } from "node:timers/promises";
 import { DroverError, type DataOf, type Step, type StepId } from "../../../contracts/index.ts";
 import type { Clock } from "../../../platform/clock.ts";
-import { runRef } from "../../../streams/subjects.ts";
 import type { EventStore } from "../../../streams/types.ts";
 import type { OpenedExecution } from "./execution-open.ts";
 import type { ExecutionState } from "../../../aggregates/execution.ts";
-import type { FoundSignal, SignalFeeds } from "./signal-feed.ts";
+import { apiSignals, type FoundSignal, type SignalFeeds } from "./signal-feed.ts";
 
 export type WaitState = ExecutionState["waits"] extends ReadonlyMap<string, infer W> ? W : never;
 
@@ -136,13 +135,8 @@ async function openWait(h: WaitHost, stepId: StepId, name: string, timeoutMs: nu
 
 /** The run's first signal of `name`, written by the API (the only writer its NATS rights allow). */
 async function signalOf(h: WaitHost, name: string): Promise<FoundSignal | undefined> {
-  const history = await signalsOf(h).store.read(runRef(h.opened.tenantId, h.opened.run.ref.id), {
-    skipUndecodable: true,
-  });
-  for (const e of history.events)
-    if (e.event.type === "run.signal-received" && e.event.data.name === name && e.event.writer.service === "api")
-      return { seq: e.seq, event: e.event };
-  return undefined;
+  const stored = await apiSignals(signalsOf(h).store, h.opened.tenantId, h.opened.run.ref.id);
+  return stored.find((s) => s.event.data.name === name);
 }
 
 async function resolve(h: WaitHost, stepId: StepId, name: string, s: FoundSignal | undefined): Promise<void> {
