@@ -212,7 +212,9 @@ describe("forensics projector against real FerretDB and a real nats-server", () 
 
   it("a build from sequence 1 interrupted by a stop goes on from its checkpoint at the next start, not from sequence 1, and ends equal to a clean build, against real FerretDB", async () => {
     let last = await seed();
-    for (let i = 0; i < 10; i++) last = await appendExamples(store);
+    // Enough events that the build is still running when the test closes its connection: fresh
+    // documents are inserted in bulk now, and 10 rounds were built before the close landed.
+    for (let i = 0; i < 40; i++) last = await appendExamples(store);
     const db = freshDb();
     const m = readModelDb(db);
     // The first process's own connection: closing it is what a SIGTERM during the build does.
