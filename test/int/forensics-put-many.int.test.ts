@@ -94,12 +94,17 @@ describe("versioned document writes of one batch (putManyIfNewer) against real F
 
   it("ensureIndexes drops the indexes an earlier version created and keeps the query indexes", async () => {
     const db = mongo.db(uniqueName("putmany"));
+    await ensureIndexes(readModelDb(db)); // an empty database: nothing to drop, the query indexes made
     const ledger = db.collection("ledger");
     await ledger.createIndex({ tenantId: 1, recovery: 1, seq: 1 });
     await ledger.createIndex({ tenantId: 1, sharedRunId: 1, seq: 1 });
+    const runs = db.collection("runs");
+    await runs.createIndex({ tenantId: 1, sharedRunId: 1 });
     await ensureIndexes(readModelDb(db));
     await ensureIndexes(readModelDb(db)); // idempotent
     expect((await ledger.listIndexes().toArray()).map((i) => i.name).sort()).toEqual(["_id_", "tenantId_1_seq_1"]);
+    // Runs are read by _id only.
+    expect((await runs.listIndexes().toArray()).map((i) => i.name)).toEqual(["_id_"]);
     await db.dropDatabase();
   });
 });

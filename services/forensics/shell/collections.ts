@@ -59,9 +59,11 @@ export function readModelDb(db: Db): ReadModelDb {
 // `{tenantId, sharedRunId}` is a search on tenantId alone, whatever index it picks), so an index per
 // leading field: a second compound index with the same first column is never searched on more and
 // only costs its upkeep on every insert (W2: ledger rows are most of what FerretDB writes).
+// `runs` and `executions` are read by `_id` only (services/api/shell/read-models.ts): no index but
+// `_id`, which their versioned upserts (most of FerretDB's work in W2) would otherwise each keep up.
 const INDEXES: Readonly<Partial<Record<(typeof READ_MODEL_COLLECTIONS)[number], readonly IndexSpecification[]>>> = {
-  runs: [{ tenantId: 1, sharedRunId: 1 }],
-  executions: [{ tenantId: 1, sharedRunId: 1 }],
+  runs: [],
+  executions: [],
   incidents: [{ tenantIds: 1 }, { runtimeInstanceId: 1 }],
   incident_items: [{ incidentId: 1, tenantId: 1 }],
   forensics: [
@@ -82,11 +84,15 @@ const indexName = (key: IndexSpecification): string =>
  * insert its upkeep).
  */
 export async function ensureIndexes(m: ReadModelDb): Promise<void> {
+  const existing = new Set((await m.db.listCollections({}, { nameOnly: true }).toArray()).map((c) => c.name));
   for (const [name, specs] of Object.entries(INDEXES)) {
     const c = m.db.collection(name);
     for (const key of specs ?? []) await c.createIndex(key);
+    // listIndexes of a collection that does not exist fails (NamespaceNotFound); it has none to drop.
+    if (!existing.has(name) && (specs ?? []).length === 0) continue;
     const wanted = new Set(["_id_", ...(specs ?? []).map(indexName)]);
-    for (const ix of await c.listIndexes().toArray()) if (!wanted.has(ix.name as string)) await c.dropIndex(ix.name as string);
+    for (const ix of await c.listIndexes().toArray())
+      if (!wanted.has(ix.name as string)) await c.dropIndex(ix.name as string);
   }
 }
 
