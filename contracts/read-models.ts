@@ -8,15 +8,15 @@
  * Step outputs and DAG params are never copied (they may hold nested arrays); digests are.
  * FerretDB v1 (SQLite) finds by `_id` in constant time but scans the whole collection to update
  * or to filter on any other field, so: rows keyed by sequence are inserted once and never updated
- * (ledger, forensics, steps); documents that change (runs, executions, incidents, items, runtimes)
- * are one per aggregate and stay small; the API's tenant queries scan (see the README).
+ * (ledger, forensics); documents that change (runs, executions, incidents, items, runtimes)
+ * are one per aggregate and stay small; the API's tenant queries scan (see the README). Nothing is
+ * kept that no query reads: every document costs FerretDB more than the event cost the runtime.
  */
 
 /** The collections the projector owns; a rebuild drops and refills exactly these. */
 export const READ_MODEL_COLLECTIONS = [
   "runs",
   "executions",
-  "steps",
   "incidents",
   "incident_items",
   "forensics",
@@ -26,6 +26,11 @@ export const READ_MODEL_COLLECTIONS = [
   "run_pages",
 ] as const;
 export type ReadModelCollection = (typeof READ_MODEL_COLLECTIONS)[number];
+/**
+ * Collections earlier versions kept and a rebuild drops too: `steps` (each step's first completion,
+ * never read: the API counts steps from the ledger; half of FerretDB's inserts in W2).
+ */
+export const RETIRED_READ_MODEL_COLLECTIONS = ["steps"] as const;
 /** Where the projector keeps its checkpoint document (`{ _id: <projection>, seq }`). */
 export const CHECKPOINT_COLLECTION = "checkpoints";
 
@@ -133,27 +138,9 @@ export interface RunDoc {
 }
 
 /**
- * A step's first completion (`steps`, `_id` `<tenantId>:<executionId>:<stepId>`): the one
- * downstream steps used. Written once; every completion and failure is a ledger row, from which
- * the API counts progress and duplicates.
- */
-export interface StepDoc {
-  readonly _id: string;
-  readonly tenantId: string;
-  readonly executionId: string;
-  readonly stepId: string;
-  readonly attempt: number;
-  readonly completedSeq: number;
-  readonly outputDigest: string;
-  readonly durationMs: number;
-  /** Owner epoch of the writer. */
-  readonly epoch?: number;
-}
-
-/**
  * An execution (`executions`, `_id` {@link executionDocId}), folded from its lifecycle events.
- * Step events do not rewrite it: on FerretDB an update scans the collection, and steps are most
- * of the stream (their rows are in `steps` and `ledger`).
+ * Step events do not rewrite it: on FerretDB an update costs several inserts, and steps are most
+ * of the stream (their rows are in `ledger`).
  */
 export interface ExecutionDoc {
   readonly _id: string;

@@ -182,7 +182,14 @@ export async function startNats(
   };
 }
 
-/** Starts a private FerretDB v1 with the SQLite backend; the url is a mongodb:// connection string. */
+/**
+ * Starts a private FerretDB v1 with the SQLite backend; the url is a mongodb:// connection string.
+ * `synchronous(normal)` (WAL): a commit is not fsynced, only checkpoints are. FerretDB commits every
+ * write on its own, and the fsyncs were a tenth of its CPU in W2 (bench/workloads). A power loss may
+ * roll back the last commits, never reorder them: the WAL replays a prefix, so the projector's
+ * checkpoint (saved after the data) never claims a write that is lost, and the read models are
+ * rebuilt from JetStream anyway (docs/decisions.md).
+ */
 export async function startFerret(): Promise<RunningServer> {
   const dir = await mkdtemp(join(tmpdir(), "drover-ferret-"));
   await mkdir(join(dir, "data"));
@@ -192,7 +199,7 @@ export async function startFerret(): Promise<RunningServer> {
     join(toolsBin(), "ferretdb"),
     [
       "--handler=sqlite",
-      `--sqlite-url=file:${dir}/data/`,
+      `--sqlite-url=file:${dir}/data/?_pragma=synchronous(normal)`,
       `--listen-addr=127.0.0.1:${port}`,
       `--state-dir=${dir}`,
       "--debug-addr=-",

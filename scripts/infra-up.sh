@@ -55,7 +55,8 @@ else
   done
   PORTS[NATS_PORT]=${PORTS[NATS_PORT_1]}
 fi
-start ferretdb MONGO_PORT "$TOOLS_BIN/ferretdb" --handler=sqlite --sqlite-url="file:$RUN_DIR/ferretdb/data/" \
+# synchronous(normal): no fsync per commit (read models are rebuilt from JetStream; see platform/local-servers.ts).
+start ferretdb MONGO_PORT "$TOOLS_BIN/ferretdb" --handler=sqlite --sqlite-url="file:$RUN_DIR/ferretdb/data/?_pragma=synchronous(normal)" \
   --listen-addr='127.0.0.1:{PORT}' --state-dir="$RUN_DIR/ferretdb/state" --debug-addr=- --telemetry=disable --log-level=warn
 start redis REDIS_PORT redis-server --bind 127.0.0.1 --port '{PORT}' --save '' --appendonly no --protected-mode yes
 

@@ -2,7 +2,14 @@
 export { startForensics, type ForensicsService, type ForensicsOptions } from "./shell/service.ts";
 export { forensicsProjection, toFact, PROJECTION_NAME } from "./shell/projection.ts";
 export { mongoCheckpointStore, isBuilt } from "./shell/checkpoint-store.ts";
-export { readModelDb, ensureIndexes, dropReadModels, putManyIfNewer, type ReadModelDb } from "./shell/collections.ts";
+export {
+  readModelDb,
+  ensureIndexes,
+  dropReadModels,
+  insertNewOrPut,
+  putManyIfNewer,
+  type ReadModelDb,
+} from "./shell/collections.ts";
 export { serveRebuild, type RebuildReply } from "./shell/control.ts";
 export { ledgerRows, forensicsRow, tenantsConcerned } from "./domain/ledger.ts";
 export { describe, isRecoveryEvent } from "./domain/describe.ts";

@@ -182,7 +182,8 @@ describe("forensics projector against real FerretDB and a real nats-server", () 
 
   it("a database dropped half-way through a build from sequence 1 is built again, never marked built with the rows before the drop missing, against real FerretDB", async () => {
     let last = await seed();
-    for (let i = 0; i < 10; i++) last = await appendExamples(store);
+    // More events than the replay buffers ahead of the blocked write (below), so the close interrupts it.
+    for (let i = 0; i < 40; i++) last = await appendExamples(store);
     const db = freshDb();
     const m = readModelDb(db);
     const starting = start(db, 200);
@@ -212,12 +213,37 @@ describe("forensics projector against real FerretDB and a real nats-server", () 
 
   it("a build from sequence 1 interrupted by a stop goes on from its checkpoint at the next start, not from sequence 1, and ends equal to a clean build, against real FerretDB", async () => {
     let last = await seed();
-    for (let i = 0; i < 10; i++) last = await appendExamples(store);
+    // More events than the replay buffers ahead of the blocked write (below), so the close interrupts it.
+    for (let i = 0; i < 40; i++) last = await appendExamples(store);
     const db = freshDb();
     const m = readModelDb(db);
     // The first process's own connection: closing it is what a SIGTERM during the build does.
     const own = await connectHarness({ servers: inject("natsUrl") });
-    const interrupted = startForensics({ handle: own, layout: fx.layout, db, watchdogMs: 0 });
+    // The build's second ledger write waits until the connection is closed, so the close always
+    // lands half-way (a build of these few events used to outrun the test's close).
+    let open!: () => void;
+    const closed = new Promise<void>((r) => (open = r));
+    let ledgerWrites = 0;
+    const gated = new Proxy(db, {
+      get(target, prop) {
+        if (prop !== "collection") return Reflect.get(target, prop, target) as unknown;
+        return (name: string) => {
+          const c = target.collection(name);
+          if (name !== "ledger") return c;
+          return new Proxy(c, {
+            get(ct, p) {
+              const v = Reflect.get(ct, p, ct) as unknown;
+              if (p !== "insertMany" || typeof v !== "function") return typeof v === "function" ? v.bind(ct) : v;
+              return async (...args: unknown[]) => {
+                if (ledgerWrites++ > 0) await closed;
+                return (v as (...a: unknown[]) => unknown).apply(ct, args);
+              };
+            },
+          });
+        };
+      },
+    });
+    const interrupted = startForensics({ handle: own, layout: fx.layout, db: gated, watchdogMs: 0 });
     const cp = await eventually(
       "a build half-way",
       async () => {
@@ -230,7 +256,9 @@ describe("forensics projector against real FerretDB and a real nats-server", () 
       30_000,
     );
     await own.close();
+    open();
     await expect(interrupted).rejects.toThrow();
+    expect((await m.checkpoints.findOne({ _id: "forensics:built" }))?.state).toBe("building");
     const ledger = db.collection<{ _id: string; seq: number; summary: string }>("ledger");
     // A row the build wrote before its checkpoint: a build from sequence 1 would drop and rewrite it.
     const probe = (await ledger.findOne({ seq: { $lte: cp } }, { sort: { seq: 1 } }))!;

@@ -1,7 +1,7 @@
 import type { MongoClient } from "mongodb";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { readModelClient } from "../../platform/read-model-db.ts";
-import { putManyIfNewer } from "../../services/forensics/index.ts";
+import { ensureIndexes, insertNewOrPut, putManyIfNewer, readModelDb } from "../../services/forensics/index.ts";
 import { uniqueName } from "../support/isolation.ts";
 
 type Doc = { _id: string; lastSeq: number; v: string };
@@ -63,6 +63,48 @@ describe("versioned document writes of one batch (putManyIfNewer) against real F
       { _id: "e", lastSeq: 9, v: "e9" },
       { _id: "f", lastSeq: 1, v: "f1" },
     ]);
+    await db.dropDatabase();
+  });
+
+  it("fresh documents are inserted in one call; one whose key is taken falls back to the versioned write (newer wins, older is skipped)", async () => {
+    const db = mongo.db(uniqueName("putmany"));
+    const c = db.collection<Doc>("docs");
+    await putManyIfNewer(c, [
+      { _id: "b", lastSeq: 9, v: "b9" },
+      { _id: "d", lastSeq: 1, v: "d1" },
+    ]);
+    // The cache thought b and d were not stored (a retried batch after a partial write): b's stored
+    // version is newer and stays, d's is older and is replaced, a, c and e are inserted.
+    await insertNewOrPut(c, [
+      { _id: "a", lastSeq: 5, v: "a5" },
+      { _id: "b", lastSeq: 5, v: "old" },
+      { _id: "c", lastSeq: 5, v: "c5" },
+      { _id: "d", lastSeq: 5, v: "d5" },
+      { _id: "e", lastSeq: 5, v: "e5" },
+    ]);
+    expect(await c.find({}).sort({ _id: 1 }).toArray()).toEqual([
+      { _id: "a", lastSeq: 5, v: "a5" },
+      { _id: "b", lastSeq: 9, v: "b9" },
+      { _id: "c", lastSeq: 5, v: "c5" },
+      { _id: "d", lastSeq: 5, v: "d5" },
+      { _id: "e", lastSeq: 5, v: "e5" },
+    ]);
+    await db.dropDatabase();
+  });
+
+  it("ensureIndexes drops the indexes an earlier version created and keeps the query indexes", async () => {
+    const db = mongo.db(uniqueName("putmany"));
+    await ensureIndexes(readModelDb(db)); // an empty database: nothing to drop, the query indexes made
+    const ledger = db.collection("ledger");
+    await ledger.createIndex({ tenantId: 1, recovery: 1, seq: 1 });
+    await ledger.createIndex({ tenantId: 1, sharedRunId: 1, seq: 1 });
+    const runs = db.collection("runs");
+    await runs.createIndex({ tenantId: 1, sharedRunId: 1 });
+    await ensureIndexes(readModelDb(db));
+    await ensureIndexes(readModelDb(db)); // idempotent
+    expect((await ledger.listIndexes().toArray()).map((i) => i.name).sort()).toEqual(["_id_", "tenantId_1_seq_1"]);
+    // Runs are read by _id only.
+    expect((await runs.listIndexes().toArray()).map((i) => i.name)).toEqual(["_id_"]);
     await db.dropDatabase();
   });
 });

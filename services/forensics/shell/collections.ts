@@ -3,6 +3,7 @@ import { storable } from "../domain/fact.ts";
 import {
   CHECKPOINT_COLLECTION,
   READ_MODEL_COLLECTIONS,
+  RETIRED_READ_MODEL_COLLECTIONS,
   type ExecutionDoc,
   type ForensicsRow,
   type IncidentDoc,
@@ -12,7 +13,6 @@ import {
   type RunDoc,
   type RunPageDoc,
   type RuntimeDoc,
-  type StepDoc,
 } from "../../../contracts/read-models.ts";
 
 /** The checkpoint document: the stream sequence the projection has applied up to. */
@@ -28,7 +28,6 @@ export interface ReadModelDb {
   readonly db: Db;
   readonly runs: Collection<RunDoc>;
   readonly executions: Collection<ExecutionDoc>;
-  readonly steps: Collection<StepDoc>;
   readonly incidents: Collection<IncidentDoc>;
   readonly incidentItems: Collection<IncidentItem>;
   readonly forensics: Collection<ForensicsRow>;
@@ -44,7 +43,6 @@ export function readModelDb(db: Db): ReadModelDb {
     db,
     runs: db.collection("runs"),
     executions: db.collection("executions"),
-    steps: db.collection("steps"),
     incidents: db.collection("incidents"),
     incidentItems: db.collection("incident_items"),
     forensics: db.collection("forensics"),
@@ -56,36 +54,53 @@ export function readModelDb(db: Db): ReadModelDb {
   };
 }
 
-// Every API query names a tenant first (the tenant boundary), then what it filters and sorts by.
+// Every API query names a tenant first (the tenant boundary). FerretDB v1 (SQLite, our patches)
+// pushes top-level equalities down, but SQLite searches an index by its first column only (`explain`:
+// `{tenantId, sharedRunId}` is a search on tenantId alone, whatever index it picks), so an index per
+// leading field: a second compound index with the same first column is never searched on more and
+// only costs its upkeep on every insert (W2: ledger rows are most of what FerretDB writes).
+// `runs` and `executions` are read by `_id` only (services/api/shell/read-models.ts): no index but
+// `_id`, which their versioned upserts (most of FerretDB's work in W2) would otherwise each keep up.
 const INDEXES: Readonly<Partial<Record<(typeof READ_MODEL_COLLECTIONS)[number], readonly IndexSpecification[]>>> = {
-  runs: [{ tenantId: 1, sharedRunId: 1 }],
-  executions: [{ tenantId: 1, sharedRunId: 1 }],
-  steps: [{ tenantId: 1, executionId: 1 }],
+  runs: [],
+  executions: [],
   incidents: [{ tenantIds: 1 }, { runtimeInstanceId: 1 }],
   incident_items: [{ incidentId: 1, tenantId: 1 }],
   forensics: [
-    { tenantId: 1, incidentId: 1, seq: 1 },
-    { tenantId: 1, sharedRunId: 1, seq: 1 },
+    { tenantId: 1, seq: 1 },
     { incidentId: 1, seq: 1 },
   ],
-  ledger: [
-    { tenantId: 1, seq: 1 },
-    { tenantId: 1, recovery: 1, seq: 1 },
-    { tenantId: 1, sharedRunId: 1, seq: 1 },
-  ],
+  ledger: [{ tenantId: 1, seq: 1 }],
 };
 
-/** Creates the query indexes (idempotent: an existing index with the same keys is left alone). */
+const indexName = (key: IndexSpecification): string =>
+  Object.entries(key as Record<string, number>)
+    .map(([k, v]) => `${k}_${v}`)
+    .join("_");
+
+/**
+ * Creates the query indexes (idempotent: an existing index with the same keys is left alone) and
+ * drops the collections' other indexes but `_id` (ones an earlier version created: each costs every
+ * insert its upkeep).
+ */
 export async function ensureIndexes(m: ReadModelDb): Promise<void> {
+  const existing = new Set((await m.db.listCollections({}, { nameOnly: true }).toArray()).map((c) => c.name));
   for (const [name, specs] of Object.entries(INDEXES)) {
-    for (const key of specs ?? []) await m.db.collection(name).createIndex(key);
+    const c = m.db.collection(name);
+    for (const key of specs ?? []) await c.createIndex(key);
+    // listIndexes of a collection that does not exist fails (NamespaceNotFound); it has none to drop.
+    if (!existing.has(name) && (specs ?? []).length === 0) continue;
+    const wanted = new Set(["_id_", ...(specs ?? []).map(indexName)]);
+    for (const ix of await c.listIndexes().toArray())
+      if (!wanted.has(ix.name as string)) await c.dropIndex(ix.name as string);
   }
 }
 
-/** Drops every read-model collection (not the checkpoints): the first half of a rebuild. */
+/** Drops every read-model collection, retired ones too (not the checkpoints): the first half of a rebuild. */
 export async function dropReadModels(m: ReadModelDb): Promise<void> {
   const existing = new Set((await m.db.listCollections({}, { nameOnly: true }).toArray()).map((c) => c.name));
-  for (const name of READ_MODEL_COLLECTIONS) if (existing.has(name)) await m.db.collection(name).drop();
+  for (const name of [...READ_MODEL_COLLECTIONS, ...RETIRED_READ_MODEL_COLLECTIONS])
+    if (existing.has(name)) await m.db.collection(name).drop();
 }
 
 const isDuplicateKey = (e: unknown): boolean => (e as { code?: unknown }).code === 11000;
@@ -140,6 +155,42 @@ export async function putManyIfNewer<T extends { readonly _id: string; readonly 
       rest = rest.slice(stoppedAt + 1);
     }
   }
+}
+
+/**
+ * Writes documents the projector knows are not stored yet (its cache found none): one unordered
+ * insert instead of one versioned upsert each, which FerretDB runs as a read, a filter and a write
+ * in a transaction of its own (W2: updates were two thirds of FerretDB's CPU, a fresh run's and its
+ * execution's first versions half of them). A document whose key turns out taken (the cache was
+ * wrong, or a batch retried after a partial write) goes through {@link putManyIfNewer}, so the
+ * newer version still wins; any other failure throws.
+ */
+export async function insertNewOrPut<T extends { readonly _id: string; readonly lastSeq: number }>(
+  c: Collection<T>,
+  docs: readonly T[],
+): Promise<void> {
+  if (docs.length === 0) return;
+  try {
+    await c.insertMany(
+      docs.map((d) => storable(d) as OptionalUnlessRequiredId<T>),
+      { ordered: false },
+    );
+  } catch (e) {
+    const taken = duplicateKeyIndexes(e);
+    if (taken === undefined) throw e;
+    await putManyIfNewer(
+      c,
+      taken.map((i) => docs[i]!),
+    );
+  }
+}
+
+/** The indexes of an unordered insert's failed documents when every failure is a duplicate key; else undefined. */
+function duplicateKeyIndexes(e: unknown): number[] | undefined {
+  const w = (e as { writeErrors?: unknown }).writeErrors;
+  const errors = (Array.isArray(w) ? w : w ? [w] : []) as { code?: unknown; index?: unknown }[];
+  if (errors.length === 0 || !errors.every((x) => x.code === 11000 && typeof x.index === "number")) return undefined;
+  return errors.map((x) => x.index as number).sort((a, b) => a - b);
 }
 
 /** The index an ordered bulkWrite stopped at when its one error is a duplicate key; else undefined. */

@@ -1,5 +1,5 @@
 import type { Collection } from "mongodb";
-import { byId, insertRows, putManyIfNewer } from "./collections.ts";
+import { byId, insertNewOrPut, insertRows, putManyIfNewer } from "./collections.ts";
 
 type Doc = { readonly _id: string; readonly lastSeq: number };
 type Row = { readonly _id: string };
@@ -19,7 +19,10 @@ type Row = { readonly _id: string };
 export function docCache(max = 20_000) {
   let docs = new Map<string, Doc>();
   // Each collection's held writes keep its typed collection in a closure, so no collection is widened.
-  let dirty = new Map<string, { readonly held: Map<string, Doc>; readonly write: () => Promise<unknown> }>();
+  let dirty = new Map<
+    string,
+    { readonly held: Map<string, Doc>; readonly fresh: Set<string>; readonly write: () => Promise<unknown> }
+  >();
   let rows = new Map<string, { readonly held: Map<string, Row>; readonly write: () => Promise<unknown> }>();
   // True while `docs` and `dirty` hold every stored document (since `startEmpty`, nothing evicted).
   let complete = false;
@@ -34,16 +37,32 @@ export function docCache(max = 20_000) {
       if (d) docs.set(k, d);
       return d;
     },
-    /** Holds `next` for the next flush unless it is `prev` (nothing changed). */
+    /**
+     * Holds `next` for the next flush unless it is `prev` (nothing changed). `prev` undefined (`get`
+     * found nothing stored) makes it a fresh document, inserted rather than upserted.
+     */
     put<T extends Doc>(c: Collection<T>, prev: T | undefined, next: T): void {
       if (next === prev) return;
       const k = key(c, next._id);
       let batch = dirty.get(c.collectionName);
       if (!batch) {
         const held = new Map<string, T>();
-        batch = { held, write: () => putManyIfNewer(c, [...held.values()]) };
+        const fresh = new Set<string>();
+        const write = async () => {
+          const all = [...held.values()];
+          await insertNewOrPut(
+            c,
+            all.filter((d) => fresh.has(d._id)),
+          );
+          await putManyIfNewer(
+            c,
+            all.filter((d) => !fresh.has(d._id)),
+          );
+        };
+        batch = { held, fresh, write };
         dirty.set(c.collectionName, batch);
       }
+      if (prev === undefined && !batch.held.has(next._id)) batch.fresh.add(next._id);
       batch.held.set(next._id, next);
       if (docs.size >= max) {
         docs = new Map();
@@ -61,7 +80,7 @@ export function docCache(max = 20_000) {
       }
       if (!batch.held.has(row._id)) batch.held.set(row._id, row);
     },
-    /** Writes everything held: rows first (insert-once by key), then each document's newest version. */
+    /** Writes everything held: rows first (insert-once by key), then each document's newest version (fresh ones first). */
     async flush(): Promise<void> {
       try {
         for (const batch of rows.values()) await batch.write();

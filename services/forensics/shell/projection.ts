@@ -14,7 +14,6 @@ import { forensicsRow, ledgerRows } from "../domain/ledger.ts";
 import { evolveRunDoc } from "../domain/run-doc.ts";
 import { appendToRunList } from "../domain/run-list.ts";
 import { evolveRuntimeDoc } from "../domain/runtime-doc.ts";
-import { stepCompletion } from "../domain/step-doc.ts";
 import { dropReadModels, ensureIndexes, type ReadModelDb } from "./collections.ts";
 import { docCache, type DocCache } from "./doc-cache.ts";
 
@@ -34,7 +33,7 @@ export function toFact(e: StoredEvent, layout: StreamLayout): Fact {
 }
 
 /**
- * The forensics projection: folds every DROVER event into `runs`, `executions`, `steps`,
+ * The forensics projection: folds every DROVER event into `runs`, `executions`,
  * `runtimes`, `incidents`, `incident_items`, `forensics` and `ledger`. Each write is idempotent by
  * stream sequence (aggregate documents keep `lastSeq` and refuse older facts; rows are keyed by
  * sequence and inserted once), so the runner's at-least-once delivery around a crash changes
@@ -131,9 +130,6 @@ async function foldAggregate(m: ReadModelDb, cache: DocCache, f: Fact): Promise<
     if (next.submitted && !doc?.submitted) await listRun(m, cache, fact, next);
   } else if (type.startsWith("exec.")) {
     const fact = f as Of<"exec">;
-    // Only the first completion of a step is inserted; a duplicate finds its key taken.
-    if (fact.event.type === "exec.step-completed")
-      cache.insert(m.steps, stepCompletion(fact as Fact<Extract<typeof fact.event, { type: "exec.step-completed" }>>));
     const doc = await cache.get(m.executions, executionDocId(fact.event.tenantId, f.aggregateId));
     cache.put(m.executions, doc, evolveExecutionDoc(doc, fact));
   } else if (type.startsWith("runtime.")) {
