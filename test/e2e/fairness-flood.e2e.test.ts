@@ -155,6 +155,7 @@ describe("one tenant floods submissions (up to thousands, up to its limits); ano
         const d = latency(ids, "run.dispatched");
         const c = latency(ids, "run.completed");
         const a = latency(ids, "run.admitted");
+        const st = latency(ids, "run.started");
         return {
           runs: ids.length,
           // runs admission found no place for at first (queued before admitted): capacity, not the pass
@@ -163,6 +164,9 @@ describe("one tenant floods submissions (up to thousands, up to its limits); ano
           admittedP99: pct(a, 0.99),
           dispatchP50: pct(d, 0.5),
           dispatchP99: pct(d, 0.99),
+          // submission → start: what the tenant waits for (the runtime's local queue included)
+          startedP50: pct(st, 0.5),
+          startedP99: pct(st, 0.99),
           completedP50: pct(c, 0.5),
           completedP99: pct(c, 0.99),
         };
@@ -181,6 +185,7 @@ describe("one tenant floods submissions (up to thousands, up to its limits); ano
         baseline: figures(baseline),
         underFlood: figures(underFlood),
         dispatchP99Ratio: 0,
+        startedP99Ratio: 0,
         flood: {
           accepted: floodIds.length,
           refused: refusedBy,
@@ -203,6 +208,7 @@ describe("one tenant floods submissions (up to thousands, up to its limits); ano
           ),
       };
       result.dispatchP99Ratio = result.underFlood.dispatchP99 / result.baseline.dispatchP99;
+      result.startedP99Ratio = result.underFlood.startedP99 / result.baseline.startedP99;
       console.log(JSON.stringify(result));
       // A refusal means the queue cap was really reached (no rate limit, no lagging count answered),
       // and the cap held on the log: the flood's queue reached it and never went past it.
