@@ -70,7 +70,11 @@ export class PassBudget {
     for (const [k, { atMs, codes }] of carried ?? []) {
       if (now - atMs >= CARRY_MS || now < atMs) continue;
       const tenantId = k.slice(0, k.indexOf("|"));
-      if (!roomFor.has(tenantId)) roomFor.set(tenantId, this.viewFor(tenantId).some((c) => c.canAcceptRun));
+      if (!roomFor.has(tenantId))
+        roomFor.set(
+          tenantId,
+          this.viewFor(tenantId).some((c) => c.canAcceptRun),
+        );
       if (roomFor.get(tenantId)) continue;
       this.blocked.set(k, new Map(codes));
       this.foundMs.set(k, atMs);

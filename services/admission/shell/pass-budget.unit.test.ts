@@ -120,7 +120,10 @@ describe("blocks carried from one admission pass to the next (in memory, pure: p
     expect(pass(stalled, roomy)).toHaveLength(1);
     const full = new PassBudget([shared(0)], holds, 2);
     full.adopt(first.carried(0), 10);
-    const fresh = { ...queued("t-flood", 900, "x"), state: { ...queued("t-flood", 900, "x").state, status: "submitted" } };
+    const fresh = {
+      ...queued("t-flood", 900, "x"),
+      state: { ...queued("t-flood", 900, "x").state, status: "submitted" },
+    };
     expect(pass([...stalled, fresh as IndexedRun], full)).toEqual([fresh]);
   });
 });

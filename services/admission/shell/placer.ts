@@ -307,7 +307,8 @@ async function queueWithScaleOut(
     // Said once per run and request (what the log records too): a run already queue-stalled on the
     // same request is re-planned quietly (the metric still counts each re-plan).
     const again =
-      r.state.lastReason === "queue-stalled" && (requestId === undefined || r.state.scaleOutRequestIds.includes(requestId));
+      r.state.lastReason === "queue-stalled" &&
+      (requestId === undefined || r.state.scaleOutRequestIds.includes(requestId));
     if (!again) deps.log.warn({ tenant: r.tenantId, run: r.sharedRunId, requestId }, "queue stalled; re-planned");
     deps.onQueueStalled?.(r.tenantId);
   }
