@@ -10,6 +10,17 @@ import type { IndexedRun, RunIndex } from "./run-index.ts";
  */
 type Blocked = Map<string, string | undefined>;
 
+/** How long blocks found by a pass are carried into later ones while no runtime may take the tenant's runs. */
+export const CARRY_MS = 1_000;
+
+/**
+ * Blocks found by earlier passes (tenant and step kinds → reasons, and when first found), carried
+ * into the next pass by `adopt`. Without them each pass looked at its first runs of a blocked
+ * tenant again before finding it blocked: under a flood, 8 of its stalled runs per pass, every pass
+ * (some 100 `queue stalled; re-planned` a second at 10 000 runs, one run re-planned 223 times).
+ */
+export type CarriedBlocks = ReadonlyMap<string, { readonly atMs: number; readonly codes: Blocked }>;
+
 /**
  * What one admission pass knows beyond the capacity view it read at its start: places it took
  * (each runtime's free places count down as the pass reserves them), places being claimed by
@@ -23,6 +34,8 @@ export class PassBudget {
   private readonly free = new Map<string, number>();
   private readonly claiming = new Map<string, number>();
   private readonly blocked = new Map<string, Blocked>();
+  /** When each block was first found (by this pass or, carried, by an earlier one). */
+  private readonly foundMs = new Map<string, number>();
 
   constructor(
     private readonly candidates: readonly Placeable[],
@@ -42,6 +55,35 @@ export class PassBudget {
       const why = free === 0 ? "no-free-slots" : headroomReason(this.heldOn(c, tenantId), free, this.headroom);
       return { ...c, effectiveAvailableSlots: free, canAcceptRun: false, reasons: [...c.reasons, why] };
     });
+  }
+
+  /**
+   * Applies the blocks an earlier pass found, each for at most CARRY_MS after it was first found,
+   * and only while no runtime the pass read may take a run of the tenant at all (every one full or
+   * unusable to it): then every placement would fail as it did, and its runs queued for those
+   * reasons would be queued again as they are. A runtime with room for the tenant (a place freed, a
+   * new runtime) drops the carried block, so the next pass looks again. The expiry bounds what the
+   * carry can delay: the move to `queue-stalled` and the scale-out re-plan, by at most CARRY_MS.
+   */
+  adopt(carried: CarriedBlocks | undefined, now: number): void {
+    const roomFor = new Map<string, boolean>();
+    for (const [k, { atMs, codes }] of carried ?? []) {
+      if (now - atMs >= CARRY_MS || now < atMs) continue;
+      const tenantId = k.slice(0, k.indexOf("|"));
+      if (!roomFor.has(tenantId))
+        roomFor.set(
+          tenantId,
+          this.viewFor(tenantId).some((c) => c.canAcceptRun),
+        );
+      if (roomFor.get(tenantId)) continue;
+      this.blocked.set(k, new Map(codes));
+      this.foundMs.set(k, atMs);
+    }
+  }
+
+  /** The blocks this pass holds (adopted or found, found at `now`), for the next pass to adopt. */
+  carried(now: number): CarriedBlocks {
+    return new Map([...this.blocked].map(([k, codes]) => [k, { atMs: this.foundMs.get(k) ?? now, codes }]));
   }
 
   /** Takes one place of `c` for the tenant if it may still have one (synchronous: parallel placements see it). */

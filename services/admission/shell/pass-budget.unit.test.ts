@@ -2,7 +2,8 @@ import { describe, expect, it } from "vitest";
 import { initialRunState } from "../../../aggregates/run.ts";
 import { ScaleOutRequestId } from "../../../contracts/index.ts";
 import { FairPull } from "../domain/fair-pull.ts";
-import { PassBudget } from "./pass-budget.ts";
+import type { Placeable } from "./candidates.ts";
+import { CARRY_MS, PassBudget } from "./pass-budget.ts";
 import { PendingWork } from "./pending-work.ts";
 import type { IndexedRun, RunIndex } from "./run-index.ts";
 
@@ -75,5 +76,54 @@ describe("an admission pass over a blocked tenant's backlog (in memory, pure: pr
     expect(budget.skips(queued("t-flood", 200, "queue-stalled"))).toBe(false); // a reason not found
     expect(looked.map((r) => r.tenantId)).toContain("t-quiet");
     expect(looked.filter((r) => r.tenantId === "t-flood").length).toBeLessThanOrEqual(3);
+  });
+});
+
+describe("blocks carried from one admission pass to the next (in memory, pure: proves no transport)", () => {
+  /** One shared runtime with `free` places left (the flood holds 10 of them, the quiet tenant none). */
+  const shared = (free: number): Placeable =>
+    ({
+      runtimeInstanceId: "rt-shared",
+      isolationMode: "shared",
+      canAcceptRun: free > 0,
+      reasons: free > 0 ? [] : ["no-available-slots"],
+      effectiveAvailableSlots: free,
+      availableWorkers: 4,
+      runningRuns: 4,
+      queuedRuns: 6,
+      lastHeartbeatAt: 0,
+      status: "ready",
+      transport: "http",
+      heartbeatSlots: free,
+    }) as unknown as Placeable;
+  const holds = { heldOn: (_rt: string, t: string) => (t === "t-flood" ? 10 : 0) } as unknown as RunIndex;
+  const stalled = Array.from({ length: 500 }, (_, i) => queued("t-flood", i + 1, "queue-stalled"));
+
+  it("a tenant found blocked is not looked at by the next pass while no runtime may take its runs, for at most CARRY_MS", () => {
+    const first = new PassBudget([shared(2)], holds, 2); // the last 2 places are the headroom: not the flood's
+    expect(pass(stalled, first)).toHaveLength(1);
+    const carried = first.carried(1_000);
+    const next = new PassBudget([shared(2)], holds, 2);
+    next.adopt(carried, 1_000 + CARRY_MS - 1);
+    expect(pass(stalled, next)).toHaveLength(0);
+    // Carried on, the block keeps the time it was first found: it expires, and that pass looks again.
+    const later = new PassBudget([shared(1)], holds, 2);
+    later.adopt(next.carried(1_000 + CARRY_MS - 1), 1_000 + CARRY_MS);
+    expect(pass(stalled, later)).toHaveLength(1);
+  });
+
+  it("a place the tenant may take (freed, or a new runtime) drops the carried block; new submissions are always looked at", () => {
+    const first = new PassBudget([shared(0)], holds, 2);
+    pass(stalled, first);
+    const roomy = new PassBudget([shared(3)], holds, 2); // 3 free: one is the flood's to take
+    roomy.adopt(first.carried(0), 10);
+    expect(pass(stalled, roomy)).toHaveLength(1);
+    const full = new PassBudget([shared(0)], holds, 2);
+    full.adopt(first.carried(0), 10);
+    const fresh = {
+      ...queued("t-flood", 900, "x"),
+      state: { ...queued("t-flood", 900, "x").state, status: "submitted" },
+    };
+    expect(pass([...stalled, fresh as IndexedRun], full)).toEqual([fresh]);
   });
 });

@@ -50,6 +50,9 @@ export async function admissionPass(deps: AdmissionDeps, state: AdmissionState):
   const now = deps.env.clock.now().getTime();
   const candidates = await readCandidates(deps.view, deps.reservations, now, staleHeartbeatMsOf(deps.config));
   const budget = new PassBudget(candidates, deps.index, deps.config.sharedRuntimeHeadroom);
+  // A tenant found blocked by the last passes, with still no runtime that may take its runs, is not
+  // looked at again (its new submissions aside) until a place shows up or the carry expires.
+  budget.adopt(state.blocks, now);
   const isResume = (r: IndexedRun) => r.state.resume !== undefined;
   // Not new work: every one is looked at (their number grows with the runs placed, not the backlog),
   // except placements young enough that there is nothing to do for them yet (unless cancelled).
@@ -117,6 +120,7 @@ export async function admissionPass(deps: AdmissionDeps, state: AdmissionState):
     resumes.set(r.tenantId, [...(resumes.get(r.tenantId) ?? []), placed]);
     return placed;
   });
+  state.blocks = budget.carried(now);
 }
 
 /**
@@ -300,7 +304,12 @@ async function queueWithScaleOut(
     r.state.workerVersion,
   );
   if (stalled) {
-    deps.log.warn({ tenant: r.tenantId, run: r.sharedRunId, requestId }, "queue stalled; re-planned");
+    // Said once per run and request (what the log records too): a run already queue-stalled on the
+    // same request is re-planned quietly (the metric still counts each re-plan).
+    const again =
+      r.state.lastReason === "queue-stalled" &&
+      (requestId === undefined || r.state.scaleOutRequestIds.includes(requestId));
+    if (!again) deps.log.warn({ tenant: r.tenantId, run: r.sharedRunId, requestId }, "queue stalled; re-planned");
     deps.onQueueStalled?.(r.tenantId);
   }
   const reason = stalled

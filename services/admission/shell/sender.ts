@@ -2,6 +2,7 @@ import type { AdmissionDeps } from "./deps.ts";
 import type { IndexedRun } from "./run-index.ts";
 import type { FairShare } from "../domain/fair-queue.ts";
 import type { FlowKeys } from "./flow-gate.ts";
+import type { CarriedBlocks } from "./pass-budget.ts";
 
 /** A runtime command admission decided to send (DispatchRun, ResumeExecution, or a check then re-send). */
 export type Send = () => Promise<unknown>;
@@ -20,6 +21,8 @@ export interface AdmissionState {
   readonly sends: Set<Promise<unknown>>;
   /** Called when a command was answered (or failed), so runs waiting on it are looked at at once. */
   readonly onSendDone: () => void;
+  /** Tenants the last pass found blocked, carried into the next (PassBudget.adopt). */
+  blocks?: CarriedBlocks;
   /** When a pass last looked at the placements awaiting confirmation (placer.ts, PLACED_SCAN_MS). */
   placedScannedMs?: number;
   /**

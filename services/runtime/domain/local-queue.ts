@@ -48,3 +48,31 @@ export function runsToStart(f: QueueFacts, sizing: RuntimeSizing): number {
   const slots = f.paused ? 0 : Math.max(0, sizing.maxConcurrentRuns - f.running);
   return Math.min(f.queued, slots);
 }
+
+/** What the runtime knows of a queued run when it picks the next one to start. */
+export interface QueuedRun {
+  readonly resume: boolean;
+  readonly tenantId: string;
+}
+
+/**
+ * Which queued run starts next (its index; -1 for none). Resumes first, in queue order (recovery
+ * items go ahead of new work). Among new runs, the oldest one of the tenant with the fewest runs
+ * going here (`going`: started and not ended): on a shared runtime a flood's runs fill the local
+ * queue, and first-in first-out made a quiet tenant's run wait behind all of them although admission
+ * had placed it at once (docs/security.md "Floods"). With one tenant this is first-in first-out.
+ */
+export function nextToStart(queue: readonly QueuedRun[], going: (tenantId: string) => number): number {
+  let best = -1;
+  let fewest = Infinity;
+  for (let i = 0; i < queue.length; i++) {
+    const r = queue[i]!;
+    if (r.resume) return i;
+    const n = going(r.tenantId);
+    if (n < fewest) {
+      best = i;
+      fewest = n;
+    }
+  }
+  return best;
+}

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { admitRun, availableSlots, runsToStart, type QueueFacts } from "./local-queue.ts";
+import { admitRun, availableSlots, nextToStart, runsToStart, type QueueFacts } from "./local-queue.ts";
 
 const sizing = { workers: 2, maxConcurrentRuns: 1, localQueueCapacity: 2, maxWorkersPerRun: 1 };
 const facts = (f: Partial<QueueFacts>): QueueFacts => ({ queued: 0, running: 0, paused: false, draining: false, ...f });
@@ -29,5 +29,23 @@ describe("local queue admission", () => {
     expect(runsToStart(facts({ queued: 2, running: 1 }), sizing)).toBe(0);
     expect(runsToStart(facts({ queued: 2, paused: true }), sizing)).toBe(0);
     expect(runsToStart(facts({ queued: 2, draining: true }), sizing)).toBe(1);
+  });
+});
+
+describe("which queued run starts next (pure: no transport)", () => {
+  const run = (tenantId: string, resume = false) => ({ tenantId, resume });
+  const going = (m: Record<string, number>) => (t: string) => m[t] ?? 0;
+
+  it("a quiet tenant's run starts before a flood's runs queued ahead of it; among equals, the oldest", () => {
+    const q = [run("flood"), run("flood"), run("flood"), run("steady")];
+    expect(nextToStart(q, going({ flood: 4 }))).toBe(3);
+    expect(nextToStart(q, going({ flood: 4, steady: 4 }))).toBe(0);
+    expect(nextToStart([run("a"), run("b"), run("a")], going({}))).toBe(0);
+  });
+
+  it("with one tenant it is first-in first-out; resumes go first whatever the tenants hold; an empty queue has none", () => {
+    expect(nextToStart([run("a"), run("a")], going({ a: 3 }))).toBe(0);
+    expect(nextToStart([run("b"), run("a", true)], going({ a: 9 }))).toBe(1);
+    expect(nextToStart([], going({}))).toBe(-1);
   });
 });

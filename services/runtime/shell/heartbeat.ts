@@ -21,6 +21,7 @@ export interface HeartbeatDeps {
 export class HeartbeatPublisher {
   private beat = 0;
   private timer: ReturnType<typeof setInterval> | undefined;
+  private soonTimer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(
     private readonly deps: HeartbeatDeps,
@@ -36,7 +37,24 @@ export class HeartbeatPublisher {
   /** Stops the interval; the caller publishes a last beat (e.g. draining) with `publishNow`. */
   stop(): void {
     if (this.timer) clearInterval(this.timer);
+    if (this.soonTimer) clearTimeout(this.soonTimer);
     this.timer = undefined;
+    this.soonTimer = undefined;
+  }
+
+  /**
+   * A place was freed (a run ended or parked): one extra beat within `soonMs`, however many places
+   * free meanwhile (coalesced), so admission sees the place at once instead of up to an interval
+   * later (docs/security.md "Floods": a quiet tenant's run waited for the next beat to see the place
+   * its own last run had freed). Nothing while stopped. The beat is the runtime's own count, as ever.
+   */
+  soon(soonMs = Math.min(50, this.intervalMs)): void {
+    if (!this.timer || this.soonTimer) return;
+    this.soonTimer = setTimeout(() => {
+      this.soonTimer = undefined;
+      if (this.timer) this.publishNow();
+    }, soonMs);
+    this.soonTimer.unref?.();
   }
 
   publishNow(): void {

@@ -8,7 +8,7 @@ import {
   type RuntimeSizing,
 } from "../../../contracts/index.ts";
 import type { z } from "zod";
-import { admitRun, availableSlots, runsToStart, type QueueFacts } from "../domain/local-queue.ts";
+import { admitRun, availableSlots, nextToStart, runsToStart, type QueueFacts } from "../domain/local-queue.ts";
 import {
   checkDispatched,
   checkResumable,
@@ -54,6 +54,8 @@ export class RuntimeInstance {
   private readonly runs = new Map<LocalRunId, LocalRun>();
   private readonly queue: LocalRun[] = [];
   private runningCount = 0;
+  /** Per tenant, its runs started here and not ended (running or parked): the local queue's fair order. */
+  private readonly going = new Map<string, number>();
   /** Executions parked on their waits: accepted and not ended, holding no run slot. */
   private parkedCount = 0;
   /** Parked executions whose wait resolved, waiting for a slot: served before the queue's new runs. */
@@ -61,6 +63,8 @@ export class RuntimeInstance {
   private paused = false;
   private draining = false;
   private idleWaiters: (() => void)[] = [];
+  /** Told when a place is given back (a run ended, or parked on a wait): the heartbeat says so soon. */
+  onPlaceFreed?: () => void;
 
   constructor(
     private readonly sizing: RuntimeSizing,
@@ -230,17 +234,28 @@ export class RuntimeInstance {
       this.unparking.shift()!();
     }
     for (let n = runsToStart(this.facts(), this.sizing); n > 0; n--) {
-      const run = this.queue.shift();
+      const at = nextToStart(
+        this.queue.map((r) => ({ resume: r.request.mode === "resume", tenantId: r.request.payload.tenantId })),
+        (t) => this.going.get(t) ?? 0,
+      );
+      if (at < 0) return;
+      const [run] = this.queue.splice(at, 1);
       if (!run) return;
+      const tenantId = run.request.payload.tenantId;
+      this.going.set(tenantId, (this.going.get(tenantId) ?? 0) + 1);
       this.runningCount++;
       run.state = "running";
       run.holdsSlot = true;
       void this.execute(run).finally(() => {
+        const left = (this.going.get(tenantId) ?? 1) - 1;
+        if (left > 0) this.going.set(tenantId, left);
+        else this.going.delete(tenantId);
         if (run.holdsSlot) this.runningCount--;
         else this.parkedCount--;
         run.holdsSlot = false;
         this.pump();
         this.notifyIdle();
+        this.onPlaceFreed?.();
       });
     }
   }
@@ -258,6 +273,7 @@ export class RuntimeInstance {
         this.runningCount--;
         this.parkedCount++;
         this.pump();
+        this.onPlaceFreed?.();
       },
       unpark: (signal) => {
         if (run.holdsSlot) return Promise.resolve();

@@ -173,6 +173,7 @@ export async function startRuntime(
     },
     config.heartbeatMs,
   );
+  instance.onPlaceFreed = () => heartbeats.soon();
 
   const listening =
     config.transport === "http"
