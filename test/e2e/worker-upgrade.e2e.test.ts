@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { runsMain } from "../../cli/runs/program.ts";
 import type { DroverEvent } from "../../contracts/index.ts";
 import { apiClient } from "../../platform/api-client.ts";
+import { runCompleted } from "../support/run-completed.ts";
 import { startControlPlane, type ControlPlane } from "../../platform/control-plane-processes.ts";
 import { connectHarness } from "../../platform/nats-auth/server-keys.ts";
 import { DEFAULT_PROOF, proofConfig } from "../../proof/scenario-config.ts";
@@ -92,16 +93,7 @@ describe("worker upgrade: an upgraded run continues on the new version after its
     expect(r.status, JSON.stringify(r.body)).toBe(201);
     return r.body.sharedRunId as string;
   };
-  const completed = (id: string) =>
-    eventually(
-      `run ${id} completed`,
-      async () => {
-        const r = await api().run(id);
-        if (["failed", "rejected", "cancelled"].includes(r.body?.status)) throw new Error(`${id}: ${r.body.status}`);
-        return r.body?.status === "completed" ? r.body : undefined;
-      },
-      180_000,
-    );
+  const completed = (id: string) => runCompleted(api, id, 180_000);
 
   it("a run pinned to v1 with its first step done, upgraded to v2 after v2 is deployed, its v1 runtime SIGKILLed: the remaining step runs v2 code on a v2 runtime", async () => {
     const nc = await connectHarness({ servers: inject("natsUrl") });

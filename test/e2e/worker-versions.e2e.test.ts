@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { DroverEvent } from "../../contracts/index.ts";
 import { runsMain } from "../../cli/runs/program.ts";
 import { apiClient } from "../../platform/api-client.ts";
+import { runCompleted } from "../support/run-completed.ts";
 import { startControlPlane, type ControlPlane } from "../../platform/control-plane-processes.ts";
 import { connectHarness } from "../../platform/nats-auth/server-keys.ts";
 import { DEFAULT_PROOF, OPERATOR_TOKEN, proofConfig } from "../../proof/scenario-config.ts";
@@ -85,16 +86,7 @@ describe("worker versions: resumed runs keep their version, new runs take the de
     expect(r.status, JSON.stringify(r.body)).toBe(201);
     return r.body.sharedRunId as string;
   };
-  const completed = (id: string) =>
-    eventually(
-      `run ${id} completed`,
-      async () => {
-        const r = await api().run(id);
-        if (["failed", "rejected", "cancelled"].includes(r.body?.status)) throw new Error(`${id}: ${r.body.status}`);
-        return r.body?.status === "completed" ? r.body : undefined;
-      },
-      180_000,
-    );
+  const completed = (id: string) => runCompleted(api, id, 180_000);
 
   it("20 long runs on v1, v2 deployed, the runtime SIGKILLed: the resumed runs finish on v1, new runs run v2, the v1 runtimes retire when their last run ends", async () => {
     const nc = await connectHarness({ servers: inject("natsUrl") });

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { DroverEvent } from "../../contracts/index.ts";
 import { apiClient } from "../../platform/api-client.ts";
+import { runCompleted } from "../support/run-completed.ts";
 import { startControlPlane, type ControlPlane } from "../../platform/control-plane-processes.ts";
 import { startFerret, startRedis, type RunningServer } from "../../platform/local-servers.ts";
 import { connectHarness } from "../../platform/nats-auth/server-keys.ts";
@@ -98,16 +99,7 @@ describe("worker versions on Kubernetes hosts: Pods versioned by image digest, p
     expect(r.status, JSON.stringify(r.body)).toBe(201);
     return r.body.sharedRunId as string;
   };
-  const completed = (id: string) =>
-    eventually(
-      `run ${id} completed`,
-      async () => {
-        const r = await api().run(id);
-        if (["failed", "rejected", "cancelled"].includes(r.body?.status)) throw new Error(`${id}: ${r.body.status}`);
-        return r.body?.status === "completed" ? r.body : undefined;
-      },
-      240_000,
-    );
+  const completed = (id: string) => runCompleted(api, id, 240_000);
 
   it("runs on a v1 Pod, v2 deployed, the Pod force-deleted: resumed runs stay on v1's image, new runs start on v2's, the pinned v1 Pod retires after its last run", async () => {
     const nc = await connectHarness({ servers: servers[0]!.url });
