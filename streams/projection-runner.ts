@@ -71,6 +71,12 @@ export interface ProjectionRunnerOptions extends EventStoreOptions {
   /** Most events handed to `applyBatch` at once (default 256); live, a batch also ends when nothing more is pending. */
   readonly batchSize?: number;
   /**
+   * Live, most events in one batch (default `batchSize`; catch-up and rebuild keep `batchSize`). A
+   * store whose per-document rewrite is dear (FerretDB) takes a larger one under load, so a burst of
+   * a window is written once rather than split into flushes that rewrite the same documents.
+   */
+  readonly liveBatchSize?: number;
+  /**
    * Live, once caught up, how long (ms) applied events may be held for more to join their batch
    * before the batch is written and the checkpoint saved (default 0: at once). Measured from the
    * first event held, so a steady trickle is written at least this often: a store with a high cost
@@ -125,13 +131,14 @@ export function createProjectionRunner(
   };
 
   const batchSize = Math.max(1, opts.batchSize ?? 256);
+  const liveBatchSize = Math.max(1, opts.liveBatchSize ?? batchSize);
   let batch: StoredEvent[] = [];
 
-  async function applyOne(e: StoredEvent): Promise<void> {
+  async function applyOne(e: StoredEvent, limit = batchSize): Promise<void> {
     if (e.seq <= (batch.at(-1)?.seq ?? position)) return;
     if (projection.applyBatch) {
       batch.push(e);
-      if (batch.length >= batchSize) await flush();
+      if (batch.length >= limit) await flush();
       return;
     }
     await applied([e], () => projection.apply(e));
@@ -193,7 +200,7 @@ export function createProjectionRunner(
       if (m.seq > (batch.at(-1)?.seq ?? position)) await skipped(m, err);
       return;
     }
-    await applyOne(e);
+    await applyOne(e, liveBatchSize);
   }
 
   async function live(): Promise<void> {
@@ -251,7 +258,7 @@ export function createProjectionRunner(
       return Math.max(0, position);
     },
     async catchUp() {
-      await replay(ctx, { seq: (await load()) + 1 }, applyOne, {
+      await replay(ctx, { seq: (await load()) + 1 }, (e) => applyOne(e), {
         ...(projection.filter === undefined ? {} : { filter: projection.filter }),
         onUndecodable: (u) => (u.seq > (batch.at(-1)?.seq ?? position) ? skipped(u, u.error) : undefined),
       });

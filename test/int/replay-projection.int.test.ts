@@ -268,6 +268,40 @@ describe("replay, fold and projections against a real nats-server", () => {
     expect(await cps.load("batched")).toBe(last);
   });
 
+  it("live, batches are capped by liveBatchSize while catch-up keeps batchSize, against a real nats-server", async () => {
+    const caughtUpTo = await seed(7);
+    const batches: number[][] = [];
+    const projection: Projection = {
+      name: "live-batch",
+      apply: () => {
+        throw new Error("apply must not be called when applyBatch exists");
+      },
+      applyBatch: async (es) => {
+        batches.push(es.map((e) => e.seq));
+      },
+    };
+    const cps = memoryCheckpointStore();
+    const runner = createProjectionRunner(fx.nc, fx.layout, projection, cps, {
+      batchSize: 3,
+      liveBatchSize: 5,
+      lingerMs: 2_000,
+    });
+    expect(await runner.catchUp()).toBe(caughtUpTo);
+    expect(batches.flat()).toEqual(Array.from({ length: caughtUpTo }, (_, i) => i + 1));
+    expect(Math.max(...batches.map((b) => b.length))).toBe(3);
+    batches.length = 0;
+    void runner.start();
+    const seqs: number[] = [];
+    for (let i = 0; i < 12; i++)
+      seqs.push(
+        (await store.append(runRef(ids.tenant, `live-batch-${i}`), event("run.submitted"), { expectedSeq: 0 })).seq,
+      );
+    await runner.waitFor(seqs.at(-1)!, 10_000);
+    // Twelve events within one linger window: full batches of 5 written at once, the rest when the window ends.
+    expect(batches).toEqual([seqs.slice(0, 5), seqs.slice(5, 10), seqs.slice(10)]);
+    await runner.stop();
+  });
+
   /** A live runner with `lingerMs` whose projection records the sequences of each batch it is handed. */
   async function lingering(name: string, lingerMs: number) {
     const batches: number[][] = [];

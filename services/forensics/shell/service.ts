@@ -14,6 +14,17 @@ import { forensicsProjection, PROJECTION_NAME } from "./projection.ts";
 /** How long caught-up events may wait for more before the read models are written (streams/projection-runner.ts `lingerMs`). */
 export const FORENSICS_LINGER_MS = 50;
 
+/**
+ * Live, most events applied in one batch (streams/projection-runner.ts `liveBatchSize`; catch-up and
+ * rebuild keep the default 256). Under load (W2: 50 concurrent runs) a linger window holds more than
+ * 256 events, and a cap of 256 split it into several flushes, each rewriting the same run documents
+ * (a versioned upsert costs FerretDB ~8x an inserted row): at 1,024, run-document updates over W1 +
+ * W2 (235 runs) fell from ~400 to ~220 and FerretDB's CPU per 1,000 W2 steps by about a quarter
+ * (paired runs, bench/results `w2_cpu_per_1000_steps`); 4,096 measured no better. Lag stays
+ * bounded: a batch is written when full or when its linger window ends.
+ */
+export const FORENSICS_LIVE_BATCH_SIZE = 1024;
+
 export interface ForensicsOptions {
   readonly handle: NatsHandle;
   readonly layout: StreamLayout;
@@ -72,6 +83,7 @@ export async function startForensics(o: ForensicsOptions): Promise<ForensicsServ
   const newRunner = () =>
     (runner = createProjectionRunner(o.handle, o.layout, projection, checkpoints, {
       checkpointEvery: 16,
+      liveBatchSize: FORENSICS_LIVE_BATCH_SIZE,
       // Caught up, events wait up to 50 ms for more before FerretDB is written: a run's steps arrive
       // a millisecond apart, and each write (one commit per collection, plus the checkpoint) cost
       // FerretDB more CPU than the runtime spent executing the step (bench/workloads W1).
