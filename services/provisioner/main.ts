@@ -108,8 +108,11 @@ const drained = watchDrainedRuntimes(
 // requests (`drover workers deploy`) are answered at every drain check.
 const workerTenants = ctx.config.tenants.flatMap((t) => (t.worker ? [t.tenantId] : []));
 await deployCurrentBuilds(deps, workerTenants, "all");
+let deployCheck: Promise<void> | undefined; // one at a time: a slow build never piles checks up
 const deployChecks = setInterval(
-  () => void deployCurrentBuilds(deps, workerTenants, "requested"),
+  () => {
+    deployCheck ??= deployCurrentBuilds(deps, workerTenants, "requested").finally(() => (deployCheck = undefined));
+  },
   Number(process.env.DROVER_DRAIN_CHECK_MS ?? 2_000),
 );
 const runners = await consumeScaleOutRequests(
@@ -121,6 +124,7 @@ const runners = await consumeScaleOutRequests(
 );
 ctx.onShutdown(async () => {
   clearInterval(deployChecks);
+  await deployCheck;
   await Promise.all(runners.map((r) => r.stop()));
   await drained.stop();
   await provisioner.roster.stop();
