@@ -63,6 +63,7 @@ export async function recordDeploy(
 export function buildCurrent(
   d: ProvisionerDeps,
   tenantId: string,
+  built: Map<string, string> = new Map(),
 ): Pick<RuntimeWorker, "version" | "image"> | undefined {
   const t = d.tenantSettings?.(tenantId);
   if (!t?.worker) return undefined;
@@ -72,7 +73,10 @@ export function buildCurrent(
     return version && image ? { version, image } : undefined;
   }
   if (!d.strategies.has("process")) return undefined;
-  return { version: (d.buildWorker ?? sourceWorker)(t.worker.module).worker.version };
+  // Tenants sharing a module share its build within one look (`built`: module → version).
+  const version = built.get(t.worker.module) ?? (d.buildWorker ?? sourceWorker)(t.worker.module).worker.version;
+  built.set(t.worker.module, version);
+  return { version };
 }
 
 /**
@@ -87,10 +91,11 @@ export async function deployCurrentBuilds(
   tenantIds: readonly string[],
   only: "all" | "requested",
 ): Promise<void> {
+  const builds = new Map<string, string>();
   for (const tenantId of tenantIds) {
     try {
       if (only === "requested" && !(await readDeploys(d.store, tenantId)).pending) continue;
-      const built = buildCurrent(d, tenantId);
+      const built = buildCurrent(d, tenantId, builds);
       if (!built) continue;
       await recordDeploy(d, tenantId, built, d.tenantSettings!(tenantId).worker!.kinds);
     } catch (e) {
