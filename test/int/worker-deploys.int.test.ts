@@ -29,7 +29,7 @@ function barrierStore(store: EventStore): EventStore & { conflicts: number } {
         throw e;
       }
     },
-    read: async (ref, o) => {
+    read: async (...[ref, o]: Parameters<EventStore["read"]>) => {
       const h = await store.read(ref, o);
       if (ref.aggregate === "worker" && ++reads <= 2) {
         if (waiting) waiting();
