@@ -17,7 +17,7 @@ export async function main(
 ): Promise<number> {
   const [first, ...afterFirst] = argv;
   if (first === "runs") return (await import("./runs/program.ts")).runsMain(afterFirst, io);
-  if (first === "schedules" || first === "cache" || first === "runtimes")
+  if (first === "schedules" || first === "cache" || first === "runtimes" || first === "workers")
     return (await import("./runs/program.ts")).runsMain(argv, io);
   // The NATS-direct operator tools live under `drover admin …`; their old top-level names keep working.
   const [name, ...rest] = first === "admin" ? afterFirst : argv;
@@ -56,6 +56,7 @@ function help(commands: readonly Command[]): string {
     "       drover schedules <command> [opts] the tenant's schedules over the HTTP API (drover schedules --help)",
     "       drover cache list|clear [opts]    the tenant's step cache keys over the HTTP API (drover cache --help)",
     "       drover runtimes [opts]            operators: runtimes, worker versions, drain, pinned runs (HTTP API)",
+    "       drover workers [deploy] [opts]    the tenant's deployed worker version; deploy it as configured (HTTP API)",
     "       drover admin <command> [args]     operator tools reading NATS directly (also without `admin`):",
     "",
     ...commands.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`),

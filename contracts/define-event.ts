@@ -3,7 +3,17 @@ import { EnvelopeBase } from "./envelope.ts";
 import { TenantId } from "./ids.ts";
 
 /** The aggregates of the DROVER stream; each is the second subject token (`drover.<aggregate>...`). */
-export const AGGREGATES = ["run", "exec", "scaleout", "runtime", "forensics", "schedule", "flowkey", "quota"] as const;
+export const AGGREGATES = [
+  "run",
+  "exec",
+  "scaleout",
+  "runtime",
+  "forensics",
+  "schedule",
+  "flowkey",
+  "quota",
+  "worker",
+] as const;
 export type Aggregate = (typeof AGGREGATES)[number];
 
 /**
@@ -19,6 +29,7 @@ export const TENANT_SCOPED_AGGREGATES = [
   "schedule",
   "flowkey",
   "quota",
+  "worker",
 ] as const satisfies readonly Aggregate[];
 
 /** `tenantId` is required on tenant-scoped aggregates and optional on `runtime` (a shared runtime has no tenant). */

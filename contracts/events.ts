@@ -7,6 +7,7 @@ import { SCALEOUT_EVENTS } from "./events-scaleout.ts";
 import { SCHEDULE_EVENTS } from "./events-schedule.ts";
 import { FLOWKEY_EVENTS } from "./events-flowkey.ts";
 import { QUOTA_EVENTS } from "./events-quota.ts";
+import { WORKER_EVENTS } from "./events-worker.ts";
 
 /** Every event definition in the catalogue (identities-and-events.md "Event catalogue"). */
 export const ALL_EVENTS = [
@@ -18,6 +19,7 @@ export const ALL_EVENTS = [
   ...SCHEDULE_EVENTS,
   ...FLOWKEY_EVENTS,
   ...QUOTA_EVENTS,
+  ...WORKER_EVENTS,
 ] as const;
 type Def = (typeof ALL_EVENTS)[number];
 

@@ -100,6 +100,7 @@ export * as ForensicsEvents from "./events-forensics.ts";
 export * as ScheduleEvents from "./events-schedule.ts";
 export * as FlowKeyEvents from "./events-flowkey.ts";
 export * as QuotaEvents from "./events-quota.ts";
+export * as WorkerEvents from "./events-worker.ts";
 export { FlowKeySettings, RunPriority, FLOW_KEY_PLACEHOLDER, MAX_FLOW_KEYS } from "./flow-control.ts";
 export { OverlapPolicy, ScheduleSpec } from "./events-schedule.ts";
 export {

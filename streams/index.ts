@@ -14,6 +14,7 @@ export {
   scheduleRef,
   flowKeyRef,
   runtimeQuotaRef,
+  workerDeploysRef,
   runtimeRef,
   type AggregateRef,
 } from "./subjects.ts";

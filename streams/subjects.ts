@@ -8,7 +8,7 @@ import type { StreamLayout } from "./layout.ts";
  */
 export type AggregateRef =
   | {
-      readonly aggregate: "run" | "exec" | "scaleout" | "forensics" | "schedule" | "flowkey" | "quota";
+      readonly aggregate: "run" | "exec" | "scaleout" | "forensics" | "schedule" | "flowkey" | "quota" | "worker";
       readonly tenantId: string;
       readonly id: string;
     }
@@ -49,6 +49,12 @@ export const runtimeQuotaRef = (tenantId: string, runtimePrefix: string): Aggreg
   aggregate: "quota",
   tenantId,
   id: runtimePrefix,
+});
+/** The tenant's worker deploys (contracts/events-worker.ts): one aggregate per tenant. */
+export const workerDeploysRef = (tenantId: string): AggregateRef => ({
+  aggregate: "worker",
+  tenantId,
+  id: "deploys",
 });
 export const runtimeRef = (runtimeInstanceId: string): AggregateRef => ({
   aggregate: "runtime",

@@ -15,8 +15,16 @@ const GONE = new Set(["fenced", "retired"]);
  * whose worker was deployed last (`worker.deployedAt`, then the version, so every replica agrees).
  * A runtime started for pinned runs never makes its old version current again: its `deployedAt`
  * is its version's, and it is left out. Undefined: the tenant has no live runtime with a worker.
+ * `deployed` (the version of the tenant's last `worker.deployed`, worker-deploys.ts) wins when
+ * there is one, whether or not a runtime runs it yet: the recorded deploy is the decision, the
+ * `deployedAt` rule only the fallback for tenants never deployed by event.
  */
-export function currentWorkerVersion(runtimes: readonly VersionedRuntime[], tenantId: string): string | undefined {
+export function currentWorkerVersion(
+  runtimes: readonly VersionedRuntime[],
+  tenantId: string,
+  deployed?: string,
+): string | undefined {
+  if (deployed !== undefined) return deployed;
   let best: RuntimeWorker | undefined;
   for (const r of runtimes) {
     const w = r.worker;
@@ -58,15 +66,16 @@ export interface VersionDrain {
 
 /**
  * The drain state of a tenant's runtimes with a worker: `runsOn` counts the unfinished runs placed on
- * each runtime. A draining runtime with none left is to be retired; the current version's runtimes
+ * each runtime (`deployed`: as for currentWorkerVersion). A draining runtime with none left is to be retired; the current version's runtimes
  * never are (they take new runs).
  */
 export function drainStates(
   runtimes: readonly VersionedRuntime[],
   tenantId: string,
   runsOn: (runtimeInstanceId: string) => number,
+  deployed?: string,
 ): VersionDrain[] {
-  const current = currentWorkerVersion(runtimes, tenantId);
+  const current = currentWorkerVersion(runtimes, tenantId, deployed);
   return runtimes
     .filter((r) => r.worker && r.tenantId === tenantId && !GONE.has(r.status))
     .map((r) => {

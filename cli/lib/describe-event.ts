@@ -205,6 +205,11 @@ const DESCRIBE: Describe = {
     "scale-out",
     `runtime slot taken by ${e.data.runtimeInstanceId} for ${e.data.scaleOutRequestId} (${e.data.live} of ${e.data.maxRuntimeInstances} live before${e.data.warmPoolMember ? `, warm pool member ${e.data.warmPoolMember}` : ""})`,
   ],
+  "worker.deploy-requested": (e) => ["host", `worker deploy requested by ${e.data.requestedBy}`],
+  "worker.deployed": (e) => [
+    "host",
+    `worker version ${e.data.version.slice(0, 12)} deployed${e.data.requestedBy ? ` (asked by ${e.data.requestedBy})` : ""}`,
+  ],
   "schedule.skipped": (e) => ["schedule", `skipped ${e.data.count} fire(s) from ${e.data.nominalAt}: ${e.data.reason}`],
 };
 

@@ -8,6 +8,7 @@ import { addSignalCommand } from "./signal.ts";
 import { addScheduleCommands } from "./schedules.ts";
 import { addCacheCommands } from "./cache.ts";
 import { addRuntimesCommand } from "./runtimes.ts";
+import { addWorkersCommands } from "./workers.ts";
 
 /** Exit codes of `drover runs …` (README "CLI"). */
 export const RUNS_EXIT = { ok: 0, runNotCompleted: 1, usage: 2, unavailable: 3, notFound: 4 } as const;
@@ -197,6 +198,8 @@ export async function runsMain(argv: readonly string[], io: CommandIo): Promise<
   addCacheCommands(program.command("cache").description("list and clear the tenant's step cache keys"), kit("cache"));
   // `drover runtimes` (operators; cli/drover.ts routes it here): worker versions, drain, pinned runs.
   addRuntimesCommand(program.command("runtimes"), kit("runtimes"));
+  // `drover workers [deploy]` (cli/drover.ts routes it here): the tenant's worker deploys.
+  addWorkersCommands(program.command("workers"), kit("workers"));
 
   try {
     await program.parseAsync([...argv], { from: "user" });

@@ -208,6 +208,8 @@ export const WRITES: Readonly<Record<ServiceIdentity, Readonly<Record<string, re
   api: {
     run: ["submitted", "cancel-requested", "forked", "signal-received", "upgraded"],
     schedule: ["created", "paused", "resumed", "deleted", "backfill-requested"],
+    // A deploy request names the credential that asked; the provisioner answers it (docs/worker-versions.md).
+    worker: ["deploy-requested"],
   },
   // A declared producer of every tenant's runs: each fire's run.submitted is atomic with its schedule.fired.
   scheduler: { run: ["submitted", "cancel-requested"], schedule: ["fired", "skipped"] },
@@ -249,6 +251,8 @@ export const WRITES: Readonly<Record<ServiceIdentity, Readonly<Record<string, re
     scaleout: ["observed", "fulfilled", "rejected", "expired", "cancelled"],
     // A runtime start takes its prefix's slot in the same atomic batch (docs/decisions.md "runtime limit").
     quota: ["runtime-slot-taken"],
+    // Only the provisioner builds a tenant's worker, so only it records which version is deployed.
+    worker: ["deployed"],
   },
   recovery: {
     runtime: ["suspected", "fenced", "fence-failed", "recovery-planned"],

@@ -167,6 +167,30 @@ describe("the generated nats-server configuration matches docs/nats-identities.m
     expect(rows.get("api")!.appends).toContain("run.upgraded");
   });
 
+  it("only the provisioner may append worker.deployed and only the api worker.deploy-requested (a tenant's deploys): no other service, producer or runtime", () => {
+    const matches = (p: string, subject: string) => {
+      const a = p.split(".");
+      const b = subject.split(".");
+      for (let i = 0; i < a.length; i++) {
+        if (a[i] === ">") return b.length > i;
+        if (i >= b.length || (a[i] !== "*" && a[i] !== b[i])) return false;
+      }
+      return a.length === b.length;
+    };
+    const writersOf = (subject: string) => {
+      const may = (allow: readonly string[]) => allow.some((p) => matches(p, subject));
+      expect(may(runtimeRights(scope, "rt-1", ["acme"]).publish.allow)).toBe(false);
+      expect(may(runtimeRights(scope, "rt-1", ["*"]).publish.allow)).toBe(false);
+      return [...SERVICE_IDENTITIES.filter((i) => i !== "setup"), COMPACTOR, producerIdentity("acme")].filter((id) =>
+        may(userOf(id).permissions.publish.allow),
+      );
+    };
+    expect(writersOf(`${scope.events}.worker.acme.deploys.deployed`)).toEqual(["provisioner"]);
+    expect(writersOf(`${scope.events}.worker.acme.deploys.deploy-requested`)).toEqual(["api"]);
+    expect(rows.get("provisioner")!.appends).toContain("worker.deployed");
+    expect(rows.get("api")!.appends).toContain("worker.deploy-requested");
+  });
+
   it("only the api and the operator write step cache keys (besides runtimes, their tenants'), by subject, with no consumer there", () => {
     const onCache = (id: string) =>
       userOf(id).permissions.publish.allow.filter(

@@ -3,6 +3,7 @@ export { createProvisioner, type Provisioner } from "./shell/provisioner.ts";
 export type { ProvisionerDeps } from "./shell/context.ts";
 export { consumeScaleOutRequests, scaleOutConsumer } from "./shell/consumer.ts";
 export { randomSuffix } from "./shell/suffix.ts";
+export { deployCurrentBuilds, recordDeploy } from "./shell/deploys.ts";
 export { planRequest, REQUIRED_LAYERS, type Plan, type Next } from "./domain/plan.ts";
 export { evolveRequest, initialRequestState, isTerminal, type RequestState } from "./domain/request-state.ts";
 export {

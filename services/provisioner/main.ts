@@ -19,6 +19,7 @@ import { tenantSettingsOf, type HostProvider } from "../../contracts/index.ts";
 import { runtimeCommand } from "../../platform/hosts/runtime-bundle.ts";
 import { bundledWorker } from "../../platform/hosts/worker-builds.ts";
 import { rosterPods } from "./domain/kubernetes-worker.ts";
+import { deployCurrentBuilds } from "./shell/deploys.ts";
 import { watchDrainedRuntimes } from "./shell/retire-drained.ts";
 import { consumeScaleOutRequests, scaleOutPullLoops } from "./shell/consumer.ts";
 import type { ProvisionerDeps } from "./shell/context.ts";
@@ -102,6 +103,18 @@ const drained = watchDrainedRuntimes(
     idleMs: Number(process.env.DROVER_DRAIN_IDLE_MS ?? 2 * ctx.config.dispatchTimeoutMs),
   },
 );
+// Deploys as events (docs/worker-versions.md): each tenant's current build is recorded as deployed
+// now, without a runtime start, so an old version's live runtimes drain from here on; deploy
+// requests (`drover workers deploy`) are answered at every drain check.
+const workerTenants = ctx.config.tenants.flatMap((t) => (t.worker ? [t.tenantId] : []));
+await deployCurrentBuilds(deps, workerTenants, "all");
+let deployCheck: Promise<void> | undefined; // one at a time: a slow build never piles checks up
+const deployChecks = setInterval(
+  () => {
+    deployCheck ??= deployCurrentBuilds(deps, workerTenants, "requested").finally(() => (deployCheck = undefined));
+  },
+  Number(process.env.DROVER_DRAIN_CHECK_MS ?? 2_000),
+);
 const runners = await consumeScaleOutRequests(
   ctx,
   ctx.layout,
@@ -110,6 +123,8 @@ const runners = await consumeScaleOutRequests(
   process.env.DROVER_SCALEOUT_ACK_WAIT_MS ? Number(process.env.DROVER_SCALEOUT_ACK_WAIT_MS) : undefined,
 );
 ctx.onShutdown(async () => {
+  clearInterval(deployChecks);
+  await deployCheck;
   await Promise.all(runners.map((r) => r.stop()));
   await drained.stop();
   await provisioner.roster.stop();

@@ -64,6 +64,7 @@ const IDS = {
   schedule: ["sch-nightly", "sch-0002"],
   flowkey: ["fk-0001", "fk-0002"],
   quota: ["rt-tenant-a", "rt-tenant-b"],
+  worker: ["deploys", "deploys"],
 } as const;
 
 const mutation = fc.oneof(

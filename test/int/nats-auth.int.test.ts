@@ -46,6 +46,12 @@ describe("NATS identities against a real nats-server with authentication on (bou
     expect(await attempt(api, `${p}.run.acme.r1.upgraded`)).toMatch(/^answered/);
     for (const nc of [admission, recovery, provisioner, operator])
       expect(await attempt(nc, `${p}.run.acme.r1.upgraded`)).toBe("refused");
+    // Only the provisioner records a tenant's deployed worker version; only the api asks for a deploy.
+    expect(await attempt(provisioner, `${p}.worker.acme.deploys.deployed`)).toMatch(/^answered/);
+    expect(await attempt(api, `${p}.worker.acme.deploys.deploy-requested`)).toMatch(/^answered/);
+    for (const nc of [api, admission, recovery, operator])
+      expect(await attempt(nc, `${p}.worker.acme.deploys.deployed`)).toBe("refused");
+    expect(await attempt(provisioner, `${p}.worker.acme.deploys.deploy-requested`)).toBe("refused");
     expect(await attempt(api, `${p}.runtime.rt-x.fenced`)).toBe("refused");
     expect(await attempt(provisioner, `${p}.runtime.rt-x.fenced`)).toBe("refused");
     expect(await attempt(recovery, `${p}.runtime.rt-x.fenced`)).toMatch(/^answered/);

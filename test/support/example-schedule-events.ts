@@ -20,6 +20,24 @@ export const SCHEDULE_BUILDERS = {
       inFlight: 2,
     },
   }),
+  // The worker deploys aggregate (contracts/events-worker.ts) rides along too.
+  "worker.deploy-requested": (): EventOf<"worker.deploy-requested"> => ({
+    ...envelope("worker.deploy-requested"),
+    tenantId: ids.tenant,
+    data: { requestedBy: "tenant:acme" },
+  }),
+  "worker.deployed": (): EventOf<"worker.deployed"> => ({
+    ...envelope("worker.deployed"),
+    tenantId: ids.tenant,
+    data: {
+      version: "b".repeat(64),
+      image: `registry.local/drover/runtime@sha256:${"b".repeat(64)}`,
+      kinds: ["work"],
+      requestedBy: "tenant:acme",
+      requestSeq: 3,
+      previous: "a".repeat(64),
+    },
+  }),
   // The runtime quota aggregate (contracts/events-quota.ts) rides along too.
   "quota.runtime-slot-taken": (): EventOf<"quota.runtime-slot-taken"> => ({
     ...envelope("quota.runtime-slot-taken"),

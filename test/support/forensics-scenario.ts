@@ -14,6 +14,7 @@ import {
   execRef,
   flowKeyRef,
   runtimeQuotaRef,
+  workerDeploysRef,
   forensicsRef,
   runRef,
   runtimeRef,
@@ -70,6 +71,8 @@ function exampleRef(e: DroverEvent): AggregateRef {
       return flowKeyRef(tenant, `fk-${"0a".repeat(12)}`);
     case "quota":
       return runtimeQuotaRef(tenant, "rt-tenant-a");
+    case "worker":
+      return workerDeploysRef(tenant);
     default:
       return forensicsRef(tenant, (e.data as { forensicsId: string }).forensicsId);
   }

@@ -21,6 +21,8 @@ export interface PlacementPolicy {
   readonly dispatchTimeoutMs: number;
   /** The tenant's placements held (admitted, dispatched, started) plus those in flight in this pass. */
   readonly activeRuns: number;
+  /** The version of the tenant's last `worker.deployed` (docs/worker-versions.md "Deploys as events"): current when present. */
+  readonly deployedVersion?: string;
 }
 
 /** How many ranked candidates a placement records (the `admitted` event's snapshot). */
@@ -52,7 +54,9 @@ export type Placement<C extends Candidate & { readonly endpoint?: string }> =
  * - After dispatch failures the run backs off exponentially (100 ms × 2^n, at most 10 s) and avoids
  *   the runtime that last refused it while another is eligible.
  * - Only runtimes of the run's worker version are candidates (worker-version.ts): the version it is
- *   pinned to once started, else the tenant's current one; runtimes without a worker always are.
+ *   pinned to once started, else the tenant's current one (its last deploy, `deployedVersion`, when
+ *   recorded: with no runtime of it yet, a new run queues with a scale-out, which starts the
+ *   provisioner's current build); runtimes without a worker always are.
  * - Only runtimes offering every step kind of the DAG are candidates (step-kinds.ts); when eligible
  *   runtimes exist but none offers them, the run queues with `step-kind-unavailable`.
  * - Otherwise the ranked candidates are tried in order; with none, the run queues with a scale-out.
@@ -84,7 +88,9 @@ export function decidePlacement<C extends Candidate & { readonly endpoint?: stri
     return { kind: "wait", why: `backing off after ${s.dispatchFailures} dispatch failures` };
   }
   const required = s.dag ? requiredStepKinds(s.dag) : [];
-  const current = s.workerVersion ? undefined : currentWorkerVersion(candidates, policy.tenant.tenantId);
+  const current = s.workerVersion
+    ? undefined
+    : currentWorkerVersion(candidates, policy.tenant.tenantId, policy.deployedVersion);
   const ofVersion = runnableByVersion(candidates, s.workerVersion, current);
   const ranked = rankCandidates(offeringEveryKind(ofVersion, required).offering, policy.tenant);
   if (ranked.length === 0) {
@@ -92,7 +98,9 @@ export function decidePlacement<C extends Candidate & { readonly endpoint?: stri
     const why = (
       (s.workerVersion
         ? `pinned to worker version ${s.workerVersion.slice(0, 12)}, which no eligible runtime runs; `
-        : "") + whyNoCandidate(ofVersion, policy.tenant)
+        : current !== undefined && !candidates.some((c) => c.worker?.version === current && !c.worker.pinned)
+          ? `the deployed worker version ${current.slice(0, 12)} runs on no runtime yet; `
+          : "") + whyNoCandidate(ofVersion, policy.tenant)
     ).slice(0, 2000);
     const reason = stepKindQueueReason(eligible, required) ?? { code: "no-visible-capacity" as const, detail: why };
     return { kind: "queue-with-scale-out", reason };

@@ -21,6 +21,8 @@ import { cancelRun } from "./cancel.ts";
 import { recordDispatch, resendIfUnknown } from "./dispatch.ts";
 import { requestScaleOut } from "./scale-out.ts";
 import type { IndexedRun } from "./run-index.ts";
+import { deployedVersionFor } from "./deployed-version.ts";
+import { deployedVersions } from "../../../platform/worker-deploys.ts";
 import { startSend, type AdmissionState, type Send } from "./sender.ts";
 
 export type { AdmissionState } from "./sender.ts";
@@ -50,6 +52,7 @@ export async function admissionPass(deps: AdmissionDeps, state: AdmissionState):
   const now = deps.env.clock.now().getTime();
   const candidates = await readCandidates(deps.view, deps.reservations, now, staleHeartbeatMsOf(deps.config));
   const budget = new PassBudget(candidates, deps.index, deps.config.sharedRuntimeHeadroom);
+  state.deployed = deployedVersions(deps.store); // each tenant's deploys read at most once per pass
   // A tenant found blocked by the last passes, with still no runtime that may take its runs, is not
   // looked at again (its new submissions aside) until a place shows up or the carry expires.
   budget.adopt(state.blocks, now);
@@ -157,15 +160,17 @@ async function handle(
   budget: PassBudget,
   now: number,
   othersInFlight: number,
-  { fair, flow }: AdmissionState,
+  { fair, flow, deployed }: AdmissionState,
 ): Promise<Send | undefined> {
   if (r.state.cancelRequested) return cancelRun(deps, r, all, now);
   const tenant = tenantSettingsOf(deps.config, r.tenantId);
   const candidates = budget.viewFor(r.tenantId);
+  const deployedVersion = await deployedVersionFor(deployed, r, candidates);
   const p = decidePlacement(r, candidates, now, {
     tenant,
     dispatchTimeoutMs: deps.config.dispatchTimeoutMs,
     activeRuns: deps.index.activeCount(r.tenantId) + othersInFlight,
+    ...(deployedVersion ? { deployedVersion } : {}),
   });
   switch (p.kind) {
     case "wait":

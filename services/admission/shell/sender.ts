@@ -23,6 +23,8 @@ export interface AdmissionState {
   readonly onSendDone: () => void;
   /** Tenants the last pass found blocked, carried into the next (PassBudget.adopt). */
   blocks?: CarriedBlocks;
+  /** The pass's per-tenant read of the last `worker.deployed` (deployed-version.ts); set by each pass. */
+  deployed?: (tenantId: string) => Promise<string | undefined>;
   /** When a pass last looked at the placements awaiting confirmation (placer.ts, PLACED_SCAN_MS). */
   placedScannedMs?: number;
   /**

@@ -30,7 +30,11 @@ export interface RuntimeRow {
 }
 
 /** Flattens a descriptor (the shared capacity fold's output); the endpoint is hidden once fenced, as the fold says. */
-export function runtimeRow(d: CapacityDescriptor, all: readonly CapacityDescriptor[] = [d]): RuntimeRow {
+export function runtimeRow(
+  d: CapacityDescriptor,
+  all: readonly CapacityDescriptor[] = [d],
+  deployed?: string,
+): RuntimeRow {
   const reg = d.registration;
   const beat = currentBeat(d);
   return {
@@ -50,18 +54,30 @@ export function runtimeRow(d: CapacityDescriptor, all: readonly CapacityDescript
     heartbeat: beat ?? null,
     conflicts: d.conflicts,
     lastSeq: d.lastSeq,
-    worker: reg?.worker ? workerRow(d, all, reg.worker, beat ? beat.runningRuns + beat.queuedRuns : 0) : null,
+    worker: reg?.worker ? workerRow(d, all, reg.worker, beat ? beat.runningRuns + beat.queuedRuns : 0, deployed) : null,
   };
 }
 
-function workerRow(d: CapacityDescriptor, all: readonly CapacityDescriptor[], w: RuntimeWorker, runs: number) {
+/** `deployed`: the version of the runtime's tenant's last `worker.deployed`, which is current when recorded. */
+function workerRow(
+  d: CapacityDescriptor,
+  all: readonly CapacityDescriptor[],
+  w: RuntimeWorker,
+  runs: number,
+  deployed: string | undefined,
+) {
   const runtimes = all.map((x) => ({
     runtimeInstanceId: x.runtimeInstanceId,
     status: x.status,
     ...(x.registration?.tenantId ? { tenantId: x.registration.tenantId } : {}),
     ...(x.registration?.worker ? { worker: x.registration.worker } : {}),
   }));
-  const state = drainStates(runtimes, d.registration?.tenantId ?? "", (id) => (id === d.runtimeInstanceId ? runs : 0));
+  const state = drainStates(
+    runtimes,
+    d.registration?.tenantId ?? "",
+    (id) => (id === d.runtimeInstanceId ? runs : 0),
+    deployed,
+  );
   const mine = state.find((x) => x.runtimeInstanceId === d.runtimeInstanceId);
   return { ...w, draining: mine?.draining ?? true, pinnedRuns: runs };
 }

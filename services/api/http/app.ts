@@ -20,6 +20,7 @@ import { signalsRoute } from "./signals-route.ts";
 import { bulkRoutes } from "./bulk-routes.ts";
 import { schedulesRoutes } from "./schedules-routes.ts";
 import { stepCacheRoutes } from "./step-cache-routes.ts";
+import { workersRoutes } from "./workers-routes.ts";
 
 /** Bodies above this are refused with 413 before parsing: a DAG fits well below, and an event must stay under NATS' max payload. */
 export const BODY_LIMIT_BYTES = 256 * 1024;
@@ -82,6 +83,7 @@ export async function buildApp(
       await v1.register(bulkRoutes, { deps });
       await v1.register(schedulesRoutes, { deps });
       await v1.register(stepCacheRoutes, { deps });
+      await v1.register(workersRoutes, { deps });
       await v1.register(eventsRoute, { deps, feeds });
       await v1.register(operatorRoutes, { deps });
       await v1.register(forensicsRoutes, { deps });

@@ -5,6 +5,7 @@ import { requireOperator } from "../domain/access.ts";
 import { publicRow } from "../domain/forensics-view.ts";
 import { capacityEntry, runtimeRow } from "../domain/runtime-view.ts";
 import type { ApiDeps } from "../shell/deps.ts";
+import { deployedVersions } from "../../../platform/worker-deploys.ts";
 import { credentialOf } from "./auth.ts";
 
 const MeAnswer = z.object({
@@ -47,7 +48,12 @@ export const operatorRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (a
   app.get("/runtimes", async (request) => {
     requireOperator(credentialOf(request));
     const all = await deps.capacity.descriptors();
-    return { runtimes: all.map((d) => runtimeRow(d, all)) };
+    // Each tenant's last deploy (docs/worker-versions.md "Deploys as events") decides who drains.
+    const deployed = deployedVersions(deps.store);
+    const tenants = new Set(all.flatMap((d) => (d.registration?.worker ? [d.registration.tenantId ?? ""] : [])));
+    tenants.delete("");
+    const versions = new Map(await Promise.all([...tenants].map(async (t) => [t, await deployed(t)] as const)));
+    return { runtimes: all.map((d) => runtimeRow(d, all, versions.get(d.registration?.tenantId ?? ""))) };
   });
 
   app.get("/capacity", async (request) => {

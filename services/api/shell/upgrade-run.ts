@@ -2,6 +2,7 @@ import { foldRun } from "../../../aggregates/run.ts";
 import type { TenantId, WorkerVersion } from "../../../contracts/index.ts";
 import { decideUpgrade, type UpgradeDecision, type UpgradeRuntime } from "../domain/upgrade.ts";
 import type { ApiDeps } from "./deps.ts";
+import { deployedVersion } from "../../../platform/worker-deploys.ts";
 import { decideOnRun } from "./run-append.ts";
 import { readRunDetail } from "./run-queries.ts";
 
@@ -40,7 +41,9 @@ export async function upgradeRun(
 ): Promise<UpgradeDecision> {
   return decideOnRun<UpgradeDecision, "run.upgraded">(deps, tenantId, sharedRunId, requestId, async (history) => {
     const detail = await readRunDetail(deps.store, tenantId, sharedRunId); // not-found for another tenant's run
-    const decision = decideUpgrade(foldRun(history.events), detail.steps, await registeredRuntimes(deps), target);
+    // Without a version: the tenant's last deploy when recorded (docs/worker-versions.md), else the deployedAt rule.
+    const to = target ?? (await deployedVersion(deps.store, tenantId));
+    const decision = decideUpgrade(foldRun(history.events), detail.steps, await registeredRuntimes(deps), to);
     if (decision.outcome !== "upgrade") return { answer: decision };
     const { fromVersion, toVersion, kinds } = decision;
     return {

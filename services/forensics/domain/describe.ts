@@ -48,6 +48,20 @@ export function describe(e: DroverEvent, aggregateId: string): Description {
         { runtimeInstanceId: x.runtimeInstanceId },
       );
     }
+    case "worker": {
+      const w = e as Of<"worker">;
+      if (w.type === "worker.deploy-requested")
+        return d(`worker deploy requested by ${w.data.requestedBy}`, { requestedBy: w.data.requestedBy });
+      return d(
+        `worker version ${w.data.version.slice(0, 12)} deployed${w.data.requestedBy ? ` (asked by ${w.data.requestedBy})` : ""}`,
+        {
+          version: w.data.version,
+          kinds: w.data.kinds.length,
+          ...(w.data.previous ? { previous: w.data.previous } : {}),
+          ...(w.data.requestedBy ? { requestedBy: w.data.requestedBy } : {}),
+        },
+      );
+    }
     default:
       return describeForensics(e as Of<"forensics">);
   }

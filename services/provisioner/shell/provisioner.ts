@@ -3,6 +3,7 @@ import type { HostProvider, Reason, RuntimeWorker } from "../../../contracts/ind
 import { sourceWorker } from "../../../platform/hosts/worker-builds.ts";
 import type { StoredEvent } from "../../../streams/index.ts";
 import { kubernetesWorker } from "../domain/kubernetes-worker.ts";
+import { recordDeploy } from "./deploys.ts";
 import { planRequest } from "../domain/plan.ts";
 import type { Roster } from "../domain/runtime-roster.ts";
 import type { RequestState } from "../domain/request-state.ts";
@@ -199,6 +200,16 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
           return undefined;
         }
         if (built) next = { ...next, registration: { ...next.registration, worker: built.worker } };
+        // A runtime of the tenant's current build, not one asked for by version: a build the
+        // deploys do not record yet is a deploy (the module changed since the last one), recorded
+        // before the runtime registers, so it is current, not draining (deploys.ts).
+        if (built && !req.workerVersion && !built.worker.pinned && next.registration.tenantId)
+          await recordDeploy(
+            d,
+            next.registration.tenantId,
+            built.worker,
+            workerKindsOf(d, s.tenantId).workerKinds ?? [],
+          );
         const runtimeOrigin = { ...origin, tenantId: next.registration.tenantId };
         const taken = {
           runtimeInstanceId: next.runtimeInstanceId as never,

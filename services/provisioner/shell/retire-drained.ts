@@ -4,6 +4,7 @@ import { drainStates, type VersionedRuntime } from "../../../aggregates/capacity
 import type { HostStrategy } from "../../../platform/hosts/types.ts";
 import type { Roster } from "../domain/runtime-roster.ts";
 import { sendCommand } from "../../../platform/runtime-client.ts";
+import { deployedVersions } from "../../../platform/worker-deploys.ts";
 import type { ProvisionerDeps } from "./context.ts";
 import type { RosterView } from "./roster-view.ts";
 import { stopHosts, type LiveHost } from "./stop-hosts.ts";
@@ -29,6 +30,7 @@ export interface DrainSource {
  * for `idleMs` (so a pinned run dispatched a moment ago is seen first), it is stopped like a planned
  * stop (stop-hosts.ts: the exact incarnation killed, `runtime retired` with the proof). `retiring`
  * names the runtimes being stopped, whose exits are then not recorded as crashes.
+ * "Current" is the tenant's last `worker.deployed` when there is one (read once per check).
  * Failure modes: an unreachable runtime or a store error skips it until the next check.
  */
 export function watchDrainedRuntimes(
@@ -43,6 +45,8 @@ export function watchDrainedRuntimes(
   let running: Promise<void> = Promise.resolve();
   const check = async () => {
     const r = await roster.current();
+    // The tenant's last `worker.deployed` decides what is current, as for admission and the API.
+    const deployed = deployedVersions(d.store);
     const all: VersionedRuntime[] = [...r.runtimes.values()].map((s) => ({
       runtimeInstanceId: s.runtimeInstanceId,
       ...(s.tenantId ? { tenantId: s.tenantId } : {}),
@@ -54,7 +58,9 @@ export function watchDrainedRuntimes(
     )) {
       const s = r.runtimes.get(h.runtimeInstanceId);
       if (!s?.worker || !s.tenantId || !s.endpoint || !s.transport || !s.capacityPublished || s.endedBy) continue;
-      const state = drainStates(all, s.tenantId, () => 0).find((x) => x.runtimeInstanceId === s.runtimeInstanceId);
+      const state = drainStates(all, s.tenantId, () => 0, await deployed(s.tenantId)).find(
+        (x) => x.runtimeInstanceId === s.runtimeInstanceId,
+      );
       if (!state?.draining) {
         idleSince.delete(s.runtimeInstanceId);
         continue;
