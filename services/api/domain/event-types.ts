@@ -43,7 +43,8 @@ export function typeSubjects(types: string | undefined, scope: FeedScope): strin
   if (byAggregate.size === 0) return undefined;
   const out: string[] = [];
   for (const [aggregate, names] of byAggregate) {
-    const scoped = aggregate === "runtime" ? aggregate : `${aggregate}.${scope.kind === "tenant" ? scope.tenantId : "*"}`;
+    const scoped =
+      aggregate === "runtime" ? aggregate : `${aggregate}.${scope.kind === "tenant" ? scope.tenantId : "*"}`;
     // `<aggregate>.*` covers its exact types too: overlapping filters are refused by the server.
     if (names.has("*")) out.push(`${scoped}.>`);
     else for (const n of names) out.push(`${scoped}.*.${n}`);
