@@ -151,6 +151,8 @@ export const requiredKindOf = (step: { kind: string; handler?: string }): string
 export const requiredStepKinds = (dag: { steps: readonly { kind: string; handler?: string }[] }): string[] =>
   [...new Set(dag.steps.map(requiredKindOf))].sort();
 
+const utf8 = new TextEncoder();
+
 /** Structural checks beyond the per-step schema; each returns a message naming the offending step. */
 export function dagIssues(
   steps: readonly (Pick<Step, "id" | "dependsOn" | "params" | "when" | "map"> & { kind?: string })[],
@@ -160,7 +162,9 @@ export function dagIssues(
   for (const s of steps) {
     if (ids.has(s.id)) issues.push(`duplicate step id "${s.id}"`);
     ids.add(s.id);
-    const size = new TextEncoder().encode(JSON.stringify(s.params ?? {})).length;
+    const json = JSON.stringify(s.params ?? {});
+    // UTF-8 takes at most 3 bytes per UTF-16 unit: short params need no encoding to be measured.
+    const size = json.length * 3 <= DAG_LIMITS.maxParamsBytes ? json.length : utf8.encode(json).length;
     if (size > DAG_LIMITS.maxParamsBytes)
       issues.push(`step "${s.id}" params are ${size} bytes, more than ${DAG_LIMITS.maxParamsBytes}`);
   }

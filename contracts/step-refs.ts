@@ -39,16 +39,22 @@ export const isSecret = (v: unknown): v is SecretValue =>
 
 /** Every `$ref` path and `$secret` name anywhere in a params value, in document order. */
 export function collectRefs(value: unknown): { refs: string[]; secrets: string[] } {
-  const refs: string[] = [];
-  const secrets: string[] = [];
-  const walk = (v: unknown): void => {
-    if (isRef(v)) refs.push(v.$ref);
-    else if (isSecret(v)) secrets.push(v.$secret);
-    else if (Array.isArray(v)) v.forEach(walk);
-    else if (isObject(v)) Object.values(v).forEach(walk);
-  };
-  walk(value);
-  return { refs, secrets };
+  const found = { refs: [] as string[], secrets: [] as string[] };
+  walkRefs(value, found);
+  return found;
+}
+
+// A plain recursive function, not a closure made per call: every event decode that carries a DAG
+// (each service reads every `run.submitted`) walks every step's params here.
+function walkRefs(v: unknown, found: { refs: string[]; secrets: string[] }): void {
+  if (v === null || typeof v !== "object") return;
+  if (Array.isArray(v)) {
+    for (const x of v) walkRefs(x, found);
+    return;
+  }
+  if (isRef(v)) found.refs.push(v.$ref);
+  else if (isSecret(v)) found.secrets.push(v.$secret);
+  else for (const k in v) if (Object.hasOwn(v, k)) walkRefs((v as Record<string, unknown>)[k], found);
 }
 
 /** The step a `steps.<id>.output…` path names, or undefined for an `input…` or `item…` path. */

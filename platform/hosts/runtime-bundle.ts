@@ -13,7 +13,12 @@ const ROOT = resolve(import.meta.dirname, "../..");
  * start from source through tsx, exactly as before.
  */
 export function runtimeCommand(onFallback?: (why: string) => void): readonly string[] {
-  const fromSource = [process.execPath, "--import", "tsx", resolve(ROOT, "services/runtime/main.ts")];
+  // DROVER_CPU_PROF_DIR (with "runtime" in DROVER_CPU_PROF_SERVICES, or that unset): each runtime
+  // writes a V8 CPU profile there when it exits, as the services do (platform/control-plane-processes.ts).
+  const { DROVER_CPU_PROF_DIR: profDir, DROVER_CPU_PROF_SERVICES: only } = process.env;
+  const prof =
+    profDir && (!only || only.split(",").includes("runtime")) ? ["--cpu-prof", `--cpu-prof-dir=${profDir}`] : [];
+  const fromSource = [process.execPath, ...prof, "--import", "tsx", resolve(ROOT, "services/runtime/main.ts")];
   if (process.env.DROVER_RUNTIME_FROM_SOURCE === "1") return fromSource;
   try {
     const dir = resolve(ROOT, ".run/build");
@@ -36,7 +41,7 @@ export function runtimeCommand(onFallback?: (why: string) => void): readonly str
       writeFileSync(tmp, out.contents);
       renameSync(tmp, outfile);
     }
-    return [process.execPath, outfile];
+    return [process.execPath, ...prof, outfile];
   } catch (e) {
     onFallback?.(String((e as Error).message ?? e).slice(0, 300));
     return fromSource;

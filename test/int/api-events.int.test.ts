@@ -19,9 +19,10 @@ async function readFeed(
   base: string,
   headers: Record<string, string>,
   until: (frames: Frame[]) => boolean,
+  query = "",
 ): Promise<Frame[]> {
   const abort = new AbortController();
-  const res = await fetch(`${base}/v1/events`, { headers, signal: abort.signal });
+  const res = await fetch(`${base}/v1/events${query}`, { headers, signal: abort.signal });
   expect(res.status).toBe(200);
   expect(res.headers.get("content-type")).toContain("text/event-stream");
   const frames: Frame[] = [];
@@ -99,6 +100,38 @@ describe("api event feed (SSE) against a real nats-server", () => {
       return events(fs).length > 0;
     });
     expect(events(frames).map((e) => e.event.type)).toEqual(["run.cancelled"]);
+  });
+
+  it("filters ?types= on the server (NATS consumer filters on those subjects): caught-up first, then only those events", async () => {
+    const run = await submit("acme");
+    let appended = false;
+    let filters: readonly string[] | undefined;
+    const frames = await readFeed(
+      base,
+      { ...auth("acme"), "last-event-id": String(run.lastSeq - 1) },
+      (fs) => {
+        if (caughtUp(fs) && !appended) {
+          appended = true;
+          void (async () => {
+            // The feed's ordered consumer, as the server holds it: it filters on the types' subjects only.
+            for await (const c of fx.jsm.consumers.list(fx.layout.eventStream))
+              if (c.config.filter_subjects?.some((f) => f.endsWith(".cancelled"))) filters = c.config.filter_subjects;
+            await fx.store.append(
+              runRef(TenantId.parse("acme"), run.sharedRunId),
+              event("run.cancelled", { tenantId: TenantId.parse("acme") }),
+              { expectedSeq: run.lastSeq },
+            );
+          })();
+        }
+        return events(fs).length > 0;
+      },
+      "?types=run.cancelled,run.completed,runtime.registered,not-a-type",
+    );
+    // The stored run.submitted is not sent at all: caught-up comes first.
+    expect(frames.map((f) => f.event)).toEqual(["caught-up", "message"]);
+    expect(events(frames).map((e) => e.event.type)).toEqual(["run.cancelled"]);
+    const p = fx.layout.eventPrefix;
+    expect(filters).toEqual([`${p}.run.acme.*.cancelled`, `${p}.run.acme.*.completed`]);
   });
 
   it("gives a tenant with no events of its own an empty feed up to caught-up, whatever other tenants wrote", async () => {

@@ -26,7 +26,8 @@ export const LastEventIdHeaders = z.object({
  * `GET /events`: Server-Sent Events straight from JetStream. A tenant sees its own tenant-scoped
  * events only; an operator sees everything, or one tenant with `?tenant=`. Resumes after
  * `Last-Event-ID`, or starts after the stream's last event with `?from=now`; `?types=` keeps only
- * those event types (invalid frames and `caught-up` always pass). Every check happens before the
+ * those event types, filtered by the server on their subjects (`caught-up` always passes, and an
+ * invalid frame on those subjects). Every check happens before the
  * response is taken over, so refusals still go through the error handler; once streaming, a
  * failure ends the stream and the client resumes.
  */
@@ -44,7 +45,7 @@ export const eventsRoute: FastifyPluginAsyncZod<{ deps: ApiDeps; feeds?: FeedSlo
       const after = header !== undefined ? Number(header) : request.query.from === "now" ? await deps.feed.head() : 0;
       const keep = typeFilter(request.query.types);
       await serve(request, reply, async function* (signal) {
-        for await (const frame of deps.feed.follow(scope, after, signal))
+        for await (const frame of deps.feed.follow(scope, after, signal, request.query.types))
           if (frame.kind !== "event" || keep(frame.event.type)) yield frame;
       });
     },

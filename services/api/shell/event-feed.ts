@@ -4,6 +4,7 @@ import { decodeEvent, type DroverEvent } from "../../../contracts/index.ts";
 import type { StreamLayout } from "../../../streams/layout.ts";
 import { tenantFilter } from "../../../streams/subjects.ts";
 import { subjectVisibleIn, visibleIn, type FeedScope } from "../domain/access.ts";
+import { typeSubjects } from "../domain/event-types.ts";
 import { LIVE_CONSUME } from "../../../streams/index.ts";
 
 /** One frame of an event feed. */
@@ -31,7 +32,7 @@ export interface EventFeed {
    * aborts or the connection closes (the iterator then ends; the client resumes after the last id).
    * Rejects with the JetStream error when the feed cannot be opened.
    */
-  follow(scope: FeedScope, afterSeq: number, signal: AbortSignal): AsyncIterable<FeedFrame>;
+  follow(scope: FeedScope, afterSeq: number, signal: AbortSignal, types?: string): AsyncIterable<FeedFrame>;
   /** The stream's last sequence now (`?from=now` follows after it). */
   head(): Promise<number>;
 }
@@ -39,19 +40,24 @@ export interface EventFeed {
 /**
  * The feed straight from JetStream: an ordered consumer (ephemeral, flow-controlled, re-created
  * by the client on gaps) on the scope's subjects. A tenant's scope is filtered by the server on
- * `<prefix>.*.<tenant>.>` and re-checked per event ({@link visibleIn}).
+ * `<prefix>.*.<tenant>.>` and re-checked per event ({@link visibleIn}). With `types` (`?types=`),
+ * the server filters on those events' subjects ({@link typeSubjects}): a feed of run ends is sent
+ * run ends, not every step of the tenant to decode and drop.
  */
 export function jetStreamFeed(js: JetStreamClient, jsm: JetStreamManager, layout: StreamLayout): EventFeed {
   return {
     head: async () => (await jsm.streams.info(layout.eventStream)).state.last_seq,
-    async *follow(scope, afterSeq, signal) {
-      const filter = scope.kind === "all" ? `${layout.eventPrefix}.>` : tenantFilter(layout, scope.tenantId);
+    async *follow(scope, afterSeq, signal, types) {
+      const filters = typeSubjects(types, scope)?.map((s) => `${layout.eventPrefix}.${s}`) ?? [
+        scope.kind === "all" ? `${layout.eventPrefix}.>` : tenantFilter(layout, scope.tenantId),
+      ];
       const start = afterSeq + 1;
-      // Whether anything is stored for the filter yet: with nothing to replay, `caught-up` comes first.
-      let caughtUp = !(await anyAtOrAfter(jsm, layout.eventStream, filter, start));
+      // Whether anything is stored for the filters yet: with nothing to replay, `caught-up` comes first.
+      let caughtUp = true;
+      for (const f of filters) if (caughtUp) caughtUp = !(await anyAtOrAfter(jsm, layout.eventStream, f, start));
       const consumer = await js.consumers.get(layout.eventStream, {
         // An array: the client creates it by the unnamed request, the only form services may use (docs/nats-identities.md).
-        filter_subjects: [filter],
+        filter_subjects: filters,
         deliver_policy: DeliverPolicy.StartSequence,
         opt_start_seq: start,
       });

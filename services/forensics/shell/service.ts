@@ -11,8 +11,14 @@ import { beginBuild, buildState, endBuild, isBuilt, mongoCheckpointStore } from 
 import { ensureIndexes, readModelDb, type ReadModelDb } from "./collections.ts";
 import { forensicsProjection, PROJECTION_NAME } from "./projection.ts";
 
-/** How long caught-up events may wait for more before the read models are written (streams/projection-runner.ts `lingerMs`). */
-export const FORENSICS_LINGER_MS = 50;
+/**
+ * How long caught-up events may wait for more before the read models are written
+ * (streams/projection-runner.ts `lingerMs`). 200, not 50: a W2 run's events (10 steps in about half
+ * a second) then reach FerretDB in fewer windows, so its run and execution documents are rewritten
+ * less often (FerretDB CPU per 1,000 W2 steps ~315 -> ~215 ms over five paired runs, and W2
+ * throughput up in each pair); the read models trail a quiet stream by up to 200 ms.
+ */
+export const FORENSICS_LINGER_MS = 200;
 
 /**
  * Live, most events applied in one batch (streams/projection-runner.ts `liveBatchSize`; catch-up and

@@ -17,7 +17,10 @@ const isRunEvent = (e: DroverEvent): e is RunEvent => e.type.startsWith("run.");
  * The scheduler's view of the log: every schedule's fold, and which runs it started are still
  * open (a `fired` adds its run; the run's own fold, `evolveRun`, decides when it has ended, so a
  * terminal event written by a runtime the run is not placed on ends nothing). Rebuilt from the
- * log at every start; undecodable messages are reported and stepped over (never fatal).
+ * log at every start; undecodable messages are reported and stepped over (never fatal). A run
+ * event of a run no fire started (every run of the API, most of the log) is stepped over by its
+ * subject's id token before it is decoded: the scheduler folds only its own runs, and decoding
+ * every `run.submitted` DAG to drop it was most of its CPU under load.
  */
 export class ScheduleBook {
   readonly entries = new Map<string, Entry>();
@@ -29,6 +32,9 @@ export class ScheduleBook {
   constructor(private readonly onInvalid: (subject: string, seq: number, error: string) => void) {}
 
   apply(m: Pick<JsMsg, "subject" | "seq" | "data" | "info">): void {
+    // `<prefix>.run.<tenant>.<sharedRunId>.<event>`
+    const tokens = m.subject.split(".");
+    if (tokens.at(-4) === "run" && !this.runs.has(tokens.at(-2)!)) return;
     let e;
     try {
       e = decodeEvent(m.data, { seq: m.seq, subject: m.subject });

@@ -47,4 +47,17 @@ describe("scheduler book: a fire's run ends by the run's own fold (pure: proves 
       expect([t, openRuns(book)]).toEqual([t, []]);
     }
   });
+
+  it("decodes only the run events of runs a fire started: others are stepped over by subject, undecoded", () => {
+    const invalid: string[] = [];
+    const book = new ScheduleBook((subject) => invalid.push(subject));
+    const garbage = (subject: string, seq: number) =>
+      book.apply({ subject, seq, data: enc.encode("{not json"), info: { timestampNanos: 1e15 } as never });
+    garbage("d.run.tenant-a.run-not-fired.submitted", 1);
+    expect(invalid).toEqual([]);
+    feed(book, opened());
+    garbage(`d.run.tenant-a.${ids.sharedRun}.started`, 10);
+    expect(invalid).toEqual([`d.run.tenant-a.${ids.sharedRun}.started`]);
+    expect(openRuns(book)).toEqual([ids.sharedRun]);
+  });
 });
