@@ -206,6 +206,16 @@ async function handle(
         return undefined;
       }
       let placed = false;
+      // Confirmed as soon as `admitted` is in the log, while `dispatched` is appended (one Redis
+      // round trip less on each placement's path); settled after the attempt otherwise. Its error,
+      // kept rather than left unhandled meanwhile, surfaces where the settle's would.
+      let confirmed: Promise<unknown> | undefined;
+      const confirm = () => {
+        confirmed = settleQuota(deps, r, true, now).then(
+          () => undefined,
+          (e: unknown) => ({ failed: e }),
+        );
+      };
       try {
         const keys = await takeFlowKeys(deps, flow, r, tenant, now);
         if (!keys.ok) {
@@ -216,7 +226,7 @@ async function handle(
           if (!budget.claim(c, r.tenantId)) continue; // taken by a parallel placement of this pass
           let full = false;
           try {
-            const send = await placeOn(deps, r, c, p.snapshot, now);
+            const send = await placeOn(deps, r, c, p.snapshot, now, confirm);
             // New work placed on a shared runtime counts against its tenant's fair share.
             if (send && send !== "full" && c.isolationMode === "shared" && !r.state.recoveryPending)
               fair.charge(r.tenantId, tenant.weight);
@@ -229,7 +239,8 @@ async function handle(
           }
         }
       } finally {
-        await settleQuota(deps, r, placed, now);
+        const outcome = await (confirmed ?? settleQuota(deps, r, placed, now));
+        if (outcome && typeof outcome === "object" && "failed" in outcome) throw outcome.failed;
       }
       budget.block(
         r,
@@ -245,13 +256,17 @@ async function handle(
   }
 }
 
-/** Reserves a slot of `c` for the run and records the placement; "full" when Redis has none left. */
+/**
+ * Reserves a slot of `c` for the run and records the placement; "full" when Redis has none left.
+ * `admitted` is called once the run's `admitted` is in the log (before `dispatched` is appended).
+ */
 async function placeOn(
   deps: AdmissionDeps,
   r: IndexedRun,
   c: Placeable,
   snapshot: readonly { runtimeInstanceId: string; rank: number; why: string }[],
   now: number,
+  admitted: () => void,
 ): Promise<Send | "full" | undefined> {
   const outcome = await deps.reservations.reserve(
     c.runtimeInstanceId,
@@ -283,6 +298,7 @@ async function placeOn(
   // Lost the run to another decider: keep the reservation until it expires. Releasing it could free
   // a slot the winner holds under the same key (same run) and let a third placement over-commit.
   if (admittedSeq === undefined) return undefined;
+  admitted();
   return recordDispatch(deps, r, c);
 }
 
