@@ -63,7 +63,12 @@ export async function admissionPass(deps: AdmissionDeps, state: AdmissionState):
   const last = state.placedScannedMs ?? -Infinity;
   const scanPlaced = now - last >= PLACED_SCAN_MS || now < last;
   if (scanPlaced) state.placedScannedMs = now;
-  const side = [...work.side, ...(scanPlaced ? work.placed : [])]
+  // Of those, only the ones older than the staleness bound can need anything (placementInFlight):
+  // a numeric test first, since in a burst `placed` holds every run in flight.
+  const staleAfter = 2 * deps.config.dispatchTimeoutMs;
+  const placedDue: IndexedRun[] = [];
+  if (scanPlaced) for (const r of work.placed) if (now - r.sinceMs > staleAfter) placedDue.push(r);
+  const side = [...work.side, ...placedDue]
     .filter((r) => !busy.has(key(r)) && !waits(r))
     .sort(
       (a, b) =>
@@ -207,14 +212,12 @@ async function handle(
       }
       let placed = false;
       // Confirmed as soon as `admitted` is in the log, while `dispatched` is appended (one Redis
-      // round trip less on each placement's path); settled after the attempt otherwise. Its error,
-      // kept rather than left unhandled meanwhile, surfaces where the settle's would.
-      let confirmed: Promise<unknown> | undefined;
+      // round trip less on each placement's path); settled after the attempt otherwise. Its error
+      // surfaces where the settle's would (marked handled meanwhile, awaited below).
+      let confirmed: Promise<void> | undefined;
       const confirm = () => {
-        confirmed = settleQuota(deps, r, true, now).then(
-          () => undefined,
-          (e: unknown) => ({ failed: e }),
-        );
+        confirmed = settleQuota(deps, r, true, now);
+        confirmed.catch(() => undefined);
       };
       try {
         const keys = await takeFlowKeys(deps, flow, r, tenant, now);
@@ -239,8 +242,7 @@ async function handle(
           }
         }
       } finally {
-        const outcome = await (confirmed ?? settleQuota(deps, r, placed, now));
-        if (outcome && typeof outcome === "object" && "failed" in outcome) throw outcome.failed;
+        await (confirmed ?? settleQuota(deps, r, placed, now));
       }
       budget.block(
         r,
