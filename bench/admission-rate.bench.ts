@@ -37,7 +37,6 @@ import type { Finish, LoadCommand, LoadDone, LoadSetup } from "./support/admissi
 import { publishBeat, publishReadyRuntime } from "../test/support/fake-runtime-capacity.ts";
 import { freshStreams, eventually } from "../test/support/streams.ts";
 import { connectHarness } from "../platform/nats-auth/server-keys.ts";
-import { serviceRedisOptions } from "../platform/bootstrap.ts";
 import { cpuSnapshot, cpuSpent } from "./support/cpu.ts";
 import { latencyMetric, recordMetrics, round } from "./support/results.ts";
 import { loadavg } from "node:os";
@@ -72,7 +71,7 @@ try {
   const admNc = await connectHarness({ servers: nats.url, noAsyncTraces: noTraces });
   const js = jetstream(admNc);
   const admStore = createEventStore(admNc, fx.layout);
-  const r = new Redis(redis.url, serviceRedisOptions); // as main.ts gets it (platform/bootstrap.ts)
+  const r = new Redis(redis.url, { maxRetriesPerRequest: 2, enableOfflineQueue: true }); // as platform/bootstrap.ts
   const view = redisCapacityView<CapacityDescriptor>(r, CP);
   const capacity = await startCapacityProjection({ js, layout: fx.layout, view, controlPlaneId: CP });
   const rt = "rt-rate";
