@@ -6,11 +6,14 @@
  * every DispatchRun and appends the run's `started` and `completed` as a runtime does (conditional
  * appends through the real event store), so placements end and the tenant's counts move as in
  * production. This measures admission, not runtimes (admission.bench.ts measures the whole stack).
+ * The load (submitters, the runtime's appends, watching for `run.dispatched`) runs on its own
+ * thread with its own connection (support/admission-load.worker.ts), as the API and runtimes are
+ * other processes in production: this thread runs admission and the capacity projection only.
  *
  * Figures (server timestamps of `run.submitted` and `run.dispatched` read back from the stream):
  * - `admission_runs_per_s`: BENCH_ADMIT_RUNS runs submitted as fast as 32 publishers can, runs
- *   dispatched ÷ (last dispatch − first submission); CPU per run of this process (admission,
- *   capacity projection, submitters, fake runtime) and of nats-server and redis-server.
+ *   dispatched ÷ (last dispatch − first submission); CPU per run of admission's thread (admission,
+ *   capacity projection), of the whole process (with the load thread), nats-server and redis-server.
  * - `dispatch_latency_ms_at_200` / `_at_1000`: runs submitted open-loop at 200 and 1 000 runs/s
  *   (BENCH_RATE_SECONDS each), p50/p99 of submission → dispatched.
  */
@@ -24,17 +27,26 @@ import { RunIndex, startAdmission } from "../services/admission/index.ts";
 import { startCapacityProjection } from "../services/capacity/index.ts";
 import { redisCapacityView } from "../platform/capacity-view.ts";
 import { randomIds, systemClock } from "../platform/envelope.ts";
+import { readFile } from "node:fs/promises";
+import { Worker } from "node:worker_threads";
 import { redisReservations } from "../platform/reservations.ts";
 import { redisTenantClaims } from "../platform/tenant-claims.ts";
 import { startNats, startRedis } from "../platform/local-servers.ts";
-import { createEventStore, eventTypeFilter, runRef, type StoredEvent } from "../streams/index.ts";
-import { looseEvent } from "../test/support/loose-event.ts";
+import { createEventStore, type StoredEvent } from "../streams/index.ts";
+import type { Finish, LoadCommand, LoadDone, LoadSetup } from "./support/admission-load.worker.ts";
 import { publishBeat, publishReadyRuntime } from "../test/support/fake-runtime-capacity.ts";
 import { freshStreams, eventually } from "../test/support/streams.ts";
 import { connectHarness } from "../platform/nats-auth/server-keys.ts";
 import { cpuSnapshot, cpuSpent } from "./support/cpu.ts";
 import { latencyMetric, recordMetrics, round } from "./support/results.ts";
 import { loadavg } from "node:os";
+
+/** CPU ms (user + system) of this process's main thread: admission's, without the load thread. */
+const threadCpuMs = async (): Promise<number> => {
+  const stat = await readFile(`/proc/self/task/${process.pid}/stat`, "utf8");
+  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(f[11]) + Number(f[12])) * 10; // USER_HZ is 100 on Linux
+};
 
 const BURST = Number(process.env.BENCH_ADMIT_RUNS ?? 3000);
 const RATE_SECONDS = Number(process.env.BENCH_RATE_SECONDS ?? 5);
@@ -47,25 +59,19 @@ const config = DroverConfig.parse({
   dispatchTimeoutMs: 3000,
   tenants: [{ tenantId: TENANT, isolationMode: "dedicated", maxConcurrentRuns: 100_000, maxQueuedRuns: 100_000 }],
 });
-const dag = { steps: [{ id: "only", kind: "compute", params: { durationMs: 0 } }] };
-const runtimeEnv = {
-  writer: { service: "runtime" as const, instanceId: "fake-rt" },
-  clock: systemClock,
-  ids: randomIds,
-};
-const apiEnv = { writer: { service: "api" as const, instanceId: "bench" }, clock: systemClock, ids: randomIds };
-
 const nats = await startNats();
 const redis = await startRedis();
 try {
   const fx = await freshStreams(nats.url, "rate");
+  // Admission and capacity on their own connection, as in production, and the load on another
+  // (its own thread); both without async traces, as every service connects (platform/bootstrap.ts,
+  // services/runtime/shell/start.ts).
+  const noTraces = process.env.BENCH_ASYNC_TRACES !== "1";
   const store = createEventStore(fx.nc, fx.layout);
-  // Admission and capacity on their own connection, as in production (submitters and the fake
-  // runtime share the fixture's), with the async traces main.ts sets (platform/bootstrap.ts).
-  const admNc = await connectHarness({ servers: nats.url, noAsyncTraces: process.env.BENCH_ASYNC_TRACES !== "1" });
+  const admNc = await connectHarness({ servers: nats.url, noAsyncTraces: noTraces });
   const js = jetstream(admNc);
   const admStore = createEventStore(admNc, fx.layout);
-  const r = new Redis(redis.url, { maxRetriesPerRequest: 1 });
+  const r = new Redis(redis.url, { maxRetriesPerRequest: 2, enableOfflineQueue: true }); // as platform/bootstrap.ts
   const view = redisCapacityView<CapacityDescriptor>(r, CP);
   const capacity = await startCapacityProjection({ js, layout: fx.layout, view, controlPlaneId: CP });
   const rt = "rt-rate";
@@ -79,32 +85,33 @@ try {
   await publishBeat(js, fx.layout, rt, 1, 10_001);
   await eventually("capacity", async () => ((await view.all()).some((d) => d.beats["pid:1:1"]) ? true : undefined));
 
-  // The runtime: accepts every DispatchRun, then records the run started and completed on the
-  // `dispatched` sequence, as the real runtime's conditional appends do.
-  const finishing = new Set<Promise<unknown>>();
-  const finish = async (p: { tenantId: string; sharedRunId: string; localRunId: string; dispatchedSeq: number }) => {
-    const ref = runRef(p.tenantId, p.sharedRunId);
-    const opts = { tenantId: p.tenantId, correlationId: p.sharedRunId, causationId: `run:${p.localRunId}` };
-    const executionId = randomIds.next("ex");
-    const started = looseEvent(
-      runtimeEnv,
-      "run.started",
-      { executionId, localRunId: p.localRunId, runtimeInstanceId: rt },
-      opts,
-    );
-    const completed = looseEvent(
-      runtimeEnv,
-      "run.completed",
-      { executionId, localRunId: p.localRunId, outputDigest: "0" },
-      opts,
-    );
-    await store.appendAll(ref, [started, completed], { expectedSeq: p.dispatchedSeq });
-  };
+  // The load (submitters, the runtime's appends) on its own thread (support/admission-load.worker.ts).
+  // TypeScript in the worker too: tsx's loader hooks are per thread, so the worker registers them first.
+  const entry = new URL("./support/admission-load.worker.ts", import.meta.url).href;
+  const boot = `import(${JSON.stringify(import.meta.resolve("tsx/esm/api"))}).then((t) => { t.register(); return import(${JSON.stringify(entry)}); })`;
+  const load = new Worker(boot, {
+    eval: true,
+    workerData: {
+      natsUrl: nats.url,
+      layout: fx.layout,
+      tenantId: TENANT,
+      runtimeInstanceId: rt,
+      noAsyncTraces: noTraces,
+    } satisfies LoadSetup,
+  });
+  load.on("error", (e) => console.error("load thread failed", e));
+  const ask = (c: LoadCommand) =>
+    new Promise<void>((ok) => {
+      load.once("message", (m: LoadDone) => m.kind === "done" && ok());
+      load.postMessage(c);
+    });
   const send = async (_e: string, _t: unknown, c: RuntimeCommand): Promise<RuntimeCommandResult> => {
     if (c.operation === "DispatchRun") {
-      const f = finish(c.payload as never).catch(() => undefined);
-      finishing.add(f);
-      void f.finally(() => finishing.delete(f));
+      const { tenantId, sharedRunId, localRunId, dispatchedSeq } = c.payload as Finish;
+      load.postMessage({
+        kind: "finish",
+        run: { tenantId, sharedRunId, localRunId, dispatchedSeq },
+      } satisfies LoadCommand);
     }
     return {
       success: true,
@@ -134,63 +141,20 @@ try {
   });
   await adm.ready;
 
-  const dispatched = new Set<string>();
-  const sub = fx.nc.subscribe(eventTypeFilter(fx.layout, "run.dispatched"));
-  let onDispatch = (): void => {};
-  void (async () => {
-    for await (const m of sub) {
-      dispatched.add((m.json() as { correlationId: string }).correlationId);
-      onDispatch();
-    }
-  })();
-  const allDispatched = (ids: readonly string[]) =>
-    new Promise<void>((ok, fail) => {
-      const t = setTimeout(
-        () => fail(new Error(`${ids.filter((i) => !dispatched.has(i)).length} runs not dispatched in 120 s`)),
-        120_000,
-      );
-      onDispatch = () => {
-        if (ids.every((i) => dispatched.has(i))) {
-          clearTimeout(t);
-          ok();
-        }
-      };
-      onDispatch();
-    });
-  const submit = (id: string) =>
-    store.append(
-      runRef(TENANT, id),
-      looseEvent(
-        apiEnv,
-        "run.submitted",
-        { sharedRunId: id, dag, source: "api", labels: {} },
-        {
-          tenantId: TENANT,
-          correlationId: id,
-          causationId: "bench",
-        },
-      ),
-      { expectedSeq: 0 },
-    );
-
   // Warm-up (JIT, connections), not measured.
   const warm = Array.from({ length: 200 }, (_, i) => `warm-${i}`);
-  await Promise.all(warm.map(submit));
-  await allDispatched(warm);
+  await ask({ kind: "burst", ids: warm, publishers: 32 });
+  await ask({ kind: "drain" });
 
   // Burst: as fast as 32 publishers go.
   const burst = Array.from({ length: BURST }, (_, i) => `burst-${i}`);
   const load0 = loadavg()[0]!;
   const cpu0 = await cpuSnapshot();
   const self0 = process.cpuUsage();
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: 32 }, async () => {
-      while (next < burst.length) await submit(burst[next++]!);
-    }),
-  );
-  await allDispatched(burst);
-  await Promise.all([...finishing]);
+  const main0 = await threadCpuMs();
+  await ask({ kind: "burst", ids: burst, publishers: 32 });
+  await ask({ kind: "drain" });
+  const mainMs = (await threadCpuMs()) - main0;
   const self = process.cpuUsage(self0);
   const children = cpuSpent(cpu0, await cpuSnapshot());
   const selfMs = (self.user + self.system) / 1000;
@@ -198,22 +162,12 @@ try {
   // Offered rates: open loop, one submission every 1000/rate ms.
   const offered = async (rate: number): Promise<string[]> => {
     const ids = Array.from({ length: Math.round(rate * RATE_SECONDS) }, (_, i) => `r${rate}-${i}`);
-    const t0 = performance.now();
-    const pending: Promise<unknown>[] = [];
-    for (const [i, id] of ids.entries()) {
-      const due = t0 + (i * 1000) / rate;
-      const wait = due - performance.now();
-      if (wait > 1) await new Promise((ok) => setTimeout(ok, wait));
-      pending.push(submit(id));
-    }
-    await Promise.all(pending);
-    await allDispatched(ids);
+    await ask({ kind: "offered", ids, rate });
     return ids;
   };
   const at200 = await offered(200);
   const at1000 = await offered(1000);
   const load1 = loadavg()[0]!;
-  sub.unsubscribe();
 
   const log: StoredEvent[] = [];
   await store.replay({ seq: 1 }, (e) => {
@@ -239,8 +193,8 @@ try {
     },
     admission_cpu_per_run: {
       unit: "ms",
-      value: perRun(selfMs),
-      note: `CPU per run during that burst: bench process (admission, capacity projection, submitters, fake runtime) ${perRun(selfMs)}, ${Object.entries(
+      value: perRun(mainMs),
+      note: `CPU per run during that burst: admission's thread (admission, capacity projection) ${perRun(mainMs)}; bench process in all (with the load thread: submitters, fake runtime) ${perRun(selfMs)}, ${Object.entries(
         children,
       )
         .map(([k, v]) => `${k} ${perRun(v)}`)
@@ -257,6 +211,8 @@ try {
   };
   await recordMetrics(metrics, { nats: "2.15.3" });
   console.log(JSON.stringify(metrics, null, 2));
+  await ask({ kind: "stop" });
+  await load.terminate();
   await adm.stop();
   await capacity.stop();
   r.disconnect();

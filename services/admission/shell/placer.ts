@@ -66,7 +66,12 @@ export async function admissionPass(deps: AdmissionDeps, state: AdmissionState):
   const last = state.placedScannedMs ?? -Infinity;
   const scanPlaced = now - last >= PLACED_SCAN_MS || now < last;
   if (scanPlaced) state.placedScannedMs = now;
-  const side = [...work.side, ...(scanPlaced ? work.placed : [])]
+  // Of those, only the ones older than the staleness bound can need anything (placementInFlight):
+  // a numeric test first, since in a burst `placed` holds every run in flight.
+  const staleAfter = 2 * deps.config.dispatchTimeoutMs;
+  const placedDue: IndexedRun[] = [];
+  if (scanPlaced) for (const r of work.placed) if (now - r.sinceMs > staleAfter) placedDue.push(r);
+  const side = [...work.side, ...placedDue]
     .filter((r) => !busy.has(key(r)) && !waits(r))
     .sort(
       (a, b) =>
@@ -211,6 +216,14 @@ async function handle(
         return undefined;
       }
       let placed = false;
+      // Confirmed as soon as `admitted` is in the log, while `dispatched` is appended (one Redis
+      // round trip less on each placement's path); settled after the attempt otherwise. Its error
+      // surfaces where the settle's would (marked handled meanwhile, awaited below).
+      let confirmed: Promise<void> | undefined;
+      const confirm = () => {
+        confirmed = settleQuota(deps, r, true, now);
+        confirmed.catch(() => undefined);
+      };
       try {
         const keys = await takeFlowKeys(deps, flow, r, tenant, now);
         if (!keys.ok) {
@@ -221,7 +234,7 @@ async function handle(
           if (!budget.claim(c, r.tenantId)) continue; // taken by a parallel placement of this pass
           let full = false;
           try {
-            const send = await placeOn(deps, r, c, p.snapshot, now);
+            const send = await placeOn(deps, r, c, p.snapshot, now, confirm);
             // New work placed on a shared runtime counts against its tenant's fair share.
             if (send && send !== "full" && c.isolationMode === "shared" && !r.state.recoveryPending)
               fair.charge(r.tenantId, tenant.weight);
@@ -234,7 +247,7 @@ async function handle(
           }
         }
       } finally {
-        await settleQuota(deps, r, placed, now);
+        await (confirmed ?? settleQuota(deps, r, placed, now));
       }
       budget.block(
         r,
@@ -250,13 +263,17 @@ async function handle(
   }
 }
 
-/** Reserves a slot of `c` for the run and records the placement; "full" when Redis has none left. */
+/**
+ * Reserves a slot of `c` for the run and records the placement; "full" when Redis has none left.
+ * `admitted` is called once the run's `admitted` is in the log (before `dispatched` is appended).
+ */
 async function placeOn(
   deps: AdmissionDeps,
   r: IndexedRun,
   c: Placeable,
   snapshot: readonly { runtimeInstanceId: string; rank: number; why: string }[],
   now: number,
+  admitted: () => void,
 ): Promise<Send | "full" | undefined> {
   const outcome = await deps.reservations.reserve(
     c.runtimeInstanceId,
@@ -288,6 +305,7 @@ async function placeOn(
   // Lost the run to another decider: keep the reservation until it expires. Releasing it could free
   // a slot the winner holds under the same key (same run) and let a third placement over-commit.
   if (admittedSeq === undefined) return undefined;
+  admitted();
   return recordDispatch(deps, r, c);
 }
 
