@@ -4,9 +4,9 @@
  * placed and started, and a DAG executed as the runtime computes its outputs.
  */
 import { createHash } from "node:crypto";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { DagDefinition, parseEvent, type DagInput, type DroverEvent, type EventType } from "../../contracts/index.ts";
+import { parseEvent, type DagDefinition, type DroverEvent, type EventType } from "../../contracts/index.ts";
 import { canonicalJson, executionIdFromDigest, executionIdSeed, stepInputs } from "../../aggregates/step-inputs.ts";
 import { exampleEvent } from "./example-events.ts";
 
