@@ -12,6 +12,7 @@ import { credentialOf } from "./nats-auth/credentials.ts";
 import { serverKeysOf } from "./nats-auth/server-keys.ts";
 import { connectNats } from "./nats-connect.ts";
 import { setupNats } from "./nats-setup.ts";
+import { serviceCommand } from "./service-bundle.ts";
 
 const ROOT = resolve(import.meta.dirname, "..");
 export const SERVICES = ["capacity", "recovery", "provisioner", "admission", "scheduler", "api"] as const;
@@ -124,13 +125,15 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
   const replicasOf = (name: ServiceName) => Math.max(1, o.replicas?.[name] ?? 1);
   const keyOf = (name: ServiceName, replica: number) => (replica === 0 ? name : `${name}-${replica}`);
 
+  const warn = (name: string) => (why: string) => console.warn(`[drover] ${name} starts from source: ${why}`);
   const start = async (name: ServiceName, replica = 0): Promise<void> => {
     // DROVER_CPU_PROF_DIR: each service (or those in DROVER_CPU_PROF_SERVICES, comma-separated)
     // writes a V8 CPU profile there when it exits: where a benchmark's CPU goes.
     const { DROVER_CPU_PROF_DIR: profDir, DROVER_CPU_PROF_SERVICES: only } = process.env;
     const prof =
       profDir && (!only || only.split(",").includes(name)) ? ["--cpu-prof", `--cpu-prof-dir=${profDir}`] : [];
-    const child = spawn(process.execPath, [...prof, "--import", "tsx", join(ROOT, "services", name, "main.ts")], {
+    const command = await serviceCommand(name, warn(name));
+    const child = spawn(process.execPath, [...prof, ...command], {
       cwd: ROOT,
       env: { ...env, ...credsOf(name) },
       stdio: ["ignore", "pipe", "pipe"],
@@ -168,6 +171,8 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
     clearTimeout(t);
   };
 
+  // Bundle every service at once (esbuild works in its own process), then spawn them in order.
+  await Promise.all((o.services ?? SERVICES).map((s) => serviceCommand(s, warn(s))));
   try {
     for (const s of o.services ?? SERVICES) for (let r = 0; r < replicasOf(s); r++) await start(s, r);
   } catch (e) {

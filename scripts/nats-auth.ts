@@ -10,7 +10,8 @@
  *                                                        identities, auth callout, and the cluster block with its routes
  *   nats-auth.ts creds <dir> <identity>                  prints that identity's NATS_CREDS
  *   nats-auth.ts callout-seed <dir>                      prints DROVER_NATS_CALLOUT_SEED (the provisioner's)
- *   nats-auth.ts setup <dir>                             streams, durable consumer, outputs stream (as `setup`)
+ *   nats-auth.ts setup <dir> [credsDir]                  streams, durable consumer, outputs stream (as `setup`);
+ *                                                        with credsDir, every service's creds written there too
  *   nats-auth.ts k8s-secret <dir>                        prints the Secrets drover-nats (services, k8s/drover/30-services.yaml)
  *                                                        and drover-nats-setup (the setup Job, 25-setup-job.yaml)
  * The configuration's rights are those of docs/nats-identities.md for the default layout, or for
@@ -135,6 +136,19 @@ if (cmd === "config") {
     }
   }
   await nc.close();
+  // `setup <dir> <credsDir>` (scripts/run.sh): also each service's NATS_CREDS as <credsDir>/<id>.creds
+  // (mode 0600, beside keys.json that holds every seed), the provisioner's callout seed and recovery's
+  // kicker (absent for keys made before the kicker existed): one process instead of one per service.
+  const credsDir = rest[0];
+  if (credsDir) {
+    mkdirSync(credsDir, { recursive: true, mode: 0o700 });
+    const k = keys();
+    const put = (name: string, text: string) => writeFileSync(join(credsDir, name), text, { mode: 0o600 });
+    for (const id of ["api", "admission", "capacity", "provisioner", "recovery", "forensics", "scheduler"] as const)
+      put(`${id}.creds`, credentialOf(k, id));
+    put("callout-seed", k.calloutSeed);
+    if (k.seeds.kicker) put("kicker.creds", credentialOf(k, "kicker"));
+  }
 } else if (cmd === "k8s-secret") {
   // Two Secrets: the services' identities (and the callout key) in drover-nats; the setup identity,
   // which may create streams and durables, in drover-nats-setup, read only by the setup Job

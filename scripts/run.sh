@@ -44,7 +44,9 @@ export DROVER_DEV="${DROVER_DEV:-1}"
 # NATS: the setup identity makes the streams, the durable consumer and the outputs bucket; each
 # service then connects as itself (NATS_CREDS), the provisioner also answering the runtimes' auth callout.
 AUTH_DIR="$RUN_DIR/nats-auth"
-(cd "$ROOT" && node --import tsx scripts/nats-auth.ts setup "$AUTH_DIR")
+# The same process writes each service's credentials to $AUTH_DIR/creds (one node start, not one per service).
+CREDS_DIR="$AUTH_DIR/creds"
+(cd "$ROOT" && node --import tsx scripts/nats-auth.ts setup "$AUTH_DIR" "$CREDS_DIR")
 started=()
 for svc in "${ORDER[@]}"; do
   main="$ROOT/services/$svc/main.ts"
@@ -54,11 +56,11 @@ for svc in "${ORDER[@]}"; do
   # A port file left by an earlier run would name a port nobody listens on any more.
   rm -f "$SVC_DIR/$svc.port"
   # node --import tsx (not the tsx wrapper) so the pid is the service itself and signals reach it.
-  creds=$(cd "$ROOT" && node --import tsx scripts/nats-auth.ts creds "$AUTH_DIR" "$svc")
-  seed=""; [[ $svc == provisioner ]] && seed=$(cd "$ROOT" && node --import tsx scripts/nats-auth.ts callout-seed "$AUTH_DIR")
+  creds=$(<"$CREDS_DIR/$svc.creds")
+  seed=""; [[ $svc == provisioner ]] && seed=$(<"$CREDS_DIR/callout-seed")
   # Recovery also holds the kicker (system account: disconnects a fenced runtime at once); keys made
   # before the kicker existed have none, and then a fenced runtime's connection ends at its expiry.
-  kick=""; [[ $svc == recovery ]] && kick=$(cd "$ROOT" && node --import tsx scripts/nats-auth.ts creds "$AUTH_DIR" kicker 2>/dev/null || true)
+  kick=""; [[ $svc == recovery && -f $CREDS_DIR/kicker.creds ]] && kick=$(<"$CREDS_DIR/kicker.creds")
   (cd "$ROOT" && NATS_CREDS=$creds DROVER_NATS_CALLOUT_SEED=$seed DROVER_NATS_KICK_CREDS=$kick exec setsid node --import tsx "$main" >"$SVC_DIR/$svc.log" 2>&1 </dev/null) &
   echo $! >"$pidfile"
   record_start "$pidfile"
