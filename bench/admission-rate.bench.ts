@@ -136,7 +136,7 @@ try {
     send: send as never,
     commandTokenFor: () => "token",
     sha256: (x) => createHash("sha256").update(x).digest("hex"),
-    log: pino({ level: "silent" }),
+    log: pino({ level: process.env.BENCH_LOG ?? "silent" }),
     tickMs: 250,
   });
   await adm.ready;

@@ -21,19 +21,32 @@ local function expire(e, a, now)
   if #dead > 0 then redis.call('ZREMRANGEBYSCORE', e, '-inf', now) end
 end`;
 
-const RESERVE = `${EXPIRE}
-local e, a, run, slots, now, ttl = KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-expire(e, a, now)
-if redis.call('ZSCORE', e, run) then
+/** `reserve(e, a, run, slots, now, ttl, beatAt)` → 1 reserved, 2 already reserved, 0 full (also in tenant-claims.ts' claim-and-reserve). */
+export const RESERVE_FN = `${EXPIRE}
+local function reserve(e, a, run, slots, now, ttl, beatAt)
+  expire(e, a, now)
+  if redis.call('ZSCORE', e, run) then
+    redis.call('ZADD', e, now + ttl, run)
+    redis.call('ZREM', a, run)
+    return 2
+  end
+  if redis.call('ZCARD', e) - redis.call('ZCOUNT', a, '-inf', beatAt) >= slots then return 0 end
   redis.call('ZADD', e, now + ttl, run)
-  redis.call('ZREM', a, run)
-  return 2
-end
-if redis.call('ZCARD', e) - redis.call('ZCOUNT', a, '-inf', ARGV[5]) >= slots then return 0 end
-redis.call('ZADD', e, now + ttl, run)
-redis.call('PEXPIRE', e, ttl * 2)
-redis.call('PEXPIRE', a, ttl * 2)
-return 1`;
+  redis.call('PEXPIRE', e, ttl * 2)
+  redis.call('PEXPIRE', a, ttl * 2)
+  return 1
+end`;
+
+const RESERVE = `${RESERVE_FN}
+return reserve(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5])`;
+
+/** The script's answer as an outcome. */
+export const reserveOutcome = (n: number): ReserveOutcome =>
+  n === 1 ? "reserved" : n === 2 ? "already-reserved" : "full";
+
+/** A runtime's reservation keys: every reservation, and the ones it accepted. */
+export const reservationKeys = (controlPlaneId: string, rt: string) =>
+  [`drover:${controlPlaneId}:resv:${rt}:e`, `drover:${controlPlaneId}:resv:${rt}:a`] as const;
 
 const COUNT = `${EXPIRE}
 expire(KEYS[1], KEYS[2], tonumber(ARGV[1]))
@@ -100,8 +113,7 @@ declare module "ioredis" {
 const scripted = new WeakSet<Redis>();
 
 export function redisReservations(redis: Redis, controlPlaneId: string): Reservations {
-  const keys = (rt: string) =>
-    [`drover:${controlPlaneId}:resv:${rt}:e`, `drover:${controlPlaneId}:resv:${rt}:a`] as const;
+  const keys = (rt: string) => reservationKeys(controlPlaneId, rt);
   // EVALSHA (ioredis loads the script once per connection) instead of sending the script every call.
   if (!scripted.has(redis)) {
     scripted.add(redis);
@@ -112,8 +124,7 @@ export function redisReservations(redis: Redis, controlPlaneId: string): Reserva
   }
   return {
     async reserve(rt, run, slots, ttlMs, now, beatAt = -1) {
-      const out = Number(await redis.drReserve(...keys(rt), run, slots, now, ttlMs, beatAt));
-      return out === 1 ? "reserved" : out === 2 ? "already-reserved" : "full";
+      return reserveOutcome(Number(await redis.drReserve(...keys(rt), run, slots, now, ttlMs, beatAt)));
     },
     async extend(rt, run, untilMs, acceptedAt) {
       await redis.drExtend(...keys(rt), run, untilMs, acceptedAt === undefined ? "" : String(acceptedAt));

@@ -1,4 +1,5 @@
 import type { Redis, Result } from "ioredis";
+import { RESERVE_FN, reservationKeys, reserveOutcome, type ReserveOutcome } from "./reservations.ts";
 
 /**
  * Tenant quota claims in Redis: what makes `maxConcurrentRuns` hold across admission replicas (issue
@@ -16,27 +17,41 @@ import type { Redis, Result } from "ioredis";
  * by expiry, `d` decided claims scored by their decision's stream sequence, `x` the decided claims'
  * expiries.
  */
-const CLAIM = `
-local p, d, x = KEYS[1], KEYS[2], KEYS[3]
-local run, limit, folded, position = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local now, ttl, keyTtl = tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7]
-redis.call('ZREMRANGEBYSCORE', p, '-inf', now)
-local dead = redis.call('ZRANGEBYSCORE', x, '-inf', now)
-for i = 1, #dead do redis.call('ZREM', d, dead[i]) end
-if #dead > 0 then redis.call('ZREMRANGEBYSCORE', x, '-inf', now) end
-local extra = redis.call('ZCARD', p) + redis.call('ZCOUNT', d, '(' .. ARGV[4], '+inf')
-local mine = redis.call('ZSCORE', p, run) ~= false
-local decided = redis.call('ZSCORE', d, run)
-if mine then extra = extra - 1 end
-if decided then
-  mine = true
-  if tonumber(decided) > position then extra = extra - 1 end
-end
-if mine then return {1, folded + extra} end
-if folded + extra >= limit then return {0, folded + extra} end
-redis.call('ZADD', p, now + ttl, run)
-for _, k in ipairs(KEYS) do redis.call('PEXPIRE', k, keyTtl) end
-return {1, folded + extra}`;
+const CLAIM_FN = `
+local function claim(p, d, x, run, limit, folded, position, now, ttl, keyTtl)
+  redis.call('ZREMRANGEBYSCORE', p, '-inf', now)
+  local dead = redis.call('ZRANGEBYSCORE', x, '-inf', now)
+  for i = 1, #dead do redis.call('ZREM', d, dead[i]) end
+  if #dead > 0 then redis.call('ZREMRANGEBYSCORE', x, '-inf', now) end
+  local extra = redis.call('ZCARD', p) + redis.call('ZCOUNT', d, '(' .. position, '+inf')
+  local mine = redis.call('ZSCORE', p, run) ~= false
+  local decided = redis.call('ZSCORE', d, run)
+  if mine then extra = extra - 1 end
+  if decided then
+    mine = true
+    if tonumber(decided) > tonumber(position) then extra = extra - 1 end
+  end
+  if mine then return {1, folded + extra} end
+  if folded + extra >= limit then return {0, folded + extra} end
+  redis.call('ZADD', p, now + ttl, run)
+  for _, k in ipairs({p, d, x}) do redis.call('PEXPIRE', k, keyTtl) end
+  return {1, folded + extra}
+end`;
+const CLAIM_ARGS =
+  "KEYS[1], KEYS[2], KEYS[3], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7]";
+const CLAIM = `${CLAIM_FN}
+return claim(${CLAIM_ARGS})`;
+/**
+ * The claim and, only if it is granted, a slot reservation (platform/reservations.ts) in one call:
+ * the reservation is what the placement does next when no flow key sits between them, and this
+ * saves its round trip. Keys 4–5 are the runtime's reservation keys; ARGV 8–10 slots, ttl, beatAt.
+ * Answers {ok, count, reserve outcome (−1: not tried)}.
+ */
+const CLAIM_RESERVE = `${CLAIM_FN}
+${RESERVE_FN}
+local c = claim(${CLAIM_ARGS})
+if c[1] == 0 then return {0, c[2], -1} end
+return {1, c[2], reserve(KEYS[4], KEYS[5], ARGV[1], tonumber(ARGV[8]), tonumber(ARGV[5]), tonumber(ARGV[9]), ARGV[10])}`;
 const CONFIRM = `
 redis.call('ZREM', KEYS[1], ARGV[1])
 redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
@@ -71,6 +86,23 @@ declare module "ioredis" {
       keyTtl: number,
     ): Result<number, Context>;
     drClaimRelease(pending: string, decided: string, expiries: string, run: string): Result<number, Context>;
+    drClaimReserve(
+      pending: string,
+      decided: string,
+      expiries: string,
+      held: string,
+      accepted: string,
+      run: string,
+      limit: number,
+      folded: number,
+      position: number,
+      now: number,
+      ttl: number,
+      keyTtl: number,
+      slots: number,
+      reserveTtl: number,
+      beatAt: number,
+    ): Result<[number, number, number], Context>;
   }
 }
 
@@ -88,6 +120,24 @@ export interface TenantClaims {
     position: number,
     now: number,
   ): Promise<{ readonly ok: boolean; readonly count: number }>;
+  /**
+   * `claim`, and only if it is granted a slot reservation as Reservations.reserve makes it (`reserved`,
+   * undefined when the claim was refused), in one round trip.
+   */
+  claimAndReserve(
+    tenantId: string,
+    sharedRunId: string,
+    limit: number,
+    folded: number,
+    position: number,
+    now: number,
+    slot: {
+      readonly runtimeInstanceId: string;
+      readonly slots: number;
+      readonly ttlMs: number;
+      readonly beatAt?: number;
+    },
+  ): Promise<{ readonly ok: boolean; readonly count: number; readonly reserved?: ReserveOutcome }>;
   /** The run's decision is in the log at `seq`: counted by every fold that reached it, by the claim until then. */
   confirm(tenantId: string, sharedRunId: string, seq: number, now: number): Promise<void>;
   /** The run was not placed after all. */
@@ -113,11 +163,31 @@ export function redisTenantClaims(
     redis.defineCommand("drClaim", { numberOfKeys: 3, lua: CLAIM });
     redis.defineCommand("drClaimConfirm", { numberOfKeys: 3, lua: CONFIRM });
     redis.defineCommand("drClaimRelease", { numberOfKeys: 3, lua: RELEASE });
+    redis.defineCommand("drClaimReserve", { numberOfKeys: 5, lua: CLAIM_RESERVE });
   }
   return {
     async claim(tenantId, run, limit, folded, position, now) {
       const [ok, count] = await redis.drClaim(...keys(tenantId), run, limit, folded, position, now, pendingTtl, keyTtl);
       return { ok: Number(ok) === 1, count: Number(count) };
+    },
+    async claimAndReserve(tenantId, run, limit, folded, position, now, slot) {
+      const [ok, count, reserved] = await redis.drClaimReserve(
+        ...keys(tenantId),
+        ...reservationKeys(controlPlaneId, slot.runtimeInstanceId),
+        run,
+        limit,
+        folded,
+        position,
+        now,
+        pendingTtl,
+        keyTtl,
+        slot.slots,
+        slot.ttlMs,
+        slot.beatAt ?? -1,
+      );
+      return Number(ok) === 1
+        ? { ok: true, count: Number(count), reserved: reserveOutcome(Number(reserved)) }
+        : { ok: false, count: Number(count) };
     },
     async confirm(tenantId, run, seq, now) {
       await redis.drClaimConfirm(...keys(tenantId), run, seq, now + decidedTtl, keyTtl);

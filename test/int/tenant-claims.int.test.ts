@@ -1,5 +1,6 @@
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
+import { redisReservations } from "../../platform/reservations.ts";
 import { redisTenantClaims } from "../../platform/tenant-claims.ts";
 import { uniqueName } from "../support/isolation.ts";
 
@@ -75,5 +76,43 @@ describe("tenant quota claims (boundary: real Redis, its Lua script)", () => {
     expect(await c.claim("acme", "r-full", 3000, 2990, 2990, now)).toEqual({ ok: false, count: 3000 });
     // Past their TTL the decided claims count nowhere, whatever the caller's fold.
     expect(await c.claim("acme", "r-late", 1, 0, 0, now + 1_001)).toEqual({ ok: true, count: 0 });
+  });
+  it("claim-and-reserve reserves the slot only when the claim is granted, as the two calls do one after the other", async () => {
+    const c = redisTenantClaims(redis, cp);
+    const resv = redisReservations(redis, cp);
+    const now = Date.now();
+    const slot = { runtimeInstanceId: "rt-1", slots: 1, ttlMs: 60_000 };
+    // Granted: the claim is held and the runtime's one free slot is the run's.
+    expect(await c.claimAndReserve("acme", "r-1", 2, 0, 0, now, slot)).toEqual({
+      ok: true,
+      count: 0,
+      reserved: "reserved",
+    });
+    expect(await resv.count("rt-1", now)).toBe(1);
+    // Asked again for the same run: its claim (not counted against itself) and its reservation, nothing more.
+    expect(await c.claimAndReserve("acme", "r-1", 2, 0, 0, now, slot)).toEqual({
+      ok: true,
+      count: 0,
+      reserved: "already-reserved",
+    });
+    expect(await resv.count("rt-1", now)).toBe(1);
+    // Granted claim, full runtime: the claim is held (the caller tries the next runtime or releases it).
+    expect(await c.claimAndReserve("acme", "r-2", 2, 0, 0, now, slot)).toEqual({
+      ok: true,
+      count: 1,
+      reserved: "full",
+    });
+    // Refused claim (the tenant is full across replicas): no reservation is made on any runtime.
+    const other = { ...slot, runtimeInstanceId: "rt-2" };
+    expect(await c.claimAndReserve("acme", "r-3", 2, 0, 0, now, other)).toEqual({ ok: false, count: 2 });
+    expect(await resv.count("rt-2", now)).toBe(0);
+    // A reservation made here is the reservations module's own: released there, the slot is free again.
+    await resv.release("rt-1", "r-1");
+    await c.release("acme", "r-2");
+    expect(await c.claimAndReserve("acme", "r-2", 2, 0, 0, now, slot)).toEqual({
+      ok: true,
+      count: 1,
+      reserved: "reserved",
+    });
   });
 });

@@ -24,6 +24,7 @@ import type { IndexedRun } from "./run-index.ts";
 import { deployedVersionFor } from "./deployed-version.ts";
 import { deployedVersions } from "../../../platform/worker-deploys.ts";
 import { startSend, type AdmissionState, type Send } from "./sender.ts";
+import type { ReserveOutcome } from "../../../platform/reservations.ts";
 
 export type { AdmissionState } from "./sender.ts";
 
@@ -205,7 +206,21 @@ async function handle(
     case "place": {
       // The tenant's quota across admission replicas, then flow keys (docs/flow-control.md): more
       // reasons a placeable run waits, in the same pass.
-      const overQuota = await claimQuota(deps, r, tenant, now);
+      // Without a flow key to take between them, the claim and the first candidate's slot
+      // reservation are one Redis call (tenant-claims.ts claimAndReserve); `early` is that candidate,
+      // held in the pass budget from here.
+      const early =
+        deps.claims && !r.state.recoveryPending && tenant.flowKeys.length === 0
+          ? p.tryInOrder.find((c) => budget.claim(c, r.tenantId))
+          : undefined;
+      let claimed;
+      try {
+        claimed = await claimQuota(deps, r, tenant, now, early && slotOf(deps, early));
+      } finally {
+        if (early && !claimed?.reserved) budget.settle(early, r.tenantId, false);
+      }
+      const { over: overQuota, reserved } = claimed;
+      const order = reserved && early ? p.tryInOrder.slice(p.tryInOrder.indexOf(early)) : p.tryInOrder;
       if (overQuota) {
         budget.block(r, overQuota.reason.code);
         const decision =
@@ -230,11 +245,12 @@ async function handle(
           await appendRunDecision(deps, r, { kind: "QueueGlobally", reason: keys.reason }, `flow:${r.sharedRunId}`);
           return undefined;
         }
-        for (const c of p.tryInOrder) {
-          if (!budget.claim(c, r.tenantId)) continue; // taken by a parallel placement of this pass
+        for (const c of order) {
+          const pre = reserved && c === early ? reserved : undefined; // reserved with the claim, held in the budget
+          if (!pre && !budget.claim(c, r.tenantId)) continue; // taken by a parallel placement of this pass
           let full = false;
           try {
-            const send = await placeOn(deps, r, c, p.snapshot, now, confirm);
+            const send = await placeOn(deps, r, c, p.snapshot, now, confirm, pre);
             // New work placed on a shared runtime counts against its tenant's fair share.
             if (send && send !== "full" && c.isolationMode === "shared" && !r.state.recoveryPending)
               fair.charge(r.tenantId, tenant.weight);
@@ -263,8 +279,16 @@ async function handle(
   }
 }
 
+/** The slot a placement on `c` reserves: what its last heartbeat left free, held 3 dispatch timeouts at most. */
+const slotOf = (deps: AdmissionDeps, c: Placeable) => ({
+  runtimeInstanceId: c.runtimeInstanceId,
+  slots: c.heartbeatSlots,
+  ttlMs: 3 * deps.config.dispatchTimeoutMs,
+  beatAt: c.lastHeartbeatAt,
+});
+
 /**
- * Reserves a slot of `c` for the run and records the placement; "full" when Redis has none left.
+ * Reserves a slot of `c` for the run (unless `reserved` says how that went already) and records the placement; "full" when Redis has none left.
  * `admitted` is called once the run's `admitted` is in the log (before `dispatched` is appended).
  */
 async function placeOn(
@@ -274,15 +298,12 @@ async function placeOn(
   snapshot: readonly { runtimeInstanceId: string; rank: number; why: string }[],
   now: number,
   admitted: () => void,
+  reserved?: ReserveOutcome,
 ): Promise<Send | "full" | undefined> {
-  const outcome = await deps.reservations.reserve(
-    c.runtimeInstanceId,
-    r.sharedRunId,
-    c.heartbeatSlots,
-    3 * deps.config.dispatchTimeoutMs,
-    now,
-    c.lastHeartbeatAt,
-  );
+  const slot = slotOf(deps, c);
+  const outcome =
+    reserved ??
+    (await deps.reservations.reserve(c.runtimeInstanceId, r.sharedRunId, slot.slots, slot.ttlMs, now, slot.beatAt));
   if (outcome === "full") return "full";
   // Parsed, not cast: the ids come from the capacity view and the id source, outside the type system.
   const data: DataOf<"run.admitted"> = {

@@ -1,6 +1,8 @@
 import { quotaDecision } from "../domain/quota.ts";
 import type { Reason, TenantSettings } from "../../../contracts/index.ts";
 import type { AdmissionDeps } from "./deps.ts";
+import type { TenantClaims } from "../../../platform/tenant-claims.ts";
+import type { ReserveOutcome } from "../../../platform/reservations.ts";
 import type { IndexedRun } from "./run-index.ts";
 
 /**
@@ -8,29 +10,30 @@ import type { IndexedRun } from "./run-index.ts";
  * count lets through claims its place in Redis, where every replica's in-progress placements and
  * decisions its fold has not reached yet count too. Answers the decision to record when the tenant
  * is full across replicas (`tenant-quota-exceeded`, queued or rejected as `overQuota` says), or
- * undefined: the run may be placed, and `settleQuota` must follow. Recovery items never claim: they
- * counted before the crash. Without claims configured (one replica), the local count is the quota.
+ * none: the run may be placed, and `settleQuota` must follow. With `slot`, a granted claim also
+ * reserves that slot in the same Redis call (`reserved`: its outcome). Recovery items never claim:
+ * they counted before the crash. Without claims configured (one replica), the local count is the quota.
  */
 export async function claimQuota(
   deps: AdmissionDeps,
   r: IndexedRun,
   tenant: TenantSettings,
   now: number,
-): Promise<{ readonly kind: "reject" | "queue"; readonly reason: Reason } | undefined> {
-  if (!deps.claims || r.state.recoveryPending) return undefined;
+  slot?: Parameters<TenantClaims["claimAndReserve"]>[6],
+): Promise<{
+  readonly over?: { readonly kind: "reject" | "queue"; readonly reason: Reason };
+  readonly reserved?: ReserveOutcome;
+}> {
+  if (!deps.claims || r.state.recoveryPending) return {};
   const folded = deps.index.activeCount(r.tenantId);
-  const c = await deps.claims.claim(
-    r.tenantId,
-    r.sharedRunId,
-    tenant.maxConcurrentRuns,
-    folded,
-    deps.index.foldedSeq,
-    now,
-  );
-  if (c.ok) return undefined;
+  const args = [r.tenantId, r.sharedRunId, tenant.maxConcurrentRuns, folded, deps.index.foldedSeq, now] as const;
+  const c: { readonly ok: boolean; readonly count: number; readonly reserved?: ReserveOutcome } = slot
+    ? await deps.claims.claimAndReserve(...args, slot)
+    : await deps.claims.claim(...args);
+  if (c.ok) return c.reserved ? { reserved: c.reserved } : {};
   const d = quotaDecision(tenant, c.count, r.state);
-  if (d.kind === "ok") return undefined;
-  return { kind: d.kind, reason: { ...d.reason, detail: `${d.reason.detail} across admission replicas` } };
+  if (d.kind === "ok") return {};
+  return { over: { kind: d.kind, reason: { ...d.reason, detail: `${d.reason.detail} across admission replicas` } } };
 }
 
 /** After a placement attempt: confirms the claim at the decision's sequence, or releases it. */
