@@ -209,8 +209,11 @@ async function handle(
       // Without a flow key to take between them, the claim and the first candidate's slot
       // reservation are one Redis call (tenant-claims.ts claimAndReserve); `early` is that candidate,
       // held in the pass budget from here.
+      // Whether this is a recovery item is decided now: the fold may reach the run's `started`
+      // (which clears it) before the attempt settles, and a recovery item never claimed.
+      const recovery = r.state.recoveryPending;
       const early =
-        deps.claims && !r.state.recoveryPending && tenant.flowKeys.length === 0
+        deps.claims && !recovery && tenant.flowKeys.length === 0
           ? p.tryInOrder.find((c) => budget.claim(c, r.tenantId))
           : undefined;
       let claimed;
@@ -236,7 +239,7 @@ async function handle(
       // surfaces where the settle's would (marked handled meanwhile, awaited below).
       let confirmed: Promise<void> | undefined;
       const confirm = () => {
-        confirmed = settleQuota(deps, r, true, now);
+        confirmed = settleQuota(deps, r, true, now, recovery);
         confirmed.catch(() => undefined);
       };
       try {
@@ -252,7 +255,7 @@ async function handle(
           try {
             const send = await placeOn(deps, r, c, p.snapshot, now, confirm, pre);
             // New work placed on a shared runtime counts against its tenant's fair share.
-            if (send && send !== "full" && c.isolationMode === "shared" && !r.state.recoveryPending)
+            if (send && send !== "full" && c.isolationMode === "shared" && !recovery)
               fair.charge(r.tenantId, tenant.weight);
             // Placed, or lost to another replica's decision (which holds the same claim): kept either way.
             placed = send !== "full";
@@ -263,7 +266,7 @@ async function handle(
           }
         }
       } finally {
-        await (confirmed ?? settleQuota(deps, r, placed, now));
+        await (confirmed ?? settleQuota(deps, r, placed, now, recovery));
       }
       budget.block(
         r,

@@ -36,9 +36,18 @@ export async function claimQuota(
   return { over: { kind: d.kind, reason: { ...d.reason, detail: `${d.reason.detail} across admission replicas` } } };
 }
 
-/** After a placement attempt: confirms the claim at the decision's sequence, or releases it. */
-export async function settleQuota(deps: AdmissionDeps, r: IndexedRun, placed: boolean, now: number): Promise<void> {
-  if (!deps.claims || r.state.recoveryPending) return;
+/**
+ * After a placement attempt: confirms the claim at the decision's sequence, or releases it.
+ * `recovery` is what the run was when the attempt began (a recovery item made no claim).
+ */
+export async function settleQuota(
+  deps: AdmissionDeps,
+  r: IndexedRun,
+  placed: boolean,
+  now: number,
+  recovery: boolean,
+): Promise<void> {
+  if (!deps.claims || recovery) return;
   if (placed) await deps.claims.confirm(r.tenantId, r.sharedRunId, r.state.lastSeq, now);
   else await deps.claims.release(r.tenantId, r.sharedRunId);
 }
