@@ -90,11 +90,13 @@ describe("drover capacity-rebuild → capacity service over NATS (real processes
     });
     await publishBeat(jetstream(nc), cp.layout, RT, 1, 3);
     const lastSeq = await store.lastSeq(runtimeRef(RT));
+    // Every runtime event folded (its last sequence), not only the endpoint: runtime events and
+    // heartbeats are separate followers, so the beat can be in before capacity-published is.
     const before = await eventually(
-      "the runtime ready with its heartbeat in the Redis view",
+      "the runtime's events and heartbeat all in the Redis view",
       async () => {
         const d = await view.get(RT);
-        return d?.endpoint && d.beats[FAKE_INCARNATION]?.beat === 1 ? view.all() : undefined;
+        return d?.lastSeq === lastSeq && d.beats[FAKE_INCARNATION]?.beat === 1 ? view.all() : undefined;
       },
       30_000,
     );
