@@ -4,17 +4,16 @@ import { mkdirSync, readFileSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { jetstream } from "@nats-io/jetstream";
-import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { validateIncidentLog, validateRunLog } from "../../aggregates/replay-validation.ts";
 import { decodeEvent } from "../../contracts/index.ts";
 import { apiClient } from "../../platform/api-client.ts";
-import { startControlPlane, type ControlPlane } from "../../platform/control-plane-processes.ts";
+import { type ControlPlane } from "../../platform/control-plane-processes.ts";
 import { follow } from "../../platform/follow.ts";
 import { connectHarness } from "../../platform/nats-auth/server-keys.ts";
-import { DEFAULT_PROOF, proofConfig } from "../../proof/scenario-config.ts";
 import { createEventStore, runtimeRef, type StoredEvent } from "../../streams/index.ts";
 import { eventually } from "../support/streams.ts";
+import { startTenantStack } from "../support/tenant-stack.ts";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 const ITEMS = 500;
@@ -64,28 +63,18 @@ describe("map: 500 items, a SIGKILL mid-map, tolerated failures (all services re
   let cp: ControlPlane;
   beforeAll(async () => {
     mkdirSync(DIR, { recursive: true });
-    const redis = new Redis(inject("redisUrl"), { db: 13 });
-    await redis.flushdb();
-    redis.disconnect();
-    const base = proofConfig({ ...DEFAULT_PROOF, parallel: 1 });
-    cp = await startControlPlane({
-      natsUrl: inject("natsUrl"),
-      redisUrl: `${inject("redisUrl")}/13`,
-      config: {
-        ...base,
-        controlPlaneId: "cp-map-e2e",
-        tenants: [
-          {
-            tenantId: TENANT,
-            isolationMode: "dedicated",
-            maxRuntimeInstances: 1,
-            workersPerInstance: CONCURRENCY,
-            maxWorkersPerRun: CONCURRENCY,
-            maxConcurrentRunsPerInstance: 2,
-            worker: { module: join(ROOT, "test/support/map-worker.ts"), kinds: ["tally"] },
-          },
-        ],
-        tokens: { ...base.tokens, [TOKEN]: { role: "tenant", tenantId: TENANT } },
+    cp = await startTenantStack({
+      db: 13,
+      controlPlaneId: "cp-map-e2e",
+      token: TOKEN,
+      tenant: {
+        tenantId: TENANT,
+        isolationMode: "dedicated",
+        maxRuntimeInstances: 1,
+        workersPerInstance: CONCURRENCY,
+        maxWorkersPerRun: CONCURRENCY,
+        maxConcurrentRunsPerInstance: 2,
+        worker: { module: join(ROOT, "test/support/map-worker.ts"), kinds: ["tally"] },
       },
     });
   });

@@ -1,17 +1,16 @@
 import { randomBytes } from "node:crypto";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { DroverEvent } from "../../contracts/index.ts";
-import { runsMain } from "../../cli/runs/program.ts";
 import { apiClient } from "../../platform/api-client.ts";
 import { runCompleted } from "../support/run-completed.ts";
-import { startControlPlane, type ControlPlane } from "../../platform/control-plane-processes.ts";
+import { type ControlPlane } from "../../platform/control-plane-processes.ts";
 import { connectHarness } from "../../platform/nats-auth/server-keys.ts";
-import { DEFAULT_PROOF, OPERATOR_TOKEN, proofConfig } from "../../proof/scenario-config.ts";
+import { OPERATOR_TOKEN } from "../../proof/scenario-config.ts";
 import { createEventStore, runtimeRef, workerDeploysRef, type StoredEvent } from "../../streams/index.ts";
 import { eventually } from "../support/streams.ts";
+import { droverJson, startTenantStack } from "../support/tenant-stack.ts";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 type CliRow = {
@@ -51,28 +50,18 @@ describe("worker deploys as events: a deploy sends new runs to the new version w
   beforeAll(async () => {
     mkdirSync(DIR, { recursive: true });
     writeFileSync(MODULE, workerSource("v1"));
-    const redis = new Redis(inject("redisUrl"), { db: 13 });
-    await redis.flushdb();
-    redis.disconnect();
-    const base = proofConfig({ ...DEFAULT_PROOF, parallel: 1 });
-    cp = await startControlPlane({
-      natsUrl: inject("natsUrl"),
-      redisUrl: `${inject("redisUrl")}/13`,
-      config: {
-        ...base,
-        controlPlaneId: "cp-wd-e2e",
-        tenants: [
-          {
-            tenantId: TENANT,
-            isolationMode: "dedicated",
-            maxRuntimeInstances: 3,
-            workersPerInstance: LONG + 2,
-            maxConcurrentRunsPerInstance: LONG + 2,
-            localQueueCapacity: LONG + 2,
-            worker: { module: MODULE, kinds: ["work"] },
-          },
-        ],
-        tokens: { ...base.tokens, [TOKEN]: { role: "tenant", tenantId: TENANT } },
+    cp = await startTenantStack({
+      db: 13,
+      controlPlaneId: "cp-wd-e2e",
+      token: TOKEN,
+      tenant: {
+        tenantId: TENANT,
+        isolationMode: "dedicated",
+        maxRuntimeInstances: 3,
+        workersPerInstance: LONG + 2,
+        maxConcurrentRunsPerInstance: LONG + 2,
+        localQueueCapacity: LONG + 2,
+        worker: { module: MODULE, kinds: ["work"] },
       },
     });
   });
@@ -87,13 +76,8 @@ describe("worker deploys as events: a deploy sends new runs to the new version w
     return r.body.sharedRunId as string;
   };
   const completed = (id: string) => runCompleted(api, id, 180_000);
-  const cli = async (argv: string[], token: string) => {
-    let out = "";
-    const env = { DROVER_API_URL: cp.apiUrl, DROVER_TOKEN: token };
-    const io = { out: (t: string) => (out += t), err: (t: string) => (out += t), env };
-    expect(await runsMain([...argv, "-o", "json"], io), out).toBe(0);
-    return JSON.parse(out);
-  };
+  const runtimes = async () =>
+    (await droverJson<{ runtimes: CliRow[] }>(cp.apiUrl, OPERATOR_TOKEN, ["runtimes", "--tenant", TENANT])).runtimes;
 
   it("runs on v1 keep running on their live v1 runtime; v2 deployed by event; new runs start a v2 runtime and run v2; v1 shows draining and retires after its last run", async () => {
     const nc = await connectHarness({ servers: inject("natsUrl") });
@@ -133,28 +117,28 @@ describe("worker deploys as events: a deploy sends new runs to the new version w
       const v1Runtime = startedOn[0]!;
       const v1Reg = ofType((await store.read(runtimeRef(v1Runtime))).events, "runtime.registered")[0]!;
       expect(v1Reg.data.worker).toMatchObject({ version: V1, pinned: false });
-      expect((await cli(["runtimes", "--tenant", TENANT], OPERATOR_TOKEN)).runtimes).toEqual([
+      expect(await runtimes()).toEqual([
         expect.objectContaining({ runtimeInstanceId: v1Runtime, worker: expect.objectContaining({ draining: false }) }),
       ]);
 
       // Deploy v2: the module rewritten and `drover workers deploy`; nothing is killed.
       writeFileSync(MODULE, workerSource("v2"));
       const t0 = Date.now();
-      const deployed = await cli(["workers", "deploy"], TOKEN);
+      const deployed = await droverJson<{ deployed: { version: string } }>(cp.apiUrl, TOKEN, ["workers", "deploy"]);
       const deployMs = Date.now() - t0;
       expect(deployed).toMatchObject({
         outcome: "deployed",
         tenantId: TENANT,
         deployed: { previous: V1, requestedBy: `tenant:${TENANT}`, kinds: ["work"] },
       });
-      const V2 = deployed.deployed.version as string;
+      const V2 = deployed.deployed.version;
       expect(V2).not.toBe(V1);
 
       // At once, before any v2 runtime exists: the live v1 runtime drains, holding the long runs.
       const draining = await eventually(
         "the live v1 runtime shown draining with its runs",
         async () => {
-          const rows = (await cli(["runtimes", "--tenant", TENANT], OPERATOR_TOKEN)).runtimes as CliRow[];
+          const rows = await runtimes();
           const row = rows.find((r) => r.runtimeInstanceId === v1Runtime);
           return row?.worker?.draining && row.worker.pinnedRuns === LONG ? row : undefined;
         },
@@ -213,7 +197,7 @@ describe("worker deploys as events: a deploy sends new runs to the new version w
       );
       expect(retired.seq).toBeGreaterThan(lastEnd);
       const retiredAfterMs = retired.time.getTime() - t0 - settledMs;
-      const listed = (await cli(["runtimes", "--tenant", TENANT], OPERATOR_TOKEN)).runtimes as CliRow[];
+      const listed = await runtimes();
       expect(listed.map((r) => r.runtimeInstanceId)).not.toContain(v1Runtime);
       expect(listed.map((r) => [r.worker?.version, r.worker?.draining])).toEqual(listed.map(() => [V2, false]));
       // The deploys aggregate: the start announcement and the request answered, in order.

@@ -1,17 +1,15 @@
 import { randomBytes } from "node:crypto";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { runsMain } from "../../cli/runs/program.ts";
 import type { DroverEvent } from "../../contracts/index.ts";
 import { apiClient } from "../../platform/api-client.ts";
 import { runCompleted } from "../support/run-completed.ts";
-import { startControlPlane, type ControlPlane } from "../../platform/control-plane-processes.ts";
+import { type ControlPlane } from "../../platform/control-plane-processes.ts";
 import { connectHarness } from "../../platform/nats-auth/server-keys.ts";
-import { DEFAULT_PROOF, proofConfig } from "../../proof/scenario-config.ts";
 import { createEventStore, runtimeRef, type StoredEvent } from "../../streams/index.ts";
 import { eventually } from "../support/streams.ts";
+import { droverJson, startTenantStack } from "../support/tenant-stack.ts";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 const TOKEN = "token-tenant-wu-000000001";
@@ -57,29 +55,19 @@ describe("worker upgrade: an upgraded run continues on the new version after its
   beforeAll(async () => {
     mkdirSync(DIR, { recursive: true });
     writeFileSync(MODULE, workerSource("v1"));
-    const redis = new Redis(inject("redisUrl"), { db: 12 });
-    await redis.flushdb();
-    redis.disconnect();
-    const base = proofConfig({ ...DEFAULT_PROOF, parallel: 1 });
-    cp = await startControlPlane({
-      natsUrl: inject("natsUrl"),
-      redisUrl: `${inject("redisUrl")}/12`,
-      config: {
-        ...base,
-        controlPlaneId: "cp-wu-e2e",
-        tenants: [
-          {
-            tenantId: TENANT,
-            isolationMode: "dedicated",
-            maxRuntimeInstances: 3,
-            // One run per runtime and no local queue: a second run needs a second runtime.
-            workersPerInstance: 1,
-            maxConcurrentRunsPerInstance: 1,
-            localQueueCapacity: 0,
-            worker: { module: MODULE, kinds: ["work"] },
-          },
-        ],
-        tokens: { ...base.tokens, [TOKEN]: { role: "tenant", tenantId: TENANT } },
+    cp = await startTenantStack({
+      db: 12,
+      controlPlaneId: "cp-wu-e2e",
+      token: TOKEN,
+      tenant: {
+        tenantId: TENANT,
+        isolationMode: "dedicated",
+        maxRuntimeInstances: 3,
+        // One run per runtime and no local queue: a second run needs a second runtime.
+        workersPerInstance: 1,
+        maxConcurrentRunsPerInstance: 1,
+        localQueueCapacity: 0,
+        worker: { module: MODULE, kinds: ["work"] },
       },
     });
   });
@@ -136,11 +124,7 @@ describe("worker upgrade: an upgraded run continues on the new version after its
       )!.event.data.worker!.version;
 
       // The run is still on its v1 runtime (step s2 sleeps a minute there): upgrade it by the CLI.
-      let out = "";
-      const env = { DROVER_API_URL: cp.apiUrl, DROVER_TOKEN: TOKEN };
-      const io = { out: (t: string) => (out += t), err: (t: string) => (out += t), env };
-      expect(await runsMain(["upgrade", id, "-o", "json"], io), out).toBe(0);
-      const answer = JSON.parse(out);
+      const answer = await droverJson<{ run: unknown }>(cp.apiUrl, TOKEN, ["upgrade", id]);
       expect(answer).toMatchObject({ outcome: "upgraded", fromVersion: V1, toVersion: V2, kinds: ["custom:work"] });
       expect(answer.run).toMatchObject({ status: "started", workerVersion: V2 });
 

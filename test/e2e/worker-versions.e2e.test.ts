@@ -1,17 +1,16 @@
 import { randomBytes } from "node:crypto";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { DroverEvent } from "../../contracts/index.ts";
-import { runsMain } from "../../cli/runs/program.ts";
 import { apiClient } from "../../platform/api-client.ts";
 import { runCompleted } from "../support/run-completed.ts";
-import { startControlPlane, type ControlPlane } from "../../platform/control-plane-processes.ts";
+import { type ControlPlane } from "../../platform/control-plane-processes.ts";
 import { connectHarness } from "../../platform/nats-auth/server-keys.ts";
-import { DEFAULT_PROOF, OPERATOR_TOKEN, proofConfig } from "../../proof/scenario-config.ts";
+import { OPERATOR_TOKEN } from "../../proof/scenario-config.ts";
 import { createEventStore, runtimeRef, type StoredEvent } from "../../streams/index.ts";
 import { eventually } from "../support/streams.ts";
+import { droverJson, startTenantStack } from "../support/tenant-stack.ts";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 type CliRow = {
@@ -51,28 +50,18 @@ describe("worker versions: resumed runs keep their version, new runs take the de
   beforeAll(async () => {
     mkdirSync(DIR, { recursive: true });
     writeFileSync(MODULE, workerSource("v1"));
-    const redis = new Redis(inject("redisUrl"), { db: 13 });
-    await redis.flushdb();
-    redis.disconnect();
-    const base = proofConfig({ ...DEFAULT_PROOF, parallel: 1 });
-    cp = await startControlPlane({
-      natsUrl: inject("natsUrl"),
-      redisUrl: `${inject("redisUrl")}/13`,
-      config: {
-        ...base,
-        controlPlaneId: "cp-wv-e2e",
-        tenants: [
-          {
-            tenantId: TENANT,
-            isolationMode: "dedicated",
-            maxRuntimeInstances: 3,
-            workersPerInstance: LONG,
-            maxConcurrentRunsPerInstance: LONG,
-            localQueueCapacity: LONG,
-            worker: { module: MODULE, kinds: ["work"] },
-          },
-        ],
-        tokens: { ...base.tokens, [TOKEN]: { role: "tenant", tenantId: TENANT } },
+    cp = await startTenantStack({
+      db: 13,
+      controlPlaneId: "cp-wv-e2e",
+      token: TOKEN,
+      tenant: {
+        tenantId: TENANT,
+        isolationMode: "dedicated",
+        maxRuntimeInstances: 3,
+        workersPerInstance: LONG,
+        maxConcurrentRunsPerInstance: LONG,
+        localQueueCapacity: LONG,
+        worker: { module: MODULE, kinds: ["work"] },
       },
     });
   });
@@ -123,13 +112,9 @@ describe("worker versions: resumed runs keep their version, new runs take the de
 
       const t0 = Date.now();
       // While the resumed runs run, `drover runtimes` shows the pinned v1 runtime draining with their count.
-      const cli = async () => {
-        let out = "";
-        const env = { DROVER_API_URL: cp.apiUrl, DROVER_TOKEN: OPERATOR_TOKEN };
-        const io = { out: (t: string) => (out += t), err: (t: string) => (out += t), env };
-        expect(await runsMain(["runtimes", "--tenant", TENANT, "-o", "json"], io), out).toBe(0);
-        return JSON.parse(out).runtimes as CliRow[];
-      };
+      const cli = async () =>
+        (await droverJson<{ runtimes: CliRow[] }>(cp.apiUrl, OPERATOR_TOKEN, ["runtimes", "--tenant", TENANT]))
+          .runtimes;
       const draining = await eventually(
         "the pinned v1 runtimes shown draining with the resumed runs",
         async () => {
