@@ -11,6 +11,7 @@ import { OPERATOR_TOKEN } from "../../proof/scenario-config.ts";
 import { createEventStore, runtimeRef, workerDeploysRef, type StoredEvent } from "../../streams/index.ts";
 import { eventually } from "../support/streams.ts";
 import { droverJson, startTenantStack } from "../support/tenant-stack.ts";
+import { ofType, wholeLog } from "../support/log-events.ts";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 type CliRow = {
@@ -83,15 +84,7 @@ describe("worker deploys as events: a deploy sends new runs to the new version w
     const nc = await connectHarness({ servers: inject("natsUrl") });
     try {
       const store = createEventStore(nc, cp.layout);
-      const log = async () => {
-        const all: StoredEvent[] = [];
-        await store.replay({ seq: 1 }, (e) => {
-          all.push(e);
-        });
-        return all;
-      };
-      const ofType = <T extends DroverEvent["type"]>(es: readonly StoredEvent[], t: T) =>
-        es.flatMap((e) => (e.event.type === t ? [e.event as Extract<DroverEvent, { type: T }>] : []));
+      const log = () => wholeLog(store);
       const idOf = (e: StoredEvent) => e.subject.split(".").at(-2)!;
 
       // The provisioner announced v1 at its start, before any runtime ran it.

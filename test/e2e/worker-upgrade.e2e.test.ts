@@ -9,6 +9,7 @@ import { type ControlPlane } from "../../platform/control-plane-processes.ts";
 import { connectHarness } from "../../platform/nats-auth/server-keys.ts";
 import { createEventStore, runtimeRef, type StoredEvent } from "../../streams/index.ts";
 import { eventually } from "../support/streams.ts";
+import { wholeLog } from "../support/log-events.ts";
 import { droverJson, startTenantStack } from "../support/tenant-stack.ts";
 
 const ROOT = resolve(import.meta.dirname, "../..");
@@ -87,13 +88,7 @@ describe("worker upgrade: an upgraded run continues on the new version after its
     const nc = await connectHarness({ servers: inject("natsUrl") });
     try {
       const store = createEventStore(nc, cp.layout);
-      const log = async () => {
-        const all: StoredEvent[] = [];
-        await store.replay({ seq: 1 }, (e) => {
-          all.push(e);
-        });
-        return all;
-      };
+      const log = () => wholeLog(store);
       const ofType = <T extends DroverEvent["type"]>(es: readonly StoredEvent[], t: T) =>
         es.flatMap((e) =>
           e.event.type === t ? [e as StoredEvent & { event: Extract<DroverEvent, { type: T }> }] : [],

@@ -8,9 +8,10 @@ import { runCompleted } from "../support/run-completed.ts";
 import { type ControlPlane } from "../../platform/control-plane-processes.ts";
 import { connectHarness } from "../../platform/nats-auth/server-keys.ts";
 import { OPERATOR_TOKEN } from "../../proof/scenario-config.ts";
-import { createEventStore, runtimeRef, type StoredEvent } from "../../streams/index.ts";
+import { createEventStore, runtimeRef } from "../../streams/index.ts";
 import { eventually } from "../support/streams.ts";
 import { droverJson, startTenantStack } from "../support/tenant-stack.ts";
+import { ofType, wholeLog } from "../support/log-events.ts";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 type CliRow = {
@@ -81,15 +82,7 @@ describe("worker versions: resumed runs keep their version, new runs take the de
     const nc = await connectHarness({ servers: inject("natsUrl") });
     try {
       const store = createEventStore(nc, cp.layout);
-      const log = async () => {
-        const all: StoredEvent[] = [];
-        await store.replay({ seq: 1 }, (e) => {
-          all.push(e);
-        });
-        return all;
-      };
-      const ofType = <T extends DroverEvent["type"]>(es: readonly StoredEvent[], t: T) =>
-        es.flatMap((e) => (e.event.type === t ? [e.event as Extract<DroverEvent, { type: T }>] : []));
+      const log = () => wholeLog(store);
 
       const long = await Promise.all(Array.from({ length: LONG }, () => submit(12_000)));
       const firstRuntime = await eventually(

@@ -14,6 +14,7 @@ import { clusterClients, freshNamespace } from "./support/cluster-client.ts";
 import { digestReference, nodeContainerd, variantImage } from "./support/image-digests.ts";
 import { runtimeHostConfig, startPodReachableNats } from "./support/runtime-pods.ts";
 import { inject } from "vitest";
+import { ofType, wholeLog } from "../support/log-events.ts";
 
 const TOKEN = "token-k8s-wv-0000000001";
 const OPERATOR = "token-k8s-wv-operator-01";
@@ -105,15 +106,7 @@ describe("worker versions on Kubernetes hosts: Pods versioned by image digest, p
     const nc = await connectHarness({ servers: servers[0]!.url });
     try {
       const store = createEventStore(nc, cp.layout);
-      const log = async () => {
-        const all: StoredEvent[] = [];
-        await store.replay({ seq: 1 }, (e) => {
-          all.push(e);
-        });
-        return all;
-      };
-      const ofType = <T extends DroverEvent["type"]>(es: readonly StoredEvent[], t: T) =>
-        es.flatMap((e) => (e.event.type === t ? [e.event as Extract<DroverEvent, { type: T }>] : []));
+      const log = () => wholeLog(store);
       const idOf = (es: readonly StoredEvent[], e: DroverEvent) =>
         es
           .find((s) => s.event === e)!
