@@ -1,6 +1,3 @@
-import { randomBytes } from "node:crypto";
-import { mkdirSync, rmSync, writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { DroverEvent } from "../../contracts/index.ts";
 import { apiClient } from "../../platform/api-client.ts";
@@ -12,32 +9,12 @@ import { createEventStore, runtimeRef, workerDeploysRef, type StoredEvent } from
 import { eventually } from "../support/streams.ts";
 import { droverJson, startTenantStack } from "../support/tenant-stack.ts";
 import { ofType, wholeLog } from "../support/log-events.ts";
+import { sleepingWorker, type RuntimeRow } from "../support/sleeping-worker.ts";
 
-const ROOT = resolve(import.meta.dirname, "../..");
-type CliRow = {
-  runtimeInstanceId: string;
-  worker: { version: string; pinned: boolean; draining: boolean; pinnedRuns: number } | null;
-};
 const TOKEN = "token-tenant-wd-000000001";
 const TENANT = "t-wd";
 const LONG = 6;
-const DIR = join(ROOT, ".run", `wd-e2e-${randomBytes(4).toString("hex")}`);
-const MODULE = join(DIR, "worker.ts");
-/** The tenant's worker at one version: `work` sleeps `ms` and answers with the version that ran it. */
-const workerSource = (tag: string) => `import { defineWorker } from "../../sdk/index.ts";
-export default defineWorker({
-  steps: {
-    work: async (_ctx, input: { ms: number }) => {
-      await new Promise((r) => setTimeout(r, input.ms));
-      return { ran: "${tag}" };
-    },
-  },
-});
-`;
-const DAG = {
-  name: "wd",
-  steps: [{ id: "work", kind: "custom", handler: "work", params: { ms: { $ref: "input.ms" } } }],
-};
+const WORKER = sleepingWorker("wd");
 
 /**
  * Deploys as events (docs/worker-versions.md "Deploys as events") through every real service, real
@@ -49,8 +26,7 @@ const DAG = {
 describe("worker deploys as events: a deploy sends new runs to the new version while a live old runtime drains and retires (all services real)", () => {
   let cp: ControlPlane;
   beforeAll(async () => {
-    mkdirSync(DIR, { recursive: true });
-    writeFileSync(MODULE, workerSource("v1"));
+    WORKER.write("v1");
     cp = await startTenantStack({
       db: 13,
       controlPlaneId: "cp-wd-e2e",
@@ -62,23 +38,24 @@ describe("worker deploys as events: a deploy sends new runs to the new version w
         workersPerInstance: LONG + 2,
         maxConcurrentRunsPerInstance: LONG + 2,
         localQueueCapacity: LONG + 2,
-        worker: { module: MODULE, kinds: ["work"] },
+        worker: { module: WORKER.module, kinds: ["work"] },
       },
     });
   });
   afterAll(async () => {
     await cp?.stop();
-    rmSync(DIR, { recursive: true, force: true });
+    WORKER.remove();
   });
   const api = () => apiClient(cp.apiUrl, TOKEN);
   const submit = async (ms: number) => {
-    const r = await api().post("/v1/runs", { dag: DAG, input: { ms } });
+    const r = await api().post("/v1/runs", { dag: WORKER.dag, input: { ms } });
     expect(r.status, JSON.stringify(r.body)).toBe(201);
     return r.body.sharedRunId as string;
   };
   const completed = (id: string) => runCompleted(api, id, 180_000);
   const runtimes = async () =>
-    (await droverJson<{ runtimes: CliRow[] }>(cp.apiUrl, OPERATOR_TOKEN, ["runtimes", "--tenant", TENANT])).runtimes;
+    (await droverJson<{ runtimes: RuntimeRow[] }>(cp.apiUrl, OPERATOR_TOKEN, ["runtimes", "--tenant", TENANT]))
+      .runtimes;
 
   it("runs on v1 keep running on their live v1 runtime; v2 deployed by event; new runs start a v2 runtime and run v2; v1 shows draining and retires after its last run", async () => {
     const nc = await connectHarness({ servers: inject("natsUrl") });
@@ -115,7 +92,7 @@ describe("worker deploys as events: a deploy sends new runs to the new version w
       ]);
 
       // Deploy v2: the module rewritten and `drover workers deploy`; nothing is killed.
-      writeFileSync(MODULE, workerSource("v2"));
+      WORKER.write("v2");
       const t0 = Date.now();
       const deployed = await droverJson<{ deployed: { version: string } }>(cp.apiUrl, TOKEN, ["workers", "deploy"]);
       const deployMs = Date.now() - t0;

@@ -1,6 +1,3 @@
-import { randomBytes } from "node:crypto";
-import { mkdirSync, rmSync, writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { DroverEvent } from "../../contracts/index.ts";
 import { apiClient } from "../../platform/api-client.ts";
@@ -12,32 +9,12 @@ import { createEventStore, runtimeRef } from "../../streams/index.ts";
 import { eventually } from "../support/streams.ts";
 import { droverJson, startTenantStack } from "../support/tenant-stack.ts";
 import { ofType, wholeLog } from "../support/log-events.ts";
+import { sleepingWorker, type RuntimeRow } from "../support/sleeping-worker.ts";
 
-const ROOT = resolve(import.meta.dirname, "../..");
-type CliRow = {
-  runtimeInstanceId: string;
-  worker: { version: string; pinned: boolean; draining: boolean; pinnedRuns: number } | null;
-};
 const TOKEN = "token-tenant-wv-000000001";
 const TENANT = "t-wv";
 const LONG = 20;
-const DIR = join(ROOT, ".run", `wv-e2e-${randomBytes(4).toString("hex")}`);
-const MODULE = join(DIR, "worker.ts");
-/** The tenant's worker at one version: `work` sleeps `ms` and answers with the version that ran it. */
-const workerSource = (tag: string) => `import { defineWorker } from "../../sdk/index.ts";
-export default defineWorker({
-  steps: {
-    work: async (_ctx, input: { ms: number }) => {
-      await new Promise((r) => setTimeout(r, input.ms));
-      return { ran: "${tag}" };
-    },
-  },
-});
-`;
-const DAG = {
-  name: "wv",
-  steps: [{ id: "work", kind: "custom", handler: "work", params: { ms: { $ref: "input.ms" } } }],
-};
+const WORKER = sleepingWorker("wv");
 
 /**
  * Pinned worker versions (docs/worker-versions.md) through every real service, real process hosts
@@ -49,8 +26,7 @@ const DAG = {
 describe("worker versions: resumed runs keep their version, new runs take the deployed one, drained runtimes retire (all services real)", () => {
   let cp: ControlPlane;
   beforeAll(async () => {
-    mkdirSync(DIR, { recursive: true });
-    writeFileSync(MODULE, workerSource("v1"));
+    WORKER.write("v1");
     cp = await startTenantStack({
       db: 13,
       controlPlaneId: "cp-wv-e2e",
@@ -62,17 +38,17 @@ describe("worker versions: resumed runs keep their version, new runs take the de
         workersPerInstance: LONG,
         maxConcurrentRunsPerInstance: LONG,
         localQueueCapacity: LONG,
-        worker: { module: MODULE, kinds: ["work"] },
+        worker: { module: WORKER.module, kinds: ["work"] },
       },
     });
   });
   afterAll(async () => {
     await cp?.stop();
-    rmSync(DIR, { recursive: true, force: true });
+    WORKER.remove();
   });
   const api = () => apiClient(cp.apiUrl, TOKEN);
   const submit = async (ms: number) => {
-    const r = await api().post("/v1/runs", { dag: DAG, input: { ms } });
+    const r = await api().post("/v1/runs", { dag: WORKER.dag, input: { ms } });
     expect(r.status, JSON.stringify(r.body)).toBe(201);
     return r.body.sharedRunId as string;
   };
@@ -98,7 +74,7 @@ describe("worker versions: resumed runs keep their version, new runs take the de
       expect(v1Reg.data.worker).toMatchObject({ pinned: false });
 
       // Deploy v2, then crash the v1 runtime with its 20 runs in flight.
-      writeFileSync(MODULE, workerSource("v2"));
+      WORKER.write("v2");
       const host = ofType((await store.read(runtimeRef(firstRuntime))).events, "runtime.host-started")[0]!;
       process.kill(host.data.pid!, "SIGKILL");
       const fresh = await Promise.all(Array.from({ length: 5 }, () => submit(200)));
@@ -106,7 +82,7 @@ describe("worker versions: resumed runs keep their version, new runs take the de
       const t0 = Date.now();
       // While the resumed runs run, `drover runtimes` shows the pinned v1 runtime draining with their count.
       const cli = async () =>
-        (await droverJson<{ runtimes: CliRow[] }>(cp.apiUrl, OPERATOR_TOKEN, ["runtimes", "--tenant", TENANT]))
+        (await droverJson<{ runtimes: RuntimeRow[] }>(cp.apiUrl, OPERATOR_TOKEN, ["runtimes", "--tenant", TENANT]))
           .runtimes;
       const draining = await eventually(
         "the pinned v1 runtimes shown draining with the resumed runs",
