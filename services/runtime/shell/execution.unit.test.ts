@@ -1,119 +1,16 @@
 import { describe, expect, it } from "vitest";
-import {
-  buildEvent,
-  DagDefinition,
-  HostIncarnation,
-  LocalRunId,
-  RuntimeInstanceId,
-  SharedRunId,
-  TenantId,
-  type DagInput,
-  type DroverEvent,
-  type EventOrigin,
-  type Step,
-} from "../../../contracts/index.ts";
+import { DagDefinition, type DagInput, type DroverEvent } from "../../../contracts/index.ts";
 import { execRef, runRef } from "../../../streams/subjects.ts";
 import { eventData } from "../../../test/support/event-data.ts";
 import { MemoryEventStore } from "../../../test/support/memory-event-store.ts";
 import { Execution } from "./execution.ts";
-import { checkDispatched, executionIdFor, openFresh, openResume, type JournalEnv } from "./execution-open.ts";
-import { AggregateJournal } from "./journal.ts";
+import { openFresh, openResume } from "./execution-open.ts";
 import type { StepRunner } from "./step-runners.ts";
 import { WorkerPool } from "./worker-pool.ts";
+import { chain, eid, executor, journalEnv, payload, recordingRunner, T, types } from "./execution-fixtures.ts";
 
 // Unit tier with an in-memory event store: proves the executor's decisions and fencing reactions,
 // NOT any transport or JetStream behaviour (the host tier proves those against real processes).
-const T = "t1";
-let ids = 0;
-const journalEnv = (store: MemoryEventStore, runtimeInstanceId = "rt-a"): JournalEnv => ({
-  store,
-  runtimeInstanceId: RuntimeInstanceId.parse(runtimeInstanceId),
-  hostIncarnation: HostIncarnation.parse("pid:1:1"),
-  clock: { now: () => new Date(1_000_000) },
-  newEventId: () => `ev-${++ids}`,
-  sleep: async () => undefined,
-});
-const chain = (n: number): DagDefinition =>
-  DagDefinition.parse({
-    steps: Array.from({ length: n }, (_, i) => ({ id: `s${i + 1}`, kind: "compute", dependsOn: i ? [`s${i}`] : [] })),
-  } satisfies DagInput);
-const payload = (dag: DagDefinition, localRunId = "l1") =>
-  ({ sharedRunId: "r1", localRunId, tenantId: T, dag, dispatchedSeq: 0, correlationId: "c1" }) as Parameters<
-    typeof openFresh
-  >[1];
-
-function recordingRunner(onStep?: (step: Step, attempt: number) => Promise<void> | void): {
-  runner: StepRunner;
-  calls: string[];
-} {
-  const calls: string[] = [];
-  return {
-    calls,
-    runner: async (step, ctx) => {
-      calls.push(`${step.id}#${ctx.attempt}`);
-      await onStep?.(step, ctx.attempt);
-      return { ok: step.id };
-    },
-  };
-}
-const executor = (runner: StepRunner, workers = new WorkerPool(2)) => ({
-  workers,
-  maxWorkersPerRun: 1,
-  runStep: runner,
-  clock: { now: () => new Date(1_000_000) },
-  log: () => undefined,
-});
-const eid = (run: string, local: string) => executionIdFor(SharedRunId.parse(run), LocalRunId.parse(local));
-const types = (store: MemoryEventStore, ref = execRef(T, eid("r1", "l1"))) =>
-  store.read(ref).then((h) => h.events.map((e) => e.event.type));
-
-describe("AggregateJournal: the runtime is the single writer of its execution (in-memory store; proves no transport)", () => {
-  it("after a version conflict, the journal is lost: that append and every queued one fail with execution-ownership-lost and none is sent", async () => {
-    const store = new MemoryEventStore();
-    const opened = await openFresh(journalEnv(store), payload(chain(2)));
-    // A foreign writer (recovery) appends after the runtime's last sequence.
-    await store.append(
-      opened.exec.ref,
-      opened.emit(
-        "exec.paused-for-recovery",
-        eventData("exec.paused-for-recovery", {
-          forensicsId: `runtime-recovery:${eid("r1", "l1")}:r1:l1`,
-          incidentId: "i1",
-          failedRuntimeInstanceId: "rt-a",
-          newEpoch: 1,
-        }),
-      ),
-      { expectedSeq: opened.exec.lastSeq, msgId: "recovery" },
-    );
-    const attemptsBefore = store.appendLog.length;
-    const a = opened.exec.append(opened.emit("exec.completed", { outputDigest: "a".repeat(64) }));
-    const b = opened.exec.append(opened.emit("exec.completed", { outputDigest: "b".repeat(64) }));
-    await expect(a).rejects.toMatchObject({ code: "execution-ownership-lost" });
-    await expect(b).rejects.toMatchObject({ code: "execution-ownership-lost" });
-    expect(store.appendLog.length - attemptsBefore).toBe(1);
-  });
-
-  it("an append with no answer is retried with the same msg id and expectation, so it lands exactly once", async () => {
-    const store = new MemoryEventStore();
-    const opened = await openFresh(journalEnv(store), payload(chain(1)));
-    store.failNext(2);
-    await opened.exec.append(opened.emit("exec.completed", { outputDigest: "a".repeat(64) }));
-    const tries = store.appendLog.slice(-3);
-    expect(tries.map((t) => t.outcome)).toEqual(["unavailable", "unavailable", "stored"]);
-    expect(new Set(tries.map((t) => `${t.msgId}@${t.expectedSeq}`)).size).toBe(1);
-  });
-
-  it("two writers deciding at the same expectation never share a msg id (a foreign decision cannot be acked as our duplicate)", () => {
-    const store = new MemoryEventStore();
-    const ref = execRef(T, "e1");
-    const mine = new AggregateJournal(store, ref, 5, "rt-a.e0", async () => undefined);
-    const theirs = new AggregateJournal(store, ref, 5, "rt-b.e1", async () => undefined);
-    expect(mine.lastSeq).toBe(theirs.lastSeq);
-    const ids = [mine, theirs].map((j) => j.writerKey);
-    expect(ids[0]).not.toBe(ids[1]);
-  });
-});
-
 describe("Execution: deterministic, durable, fenced (in-memory store; proves no transport)", () => {
   it("a fresh run appends run started (at the dispatched sequence), exec started, one step-completed per step, exec completed, run completed", async () => {
     const store = new MemoryEventStore();
@@ -446,81 +343,5 @@ describe("Execution: deterministic, durable, fenced (in-memory store; proves no 
     expect(other.run.lastSeq).toBeGreaterThan(0);
     await expect(openFresh(env, payload(chain(1)))).rejects.toMatchObject({ code: "execution-ownership-lost" });
     expect(await types(store)).toEqual([]);
-  });
-});
-
-describe("checkDispatched: run started only for this runtime's own dispatch (in-memory store; proves no transport)", () => {
-  const ctx: EventOrigin = {
-    tenantId: TenantId.parse(T),
-    correlationId: "c1",
-    causationId: "admission",
-    writer: { service: "admission", instanceId: "adm-1" },
-  };
-  async function dispatched(store: MemoryEventStore, data: Record<string, unknown>): Promise<number> {
-    const ref = runRef(T, "r1");
-    const e = buildEvent(
-      "run.dispatched",
-      eventData("run.dispatched", { transport: "http", hostIncarnation: "pid:1:1", ...data }),
-      ctx,
-      {
-        eventId: `ev-${++ids}`,
-        now: new Date(0),
-      },
-    );
-    return (await store.append(ref, e, { expectedSeq: await store.lastSeq(ref) })).seq;
-  }
-
-  it("given the run's dispatched event for this LocalRunId on this runtime, when checked, then it passes and writes nothing", async () => {
-    const store = new MemoryEventStore();
-    const seq = await dispatched(store, { runtimeInstanceId: "rt-a", localRunId: "l1" });
-    await expect(
-      checkDispatched(journalEnv(store), { ...payload(chain(1)), dispatchedSeq: seq }),
-    ).resolves.toBeUndefined();
-    expect(store.events).toHaveLength(1);
-  });
-
-  it("given a sequence naming another LocalRunId, another runtime, no event or a resume dispatch, when a fresh start is checked, then contract-violation names what the log holds", async () => {
-    const store = new MemoryEventStore();
-    const other = await dispatched(store, { runtimeInstanceId: "rt-a", localRunId: "l0" });
-    const elsewhere = await dispatched(store, { runtimeInstanceId: "rt-b", localRunId: "l1" });
-    const resume = await dispatched(store, {
-      runtimeInstanceId: "rt-a",
-      localRunId: "l1",
-      resumeExecutionId: eid("r1", "l0"),
-    });
-    const check = (dispatchedSeq: number) =>
-      checkDispatched(journalEnv(store), { ...payload(chain(1)), dispatchedSeq });
-    await expect(check(other)).rejects.toMatchObject({
-      code: "contract-violation",
-      message: expect.stringContaining("dispatched LocalRunId l0, not l1"),
-    });
-    await expect(check(elsewhere)).rejects.toMatchObject({
-      code: "contract-violation",
-      message: expect.stringContaining("to rt-b, not to rt-a"),
-    });
-    await expect(check(resume + 1)).rejects.toMatchObject({
-      code: "contract-violation",
-      message: expect.stringContaining("no event of this run"),
-    });
-    await expect(check(resume)).rejects.toMatchObject({
-      code: "contract-violation",
-      message: expect.stringContaining("not a fresh start"),
-    });
-    expect(store.events).toHaveLength(3);
-  });
-
-  it("given a resume dispatch, when checked as a resume of another execution, then it is refused", async () => {
-    const store = new MemoryEventStore();
-    const seq = await dispatched(store, {
-      runtimeInstanceId: "rt-a",
-      localRunId: "l1",
-      resumeExecutionId: eid("r1", "l0"),
-    });
-    await expect(
-      checkDispatched(journalEnv(store), { ...payload(chain(1)), dispatchedSeq: seq }, eid("r1", "l0")),
-    ).resolves.toBeUndefined();
-    await expect(
-      checkDispatched(journalEnv(store), { ...payload(chain(1)), dispatchedSeq: seq }, eid("r1", "l9")),
-    ).rejects.toMatchObject({ code: "contract-violation" });
   });
 });
