@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
 import { Redis } from "ioredis";
 import { pino } from "pino";
 import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
@@ -12,6 +13,7 @@ import { runView } from "../../services/api/index.ts";
 import { redisCapacityView } from "../../platform/capacity-view.ts";
 import { randomIds, systemClock } from "../../platform/envelope.ts";
 import { redisReservations } from "../../platform/reservations.ts";
+import { connectHarness } from "../../platform/nats-auth/server-keys.ts";
 import { createEventStore, runRef, type EventStore, type StoredEvent } from "../../streams/index.ts";
 import { exampleDag } from "../support/example-events.ts";
 import { publishBeat, publishReadyRuntime } from "../support/fake-runtime-capacity.ts";
@@ -53,15 +55,20 @@ const config = DroverConfig.parse({
 describe("per-key flow control (real NATS + Redis, two admission replicas; runtime transport in memory)", () => {
   let fx: StreamsFixture, js: JetStreamClient, store: EventStore, redis: Redis, capacity: CapacityProjection;
   let services: AdmissionService[] = [];
+  let connections: NatsConnection[] = [];
   const tenantOf = new Map<string, string>();
   let runtime: ReturnType<typeof inMemoryRuntime>;
 
+  // Each replica on its own connection, as separate processes are: on one shared connection the
+  // replica whose consumer was made first is handed every event first and wins nearly every race.
   async function admission(): Promise<AdmissionService> {
+    const nc = await connectHarness({ servers: inject("natsUrl") });
+    connections.push(nc);
     const s = await startAdmission({
-      js,
+      js: jetstream(nc),
       config,
       layout: fx.layout,
-      store,
+      store: createEventStore(nc, fx.layout),
       index: new RunIndex(fx.layout.eventPrefix, () => undefined, systemClock),
       view: redisCapacityView<CapacityDescriptor>(redis, CP),
       reservations: redisReservations(redis, CP),
@@ -112,6 +119,8 @@ describe("per-key flow control (real NATS + Redis, two admission replicas; runti
   });
   afterEach(async () => {
     for (const s of services) await s.stop();
+    for (const nc of connections) await nc.close();
+    connections = [];
     runtime.stop();
     await capacity.stop();
     redis.disconnect();
