@@ -1,4 +1,5 @@
 import { DeliverPolicy } from "@nats-io/jetstream";
+import { DroverError } from "../contracts/index.ts";
 import { isNotFound, toStoreError } from "./nats-errors.ts";
 import type { StoreContext } from "./store-context.ts";
 import { toStoredEvent } from "./stored.ts";
@@ -57,27 +58,53 @@ export async function replay(
   });
   const messages = await oc.consume({ max_messages: REPLAY_BUFFER });
   let last = 0;
+  let reachedEnd = false;
+  let callerFailed = false; // a handler's own error propagates as it is
+  const call = async (f: () => void | Promise<void>) => {
+    try {
+      await f();
+    } catch (err) {
+      callerFailed = true;
+      throw err;
+    }
+  };
   try {
     for await (const m of messages) {
-      if (m.seq > endSeq) break;
+      if (m.seq > endSeq) {
+        reachedEnd = true;
+        break;
+      }
       let e: StoredEvent | undefined;
       try {
         e = toStoredEvent(m);
       } catch (err) {
         if (!opts.onUndecodable) throw err;
-        await opts.onUndecodable({
-          seq: m.seq,
-          subject: m.subject,
-          error: err instanceof Error ? err.message : String(err),
-        });
+        const u = { seq: m.seq, subject: m.subject, error: err instanceof Error ? err.message : String(err) };
+        await call(() => opts.onUndecodable!(u));
       }
-      if (e) await onEvent(e);
+      if (e) await call(() => onEvent(e));
       last = m.seq;
       // pending counts matching messages after this one: 0 means everything up to now was delivered.
-      if (m.seq >= endSeq || m.info.pending === 0) break;
+      if (m.seq >= endSeq || m.info.pending === 0) {
+        reachedEnd = true;
+        break;
+      }
     }
+    // The messages ended before the range did: the connection closed (a stop) or the consumer went
+    // away. Returning would pass a partial replay off as a complete one (a projection would save
+    // itself built, a fold would call itself caught up).
+    if (!reachedEnd)
+      throw new DroverError(
+        "event-store-unavailable",
+        `replay of ${stream} ended at sequence ${last} before ${endSeq}: the consumer stopped delivering (connection closed?)`,
+        { details: { filters, last, endSeq } },
+      );
+  } catch (err) {
+    if (callerFailed) throw err;
+    throw toStoreError(err, `replaying ${stream} (at sequence ${last} of ${endSeq})`, { filters });
   } finally {
-    await messages.close();
+    // Closing the messages of a closed connection fails too; the replay's outcome is already decided.
+    await messages.close().catch(() => undefined);
     // The client gives ordered consumers a 5-minute inactive threshold; frequent replays would
     // otherwise leave one server-side consumer each behind for that long.
     await oc.delete().catch(() => undefined);

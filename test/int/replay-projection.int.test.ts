@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
 import { DroverError, isDroverError, type DroverEvent } from "../../contracts/index.ts";
+import { connectHarness } from "../../platform/nats-auth/server-keys.ts";
 import { memoryCheckpointStore } from "../../streams/checkpoints.ts";
 import { createEventStore } from "../../streams/event-store.ts";
 import { fold } from "../../streams/fold.ts";
@@ -7,7 +8,7 @@ import { createProjectionRunner, type Projection } from "../../streams/projectio
 import { eventTypeFilter, execRef, runRef } from "../../streams/subjects.ts";
 import type { EventStore, StoredEvent } from "../../streams/types.ts";
 import { ids } from "../support/example-events.ts";
-import { event, freshStreams, type StreamsFixture } from "../support/streams.ts";
+import { event, eventually, freshStreams, type StreamsFixture } from "../support/streams.ts";
 
 /** A small read model: per aggregate subject prefix, the event types seen, keyed by seq (so re-applying is harmless). */
 function countingProjection(name: string, filter?: string | string[]) {
@@ -134,6 +135,36 @@ describe("replay, fold and projections against a real nats-server", () => {
     expect(isDroverError(err, "contract-violation")).toBe(true);
     expect((err as { details: { seq: number } }).details.seq).toBe(5);
     expect(seen).toEqual([1, 2, 3, 4]);
+  });
+
+  it("fails a replay whose connection closes part-way instead of returning the part as the whole", async () => {
+    const last = await seed(200); // 800 events: far more than the replay's client buffer
+    for (const inHandler of [true, false]) {
+      const own = await connectHarness({ servers: inject("natsUrl") });
+      let seen = 0;
+      let release!: () => void;
+      const held = new Promise<void>((r) => (release = r));
+      const replayed = createEventStore(own, fx.layout).replay({ seq: 1 }, async (e) => {
+        seen = e.seq;
+        if (e.seq !== 10) return;
+        // What a stop during a build or a catch-up does: the connection closes from the handler, or
+        // from elsewhere while the handler waits (a projection's write).
+        if (inHandler) await own.close();
+        else await held;
+      });
+      if (!inHandler) {
+        await eventually("the handler waits", async () => (seen === 10 ? true : undefined));
+        await own.close();
+        release();
+      }
+      const err = await replayed.then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(isDroverError(err) && err.code, `${inHandler}: ${String(err)}`).toBe("event-store-unavailable");
+      expect(String((err as Error).message)).toMatch(/sequence \d+ (of|before) \d+/);
+      expect(seen).toBeLessThan(last);
+    }
   });
 
   it("rebuilds a projection from sequence 1 to exactly the live one, applying each sequence once past the checkpoint", async () => {
