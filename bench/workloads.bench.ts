@@ -164,6 +164,26 @@ try {
       value: total(w2CpuPerK),
       note: `CPU (user + system) of every process of the stack per 1,000 W2 steps, the read models' catch-up included; by process ${JSON.stringify(w2CpuPerK)}`,
     },
+    // Issue 15 item 4: projecting a step into the read models (projector + store) against executing it (the runtime).
+    ...Object.fromEntries(
+      (
+        [
+          ["w1", w1CpuPerK],
+          ["w2", w2CpuPerK],
+        ] as const
+      ).map(([w, perK]) => {
+        const projection = (perK.forensics ?? 0) + (perK.ferretdb ?? 0);
+        const runtime = perK.runtime ?? 0;
+        return [
+          `${w}_read_model_cpu_per_1000_steps`,
+          {
+            unit: "ms",
+            value: projection,
+            note: `CPU of the forensics projector (${perK.forensics ?? 0} ms) and FerretDB (${perK.ferretdb ?? 0} ms) per 1,000 ${w.toUpperCase()} steps, the catch-up included, against the runtime's ${runtime} ms: ${runtime ? round(projection / runtime, 2) : "n/a"}× (target: a small fraction)`,
+          },
+        ];
+      }),
+    ),
     w3_kill_to_first_step_ms: {
       unit: "ms",
       value: firstAfter - killedAt,

@@ -6,10 +6,11 @@
  * Shapes respect FerretDB v1: no arrays of arrays, and no key built from data (step ids, label
  * keys) — a key may not contain `.` or start with `$`, so such values are stored as array rows.
  * Step outputs and DAG params are never copied (they may hold nested arrays); digests are.
- * FerretDB v1 (SQLite) finds by `_id` in constant time but scans the whole collection to update
- * or to filter on any other field, so: rows keyed by sequence are inserted once and never updated
- * (ledger, forensics); documents that change (runs, executions, incidents, items, runtimes)
- * are one per aggregate and stay small; the API's tenant queries scan (see the README). Nothing is
+ * FerretDB v1 (SQLite) finds by `_id` in constant time, and (our patches) top-level equality through
+ * an index on that field, but applies every operator, sort and limit in Go, so: rows keyed by sequence
+ * are inserted once and never updated (ledger, forensics); documents that change (runs, executions,
+ * incidents, items, runtimes) are one per aggregate and stay small; the API's tenant queries read
+ * their tenant's rows, never the collection (services/forensics/README.md). Nothing is
  * kept that no query reads: every document costs FerretDB more than the event cost the runtime.
  */
 

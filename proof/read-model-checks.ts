@@ -44,8 +44,8 @@ export async function readModelAssertions(o: {
 }): Promise<AssertionResult[]> {
   const all = [...o.impacted, ...o.safe];
   const deadline = Date.now() + o.timeoutMs;
-  // Where this phase's time goes (printed with the rebuild assertion): catching up, queries, rebuilds.
-  const spent = { catchUp: 0, queries: 0, rebuild: 0 };
+  // Where this phase's time goes (printed with the rebuild assertion): catching up, checks, snapshots, rebuilds.
+  const spent = { catchUp: 0, checks: 0, queries: 0, rebuild: 0 };
   const timed = async <T>(k: keyof typeof spent, f: () => Promise<T>): Promise<T> => {
     const t = Date.now();
     try {
@@ -71,7 +71,9 @@ export async function readModelAssertions(o: {
     await new Promise((res) => setTimeout(res, 250));
   }
   spent.catchUp = Date.now() - tCatchUp;
+  let snapshots = 0;
   const snapshot = async () => {
+    snapshots++;
     const out: Record<string, unknown> = {};
     // A few tenants at a time: each query waits on FerretDB's scan, and one at a time left a core idle.
     // The keys are set in tenant order whatever order the answers come in, so equal read models give equal JSON.
@@ -93,24 +95,33 @@ export async function readModelAssertions(o: {
   const leaks: string[] = [],
     missing: string[] = [],
     cross: string[] = [];
-  for (const t of o.safe) {
-    const n = (await apiClient(o.apiUrl, t.token).get("/v1/ledger?recovery=true&limit=5000")).body.entries.length;
-    if (n > 0) leaks.push(`${t.tenantId}: ${n} recovery ledger entries`);
-  }
-  for (const [i, t] of o.impacted.entries()) {
-    const api = apiClient(o.apiUrl, t.token);
-    const records = new Set(
-      ((await api.get("/v1/forensics?limit=5000")).body.entries as { forensicsId: string }[]).map((e) => e.forensicsId),
-    );
-    if (records.size !== (t.records ?? 3))
-      missing.push(`${t.tenantId}: ${records.size} forensics records, expected ${t.records ?? 3}`);
-    const other = o.impacted[(i + 1) % o.impacted.length]!;
-    if (other.tenantId === t.tenantId) continue;
-    const foreign = (await api.get(`/v1/forensics?runId=${other.runs[0]}`)).body.entries.length;
-    const timeline = (await api.get(`/v1/runs/${other.runs[0]}/timeline`)).status;
-    if (foreign > 0 || timeline !== 404)
-      cross.push(`${t.tenantId} read ${other.tenantId}: ${foreign} forensics rows, timeline ${timeline}`);
-  }
+  // Independent queries, a few at a time like the snapshot (one at a time left a core idle: ~3 s at P=20).
+  await timed("checks", () =>
+    inParallel(o.safe, SNAPSHOT_PARALLEL, async (t) => {
+      const n = (await apiClient(o.apiUrl, t.token).get("/v1/ledger?recovery=true&limit=5000")).body.entries.length;
+      if (n > 0) leaks.push(`${t.tenantId}: ${n} recovery ledger entries`);
+    }),
+  );
+  await timed("checks", () =>
+    inParallel([...o.impacted.entries()], SNAPSHOT_PARALLEL, async ([i, t]) => {
+      const api = apiClient(o.apiUrl, t.token);
+      const records = new Set(
+        ((await api.get("/v1/forensics?limit=5000")).body.entries as { forensicsId: string }[]).map(
+          (e) => e.forensicsId,
+        ),
+      );
+      if (records.size !== (t.records ?? 3))
+        missing.push(`${t.tenantId}: ${records.size} forensics records, expected ${t.records ?? 3}`);
+      const other = o.impacted[(i + 1) % o.impacted.length]!;
+      if (other.tenantId === t.tenantId) return;
+      const foreign = (await api.get(`/v1/forensics?runId=${other.runs[0]}`)).body.entries.length;
+      const timeline = (await api.get(`/v1/runs/${other.runs[0]}/timeline`)).status;
+      if (foreign > 0 || timeline !== 404)
+        cross.push(`${t.tenantId} read ${other.tenantId}: ${foreign} forensics rows, timeline ${timeline}`);
+    }),
+  );
+  // Reported in tenant order whatever order the answers came in.
+  for (const xs of [leaks, missing, cross]) xs.sort();
   // Compare at one stream position: events may still arrive after the runs complete (e.g. a late
   // suspicion), so a snapshot taken while asOf moved is retaken.
   const asOf = async () => (await apiClient(o.apiUrl, all[0]!.token).get("/v1/ledger?limit=1")).body.asOf as number;
@@ -162,7 +173,7 @@ export async function readModelAssertions(o: {
       violations: rebuilt && before === after ? 0 : 1,
       detail: rebuilt
         ? before === after
-          ? `${before.length} bytes of query results identical at stream position ${position} (catch-up ${spent.catchUp} ms, snapshot queries ${spent.queries} ms, rebuild ${spent.rebuild} ms)`
+          ? `${before.length} bytes of query results identical at stream position ${position} (catch-up ${spent.catchUp} ms, checks ${spent.checks} ms, snapshot queries ${spent.queries} ms in ${snapshots} snapshots, rebuild ${spent.rebuild} ms)`
           : `query results differ after the rebuild (position ${position}): dropped-and-rebuilt vs fresh ${difference ?? "(key order only)"}`
         : "rebuild request failed",
     },

@@ -33,7 +33,9 @@ export async function cpuSnapshot(root = process.pid): Promise<CpuSnapshot> {
 }
 
 function nameOf(cmd: string): string {
-  const service = /services\/([\w-]+)\/main\.ts/.exec(cmd)?.[1];
+  // A service runs from its bundle (platform/service-bundle.ts: service-<name>-<digest>.mjs) or from source.
+  const service =
+    /\/service-([\w-]+)-[0-9a-f]{16}\.mjs/.exec(cmd)?.[1] ?? /services\/([\w-]+)\/main\.ts/.exec(cmd)?.[1];
   if (service) return service;
   if (/runtime[^ ]*\.mjs/.test(cmd)) return "runtime";
   const exe = cmd.split(" ")[0]!.split("/").pop()!;
