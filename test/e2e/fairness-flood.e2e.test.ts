@@ -10,11 +10,12 @@ import { cpuSnapshot, cpuSpent } from "../../bench/support/cpu.ts";
 /**
  * Fairness under a flood (every service a real process, real process hosts, real nats-server and
  * Redis): on one shared runtime, tenant t-flood submits FLOOD_RUNS runs as fast as 16 clients can,
- * up to its queue cap (maxQueuedRuns, beyond it 429 tenant-queue-full), while tenant t-steady
- * submits one run every 250 ms. Admission keeps the shared runtime's last `sharedRuntimeHeadroom`
- * places for tenants holding fewer than that many there and orders tenants by held places per unit
- * of weight, so the steady tenant's runs are placed at once, not behind the flood's backlog nor
- * behind places the flood holds. Latencies are the stream's timestamps (no client clock).
+ * paced by the API once its queue is deep (429 submission-rate-limited) and capped at maxQueuedRuns
+ * (429 tenant-queue-full); its clients wait each 429's Retry-After and submit again, so every run is
+ * accepted. Meanwhile tenant t-steady submits one run every 250 ms. Admission keeps the shared
+ * runtime's last `sharedRuntimeHeadroom` places for tenants holding fewer than that many there and
+ * orders tenants by weighted fair share, so the steady tenant's runs are placed at once, not behind
+ * the flood's backlog. Latencies are the stream's timestamps (no client clock).
  * `make test` floods 400 (cap 300); `make test-flood` floods 10 000 (the issue's scale, cap 10 000).
  * The figures (printed) are in docs/security.md "Floods"; the bounds below keep a margin over them.
  */
