@@ -35,6 +35,8 @@ try {
           localQueueCapacity: 1000,
           maxWorkersPerRun: 1,
           maxConcurrentRuns: 10_000,
+          // admission is measured, not the API's submission pace (docs/security.md): never paced here
+          submissionPace: { queuedRunsAbove: 1_000_000 },
         },
       ],
       tokens: { [TOKEN]: { role: "tenant", tenantId: "t-bench" } },

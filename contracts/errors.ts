@@ -37,6 +37,11 @@ export const ERROR_CATALOGUE = {
     httpStatus: 429,
     summary: "the credential sent more requests than its rate limit",
   },
+  "submission-rate-limited": {
+    retryable: true,
+    httpStatus: 429,
+    summary: "the tenant's queue is deep and its submissions came faster than its submission pace",
+  },
   "too-many-event-feeds": {
     retryable: true,
     httpStatus: 429,

@@ -75,7 +75,9 @@ export {
   WorkerVersion,
   RuntimeWorker,
   SecretSource,
+  SubmissionPace,
 } from "./tenant-settings.ts";
+export { gcra, type GcraOutcome } from "./gcra.ts";
 export {
   RefValue,
   SecretValue,

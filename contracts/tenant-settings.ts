@@ -79,6 +79,24 @@ export const SecretSource = z
   .strict();
 export type SecretSource = z.infer<typeof SecretSource>;
 
+/**
+ * The pace of a tenant's API submissions (per API replica, in memory): while the tenant has more than
+ * `queuedRunsAbove` runs submitted and not yet started, a new submission takes a token of a GCRA
+ * bucket of `perSecond` with bursts of `burst` (contracts/gcra.ts), or is refused with 429
+ * `submission-rate-limited` and the wait for the next token. Below that depth nothing is paced.
+ */
+const QUEUED_RUNS_ABOVE_DEFAULT = 200;
+const PER_SECOND_DEFAULT = 20;
+const BURST_DEFAULT = 20;
+export const SubmissionPace = z
+  .object({
+    queuedRunsAbove: z.number().int().min(0).max(1_000_000).default(QUEUED_RUNS_ABOVE_DEFAULT),
+    perSecond: z.number().positive().max(100_000).default(PER_SECOND_DEFAULT),
+    burst: z.number().int().min(1).max(100_000).default(BURST_DEFAULT),
+  })
+  .strict();
+export type SubmissionPace = z.infer<typeof SubmissionPace>;
+
 /** Per-tenant settings (admission-and-capacity.md "Tenant settings"). */
 export const TenantSettings = z
   .object({
@@ -104,6 +122,9 @@ export const TenantSettings = z
       .max(1_000_000)
       .default(1000)
       .describe("runs submitted and not yet started; the API refuses more with 429 tenant-queue-full"),
+    submissionPace: SubmissionPace.default(SubmissionPace.parse({})).describe(
+      "API submissions paced per tenant while its queue is deep (429 submission-rate-limited; docs/security.md)",
+    ),
     overQuota: z
       .enum(["reject", "queue"])
       .default("queue")

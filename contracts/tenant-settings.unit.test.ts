@@ -22,6 +22,7 @@ const SHARED_DEFAULTS = {
   localQueueCapacity: 8,
   maxConcurrentRuns: 100,
   maxQueuedRuns: 1000,
+  submissionPace: { queuedRunsAbove: 200, perSecond: 20, burst: 20 },
   overQuota: "queue",
   weight: 1,
   hostProvider: "process",

@@ -9,7 +9,13 @@ export function apiClient(baseUrl: string, token: string) {
       ...(body ? { body: JSON.stringify(body) } : {}),
     });
     const text = await res.text();
-    return { status: res.status, body: text ? JSON.parse(text) : undefined };
+    // Retry-After of a 429 or 503, in seconds (undefined when absent).
+    const retryAfter = res.headers.get("retry-after") ?? undefined;
+    return {
+      status: res.status,
+      body: text ? JSON.parse(text) : undefined,
+      retryAfterSeconds: retryAfter === undefined ? undefined : Number(retryAfter),
+    };
   };
   return {
     submit: (dag: DagInput, idempotencyKey?: string) =>

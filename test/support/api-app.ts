@@ -14,6 +14,7 @@ import {
 import { createEventStore } from "../../streams/index.ts";
 import { createStepCacheStore } from "../../platform/step-cache-store.ts";
 import type { EventStore } from "../../streams/types.ts";
+import type { Clock } from "../../platform/clock.ts";
 import { freshStreams, type StreamsFixture } from "./streams.ts";
 
 /** Bearer tokens of the API fixtures: two tenants and an operator. */
@@ -48,6 +49,8 @@ export async function apiFixture(
     readModels?: ReadModels;
     /** DROVER_CONFIG `api` settings (rate limit, event-feed cap). */
     api?: z.input<typeof DroverConfig>["api"];
+    /** The API's clock (default: fixed at 2026-05-06T07:08:09Z). */
+    clock?: Clock;
     /** Wraps the store the API appends with (the test's own handle stays the plain store). */
     wrapStore?: (store: EventStore) => EventStore;
   } = {},
@@ -80,7 +83,7 @@ export async function apiFixture(
     capacity: replayCapacityReader(store, streams.jsm, streams.layout),
     openRuns,
     ...(opts.readModels ? { readModels: opts.readModels } : {}),
-    clock: { now: () => new Date("2026-05-06T07:08:09.000Z") },
+    clock: opts.clock ?? { now: () => new Date("2026-05-06T07:08:09.000Z") },
     newId: () => `id${process.pid}x${++n}`,
     instanceId: "api-test",
     stepCache: createStepCacheStore(streams.nc, streams.layout),

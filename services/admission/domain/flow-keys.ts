@@ -1,5 +1,5 @@
 import { FLOW_KEY_PLACEHOLDER, type FlowKeySettings, type Reason } from "../../../contracts/index.ts";
-import { gcra } from "./gcra.ts";
+import { gcra } from "../../../contracts/gcra.ts";
 
 /** What a run offers flow key expressions: its input and labels as submitted. */
 export interface KeyedRun {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { FlowKeySettings } from "../../../contracts/index.ts";
-import { gcra } from "./gcra.ts";
+import { gcra } from "../../../contracts/gcra.ts";
 import { decideKey, emptyFlowKey, evolveFlowKey, resolveKey, runKeys, type RunKey } from "./flow-keys.ts";
 import { fairOrder, type PendingRun } from "./fair-queue.ts";
 

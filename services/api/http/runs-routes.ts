@@ -73,6 +73,8 @@ export const runsRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps; feeds?: FeedSlot
     "/runs",
     {
       schema: {
+        description:
+          "Submits a run for the token's tenant. 429 answers carry Retry-After and write nothing: tenant-queue-full (maxQueuedRuns), submission-rate-limited (the tenant's submissionPace while its queue is deep), rate-limited (the token's api.rateLimit); docs/errors.md.",
         body: SubmitRunBody,
         headers: IdempotencyHeaders,
         response: { 200: RunViewAnswer, 201: RunViewAnswer },

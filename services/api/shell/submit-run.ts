@@ -8,6 +8,7 @@ import {
 } from "../../../contracts/index.ts";
 import { aggregateSubject, runRef } from "../../../streams/subjects.ts";
 import { decideSubmission, type SubmitRunBody } from "../domain/submission.ts";
+import { paceSubmission, submissionRateLimited } from "../domain/submission-pace.ts";
 import type { ApiDeps } from "./deps.ts";
 import { submissionIds } from "./ids.ts";
 import type { Claim } from "./open-runs-projection.ts";
@@ -26,7 +27,8 @@ export interface Submitted {
  * Converges on repeats: the same (tenant, idempotency key) derives the same run and event ids, so
  * a retry either finds the run on the first read, is deduplicated by its msg id, or loses the
  * race with a version conflict; in every case it answers the existing run and no second event is
- * appended. Throws `dag-invalid`, `tenant-quota-exceeded`, `tenant-queue-full` (nothing appended) and the store's
+ * appended. Throws `dag-invalid`, `tenant-quota-exceeded`, `tenant-queue-full`, `submission-rate-limited` (nothing
+ * appended) and the store's
  * `event-store-unavailable` (retry the request: it carries the same ids when keyed).
  */
 export function createSubmitter(
@@ -82,6 +84,7 @@ async function submitOnce(
       existing,
     );
     if (event === undefined) return { run: existing, created: false };
+    if (claim !== undefined) pace(deps, tenantId, settings, claim.queuedRuns);
     try {
       // The msg id names this event, not just "first append to the run": a rival submission of the
       // same run (e.g. a producer's) must fail on the sequence check, not be mistaken for ours.
@@ -100,4 +103,16 @@ async function submitOnce(
   const run = foldRun(await readAggregate(deps.store, ref));
   if (run.status === "none") throw new Error(`run ${ids.sharedRunId} conflicted on append but has no submission`);
   return { run, created: false };
+}
+
+/** Each API's tenants' theoretical arrival times of the submission pace (in memory, per API replica). */
+const paceTats = new WeakMap<ApiDeps, Map<TenantId, number>>();
+
+/** Takes a token of the tenant's submission pace (decided with the queue this submission claimed), or throws `submission-rate-limited`. */
+function pace(deps: ApiDeps, tenantId: TenantId, settings: TenantSettings, queuedRuns: number): void {
+  const tats = paceTats.get(deps) ?? new Map<TenantId, number>();
+  paceTats.set(deps, tats);
+  const p = paceSubmission(tats.get(tenantId), queuedRuns, deps.clock.now().getTime(), settings.submissionPace);
+  if (!p.ok) throw submissionRateLimited(tenantId, queuedRuns, p.retryAfterMs, settings.submissionPace);
+  if (p.tatMs !== undefined) tats.set(tenantId, p.tatMs);
 }
