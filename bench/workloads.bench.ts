@@ -1,5 +1,5 @@
 /**
- * W1–W3 (issue #15 item 5) end to end through the public API, every service a process as `make
+ * W1 and W2 (issue #15 item 5) end to end through the public API, every service a process as `make
  * run` starts them (read models on: forensics over FerretDB), process hosts, private servers.
  * Clients await their runs on the API's event feed (bench/support/run-ends.ts), not by polling.
  * Times are JetStream's stored timestamps (no client clock):
@@ -7,8 +7,7 @@
  *    (submitted → completed) / 50;
  *  - W2 `w2_steps_per_s`: 200 runs of 10 sequential trivial steps, 50 clients each submitting and
  *    awaiting one run at a time; steps / (first submitted → last completed);
- *  - W3 `w3_kill_to_first_step_ms`, `w3_kill_to_all_done_ms`, `w3_duplicate_steps`: 20 runs of 50
- *    steps of 20 ms on one runtime, SIGKILLed once 25 × 20 steps completed; times from the kill.
+ *  - W3 (recovery after a SIGKILL, with and without a warm pool) is bench/w3-recovery.bench.ts.
  */
 import { jetstreamManager } from "@nats-io/jetstream";
 import { chainDag, apiClient } from "../platform/api-client.ts";
@@ -16,7 +15,6 @@ import { SERVICES, startControlPlane } from "../platform/control-plane-processes
 import { startFerret, startNats, startRedis } from "../platform/local-servers.ts";
 import { connectHarness } from "../platform/nats-auth/server-keys.ts";
 import { createEventStore, type StoredEvent } from "../streams/index.ts";
-import { eventually } from "../test/support/streams.ts";
 import { cpuSnapshot, cpuSpent } from "./support/cpu.ts";
 import { latencyMetric, recordMetrics, round } from "./support/results.ts";
 import { runEnds } from "./support/run-ends.ts";
@@ -115,35 +113,6 @@ try {
   const stepsPerS = (200 * 10) / ((w2End - w2Start) / 1000);
   console.log(JSON.stringify({ w1PerStepMs: perStep, w2StepsPerS: stepsPerS, w1CpuPerK, w2CpuPerK }));
 
-  // W3: the runtime that ran W1/W2 takes all 20 (warm), then is SIGKILLed at 500 completed steps.
-  const victims: number[] = [];
-  for (const e of all) if (e.event.type === "runtime.host-started" && e.event.data.pid) victims.push(e.event.data.pid);
-  const w3: string[] = [];
-  // Counted live from the stream's subjects (replaying the whole log on every poll would take the CPU measured).
-  let w3Steps = 0;
-  const sub = nc.subscribe(`${cp.layout.eventPrefix}.exec.t-w.*.step-completed`, {
-    callback: (_e, m) => void (w3.includes((m.json() as { correlationId: string }).correlationId) && w3Steps++),
-  });
-  for (let k = 0; k < 20; k++) w3.push((await api.submit(chainDag(50, 20))).body.sharedRunId as string);
-  await eventually("500 W3 steps", async () => (w3Steps >= 500 ? true : undefined), 300_000);
-  sub.unsubscribe();
-  const killedAt = Date.now();
-  for (const pid of victims)
-    try {
-      process.kill(pid, "SIGKILL");
-    } catch (e) {
-      // A runtime that already exited (retired after W1/W2) is no victim; anything else is a fault.
-      if ((e as NodeJS.ErrnoException).code !== "ESRCH") throw e;
-    }
-  for (const id of w3) await ends.ended(id, 180_000);
-  all = await log();
-  const steps = all.filter((e) => e.event.type === "exec.step-completed" && w3.includes(e.event.correlationId));
-  const firstAfter = Math.min(...steps.map((e) => e.time.getTime()).filter((t) => t > killedAt));
-  const lastDone = Math.max(...w3.map((id) => at(all, "run.completed", id)!));
-  const key = (e: StoredEvent) =>
-    e.event.type === "exec.step-completed" ? `${e.event.correlationId}/${e.event.data.stepId}` : "";
-  const duplicates = steps.length - new Set(steps.map(key)).size;
-
   const metrics = {
     w1_step_overhead_ms: latencyMetric(
       perStep,
@@ -184,17 +153,6 @@ try {
         ];
       }),
     ),
-    w3_kill_to_first_step_ms: {
-      unit: "ms",
-      value: firstAfter - killedAt,
-      note: "SIGKILL of the runtime → first step completed after it (20 runs × 50 × 20 ms, killed at 500 steps)",
-    },
-    w3_kill_to_all_done_ms: { unit: "ms", value: lastDone - killedAt, note: "SIGKILL → last of the 20 runs completed" },
-    w3_duplicate_steps: {
-      unit: "steps",
-      value: duplicates,
-      note: "step-completed events beyond one per (run, step): journaled steps are never redone",
-    },
   };
   console.log(JSON.stringify(metrics, null, 2));
   await recordMetrics(metrics);

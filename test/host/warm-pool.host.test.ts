@@ -74,7 +74,7 @@ describe("warm pool with process hosts (real NATS, real runtime processes)", () 
     expect(refilled.map((m) => m.runtimeInstanceId)).not.toContain(memberId);
   }, 240_000);
 
-  it("two concurrent claims of the one ready member: exactly one wins, the other gets nothing (cold start)", async () => {
+  it("two concurrent claims of the one ready member: exactly one wins (the member is reserved while its conditional batch is in flight), the other gets nothing (cold start)", async () => {
     const cp = uniqueName("cp");
     const { provisioner, strategy } = f.provisioner({ poolSizes: { process: 1 }, controlPlaneId: cp });
     provisioner.pool.refill();

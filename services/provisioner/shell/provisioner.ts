@@ -159,9 +159,10 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
     // Read before the roster: a start the roster misses moved this sequence, so ours then conflicts.
     // A scale-out request is tenant-scoped: its `requested` always names the tenant (its subject's).
     const slot = await readSlot(d, s.tenantId as string, req.policy.runtimeInstanceIdPrefix);
+    const current = await roster.current();
     const plan = planRequest({
       request: s,
-      roster: await roster.current(),
+      roster: current,
       now: d.clock.now(),
       suffix: d.newSuffix(),
       providers,
@@ -192,7 +193,7 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
           next.registration.tenantId,
           next.registration.hostProvider,
           req.workerVersion,
-          await roster.current(),
+          current,
         );
         if (built && "reason" in built) {
           await settle(d, s, outcome.rejected(d, s, built.reason));

@@ -54,6 +54,8 @@ export class RosterView implements Snapshottable {
   private view: Roster = emptyRoster();
   private dirty = false;
   private catching: Promise<Roster> | undefined;
+  /** The replay that starts once `catching` ends, shared by every caller that arrived during it. */
+  private next: Promise<Roster> | undefined;
   private readonly restoring: Promise<void>;
   private writer: SnapshotWriter | undefined;
 
@@ -77,20 +79,32 @@ export class RosterView implements Snapshottable {
   }
 
   /**
-   * The roster including every runtime event stored before the call. Concurrent callers share one
-   * replay, and a caller arriving during a replay waits for a fresh one (it may need later events).
+   * The roster including every runtime event stored before the call. A caller arriving during a
+   * replay waits for a fresh one (it may need later events), shared with every other such caller.
    * Each caller gets a roster that later folds do not change.
    * Failure modes: store errors propagate; the roster keeps what it had folded.
    */
   async current(): Promise<Roster> {
     await this.restoring;
-    while (this.catching) await this.catching.catch(() => undefined);
-    this.catching = this.catchUp();
-    try {
-      return await this.catching;
-    } finally {
-      this.catching = undefined;
-    }
+    if (!this.catching) return this.replay();
+    // Every caller arriving during a replay shares the one that starts after it: one at a time, 20
+    // scale-outs deciding at once queued 60 replays end to end (seconds at load ~20, claims waiting
+    // with warm members ready).
+    this.next ??= this.catching
+      .catch(() => undefined)
+      .then(() => {
+        this.next = undefined;
+        return this.replay();
+      });
+    return this.next;
+  }
+
+  private replay(): Promise<Roster> {
+    const p = this.catchUp().finally(() => {
+      if (this.catching === p) this.catching = undefined;
+    });
+    this.catching = p;
+    return p;
   }
 
   /** Writes a snapshot now if the roster moved past the last one (tests, shutdown). */

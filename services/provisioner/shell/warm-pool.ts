@@ -54,12 +54,21 @@ export function createWarmPool(
   const sizes = Object.entries(d.poolSizes ?? {}).filter(([, n]) => (n ?? 0) > 0) as [HostProvider, number][];
   const filling = new Map<HostProvider, Promise<void>>();
   const again = new Set<HostProvider>();
+  /** Members this process is claiming or has claimed, until its roster shows them claimed or ended. */
+  const claiming = new Set<string>();
 
   async function fill(provider: HostProvider, size: number, strategy: PoolableStrategy): Promise<void> {
     do {
       again.delete(provider);
-      const n = refillCount(await roster.current(), provider, size, d.controlPlaneId);
-      await Promise.all(Array.from({ length: n }, () => startMember(d, provider, strategy, onReady)));
+      let n = refillCount(await roster.current(), provider, size, d.controlPlaneId);
+      // At most `maxConcurrentHostStartups` members start at once: the first of them are ready (and
+      // claimable) in one start's time, where nine started together on two cores were all ready
+      // only after ~5 s, competing with the recovery they were started for.
+      await Promise.all(
+        Array.from({ length: Math.min(n, d.maxConcurrentHostStartups) }, async () => {
+          while (n-- > 0) await startMember(d, provider, strategy, onReady);
+        }),
+      );
     } while (again.has(provider));
   }
 
@@ -69,8 +78,18 @@ export function createWarmPool(
       const provider = start.registration.hostProvider;
       const strategy = d.strategies.get(provider);
       if (!isPoolable(strategy) || !sizes.some(([p]) => p === provider)) return undefined;
-      for (const m of claimableMembers(await roster.current(), provider, d.controlPlaneId)) {
-        if (!strategy.canBind(m.runtimeInstanceId)) continue;
+      const current = await roster.current();
+      for (const id of claiming) {
+        const seen = current.runtimes.get(id);
+        if (seen?.pool?.claimedFor || seen?.endedBy) claiming.delete(id);
+      }
+      for (const m of claimableMembers(current, provider, d.controlPlaneId)) {
+        if (!strategy.canBind(m.runtimeInstanceId) || claiming.has(m.runtimeInstanceId)) continue;
+        // Reserved in this process while its batch is in flight (and until the roster shows it
+        // claimed): concurrent scale-outs take different members instead of all racing for the
+        // oldest one, each loser paying a conflict and a re-read per member (claims came one every
+        // ~300 ms at load ~20, members sitting ready). Across replicas the batch still decides.
+        claiming.add(m.runtimeInstanceId);
         const incarnation = m.hostIncarnation as HostIncarnation;
         const o = start.origin;
         try {
@@ -118,6 +137,7 @@ export function createWarmPool(
         } catch (e) {
           // The prefix's slot moved (or the new id exists): plan again. Else another claimer won this
           // member (or it ended meanwhile): look at the next one.
+          claiming.delete(m.runtimeInstanceId);
           const again = await lookAtConflict(d, e, slot.slot, start.runtimeInstanceId);
           if (again) throw again;
           continue;

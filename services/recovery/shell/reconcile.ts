@@ -22,6 +22,15 @@ import type { RuntimeRecord } from "../domain/runtime-health.ts";
 import type { RecoveryDeps } from "./deps.ts";
 
 const ATTEMPTS = 5;
+/** Items of one class moved at once (each a few reads and one atomic batch). */
+const ITEMS_AT_ONCE = 16;
+
+/** `f` over `xs`, at most `n` at a time; results in the order of `xs`. */
+async function inBatches<T, R>(xs: readonly T[], n: number, f: (x: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = [];
+  for (let i = 0; i < xs.length; i += n) out.push(...(await Promise.all(xs.slice(i, i + n).map(f))));
+  return out;
+}
 
 /**
  * Recovery of a fenced runtime (recovery.md): inventory from the run aggregates, in-flight first;
@@ -40,11 +49,19 @@ export async function reconcile(deps: RecoveryDeps, rt: RuntimeRecord): Promise<
     rt.runtimeInstanceId,
     [...deps.state.runs.values()].map((r) => ({ ...r })),
   );
+  // In-flight executions first, then the runs that never started. Within a class the items move
+  // side by side: each batch touches only its own run, execution and forensics record, so one item
+  // never waits for another's reads and append (one at a time, 20 in-flight executions took 1.7 s
+  // to requeue at load ~13 — most of W3's kill → resumed).
   const planned: RecoveryItem[] = [];
-  for (const candidate of candidates) {
-    const item = await recoverItem(deps, rt.runtimeInstanceId, incidentId, candidate);
-    if (item) planned.push(item);
-  }
+  for (const group of [
+    candidates.filter((c) => c.class === "in-flight-execution"),
+    candidates.filter((c) => c.class !== "in-flight-execution"),
+  ])
+    for (const item of await inBatches(group, ITEMS_AT_ONCE, (c) =>
+      recoverItem(deps, rt.runtimeInstanceId, incidentId, c),
+    ))
+      if (item) planned.push(item);
   // The plan lists every item of the incident: those moved now, and those an earlier (interrupted or
   // conflicting) pass moved — their runs no longer point at the runtime, but their records remain.
   const items = new Map(

@@ -23,6 +23,8 @@ const RECONNECT_ALLOWANCE_MS = 2_500;
  * beats not yet flowing). The first beat that arrives starts the allowance instead.
  */
 const FRESH_BEATS_WAIT_MS = 15_000;
+/** Forensics timelines advanced at once in a pass (each at most one conditional append). */
+const TIMELINES_AT_ONCE = 16;
 
 export interface RecoveryService {
   readonly ready: Promise<void>;
@@ -172,14 +174,22 @@ export async function startRecovery(
               });
           }
         }
-        for (const rt of deps.state.runtimes.values())
-          if (
-            !unverified.has(rt.runtimeInstanceId) &&
-            (rt.fenced || (rt.stopped && controlPlaneOf(rt) === deps.config.controlPlaneId)) &&
-            !rt.planned
-          )
-            await reconcile(deps, rt);
-        for (const f of deps.state.forensics.values()) await advanceTimeline(deps, f);
+        // Fenced runtimes are reconciled side by side (their items are disjoint), and the timelines
+        // with news advance side by side: one at a time, a pass after a burst of kills spent seconds
+        // here while the next kill's suspicion waited for the pass to end.
+        await Promise.all(
+          [...deps.state.runtimes.values()]
+            .filter(
+              (rt) =>
+                !unverified.has(rt.runtimeInstanceId) &&
+                (rt.fenced || (rt.stopped && controlPlaneOf(rt) === deps.config.controlPlaneId)) &&
+                !rt.planned,
+            )
+            .map((rt) => reconcile(deps, rt)),
+        );
+        const records = [...deps.state.forensics.values()];
+        for (let i = 0; i < records.length; i += TIMELINES_AT_ONCE)
+          await Promise.all(records.slice(i, i + TIMELINES_AT_ONCE).map((f) => advanceTimeline(deps, f)));
       } while (again && !stopped);
     } catch (e) {
       deps.log.error({ err: String(e) }, "recovery pass failed; retried next tick");
