@@ -43,6 +43,15 @@ const decoder = new TextDecoder();
  * own ack.
  */
 export function ackedPublisher(nc: NatsConnection): AckedPublish {
+  // One reply subscription per connection, however many stores (consumers, services) share it.
+  let p = publishers.get(nc);
+  if (!p) publishers.set(nc, (p = newPublisher(nc)));
+  return p;
+}
+
+const publishers = new WeakMap<NatsConnection, AckedPublish>();
+
+function newPublisher(nc: NatsConnection): AckedPublish {
   // The connection's inbox prefix (a runtime may read replies on `_INBOX_<id>.>` only: nats-identities.md).
   const prefix = createInbox((nc as unknown as { options?: { inboxPrefix?: string } }).options?.inboxPrefix);
   const waiting = new Map<string, Waiter>();
