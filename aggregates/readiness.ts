@@ -15,6 +15,8 @@ export type Readiness =
   | { readonly kind: "ready" }
   | ({ readonly kind: "skip" } & StepSkip);
 
+const WAIT: Readiness = { kind: "wait" };
+
 /**
  * Where an unsettled step stands given its dependencies (docs/control-flow.md): it waits until every
  * dependency completed or was skipped — except that a trigger `any` step with a completed dependency
@@ -31,6 +33,8 @@ export function readiness(
   conditions: ReadonlyMap<string, boolean>,
   isWait: (stepId: string) => boolean = () => false,
 ): Readiness {
+  // The common answer first, allocating nothing: a long chain asks this of every later step after each step.
+  if (step.trigger !== "any" && step.dependsOn.some((d) => !completed.has(d) && !skipped.has(d))) return WAIT;
   const open = step.dependsOn.filter((d) => !completed.has(d) && !skipped.has(d));
   if (open.length > 0) {
     const on = step.trigger === "any" ? step.dependsOn.find((d) => completed.has(d)) : undefined;

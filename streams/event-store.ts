@@ -89,7 +89,7 @@ async function appendOne(
   for (let attempt = 1; ; attempt++) {
     try {
       const send = () =>
-        ctx.js.publish(enc.subject, enc.data, {
+        ctx.publish(enc.subject, enc.data, {
           msgID: msgId,
           timeout: ctx.timeoutMs,
           expect: {

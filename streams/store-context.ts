@@ -10,6 +10,7 @@ import { contractViolation, encodeEvent, type DroverEvent, type EventType } from
 import { connectionOf, type NatsHandle } from "./connection.ts";
 import type { StreamLayout } from "./layout.ts";
 import { immediatePublish, publishGate, type PublishGate } from "./publish-gate.ts";
+import { ackedPublisher, type AckedPublish } from "./acked-publish.ts";
 import { directReader, scopedReader, type Reader } from "./scoped-read.ts";
 import { aggregateSubject, eventSubject, type AggregateRef } from "./subjects.ts";
 
@@ -45,6 +46,8 @@ export interface StoreContext {
   readonly reader: Reader;
   /** How an append's publish is sent (publish-gate.ts). */
   readonly gate: PublishGate;
+  /** A conditional publish awaiting its ack (acked-publish.ts). */
+  readonly publish: AckedPublish;
 }
 
 export function storeContext(handle: NatsHandle, layout: StreamLayout, opts: EventStoreOptions = {}): StoreContext {
@@ -62,7 +65,7 @@ export function storeContext(handle: NatsHandle, layout: StreamLayout, opts: Eve
     ? scopedReader(nc, jsm, layout, timeoutMs)
     : directReader(jsm, layout.eventStream);
   const gate = opts.coalescePublishes ? publishGate() : immediatePublish;
-  return { nc, js, jsm, layout, timeoutMs, reader, gate };
+  return { nc, js, jsm, layout, timeoutMs, reader, gate, publish: ackedPublisher(nc) };
 }
 
 /** An event ready to publish: its subject and validated bytes. */

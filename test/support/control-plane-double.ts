@@ -204,21 +204,25 @@ export async function journal(
 
 /**
  * Waits until `pred` holds for an aggregate's durable history: re-reads it whenever an event is
- * published on its subjects, and at least every `RECHECK_MS` (a core subscriber can get a message
- * before the stream has stored it, so the read a trigger causes may miss that very event, and no
- * later trigger may come), with a deadline. Returns the history that satisfied `pred`.
+ * published on its subjects (only on subjects `readOn` accepts, when given), and at least every
+ * `RECHECK_MS` (a core subscriber can get a message before the stream has stored it, so the read a
+ * trigger causes may miss that very event, and no later trigger may come), with a deadline. Returns
+ * the history that satisfied `pred`. A bench waiting for a long journal's end passes `readOn`: a
+ * whole-journal read per event is O(steps²) and takes the CPU being measured.
  */
 export async function waitForAggregate(
   cp: ControlPlaneDouble,
   ref: AggregateRef,
   pred: (events: readonly StoredEvent[]) => boolean,
   timeoutMs = 60_000,
+  readOn?: (subject: string) => boolean,
 ): Promise<readonly StoredEvent[]> {
   const sub = cp.nc.subscribe(aggregateWildcard(cp.layout, ref));
   let poked = false; // a trigger came since the last read
   let wake: (() => void) | undefined;
   void (async () => {
-    for await (const _ of sub) {
+    for await (const m of sub) {
+      if (readOn && !readOn(m.subject)) continue;
       poked = true;
       wake?.();
     }
@@ -257,4 +261,5 @@ export const waitForJournal = (
   executionId: string,
   pred: (events: readonly StoredEvent[]) => boolean,
   timeoutMs = 60_000,
-): Promise<readonly StoredEvent[]> => waitForAggregate(cp, execRef(tenantId, executionId), pred, timeoutMs);
+  readOn?: (subject: string) => boolean,
+): Promise<readonly StoredEvent[]> => waitForAggregate(cp, execRef(tenantId, executionId), pred, timeoutMs, readOn);

@@ -93,7 +93,10 @@ export async function startRuntimeProcess(o: RuntimeProcessOptions): Promise<Run
   // node with tsx's loader, not the `tsx` CLI: the CLI runs the program in a CHILD node process, so
   // signals to the CLI's pid (SIGKILL, SIGSTOP) would miss the runtime and orphan it, and the pid
   // would not be the one in the runtime's host incarnation.
-  const child = spawn(process.execPath, ["--import", "tsx", resolve(ROOT, "services/runtime/main.ts")], {
+  // DROVER_CPU_PROF_DIR: the runtime writes a V8 CPU profile there when it exits (stop(), not kill()).
+  const profDir = process.env.DROVER_CPU_PROF_DIR;
+  const prof = profDir ? ["--cpu-prof", `--cpu-prof-dir=${profDir}`] : [];
+  const child = spawn(process.execPath, [...prof, "--import", "tsx", resolve(ROOT, "services/runtime/main.ts")], {
     cwd: ROOT,
     env,
     stdio: ["ignore", "pipe", "pipe"],

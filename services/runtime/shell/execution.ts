@@ -71,6 +71,7 @@ export class Execution {
   private readonly end: EndCtx;
   private readonly cacheHost: CacheHost | undefined;
   private readonly child: ChildRunHost | undefined;
+  private readonly stepsById: ReadonlyMap<string, Step>;
 
   constructor(
     private readonly env: ExecutorEnv,
@@ -81,6 +82,7 @@ export class Execution {
     private readonly slot?: RunSlot,
   ) {
     this.p = progressFrom(opened.prior);
+    this.stepsById = new Map(dag.steps.map((s) => [s.id as string, s]));
     this.wake = new Wake(env.clock);
     this.child = childHostOf(env.childRuns, opened);
     // The deadline counts from the journal's exec.started, so a resumed execution keeps it.
@@ -223,7 +225,7 @@ export class Execution {
 
   /** A DAG step, or for an item id (`<map>--<index>`) the step its map runs on the item. */
   private stepOf(stepId: string): Step {
-    const own = this.dag.steps.find((x) => x.id === stepId);
+    const own = this.stepsById.get(stepId);
     if (own) return own;
     const item = parseMapItemId(stepId, (id) => this.p.maps.has(id));
     return itemStep(this.stepOf(item!.stepId), stepId);

@@ -1,0 +1,107 @@
+import { JetStreamApiError, type PubAck } from "@nats-io/jetstream";
+import {
+  ClosedConnectionError,
+  createInbox,
+  headers,
+  NoRespondersError,
+  TimeoutError,
+  type Msg,
+  type NatsConnection,
+} from "@nats-io/transport-node";
+
+/** The expectations of one conditional publish (the headers JetStream checks before storing). */
+export interface PublishExpect {
+  readonly streamName: string;
+  readonly lastSubjectSequence: number;
+  readonly lastSubjectSequenceSubject: string;
+}
+
+/** A JetStream publish awaiting its ack: what `JetStreamClient.publish` does for one message. */
+export type AckedPublish = (
+  subject: string,
+  data: Uint8Array,
+  o: { readonly msgID: string; readonly timeout: number; readonly expect: PublishExpect },
+) => Promise<PubAck>;
+
+interface Waiter {
+  readonly subject: string;
+  readonly ok: (a: PubAck) => void;
+  readonly fail: (e: unknown) => void;
+  readonly timer: ReturnType<typeof setTimeout>;
+}
+
+const decoder = new TextDecoder();
+
+/**
+ * JetStream publishes with their acks read from one reply subscription of this connection (on its
+ * inbox prefix, like the client's own request multiplexer). Same wire messages, headers and
+ * failures as `js.publish` (a refusal is a `JetStreamApiError` with the server's code, no answer a
+ * `TimeoutError`, no stream a `NoRespondersError`, a closed connection a `ClosedConnectionError`),
+ * without the client's per-request costs: nats.js builds a stack-captured `RequestError` for every
+ * request it settles, even a successful one, which was ~5% of a runtime's CPU journaling trivial
+ * steps (bench/runtime-steps profile). Every publish is still one conditional request awaiting its
+ * own ack.
+ */
+export function ackedPublisher(nc: NatsConnection): AckedPublish {
+  // One reply subscription per connection, however many stores (consumers, services) share it.
+  let p = publishers.get(nc);
+  if (!p) publishers.set(nc, (p = newPublisher(nc)));
+  return p;
+}
+
+const publishers = new WeakMap<NatsConnection, AckedPublish>();
+
+function newPublisher(nc: NatsConnection): AckedPublish {
+  // The connection's inbox prefix (a runtime may read replies on `_INBOX_<id>.>` only: nats-identities.md).
+  const prefix = createInbox((nc as unknown as { options?: { inboxPrefix?: string } }).options?.inboxPrefix);
+  const waiting = new Map<string, Waiter>();
+  let next = 0;
+  let subscribed = false;
+  const settle = (token: string): Waiter | undefined => {
+    const w = waiting.get(token);
+    if (!w) return undefined;
+    waiting.delete(token);
+    clearTimeout(w.timer);
+    return w;
+  };
+  const onReply = (m: Msg) => {
+    const w = settle(m.subject.slice(prefix.length + 1));
+    if (!w) return; // late (timed out) or not ours
+    if (m.data.length === 0 && m.headers?.code === 503) return w.fail(new NoRespondersError(w.subject));
+    try {
+      const r = JSON.parse(decoder.decode(m.data)) as PubAck & {
+        error?: ConstructorParameters<typeof JetStreamApiError>[0];
+      };
+      if (r.error) return w.fail(new JetStreamApiError(r.error));
+      if (!r.stream) return w.fail(new Error("invalid ack response"));
+      w.ok({ ...r, duplicate: r.duplicate ?? false });
+    } catch (e) {
+      w.fail(e);
+    }
+  };
+  const subscribe = () => {
+    subscribed = true;
+    nc.subscribe(`${prefix}.*`, { callback: (_err, m) => onReply(m) });
+    void nc.closed().then(() => {
+      for (const token of [...waiting.keys()]) settle(token)?.fail(new ClosedConnectionError());
+    });
+  };
+  return (subject, data, o) =>
+    new Promise<PubAck>((ok, fail) => {
+      if (!subscribed) subscribe();
+      const token = String(++next);
+      const h = headers();
+      h.set("Nats-Msg-Id", o.msgID);
+      h.set("Nats-Expected-Stream", o.expect.streamName);
+      h.set("Nats-Expected-Last-Subject-Sequence", String(o.expect.lastSubjectSequence));
+      h.set("Nats-Expected-Last-Subject-Sequence-Subject", o.expect.lastSubjectSequenceSubject);
+      const timer = setTimeout(() => settle(token)?.fail(new TimeoutError()), o.timeout);
+      waiting.set(token, { subject, ok, fail, timer });
+      try {
+        nc.publish(subject, data, { reply: `${prefix}.${token}`, headers: h });
+      } catch (e) {
+        settle(token);
+        fail(e);
+      }
+    });
+}
