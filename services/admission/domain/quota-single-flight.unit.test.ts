@@ -54,6 +54,16 @@ describe("single-flight scale-out (given/when/then; proves no transport)", () =>
     ).toEqual({ kind: "hold" });
     expect(planScaleOut([], 1000, 250, 1)).toEqual({ kind: "request", generation: 0 });
   });
+  it("stops waiting for an open request past its own expiry (nobody will settle it): after the back-off, the next generation", () => {
+    const known = [{ requestId: "so-a", status: "observed", expiresMs: 300_000 }];
+    expect(planScaleOut(known, 300_000, 250, 2)).toEqual({ kind: "wait-for", requestId: "so-a" });
+    expect(planScaleOut(known, 300_001, 250, 2)).toEqual({ kind: "hold" });
+    expect(planScaleOut(known, 300_000 + SCALE_OUT_RETRY_MS - 1, 250, 2)).toEqual({ kind: "hold" });
+    expect(planScaleOut(known, 300_000 + SCALE_OUT_RETRY_MS, 250, 2)).toEqual({ kind: "request", generation: 1 });
+    // A newer open request that has not lapsed is still waited for.
+    const both = [...known, { requestId: "so-b", status: "requested", expiresMs: 900_000 }];
+    expect(planScaleOut(both, 400_000, 250, 2)).toEqual({ kind: "wait-for", requestId: "so-b" });
+  });
   it("backs off after a rejection so a tenant at its runtime limit does not storm the provisioner", () => {
     const known = [
       { requestId: "so-a", status: "fulfilled", endedMs: 0 },

@@ -5,6 +5,8 @@ export interface KnownRequest {
   readonly endedMs?: number;
   /** A fulfilled request whose runtime is already suspected, fenced or retired: it will never become routable. */
   readonly runtimeGone?: boolean;
+  /** The request's own expiry (`expiresAt`): past it, an open request no longer holds the key. */
+  readonly expiresMs?: number;
 }
 
 export type ScaleOutPlan =
@@ -25,6 +27,10 @@ const fulfilledGraceMs = (heartbeatIntervalMs: number) => Math.max(1000, 3 * hea
  * A tenant that may never grow (`maxRuntimeInstances` 0) asks for nothing: admission requests a
  * scale-out only "if the tenant may grow" (admission-and-capacity.md step 5). Being at a positive
  * limit is the provisioner's call (it counts by prefix), answered with a rejection and the back-off.
+ * An open request past its own expiry counts as ended there (back-off as after a rejection): the
+ * provisioner expires such a request only while a delivery of it is handled, and one whose
+ * deliveries ran out (its handlers killed one after another, `maxDeliver`) stays open in the log
+ * for ever; waiting for it held a tenant's queue until the end of a chaos proof.
  */
 export function planScaleOut(
   known: readonly KnownRequest[],
@@ -33,14 +39,18 @@ export function planScaleOut(
   maxRuntimeInstances: number,
 ): ScaleOutPlan {
   if (maxRuntimeInstances <= 0) return { kind: "hold" };
-  const open = known.find((s) => s.status === "requested" || s.status === "observed");
+  const isOpen = (s: KnownRequest) => s.status === "requested" || s.status === "observed";
+  const lapsed = (s: KnownRequest) => s.expiresMs !== undefined && now > s.expiresMs;
+  const open = known.find((s) => isOpen(s) && !lapsed(s));
   if (open) return { kind: "wait-for", requestId: open.requestId };
   const holdsUntil = (s: KnownRequest) =>
-    s.status !== "fulfilled"
-      ? (s.endedMs ?? 0) + SCALE_OUT_RETRY_MS
-      : s.runtimeGone
-        ? 0
-        : (s.endedMs ?? 0) + fulfilledGraceMs(heartbeatIntervalMs);
+    isOpen(s)
+      ? s.expiresMs! + SCALE_OUT_RETRY_MS
+      : s.status !== "fulfilled"
+        ? (s.endedMs ?? 0) + SCALE_OUT_RETRY_MS
+        : s.runtimeGone
+          ? 0
+          : (s.endedMs ?? 0) + fulfilledGraceMs(heartbeatIntervalMs);
   const waitUntil = Math.max(0, ...known.map(holdsUntil));
   return now < waitUntil ? { kind: "hold" } : { kind: "request", generation: known.length };
 }
