@@ -12,6 +12,7 @@ import { credentialOf } from "./nats-auth/credentials.ts";
 import { serverKeysOf } from "./nats-auth/server-keys.ts";
 import { connectNats } from "./nats-connect.ts";
 import { setupNats } from "./nats-setup.ts";
+import { killProcessesLoggingUnder } from "./hosts/orphan-runtimes.ts";
 import { serviceCommand } from "./service-bundle.ts";
 
 const ROOT = resolve(import.meta.dirname, "..");
@@ -204,6 +205,9 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
         "provisioner",
       ] as ServiceName[])
         await Promise.all(Array.from({ length: replicasOf(s) }, (_, r) => stopOne(keyOf(s, r), "SIGTERM")));
+      // Runtimes whose provisioner replica was SIGKILLed (chaos) have nobody left to stop them.
+      const orphans = killProcessesLoggingUnder(join(dir, "runtimes"));
+      if (orphans.length > 0) console.warn(`control plane ${streamTag}: killed ${orphans.length} orphaned runtime(s)`);
       if (!keepLogs && !process.env.DROVER_KEEP_LOGS) await rm(dir, { recursive: true, force: true });
     },
   };
