@@ -25,6 +25,48 @@ export type StopOutcome = "retired" | "left-to-recovery" | "kill-timeout" | "unk
 export const plannedStopIdOf = (runtimeInstanceId: string): RuntimeFailureIncidentId =>
   `${PLANNED_STOP_PREFIX}${createHash("sha256").update(runtimeInstanceId).digest("hex").slice(0, 24)}` as RuntimeFailureIncidentId;
 
+/**
+ * Says the runtime is being stopped (`runtime.draining`, conditional on the runtime as read) before
+ * the kill silences it: recovery then gives its silence the kill budget before calling it stale, and
+ * admission places nothing more there. `claimed`: recovery's failure path (or an end) got there
+ * first, and the stop leaves the runtime to it. A store error or repeated conflicts only skip the mark.
+ */
+async function markDraining(d: ProvisionerDeps, h: LiveHost, cause: string): Promise<"marked" | "claimed" | "skipped"> {
+  const ref = runtimeRef(h.runtimeInstanceId);
+  try {
+    for (let conflicts = 0; conflicts < MAX_CONFLICTS; conflicts++) {
+      const hist = await d.store.read(ref);
+      const reg = hist.events.find((s) => s.event.type === "runtime.registered")?.event;
+      if (reg?.type !== "runtime.registered") return "skipped";
+      if (claimedElsewhere(hist.events)) return "claimed";
+      if (hist.events.some((s) => s.event.type === "runtime.draining")) return "marked";
+      const e = stamp(
+        d,
+        "runtime.draining",
+        { reason: `stopping: ${cause}`.slice(0, 500) },
+        {
+          instanceId: d.instanceId,
+          correlationId: reg.correlationId,
+          causationId: `host-stopping:${h.host.hostIncarnation}`,
+          ...(reg.data.tenantId ? { tenantId: reg.data.tenantId } : {}),
+        },
+      );
+      try {
+        await d.store.append(ref, e, { expectedSeq: hist.lastSeq });
+        return "marked";
+      } catch (err) {
+        if (!isDroverError(err, "version-conflict")) throw err;
+      }
+    }
+  } catch (err) {
+    d.log("planned stop: could not mark the runtime draining", {
+      runtimeInstanceId: h.runtimeInstanceId,
+      err: String(err),
+    });
+  }
+  return "skipped";
+}
+
 /** Ended already, or recovery's failure path owns it: a stop must not claim it. */
 function claimedElsewhere(h: readonly StoredEvent[]): boolean {
   return h.some((s) =>
@@ -72,6 +114,7 @@ export async function stopHosts(
 
 async function stopOne(d: ProvisionerDeps, strategy: HostStrategy, h: LiveHost, cause: string): Promise<StopOutcome> {
   const ref = runtimeRef(h.runtimeInstanceId);
+  if ((await markDraining(d, h, cause)) === "claimed") return "left-to-recovery";
   const k = await strategy.kill(h.runtimeInstanceId, h.host, d.killBudgetMs);
   if (k.outcome !== "killed") {
     d.log("planned stop: host not proven gone; left to recovery", { runtimeInstanceId: h.runtimeInstanceId, ...k });

@@ -26,6 +26,8 @@ export interface RuntimeRecord {
   readonly publishedAtMs?: number;
   /** Server time (ms) its host's exit was recorded (`host-exited`). */
   readonly exitedAtMs?: number;
+  /** Server time (ms) its provisioner said it is stopping it (`draining`, before the kill of a planned stop). */
+  readonly drainingAtMs?: number;
   /** The forensics ids of the recovery plan's items (`recovery-planned`). */
   readonly plannedItemIds?: readonly string[];
 }
@@ -67,10 +69,11 @@ export function evolveRuntime(r: RuntimeRecord, e: RuntimeEvent, seq: number, at
       return { ...next, claimed: true };
     case "runtime.pool-member-ready":
     case "runtime.host-start-requested":
+    case "runtime.draining":
+      return next.drainingAtMs !== undefined ? next : { ...next, drainingAtMs: atMs };
     case "runtime.host-start-failed":
     case "runtime.readiness-layer-passed":
     case "runtime.endpoint-published":
-    case "runtime.draining":
       return next;
     default:
       return assertNever(e, "runtime event");
@@ -91,6 +94,8 @@ export function suspicion(
   now: number,
   staleMs: number,
   viewLiveSinceMs = 0,
+  /** How long a runtime its provisioner is stopping (`draining`) may be silent before silence counts (the kill budget). */
+  drainGraceMs = 0,
 ): { code: "host-exited" | "pod-deleted" | "heartbeat-stale"; detail: string } | undefined {
   if (r.suspected || r.fenced || r.retired || r.claimed || !r.host) return undefined;
   if (r.exited && r.exited.hostIncarnation === r.host.hostIncarnation) {
@@ -104,7 +109,11 @@ export function suspicion(
   if (!r.published) return undefined;
   // Silence counts only while this reader's view of heartbeats is live: after a start or a NATS
   // reconnect, every runtime gets a whole bound to be heard from again (no fencing storm).
-  const since = Math.max(lastBeatAtMs ?? 0, r.publishedAtMs ?? 0, viewLiveSinceMs);
+  // A planned stop silences the runtime before its boundary is proven and `retired` appended: a Pod's
+  // delete outlasted a 750 ms bound under load, and recovery fenced a retiring runtime (a false
+  // incident; the k8s worker-versions test saw no `retired`). Its silence counts once the kill budget is spent.
+  const draining = r.drainingAtMs === undefined ? 0 : r.drainingAtMs + drainGraceMs;
+  const since = Math.max(lastBeatAtMs ?? 0, r.publishedAtMs ?? 0, viewLiveSinceMs, draining);
   if (now - since > staleMs)
     return { code: "heartbeat-stale", detail: `no heartbeat for ${now - since} ms (bound ${staleMs} ms)` };
   return undefined;

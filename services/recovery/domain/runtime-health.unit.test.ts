@@ -37,6 +37,26 @@ describe("runtime health after a planned stop (pure fold; proves no transport)",
     expect(suspicion(r, undefined, 1_000_000, 750)).toBeUndefined();
   });
 
+  it("a runtime its provisioner marked draining (a planned stop under way) is not heartbeat-stale until the kill budget is spent; a host exit still counts at once", () => {
+    // Folded at server time 1 000 ms: silent from then on, stale bound 750 ms, kill budget 15 s.
+    const draining = fold([...live, exampleEvent("runtime.draining")]);
+    expect(draining.drainingAtMs).toBe(1_000);
+    expect(suspicion(draining, undefined, 16_000, 750, 0, 15_000)).toBeUndefined();
+    expect(suspicion(draining, undefined, 16_751, 750, 0, 15_000)).toMatchObject({ code: "heartbeat-stale" });
+    // Without the grace (or before the mark) the same silence is stale at once.
+    expect(suspicion(draining, undefined, 1_751, 750)).toMatchObject({ code: "heartbeat-stale" });
+    const exited = {
+      ...exampleEvent("runtime.host-exited"),
+      data: {
+        ...exampleEvent("runtime.host-exited").data,
+        hostIncarnation: live[1]!.type === "runtime.host-started" ? live[1]!.data.hostIncarnation : "",
+      },
+    } as DroverEvent;
+    expect(
+      suspicion(fold([...live, exampleEvent("runtime.draining"), exited]), undefined, 2_000, 750, 0, 15_000)?.code,
+    ).toMatch(/host-exited|pod-deleted/);
+  });
+
   it("a plain retirement carries no planned stop: nothing moves for it", () => {
     expect(fold([...live, retired]).stopped).toBeUndefined();
   });

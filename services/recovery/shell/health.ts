@@ -28,7 +28,15 @@ export async function detect(
   );
   const candidates: Candidate[] = [];
   for (const rt of ours) {
-    const check = () => suspicion(rt, deps.state.lastBeatMs.get(rt.runtimeInstanceId), now, staleMs, viewLiveSinceMs);
+    const check = () =>
+      suspicion(
+        rt,
+        deps.state.lastBeatMs.get(rt.runtimeInstanceId),
+        now,
+        staleMs,
+        viewLiveSinceMs,
+        deps.config.fenceDeadlineMs,
+      );
     let why = check();
     // Silence as this replica's follower sees it: the stream itself has the last word.
     if (why?.code === "heartbeat-stale" && latestBeat) {
