@@ -86,10 +86,14 @@ export function watchDrainedRuntimes(
       else if (!idleSince.has(s.runtimeInstanceId)) idleSince.set(s.runtimeInstanceId, now);
       if (pinnedRuns > 0 || now - idleSince.get(s.runtimeInstanceId)! < opts.idleMs) continue;
       retiring.add(s.runtimeInstanceId);
+      const stopStart = d.clock.now().getTime();
       const out = await stopHosts(d, strategy, [h], `worker version ${s.worker.version.slice(0, 12)} drained`);
       d.log("drained runtime retired", {
         runtimeInstanceId: s.runtimeInstanceId,
         outcome: out.get(h.runtimeInstanceId),
+        // How long the host stop took: past the stale-heartbeat bound, recovery suspects the runtime
+        // first and the stop is left to its failure path (outcome `left-to-recovery`, no `retired`).
+        stopMs: d.clock.now().getTime() - stopStart,
       });
     }
   };
