@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import {
   isDroverError,
   PLANNED_STOP_PREFIX,
+  type DroverEvent,
   type FenceProof,
   type HostIncarnation,
   type RuntimeFailureIncidentId,
@@ -44,12 +45,7 @@ async function markDraining(d: ProvisionerDeps, h: LiveHost, cause: string): Pro
         d,
         "runtime.draining",
         { reason: `stopping: ${cause}`.slice(0, 500) },
-        {
-          instanceId: d.instanceId,
-          correlationId: reg.correlationId,
-          causationId: `host-stopping:${h.host.hostIncarnation}`,
-          ...(reg.data.tenantId ? { tenantId: reg.data.tenantId } : {}),
-        },
+        stopOrigin(d, reg, `host-stopping:${h.host.hostIncarnation}`),
       );
       try {
         await d.store.append(ref, e, { expectedSeq: hist.lastSeq });
@@ -66,6 +62,18 @@ async function markDraining(d: ProvisionerDeps, h: LiveHost, cause: string): Pro
   }
   return "skipped";
 }
+
+/** The origin of a stop's events: the runtime's own correlation and tenant. */
+const stopOrigin = (
+  d: ProvisionerDeps,
+  reg: Extract<DroverEvent, { type: "runtime.registered" }>,
+  causationId: string,
+) => ({
+  instanceId: d.instanceId,
+  correlationId: reg.correlationId,
+  causationId,
+  ...(reg.data.tenantId ? { tenantId: reg.data.tenantId } : {}),
+});
 
 /** Ended already, or recovery's failure path owns it: a stop must not claim it. */
 function claimedElsewhere(h: readonly StoredEvent[]): boolean {
@@ -142,12 +150,7 @@ async function stopOne(d: ProvisionerDeps, strategy: HostStrategy, h: LiveHost, 
           proof,
         },
       },
-      {
-        instanceId: d.instanceId,
-        correlationId: reg.correlationId,
-        causationId: `host-stopped:${h.host.hostIncarnation}`,
-        ...(reg.data.tenantId ? { tenantId: reg.data.tenantId } : {}),
-      },
+      stopOrigin(d, reg, `host-stopped:${h.host.hostIncarnation}`),
     );
     try {
       await d.store.append(ref, e, { expectedSeq: hist.lastSeq });
