@@ -59,7 +59,7 @@ export const runStep: StepRunner = async (step, ctx) => {
       return { digest: inputDigest, attempt: ctx.attempt };
     case "sleep":
       // The output names the step's duration, not the time left: it is the same whoever finished the timer.
-      await delay(ctx.sleepMs ?? step.params.durationMs, undefined, { signal: ctx.signal });
+      await sleepAtLeast(ctx.sleepMs ?? step.params.durationMs, ctx.signal);
       return { sleptMs: step.params.durationMs };
     case "http":
       return callHttp(resolvedAs(ResolvedHttp, step, ctx), ctx.signal, ctx.egress ?? DEFAULT_EGRESS);
@@ -203,8 +203,18 @@ async function runCustom(step: Extract<Step, { kind: "custom" }>, ctx: StepConte
   }
 }
 
+/**
+ * Sleeps at least `ms` of real time. A timer can fire up to a millisecond early by the clock that
+ * measures the step (libuv's cached loop time lags it): a 20 ms sleep step was journaled with
+ * durationMs 19 (runs-api e2e in CI). The rest is slept out, so a step takes at least its duration.
+ */
+async function sleepAtLeast(ms: number, signal: AbortSignal): Promise<void> {
+  const until = performance.now() + ms;
+  for (let left = ms; left > 0; left = until - performance.now()) await delay(Math.ceil(left), undefined, { signal });
+}
+
 async function work(durationMs: number, busy: boolean, signal: AbortSignal): Promise<void> {
-  if (!busy) return durationMs > 0 ? delay(durationMs, undefined, { signal }) : undefined;
+  if (!busy) return sleepAtLeast(durationMs, signal);
   // Spin in short slices so an abort (ownership lost, cancel) is seen within a few milliseconds.
   const end = performance.now() + durationMs;
   while (performance.now() < end) {
