@@ -15,7 +15,6 @@
 import type { Db } from "mongodb";
 import {
   CHECKPOINT_COLLECTION,
-  runDocId,
   type LedgerRow,
   type RunCountDoc,
   type RunDoc,
@@ -27,6 +26,7 @@ import { mongoReadModels } from "../services/api/index.ts";
 import { appendToRunList, ensureIndexes, readModelDb } from "../services/forensics/index.ts";
 import { apiFixture, auth } from "../test/support/api-app.ts";
 import { quantile, recordMetrics, round } from "./support/results.ts";
+import { benchRunDoc } from "./support/run-docs.ts";
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 100_000);
 const TENANTS = Number(process.env.BENCH_TENANTS ?? 100);
@@ -56,28 +56,8 @@ function ledgerRow(n: number, tenantId: string): LedgerRow {
   };
 }
 
-function runDoc(n: number, tenantId: string): RunDoc {
-  const seq = n + 1;
-  const at = new Date(Date.UTC(2026, 0, 1) + n * 10).toISOString();
-  const sharedRunId = `run-bench-${String(n).padStart(6, "0")}`;
-  return {
-    _id: runDocId(tenantId, sharedRunId),
-    tenantId,
-    sharedRunId,
-    status: "completed",
-    dagName: "bench",
-    stepCount: 10,
-    labels: [{ key: "batch", value: String(n % 10) }],
-    submitted: { seq, at, storedAt: at },
-    placements: [],
-    executionIds: [],
-    forensicsIds: [],
-    incidentIds: [],
-    scaleOutRequestIds: [],
-    firstSeq: seq,
-    lastSeq: seq,
-  };
-}
+const runDoc = (n: number, tenantId: string): RunDoc =>
+  benchRunDoc(n, tenantId, { status: "completed", stepCount: 10, spacingMs: 10 });
 
 /** Writes ROWS ledger rows and run documents (only acme's when `alone`), with each tenant's run list. */
 async function fill(db: Db, alone: boolean): Promise<{ mine: number; deepSince: number }> {

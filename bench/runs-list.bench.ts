@@ -10,19 +10,14 @@
  *  - runs_list_filtered_page: the first page filtered by status (every run matches), same.
  * The target (issue 12) is < 100 ms for the first and the deep page: the process exits 1 when a p50 misses it.
  */
-import {
-  CHECKPOINT_COLLECTION,
-  runDocId,
-  type RunCountDoc,
-  type RunDoc,
-  type RunPageDoc,
-} from "../contracts/read-models.ts";
+import { CHECKPOINT_COLLECTION, type RunCountDoc, type RunDoc, type RunPageDoc } from "../contracts/read-models.ts";
 import { startFerret, startNats } from "../platform/local-servers.ts";
 import { readModelClient } from "../platform/read-model-db.ts";
 import { mongoReadModels } from "../services/api/index.ts";
 import { appendToRunList } from "../services/forensics/index.ts";
 import { apiFixture, auth } from "../test/support/api-app.ts";
 import { quantile, recordMetrics, round } from "./support/results.ts";
+import { benchRunDoc } from "./support/run-docs.ts";
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 10_000);
 const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 50);
@@ -43,23 +38,7 @@ try {
     const seq = n + 1;
     const at = new Date(Date.UTC(2026, 0, 1) + n * 1000).toISOString();
     const sharedRunId = `run-bench-${String(n).padStart(6, "0")}`;
-    runs.push({
-      _id: runDocId(tenantId, sharedRunId),
-      tenantId,
-      sharedRunId,
-      status: "submitted",
-      dagName: "bench",
-      stepCount: 3,
-      labels: [{ key: "batch", value: String(n % 10) }],
-      submitted: { seq, at, storedAt: at },
-      placements: [],
-      executionIds: [],
-      forensicsIds: [],
-      incidentIds: [],
-      scaleOutRequestIds: [],
-      firstSeq: seq,
-      lastSeq: seq,
-    });
+    runs.push(benchRunDoc(n, tenantId, { status: "submitted", stepCount: 3, spacingMs: 1000 }));
     const next = appendToRunList(count, (p) => pages.get(p), tenantId, { sharedRunId, seq, at });
     if (!next) throw new Error(`the run list refused submission ${seq}`);
     count = next.count;

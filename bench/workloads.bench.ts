@@ -18,6 +18,7 @@ import { createEventStore, type StoredEvent } from "../streams/index.ts";
 import { cpuSnapshot, cpuSpent } from "./support/cpu.ts";
 import { latencyMetric, recordMetrics, round } from "./support/results.ts";
 import { runEnds } from "./support/run-ends.ts";
+import { WORKLOAD_TENANT } from "./support/workload-tenant.ts";
 
 const TOKEN = "bench-token-workloads-01";
 const nats = await startNats();
@@ -35,18 +36,7 @@ try {
       controlPlaneId: "cp-workloads",
       heartbeatIntervalMs: 250,
       dispatchTimeoutMs: 3000,
-      tenants: [
-        {
-          tenantId: "t-w",
-          isolationMode: "dedicated",
-          maxRuntimeInstances: 2,
-          workersPerInstance: 50,
-          maxConcurrentRunsPerInstance: 50,
-          localQueueCapacity: 400,
-          maxWorkersPerRun: 1,
-          maxConcurrentRuns: 10_000,
-        },
-      ],
+      tenants: [WORKLOAD_TENANT],
       tokens: { [TOKEN]: { role: "tenant", tenantId: "t-w" } },
     },
   });

@@ -7,6 +7,7 @@ import { connectHarness } from "../../platform/nats-auth/server-keys.ts";
 import { createEventStore, type StoredEvent } from "../../streams/index.ts";
 import { eventually } from "../../test/support/streams.ts";
 import { runEnds } from "./run-ends.ts";
+import { WORKLOAD_TENANT } from "./workload-tenant.ts";
 
 export interface W3Result {
   /** SIGKILL → first step completed after it, ms (stored timestamps). */
@@ -47,18 +48,7 @@ export async function runW3(
       heartbeatIntervalMs: 1000,
       dispatchTimeoutMs: 3000,
       ...(pool > 0 ? { warmPool: { process: pool } } : {}),
-      tenants: [
-        {
-          tenantId: "t-w",
-          isolationMode: "dedicated",
-          maxRuntimeInstances: 2,
-          workersPerInstance: 50,
-          maxConcurrentRunsPerInstance: 50,
-          localQueueCapacity: 400,
-          maxWorkersPerRun: 1,
-          maxConcurrentRuns: 10_000,
-        },
-      ],
+      tenants: [WORKLOAD_TENANT],
       tokens: { [TOKEN]: { role: "tenant", tenantId: "t-w" } },
     },
   });
