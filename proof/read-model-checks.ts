@@ -4,18 +4,10 @@ import type { StreamLayout } from "../streams/index.ts";
 import { apiClient } from "../platform/api-client.ts";
 import type { AssertionResult } from "./assertions.ts";
 import { firstDifference } from "./first-difference.ts";
+import { mapAtMost } from "../platform/map-at-most.ts";
 
 const PAGE = 5000;
 const SNAPSHOT_PARALLEL = 4;
-
-/** Calls `f` on every item, at most `n` at once. */
-async function inParallel<T>(items: readonly T[], n: number, f: (t: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) await f(items[next++]!);
-  };
-  await Promise.all(Array.from({ length: Math.min(n, items.length) }, worker));
-}
 
 interface Tenant {
   readonly tenantId: string;
@@ -78,7 +70,7 @@ export async function readModelAssertions(o: {
     // A few tenants at a time: each query waits on FerretDB's scan, and one at a time left a core idle.
     // The keys are set in tenant order whatever order the answers come in, so equal read models give equal JSON.
     for (const t of all) out[t.tenantId] = undefined;
-    await inParallel(all, SNAPSHOT_PARALLEL, async (t) => {
+    await mapAtMost(all, SNAPSHOT_PARALLEL, async (t) => {
       const api = apiClient(o.apiUrl, t.token);
       const ledger: unknown[] = [];
       // A short page is the last one: asking again would cost another scan of the ledger on FerretDB.
@@ -97,13 +89,13 @@ export async function readModelAssertions(o: {
     cross: string[] = [];
   // Independent queries, a few at a time like the snapshot (one at a time left a core idle: ~3 s at P=20).
   await timed("checks", () =>
-    inParallel(o.safe, SNAPSHOT_PARALLEL, async (t) => {
+    mapAtMost(o.safe, SNAPSHOT_PARALLEL, async (t) => {
       const n = (await apiClient(o.apiUrl, t.token).get("/v1/ledger?recovery=true&limit=5000")).body.entries.length;
       if (n > 0) leaks.push(`${t.tenantId}: ${n} recovery ledger entries`);
     }),
   );
   await timed("checks", () =>
-    inParallel([...o.impacted.entries()], SNAPSHOT_PARALLEL, async ([i, t]) => {
+    mapAtMost([...o.impacted.entries()], SNAPSHOT_PARALLEL, async ([i, t]) => {
       const api = apiClient(o.apiUrl, t.token);
       const records = new Set(
         ((await api.get("/v1/forensics?limit=5000")).body.entries as { forensicsId: string }[]).map(

@@ -20,17 +20,11 @@ import { summarizeExecution } from "../domain/exec-summary.ts";
 import { recoveryTransition, type AggregateEvents } from "../domain/transitions.ts";
 import type { RuntimeRecord } from "../domain/runtime-health.ts";
 import type { RecoveryDeps } from "./deps.ts";
+import { mapAtMost } from "../../../platform/map-at-most.ts";
 
 const ATTEMPTS = 5;
 /** Items of one class moved at once (each a few reads and one atomic batch). */
 const ITEMS_AT_ONCE = 16;
-
-/** `f` over `xs`, at most `n` at a time; results in the order of `xs`. */
-async function inBatches<T, R>(xs: readonly T[], n: number, f: (x: T) => Promise<R>): Promise<R[]> {
-  const out: R[] = [];
-  for (let i = 0; i < xs.length; i += n) out.push(...(await Promise.all(xs.slice(i, i + n).map(f))));
-  return out;
-}
 
 /**
  * Recovery of a fenced runtime (recovery.md): inventory from the run aggregates, in-flight first;
@@ -58,7 +52,7 @@ export async function reconcile(deps: RecoveryDeps, rt: RuntimeRecord): Promise<
     candidates.filter((c) => c.class === "in-flight-execution"),
     candidates.filter((c) => c.class !== "in-flight-execution"),
   ])
-    for (const item of await inBatches(group, ITEMS_AT_ONCE, (c) =>
+    for (const item of await mapAtMost(group, ITEMS_AT_ONCE, (c) =>
       recoverItem(deps, rt.runtimeInstanceId, incidentId, c),
     ))
       if (item) planned.push(item);

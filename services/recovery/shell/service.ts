@@ -13,6 +13,7 @@ import { reconcile } from "./reconcile.ts";
 import { advanceTimeline } from "./timeline.ts";
 import { restoreFromSnapshot, snapshotWriter } from "../../../platform/snapshots/snapshotted.ts";
 import type { SnapshotOptions } from "../../../platform/snapshots/options.ts";
+import { mapAtMost } from "../../../platform/map-at-most.ts";
 
 /** nats.js's default reconnectTimeWait (2 s) plus its jitter: how late a runtime may reconnect after us. */
 const RECONNECT_ALLOWANCE_MS = 2_500;
@@ -187,9 +188,7 @@ export async function startRecovery(
             )
             .map((rt) => reconcile(deps, rt)),
         );
-        const records = [...deps.state.forensics.values()];
-        for (let i = 0; i < records.length; i += TIMELINES_AT_ONCE)
-          await Promise.all(records.slice(i, i + TIMELINES_AT_ONCE).map((f) => advanceTimeline(deps, f)));
+        await mapAtMost([...deps.state.forensics.values()], TIMELINES_AT_ONCE, (f) => advanceTimeline(deps, f));
       } while (again && !stopped);
     } catch (e) {
       deps.log.error({ err: String(e) }, "recovery pass failed; retried next tick");
