@@ -10,6 +10,7 @@
  */
 import { loadavg } from "node:os";
 import { proofLine, runProof } from "../proof/run-proof.ts";
+import { stageTable } from "../proof/recovery-stages.ts";
 import { DEFAULT_PROOF } from "../proof/scenario-config.ts";
 import { startNats, startRedis } from "../platform/local-servers.ts";
 import { recordMetrics, round, type Metric } from "./support/results.ts";
@@ -19,7 +20,7 @@ const [nats, redis] = await Promise.all([startNats(), startRedis()]);
 try {
   const metrics: Record<string, Metric> = {};
   for (const P of PS)
-    for (const pool of [2 * P, 0]) {
+    for (const pool of process.env.BENCH_PROOF_POOLS?.split(",").map(Number) ?? [2 * P, 0]) {
       const load = round(loadavg()[0]!, 1);
       const report = await runProof(
         { ...DEFAULT_PROOF, parallel: P, stepMs: 10, ...(pool ? { warmPool: pool } : {}) },
@@ -27,6 +28,9 @@ try {
         () => undefined,
       );
       console.log(proofLine(report));
+      console.log(
+        `stages at P=${P}, warm pool ${pool} (ms after each kill; w: warm pool member, c: cold start):\n${stageTable(report.stages)}`,
+      );
       if (!report.pass) {
         console.error(`the proof at P=${P}, warm pool ${pool} failed: no figure recorded`);
         continue;
