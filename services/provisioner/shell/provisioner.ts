@@ -18,7 +18,7 @@ import { RuntimeWriter } from "./runtime-writer.ts";
 import { lookAtConflict, PlanAgain, readSlot, slotEntry } from "./runtime-slot.ts";
 import { runtimeRef } from "../../../streams/index.ts";
 import { StartGate, type Ticket } from "./start-gate.ts";
-import { BusyRequests } from "./busy-requests.ts";
+import { BusyStarts } from "./busy-starts.ts";
 import { createWarmPool, type WarmPool } from "./warm-pool.ts";
 
 /**
@@ -66,10 +66,10 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
   const gate = new StartGate(d.maxConcurrentHostStartups);
   const inFlight = new Map<string, Promise<void>>();
   const providers = [...d.strategies.keys()] as HostProvider[];
-  const busy = new BusyRequests();
+  const busy = new BusyStarts();
   // The refill starts a member only once the binds and host starts in flight are done (or after a
   // bound): a member booting beside the binds of a burst of recovery claims took the CPU they needed
-  // (busy-requests.ts). A request waiting for a member or a slot does not hold it back: the member is for it.
+  // (busy-starts.ts). A request waiting for a member or a slot does not hold it back: the member is for it.
   const pool = createWarmPool(
     d,
     roster,

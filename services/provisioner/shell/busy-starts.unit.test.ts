@@ -1,16 +1,16 @@
 import { describe, expect, it, vi } from "vitest";
-import { BusyRequests } from "./busy-requests.ts";
+import { BusyStarts } from "./busy-starts.ts";
 
 // In-process scheduling only: proves no transport and no host.
-describe("BusyRequests: the refill's wait for the scale-outs in flight (in-process, proves no transport)", () => {
-  it("is quiet at once with no request in flight", async () => {
-    const b = new BusyRequests();
+describe("BusyStarts: the refill's wait for the starts in flight (in-process, proves no transport)", () => {
+  it("is quiet at once with no start in flight", async () => {
+    const b = new BusyStarts();
     expect(b.busy).toBe(false);
     await b.quiet(10_000);
   });
 
-  it("waits until every tracked request settled, rejected ones included", async () => {
-    const b = new BusyRequests();
+  it("waits until every tracked start settled, rejected ones included", async () => {
+    const b = new BusyStarts();
     let endA!: () => void, failB!: (e: Error) => void;
     const a = b.track(new Promise<void>((ok) => (endA = ok)));
     const bb = b.track(new Promise<void>((_, no) => (failB = no))).catch(() => "failed");
@@ -28,10 +28,10 @@ describe("BusyRequests: the refill's wait for the scale-outs in flight (in-proce
     expect(b.busy).toBe(false);
   });
 
-  it("gives up waiting after the bound while a request is still in flight", async () => {
+  it("gives up waiting after the bound while a start is still in flight", async () => {
     vi.useFakeTimers();
     try {
-      const b = new BusyRequests();
+      const b = new BusyStarts();
       void b.track(new Promise<void>(() => undefined));
       let quiet = false;
       const q = b.quiet(3_000).then(() => (quiet = true));
