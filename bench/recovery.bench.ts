@@ -3,7 +3,9 @@
  * process hosts, private nats-server and Redis (run with tsx: `make bench`): for each P of
  * BENCH_PROOF_P (default "5,20"), the proof with a warm pool of 2 × P runtimes (one per runtime the
  * proof kills) and with pool size 0, alternating; each impacted runtime SIGKILLed once its
- * in-flight execution has 25 durable steps.
+ * in-flight execution has 25 durable steps (`BENCH_PROOF_POOLS`, e.g. "25": those pool sizes instead).
+ * Each run also prints its per-kill stage table (proof/recovery-stages.ts: suspected, fenced, paused,
+ * scale-out requested, claimed/registered, layers, capacity, replacement selected, resumed; p50/p99).
  *  - `recovery_latency_ms_p<P>_warm` / `_pool0`: kill → the in-flight execution resumed on its replacement;
  *  - `detect_latency` (kill → runtime.suspected) and `fence_latency` (kill → runtime.fenced), from the first P's warm run.
  * The proof's assertions must all pass, else no figure of that run is recorded.
