@@ -3,13 +3,16 @@
  * process hosts, private nats-server and Redis (run with tsx: `make bench`): for each P of
  * BENCH_PROOF_P (default "5,20"), the proof with a warm pool of 2 × P runtimes (one per runtime the
  * proof kills) and with pool size 0, alternating; each impacted runtime SIGKILLed once its
- * in-flight execution has 25 durable steps.
+ * in-flight execution has 25 durable steps (`BENCH_PROOF_POOLS`, e.g. "25": those pool sizes instead).
+ * Each run also prints its per-kill stage table (proof/recovery-stages.ts: suspected, fenced, paused,
+ * scale-out requested, claimed/registered, layers, capacity, replacement selected, resumed; p50/p99).
  *  - `recovery_latency_ms_p<P>_warm` / `_pool0`: kill → the in-flight execution resumed on its replacement;
  *  - `detect_latency` (kill → runtime.suspected) and `fence_latency` (kill → runtime.fenced), from the first P's warm run.
  * The proof's assertions must all pass, else no figure of that run is recorded.
  */
 import { loadavg } from "node:os";
 import { proofLine, runProof } from "../proof/run-proof.ts";
+import { stageTable } from "../proof/recovery-stages.ts";
 import { DEFAULT_PROOF } from "../proof/scenario-config.ts";
 import { startNats, startRedis } from "../platform/local-servers.ts";
 import { recordMetrics, round, type Metric } from "./support/results.ts";
@@ -19,7 +22,7 @@ const [nats, redis] = await Promise.all([startNats(), startRedis()]);
 try {
   const metrics: Record<string, Metric> = {};
   for (const P of PS)
-    for (const pool of [2 * P, 0]) {
+    for (const pool of process.env.BENCH_PROOF_POOLS?.split(",").map(Number) ?? [2 * P, 0]) {
       const load = round(loadavg()[0]!, 1);
       const report = await runProof(
         { ...DEFAULT_PROOF, parallel: P, stepMs: 10, ...(pool ? { warmPool: pool } : {}) },
@@ -27,6 +30,9 @@ try {
         () => undefined,
       );
       console.log(proofLine(report));
+      console.log(
+        `stages at P=${P}, warm pool ${pool} (ms after each kill; w: warm pool member, c: cold start):\n${stageTable(report.stages)}`,
+      );
       if (!report.pass) {
         console.error(`the proof at P=${P}, warm pool ${pool} failed: no figure recorded`);
         continue;

@@ -28,6 +28,7 @@ import { waitForWarmPool } from "./warm-pool-ready.ts";
 import { startChaos, type Chaos, type ChaosKill } from "./chaos.ts";
 import { decisionsOnce } from "./decision-assertions.ts";
 import { recoveryLatencies, type RecoveryLatencies } from "./recovery-latencies.ts";
+import { recoveryStageTraces, type StageTrace } from "./recovery-stages.ts";
 import { leaderKillAssertion, natsLeaderKiller } from "./nats-leader-kill.ts";
 
 /**
@@ -60,6 +61,8 @@ export interface ProofReport {
    * kill gate's own lag: the triggering step durable → seen by the gate (`gateSeen`) → signal sent (`gateSignal`).
    */
   readonly latencies: RecoveryLatencies;
+  /** Each kill's recovery stages, ms after the kill (proof/recovery-stages.ts). */
+  readonly stages: readonly StageTrace[];
   /** scale-out request → host layer (process alive / Pod Ready) → route layer (gateway only) → capacity published, ms (p50, p99). */
   readonly startup: StartupLatencies;
   /** Runtimes started by claiming a warm pool member (`runtime.pool-member-claimed`), of all registered from a scale-out. */
@@ -283,6 +286,7 @@ export async function runProof(
       kills,
       assertions,
       latencies: recoveryLatencies(log, kills),
+      stages: recoveryStageTraces(log, kills),
       startup: startupLatencies(log),
       warmPoolReadyMs,
       warmStarts: {

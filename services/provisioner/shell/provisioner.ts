@@ -18,7 +18,14 @@ import { RuntimeWriter } from "./runtime-writer.ts";
 import { lookAtConflict, PlanAgain, readSlot, slotEntry } from "./runtime-slot.ts";
 import { runtimeRef } from "../../../streams/index.ts";
 import { StartGate, type Ticket } from "./start-gate.ts";
+import { BusyStarts } from "./busy-starts.ts";
 import { createWarmPool, type WarmPool } from "./warm-pool.ts";
+
+/**
+ * How long a warm pool refill waits for the scale-outs in flight to settle before it starts a member
+ * anyway (a Pod start that takes long never starves the pool).
+ */
+const REFILL_YIELD_MAX_MS = 3_000;
 
 /** Plans of one decision whose start lost the prefix's runtime slot before it gives up (the delivery is retried). */
 const MAX_PLANS = 8;
@@ -59,7 +66,16 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
   const gate = new StartGate(d.maxConcurrentHostStartups);
   const inFlight = new Map<string, Promise<void>>();
   const providers = [...d.strategies.keys()] as HostProvider[];
-  const pool = createWarmPool(d, roster, () => gate.memberReady());
+  const busy = new BusyStarts();
+  // The refill starts a member only once the binds and host starts in flight are done (or after a
+  // bound): a member booting beside the binds of a burst of recovery claims took the CPU they needed
+  // (busy-starts.ts). A request waiting for a member or a slot does not hold it back: the member is for it.
+  const pool = createWarmPool(
+    d,
+    roster,
+    () => gate.memberReady(),
+    () => (gate.waiters > 0 ? Promise.resolve() : busy.quiet(REFILL_YIELD_MAX_MS)),
+  );
   const retiring = new Set<string>();
   const stopObserving = [...d.strategies.values()].map((s) =>
     s.observe((fact) => {
@@ -94,7 +110,7 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
       }
       // A member ticket whose claim found nothing was registered cold: it needs a slot too.
       if (!planned.warm && ticket !== "slot") ticket = await gate.acquire(false);
-      let r = await driveHostStart(d, planned);
+      let r = await busy.track(driveHostStart(d, planned));
       if (!r.ok && planned.warm) {
         // A failed bind (member gone, refused, wrong incarnation) is not the request's failure: the
         // claimed runtime is retired (its RuntimeInstanceId never gets a second host) and the plan,
@@ -113,7 +129,7 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
         const cold = await prefixGate.run(prefix, () => decide(again, { cold: true, mayStartCold: true }));
         if (!cold || cold === WAIT) return;
         planned = cold;
-        r = await driveHostStart(d, cold);
+        r = await busy.track(driveHostStart(d, cold));
       }
       const p = planned;
       const settled = r.ok

@@ -20,6 +20,11 @@ export class StartGate {
     this.slots = limit;
   }
 
+  /** Scale-outs waiting for a slot or a member now. */
+  get waiters(): number {
+    return this.waiting.length;
+  }
+
   /** A slot, or — when `member` — a ready member if one is known before a slot frees. */
   acquire(member: boolean): Promise<Ticket> {
     if (member && this.members > 0) {

@@ -46,10 +46,15 @@ export interface WarmPool {
 
 /** The provisioner's warm pools (hosts.md "Warm pool"), one per provider with a size above 0. */
 /** `onReady` is told of each member this provisioner recorded `pool-member-ready` for. */
+/**
+ * `yieldTo` is awaited before each member start: the refill runs in the background, after the
+ * scale-outs in flight (busy-requests.ts), not beside them.
+ */
 export function createWarmPool(
   d: ProvisionerDeps,
   roster: RosterView,
   onReady: () => void = () => undefined,
+  yieldTo: () => Promise<void> = () => Promise.resolve(),
 ): WarmPool {
   const sizes = Object.entries(d.poolSizes ?? {}).filter(([, n]) => (n ?? 0) > 0) as [HostProvider, number][];
   const filling = new Map<HostProvider, Promise<void>>();
@@ -66,7 +71,10 @@ export function createWarmPool(
       // only after ~5 s, competing with the recovery they were started for.
       await Promise.all(
         Array.from({ length: Math.min(n, d.maxConcurrentHostStartups) }, async () => {
-          while (n-- > 0) await startMember(d, provider, strategy, onReady);
+          while (n-- > 0) {
+            await yieldTo();
+            await startMember(d, provider, strategy, onReady);
+          }
         }),
       );
     } while (again.has(provider));
