@@ -52,13 +52,26 @@ const COUNT = `${EXPIRE}
 expire(KEYS[1], KEYS[2], tonumber(ARGV[1]))
 return redis.call('ZCARD', KEYS[1]) - redis.call('ZCOUNT', KEYS[2], '-inf', ARGV[2])`;
 
+/**
+ * `extend(e, a, run, until, acceptedAt)`, acceptedAt '' when not accepted (also in tenant-claims.ts'
+ * confirm-and-extend). The keys are made to outlive `until` (never shortened: GT, Redis ≥ 7): a key
+ * expires with every reservation in it, and one extended past the expiry its last reserve set
+ * (2 × that reservation's ttl) vanished early, every slot of the runtime looking free at once (a
+ * two-replica test placed 12 runs on 8 slots once no reserve had succeeded for 3 s).
+ */
+export const EXTEND_FN = `
+local function extend(e, a, run, untilMs, acceptedAt)
+  redis.call('ZADD', e, untilMs, run)
+  if redis.call('PTTL', e) < 0 then redis.call('PEXPIREAT', e, untilMs) else redis.call('PEXPIREAT', e, untilMs, 'GT') end
+  if acceptedAt == '' then redis.call('ZREM', a, run) else redis.call('ZADD', a, acceptedAt, run) end
+  local ttl = redis.call('PTTL', e)
+  if ttl > 0 then redis.call('PEXPIRE', a, ttl) end
+  return 1
+end`;
+
 /** ARGV: run, until, acceptedAt ('' when not accepted). */
-const EXTEND = `
-redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
-if ARGV[3] == '' then redis.call('ZREM', KEYS[2], ARGV[1]) else redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1]) end
-local ttl = redis.call('PTTL', KEYS[1])
-if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) end
-return 1`;
+const EXTEND = `${EXTEND_FN}
+return extend(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3])`;
 
 const RELEASE = `
 redis.call('ZREM', KEYS[1], ARGV[1])

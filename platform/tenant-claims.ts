@@ -1,5 +1,5 @@
 import type { Redis, Result } from "ioredis";
-import { RESERVE_FN, reservationKeys, reserveOutcome, type ReserveOutcome } from "./reservations.ts";
+import { EXTEND_FN, RESERVE_FN, reservationKeys, reserveOutcome, type ReserveOutcome } from "./reservations.ts";
 
 /**
  * Tenant quota claims in Redis: what makes `maxConcurrentRuns` hold across admission replicas (issue
@@ -52,12 +52,25 @@ ${RESERVE_FN}
 local c = claim(${CLAIM_ARGS})
 if c[1] == 0 then return {0, c[2], -1} end
 return {1, c[2], reserve(KEYS[4], KEYS[5], ARGV[1], tonumber(ARGV[8]), tonumber(ARGV[5]), tonumber(ARGV[9]), ARGV[10])}`;
-const CONFIRM = `
-redis.call('ZREM', KEYS[1], ARGV[1])
-redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
-redis.call('ZADD', KEYS[3], ARGV[3], ARGV[1])
-for _, k in ipairs(KEYS) do redis.call('PEXPIRE', k, ARGV[4]) end
-return 1`;
+const CONFIRM_FN = `
+local function confirm(p, d, x, run, seq, expiry, keyTtl)
+  redis.call('ZREM', p, run)
+  redis.call('ZADD', d, seq, run)
+  redis.call('ZADD', x, expiry, run)
+  for _, k in ipairs({p, d, x}) do redis.call('PEXPIRE', k, keyTtl) end
+  return 1
+end`;
+const CONFIRM = `${CONFIRM_FN}
+return confirm(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], ARGV[4])`;
+/**
+ * The confirm and a slot reservation's extend (platform/reservations.ts) in one call: what a
+ * placement does once the runtime accepted its run (keys 4–5 the runtime's reservation keys, ARGV
+ * 5–6 until and acceptedAt), one Redis round trip per placement less (issue 15).
+ */
+const CONFIRM_EXTEND = `${CONFIRM_FN}
+${EXTEND_FN}
+confirm(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], ARGV[4])
+return extend(KEYS[4], KEYS[5], ARGV[1], ARGV[5], ARGV[6])`;
 const RELEASE = `
 for _, k in ipairs(KEYS) do redis.call('ZREM', k, ARGV[1]) end
 return 1`;
@@ -86,6 +99,19 @@ declare module "ioredis" {
       keyTtl: number,
     ): Result<number, Context>;
     drClaimRelease(pending: string, decided: string, expiries: string, run: string): Result<number, Context>;
+    drClaimConfirmExtend(
+      pending: string,
+      decided: string,
+      expiries: string,
+      held: string,
+      accepted: string,
+      run: string,
+      seq: number,
+      expiry: number,
+      keyTtl: number,
+      until: number,
+      acceptedAt: string,
+    ): Result<number, Context>;
     drClaimReserve(
       pending: string,
       decided: string,
@@ -140,6 +166,17 @@ export interface TenantClaims {
   ): Promise<{ readonly ok: boolean; readonly count: number; readonly reserved?: ReserveOutcome }>;
   /** The run's decision is in the log at `seq`: counted by every fold that reached it, by the claim until then. */
   confirm(tenantId: string, sharedRunId: string, seq: number, now: number): Promise<void>;
+  /**
+   * `confirm`, and the run's slot reservation extended as Reservations.extend does it (`until`, and
+   * when the runtime accepted the run), in one round trip.
+   */
+  confirmAndExtend(
+    tenantId: string,
+    sharedRunId: string,
+    seq: number,
+    now: number,
+    slot: { readonly runtimeInstanceId: string; readonly untilMs: number; readonly acceptedAt?: number },
+  ): Promise<void>;
   /** The run was not placed after all. */
   release(tenantId: string, sharedRunId: string): Promise<void>;
 }
@@ -164,6 +201,7 @@ export function redisTenantClaims(
     redis.defineCommand("drClaimConfirm", { numberOfKeys: 3, lua: CONFIRM });
     redis.defineCommand("drClaimRelease", { numberOfKeys: 3, lua: RELEASE });
     redis.defineCommand("drClaimReserve", { numberOfKeys: 5, lua: CLAIM_RESERVE });
+    redis.defineCommand("drClaimConfirmExtend", { numberOfKeys: 5, lua: CONFIRM_EXTEND });
   }
   return {
     async claim(tenantId, run, limit, folded, position, now) {
@@ -191,6 +229,18 @@ export function redisTenantClaims(
     },
     async confirm(tenantId, run, seq, now) {
       await redis.drClaimConfirm(...keys(tenantId), run, seq, now + decidedTtl, keyTtl);
+    },
+    async confirmAndExtend(tenantId, run, seq, now, slot) {
+      await redis.drClaimConfirmExtend(
+        ...keys(tenantId),
+        ...reservationKeys(controlPlaneId, slot.runtimeInstanceId),
+        run,
+        seq,
+        now + decidedTtl,
+        keyTtl,
+        slot.untilMs,
+        slot.acceptedAt === undefined ? "" : String(slot.acceptedAt),
+      );
     },
     async release(tenantId, run) {
       await redis.drClaimRelease(...keys(tenantId), run);

@@ -38,7 +38,8 @@ const service = await startAdmission({
   index,
   view: redisCapacityView<CapacityDescriptor>(ctx.redis!, cp),
   reservations: redisReservations(ctx.redis!, cp),
-  claims: redisTenantClaims(ctx.redis!, cp),
+  // A claim stays pending until its run's runtime answered (dispatch.ts): longer than a dispatch may take.
+  claims: redisTenantClaims(ctx.redis!, cp, { pendingTtlMs: Math.max(15_000, 3 * ctx.config.dispatchTimeoutMs) }),
   env: { writer: { service: "admission", instanceId: ctx.instanceId }, clock: systemClock, ids: randomIds },
   send: sendCommand,
   commandTokenFor: ctx.commandTokenFor,

@@ -37,6 +37,16 @@ describe("slot reservations (Lua script against a real Redis)", () => {
     expect(await r.reserve("rt-1", "run-c", 2, 10_000, 1_003)).toBe("full");
   });
 
+  it("keeps an extended reservation past the expiry its reserve gave the runtime's keys", async () => {
+    const r = redisReservations(redis, uniqueName("cp"));
+    const now = Date.now();
+    expect(await r.reserve("rt-1", "run-a", 2, 100, now)).toBe("reserved"); // keys expire in 200 ms
+    await r.extend("rt-1", "run-a", now + 5_000, now + 1);
+    await new Promise((ok) => setTimeout(ok, 400));
+    expect(await r.count("rt-1", now + 300)).toBe(1);
+    expect(await r.count("rt-1", now + 300, now + 2)).toBe(0); // accepted before that beat: counted by it
+  });
+
   it("frees a slot when a reservation expires or is released", async () => {
     const r = redisReservations(redis, uniqueName("cp"));
     expect(await r.reserve("rt-1", "run-a", 1, 500, 1_000)).toBe("reserved");

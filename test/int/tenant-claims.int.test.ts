@@ -115,4 +115,25 @@ describe("tenant quota claims (boundary: real Redis, its Lua script)", () => {
       reserved: "reserved",
     });
   });
+  it("confirms a claim and extends its run's slot reservation in one call, as confirm and extend do apart", async () => {
+    const cpx = `${cp}-ce`;
+    const c = redisTenantClaims(redis, cpx);
+    const resv = redisReservations(redis, cpx);
+    const now = Date.now();
+    const slot = { runtimeInstanceId: "rt-1", slots: 1, ttlMs: 100 };
+    expect((await c.claimAndReserve("acme", "r-1", 2, 0, 10, now, slot)).reserved).toBe("reserved");
+    // Accepted at now + 1, held until now + 5 000 (its key outlives the reserve's 200 ms expiry).
+    await c.confirmAndExtend("acme", "r-1", 15, now, {
+      runtimeInstanceId: "rt-1",
+      untilMs: now + 5_000,
+      acceptedAt: now + 1,
+    });
+    // Confirmed: a fold at 14 counts it through the claim, a fold at 15 only itself.
+    expect(await c.claim("acme", "r-2", 2, 1, 14, now)).toEqual({ ok: false, count: 2 });
+    expect(await c.claim("acme", "r-2", 2, 1, 15, now)).toEqual({ ok: true, count: 1 });
+    await new Promise((r) => setTimeout(r, 400));
+    // Extended and accepted: held past the reserve's ttl, and left out by a beat taken after its acceptance.
+    expect(await resv.count("rt-1", now + 300)).toBe(1);
+    expect(await resv.count("rt-1", now + 300, now + 2)).toBe(0);
+  });
 });

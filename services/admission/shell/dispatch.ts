@@ -13,6 +13,12 @@ import type { IndexedRun } from "./run-index.ts";
 
 type Target = Pick<Placeable, "runtimeInstanceId" | "endpoint" | "transport" | "hostIncarnation">;
 
+/** A tenant quota claim the send confirms at the run's `admitted` (tenant-quota.ts), made at `now`. */
+export interface ClaimToConfirm {
+  readonly seq: number;
+  readonly now: number;
+}
+
 /**
  * Records `dispatched` (the intent, before the side effect) and returns the send: DispatchRun — or
  * ResumeExecution for a run requeued for resume — over the runtime's transport with the routing
@@ -21,11 +27,15 @@ type Target = Pick<Placeable, "runtimeInstanceId" | "endpoint" | "transport" | "
  * reason and its reservation is released, so the next pass places it again. Undefined when there is
  * nothing to send (no placement, another decider moved the run, or no endpoint: `dispatch-failed`).
  * Admission runs the send outside its pass, so a slow runtime holds up only its own run.
+ * With `claim`, the send confirms the tenant's quota claim once the runtime answered (or failed to),
+ * with the slot's extend in one Redis call when it accepted; without a send (undefined), the caller
+ * still owns the claim.
  */
 export async function recordDispatch(
   deps: AdmissionDeps,
   r: IndexedRun,
   target: Target,
+  claim?: ClaimToConfirm,
 ): Promise<(() => Promise<boolean>) | undefined> {
   const p = r.state.placement;
   if (!p) return undefined;
@@ -82,7 +92,7 @@ export async function recordDispatch(
           payload: base,
         }
   ) as RuntimeCommand;
-  return () => send(deps, r, p.localRunId, target, command);
+  return () => send(deps, r, p.localRunId, target, command, claim);
 }
 
 async function send(
@@ -91,7 +101,15 @@ async function send(
   localRunId: LocalRunId,
   target: Target,
   command: RuntimeCommand,
+  claim?: ClaimToConfirm,
 ): Promise<boolean> {
+  // The claim alone, when no extend goes with it (refused or unreachable): the run was admitted all the same.
+  let unconfirmed = claim;
+  const confirmAlone = async () => {
+    const c = unconfirmed;
+    unconfirmed = undefined;
+    if (c) await deps.claims?.confirm(r.tenantId, r.sharedRunId, c.seq, c.now);
+  };
   try {
     const result = await deps.send(
       target.endpoint!,
@@ -104,9 +122,18 @@ async function send(
       // Keep the slot counted until a heartbeat taken after now shows the run (at most 3 intervals).
       const acceptedAt = deps.env.clock.now().getTime();
       const until = acceptedAt + 3 * deps.config.heartbeatIntervalMs;
-      await deps.reservations.extend(target.runtimeInstanceId, r.sharedRunId, until, acceptedAt);
+      const c = unconfirmed;
+      unconfirmed = undefined;
+      if (c && deps.claims)
+        await deps.claims.confirmAndExtend(r.tenantId, r.sharedRunId, c.seq, c.now, {
+          runtimeInstanceId: target.runtimeInstanceId,
+          untilMs: until,
+          acceptedAt,
+        });
+      else await deps.reservations.extend(target.runtimeInstanceId, r.sharedRunId, until, acceptedAt);
       return true;
     }
+    await confirmAlone();
     const code =
       result.failureReason && isErrorCode(result.failureReason)
         ? result.failureReason
@@ -118,6 +145,7 @@ async function send(
       { run: r.sharedRunId, runtime: target.runtimeInstanceId, code: err.code, err: err.message },
       "dispatch failed",
     );
+    await confirmAlone();
     return fail(deps, r, localRunId, { code: err.code, detail: err.message.slice(0, 2000) });
   }
 }

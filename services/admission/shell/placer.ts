@@ -234,14 +234,12 @@ async function handle(
         return undefined;
       }
       let placed = false;
-      // Confirmed as soon as `admitted` is in the log, while `dispatched` is appended (one Redis
-      // round trip less on each placement's path); settled after the attempt otherwise. Its error
-      // surfaces where the settle's would (marked handled meanwhile, awaited below).
-      let confirmed: Promise<void> | undefined;
-      const confirm = () => {
-        confirmed = settleQuota(deps, r, true, now, recovery);
-        confirmed.catch(() => undefined);
-      };
+      // The claim is confirmed at the run's `admitted` by the send, in the same Redis call as its
+      // slot's extend once the runtime answered (dispatch.ts; one Redis round trip per placement
+      // less, issue 15); settled here when there is nothing to send.
+      let admittedSeq: number | undefined;
+      const defer = deps.claims !== undefined && !recovery ? now : undefined;
+      let handedOff = false;
       try {
         const keys = await takeFlowKeys(deps, flow, r, tenant, now);
         if (!keys.ok) {
@@ -253,7 +251,8 @@ async function handle(
           if (!pre && !budget.claim(c, r.tenantId)) continue; // taken by a parallel placement of this pass
           let full = false;
           try {
-            const send = await placeOn(deps, r, c, p.snapshot, now, confirm, pre);
+            const send = await placeOn(deps, r, c, p.snapshot, now, (seq) => (admittedSeq = seq), pre, defer);
+            handedOff = defer !== undefined && typeof send === "function";
             // New work placed on a shared runtime counts against its tenant's fair share.
             if (send && send !== "full" && c.isolationMode === "shared" && !recovery)
               fair.charge(r.tenantId, tenant.weight);
@@ -266,7 +265,7 @@ async function handle(
           }
         }
       } finally {
-        await (confirmed ?? settleQuota(deps, r, placed, now, recovery));
+        if (!handedOff) await settleQuota(deps, r, placed, now, recovery, admittedSeq);
       }
       budget.block(
         r,
@@ -292,7 +291,8 @@ const slotOf = (deps: AdmissionDeps, c: Placeable) => ({
 
 /**
  * Reserves a slot of `c` for the run (unless `reserved` says how that went already) and records the placement; "full" when Redis has none left.
- * `admitted` is called once the run's `admitted` is in the log (before `dispatched` is appended).
+ * `admitted` is called with its sequence once the run's `admitted` is in the log (before `dispatched` is appended).
+ * With `claimedAt` (when the tenant's quota claim was made), the send returned confirms that claim (dispatch.ts).
  */
 async function placeOn(
   deps: AdmissionDeps,
@@ -300,8 +300,9 @@ async function placeOn(
   c: Placeable,
   snapshot: readonly { runtimeInstanceId: string; rank: number; why: string }[],
   now: number,
-  admitted: () => void,
+  admitted: (seq: number) => void,
   reserved?: ReserveOutcome,
+  claimedAt?: number,
 ): Promise<Send | "full" | undefined> {
   const slot = slotOf(deps, c);
   const outcome =
@@ -329,8 +330,8 @@ async function placeOn(
   // Lost the run to another decider: keep the reservation until it expires. Releasing it could free
   // a slot the winner holds under the same key (same run) and let a third placement over-commit.
   if (admittedSeq === undefined) return undefined;
-  admitted();
-  return recordDispatch(deps, r, c);
+  admitted(admittedSeq);
+  return recordDispatch(deps, r, c, claimedAt === undefined ? undefined : { seq: admittedSeq, now: claimedAt });
 }
 
 async function queueWithScaleOut(

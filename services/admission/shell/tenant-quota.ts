@@ -37,8 +37,9 @@ export async function claimQuota(
 }
 
 /**
- * After a placement attempt: confirms the claim at the decision's sequence, or releases it.
- * `recovery` is what the run was when the attempt began (a recovery item made no claim).
+ * After a placement attempt: confirms the claim at the decision's sequence (`seq`, else the run's
+ * last), or releases it. `recovery` is what the run was when the attempt began (a recovery item made
+ * no claim).
  */
 export async function settleQuota(
   deps: AdmissionDeps,
@@ -46,8 +47,9 @@ export async function settleQuota(
   placed: boolean,
   now: number,
   recovery: boolean,
+  seq?: number,
 ): Promise<void> {
   if (!deps.claims || recovery) return;
-  if (placed) await deps.claims.confirm(r.tenantId, r.sharedRunId, r.state.lastSeq, now);
+  if (placed) await deps.claims.confirm(r.tenantId, r.sharedRunId, seq ?? r.state.lastSeq, now);
   else await deps.claims.release(r.tenantId, r.sharedRunId);
 }
