@@ -28,14 +28,21 @@ const ahead = (a: Turn, b: Turn): boolean => a.tag < b.tag || (a.tag === b.tag &
  * O(k · (log tenants + buckets · log n)) plus O(tenants) to start, whatever the backlog. Like a
  * snapshot, a pass takes only runs that waited where they are when it began (sequence up to the
  * queues' last then): a run that arrived or moved since waits for the next pass, which orders it
- * with everyone (a pass fed by a flood's arrivals would otherwise never end, and a tenant absent
- * at its start would wait for all of them). A run is never pulled twice in one pass.
+ * with everyone (a pass fed by a flood's arrivals would otherwise never end). A tenant absent from
+ * the heap whose tag is ahead of every tenant's in it may `join` the pass when a run of its arrives:
+ * it is pulled next, up to what it holds then, instead of waiting for the flood batch the pass is
+ * working through. A run is never pulled twice in one pass.
  */
 export class FairPull<T, B> {
   private readonly heap: Turn[] = [];
   private readonly after = new Map<QueueBucket<T, B>, QueueEntry<T>>();
   private readonly taken = new Set<T>();
   private readonly upTo: number;
+  /** Tenants in the heap, and for those that joined mid-pass the sequence they may be pulled up to. */
+  private readonly inHeap = new Set<string>();
+  private readonly joinedUpTo = new Map<string, number>();
+  /** The tags of tenants that left the heap this pass (a tenant joining again resumes from its tag). */
+  private readonly leftAt = new Map<string, number>();
 
   constructor(
     private readonly queues: TenantQueues<T, B>,
@@ -46,12 +53,31 @@ export class FairPull<T, B> {
       this.push({ tenantId, tag: policy.startOf(tenantId), step: 1 / Math.max(1, policy.weightOf(tenantId)) });
   }
 
+  /**
+   * A run of `tenantId` arrived while the pass runs: the tenant joins it when it is not in the heap
+   * and its tag (its start tag now, or where it left this pass) is ahead of every tenant's there —
+   * a tenant under its fair share, the flood's tenant never (it is in the heap, or its tag is not
+   * ahead; nor any tenant once the heap is empty). It may then be pulled up to the queues' last sequence now: one more arrival of a flood
+   * tenant cannot feed a pass forever, and a quiet tenant's new run is pulled next rather than after
+   * the pass. True when it joined.
+   */
+  join(tenantId: string): boolean {
+    if (this.inHeap.has(tenantId)) return false;
+    const tag = Math.max(this.policy.startOf(tenantId), this.leftAt.get(tenantId) ?? -Infinity);
+    const top = this.heap[0]; // none: the pass has nothing left to pull, the next one orders the arrival
+    if (!top || !ahead({ tenantId, tag, step: 0 }, top)) return false;
+    this.joinedUpTo.set(tenantId, this.queues.lastSeq);
+    this.push({ tenantId, tag, step: 1 / Math.max(1, this.policy.weightOf(tenantId)) });
+    return true;
+  }
+
   /** The next run in fair order, or undefined when no tenant has one left to take. */
   next(): T | undefined {
     while (this.heap.length > 0) {
       const top = this.heap[0]!;
       const head = this.headOf(top.tenantId);
       if (!head) {
+        this.leftAt.set(top.tenantId, top.tag);
         this.pop();
         continue;
       }
@@ -71,18 +97,18 @@ export class FairPull<T, B> {
       const p = Math.min(bucket.priority, cap);
       if (best && p < best.p) continue;
       if (this.policy.skipsBucket(tenantId, bucket.info)) continue;
-      const entry = this.firstOf(bucket);
+      const entry = this.firstOf(bucket, this.joinedUpTo.get(tenantId) ?? this.upTo);
       if (entry && (!best || p > best.p || entryBefore(entry, best.entry))) best = { bucket, entry, p };
     }
     return best;
   }
 
-  private firstOf(bucket: QueueBucket<T, B>): QueueEntry<T> | undefined {
+  private firstOf(bucket: QueueBucket<T, B>, upTo: number): QueueEntry<T> | undefined {
     const from = this.after.get(bucket);
     const es = bucket.entries;
     for (let i = from ? indexAfter(es, from) : 0; i < es.length; i++) {
       const e = es[i]!;
-      if (e.seq > this.upTo) return undefined; // arrived or moved after the pass began (entries are by seq)
+      if (e.seq > upTo) return undefined; // arrived or moved after the pass began (entries are by seq)
       if (!this.policy.excluded(e.item) && !this.taken.has(e.item)) return e;
       // Passed for the rest of the pass: runs pulled earlier and queued again land here, once each.
       this.after.set(bucket, e);
@@ -91,6 +117,7 @@ export class FairPull<T, B> {
   }
 
   private push(t: Turn): void {
+    this.inHeap.add(t.tenantId);
     this.heap.push(t);
     for (let i = this.heap.length - 1; i > 0;) {
       const parent = (i - 1) >> 1;
@@ -101,6 +128,7 @@ export class FairPull<T, B> {
   }
 
   private pop(): void {
+    this.inHeap.delete(this.heap[0]!.tenantId);
     const last = this.heap.pop()!;
     if (this.heap.length === 0) return;
     this.heap[0] = last;

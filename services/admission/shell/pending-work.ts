@@ -33,6 +33,8 @@ export class PendingWork {
   readonly side = new Set<IndexedRun>();
   readonly placed = new Set<IndexedRun>();
   readonly queues = new TenantQueues<IndexedRun, RunBucket>();
+  /** Told of each new submission queued as new work (the running pass may take it up: placer.ts). */
+  onSubmitted?: (tenantId: string) => void;
 
   update(r: IndexedRun, pending: boolean): void {
     if (!pending) return this.remove(r);
@@ -65,6 +67,7 @@ export class PendingWork {
       seq: r.sinceSeq,
       id: r.sharedRunId,
     });
+    if (s.status === "submitted") this.onSubmitted?.(r.tenantId);
   }
 
   remove(r: IndexedRun): void {

@@ -24,11 +24,11 @@ import type { IndexedRun } from "./run-index.ts";
 import { deployedVersionFor } from "./deployed-version.ts";
 import { deployedVersions } from "../../../platform/worker-deploys.ts";
 import { startSend, type AdmissionState, type Send } from "./sender.ts";
+import { placeAll } from "./place-all.ts";
 import type { ReserveOutcome } from "../../../platform/reservations.ts";
 
 export type { AdmissionState } from "./sender.ts";
 
-const PARALLEL = 8;
 /** How often a pass looks at placements awaiting confirmation (they go stale after 2 × dispatchTimeoutMs). */
 const PLACED_SCAN_MS = 100;
 
@@ -120,7 +120,7 @@ export async function admissionPass(deps: AdmissionDeps, state: AdmissionState):
   // A pass yields (state.yieldWanted) only once every run that is not new work was taken: those are
   // looked at by every pass, and a pass cut short among them would never reach new work.
   const stop = () => sideAt >= side.length && (state.yieldWanted?.() ?? false);
-  await placeAll(take, stop, async (r) => {
+  const pool = placeAll(take, stop, async (r) => {
     if (!isResume(r)) {
       await Promise.all(resumes.get(r.tenantId) ?? []);
       return placeOne(r);
@@ -129,31 +129,20 @@ export async function admissionPass(deps: AdmissionDeps, state: AdmissionState):
     resumes.set(r.tenantId, [...(resumes.get(r.tenantId) ?? []), placed]);
     return placed;
   });
+  // A submission of a tenant under its fair share while the pass works through a flood's batch:
+  // the tenant joins the pull (fair-pull.ts `join`) and one more placement starts for it at once,
+  // beside the PARALLEL in flight, instead of after the pass (docs/security.md "Floods"). Only if
+  // the pass's view has a place it may take: else the next pass, on a fresh view, decides it
+  // (taken now, it would be queued for a place freed since the pass began).
+  work.onSubmitted = (tenantId) => {
+    if (budget.viewFor(tenantId).some((c) => c.canAcceptRun) && fair.join(tenantId)) queueMicrotask(pool.express);
+  };
+  try {
+    await pool.done;
+  } finally {
+    work.onSubmitted = undefined;
+  }
   state.blocks = budget.carried(now);
-}
-
-/**
- * Runs `f` over the runs `take` gives, in order, at most PARALLEL at once (a run is taken only after
- * every earlier one was); stops taking once `stop()` says so, after at least PARALLEL (progress).
- */
-async function placeAll(
-  take: () => IndexedRun | undefined,
-  stop: () => boolean,
-  f: (r: IndexedRun) => Promise<void>,
-): Promise<void> {
-  let taken = 0;
-  let done = false;
-  const next = () => {
-    if (done || (taken >= PARALLEL && stop())) return undefined;
-    const r = take();
-    if (r) taken++;
-    else done = true;
-    return r;
-  };
-  const worker = async () => {
-    for (let r = next(); r; r = next()) await f(r);
-  };
-  await Promise.all(Array.from({ length: PARALLEL }, worker));
 }
 
 const key = (r: IndexedRun) => `${r.tenantId}/${r.sharedRunId}`;

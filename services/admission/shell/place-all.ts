@@ -1,0 +1,42 @@
+/** Placements a pass runs at once. */
+export const PARALLEL = 8;
+
+/**
+ * Runs `f` over the runs `take` gives, in order, at most PARALLEL at once (a run is taken only after
+ * every earlier one was); stops taking once `stop()` says so, after at least PARALLEL (progress).
+ * `express()` takes one more run at once, beside those in flight and whether or not `stop()` says
+ * so, unless `take` ran dry or `done` resolved; `done` waits for those too.
+ */
+export function placeAll<T>(
+  take: () => T | undefined,
+  stop: () => boolean,
+  f: (r: T) => Promise<void>,
+): { readonly done: Promise<void>; readonly express: () => void } {
+  let taken = 0;
+  let done = false;
+  const extra = new Set<Promise<void>>();
+  const pull = () => {
+    if (done) return undefined;
+    const r = take();
+    if (r) taken++;
+    else done = true;
+    return r;
+  };
+  const next = () => (taken >= PARALLEL && stop() ? undefined : pull());
+  const worker = async () => {
+    for (let r = next(); r; r = next()) await f(r);
+  };
+  let closed = false;
+  const express = () => {
+    const r = closed ? undefined : pull();
+    if (!r) return;
+    const p = f(r).finally(() => extra.delete(p));
+    extra.add(p);
+  };
+  const all = async () => {
+    await Promise.all(Array.from({ length: PARALLEL }, worker));
+    while (extra.size > 0) await Promise.all([...extra]);
+    closed = true;
+  };
+  return { done: all(), express };
+}
