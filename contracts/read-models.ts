@@ -9,8 +9,9 @@
  * FerretDB v1 (SQLite) finds by `_id` in constant time, and (our patches) top-level equality through
  * an index on that field, but applies every operator, sort and limit in Go, so: rows keyed by sequence
  * are inserted once and never updated (ledger, forensics); documents that change (runs, executions,
- * incidents, items, runtimes) are one per aggregate and stay small; the API's tenant queries read
- * their tenant's rows, never the collection (services/forensics/README.md). Nothing is
+ * incidents, items, runtimes) are one per aggregate and stay small; the API's ledger and run-list
+ * queries read by `_id` or by an equality key that holds at most a page (ledger `page`, `runKey`),
+ * never the tenant's whole ledger nor the collection (services/forensics/README.md). Nothing is
  * kept that no query reads: every document costs FerretDB more than the event cost the runtime.
  */
 
