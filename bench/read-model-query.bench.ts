@@ -15,6 +15,8 @@
 import type { Db } from "mongodb";
 import {
   CHECKPOINT_COLLECTION,
+  type LedgerCountDoc,
+  type LedgerPageDoc,
   type LedgerRow,
   type RunCountDoc,
   type RunDoc,
@@ -23,7 +25,7 @@ import {
 import { startFerret, startNats } from "../platform/local-servers.ts";
 import { readModelClient } from "../platform/read-model-db.ts";
 import { mongoReadModels } from "../services/api/index.ts";
-import { appendToRunList, ensureIndexes, readModelDb } from "../services/forensics/index.ts";
+import { appendToRunList, ensureIndexes, placeLedgerRow, readModelDb } from "../services/forensics/index.ts";
 import { apiFixture, auth } from "../test/support/api-app.ts";
 import { quantile, recordMetrics, round } from "./support/results.ts";
 import { benchRunDoc } from "./support/run-docs.ts";
@@ -36,10 +38,11 @@ const ME = "acme";
 /** Tenant of the n-th row (0-based): acme every TENANTS-th row, others in between. */
 const tenantOf = (n: number) => (n % TENANTS === 0 ? ME : `tenant-${n % TENANTS}`);
 
-function ledgerRow(n: number, tenantId: string): LedgerRow {
+/** The n-th row as the projector places it after `count` (the tenant's lanes so far). */
+function ledgerRow(n: number, tenantId: string, count: LedgerCountDoc | undefined) {
   const seq = n + 1;
   const at = new Date(Date.UTC(2026, 0, 1) + n * 10).toISOString();
-  return {
+  const placed = placeLedgerRow(count, {
     _id: `DROVER:${seq}:${tenantId}`,
     tenantId,
     stream: "DROVER",
@@ -53,7 +56,10 @@ function ledgerRow(n: number, tenantId: string): LedgerRow {
     executionId: `exec-${Math.floor(n / 50)}`,
     summary: `step s${n % 50} completed`,
     detail: { stepId: `s${n % 50}`, attempt: 1, durationMs: 20 },
-  };
+    runKey: `${tenantId}:r:run-${Math.floor(n / 500)}`,
+  });
+  if (!placed) throw new Error(`the ledger refused row ${n}`);
+  return placed;
 }
 
 const runDoc = (n: number, tenantId: string): RunDoc =>
@@ -64,6 +70,8 @@ async function fill(db: Db, alone: boolean): Promise<{ mine: number; deepSince: 
   await ensureIndexes(readModelDb(db));
   const counts = new Map<string, RunCountDoc>();
   const pages = new Map<string, RunPageDoc>();
+  const ledgerCounts = new Map<string, LedgerCountDoc>();
+  const ledgerPages: LedgerPageDoc[] = [];
   const mySeqs: number[] = [];
   for (let start = 0; start < ROWS; start += 2000) {
     const ledger: LedgerRow[] = [];
@@ -72,7 +80,10 @@ async function fill(db: Db, alone: boolean): Promise<{ mine: number; deepSince: 
       const tenantId = tenantOf(n);
       if (alone && tenantId !== ME) continue;
       if (tenantId === ME) mySeqs.push(n + 1);
-      ledger.push(ledgerRow(n, tenantId));
+      const placed = ledgerRow(n, tenantId, ledgerCounts.get(tenantId));
+      ledger.push(placed.row);
+      ledgerCounts.set(tenantId, placed.count);
+      if (placed.pageStart) ledgerPages.push(placed.pageStart);
       const run = runDoc(n, tenantId);
       runs.push(run);
       const next = appendToRunList(counts.get(tenantId), (p) => pages.get(`${tenantId}:${p}`), tenantId, {
@@ -89,6 +100,8 @@ async function fill(db: Db, alone: boolean): Promise<{ mine: number; deepSince: 
   }
   await db.collection<RunPageDoc>("run_pages").insertMany([...pages.values()]);
   await db.collection<RunCountDoc>("run_counts").insertMany([...counts.values()]);
+  await db.collection<LedgerPageDoc>("ledger_pages").insertMany(ledgerPages);
+  await db.collection<LedgerCountDoc>("ledger_counts").insertMany([...ledgerCounts.values()]);
   await db.collection<{ _id: string; seq: number }>(CHECKPOINT_COLLECTION).insertOne({ _id: "forensics", seq: ROWS });
   return { mine: mySeqs.length, deepSince: mySeqs[Math.floor(mySeqs.length * 0.9) - 1]! };
 }

@@ -9,8 +9,9 @@
  * FerretDB v1 (SQLite) finds by `_id` in constant time, and (our patches) top-level equality through
  * an index on that field, but applies every operator, sort and limit in Go, so: rows keyed by sequence
  * are inserted once and never updated (ledger, forensics); documents that change (runs, executions,
- * incidents, items, runtimes) are one per aggregate and stay small; the API's tenant queries read
- * their tenant's rows, never the collection (services/forensics/README.md). Nothing is
+ * incidents, items, runtimes) are one per aggregate and stay small; the API's ledger and run-list
+ * queries read by `_id` or by an equality key that holds at most a page (ledger `page`, `runKey`),
+ * never the tenant's whole ledger nor the collection (services/forensics/README.md). Nothing is
  * kept that no query reads: every document costs FerretDB more than the event cost the runtime.
  */
 
@@ -25,6 +26,8 @@ export const READ_MODEL_COLLECTIONS = [
   "runtimes",
   "run_counts",
   "run_pages",
+  "ledger_counts",
+  "ledger_pages",
 ] as const;
 export type ReadModelCollection = (typeof READ_MODEL_COLLECTIONS)[number];
 /**
@@ -59,12 +62,35 @@ export interface Refs {
 }
 
 /**
+ * The shape of the read models this code writes and reads: the build marker names it, so a
+ * database built by code of another shape holds no complete build and is rebuilt from sequence 1
+ * (2: ledger rows are placed in lanes and pages, `ledger_counts`, `ledger_pages`, `runKey`).
+ */
+export const READ_MODEL_SHAPE = 2;
+
+/**
+ * Each tenant's ledger is two lanes, its recovery rows and the rest (`work`), each numbered 0, 1,
+ * 2, … in stream order and cut in pages of LEDGER_PAGE_SIZE: a row's `page` is
+ * {@link ledgerPageId}, and a page is one equality query (`{page}`, through its index) of at most
+ * that many rows. FerretDB v1 (SQLite) pushes neither a range nor a sort or limit down, so a query
+ * on `{tenantId, seq: {$gt}}` read and decoded every row of the tenant; a page of the ledger reads
+ * the pages that hold it (services/forensics/README.md, "Ledger pages").
+ */
+export const LEDGER_PAGE_SIZE = 100;
+export type LedgerLane = "recovery" | "work";
+export const LEDGER_LANES: readonly LedgerLane[] = ["recovery", "work"];
+export const ledgerLaneOf = (row: { readonly recovery: boolean }): LedgerLane => (row.recovery ? "recovery" : "work");
+export const ledgerPageId = (tenantId: string, lane: LedgerLane, page: number): string => `${tenantId}:${lane}:${page}`;
+/** How many rows of each lane: a lane's next ordinal. */
+export type LaneCounts = Readonly<Record<LedgerLane, number>>;
+
+/**
  * One event as it concerns one tenant (`ledger`). `_id` is `<stream>:<seq>:<tenantId>`: one event
  * can concern several tenants (a recovery plan names each impacted tenant), never twice the same.
  * `recovery` marks recovery entries (forensics timeline, requeues, pause and resume, recovery
  * plans): a tenant with no work on a failed runtime has none.
  */
-export interface LedgerRow extends Refs, Position {
+export interface LedgerEntry extends Refs, Position {
   readonly _id: string;
   readonly tenantId: string;
   readonly stream: string;
@@ -73,6 +99,33 @@ export interface LedgerRow extends Refs, Position {
   readonly recovery: boolean;
   readonly summary: string;
   readonly detail: Detail;
+}
+
+/**
+ * A ledger entry as stored, with where it sits: `before` counts the tenant's rows of each lane
+ * before it (so its ordinal is `before[its lane]`, and a page after it starts there), `page` is its
+ * lane's page, and `runKey` finds a run's rows (`<tenant>:r:<sharedRunId>` when the row names a
+ * run, else `<tenant>:e:<executionId>` when it names an execution). None of these is answered.
+ */
+export interface LedgerRow extends LedgerEntry {
+  readonly before: LaneCounts;
+  readonly page: string;
+  readonly runKey?: string;
+}
+
+/** The tenant's ledger lanes so far (`ledger_counts`, `_id` = tenantId); `stream` names its rows' `_id`. */
+export interface LedgerCountDoc extends LaneCounts {
+  readonly _id: string;
+  readonly tenantId: string;
+  readonly stream: string;
+  readonly lastSeq: number;
+}
+
+/** Where a ledger page starts (`ledger_pages`, `_id` {@link ledgerPageId}): inserted once, with the page's first row. */
+export interface LedgerPageDoc {
+  readonly _id: string;
+  readonly tenantId: string;
+  readonly firstSeq: number;
 }
 
 /** One event of a recovered item's forensics timeline; `_id` is `<stream>:<seq>`. */

@@ -12,7 +12,7 @@ import { apiClient } from "../platform/api-client.ts";
 import { SERVICES, startControlPlane } from "../platform/control-plane-processes.ts";
 import { readModelDbName } from "../platform/read-model-db.ts";
 import { CHECKPOINT_COLLECTION } from "../contracts/read-models.ts";
-import { PROJECTION_NAME } from "../services/forensics/index.ts";
+import { markerId, PROJECTION_NAME } from "../services/forensics/index.ts";
 import { readModelAssertions } from "./read-model-checks.ts";
 import { assertProof, type AssertionResult, type KillRecord } from "./assertions.ts";
 import { recordsExpected } from "./send-failed.ts";
@@ -347,7 +347,7 @@ async function dropReadModels(mongoUrl: string, db: string): Promise<number> {
   try {
     const t0 = Date.now();
     await client.db(db).dropDatabase();
-    const marker = { _id: `${PROJECTION_NAME}:built` } as never;
+    const marker = { _id: markerId(PROJECTION_NAME) } as never;
     if (await client.db(db).collection(CHECKPOINT_COLLECTION).findOne(marker))
       throw new Error("the read models survived dropDatabase");
     while (Date.now() - t0 < 300_000) {

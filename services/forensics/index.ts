@@ -1,7 +1,7 @@
 /** The forensics service: the MongoDB read models (runs, executions, incidents, forensics, ledger) projected from the DROVER stream. */
 export { startForensics, type ForensicsService, type ForensicsOptions } from "./shell/service.ts";
 export { forensicsProjection, toFact, PROJECTION_NAME } from "./shell/projection.ts";
-export { mongoCheckpointStore, isBuilt } from "./shell/checkpoint-store.ts";
+export { mongoCheckpointStore, isBuilt, markerId } from "./shell/checkpoint-store.ts";
 export {
   readModelDb,
   ensureIndexes,
@@ -14,4 +14,5 @@ export { serveRebuild, type RebuildReply } from "./shell/control.ts";
 export { ledgerRows, forensicsRow, tenantsConcerned } from "./domain/ledger.ts";
 export { describe, isRecoveryEvent } from "./domain/describe.ts";
 export { appendToRunList } from "./domain/run-list.ts";
+export { placeLedgerRow } from "./domain/ledger-lanes.ts";
 export { runAsSingleWriter, type SingleWriter, type WriterTerm } from "./shell/single-writer.ts";

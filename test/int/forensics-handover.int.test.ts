@@ -5,6 +5,7 @@ import { readModelClient } from "../../platform/read-model-db.ts";
 import {
   isBuilt,
   PROJECTION_NAME,
+  markerId,
   readModelDb,
   startForensics,
   type ForensicsService,
@@ -157,7 +158,7 @@ describe("forensics writer handover against real FerretDB and a real nats-server
     await new Promise((r) => setTimeout(r, 1_500));
     expect(await state()).toEqual(after);
     expect(after.rows.ledger!.length).toBeGreaterThan(0);
-    expect(after.checkpoints.find((c) => c._id === `${PROJECTION_NAME}:built`)).toMatchObject({ state: "building" });
+    expect(after.checkpoints.find((c) => c._id === markerId(PROJECTION_NAME))).toMatchObject({ state: "building" });
     // Stopping does not replay the rest of the stream: the rebuild ends at its next refused write.
     const t = Date.now();
     await writer.stop();

@@ -6,6 +6,7 @@ import { controlSubject, readModelClient } from "../../platform/read-model-db.ts
 import { mongoReadModels } from "../../services/api/index.ts";
 import {
   isBuilt,
+  markerId,
   ensureIndexes,
   readModelDb,
   serveRebuild,
@@ -192,7 +193,7 @@ describe("forensics projector against real FerretDB and a real nats-server", () 
       "a build half-way",
       async () => {
         const [marker, cp] = [
-          await m.checkpoints.findOne({ _id: "forensics:built" }),
+          await m.checkpoints.findOne({ _id: markerId(PROJECTION_NAME) }),
           await m.checkpoints.findOne({ _id: PROJECTION_NAME }),
         ];
         return marker?.state === "building" && (cp?.seq ?? 0) > 0 && (cp?.seq ?? 0) < last ? true : undefined;
@@ -248,7 +249,7 @@ describe("forensics projector against real FerretDB and a real nats-server", () 
       "a build half-way",
       async () => {
         const [marker, c] = [
-          await m.checkpoints.findOne({ _id: "forensics:built" }),
+          await m.checkpoints.findOne({ _id: markerId(PROJECTION_NAME) }),
           await m.checkpoints.findOne({ _id: PROJECTION_NAME }),
         ];
         return marker?.state === "building" && (c?.seq ?? 0) > 0 && (c?.seq ?? 0) < last ? c!.seq : undefined;
@@ -258,7 +259,7 @@ describe("forensics projector against real FerretDB and a real nats-server", () 
     await own.close();
     open();
     await expect(interrupted).rejects.toThrow();
-    expect((await m.checkpoints.findOne({ _id: "forensics:built" }))?.state).toBe("building");
+    expect((await m.checkpoints.findOne({ _id: markerId(PROJECTION_NAME) }))?.state).toBe("building");
     const ledger = db.collection<{ _id: string; seq: number; summary: string }>("ledger");
     // A row the build wrote before its checkpoint: a build from sequence 1 would drop and rewrite it.
     const probe = (await ledger.findOne({ seq: { $lte: cp } }, { sort: { seq: 1 } }))!;

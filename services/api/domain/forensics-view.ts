@@ -1,9 +1,15 @@
-import type { IncidentDoc, IncidentItem } from "../../../contracts/read-models.ts";
+import type { IncidentDoc, IncidentItem, LedgerEntry, LedgerRow } from "../../../contracts/read-models.ts";
 
 /** A stored row as answered: Mongo's `_id` becomes `id`, so answers do not depend on the storage's naming. */
 export function publicRow<T extends { readonly _id: string }>(d: T): Omit<T, "_id"> & { readonly id: string } {
   const { _id, ...rest } = d;
   return { id: _id, ...rest };
+}
+
+/** A ledger row as answered: an entry, without where the projector placed it (lanes, page, run key). */
+export function publicLedgerRow(r: LedgerRow): ReturnType<typeof publicRow<LedgerEntry>> {
+  const { before: _before, page: _page, runKey: _runKey, ...entry } = r;
+  return publicRow(entry);
 }
 
 /** An incident as one tenant may see it: the runtime's failure facts and that tenant's own items, nothing of other tenants. */

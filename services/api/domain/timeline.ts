@@ -1,4 +1,4 @@
-import type { Detail, ExecutionDoc, LedgerRow, Refs, RunDoc } from "../../../contracts/read-models.ts";
+import type { Detail, ExecutionDoc, LedgerEntry, Refs, RunDoc } from "../../../contracts/read-models.ts";
 import type { TenantIncident } from "./forensics-view.ts";
 
 /** The stages of a run's causal chain, in the order recovery.md names them. */
@@ -33,7 +33,7 @@ export type ExecutionSummary = Omit<ExecutionDoc, "_id" | "tenantId"> & {
   readonly failedAttempts: number;
 };
 
-function summarize(x: ExecutionDoc, rows: readonly LedgerRow[]): ExecutionSummary {
+function summarize(x: ExecutionDoc, rows: readonly LedgerEntry[]): ExecutionSummary {
   const { _id: _ignored, tenantId: _tenant, ...rest } = x;
   const mine = rows.filter((r) => r.aggregateId === x.executionId && isStepEvent(r.type));
   const completions = mine.filter((r) => r.type === "exec.step-completed").map((r) => String(r.detail.stepId));
@@ -83,10 +83,10 @@ const isStepEvent = (type: string) => type === "exec.step-completed" || type ===
 export function runTimeline(
   run: RunDoc,
   executions: readonly ExecutionDoc[],
-  rows: readonly LedgerRow[],
+  rows: readonly LedgerEntry[],
   incidents: readonly TenantIncident[],
 ): RunTimeline {
-  const links: (ChainEntry | LedgerRow)[] = [
+  const links: (ChainEntry | LedgerEntry)[] = [
     ...rows.filter((r) => isStepEvent(r.type)),
     ...rows.filter((r) => !isStepEvent(r.type)).map((r) => entry(r, phaseOf(r.type))),
   ];
@@ -109,10 +109,10 @@ export function runTimeline(
  * chain stays readable for long DAGs, and steps before and after a failure stay apart. A step
  * completed a second time in the same execution is called out as a duplicate, never merged away.
  */
-function collapseSteps(links: readonly (ChainEntry | LedgerRow)[]): ChainEntry[] {
+function collapseSteps(links: readonly (ChainEntry | LedgerEntry)[]): ChainEntry[] {
   const out: ChainEntry[] = [];
   const done = new Set<string>();
-  let stretch: LedgerRow[] = [];
+  let stretch: LedgerEntry[] = [];
   const flush = () => {
     const last = stretch.at(-1);
     if (!last) return;
@@ -196,7 +196,7 @@ function incidentEntries(i: TenantIncident): ChainEntry[] {
   return out;
 }
 
-function entry(r: LedgerRow, phase: Phase): ChainEntry {
+function entry(r: LedgerEntry, phase: Phase): ChainEntry {
   const refs: Refs = {
     ...(r.sharedRunId ? { sharedRunId: r.sharedRunId } : {}),
     ...(r.executionId ? { executionId: r.executionId } : {}),

@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
-import type { ExecutionDoc, IncidentDoc, IncidentItem, LedgerRow, RunDoc } from "../../../contracts/read-models.ts";
+import type { ExecutionDoc, IncidentDoc, IncidentItem, LedgerEntry, RunDoc } from "../../../contracts/read-models.ts";
 import { incidentForTenant } from "./forensics-view.ts";
 import { runTimeline } from "./timeline.ts";
 
 const at = "2026-01-02T03:04:05.678Z";
-const row = (seq: number, type: string, detail: LedgerRow["detail"] = {}): LedgerRow => ({
+const row = (seq: number, type: string, detail: LedgerEntry["detail"] = {}): LedgerEntry => ({
   _id: `S:${seq}:acme`,
   tenantId: "acme",
   stream: "S",

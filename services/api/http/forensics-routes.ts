@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { DroverError, RuntimeFailureIncidentId, SharedRunId } from "../../../contracts/index.ts";
 import { readTenant, requireOperator } from "../domain/access.ts";
-import { incidentForTenant, publicRow } from "../domain/forensics-view.ts";
+import { incidentForTenant, publicLedgerRow, publicRow } from "../domain/forensics-view.ts";
 import { runTimeline } from "../domain/timeline.ts";
 import type { ApiDeps } from "../shell/deps.ts";
 import type { ReadModels } from "../shell/read-models.ts";
@@ -95,7 +95,7 @@ export const forensicsRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (
     const asOf = await rm.position();
     const rows = await rm.ledger(tenantId, { since, limit: max, ...(recovery === undefined ? {} : { recovery }) });
     // `next` is the `since` of the following page: the last sequence answered, or `since` when nothing new.
-    return { asOf, tenantId, entries: rows.map(publicRow), next: rows.at(-1)?.seq ?? since };
+    return { asOf, tenantId, entries: rows.map(publicLedgerRow), next: rows.at(-1)?.seq ?? since };
   });
 
   app.get("/incidents/:id", { schema: { params: IncidentParams } }, async (request) => {

@@ -1,4 +1,5 @@
 import type { Db, Filter } from "mongodb";
+import { ledgerAfter, runRows } from "./ledger-reads.ts";
 import { DroverError } from "../../../contracts/index.ts";
 import {
   CHECKPOINT_COLLECTION,
@@ -8,6 +9,8 @@ import {
   type ForensicsRow,
   type IncidentDoc,
   type IncidentItem,
+  type LedgerCountDoc,
+  type LedgerPageDoc,
   type LedgerRow,
   runPageId,
   type RunCountDoc,
@@ -87,6 +90,8 @@ export function mongoReadModels(db: Db): ReadModels {
   const runs = db.collection<RunDoc>("runs");
   const executions = db.collection<ExecutionDoc>("executions");
   const ledger = db.collection<LedgerRow>("ledger");
+  const ledgerCounts = db.collection<LedgerCountDoc>("ledger_counts");
+  const ledgerPages = db.collection<LedgerPageDoc>("ledger_pages");
   const forensics = db.collection<ForensicsRow>("forensics");
   const incidents = db.collection<IncidentDoc>("incidents");
   const items = db.collection<IncidentItem>("incident_items");
@@ -104,22 +109,10 @@ export function mongoReadModels(db: Db): ReadModels {
         );
         return docs.filter((d) => d !== undefined).sort((a, b) => a.firstSeq - b.firstSeq);
       }),
-    runLedger: (tenantId, sharedRunId, ids) =>
-      guarded(() =>
-        ledger
-          .find({ tenantId, $or: [{ sharedRunId }, { executionId: { $in: [...ids] } }] })
-          .sort(bySeq)
-          .toArray(),
-      ),
+    // By `runKey` and by `page` (services/api/shell/ledger-reads.ts): never the tenant's whole ledger.
+    runLedger: (tenantId, sharedRunId, ids) => guarded(() => runRows(ledger, tenantId, sharedRunId, ids)),
     ledger: (tenantId, q) =>
-      guarded(() => {
-        const filter: Filter<LedgerRow> = {
-          tenantId,
-          seq: { $gt: q.since },
-          ...(q.recovery === undefined ? {} : { recovery: q.recovery }),
-        };
-        return ledger.find(filter).sort(bySeq).limit(q.limit).toArray();
-      }),
+      guarded(() => ledgerAfter({ ledger, counts: ledgerCounts, pages: ledgerPages }, tenantId, q)),
     forensics: (tenantId, q) =>
       guarded(() => {
         const filter: Filter<ForensicsRow> = {

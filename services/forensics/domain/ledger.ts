@@ -1,5 +1,5 @@
 import type { DroverEvent } from "../../../contracts/index.ts";
-import type { ForensicsRow, LedgerRow } from "../../../contracts/read-models.ts";
+import type { ForensicsRow, LedgerEntry, Refs } from "../../../contracts/read-models.ts";
 import { describe, isRecoveryEvent } from "./describe.ts";
 import { positionOf, type Fact } from "./fact.ts";
 
@@ -21,17 +21,32 @@ export function tenantsConcerned(f: Fact, ownerTenantId: string | undefined): st
   return e.tenantId === undefined ? [] : [e.tenantId];
 }
 
+/** A ledger entry with its run key, not yet placed in its tenant's lanes (ledger-lanes.ts). */
+export type UnplacedLedgerRow = LedgerEntry & { readonly runKey?: string };
+
+/**
+ * The key a run's timeline finds the row by: the run it names, else the execution it names. A row
+ * naming both names the execution's own run (run events name their run; `exec.started` the run it
+ * started for; forensics rows their run), so the run's rows are those of its key and of its
+ * executions' keys. Pure.
+ */
+export function runKeyOf(tenantId: string, refs: Refs): string | undefined {
+  if (refs.sharedRunId) return `${tenantId}:r:${refs.sharedRunId}`;
+  return refs.executionId ? `${tenantId}:e:${refs.executionId}` : undefined;
+}
+
 /**
  * The ledger rows of one fact: one per tenant concerned, keyed `<stream>:<seq>:<tenant>` so
  * re-applying the fact rewrites the same rows. Pure.
  */
-export function ledgerRows(f: Fact, ownerTenantId: string | undefined): LedgerRow[] {
+export function ledgerRows(f: Fact, ownerTenantId: string | undefined): UnplacedLedgerRow[] {
   const tenants = tenantsConcerned(f, ownerTenantId);
   if (tenants.length === 0) return [];
   const { summary, detail, refs } = describe(f.event, f.aggregateId);
   const recovery = isRecoveryEvent(f.event);
   return tenants.map((tenantId) => {
     const scoped = f.event.type === "runtime.recovery-planned" ? plannedFor(f, tenantId) : { summary, detail };
+    const runKey = runKeyOf(tenantId, refs);
     return {
       _id: `${f.stream}:${f.seq}:${tenantId}`,
       tenantId,
@@ -42,12 +57,13 @@ export function ledgerRows(f: Fact, ownerTenantId: string | undefined): LedgerRo
       recovery,
       ...refs,
       ...scoped,
+      ...(runKey ? { runKey } : {}),
     };
   });
 }
 
 // A tenant learns how many of its own items a plan holds, never another tenant's.
-function plannedFor(f: Fact, tenantId: string): Pick<LedgerRow, "summary" | "detail"> {
+function plannedFor(f: Fact, tenantId: string): Pick<LedgerEntry, "summary" | "detail"> {
   if (f.event.type !== "runtime.recovery-planned") throw new Error("plannedFor needs a recovery-planned fact");
   const mine = f.event.data.items.filter((i) => i.tenantId === tenantId);
   const inFlight = mine.filter((i) => i.class === "in-flight-execution").length;

@@ -1,9 +1,13 @@
 import { randomUUID } from "node:crypto";
 import type { CheckpointStore } from "../../../streams/index.ts";
+import { READ_MODEL_SHAPE } from "../../../contracts/read-models.ts";
 import type { ReadModelDb } from "./collections.ts";
 
-/** The marker document's id: present only once a build from sequence 1 finished into this database. */
-export const markerId = (projection: string): string => `${projection}:built`;
+/**
+ * The marker document's id: present only once a build from sequence 1 finished into this database,
+ * by code writing this shape of read models (an older shape's marker does not count: rebuilt).
+ */
+export const markerId = (projection: string): string => `${projection}:built:v${READ_MODEL_SHAPE}`;
 
 /**
  * Checkpoints in the read models' own database (`checkpoints`, `{ _id: <projection>, seq }`).

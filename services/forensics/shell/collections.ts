@@ -8,6 +8,8 @@ import {
   type ForensicsRow,
   type IncidentDoc,
   type IncidentItem,
+  type LedgerCountDoc,
+  type LedgerPageDoc,
   type LedgerRow,
   type RunCountDoc,
   type RunDoc,
@@ -35,6 +37,8 @@ export interface ReadModelDb {
   readonly runtimes: Collection<RuntimeDoc>;
   readonly runCounts: Collection<RunCountDoc>;
   readonly runPages: Collection<RunPageDoc>;
+  readonly ledgerCounts: Collection<LedgerCountDoc>;
+  readonly ledgerPages: Collection<LedgerPageDoc>;
   readonly checkpoints: Collection<CheckpointDoc>;
 }
 
@@ -50,6 +54,8 @@ export function readModelDb(db: Db): ReadModelDb {
     runtimes: db.collection("runtimes"),
     runCounts: db.collection("run_counts"),
     runPages: db.collection("run_pages"),
+    ledgerCounts: db.collection("ledger_counts"),
+    ledgerPages: db.collection("ledger_pages"),
     checkpoints: db.collection(CHECKPOINT_COLLECTION),
   };
 }
@@ -70,7 +76,8 @@ const INDEXES: Readonly<Partial<Record<(typeof READ_MODEL_COLLECTIONS)[number], 
     { tenantId: 1, seq: 1 },
     { incidentId: 1, seq: 1 },
   ],
-  ledger: [{ tenantId: 1, seq: 1 }],
+  // A ledger page is `{page}` and a run's rows `{runKey}` (contracts/read-models.ts): no query reads a tenant's rows.
+  ledger: [{ page: 1 }, { runKey: 1 }],
 };
 
 const indexName = (key: IndexSpecification): string =>

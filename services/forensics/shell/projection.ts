@@ -11,6 +11,7 @@ import {
   itemIdsOf,
 } from "../domain/incident-doc.ts";
 import { forensicsRow, ledgerRows } from "../domain/ledger.ts";
+import { placeLedgerRow } from "../domain/ledger-lanes.ts";
 import { evolveRunDoc } from "../domain/run-doc.ts";
 import { appendToRunList } from "../domain/run-list.ts";
 import { evolveRuntimeDoc } from "../domain/runtime-doc.ts";
@@ -91,7 +92,15 @@ async function applyFact(m: ReadModelDb, cache: DocCache, f: Fact): Promise<void
   }
   const row = forensicsRow(f);
   if (row) cache.insert(m.forensics, row);
-  for (const r of ledgerRows(f, owner)) cache.insert(m.ledger, r);
+  for (const r of ledgerRows(f, owner)) {
+    const count = await cache.get(m.ledgerCounts, r.tenantId);
+    const placed = placeLedgerRow(count, r);
+    if (!placed) continue;
+    // Rows (and page starts) are flushed before documents, so a count never says "placed" of a row not stored.
+    cache.insert(m.ledger, placed.row);
+    if (placed.pageStart) cache.insert(m.ledgerPages, placed.pageStart);
+    cache.put(m.ledgerCounts, count, placed.count);
+  }
 }
 
 async function listRun(m: ReadModelDb, cache: DocCache, f: Of<"run">, run: RunDoc): Promise<void> {
