@@ -124,6 +124,11 @@ export const ERROR_CATALOGUE = {
     httpStatus: 503,
     summary: "the provisioner driving a host start stopped before proving it; a later attempt cleaned it up",
   },
+  "scale-out-deliveries-exhausted": {
+    retryable: true,
+    httpStatus: 503,
+    summary: "every delivery of the scale-out request failed; the provisioner closed it",
+  },
   // --- admission and dispatch ---
   "http-endpoint-missing": { retryable: true, httpStatus: 503, summary: "an HTTP runtime has no published endpoint" },
   "grpc-endpoint-missing": { retryable: true, httpStatus: 503, summary: "a gRPC runtime has no published endpoint" },

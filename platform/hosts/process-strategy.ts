@@ -22,6 +22,7 @@ import {
   type ProcessStrategyOptions,
 } from "./process-strategy-types.ts";
 
+import { SPAWNER_ENV, spawnerOfSelf } from "./spawner.ts";
 export type { ProcessHostStrategy, ProcessStrategyOptions } from "./process-strategy-types.ts";
 
 const ROOT = resolve(import.meta.dirname, "../..");
@@ -53,6 +54,7 @@ export function createProcessStrategy(opts: ProcessStrategyOptions = {}): Proces
   const command = opts.command ?? [process.execPath, "--import", "tsx", "services/runtime/main.ts"];
   const baseEnv = opts.baseEnv ?? { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/tmp" };
   const startupTimeoutMs = opts.startupTimeoutMs ?? 30_000;
+  const spawner = spawnerOfSelf();
 
   const rejected = (
     code: ErrorCode,
@@ -126,9 +128,18 @@ export function createProcessStrategy(opts: ProcessStrategyOptions = {}): Proces
         cwd: opts.cwd ?? ROOT,
         // Port 0: the runtime binds a port the kernel picks and announces it. A port chosen here and
         // bound there could be taken by another process in between (EADDRINUSE, seen under load).
-        env: pooled
-          ? { ...baseEnv, DROVER_BIND_HOST: bindHost, DROVER_POOL_BIND_PORT: "0", DROVER_POOL_TOKEN: pooled.poolToken }
-          : runtimeEnv(spec, bindHost, 0, baseEnv),
+        // SPAWNER_ENV: once this process is gone, the next provisioner adopts the host (spawner.ts).
+        env: {
+          ...(pooled
+            ? {
+                ...baseEnv,
+                DROVER_BIND_HOST: bindHost,
+                DROVER_POOL_BIND_PORT: "0",
+                DROVER_POOL_TOKEN: pooled.poolToken,
+              }
+            : runtimeEnv(spec, bindHost, 0, baseEnv)),
+          [SPAWNER_ENV]: spawner,
+        },
         detached: true,
         stdio: ["ignore", log.fd, log.fd],
       });

@@ -17,4 +17,6 @@ export {
 export { runtimeInstanceIdOf, RUNTIME_SUFFIX_LENGTH } from "./domain/runtime-id.ts";
 export { claimableMembers, refillCount, POOL_LAYERS, POOL_MEMBER_PREFIX } from "./domain/warm-pool.ts";
 export { RosterView, type RosterOptions } from "./shell/roster-view.ts";
+export { watchDrainedRuntimes, drainStopMessage, type DrainSource } from "./shell/retire-drained.ts";
+export { adoptedHosts } from "./shell/adopted-hosts.ts";
 export type { WarmPool, WarmSlot } from "./shell/warm-pool.ts";

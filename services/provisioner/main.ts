@@ -5,8 +5,9 @@
  * 30 s); starts the process host strategy (and the Kubernetes one when DROVER_CONFIG configures it) and `maxConcurrentHostStartups` + warm pool sizes pull loops on the
  * shared scale-out consumer; answers runtimes' auth callout and history requests
  * (streams/history-responder.ts). SIGTERM/SIGINT stop the loops (in-flight requests settle) and
- * then exit, which kills the runtimes this process spawned (process hosts do not outlive their
- * control plane); SIGKILL leaves them running for the next provisioner to adopt or retire.
+ * then stop (planned stop: retired with proof) the runtimes this process spawned and those it adopted
+ * (a SIGKILLed provisioner's, shell/adopted-hosts.ts); SIGKILL leaves them running for the next
+ * provisioner to adopt.
  */
 import { randomUUID } from "node:crypto";
 import { systemClock } from "../../platform/clock.ts";
@@ -25,6 +26,7 @@ import { consumeScaleOutRequests, scaleOutPullLoops } from "./shell/consumer.ts"
 import type { ProvisionerDeps } from "./shell/context.ts";
 import { createProvisioner } from "./shell/provisioner.ts";
 import { stopHosts } from "./shell/stop-hosts.ts";
+import { adoptedHosts } from "./shell/adopted-hosts.ts";
 import { randomSuffix } from "./shell/suffix.ts";
 import { runtimeCalloutFromEnv } from "../../platform/nats-auth/callout-from-env.ts";
 import { maxEndedRuntimesOf, snapshotsFromEnv } from "../../platform/snapshots/from-env.ts";
@@ -95,7 +97,14 @@ provisioner.pool.refill();
 const k8s = strategies.get("kubernetes");
 const drained = watchDrainedRuntimes(
   deps,
-  [{ strategy, liveHosts: () => strategy.liveHosts() }, ...(k8s ? [{ strategy: k8s, liveHosts: rosterPods }] : [])],
+  [
+    // Its own process hosts and those it adopted (a SIGKILLed provisioner's: adopted-hosts.ts).
+    {
+      strategy,
+      liveHosts: async (r) => [...strategy.liveHosts(), ...(await adoptedHosts(deps, r, strategy.liveHosts()))],
+    },
+    ...(k8s ? [{ strategy: k8s, liveHosts: rosterPods }] : []),
+  ],
   provisioner.roster,
   provisioner.retiring,
   {
@@ -127,10 +136,15 @@ ctx.onShutdown(async () => {
   await deployCheck;
   await Promise.all(runners.map((r) => r.stop()));
   await drained.stop();
+  // Runtimes a SIGKILLed provisioner left are stopped like its own (adopted-hosts.ts), read before the roster stops.
+  const adopted = await adoptedHosts(deps, await provisioner.roster.current(), strategy.liveHosts()).catch((e) => {
+    ctx.log.warn({ err: String(e) }, "could not list adopted runtimes; they keep running");
+    return [];
+  });
   await provisioner.roster.stop();
   // Host exits are no longer recorded from here on: the kills below are a planned stop, not a crash.
   provisioner.close();
-  const stopped = await stopHosts(deps, strategy, strategy.liveHosts());
+  const stopped = await stopHosts(deps, strategy, [...strategy.liveHosts(), ...adopted]);
   ctx.log.info({ stopped: Object.fromEntries(stopped) }, "process hosts stopped");
   await Promise.all([...strategies.values()].map((s) => s.close()));
   callout?.stop();

@@ -106,7 +106,7 @@ async function hostStartedFor(requestId: string): Promise<{ id: string; incarnat
 }
 
 describe("provisioner process restarts (real provisioner and runtime processes)", () => {
-  it("a provisioner SIGKILLed mid-start is replaced by one that retires the orphan by exact incarnation and fulfils the request once; limits still count runtimes it never spawned", async () => {
+  it("a provisioner SIGKILLed mid-start is replaced by one that retires the orphan by exact incarnation and fulfils the request once; limits still count runtimes it never spawned; its SIGTERM retires the runtimes it adopted too", async () => {
     const first = startProvisioner();
     const a = await f.request("tenant-ra", cp, { maxRuntimeInstances: 1 });
     const aEvents = await f.settled("tenant-ra", a.event.correlationId);
@@ -145,7 +145,9 @@ describe("provisioner process restarts (real provisioner and runtime processes)"
     });
     expect(processGroupsWithEnv(CP, cp)).toHaveLength(2);
 
-    // A graceful stop takes the runtimes this provisioner spawned with it (its exit hook); the dead one's survive.
+    // A graceful stop is a planned stop of the runtimes this provisioner spawned and of those it
+    // adopted (the SIGKILLed one's: their spawner is gone), each killed at its exact incarnation and retired with the proof.
+    const adoptedId = fulfilledId(aEvents);
     second.kill("SIGTERM");
     await exited(second);
     const replacementHost = (await f.runtimeEvents(replacement)).find(
@@ -155,6 +157,16 @@ describe("provisioner process restarts (real provisioner and runtime processes)"
       replacementHost?.type === "runtime.host-started" ? replacementHost.data.hostIncarnation : "",
     )!;
     expect(incarnationState(rInc.pid, rInc.startTime)).toBe("gone");
-    expect(processGroupsWithEnv(CP, cp)).toHaveLength(1);
+    const adopted = await f.runtimeEvents(adoptedId);
+    const aHost = adopted.find((s) => s.event.type === "runtime.host-started")?.event;
+    const aInc = parseProcessIncarnation(aHost?.type === "runtime.host-started" ? aHost.data.hostIncarnation : "")!;
+    expect(incarnationState(aInc.pid, aInc.startTime)).toBe("gone");
+    for (const events of [adopted, await f.runtimeEvents(replacement)]) {
+      expect(types(events)).toEqual(expect.arrayContaining(["runtime.draining", "runtime.retired"]));
+      expect(events.find((s) => s.event.type === "runtime.retired")?.event).toMatchObject({
+        data: { stopped: { reason: { code: "host-stopped" }, proof: { kind: "process-exit" } } },
+      });
+    }
+    expect(processGroupsWithEnv(CP, cp)).toHaveLength(0);
   });
 });

@@ -63,7 +63,7 @@ export interface ProvisionerFixture {
     patch?: Partial<ProvisionerDeps>,
     strategyOpts?: ProcessStrategyOptions,
     wrap?: (s: HostStrategy) => HostStrategy,
-  ): { provisioner: Provisioner; strategy: ProcessHostStrategy };
+  ): { provisioner: Provisioner; strategy: ProcessHostStrategy; deps: ProvisionerDeps };
   /** Appends a `scaleout requested` for a fresh request id of `tenantId`; returns it as stored. */
   request(
     tenantId: string,
@@ -89,7 +89,7 @@ export async function provisionerFixture(natsUrl: string): Promise<ProvisionerFi
     streamTag,
     provisioner(patch = {}, strategyOpts = {}, wrap = (s) => s) {
       const strategy = createProcessStrategy({ startupTimeoutMs: 60_000, logDir: RUNTIME_LOGS, ...strategyOpts });
-      const provisioner = createProvisioner({
+      const deps: ProvisionerDeps = {
         store,
         layout: streams.layout,
         strategies: new Map([["process", wrap(strategy)]]),
@@ -107,9 +107,10 @@ export async function provisionerFixture(natsUrl: string): Promise<ProvisionerFi
         maxConcurrentHostStartups: 2,
         log: () => undefined,
         ...patch,
-      });
+      };
+      const provisioner = createProvisioner(deps);
       made.push({ provisioner, strategy });
-      return { provisioner, strategy };
+      return { provisioner, strategy, deps };
     },
     async request(tenantId, controlPlaneId, policy = {}, patch = {}) {
       const base = exampleEvent("scaleout.requested");

@@ -35,7 +35,7 @@ export function scaleOutPullLoops(
 
 /**
  * Checks the durable consumer exists (platform/nats-setup.ts creates it) and runs `parallel` pull loops on it, one delivery each
- * at a time: `parallel` ({@link scaleOutPullLoops}) bounds how many requests this replica drives
+ * at a time (`backoffMs`: the redelivery delays, tests only): `parallel` ({@link scaleOutPullLoops}) bounds how many requests this replica drives
  * at once (cold host starts among them are bounded by the provisioner's start slots). Returns the runners; stop them to let in-flight handlers settle their deliveries.
  */
 export async function consumeScaleOutRequests(
@@ -44,6 +44,7 @@ export async function consumeScaleOutRequests(
   provisioner: Provisioner,
   parallel: number,
   ackWaitMs?: number,
+  backoffMs?: readonly number[],
 ): Promise<ConsumerRunner[]> {
   const spec = scaleOutConsumer(layout, ackWaitMs);
   const handle = nats.nc;
@@ -53,6 +54,15 @@ export async function consumeScaleOutRequests(
     await ensureConsumer(nats.jsm, layout, spec);
   });
   return Promise.all(
-    Array.from({ length: parallel }, () => runConsumer(handle, layout, spec, (e) => provisioner.handle(e))),
+    Array.from({ length: parallel }, () =>
+      runConsumer(
+        handle,
+        layout,
+        spec,
+        // The last delivery closes a request it cannot drive (exhausted.ts) instead of leaving it open.
+        (e, delivery) => provisioner.handle(e, { last: delivery.deliveryCount >= (spec.maxDeliver ?? 1) }),
+        backoffMs ? { backoffMs } : {},
+      ),
+    ),
   );
 }

@@ -9,6 +9,7 @@ import type { Roster } from "../domain/runtime-roster.ts";
 import type { RequestState } from "../domain/request-state.ts";
 import { assertNever } from "../../../contracts/assert-never.ts";
 import { abandonAttempt } from "./abandon.ts";
+import { closeExhausted } from "./exhausted.ts";
 import { stamp, type ProvisionerDeps } from "./context.ts";
 import { recordHostExitPatiently } from "./host-exits.ts";
 import { driveHostStart, warmMemberServes, type PlannedStart } from "./host-start.ts";
@@ -39,9 +40,11 @@ export interface Provisioner {
    * Handles a delivered `scaleout requested` event: resolves once the request is settled (fulfilled,
    * rejected, expired), or is not this handler's to drive (terminal already, or observed concurrently
    * by another handler). Idempotent: redelivery converges using the request's own events.
-   * Failure modes: store errors reject (the consumer naks; the redelivery takes over).
+   * Failure modes: store errors reject (the consumer naks; the redelivery takes over). On the
+   * consumer's last delivery (`delivery.last`) a failure closes the request instead
+   * (exhausted.ts: `scale-out-deliveries-exhausted`); only a failure of that close rejects.
    */
-  handle(requested: StoredEvent): Promise<void>;
+  handle(requested: StoredEvent, delivery?: { readonly last: boolean }): Promise<void>;
   /** Stops recording host observations (does not kill hosts). */
   close(): void;
   /** The warm pools (hosts.md "Warm pool"); `refill()` once at start-up fills them. */
@@ -274,16 +277,23 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
   }
 
   return {
-    handle(requested) {
+    handle(requested, delivery) {
       if (requested.event.type !== "scaleout.requested") return Promise.resolve();
       const tenantId = requested.event.tenantId;
       const requestId = requested.event.data.requestId;
       const key = `${tenantId}/${requestId}`;
       const running = inFlight.get(key);
-      if (running) return running;
-      const p = drive(tenantId, requestId).finally(() => inFlight.delete(key));
-      inFlight.set(key, p);
-      return p;
+      const p = running ?? drive(tenantId, requestId).finally(() => inFlight.delete(key));
+      if (!running) inFlight.set(key, p);
+      if (!delivery?.last) return p;
+      // The last delivery: no redelivery follows, so a failure must not leave the request open.
+      return p.catch(async (e: unknown) => {
+        const done = await closeExhausted(d, roster, tenantId, requestId, e).catch((closeErr: unknown) => {
+          d.log("scale-out left open: closing it failed", { requestId, err: String(closeErr) });
+          throw e;
+        });
+        d.log("scale-out closed: deliveries exhausted", { requestId, done, lastError: String(e) });
+      });
     },
     close() {
       for (const stop of stopObserving) stop();

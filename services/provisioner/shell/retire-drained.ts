@@ -7,7 +7,7 @@ import { sendCommand } from "../../../platform/runtime-client.ts";
 import { deployedVersions } from "../../../platform/worker-deploys.ts";
 import type { ProvisionerDeps } from "./context.ts";
 import type { RosterView } from "./roster-view.ts";
-import { stopHosts, type LiveHost } from "./stop-hosts.ts";
+import { stopHosts, type LiveHost, type StopOutcome } from "./stop-hosts.ts";
 
 /** One drained runtime as the last check saw it (for logs and tests). */
 export interface DrainSeen {
@@ -19,8 +19,8 @@ export interface DrainSeen {
 /** Where drained runtimes are found and stopped: a host strategy and the hosts of it to check. */
 export interface DrainSource {
   readonly strategy: HostStrategy;
-  /** The live hosts this provisioner may retire through `strategy`, as the roster is now. */
-  liveHosts(roster: Roster): readonly LiveHost[];
+  /** The live hosts this provisioner may retire through `strategy`, as the roster is now (adopted ones included). */
+  liveHosts(roster: Roster): readonly LiveHost[] | Promise<readonly LiveHost[]>;
 }
 
 /**
@@ -53,9 +53,10 @@ export function watchDrainedRuntimes(
       status: s.endedBy ? "retired" : "ready",
       ...(s.worker ? { worker: s.worker } : {}),
     }));
-    for (const { strategy, h } of sources.flatMap((src) =>
-      src.liveHosts(r).map((h) => ({ strategy: src.strategy, h })),
-    )) {
+    const hosts = await Promise.all(
+      sources.map(async (src) => (await src.liveHosts(r)).map((h) => ({ strategy: src.strategy, h }))),
+    );
+    for (const { strategy, h } of hosts.flat()) {
       const s = r.runtimes.get(h.runtimeInstanceId);
       if (!s?.worker || !s.tenantId || !s.endpoint || !s.transport || !s.capacityPublished || s.endedBy) continue;
       const state = drainStates(all, s.tenantId, () => 0, await deployed(s.tenantId)).find(
@@ -88,9 +89,10 @@ export function watchDrainedRuntimes(
       retiring.add(s.runtimeInstanceId);
       const stopStart = d.clock.now().getTime();
       const out = await stopHosts(d, strategy, [h], `worker version ${s.worker.version.slice(0, 12)} drained`);
-      d.log("drained runtime retired", {
+      const outcome = out.get(h.runtimeInstanceId);
+      d.log(drainStopMessage(outcome), {
         runtimeInstanceId: s.runtimeInstanceId,
-        outcome: out.get(h.runtimeInstanceId),
+        outcome: outcome ?? "not-recorded",
         // How long the host stop took: past the stale-heartbeat bound, recovery suspects the runtime
         // first and the stop is left to its failure path (outcome `left-to-recovery`, no `retired`).
         stopMs: d.clock.now().getTime() - stopStart,
@@ -110,4 +112,24 @@ export function watchDrainedRuntimes(
       await running;
     },
   };
+}
+
+/**
+ * The log line of a drained runtime's stop, saying what happened: only `retired` retired it; the
+ * others left it to recovery's failure path (suspected, fenced or ended first; a kill not proven in
+ * time) or recorded nothing (an unknown runtime, a store error).
+ */
+export function drainStopMessage(outcome: StopOutcome | undefined): string {
+  switch (outcome) {
+    case "retired":
+      return "drained runtime retired";
+    case "left-to-recovery":
+      return "drained runtime left to recovery: suspected, fenced or ended before its stop";
+    case "kill-timeout":
+      return "drained runtime not proven stopped: left to recovery";
+    case "unknown-runtime":
+      return "drained runtime not registered: nothing retired";
+    case undefined:
+      return "drained runtime stop not recorded (store error): retried at the next check";
+  }
 }

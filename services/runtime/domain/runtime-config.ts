@@ -39,6 +39,9 @@ export const RuntimeEnv = z.object({
     .max(40)
     .optional(),
   DROVER_HEARTBEAT_MS: int(50, 60_000).default(1000),
+  DROVER_RUNTIME_STOP_BUDGET_MS: int(100, 600_000)
+    .default(10_000)
+    .describe("how long a SIGTERM drain waits while NATS is unreachable, and each closing step may take (stop.ts)"),
   DROVER_LLM_BASE_URL: z.url({ protocol: /^https?$/ }).optional(),
   DROVER_EGRESS: z
     .string()
@@ -85,6 +88,8 @@ export interface RuntimeConfig {
   readonly port: number;
   readonly streamTag?: string;
   readonly heartbeatMs: number;
+  /** A SIGTERM drain's bound while NATS is unreachable (shell/stop.ts). */
+  readonly stopBudgetMs: number;
   readonly llmBaseUrl?: string;
   readonly egress: EgressByTenant;
   readonly podUid?: string;
@@ -133,6 +138,7 @@ export function parseRuntimeConfig(env: Readonly<Record<string, string | undefin
       port: e.DROVER_PORT,
       streamTag: e.DROVER_STREAM_TAG,
       heartbeatMs: e.DROVER_HEARTBEAT_MS,
+      stopBudgetMs: e.DROVER_RUNTIME_STOP_BUDGET_MS,
       llmBaseUrl: e.DROVER_LLM_BASE_URL,
       egress: e.DROVER_EGRESS ?? {},
       podUid: e.DROVER_POD_UID,

@@ -178,6 +178,13 @@ export class RuntimeInstance {
     this.pump();
   }
 
+  /** The runs accepted and not ended (queued, running or parked): what a drain cut short leaves (stop.ts). */
+  unfinished(): readonly string[] {
+    return [...this.runs.values()]
+      .filter((r) => r.state === "queued" || r.state === "running")
+      .map((r) => r.localRunId);
+  }
+
   /** Drain: take no new runs; finish the ones accepted (queued ones still start, unless the queue is paused). */
   drain(): void {
     this.draining = true;

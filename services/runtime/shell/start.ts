@@ -37,6 +37,7 @@ import { runStep } from "./step-runners.ts";
 import { natsSignalFeeds } from "./signal-feed.ts";
 import { loadWorker, offeredKinds, type LoadedWorker } from "./worker-module.ts";
 import { WorkerPool } from "./worker-pool.ts";
+import { stopOnSignal, watchConnection } from "./stop.ts";
 
 /** Starts the runtime from `env` (NATS_CREDS and DROVER_SECRETS_JSON are deleted from it once read); resolves once commands are served. */
 export async function startRuntime(
@@ -205,24 +206,30 @@ export async function startRuntime(
     stepKinds: offeredKinds(worker),
   });
 
-  let stopping = false;
-  process.on("SIGTERM", () => {
-    if (stopping) return;
-    stopping = true;
-    // SIGTERM drains: no new runs, finish what was accepted (a paused queue's runs are handed back),
-    // a last heartbeat saying so, then exit.
-    instance.drain();
-    heartbeats.publishNow();
-    void instance.whenIdle().then(async (handedBack) => {
-      heartbeats.stop();
-      heartbeats.publishNow();
-      await listening.close();
-      await ops.close();
-      await nc.drain();
-      log({ event: "drained", handedBack });
-      process.exit(0);
-    });
-  });
+  // SIGTERM drains: no new runs, finish what was accepted (a paused queue's runs are handed back),
+  // a last heartbeat saying so, then exit; bounded once NATS is unreachable (stop.ts).
+  const connection = watchConnection(nc);
+  process.on(
+    "SIGTERM",
+    stopOnSignal(
+      {
+        nc,
+        drain: () => instance.drain(),
+        whenIdle: () => instance.whenIdle(),
+        leftRuns: () => instance.unfinished(),
+        beat: () => heartbeats.publishNow(),
+        stopBeats: () => heartbeats.stop(),
+        closeListeners: async () => {
+          await listening.close();
+          await ops.close();
+        },
+        log,
+        exit: (code) => process.exit(code),
+        budgetMs: config.stopBudgetMs,
+      },
+      connection,
+    ),
+  );
   return { port: listening.port, hostIncarnation };
 }
 
