@@ -1,5 +1,5 @@
 import { parseMapItemId, type DroverEvent } from "../contracts/index.ts";
-import { checkSentAgain, sendFailedAtKill } from "./send-failed.ts";
+import { checkSentAgain, notQueuedAtKill } from "./send-failed.ts";
 
 /** A stored event as the proof reads it (structurally streams' StoredEvent). */
 export interface LoggedEvent {
@@ -168,19 +168,22 @@ export function assertProof(log: readonly LoggedEvent[], facts: ProofFacts, pref
     `${facts.kills.length} executions resumed`,
   );
 
-  // 3. local-queued: requeued, new LocalRunId, new ExecutionId (or, when the log shows the send to
-  // the killed runtime failed, queued again as ordinary work: see send-failed.ts)
+  // 3. local-queued: requeued, new LocalRunId, new ExecutionId (or, when the log shows the run never
+  // reached the killed runtime — its send failed, or it was never placed there — queued as ordinary
+  // work: see send-failed.ts)
   const lq: string[] = [];
   let lqCount = 0,
-    sentAgain = 0;
+    sentAgain = 0,
+    placedElsewhere = 0;
   const localQueuedOf = new Map<string, number>();
   for (const k of facts.kills) {
     for (const r of facts.runs.filter((x) => x.tenantId === k.tenantId && x.sharedRunId !== k.sharedRunId)) {
       const run = byRun.get(`${r.tenantId}/${r.sharedRunId}`) ?? [];
-      const failed = sendFailedAtKill(byRun, k, r.sharedRunId);
-      if (failed) {
-        sentAgain++;
-        lq.push(...checkSentAgain(run, failed.failedAt, r.sharedRunId));
+      const not = notQueuedAtKill(byRun, k, r.sharedRunId);
+      if (not) {
+        if (not.kind === "send-failed") sentAgain++;
+        else placedElsewhere++;
+        lq.push(...checkSentAgain(run, not, r.sharedRunId));
         continue;
       }
       localQueuedOf.set(k.tenantId, (localQueuedOf.get(k.tenantId) ?? 0) + 1);
@@ -206,7 +209,8 @@ export function assertProof(log: readonly LoggedEvent[], facts: ProofFacts, pref
     "local-queued: requeued-for-local-queued-recovery, new LocalRunId, new ExecutionId",
     lq,
     `${lqCount} runs redispatched` +
-      (sentAgain > 0 ? `, ${sentAgain} whose send to the killed runtime failed queued again as new work` : ""),
+      (sentAgain > 0 ? `, ${sentAgain} whose send to the killed runtime failed queued again as new work` : "") +
+      (placedElsewhere > 0 ? `, ${placedElsewhere} not yet placed at the kill placed on the replacement` : ""),
   );
 
   // 4. fencing

@@ -54,6 +54,11 @@ export interface ProofReport {
    * placed again as ordinary work, so `recovered` is the killed tenants' runs minus these.
    */
   readonly sendsFailed: number;
+  /**
+   * Runs of a killed tenant admission had not yet placed when its runtime died (proof/send-failed.ts
+   * `never-placed`): placed on the replacement as ordinary work, no recovery item.
+   */
+  readonly notPlaced: number;
   readonly kills: readonly KillRecord[];
   readonly assertions: readonly AssertionResult[];
   /**
@@ -237,9 +242,7 @@ export async function runProof(
       ...(leaderKill ? [leaderKillAssertion(leaderKilled!)] : []),
     ];
     const tLog = Date.now();
-    const expectedRecords = recordsExpected(log, kills, runs);
-    const scenarioRuns = kills.reduce((n, k) => n + runs.filter((r) => r.tenantId === k.tenantId).length, 0);
-    const sendsFailed = scenarioRuns - [...expectedRecords.values()].reduce((a, b) => a + b, 0);
+    const { records: expectedRecords, notQueued } = recordsExpected(log, kills, runs);
     if (infra.mongoUrl) {
       let rebuildError = "the read models were never dropped";
       const rebuiltMs = dropped
@@ -282,7 +285,8 @@ export async function runProof(
       options: o,
       runs: runs.length,
       recovered,
-      sendsFailed,
+      sendsFailed: notQueued.sendFailed,
+      notPlaced: notQueued.neverPlaced,
       kills,
       assertions,
       latencies: recoveryLatencies(log, kills),
@@ -389,7 +393,7 @@ export function proofLine(r: ProofReport): string {
   const n = (prefix: string) =>
     r.assertions.filter((a) => a.name.startsWith(prefix)).reduce((s, a) => s + a.violations, 0);
   return (
-    `proof: P=${r.options.parallel} transport=${r.options.transport} host=${r.options.host}${r.options.exposure ? `(${r.options.exposure})` : ""}${r.options.natsCluster ? ` nats=${r.options.natsCluster}-node${r.options.killNatsLeader ? "(leader killed)" : ""}` : ""}${r.options.workload === "builtin" ? "" : ` workload=${r.options.workload}`} runs=${r.runs} recovered=${r.recovered}${r.sendsFailed ? ` sends_failed=${r.sendsFailed}` : ""} ` +
+    `proof: P=${r.options.parallel} transport=${r.options.transport} host=${r.options.host}${r.options.exposure ? `(${r.options.exposure})` : ""}${r.options.natsCluster ? ` nats=${r.options.natsCluster}-node${r.options.killNatsLeader ? "(leader killed)" : ""}` : ""}${r.options.workload === "builtin" ? "" : ` workload=${r.options.workload}`} runs=${r.runs} recovered=${r.recovered}${r.sendsFailed ? ` sends_failed=${r.sendsFailed}` : ""}${r.notPlaced ? ` not_placed_at_kill=${r.notPlaced}` : ""} ` +
     `duplicates=${n("duplicates")} lost=${n("lost")} safe_leaks=${n("safe_leaks")} fence_violations=${n("fence_violations")} replay_failures=${n("replay")} ` +
     `result=${r.pass ? "PASS" : `FAIL (${failed?.name}: ${failed?.detail})`}`
   );

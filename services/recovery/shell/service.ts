@@ -3,6 +3,7 @@ import type { Status } from "@nats-io/transport-node";
 import type { RuntimeInstanceId } from "../../../contracts/index.ts";
 import { staleHeartbeatMsOf } from "../../../contracts/index.ts";
 import { follow, type Follower } from "../../../platform/follow.ts";
+import { foldedUpToRuntime } from "../domain/plan-gate.ts";
 import { heartbeatSubject, runtimeRef } from "../../../streams/index.ts";
 import type { RecoveryDeps } from "./deps.ts";
 import { fence } from "./fence.ts";
@@ -66,6 +67,8 @@ export async function startRecovery(
       log: deps.log,
       startSeq: fromSeq - 1,
     });
+  // The log position folded by the follower (recovery's own appends are applied ahead of it).
+  let followedSeq = fromSeq - 1;
   const events: Follower = await follow(
     deps.js,
     {
@@ -74,6 +77,7 @@ export async function startRecovery(
       fromSeq,
     },
     (m) => {
+      followedSeq = m.seq;
       deps.state.apply(m);
       writer?.applied(m.seq);
     },
@@ -184,7 +188,8 @@ export async function startRecovery(
               (rt) =>
                 !unverified.has(rt.runtimeInstanceId) &&
                 (rt.fenced || (rt.stopped && controlPlaneOf(rt) === deps.config.controlPlaneId)) &&
-                !rt.planned,
+                !rt.planned &&
+                foldedUpToRuntime(rt, followedSeq),
             )
             .map((rt) => reconcile(deps, rt)),
         );
