@@ -1,7 +1,8 @@
 /**
- * The runtime starts this provisioner is driving now (a claimed member's bind, a cold host start, each
- * up to capacity published), and a wait for none (or a bound): what the warm pool's refill yields to. A refill member start is a whole runtime process booting; on two
- * cores, four of them started while ten claimed members were binding stretched each bind from
+ * The runtime starts this provisioner is driving now (a claimed member's bind, a cold host start,
+ * each up to capacity published), and a wait for none (or a bound): what the warm pool's refill
+ * yields to. A refill member start is a whole runtime process booting; on two cores, four of them
+ * started while ten claimed members were binding stretched each bind from
  * ~0.5 s to ~2.4 s (the P=5 proof's stage trace, proof/recovery-stages.ts; docs/decisions.md).
  */
 export class BusyStarts {

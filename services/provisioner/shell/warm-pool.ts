@@ -44,11 +44,11 @@ export interface WarmPool {
   readonly enabled: boolean;
 }
 
-/** The provisioner's warm pools (hosts.md "Warm pool"), one per provider with a size above 0. */
-/** `onReady` is told of each member this provisioner recorded `pool-member-ready` for. */
 /**
- * `yieldTo` is awaited before each member start: the refill runs in the background, after the
- * scale-outs in flight (busy-requests.ts), not beside them.
+ * The provisioner's warm pools (hosts.md "Warm pool"), one per provider with a size above 0.
+ * `onReady` is told of each member this provisioner recorded `pool-member-ready` for; `yieldTo` is
+ * awaited before each member start: the refill runs in the background, after the binds and host
+ * starts in flight (busy-starts.ts), not beside them.
  */
 export function createWarmPool(
   d: ProvisionerDeps,
