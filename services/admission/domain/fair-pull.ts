@@ -57,9 +57,9 @@ export class FairPull<T, B> {
    * A run of `tenantId` arrived while the pass runs: the tenant joins it when it is not in the heap
    * and its tag (its start tag now, or where it left this pass) is ahead of every tenant's there —
    * a tenant under its fair share, the flood's tenant never (it is in the heap, or its tag is not
-   * ahead; nor any tenant once the heap is empty). It may then be pulled up to the queues' last sequence now: one more arrival of a flood
-   * tenant cannot feed a pass forever, and a quiet tenant's new run is pulled next rather than after
-   * the pass. True when it joined.
+   * ahead; nor any tenant once the heap is empty). It may then be pulled up to the queues' last
+   * sequence now: one more arrival of a flood tenant cannot feed a pass forever, and a quiet
+   * tenant's new run is pulled next rather than after the pass. True when it joined.
    */
   join(tenantId: string): boolean {
     if (this.inHeap.has(tenantId)) return false;
