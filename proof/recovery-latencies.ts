@@ -1,11 +1,7 @@
 import type { StoredEvent } from "../streams/index.ts";
 import type { KillRecord } from "./assertions.ts";
+import { quantiles, type Quantiles } from "./startup-latencies.ts";
 
-/** p50 and p99 of one latency series, ms (NaN when empty). */
-export interface Quantiles {
-  readonly p50: number;
-  readonly p99: number;
-}
 export type RecoveryLatencies = Readonly<
   Record<"suspected" | "fenced" | "resumed" | "gateSeen" | "gateSignal", Quantiles>
 >;
@@ -16,14 +12,7 @@ export function recoveryLatencies(log: readonly StoredEvent[], kills: readonly K
     const e = log.find(pred);
     return e ? e.time.getTime() - k.killedAtMs : Number.NaN;
   };
-  const series = (f: (k: KillRecord) => number) => {
-    const xs = kills
-      .map(f)
-      .filter(Number.isFinite)
-      .sort((a, b) => a - b);
-    const q = (p: number) => xs[Math.min(xs.length - 1, Math.max(0, Math.ceil(p * xs.length) - 1))] ?? Number.NaN;
-    return { p50: q(0.5), p99: q(0.99) };
-  };
+  const series = (f: (k: KillRecord) => number) => quantiles(kills.map(f));
   const onRuntime = (k: KillRecord, type: string) => (e: StoredEvent) =>
     e.event.type === type && e.subject.includes(`.runtime.${k.runtimeInstanceId}.`);
   return {
