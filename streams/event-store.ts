@@ -10,7 +10,7 @@ import { encodeFor, storeContext, type Encoded, type EventStoreOptions, type Sto
 import { landedEarlier, versionConflict } from "./occ.ts";
 import { readFloor } from "./read-floor.ts";
 import { toStoredEvent } from "./stored.ts";
-import { aggregateWildcard, type AggregateRef } from "./subjects.ts";
+import { aggregateWildcard, eventSubject, type AggregateRef } from "./subjects.ts";
 import type { Appended, AppendOptions, EventStore, Undecodable } from "./types.ts";
 
 export type { EventStoreOptions } from "./store-context.ts";
@@ -59,6 +59,15 @@ export function createEventStore(handle: NatsHandle, layout: StreamLayout, opts:
       return o?.skipUndecodable ? { events, lastSeq, undecodable } : { events, lastSeq };
     },
     lastSeq: (ref) => lastSeq(ctx, ref),
+    lastOfType: async (ref, type) => {
+      const subject = eventSubject(layout, ref, type);
+      try {
+        const m = await ctx.reader.last(subject);
+        return m ? toStoredEvent(m) : undefined;
+      } catch (e) {
+        throw toStoreError(e, `reading the last message on ${subject}`, { subject });
+      }
+    },
     replay: (from, onEvent, o) => replay(ctx, from, onEvent, o),
   };
 }

@@ -4,8 +4,10 @@ import { immediatePublish, publishGate } from "./publish-gate.ts";
 // Pure scheduling logic with fake sends: proves no transport (the conditional appends through it are
 // proven against a real nats-server in test/int/event-store.int.test.ts).
 describe("publishGate (fake sends, no transport)", () => {
-  it("holds sends made in one turn of the event loop and sends them together, in order, each settling on its own", async () => {
+  it("while a send awaits its answer, holds sends made in one turn of the event loop and sends them together, in order, each settling on its own", async () => {
     const gate = publishGate();
+    let answer!: () => void;
+    const first = gate(() => new Promise<void>((ok) => (answer = ok)));
     const sent: number[] = [];
     const send = (i: number) => () => {
       sent.push(i);
@@ -24,6 +26,33 @@ describe("publishGate (fake sends, no transport)", () => {
       "refused 2",
       30,
     ]);
+    answer();
+    await first;
+  });
+
+  it("with no send awaiting its answer, sends at once (one execution alone pays no turn of the event loop), and holds the next ones while it is in flight", async () => {
+    const gate = publishGate();
+    const sent: string[] = [];
+    let answerA!: () => void;
+    const a = gate(() => {
+      sent.push("a");
+      return new Promise<void>((ok) => (answerA = ok));
+    });
+    expect(sent).toEqual(["a"]);
+    const b = gate(async () => void sent.push("b"));
+    await Promise.resolve();
+    expect(sent).toEqual(["a"]);
+    await b;
+    expect(sent).toEqual(["a", "b"]);
+    answerA();
+    await a;
+    // Nothing in flight again: at once.
+    const c = gate(async () => void sent.push("c"));
+    expect(sent).toEqual(["a", "b", "c"]);
+    await c;
+    await expect(gate(() => Promise.reject(new Error("refused")))).rejects.toThrow("refused");
+    void gate(async () => void sent.push("d"));
+    expect(sent.at(-1)).toBe("d");
   });
 
   it("a send made after a release waits for the next turn, never for a held send's answer", async () => {

@@ -26,6 +26,7 @@ function laggingReader(state: { applied: number; reads: number }): Reader {
     },
     first: async () => null,
     lastSeq: async () => state.applied,
+    last: async () => null,
   };
 }
 

@@ -26,6 +26,8 @@ export interface Reader {
   first(filter: string, seq: number): Promise<Msg | null>;
   /** Sequence of the last message on `filter` (0 when none). */
   lastSeq(filter: string): Promise<number>;
+  /** The last message on `filter` (null when none). */
+  last(filter: string): Promise<Msg | null>;
 }
 
 /** A stored message, undecoded. */
@@ -36,6 +38,7 @@ export const directReader = (jsm: Promise<JetStreamManager>, stream: string): Re
   first: async (filter, seq) => firstAtOrAfter(await jsm, stream, filter, seq),
   // From the stream leader (read-after-write, unlike Direct Get on R>1); the filter is in the body.
   lastSeq: async (filter) => (await (await jsm).streams.getMessage(stream, { last_by_subj: filter }))?.seq ?? 0,
+  last: async (filter) => (await jsm).streams.getMessage(stream, { last_by_subj: filter }),
 });
 
 /** Delays before the 2nd..5th attempt of a history request nobody answered (~3.7 s of waiting in all). */
@@ -102,6 +105,7 @@ export function scopedReader(
     // Direct Get may be answered by a lagging replica on R>1: an append relying on it can only
     // fail with a version conflict, never lose an update.
     lastSeq: async (filter) => (await last(filter))?.seq ?? 0,
+    last,
     filtered: async (filter, fromSeq, onUndecodable) => {
       const subject = subjectOf(filter);
       const out: StoredEvent[] = [];

@@ -1,4 +1,4 @@
-import type { DroverEvent } from "../contracts/index.ts";
+import type { DroverEvent, EventType } from "../contracts/index.ts";
 import type { AggregateRef } from "./subjects.ts";
 
 /** An event as stored: its stream sequence is its position in the one total order. */
@@ -71,6 +71,11 @@ export interface EventStore {
   read(ref: AggregateRef, opts?: { readonly skipUndecodable?: boolean }): Promise<AggregateHistory>;
   /** Sequence of the aggregate's last event (0 when none) without reading its history. */
   lastSeq(ref: AggregateRef): Promise<number>;
+  /**
+   * The aggregate's last event of `type` (undefined when none), one get of its subject without
+   * reading the history. On a replicated stream it may come from a lagging replica: an older one.
+   */
+  lastOfType(ref: AggregateRef, type: EventType): Promise<StoredEvent | undefined>;
   /** Ordered replay of the event stream (optionally filtered) until the end as of the call; returns the last sequence seen. */
   replay(
     from: ReplayFrom,

@@ -61,6 +61,7 @@ function twoWayBarrier() {
           ),
         read: (ref, o) => store.read(ref, o),
         lastSeq: (ref) => store.lastSeq(ref),
+        lastOfType: (ref, type) => store.lastOfType(ref, type),
         replay: (from, on, o) => store.replay(from, on, o),
       };
     },

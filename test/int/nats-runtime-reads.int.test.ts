@@ -96,6 +96,13 @@ describe("a runtime reads only its tenants' events, by every JetStream read rout
       duplicate: true,
     });
     expect(await scoped.lastSeq(acmeExec)).toBe(a.seq);
+    // The last event of one type, by the subject-form Direct Get of its own subject (checkDispatched's read).
+    expect(await scoped.lastOfType(acmeExec, "exec.step-completed")).toMatchObject({
+      seq: a.seq,
+      event: { eventId: next.eventId },
+    });
+    expect(await scoped.lastOfType(acmeExec, "exec.completed")).toBeUndefined();
+    await expect(scoped.lastOfType(globexExec, "exec.started")).rejects.toThrow(/permission/i);
     const after = await scoped.read(acmeExec);
     expect(after.events.map((e) => e.seq)).toEqual([before.lastSeq, a.seq]);
     await expect(scoped.read(globexExec)).rejects.toThrow(/permission/i);

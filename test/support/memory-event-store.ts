@@ -1,4 +1,4 @@
-import { DroverError, parseEvent, type DroverEvent } from "../../contracts/index.ts";
+import { DroverError, parseEvent, type DroverEvent, type EventType } from "../../contracts/index.ts";
 import { aggregateSubject, eventSubject, type AggregateRef } from "../../streams/subjects.ts";
 import { DEFAULT_LAYOUT } from "../../streams/layout.ts";
 import type {
@@ -103,6 +103,11 @@ export class MemoryEventStore implements EventStore {
 
   async lastSeq(ref: AggregateRef): Promise<number> {
     return this.last(ref);
+  }
+
+  async lastOfType(ref: AggregateRef, type: EventType): Promise<StoredEvent | undefined> {
+    const subject = eventSubject(DEFAULT_LAYOUT, ref, type);
+    return this.events.findLast((e) => e.subject === subject);
   }
 
   async replay(from: ReplayFrom, onEvent: (e: StoredEvent) => void | Promise<void>): Promise<number> {

@@ -11,7 +11,15 @@ const failing = (error: unknown): EventStore => {
   const fail = async (): Promise<never> => {
     throw error;
   };
-  return { append: fail, appendAll: fail, appendAtomic: fail, read: fail, lastSeq: fail, replay: fail };
+  return {
+    append: fail,
+    appendAll: fail,
+    appendAtomic: fail,
+    read: fail,
+    lastSeq: fail,
+    lastOfType: fail,
+    replay: fail,
+  };
 };
 const app = (store: EventStore) =>
   buildApp({

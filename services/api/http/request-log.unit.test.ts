@@ -16,6 +16,7 @@ const store: EventStore = {
   appendAtomic: unused,
   read: unused,
   lastSeq: unused,
+  lastOfType: unused,
   replay: unused,
 };
 

@@ -202,15 +202,24 @@ export async function checkResumable(env: JournalEnv, p: ResumePayload): Promise
  * sequence, so without this a command carrying another placement's sequence could start the run on
  * a runtime it was never dispatched to (identities-and-events.md "Fencing" 1). Writes nothing;
  * rejects with `contract-violation` naming what the log holds at that sequence.
+ *
+ * The run's last `dispatched` is read first (one Direct Get on its subject): when it is the event at
+ * `dispatchedSeq`, as for every command sent on a current placement, that is the event checked,
+ * without the history read (a round trip through the provisioner's responder that was the largest
+ * part of a dispatch's start). Anything else (an older dispatch, a lagging replica, no dispatch)
+ * reads the history as before, so the decision and its refusals are the same.
  */
 export async function checkDispatched(
   env: JournalEnv,
   p: DispatchPayload,
   resumeExecutionId?: ExecutionId,
 ): Promise<void> {
-  const at = (await env.store.read(runRef(p.tenantId, p.sharedRunId))).events.find(
-    (e) => e.seq === p.dispatchedSeq,
-  )?.event;
+  const ref = runRef(p.tenantId, p.sharedRunId);
+  const last = await env.store.lastOfType(ref, "run.dispatched");
+  const at =
+    last?.seq === p.dispatchedSeq
+      ? last.event
+      : (await env.store.read(ref)).events.find((e) => e.seq === p.dispatchedSeq)?.event;
   const d = at?.type === "run.dispatched" ? at.data : undefined;
   const problem = !d
     ? `is ${at ? `its ${at.type} event` : "no event of this run"}, not a dispatched event`

@@ -38,6 +38,25 @@ describe("checkDispatched: run started only for this runtime's own dispatch (in-
     expect(store.events).toHaveLength(1);
   });
 
+  it("given the run's last dispatched event is the command's, when checked, then it passes from that one get without reading the run's history", async () => {
+    const store = new MemoryEventStore();
+    await dispatched(store, { runtimeInstanceId: "rt-a", localRunId: "l0" });
+    const seq = await dispatched(store, { runtimeInstanceId: "rt-a", localRunId: "l1" });
+    let reads = 0;
+    const counting = Object.assign(Object.create(store) as MemoryEventStore, {
+      read: (...a: Parameters<MemoryEventStore["read"]>) => (reads++, store.read(...a)),
+    });
+    await expect(
+      checkDispatched(journalEnv(counting), { ...payload(chain(1)), dispatchedSeq: seq }),
+    ).resolves.toBeUndefined();
+    expect(reads).toBe(0);
+    // An older dispatch is not the last one: the history is read and decides, as before.
+    await expect(
+      checkDispatched(journalEnv(counting), { ...payload(chain(1)), dispatchedSeq: seq - 1 }),
+    ).rejects.toMatchObject({ code: "contract-violation", message: expect.stringContaining("l0, not l1") });
+    expect(reads).toBe(1);
+  });
+
   it("given a sequence naming another LocalRunId, another runtime, no event or a resume dispatch, when a fresh start is checked, then contract-violation names what the log holds", async () => {
     const store = new MemoryEventStore();
     const other = await dispatched(store, { runtimeInstanceId: "rt-a", localRunId: "l0" });
