@@ -6,8 +6,9 @@ import { quantiles, type Quantiles } from "./startup-latencies.ts";
  * The stages of one kill's recovery, in the order they normally happen, each found in the event log
  * (server timestamps) and measured from the kill: the killed runtime's suspicion and fence, the
  * execution paused, the replacement runtime's scale-out request, registration (a claimed warm pool
- * member or a host start requested), host started, readiness layers, capacity, then the recovery's
- * own forensics steps and the execution resumed on the replacement.
+ * member or a host start requested), host started, readiness layers, capacity, the run admitted and
+ * dispatched to the replacement (admission), then the recovery's own forensics steps (written once
+ * recovery's follower saw those) and the execution resumed on the replacement.
  */
 export const RECOVERY_STAGES = [
   "suspected",
@@ -19,6 +20,8 @@ export const RECOVERY_STAGES = [
   "layerHost",
   "layerCommand",
   "capacityPublished",
+  "admitted",
+  "dispatched",
   "replacementSelected",
   "localRunRegistered",
   "resumeStarted",
@@ -64,6 +67,14 @@ export function recoveryStageTraces(log: readonly StoredEvent[], kills: readonly
       (selected?.event.data as { replacementRuntimeInstanceId?: string } | undefined)?.replacementRuntimeInstanceId ??
       "";
     const rep = byRuntime.get(replacement) ?? [];
+    // The run's own placement on the replacement (the forensics record of it comes later, from recovery).
+    const ofRun = (type: string) =>
+      log.find(
+        (e) =>
+          e.event.type === type &&
+          e.subject.endsWith(`.run.${k.tenantId}.${k.sharedRunId}.${type.slice(4)}`) &&
+          (e.event.data as { runtimeInstanceId?: string }).runtimeInstanceId === replacement,
+      );
     const find = (list: StoredEvent[], type: string, layer?: string) =>
       list.find(
         (e) => e.event.type === type && (layer === undefined || (e.event.data as { layer?: string }).layer === layer),
@@ -86,6 +97,8 @@ export function recoveryStageTraces(log: readonly StoredEvent[], kills: readonly
         layerHost: since(find(rep, "runtime.readiness-layer-passed", "host")),
         layerCommand: since(find(rep, "runtime.readiness-layer-passed", "command")),
         capacityPublished: since(find(rep, "runtime.capacity-published")),
+        admitted: since(ofRun("run.admitted")),
+        dispatched: since(ofRun("run.dispatched")),
         replacementSelected: since(selected),
         localRunRegistered: since(fx("replacement-local-run-registered")),
         resumeStarted: since(fx("dag-resume-started")),

@@ -21,8 +21,10 @@ const kill = (runtimeInstanceId: string, executionId: string, killedAtMs: number
 });
 
 describe("proof recovery stage trace from the log (pure: proves no transport)", () => {
-  it("times each stage of a kill's recovery from the kill, the replacement found by the resumed execution", () => {
+  it("times each stage of a kill's recovery from the kill, the replacement found by the resumed execution and the run's placement on it", () => {
     const log = [
+      // The run's first placement, on the runtime that is killed: not the replacement's.
+      at(900, "d.drover.run.t-a.run-1.admitted", "run.admitted", { runtimeInstanceId: "rt-old" }),
       at(1010, rt("rt-old", "host-exited"), "runtime.host-exited"),
       at(1020, rt("rt-old", "suspected"), "runtime.suspected"),
       at(1030, rt("rt-old", "fenced"), "runtime.fenced"),
@@ -33,6 +35,8 @@ describe("proof recovery stage trace from the log (pure: proves no transport)", 
       at(1400, rt("rt-new", "readiness-layer-passed"), "runtime.readiness-layer-passed", { layer: "host" }),
       at(1450, rt("rt-new", "readiness-layer-passed"), "runtime.readiness-layer-passed", { layer: "command" }),
       at(1460, rt("rt-new", "capacity-published"), "runtime.capacity-published"),
+      at(1470, "d.drover.run.t-a.run-1.admitted", "run.admitted", { runtimeInstanceId: "rt-new" }),
+      at(1480, "d.drover.run.t-a.run-1.dispatched", "run.dispatched", { runtimeInstanceId: "rt-new" }),
       at(1500, "d.drover.forensics.t-a.fx-1.replacement-runtime-selected", "forensics.replacement-runtime-selected", {
         executionId: "exec-1",
         replacementRuntimeInstanceId: "rt-new",
@@ -52,6 +56,8 @@ describe("proof recovery stage trace from the log (pure: proves no transport)", 
       layerHost: 400,
       layerCommand: 450,
       capacityPublished: 460,
+      admitted: 470,
+      dispatched: 480,
       replacementSelected: 500,
       resumed: 700,
     });

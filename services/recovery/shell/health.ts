@@ -1,7 +1,7 @@
 import { isDroverError } from "../../../contracts/index.ts";
 import { envelope } from "../../../platform/envelope.ts";
 import { runtimeRef } from "../../../streams/index.ts";
-import { controlPlaneOf, suspicion } from "../domain/runtime-health.ts";
+import { controlPlaneOf, suspicion, type RuntimeRecord } from "../domain/runtime-health.ts";
 import { budgetSuspicions, type Candidate, type Held } from "../domain/suspicion-budget.ts";
 import { incidentIdOf, type RecoveryDeps } from "./deps.ts";
 
@@ -26,43 +26,52 @@ export async function detect(
     (rt) =>
       controlPlaneOf(rt) === deps.config.controlPlaneId && !deps.state.retired.unverified.has(rt.runtimeInstanceId),
   );
-  const candidates: Candidate[] = [];
-  for (const rt of ours) {
-    const check = () =>
-      suspicion(
-        rt,
-        deps.state.lastBeatMs.get(rt.runtimeInstanceId),
-        now,
-        staleMs,
-        viewLiveSinceMs,
-        deps.config.fenceDeadlineMs,
-      );
-    let why = check();
-    // Silence as this replica's follower sees it: the stream itself has the last word.
-    if (why?.code === "heartbeat-stale" && latestBeat) {
-      await latestBeat(rt.runtimeInstanceId);
-      why = check();
-    }
-    if (why) candidates.push({ runtimeInstanceId: rt.runtimeInstanceId, ...why });
-  }
+  // Each runtime is judged on its own: the stale ones' stream reads, then the suspicions' appends (each
+  // conditional on its own runtime), go side by side. One after another, the last of a burst of
+  // exits waited for every earlier one's round trip before it was even suspected.
+  const judged = await Promise.all(
+    ours.map(async (rt): Promise<Candidate | undefined> => {
+      const check = () =>
+        suspicion(
+          rt,
+          deps.state.lastBeatMs.get(rt.runtimeInstanceId),
+          now,
+          staleMs,
+          viewLiveSinceMs,
+          deps.config.fenceDeadlineMs,
+        );
+      let why = check();
+      // Silence as this replica's follower sees it: the stream itself has the last word.
+      if (why?.code === "heartbeat-stale" && latestBeat) {
+        await latestBeat(rt.runtimeInstanceId);
+        why = check();
+      }
+      return why && { runtimeInstanceId: rt.runtimeInstanceId, ...why };
+    }),
+  );
+  const candidates = judged.filter((c): c is Candidate => c !== undefined);
   const { suspect, held } = budgetSuspicions(ours, candidates, deps.config.maxStaleSuspicionShare);
-  for (const c of suspect) {
-    const rt = deps.state.runtimes.get(c.runtimeInstanceId)!;
-    const incidentId = incidentIdOf(deps, rt.runtimeInstanceId);
-    const reason = { code: c.code, detail: c.detail };
-    const event = envelope(
-      deps.env,
-      "runtime.suspected",
-      { incidentId, reason, hostIncarnation: rt.host!.hostIncarnation },
-      { correlationId: incidentId, causationId: `health:${rt.runtimeInstanceId}` },
-    );
-    try {
-      const a = await deps.store.append(runtimeRef(rt.runtimeInstanceId), event, { expectedSeq: rt.lastSeq });
-      deps.state.applyOwn(`${deps.layout.eventPrefix}.runtime.${rt.runtimeInstanceId}.suspected`, event, a.seq);
-      deps.log.warn({ runtime: rt.runtimeInstanceId, incidentId, reason }, "runtime suspected");
-    } catch (e) {
-      if (!isDroverError(e, "version-conflict")) throw e;
-    }
-  }
+  // Each append expects the sequence its runtime was judged at: anything folded since conflicts it.
+  const judgedAt = new Map<string, RuntimeRecord>(ours.map((rt) => [rt.runtimeInstanceId, rt]));
+  await Promise.all(suspect.map((c) => suspect1(deps, judgedAt.get(c.runtimeInstanceId)!, c)));
   return held;
+}
+
+/** Appends `rt`'s `suspected`, conditional on its record's sequence (a conflict: something else was first). */
+async function suspect1(deps: RecoveryDeps, rt: RuntimeRecord, c: Candidate): Promise<void> {
+  const incidentId = incidentIdOf(deps, rt.runtimeInstanceId);
+  const reason = { code: c.code, detail: c.detail };
+  const event = envelope(
+    deps.env,
+    "runtime.suspected",
+    { incidentId, reason, hostIncarnation: rt.host!.hostIncarnation },
+    { correlationId: incidentId, causationId: `health:${rt.runtimeInstanceId}` },
+  );
+  try {
+    const a = await deps.store.append(runtimeRef(rt.runtimeInstanceId), event, { expectedSeq: rt.lastSeq });
+    deps.state.applyOwn(`${deps.layout.eventPrefix}.runtime.${rt.runtimeInstanceId}.suspected`, event, a.seq);
+    deps.log.warn({ runtime: rt.runtimeInstanceId, incidentId, reason }, "runtime suspected");
+  } catch (e) {
+    if (!isDroverError(e, "version-conflict")) throw e;
+  }
 }

@@ -117,16 +117,25 @@ async function recoverItem(
 ): Promise<RecoveryItem | undefined> {
   for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
     // Fresh reads: the follower may lag, and the batch must expect the aggregates' true last sequences.
-    const history = (await deps.store.read(runRef(candidate.tenantId, candidate.sharedRunId))).events;
+    const { history, recorded, execHistory } = await readItem(deps, candidate);
     const run = foldRun(history);
     const [item] = classifyInventory(failed, [
       { tenantId: candidate.tenantId, sharedRunId: candidate.sharedRunId, state: run },
     ]);
     const forensicsId = forensicsIdOf(item ?? candidate);
-    if ((await deps.store.lastSeq(forensicsRef(candidate.tenantId, forensicsId))) > 0) return item ?? candidate;
+    const exists =
+      forensicsId === forensicsIdOf(candidate)
+        ? recorded
+        : (await deps.store.lastSeq(forensicsRef(candidate.tenantId, forensicsId))) > 0;
+    if (exists) return item ?? candidate;
     if (!item) return undefined;
+    // The candidate's execution was read beside the run; a run that started since the fold is read now.
     const exec = item.executionId
-      ? summarizeExecution((await deps.store.read(execRef(item.tenantId, item.executionId))).events)
+      ? summarizeExecution(
+          item.executionId === candidate.executionId && execHistory
+            ? execHistory
+            : (await deps.store.read(execRef(item.tenantId, item.executionId))).events,
+        )
       : undefined;
     const limit = tenantSettingsOf(deps.config, item.tenantId).maxCrashRecoveries;
     const crashLoop = item.executionId ? crashLoopOf(history, incidentId, limit) : undefined;
@@ -158,6 +167,22 @@ async function recoverItem(
     }
   }
   throw new Error(`recovery of ${candidate.sharedRunId} kept conflicting after ${ATTEMPTS} attempts`);
+}
+
+/**
+ * The reads one item's decision needs, side by side rather than one after another (under load each
+ * read waits its turn at the server: in sequence, the run, the forensics record and the journal cost
+ * a fenced runtime's in-flight item about as much again as its batch): the run's history, whether the
+ * candidate's forensics record exists, and the candidate's execution journal (none for a run that
+ * never started). Each is what the store holds now, never the follower's fold.
+ */
+async function readItem(deps: RecoveryDeps, candidate: RecoveryItem) {
+  const [run, recordSeq, exec] = await Promise.all([
+    deps.store.read(runRef(candidate.tenantId, candidate.sharedRunId)),
+    deps.store.lastSeq(forensicsRef(candidate.tenantId, forensicsIdOf(candidate))),
+    candidate.executionId ? deps.store.read(execRef(candidate.tenantId, candidate.executionId)) : undefined,
+  ]);
+  return { history: run.events, recorded: recordSeq > 0, execHistory: exec?.events };
 }
 
 function refOf(a: AggregateEvents): AggregateRef {

@@ -37,10 +37,10 @@ export interface RecoveryService {
 
 /**
  * Runs recovery: follows runs, runtimes, forensics, execution resume/completion facts and
- * heartbeats; on every change and tick: detect → fence (one kill at a time per runtime) →
- * reconcile fenced runtimes and runtimes retired by a planned stop (host-stopped, with its proof) →
- * advance forensics timelines. Three owners, never merged: health
- * decides, the host strategy proves the boundary, the reconciler moves work.
+ * heartbeats; on every change and tick: detect → fence (one kill at a time per runtime, not awaited by
+ * the pass) → reconcile fenced runtimes and runtimes retired by a planned stop (host-stopped, with its
+ * proof; one reconcile at a time per runtime, not awaited either) → advance forensics timelines. Three
+ * owners, never merged: health decides, the host strategy proves the boundary, the reconciler moves work.
  */
 export async function startRecovery(
   deps: RecoveryDeps & {
@@ -100,6 +100,7 @@ export async function startRecovery(
   );
   for (const f of [events, beats]) f.done.catch((e) => deps.log.fatal({ err: String(e) }, "recovery follower stopped"));
   const fencing = new Set<string>();
+  const reconciling = new Set<string>();
   let running = false,
     again = false,
     stopped = false,
@@ -179,20 +180,32 @@ export async function startRecovery(
               });
           }
         }
-        // Fenced runtimes are reconciled side by side (their items are disjoint), and the timelines
-        // with news advance side by side: one at a time, a pass after a burst of kills spent seconds
-        // here while the next kill's suspicion waited for the pass to end.
-        await Promise.all(
-          [...deps.state.runtimes.values()]
-            .filter(
-              (rt) =>
-                !unverified.has(rt.runtimeInstanceId) &&
-                (rt.fenced || (rt.stopped && controlPlaneOf(rt) === deps.config.controlPlaneId)) &&
-                !rt.planned &&
-                foldedUpToRuntime(rt, followedSeq),
-            )
-            .map((rt) => reconcile(deps, rt)),
-        );
+        // Fenced runtimes are reconciled side by side (their items are disjoint) and outside the pass,
+        // one reconcile at a time per runtime: awaited here, a runtime fenced during another's
+        // reconcile waited for it to end before its own began (1.1–1.6 s at load ~20), and so did the
+        // next pass's suspicions and fences.
+        for (const rt of deps.state.runtimes.values())
+          if (
+            !unverified.has(rt.runtimeInstanceId) &&
+            (rt.fenced || (rt.stopped && controlPlaneOf(rt) === deps.config.controlPlaneId)) &&
+            !rt.planned &&
+            !reconciling.has(rt.runtimeInstanceId) &&
+            foldedUpToRuntime(rt, followedSeq)
+          ) {
+            const id = rt.runtimeInstanceId;
+            reconciling.add(id);
+            // A failure is retried by the next tick's pass, not at once (a store that is down is not hammered).
+            void reconcile(deps, rt).then(
+              () => {
+                reconciling.delete(id);
+                void pass();
+              },
+              (e) => {
+                reconciling.delete(id);
+                deps.log.error({ runtime: id, err: String(e) }, "reconcile failed; retried next tick");
+              },
+            );
+          }
         await mapAtMost([...deps.state.forensics.values()], TIMELINES_AT_ONCE, (f) => advanceTimeline(deps, f));
       } while (again && !stopped);
     } catch (e) {
