@@ -100,8 +100,26 @@ export function createWarmPool(
         claiming.add(m.runtimeInstanceId);
         const incarnation = m.hostIncarnation as HostIncarnation;
         const o = start.origin;
+        const registered = [
+          stamp(d, "runtime.registered", start.registration, o),
+          stamp(d, "runtime.host-start-requested", { attempt: 1 }, o),
+          stamp(
+            d,
+            "runtime.host-started",
+            {
+              hostIncarnation: incarnation,
+              ...(m.pid !== undefined ? { pid: m.pid } : {}),
+              ...(m.pod ?? {}),
+              ...(m.node !== undefined ? { node: m.node } : {}),
+              convergence: "converged",
+              convergenceSource: `warm-pool:${m.runtimeInstanceId}`,
+            },
+            o,
+          ),
+        ];
+        let stored: readonly { readonly seq: number }[];
         try {
-          await d.store.appendAtomic([
+          stored = await d.store.appendAtomic([
             slot.taken(m.runtimeInstanceId),
             {
               ref: runtimeRef(m.runtimeInstanceId),
@@ -120,27 +138,7 @@ export function createWarmPool(
                 ),
               ],
             },
-            {
-              ref: runtimeRef(start.runtimeInstanceId),
-              expectedSeq: 0,
-              events: [
-                stamp(d, "runtime.registered", start.registration, o),
-                stamp(d, "runtime.host-start-requested", { attempt: 1 }, o),
-                stamp(
-                  d,
-                  "runtime.host-started",
-                  {
-                    hostIncarnation: incarnation,
-                    ...(m.pid !== undefined ? { pid: m.pid } : {}),
-                    ...(m.pod ?? {}),
-                    ...(m.node !== undefined ? { node: m.node } : {}),
-                    convergence: "converged",
-                    convergenceSource: `warm-pool:${m.runtimeInstanceId}`,
-                  },
-                  o,
-                ),
-              ],
-            },
+            { ref: runtimeRef(start.runtimeInstanceId), expectedSeq: 0, events: registered },
           ]);
         } catch (e) {
           // The prefix's slot moved (or the new id exists): plan again. Else another claimer won this
@@ -150,7 +148,13 @@ export function createWarmPool(
           if (again) throw again;
           continue;
         }
-        const writer = await RuntimeWriter.open(d.store, start.runtimeInstanceId);
+        // The batch's last entries are the runtime's events: its writer starts from them, not a re-read.
+        const writer = RuntimeWriter.after(
+          d.store,
+          start.runtimeInstanceId,
+          registered,
+          stored.slice(-registered.length),
+        );
         const token = d.commandTokenFor(m.runtimeInstanceId);
         const memberId = m.runtimeInstanceId;
         d.log("warm pool member claimed", { memberId, runtimeInstanceId: start.runtimeInstanceId });
