@@ -245,6 +245,8 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
             : await pool.claim(
                 { runtimeInstanceId: next.runtimeInstanceId, registration: next.registration, origin: runtimeOrigin },
                 { slot, taken: (member) => slotEntry(d, slot, { ...taken, warmPoolMember: member }, origin) },
+                // The roster just planned on: a second catch-up per claim queued behind the others' at a burst.
+                current,
               );
         if (warm) return warm;
         if (!opts.mayStartCold) return WAIT;

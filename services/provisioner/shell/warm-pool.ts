@@ -6,6 +6,7 @@ import { claimableMembers, POOL_LAYERS, POOL_MEMBER_PREFIX, refillCount } from "
 import { stamp, type Origin, type ProvisionerDeps } from "./context.ts";
 import type { PlannedStart } from "./host-start.ts";
 import type { RosterView } from "./roster-view.ts";
+import type { Roster } from "../domain/runtime-roster.ts";
 import { RuntimeWriter } from "./runtime-writer.ts";
 import { lookAtConflict, type SlotClaim } from "./runtime-slot.ts";
 
@@ -34,8 +35,10 @@ export interface WarmPool {
    * the prefix's runtime slot (a start of the prefix committed meanwhile: `PlanAgain`). The
    * runtime's events are `registered`, `host-start-requested` and `host-started` (converged from the
    * member's incarnation). Undefined when no member could be claimed: the caller cold-starts.
+   * `current`: the roster the caller planned on (read after the slot), instead of reading it again:
+   * a member it shows ready but claimed meanwhile is a conflict of the batch, as from any stale read.
    */
-  claim(start: Omit<PlannedStart, "writer">, slot: WarmSlot): Promise<PlannedStart | undefined>;
+  claim(start: Omit<PlannedStart, "writer">, slot: WarmSlot, current?: Roster): Promise<PlannedStart | undefined>;
   /** Starts members in the background until every provider's pool holds its size again. */
   refill(): void;
   /** Resolves once no refill is running (tests, shutdown). */
@@ -82,11 +85,11 @@ export function createWarmPool(
 
   return {
     enabled: sizes.length > 0,
-    async claim(start, slot) {
+    async claim(start, slot, planned) {
       const provider = start.registration.hostProvider;
       const strategy = d.strategies.get(provider);
       if (!isPoolable(strategy) || !sizes.some(([p]) => p === provider)) return undefined;
-      const current = await roster.current();
+      const current = planned ?? (await roster.current());
       for (const id of claiming) {
         const seen = current.runtimes.get(id);
         if (seen?.pool?.claimedFor || seen?.endedBy) claiming.delete(id);
