@@ -1,13 +1,13 @@
 import { timingSafeEqual } from "node:crypto";
 import type { JetStreamManager } from "@nats-io/jetstream";
-import { decode, encodeAuthorizationResponse, encodeUser, type AuthorizationRequest } from "@nats-io/jwt";
-import { fromSeed } from "@nats-io/nkeys";
+import { encodeAuthorizationResponse, encodeUser, type AuthorizationRequest } from "@nats-io/jwt";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import { isSubjectSafeId } from "../../contracts/index.ts";
 import type { StreamLayout } from "../../streams/index.ts";
 import { runtimePasswordFor, runtimeRights, type RuntimeTenants } from "./runtime-rights.ts";
 import { scopeOf } from "./rights.ts";
 import { DROVER_ACCOUNT } from "./server-config.ts";
+import { decodeVerified, nativeKeyPair } from "./native-keys.ts";
 
 /** The runtime facts the callout decides on, from the runtime aggregate in the log. */
 export interface RuntimeStanding {
@@ -55,11 +55,12 @@ const sameSecret = (a: string, b: string): boolean =>
  * retired → refused, so once fenced its credentials stop working at the next connect or expiry.
  */
 export function startRuntimeCallout(o: CalloutOptions): Subscription {
-  const issuer = fromSeed(new TextEncoder().encode(o.issuerSeed));
+  // Native Ed25519 (native-keys.ts): nkeys' JavaScript signing cost tens of CPU-ms per runtime connect.
+  const issuer = nativeKeyPair(o.issuerSeed);
   const td = new TextDecoder();
   const scope = scopeOf(o.layout);
   const answer = async (raw: Uint8Array): Promise<string | undefined> => {
-    const req = decode<AuthorizationRequest>(td.decode(raw)).nats as unknown as AuthorizationRequest;
+    const req = decodeVerified<{ nats: AuthorizationRequest }>(td.decode(raw)).nats;
     const user = req.connect_opts.user ?? "";
     const pass = req.connect_opts.pass ?? "";
     if (!isSubjectSafeId(user) || !sameSecret(pass, runtimePasswordFor(o.secret, o.layout.eventPrefix, user)))

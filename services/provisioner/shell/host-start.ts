@@ -198,22 +198,32 @@ async function proveAndPublish(
       { code: "host-creation-failed", detail: `the ${r.outcome} host did not prove ${layers.missing.join(", ")}` },
       layers.missing[0],
     );
-  for (const layer of layers.passed) {
-    await p.writer.append([
-      stamp(d, "runtime.readiness-layer-passed", { layer, hostIncarnation, detail: layerDetail(layer, r) }, o),
-    ]);
-  }
-  const probe = await (d.probe ?? probeCommandReadiness)(
-    {
-      runtimeInstanceId: p.runtimeInstanceId,
-      hostIncarnation,
-      endpoint: r.endpoint.endpoint,
-      transport: spec.transport,
-      token: spec.commandToken,
-    },
-    d.probeBudgetMs,
-  );
+  // The strategy's layers are recorded in one append while the command layer is probed (its answer
+  // is recorded after them): a warm bind's three appends and the probe had run one after another.
+  const recordLayers =
+    layers.passed.length === 0
+      ? Promise.resolve()
+      : p.writer.append(
+          layers.passed.map((layer) =>
+            stamp(d, "runtime.readiness-layer-passed", { layer, hostIncarnation, detail: layerDetail(layer, r) }, o),
+          ),
+        );
+  const [, probe] = await Promise.all([
+    recordLayers,
+    (d.probe ?? probeCommandReadiness)(
+      {
+        runtimeInstanceId: p.runtimeInstanceId,
+        hostIncarnation,
+        endpoint: r.endpoint.endpoint,
+        transport: spec.transport,
+        token: spec.commandToken,
+      },
+      d.probeBudgetMs,
+    ),
+  ]);
   if (!probe.ok) throw new StartFailed(probe.reason, "command");
+  // The command layer, then the endpoint and capacity, in one conditional append: capacity is in the
+  // log only after every layer, and not at all if the runtime ended meanwhile (RuntimeWriter).
   await p.writer.append([
     stamp(
       d,
@@ -221,8 +231,6 @@ async function proveAndPublish(
       { layer: "command", hostIncarnation, detail: probe.detail.slice(0, 500) },
       o,
     ),
-  ]);
-  await p.writer.append([
     stamp(
       d,
       "runtime.endpoint-published",

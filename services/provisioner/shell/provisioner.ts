@@ -245,21 +245,21 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
             : await pool.claim(
                 { runtimeInstanceId: next.runtimeInstanceId, registration: next.registration, origin: runtimeOrigin },
                 { slot, taken: (member) => slotEntry(d, slot, { ...taken, warmPoolMember: member }, origin) },
+                // The roster just planned on: a second catch-up per claim queued behind the others' at a burst.
+                current,
               );
         if (warm) return warm;
         if (!opts.mayStartCold) return WAIT;
+        const registered = [
+          stamp(d, "runtime.registered", next.registration, runtimeOrigin),
+          stamp(d, "runtime.host-start-requested", { attempt: 1 }, runtimeOrigin),
+        ];
+        let stored: readonly { readonly seq: number }[];
         try {
           // Sequence 0 on the runtime: a suffix collision with an existing runtime is a conflict, never a reuse.
-          await d.store.appendAtomic([
+          stored = await d.store.appendAtomic([
             slotEntry(d, slot, taken, origin),
-            {
-              ref: runtimeRef(next.runtimeInstanceId),
-              expectedSeq: 0,
-              events: [
-                stamp(d, "runtime.registered", next.registration, runtimeOrigin),
-                stamp(d, "runtime.host-start-requested", { attempt: 1 }, runtimeOrigin),
-              ],
-            },
+            { ref: runtimeRef(next.runtimeInstanceId), expectedSeq: 0, events: registered },
           ]);
         } catch (e) {
           throw (await lookAtConflict(d, e, slot, next.runtimeInstanceId)) ?? e;
@@ -267,7 +267,7 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
         return {
           runtimeInstanceId: next.runtimeInstanceId,
           registration: next.registration,
-          writer: await RuntimeWriter.open(d.store, next.runtimeInstanceId),
+          writer: RuntimeWriter.after(d.store, next.runtimeInstanceId, registered, stored.slice(-registered.length)),
           origin: runtimeOrigin,
         };
       }

@@ -43,6 +43,22 @@ export class RuntimeWriter {
     return w;
   }
 
+  /**
+   * The writer of a runtime whose first events this process has just appended (`stored`: their
+   * sequences, in order), without reading them back. A writer in between is a conflict at the next
+   * append, which re-reads (as after `open`).
+   */
+  static after(
+    store: EventStore,
+    runtimeInstanceId: string,
+    events: readonly DroverEvent[],
+    stored: readonly { readonly seq: number }[],
+  ): RuntimeWriter {
+    const w = new RuntimeWriter(store, runtimeInstanceId);
+    for (const [i, a] of stored.entries()) w.apply(a.seq, events[i] as RuntimeEvent);
+    return w;
+  }
+
   get state(): RuntimeSummary | undefined {
     return this.summary;
   }

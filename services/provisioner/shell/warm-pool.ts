@@ -6,6 +6,7 @@ import { claimableMembers, POOL_LAYERS, POOL_MEMBER_PREFIX, refillCount } from "
 import { stamp, type Origin, type ProvisionerDeps } from "./context.ts";
 import type { PlannedStart } from "./host-start.ts";
 import type { RosterView } from "./roster-view.ts";
+import type { Roster } from "../domain/runtime-roster.ts";
 import { RuntimeWriter } from "./runtime-writer.ts";
 import { lookAtConflict, type SlotClaim } from "./runtime-slot.ts";
 
@@ -34,8 +35,10 @@ export interface WarmPool {
    * the prefix's runtime slot (a start of the prefix committed meanwhile: `PlanAgain`). The
    * runtime's events are `registered`, `host-start-requested` and `host-started` (converged from the
    * member's incarnation). Undefined when no member could be claimed: the caller cold-starts.
+   * `current`: the roster the caller planned on (read after the slot), instead of reading it again:
+   * a member it shows ready but claimed meanwhile is a conflict of the batch, as from any stale read.
    */
-  claim(start: Omit<PlannedStart, "writer">, slot: WarmSlot): Promise<PlannedStart | undefined>;
+  claim(start: Omit<PlannedStart, "writer">, slot: WarmSlot, current?: Roster): Promise<PlannedStart | undefined>;
   /** Starts members in the background until every provider's pool holds its size again. */
   refill(): void;
   /** Resolves once no refill is running (tests, shutdown). */
@@ -82,11 +85,11 @@ export function createWarmPool(
 
   return {
     enabled: sizes.length > 0,
-    async claim(start, slot) {
+    async claim(start, slot, planned) {
       const provider = start.registration.hostProvider;
       const strategy = d.strategies.get(provider);
       if (!isPoolable(strategy) || !sizes.some(([p]) => p === provider)) return undefined;
-      const current = await roster.current();
+      const current = planned ?? (await roster.current());
       for (const id of claiming) {
         const seen = current.runtimes.get(id);
         if (seen?.pool?.claimedFor || seen?.endedBy) claiming.delete(id);
@@ -100,8 +103,26 @@ export function createWarmPool(
         claiming.add(m.runtimeInstanceId);
         const incarnation = m.hostIncarnation as HostIncarnation;
         const o = start.origin;
+        const registered = [
+          stamp(d, "runtime.registered", start.registration, o),
+          stamp(d, "runtime.host-start-requested", { attempt: 1 }, o),
+          stamp(
+            d,
+            "runtime.host-started",
+            {
+              hostIncarnation: incarnation,
+              ...(m.pid !== undefined ? { pid: m.pid } : {}),
+              ...(m.pod ?? {}),
+              ...(m.node !== undefined ? { node: m.node } : {}),
+              convergence: "converged",
+              convergenceSource: `warm-pool:${m.runtimeInstanceId}`,
+            },
+            o,
+          ),
+        ];
+        let stored: readonly { readonly seq: number }[];
         try {
-          await d.store.appendAtomic([
+          stored = await d.store.appendAtomic([
             slot.taken(m.runtimeInstanceId),
             {
               ref: runtimeRef(m.runtimeInstanceId),
@@ -120,27 +141,7 @@ export function createWarmPool(
                 ),
               ],
             },
-            {
-              ref: runtimeRef(start.runtimeInstanceId),
-              expectedSeq: 0,
-              events: [
-                stamp(d, "runtime.registered", start.registration, o),
-                stamp(d, "runtime.host-start-requested", { attempt: 1 }, o),
-                stamp(
-                  d,
-                  "runtime.host-started",
-                  {
-                    hostIncarnation: incarnation,
-                    ...(m.pid !== undefined ? { pid: m.pid } : {}),
-                    ...(m.pod ?? {}),
-                    ...(m.node !== undefined ? { node: m.node } : {}),
-                    convergence: "converged",
-                    convergenceSource: `warm-pool:${m.runtimeInstanceId}`,
-                  },
-                  o,
-                ),
-              ],
-            },
+            { ref: runtimeRef(start.runtimeInstanceId), expectedSeq: 0, events: registered },
           ]);
         } catch (e) {
           // The prefix's slot moved (or the new id exists): plan again. Else another claimer won this
@@ -150,7 +151,13 @@ export function createWarmPool(
           if (again) throw again;
           continue;
         }
-        const writer = await RuntimeWriter.open(d.store, start.runtimeInstanceId);
+        // The batch's last entries are the runtime's events: its writer starts from them, not a re-read.
+        const writer = RuntimeWriter.after(
+          d.store,
+          start.runtimeInstanceId,
+          registered,
+          stored.slice(-registered.length),
+        );
         const token = d.commandTokenFor(m.runtimeInstanceId);
         const memberId = m.runtimeInstanceId;
         d.log("warm pool member claimed", { memberId, runtimeInstanceId: start.runtimeInstanceId });

@@ -43,6 +43,10 @@ import { stopOnSignal, watchConnection } from "./stop.ts";
 export async function startRuntime(
   env: NodeJS.ProcessEnv,
 ): Promise<{ readonly port: number; readonly hostIncarnation: string }> {
+  // Where a start's time goes (ms since the call, in the `listening` line): a warm bind is all of it.
+  const t0 = performance.now();
+  const phases: Record<string, number> = {};
+  const mark = (name: string): void => void (phases[name] = Math.round(performance.now() - t0));
   const parsed = parseRuntimeConfig(env);
   if (!parsed.ok) {
     for (const p of parsed.problems) process.stderr.write(`drover runtime: invalid configuration: ${p}\n`);
@@ -75,6 +79,7 @@ export async function startRuntime(
     }
   }
 
+  mark("code");
   // NATS_CREDS leaves the environment like the secrets: only the connection holds it.
   delete env.NATS_CREDS;
   const nc = await patientlyConnected(() =>
@@ -96,10 +101,12 @@ export async function startRuntime(
       noAsyncTraces: true,
     }),
   );
+  mark("connected");
   const layout = config.streamTag ? taggedLayout(config.streamTag) : DEFAULT_LAYOUT;
   const jsm = await jetstreamManager(nc);
   // Whether the log is compactable is the deployment's choice, checked by the services (docs/retention.md).
   await ensureStreamsPatiently(jsm, layout, { anyPurgePolicy: true });
+  mark("streams");
   const ops = await startOpsServer({
     service: "runtime",
     instanceId: config.runtimeInstanceId,
@@ -187,6 +194,7 @@ export async function startRuntime(
           close: () => new Promise<void>((ok) => s.server.tryShutdown(() => ok())),
         }));
   commandsBound = true;
+  mark("listening");
   heartbeats.start();
   new Gauge({
     name: "drover_runtime_available_slots",
@@ -204,6 +212,7 @@ export async function startRuntime(
     controlPlaneId: config.controlPlaneId,
     tenantId: config.tenantId ?? null,
     stepKinds: offeredKinds(worker),
+    startMs: phases,
   });
 
   // SIGTERM drains: no new runs, finish what was accepted (a paused queue's runs are handed back),
