@@ -1,4 +1,4 @@
-import { behindOthers, headroomReason, mayTakeSharedPlace } from "../domain/headroom.ts";
+import { headroomReason, mayTakeSharedPlace } from "../domain/headroom.ts";
 import type { Placeable } from "./candidates.ts";
 import { kindsKeyOf, type RunBucket } from "./pending-work.ts";
 import type { IndexedRun, RunIndex } from "./run-index.ts";
@@ -41,7 +41,8 @@ export class PassBudget {
     private readonly candidates: readonly Placeable[],
     private readonly index: RunIndex,
     private readonly headroom: number,
-    private readonly weightOf: (tenantId: string) => number = () => 1,
+    /** How many runs of the tenant wait for a place (its backlog). */
+    private readonly waitingOf: (tenantId: string) => number = () => Infinity,
   ) {
     for (const c of candidates) this.free.set(c.runtimeInstanceId, c.effectiveAvailableSlots);
   }
@@ -53,7 +54,10 @@ export class PassBudget {
       const free = Math.max(0, this.free.get(c.runtimeInstanceId) ?? 0);
       if (this.allowed(c, tenantId))
         return free === c.effectiveAvailableSlots ? c : { ...c, effectiveAvailableSlots: free };
-      const why = free === 0 ? "no-free-slots" : headroomReason(this.heldOn(c, tenantId), free, this.headroom);
+      const why =
+        free === 0
+          ? "no-free-slots"
+          : headroomReason(this.heldOn(c, tenantId), free, this.headroom, this.waitingOf(tenantId));
       return { ...c, effectiveAvailableSlots: free, canAcceptRun: false, reasons: [...c.reasons, why] };
     });
   }
@@ -141,21 +145,7 @@ export class PassBudget {
   private allowed(c: Placeable, tenantId: string): boolean {
     const free = this.free.get(c.runtimeInstanceId) ?? 0;
     if (c.isolationMode !== "shared") return free > 0;
-    const held = this.heldOn(c, tenantId);
-    // Past the headroom only: whether the tenant is behind another there is then worth working out.
-    const behind = free > 0 && free <= this.headroom && held >= this.headroom && this.behind(c, tenantId, held);
-    return mayTakeSharedPlace(held, free, this.headroom, behind);
-  }
-
-  /** Whether the tenant, with one more place on `c`, still holds fewer per unit of weight than another tenant there. */
-  private behind(c: Placeable, tenantId: string, held: number): boolean {
-    let most = 0;
-    const others = new Set(this.index.holdersOn(c.runtimeInstanceId).keys());
-    const prefix = `${c.runtimeInstanceId}/`;
-    for (const k of this.claiming.keys()) if (k.startsWith(prefix)) others.add(k.slice(prefix.length));
-    others.delete(tenantId);
-    for (const t of others) most = Math.max(most, this.heldOn(c, t) / this.weightOf(t));
-    return behindOthers(held, this.weightOf(tenantId), most);
+    return mayTakeSharedPlace(this.heldOn(c, tenantId), free, this.headroom, this.waitingOf(tenantId));
   }
 
   private heldOn(c: Placeable, tenantId: string): number {

@@ -32,8 +32,6 @@ const ACTIVE = new Set(["admitted", "dispatched", "started"]);
  * truth). Admission's own appends are applied at once (`applyOwn`), the follower's later delivery
  * of the same sequences is a no-op (the run fold is idempotent by sequence).
  */
-const NONE_HELD: ReadonlyMap<string, number> = new Map();
-
 export class RunIndex implements Snapshottable {
   readonly kind = RUN_INDEX_KIND;
   readonly runs = new Map<string, IndexedRun>();
@@ -144,11 +142,6 @@ export class RunIndex implements Snapshottable {
   /** Runs of the tenant holding a placement on the runtime (admitted, dispatched, started). */
   heldOn(runtimeInstanceId: string, tenantId: string): number {
     return this.held.get(runtimeInstanceId)?.get(tenantId) ?? 0;
-  }
-
-  /** Each tenant's runs holding a placement on the runtime (tenant → count; none: empty). */
-  holdersOn(runtimeInstanceId: string): ReadonlyMap<string, number> {
-    return this.held.get(runtimeInstanceId) ?? NONE_HELD;
   }
 
   /** Admission gave up on an invalid submission it cannot reject: it is no longer pending. */
