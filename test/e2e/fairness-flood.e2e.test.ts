@@ -18,6 +18,12 @@ import { cpuSnapshot, cpuSpent } from "../../bench/support/cpu.ts";
  * the flood's backlog. Latencies are the stream's timestamps (no client clock).
  * `make test` floods 400 (cap 300); `make test-flood` floods 10 000 (the issue's scale, cap 10 000).
  * The figures (printed) are in docs/security.md "Floods"; the bounds below keep a margin over them.
+ * The issue's bound, B's p99 under the flood at most 1.5× its p99 alone, is asserted where it is
+ * asked for, at 10 000 runs: `make test-flood` sets DROVER_FLOOD_P99_RATIO=1.5. `make test` (400
+ * runs) keeps only the loose bound: on this shared 2-core machine the ratio at 400 runs swung from
+ * 1.3 to 11.8 with the load (docs/security.md; 20 samples under the flood), so it would fail for the
+ * machine, not for admission. DROVER_FLOOD_DUMP=<file> writes the stream's events (JSON lines) for
+ * tracing where the slowest runs waited.
  */
 const FLOOD = "token-tenant-flood-00001";
 const STEADY = "token-tenant-steady-0001";
@@ -32,6 +38,8 @@ const PACE = {
 // Measured 2026-12-02 (docs/security.md "Floods"): p99 273 ms at load ~15, 2 540 ms at load ~40; the
 // bound keeps a margin for a busier machine.
 const BOUND_DISPATCH_P99_MS = 8_000;
+/** The issue's bound on B's p99 under the flood over its p99 alone (test-flood), if given. */
+const P99_RATIO = process.env.DROVER_FLOOD_P99_RATIO ? Number(process.env.DROVER_FLOOD_P99_RATIO) : undefined;
 /** Run events after which a run no longer counts as queued. */
 const LEAVE_QUEUE = new Set(["run.started", "run.completed", "run.failed", "run.cancelled", "run.rejected"]);
 const dag = { steps: [{ id: "only", kind: "compute" as const, params: { durationMs: 20 } }] };
@@ -143,7 +151,19 @@ describe("one tenant floods submissions (up to thousands, up to its limits); ano
       const queued = new Set<string>();
       const left = new Set<string>();
       let maxQueued = 0;
+      const dump: string[] = [];
       await createEventStore(nc, cp.layout).replay({ seq: 1 }, (e: StoredEvent) => {
+        if (process.env.DROVER_FLOOD_DUMP)
+          dump.push(
+            JSON.stringify({
+              s: e.seq,
+              t: e.time.getTime(),
+              ty: e.event.type,
+              id: e.event.correlationId,
+              te: e.event.tenantId,
+              d: e.event.data,
+            }),
+          );
         if (e.event.tenantId === "t-flood" && e.event.type.startsWith("run.")) {
           const id = e.event.correlationId;
           if (e.event.type === "run.submitted" && !left.has(id)) queued.add(id);
@@ -164,6 +184,8 @@ describe("one tenant floods submissions (up to thousands, up to its limits); ano
           completions.set(e.event.correlationId, (completions.get(e.event.correlationId) ?? 0) + 1);
       });
       await nc.close();
+      if (process.env.DROVER_FLOOD_DUMP)
+        (await import("node:fs")).writeFileSync(process.env.DROVER_FLOOD_DUMP, dump.join("\n"));
       const at = (type: string, id: string) => times.get(`${type}/${id}`)!;
       const latency = (ids: string[], to: string) => ids.map((id) => at(to, id) - at("run.submitted", id));
       const figures = (ids: string[]) => {
@@ -246,6 +268,8 @@ describe("one tenant floods submissions (up to thousands, up to its limits); ano
       // Bounded, and by the runtime's slots rather than by the flood: far below the flood's own drain time.
       expect(result.underFlood.dispatchP99).toBeLessThan(BOUND_DISPATCH_P99_MS);
       expect(result.underFlood.dispatchP99).toBeLessThan(floodDrainMs / 4);
+      // The issue's bound, where asked for (make test-flood): the flood raises B's p99 by at most that much.
+      if (P99_RATIO !== undefined) expect(result.dispatchP99Ratio).toBeLessThanOrEqual(P99_RATIO);
     },
     Math.max(600_000, FLOOD_RUNS * 240),
   );

@@ -54,6 +54,8 @@ export function admissionHarness(cp: string) {
     refuse: new Set<string>(),
     /** LocalRunIds the in-memory runtime answers GetRunStatus `unknown` for (a dispatch that never arrived). */
     unknownRuns: new Set<string>(),
+    /** Runs after the in-memory runtime built a dispatch's answer, before admission gets it (an answer in transit). */
+    answerInTransit: undefined as ((c: RuntimeCommand) => Promise<void>) | undefined,
     tenantOf: new Map<string, string>(),
     services: [] as AdmissionService[],
     connections: [] as NatsConnection[],
@@ -67,6 +69,7 @@ export function admissionHarness(cp: string) {
         hostIncarnation: "pid:1:1" as never,
         timings: { receivedAt: new Date().toISOString(), handledMs: 1 },
       };
+      if (c.operation === "DispatchRun") await h.answerInTransit?.(c);
       if (c.operation === "GetRunStatus") {
         const state = h.unknownRuns.has(c.payload.localRunId) ? "unknown" : "queued";
         return { ...base, success: true, payload: { run: { localRunId: c.payload.localRunId, state } } };
@@ -154,6 +157,7 @@ export function admissionHarness(cp: string) {
     h.sent = [];
     h.refuse = new Set();
     h.unknownRuns = new Set();
+    h.answerInTransit = undefined;
     h.services = [];
   });
   afterEach(async () => {

@@ -68,6 +68,13 @@ export class TenantQueues<T, B> {
     return this.where.size;
   }
 
+  /** How many runs of the tenant wait (O(its buckets)). */
+  waitingOf(tenantId: string): number {
+    let n = 0;
+    for (const b of this.tenants.get(tenantId)?.values() ?? []) n += b.entries.length;
+    return n;
+  }
+
   has(item: T): boolean {
     return this.where.has(item);
   }

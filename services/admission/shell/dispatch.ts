@@ -119,9 +119,9 @@ async function send(
       deps.config.dispatchTimeoutMs,
     );
     if (result.success) {
-      // Keep the slot counted until a heartbeat taken after now shows the run (at most 3 intervals).
-      const acceptedAt = deps.env.clock.now().getTime();
-      const until = acceptedAt + 3 * deps.config.heartbeatIntervalMs;
+      // Keep the slot counted until a heartbeat that shows the run (at most 3 intervals).
+      const acceptedAt = acceptedBy(result) ?? deps.env.clock.now().getTime();
+      const until = deps.env.clock.now().getTime() + 3 * deps.config.heartbeatIntervalMs;
       const c = unconfirmed;
       unconfirmed = undefined;
       if (c && deps.claims)
@@ -149,6 +149,19 @@ async function send(
     return fail(deps, r, localRunId, { code: err.code, detail: err.message.slice(0, 2000) });
   }
 }
+
+/**
+ * From when a heartbeat of the runtime shows the run it accepted: 1 ms after the runtime built its
+ * answer, on the runtime's clock (the one its beats are stamped with), so a beat taken while the
+ * answer was on its way back is not counted twice with the reservation (admission's own clock at the
+ * answer did: under a flood each dispatch looked like two for a beat or more, and a shared runtime
+ * looked full to a quiet tenant whose kept places were free). A beat stamped in the answer's own
+ * millisecond may predate the run: it still counts the reservation.
+ */
+const acceptedBy = (result: { timings?: { receivedAt: string; handledMs: number } }): number | undefined => {
+  const answeredAt = Date.parse(result.timings?.receivedAt ?? "") + (result.timings?.handledMs ?? NaN);
+  return Number.isFinite(answeredAt) ? Math.floor(answeredAt) + 1 : undefined;
+};
 
 async function fail(deps: AdmissionDeps, r: IndexedRun, localRunId: LocalRunId, reason: Reason): Promise<false> {
   const runtimeInstanceId = r.state.placement?.runtimeInstanceId;

@@ -41,6 +41,8 @@ export class PassBudget {
     private readonly candidates: readonly Placeable[],
     private readonly index: RunIndex,
     private readonly headroom: number,
+    /** How many runs of the tenant wait for a place (its backlog). */
+    private readonly waitingOf: (tenantId: string) => number = () => Infinity,
   ) {
     for (const c of candidates) this.free.set(c.runtimeInstanceId, c.effectiveAvailableSlots);
   }
@@ -52,7 +54,10 @@ export class PassBudget {
       const free = Math.max(0, this.free.get(c.runtimeInstanceId) ?? 0);
       if (this.allowed(c, tenantId))
         return free === c.effectiveAvailableSlots ? c : { ...c, effectiveAvailableSlots: free };
-      const why = free === 0 ? "no-free-slots" : headroomReason(this.heldOn(c, tenantId), free, this.headroom);
+      const why =
+        free === 0
+          ? "no-free-slots"
+          : headroomReason(this.heldOn(c, tenantId), free, this.headroom, this.waitingOf(tenantId));
       return { ...c, effectiveAvailableSlots: free, canAcceptRun: false, reasons: [...c.reasons, why] };
     });
   }
@@ -140,7 +145,7 @@ export class PassBudget {
   private allowed(c: Placeable, tenantId: string): boolean {
     const free = this.free.get(c.runtimeInstanceId) ?? 0;
     if (c.isolationMode !== "shared") return free > 0;
-    return mayTakeSharedPlace(this.heldOn(c, tenantId), free, this.headroom);
+    return mayTakeSharedPlace(this.heldOn(c, tenantId), free, this.headroom, this.waitingOf(tenantId));
   }
 
   private heldOn(c: Placeable, tenantId: string): number {

@@ -79,23 +79,24 @@ describe("an admission pass over a blocked tenant's backlog (in memory, pure: pr
   });
 });
 
+/** One shared runtime with `free` places left (the flood holds 10 of them). */
+const shared = (free: number): Placeable =>
+  ({
+    runtimeInstanceId: "rt-shared",
+    isolationMode: "shared",
+    canAcceptRun: free > 0,
+    reasons: free > 0 ? [] : ["no-available-slots"],
+    effectiveAvailableSlots: free,
+    availableWorkers: 4,
+    runningRuns: 4,
+    queuedRuns: 6,
+    lastHeartbeatAt: 0,
+    status: "ready",
+    transport: "http",
+    heartbeatSlots: free,
+  }) as unknown as Placeable;
+
 describe("blocks carried from one admission pass to the next (in memory, pure: proves no transport)", () => {
-  /** One shared runtime with `free` places left (the flood holds 10 of them, the quiet tenant none). */
-  const shared = (free: number): Placeable =>
-    ({
-      runtimeInstanceId: "rt-shared",
-      isolationMode: "shared",
-      canAcceptRun: free > 0,
-      reasons: free > 0 ? [] : ["no-available-slots"],
-      effectiveAvailableSlots: free,
-      availableWorkers: 4,
-      runningRuns: 4,
-      queuedRuns: 6,
-      lastHeartbeatAt: 0,
-      status: "ready",
-      transport: "http",
-      heartbeatSlots: free,
-    }) as unknown as Placeable;
   const holds = { heldOn: (_rt: string, t: string) => (t === "t-flood" ? 10 : 0) } as unknown as RunIndex;
   const stalled = Array.from({ length: 500 }, (_, i) => queued("t-flood", i + 1, "queue-stalled"));
 
@@ -125,5 +126,29 @@ describe("blocks carried from one admission pass to the next (in memory, pure: p
       state: { ...queued("t-flood", 900, "x").state, status: "submitted" },
     };
     expect(pass([...stalled, fresh as IndexedRun], full)).toEqual([fresh]);
+  });
+});
+
+describe("the headroom in a pass's view (in memory, pure: proves no transport)", () => {
+  it("a tenant with runs there already still takes a kept place while it has no backlog; a flood with one does not", () => {
+    // The flood holds 10 of 12 places; the quiet tenant's 2 earlier runs linger (a busy machine).
+    const index = {
+      heldOn: (_rt: string, t: string) => (t === "t-flood" ? 10 : t === "t-quiet" ? 2 : 0),
+    } as unknown as RunIndex;
+    const waiting = new Map([
+      ["t-flood", 5_000],
+      ["t-quiet", 1],
+    ]);
+    const budget = new PassBudget([shared(2)], index, 2, (t) => waiting.get(t) ?? 0);
+    expect(budget.viewFor("t-quiet")[0]!.canAcceptRun).toBe(true);
+    expect(budget.viewFor("t-flood")[0]!.canAcceptRun).toBe(false);
+    expect(budget.claim(shared(2), "t-quiet")).toBe(true);
+    expect(budget.claim(shared(2), "t-quiet")).toBe(true);
+    expect(budget.claim(shared(2), "t-quiet")).toBe(false); // no place left
+    // With a backlog of its own (a burst), the quiet tenant holding 2 is kept out as before.
+    waiting.set("t-quiet", 3);
+    expect(new PassBudget([shared(2)], index, 2, (t) => waiting.get(t) ?? 0).viewFor("t-quiet")[0]!.canAcceptRun).toBe(
+      false,
+    );
   });
 });

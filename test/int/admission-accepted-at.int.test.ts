@@ -1,0 +1,44 @@
+import { jetstream } from "@nats-io/jetstream";
+import { describe, expect, it } from "vitest";
+import type { CapacityDescriptor } from "../../aggregates/capacity/descriptor.ts";
+import { redisCapacityView } from "../../platform/capacity-view.ts";
+import { publishBeat } from "../support/fake-runtime-capacity.ts";
+import { eventually } from "../support/streams.ts";
+import { admissionHarness } from "./admission-harness.ts";
+
+describe("a dispatched run's slot is counted once (real NATS + Redis + capacity projection; runtime transport replaced by an in-memory responder)", () => {
+  const adm = admissionHarness("cp-adm-accepted");
+
+  it("a heartbeat the runtime took while its answer to the dispatch was on the way back already counts the run: the next run takes the place that beat left free", async () => {
+    await adm.readyRuntime("rt-blue-acc", "t-blue", 2);
+    await adm.capacityShows("rt-blue-acc");
+    await adm.admission();
+    // The runtime accepted run-a1 and answered; before admission reads the answer, it beats once,
+    // showing run-a1 (1 place left of 2), and the capacity view has that beat.
+    adm.answerInTransit = async () => {
+      await new Promise((ok) => setTimeout(ok, 20));
+      await publishBeat(jetstream(adm.fx.nc), adm.fx.layout, "rt-blue-acc", 2, 1);
+      await eventually("the beat showing run-a1 is in the view", async () => {
+        const d = (await redisCapacityView<CapacityDescriptor>(adm.redis, adm.cp).all()).find(
+          (x) => x.runtimeInstanceId === "rt-blue-acc",
+        );
+        return d?.beats["pid:1:1"]?.beat === 2 ? true : undefined;
+      });
+      await new Promise((ok) => setTimeout(ok, 20));
+    };
+    await adm.submit("t-blue", "run-a1");
+    await eventually("run-a1 dispatched and answered", async () =>
+      (await adm.types("run-a1")).includes("run.dispatched") && adm.sent.length === 1 ? true : undefined,
+    );
+    adm.answerInTransit = undefined;
+    await new Promise((ok) => setTimeout(ok, 200)); // the answer's slot extend is in Redis
+    await adm.submit("t-blue", "run-a2");
+    const decided = await eventually("run-a2 decided", async () => {
+      const types = await adm.types("run-a2");
+      return types.includes("run.admitted") || types.includes("run.queued-globally") ? types : undefined;
+    });
+    // Counted twice (the beat and the reservation), the runtime looked full and run-a2 was queued.
+    expect(decided).toContain("run.admitted");
+    expect(decided).not.toContain("run.queued-globally");
+  });
+});
