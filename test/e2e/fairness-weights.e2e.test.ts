@@ -21,6 +21,8 @@ import { eventually } from "../support/streams.ts";
 const HEAVY = "token-tenant-heavy-00001";
 const LIGHT = "token-tenant-light-00001";
 const BURST = 160;
+/** Runs waiting per tenant for a dispatch to count as contended (more than one pass's worth: 8 in flight). */
+const BACKLOG = 10;
 const dag = { steps: [{ id: "only", kind: "compute" as const, params: { durationMs: 20 } }] };
 
 describe("two tenants flooding one shared runtime get dispatches in proportion to their configured weights (all services real)", () => {
@@ -98,21 +100,19 @@ describe("two tenants flooding one shared runtime get dispatches in proportion t
     for (const id of tenantOf.keys()) expect(completions.get(id), id).toBe(1); // exactly once
 
     // Walk the stream: submitted adds to a tenant's backlog, dispatched takes from it. Count the
-    // dispatches made while both tenants had runs waiting (after both bursts were in).
+    // dispatches made while both tenants had a backlog (at least BACKLOG runs waiting each), i.e. the
+    // runtime full and admission choosing between them. (Counting only after both bursts were in made
+    // the sample depend on how fast the API took the bursts: at CI's load 74 of the 320 dispatches.)
     const waiting = { heavy: 0, light: 0 };
-    const submitted = { heavy: 0, light: 0 };
     const share = { heavy: 0, light: 0 };
     for (const e of log) {
       const t = tenantOf.get(e.event.correlationId);
       if (!t) continue;
-      if (e.event.type === "run.submitted") {
-        waiting[t]++;
-        submitted[t]++;
-      }
+      if (e.event.type === "run.submitted") waiting[t]++;
       if (e.event.type !== "run.dispatched") continue;
-      const contended = waiting.heavy > 0 && waiting.light > 0;
+      const contended = waiting.heavy >= BACKLOG && waiting.light >= BACKLOG;
       waiting[t]--;
-      if (contended && submitted.heavy === BURST && submitted.light === BURST) share[t]++;
+      if (contended) share[t]++;
     }
     const ratio = share.heavy / share.light;
     console.log(JSON.stringify({ contendedDispatches: share, ratio: Math.round(ratio * 100) / 100 }));
