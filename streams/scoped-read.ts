@@ -33,13 +33,16 @@ export interface Reader {
 /** A stored message, undecoded. */
 export type Msg = Pick<StoredMsg, "seq" | "subject" | "time" | "data">;
 
-export const directReader = (jsm: Promise<JetStreamManager>, stream: string): Reader => ({
-  filtered: async (filter, fromSeq, onUndecodable) => readFiltered(await jsm, stream, filter, fromSeq, onUndecodable),
-  first: async (filter, seq) => firstAtOrAfter(await jsm, stream, filter, seq),
+export const directReader = (jsm: Promise<JetStreamManager>, stream: string): Reader => {
   // From the stream leader (read-after-write, unlike Direct Get on R>1); the filter is in the body.
-  lastSeq: async (filter) => (await (await jsm).streams.getMessage(stream, { last_by_subj: filter }))?.seq ?? 0,
-  last: async (filter) => (await jsm).streams.getMessage(stream, { last_by_subj: filter }),
-});
+  const last = async (filter: string) => (await jsm).streams.getMessage(stream, { last_by_subj: filter });
+  return {
+    filtered: async (filter, fromSeq, onUndecodable) => readFiltered(await jsm, stream, filter, fromSeq, onUndecodable),
+    first: async (filter, seq) => firstAtOrAfter(await jsm, stream, filter, seq),
+    lastSeq: async (filter) => (await last(filter))?.seq ?? 0,
+    last,
+  };
+};
 
 /** Delays before the 2nd..5th attempt of a history request nobody answered (~3.7 s of waiting in all). */
 const RETRY_DELAYS_MS = [200, 500, 1000, 2000];
