@@ -28,3 +28,11 @@ export const Heartbeat = z
   })
   .strict();
 export type Heartbeat = z.infer<typeof Heartbeat>;
+
+/**
+ * A heartbeat as the control plane stored it: `at` is when the stream stored it (the server's clock:
+ * what staleness is judged by), `takenAt` the runtime's own `at` (its clock: the instant the beat's
+ * counts are from, what a dispatch answer's time is compared with). Absent on a view written before
+ * it was kept: nothing is then known to be in the beat, so every reservation counts.
+ */
+export type StoredHeartbeat = Heartbeat & { readonly takenAt?: string };

@@ -161,7 +161,7 @@ export {
   type EventOf,
   type DataOf,
 } from "./events.ts";
-export { Heartbeat } from "./heartbeat.ts";
+export { Heartbeat, type StoredHeartbeat } from "./heartbeat.ts";
 export { CapacityRebuildReply, ForensicsRebuildReply } from "./control-replies.ts";
 export {
   ROUTING_HEADER,

@@ -1,17 +1,27 @@
-import { contractViolation, decodeJson, Heartbeat, isSubjectSafeId, RuntimeInstanceId } from "../contracts/index.ts";
+import {
+  contractViolation,
+  decodeJson,
+  Heartbeat,
+  isSubjectSafeId,
+  RuntimeInstanceId,
+  type StoredHeartbeat,
+} from "../contracts/index.ts";
 
 /**
  * A stored heartbeat as the control plane may believe it. The runtime is the one its subject names
  * (`<heartbeatPrefix>.<RuntimeInstanceId>`: only that runtime's credentials may publish there), and
  * a payload naming another runtime is refused as forged. Its time is when JetStream stored it
  * (`storedAtMs`, the server's clock), never the writer's `at`: a runtime cannot keep itself "fresh"
- * with a future timestamp.
+ * with a future timestamp. The writer's `at` is kept as `takenAt` (when its counts are from, on the
+ * clock its command answers are timed with), never later than the stored time: a beat cannot have
+ * been taken after it was stored, and a future `takenAt` would make admission treat every run the
+ * runtime accepted as already in its counts.
  */
 export function storedHeartbeat(
   heartbeatPrefix: string,
   m: { readonly subject: string; readonly data: Uint8Array; readonly seq: number },
   storedAtMs: number,
-): Heartbeat {
+): StoredHeartbeat {
   const id = m.subject.slice(heartbeatPrefix.length + 1);
   if (!m.subject.startsWith(`${heartbeatPrefix}.`) || !isSubjectSafeId(id))
     throw contractViolation("heartbeat", `subject ${m.subject} names no runtime`, { subject: m.subject });
@@ -20,5 +30,11 @@ export function storedHeartbeat(
     throw contractViolation("heartbeat", `payload names runtime ${hb.runtimeInstanceId}, its subject ${id}`, {
       subject: m.subject,
     });
-  return { ...hb, runtimeInstanceId: RuntimeInstanceId.parse(id), at: new Date(storedAtMs).toISOString() };
+  const takenAtMs = Math.min(Date.parse(hb.at), storedAtMs);
+  return {
+    ...hb,
+    runtimeInstanceId: RuntimeInstanceId.parse(id),
+    at: new Date(storedAtMs).toISOString(),
+    takenAt: new Date(takenAtMs).toISOString(),
+  };
 }

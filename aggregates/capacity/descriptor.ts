@@ -1,4 +1,4 @@
-import type { DataOf, Heartbeat, ReadinessLayer, RuntimeInstanceId } from "../../contracts/index.ts";
+import type { DataOf, ReadinessLayer, RuntimeInstanceId, StoredHeartbeat } from "../../contracts/index.ts";
 
 /** Lifecycle of a runtime as capacity sees it; it only moves forward (rank order). */
 export const LIFECYCLE = ["registered", "ready", "draining", "suspected", "fenced", "retired"] as const;
@@ -28,7 +28,7 @@ export interface CapacityDescriptor {
   readonly endpoint?: EndpointFacts;
   readonly capacityPublished: boolean;
   /** Highest beat seen per host incarnation: order by beat, never by arrival. */
-  readonly beats: Readonly<Record<string, Heartbeat>>;
+  readonly beats: Readonly<Record<string, StoredHeartbeat>>;
   readonly incidentId?: string;
   /** Conflicts the fold refused to apply, for operators. */
   readonly conflicts: readonly string[];
@@ -47,7 +47,7 @@ export const emptyDescriptor = (runtimeInstanceId: RuntimeInstanceId): CapacityD
 });
 
 /** The heartbeat of the current incarnation, if any. Beats of other incarnations never count. */
-export function currentBeat(d: CapacityDescriptor): Heartbeat | undefined {
+export function currentBeat(d: CapacityDescriptor): StoredHeartbeat | undefined {
   return d.host ? d.beats[d.host.hostIncarnation] : undefined;
 }
 

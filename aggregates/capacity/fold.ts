@@ -1,5 +1,5 @@
 import { assertNever } from "../../contracts/assert-never.ts";
-import type { DroverEvent, Heartbeat, RuntimeInstanceId } from "../../contracts/index.ts";
+import type { DroverEvent, RuntimeInstanceId, StoredHeartbeat } from "../../contracts/index.ts";
 import { emptyDescriptor, rankOf, type CapacityDescriptor, type Lifecycle } from "./descriptor.ts";
 
 type RuntimeEvent = Extract<DroverEvent, { type: `runtime.${string}` }>;
@@ -12,7 +12,7 @@ export type CapacityInput =
       readonly runtimeInstanceId: RuntimeInstanceId;
       readonly event: RuntimeEvent;
     }
-  | { readonly kind: "heartbeat"; readonly beat: Heartbeat };
+  | { readonly kind: "heartbeat"; readonly beat: StoredHeartbeat };
 export type { RuntimeEvent };
 
 const forward = (d: CapacityDescriptor, to: Lifecycle): Lifecycle => (rankOf(to) > rankOf(d.status) ? to : d.status);

@@ -41,4 +41,42 @@ describe("a dispatched run's slot is counted once (real NATS + Redis + capacity 
     expect(decided).toContain("run.admitted");
     expect(decided).not.toContain("run.queued-globally");
   });
+
+  it("a heartbeat the runtime took before it accepted a run but the stream stored after the answer does not show the run: its reservation still counts and the runtime is not over-committed", async () => {
+    await adm.readyRuntime("rt-blue-late", "t-blue", 2);
+    await adm.capacityShows("rt-blue-late");
+    await adm.admission();
+    // The runtime took a beat (2 free: run-b1 not in it yet), then accepted run-b1 and answered; the
+    // beat reached the stream only after the answer was built (its publish waited on the runtime's
+    // loop or on the server): stored later than the answer, taken earlier.
+    adm.answerInTransit = async (c) => {
+      const takenAt = new Date(Date.parse(adm.lastAnswerAt(c)) - 5);
+      await new Promise((ok) => setTimeout(ok, 20));
+      await publishBeat(jetstream(adm.fx.nc), adm.fx.layout, "rt-blue-late", 2, 2, takenAt);
+      await eventually("the late-stored beat is in the view", async () => {
+        const d = (await redisCapacityView<CapacityDescriptor>(adm.redis, adm.cp).all()).find(
+          (x) => x.runtimeInstanceId === "rt-blue-late",
+        );
+        return d?.beats["pid:1:1"]?.beat === 2 ? true : undefined;
+      });
+    };
+    await adm.submit("t-blue", "run-b1");
+    await eventually("run-b1 dispatched and answered", async () =>
+      (await adm.types("run-b1")).includes("run.dispatched") && adm.sent.length === 1 ? true : undefined,
+    );
+    adm.answerInTransit = undefined;
+    await new Promise((ok) => setTimeout(ok, 200)); // the answer's slot extend is in Redis
+    await adm.submit("t-blue", "run-b2");
+    await adm.submit("t-blue", "run-b3");
+    const decided = await eventually("run-b2 and run-b3 decided", async () => {
+      const all = await Promise.all(["run-b2", "run-b3"].map((id) => adm.types(id)));
+      const d = all.map((t) =>
+        t.includes("run.admitted") ? "admitted" : t.includes("run.queued-globally") ? "queued" : undefined,
+      );
+      return d.every(Boolean) ? d.sort() : undefined;
+    });
+    // 2 places by the beat, run-b1 holding one: one more run fits. Counting run-b1 as shown by a
+    // beat taken before it was accepted admitted both (3 runs sent to 2 places).
+    expect(decided).toEqual(["admitted", "queued"]);
+  });
 });

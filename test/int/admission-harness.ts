@@ -61,13 +61,19 @@ export function admissionHarness(cp: string) {
     connections: [] as NatsConnection[],
     capacity: undefined as unknown as CapacityProjection,
 
+    answeredAt: new Map<RuntimeCommand, string>(),
+    /** When the in-memory runtime received `c` (its answer's `timings.receivedAt`). */
+    lastAnswerAt: (c: RuntimeCommand): string => h.answeredAt.get(c)!,
+
     async send(_endpoint: string, _t: unknown, c: RuntimeCommand): Promise<RuntimeCommandResult> {
       h.sent.push(c);
+      const receivedAt = new Date().toISOString();
+      h.answeredAt.set(c, receivedAt);
       const base = {
         operation: c.operation,
         runtimeInstanceId: c.runtimeInstanceId,
         hostIncarnation: "pid:1:1" as never,
-        timings: { receivedAt: new Date().toISOString(), handledMs: 1 },
+        timings: { receivedAt, handledMs: 1 },
       };
       if (c.operation === "DispatchRun") await h.answerInTransit?.(c);
       if (c.operation === "GetRunStatus") {

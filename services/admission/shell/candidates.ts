@@ -13,7 +13,21 @@ export interface Placeable extends Candidate {
   readonly hostIncarnation?: HostIncarnation;
   /** The runtime's own free slots per its heartbeat: the reservation limit. */
   readonly heartbeatSlots: number;
+  /** When that beat was taken, on the runtime's clock (-1: unknown): runs it accepted by then are in it. */
+  readonly beatTakenAt: number;
 }
+
+/**
+ * When the beat's counts are from, on the clock the runtime times its command answers with (a
+ * reservation's acceptedAt, dispatch.ts): runs accepted by then are in the beat. Not the stored time:
+ * a beat taken before the runtime accepted a run can be stored after the answer was built, and a
+ * reservation counted as "in the beat" by the stored time over-committed the runtime (seen in the
+ * service-restarts e2e: a place given twice while the beat's publish waited on the runtime's loop).
+ */
+const takenAtOf = (hb: { readonly takenAt?: string } | undefined): number => {
+  const t = hb?.takenAt === undefined ? NaN : Date.parse(hb.takenAt);
+  return Number.isFinite(t) ? t : -1;
+};
 
 /**
  * The capacity view as admission sees it right now: every runtime of the control plane that is not
@@ -34,10 +48,7 @@ export async function readCandidates(
   const live = liveDescriptors.map((d) => d.runtimeInstanceId);
   const at = new Map(live.map((id, i) => [id, i]));
   // A reservation whose run the latest heartbeat already shows is not subtracted twice.
-  const beatAts = liveDescriptors.map((d) => {
-    const hb = currentBeat(d);
-    return hb ? Date.parse(hb.at) : -1;
-  });
+  const beatAts = liveDescriptors.map((d) => takenAtOf(currentBeat(d)));
   const reserved = await reservations.countMany(live, now, beatAts);
   for (const d of registered) {
     const reg = d.registration!;
@@ -63,6 +74,7 @@ export async function readCandidates(
       ...(reg.stepKinds ? { stepKinds: reg.stepKinds } : {}),
       ...(reg.worker ? { worker: reg.worker } : {}),
       heartbeatSlots: hb?.availableSlots ?? 0,
+      beatTakenAt: takenAtOf(hb),
       ...(endpoint ? { endpoint } : {}),
       ...(d.host ? { hostIncarnation: d.host.hostIncarnation } : {}),
     });

@@ -94,6 +94,7 @@ const shared = (free: number): Placeable =>
     status: "ready",
     transport: "http",
     heartbeatSlots: free,
+    beatTakenAt: -1,
   }) as unknown as Placeable;
 
 describe("blocks carried from one admission pass to the next (in memory, pure: proves no transport)", () => {

@@ -277,7 +277,7 @@ const slotOf = (deps: AdmissionDeps, c: Placeable) => ({
   runtimeInstanceId: c.runtimeInstanceId,
   slots: c.heartbeatSlots,
   ttlMs: 3 * deps.config.dispatchTimeoutMs,
-  beatAt: c.lastHeartbeatAt,
+  beatAt: c.beatTakenAt,
 });
 
 /**
