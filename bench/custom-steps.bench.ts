@@ -52,7 +52,10 @@ async function main(): Promise<void> {
       transport: "http",
       tenantId: T,
       sizing: { workers: 2, maxConcurrentRuns: 1, localQueueCapacity: 2, maxWorkersPerRun: 1 },
-      env: { DROVER_WORKER_MODULE: workerBundle(PROOF_WORKER_MODULE), DROVER_WORKER_KINDS: CHAIN_KINDS.join(",") },
+      env: {
+        DROVER_WORKER_MODULE: await workerBundle(PROOF_WORKER_MODULE),
+        DROVER_WORKER_KINDS: CHAIN_KINDS.join(","),
+      },
     });
     try {
       const chains = { custom: customChain(STEPS), compute: chainDag(STEPS, 0) };

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, renameSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { buildSync } from "esbuild";
+import { build, buildSync } from "esbuild";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 
@@ -51,28 +51,45 @@ export function runtimeCommand(onFallback?: (why: string) => void): readonly str
 /**
  * Bundles a tenant's worker module (docs/sdk.md) into one ESM file under .run/build, named by
  * the sha256 of its content (`worker-<version>.mjs`), with `drover/sdk` bundled in (the SDK has no dependencies) and npm packages left
- * external. `module` is a path relative to the working directory (or absolute). Throws esbuild's
+ * external. `module` is a path relative to the working directory (or absolute). Rejects with esbuild's
  * message when the module does not build; the caller records `worker-invalid`.
+ * Asynchronous: esbuild works in its own process while the provisioner's loop goes on (buildSync held
+ * it 5–130 ms per start at load ~13: claims, auth callouts and command probes of every other start
+ * waited). Callers asking for the same module while its build is in flight share that build; a later
+ * call builds again (a deploy is the module as it is now).
  */
-export function workerBundle(module: string): string {
+export function workerBundle(module: string): Promise<string> {
+  const entry = resolve(module);
+  const inFlight = building.get(entry);
+  if (inFlight) return inFlight;
+  const p = bundleOnce(entry).finally(() => building.delete(entry));
+  building.set(entry, p);
+  return p;
+}
+
+const building = new Map<string, Promise<string>>();
+
+async function bundleOnce(entry: string): Promise<string> {
   const dir = resolve(ROOT, ".run/build");
   mkdirSync(dir, { recursive: true });
-  const out = buildSync({
-    entryPoints: [resolve(module)],
-    bundle: true,
-    platform: "node",
-    format: "esm",
-    target: "node20",
-    packages: "external",
-    alias: { "drover/sdk": resolve(ROOT, "sdk/index.ts") },
-    logLevel: "silent",
-    write: false,
-    outfile: resolve(dir, "worker.mjs"),
-  }).outputFiles[0]!;
+  const out = (
+    await build({
+      entryPoints: [entry],
+      bundle: true,
+      platform: "node",
+      format: "esm",
+      target: "node20",
+      packages: "external",
+      alias: { "drover/sdk": resolve(ROOT, "sdk/index.ts") },
+      logLevel: "silent",
+      write: false,
+      outfile: resolve(dir, "worker.mjs"),
+    })
+  ).outputFiles[0]!;
   // Named by its full digest, the worker version (docs/worker-versions.md): a pinned start finds it by version.
   const outfile = resolve(dir, `worker-${createHash("sha256").update(out.contents).digest("hex")}.mjs`);
   if (!existsSync(outfile)) {
-    const tmp = `${outfile}.${process.pid}.tmp`;
+    const tmp = `${outfile}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
     writeFileSync(tmp, out.contents);
     renameSync(tmp, outfile);
   }

@@ -18,7 +18,7 @@ export interface WorkerBuild {
  * build of that version (for runs pinned to it), which must still be on this machine — a pinned
  * (draining) runtime only when that version is no longer the current build.
  */
-export type BuildWorker = (module: string, version?: string) => WorkerBuild;
+export type BuildWorker = (module: string, version?: string) => Promise<WorkerBuild>;
 
 /** The sha256 (hex) of a worker module file's bytes: its worker version. */
 export const workerVersionOfFile = (path: string): string =>
@@ -34,9 +34,9 @@ const unavailable = (version: string, why: string) =>
  * A deploy touches the bundle's mtime, which is its `deployedAt`: a version built again (a rollback)
  * is deployed again. A pinned start reads the mtime and touches nothing.
  */
-export const bundledWorker: BuildWorker = (module, version) => {
+export const bundledWorker: BuildWorker = async (module, version) => {
   if (version === undefined) {
-    const path = workerBundle(module);
+    const path = await workerBundle(module);
     const now = new Date();
     utimesSync(path, now, now);
     return { path, worker: { version: workerVersionOfFile(path), deployedAt: now.toISOString(), pinned: false } };
@@ -44,7 +44,7 @@ export const bundledWorker: BuildWorker = (module, version) => {
   // Still the current build: a normal runtime (it takes new runs too), not a drained one. Pinning a
   // replacement started for a crash's resumed runs made every recovery start a second runtime for
   // the tenant's new runs, and retire the first once its runs ended.
-  const current = workerBundle(module);
+  const current = await workerBundle(module);
   if (workerVersionOfFile(current) === version)
     return { path: current, worker: { version, deployedAt: statSync(current).mtime.toISOString(), pinned: false } };
   const path = resolve(ROOT, ".run/build", `worker-${version}.mjs`);
@@ -57,7 +57,7 @@ export const bundledWorker: BuildWorker = (module, version) => {
  * Builds without a bundler (a provisioner whose runtimes import the source under tsx, in tests):
  * the version is the source file's digest, so only its current content can be started.
  */
-export const sourceWorker: BuildWorker = (module, version) => {
+export const sourceWorker: BuildWorker = async (module, version) => {
   const current = workerVersionOfFile(module);
   if (version !== undefined && version !== current)
     throw unavailable(version, `the source ${module} is now version ${current}`);

@@ -60,11 +60,11 @@ export async function recordDeploy(
  * configuration: process hosts build the module (the bundle's digest); Kubernetes hosts name the
  * image (its digest; a tag reference versions nothing: undefined). Undefined: no worker.
  */
-export function buildCurrent(
+export async function buildCurrent(
   d: ProvisionerDeps,
   tenantId: string,
   built: Map<string, string> = new Map(),
-): Pick<RuntimeWorker, "version" | "image"> | undefined {
+): Promise<Pick<RuntimeWorker, "version" | "image"> | undefined> {
   const t = d.tenantSettings?.(tenantId);
   if (!t?.worker) return undefined;
   if (t.hostProvider === "kubernetes") {
@@ -74,7 +74,7 @@ export function buildCurrent(
   }
   if (!d.strategies.has("process")) return undefined;
   // Tenants sharing a module share its build within one look (`built`: module → version).
-  const version = built.get(t.worker.module) ?? (d.buildWorker ?? sourceWorker)(t.worker.module).worker.version;
+  const version = built.get(t.worker.module) ?? (await (d.buildWorker ?? sourceWorker)(t.worker.module)).worker.version;
   built.set(t.worker.module, version);
   return { version };
 }
@@ -95,7 +95,7 @@ export async function deployCurrentBuilds(
   for (const tenantId of tenantIds) {
     try {
       if (only === "requested" && !(await readDeploys(d.store, tenantId)).pending) continue;
-      const built = buildCurrent(d, tenantId, builds);
+      const built = await buildCurrent(d, tenantId, builds);
       if (!built) continue;
       await recordDeploy(d, tenantId, built, d.tenantSettings!(tenantId).worker!.kinds);
     } catch (e) {

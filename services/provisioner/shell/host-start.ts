@@ -44,7 +44,7 @@ export async function driveHostStart(d: ProvisionerDeps, p: PlannedStart): Promi
   const reg = p.registration;
   let code: Partial<HostSpec>;
   try {
-    code = tenantCode(d, reg);
+    code = await tenantCode(d, reg);
   } catch (e) {
     const reason = { code: "worker-invalid" as const, detail: String((e as Error).message ?? e).slice(0, 2000) };
     await recordFailure(d, p, reason, "resource");
@@ -146,7 +146,7 @@ export function warmMemberServes(d: ProvisionerDeps, reg: PlannedStart["registra
  * several tenants). Secrets sourced from the environment are read here and handed to this runtime
  * only; their values never reach an event.
  */
-function tenantCode(d: ProvisionerDeps, reg: PlannedStart["registration"]): Partial<HostSpec> {
+async function tenantCode(d: ProvisionerDeps, reg: PlannedStart["registration"]): Promise<Partial<HostSpec>> {
   if (!reg.tenantId || !d.tenantSettings) return {};
   const t = d.tenantSettings(reg.tenantId);
   if (reg.hostProvider === "kubernetes") {
@@ -171,7 +171,7 @@ function tenantCode(d: ProvisionerDeps, reg: PlannedStart["registration"]): Part
           // The build its registration names (decide() resolved it): a pinned version's own bundle.
           worker: {
             module: reg.worker
-              ? (d.buildWorker ?? sourceWorker)(t.worker.module, reg.worker.version).path
+              ? (await (d.buildWorker ?? sourceWorker)(t.worker.module, reg.worker.version)).path
               : t.worker.module,
             kinds: t.worker.kinds,
           },

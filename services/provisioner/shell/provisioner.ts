@@ -207,7 +207,7 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
         d.log("scale-out rejected", { requestId: req.requestId, reason: next.reason });
         return undefined;
       case "start": {
-        const built = workerOf(
+        const built = await workerOf(
           d,
           next.registration.tenantId,
           next.registration.hostProvider,
@@ -309,13 +309,13 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
  * pins, or the tenant's current one. Process hosts: the module built now (or a pinned version's
  * bundle). Kubernetes hosts: the digest of the image the Pod runs (domain/kubernetes-worker.ts).
  */
-function workerOf(
+async function workerOf(
   d: ProvisionerDeps,
   tenantId: string | undefined,
   provider: HostProvider,
   version: string | undefined,
   roster: Roster,
-): { readonly worker: RuntimeWorker } | { readonly reason: Reason } | undefined {
+): Promise<{ readonly worker: RuntimeWorker } | { readonly reason: Reason } | undefined> {
   const worker = tenantId && d.tenantSettings ? d.tenantSettings(tenantId).worker : undefined;
   if (!worker || !tenantId) return undefined;
   if (provider === "kubernetes") {
@@ -324,7 +324,7 @@ function workerOf(
     return kubernetesWorker({ image, tenantId, roster, now: d.clock.now(), ...(version ? { version } : {}) });
   }
   try {
-    return { worker: (d.buildWorker ?? sourceWorker)(worker.module, version).worker };
+    return { worker: (await (d.buildWorker ?? sourceWorker)(worker.module, version)).worker };
   } catch (e) {
     return { reason: { code: "worker-invalid", detail: String((e as Error).message ?? e).slice(0, 2000) } };
   }
