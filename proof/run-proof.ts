@@ -1,4 +1,6 @@
 import { createHash } from "node:crypto";
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
 import type { z } from "zod";
 import type { DagInput, KubernetesHostConfig } from "../contracts/index.ts";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
@@ -280,6 +282,14 @@ export async function runProof(
     }
     const recovered = log.filter((e) => e.event.type === "forensics.execution-recovery-completed").length;
     pass = assertions.every((a) => a.ok);
+    // A kept log directory holds the event log too (one JSON line per event): what a failure is diagnosed from.
+    if (!pass || process.env.DROVER_KEEP_LOGS === "1") {
+      await writeFile(
+        join(cp.logDir, "events.jsonl"),
+        log.map((e) => JSON.stringify({ seq: e.seq, time: e.time.toISOString(), s: e.subject, e: e.event })).join("\n"),
+      );
+      await writeFile(join(cp.logDir, "kills.json"), JSON.stringify(kills, null, 1));
+    }
     const phasesMs = { runs: tRuns - t0, log: tLog - tRuns, readModels: Date.now() - tLog };
     return {
       options: o,

@@ -130,6 +130,8 @@ const runners = await consumeScaleOutRequests(
   provisioner,
   scaleOutPullLoops(ctx.config.maxConcurrentHostStartups, ctx.config.warmPool),
   process.env.DROVER_SCALEOUT_ACK_WAIT_MS ? Number(process.env.DROVER_SCALEOUT_ACK_WAIT_MS) : undefined,
+  undefined,
+  (msg, fields) => ctx.log.warn(fields, msg),
 );
 ctx.onShutdown(async () => {
   clearInterval(deployChecks);

@@ -97,18 +97,22 @@ export class RunIndex implements Snapshottable {
   /**
    * Replaces what the index holds of a scale-out request with the fold of its whole history as read
    * from the log (its own first append, or the history found behind a version conflict or by the
-   * liveness guard), so the index holds what the log says, never what was assumed.
+   * liveness guard), so the index holds what the log says, never what was assumed. Unless the index
+   * went further meanwhile: the follower may fold later events of the request (its end) between the
+   * read and this call, and delivers them once; replaced by the older read, the request was open
+   * again in the index for good and the key's runs waited on it until its `expiresAt`.
    */
   resetScaleOut(
     tenantId: string,
     requestId: string,
     history: readonly { readonly seq: number; readonly time: Date; readonly event: DroverEvent }[],
   ): ScaleOutEntry | undefined {
-    const recheckedMs = this.scaleOuts.get(requestId)?.recheckedMs;
+    const held = this.scaleOuts.get(requestId);
+    if (held && held.lastSeq > (history.at(-1)?.seq ?? 0)) return held;
     this.scaleOuts.delete(requestId);
     for (const e of history) this.applyScaleOut(tenantId, requestId, e.event, e.seq, e.time.getTime());
     const entry = this.scaleOuts.get(requestId);
-    if (entry && recheckedMs !== undefined) entry.recheckedMs = recheckedMs;
+    if (entry && held?.recheckedMs !== undefined) entry.recheckedMs = held.recheckedMs;
     return entry;
   }
 

@@ -45,6 +45,7 @@ export async function consumeScaleOutRequests(
   parallel: number,
   ackWaitMs?: number,
   backoffMs?: readonly number[],
+  log?: (msg: string, fields: Record<string, unknown>) => void,
 ): Promise<ConsumerRunner[]> {
   const spec = scaleOutConsumer(layout, ackWaitMs);
   const handle = nats.nc;
@@ -61,7 +62,23 @@ export async function consumeScaleOutRequests(
         spec,
         // The last delivery closes a request it cannot drive (exhausted.ts) instead of leaving it open.
         (e, delivery) => provisioner.handle(e, { last: delivery.deliveryCount >= (spec.maxDeliver ?? 1) }),
-        backoffMs ? { backoffMs } : {},
+        {
+          ...(backoffMs ? { backoffMs } : {}),
+          // A failed delivery is said (nak: redelivered later; term: never again), with its error.
+          ...(log
+            ? {
+                onOutcome: (o) => {
+                  if (o.outcome.kind !== "ack")
+                    log("scale-out delivery failed", {
+                      seq: o.seq,
+                      deliveryCount: o.deliveryCount,
+                      outcome: o.outcome,
+                      err: String((o.error as Error)?.message ?? o.error),
+                    });
+                },
+              }
+            : {}),
+        },
       ),
     ),
   );

@@ -9,9 +9,10 @@ import type { RosterView } from "./roster-view.ts";
 const MAX_CONFLICTS = 8;
 
 /**
- * Closes a scale-out request whose last JetStream delivery failed (docs/hosts.md "Scale-out
- * requests end"): without this the request stayed `requested` forever once the consumer's
- * `maxDeliver` ran out, admission and forensics disagreeing on it. Cleans up first, as a takeover
+ * Closes a scale-out request whose last JetStream delivery failed, or whose delivery failed with
+ * an error the consumer terminates (`why` "refused": no redelivery follows either; docs/hosts.md
+ * "Scale-out requests end"): without this the request stayed `requested` forever once the
+ * consumer's `maxDeliver` ran out, admission and forensics disagreeing on it. Cleans up first, as a takeover
  * does: a start registered for the request that published capacity fulfils it; one that did not
  * is abandoned (`host-start-failed`, its exact incarnation killed, `retired`). Then appends
  * `scaleout.rejected` (`scale-out-deliveries-exhausted`, the last error as detail), conditional on
@@ -25,6 +26,7 @@ export async function closeExhausted(
   tenantId: string,
   requestId: string,
   lastError: unknown,
+  why: "exhausted" | "refused" = "exhausted",
 ): Promise<"closed" | "fulfilled" | "ended-already"> {
   const ref = scaleOutRef(tenantId, requestId);
   let s = await readRequest(d.store, ref);
@@ -39,7 +41,11 @@ export async function closeExhausted(
     const e = outcome.fulfilled(d, s, r.runtimeInstanceId);
     return (await appendEnd(d, ref, s.lastSeq, e)) ? "fulfilled" : "ended-already";
   }
-  const detail = `every delivery of the request failed; last error: ${String((lastError as Error)?.message ?? lastError)}`;
+  const failed =
+    why === "exhausted"
+      ? "every delivery of the request failed"
+      : "a delivery of the request failed with an error no redelivery can change (the consumer gives it up)";
+  const detail = `${failed}; last error: ${String((lastError as Error)?.message ?? lastError)}`;
   s = await readRequest(d.store, ref);
   if (isTerminal(s)) return "ended-already";
   const e = outcome.rejected(d, s, { code: "scale-out-deliveries-exhausted", detail: detail.slice(0, 2000) });

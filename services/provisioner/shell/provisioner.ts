@@ -1,5 +1,5 @@
 import { LifecycleGate } from "../../../platform/hosts/lifecycle-gate.ts";
-import type { HostProvider, Reason, RuntimeWorker } from "../../../contracts/index.ts";
+import { isDroverError, type HostProvider, type Reason, type RuntimeWorker } from "../../../contracts/index.ts";
 import { sourceWorker } from "../../../platform/hosts/worker-builds.ts";
 import type { StoredEvent } from "../../../streams/index.ts";
 import { kubernetesWorker } from "../domain/kubernetes-worker.ts";
@@ -41,7 +41,8 @@ export interface Provisioner {
    * rejected, expired), or is not this handler's to drive (terminal already, or observed concurrently
    * by another handler). Idempotent: redelivery converges using the request's own events.
    * Failure modes: store errors reject (the consumer naks; the redelivery takes over). On the
-   * consumer's last delivery (`delivery.last`) a failure closes the request instead
+   * consumer's last delivery (`delivery.last`), and for an error the consumer terminates (a
+   * non-retryable one: no redelivery follows either), a failure closes the request instead
    * (exhausted.ts: `scale-out-deliveries-exhausted`); only a failure of that close rejects.
    */
   handle(requested: StoredEvent, delivery?: { readonly last: boolean }): Promise<void>;
@@ -285,14 +286,21 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
       const running = inFlight.get(key);
       const p = running ?? drive(tenantId, requestId).finally(() => inFlight.delete(key));
       if (!running) inFlight.set(key, p);
-      if (!delivery?.last) return p;
-      // The last delivery: no redelivery follows, so a failure must not leave the request open.
+      // No redelivery follows a failure of the last delivery, nor one the consumer terminates (an
+      // error a redelivery cannot change: consumer-outcome.ts), so neither may leave the request open.
       return p.catch(async (e: unknown) => {
-        const done = await closeExhausted(d, roster, tenantId, requestId, e).catch((closeErr: unknown) => {
+        const refused = isDroverError(e) && !e.retryable;
+        if (!delivery?.last && !refused) throw e;
+        const why = refused ? "refused" : "exhausted";
+        const done = await closeExhausted(d, roster, tenantId, requestId, e, why).catch((closeErr: unknown) => {
           d.log("scale-out left open: closing it failed", { requestId, err: String(closeErr) });
           throw e;
         });
-        d.log("scale-out closed: deliveries exhausted", { requestId, done, lastError: String(e) });
+        d.log(`scale-out closed: ${refused ? "delivery refused" : "deliveries exhausted"}`, {
+          requestId,
+          done,
+          lastError: String(e),
+        });
       });
     },
     close() {
