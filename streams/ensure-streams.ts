@@ -59,38 +59,51 @@ export async function ensureStreams(
   opts: EnsureOptions = {},
 ): Promise<StreamInfo[]> {
   assertServerVersion(connectionOf(jsm).info?.version);
-  const out: StreamInfo[] = [];
-  for (const full of streamConfigs(layout, opts)) {
-    const limited = full.name !== layout.eventStream;
-    const want = limited
-      ? withoutLimits(full)
-      : opts.anyPurgePolicy
-        ? Object.fromEntries(Object.entries(full).filter(([k]) => k !== "deny_purge"))
-        : full;
-    let info: StreamInfo;
-    try {
-      info = await jsm.streams.info(full.name);
-    } catch (e) {
-      if (!(e instanceof JetStreamApiError && e.code === STREAM_NOT_FOUND)) throw e;
-      // A concurrent creator with the same definition makes this add idempotent on the server.
-      info = await jsm.streams.add(full);
-    }
-    // Replicas are the deployment's (NATS_REPLICAS when created; an operator may scale a stream
-    // later): a party that does not know the deployment's count (a runtime) verifies the rest.
-    const { num_replicas: _replicas, ...guaranteed } = want;
-    const diffs = configDifferences(guaranteed, info.config);
-    if (diffs.length > 0) {
-      throw new DroverError(
-        "contract-violation",
-        `stream ${full.name} exists with settings that differ from drover's definition; refusing to change it: ${diffs.join("; ")}`,
-        { details: { stream: full.name, differences: diffs } },
-      );
-    }
-    if (limited && opts.adjustLimits && configDifferences(full, info.config).length > 0)
-      info = await jsm.streams.update(full.name, { ...info.config, ...full });
-    out.push(info);
+  // The streams are independent: checked side by side (one round trip, not one per stream, in every
+  // process's start-up); a failure is reported as when they went one after the other (the first stream's).
+  const checked = await Promise.allSettled(
+    streamConfigs(layout, opts).map((full) => ensureOne(jsm, layout, full, opts)),
+  );
+  return checked.map((c) => {
+    if (c.status === "rejected") throw c.reason;
+    return c.value;
+  });
+}
+
+async function ensureOne(
+  jsm: JetStreamManager,
+  layout: StreamLayout,
+  full: Partial<StreamConfig> & { name: string },
+  opts: EnsureOptions,
+): Promise<StreamInfo> {
+  const limited = full.name !== layout.eventStream;
+  const want = limited
+    ? withoutLimits(full)
+    : opts.anyPurgePolicy
+      ? Object.fromEntries(Object.entries(full).filter(([k]) => k !== "deny_purge"))
+      : full;
+  let info: StreamInfo;
+  try {
+    info = await jsm.streams.info(full.name);
+  } catch (e) {
+    if (!(e instanceof JetStreamApiError && e.code === STREAM_NOT_FOUND)) throw e;
+    // A concurrent creator with the same definition makes this add idempotent on the server.
+    info = await jsm.streams.add(full);
   }
-  return out;
+  // Replicas are the deployment's (NATS_REPLICAS when created; an operator may scale a stream
+  // later): a party that does not know the deployment's count (a runtime) verifies the rest.
+  const { num_replicas: _replicas, ...guaranteed } = want;
+  const diffs = configDifferences(guaranteed, info.config);
+  if (diffs.length > 0) {
+    throw new DroverError(
+      "contract-violation",
+      `stream ${full.name} exists with settings that differ from drover's definition; refusing to change it: ${diffs.join("; ")}`,
+      { details: { stream: full.name, differences: diffs } },
+    );
+  }
+  if (limited && opts.adjustLimits && configDifferences(full, info.config).length > 0)
+    info = await jsm.streams.update(full.name, { ...info.config, ...full });
+  return info;
 }
 
 /**

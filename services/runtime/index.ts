@@ -37,6 +37,7 @@ export {
   openFresh,
   openResume,
   checkResumable,
+  checkResume,
   checkDispatched,
   type JournalEnv,
   type OpenedExecution,

@@ -237,6 +237,36 @@ export async function checkDispatched(
   }
 }
 
+/**
+ * ResumeExecution's checks side by side (both only read): checkResumable's history read and
+ * checkDispatched's get are independent, so a resume waits for the slower of the two, not their sum.
+ * A refusal is the same as when they ran one after the other: checkResumable's first when both refuse.
+ * Resolves with the journal as checked, which `openResume` may reuse (see there).
+ */
+export async function checkResume(env: JournalEnv, p: ResumePayload): Promise<ExecutionState> {
+  const [resumable, dispatched] = await Promise.allSettled([
+    checkResumable(env, p),
+    checkDispatched(env, p, p.executionId),
+  ]);
+  if (resumable.status === "rejected") throw resumable.reason;
+  if (dispatched.status === "rejected") throw dispatched.reason;
+  return resumable.value;
+}
+
+/**
+ * The journal as `checked` when it is still the journal (its last sequence, one Direct Get, is the
+ * one checked: nothing was appended since); else read and checked again. The reuse skips a second
+ * history read through the provisioner's history responder, which every replacement runtime's
+ * resumes queue on at once after an incident.
+ * A replica lagging behind could hide a newer event: the conditional appends that follow (run
+ * `started` on `dispatchedSeq`, exec `resumed` on this sequence) then fail, as they would have
+ * after a read.
+ */
+async function resumableNow(env: JournalEnv, p: ResumePayload, checked?: ExecutionState): Promise<ExecutionState> {
+  if (checked && (await env.store.lastSeq(execRef(p.tenantId, p.executionId))) === checked.lastSeq) return checked;
+  return checkResumable(env, p);
+}
+
 const TERMINAL = new Set<string>(["exec.completed", "exec.failed", "exec.cancelled"]);
 export type EndedEvent = Extract<DroverEvent, { type: "exec.completed" | "exec.failed" | "exec.cancelled" }>;
 
@@ -246,9 +276,14 @@ export type EndedEvent = Extract<DroverEvent, { type: "exec.completed" | "exec.f
  * journal that already ended, nothing more is written to it and the opened execution carries its
  * terminal event (`ended`), from which the run's own terminal event is written.
  * Every later write carries writer.epoch = p.epoch. Conflicts reject with `execution-ownership-lost`.
+ * `checked`: the journal as `checkResume` folded and checked it for this command, reused when still current.
  */
-export async function openResume(env: JournalEnv, p: ResumePayload): Promise<OpenedExecution> {
-  const prior = await checkResumable(env, p);
+export async function openResume(
+  env: JournalEnv,
+  p: ResumePayload,
+  checked?: ExecutionState,
+): Promise<OpenedExecution> {
+  const prior = await resumableNow(env, p, checked);
   const emit = emitter(env, p, p.epoch);
   const run = journalFor(env, runRef(p.tenantId, p.sharedRunId), p.dispatchedSeq, p.epoch);
   await run.append(

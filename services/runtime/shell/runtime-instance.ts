@@ -9,9 +9,10 @@ import {
 } from "../../../contracts/index.ts";
 import type { z } from "zod";
 import { admitRun, availableSlots, nextToStart, runsToStart, type QueueFacts } from "../domain/local-queue.ts";
+import type { ExecutionState } from "../../../aggregates/execution.ts";
 import {
   checkDispatched,
-  checkResumable,
+  checkResume,
   executionIdFor,
   openFresh,
   openResume,
@@ -31,6 +32,8 @@ interface LocalRun {
     | { readonly mode: "start"; readonly payload: DispatchPayload }
     | { readonly mode: "resume"; readonly payload: ResumePayload };
   readonly acceptedAt: number;
+  /** A resume's journal as its command checked it, until its open reuses (or re-reads) it. */
+  checked?: ExecutionState;
   state: RunState;
   execution?: Execution;
   /** Holds one of the runtime's run slots (false while its execution is parked on a wait). */
@@ -85,19 +88,18 @@ export class RuntimeInstance {
   }
 
   /**
-   * ResumeExecution: checks the journal first (the pending recovery epoch must equal `epoch`) and
-   * that `dispatchedSeq` is this resume's dispatch to this runtime, then queues the resume ahead of
-   * new work (recovery items go first). Idempotent per LocalRunId.
+   * ResumeExecution: checks the journal (the pending recovery epoch must equal `epoch`) and that
+   * `dispatchedSeq` is this resume's dispatch to this runtime, side by side, then queues the resume
+   * ahead of new work (recovery items go first), with the journal as checked for its open to reuse.
+   * Idempotent per LocalRunId.
    */
   async resume(payload: ResumePayload): Promise<Record<string, unknown>> {
-    if (!this.runs.has(payload.localRunId)) {
-      await checkResumable(this.journal, payload);
-      await checkDispatched(this.journal, payload, payload.executionId);
-    }
-    return this.accept({ mode: "resume", payload });
+    if (this.runs.has(payload.localRunId)) return this.accept({ mode: "resume", payload });
+    const checked = await checkResume(this.journal, payload);
+    return this.accept({ mode: "resume", payload }, checked);
   }
 
-  private accept(request: LocalRun["request"]): Record<string, unknown> {
+  private accept(request: LocalRun["request"], checked?: ExecutionState): Record<string, unknown> {
     const p = request.payload;
     const known = this.runs.get(p.localRunId);
     if (known) {
@@ -119,6 +121,7 @@ export class RuntimeInstance {
       localRunId: p.localRunId,
       request,
       acceptedAt: this.executor.clock.now().getTime(),
+      ...(checked ? { checked } : {}),
       state: "queued",
     };
     this.runs.set(p.localRunId, run);
@@ -199,6 +202,7 @@ export class RuntimeInstance {
     if (run.state === "queued") {
       this.queue.splice(this.queue.indexOf(run), 1);
       run.state = "cancelled";
+      delete run.checked;
       this.notifyIdle();
     } else if (run.state === "running") {
       run.cancelRequested = true;
@@ -305,11 +309,13 @@ export class RuntimeInstance {
   }
 
   private async execute(run: LocalRun): Promise<void> {
+    const checked = run.checked;
+    delete run.checked;
     try {
       const opened =
         run.request.mode === "start"
           ? await openFresh(this.journal, run.request.payload)
-          : await openResume(this.journal, run.request.payload);
+          : await openResume(this.journal, run.request.payload, checked);
       const execution = new Execution(
         this.executor,
         opened,

@@ -103,7 +103,9 @@ export async function startRuntime(
   );
   mark("connected");
   const layout = config.streamTag ? taggedLayout(config.streamTag) : DEFAULT_LAYOUT;
-  const jsm = await jetstreamManager(nc);
+  // No API round trip of its own (checkAPI): the stream checks are the first requests, and an
+  // unavailable JetStream there is waited out, as a first request during an election should be.
+  const jsm = await jetstreamManager(nc, { checkAPI: false });
   // Whether the log is compactable is the deployment's choice, checked by the services (docs/retention.md).
   await ensureStreamsPatiently(jsm, layout, { anyPurgePolicy: true });
   mark("streams");

@@ -1,0 +1,165 @@
+import { describe, expect, it } from "vitest";
+import {
+  buildEvent,
+  HostIncarnation,
+  TenantId,
+  type DroverEvent,
+  type EventOrigin,
+  type EventType,
+} from "../../../contracts/index.ts";
+import { execRef, runRef } from "../../../streams/subjects.ts";
+import type { EventStore } from "../../../streams/types.ts";
+import { eventData } from "../../../test/support/event-data.ts";
+import { MemoryEventStore } from "../../../test/support/memory-event-store.ts";
+import { checkResume, openFresh, openResume } from "./execution-open.ts";
+import { chain, executor, journalEnv, nextEventId, payload, recordingRunner, T, types } from "./execution-fixtures.ts";
+import { RuntimeInstance } from "./runtime-instance.ts";
+
+// Unit tier with an in-memory event store: proves the resume path's decisions and which reads it
+// makes, NOT any transport or JetStream behaviour (test/host proves a real runtime's resumes).
+const dag = chain(2);
+const recovery: EventOrigin = {
+  tenantId: TenantId.parse(T),
+  correlationId: "c1",
+  causationId: "recovery",
+  writer: { service: "recovery", instanceId: "rec-1" },
+};
+const byRecovery = <E extends EventType>(type: E, data: Record<string, unknown>) =>
+  buildEvent(type, eventData(type, data), recovery, { eventId: nextEventId(), now: new Date(0) }) as DroverEvent;
+const pause = (newEpoch: number) =>
+  byRecovery("exec.paused-for-recovery", {
+    forensicsId: `runtime-recovery:x:r1:l1`,
+    incidentId: `i${newEpoch}`,
+    failedRuntimeInstanceId: "rt-a",
+    newEpoch,
+  });
+
+/** rt-a ran s1 and died; recovery paused the journal at epoch 1 and admission dispatched its resume (l2) to rt-b. */
+async function pausedAndDispatched(store: MemoryEventStore) {
+  const first = await openFresh(journalEnv(store), payload(dag));
+  await first.exec.append(
+    first.emit(
+      "exec.step-completed",
+      eventData("exec.step-completed", {
+        stepId: "s1",
+        attempt: 1,
+        output: { ok: "s1" },
+        outputDigest: "a".repeat(64),
+        durationMs: 1,
+      }),
+    ),
+  );
+  await store.append(first.exec.ref, pause(1), { expectedSeq: first.exec.lastSeq });
+  const run = runRef(T, "r1");
+  const dispatched = byRecovery("run.dispatched", {
+    runtimeInstanceId: "rt-b",
+    localRunId: "l2",
+    transport: "http",
+    hostIncarnation: "pid:2:2",
+    resumeExecutionId: first.executionId,
+  });
+  const dispatchedSeq = (await store.append(run, dispatched, { expectedSeq: await store.lastSeq(run) })).seq;
+  return { ...payload(dag, "l2"), executionId: first.executionId, epoch: 1, dispatchedSeq };
+}
+
+/** `store` with every call of `name` counted (and, with `slow`, answered on a later macrotask). */
+function counting(store: MemoryEventStore, order: string[] = [], slow = false): EventStore & { reads: () => number } {
+  let reads = 0;
+  const wrap =
+    <A extends unknown[], R>(name: string, f: (...a: A) => Promise<R>) =>
+    async (...a: A): Promise<R> => {
+      order.push(`${name}:start`);
+      if (slow) await new Promise((r) => setTimeout(r, 5));
+      const out = await f(...a);
+      order.push(`${name}:end`);
+      return out;
+    };
+  return Object.assign(Object.create(store) as MemoryEventStore, {
+    read: wrap("read", (...a: Parameters<MemoryEventStore["read"]>) => (reads++, store.read(...a))),
+    lastOfType: wrap("lastOfType", (...a: Parameters<MemoryEventStore["lastOfType"]>) => store.lastOfType(...a)),
+    reads: () => reads,
+  });
+}
+
+describe("ResumeExecution's checks side by side, the checked journal reused by the open (in-memory store; proves no transport)", () => {
+  it("given a resume command, when checked, then the journal's history read and the run's dispatch get are both in flight before either answers", async () => {
+    const store = new MemoryEventStore();
+    const p = await pausedAndDispatched(store);
+    const order: string[] = [];
+    const state = await checkResume(journalEnv(counting(store, order, true), "rt-b"), p);
+    expect(state.pendingRecovery?.newEpoch).toBe(1);
+    expect(order.slice(0, 2).sort()).toEqual(["lastOfType:start", "read:start"]);
+  });
+
+  it("given both checks refuse (wrong epoch and a dispatch to another runtime), when checked, then the journal's refusal is reported, as when they ran one after the other", async () => {
+    const store = new MemoryEventStore();
+    const p = await pausedAndDispatched(store);
+    await expect(checkResume(journalEnv(store, "rt-c"), { ...p, epoch: 2 })).rejects.toMatchObject({
+      code: "resume-epoch-mismatch",
+    });
+    await expect(checkResume(journalEnv(store, "rt-c"), p)).rejects.toMatchObject({
+      code: "contract-violation",
+      message: expect.stringContaining("to rt-b, not to rt-c"),
+    });
+    expect(store.events).toHaveLength(5);
+  });
+
+  it("given the journal checked by the command and nothing appended since, when opened, then it is not read again and exec resumed follows the checked sequence", async () => {
+    const store = new MemoryEventStore();
+    const p = await pausedAndDispatched(store);
+    const checked = await checkResume(journalEnv(store, "rt-b"), p);
+    const reads = counting(store);
+    const opened = await openResume(journalEnv(reads, "rt-b"), p, checked);
+    expect(reads.reads()).toBe(0);
+    expect(opened.exec.lastSeq).toBeGreaterThan(checked.lastSeq);
+    expect((await types(store, opened.exec.ref)).at(-1)).toBe("exec.resumed");
+  });
+
+  it("given recovery paused the journal again (epoch 2) after the command's check, when opened with that check, then the journal is read again and the resume is refused resume-epoch-mismatch before anything is written", async () => {
+    const store = new MemoryEventStore();
+    const p = await pausedAndDispatched(store);
+    const checked = await checkResume(journalEnv(store, "rt-b"), p);
+    const ref = execRef(T, p.executionId);
+    await store.append(ref, pause(2), { expectedSeq: await store.lastSeq(ref) });
+    const before = store.events.length;
+    await expect(openResume(journalEnv(store, "rt-b"), p, checked)).rejects.toMatchObject({
+      code: "resume-epoch-mismatch",
+      message: expect.stringContaining("pending recovery epoch is 2, command says 1"),
+    });
+    expect(store.events).toHaveLength(before);
+  });
+
+  it("given a last-sequence get that hides a newer journal event (a lagging replica), when opened with the stale check, then exec resumed conflicts: execution-ownership-lost and no resumed of this runtime is stored", async () => {
+    const store = new MemoryEventStore();
+    const p = await pausedAndDispatched(store);
+    const checked = await checkResume(journalEnv(store, "rt-b"), p);
+    const ref = execRef(T, p.executionId);
+    await store.append(ref, pause(2), { expectedSeq: await store.lastSeq(ref) });
+    const lagging = Object.assign(Object.create(store) as MemoryEventStore, {
+      lastSeq: async () => checked.lastSeq,
+    });
+    await expect(openResume(journalEnv(lagging, "rt-b"), p, checked)).rejects.toMatchObject({
+      code: "execution-ownership-lost",
+    });
+    expect(await types(store, ref)).not.toContain("exec.resumed");
+  });
+
+  it("given a ResumeExecution accepted by a runtime with a free slot, when its execution opens and completes, then the journal's history was read once for the check and the open together", async () => {
+    const store = new MemoryEventStore();
+    const p = await pausedAndDispatched(store);
+    const reads = counting(store);
+    const { runner, calls } = recordingRunner();
+    const sizing = { workers: 1, maxConcurrentRuns: 1, localQueueCapacity: 1, maxWorkersPerRun: 1 };
+    const instance = new RuntimeInstance(
+      sizing,
+      journalEnv(reads, "rt-b"),
+      executor(runner),
+      HostIncarnation.parse("pid:2:2"),
+    );
+    await instance.resume(p);
+    await instance.whenIdle();
+    expect(instance.status(p.localRunId)).toMatchObject({ state: "completed" });
+    expect(calls).toEqual(["s2#1"]);
+    expect(reads.reads()).toBe(1);
+  });
+});
