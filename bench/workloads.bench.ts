@@ -90,6 +90,8 @@ try {
   let left = 200;
   await readModelsCaughtUp();
   const w2Cpu = await cpuSnapshot();
+  // The monotonic clock V8's CPU profiles use (µs): cut a profile (DROVER_CPU_PROF_DIR) to W2.
+  const w2MonoUs = [process.hrtime.bigint() / 1000n];
   await Promise.all(
     Array.from({ length: 50 }, async () => {
       while (left-- > 0) w2.push(await runOne(chain10));
@@ -97,11 +99,13 @@ try {
   );
   await readModelsCaughtUp();
   const w2CpuPerK = perKSteps(cpuSpent(w2Cpu, await cpuSnapshot()), 200 * 10);
+  w2MonoUs.push(process.hrtime.bigint() / 1000n);
   all = await log();
   const w2Start = Math.min(...w2.map((id) => at(all, "run.submitted", id)!));
   const w2End = Math.max(...w2.map((id) => at(all, "run.completed", id)!));
   const stepsPerS = (200 * 10) / ((w2End - w2Start) / 1000);
   console.log(JSON.stringify({ w1PerStepMs: perStep, w2StepsPerS: stepsPerS, w1CpuPerK, w2CpuPerK }));
+  console.log(`w2 monotonic window (µs, for CPU profiles): ${w2MonoUs.join(" ")}`);
 
   const metrics = {
     w1_step_overhead_ms: latencyMetric(

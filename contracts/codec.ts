@@ -1,6 +1,7 @@
-import type { z } from "zod";
+import { z } from "zod";
 import { DroverError } from "./errors.ts";
 import { EVENT_DEFINITIONS, type DroverEvent } from "./events.ts";
+import { RunSubmitted } from "./events-run.ts";
 
 /**
  * The only place bytes become objects and back. Every decode validates with zod; a value that does
@@ -89,4 +90,34 @@ export function subjectNames(subject: string, type: string): boolean {
   const [aggregate, name] = type.split(".");
   const tokens = subject.split(".");
   return tokens.at(-1) === name && tokens.at(aggregate === "runtime" ? -3 : -4) === aggregate;
+}
+
+/**
+ * `run.submitted` with its DAG and input checked only for being there as JSON (every other field,
+ * and the envelope, as `RunSubmitted` checks them): for a fold that drops both (recovery). A DAG is
+ * ~10× the schema work of any other event (zod plus `dagIssues`), and admission, which places the
+ * run, checks it in full and rejects the run when it is invalid.
+ */
+const RunSubmittedWithoutPayload = RunSubmitted.schema.extend({
+  data: RunSubmitted.schema.shape.data.extend({
+    dag: z.record(z.string(), z.unknown()),
+    input: z.unknown().optional(),
+  }),
+});
+
+/**
+ * `decodeEvent`, except that a `run.submitted`'s DAG and input are not validated (see
+ * `RunSubmittedWithoutPayload`): for folds that keep neither. Any other event is decoded in full.
+ */
+export function decodeEventWithoutPayload(bytes: Uint8Array, at: { seq?: number; subject: string }): DroverEvent {
+  if (!at.subject.endsWith(".submitted") || !subjectNames(at.subject, "run.submitted")) return decodeEvent(bytes, at);
+  let raw: unknown;
+  try {
+    raw = JSON.parse(decoder.decode(bytes));
+  } catch (e) {
+    throw contractViolation("event", `not JSON (${(e as Error).message})`, at);
+  }
+  const r = RunSubmittedWithoutPayload.safeParse(raw);
+  if (!r.success) throw contractViolation("event run.submitted", r.error.issues, at);
+  return r.data as DroverEvent;
 }

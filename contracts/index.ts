@@ -174,7 +174,16 @@ export {
   RunStatus,
   type RuntimeOperation,
 } from "./runtime-commands.ts";
-export { validate, encodeJson, decodeJson, parseEvent, encodeEvent, decodeEvent, contractViolation } from "./codec.ts";
+export {
+  validate,
+  encodeJson,
+  decodeJson,
+  parseEvent,
+  encodeEvent,
+  decodeEvent,
+  decodeEventWithoutPayload,
+  contractViolation,
+} from "./codec.ts";
 export { DroverConfig, Credential, KubernetesHostConfig, tenantSettingsOf, staleHeartbeatMsOf } from "./config.ts";
 export type { Decider } from "./decider.ts";
 export { assertNever } from "./assert-never.ts";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { EventId, SharedRunId } from "../contracts/index.ts";
-import { submissionIds } from "./submission-ids.ts";
+import { randomIdGenerator, submissionIds } from "./submission-ids.ts";
 
 let n = 0;
 const counter = () => `id${++n}`;
@@ -21,5 +21,13 @@ describe("submission ids", () => {
 
   it("takes fresh ids from the injected generator when there is no key", () => {
     expect(submissionIds("acme", undefined, () => "fixed")).toEqual({ sharedRunId: "run-fixed", eventId: "ev-fixed" });
+  });
+});
+
+describe("randomIdGenerator (pure; ids drawn from a pool refilled every 200)", () => {
+  it("gives 40 lowercase hex digits, all distinct across several pool refills", () => {
+    const ids = Array.from({ length: 1_001 }, () => randomIdGenerator());
+    for (const id of ids) expect(id).toMatch(/^[0-9a-f]{40}$/);
+    expect(new Set(ids).size).toBe(ids.length);
   });
 });

@@ -1,6 +1,6 @@
 import type { JsMsg } from "@nats-io/jetstream";
 import {
-  decodeEvent,
+  decodeEventWithoutPayload,
   ForensicsId,
   RuntimeInstanceId,
   SharedRunId,
@@ -9,20 +9,23 @@ import {
   type DroverEvent,
 } from "../../../contracts/index.ts";
 import { storedHeartbeat } from "../../../streams/index.ts";
-import {
-  evolveRun,
-  initialRunState,
-  isTerminal,
-  withoutPayload,
-  type RunEvent,
-  type RunState,
-} from "../../../aggregates/run.ts";
+import { evolveRun, initialRunState, isTerminal, type RunEvent, type RunState } from "../../../aggregates/run.ts";
 import { RunBound } from "./run-bound.ts";
 import { RetiredBound } from "./retired-bound.ts";
 import { failureTime, type FailureBasis } from "../domain/incident-clock.ts";
 import { emptyRuntime, evolveRuntime, type RuntimeEvent, type RuntimeRecord } from "../domain/runtime-health.ts";
 import { decodeRecoveryState, encodeRecoveryState, RECOVERY_STATE_KIND } from "../domain/state-image.ts";
 import type { Snapshottable } from "../../../platform/snapshots/snapshotted.ts";
+
+/**
+ * A run's state without its DAG, input and output, whatever its status: recovery decides from
+ * statuses, placements and resume facts (classify.ts, reconcile.ts, timeline.ts), never from those.
+ */
+const lean = (s: RunState): RunState => {
+  if (s.dag === undefined && s.input === undefined && s.output === undefined) return s;
+  const { dag: _dag, input: _input, output: _output, ...rest } = s;
+  return rest;
+};
 
 export interface TrackedRun {
   readonly tenantId: TenantId;
@@ -129,10 +132,15 @@ export class RecoveryState implements Snapshottable {
 
   apply(m: Pick<JsMsg, "subject" | "seq" | "data" | "info">): void {
     const tokens = m.subject.slice(this.prefix.length + 1).split(".");
+    // An execution's `completed` matters only once it resumed (its digest completes the recovery
+    // timeline, timeline.ts), and its `resumed` comes before it in its own log: the end of every
+    // other execution (one per run) is neither decoded nor kept (issue 15).
+    if (tokens[0] === "exec" && tokens[3] === "completed" && !this.execs.has(tokens[2] ?? "")) return;
     const atMs = m.info?.timestampNanos ? Math.floor(Number(m.info.timestampNanos) / 1e6) : Date.now();
     let e: DroverEvent;
     try {
-      e = decodeEvent(m.data, { seq: m.seq, subject: m.subject });
+      // No DAG or input is kept here (`lean`): a submission's are not validated either (admission does).
+      e = decodeEventWithoutPayload(m.data, { seq: m.seq, subject: m.subject });
     } catch (err) {
       this.onInvalid(m.subject, m.seq, String(err));
       return;
@@ -197,7 +205,7 @@ export class RecoveryState implements Snapshottable {
         state: initialRunState(),
       };
       const wasTerminal = isTerminal(r.state.status);
-      r.state = withoutPayload(evolveRun(r.state, e as RunEvent, seq));
+      r.state = lean(evolveRun(r.state, e as RunEvent, seq));
       this.runs.set(key, r);
       this.bound.runChanged(key, r, wasTerminal);
     } else if (agg === "runtime" && a) {
