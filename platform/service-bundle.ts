@@ -1,8 +1,9 @@
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { build, type Plugin } from "esbuild";
+import { writeOnce } from "./hosts/runtime-bundle.ts";
 
 const ROOT = resolve(import.meta.dirname, "..");
 
@@ -66,11 +67,7 @@ async function bundle(name: string, onFallback?: (why: string) => void): Promise
     const out = outputFiles[0]!;
     const digest = createHash("sha256").update(out.contents).digest("hex").slice(0, 16);
     const outfile = resolve(dir, `service-${name}-${digest}.mjs`);
-    if (!existsSync(outfile)) {
-      const tmp = `${outfile}.${process.pid}.tmp`;
-      writeFileSync(tmp, out.contents);
-      renameSync(tmp, outfile);
-    }
+    writeOnce(outfile, out.contents);
     return [outfile];
   } catch (e) {
     onFallback?.(String((e as Error).message ?? e).slice(0, 300));

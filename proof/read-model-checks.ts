@@ -1,4 +1,6 @@
 import type { NatsConnection } from "@nats-io/transport-node";
+import { CHECKPOINT_COLLECTION } from "../contracts/read-models.ts";
+import { markerId, PROJECTION_NAME } from "../services/forensics/index.ts";
 import { controlSubject } from "../platform/read-model-db.ts";
 import type { StreamLayout } from "../streams/index.ts";
 import { apiClient } from "../platform/api-client.ts";
@@ -170,4 +172,27 @@ export async function readModelAssertions(o: {
         : "rebuild request failed",
     },
   ];
+}
+
+/**
+ * Drops every read model, then waits until the projector has noticed and rebuilt them (its "built"
+ * marker is back): returns how long that took, so a drop that changed nothing cannot pass unnoticed.
+ */
+export async function dropReadModels(mongoUrl: string, db: string): Promise<number> {
+  const { MongoClient } = await import("mongodb");
+  const client = new MongoClient(mongoUrl, { serverSelectionTimeoutMS: 10_000 });
+  try {
+    const t0 = Date.now();
+    await client.db(db).dropDatabase();
+    const marker = { _id: markerId(PROJECTION_NAME) } as never;
+    if (await client.db(db).collection(CHECKPOINT_COLLECTION).findOne(marker))
+      throw new Error("the read models survived dropDatabase");
+    while (Date.now() - t0 < 300_000) {
+      if (await client.db(db).collection(CHECKPOINT_COLLECTION).findOne(marker)) return Date.now() - t0;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    throw new Error("the forensics projector did not rebuild the dropped read models within 300 s");
+  } finally {
+    await client.close();
+  }
 }

@@ -13,9 +13,7 @@ import { createEventStore, type StoredEvent } from "../streams/index.ts";
 import { apiClient } from "../platform/api-client.ts";
 import { SERVICES, startControlPlane } from "../platform/control-plane-processes.ts";
 import { readModelDbName } from "../platform/read-model-db.ts";
-import { CHECKPOINT_COLLECTION } from "../contracts/read-models.ts";
-import { markerId, PROJECTION_NAME } from "../services/forensics/index.ts";
-import { readModelAssertions } from "./read-model-checks.ts";
+import { dropReadModels, readModelAssertions } from "./read-model-checks.ts";
 import { assertProof, type AssertionResult, type KillRecord } from "./assertions.ts";
 import { recordsExpected } from "./send-failed.ts";
 import { startKillGate } from "./kill-gate.ts";
@@ -349,29 +347,6 @@ function replayAssertion(
         ? `${runs.length} runs and ${incidents.size} incidents (${kills.length} kills) match${storedOutputs.size > 0 ? `, ${storedOutputs.size} stored outputs included` : ""}`
         : failures.slice(0, 3).join("; "),
   };
-}
-
-/**
- * Drops every read model, then waits until the projector has noticed and rebuilt them (its "built"
- * marker is back): returns how long that took, so a drop that changed nothing cannot pass unnoticed.
- */
-async function dropReadModels(mongoUrl: string, db: string): Promise<number> {
-  const { MongoClient } = await import("mongodb");
-  const client = new MongoClient(mongoUrl, { serverSelectionTimeoutMS: 10_000 });
-  try {
-    const t0 = Date.now();
-    await client.db(db).dropDatabase();
-    const marker = { _id: markerId(PROJECTION_NAME) } as never;
-    if (await client.db(db).collection(CHECKPOINT_COLLECTION).findOne(marker))
-      throw new Error("the read models survived dropDatabase");
-    while (Date.now() - t0 < 300_000) {
-      if (await client.db(db).collection(CHECKPOINT_COLLECTION).findOne(marker)) return Date.now() - t0;
-      await new Promise((r) => setTimeout(r, 250));
-    }
-    throw new Error("the forensics projector did not rebuild the dropped read models within 300 s");
-  } finally {
-    await client.close();
-  }
 }
 
 async function waitForTimelines(

@@ -36,11 +36,7 @@ export function runtimeCommand(onFallback?: (why: string) => void): readonly str
     }).outputFiles[0]!;
     // Named by content: provisioners running side by side share one file, and a changed source gets a new one.
     const outfile = resolve(dir, `runtime-${createHash("sha256").update(out.contents).digest("hex").slice(0, 16)}.mjs`);
-    if (!existsSync(outfile)) {
-      const tmp = `${outfile}.${process.pid}.tmp`;
-      writeFileSync(tmp, out.contents);
-      renameSync(tmp, outfile);
-    }
+    writeOnce(outfile, out.contents);
     return [process.execPath, ...prof, outfile];
   } catch (e) {
     onFallback?.(String((e as Error).message ?? e).slice(0, 300));
@@ -88,10 +84,18 @@ async function bundleOnce(entry: string): Promise<string> {
   ).outputFiles[0]!;
   // Named by its full digest, the worker version (docs/worker-versions.md): a pinned start finds it by version.
   const outfile = resolve(dir, `worker-${createHash("sha256").update(out.contents).digest("hex")}.mjs`);
-  if (!existsSync(outfile)) {
-    const tmp = `${outfile}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
-    writeFileSync(tmp, out.contents);
-    renameSync(tmp, outfile);
-  }
+  writeOnce(outfile, out.contents);
   return outfile;
+}
+
+/**
+ * Writes a bundle named by its content unless it is there already: through a temporary file and a
+ * rename, so a reader (another provisioner, a runtime starting) never sees half a file, and writers
+ * side by side (processes, or builds in one process) each use their own temporary name.
+ */
+export function writeOnce(outfile: string, contents: Uint8Array): void {
+  if (existsSync(outfile)) return;
+  const tmp = `${outfile}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
+  writeFileSync(tmp, contents);
+  renameSync(tmp, outfile);
 }
