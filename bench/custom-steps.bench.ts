@@ -1,3 +1,5 @@
+import { LocalRunId, SharedRunId } from "../contracts/index.ts";
+import { executionIdFor } from "../services/runtime/index.ts";
 /**
  * Per-step overhead of tenant code (run with tsx: `make bench`), against a private nats-server and
  * one real runtime process whose worker is proof/custom-worker.ts, bundled as the provisioner
@@ -82,7 +84,7 @@ async function main(): Promise<void> {
             payload: { sharedRunId, localRunId, tenantId: T, dag, dispatchedSeq, correlationId: sharedRunId },
           } as never);
           if (!res.success) throw new Error(`dispatch refused: ${res.failureReason} ${res.failureDetail}`);
-          const executionId = String((res.payload.run as { executionId: string }).executionId);
+          const executionId = executionIdFor(SharedRunId.parse(sharedRunId), LocalRunId.parse(localRunId));
           const journal = await waitForJournal(cp, T, executionId, (es) =>
             es.some((e) => e.event.type === "exec.completed" || e.event.type === "exec.failed"),
           );

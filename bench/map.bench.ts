@@ -1,3 +1,5 @@
+import { LocalRunId, SharedRunId } from "../contracts/index.ts";
+import { executionIdFor } from "../services/runtime/index.ts";
 /**
  * A 10 000-item map on one real runtime process (run with tsx: `make bench`), against a private
  * nats-server (control-flow.md "Map"):
@@ -60,7 +62,10 @@ async function main(): Promise<void> {
         payload: { ...placement, dag, input, dispatchedSeq, correlationId: "map-bench" },
       } as never);
       if (!r.success) throw new Error(`dispatch refused: ${r.failureReason} ${r.failureDetail}`);
-      const executionId = String((r.payload.run as { executionId: string }).executionId);
+      const executionId = executionIdFor(
+        SharedRunId.parse(placement.sharedRunId),
+        LocalRunId.parse(placement.localRunId),
+      );
       let events = (await cp.store.read(execRef(T, executionId))).events;
       while (!events.some((e) => e.event.type === "exec.completed" || e.event.type === "exec.failed")) {
         await new Promise((res) => setTimeout(res, 1000));

@@ -1,3 +1,5 @@
+import { LocalRunId, SharedRunId } from "../contracts/index.ts";
+import { executionIdFor } from "../services/runtime/index.ts";
 /**
  * What one real runtime process journals (run with tsx: `make bench`), against a private nats-server:
  *
@@ -53,7 +55,7 @@ async function dispatch(
     payload: { sharedRunId, localRunId, tenantId: T, dag, dispatchedSeq, correlationId: sharedRunId },
   } as never);
   if (!r.success) throw new Error(`dispatch refused: ${r.failureReason} ${r.failureDetail}`);
-  return String((r.payload.run as { executionId: string }).executionId);
+  return executionIdFor(SharedRunId.parse(sharedRunId), LocalRunId.parse(localRunId));
 }
 
 /** CPU ms (user + system) a process has used so far (Linux /proc; USER_HZ 100). */

@@ -13,6 +13,7 @@ import {
 } from "../support/control-plane-double.ts";
 import { uniqueName } from "../support/isolation.ts";
 import { startRuntimeProcess, type RuntimeProcess } from "../support/runtime-process.ts";
+import { startedExecutionId } from "../support/started-execution.ts";
 
 // Boundary: a run submitted through the real API (fastify, inject) onto a real nats-server, executed
 // by a real runtime process; its journal is read back from JetStream, shown by the API, and replayed.
@@ -87,7 +88,7 @@ describe("conditions through the API and a real runtime", () => {
       payload: { ...placement, dag, input, dispatchedSeq, correlationId: sharedRunId },
     } as never);
     expect(r, JSON.stringify(r)).toMatchObject({ success: true });
-    const executionId = String((r.payload.run as { executionId: string }).executionId);
+    const executionId = startedExecutionId(r.payload, placement.sharedRunId, placement.localRunId);
     const journal = await waitForJournal(cp, TENANT, executionId, (es) =>
       es.some((e) => e.event.type === "exec.completed" || e.event.type === "exec.failed"),
     );

@@ -10,6 +10,7 @@ import {
 } from "../support/control-plane-double.ts";
 import { uniqueName } from "../support/isolation.ts";
 import { startRuntimeProcess, type RuntimeProcess } from "../support/runtime-process.ts";
+import { startedExecutionId } from "../support/started-execution.ts";
 
 // Boundary: a real runtime process (its real DNS resolution, sockets and egress policy) calling real
 // HTTP servers on loopback, journaling to a real nats-server. The tenant's allowlist names ONE
@@ -108,7 +109,8 @@ async function runOne(step: DagInput["steps"][number]) {
     operation: "DispatchRun",
     payload: { sharedRunId, localRunId, tenantId: TENANT, dag, dispatchedSeq, correlationId: sharedRunId },
   } as never);
-  const executionId = String((r.payload.run as { executionId: string }).executionId);
+  expect(r, JSON.stringify(r)).toMatchObject({ success: true });
+  const executionId = startedExecutionId(r.payload, sharedRunId, localRunId);
   const events = await waitForJournal(cp, TENANT, executionId, (es) =>
     es.some((e) => e.event.type === "exec.completed" || e.event.type === "exec.failed"),
   );

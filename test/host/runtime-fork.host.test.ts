@@ -22,6 +22,7 @@ import {
 import { uniqueName } from "../support/isolation.ts";
 import { eventually } from "../support/streams.ts";
 import { startRuntimeProcess, type RuntimeProcess } from "../support/runtime-process.ts";
+import { startedExecutionId } from "../support/started-execution.ts";
 
 // Boundary: runs submitted and forked through the real API (fastify, inject) on a real nats-server,
 // executed by a real runtime process running a tenant worker whose steps count their executions in a
@@ -104,7 +105,7 @@ async function runToEnd(sharedRunId: string, n: number) {
     },
   } as never);
   expect(r, JSON.stringify(r)).toMatchObject({ success: true });
-  const executionId = String((r.payload.run as { executionId: string }).executionId);
+  const executionId = startedExecutionId(r.payload, placement.sharedRunId, placement.localRunId);
   const journal = await waitForJournal(cp, TENANT, executionId, (es) =>
     es.some((e) => e.event.type === "exec.completed" || e.event.type === "exec.failed"),
   );

@@ -21,6 +21,7 @@ import {
 } from "../support/control-plane-double.ts";
 import { uniqueName } from "../support/isolation.ts";
 import { startRuntimeProcess, type RuntimeProcess } from "../support/runtime-process.ts";
+import { startedExecutionId } from "../support/started-execution.ts";
 
 // Boundary: runs submitted through the real API (fastify, inject) on a real nats-server, executed by
 // real runtime processes running tenant workers whose steps count their executions in files outside
@@ -108,7 +109,7 @@ async function run(tenant: "acme" | "globex", rtName: string, dagBody: object, i
     payload: { ...placement, dag, input: state.input, dispatchedSeq, correlationId: sharedRunId },
   } as never);
   expect(r, JSON.stringify(r)).toMatchObject({ success: true });
-  const executionId = String((r.payload.run as { executionId: string }).executionId);
+  const executionId = startedExecutionId(r.payload, placement.sharedRunId, placement.localRunId);
   const journal = await waitForJournal(cp, tenant, executionId, (es) =>
     es.some((e) => e.event.type === "exec.completed" || e.event.type === "exec.failed"),
   );

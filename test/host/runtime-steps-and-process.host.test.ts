@@ -14,6 +14,7 @@ import {
 import { uniqueName } from "../support/isolation.ts";
 import { startLlmStub, type LlmStub } from "../support/llm-stub.ts";
 import { startRuntimeProcess, type RuntimeProcess, type RuntimeProcessOptions } from "../support/runtime-process.ts";
+import { startedExecutionId } from "../support/started-execution.ts";
 
 // Boundary: a real runtime process calling real local HTTP servers (an OpenAI-compatible stub and an
 // echo endpoint) over loopback sockets, journaling to a real nats-server. Loopback is outside the
@@ -69,7 +70,8 @@ async function runToEnd(rt: RuntimeProcess, dag: DagDefinition, sharedRunId: str
     operation: "DispatchRun",
     payload: { sharedRunId, localRunId, tenantId: TENANT, dag, dispatchedSeq, correlationId: sharedRunId },
   } as never);
-  const executionId = String((r.payload.run as { executionId: string }).executionId);
+  expect(r, JSON.stringify(r)).toMatchObject({ success: true });
+  const executionId = startedExecutionId(r.payload, sharedRunId, localRunId);
   return waitForJournal(cp, TENANT, executionId, (es) =>
     es.some((e) => e.event.type === "exec.completed" || e.event.type === "exec.failed"),
   );

@@ -6,6 +6,7 @@ import { admitAndDispatch, openControlPlaneDouble, type ControlPlaneDouble } fro
 import { uniqueName } from "../support/isolation.ts";
 import { startRuntimeProcess, type RuntimeProcess } from "../support/runtime-process.ts";
 import { signalAsApi } from "../support/api-signal.ts";
+import { startedExecutionId } from "../support/started-execution.ts";
 
 // Boundary: one real runtime process (4 workers) on a real nats-server holding 200 open waits;
 // the test plays admission (admitted + dispatched) and the API's signal event, and measures what the
@@ -56,7 +57,7 @@ async function dispatchRun(
     payload: { ...placement, dag, dispatchedSeq, correlationId: sharedRunId },
   } as never);
   expect(r, JSON.stringify(r)).toMatchObject({ success: true });
-  return { sharedRunId, executionId: String((r.payload.run as { executionId: string }).executionId) };
+  return { sharedRunId, executionId: startedExecutionId(r.payload, placement.sharedRunId, placement.localRunId) };
 }
 
 /** CPU seconds the process used so far (utime + stime of /proc/<pid>/stat, at 100 ticks a second). */

@@ -6,6 +6,7 @@ import { admitAndDispatch, openControlPlaneDouble, type ControlPlaneDouble } fro
 import { signalAsApi } from "../support/api-signal.ts";
 import { uniqueName } from "../support/isolation.ts";
 import { startRuntimeProcess, type RuntimeProcess } from "../support/runtime-process.ts";
+import { startedExecutionId } from "../support/started-execution.ts";
 
 // Boundary: one real runtime process with 2 run slots (maxConcurrentRuns) and no local queue on a
 // real nats-server; the test plays admission (admitted + dispatched) and the API's signal event.
@@ -61,7 +62,7 @@ async function dispatch(dag: DagDefinition, prefix: string): Promise<Dispatched>
     payload: { ...placement, dag, dispatchedSeq, correlationId: sharedRunId },
   } as never);
   if (!r.success) return { sharedRunId, failureReason: String(r.failureReason) };
-  return { sharedRunId, executionId: String((r.payload.run as { executionId: string }).executionId) };
+  return { sharedRunId, executionId: startedExecutionId(r.payload, placement.sharedRunId, placement.localRunId) };
 }
 
 const queue = async () =>

@@ -20,6 +20,7 @@ import {
 import { uniqueName } from "../support/isolation.ts";
 import { startRuntimeProcess, type RuntimeProcess } from "../support/runtime-process.ts";
 import { dispatchRun, submitRun } from "../support/wait-runs.ts";
+import { startedExecutionId } from "../support/started-execution.ts";
 
 // Boundary: runs with wait steps submitted through the real API (fastify, inject) onto a real
 // nats-server, executed by real runtime processes (one killed with SIGKILL); signals go through
@@ -249,7 +250,7 @@ describe("wait steps through the API and a real runtime", () => {
       payload: { ...placement, dag: parsed, dispatchedSeq, correlationId: sharedRunId },
     } as never);
     expect(r, JSON.stringify(r)).toMatchObject({ success: true });
-    const executionId = String((r.payload.run as { executionId: string }).executionId);
+    const executionId = startedExecutionId(r.payload, placement.sharedRunId, placement.localRunId);
     const events = await until(execRef(TENANT, executionId), ended);
     expect(of(events, "exec.completed")).toHaveLength(1);
     const run = await until(runRef(TENANT, sharedRunId), (es) => es.some((e) => e.event.type === "run.completed"));

@@ -14,6 +14,7 @@ import {
 } from "./control-plane-double.ts";
 import { uniqueName } from "./isolation.ts";
 import { startRuntimeProcess, type RuntimeProcess } from "./runtime-process.ts";
+import { startedExecutionId } from "./started-execution.ts";
 
 export const TENANT = "t-rec";
 
@@ -64,7 +65,7 @@ export async function openRecoveryHarness(prefix: string) {
       payload: { sharedRunId, localRunId, tenantId: TENANT, dag, dispatchedSeq, correlationId: sharedRunId },
     } as never);
     expect(r.success).toBe(true);
-    return String((r.payload.run as { executionId: string }).executionId);
+    return startedExecutionId(r.payload, sharedRunId, localRunId);
   }
 
   /** Recovery + admission for an in-flight execution, then ResumeExecution on `to`; returns the time the command was sent. */

@@ -3,6 +3,7 @@ import { DagDefinition, type DagInput } from "../../contracts/index.ts";
 import { auth, type ApiFixture } from "./api-app.ts";
 import { admitAndDispatch, type ControlPlaneDouble } from "./control-plane-double.ts";
 import type { RuntimeProcess } from "./runtime-process.ts";
+import { startedExecutionId } from "./started-execution.ts";
 
 /** Submits `dag` for tenant acme through the real API (fastify inject); its SharedRunId. */
 export async function submitRun(fx: ApiFixture, dag: DagInput): Promise<string> {
@@ -35,5 +36,5 @@ export async function dispatchRun(
     payload: { ...placement, dag, dispatchedSeq, correlationId: sharedRunId },
   } as never);
   expect(r, JSON.stringify(r)).toMatchObject({ success: true });
-  return String((r.payload.run as { executionId: string }).executionId);
+  return startedExecutionId(r.payload, placement.sharedRunId, placement.localRunId);
 }
