@@ -1,45 +1,30 @@
-import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { DroverEvent } from "../../contracts/index.ts";
 import { createProcessStrategy } from "../../platform/hosts/process-strategy.ts";
-import { jetstreamManager } from "@nats-io/jetstream";
-import { credentialOf } from "../../platform/nats-auth/credentials.ts";
-import { connectNats } from "../../platform/nats-connect.ts";
-import { setupNats } from "../../platform/nats-setup.ts";
-import { serverKeysOf } from "../../platform/nats-auth/server-keys.ts";
 import { incarnationState, parseProcessIncarnation } from "../../platform/hosts/proc-table.ts";
-import { processGroupsWithEnv, RUNTIME_LOGS } from "../support/host-processes.ts";
+import { processGroupsWithEnv } from "../support/host-processes.ts";
 import { uniqueName } from "../support/isolation.ts";
-import { provisionerFixture, TEST_COMMAND_SECRET, type ProvisionerFixture } from "../support/provisioner-fixture.ts";
+import { provisionerFixture, type ProvisionerFixture } from "../support/provisioner-fixture.ts";
+import { exitedProcess, provisionerProcesses } from "../support/provisioner-process.ts";
 import { eventually } from "../support/streams.ts";
 
 // Real provisioner processes (services/provisioner/main.ts), real runtimes, real nats-server.
 const CP = "DROVER_CONTROL_PLANE_ID";
 const cp = uniqueName("cp");
 let f: ProvisionerFixture;
-let configPath: string;
-const provisioners: ChildProcess[] = [];
+
+let provs: Awaited<ReturnType<typeof provisionerProcesses>>;
 
 beforeAll(async () => {
   f = await provisionerFixture(inject("natsUrl"));
-  // The provisioner processes may not create the durable consumer: the setup identity does, as in make run.
-  const setup = await connectNats({
-    servers: inject("natsUrl"),
-    creds: credentialOf(serverKeysOf(inject("natsUrl"))!, "setup"),
+  provs = await provisionerProcesses(inject("natsUrl"), f, {
+    controlPlaneId: cp,
+    maxConcurrentHostStartups: 2,
+    heartbeatIntervalMs: 500,
   });
-  await setupNats(await jetstreamManager(setup), f.streams.layout, 3000);
-  await setup.close();
-  configPath = join(mkdtempSync(join(tmpdir(), "drover-prov-")), "drover.json");
-  writeFileSync(
-    configPath,
-    JSON.stringify({ controlPlaneId: cp, maxConcurrentHostStartups: 2, heartbeatIntervalMs: 500 }),
-  );
 });
 afterAll(async () => {
-  for (const p of provisioners) if (p.exitCode === null && p.signalCode === null) p.kill("SIGKILL");
+  provs?.killAll();
   // Runtimes of a SIGKILLed provisioner are not anyone's children: prove their end through /proc.
   const killer = createProcessStrategy();
   for (const id of started) {
@@ -51,31 +36,8 @@ afterAll(async () => {
   await f?.close();
 });
 const started = new Set<string>();
-
-function startProvisioner(): ChildProcess {
-  const keys = serverKeysOf(inject("natsUrl"))!;
-  const child = spawn(process.execPath, ["--import", "tsx", "services/provisioner/main.ts"], {
-    env: {
-      PATH: process.env.PATH ?? "",
-      HOME: process.env.HOME ?? "/tmp",
-      DROVER_CONFIG: configPath,
-      NATS_URL: inject("natsUrl"),
-      // Its own identity, and the callout key it answers runtimes' connections with (authentication is on).
-      NATS_CREDS: credentialOf(keys, "provisioner"),
-      DROVER_NATS_CALLOUT_SEED: keys.calloutSeed,
-      DROVER_STREAM_TAG: f.streamTag,
-      DROVER_SCALEOUT_ACK_WAIT_MS: "3000",
-      DROVER_COMMAND_SECRET: TEST_COMMAND_SECRET,
-      DROVER_RUNTIME_LOG_DIR: RUNTIME_LOGS,
-      LOG_LEVEL: "warn",
-    },
-    stdio: ["ignore", "ignore", "inherit"],
-  });
-  provisioners.push(child);
-  return child;
-}
-const exited = (c: ChildProcess) =>
-  new Promise<void>((ok) => (c.exitCode !== null || c.signalCode !== null ? ok() : c.once("exit", () => ok())));
+const startProvisioner = () => provs.start();
+const exited = exitedProcess;
 const types = (events: readonly { event: DroverEvent }[]) => events.map((s) => s.event.type);
 const fulfilledId = (events: readonly { event: DroverEvent }[]) => {
   const e = events.find((s) => s.event.type === "scaleout.fulfilled")?.event;

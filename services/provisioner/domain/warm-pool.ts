@@ -29,6 +29,21 @@ export function claimableMembers(r: Roster, provider: HostProvider, controlPlane
     .sort((a, b) => a.lastSeq - b.lastSeq);
 }
 
-/** How many members to start so the pool holds `size` (pure): members starting count as held. */
-export const refillCount = (r: Roster, provider: HostProvider, size: number, controlPlaneId?: string): number =>
-  Math.max(0, size - [...r.runtimes.values()].filter((s) => inPool(s, provider, controlPlaneId)).length);
+/**
+ * How many members to start so the pool holds `size` (pure): members starting count as held. `owns`
+ * says which members this provisioner started (a pool is N per provisioner): a member it cannot bind —
+ * another replica's, or one a stopped or SIGKILLed provisioner left in the log — never fills its pool
+ * (before, such members were counted as held for ever and a restarted provisioner's pool never refilled).
+ */
+export const refillCount = (
+  r: Roster,
+  provider: HostProvider,
+  size: number,
+  controlPlaneId?: string,
+  owns: (memberId: string) => boolean = () => true,
+): number =>
+  Math.max(
+    0,
+    size -
+      [...r.runtimes.values()].filter((s) => inPool(s, provider, controlPlaneId) && owns(s.runtimeInstanceId)).length,
+  );

@@ -66,6 +66,22 @@ describe("warm pool fold (pure, proves no transport)", () => {
     expect(refillCount(r, "process", 1)).toBe(1);
   });
 
+  it("counts only the members this provisioner started: ones another (stopped or SIGKILLed) provisioner left in the log do not hold its pool", () => {
+    let r = ready(emptyRoster(), "pool-ffffffffffff");
+    r = ready(r, "pool-gggggggggggg");
+    const mine = new Set(["pool-gggggggggggg"]);
+    expect(refillCount(r, "process", 2, undefined, (id) => mine.has(id))).toBe(1);
+    expect(refillCount(r, "process", 2, undefined, () => false)).toBe(2);
+    expect(refillCount(r, "process", 2)).toBe(0);
+  });
+
+  it("retires a member with a planned stop (runtime.retired): it is no longer held", () => {
+    let r = ready(emptyRoster(), "pool-hhhhhhhhhhhh");
+    r = fold(r, "pool-hhhhhhhhhhhh", ev("runtime.retired"));
+    expect(claimableMembers(r, "process")).toEqual([]);
+    expect(refillCount(r, "process", 1)).toBe(1);
+  });
+
   it("never counts pool members against a tenant's prefix limit", () => {
     const r = ready(emptyRoster(), "pool-eeeeeeeeeeee");
     expect(liveByPrefix(r, "pool")).toEqual([]);

@@ -63,17 +63,26 @@ async function markDraining(d: ProvisionerDeps, h: LiveHost, cause: string): Pro
   return "skipped";
 }
 
-/** The origin of a stop's events: the runtime's own correlation and tenant. */
-const stopOrigin = (
-  d: ProvisionerDeps,
-  reg: Extract<DroverEvent, { type: "runtime.registered" }>,
-  causationId: string,
-) => ({
+/** The origin of a stop's events: the runtime's own correlation and tenant (a pool member has none). */
+const stopOrigin = (d: ProvisionerDeps, reg: Registration, causationId: string) => ({
   instanceId: d.instanceId,
   correlationId: reg.correlationId,
   causationId,
-  ...(reg.data.tenantId ? { tenantId: reg.data.tenantId } : {}),
+  ...(reg.type === "runtime.registered" && reg.data.tenantId ? { tenantId: reg.data.tenantId } : {}),
 });
+
+type Registration = Extract<DroverEvent, { type: "runtime.registered" | "runtime.pool-member-registered" }>;
+
+/**
+ * A runtime's registration, or an unbound warm pool member's: a planned stop retires a member it
+ * kills as it retires a runtime, so the next provisioner's pool does not count it as held for ever.
+ */
+function registrationOf(h: readonly StoredEvent[]): Registration | undefined {
+  const e = h.find(
+    (s) => s.event.type === "runtime.registered" || s.event.type === "runtime.pool-member-registered",
+  )?.event;
+  return e?.type === "runtime.registered" || e?.type === "runtime.pool-member-registered" ? e : undefined;
+}
 
 /** Ended already, or recovery's failure path owns it: a stop must not claim it. */
 function claimedElsewhere(h: readonly StoredEvent[]): boolean {
@@ -84,6 +93,8 @@ function claimedElsewhere(h: readonly StoredEvent[]): boolean {
       "runtime.host-exited",
       "runtime.host-start-failed",
       "runtime.retired",
+      // A member claimed meanwhile: its host is the bound runtime's, stopped under that id.
+      "runtime.pool-member-claimed",
     ].includes(s.event.type),
   );
 }
@@ -135,8 +146,8 @@ async function stopOne(d: ProvisionerDeps, strategy: HostStrategy, h: LiveHost, 
       : `${cause}; pod ${proof.podName} (uid ${proof.podUid}) gone`;
   for (let conflicts = 0; ; conflicts++) {
     const hist = await d.store.read(ref);
-    const reg = hist.events.find((s) => s.event.type === "runtime.registered")?.event;
-    if (reg?.type !== "runtime.registered") return "unknown-runtime";
+    const reg = registrationOf(hist.events);
+    if (!reg) return "unknown-runtime";
     if (claimedElsewhere(hist.events)) return "left-to-recovery";
     const e = stamp(
       d,

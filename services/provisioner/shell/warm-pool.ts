@@ -9,6 +9,7 @@ import type { RosterView } from "./roster-view.ts";
 import type { Roster } from "../domain/runtime-roster.ts";
 import { RuntimeWriter } from "./runtime-writer.ts";
 import { lookAtConflict, type SlotClaim } from "./runtime-slot.ts";
+import { stopOrphanedMembers } from "./orphan-members.ts";
 
 /** A strategy that can keep warm pool members (process and Kubernetes hosts). */
 export type PoolableStrategy = HostStrategy & WarmPoolHost;
@@ -64,11 +65,24 @@ export function createWarmPool(
   const again = new Set<HostProvider>();
   /** Members this process is claiming or has claimed, until its roster shows them claimed or ended. */
   const claiming = new Set<string>();
+  /** Members this provisioner started and the roster last showed in its pool: what its pool holds. */
+  const mine = new Set<string>();
+  let orphansChecked = false;
 
   async function fill(provider: HostProvider, size: number, strategy: PoolableStrategy): Promise<void> {
     do {
       again.delete(provider);
-      let n = refillCount(await roster.current(), provider, size, d.controlPlaneId);
+      let current = await roster.current();
+      // Once per process: the members a SIGKILLed predecessor left running are stopped and retired.
+      if (provider === "process" && !orphansChecked) {
+        orphansChecked = true;
+        if ((await stopOrphanedMembers(d, strategy, current)) > 0) current = await roster.current();
+      }
+      for (const id of mine) {
+        const seen = current.runtimes.get(id);
+        if (seen?.pool?.claimedFor || seen?.endedBy) mine.delete(id);
+      }
+      let n = refillCount(current, provider, size, d.controlPlaneId, (id) => mine.has(id));
       // At most `maxConcurrentHostStartups` members start at once: the first of them are ready (and
       // claimable) in one start's time, where nine started together on two cores were all ready
       // only after ~5 s, competing with the recovery they were started for.
@@ -76,7 +90,7 @@ export function createWarmPool(
         Array.from({ length: Math.min(n, d.maxConcurrentHostStartups) }, async () => {
           while (n-- > 0) {
             await yieldTo();
-            await startMember(d, provider, strategy, onReady);
+            await startMember(d, provider, strategy, onReady, mine);
           }
         }),
       );
@@ -197,8 +211,10 @@ async function startMember(
   provider: HostProvider,
   strategy: PoolableStrategy,
   onReady: () => void,
+  mine: Set<string>,
 ): Promise<void> {
   const id = runtimeInstanceIdOf(POOL_MEMBER_PREFIX, d.newSuffix());
+  mine.add(id);
   const o: Origin = { instanceId: d.instanceId, correlationId: id, causationId: id };
   const w = new RuntimeWriter(d.store, id, 0);
   await w.append([
