@@ -82,7 +82,11 @@ export function createWarmPool(
         const seen = current.runtimes.get(id);
         if (seen?.pool?.claimedFor || seen?.endedBy) mine.delete(id);
       }
-      let n = refillCount(current, provider, size, d.controlPlaneId, (id) => mine.has(id));
+      // Process members: the ones this provisioner started (its predecessors' are stopped above, or
+      // gone). Kubernetes members still count for the whole control plane: another replica's member Pods
+      // cannot be told from a dead provisioner's, and a Pod left counted is better than one leaked per restart.
+      const owns = provider === "process" ? (id: string) => mine.has(id) : undefined;
+      let n = refillCount(current, provider, size, d.controlPlaneId, owns);
       // At most `maxConcurrentHostStartups` members start at once: the first of them are ready (and
       // claimable) in one start's time, where nine started together on two cores were all ready
       // only after ~5 s, competing with the recovery they were started for.
