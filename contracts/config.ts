@@ -188,7 +188,7 @@ export const DroverConfig = z
       .max(1024)
       .default(2)
       .describe(
-        "the last this many free places (slots + local queue) of a shared runtime are kept for tenants holding fewer than this many runs on it; 0: off (docs/security.md Floods)",
+        "the last this many free places (slots + local queue) of a shared runtime are kept for tenants holding fewer than this many runs on it or with at most this many waiting, in their turn of the fair share; 0: off (docs/security.md Floods)",
       ),
     fenceDeadlineMs: z.number().int().min(100).default(15_000),
     maxStaleSuspicionShare: z

@@ -31,6 +31,16 @@ export class FairShare {
     return Math.max(this.finish.get(tenantId) ?? this.now, this.now - CREDIT);
   }
 
+  /**
+   * Whether the tenant's next placement would not start ahead of the latest one made: it is its turn,
+   * or it is behind. A place given out of turn (a shared runtime's kept places, headroom.ts) goes only
+   * to a tenant that is due: one ahead would move the clock past the others and forgive their lag.
+   * (A tolerance for the sums of 1 / weight.)
+   */
+  due(tenantId: string): boolean {
+    return this.startOf(tenantId) <= this.now + 1e-9;
+  }
+
   /** One of the tenant's runs took a place on a shared runtime. */
   charge(tenantId: string, weight: number): void {
     const start = this.startOf(tenantId);

@@ -26,6 +26,14 @@ describe("headroom on a shared runtime (pure; proves no transport)", () => {
     expect(mayTakeSharedPlace(10, 2, 2, 5_000)).toBe(false);
   });
 
+  it("a tenant ahead of its fair share (not due) takes no kept place, however few it holds or waits for", () => {
+    expect(mayTakeSharedPlace(0, 2, 2, 5_000, false)).toBe(false);
+    expect(mayTakeSharedPlace(1, 1, 2, 1, false)).toBe(false);
+    // Places beyond the kept ones are shared by the fair order alone.
+    expect(mayTakeSharedPlace(10, 3, 2, 5_000, false)).toBe(true);
+    expect(mayTakeSharedPlace(100, 1, 0, 5_000, false)).toBe(true);
+  });
+
   it("headroom 0 turns it off: any free place may be taken", () => {
     expect(mayTakeSharedPlace(100, 1, 0)).toBe(true);
     expect(mayTakeSharedPlace(100, 0, 0)).toBe(false);

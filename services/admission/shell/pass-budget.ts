@@ -43,6 +43,8 @@ export class PassBudget {
     private readonly headroom: number,
     /** How many runs of the tenant wait for a place (its backlog). */
     private readonly waitingOf: (tenantId: string) => number = () => Infinity,
+    /** Whether a kept place may go to the tenant by its fair share (FairShare.due). */
+    private readonly due: (tenantId: string) => boolean = () => true,
   ) {
     for (const c of candidates) this.free.set(c.runtimeInstanceId, c.effectiveAvailableSlots);
   }
@@ -57,7 +59,7 @@ export class PassBudget {
       const why =
         free === 0
           ? "no-free-slots"
-          : headroomReason(this.heldOn(c, tenantId), free, this.headroom, this.waitingOf(tenantId));
+          : headroomReason(this.heldOn(c, tenantId), free, this.headroom, this.waitingOf(tenantId), this.due(tenantId));
       return { ...c, effectiveAvailableSlots: free, canAcceptRun: false, reasons: [...c.reasons, why] };
     });
   }
@@ -145,7 +147,13 @@ export class PassBudget {
   private allowed(c: Placeable, tenantId: string): boolean {
     const free = this.free.get(c.runtimeInstanceId) ?? 0;
     if (c.isolationMode !== "shared") return free > 0;
-    return mayTakeSharedPlace(this.heldOn(c, tenantId), free, this.headroom, this.waitingOf(tenantId));
+    return mayTakeSharedPlace(
+      this.heldOn(c, tenantId),
+      free,
+      this.headroom,
+      this.waitingOf(tenantId),
+      this.due(tenantId),
+    );
   }
 
   private heldOn(c: Placeable, tenantId: string): number {

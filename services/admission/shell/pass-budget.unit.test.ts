@@ -152,4 +152,34 @@ describe("the headroom in a pass's view (in memory, pure: proves no transport)",
       false,
     );
   });
+
+  it("a tenant ahead of its fair share (not due) is kept out of the kept places, however few it holds; the reason says so", () => {
+    // Two tenants with backlogs; t-light's runs left the runtime first, so it holds none there.
+    const index = { heldOn: (_rt: string, t: string) => (t === "t-heavy" ? 18 : 0) } as unknown as RunIndex;
+    const due = new Map([["t-light", false]]);
+    const budget = new PassBudget(
+      [shared(2)],
+      index,
+      2,
+      () => 100,
+      (t) => due.get(t) ?? true,
+    );
+    const view = budget.viewFor("t-light")[0]!;
+    expect(view.canAcceptRun).toBe(false);
+    expect(view.reasons.at(-1)).toContain("ahead of its share");
+    expect(budget.claim(shared(2), "t-light")).toBe(false);
+    due.set("t-light", true); // its turn: the kept place is its
+    expect(budget.claim(shared(2), "t-light")).toBe(true);
+    // A third place is the fair order's alone: taken whether due or not.
+    due.set("t-light", false);
+    expect(
+      new PassBudget(
+        [shared(3)],
+        index,
+        2,
+        () => 100,
+        () => false,
+      ).claim(shared(3), "t-light"),
+    ).toBe(true);
+  });
 });
