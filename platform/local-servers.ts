@@ -80,7 +80,7 @@ export async function launch(
       throw new Error(`${name} exited during start-up: ${stderr}`);
     // Connectable is not enough: another process (a server started at the same time on the same
     // "free" port) may be the one listening. Only this child's own listening socket counts.
-    if ((await canConnect(port, host)) && (await listensOn(child.pid ?? -1, port))) break;
+    if ((await canConnect(port, host)) && listensOn(child.pid ?? -1, port)) break;
     if (Date.now() > deadline) {
       child.kill("SIGKILL");
       throw new Error(`${name} did not listen on ${port} within 30s: ${stderr}`);

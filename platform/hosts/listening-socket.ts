@@ -1,16 +1,15 @@
-import { readdirSync, readlinkSync } from "node:fs";
-import { readFile } from "node:fs/promises";
+import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 
 /** The kernel's TCP tables, IPv4 first: a runtime bound to 127.0.0.1 is found without reading the IPv6 one. */
 const TABLES = ["/proc/net/tcp", "/proc/net/tcp6"] as const;
 
 /** Inodes of the TCP sockets listening on `port` (any local address) in one table of this network namespace. */
-async function listeningInodes(table: string, port: number): Promise<Set<string>> {
+function listeningInodes(table: string, port: number): Set<string> {
   const hex = `:${port.toString(16).toUpperCase().padStart(4, "0")}`;
   const inodes = new Set<string>();
   let text: string;
   try {
-    text = await readFile(table, "utf8");
+    text = readFileSync(table, "utf8");
   } catch {
     return inodes; // no IPv6 in this kernel or namespace
   }
@@ -47,14 +46,15 @@ function socketInodes(pid: number): Set<string> {
  * a listening socket's inode). The endpoint layer's proof for a process host: the runtime binds a
  * port the kernel picks (port 0, so no other process can take it between a choice and the bind)
  * and announces it; the announcement counts only if that exact process listens there.
- * The tables are read off the event loop: the kernel takes ~4 ms per table on an idle machine to
- * write one (it walks its socket hash), and a provisioner checking ten binds at once held its loop
- * (auth callouts, appends, the other binds' answers) for ~10 × 9 ms, more under load.
+ * The kernel takes ~4 ms per table to write one even when it lists a few sockets (it walks its
+ * socket hash), in the caller's event loop: the IPv6 table is read only when the IPv4 one does not
+ * prove the port, and no table for a process holding no socket. Read asynchronously instead (five
+ * thread-pool round trips per table, each waiting for a busy loop), a recovery burst's binds were
+ * seen later, not sooner (P=5 proof, 2026-12-04).
  * Failure modes: none thrown; a process that is gone or unreadable gives false.
  */
-export async function listensOn(pid: number, port: number): Promise<boolean> {
+export function listensOn(pid: number, port: number): boolean {
   const held = socketInodes(pid);
   if (held.size === 0) return false;
-  for (const table of TABLES) for (const inode of await listeningInodes(table, port)) if (held.has(inode)) return true;
-  return false;
+  return TABLES.some((table) => [...listeningInodes(table, port)].some((inode) => held.has(inode)));
 }

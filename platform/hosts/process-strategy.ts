@@ -230,7 +230,7 @@ export function createProcessStrategy(opts: ProcessStrategyOptions = {}): Proces
       );
     }
     const port = line.port;
-    if (!(await listensOn(pid, port)))
+    if (!listensOn(pid, port))
       return fail(
         "endpoint-resolution-failed",
         `pid ${pid} announced port ${port} but does not listen on it`,
@@ -332,11 +332,7 @@ export function createProcessStrategy(opts: ProcessStrategyOptions = {}): Proces
             startupTimeoutMs,
           );
           const running = rec.running.host;
-          if (
-            !r.ok ||
-            r.hostIncarnation !== running.hostIncarnation ||
-            !(await listensOn(running.pid as number, r.port))
-          ) {
+          if (!r.ok || r.hostIncarnation !== running.hostIncarnation || !listensOn(running.pid as number, r.port)) {
             const why = r.ok ? `bound runtime answered port ${r.port} / ${r.hostIncarnation}` : r.detail;
             await stopChild(rec, CLEANUP_BUDGET_MS);
             return rejected(

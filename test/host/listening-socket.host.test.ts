@@ -20,14 +20,14 @@ describe("listensOn: only the process holding the listening socket proves a port
     const v4 = await listening("127.0.0.1");
     const v6 = await listening("::1");
     try {
-      expect(await listensOn(process.pid, v4.port)).toBe(true);
-      expect(await listensOn(process.pid, v6.port)).toBe(true);
-      expect(await listensOn(2 ** 22 + 7, v4.port)).toBe(false);
+      expect(listensOn(process.pid, v4.port)).toBe(true);
+      expect(listensOn(process.pid, v6.port)).toBe(true);
+      expect(listensOn(2 ** 22 + 7, v4.port)).toBe(false);
     } finally {
       await Promise.all([closed(v4.server), closed(v6.server)]);
     }
-    expect(await listensOn(process.pid, v4.port)).toBe(false);
-    expect(await listensOn(process.pid, v6.port)).toBe(false);
+    expect(listensOn(process.pid, v4.port)).toBe(false);
+    expect(listensOn(process.pid, v6.port)).toBe(false);
   });
 
   it("a port another process listens on proves that process, not this one (which holds a connection to it)", async () => {
@@ -42,8 +42,8 @@ describe("listensOn: only the process holding the listening socket proves a port
       const conn = createConnection({ host: "127.0.0.1", port });
       await once(conn, "connect");
       try {
-        expect(await listensOn(child.pid!, port)).toBe(true);
-        expect(await listensOn(process.pid, port)).toBe(false);
+        expect(listensOn(child.pid!, port)).toBe(true);
+        expect(listensOn(process.pid, port)).toBe(false);
       } finally {
         conn.destroy();
       }
