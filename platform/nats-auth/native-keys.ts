@@ -29,7 +29,9 @@ const jwkKey = (raw: Uint8Array) => Buffer.from(raw).toString("base64url");
  * (tweetnacl), for every `getPublicKey()` and `sign()`: one runtime credential took ~6 of those
  * derivations and 2 signatures, tens of CPU-milliseconds in the provisioner's event loop, for each
  * runtime connect (a warm member's bind waited seconds for them at load ~20). Ed25519 signatures
- * are deterministic: the bytes are the same as nkeys' (native-keys.unit.test.ts).
+ * are deterministic: the bytes are the same as nkeys' (native-keys.unit.test.ts). The private key
+ * is derived once too: @nats-io/jwt's `encodeUser` checks the issuer's seed with `getPrivateKey()`,
+ * one more JavaScript derivation (~10 CPU-ms in the provisioner's loop) per runtime credential.
  */
 export function nativeKeyPair(seed: string): KeyPair {
   const kp = fromSeed(new TextEncoder().encode(seed));
@@ -39,8 +41,10 @@ export function nativeKeyPair(seed: string): KeyPair {
   const x = base32(publicKey).subarray(1, 33);
   const key = createPrivateKey({ key: { kty: "OKP", crv: "Ed25519", d: jwkKey(d), x: jwkKey(x) }, format: "jwk" });
   const pub = createPublicKey(key);
+  const privateKey = kp.getPrivateKey();
   return Object.assign(kp, {
     getPublicKey: () => publicKey,
+    getPrivateKey: () => privateKey.slice(),
     sign: (input: Uint8Array) => new Uint8Array(sign(null, input, key)),
     verify: (input: Uint8Array, sig: Uint8Array) => verify(null, input, pub, sig),
   });

@@ -1,6 +1,7 @@
 import { decode, encodeUser } from "@nats-io/jwt";
 import { createAccount, createUser, fromSeed } from "@nats-io/nkeys";
-import { describe, expect, it } from "vitest";
+import nacl from "tweetnacl";
+import { describe, expect, it, vi } from "vitest";
 import { decodeVerified, nativeKeyPair } from "./native-keys.ts";
 
 const text = new TextDecoder();
@@ -19,6 +20,25 @@ describe("native Ed25519 nkeys (the runtime auth callout's signer)", () => {
       expect(native.verify(input, js.sign(input))).toBe(true);
       expect(native.verify(new TextEncoder().encode("another payload"), sig)).toBe(false);
     }
+  });
+
+  it("mints a user JWT without deriving the issuer's key pair in JavaScript, and exports nkeys' private key", async () => {
+    const seed = text.decode(createAccount().getSeed());
+    const issuer = nativeKeyPair(seed);
+    const user = createUser().getPublicKey();
+    const derivations = vi.spyOn(nacl.sign.keyPair, "fromSeed");
+    try {
+      const jwt = await encodeUser("rt-a", user, issuer, { pub: { allow: ["a.>"] } });
+      expect(derivations).not.toHaveBeenCalled();
+      expect(decodeVerified<{ sub: string; iss: string }>(jwt)).toMatchObject({
+        sub: user,
+        iss: issuer.getPublicKey(),
+      });
+    } finally {
+      derivations.mockRestore();
+    }
+    const js = fromSeed(new TextEncoder().encode(seed));
+    expect(Buffer.from(issuer.getPrivateKey()).toString("hex")).toBe(Buffer.from(js.getPrivateKey()).toString("hex"));
   });
 
   it("decodes a NATS JWT as @nats-io/jwt does, and refuses one whose body or signature was changed", async () => {

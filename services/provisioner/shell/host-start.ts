@@ -95,7 +95,16 @@ export async function driveHostStart(d: ProvisionerDeps, p: PlannedStart): Promi
   };
   try {
     // A warm start binds the claimed member (its host is recorded at claim); a cold start spawns one.
+    const t0 = performance.now();
     const r = p.warm ? await p.warm.bind(spec) : await strategy.start(spec, undefined, onHostCreated);
+    // Where a warm start's time goes: the bind (the member's start under its identity, and its proof).
+    if (p.warm)
+      d.log("warm pool member bound", {
+        runtimeInstanceId: p.runtimeInstanceId,
+        memberId: p.warm.memberId,
+        outcome: r.outcome,
+        bindMs: Math.round(performance.now() - t0),
+      });
     if (r.outcome === "rejected") throw new StartFailed(r.reason, r.layer);
     host = r.host;
     await proveAndPublish(d, p, spec, r, recorded);

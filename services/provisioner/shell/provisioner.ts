@@ -91,7 +91,9 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
   );
 
   async function drive(tenantId: string, requestId: string): Promise<void> {
+    const t0 = performance.now();
     let s = await observe(d, tenantId, requestId);
+    const observedMs = Math.round(performance.now() - t0);
     if (!s) return;
     const prefix = s.request?.policy.runtimeInstanceIdPrefix ?? "";
     // A start first tries the warm pool; a cold start waits for a host start slot (or, while it
@@ -106,6 +108,14 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
         planned = await prefixGate.run(prefix, () => decide(first, { mayStartCold: true }));
       }
       if (!planned || planned === WAIT) return;
+      // Where a start's time goes before its host: the request observed, then planned and registered.
+      d.log("scale-out planned", {
+        requestId,
+        runtimeInstanceId: planned.runtimeInstanceId,
+        warm: !!planned.warm,
+        observedMs,
+        plannedMs: Math.round(performance.now() - t0),
+      });
       // A member claimed without a member ticket is one fewer known; a slot held for it goes to the next cold start.
       if (planned.warm && ticket !== "member") gate.memberTaken();
       if (planned.warm && ticket === "slot") {
@@ -178,8 +188,11 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
     const req = s.request!;
     // Read before the roster: a start the roster misses moved this sequence, so ours then conflicts.
     // A scale-out request is tenant-scoped: its `requested` always names the tenant (its subject's).
+    const t0 = performance.now();
     const slot = await readSlot(d, s.tenantId as string, req.policy.runtimeInstanceIdPrefix);
+    const slotMs = Math.round(performance.now() - t0);
     const current = await roster.current();
+    const rosterMs = Math.round(performance.now() - t0) - slotMs;
     const plan = planRequest({
       request: s,
       roster: current,
@@ -249,7 +262,15 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
                 // The roster just planned on: a second catch-up per claim queued behind the others' at a burst.
                 current,
               );
-        if (warm) return warm;
+        if (warm) {
+          d.log("warm pool member claimed: timings", {
+            requestId: req.requestId,
+            slotMs,
+            rosterMs,
+            claimMs: Math.round(performance.now() - t0) - slotMs - rosterMs,
+          });
+          return warm;
+        }
         if (!opts.mayStartCold) return WAIT;
         const registered = [
           stamp(d, "runtime.registered", next.registration, runtimeOrigin),

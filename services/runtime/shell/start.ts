@@ -117,6 +117,7 @@ export async function startRuntime(
     jsm,
     layout,
   });
+  mark("ops");
   // Ready (the Pod's readiness probe on Kubernetes) only once the command listener below is bound.
   let commandsBound = false;
   ops.addCheck("commands", async () =>
