@@ -92,6 +92,23 @@ describe("versioned document writes of one batch (putManyIfNewer) against real F
     await db.dropDatabase();
   });
 
+  it("150 newer versions in one batch are all written (FerretDB v1.24 stalls an update command at its 100th update)", async () => {
+    const db = mongo.db(uniqueName("putmany"));
+    const c = db.collection<Doc>("docs");
+    const ids = Array.from({ length: 150 }, (_, i) => `d${String(i).padStart(3, "0")}`);
+    await insertNewOrPut(
+      c,
+      ids.map((id) => ({ _id: id, lastSeq: 1, v: "old" })),
+    );
+    // One bulkWrite of 150 replaceOne never answered: FerretDB held the command after its 99th update.
+    await putManyIfNewer(
+      c,
+      ids.map((id) => ({ _id: id, lastSeq: 2, v: "new" })),
+    );
+    expect(await c.countDocuments({ v: "new" })).toBe(150);
+    await db.dropDatabase();
+  }, 20_000);
+
   it("ensureIndexes drops the indexes an earlier version created and keeps the query indexes", async () => {
     const db = mongo.db(uniqueName("putmany"));
     await ensureIndexes(readModelDb(db)); // an empty database: nothing to drop, the query indexes made

@@ -24,10 +24,23 @@ export const positionOf = (f: Fact): Position => ({ seq: f.seq, at: f.event.occu
  * writers we do not control. Pure.
  */
 export function storable<T>(value: T): T {
+  // Almost nothing holds a NUL: look first, copy only then (the copy of every row was ~8% of the projector's CPU in W2).
+  return hasNul(value) ? withoutNul(value) : value;
+}
+
+function hasNul(value: unknown): boolean {
+  if (typeof value === "string") return value.includes("\u0000");
+  if (value === null || typeof value !== "object") return false;
+  if (Array.isArray(value)) return value.some(hasNul);
+  for (const k in value) if (hasNul((value as Record<string, unknown>)[k])) return true;
+  return false;
+}
+
+function withoutNul<T>(value: T): T {
   if (typeof value === "string") return (value.includes("\u0000") ? value.replaceAll("\u0000", "\uFFFD") : value) as T;
-  if (Array.isArray(value)) return value.map(storable) as T;
+  if (Array.isArray(value)) return value.map(withoutNul) as T;
   if (value !== null && typeof value === "object") {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, storable(v)])) as T;
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, withoutNul(v)])) as T;
   }
   return value;
 }

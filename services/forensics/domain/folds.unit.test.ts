@@ -21,7 +21,8 @@ const step = (stepId: string) => {
 describe("read-model folds", () => {
   it("replaces NUL in every string FerretDB would refuse, keeping everything else as it is", () => {
     const clean = { a: "x", n: 1, list: [{ b: "y" }] };
-    expect(storable(clean)).toEqual(clean);
+    // Nothing to replace: the value itself, not a copy (copying every row was ~8% of the projector's CPU).
+    expect(storable(clean)).toBe(clean);
     expect(storable({ a: "x\u0000y", list: [{ b: "\u0000" }], n: null })).toEqual({
       a: "x\uFFFDy",
       list: [{ b: "\uFFFD" }],
