@@ -32,13 +32,17 @@ export class FairShare {
   }
 
   /**
-   * Whether the tenant's next placement would not start ahead of the latest one made: it is its turn,
-   * or it is behind. A place given out of turn (a shared runtime's kept places, headroom.ts) goes only
-   * to a tenant that is due: one ahead would move the clock past the others and forgive their lag.
-   * (A tolerance for the sums of 1 / weight.)
+   * Whether it is the tenant's turn against `rivals`: the tenants refused a kept place of a shared
+   * runtime in this pass (headroom.ts), whose backlogs wait for places. It is, unless a rival's next
+   * placement would start before its own. A place given out of turn would move the clock past the
+   * rivals and forgive their lag. With no refused rival a tenant is always due: compared with the
+   * clock alone, a tenant alone on a runtime was "ahead" after its first placement and never got a
+   * kept place again. (A tolerance for the sums of 1 / weight.)
    */
-  due(tenantId: string): boolean {
-    return this.startOf(tenantId) <= this.now + 1e-9;
+  dueAgainst(tenantId: string, rivals: Iterable<string>): boolean {
+    const start = this.startOf(tenantId);
+    for (const u of rivals) if (u !== tenantId && this.startOf(u) < start - 1e-9) return false;
+    return true;
   }
 
   /** One of the tenant's runs took a place on a shared runtime. */

@@ -91,17 +91,19 @@ describe("fair admission order (pure; proves no transport)", () => {
     expect(order.slice(0, 2)).toEqual(["a", "a"]);
   });
 
-  it("a tenant is due while its next placement starts no later than the latest one made", () => {
+  it("a tenant is due unless a refused rival's next placement starts before its own; with no rival it always is", () => {
     const share = new FairShare();
-    expect(share.due("a")).toBe(true); // never placed: starts at the clock
-    share.charge("a", 1); // a: 0 -> next at 1, clock 0
-    expect(share.due("a")).toBe(false); // alone, its next place would start ahead of the clock
-    expect(share.due("b")).toBe(true);
-    for (let i = 0; i < 3; i++) share.charge("b", 3); // b: 0, 1/3, 2/3 -> clock 2/3
-    expect(share.due("a")).toBe(false);
-    share.charge("b", 3); // b starts at 1: a's turn again
-    expect(share.due("a")).toBe(true);
-    expect(share.due("b")).toBe(false);
+    expect(share.dueAgainst("a", [])).toBe(true); // never placed
+    share.charge("a", 1); // a: 0 -> next at 1
+    expect(share.dueAgainst("a", [])).toBe(true); // alone: never ahead of anyone
+    expect(share.dueAgainst("a", ["a"])).toBe(true); // not its own rival
+    expect(share.dueAgainst("a", ["b"])).toBe(false); // b (never placed) starts at 0
+    expect(share.dueAgainst("b", ["a"])).toBe(true);
+    for (let i = 0; i < 3; i++) share.charge("b", 3); // b: 0, 1/3, 2/3 -> next at 1
+    expect(share.dueAgainst("a", ["b"])).toBe(true); // both next at 1: a's turn too
+    share.charge("b", 3); // b: next at 4/3
+    expect(share.dueAgainst("a", ["b"])).toBe(true);
+    expect(share.dueAgainst("b", ["a"])).toBe(false);
   });
 
   it("puts every recovery item ahead of new work, oldest first", () => {

@@ -8,7 +8,8 @@
  * are still there (on a busy machine a quiet tenant's runs linger, and holding `headroom` of them
  * used to shut it out of the kept places). Two tenants with backlogs share by weight (fair-queue.ts),
  * neither taking the kept places ahead of its turn: a kept place goes only to a tenant that is `due`
- * (FairShare.due: its next placement does not start ahead of the latest one). Without that, a
+ * (FairShare.dueAgainst: no tenant refused a kept place in this pass would start its next placement
+ * before this one's; a tenant with no such rival always is). Without that, a
  * weight-1 tenant whose runs the runtime starts first (fewest going, local-queue.ts) held fewer than
  * `headroom` and took every kept place, each moving the virtual clock past the weight-3 tenant, whose
  * lag was forgiven (its ratio fell from 3 to 2.2–2.7). 0 turns it off.

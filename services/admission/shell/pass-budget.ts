@@ -1,3 +1,4 @@
+import type { FairShare } from "../domain/fair-queue.ts";
 import { headroomReason, mayTakeSharedPlace } from "../domain/headroom.ts";
 import type { Placeable } from "./candidates.ts";
 import { kindsKeyOf, type RunBucket } from "./pending-work.ts";
@@ -36,6 +37,8 @@ export class PassBudget {
   private readonly blocked = new Map<string, Blocked>();
   /** When each block was first found (by this pass or, carried, by an earlier one). */
   private readonly foundMs = new Map<string, number>();
+  /** Tenants refused a kept place in this pass: another takes one only in its turn against them. */
+  private readonly keptRefused = new Set<string>();
 
   constructor(
     private readonly candidates: readonly Placeable[],
@@ -43,8 +46,8 @@ export class PassBudget {
     private readonly headroom: number,
     /** How many runs of the tenant wait for a place (its backlog). */
     private readonly waitingOf: (tenantId: string) => number = () => Infinity,
-    /** Whether a kept place may go to the tenant by its fair share (FairShare.due). */
-    private readonly due: (tenantId: string) => boolean = () => true,
+    /** The fair share: a kept place goes to a tenant only in its turn (FairShare.dueAgainst); absent, always. */
+    private readonly fair?: Pick<FairShare, "dueAgainst">,
   ) {
     for (const c of candidates) this.free.set(c.runtimeInstanceId, c.effectiveAvailableSlots);
   }
@@ -147,13 +150,19 @@ export class PassBudget {
   private allowed(c: Placeable, tenantId: string): boolean {
     const free = this.free.get(c.runtimeInstanceId) ?? 0;
     if (c.isolationMode !== "shared") return free > 0;
-    return mayTakeSharedPlace(
+    const ok = mayTakeSharedPlace(
       this.heldOn(c, tenantId),
       free,
       this.headroom,
       this.waitingOf(tenantId),
       this.due(tenantId),
     );
+    if (!ok && free > 0) this.keptRefused.add(tenantId);
+    return ok;
+  }
+
+  private due(tenantId: string): boolean {
+    return this.fair?.dueAgainst(tenantId, this.keptRefused) ?? true;
   }
 
   private heldOn(c: Placeable, tenantId: string): number {

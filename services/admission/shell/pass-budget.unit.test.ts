@@ -1,3 +1,4 @@
+import { FairShare } from "../domain/fair-queue.ts";
 import { describe, expect, it } from "vitest";
 import { initialRunState } from "../../../aggregates/run.ts";
 import { ScaleOutRequestId } from "../../../contracts/index.ts";
@@ -153,33 +154,32 @@ describe("the headroom in a pass's view (in memory, pure: proves no transport)",
     );
   });
 
-  it("a tenant ahead of its fair share (not due) is kept out of the kept places, however few it holds; the reason says so", () => {
+  it("a tenant ahead of its fair share (not due against a tenant refused a kept place in this pass) is kept out of the kept places, however few it holds; the reason says so", () => {
     // Two tenants with backlogs; t-light's runs left the runtime first, so it holds none there.
     const index = { heldOn: (_rt: string, t: string) => (t === "t-heavy" ? 18 : 0) } as unknown as RunIndex;
-    const due = new Map([["t-light", false]]);
-    const budget = new PassBudget(
-      [shared(2)],
-      index,
-      2,
-      () => 100,
-      (t) => due.get(t) ?? true,
-    );
+    const fair = new FairShare();
+    fair.charge("t-light", 1); // t-light: next at 1; t-heavy (never placed): next at 0
+    const budget = new PassBudget([shared(2)], index, 2, () => 100, fair);
+    expect(budget.viewFor("t-light")[0]!.canAcceptRun).toBe(true); // no rival refused yet
+    expect(budget.viewFor("t-heavy")[0]!.canAcceptRun).toBe(false); // holds 18: refused a kept place
     const view = budget.viewFor("t-light")[0]!;
     expect(view.canAcceptRun).toBe(false);
     expect(view.reasons.at(-1)).toContain("ahead of its share");
     expect(budget.claim(shared(2), "t-light")).toBe(false);
-    due.set("t-light", true); // its turn: the kept place is its
+    for (let i = 0; i < 3; i++) fair.charge("t-heavy", 3); // t-heavy: next at 1: t-light's turn
     expect(budget.claim(shared(2), "t-light")).toBe(true);
     // A third place is the fair order's alone: taken whether due or not.
-    due.set("t-light", false);
-    expect(
-      new PassBudget(
-        [shared(3)],
-        index,
-        2,
-        () => 100,
-        () => false,
-      ).claim(shared(3), "t-light"),
-    ).toBe(true);
+    const ahead = new FairShare();
+    ahead.charge("t-light", 1);
+    const third = new PassBudget([shared(3)], index, 2, () => 100, ahead);
+    third.viewFor("t-heavy");
+    expect(third.claim(shared(3), "t-light")).toBe(true);
+  });
+
+  it("a lone tenant is never ahead of its share: it takes the kept places while it holds fewer than the headroom", () => {
+    const index = { heldOn: () => 1 } as unknown as RunIndex;
+    const fair = new FairShare();
+    for (let i = 0; i < 5; i++) fair.charge("t-alone", 1);
+    expect(new PassBudget([shared(2)], index, 2, () => 100, fair).claim(shared(2), "t-alone")).toBe(true);
   });
 });

@@ -57,7 +57,7 @@ export async function admissionPass(deps: AdmissionDeps, state: AdmissionState):
     deps.index,
     deps.config.sharedRuntimeHeadroom,
     (t) => deps.index.work.queues.waitingOf(t),
-    (t) => state.fair.due(t), // a kept place only in the tenant's turn (headroom.ts)
+    state.fair, // a kept place only in the tenant's turn (headroom.ts)
   );
   state.deployed = deployedVersions(deps.store); // each tenant's deploys read at most once per pass
   // A tenant found blocked by the last passes, with still no runtime that may take its runs, is not
