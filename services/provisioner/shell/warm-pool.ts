@@ -78,10 +78,7 @@ export function createWarmPool(
         orphansChecked = true;
         if ((await stopOrphanedMembers(d, strategy, current)) > 0) current = await roster.current();
       }
-      for (const id of mine) {
-        const seen = current.runtimes.get(id);
-        if (seen?.pool?.claimedFor || seen?.endedBy) mine.delete(id);
-      }
+      forgetSettled(mine, current);
       // Process members: the ones this provisioner started (its predecessors' are stopped above, or
       // gone). Kubernetes members still count for the whole control plane: another replica's member Pods
       // cannot be told from a dead provisioner's, and a Pod left counted is better than one leaked per restart.
@@ -108,10 +105,7 @@ export function createWarmPool(
       const strategy = d.strategies.get(provider);
       if (!isPoolable(strategy) || !sizes.some(([p]) => p === provider)) return undefined;
       const current = planned ?? (await roster.current());
-      for (const id of claiming) {
-        const seen = current.runtimes.get(id);
-        if (seen?.pool?.claimedFor || seen?.endedBy) claiming.delete(id);
-      }
+      forgetSettled(claiming, current);
       for (const m of claimableMembers(current, provider, d.controlPlaneId)) {
         if (!strategy.canBind(m.runtimeInstanceId) || claiming.has(m.runtimeInstanceId)) continue;
         // Reserved in this process while its batch is in flight (and until the roster shows it
@@ -203,6 +197,14 @@ export function createWarmPool(
       while (filling.size > 0) await Promise.all([...filling.values()]);
     },
   };
+}
+
+/** Drops the members `current` shows claimed or ended from a set this process keeps of members. */
+function forgetSettled(members: Set<string>, current: Roster): void {
+  for (const id of members) {
+    const seen = current.runtimes.get(id);
+    if (seen?.pool?.claimedFor || seen?.endedBy) members.delete(id);
+  }
 }
 
 /**
