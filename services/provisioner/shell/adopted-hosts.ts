@@ -1,7 +1,7 @@
 import { processSpace } from "../../../platform/process-space.ts";
 import { isOrphanedHost } from "../../../platform/hosts/spawner.ts";
 import { runtimeRef } from "../../../streams/index.ts";
-import type { Roster } from "../domain/runtime-roster.ts";
+import type { Roster, RuntimeSummary } from "../domain/runtime-roster.ts";
 import type { ProvisionerDeps } from "./context.ts";
 import type { LiveHost } from "./stop-hosts.ts";
 
@@ -18,26 +18,31 @@ import type { LiveHost } from "./stop-hosts.ts";
 export async function adoptedHosts(d: ProvisionerDeps, roster: Roster, own: readonly LiveHost[]): Promise<LiveHost[]> {
   if (!d.controlPlaneId) return [];
   const mine = new Set(own.map((h) => h.runtimeInstanceId));
-  const here = processSpace();
-  const candidates = [...roster.runtimes.values()].filter(
-    (s) =>
-      !s.endedBy &&
-      !s.pool &&
-      !mine.has(s.runtimeInstanceId) &&
-      s.node === here &&
-      s.hostIncarnation?.startsWith("pid:") &&
-      isOrphanedHost(s.hostIncarnation),
-  );
+  const candidates = [...roster.runtimes.values()].flatMap((s) => {
+    const h = !s.pool && !mine.has(s.runtimeInstanceId) ? orphanedHost(s) : undefined;
+    return h ? [h] : [];
+  });
   const out: LiveHost[] = [];
-  for (const s of candidates) {
-    const reg = (await d.store.read(runtimeRef(s.runtimeInstanceId))).events.find(
+  for (const h of candidates) {
+    const reg = (await d.store.read(runtimeRef(h.runtimeInstanceId))).events.find(
       (e) => e.event.type === "runtime.registered",
     )?.event;
     if (reg?.type !== "runtime.registered" || reg.data.controlPlaneId !== d.controlPlaneId) continue;
-    out.push({
-      runtimeInstanceId: s.runtimeInstanceId,
-      host: { hostIncarnation: s.hostIncarnation!, ...(s.pid ? { pid: s.pid } : {}), node: here },
-    });
+    out.push(h);
   }
   return out;
+}
+
+/**
+ * The host of `s` when it has not ended, runs in this process space and its spawning provisioner is
+ * gone (platform/hosts/spawner.ts): an orphan a provisioner of its control plane may stop.
+ */
+export function orphanedHost(s: RuntimeSummary): LiveHost | undefined {
+  const here = processSpace();
+  if (s.endedBy || s.node !== here || !s.hostIncarnation?.startsWith("pid:") || !isOrphanedHost(s.hostIncarnation))
+    return undefined;
+  return {
+    runtimeInstanceId: s.runtimeInstanceId,
+    host: { hostIncarnation: s.hostIncarnation, ...(s.pid ? { pid: s.pid } : {}), node: here },
+  };
 }

@@ -1,7 +1,6 @@
-import { isOrphanedHost } from "../../../platform/hosts/spawner.ts";
 import type { HostStrategy } from "../../../platform/hosts/types.ts";
-import { processSpace } from "../../../platform/process-space.ts";
 import type { Roster } from "../domain/runtime-roster.ts";
+import { orphanedHost } from "./adopted-hosts.ts";
 import type { ProvisionerDeps } from "./context.ts";
 import { stopHosts, type LiveHost } from "./stop-hosts.ts";
 
@@ -12,22 +11,12 @@ import { stopHosts, type LiveHost } from "./stop-hosts.ts";
  */
 export function orphanedMembers(d: ProvisionerDeps, roster: Roster): LiveHost[] {
   if (!d.controlPlaneId) return [];
-  const here = processSpace();
-  return [...roster.runtimes.values()]
-    .filter(
-      (s) =>
-        s.pool?.provider === "process" &&
-        s.pool.controlPlaneId === d.controlPlaneId &&
-        !s.pool.claimedFor &&
-        !s.endedBy &&
-        s.node === here &&
-        s.hostIncarnation?.startsWith("pid:") &&
-        isOrphanedHost(s.hostIncarnation),
-    )
-    .map((s) => ({
-      runtimeInstanceId: s.runtimeInstanceId,
-      host: { hostIncarnation: s.hostIncarnation!, ...(s.pid ? { pid: s.pid } : {}), node: here },
-    }));
+  return [...roster.runtimes.values()].flatMap((s) => {
+    const unboundHere =
+      s.pool?.provider === "process" && s.pool.controlPlaneId === d.controlPlaneId && !s.pool.claimedFor;
+    const h = unboundHere ? orphanedHost(s) : undefined;
+    return h ? [h] : [];
+  });
 }
 
 /**
