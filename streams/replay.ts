@@ -2,20 +2,26 @@ import { DeliverPolicy } from "@nats-io/jetstream";
 import { DroverError } from "../contracts/index.ts";
 import { isNotFound, toStoreError } from "./nats-errors.ts";
 import type { StoreContext } from "./store-context.ts";
+import type { Msg } from "./scoped-read.ts";
 import { toStoredEvent } from "./stored.ts";
 import type { ReplayFrom, StoredEvent, Undecodable } from "./types.ts";
 
 // Client-side buffer of the ordered consumer: big enough to stream, small enough for a slow fold.
 const REPLAY_BUFFER = 256;
+// A range of at most this many sequences on one filter is read with one batched Direct Get: a
+// roster catch-up of a few new events took five round trips (info, first, consumer create, fetch,
+// delete) and a consumer the server builds and tears down; this takes two.
+const DIRECT_RANGE = REPLAY_BUFFER;
 
 /**
  * Ordered replay of the event stream from a sequence (inclusive) or a time, optionally filtered,
  * up to the stream's last sequence as of the call; events appended meanwhile are not delivered.
  * Returns the sequence of the last event delivered (0 when none matched).
  *
- * The end is fixed from stream info before reading, and an empty range is detected with one
- * Direct Get per filter, so a replay never waits on an idle consumer. Events come from an
- * ordered consumer (flow-controlled, recreated by the client on gaps), in stream order.
+ * The end is fixed from stream info before reading. A short range on one filter (at most
+ * `DIRECT_RANGE` sequences: a catch-up) is read with one batched Direct Get; otherwise an empty range
+ * is detected with one Direct Get per filter, so a replay never waits on an idle consumer, and events
+ * come from an ordered consumer (flow-controlled, recreated by the client on gaps), in stream order.
  *
  * Failure modes: an event that does not decode stops the replay with `contract-violation` naming
  * its stream sequence (unless `onUndecodable` takes it); a handler error stops it and propagates; no answer → `event-store-unavailable`.
@@ -38,14 +44,28 @@ export async function replay(
       : Array.isArray(opts.filter)
         ? [...opts.filter]
         : [opts.filter];
-  let endSeq: number, start: number;
+  let endSeq: number, start: number, replicas: number;
   try {
-    endSeq = (await jsm.streams.info(stream)).state.last_seq;
+    const info = await jsm.streams.info(stream);
+    endSeq = info.state.last_seq;
+    replicas = info.config.num_replicas;
     start = "seq" in from ? Math.max(1, from.seq) : await firstSeqAtOrAfterTime(ctx, from.time);
   } catch (e) {
     throw toStoreError(e, `starting a replay of ${stream}`, { filters });
   }
   if (start === 0 || start > endSeq) return 0;
+  // Only on one replica: a Direct Get on R>1 may be answered by a lagging follower, and a replay must
+  // not pass a shorter range off as the whole one (the consumer reads from the leader).
+  const range = ctx.reader.range;
+  if (range && replicas === 1 && filters.length === 1 && endSeq - start < DIRECT_RANGE) {
+    let msgs: Msg[];
+    try {
+      msgs = await range(filters[0]!, start, endSeq);
+    } catch (e) {
+      throw toStoreError(e, `replaying ${stream} from sequence ${start}`, { filters });
+    }
+    return deliver(msgs, endSeq, onEvent, opts.onUndecodable);
+  }
 
   let first = Number.POSITIVE_INFINITY;
   for (const f of filters) first = Math.min(first, (await ctx.reader.first(f, start))?.seq ?? Number.POSITIVE_INFINITY);
@@ -121,4 +141,27 @@ async function firstSeqAtOrAfterTime(ctx: StoreContext, time: Date): Promise<num
     if (isNotFound(e)) return 0;
     throw e;
   }
+}
+
+/** Hands `msgs` (in stream order) up to `endSeq` to the handler as the consumer path does; returns the last sequence. */
+async function deliver(
+  msgs: readonly Msg[],
+  endSeq: number,
+  onEvent: (e: StoredEvent) => void | Promise<void>,
+  onUndecodable?: (u: Undecodable) => void | Promise<void>,
+): Promise<number> {
+  let last = 0;
+  for (const m of msgs) {
+    if (m.seq > endSeq) break;
+    let e: StoredEvent | undefined;
+    try {
+      e = toStoredEvent(m);
+    } catch (err) {
+      if (!onUndecodable) throw err;
+      await onUndecodable({ seq: m.seq, subject: m.subject, error: err instanceof Error ? err.message : String(err) });
+    }
+    if (e) await onEvent(e);
+    last = m.seq;
+  }
+  return last;
 }

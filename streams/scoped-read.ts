@@ -28,6 +28,12 @@ export interface Reader {
   lastSeq(filter: string): Promise<number>;
   /** The last message on `filter` (null when none). */
   last(filter: string): Promise<Msg | null>;
+  /**
+   * Every message on `filter` from `fromSeq` through `toSeq`, undecoded, in stream order, by batched
+   * Direct Gets (one round trip unless the server caps a batch's bytes). Only where a body-form
+   * Direct Get is allowed: the direct reader.
+   */
+  range?(filter: string, fromSeq: number, toSeq: number): Promise<Msg[]>;
 }
 
 /** A stored message, undecoded. */
@@ -41,6 +47,30 @@ export const directReader = (jsm: Promise<JetStreamManager>, stream: string): Re
     first: async (filter, seq) => firstAtOrAfter(await jsm, stream, filter, seq),
     lastSeq: async (filter) => (await last(filter))?.seq ?? 0,
     last,
+    range: async (filter, fromSeq, toSeq) => {
+      const out: StoredMsg[] = [];
+      let more = true;
+      for (let seq = Math.max(1, fromSeq); more && seq <= toSeq;) {
+        more = false;
+        try {
+          const batch = Math.min(1024, toSeq - seq + 1);
+          for await (const m of await (await jsm).direct.getBatch(stream, { seq, next_by_subj: filter, batch })) {
+            if (m.seq > toSeq) {
+              more = false;
+              break;
+            }
+            out.push(m);
+            // pending: the matching messages after this one; a batch may end early on the server's byte cap
+            more = m.pending > 0;
+            seq = m.seq + 1;
+          }
+        } catch (e) {
+          if (!isNotFound(e)) throw e;
+          more = false;
+        }
+      }
+      return out;
+    },
   };
 };
 
