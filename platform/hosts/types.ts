@@ -159,8 +159,15 @@ export interface WarmPoolHost {
     poolToken: string,
     onHostCreated?: (host: HostFacts) => Promise<void>,
   ): Promise<HostStartResult>;
-  /** Whether `memberId` is a live, unbound pool member this strategy started (only those can be bound here). */
+  /** Whether `memberId` is a live, unbound pool member this strategy started or adopted (only those can be bound here). */
   canBind(memberId: string): boolean;
+  /**
+   * Takes on member `memberId` that another provisioner of the control plane started (`host`: its
+   * exact host as recorded), if this strategy can prove that host live, ready and unbound; resolves
+   * whether it can be bound here now. Kubernetes only: any replica can reach a member's Pod, while
+   * a process member can be bound only by its spawner (its successor stops it: orphan-members.ts).
+   */
+  adopt?(memberId: string, host: HostFacts): Promise<boolean>;
   /**
    * Binds pool member `memberId` to `spec` (identity, sizing, command token, NATS credential, tenant
    * code) over its bind endpoint, authenticated by `poolToken`; resolves once the bound runtime

@@ -197,4 +197,25 @@ describe("warm pool with Kubernetes hosts (real node, real runtime Pods)", () =>
     expect(started(w.rt)?.convergenceSource).not.toBe(`warm-pool:${victim!.runtimeInstanceId}`);
     expect(types(await f.runtimeEvents(victim!.runtimeInstanceId))).not.toContain("runtime.capacity-published");
   }, 300_000);
+
+  it("a restarted provisioner binds the member Pods its predecessor left: its pool counts them, starts none, and serves a scale-out from one", async () => {
+    const cp = uniqueName("cp");
+    const first = k8sProvisioner(1, cp);
+    first.provisioner.pool.refill();
+    const [left] = await ready(1, first.strategy);
+    // The predecessor is gone (a SIGKILL, a rollout): a new provisioner with a new strategy, same control plane.
+    const second = k8sProvisioner(1, cp);
+    expect(second.strategy.canBind(left!.runtimeInstanceId)).toBe(false);
+    second.provisioner.pool.refill();
+    await second.provisioner.pool.idle();
+    const members = claimableMembers(await new RosterView(f.store, f.streams.layout).current(), "kubernetes", cp);
+    expect(members.map((m) => m.runtimeInstanceId)).toEqual([left!.runtimeInstanceId]);
+    const w = await scaleOut(second.provisioner, "tenant-successor", cp);
+    const host = started(w.rt)!;
+    expect(host.convergenceSource).toBe(`warm-pool:${left!.runtimeInstanceId}`);
+    expect(types(w.rt).at(-1)).toBe("runtime.capacity-published");
+    const pod = await core.readNamespacedPod({ namespace: ns, name: left!.pod!.podName });
+    expect(`pod:${pod.metadata?.uid}`).toBe(host.hostIncarnation);
+    expect(pod.metadata?.annotations?.[BOUND_TO]).toBe(w.id);
+  }, 300_000);
 });

@@ -15,7 +15,8 @@ import { cleanupOwned, type OwnedObject } from "./owned-objects.ts";
 import { readyDecision } from "./pod-decisions.ts";
 import { killPodExact, podTarget } from "./pod-kill.ts";
 import { BOUND_TO, buildPoolMemberPod, buildPoolTokenSecret, DEFAULT_POOL_CPU_LIMIT } from "./pool-spec.ts";
-import { RUNTIME_OPS_PORT, RUNTIME_PORT, runtimeNames, type RuntimePodOptions } from "./spec.ts";
+import { labelValue } from "./names.ts";
+import { L, RUNTIME_OPS_PORT, RUNTIME_PORT, runtimeNames, type RuntimePodOptions } from "./spec.ts";
 import { followObject } from "./watch-object.ts";
 
 const CLEANUP_BUDGET_MS = 15_000;
@@ -209,6 +210,30 @@ export async function bindPoolMember(
 }
 
 /**
+ * Member `memberId` as another provisioner of the control plane recorded it (`host`: its exact Pod),
+ * if that Pod is still there, Ready and unbound: a successor binds its dead predecessor's members
+ * instead of counting them in its pool for ever. The bind then checks the Pod UID twice (the
+ * annotation patch's precondition, and the incarnation the runtime answers with). A read failure is
+ * "not adoptable": the claim looks at the next member.
+ */
+async function adoptablePod(c: PoolContext, memberId: string, host: HostFacts): Promise<PoolMember | undefined> {
+  const ns = c.opts.namespace;
+  const uid = host.podUid;
+  if (!uid || !host.podName || (host.namespace ?? ns) !== ns || host.hostIncarnation !== `pod:${uid}`) return undefined;
+  const pod = await c.core.readNamespacedPod({ namespace: ns, name: host.podName }).catch(() => undefined);
+  const podIP = pod?.status?.podIP;
+  if (!pod || !podIP || pod.metadata?.annotations?.[BOUND_TO] !== undefined) return undefined;
+  if (pod.metadata?.labels?.[L.runtime] !== labelValue(memberId)) return undefined;
+  const ready = readyDecision(uid, { type: "MODIFIED", obj: pod });
+  if (!ready?.ok) return undefined;
+  return {
+    host: { ...host, namespace: ns, ...(pod.spec?.nodeName ? { node: pod.spec.nodeName } : {}) },
+    podIP,
+    bindEndpoint: `http://${podIP}:${RUNTIME_OPS_PORT}`,
+  };
+}
+
+/**
  * The strategy's WarmPoolHost methods over its `members` (serialized per id by its lifecycle
  * `gate`): members need `pod-ip` exposure (the binding is posted to the Pod IP, and the bound
  * runtime is reached there); a member is bound at most once (never undone, whatever happens next).
@@ -238,6 +263,16 @@ export function poolMethods(
     canBind(memberId) {
       const m = members.get(memberId);
       return !!m && !m.boundTo;
+    },
+    adopt(memberId, host) {
+      return gate.run(memberId, async () => {
+        const known = members.get(memberId);
+        if (known) return !known.boundTo;
+        if (runtimes.taken(memberId)) return false;
+        const m = await adoptablePod(c, memberId, host);
+        if (m) members.set(memberId, m);
+        return !!m;
+      });
     },
     bind(memberId, poolToken, spec) {
       return gate.run(memberId, () =>

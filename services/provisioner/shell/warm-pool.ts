@@ -6,7 +6,7 @@ import { claimableMembers, POOL_LAYERS, POOL_MEMBER_PREFIX, refillCount } from "
 import { stamp, type Origin, type ProvisionerDeps } from "./context.ts";
 import type { PlannedStart } from "./host-start.ts";
 import type { RosterView } from "./roster-view.ts";
-import type { Roster } from "../domain/runtime-roster.ts";
+import type { Roster, RuntimeSummary } from "../domain/runtime-roster.ts";
 import { RuntimeWriter } from "./runtime-writer.ts";
 import { lookAtConflict, type SlotClaim } from "./runtime-slot.ts";
 import { stopOrphanedMembers } from "./orphan-members.ts";
@@ -80,8 +80,8 @@ export function createWarmPool(
       }
       forgetSettled(mine, current);
       // Process members: the ones this provisioner started (its predecessors' are stopped above, or
-      // gone). Kubernetes members still count for the whole control plane: another replica's member Pods
-      // cannot be told from a dead provisioner's, and a Pod left counted is better than one leaked per restart.
+      // gone). Kubernetes members count for the whole control plane: any provisioner of it binds any of
+      // them (a member started elsewhere is adopted at its claim: WarmPoolHost.adopt).
       const owns = provider === "process" ? (id: string) => mine.has(id) : undefined;
       let n = refillCount(current, provider, size, d.controlPlaneId, owns);
       // At most `maxConcurrentHostStartups` members start at once: the first of them are ready (and
@@ -107,7 +107,10 @@ export function createWarmPool(
       const current = planned ?? (await roster.current());
       forgetSettled(claiming, current);
       for (const m of claimableMembers(current, provider, d.controlPlaneId)) {
-        if (!strategy.canBind(m.runtimeInstanceId) || claiming.has(m.runtimeInstanceId)) continue;
+        if (claiming.has(m.runtimeInstanceId)) continue;
+        // Another provisioner's member (a restarted one's predecessor, or a replica's): bound here if
+        // its host is proven live and unbound, else the pool would count it for ever and never serve it.
+        if (!strategy.canBind(m.runtimeInstanceId) && !(await adoptMember(strategy, m))) continue;
         // Reserved in this process while its batch is in flight (and until the roster shows it
         // claimed): concurrent scale-outs take different members instead of all racing for the
         // oldest one, each loser paying a conflict and a re-read per member (claims came one every
@@ -197,6 +200,12 @@ export function createWarmPool(
       while (filling.size > 0) await Promise.all([...filling.values()]);
     },
   };
+}
+
+/** Whether `strategy` takes on member `m` started elsewhere (only Kubernetes members: WarmPoolHost.adopt). */
+async function adoptMember(strategy: PoolableStrategy, m: RuntimeSummary): Promise<boolean> {
+  if (!strategy.adopt || !m.hostIncarnation || !m.pod) return false;
+  return strategy.adopt(m.runtimeInstanceId, { hostIncarnation: m.hostIncarnation, ...m.pod });
 }
 
 /** Drops the members `current` shows claimed or ended from a set this process keeps of members. */
