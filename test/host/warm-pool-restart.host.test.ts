@@ -80,7 +80,7 @@ async function expectRetiredByStop(members: readonly RuntimeSummary[]) {
 }
 
 describe("warm pool across provisioner restarts (real provisioner and pooled runtime processes)", () => {
-  it("a planned stop retires its members and the next provisioner refills; members a SIGKILLed provisioner left are stopped and retired by the next, which refills and serves a scale-out from its own pool", async () => {
+  it("a planned stop retires its members and the next provisioner refills; members a SIGKILLed provisioner left are stopped (or found dead) and retired by the next, which refills and serves a scale-out from its own pool", async () => {
     const p1 = provs.start();
     const a = await newMembers(2, new Set());
     expect(a.every((m) => running(m.hostIncarnation!))).toBe(true);
@@ -95,6 +95,10 @@ describe("warm pool across provisioner restarts (real provisioner and pooled run
     p2.kill("SIGKILL");
     await exitedProcess(p2);
     expect(b.every((m) => running(m.hostIncarnation!))).toBe(true); // a SIGKILL leaves them running
+    // One of them dies while no provisioner watches: its end is recorded by no one (it stayed listed in the pool).
+    const dead = parseProcessIncarnation(b[0]!.hostIncarnation!)!;
+    process.kill(dead.pid, "SIGKILL");
+    await eventually("the member's process gone", async () => (running(b[0]!.hostIncarnation!) ? undefined : true));
 
     const p3 = provs.start();
     await expectRetiredByStop(b);
