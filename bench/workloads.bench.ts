@@ -78,9 +78,12 @@ try {
   const w1: string[] = [];
   await readModelsCaughtUp();
   const w1Cpu = await cpuSnapshot();
+  // The monotonic clock V8's CPU profiles use (µs): cut a profile (DROVER_CPU_PROF_DIR) to W1 or W2.
+  const w1MonoUs = [process.hrtime.bigint() / 1000n];
   for (let k = 0; k < 30; k++) w1.push(await runOne(chain50));
   await readModelsCaughtUp();
   const w1CpuPerK = perKSteps(cpuSpent(w1Cpu, await cpuSnapshot()), 30 * 50);
+  w1MonoUs.push(process.hrtime.bigint() / 1000n);
   let all = await log();
   const perStep = w1.map((id) => (at(all, "run.completed", id)! - at(all, "run.submitted", id)!) / 50);
 
@@ -90,7 +93,6 @@ try {
   let left = 200;
   await readModelsCaughtUp();
   const w2Cpu = await cpuSnapshot();
-  // The monotonic clock V8's CPU profiles use (µs): cut a profile (DROVER_CPU_PROF_DIR) to W2.
   const w2MonoUs = [process.hrtime.bigint() / 1000n];
   await Promise.all(
     Array.from({ length: 50 }, async () => {
@@ -105,6 +107,7 @@ try {
   const w2End = Math.max(...w2.map((id) => at(all, "run.completed", id)!));
   const stepsPerS = (200 * 10) / ((w2End - w2Start) / 1000);
   console.log(JSON.stringify({ w1PerStepMs: perStep, w2StepsPerS: stepsPerS, w1CpuPerK, w2CpuPerK }));
+  console.log(`w1 monotonic window (µs, for CPU profiles): ${w1MonoUs.join(" ")}`);
   console.log(`w2 monotonic window (µs, for CPU profiles): ${w2MonoUs.join(" ")}`);
 
   const metrics = {

@@ -52,12 +52,31 @@ export function decodeJson<S extends z.ZodType>(
   return r.data;
 }
 
+/**
+ * Each event schema as zod compiles it (`z.compile`, made on first use): a generated fast path that
+ * falls back to zod's runtime parser whenever it does not accept the value, so a refusal is the
+ * runtime parser's own, with the same issues; parts it cannot model (recursive JSON values,
+ * refinements) run on the runtime parser inside it. Every event is checked on every append and
+ * every decode, by every service: the runtime's parse of a small event was ~15× slower (issue 15).
+ * `contracts/codec-compiled.unit.test.ts` holds the two parsers to the same answers.
+ */
+const compiled = new Map<string, z.ZodType>();
+export function compiledEventSchema(type: string): z.ZodType | undefined {
+  let schema = compiled.get(type);
+  if (schema) return schema;
+  const def = EVENT_DEFINITIONS.get(type);
+  if (!def) return undefined;
+  schema = z.compile(def.schema as z.ZodType);
+  compiled.set(type, schema);
+  return schema;
+}
+
 /** Validates an event against the schema its `type` names; unknown types are violations. */
 export function parseEvent(raw: unknown, at?: { seq?: number; subject?: string }): DroverEvent {
   const type = (raw as { type?: unknown } | null)?.type;
-  const def = typeof type === "string" ? EVENT_DEFINITIONS.get(type) : undefined;
-  if (!def) throw contractViolation("event", `unknown event type ${JSON.stringify(type)}`, at);
-  const r = def.schema.safeParse(raw);
+  const schema = typeof type === "string" ? compiledEventSchema(type) : undefined;
+  if (!schema) throw contractViolation("event", `unknown event type ${JSON.stringify(type)}`, at);
+  const r = schema.safeParse(raw);
   if (!r.success) throw contractViolation(`event ${type}`, r.error.issues, at);
   return r.data as DroverEvent;
 }
@@ -104,6 +123,8 @@ const RunSubmittedWithoutPayload = RunSubmitted.schema.extend({
     input: z.unknown().optional(),
   }),
 });
+/** Compiled on first use, as the event schemas are (see `compiledEventSchema`). */
+let withoutPayloadCompiled: typeof RunSubmittedWithoutPayload | undefined;
 
 /**
  * `decodeEvent`, except that a `run.submitted`'s DAG and input are not validated (see
@@ -117,7 +138,8 @@ export function decodeEventWithoutPayload(bytes: Uint8Array, at: { seq?: number;
   } catch (e) {
     throw contractViolation("event", `not JSON (${(e as Error).message})`, at);
   }
-  const r = RunSubmittedWithoutPayload.safeParse(raw);
+  withoutPayloadCompiled ??= z.compile(RunSubmittedWithoutPayload);
+  const r = withoutPayloadCompiled.safeParse(raw);
   if (!r.success) throw contractViolation("event run.submitted", r.error.issues, at);
   return r.data as DroverEvent;
 }

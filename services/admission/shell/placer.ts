@@ -51,18 +51,6 @@ const PLACED_SCAN_MS = 100;
 export async function admissionPass(deps: AdmissionDeps, state: AdmissionState): Promise<void> {
   const { busy } = state;
   const now = deps.env.clock.now().getTime();
-  const candidates = await readCandidates(deps.view, deps.reservations, now, staleHeartbeatMsOf(deps.config));
-  const budget = new PassBudget(
-    candidates,
-    deps.index,
-    deps.config.sharedRuntimeHeadroom,
-    (t) => deps.index.work.queues.waitingOf(t),
-    state.fair, // a kept place only in the tenant's turn (headroom.ts)
-  );
-  state.deployed = deployedVersions(deps.store); // each tenant's deploys read at most once per pass
-  // A tenant found blocked by the last passes, with still no runtime that may take its runs, is not
-  // looked at again (its new submissions aside) until a place shows up or the carry expires.
-  budget.adopt(state.blocks, now);
   const isResume = (r: IndexedRun) => r.state.resume !== undefined;
   // Not new work: every one is looked at (their number grows with the runs placed, not the backlog),
   // except placements young enough that there is nothing to do for them yet (unless cancelled).
@@ -87,6 +75,23 @@ export async function admissionPass(deps: AdmissionDeps, state: AdmissionState):
         a.sinceSeq - b.sinceSeq ||
         (a.sharedRunId < b.sharedRunId ? -1 : 1),
     );
+  // Nothing to look at (no run waits in a queue, none needs anything else): the capacity view is not
+  // read. Most passes are such (a run's admitted, dispatched, started and end each start one), and
+  // each read was two Redis round trips (issue 15). The blocks found so far are kept as they are:
+  // the next pass with work adopts them against the view it reads, as it would have.
+  if (side.length === 0 && work.queues.size === 0) return;
+  const candidates = await readCandidates(deps.view, deps.reservations, now, staleHeartbeatMsOf(deps.config));
+  const budget = new PassBudget(
+    candidates,
+    deps.index,
+    deps.config.sharedRuntimeHeadroom,
+    (t) => deps.index.work.queues.waitingOf(t),
+    state.fair, // a kept place only in the tenant's turn (headroom.ts)
+  );
+  state.deployed = deployedVersions(deps.store); // each tenant's deploys read at most once per pass
+  // A tenant found blocked by the last passes, with still no runtime that may take its runs, is not
+  // looked at again (its new submissions aside) until a place shows up or the carry expires.
+  budget.adopt(state.blocks, now);
   const fair = new FairPull(deps.index.work.queues, {
     weightOf: (t) => tenantSettingsOf(deps.config, t).weight,
     startOf: (t) => state.fair.startOf(t),
