@@ -64,9 +64,10 @@ export interface Refs {
 /**
  * The shape of the read models this code writes and reads: the build marker names it, so a
  * database built by code of another shape holds no complete build and is rebuilt from sequence 1
- * (2: ledger rows are placed in lanes and pages, `ledger_counts`, `ledger_pages`, `runKey`).
+ * (2: ledger rows are placed in lanes and pages, `ledger_counts`, `ledger_pages`, `runKey`;
+ * 3: a ledger row is stored as {@link StoredLedgerRow}, its unqueried fields in one JSON string).
  */
-export const READ_MODEL_SHAPE = 2;
+export const READ_MODEL_SHAPE = 3;
 
 /**
  * Each tenant's ledger is two lanes, its recovery rows and the rest (`work`), each numbered 0, 1,
@@ -111,6 +112,37 @@ export interface LedgerRow extends LedgerEntry {
   readonly before: LaneCounts;
   readonly page: string;
   readonly runKey?: string;
+}
+
+/**
+ * A ledger row as stored in `ledger`: what a query or a test filters on as fields (`_id`, `tenantId`,
+ * `seq`, `page`, `runKey`) and `summary`, the rest (`e`) as one JSON string. FerretDB v1 (SQLite)
+ * spends its time per stored field (it keeps each field's type beside its value), not per row: 3,400
+ * W2-like rows cost it ~300 ms of CPU as 22 fields each, ~120 ms in this shape (services/forensics/README.md).
+ * Nothing reads a row's other fields but through {@link ledgerRowOf}.
+ */
+export interface StoredLedgerRow {
+  readonly _id: string;
+  readonly tenantId: string;
+  readonly seq: number;
+  readonly page: string;
+  readonly runKey?: string;
+  readonly summary: string;
+  /** The row's other fields, `JSON.stringify`d. */
+  readonly e: string;
+}
+
+/** The row as stored. Pure. */
+export function storedLedgerRow(r: LedgerRow): StoredLedgerRow {
+  const { _id, tenantId, seq, page, runKey, summary, ...e } = r;
+  return { _id, tenantId, seq, page, ...(runKey === undefined ? {} : { runKey }), summary, e: JSON.stringify(e) };
+}
+
+/** The row a stored one holds (the inverse of {@link storedLedgerRow}). Pure. */
+export function ledgerRowOf(s: StoredLedgerRow): LedgerRow {
+  const { _id, tenantId, seq, page, runKey, summary, e } = s;
+  const rest = JSON.parse(e) as Omit<LedgerRow, "_id" | "tenantId" | "seq" | "page" | "runKey" | "summary">;
+  return { _id, tenantId, seq, ...rest, summary, page, ...(runKey === undefined ? {} : { runKey }) };
 }
 
 /** The tenant's ledger lanes so far (`ledger_counts`, `_id` = tenantId); `stream` names its rows' `_id`. */

@@ -12,6 +12,7 @@ import {
   type LedgerCountDoc,
   type LedgerPageDoc,
   type LedgerRow,
+  type StoredLedgerRow,
   runPageId,
   type RunCountDoc,
   type RunDoc,
@@ -89,7 +90,7 @@ function mine<T extends { readonly tenantId?: string }>(tenantId: string, doc: T
 export function mongoReadModels(db: Db): ReadModels {
   const runs = db.collection<RunDoc>("runs");
   const executions = db.collection<ExecutionDoc>("executions");
-  const ledger = db.collection<LedgerRow>("ledger");
+  const ledger = db.collection<StoredLedgerRow>("ledger");
   const ledgerCounts = db.collection<LedgerCountDoc>("ledger_counts");
   const ledgerPages = db.collection<LedgerPageDoc>("ledger_pages");
   const forensics = db.collection<ForensicsRow>("forensics");

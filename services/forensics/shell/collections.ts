@@ -10,7 +10,7 @@ import {
   type IncidentItem,
   type LedgerCountDoc,
   type LedgerPageDoc,
-  type LedgerRow,
+  type StoredLedgerRow,
   type RunCountDoc,
   type RunDoc,
   type RunPageDoc,
@@ -33,7 +33,7 @@ export interface ReadModelDb {
   readonly incidents: Collection<IncidentDoc>;
   readonly incidentItems: Collection<IncidentItem>;
   readonly forensics: Collection<ForensicsRow>;
-  readonly ledger: Collection<LedgerRow>;
+  readonly ledger: Collection<StoredLedgerRow>;
   readonly runtimes: Collection<RuntimeDoc>;
   readonly runCounts: Collection<RunCountDoc>;
   readonly runPages: Collection<RunPageDoc>;
