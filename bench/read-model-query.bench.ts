@@ -15,6 +15,7 @@
 import type { Db } from "mongodb";
 import {
   CHECKPOINT_COLLECTION,
+  storedDoc,
   storedLedgerRow,
   type LedgerCountDoc,
   type LedgerPageDoc,
@@ -22,6 +23,7 @@ import {
   type RunCountDoc,
   type RunDoc,
   type RunPageDoc,
+  type StoredDoc,
   type StoredLedgerRow,
 } from "../contracts/read-models.ts";
 import { startFerret, startNats } from "../platform/local-servers.ts";
@@ -98,7 +100,7 @@ async function fill(db: Db, alone: boolean): Promise<{ mine: number; deepSince: 
       pages.set(`${tenantId}:${next.page.page}`, next.page);
     }
     await db.collection<StoredLedgerRow>("ledger").insertMany(ledger.map(storedLedgerRow));
-    await db.collection<RunDoc>("runs").insertMany(runs);
+    await db.collection<StoredDoc>("runs").insertMany(runs.map(storedDoc));
   }
   await db.collection<RunPageDoc>("run_pages").insertMany([...pages.values()]);
   await db.collection<RunCountDoc>("run_counts").insertMany([...counts.values()]);

@@ -2,6 +2,8 @@ import type { Collection, Db, Filter, IndexSpecification, OptionalUnlessRequired
 import { storable } from "../domain/fact.ts";
 import {
   CHECKPOINT_COLLECTION,
+  docOf,
+  storedDoc,
   READ_MODEL_COLLECTIONS,
   RETIRED_READ_MODEL_COLLECTIONS,
   type ExecutionDoc,
@@ -10,6 +12,7 @@ import {
   type IncidentItem,
   type LedgerCountDoc,
   type LedgerPageDoc,
+  type StoredDoc,
   type StoredLedgerRow,
   type RunCountDoc,
   type RunDoc,
@@ -23,6 +26,19 @@ export interface CheckpointDoc {
   readonly seq: number;
   readonly state?: "building" | "built";
   readonly token?: string;
+}
+
+/**
+ * The collections whose documents are stored encoded ({@link StoredDoc}: contracts/read-models.ts):
+ * typed here as the documents they hold, written by {@link putManyIfNewer} / {@link insertNewOrPut}
+ * and read by {@link byId}, which encode and decode them.
+ */
+const ENCODED: ReadonlySet<string> = new Set(["runs", "executions"]);
+
+/** `doc` as written to `c`: sanitised (`storable`: NUL is an escape inside a JSON string, read back as NUL), then encoded where `c` is. */
+function toStored<T extends { readonly _id: string }>(c: Collection<T>, doc: T): T {
+  if (!ENCODED.has(c.collectionName)) return storable(doc);
+  return storedDoc(storable(doc) as unknown as Parameters<typeof storedDoc>[0]) as unknown as T;
 }
 
 /** The projector's collections in one database. */
@@ -123,7 +139,9 @@ export async function putIfNewer<T extends { readonly _id: string; readonly last
   doc: T,
 ): Promise<void> {
   try {
-    await c.replaceOne({ _id: doc._id, lastSeq: { $lt: doc.lastSeq } } as Filter<T>, storable(doc), { upsert: true });
+    await c.replaceOne({ _id: doc._id, lastSeq: { $lt: doc.lastSeq } } as Filter<T>, toStored(c, doc), {
+      upsert: true,
+    });
   } catch (e) {
     if (!isDuplicateKey(e)) throw e;
   }
@@ -165,7 +183,7 @@ async function putChunkIfNewer<T extends { readonly _id: string; readonly lastSe
         rest.map((doc) => ({
           replaceOne: {
             filter: { _id: doc._id, lastSeq: { $lt: doc.lastSeq } } as Filter<T>,
-            replacement: storable(doc),
+            replacement: toStored(c, doc),
             upsert: true,
           },
         })),
@@ -195,7 +213,7 @@ export async function insertNewOrPut<T extends { readonly _id: string; readonly 
   if (docs.length === 0) return;
   try {
     await c.insertMany(
-      docs.map((d) => storable(d) as OptionalUnlessRequiredId<T>),
+      docs.map((d) => toStored(c, d) as OptionalUnlessRequiredId<T>),
       { ordered: false },
     );
   } catch (e) {
@@ -250,7 +268,9 @@ export async function insertRows<T extends { readonly _id: string }>(
   }
 }
 
-/** Reads one document by `_id` without Mongo's own `_id` typing getting in the way. */
+/** Reads one document by `_id` (decoded where its collection is encoded) without Mongo's own `_id` typing getting in the way. */
 export async function byId<T extends { readonly _id: string }>(c: Collection<T>, id: string): Promise<T | undefined> {
-  return ((await c.findOne({ _id: id } as Filter<T>)) as T | null) ?? undefined;
+  const found = (await c.findOne({ _id: id } as Filter<T>)) as T | null;
+  if (!found) return undefined;
+  return ENCODED.has(c.collectionName) ? (docOf(found as unknown as StoredDoc) as unknown as T) : found;
 }
