@@ -1,5 +1,5 @@
 import type { Collection, Db, Filter, IndexSpecification, OptionalUnlessRequiredId } from "mongodb";
-import { storable } from "../domain/fact.ts";
+import { mayHoldNul, storable } from "../domain/fact.ts";
 import {
   CHECKPOINT_COLLECTION,
   docOf,
@@ -35,10 +35,16 @@ export interface CheckpointDoc {
  */
 const ENCODED: ReadonlySet<string> = new Set(["runs", "executions"]);
 
-/** `doc` as written to `c`: sanitised (`storable`: NUL is an escape inside a JSON string, read back as NUL), then encoded where `c` is. */
+/**
+ * `doc` as written to `c`: sanitised (`storable`), encoded where `c` is. An encoded document is made
+ * storable before it is encoded when its JSON may hold a NUL (inside the JSON string a NUL is an
+ * escape a read turns back into a NUL), else only its own few fields are checked: no walk of the document.
+ */
 function toStored<T extends { readonly _id: string }>(c: Collection<T>, doc: T): T {
   if (!ENCODED.has(c.collectionName)) return storable(doc);
-  return storedDoc(storable(doc) as unknown as Parameters<typeof storedDoc>[0]) as unknown as T;
+  const d = doc as unknown as Parameters<typeof storedDoc>[0];
+  const encoded = storedDoc(d);
+  return storable(mayHoldNul(encoded.d) ? storedDoc(storable(d)) : encoded) as unknown as T;
 }
 
 /** The projector's collections in one database. */

@@ -9,7 +9,7 @@ import {
 } from "../../../contracts/read-models.ts";
 import type { Projection, StoredEvent, StreamLayout } from "../../../streams/index.ts";
 import { evolveExecutionDoc } from "../domain/execution-doc.ts";
-import { storable, type Fact } from "../domain/fact.ts";
+import { mayHoldNul, storable, type Fact } from "../domain/fact.ts";
 import {
   evolveIncidentDoc,
   evolveIncidentItem,
@@ -104,8 +104,10 @@ async function applyFact(m: ReadModelDb, cache: DocCache, f: Fact): Promise<void
     const placed = placeLedgerRow(count, r);
     if (!placed) continue;
     // Rows (and page starts) are flushed before documents, so a count never says "placed" of a row not stored.
-    // Sanitised before it is encoded: in the JSON string a NUL is an escape (`\u0000`) that a read turns back.
-    cache.insert(m.ledger, storedLedgerRow(storable(placed.row)));
+    // Sanitised before it is encoded when its JSON may hold a NUL (an escape a read turns back into a
+    // NUL); its own fields are sanitised when the rows are written (insertRows).
+    const stored = storedLedgerRow(placed.row);
+    cache.insert(m.ledger, mayHoldNul(stored.e) ? storedLedgerRow(storable(placed.row)) : stored);
     if (placed.pageStart) cache.insert(m.ledgerPages, placed.pageStart);
     cache.put(m.ledgerCounts, count, placed.count);
   }
