@@ -15,12 +15,16 @@
 import type { Db } from "mongodb";
 import {
   CHECKPOINT_COLLECTION,
+  storedDoc,
+  storedLedgerRow,
   type LedgerCountDoc,
   type LedgerPageDoc,
   type LedgerRow,
   type RunCountDoc,
   type RunDoc,
   type RunPageDoc,
+  type StoredDoc,
+  type StoredLedgerRow,
 } from "../contracts/read-models.ts";
 import { startFerret, startNats } from "../platform/local-servers.ts";
 import { readModelClient } from "../platform/read-model-db.ts";
@@ -95,8 +99,8 @@ async function fill(db: Db, alone: boolean): Promise<{ mine: number; deepSince: 
       counts.set(tenantId, next.count);
       pages.set(`${tenantId}:${next.page.page}`, next.page);
     }
-    await db.collection<LedgerRow>("ledger").insertMany(ledger);
-    await db.collection<RunDoc>("runs").insertMany(runs);
+    await db.collection<StoredLedgerRow>("ledger").insertMany(ledger.map(storedLedgerRow));
+    await db.collection<StoredDoc>("runs").insertMany(runs.map(storedDoc));
   }
   await db.collection<RunPageDoc>("run_pages").insertMany([...pages.values()]);
   await db.collection<RunCountDoc>("run_counts").insertMany([...counts.values()]);

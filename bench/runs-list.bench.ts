@@ -10,7 +10,14 @@
  *  - runs_list_filtered_page: the first page filtered by status (every run matches), same.
  * The target (issue 12) is < 100 ms for the first and the deep page: the process exits 1 when a p50 misses it.
  */
-import { CHECKPOINT_COLLECTION, type RunCountDoc, type RunDoc, type RunPageDoc } from "../contracts/read-models.ts";
+import {
+  CHECKPOINT_COLLECTION,
+  storedDoc,
+  type RunCountDoc,
+  type RunDoc,
+  type RunPageDoc,
+  type StoredDoc,
+} from "../contracts/read-models.ts";
 import { startFerret, startNats } from "../platform/local-servers.ts";
 import { readModelClient } from "../platform/read-model-db.ts";
 import { mongoReadModels } from "../services/api/index.ts";
@@ -44,7 +51,8 @@ try {
     count = next.count;
     pages.set(next.page.page, next.page);
   }
-  for (let i = 0; i < runs.length; i += 1000) await db.collection<RunDoc>("runs").insertMany(runs.slice(i, i + 1000));
+  for (let i = 0; i < runs.length; i += 1000)
+    await db.collection<StoredDoc>("runs").insertMany(runs.slice(i, i + 1000).map(storedDoc));
   await db.collection<RunPageDoc>("run_pages").insertMany([...pages.values()]);
   await db.collection<RunCountDoc>("run_counts").insertOne(count!);
   await db.collection<{ _id: string; seq: number }>(CHECKPOINT_COLLECTION).insertOne({ _id: "forensics", seq: RUNS });

@@ -64,9 +64,11 @@ export interface Refs {
 /**
  * The shape of the read models this code writes and reads: the build marker names it, so a
  * database built by code of another shape holds no complete build and is rebuilt from sequence 1
- * (2: ledger rows are placed in lanes and pages, `ledger_counts`, `ledger_pages`, `runKey`).
+ * (2: ledger rows are placed in lanes and pages, `ledger_counts`, `ledger_pages`, `runKey`;
+ * 3: a ledger row is stored as {@link StoredLedgerRow}, its unqueried fields in one JSON string;
+ * 4: run and execution documents are stored as {@link StoredDoc}).
  */
-export const READ_MODEL_SHAPE = 2;
+export const READ_MODEL_SHAPE = 4;
 
 /**
  * Each tenant's ledger is two lanes, its recovery rows and the rest (`work`), each numbered 0, 1,
@@ -111,6 +113,69 @@ export interface LedgerRow extends LedgerEntry {
   readonly before: LaneCounts;
   readonly page: string;
   readonly runKey?: string;
+}
+
+/**
+ * A ledger row as stored in `ledger`: what a query or a test filters on as fields (`_id`, `tenantId`,
+ * `seq`, `page`, `runKey`) and `summary`, the rest (`e`) as one JSON string. FerretDB v1 (SQLite)
+ * spends its time per stored field (it keeps each field's type beside its value), not per row: 3,400
+ * W2-like rows cost it ~300 ms of CPU as 22 fields each, ~120 ms in this shape (services/forensics/README.md).
+ * Nothing reads a row's other fields but through {@link ledgerRowOf}.
+ */
+export interface StoredLedgerRow {
+  readonly _id: string;
+  readonly tenantId: string;
+  readonly seq: number;
+  readonly page: string;
+  readonly runKey?: string;
+  readonly summary: string;
+  /** The row's other fields, `JSON.stringify`d. */
+  readonly e: string;
+}
+
+/** The row as stored. Pure. */
+export function storedLedgerRow(r: LedgerRow): StoredLedgerRow {
+  const { _id, tenantId, seq, page, runKey, summary, ...e } = r;
+  return { _id, tenantId, seq, page, ...(runKey === undefined ? {} : { runKey }), summary, e: JSON.stringify(e) };
+}
+
+/** The row a stored one holds (the inverse of {@link storedLedgerRow}). Pure. */
+export function ledgerRowOf(s: StoredLedgerRow): LedgerRow {
+  const { _id, tenantId, seq, page, runKey, summary, e } = s;
+  const rest = JSON.parse(e) as Omit<LedgerRow, "_id" | "tenantId" | "seq" | "page" | "runKey" | "summary">;
+  return { _id, tenantId, seq, ...rest, summary, page, ...(runKey === undefined ? {} : { runKey }) };
+}
+
+/**
+ * A run or execution document as stored (`runs`, `executions`: read by `_id` only): `_id`, `tenantId`
+ * (checked on every read) and `lastSeq` (the version every write is conditional on) as fields, the
+ * rest (`d`) as one JSON string. FerretDB v1 runs each versioned upsert as a read, a filter and a
+ * write of the whole document, field by field (see {@link StoredLedgerRow}); these two collections
+ * take most of the projector's upserts. Nothing reads them but through {@link docOf}.
+ */
+export interface StoredDoc {
+  readonly _id: string;
+  readonly tenantId: string;
+  readonly lastSeq: number;
+  /** The document's other fields, `JSON.stringify`d. */
+  readonly d: string;
+}
+
+/** The document as stored. Pure. */
+export function storedDoc(doc: {
+  readonly _id: string;
+  readonly tenantId: string;
+  readonly lastSeq: number;
+}): StoredDoc {
+  const { _id, tenantId, lastSeq, ...d } = doc;
+  return { _id, tenantId, lastSeq, d: JSON.stringify(d) };
+}
+
+/** The document a stored one holds (the inverse of {@link storedDoc}). Pure. */
+export function docOf<T extends { readonly _id: string; readonly tenantId: string; readonly lastSeq: number }>(
+  s: StoredDoc,
+): T {
+  return { _id: s._id, tenantId: s.tenantId, ...(JSON.parse(s.d) as object), lastSeq: s.lastSeq } as T;
 }
 
 /** The tenant's ledger lanes so far (`ledger_counts`, `_id` = tenantId); `stream` names its rows' `_id`. */

@@ -8,6 +8,7 @@ export {
   dropReadModels,
   insertNewOrPut,
   putManyIfNewer,
+  byId,
   type ReadModelDb,
 } from "./shell/collections.ts";
 export { serveRebuild, type RebuildReply } from "./shell/control.ts";

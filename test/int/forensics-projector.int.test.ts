@@ -1,7 +1,7 @@
 import { connectHarness } from "../../platform/nats-auth/server-keys.ts";
 import type { Db, MongoClient } from "mongodb";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
-import { READ_MODEL_COLLECTIONS } from "../../contracts/read-models.ts";
+import { ledgerRowOf, READ_MODEL_COLLECTIONS, type StoredLedgerRow } from "../../contracts/read-models.ts";
 import { controlSubject, readModelClient } from "../../platform/read-model-db.ts";
 import { mongoReadModels } from "../../services/api/index.ts";
 import {
@@ -23,10 +23,11 @@ import { acmeForensicsId, appendExamples, appendScenario, scenario as s } from "
 import { uniqueName } from "../support/isolation.ts";
 import { event, eventually, freshStreams, type StreamsFixture } from "../support/streams.ts";
 
-/** Every read-model collection, sorted by `_id`: what "the same read models" means. */
+/** Every read-model collection, sorted by `_id`, ledger rows as read (`ledgerRowOf`): what "the same read models" means. */
 async function dump(db: Db): Promise<Record<string, unknown[]>> {
   const out: Record<string, unknown[]> = {};
   for (const c of READ_MODEL_COLLECTIONS) out[c] = await db.collection(c).find().sort({ _id: 1 }).toArray();
+  out.ledger = (out.ledger as StoredLedgerRow[]).map(ledgerRowOf);
   return out;
 }
 

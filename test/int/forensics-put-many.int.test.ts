@@ -1,7 +1,7 @@
 import type { MongoClient } from "mongodb";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { readModelClient } from "../../platform/read-model-db.ts";
-import { ensureIndexes, insertNewOrPut, putManyIfNewer, readModelDb } from "../../services/forensics/index.ts";
+import { byId, ensureIndexes, insertNewOrPut, putManyIfNewer, readModelDb } from "../../services/forensics/index.ts";
 import { uniqueName } from "../support/isolation.ts";
 
 type Doc = { _id: string; lastSeq: number; v: string };
@@ -123,6 +123,30 @@ describe("versioned document writes of one batch (putManyIfNewer) against real F
     expect((await ledger.listIndexes().toArray()).map((i) => i.name).sort()).toEqual(["_id_", "page_1", "runKey_1"]);
     // Runs are read by _id only.
     expect((await runs.listIndexes().toArray()).map((i) => i.name)).toEqual(["_id_"]);
+    await db.dropDatabase();
+  });
+
+  it("run and execution documents are stored as StoredDoc (NUL replaced before encoding) and read back as written", async () => {
+    const db = mongo.db(uniqueName("putmany"));
+    const runs = db.collection<{ _id: string; tenantId: string; lastSeq: number; reason: string; n: number[] }>("runs");
+    await insertNewOrPut(runs, [{ _id: "t:r1", tenantId: "t", lastSeq: 2, reason: "bad\u0000byte", n: [1] }]);
+    await putManyIfNewer(runs, [
+      { _id: "t:r1", tenantId: "t", lastSeq: 1, reason: "older", n: [] },
+      { _id: "t:r2", tenantId: "t", lastSeq: 4, reason: "ok", n: [2, 3] },
+    ]);
+    const raw = await runs.find({}).sort({ _id: 1 }).toArray();
+    expect(raw.map((d) => Object.keys(d).sort())).toEqual([
+      ["_id", "d", "lastSeq", "tenantId"],
+      ["_id", "d", "lastSeq", "tenantId"],
+    ]);
+    expect(await byId(runs, "t:r1")).toEqual({
+      _id: "t:r1",
+      tenantId: "t",
+      lastSeq: 2,
+      reason: "bad\uFFFDbyte",
+      n: [1],
+    });
+    expect(await byId(runs, "t:r2")).toEqual({ _id: "t:r2", tenantId: "t", lastSeq: 4, reason: "ok", n: [2, 3] });
     await db.dropDatabase();
   });
 });

@@ -1,6 +1,12 @@
 import type { Db, MongoClient } from "mongodb";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import type { LedgerCountDoc, LedgerPageDoc, LedgerRow } from "../../contracts/read-models.ts";
+import {
+  storedLedgerRow,
+  type LedgerCountDoc,
+  type LedgerPageDoc,
+  type LedgerRow,
+  type StoredLedgerRow,
+} from "../../contracts/read-models.ts";
 import { readModelClient } from "../../platform/read-model-db.ts";
 import { mongoReadModels, type ReadModels } from "../../services/api/index.ts";
 import { ensureIndexes, placeLedgerRow, readModelDb } from "../../services/forensics/index.ts";
@@ -53,7 +59,7 @@ describe("ledger pages (contracts/read-models.ts lanes) on FerretDB", () => {
       // Placing a row again is refused: the count says it is placed.
       expect(placeLedgerRow(placed.count, placed.row)).toBeUndefined();
     }
-    await db.collection<LedgerRow>("ledger").insertMany(rows);
+    await db.collection<StoredLedgerRow>("ledger").insertMany(rows.map(storedLedgerRow));
     await db.collection<LedgerPageDoc>("ledger_pages").insertMany(starts);
     await db.collection<LedgerCountDoc>("ledger_counts").insertMany([...counts.values()]);
     rm = mongoReadModels(db);

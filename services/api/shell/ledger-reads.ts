@@ -8,12 +8,14 @@ import {
   type LedgerCountDoc,
   type LedgerLane,
   type LedgerPageDoc,
+  ledgerRowOf,
   type LedgerRow,
+  type StoredLedgerRow,
 } from "../../../contracts/read-models.ts";
 
 /** The ledger's collections as the API reads them. */
 export interface LedgerCollections {
-  readonly ledger: Collection<LedgerRow>;
+  readonly ledger: Collection<StoredLedgerRow>;
   readonly counts: Collection<LedgerCountDoc>;
   readonly pages: Collection<LedgerPageDoc>;
 }
@@ -53,8 +55,9 @@ async function startsAfter(
 ): Promise<LaneCounts> {
   if (since <= 0) return { recovery: 0, work: 0 };
   if (since >= count.lastSeq) return { recovery: count.recovery, work: count.work };
-  const at = await byId(c.ledger, `${count.stream}:${since}:${count.tenantId}`);
-  if (at && at.tenantId === count.tenantId) {
+  const stored = await byId(c.ledger, `${count.stream}:${since}:${count.tenantId}`);
+  const at = stored && stored.tenantId === count.tenantId ? ledgerRowOf(stored) : undefined;
+  if (at) {
     const lane = ledgerLaneOf(at);
     return { ...at.before, [lane]: at.before[lane] + 1 };
   }
@@ -77,6 +80,7 @@ async function laneStart(c: LedgerCollections, count: LedgerCountDoc, lane: Ledg
   }
   if (lo < 0) return 0;
   const rows = await c.ledger.find({ page: ledgerPageId(count.tenantId, lane, lo) }).toArray();
+  // `tenantId` and `seq` are stored as fields (StoredLedgerRow): no row is decoded to count.
   return lo * LEDGER_PAGE_SIZE + rows.filter((r) => r.tenantId === count.tenantId && r.seq <= since).length;
 }
 
@@ -90,10 +94,14 @@ async function laneRows(c: LedgerCollections, tenantId: string, lane: LedgerLane
       c.ledger.find({ page: ledgerPageId(tenantId, lane, first + i) }).toArray(),
     ),
   );
-  return pages.flat().filter((r) => {
-    const ordinal = r.before[lane];
-    return r.tenantId === tenantId && ordinal >= from && ordinal < from + n;
-  });
+  return pages
+    .flat()
+    .filter((r) => r.tenantId === tenantId)
+    .map(ledgerRowOf)
+    .filter((r) => {
+      const ordinal = r.before[lane];
+      return ordinal >= from && ordinal < from + n;
+    });
 }
 
 /**
@@ -101,13 +109,16 @@ async function laneRows(c: LedgerCollections, tenantId: string, lane: LedgerLane
  * (services/forensics/domain/ledger.ts `runKeyOf`), so O(the run's rows).
  */
 export async function runRows(
-  ledger: Collection<LedgerRow>,
+  ledger: Collection<StoredLedgerRow>,
   tenantId: string,
   sharedRunId: string,
   executionIds: readonly string[],
 ): Promise<LedgerRow[]> {
   const keys = [`${tenantId}:r:${sharedRunId}`, ...executionIds.map((id) => `${tenantId}:e:${id}`)];
-  const found = (await Promise.all(keys.map((runKey) => ledger.find({ runKey }).toArray()))).flat();
+  const found = (await Promise.all(keys.map((runKey) => ledger.find({ runKey }).toArray())))
+    .flat()
+    .filter((r) => r.tenantId === tenantId)
+    .map(ledgerRowOf);
   const ids = new Set(executionIds);
   const mine = new Map(
     found

@@ -3,6 +3,7 @@ import { ledgerAfter, runRows } from "./ledger-reads.ts";
 import { DroverError } from "../../../contracts/index.ts";
 import {
   CHECKPOINT_COLLECTION,
+  docOf,
   executionDocId,
   runDocId,
   type ExecutionDoc,
@@ -12,6 +13,8 @@ import {
   type LedgerCountDoc,
   type LedgerPageDoc,
   type LedgerRow,
+  type StoredDoc,
+  type StoredLedgerRow,
   runPageId,
   type RunCountDoc,
   type RunDoc,
@@ -87,9 +90,14 @@ function mine<T extends { readonly tenantId?: string }>(tenantId: string, doc: T
 
 /** {@link ReadModels} over the projector's database (the same name the `forensics` service writes). */
 export function mongoReadModels(db: Db): ReadModels {
-  const runs = db.collection<RunDoc>("runs");
-  const executions = db.collection<ExecutionDoc>("executions");
-  const ledger = db.collection<LedgerRow>("ledger");
+  // Stored encoded (StoredDoc): the tenant checked on the stored fields, then decoded.
+  const runs = db.collection<StoredDoc>("runs");
+  const executions = db.collection<StoredDoc>("executions");
+  const decoded = <T extends RunDoc | ExecutionDoc>(tenantId: string, s: StoredDoc | null): T | undefined => {
+    const doc = mine(tenantId, s);
+    return doc && docOf<T>(doc);
+  };
+  const ledger = db.collection<StoredLedgerRow>("ledger");
   const ledgerCounts = db.collection<LedgerCountDoc>("ledger_counts");
   const ledgerPages = db.collection<LedgerPageDoc>("ledger_pages");
   const forensics = db.collection<ForensicsRow>("forensics");
@@ -101,11 +109,13 @@ export function mongoReadModels(db: Db): ReadModels {
   return {
     // By `_id` (which starts with the tenant): FerretDB finds those through its `_id` index.
     run: (tenantId, sharedRunId) =>
-      guarded(async () => mine(tenantId, await runs.findOne({ _id: runDocId(tenantId, sharedRunId) }))),
+      guarded(async () => decoded<RunDoc>(tenantId, await runs.findOne({ _id: runDocId(tenantId, sharedRunId) }))),
     executions: (tenantId, ids) =>
       guarded(async () => {
         const docs = await Promise.all(
-          ids.map(async (id) => mine(tenantId, await executions.findOne({ _id: executionDocId(tenantId, id) }))),
+          ids.map(async (id) =>
+            decoded<ExecutionDoc>(tenantId, await executions.findOne({ _id: executionDocId(tenantId, id) })),
+          ),
         );
         return docs.filter((d) => d !== undefined).sort((a, b) => a.firstSeq - b.firstSeq);
       }),
@@ -143,7 +153,7 @@ export function mongoReadModels(db: Db): ReadModels {
     runsById: (tenantId, ids) =>
       guarded(async () => {
         const docs = await Promise.all(
-          ids.map(async (id) => mine(tenantId, await runs.findOne({ _id: runDocId(tenantId, id) }))),
+          ids.map(async (id) => decoded<RunDoc>(tenantId, await runs.findOne({ _id: runDocId(tenantId, id) }))),
         );
         return docs.filter((d) => d !== undefined);
       }),

@@ -28,6 +28,13 @@ export function storable<T>(value: T): T {
   return hasNul(value) ? withoutNul(value) : value;
 }
 
+/**
+ * Whether a `JSON.stringify` result may hold a NUL: JSON writes one as the escape `\u0000`, so a
+ * text without that escape holds none, and the value it encodes needs no walk by {@link storable}
+ * (a false alarm, an escaped backslash before `u0000`, only costs that walk). Pure.
+ */
+export const mayHoldNul = (json: string): boolean => json.includes("\\u0000");
+
 function hasNul(value: unknown): boolean {
   if (typeof value === "string") return value.includes("\u0000");
   if (value === null || typeof value !== "object") return false;

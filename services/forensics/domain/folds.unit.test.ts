@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { StepId, type DroverEvent } from "../../../contracts/index.ts";
 import { exampleEvent, forensicsIds, ids } from "../../../test/support/example-events.ts";
 import { evolveExecutionDoc } from "./execution-doc.ts";
-import { storable, type Fact } from "./fact.ts";
+import { mayHoldNul, storable, type Fact } from "./fact.ts";
 import { evolveIncidentDoc, evolveIncidentItem, isIncidentEvent, itemIdsOf } from "./incident-doc.ts";
 import { evolveRunDoc } from "./run-doc.ts";
 
@@ -28,6 +28,13 @@ describe("read-model folds", () => {
       list: [{ b: "\uFFFD" }],
       n: null,
     });
+  });
+
+  it("tells from a value's JSON whether it may hold a NUL (JSON escapes one), a false alarm at worst", () => {
+    expect(mayHoldNul(JSON.stringify({ a: "x", list: [{ b: "y\n" }] }))).toBe(false);
+    expect(mayHoldNul(JSON.stringify({ list: [{ b: "y\u0000" }] }))).toBe(true);
+    // A backslash then `u0000`: no NUL, but the walk it costs finds none and changes nothing.
+    expect(mayHoldNul(JSON.stringify({ a: "\\u0000" }))).toBe(true);
   });
 
   it("ignores a fact at or below the document's lastSeq (idempotent by stream sequence)", () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { LEDGER_PAGE_SIZE, type LedgerCountDoc } from "../../../contracts/read-models.ts";
+import { LEDGER_PAGE_SIZE, ledgerRowOf, storedLedgerRow, type LedgerCountDoc } from "../../../contracts/read-models.ts";
 import type { UnplacedLedgerRow } from "./ledger.ts";
 import { placeLedgerRow } from "./ledger-lanes.ts";
 
@@ -48,5 +48,28 @@ describe("placeLedgerRow (pure: no store)", () => {
     expect(placeLedgerRow(second.count, entry(1))).toBeUndefined();
     // A crash after the rows were stored but before the count: the same place, so the same row.
     expect(placeLedgerRow(first.count, entry(2, true))).toEqual(second);
+  });
+
+  it("stores a placed row as its queried fields and one JSON string, and reads it back as placed (StoredLedgerRow)", () => {
+    const row = placeLedgerRow(undefined, {
+      ...entry(1),
+      summary: "step s1 completed (attempt 1)",
+      detail: { stepId: "s1", attempt: 1, epoch: null, rows: [{ a: 1 }] },
+      sharedRunId: "r1",
+      executionId: "e1",
+      runKey: "acme:r:r1",
+    })!.row;
+    const stored = storedLedgerRow(row);
+    expect(Object.keys(stored).sort()).toEqual(["_id", "e", "page", "runKey", "seq", "summary", "tenantId"]);
+    expect(stored).toMatchObject({
+      _id: "S:1:acme",
+      tenantId: "acme",
+      seq: 1,
+      page: "acme:work:0",
+      runKey: "acme:r:r1",
+    });
+    expect(ledgerRowOf(stored)).toEqual(row);
+    const { runKey: _k, ...keyless } = row;
+    expect(ledgerRowOf(storedLedgerRow(keyless))).toEqual(keyless);
   });
 });

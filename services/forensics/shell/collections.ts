@@ -1,7 +1,9 @@
 import type { Collection, Db, Filter, IndexSpecification, OptionalUnlessRequiredId } from "mongodb";
-import { storable } from "../domain/fact.ts";
+import { mayHoldNul, storable } from "../domain/fact.ts";
 import {
   CHECKPOINT_COLLECTION,
+  docOf,
+  storedDoc,
   READ_MODEL_COLLECTIONS,
   RETIRED_READ_MODEL_COLLECTIONS,
   type ExecutionDoc,
@@ -10,7 +12,8 @@ import {
   type IncidentItem,
   type LedgerCountDoc,
   type LedgerPageDoc,
-  type LedgerRow,
+  type StoredDoc,
+  type StoredLedgerRow,
   type RunCountDoc,
   type RunDoc,
   type RunPageDoc,
@@ -25,6 +28,25 @@ export interface CheckpointDoc {
   readonly token?: string;
 }
 
+/**
+ * The collections whose documents are stored encoded ({@link StoredDoc}: contracts/read-models.ts):
+ * typed here as the documents they hold, written by {@link putManyIfNewer} / {@link insertNewOrPut}
+ * and read by {@link byId}, which encode and decode them.
+ */
+const ENCODED: ReadonlySet<string> = new Set(["runs", "executions"]);
+
+/**
+ * `doc` as written to `c`: sanitised (`storable`), encoded where `c` is. An encoded document is made
+ * storable before it is encoded when its JSON may hold a NUL (inside the JSON string a NUL is an
+ * escape a read turns back into a NUL), else only its own few fields are checked: no walk of the document.
+ */
+function toStored<T extends { readonly _id: string }>(c: Collection<T>, doc: T): T {
+  if (!ENCODED.has(c.collectionName)) return storable(doc);
+  const d = doc as unknown as Parameters<typeof storedDoc>[0];
+  const encoded = storedDoc(d);
+  return storable(mayHoldNul(encoded.d) ? storedDoc(storable(d)) : encoded) as unknown as T;
+}
+
 /** The projector's collections in one database. */
 export interface ReadModelDb {
   readonly db: Db;
@@ -33,7 +55,7 @@ export interface ReadModelDb {
   readonly incidents: Collection<IncidentDoc>;
   readonly incidentItems: Collection<IncidentItem>;
   readonly forensics: Collection<ForensicsRow>;
-  readonly ledger: Collection<LedgerRow>;
+  readonly ledger: Collection<StoredLedgerRow>;
   readonly runtimes: Collection<RuntimeDoc>;
   readonly runCounts: Collection<RunCountDoc>;
   readonly runPages: Collection<RunPageDoc>;
@@ -123,7 +145,9 @@ export async function putIfNewer<T extends { readonly _id: string; readonly last
   doc: T,
 ): Promise<void> {
   try {
-    await c.replaceOne({ _id: doc._id, lastSeq: { $lt: doc.lastSeq } } as Filter<T>, storable(doc), { upsert: true });
+    await c.replaceOne({ _id: doc._id, lastSeq: { $lt: doc.lastSeq } } as Filter<T>, toStored(c, doc), {
+      upsert: true,
+    });
   } catch (e) {
     if (!isDuplicateKey(e)) throw e;
   }
@@ -165,7 +189,7 @@ async function putChunkIfNewer<T extends { readonly _id: string; readonly lastSe
         rest.map((doc) => ({
           replaceOne: {
             filter: { _id: doc._id, lastSeq: { $lt: doc.lastSeq } } as Filter<T>,
-            replacement: storable(doc),
+            replacement: toStored(c, doc),
             upsert: true,
           },
         })),
@@ -195,7 +219,7 @@ export async function insertNewOrPut<T extends { readonly _id: string; readonly 
   if (docs.length === 0) return;
   try {
     await c.insertMany(
-      docs.map((d) => storable(d) as OptionalUnlessRequiredId<T>),
+      docs.map((d) => toStored(c, d) as OptionalUnlessRequiredId<T>),
       { ordered: false },
     );
   } catch (e) {
@@ -250,7 +274,9 @@ export async function insertRows<T extends { readonly _id: string }>(
   }
 }
 
-/** Reads one document by `_id` without Mongo's own `_id` typing getting in the way. */
+/** Reads one document by `_id` (decoded where its collection is encoded) without Mongo's own `_id` typing getting in the way. */
 export async function byId<T extends { readonly _id: string }>(c: Collection<T>, id: string): Promise<T | undefined> {
-  return ((await c.findOne({ _id: id } as Filter<T>)) as T | null) ?? undefined;
+  const found = (await c.findOne({ _id: id } as Filter<T>)) as T | null;
+  if (!found) return undefined;
+  return ENCODED.has(c.collectionName) ? (docOf(found as unknown as StoredDoc) as unknown as T) : found;
 }

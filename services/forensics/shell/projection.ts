@@ -1,8 +1,15 @@
 import type { DroverEvent } from "../../../contracts/index.ts";
-import { executionDocId, RUN_PAGE_SIZE, runDocId, runPageId, type RunDoc } from "../../../contracts/read-models.ts";
+import {
+  executionDocId,
+  RUN_PAGE_SIZE,
+  runDocId,
+  runPageId,
+  storedLedgerRow,
+  type RunDoc,
+} from "../../../contracts/read-models.ts";
 import type { Projection, StoredEvent, StreamLayout } from "../../../streams/index.ts";
 import { evolveExecutionDoc } from "../domain/execution-doc.ts";
-import type { Fact } from "../domain/fact.ts";
+import { mayHoldNul, storable, type Fact } from "../domain/fact.ts";
 import {
   evolveIncidentDoc,
   evolveIncidentItem,
@@ -97,7 +104,10 @@ async function applyFact(m: ReadModelDb, cache: DocCache, f: Fact): Promise<void
     const placed = placeLedgerRow(count, r);
     if (!placed) continue;
     // Rows (and page starts) are flushed before documents, so a count never says "placed" of a row not stored.
-    cache.insert(m.ledger, placed.row);
+    // Sanitised before it is encoded when its JSON may hold a NUL (an escape a read turns back into a
+    // NUL); its own fields are sanitised when the rows are written (insertRows).
+    const stored = storedLedgerRow(placed.row);
+    cache.insert(m.ledger, mayHoldNul(stored.e) ? storedLedgerRow(storable(placed.row)) : stored);
     if (placed.pageStart) cache.insert(m.ledgerPages, placed.pageStart);
     cache.put(m.ledgerCounts, count, placed.count);
   }
