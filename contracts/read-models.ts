@@ -1,3 +1,4 @@
+import { DroverError } from "./errors.ts";
 /**
  * The forensics read models in MongoDB (recovery.md "Forensics and ledger"): written only by the
  * `forensics` projector from the DROVER stream, read by the API. Everything here can be rebuilt by
@@ -142,6 +143,7 @@ export function storedLedgerRow(r: LedgerRow): StoredLedgerRow {
 /** The row a stored one holds (the inverse of {@link storedLedgerRow}). Pure. */
 export function ledgerRowOf(s: StoredLedgerRow): LedgerRow {
   const { _id, tenantId, seq, page, runKey, summary, e } = s;
+  if (typeof e !== "string") throw olderShape("ledger row", _id);
   const rest = JSON.parse(e) as Omit<LedgerRow, "_id" | "tenantId" | "seq" | "page" | "runKey" | "summary">;
   return { _id, tenantId, seq, ...rest, summary, page, ...(runKey === undefined ? {} : { runKey }) };
 }
@@ -175,8 +177,20 @@ export function storedDoc(doc: {
 export function docOf<T extends { readonly _id: string; readonly tenantId: string; readonly lastSeq: number }>(
   s: StoredDoc,
 ): T {
+  if (typeof s.d !== "string") throw olderShape("document", s._id);
   return { _id: s._id, tenantId: s.tenantId, ...(JSON.parse(s.d) as object), lastSeq: s.lastSeq } as T;
 }
+
+/**
+ * A stored row or document of an older shape: code of the shape before wrote it, and the projector
+ * (its build marker names the shape) rebuilds the collections at its start. Until then the read
+ * models are not available (503, retryable), not broken (a 500).
+ */
+const olderShape = (what: string, id: string) =>
+  new DroverError(
+    "read-model-unavailable",
+    `${what} ${id} is stored in an older read-model shape; the forensics projector rebuilds the read models (shape ${READ_MODEL_SHAPE}) at its start`,
+  );
 
 /** The tenant's ledger lanes so far (`ledger_counts`, `_id` = tenantId); `stream` names its rows' `_id`. */
 export interface LedgerCountDoc extends LaneCounts {

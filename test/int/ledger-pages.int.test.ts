@@ -1,6 +1,8 @@
 import type { Db, MongoClient } from "mongodb";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { isDroverError } from "../../contracts/index.ts";
 import {
+  runDocId,
   storedLedgerRow,
   type LedgerCountDoc,
   type LedgerPageDoc,
@@ -105,5 +107,20 @@ describe("ledger pages (contracts/read-models.ts lanes) on FerretDB", () => {
     const plan = JSON.stringify(await db.command({ explain: { find: "ledger", filter: { page: "acme:work:1" } } }));
     expect(plan).toMatch(/SEARCH \S+ USING INDEX \S+_page_1 \(<expr>=\?\)/);
     expect(plan).not.toMatch(/SCAN ledger/);
+  });
+
+  it("a row or document of an older read-model shape (written before the upgrade, not yet rebuilt) is 503 read-model-unavailable, not a 500", async () => {
+    const old = { tenantId: "umbrella", seq: 1, page: "umbrella:work:0", summary: "old", type: "run.submitted" };
+    await db.collection("ledger").insertOne({ _id: "S:1:umbrella" as never, ...old, runKey: "umbrella:r:run-old" });
+    await db
+      .collection("runs")
+      .insertOne({ _id: runDocId("umbrella", "run-old") as never, tenantId: "umbrella", lastSeq: 1, status: "queued" });
+    for (const read of [() => rm.runLedger("umbrella", "run-old", []), () => rm.run("umbrella", "run-old")]) {
+      const err = await read().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(isDroverError(err, "read-model-unavailable"), String(err)).toBe(true);
+    }
   });
 });
