@@ -26,10 +26,13 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   provs?.killAll();
-  // What a SIGKILLed provisioner left is no one's child: prove its end through /proc.
+  // What a SIGKILLed provisioner left is no one's child: prove its end through /proc. Every process host
+  // of the fixture's stream, not only the ones the test met: a failed test's last refill left two running.
   const killer = createProcessStrategy();
-  const node = (await new RosterView(f.store, f.streams.layout).current()).runtimes;
-  for (const [id, inc] of seen) await killer.kill(id, { hostIncarnation: inc, node: node.get(id)?.node }, 15_000);
+  const roster = (await new RosterView(f.store, f.streams.layout).current()).runtimes;
+  const hosts = new Map(seen);
+  for (const [id, s] of roster) if (s.hostIncarnation?.startsWith("pid:")) hosts.set(id, s.hostIncarnation);
+  for (const [id, inc] of hosts) await killer.kill(id, { hostIncarnation: inc, node: roster.get(id)?.node }, 15_000);
   await f?.close();
 });
 
