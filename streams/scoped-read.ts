@@ -4,7 +4,7 @@ import { contractViolation, DroverError } from "../contracts/index.ts";
 import { decodePage, historySubjectOf, type HistoryPage, type PagedMsg } from "./history-page.ts";
 import type { StreamLayout } from "./layout.ts";
 import { isNotFound, isTransportFailure, toStoreError } from "./nats-errors.ts";
-import { firstAtOrAfter, readFiltered, toStoredEvent } from "./stored.ts";
+import { firstAtOrAfter, readFiltered, readRaw, toStoredEvent } from "./stored.ts";
 import type { StoredEvent, Undecodable } from "./types.ts";
 
 /**
@@ -47,30 +47,7 @@ export const directReader = (jsm: Promise<JetStreamManager>, stream: string): Re
     first: async (filter, seq) => firstAtOrAfter(await jsm, stream, filter, seq),
     lastSeq: async (filter) => (await last(filter))?.seq ?? 0,
     last,
-    range: async (filter, fromSeq, toSeq) => {
-      const out: StoredMsg[] = [];
-      let more = true;
-      for (let seq = Math.max(1, fromSeq); more && seq <= toSeq;) {
-        more = false;
-        try {
-          const batch = Math.min(1024, toSeq - seq + 1);
-          for await (const m of await (await jsm).direct.getBatch(stream, { seq, next_by_subj: filter, batch })) {
-            if (m.seq > toSeq) {
-              more = false;
-              break;
-            }
-            out.push(m);
-            // pending: the matching messages after this one; a batch may end early on the server's byte cap
-            more = m.pending > 0;
-            seq = m.seq + 1;
-          }
-        } catch (e) {
-          if (!isNotFound(e)) throw e;
-          more = false;
-        }
-      }
-      return out;
-    },
+    range: async (filter, fromSeq, toSeq) => readRaw(await jsm, stream, filter, fromSeq, toSeq),
   };
 };
 

@@ -34,29 +34,51 @@ export async function readFiltered(
   onUndecodable?: (u: Undecodable) => void,
 ): Promise<StoredEvent[]> {
   const out: StoredEvent[] = [];
-  let seq = Math.max(1, fromSeq);
-  for (;;) {
-    let last: StoredMsg | undefined;
+  for (const m of await readRaw(jsm, stream, filter, fromSeq)) {
+    if (!onUndecodable) {
+      out.push(toStoredEvent(m));
+      continue;
+    }
     try {
-      const iter = await jsm.direct.getBatch(stream, { seq, next_by_subj: filter, batch: BATCH });
-      for await (const m of iter) {
-        last = m;
-        if (!onUndecodable) {
-          out.push(toStoredEvent(m));
-          continue;
+      out.push(toStoredEvent(m));
+    } catch (e) {
+      onUndecodable({ seq: m.seq, subject: m.subject, error: e instanceof Error ? e.message : String(e) });
+    }
+  }
+  return out;
+}
+
+/**
+ * The messages on `filter` from `fromSeq` through `toSeq` (default: the end), undecoded, in stream
+ * order, by batched Direct Gets: one request per BATCH messages, the next from where one stopped
+ * while `pending` says more match (a batch may also end early on the server's byte cap).
+ */
+export async function readRaw(
+  jsm: JetStreamManager,
+  stream: string,
+  filter: string,
+  fromSeq = 1,
+  toSeq = Number.POSITIVE_INFINITY,
+): Promise<StoredMsg[]> {
+  const out: StoredMsg[] = [];
+  let more = true;
+  for (let seq = Math.max(1, fromSeq); more && seq <= toSeq;) {
+    more = false;
+    try {
+      const batch = Math.min(BATCH, toSeq - seq + 1);
+      for await (const m of await jsm.direct.getBatch(stream, { seq, next_by_subj: filter, batch })) {
+        if (m.seq > toSeq) {
+          more = false;
+          break;
         }
-        try {
-          out.push(toStoredEvent(m));
-        } catch (e) {
-          onUndecodable({ seq: m.seq, subject: m.subject, error: e instanceof Error ? e.message : String(e) });
-        }
+        out.push(m);
+        more = m.pending > 0; // the matching messages after this one
+        seq = m.seq + 1;
       }
     } catch (e) {
       if (isNotFound(e)) break;
       throw toStoreError(e, `reading ${filter} from ${stream}`, { filter, fromSeq: seq });
     }
-    if (!last || last.pending === 0) break;
-    seq = last.seq + 1;
   }
   return out;
 }
