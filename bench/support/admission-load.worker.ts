@@ -4,6 +4,7 @@
  * production these are other processes; on the bench's thread they took over half of its CPU, so
  * the figure measured the load generator as much as admission. Own NATS connection, same streams.
  */
+import { readFileSync } from "node:fs";
 import { parentPort, workerData } from "node:worker_threads";
 import { connectHarness } from "../../platform/nats-auth/server-keys.ts";
 import { randomIds, systemClock } from "../../platform/envelope.ts";
@@ -32,10 +33,21 @@ export type LoadCommand =
   | { readonly kind: "drain" }
   | { readonly kind: "stop" };
 
-/** What the thread answers: `done` once a burst or offered series is all dispatched, or a drain or stop is over. */
+/**
+ * What the thread answers: `done` once a burst or offered series is all dispatched, or a drain or
+ * stop is over, with the CPU this thread has used so far (ms, user + system).
+ */
 export interface LoadDone {
   readonly kind: "done";
+  readonly cpuMs: number;
 }
+
+/** This thread's CPU ms so far (/proc/thread-self/stat, USER_HZ 100). */
+const threadCpuMs = (): number => {
+  const stat = readFileSync("/proc/thread-self/stat", "utf8");
+  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(f[11]) + Number(f[12])) * 10;
+};
 
 const setup = workerData as LoadSetup;
 const port = parentPort!;
@@ -142,7 +154,7 @@ const run = async (c: LoadCommand): Promise<boolean> => {
 };
 port.on("message", (c: LoadCommand) => {
   void run(c).then((answer) => {
-    if (answer) port.postMessage({ kind: "done" } satisfies LoadDone);
+    if (answer) port.postMessage({ kind: "done", cpuMs: threadCpuMs() } satisfies LoadDone);
     if (c.kind === "stop") port.close();
   });
 });
