@@ -1,0 +1,34 @@
+import type { z } from "zod";
+import { DagDefinition } from "./dag.ts";
+
+/**
+ * DAGs this process has validated with `DagDefinition` and frozen (deeply, so they cannot change
+ * after the check): `encodeEvent` does not parse such a DAG a second time when it validates the
+ * `run.submitted` that carries it (the API checks a submission's DAG first, to answer `dag-invalid`
+ * with every issue, and then appended it: two full parses per submission; issue 15). Membership is
+ * by object identity, so only the very object the check returned is trusted, never an equal copy,
+ * and no message read from anywhere (a decoded object is a new one) is ever in it.
+ */
+const checked = new WeakSet<object>();
+
+/** `DagDefinition.safeParse`, and on success the parsed DAG frozen and remembered as checked. */
+export function parseDag(dag: unknown): z.ZodSafeParseResult<DagDefinition> {
+  const r = DagDefinition.safeParse(dag);
+  if (r.success) {
+    deepFreeze(r.data);
+    checked.add(r.data);
+  }
+  return r;
+}
+
+/** Whether `dag` is a DAG {@link parseDag} returned (valid, and unchanged since: it is frozen). */
+export function isCheckedDag(dag: unknown): boolean {
+  return typeof dag === "object" && dag !== null && checked.has(dag);
+}
+
+function deepFreeze(v: unknown, seen = new WeakSet<object>()): void {
+  if (typeof v !== "object" || v === null || seen.has(v)) return;
+  seen.add(v);
+  Object.freeze(v);
+  for (const x of Object.values(v)) deepFreeze(x, seen);
+}
