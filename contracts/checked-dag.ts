@@ -26,9 +26,13 @@ export function isCheckedDag(dag: unknown): boolean {
   return typeof dag === "object" && dag !== null && checked.has(dag);
 }
 
-function deepFreeze(v: unknown, seen = new WeakSet<object>()): void {
-  if (typeof v !== "object" || v === null || seen.has(v)) return;
-  seen.add(v);
+/**
+ * Freezes `v` and everything in it. No cycle guard: a DAG that parsed has none (each step's params
+ * went through `JSON.stringify` in `dagIssues`, everything else is zod's fresh output).
+ */
+function deepFreeze(v: unknown): void {
+  if (typeof v !== "object" || v === null) return;
   Object.freeze(v);
-  for (const x of Object.values(v)) deepFreeze(x, seen);
+  if (Array.isArray(v)) for (let i = 0; i < v.length; i++) deepFreeze(v[i]);
+  else for (const k in v) deepFreeze((v as Record<string, unknown>)[k]);
 }
