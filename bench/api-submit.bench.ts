@@ -3,7 +3,8 @@
  * private nats-server and Redis, and BENCH_RUNS one-step runs (the flood test's DAG) are submitted
  * through HTTP by 16 clients; the API process's CPU (user + system) over the burst is divided by the
  * runs. Nothing admits the runs (no other service runs), so the figure is the API's alone and does
- * not depend on the machine's load the way a latency does. `DROVER_CPU_PROF_DIR` profiles it.
+ * not depend on the machine's load the way a latency does. Then 1 000 of the runs are read once each
+ * (`GET /v1/runs/:id`, as a client polling for a run's end does). `DROVER_CPU_PROF_DIR` profiles it.
  */
 import { apiClient } from "../platform/api-client.ts";
 import { startControlPlane } from "../platform/control-plane-processes.ts";
@@ -37,6 +38,7 @@ try {
   });
   const api = apiClient(cp.apiUrl, TOKEN);
   const dag = { steps: [{ id: "only", kind: "compute" as const, params: { durationMs: 20 } }] };
+  const ids: string[] = [];
   const burst = async (n: number): Promise<void> => {
     let next = 0;
     await Promise.all(
@@ -45,6 +47,7 @@ try {
           next++;
           const r = await api.submit(dag);
           if (r.status !== 201) throw new Error(`submission answered ${r.status}: ${JSON.stringify(r.body)}`);
+          ids.push(r.body.sharedRunId as string);
         }
       }),
     );
@@ -55,11 +58,29 @@ try {
   await burst(N);
   const wallMs = performance.now() - t0;
   const cpu = cpuSpent(before, await cpuSnapshot());
+  // Reads of a run as a client polling for its end does (the flood test's done(): GET /v1/runs/:id).
+  const reads = ids.slice(-Math.min(ids.length, 1000));
+  const readBefore = await cpuSnapshot();
+  let at = 0;
+  await Promise.all(
+    Array.from({ length: 16 }, async () => {
+      while (at < reads.length) {
+        const r = await api.run(reads[at++]!);
+        if (r.status !== 200) throw new Error(`GET /v1/runs/:id answered ${r.status}`);
+      }
+    }),
+  );
+  const readCpu = cpuSpent(readBefore, await cpuSnapshot());
   const metrics = {
     api_cpu_per_submission: {
       unit: "ms",
       value: round((cpu.api ?? 0) / N, 3),
       note: `CPU (user+system) of the api process per POST /v1/runs, ${N} one-step runs by 16 clients, api alone (nats-server ${round((cpu["nats-server"] ?? 0) / N, 3)} ms)`,
+    },
+    api_cpu_per_run_read: {
+      unit: "ms",
+      value: round((readCpu.api ?? 0) / reads.length, 3),
+      note: `CPU of the api process per GET /v1/runs/:id of a submitted one-step run, ${reads.length} reads by 16 clients`,
     },
   };
   console.log(JSON.stringify({ ...metrics, wallMs: Math.round(wallMs), cpu }, null, 2));
