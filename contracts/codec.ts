@@ -2,6 +2,7 @@ import { z } from "zod";
 import { DroverError } from "./errors.ts";
 import { EVENT_DEFINITIONS, type DroverEvent } from "./events.ts";
 import { RunSubmitted } from "./events-run.ts";
+import { isCheckedDag } from "./checked-dag.ts";
 
 /**
  * The only place bytes become objects and back. Every decode validates with zod; a value that does
@@ -82,8 +83,23 @@ export function parseEvent(raw: unknown, at?: { seq?: number; subject?: string }
 }
 
 export function encodeEvent(event: DroverEvent): Uint8Array {
+  if (event.type === "run.submitted" && isCheckedDag(event.data.dag)) {
+    // Its DAG was parsed by `DagDefinition` and frozen in this process (checked-dag.ts): the rest is checked here.
+    checkedDagSubmitted ??= z.compile(RunSubmittedWithCheckedDag);
+    const r = checkedDagSubmitted.safeParse(event);
+    if (!r.success) throw contractViolation("event run.submitted", r.error.issues);
+    return encoder.encode(JSON.stringify(r.data));
+  }
   return encoder.encode(JSON.stringify(parseEvent(event)));
 }
+
+/** `run.submitted` whose DAG must be one `parseDag` checked (the same object), everything else as `RunSubmitted`. */
+const RunSubmittedWithCheckedDag = RunSubmitted.schema.extend({
+  data: RunSubmitted.schema.shape.data.extend({
+    dag: z.custom<unknown>(isCheckedDag, "not a DAG checked by DagDefinition in this process"),
+  }),
+});
+let checkedDagSubmitted: typeof RunSubmittedWithCheckedDag | undefined;
 
 /**
  * Decodes a stored event. With `at.subject`, the subject must name the event's aggregate and event

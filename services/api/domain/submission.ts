@@ -3,6 +3,7 @@ import {
   buildEvent,
   DagDefinition,
   DroverError,
+  parseDag,
   RUN_INPUT_MAX_BYTES,
   StepOutput,
   canonicalSize,
@@ -64,7 +65,7 @@ export interface SubmitRun {
  * (details.issues lists every broken rule) or `step-kind-not-offered`.
  */
 export function checkDag(dag: unknown, settings: TenantSettings, tenantId: TenantId): DagDefinition {
-  const parsed = DagDefinition.safeParse(dag);
+  const parsed = parseDag(dag);
   if (!parsed.success) {
     const issues = parsed.error.issues.map((i) => `${["dag", ...i.path].join(".")}: ${i.message}`);
     throw new DroverError("dag-invalid", `the DAG is invalid: ${issues.slice(0, 3).join("; ")}`, {

@@ -1,11 +1,12 @@
-import { createHash, timingSafeEqual } from "node:crypto";
+import { hash, timingSafeEqual } from "node:crypto";
 import type { Credential } from "../../../contracts/index.ts";
 import type { TokenTable } from "../domain/access.ts";
 
 /** A stored token: `sha256:` and the lowercase hex SHA-256 of the token's UTF-8 bytes. */
 export const TOKEN_HASH = /^sha256:([0-9a-f]{64})$/;
 
-const digest = (token: string): Buffer => createHash("sha256").update(token, "utf8").digest();
+// One-shot (no Hash object per request): every authenticated request hashes its token.
+const digest = (token: string): Buffer => hash("sha256", token, "buffer");
 
 /** The stored form of a token (`sha256:<hex>`), as `printf %s "$TOKEN" | sha256sum` prints it. */
 export function hashToken(token: string): string {
