@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { z } from "zod";
 import { allExampleEvents } from "../test/support/example-events.ts";
-import { compiledEventSchema } from "./codec.ts";
+import { compiledEventSchema, type EventParser } from "./codec.ts";
 import { EVENT_DEFINITIONS, EVENT_TYPES } from "./events.ts";
 
 /**
@@ -10,7 +10,7 @@ import { EVENT_DEFINITIONS, EVENT_TYPES } from "./events.ts";
  * exactly as zod's runtime parser does: the same acceptance, the same parsed value (defaults
  * applied), and for a refusal the same issues (the dead-letter reasons name them).
  */
-const answer = (schema: z.ZodType, value: unknown) => {
+const answer = (schema: EventParser, value: unknown) => {
   const r = schema.safeParse(value);
   return r.success ? { ok: true, data: r.data } : { ok: false, issues: r.error.issues };
 };
@@ -62,6 +62,32 @@ describe("the compiled event schemas answer as zod's runtime parser (bounded pro
         agree(type, typeof value === "object" && value !== null ? { ...value, type } : value);
       }),
       { numRuns: 500 },
+    );
+  });
+});
+
+describe("exec.step-completed: its output checked without zod's recursive JSON parser (codec.ts withPlainOutput)", () => {
+  const example = allExampleEvents().find((e) => e.type === "exec.step-completed" && "output" in e.data)!;
+  const withOutput = (output: unknown) => ({ ...example, data: { ...example.data, output } });
+
+  it("takes a plain JSON output as it is, not as the recursive parser's copy", () => {
+    const output = { digest: "a".repeat(64), nested: [1, "two", { three: null }] };
+    const r = compiledEventSchema("exec.step-completed")!.safeParse(withOutput(output));
+    expect(r.success && (r.data as { data: { output?: unknown } }).data.output).toBe(output);
+  });
+
+  it("answers as the runtime parser for any output, JSON or not, with or without an outputRef", () => {
+    const ref = { bucket: "outputs", name: "o", size: 1, digest: "a".repeat(64) };
+    const output = fc.oneof(
+      fc.jsonValue(),
+      fc.anything({ withNullPrototype: true, withSparseArray: true, withDate: true }),
+    );
+    fc.assert(
+      fc.property(output, fc.boolean(), (o, both) => {
+        const event = withOutput(o);
+        agree("exec.step-completed", both ? { ...event, data: { ...event.data, outputRef: ref } } : event);
+      }),
+      { numRuns: 2000 },
     );
   });
 });
