@@ -45,6 +45,10 @@ export interface CapacityProjection {
 
 const CHECKPOINT = "runtime-events";
 
+/** Whether a put of `input` folded over `before` is announced: a runtime event, or the first beat of an incarnation. */
+const announces = (before: CapacityDescriptor | undefined, input: CapacityInput): boolean =>
+  input.kind === "event" || before?.beats[input.beat.hostIncarnation] === undefined;
+
 /**
  * A descriptor's version in the shared view: the runtime-event sequence folded, then its latest
  * beat's stored time, then that beat's number (beats stored in the same millisecond).
@@ -103,9 +107,11 @@ export async function startCapacityProjection(deps: CapacityProjectionDeps): Pro
       cache.set(runtimeInstanceId, next);
       if (shadow) return;
       noteEnded(runtimeInstanceId, next);
-      // Only runtimes registered by this control plane enter its view; others stay in memory.
+      // Only runtimes registered by this control plane enter its view; others stay in memory. A
+      // runtime event or an incarnation's first beat may make the runtime placeable: announced, so
+      // admission looks at once rather than at its next tick (a replacement's capacity waited ~120 ms).
       if (next.registration?.controlPlaneId === deps.controlPlaneId)
-        await deps.view.put(runtimeInstanceId, next, versionOf(next));
+        await deps.view.put(runtimeInstanceId, next, versionOf(next), announces(before, input));
       if (seq !== undefined) await deps.view.setCheckpoint(CHECKPOINT, seq);
     });
     return queue;
