@@ -27,11 +27,6 @@ import { createWarmPool, type WarmPool } from "./warm-pool.ts";
  * anyway (a Pod start that takes long never starves the pool).
  */
 const REFILL_YIELD_MAX_MS = 3_000;
-/**
- * How long after the last start in flight ended a refill still waits: the recovered run's placement
- * and resume on the new runtime follow its capacity within about this long (busy-starts.ts).
- */
-const REFILL_SETTLE_MS = 1_000;
 
 /** Plans of one decision whose start lost the prefix's runtime slot before it gives up (the delivery is retried). */
 const MAX_PLANS = 8;
@@ -75,7 +70,7 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
   const gate = new StartGate(d.maxConcurrentHostStartups);
   const inFlight = new Map<string, Promise<void>>();
   const providers = [...d.strategies.keys()] as HostProvider[];
-  const busy = new BusyStarts(REFILL_SETTLE_MS);
+  const busy = new BusyStarts();
   // The refill starts a member only once the binds and host starts in flight are done (or after a
   // bound): a member booting beside the binds of a burst of recovery claims took the CPU they needed
   // (busy-starts.ts). A request waiting for a member or a slot does not hold it back: the member is for it.
