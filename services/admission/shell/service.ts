@@ -105,7 +105,7 @@ export async function startAdmission(
   };
 
   // A runtime that may have become placeable (the capacity projection announces its put) starts a
-  // pass at once: ticks only, a replacement runtime's capacity waited ~120 ms (half a tick) for its
+  // pass at once: with ticks only, a replacement runtime's capacity waited about half a tick for its
   // recovery item, when the scale-out's `fulfilled` had started the pass before the view showed it.
   const watch = await deps.view.watch?.(() => pass());
   let timer: ReturnType<typeof setInterval> | undefined;

@@ -116,7 +116,7 @@ export async function startCapacityProjection(deps: CapacityProjectionDeps): Pro
       noteEnded(runtimeInstanceId, next);
       // Only runtimes registered by this control plane enter its view; others stay in memory. A
       // runtime that became placeable is announced, so admission looks at once rather than at its
-      // next tick (a replacement's capacity waited ~120 ms for its recovered run).
+      // next tick (a replacement's capacity waited about half a tick for its recovered run).
       if (next.registration?.controlPlaneId === deps.controlPlaneId)
         await deps.view.put(runtimeInstanceId, next, versionOf(next), announces(before, next, input));
       if (seq !== undefined) await deps.view.setCheckpoint(CHECKPOINT, seq);
