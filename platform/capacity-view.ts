@@ -15,8 +15,16 @@ import type { Redis, Result } from "ioredis";
 export type DescriptorVersion = readonly [eventSeq: number, beatAtMs: number, beat?: number];
 
 export interface CapacityViewStore<D> {
-  /** Stores `descriptor` unless the stored one has a newer `version`; whether it was stored. */
-  put(runtimeInstanceId: string, descriptor: D, version?: DescriptorVersion): Promise<boolean>;
+  /**
+   * Stores `descriptor` unless the stored one has a newer `version`; whether it was stored. With
+   * `announce`, a stored descriptor is also announced to every `watch` (after it is visible to reads).
+   */
+  put(runtimeInstanceId: string, descriptor: D, version?: DescriptorVersion, announce?: boolean): Promise<boolean>;
+  /**
+   * Calls `onChange` with the runtime's id whenever its descriptor is put with `announce` (from now on,
+   * by any writer): a hint to read the view again, never its content. Resolves once subscribed; `close` ends it.
+   */
+  watch?(onChange: (runtimeInstanceId: string) => void): Promise<{ close(): Promise<void> }>;
   get(runtimeInstanceId: string): Promise<D | undefined>;
   /** Every descriptor, retired ones included (ordered by RuntimeInstanceId). */
   all(): Promise<D[]>;
@@ -41,7 +49,10 @@ export interface CapacityViewStore<D> {
   setCheckpoint(name: string, seq: number): Promise<void>;
 }
 
-/** KEYS: descriptor hash, index set, live set; ARGV: JSON, event seq, beat ms, runtime id, '1' if retired, beat number. */
+/**
+ * KEYS: descriptor hash, index set, live set; ARGV: JSON, event seq, beat ms, runtime id, '1' if
+ * retired, beat number, the channel to announce a stored descriptor on ('' for none).
+ */
 const PUT_IF_NOT_OLDER = `
 local s = tonumber(redis.call('HGET', KEYS[1], 'vs') or '-1')
 local b = tonumber(redis.call('HGET', KEYS[1], 'vb') or '-1')
@@ -51,6 +62,7 @@ if ns < s or (ns == s and (nb < b or (nb == b and nn < n))) then return 0 end
 redis.call('HSET', KEYS[1], 'd', ARGV[1], 'vs', ARGV[2], 'vb', ARGV[3], 'vn', ARGV[6])
 redis.call('SADD', KEYS[2], ARGV[4])
 if ARGV[5] == '1' then redis.call('SREM', KEYS[3], ARGV[4]) else redis.call('SADD', KEYS[3], ARGV[4]) end
+if ARGV[7] ~= '' then redis.call('PUBLISH', ARGV[7], ARGV[4]) end
 return 1`;
 /**
  * KEYS: live set, index set; ARGV: the descriptor hashes' key prefix. Every live descriptor, by id.
@@ -93,8 +105,10 @@ export function redisCapacityView<D>(redis: Redis, controlPlaneId: string): Capa
     redis.defineCommand("drCapLive", { numberOfKeys: 2, lua: LIVE });
   }
   const cpKey = (name: string) => `${base}:checkpoint:${name}`;
+  // Pub/sub channels are not keys (one namespace for every database): the control plane names it.
+  const channel = `${base}:changed`;
   return {
-    async put(id, d, version = [0, 0]) {
+    async put(id, d, version = [0, 0], announce = false) {
       const stored = await redis.eval(
         PUT_IF_NOT_OLDER,
         3,
@@ -107,8 +121,23 @@ export function redisCapacityView<D>(redis: Redis, controlPlaneId: string): Capa
         id,
         isRetired(d) ? "1" : "0",
         version[2] ?? 0,
+        announce ? channel : "",
       );
       return stored === 1;
+    },
+    async watch(onChange) {
+      // A subscribed connection takes no other command: its own, closed with the watch.
+      const sub = redis.duplicate();
+      sub.on("message", (ch: string, runtimeInstanceId: string) => {
+        if (ch === channel) onChange(runtimeInstanceId);
+      });
+      sub.on("error", () => undefined); // reconnects on its own; a missed hint costs one tick
+      await sub.subscribe(channel);
+      return {
+        close: async () => {
+          sub.disconnect();
+        },
+      };
     },
     async get(id) {
       const raw = await redis.hget(rtKey(id), "d");

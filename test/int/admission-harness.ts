@@ -90,7 +90,7 @@ export function admissionHarness(cp: string) {
     },
 
     /** Starts an admission replica on its own NATS connection, as a separate process would be. */
-    async admission(cfg: DroverConfig = config): Promise<AdmissionService> {
+    async admission(cfg: DroverConfig = config, tickMs = 100): Promise<AdmissionService> {
       const nc = await connectHarness({ servers: inject("natsUrl") });
       h.connections.push(nc);
       const s = await startAdmission({
@@ -106,7 +106,7 @@ export function admissionHarness(cp: string) {
         commandTokenFor: () => "token",
         sha256: (x) => createHash("sha256").update(x).digest("hex"),
         log: pino({ level: "silent" }),
-        tickMs: 100,
+        tickMs,
       });
       h.services.push(s);
       await s.ready;

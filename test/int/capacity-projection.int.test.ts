@@ -276,4 +276,28 @@ describe("capacity projection (real nats-server and Redis)", () => {
       await projection.stop();
     }
   });
+
+  it("announces a runtime becoming ready and its incarnation's first beat to a watch, each readable in the view by then, and not its other events nor its later beats", async () => {
+    const { live, projection } = await startLive();
+    const seen: { id: string; d: CapacityDescriptor | undefined }[] = [];
+    const watch = await live.watch!((id) => {
+      if (id === "rt-cap-w") void live.get(id).then((d) => seen.push({ id, d }));
+    });
+    await publishRuntime(store, "rt-cap-w", READY);
+    await eventually("capacity published", async () => (seen.some((s) => s.d?.status === "ready") ? true : undefined));
+    await new Promise((r) => setTimeout(r, 100));
+    const events = seen.length;
+    expect(seen.map((x) => x.d?.status)).toEqual(["ready"]);
+    await js.publish(heartbeatSubject(layout, "rt-cap-w"), beat("rt-cap-w", 1, new Date()));
+    await eventually("first beat announced", async () => (seen.length > events ? true : undefined));
+    await eventually("first beat readable", async () => (seen.at(-1)?.d?.beats[ids.host] ? true : undefined));
+    await js.publish(heartbeatSubject(layout, "rt-cap-w"), beat("rt-cap-w", 2, new Date()));
+    await eventually("second beat folded", async () =>
+      (await live.get("rt-cap-w"))?.beats[ids.host]?.beat === 2 ? true : undefined,
+    );
+    await new Promise((r) => setTimeout(r, 100));
+    expect(seen.length).toBe(events + 1);
+    await watch.close();
+    await projection.stop();
+  });
 });

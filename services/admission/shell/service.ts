@@ -24,7 +24,8 @@ export interface AdmissionService {
 
 /**
  * Runs admission: follows run and scale-out events into the index, and runs an admission pass
- * whenever the index changes and on every tick (capacity changes arrive through the Redis view).
+ * whenever the index changes, whenever the capacity view announces a runtime that may have become
+ * placeable, and on every tick (capacity changes arrive through the Redis view).
  * Passes never overlap within a replica; other replicas are kept honest by conditional appends.
  */
 export async function startAdmission(
@@ -103,6 +104,10 @@ export async function startAdmission(
     });
   };
 
+  // A runtime that may have become placeable (the capacity projection announces its put) starts a
+  // pass at once: with ticks only, a replacement runtime's capacity waited about half a tick for its
+  // recovery item, when the scale-out's `fulfilled` had started the pass before the view showed it.
+  const watch = await deps.view.watch?.(() => pass());
   let timer: ReturnType<typeof setInterval> | undefined;
   const ready = follower.caughtUp.then(() => {
     deps.log.info({ fromSeq, runs: deps.index.runs.size }, "run index caught up");
@@ -124,6 +129,7 @@ export async function startAdmission(
       stopped = true;
       clearInterval(timer);
       await follower.stop();
+      await watch?.close();
       await writer?.stop();
       await children.stop();
       await running;

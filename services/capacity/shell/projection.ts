@@ -46,6 +46,17 @@ export interface CapacityProjection {
 const CHECKPOINT = "runtime-events";
 
 /**
+ * Whether the put of `next` (folded from `before` and `input`) is announced: the runtime became ready
+ * (its capacity published), or a ready runtime's incarnation beat for the first time. Nothing else:
+ * each announcement is an admission pass, and announcing every runtime event (a dozen per runtime's
+ * life) made admission a busy process during a recovery burst.
+ */
+const announces = (before: CapacityDescriptor | undefined, next: CapacityDescriptor, input: CapacityInput): boolean =>
+  next.status === "ready" &&
+  (before?.status !== "ready" ||
+    (input.kind === "heartbeat" && before.beats[input.beat.hostIncarnation] === undefined));
+
+/**
  * A descriptor's version in the shared view: the runtime-event sequence folded, then its latest
  * beat's stored time, then that beat's number (beats stored in the same millisecond).
  */
@@ -103,9 +114,11 @@ export async function startCapacityProjection(deps: CapacityProjectionDeps): Pro
       cache.set(runtimeInstanceId, next);
       if (shadow) return;
       noteEnded(runtimeInstanceId, next);
-      // Only runtimes registered by this control plane enter its view; others stay in memory.
+      // Only runtimes registered by this control plane enter its view; others stay in memory. A
+      // runtime that became placeable is announced, so admission looks at once rather than at its
+      // next tick (a replacement's capacity waited about half a tick for its recovered run).
       if (next.registration?.controlPlaneId === deps.controlPlaneId)
-        await deps.view.put(runtimeInstanceId, next, versionOf(next));
+        await deps.view.put(runtimeInstanceId, next, versionOf(next), announces(before, next, input));
       if (seq !== undefined) await deps.view.setCheckpoint(CHECKPOINT, seq);
     });
     return queue;

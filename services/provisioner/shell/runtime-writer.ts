@@ -16,8 +16,8 @@ export class RuntimeEnded extends Error {
 }
 
 /**
- * Appends a start's events to one runtime aggregate, each conditional on the sequence this writer
- * last saw. Another writer in between (our own host-exit recorder, a provisioner that took the
+ * Appends a start's events to one runtime aggregate, conditional on the sequence this writer last
+ * saw (several at once: one atomic batch). Another writer in between (our own host-exit recorder, a provisioner that took the
  * request over, recovery) is a version conflict: the writer re-reads and continues only if the
  * runtime has not ended, so a retired or exited runtime can never be published afterwards.
  *
@@ -74,7 +74,14 @@ export class RuntimeWriter {
       if (!opts.evenIfEnded && this.summary?.endedBy)
         throw new RuntimeEnded(this.runtimeInstanceId, this.summary.endedBy);
       try {
-        const done = await this.store.appendAll(runtimeRef(this.runtimeInstanceId), pending, { expectedSeq: this.seq });
+        // Several events go as one atomic batch: two round trips (its first message and its commit)
+        // instead of one per event, and all of them or none (a start's readiness layers, then its
+        // `command` layer with `endpoint-published` and `capacity-published`, were 3 + 3 one after another).
+        const ref = runtimeRef(this.runtimeInstanceId);
+        const done =
+          pending.length > 1
+            ? await this.store.appendAtomic([{ ref, expectedSeq: this.seq, events: pending }])
+            : await this.store.appendAll(ref, pending, { expectedSeq: this.seq });
         for (const [i, a] of done.entries()) this.apply(a.seq, pending[i] as RuntimeEvent);
         return;
       } catch (e) {
