@@ -3,7 +3,8 @@
  * string, a boolean, a finite number, or an array or plain object of such values. Conservative:
  * anything unusual (another prototype, a hole, a symbol, non-enumerable or `__proto__` key, more than
  * MAX_DEPTH levels) answers false and the caller lets zod decide. Every value JSON.parse returns
- * within MAX_DEPTH levels answers true. `contracts/plain-json.unit.test.ts` holds it to zod.
+ * within MAX_DEPTH levels answers true, but for one holding an own `__proto__` key (JSON.parse makes
+ * one from `"__proto__"`): that one goes to zod. `contracts/plain-json.unit.test.ts` holds it to zod.
  */
 export function isPlainJson(v: unknown, depth = 0): boolean {
   if (v === null || typeof v === "string" || typeof v === "boolean") return true;

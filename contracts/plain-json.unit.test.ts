@@ -5,17 +5,25 @@ import { isPlainJson } from "./plain-json.ts";
 
 /** isPlainJson says true only where zod's `z.json()` accepts the value and parses it to an equal one. */
 const json = z.json();
+/** Whether an object in `v` has an own `__proto__` key (JSON.parse makes one; isPlainJson leaves it to zod). */
+const holdsProtoKey = (v: unknown): boolean =>
+  typeof v === "object" &&
+  v !== null &&
+  (Object.prototype.hasOwnProperty.call(v, "__proto__") || Object.values(v).some(holdsProtoKey));
 
 describe("isPlainJson: only values z.json() accepts unchanged (bounded property)", () => {
-  it("answers true for every JSON value, and for each z.json() parses it to an equal value", () => {
+  it("answers true for every JSON value without a `__proto__` key (false with one), and for each z.json() parses it to an equal value", () => {
     fc.assert(
       fc.property(fc.jsonValue(), (v) => {
         const parsed: unknown = JSON.parse(JSON.stringify(v));
-        expect(isPlainJson(parsed)).toBe(true);
+        expect(isPlainJson(parsed)).toBe(!holdsProtoKey(parsed));
+        if (holdsProtoKey(parsed)) return;
         expect(json.safeParse(parsed)).toEqual({ success: true, data: parsed });
       }),
       { numRuns: 1000 },
     );
+    // The counterexample fast-check found (seed 195253623): JSON.parse makes `__proto__` an own key.
+    expect(isPlainJson(JSON.parse('[{"__proto__":null}]'))).toBe(false);
   });
 
   it("answers true for no value z.json() refuses or changes, whatever its prototype, keys, holes or numbers", () => {
