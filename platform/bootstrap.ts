@@ -16,6 +16,7 @@ import {
   eventCompactionFromEnv,
   taggedLayout,
   type EventStore,
+  type EventStoreOptions,
   type StreamLayout,
 } from "../streams/index.ts";
 
@@ -74,11 +75,12 @@ function required(name: string): string {
  * `logTo` names another stream (the api keeps stdout for its one listening line). Any start-up
  * failure exits 1 with one clear line on stderr — among them an unset, placeholder or short
  * DROVER_COMMAND_SECRET without DROVER_DEV=1 (platform/command-token.ts), unless the service
- * commands no runtime (`commandSecret: false`: the api) and so holds no secret at all.
+ * commands no runtime (`commandSecret: false`: the api) and so holds no secret at all. `store`
+ * sets the event store's options (the api coalesces the publishes of its concurrent appends).
  */
 export async function bootstrap(
   service: string,
-  opts: { redis?: boolean; logTo?: NodeJS.WritableStream; commandSecret?: boolean } = {},
+  opts: { redis?: boolean; logTo?: NodeJS.WritableStream; commandSecret?: boolean; store?: EventStoreOptions } = {},
 ): Promise<ServiceContext> {
   try {
     // First: a service without a real command secret stops before it touches anything.
@@ -103,7 +105,7 @@ export async function bootstrap(
     const jsm = await jetstreamManager(nc);
     await ensureStreamsPatiently(jsm, layout, { compactable: eventCompactionFromEnv(process.env) });
     const js = jetstream(nc);
-    const store = createEventStore(nc, layout);
+    const store = createEventStore(nc, layout, opts.store);
     const redis = opts.redis
       ? new Redis(required("REDIS_URL"), { maxRetriesPerRequest: 2, enableOfflineQueue: true })
       : undefined;

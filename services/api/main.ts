@@ -8,7 +8,6 @@
  * server (ending live event feeds), then the bootstrap drains the NATS connection.
  */
 import { bootstrap, loadConfig } from "../../platform/bootstrap.ts";
-import { createEventStore } from "../../streams/index.ts";
 import { systemClock } from "../../platform/envelope.ts";
 import { createOutputStore } from "../../platform/output-store.ts";
 import { createStepCacheStore } from "../../platform/step-cache-store.ts";
@@ -35,10 +34,9 @@ try {
 if (isDevMode()) process.stderr.write("api: development mode (DROVER_DEV=1): plaintext tokens accepted\n");
 
 // Logs go to stderr so stdout carries exactly one line, the listening announcement.
-const ctx = await bootstrap("api", { logTo: process.stderr, commandSecret: false });
-const { config, layout, js, jsm } = ctx;
 // Submissions arrive many at once under load: their appends share socket writes (streams/publish-gate.ts).
-const store = createEventStore(ctx.nc, layout, { coalescePublishes: true });
+const ctx = await bootstrap("api", { logTo: process.stderr, commandSecret: false, store: { coalescePublishes: true } });
+const { config, layout, store, js, jsm } = ctx;
 // Lazy: the API starts without MongoDB and answers the forensics queries once it is reachable.
 const mongoUrl = process.env.MONGO_URL || undefined;
 const mongo = mongoUrl ? readModelClient(mongoUrl) : undefined;
