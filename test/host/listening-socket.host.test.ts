@@ -30,6 +30,17 @@ describe("listensOn: only the process holding the listening socket proves a port
     expect(listensOn(process.pid, v6.port)).toBe(false);
   });
 
+  it("a listener listed after many others (several kernel reads in) is found; its port closed, it is not", async () => {
+    // 120 listeners: the table's listening part spans many of listensOn's reads (one line ~150 bytes).
+    const many = await Promise.all(Array.from({ length: 120 }, () => listening("127.0.0.1")));
+    try {
+      for (const l of many) expect(listensOn(process.pid, l.port)).toBe(true);
+    } finally {
+      await Promise.all(many.map((l) => closed(l.server)));
+    }
+    for (const l of many.slice(0, 5)) expect(listensOn(process.pid, l.port)).toBe(false);
+  });
+
   it("a port another process listens on proves that process, not this one (which holds a connection to it)", async () => {
     const child = spawn(
       process.execPath,
