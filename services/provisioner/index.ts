@@ -20,3 +20,4 @@ export { RosterView, type RosterOptions } from "./shell/roster-view.ts";
 export { watchDrainedRuntimes, drainStopMessage, type DrainSource } from "./shell/retire-drained.ts";
 export { adoptedHosts } from "./shell/adopted-hosts.ts";
 export type { WarmPool, WarmSlot } from "./shell/warm-pool.ts";
+export { startResponders, type Responders, type RespondersConfig } from "./shell/responders.ts";

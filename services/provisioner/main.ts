@@ -4,7 +4,7 @@
  * default .run/runtimes) and DROVER_SCALEOUT_ACK_WAIT_MS (redelivery delay after a crash, default
  * 30 s); starts the process host strategy (and the Kubernetes one when DROVER_CONFIG configures it) and `maxConcurrentHostStartups` + warm pool sizes pull loops on the
  * shared scale-out consumer; answers runtimes' auth callout and history requests
- * (streams/history-responder.ts). SIGTERM/SIGINT stop the loops (in-flight requests settle) and
+ * (streams/history-responder.ts) on a thread of their own (shell/responders.ts). SIGTERM/SIGINT stop the loops (in-flight requests settle) and
  * then stop (planned stop: retired with proof) the runtimes this process spawned and those it adopted
  * (a SIGKILLed provisioner's, shell/adopted-hosts.ts); SIGKILL leaves them running for the next
  * provisioner to adopt.
@@ -30,7 +30,7 @@ import { adoptedHosts } from "./shell/adopted-hosts.ts";
 import { randomSuffix } from "./shell/suffix.ts";
 import { runtimeCalloutFromEnv } from "../../platform/nats-auth/callout-from-env.ts";
 import { maxEndedRuntimesOf, snapshotsFromEnv } from "../../platform/snapshots/from-env.ts";
-import { startHistoryResponder } from "../../streams/index.ts";
+import { startResponders } from "./shell/responders.ts";
 
 const ctx = await bootstrap("provisioner");
 // bootstrap already refused a missing or placeholder secret outside DROVER_DEV=1 (and warned inside it).
@@ -51,10 +51,21 @@ const strategies = new Map<HostProvider, HostStrategy>(
 if (ctx.config.kubernetes) strategies.set("kubernetes", kubernetesStrategyFromConfig(ctx.config.kubernetes));
 const natsUrl = process.env.NATS_URL as string;
 // The auth callout for runtimes (DROVER_NATS_CALLOUT_SEED): runtime credentials are minted here.
-const callout = runtimeCalloutFromEnv(ctx, secret);
 // Runtimes read their executions' and runs' histories here, not by consumers of their own
 // (streams/history-responder.ts; docs/nats-identities.md): every replica answers, one queue group.
-const history = startHistoryResponder(ctx.nc, ctx.jsm, ctx.layout, { log: (f, m) => ctx.log.warn(f, m) });
+// Both answer on their own thread and connection (same identity), not behind this loop's work.
+const callout = runtimeCalloutFromEnv(ctx.layout, secret);
+const responders = await startResponders(
+  {
+    servers: natsUrl,
+    ...(process.env.NATS_CREDS ? { creds: process.env.NATS_CREDS } : {}),
+    ...(process.env.NATS_CA_FILE ? { caFile: process.env.NATS_CA_FILE } : {}),
+    name: `${ctx.instanceId}-responders`,
+    layout: ctx.layout,
+    ...(callout ? { callout: { seed: callout.seed, secret, ttlMs: callout.ttlMs } } : {}),
+  },
+  ctx.log,
+);
 const deps: ProvisionerDeps = {
   store: ctx.store,
   layout: ctx.layout,
@@ -149,7 +160,6 @@ ctx.onShutdown(async () => {
   const stopped = await stopHosts(deps, strategy, [...strategy.liveHosts(), ...adopted]);
   ctx.log.info({ stopped: Object.fromEntries(stopped) }, "process hosts stopped");
   await Promise.all([...strategies.values()].map((s) => s.close()));
-  callout?.stop();
-  history.unsubscribe();
+  await responders.stop();
 });
 ctx.log.info({ parallel: runners.length }, "provisioner consuming scale-out requests");
