@@ -16,7 +16,7 @@ import type { Db } from "mongodb";
 import {
   CHECKPOINT_COLLECTION,
   storedDoc,
-  storedLedgerRow,
+  storedLedgerChunk,
   type LedgerCountDoc,
   type LedgerPageDoc,
   type LedgerRow,
@@ -24,7 +24,7 @@ import {
   type RunDoc,
   type RunPageDoc,
   type StoredDoc,
-  type StoredLedgerRow,
+  type StoredLedgerChunk,
 } from "../contracts/read-models.ts";
 import { startFerret, startNats } from "../platform/local-servers.ts";
 import { readModelClient } from "../platform/read-model-db.ts";
@@ -99,7 +99,7 @@ async function fill(db: Db, alone: boolean): Promise<{ mine: number; deepSince: 
       counts.set(tenantId, next.count);
       pages.set(`${tenantId}:${next.page.page}`, next.page);
     }
-    await db.collection<StoredLedgerRow>("ledger").insertMany(ledger.map(storedLedgerRow));
+    await db.collection<StoredLedgerChunk>("ledger").insertMany(ledger.map((r) => storedLedgerChunk([r])));
     await db.collection<StoredDoc>("runs").insertMany(runs.map(storedDoc));
   }
   await db.collection<RunPageDoc>("run_pages").insertMany([...pages.values()]);

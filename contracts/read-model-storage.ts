@@ -2,47 +2,70 @@ import { DroverError } from "./errors.ts";
 import { READ_MODEL_SHAPE, type LedgerRow } from "./read-models.ts";
 
 /*
- * How ledger rows and run / execution documents are stored (read-model shapes 3 and 4): the fields a
+ * How ledger rows and run / execution documents are stored (read-model shapes 5 and 4): the fields a
  * query filters on as fields, the rest as one JSON string, and back. Re-exported by read-models.ts.
  */
 
 /**
- * A ledger row as stored in `ledger`: what a query or a test filters on as fields (`_id`, `tenantId`,
- * `seq`, `page`, `runKey`) and `summary`, the rest (`e`) as one JSON string. FerretDB v1 (SQLite)
- * spends its time per stored field (it keeps each field's type beside its value), not per row: 3,400
- * W2-like rows cost it ~300 ms of CPU as 22 fields each, ~120 ms in this shape (services/forensics/README.md).
- * Nothing reads a row's other fields but through {@link ledgerRowOf}.
+ * Ledger rows as stored in `ledger` (read-model shape 5): a chunk of rows that share their tenant,
+ * lane page and run key, written by one flush of the projector, with what a query filters on as
+ * fields (`page`, `runKey`, `tenantId`) and the rows themselves as one JSON string. FerretDB v1
+ * (SQLite) spends its CPU per stored document and field, not per byte: one row per document was
+ * most of its CPU in W2 (services/forensics/README.md "Ledger chunks"). `_id` is the chunk's first
+ * row's `_id` and its row count (`<stream>:<seq>:<tenant>/<n>`): a chunk's rows are the next `n` rows
+ * of its page and run key from its first, so one `_id` always holds the same rows and an insert of
+ * a taken `_id` is a duplicate. A replay after a crash may cut the same rows into other chunks, so
+ * a row can be stored in two chunks: {@link ledgerRowsOf} readers drop repeats by the row's `_id`.
  */
-export interface StoredLedgerRow {
+export interface StoredLedgerChunk {
   readonly _id: string;
   readonly tenantId: string;
-  readonly seq: number;
   readonly page: string;
   readonly runKey?: string;
-  readonly summary: string;
-  /** The row's other fields, `JSON.stringify`d. */
-  readonly e: string;
+  /** The rows without `tenantId`, `page` and `runKey`, in stream order, `JSON.stringify`d. */
+  readonly rows: string;
 }
 
-/** The row as stored. Pure. */
-export function storedLedgerRow(r: LedgerRow): StoredLedgerRow {
-  const { _id, tenantId, seq, page, runKey, summary, ...e } = r;
-  return { _id, tenantId, seq, page, ...(runKey === undefined ? {} : { runKey }), summary, e: JSON.stringify(e) };
+/** The `_id` of the chunk of `rows` (the first row's and the count). Pure. */
+export const ledgerChunkId = (rows: readonly LedgerRow[]): string => `${rows[0]!._id}/${rows.length}`;
+
+/** Rows of one tenant, page and run key (in stream order) as one stored chunk. Pure. */
+export function storedLedgerChunk(rows: readonly LedgerRow[]): StoredLedgerChunk {
+  const { tenantId, page, runKey } = rows[0]!;
+  const bare = rows.map(({ tenantId: _t, page: _p, runKey: _k, ...rest }) => rest);
+  return {
+    _id: ledgerChunkId(rows),
+    tenantId,
+    page,
+    ...(runKey === undefined ? {} : { runKey }),
+    rows: JSON.stringify(bare),
+  };
 }
 
-/** The row a stored one holds (the inverse of {@link storedLedgerRow}). Pure. */
-export function ledgerRowOf(s: StoredLedgerRow): LedgerRow {
-  const { _id, tenantId, seq, page, runKey, summary, e } = s;
-  if (typeof e !== "string") throw olderShape("ledger row", _id);
-  const rest = JSON.parse(e) as Omit<LedgerRow, "_id" | "tenantId" | "seq" | "page" | "runKey" | "summary">;
-  return { _id, tenantId, seq, ...rest, summary, page, ...(runKey === undefined ? {} : { runKey }) };
+/** The rows a stored chunk holds (the inverse of {@link storedLedgerChunk}). Pure. */
+export function ledgerRowsOf(s: StoredLedgerChunk): LedgerRow[] {
+  const { _id, tenantId, page, runKey, rows } = s;
+  if (typeof rows !== "string") throw olderShape("ledger row", _id);
+  const bare = JSON.parse(rows) as Omit<LedgerRow, "tenantId" | "page" | "runKey">[];
+  return bare.map((r) => ({ ...r, tenantId, page, ...(runKey === undefined ? {} : { runKey }) }) as LedgerRow);
+}
+
+/**
+ * The rows of `chunks` that belong to `tenantId`, each once (a replay may have stored a row in two
+ * chunks), in stream order. Pure.
+ */
+export function ledgerRowsIn(chunks: readonly StoredLedgerChunk[], tenantId: string): LedgerRow[] {
+  const seen = new Map<string, LedgerRow>();
+  for (const c of chunks)
+    if (c.tenantId === tenantId) for (const r of ledgerRowsOf(c)) if (!seen.has(r._id)) seen.set(r._id, r);
+  return [...seen.values()].sort((a, b) => a.seq - b.seq);
 }
 
 /**
  * A run or execution document as stored (`runs`, `executions`: read by `_id` only): `_id`, `tenantId`
  * (checked on every read) and `lastSeq` (the version every write is conditional on) as fields, the
  * rest (`d`) as one JSON string. FerretDB v1 runs each versioned upsert as a read, a filter and a
- * write of the whole document, field by field (see {@link StoredLedgerRow}); these two collections
+ * write of the whole document, field by field (see {@link StoredLedgerChunk}); these two collections
  * take most of the projector's upserts. Nothing reads them but through {@link docOf}.
  */
 export interface StoredDoc {

@@ -65,10 +65,11 @@ export interface Refs {
  * The shape of the read models this code writes and reads: the build marker names it, so a
  * database built by code of another shape holds no complete build and is rebuilt from sequence 1
  * (2: ledger rows are placed in lanes and pages, `ledger_counts`, `ledger_pages`, `runKey`;
- * 3: a ledger row is stored as {@link StoredLedgerRow}, its unqueried fields in one JSON string;
- * 4: run and execution documents are stored as {@link StoredDoc}).
+ * 3: a ledger row is stored as one document, its unqueried fields in one JSON string, its unqueried fields in one JSON string;
+ * 4: run and execution documents are stored as {@link StoredDoc};
+ * 5: ledger rows are stored in chunks, {@link StoredLedgerChunk}).
  */
-export const READ_MODEL_SHAPE = 4;
+export const READ_MODEL_SHAPE = 5;
 
 export * from "./read-model-storage.ts";
 

@@ -1,7 +1,7 @@
 import { connectHarness } from "../../platform/nats-auth/server-keys.ts";
 import type { Db, MongoClient } from "mongodb";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
-import { ledgerRowOf, READ_MODEL_COLLECTIONS, type StoredLedgerRow } from "../../contracts/read-models.ts";
+import { ledgerRowsOf, READ_MODEL_COLLECTIONS, type StoredLedgerChunk } from "../../contracts/read-models.ts";
 import { controlSubject, readModelClient } from "../../platform/read-model-db.ts";
 import { mongoReadModels } from "../../services/api/index.ts";
 import {
@@ -23,11 +23,15 @@ import { acmeForensicsId, appendExamples, appendScenario, scenario as s } from "
 import { uniqueName } from "../support/isolation.ts";
 import { event, eventually, freshStreams, type StreamsFixture } from "../support/streams.ts";
 
-/** Every read-model collection, sorted by `_id`, ledger rows as read (`ledgerRowOf`): what "the same read models" means. */
+/**
+ * Every read-model collection, sorted by `_id`, ledger rows as read (`ledgerRowsOf`, each row once,
+ * whatever chunks a batch cut them in): what "the same read models" means.
+ */
 async function dump(db: Db): Promise<Record<string, unknown[]>> {
   const out: Record<string, unknown[]> = {};
   for (const c of READ_MODEL_COLLECTIONS) out[c] = await db.collection(c).find().sort({ _id: 1 }).toArray();
-  out.ledger = (out.ledger as StoredLedgerRow[]).map(ledgerRowOf);
+  const rows = new Map((out.ledger as StoredLedgerChunk[]).flatMap(ledgerRowsOf).map((r) => [r._id, r]));
+  out.ledger = [...rows.values()].sort((a, b) => (a._id < b._id ? -1 : 1));
   return out;
 }
 
@@ -261,16 +265,16 @@ describe("forensics projector against real FerretDB and a real nats-server", () 
     open();
     await expect(interrupted).rejects.toThrow();
     expect((await m.checkpoints.findOne({ _id: markerId(PROJECTION_NAME) }))?.state).toBe("building");
-    const ledger = db.collection<{ _id: string; seq: number; summary: string }>("ledger");
-    // A row the build wrote before its checkpoint: a build from sequence 1 would drop and rewrite it.
-    const probe = (await ledger.findOne({ seq: { $lte: cp } }, { sort: { seq: 1 } }))!;
-    await ledger.updateOne({ _id: probe._id }, { $set: { summary: "marked by the test" } });
+    const ledger = db.collection<StoredLedgerChunk & { marked?: string }>("ledger");
+    // Rows the build wrote before its checkpoint: a build from sequence 1 would drop and rewrite them.
+    const probe = (await ledger.find().toArray()).find((c) => ledgerRowsOf(c).at(-1)!.seq <= cp)!;
+    await ledger.updateOne({ _id: probe._id }, { $set: { marked: "by the test" } });
 
     const svc = await start(db);
     expect(svc.position).toBe(last);
     expect(await isBuilt(m, PROJECTION_NAME)).toBe(true);
-    expect((await ledger.findOne({ _id: probe._id }))?.summary).toBe("marked by the test");
-    await ledger.updateOne({ _id: probe._id }, { $set: { summary: probe.summary } });
+    expect((await ledger.findOne({ _id: probe._id }))?.marked).toBe("by the test");
+    await ledger.updateOne({ _id: probe._id }, { $unset: { marked: "" } });
     const clean = freshDb();
     await (await start(clean)).waitFor(last, 60_000);
     expect(await dump(db)).toEqual(await dump(clean));
@@ -283,22 +287,23 @@ describe("forensics projector against real FerretDB and a real nats-server", () 
     await first.waitFor(last);
     await first.stop();
     // A row the restarted projector would rewrite if it re-applied old events.
-    const ledger = db.collection<{ _id: string; tenantId: string; seq: number; summary: string }>("ledger");
-    const probe = (await ledger.findOne({ tenantId: s.globex }, { sort: { seq: 1 } }))!;
-    expect((await ledger.updateOne({ _id: probe._id }, { $set: { summary: "marked by the test" } })).matchedCount).toBe(
-      1,
-    );
+    const ledger = db.collection<StoredLedgerChunk & { marked?: string }>("ledger");
+    const probe = (await ledger.findOne({ tenantId: s.globex }))!;
+    expect((await ledger.updateOne({ _id: probe._id }, { $set: { marked: "by the test" } })).matchedCount).toBe(1);
+    // Every copy of the row of stream sequence `seq`, whatever chunk holds it.
+    const copies = async (seq: number) =>
+      (await ledger.find().toArray()).flatMap(ledgerRowsOf).filter((r) => r.seq === seq).length;
 
     const second = await start(db);
     expect(second.position).toBe(last);
     const last2 = await appendExamples(store);
     await second.waitFor(last2);
-    expect((await ledger.findOne({ _id: probe._id }))?.summary).toBe("marked by the test");
-    expect(await ledger.countDocuments({ seq: last2 })).toBe(1);
+    expect((await ledger.findOne({ _id: probe._id }))?.marked).toBe("by the test");
+    expect(await copies(last2)).toBe(1);
     await second.stop();
 
     // The checkpoint lost (a crash before its save): everything is applied again, to the same documents as a clean build.
-    await ledger.updateOne({ _id: probe._id }, { $set: { summary: probe.summary } });
+    await ledger.updateOne({ _id: probe._id }, { $unset: { marked: "" } });
     await db
       .collection<{ _id: string; seq: number }>("checkpoints")
       .updateOne({ _id: PROJECTION_NAME }, { $set: { seq: 0 } });

@@ -8,14 +8,14 @@ import {
   type LedgerCountDoc,
   type LedgerLane,
   type LedgerPageDoc,
-  ledgerRowOf,
+  ledgerRowsIn,
   type LedgerRow,
-  type StoredLedgerRow,
+  type StoredLedgerChunk,
 } from "../../../contracts/read-models.ts";
 
 /** The ledger's collections as the API reads them. */
 export interface LedgerCollections {
-  readonly ledger: Collection<StoredLedgerRow>;
+  readonly ledger: Collection<StoredLedgerChunk>;
   readonly counts: Collection<LedgerCountDoc>;
   readonly pages: Collection<LedgerPageDoc>;
 }
@@ -28,8 +28,8 @@ const byId = <T extends { readonly _id: string }>(c: Collection<T>, id: string) 
  * The tenant's ledger rows after `since` (exclusive), in stream order, at most `limit`, of one lane
  * or (`recovery` undefined) both, merged. Every read is by `_id` or by `page` (contracts/read-models.ts
  * "lanes"), so it costs O(limit + log of the tenant's rows), never the tenant's whole ledger: the
- * count, the row at `since` (a page's `next` names one) or a binary search of the page starts, then
- * the pages that hold the answer.
+ * count, a binary search of the page starts (none for `since` 0 or at the count's end), then the pages
+ * that hold the answer. Rows are stored in chunks (`StoredLedgerChunk`), so no row is found by `_id`.
  */
 export async function ledgerAfter(
   c: LedgerCollections,
@@ -55,12 +55,6 @@ async function startsAfter(
 ): Promise<LaneCounts> {
   if (since <= 0) return { recovery: 0, work: 0 };
   if (since >= count.lastSeq) return { recovery: count.recovery, work: count.work };
-  const stored = await byId(c.ledger, `${count.stream}:${since}:${count.tenantId}`);
-  const at = stored && stored.tenantId === count.tenantId ? ledgerRowOf(stored) : undefined;
-  if (at) {
-    const lane = ledgerLaneOf(at);
-    return { ...at.before, [lane]: at.before[lane] + 1 };
-  }
   const found = await Promise.all(lanes.map((lane) => laneStart(c, count, lane, since)));
   return { recovery: 0, work: 0, ...Object.fromEntries(lanes.map((lane, i) => [lane, found[i]!])) };
 }
@@ -79,9 +73,8 @@ async function laneStart(c: LedgerCollections, count: LedgerCountDoc, lane: Ledg
     else hi = mid - 1;
   }
   if (lo < 0) return 0;
-  const rows = await c.ledger.find({ page: ledgerPageId(count.tenantId, lane, lo) }).toArray();
-  // `tenantId` and `seq` are stored as fields (StoredLedgerRow): no row is decoded to count.
-  return lo * LEDGER_PAGE_SIZE + rows.filter((r) => r.tenantId === count.tenantId && r.seq <= since).length;
+  const chunks = await c.ledger.find({ page: ledgerPageId(count.tenantId, lane, lo) }).toArray();
+  return lo * LEDGER_PAGE_SIZE + ledgerRowsIn(chunks, count.tenantId).filter((r) => r.seq <= since).length;
 }
 
 /** The lane's rows with ordinals `from` … `from + n - 1`, read from the pages that hold them. */
@@ -94,14 +87,10 @@ async function laneRows(c: LedgerCollections, tenantId: string, lane: LedgerLane
       c.ledger.find({ page: ledgerPageId(tenantId, lane, first + i) }).toArray(),
     ),
   );
-  return pages
-    .flat()
-    .filter((r) => r.tenantId === tenantId)
-    .map(ledgerRowOf)
-    .filter((r) => {
-      const ordinal = r.before[lane];
-      return ordinal >= from && ordinal < from + n;
-    });
+  return ledgerRowsIn(pages.flat(), tenantId).filter((r) => {
+    const ordinal = r.before[lane];
+    return ordinal >= from && ordinal < from + n;
+  });
 }
 
 /**
@@ -109,16 +98,16 @@ async function laneRows(c: LedgerCollections, tenantId: string, lane: LedgerLane
  * (services/forensics/domain/ledger.ts `runKeyOf`), so O(the run's rows).
  */
 export async function runRows(
-  ledger: Collection<StoredLedgerRow>,
+  ledger: Collection<StoredLedgerChunk>,
   tenantId: string,
   sharedRunId: string,
   executionIds: readonly string[],
 ): Promise<LedgerRow[]> {
   const keys = [`${tenantId}:r:${sharedRunId}`, ...executionIds.map((id) => `${tenantId}:e:${id}`)];
-  const found = (await Promise.all(keys.map((runKey) => ledger.find({ runKey }).toArray())))
-    .flat()
-    .filter((r) => r.tenantId === tenantId)
-    .map(ledgerRowOf);
+  const found = ledgerRowsIn(
+    (await Promise.all(keys.map((runKey) => ledger.find({ runKey }).toArray()))).flat(),
+    tenantId,
+  );
   const ids = new Set(executionIds);
   const mine = new Map(
     found

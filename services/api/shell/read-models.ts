@@ -14,7 +14,7 @@ import {
   type LedgerPageDoc,
   type LedgerRow,
   type StoredDoc,
-  type StoredLedgerRow,
+  type StoredLedgerChunk,
   runPageId,
   type RunCountDoc,
   type RunDoc,
@@ -97,7 +97,7 @@ export function mongoReadModels(db: Db): ReadModels {
     const doc = mine(tenantId, s);
     return doc && docOf<T>(doc);
   };
-  const ledger = db.collection<StoredLedgerRow>("ledger");
+  const ledger = db.collection<StoredLedgerChunk>("ledger");
   const ledgerCounts = db.collection<LedgerCountDoc>("ledger_counts");
   const ledgerPages = db.collection<LedgerPageDoc>("ledger_pages");
   const forensics = db.collection<ForensicsRow>("forensics");

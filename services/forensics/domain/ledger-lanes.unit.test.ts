@@ -1,5 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { LEDGER_PAGE_SIZE, ledgerRowOf, storedLedgerRow, type LedgerCountDoc } from "../../../contracts/read-models.ts";
+import {
+  LEDGER_PAGE_SIZE,
+  ledgerRowsIn,
+  ledgerRowsOf,
+  storedLedgerChunk,
+  type LedgerCountDoc,
+} from "../../../contracts/read-models.ts";
 import type { UnplacedLedgerRow } from "./ledger.ts";
 import { placeLedgerRow } from "./ledger-lanes.ts";
 
@@ -50,26 +56,27 @@ describe("placeLedgerRow (pure: no store)", () => {
     expect(placeLedgerRow(first.count, entry(2, true))).toEqual(second);
   });
 
-  it("stores a placed row as its queried fields and one JSON string, and reads it back as placed (StoredLedgerRow)", () => {
-    const row = placeLedgerRow(undefined, {
-      ...entry(1),
-      summary: "step s1 completed (attempt 1)",
-      detail: { stepId: "s1", attempt: 1, epoch: null, rows: [{ a: 1 }] },
-      sharedRunId: "r1",
-      executionId: "e1",
-      runKey: "acme:r:r1",
-    })!.row;
-    const stored = storedLedgerRow(row);
-    expect(Object.keys(stored).sort()).toEqual(["_id", "e", "page", "runKey", "seq", "summary", "tenantId"]);
-    expect(stored).toMatchObject({
-      _id: "S:1:acme",
-      tenantId: "acme",
-      seq: 1,
-      page: "acme:work:0",
-      runKey: "acme:r:r1",
-    });
-    expect(ledgerRowOf(stored)).toEqual(row);
-    const { runKey: _k, ...keyless } = row;
-    expect(ledgerRowOf(storedLedgerRow(keyless))).toEqual(keyless);
+  it("stores placed rows of one page and run key as one chunk (StoredLedgerChunk) and reads them back as placed", () => {
+    const place = (count: Parameters<typeof placeLedgerRow>[0], seq: number) =>
+      placeLedgerRow(count, {
+        ...entry(seq),
+        summary: "step s1 completed (attempt 1)",
+        detail: { stepId: "s1", attempt: 1, epoch: null, rows: [{ a: 1 }] },
+        sharedRunId: "r1",
+        executionId: "e1",
+        runKey: "acme:r:r1",
+      })!;
+    const first = place(undefined, 1);
+    const second = place(first.count, 2);
+    const stored = storedLedgerChunk([first.row, second.row]);
+    expect(Object.keys(stored).sort()).toEqual(["_id", "page", "rows", "runKey", "tenantId"]);
+    expect(stored).toMatchObject({ _id: "S:1:acme/2", tenantId: "acme", page: "acme:work:0", runKey: "acme:r:r1" });
+    expect(ledgerRowsOf(stored)).toEqual([first.row, second.row]);
+    const { runKey: _k, ...keyless } = first.row;
+    expect(ledgerRowsOf(storedLedgerChunk([keyless]))).toEqual([keyless]);
+    // A replay may store a row in a second chunk: read once, in stream order, and only the tenant's.
+    const again = storedLedgerChunk([second.row]);
+    const other = { ...storedLedgerChunk([second.row]), _id: "x", tenantId: "umbrella" };
+    expect(ledgerRowsIn([again, stored, other], "acme")).toEqual([first.row, second.row]);
   });
 });

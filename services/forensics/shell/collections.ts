@@ -13,7 +13,7 @@ import {
   type LedgerCountDoc,
   type LedgerPageDoc,
   type StoredDoc,
-  type StoredLedgerRow,
+  type StoredLedgerChunk,
   type RunCountDoc,
   type RunDoc,
   type RunPageDoc,
@@ -55,7 +55,7 @@ export interface ReadModelDb {
   readonly incidents: Collection<IncidentDoc>;
   readonly incidentItems: Collection<IncidentItem>;
   readonly forensics: Collection<ForensicsRow>;
-  readonly ledger: Collection<StoredLedgerRow>;
+  readonly ledger: Collection<StoredLedgerChunk>;
   readonly runtimes: Collection<RuntimeDoc>;
   readonly runCounts: Collection<RunCountDoc>;
   readonly runPages: Collection<RunPageDoc>;

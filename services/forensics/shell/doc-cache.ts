@@ -23,7 +23,14 @@ export function docCache(max = 20_000) {
     string,
     { readonly held: Map<string, Doc>; readonly fresh: Set<string>; readonly write: () => Promise<unknown> }
   >();
-  let rows = new Map<string, { readonly held: Map<string, Row>; readonly write: () => Promise<unknown> }>();
+  let rows = new Map<
+    string,
+    {
+      readonly held: Map<string, Row>;
+      readonly write: () => Promise<unknown>;
+      readonly groups?: Map<string, unknown[]>;
+    }
+  >();
   // True while `docs` and `dirty` hold every stored document (since `startEmpty`, nothing evicted).
   let complete = false;
   const key = (c: { readonly collectionName: string }, id: string) => `${c.collectionName}/${id}`;
@@ -79,6 +86,23 @@ export function docCache(max = 20_000) {
         rows.set(c.collectionName, batch);
       }
       if (!batch.held.has(row._id)) batch.held.set(row._id, row);
+    },
+    /**
+     * Holds `item` for the next flush in the group `key` of `c`; at the flush each group is written as
+     * one document, `toDoc(its items in the order held)`, inserted once by key like a row.
+     */
+    insertGrouped<R, T extends Row>(c: Collection<T>, key: string, item: R, toDoc: (items: R[]) => T): void {
+      let batch = rows.get(c.collectionName);
+      if (!batch) {
+        const groups = new Map<string, R[]>();
+        const held = new Map<string, T>();
+        batch = { held, write: () => insertRows(c, [...groups.values()].map(toDoc)), groups };
+        rows.set(c.collectionName, batch);
+      }
+      const groups = batch.groups as Map<string, R[]>;
+      const items = groups.get(key);
+      if (items) items.push(item);
+      else groups.set(key, [item]);
     },
     /** Writes everything held: rows first (insert-once by key), then each document's newest version (fresh ones first). */
     async flush(): Promise<void> {

@@ -4,7 +4,8 @@ import {
   RUN_PAGE_SIZE,
   runDocId,
   runPageId,
-  storedLedgerRow,
+  storedLedgerChunk,
+  type LedgerRow,
   type RunDoc,
 } from "../../../contracts/read-models.ts";
 import type { Projection, StoredEvent, StreamLayout } from "../../../streams/index.ts";
@@ -104,13 +105,20 @@ async function applyFact(m: ReadModelDb, cache: DocCache, f: Fact): Promise<void
     const placed = placeLedgerRow(count, r);
     if (!placed) continue;
     // Rows (and page starts) are flushed before documents, so a count never says "placed" of a row not stored.
-    // Sanitised before it is encoded when its JSON may hold a NUL (an escape a read turns back into a
-    // NUL); its own fields are sanitised when the rows are written (insertRows).
-    const stored = storedLedgerRow(placed.row);
-    cache.insert(m.ledger, mayHoldNul(stored.e) ? storedLedgerRow(storable(placed.row)) : stored);
+    // A flush writes the rows of one page and run key as one chunk (contracts: StoredLedgerChunk).
+    cache.insertGrouped(m.ledger, `${placed.row.page}|${placed.row.runKey ?? ""}`, placed.row, ledgerChunk);
     if (placed.pageStart) cache.insert(m.ledgerPages, placed.pageStart);
     cache.put(m.ledgerCounts, count, placed.count);
   }
+}
+
+/**
+ * The stored chunk of rows: sanitised before it is encoded when its JSON may hold a NUL (an escape a
+ * read turns back into a NUL); its own fields are sanitised when the chunks are written (insertRows).
+ */
+function ledgerChunk(rows: LedgerRow[]) {
+  const chunk = storedLedgerChunk(rows);
+  return mayHoldNul(chunk.rows) ? storedLedgerChunk(rows.map((r) => storable(r))) : chunk;
 }
 
 async function listRun(m: ReadModelDb, cache: DocCache, f: Of<"run">, run: RunDoc): Promise<void> {
