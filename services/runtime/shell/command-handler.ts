@@ -11,6 +11,7 @@ import {
 } from "../../../contracts/index.ts";
 import { assertNever } from "../../../contracts/assert-never.ts";
 import type { RuntimeInstance } from "./runtime-instance.ts";
+import type { DispatchReadAhead } from "./execution-open.ts";
 import { storeFailureOf } from "./store-failure.ts";
 
 /** A command as any transport received it: the routing header, the token and the raw JSON body. */
@@ -87,6 +88,10 @@ export function createCommandHandler(deps: CommandHandlerDeps): CommandHandler {
     }
     if (!sameSecret(cmd.token, deps.token))
       return answer({}, { code: "command-unauthorized", detail: "missing or wrong runtime command token" });
+    // A DispatchRun's dispatch check reads the log (one Direct Get): sent first, and the event loop
+    // turned once so the request leaves before the synchronous schema check below, which overlaps it.
+    const early = deps.instance.readAhead(cmd.body);
+    if (early) await new Promise<void>((ok) => setImmediate(ok));
     const parsed = RuntimeCommand.safeParse(cmd.body);
     if (!parsed.success) {
       const issues = parsed.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`);
@@ -107,7 +112,7 @@ export function createCommandHandler(deps: CommandHandlerDeps): CommandHandler {
       );
     }
     try {
-      return answer(await execute(deps.instance, c));
+      return answer(await execute(deps.instance, c, early));
     } catch (e) {
       const err = storeFailureOf(e);
       return answer(isDroverError(e) ? { details: err.details } : {}, { code: err.code, detail: err.message });
@@ -115,10 +120,14 @@ export function createCommandHandler(deps: CommandHandlerDeps): CommandHandler {
   };
 }
 
-async function execute(instance: RuntimeInstance, c: RuntimeCommand): Promise<Record<string, unknown>> {
+async function execute(
+  instance: RuntimeInstance,
+  c: RuntimeCommand,
+  early?: DispatchReadAhead,
+): Promise<Record<string, unknown>> {
   switch (c.operation) {
     case "DispatchRun":
-      return instance.dispatch(c.payload);
+      return instance.dispatch(c.payload, early);
     case "ResumeExecution":
       return instance.resume(c.payload);
     case "GetRunStatus":

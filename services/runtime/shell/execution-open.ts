@@ -2,6 +2,7 @@ import type { Clock } from "../../../platform/clock.ts";
 import {
   buildEvent,
   DroverError,
+  isSubjectSafeId,
   type DagDefinition,
   type DataOf,
   type DroverEvent,
@@ -17,7 +18,7 @@ import {
   type Writer,
 } from "../../../contracts/index.ts";
 import { execRef, runRef, type AggregateRef } from "../../../streams/subjects.ts";
-import type { EventStore } from "../../../streams/types.ts";
+import type { EventStore, StoredEvent } from "../../../streams/types.ts";
 import { foldExecution, type ExecutionState } from "../../../aggregates/execution.ts";
 import { canonicalJson, executionIdFromDigest, executionIdSeed } from "../../../aggregates/step-inputs.ts";
 import { AggregateJournal } from "./journal.ts";
@@ -213,9 +214,13 @@ export async function checkDispatched(
   env: JournalEnv,
   p: DispatchPayload,
   resumeExecutionId?: ExecutionId,
+  early?: DispatchReadAhead,
 ): Promise<void> {
   const ref = runRef(p.tenantId, p.sharedRunId);
-  const last = await env.store.lastOfType(ref, "run.dispatched");
+  const last =
+    early && early.tenantId === p.tenantId && early.sharedRunId === p.sharedRunId
+      ? await early.read
+      : await env.store.lastOfType(ref, "run.dispatched");
   const at =
     last?.seq === p.dispatchedSeq
       ? last.event
@@ -235,6 +240,33 @@ export async function checkDispatched(
       details: { sharedRunId: p.sharedRunId, localRunId: p.localRunId, dispatchedSeq: p.dispatchedSeq },
     });
   }
+}
+
+/** The run's last `dispatched` as read for a command before its body was checked (`readDispatchAhead`). */
+export interface DispatchReadAhead {
+  readonly tenantId: string;
+  readonly sharedRunId: string;
+  readonly read: Promise<StoredEvent | undefined>;
+}
+
+/**
+ * Starts `checkDispatched`'s one read (the run's last `dispatched`, a Direct Get) from the run a
+ * DispatchRun body names, before the body is checked: the schema check of the command and its DAG
+ * (~0.15-0.3 ms for a 50-step chain) then runs while the read is on the wire, instead of before it.
+ * It only reads, from a body whose token was already proven; `checkDispatched` uses it only when the
+ * checked payload names the same run, so the decision is the one it takes from its own read. A body
+ * the schema refuses leaves the read unused (its failure is never unhandled). Undefined when the
+ * body names no run (not a DispatchRun, or ids that are not subject-safe).
+ */
+export function readDispatchAhead(env: JournalEnv, body: unknown): DispatchReadAhead | undefined {
+  const b = body as { operation?: unknown; payload?: { tenantId?: unknown; sharedRunId?: unknown } } | null;
+  if (b?.operation !== "DispatchRun") return undefined;
+  const { tenantId, sharedRunId } = b.payload ?? {};
+  if (typeof tenantId !== "string" || typeof sharedRunId !== "string") return undefined;
+  if (!isSubjectSafeId(tenantId) || !isSubjectSafeId(sharedRunId)) return undefined;
+  const read = env.store.lastOfType(runRef(tenantId, sharedRunId), "run.dispatched");
+  read.catch(() => undefined);
+  return { tenantId, sharedRunId, read };
 }
 
 /**

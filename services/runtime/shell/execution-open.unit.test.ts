@@ -3,7 +3,7 @@ import { buildEvent, TenantId, type EventOrigin } from "../../../contracts/index
 import { runRef } from "../../../streams/subjects.ts";
 import { eventData } from "../../../test/support/event-data.ts";
 import { MemoryEventStore } from "../../../test/support/memory-event-store.ts";
-import { checkDispatched } from "./execution-open.ts";
+import { checkDispatched, readDispatchAhead } from "./execution-open.ts";
 import { chain, eid, journalEnv, nextEventId, payload, T } from "./execution-fixtures.ts";
 
 // Unit tier with an in-memory event store: proves the executor's decisions and fencing reactions,
@@ -85,6 +85,48 @@ describe("checkDispatched: run started only for this runtime's own dispatch (in-
       message: expect.stringContaining("not a fresh start"),
     });
     expect(store.events).toHaveLength(3);
+  });
+
+  it("given the read started ahead for the run the payload names, when checked, then it decides from that read without one of its own; for another run it reads its own", async () => {
+    const store = new MemoryEventStore();
+    const seq = await dispatched(store, { runtimeInstanceId: "rt-a", localRunId: "l1" });
+    let gets = 0;
+    const counting = Object.assign(Object.create(store) as MemoryEventStore, {
+      lastOfType: (...a: Parameters<MemoryEventStore["lastOfType"]>) => (gets++, store.lastOfType(...a)),
+    });
+    const env = journalEnv(counting);
+    const early = readDispatchAhead(env, { operation: "DispatchRun", payload: { tenantId: T, sharedRunId: "r1" } });
+    expect(gets).toBe(1);
+    await expect(
+      checkDispatched(env, { ...payload(chain(1)), dispatchedSeq: seq }, undefined, early),
+    ).resolves.toBeUndefined();
+    expect(gets).toBe(1);
+    // Read ahead for another run (a body whose ids the schema then changed cannot be): not used.
+    const other = readDispatchAhead(env, { operation: "DispatchRun", payload: { tenantId: T, sharedRunId: "r2" } });
+    await expect(
+      checkDispatched(env, { ...payload(chain(1)), dispatchedSeq: seq }, undefined, other),
+    ).resolves.toBeUndefined();
+    expect(gets).toBe(3);
+  });
+
+  it("given a body that is not a DispatchRun or names ids that are not subject-safe, when read ahead, then nothing is read", () => {
+    const store = new MemoryEventStore();
+    let gets = 0;
+    const counting = Object.assign(Object.create(store) as MemoryEventStore, {
+      lastOfType: (...a: Parameters<MemoryEventStore["lastOfType"]>) => (gets++, store.lastOfType(...a)),
+    });
+    const env = journalEnv(counting);
+    for (const body of [
+      null,
+      "DispatchRun",
+      { operation: "ResumeExecution", payload: { tenantId: T, sharedRunId: "r1" } },
+      { operation: "DispatchRun", payload: { tenantId: T } },
+      { operation: "DispatchRun", payload: { tenantId: T, sharedRunId: "r1.>" } },
+      { operation: "DispatchRun", payload: { tenantId: "*", sharedRunId: "r1" } },
+      { operation: "DispatchRun", payload: { tenantId: 7, sharedRunId: "r1" } },
+    ])
+      expect(readDispatchAhead(env, body)).toBeUndefined();
+    expect(gets).toBe(0);
   });
 
   it("given a resume dispatch, when checked as a resume of another execution, then it is refused", async () => {

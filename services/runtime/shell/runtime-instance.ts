@@ -16,7 +16,9 @@ import {
   executionIdFor,
   openFresh,
   openResume,
+  readDispatchAhead,
   type DispatchPayload,
+  type DispatchReadAhead,
   type JournalEnv,
   type ResumePayload,
 } from "./execution-open.ts";
@@ -82,9 +84,17 @@ export class RuntimeInstance {
    * and a LocalRunId already used for another run (contract-violation), a draining runtime
    * (runtime-draining) and a full queue (local-queue-full).
    */
-  async dispatch(payload: DispatchPayload): Promise<Record<string, unknown>> {
-    if (!this.runs.has(payload.localRunId)) await checkDispatched(this.journal, payload);
+  async dispatch(payload: DispatchPayload, early?: DispatchReadAhead): Promise<Record<string, unknown>> {
+    if (!this.runs.has(payload.localRunId)) await checkDispatched(this.journal, payload, undefined, early);
     return this.accept({ mode: "start", payload });
+  }
+
+  /** Starts a DispatchRun's dispatch check read from its unchecked body (execution-open.ts `readDispatchAhead`). */
+  readAhead(body: unknown): DispatchReadAhead | undefined {
+    const localRunId = (body as { payload?: { localRunId?: unknown } } | null)?.payload?.localRunId;
+    // A repeat of a run this runtime holds is answered without a check: nothing to read.
+    if (typeof localRunId === "string" && this.runs.has(localRunId as LocalRunId)) return undefined;
+    return readDispatchAhead(this.journal, body);
   }
 
   /**
