@@ -259,6 +259,8 @@ export const WRITES: Readonly<Record<ServiceIdentity, Readonly<Record<string, re
     run: ["requeued-for-resume", "requeued-for-local-queued-recovery", "replacement-selected", "failed"],
     exec: ["paused-for-recovery"],
     forensics: ["*"],
+    // A fenced runtime's replacement, asked for at the fence under admission's key (docs/recovery.md).
+    scaleout: ["requested"],
   },
 };
 

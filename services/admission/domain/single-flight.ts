@@ -1,59 +1,9 @@
-/** What admission knows of earlier scale-out requests with one dedupe key. */
-export interface KnownRequest {
-  readonly requestId: string;
-  readonly status: string;
-  readonly endedMs?: number;
-  /** A fulfilled request whose runtime is already suspected, fenced or retired: it will never become routable. */
-  readonly runtimeGone?: boolean;
-  /** The request's own expiry (`expiresAt`): past it, an open request no longer holds the key. */
-  readonly expiresMs?: number;
-}
-
-export type ScaleOutPlan =
-  | { readonly kind: "wait-for"; readonly requestId: string }
-  | { readonly kind: "hold" }
-  | { readonly kind: "request"; readonly generation: number };
-
-/** After a rejection or expiry, wait this long before asking again (no request storm at a limit). */
-export const SCALE_OUT_RETRY_MS = 10_000;
-const fulfilledGraceMs = (heartbeatIntervalMs: number) => Math.max(1000, 3 * heartbeatIntervalMs);
-
-/**
- * Single-flight scale-out (pure): while a request with the key is open, every run waits for it; after
- * one ended, hold for a grace (a fulfilled runtime needs its first heartbeats to become routable; a
- * rejected one backs off; no grace for a fulfilled runtime that is already gone, so a crash right
- * after a scale-out does not delay its replacement); otherwise make the next generation. The id is a hash of the key and the
- * generation, so concurrent admissions that know the same history propose the same request.
- * A tenant that may never grow (`maxRuntimeInstances` 0) asks for nothing: admission requests a
- * scale-out only "if the tenant may grow" (admission-and-capacity.md step 5). Being at a positive
- * limit is the provisioner's call (it counts by prefix), answered with a rejection and the back-off.
- * An open request past its own expiry counts as ended there (back-off as after a rejection): the
- * provisioner expires such a request only while a delivery of it is handled, and one whose
- * deliveries ran out (its handlers killed one after another, `maxDeliver`) stays open in the log
- * for ever; waiting for it held a tenant's queue until the end of a chaos proof.
- */
-export function planScaleOut(
-  known: readonly KnownRequest[],
-  now: number,
-  heartbeatIntervalMs: number,
-  maxRuntimeInstances: number,
-): ScaleOutPlan {
-  if (maxRuntimeInstances <= 0) return { kind: "hold" };
-  const isOpen = (s: KnownRequest) => s.status === "requested" || s.status === "observed";
-  const lapsed = (s: KnownRequest) => s.expiresMs !== undefined && now > s.expiresMs;
-  const open = known.find((s) => isOpen(s) && !lapsed(s));
-  if (open) return { kind: "wait-for", requestId: open.requestId };
-  const holdsUntil = (s: KnownRequest) =>
-    isOpen(s)
-      ? s.expiresMs! + SCALE_OUT_RETRY_MS
-      : s.status !== "fulfilled"
-        ? (s.endedMs ?? 0) + SCALE_OUT_RETRY_MS
-        : s.runtimeGone
-          ? 0
-          : (s.endedMs ?? 0) + fulfilledGraceMs(heartbeatIntervalMs);
-  const waitUntil = Math.max(0, ...known.map(holdsUntil));
-  return now < waitUntil ? { kind: "hold" } : { kind: "request", generation: known.length };
-}
+export {
+  planScaleOut,
+  SCALE_OUT_RETRY_MS,
+  type KnownRequest,
+  type ScaleOutPlan,
+} from "../../../aggregates/scale-out-plan.ts";
 
 /**
  * The liveness guard (pure): a run queued longer than `boundMs` with no visible capacity is stalled

@@ -2,12 +2,11 @@ import {
   DroverError,
   isDroverError,
   ScaleOutRequestId,
-  runtimePrefixOf,
-  sizingOf,
   type Reason,
   type TenantSettings,
   type WorkerVersion,
 } from "../../../contracts/index.ts";
+import { scaleOutDedupeKey, scaleOutRequestData, scaleOutRequestIdOf } from "../../../aggregates/scale-out-plan.ts";
 import { envelope } from "../../../platform/envelope.ts";
 import { scaleOutRef } from "../../../streams/index.ts";
 import { isQueueStalled, planScaleOut } from "../domain/single-flight.ts";
@@ -39,10 +38,8 @@ export async function requestScaleOut(
   queuedSinceMs?: number,
   workerVersion?: WorkerVersion,
 ): Promise<{ readonly requestId?: ScaleOutRequestId; readonly stalled: boolean }> {
-  const prefix = runtimePrefixOf(tenant);
   // Runs pinned to a worker version wait on their own request: a runtime of the current version cannot take them.
-  const pinned = workerVersion ? `:worker-${workerVersion}` : "";
-  const dedupeKey = `${deps.config.controlPlaneId}:${tenant.tenantId}:${prefix}:${reason.code}${pinned}`;
+  const dedupeKey = scaleOutDedupeKey(deps.config.controlPlaneId, tenant, reason.code, workerVersion);
   const now = deps.env.clock.now().getTime();
   const open = () =>
     [...deps.index.scaleOuts.values()].find(
@@ -85,8 +82,7 @@ async function nextRequest(
     if (s.dedupeKey !== dedupeKey || id === undefined || seen.has(id)) continue;
     if ((await deps.view.get(id))?.status === "retired") gone.add(id);
   }
-  const idOf = (generation: number) =>
-    ScaleOutRequestId.parse(`so-${deps.sha256(`${dedupeKey}:${generation}`).slice(0, 24)}`);
+  const idOf = (generation: number) => scaleOutRequestIdOf(deps.sha256, dedupeKey, generation);
   let floor = 0;
   for (let attempt = 1; attempt <= MAX_TRIES; attempt++) {
     const mine = [...deps.index.scaleOuts.values()]
@@ -103,7 +99,7 @@ async function nextRequest(
     const event = envelope(
       deps.env,
       "scaleout.requested",
-      { ...requestData(deps, tenant, requestId, dedupeKey, reason, now), ...(workerVersion ? { workerVersion } : {}) },
+      scaleOutRequestData(deps.config, tenant, requestId, dedupeKey, reason, now, workerVersion),
       {
         tenantId: tenant.tenantId,
         correlationId: requestId,
@@ -128,31 +124,4 @@ async function nextRequest(
   }
   deps.log.warn({ tenant: tenant.tenantId, dedupeKey }, "scale-out generations kept colliding; retried next pass");
   return undefined;
-}
-
-function requestData(
-  deps: AdmissionDeps,
-  tenant: TenantSettings,
-  requestId: ScaleOutRequestId,
-  dedupeKey: string,
-  reason: Reason,
-  now: number,
-) {
-  return {
-    requestId,
-    controlPlaneId: deps.config.controlPlaneId,
-    dedupeKey,
-    reason,
-    policy: {
-      isolationMode: tenant.isolationMode,
-      ...(tenant.tenantGroupId ? { tenantGroupId: tenant.tenantGroupId } : {}),
-      allowSharedFallback: tenant.allowSharedFallback,
-      runtimeInstanceIdPrefix: runtimePrefixOf(tenant),
-      maxRuntimeInstances: tenant.maxRuntimeInstances,
-    },
-    sizing: sizingOf(tenant),
-    providerHint: tenant.hostProvider,
-    transport: tenant.transport,
-    expiresAt: new Date(now + deps.config.scaleOutExpiryMs).toISOString(),
-  };
 }

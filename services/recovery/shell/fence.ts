@@ -4,6 +4,7 @@ import { runtimeRef } from "../../../streams/index.ts";
 import { fenceStillDecided } from "../domain/fence-append.ts";
 import { hostProviderOf, type RuntimeRecord } from "../domain/runtime-health.ts";
 import type { RecoveryDeps } from "./deps.ts";
+import { requestReplacements } from "./replace.ts";
 
 /**
  * Fence: asks the host strategy to kill the exact incarnation and waits for the boundary (process
@@ -25,6 +26,11 @@ export async function fence(deps: RecoveryDeps, rt: RuntimeRecord): Promise<void
     ...(rt.host.namespace ? { namespace: rt.host.namespace } : {}),
     ...(rt.host.node ? { node: rt.host.node } : {}),
   };
+  // Side by side with the kill and the pause: starting a runtime moves no work, and a suspected
+  // runtime never serves again (its lifecycle only moves forward), fenced or not (replace.ts).
+  void requestReplacements(deps, rt, incidentId).catch((e: unknown) =>
+    deps.log.warn({ runtime: rt.runtimeInstanceId, err: String(e) }, "early replacement request failed"),
+  );
   const result = await strategy.kill(rt.runtimeInstanceId, host, deps.config.fenceDeadlineMs);
   const event =
     result.outcome === "killed"

@@ -1,0 +1,153 @@
+import { createHash } from "node:crypto";
+import type { ChildProcess } from "node:child_process";
+import { jetstream } from "@nats-io/jetstream";
+import { pino } from "pino";
+import { afterEach, describe, expect, inject, it } from "vitest";
+import type { DroverEvent } from "../../contracts/index.ts";
+import { connectHarness } from "../../platform/nats-auth/server-keys.ts";
+import { createProcessStrategy } from "../../platform/hosts/process-strategy.ts";
+import { RecoveryState, startRecovery, type RecoveryService } from "../../services/recovery/index.ts";
+import { createEventStore, execRef, runRef, runtimeRef, type StoredEvent } from "../../streams/index.ts";
+import { exampleDag } from "../support/example-events.ts";
+import { mkEvent, readyProcessRuntime, startSleepHost, writer } from "../support/recovery-fixture.ts";
+import { eventually } from "../support/streams.ts";
+import { admissionHarness } from "./admission-harness.ts";
+
+/**
+ * The replacement of a failed runtime is asked for at its suspicion, beside the fence and the pause,
+ * and admission's own scale-out for the requeued runs joins that request instead of making a second:
+ * real recovery (process host strategy, `sleep` processes as hosts), real admission and capacity
+ * projection, real nats-server and Redis. No provisioner runs: one request is one runtime (it
+ * handles each request once); the runtime command transport is not exercised (admission-harness.ts).
+ */
+const CP = "cp-replace";
+const h = admissionHarness(CP);
+
+describe("recovery asks for a failed runtime's replacement before its runs are requeued (real NATS + Redis + host processes)", () => {
+  const hosts: ChildProcess[] = [];
+  const recoveries: RecoveryService[] = [];
+  afterEach(async () => {
+    for (const r of recoveries.splice(0)) await r.stop();
+    for (const p of hosts.splice(0)) p.kill("SIGKILL");
+  });
+
+  async function recovery(): Promise<RecoveryService> {
+    const nc = await connectHarness({ servers: inject("natsUrl") });
+    h.connections.push(nc);
+    const s = await startRecovery({
+      js: jetstream(nc),
+      config: h.config,
+      layout: h.fx.layout,
+      store: createEventStore(nc, h.fx.layout),
+      state: new RecoveryState(h.fx.layout.eventPrefix, () => undefined),
+      env: writer("test"),
+      hosts: () => createProcessStrategy(),
+      sha256: (x) => createHash("sha256").update(x).digest("hex"),
+      log: pino({ level: "silent" }),
+      tickMs: 50,
+    });
+    recoveries.push(s);
+    await s.ready;
+    return s;
+  }
+
+  /** A run of `tenant` started on `rt` (host incarnation `inc`), its execution two steps in. */
+  async function startedRun(tenant: string, id: string, rt: string, inc: string) {
+    const lr = `lr-${id}`;
+    let seq = 0;
+    const add = async (type: DroverEvent["type"], data: unknown, c = writer("admission")) => {
+      seq = (await h.store.append(runRef(tenant, id), mkEvent(c, type, data, tenant), { expectedSeq: seq })).seq;
+    };
+    h.tenantOf.set(id, tenant);
+    await add("run.submitted", { sharedRunId: id, dag: exampleDag, source: "api", labels: {} });
+    await add("run.admitted", {
+      runtimeInstanceId: rt,
+      localRunId: lr,
+      reservationId: "r",
+      candidates: [],
+      recovery: false,
+    });
+    await add("run.dispatched", { runtimeInstanceId: rt, localRunId: lr, transport: "http", hostIncarnation: inc });
+    const ex = `exec-${id}`;
+    await add("run.started", { executionId: ex, localRunId: lr, runtimeInstanceId: rt }, writer("runtime", rt));
+    const stepped = (stepId: string) =>
+      mkEvent(
+        writer("runtime"),
+        "exec.step-completed",
+        { stepId, attempt: 1, output: {}, outputDigest: "b".repeat(64), durationMs: 1 },
+        tenant,
+      );
+    const started = mkEvent(
+      writer("runtime"),
+      "exec.started",
+      { sharedRunId: id, localRunId: lr, runtimeInstanceId: rt, dagDigest: "a".repeat(64), stepCount: 5, epoch: 0 },
+      tenant,
+    );
+    await h.store.appendAll(execRef(tenant, ex), [started, stepped("a"), stepped("b")], { expectedSeq: 0 });
+  }
+
+  const log = async (): Promise<StoredEvent[]> => {
+    const out: StoredEvent[] = [];
+    await h.store.replay({ seq: 1 }, (e) => void out.push(e));
+    return out;
+  };
+
+  it("one dedicated scale-out request per failed runtime, in the log before the first requeue, and the requeued runs wait on it", async () => {
+    const dead = await startSleepHost(hosts);
+    const live = await startSleepHost(hosts);
+    const inc = await readyProcessRuntime(h.store, {
+      controlPlaneId: CP,
+      rt: "rt-blue-1",
+      pid: dead.pid!,
+      tenantId: "t-blue",
+    });
+    const incRed = await readyProcessRuntime(h.store, {
+      controlPlaneId: CP,
+      rt: "rt-red-1",
+      pid: live.pid!,
+      tenantId: "t-red",
+    });
+    await startedRun("t-blue", "run-b1", "rt-blue-1", inc);
+    await startedRun("t-blue", "run-b2", "rt-blue-1", inc);
+    await startedRun("t-red", "run-r1", "rt-red-1", incRed);
+    dead.kill("SIGKILL");
+    await new Promise((r) => dead.once("exit", r));
+    await h.store.append(
+      runtimeRef("rt-blue-1"),
+      mkEvent(writer("test"), "runtime.host-exited", {
+        hostIncarnation: inc,
+        kind: "exited",
+        exitCode: 0,
+        signal: null,
+        detail: "",
+      }),
+      { expectedSeq: await h.store.lastSeq(runtimeRef("rt-blue-1")) },
+    );
+    await h.admission();
+    // Two recovery replicas race on the same incident: still one request.
+    await Promise.all([recovery(), recovery()]);
+    await eventually("both requeued runs queued on a scale-out", async () => {
+      const types = [...(await h.types("run-b1")), ...(await h.types("run-b2"))];
+      return types.filter((t) => t === "run.scale-out-requested").length >= 2 ? true : undefined;
+    });
+    const all = await log();
+    const requests = all.filter((e) => e.event.type === "scaleout.requested");
+    expect(requests).toHaveLength(1);
+    const [req] = requests;
+    if (req?.event.type !== "scaleout.requested") throw new Error("no scale-out request");
+    const incidentId = all.find((e) => e.event.type === "runtime.suspected")?.event.data as { incidentId: string };
+    expect(req.event.causationId).toBe(`replace:${incidentId.incidentId}`);
+    // The replacement is the failed runtime's tenant's: dedicated to t-blue, under its prefix.
+    expect(req.event.tenantId).toBe("t-blue");
+    expect(req.event.data.policy.isolationMode).toBe("dedicated");
+    const firstRequeue = all.find((e) => e.event.type === "run.requeued-for-resume")!;
+    expect(req.seq).toBeLessThan(firstRequeue.seq);
+    // Admission's scale-out for each requeued run found the open request: it waits on that one.
+    for (const id of ["run-b1", "run-b2"]) {
+      const asked = (await h.history(id)).filter((e) => e.event.type === "run.scale-out-requested");
+      expect(asked.map((e) => (e.event.data as { requestId: string }).requestId)).toEqual([req.event.data.requestId]);
+    }
+    // The safe tenant's runtime is alive: nothing is asked for it, and its run did not move.
+    expect(await h.types("run-r1")).not.toContain("run.requeued-for-resume");
+  });
+});
