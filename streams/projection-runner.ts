@@ -12,14 +12,32 @@ import { LIVE_CONSUME } from "./consumer-outcome.ts";
 import { isJetStreamUnavailable } from "./nats-errors.ts";
 
 /**
- * A linger window: `due` resolves to "due" `ms` from now. One timer per window, raced against each
- * message awaited in it: a timer per message was ~4% of the forensics projector's CPU under W2
- * (`--cpu-prof`: setTimeout, clearTimeout and their list upkeep for every event of a window).
+ * A linger window: `due` resolves to "due" `ms` from now, and `over` is true from then on. One timer
+ * per window, raced against each message awaited in it: a timer per message was ~4% of the forensics
+ * projector's CPU under W2 (`--cpu-prof`: setTimeout, clearTimeout and their list upkeep for every
+ * event of a window). `over` keeps the window's end a deadline: raced against a message already
+ * buffered, `due` would lose every time, and a busy stream would hold its batch unwritten.
  */
-function lingerWindow(ms: number): { readonly due: Promise<"due">; close(): void } {
+function lingerWindow(ms: number): { readonly due: Promise<"due">; readonly over: boolean; close(): void } {
   let timer: ReturnType<typeof setTimeout> | undefined;
-  const due = new Promise<"due">((ok) => (timer = setTimeout(() => ok("due"), Math.max(0, ms))));
-  return { due, close: () => clearTimeout(timer) };
+  let over = false;
+  const due = new Promise<"due">(
+    (ok) =>
+      (timer = setTimeout(
+        () => {
+          over = true;
+          ok("due");
+        },
+        Math.max(0, ms),
+      )),
+  );
+  return {
+    due,
+    get over() {
+      return over;
+    },
+    close: () => clearTimeout(timer),
+  };
 }
 
 /** Pause before the live loop restarts after JetStream stopped answering. */
@@ -225,7 +243,7 @@ export function createProjectionRunner(
     try {
       for (;;) {
         next ??= it.next();
-        const r = window === undefined ? await next : await Promise.race([next, window.due]);
+        const r = window === undefined ? await next : window.over ? "due" : await Promise.race([next, window.due]);
         if (r === "due") {
           // Nothing more came within the window: apply the batch and save now (one loop, so never concurrently).
           window = undefined;
