@@ -23,13 +23,10 @@ export function docCache(max = 20_000) {
     string,
     { readonly held: Map<string, Doc>; readonly fresh: Set<string>; readonly write: () => Promise<unknown> }
   >();
+  // Each collection's held rows (plain or grouped) behind its own `add`, written by its `write`.
   let rows = new Map<
     string,
-    {
-      readonly held: Map<string, Row>;
-      readonly write: () => Promise<unknown>;
-      readonly groups?: Map<string, unknown[]>;
-    }
+    { readonly add: (key: string, item: unknown) => void; readonly write: () => Promise<unknown> }
   >();
   // True while `docs` and `dirty` hold every stored document (since `startEmpty`, nothing evicted).
   let complete = false;
@@ -82,10 +79,13 @@ export function docCache(max = 20_000) {
       let batch = rows.get(c.collectionName);
       if (!batch) {
         const held = new Map<string, T>();
-        batch = { held, write: () => insertRows(c, [...held.values()]) };
+        const add = (id: string, r: unknown) => {
+          if (!held.has(id)) held.set(id, r as T);
+        };
+        batch = { add, write: () => insertRows(c, [...held.values()]) };
         rows.set(c.collectionName, batch);
       }
-      if (!batch.held.has(row._id)) batch.held.set(row._id, row);
+      batch.add(row._id, row);
     },
     /**
      * Holds `item` for the next flush in the group `key` of `c`; at the flush each group is written as
@@ -95,14 +95,15 @@ export function docCache(max = 20_000) {
       let batch = rows.get(c.collectionName);
       if (!batch) {
         const groups = new Map<string, R[]>();
-        const held = new Map<string, T>();
-        batch = { held, write: () => insertRows(c, [...groups.values()].map(toDoc)), groups };
+        const add = (k: string, i: unknown) => {
+          const items = groups.get(k);
+          if (items) items.push(i as R);
+          else groups.set(k, [i as R]);
+        };
+        batch = { add, write: () => insertRows(c, [...groups.values()].map(toDoc)) };
         rows.set(c.collectionName, batch);
       }
-      const groups = batch.groups as Map<string, R[]>;
-      const items = groups.get(key);
-      if (items) items.push(item);
-      else groups.set(key, [item]);
+      batch.add(key, item);
     },
     /** Writes everything held: rows first (insert-once by key), then each document's newest version (fresh ones first). */
     async flush(): Promise<void> {
