@@ -2,7 +2,7 @@ import { connectHarness } from "../../platform/nats-auth/server-keys.ts";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { apiClient } from "../../platform/api-client.ts";
-import { startControlPlane, type ControlPlane } from "../../platform/control-plane-processes.ts";
+import { SERVICES, startControlPlane, type ControlPlane } from "../../platform/control-plane-processes.ts";
 import { createEventStore, type StoredEvent } from "../../streams/index.ts";
 import { eventually } from "../support/streams.ts";
 import { cpuSnapshot, cpuSpent } from "../../bench/support/cpu.ts";
@@ -43,6 +43,11 @@ const PACE = {
 const BOUND_DISPATCH_P99_MS = 8_000;
 /** The issue's bound on B's p99 under the flood over its p99 alone (test-flood), if given. */
 const P99_RATIO = process.env.DROVER_FLOOD_P99_RATIO ? Number(process.env.DROVER_FLOOD_P99_RATIO) : undefined;
+/**
+ * DROVER_FLOOD_READ_MODELS=1: the read models on as `make run` has them (forensics projecting every event
+ * into the global setup's FerretDB), so their CPU competes with the control path's (platform/priority.ts).
+ */
+const READ_MODELS = process.env.DROVER_FLOOD_READ_MODELS === "1";
 /** Run events after which a run no longer counts as queued. */
 const LEAVE_QUEUE = new Set(["run.started", "run.completed", "run.failed", "run.cancelled", "run.rejected"]);
 const dag = { steps: [{ id: "only", kind: "compute" as const, params: { durationMs: 20 } }] };
@@ -59,6 +64,7 @@ describe("one tenant floods submissions (up to thousands, up to its limits); ano
     cp = await startControlPlane({
       natsUrl: inject("natsUrl"),
       redisUrl: `${inject("redisUrl")}/8`,
+      ...(READ_MODELS ? { mongoUrl: inject("mongoUrl"), services: [...SERVICES, "forensics" as const] } : {}),
       config: {
         controlPlaneId: "cp-fair",
         heartbeatIntervalMs: 250,
