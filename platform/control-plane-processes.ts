@@ -14,7 +14,6 @@ import { connectNats } from "./nats-connect.ts";
 import { setupNats } from "./nats-setup.ts";
 import { killProcessesLoggingUnder } from "./hosts/orphan-runtimes.ts";
 import { serviceCommand } from "./service-bundle.ts";
-import { prioritized } from "./priority.ts";
 
 const ROOT = resolve(import.meta.dirname, "..");
 export const SERVICES = ["capacity", "recovery", "provisioner", "admission", "scheduler", "api"] as const;
@@ -135,9 +134,7 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
     const prof =
       profDir && (!only || only.split(",").includes(name)) ? ["--cpu-prof", `--cpu-prof-dir=${profDir}`] : [];
     const command = await serviceCommand(name, warn(name));
-    // The service's CPU priority class (priority.ts): the read models yield a core to the control path.
-    const run = prioritized(name, process.execPath, [...prof, ...command]);
-    const child = spawn(run.cmd, run.args, {
+    const child = spawn(process.execPath, [...prof, ...command], {
       cwd: ROOT,
       env: { ...env, ...credsOf(name) },
       stdio: ["ignore", "pipe", "pipe"],

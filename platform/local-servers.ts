@@ -3,7 +3,6 @@ import { mkdtemp, rm, mkdir, writeFile } from "node:fs/promises";
 import { connect } from "node:net";
 import { freePortOnLoopback } from "../k8s/local-cluster/lib/free-port.ts";
 import { listensOn } from "./hosts/listening-socket.ts";
-import { prioritized } from "./priority.ts";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { generateKeys, type NatsKeys } from "./nats-auth/credentials.ts";
@@ -63,9 +62,7 @@ export async function launch(
   host = "127.0.0.1",
   removeDir = true,
 ): Promise<RunningServer> {
-  // The server's CPU priority class (priority.ts): FerretDB, the read models' store, yields to the control path.
-  const run = prioritized(name, cmd, args);
-  const child = spawn(run.cmd, run.args, { stdio: ["ignore", "ignore", "pipe"] });
+  const child = spawn(cmd, args, { stdio: ["ignore", "ignore", "pipe"] });
   live.add(child);
   let stderr = "";
   child.stderr?.on("data", (d: Buffer) => {

@@ -19,8 +19,7 @@ start() { # start NAME PORTVAR CMD...
   echo "$port" >"$portfile"
   PORTS[$var]=$port
   local cmd=("${@//\{PORT\}/$port}")
-  # with-priority.sh: the server's CPU priority class (FerretDB, the read models' store, at nice 10).
-  setsid "$ROOT/scripts/with-priority.sh" "$name" "${cmd[@]}" >"$RUN_DIR/$name.log" 2>&1 < /dev/null &
+  setsid "${cmd[@]}" >"$RUN_DIR/$name.log" 2>&1 < /dev/null &
   echo $! >"$pidfile"
   record_start "$pidfile"
   wait_port "$port" 60 "$name" "$pidfile"

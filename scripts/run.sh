@@ -47,7 +47,6 @@ AUTH_DIR="$RUN_DIR/nats-auth"
 # The same process writes each service's credentials to $AUTH_DIR/creds (one node start, not one per service).
 CREDS_DIR="$AUTH_DIR/creds"
 (cd "$ROOT" && node --import tsx scripts/nats-auth.ts setup "$AUTH_DIR" "$CREDS_DIR")
-[[ ${DROVER_PRIORITY:-} == off ]] || log "read models (forensics, ferretdb) run at nice 10, below the control path (DROVER_PRIORITY=off: all equal)"
 started=()
 for svc in "${ORDER[@]}"; do
   main="$ROOT/services/$svc/main.ts"
@@ -56,14 +55,13 @@ for svc in "${ORDER[@]}"; do
   if owned "$pidfile"; then log "$svc already running (pid $(cat "$pidfile"))"; started+=("$svc"); continue; fi
   # A port file left by an earlier run would name a port nobody listens on any more.
   rm -f "$SVC_DIR/$svc.port"
-  # node --import tsx (not the tsx wrapper) so the pid is the service itself and signals reach it;
-  # with-priority.sh execs it at the service's CPU priority class (the read models yield to the control path).
+  # node --import tsx (not the tsx wrapper) so the pid is the service itself and signals reach it.
   creds=$(<"$CREDS_DIR/$svc.creds")
   seed=""; [[ $svc == provisioner ]] && seed=$(<"$CREDS_DIR/callout-seed")
   # Recovery also holds the kicker (system account: disconnects a fenced runtime at once); keys made
   # before the kicker existed have none, and then a fenced runtime's connection ends at its expiry.
   kick=""; [[ $svc == recovery && -f $CREDS_DIR/kicker.creds ]] && kick=$(<"$CREDS_DIR/kicker.creds")
-  (cd "$ROOT" && NATS_CREDS=$creds DROVER_NATS_CALLOUT_SEED=$seed DROVER_NATS_KICK_CREDS=$kick exec setsid "$ROOT/scripts/with-priority.sh" "$svc" node --import tsx "$main" >"$SVC_DIR/$svc.log" 2>&1 </dev/null) &
+  (cd "$ROOT" && NATS_CREDS=$creds DROVER_NATS_CALLOUT_SEED=$seed DROVER_NATS_KICK_CREDS=$kick exec setsid node --import tsx "$main" >"$SVC_DIR/$svc.log" 2>&1 </dev/null) &
   echo $! >"$pidfile"
   record_start "$pidfile"
   started+=("$svc")

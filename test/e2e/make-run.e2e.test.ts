@@ -3,7 +3,6 @@ import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promis
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { autogroupNice, threadNices } from "../support/process-nice.ts";
 import { eventually } from "../support/streams.ts";
 
 /**
@@ -141,7 +140,7 @@ describe("make run (scripts/run.sh): real infrastructure, every service and proc
     }
   });
 
-  it("prints the API address and a curl that submits a run which completes; the read models run at nice 10 in their own autogroups; Ctrl-C (SIGINT to the group) stops every process it started", async () => {
+  it("prints the API address and a curl that submits a run which completes; Ctrl-C (SIGINT to the group) stops every process it started", async () => {
     const run = await makeRun();
     const api = /API: +(http:\/\/127\.0\.0\.1:\d+\/v1)/.exec(run.out())?.[1];
     expect(api).toBeDefined();
@@ -160,21 +159,6 @@ describe("make run (scripts/run.sh): real infrastructure, every service and proc
     );
     expect(view.placement?.runtimeInstanceId).toMatch(/^rt-mr-acme-/);
     const infra = await infraPids(run);
-    // CPU priority classes (scripts/with-priority.sh): the read models (forensics, FerretDB) at nice 10 in
-    // every thread and in their own autogroups (each service leads its own session), the control path at 0.
-    const servicePid = async (n: string) => Number(await readFile(join(run.dir, "services", `${n}.pid`), "utf8"));
-    const [nats, ferret] = infra as [number, number, number];
-    for (const [name, pid, nice] of [
-      ["forensics", await servicePid("forensics"), 10],
-      ["ferretdb", ferret, 10],
-      ["admission", await servicePid("admission"), 0],
-      ["nats-server", nats, 0],
-    ] as const)
-      expect({ name, threads: await threadNices(pid), group: await autogroupNice(pid) }).toEqual({
-        name,
-        threads: new Set([nice]),
-        group: nice,
-      });
     expect((await leftovers(run, infra)).length).toBeGreaterThanOrEqual(3 + 7 + 1); // infra, the seven services, the runtime
 
     process.kill(-run.child.pid!, "SIGINT");
