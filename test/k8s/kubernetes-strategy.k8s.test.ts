@@ -9,7 +9,7 @@ import { closeRuntimeClients, sendCommand } from "../../platform/runtime-client.
 import { hostSpec } from "../support/host-processes.ts";
 import { uniqueName } from "../support/isolation.ts";
 import type { RunningServer } from "../../platform/local-servers.ts";
-import { clusterClients, freshNamespace, isReady, waitForPod } from "./support/cluster-client.ts";
+import { clusterClients, eventually, freshNamespace, isReady, waitForPod } from "./support/cluster-client.ts";
 import { appPod, APP_COMMAND } from "./support/pod-app.ts";
 import { runtimePodOptions, startPodReachableNats } from "./support/runtime-pods.ts";
 
@@ -149,6 +149,40 @@ describe("KubernetesHostStrategy against the local cluster's real API server", (
     expect(seen).toMatch(/^pod:[0-9a-f-]{36}$/);
     expect(await podsOf(s.runtimeInstanceId)).toEqual([]);
     await expect(core.readNamespacedSecret({ namespace: ns, name: names.secret })).rejects.toMatchObject({ code: 404 });
+  });
+
+  it("kill removes the runtime's Service and Secret while its Pod terminates, not after the UID is gone, and returns once both are done", async () => {
+    const s = spec({ runtimeInstanceId: uniqueName("rt-kill-objects") });
+    const names = runtimeNames("drover-rt", s.runtimeInstanceId);
+    const strat = appStrategy();
+    const r = await strat.start(s);
+    if (r.outcome === "rejected") throw new Error(`start rejected: ${JSON.stringify(r.reason)}`);
+    let podGoneAt = 0;
+    const podGone = waitForPod(kc, core, ns, names.pod, (p) => {
+      if (p === undefined) podGoneAt = Date.now();
+      return p === undefined;
+    });
+    const killing = strat.kill(s.runtimeInstanceId, r.host, 20_000);
+    // The fixture exits 1.5 s after SIGTERM (grace 5 s): the Pod lingers that long, its Service need not.
+    const serviceGoneAt = await eventually(
+      async () =>
+        (await core.readNamespacedService({ namespace: ns, name: names.service }).then(
+          () => false,
+          (e: { code?: number }) => e.code === 404,
+        ))
+          ? Date.now()
+          : undefined,
+      20_000,
+      "the runtime's Service deleted",
+    );
+    const killed = await killing;
+    await podGone;
+    expect(killed).toMatchObject({ outcome: "killed", proof: { kind: "pod-uid-gone", podUid: r.host.podUid } });
+    expect(serviceGoneAt).toBeLessThan(podGoneAt);
+    await expect(core.readNamespacedSecret({ namespace: ns, name: names.secret })).rejects.toMatchObject({ code: 404 });
+    await expect(core.readNamespacedService({ namespace: ns, name: names.service })).rejects.toMatchObject({
+      code: 404,
+    });
   });
 
   it("kill returns only once the exact Pod UID is gone, reports pod-deleted, and never deletes a replacement with the same name", async () => {
