@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import type { RuntimeCommand, RuntimeInstanceId } from "../../contracts/index.ts";
 import { buildTokenSecret, L, runtimeNames } from "../../platform/hosts/kubernetes/spec.ts";
@@ -9,8 +9,15 @@ import { closeRuntimeClients, sendCommand } from "../../platform/runtime-client.
 import { hostSpec } from "../support/host-processes.ts";
 import { uniqueName } from "../support/isolation.ts";
 import type { RunningServer } from "../../platform/local-servers.ts";
-import { clusterClients, eventually, freshNamespace, isReady, waitForPod } from "./support/cluster-client.ts";
-import { appPod, APP_COMMAND } from "./support/pod-app.ts";
+import {
+  auditedPodDeletes,
+  clusterClients,
+  eventually,
+  freshNamespace,
+  isReady,
+  waitForPod,
+} from "./support/cluster-client.ts";
+import { appHostPid, appPod, APP_COMMAND } from "./support/pod-app.ts";
 import { runtimePodOptions, startPodReachableNats } from "./support/runtime-pods.ts";
 
 // KubernetesHostStrategy against the local cluster's real API server (real UIDs, 409s, graceful
@@ -183,6 +190,35 @@ describe("KubernetesHostStrategy against the local cluster's real API server", (
     await expect(core.readNamespacedService({ namespace: ns, name: names.service })).rejects.toMatchObject({
       code: 404,
     });
+  });
+
+  it("kill of a Pod whose runtime already exited (every container terminated per its kubelet, restartPolicy Never) is one grace-0 delete preconditioned on its UID (audit log), and returns once that UID is gone", async () => {
+    const s = spec({ runtimeInstanceId: uniqueName("rt-exited") });
+    const names = runtimeNames("drover-rt", s.runtimeInstanceId);
+    const strat = appStrategy();
+    const r = await strat.start(s);
+    if (r.outcome === "rejected") throw new Error(`start rejected: ${JSON.stringify(r.reason)}`);
+    const uid = r.host.podUid ?? "";
+    process.kill(appHostPid(await core.readNamespacedPod({ namespace: ns, name: names.pod })), "SIGKILL");
+    await waitForPod(
+      kc,
+      core,
+      ns,
+      names.pod,
+      (p) => p?.status?.containerStatuses?.[0]?.state?.terminated !== undefined,
+    );
+    const killed = await strat.kill(s.runtimeInstanceId, r.host, 20_000);
+    expect(killed).toMatchObject({ outcome: "killed", proof: { kind: "pod-uid-gone", podUid: uid } });
+    expect(await podsOf(s.runtimeInstanceId)).toEqual([]);
+    const deletes = await eventually(
+      async () => {
+        const d = await auditedPodDeletes(inject("k8sRunDir"), ns, names.pod);
+        return d.some((x) => x.gracePeriodSeconds === 0) ? d : undefined;
+      },
+      5_000,
+      "the grace-0 delete audited",
+    );
+    expect(deletes).toEqual([{ code: 200, gracePeriodSeconds: 0, preconditionUid: uid }]);
   });
 
   it("kill returns only once the exact Pod UID is gone, reports pod-deleted, and never deletes a replacement with the same name", async () => {
