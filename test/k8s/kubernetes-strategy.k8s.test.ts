@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import type { RuntimeCommand, RuntimeInstanceId } from "../../contracts/index.ts";
 import { buildTokenSecret, L, runtimeNames } from "../../platform/hosts/kubernetes/spec.ts";
@@ -9,8 +9,15 @@ import { closeRuntimeClients, sendCommand } from "../../platform/runtime-client.
 import { hostSpec } from "../support/host-processes.ts";
 import { uniqueName } from "../support/isolation.ts";
 import type { RunningServer } from "../../platform/local-servers.ts";
-import { clusterClients, freshNamespace, isReady, waitForPod } from "./support/cluster-client.ts";
-import { appPod, APP_COMMAND } from "./support/pod-app.ts";
+import {
+  auditedPodDeletes,
+  clusterClients,
+  eventually,
+  freshNamespace,
+  isReady,
+  waitForPod,
+} from "./support/cluster-client.ts";
+import { appHostPid, appPod, APP_COMMAND } from "./support/pod-app.ts";
 import { runtimePodOptions, startPodReachableNats } from "./support/runtime-pods.ts";
 
 // KubernetesHostStrategy against the local cluster's real API server (real UIDs, 409s, graceful
@@ -149,6 +156,69 @@ describe("KubernetesHostStrategy against the local cluster's real API server", (
     expect(seen).toMatch(/^pod:[0-9a-f-]{36}$/);
     expect(await podsOf(s.runtimeInstanceId)).toEqual([]);
     await expect(core.readNamespacedSecret({ namespace: ns, name: names.secret })).rejects.toMatchObject({ code: 404 });
+  });
+
+  it("kill removes the runtime's Service and Secret while its Pod terminates, not after the UID is gone, and returns once both are done", async () => {
+    const s = spec({ runtimeInstanceId: uniqueName("rt-kill-objects") });
+    const names = runtimeNames("drover-rt", s.runtimeInstanceId);
+    const strat = appStrategy();
+    const r = await strat.start(s);
+    if (r.outcome === "rejected") throw new Error(`start rejected: ${JSON.stringify(r.reason)}`);
+    let podGoneAt = 0;
+    const podGone = waitForPod(kc, core, ns, names.pod, (p) => {
+      if (p === undefined) podGoneAt = Date.now();
+      return p === undefined;
+    });
+    const killing = strat.kill(s.runtimeInstanceId, r.host, 20_000);
+    // The fixture exits 1.5 s after SIGTERM (grace 5 s): the Pod lingers that long, its Service need not.
+    const serviceGoneAt = await eventually(
+      async () =>
+        (await core.readNamespacedService({ namespace: ns, name: names.service }).then(
+          () => false,
+          (e: { code?: number }) => e.code === 404,
+        ))
+          ? Date.now()
+          : undefined,
+      20_000,
+      "the runtime's Service deleted",
+    );
+    const killed = await killing;
+    await podGone;
+    expect(killed).toMatchObject({ outcome: "killed", proof: { kind: "pod-uid-gone", podUid: r.host.podUid } });
+    expect(serviceGoneAt).toBeLessThan(podGoneAt);
+    await expect(core.readNamespacedSecret({ namespace: ns, name: names.secret })).rejects.toMatchObject({ code: 404 });
+    await expect(core.readNamespacedService({ namespace: ns, name: names.service })).rejects.toMatchObject({
+      code: 404,
+    });
+  });
+
+  it("kill of a Pod whose runtime already exited (every container terminated per its kubelet, restartPolicy Never) is one grace-0 delete preconditioned on its UID (audit log), and returns once that UID is gone", async () => {
+    const s = spec({ runtimeInstanceId: uniqueName("rt-exited") });
+    const names = runtimeNames("drover-rt", s.runtimeInstanceId);
+    const strat = appStrategy();
+    const r = await strat.start(s);
+    if (r.outcome === "rejected") throw new Error(`start rejected: ${JSON.stringify(r.reason)}`);
+    const uid = r.host.podUid ?? "";
+    process.kill(appHostPid(await core.readNamespacedPod({ namespace: ns, name: names.pod })), "SIGKILL");
+    await waitForPod(
+      kc,
+      core,
+      ns,
+      names.pod,
+      (p) => p?.status?.containerStatuses?.[0]?.state?.terminated !== undefined,
+    );
+    const killed = await strat.kill(s.runtimeInstanceId, r.host, 20_000);
+    expect(killed).toMatchObject({ outcome: "killed", proof: { kind: "pod-uid-gone", podUid: uid } });
+    expect(await podsOf(s.runtimeInstanceId)).toEqual([]);
+    const deletes = await eventually(
+      async () => {
+        const d = await auditedPodDeletes(inject("k8sRunDir"), ns, names.pod);
+        return d.some((x) => x.gracePeriodSeconds === 0) ? d : undefined;
+      },
+      5_000,
+      "the grace-0 delete audited",
+    );
+    expect(deletes).toEqual([{ code: 200, gracePeriodSeconds: 0, preconditionUid: uid }]);
   });
 
   it("kill returns only once the exact Pod UID is gone, reports pod-deleted, and never deletes a replacement with the same name", async () => {

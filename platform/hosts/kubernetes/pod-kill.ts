@@ -2,7 +2,7 @@ import type { CoreV1Api, KubeConfig, V1Pod } from "@kubernetes/client-node";
 import type { KillResult } from "../types.ts";
 import { goneDecision, stoppedForGood } from "./pod-decisions.ts";
 import { deleteExact } from "./resources.ts";
-import { followObject, type WatchTarget } from "./watch-object.ts";
+import { followObject, type ObjectEvent, type WatchTarget } from "./watch-object.ts";
 
 /** The watch target of one Pod by name. */
 export function podTarget(core: CoreV1Api, namespace: string, name: string): WatchTarget<V1Pod> {
@@ -31,14 +31,17 @@ export async function waitPodUidGone(
 
 /**
  * Deletes exactly Pod `uid` (UID precondition, `graceSeconds` in the body) and returns only once
- * that UID is gone. Two ways to finish early with a grace-0 delete (still UID-preconditioned):
- * the kubelet reports that no container of the Pod can run again ({@link stoppedForGood}: the
- * runtime already exited, `restartPolicy: Never`) — the API server then removes the UID at once,
- * where the kubelet's own final delete waits for its pod worker to step through termination one
- * PLEG relist (1 s) at a time; or 70 % of the budget has passed (escalation: the proof then rests
- * on the kubelet acting on the deletion). A Pod that now has another UID under the same name is
- * never touched: its existence proves ours is gone. Returns `timeout` when the UID outlives the
- * budget or the API server does not answer.
+ * that UID is gone. It reads the Pod first: a UID already gone (or a name now holding another UID)
+ * needs no delete. Two ways to a grace-0 delete (still UID-preconditioned) without waiting for the
+ * kubelet's own final one: the kubelet reports that no container of the Pod can run again
+ * ({@link stoppedForGood}: the runtime already exited, `restartPolicy: Never`) — in the read (the
+ * usual fence, which begins once the kubelet reported the exit: one delete, no graceful step) or
+ * while the graceful delete runs — and the API server then removes the UID at once, where the
+ * kubelet's final delete waits for its pod worker to step through termination one PLEG relist (1 s)
+ * at a time; or 70 % of the budget has passed (escalation: the proof then rests on the kubelet
+ * acting on the deletion). A Pod that now has another UID under the same name is never touched: its
+ * existence proves ours is gone. Returns `timeout` when the UID outlives the budget or the API
+ * server does not answer.
  */
 export async function killPodExact(
   kc: KubeConfig,
@@ -49,32 +52,36 @@ export async function killPodExact(
   graceSeconds: number,
   budgetMs: number,
 ): Promise<KillResult> {
-  const start = Date.now();
+  const deadline = Date.now() + budgetMs;
   const del = (grace: number) => deleteExact((body) => core.deleteNamespacedPod({ name, namespace, body }), uid, grace);
   const target = podTarget(core, namespace, name);
+  const stopped = (e: ObjectEvent<V1Pod>) => (graceSeconds > 0 ? stoppedForGood(uid, e) : undefined);
+  const gone = async (how: string): Promise<string | undefined> => {
+    await del(0);
+    const by = await waitPodUidGone(kc, core, namespace, name, uid, deadline);
+    return by && `${by} (${how})`;
+  };
   try {
-    await del(graceSeconds);
-    let observedBy: string | undefined;
-    const first = await followObject(
-      kc,
-      target,
-      (e) => {
-        const gone = goneDecision(uid, e);
-        if (gone) return { gone };
-        const stopped = graceSeconds > 0 ? stoppedForGood(uid, e) : undefined;
-        return stopped ? { stopped } : undefined;
-      },
-      start + budgetMs * 0.7,
-    );
-    if ("gone" in first) observedBy = first.gone;
-    else if ("stopped" in first) {
-      await del(0);
-      observedBy = await waitPodUidGone(kc, core, namespace, name, uid, start + budgetMs);
-      if (observedBy) observedBy = `${observedBy} (grace 0 once its kubelet reported ${first.stopped})`;
-    } else {
-      await del(0);
-      observedBy = await waitPodUidGone(kc, core, namespace, name, uid, start + budgetMs);
-      if (observedBy) observedBy = `${observedBy} (after escalating to grace 0)`;
+    const listed = { type: "LISTED", obj: (await target.list(`metadata.name=${name}`)).items[0] } as const;
+    const exited = stopped(listed);
+    let observedBy = goneDecision(uid, listed);
+    if (!observedBy && exited) observedBy = await gone(`grace 0 at once: its kubelet reported ${exited}`);
+    else if (!observedBy) {
+      await del(graceSeconds);
+      const first = await followObject(
+        kc,
+        target,
+        (e) => {
+          const g = goneDecision(uid, e);
+          if (g) return { gone: g };
+          const s = stopped(e);
+          return s ? { stopped: s } : undefined;
+        },
+        deadline - budgetMs * 0.3,
+      );
+      if ("gone" in first) observedBy = first.gone;
+      else if ("stopped" in first) observedBy = await gone(`grace 0 once its kubelet reported ${first.stopped}`);
+      else observedBy = await gone("after escalating to grace 0");
     }
     if (!observedBy)
       return {

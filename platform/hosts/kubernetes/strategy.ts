@@ -347,18 +347,21 @@ export function createKubernetesStrategy(opts: KubernetesStrategyOptions): HostS
         const namespace = host.namespace ?? ns;
         // A bound pool member's Pod carries the member's name, not the runtime's.
         const member = [...members.values()].find((m) => m.host.hostIncarnation === host.hostIncarnation);
-        const result = await killPodExact(
-          kc,
-          core,
-          namespace,
-          host.podName ?? member?.host.podName ?? names.pod,
-          uid,
-          opts.killGraceSeconds ?? 1,
-          budgetMs,
-        );
-        // After the boundary, best effort: the Service, route and Secret carry no execution.
-        if (result.outcome === "killed")
-          await removeRuntimeObjects(core, custom, namespace, runtimeInstanceId, names).catch(() => undefined);
+        // The Service, route and Secret carry no execution: best effort, they go side by side with the
+        // Pod's termination (one path fewer to a runtime that never serves again), not after its UID is
+        // gone — in turn, their reads and deletes added 0.6–2.7 s to every fence of a P=5 proof at load ~20.
+        const [result] = await Promise.all([
+          killPodExact(
+            kc,
+            core,
+            namespace,
+            host.podName ?? member?.host.podName ?? names.pod,
+            uid,
+            opts.killGraceSeconds ?? 1,
+            budgetMs,
+          ),
+          removeRuntimeObjects(core, custom, namespace, runtimeInstanceId, names).catch(() => undefined),
+        ]);
         return result;
       });
     },
