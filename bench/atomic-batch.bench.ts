@@ -7,7 +7,8 @@
  * nats-server stages an R1 file stream's atomic batch in a file store of its own that it syncs at
  * the commit (server/jetstream_batching.go `newBatchStore`, SyncOnFlush): a batch costs an fsync of
  * the store's disk, where an append is not synced. `NATS_STORE_DIR` puts the store elsewhere (a
- * tmpfs shows the cost without the disk's sync).
+ * tmpfs shows the cost without the disk's sync). Then prints the wall time of BENCH_CONCURRENT
+ * (default 20) batches sent at once against as many pairs of appends at once.
  */
 import { jetstreamManager } from "@nats-io/jetstream";
 import { EventId, type DroverEvent, type EventType } from "../contracts/index.ts";
@@ -50,6 +51,27 @@ try {
       { ref: e2!, expectedSeq: 0, events: [ev("exec.started")] },
     ]);
     batched.push(performance.now() - t);
+  }
+  // At once, as in a recovery burst: CONCURRENT batches against as many pairs of appends (wall time
+  // of each round; nats-server commits a stream's batches one at a time, each with its sync).
+  const concurrent = Number(process.env.BENCH_CONCURRENT ?? 20);
+  for (const shape of ["batches", "append pairs"] as const) {
+    const t = performance.now();
+    await Promise.all(
+      Array.from({ length: concurrent }, async (_, i) => {
+        const [r, e] = [runRef(ids.tenant, `run-c${shape[0]}${i}`), execRef(ids.tenant, `ex-c${shape[0]}${i}`)];
+        if (shape === "batches")
+          await store.appendAtomic([
+            { ref: r, expectedSeq: 0, events: [ev("run.submitted")] },
+            { ref: e, expectedSeq: 0, events: [ev("exec.started")] },
+          ]);
+        else {
+          await store.append(r, ev("run.submitted"), { expectedSeq: 0 });
+          await store.append(e, ev("exec.started"), { expectedSeq: 0 });
+        }
+      }),
+    );
+    console.log(`${concurrent} ${shape} at once: ${round(performance.now() - t, 1)} ms wall`);
   }
   const note = (what: string) =>
     `${what}, one run and one execution event, p50 over ${PAIRS} pairs alternated with the other shape; store ${storeDir ?? "a temporary directory"}`;

@@ -17,6 +17,7 @@ export {
 export { runtimeInstanceIdOf, RUNTIME_SUFFIX_LENGTH } from "./domain/runtime-id.ts";
 export { claimableMembers, refillCount, POOL_LAYERS, POOL_MEMBER_PREFIX } from "./domain/warm-pool.ts";
 export { RosterView, type RosterOptions } from "./shell/roster-view.ts";
+export { RuntimeEnded, RuntimeWriter } from "./shell/runtime-writer.ts";
 export { watchDrainedRuntimes, drainStopMessage, type DrainSource } from "./shell/retire-drained.ts";
 export { adoptedHosts } from "./shell/adopted-hosts.ts";
 export type { WarmPool, WarmSlot } from "./shell/warm-pool.ts";

@@ -68,14 +68,20 @@ describe("recovery concurrency: reconciles and reads that do not wait on one ano
     },
   });
 
-  /** A runtime on a `sleep` host that has died, with one started run (a 2-step journal). */
-  async function deadRuntime(rt: string, tenant: string): Promise<string> {
+  /** A runtime on a `sleep` host that has died, with `runs` started runs (each a 2-step journal). */
+  async function deadRuntime(rt: string, tenant: string, runs = 1): Promise<string> {
     const host = await startSleepHost(hosts);
     const inc = await readyProcessRuntime(store, { controlPlaneId: CP, rt, pid: host.pid!, tenantId: tenant });
     host.kill("SIGKILL");
     await new Promise((ok) => host.once("exit", ok));
-    const id = `run-${rt}`;
-    const lr = `lr-${rt}`;
+    for (let i = 0; i < runs; i++) await startedRun(rt, tenant, inc, i === 0 ? rt : `${rt}-${i}`);
+    return inc;
+  }
+
+  /** Run `run-<name>` started on `rt` (local run `lr-<name>`, execution `exec-<name>` with one completed step). */
+  async function startedRun(rt: string, tenant: string, inc: string, name: string): Promise<void> {
+    const id = `run-${name}`;
+    const lr = `lr-${name}`;
     const events: [DroverEvent["type"], unknown, ReturnType<typeof writer>][] = [
       ["run.submitted", { sharedRunId: id, dag: exampleDag, source: "api", labels: {} }, writer("admission")],
       [
@@ -88,7 +94,7 @@ describe("recovery concurrency: reconciles and reads that do not wait on one ano
         { runtimeInstanceId: rt, localRunId: lr, transport: "http", hostIncarnation: inc },
         writer("admission"),
       ],
-      ["run.started", { executionId: `exec-${rt}`, localRunId: lr, runtimeInstanceId: rt }, writer("runtime", rt)],
+      ["run.started", { executionId: `exec-${name}`, localRunId: lr, runtimeInstanceId: rt }, writer("runtime", rt)],
     ];
     let seq = 0;
     for (const [type, data, c] of events)
@@ -97,11 +103,10 @@ describe("recovery concurrency: reconciles and reads that do not wait on one ano
     const started = { sharedRunId: id, localRunId: lr, runtimeInstanceId: rt, dagDigest: "a".repeat(64), stepCount: 5 };
     const step = { stepId: "a", attempt: 1, output: {}, outputDigest: "b".repeat(64), durationMs: 1 };
     await store.appendAll(
-      execRef(tenant, `exec-${rt}`),
+      execRef(tenant, `exec-${name}`),
       [mkEvent(c, "exec.started", { ...started, epoch: 0 }, tenant), mkEvent(c, "exec.step-completed", step, tenant)],
       { expectedSeq: 0 },
     );
-    return inc;
   }
 
   const exited = async (rt: string, inc: string) =>
@@ -177,5 +182,64 @@ describe("recovery concurrency: reconciles and reads that do not wait on one ano
       (await typesOf("rt-c")).includes("runtime.recovery-planned") ? true : undefined,
     );
     expect(overlapped).toBe(true);
+  });
+
+  /** The store, counting its atomic batches (each the number of aggregates in it); `before` runs ahead of each. */
+  const counting = (batches: number[], before: () => Promise<void> = async () => undefined): EventStore => ({
+    ...store,
+    appendAtomic: async (entries) => {
+      batches.push(entries.length);
+      await before();
+      return store.appendAtomic(entries);
+    },
+  });
+
+  const lastTypes = async (tenant: string, names: string[]) =>
+    Promise.all(
+      names.map(async (n) => [
+        (await store.read(runRef(tenant, `run-${n}`))).events.at(-1)?.event.type,
+        (await store.read(execRef(tenant, `exec-${n}`))).events.at(-1)?.event.type,
+      ]),
+    );
+
+  it("moves every in-flight execution of a fenced runtime in one atomic batch: each paused, requeued and recorded", async () => {
+    const inc = await deadRuntime("rt-d", "t-d", 3);
+    const batches: number[] = [];
+    await recovery(counting(batches));
+    await exited("rt-d", inc);
+    await eventually("rt-d planned", async () =>
+      (await typesOf("rt-d")).includes("runtime.recovery-planned") ? true : undefined,
+    );
+    // Three items, each its execution, run and forensics record: one batch of nine aggregates.
+    expect(batches).toEqual([9]);
+    expect(await lastTypes("t-d", ["rt-d", "rt-d-1", "rt-d-2"])).toEqual(
+      Array(3).fill(["run.requeued-for-resume", "exec.paused-for-recovery"]),
+    );
+  });
+
+  it("a run that moves before the batch commits leaves the batch unstored; each item then moves on its own", async () => {
+    const inc = await deadRuntime("rt-e", "t-e", 3);
+    const batches: number[] = [];
+    let moved = false;
+    await recovery(
+      counting(batches, async () => {
+        if (moved) return;
+        moved = true;
+        // A signal lands on one run after recovery read it: the batch's expectation for it is stale.
+        const ref = runRef("t-e", "run-rt-e-1");
+        const data = { name: "approval", by: "tenant:t-e:token:a", payload: {}, payloadDigest: "d".repeat(64) };
+        await store.append(ref, mkEvent(writer("test"), "run.signal-received", data, "t-e"), {
+          expectedSeq: await store.lastSeq(ref),
+        });
+      }),
+    );
+    await exited("rt-e", inc);
+    await eventually("rt-e planned", async () =>
+      (await typesOf("rt-e")).includes("runtime.recovery-planned") ? true : undefined,
+    );
+    expect(batches).toEqual([9, 3, 3, 3]);
+    expect(await lastTypes("t-e", ["rt-e", "rt-e-1", "rt-e-2"])).toEqual(
+      Array(3).fill(["run.requeued-for-resume", "exec.paused-for-recovery"]),
+    );
   });
 });

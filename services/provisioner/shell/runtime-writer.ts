@@ -16,10 +16,11 @@ export class RuntimeEnded extends Error {
 }
 
 /**
- * Appends a start's events to one runtime aggregate, conditional on the sequence this writer last
- * saw (several at once: one atomic batch). Another writer in between (our own host-exit recorder, a provisioner that took the
- * request over, recovery) is a version conflict: the writer re-reads and continues only if the
- * runtime has not ended, so a retired or exited runtime can never be published afterwards.
+ * Appends a start's events to one runtime aggregate, each conditional on the sequence this writer
+ * last saw (several: one after another, never an atomic batch). Another writer in between (our own
+ * host-exit recorder, a provisioner that took the request over, recovery) is a version conflict: the
+ * writer re-reads and continues only if the runtime has not ended, so a retired or exited runtime can
+ * never be published afterwards.
  *
  * Failure modes: `RuntimeEnded`; store errors (`event-store-unavailable`, `contract-violation`)
  * propagate; more than 8 consecutive conflicts rethrow the last `version-conflict`.
@@ -74,15 +75,17 @@ export class RuntimeWriter {
       if (!opts.evenIfEnded && this.summary?.endedBy)
         throw new RuntimeEnded(this.runtimeInstanceId, this.summary.endedBy);
       try {
-        // Several events go as one atomic batch: two round trips (its first message and its commit)
-        // instead of one per event, and all of them or none (a start's readiness layers, then its
-        // `command` layer with `endpoint-published` and `capacity-published`, were 3 + 3 one after another).
+        // One conditional append per event, each on the sequence the previous one got: not one
+        // atomic batch. nats-server syncs an R1 file stream's batch to disk at its commit and commits
+        // batches one at a time, so in a recovery burst each start's batches queued behind every
+        // other batch of the stream (recovery's pauses, claims, refills): 20 two-entry batches at once
+        // took 240–290 ms against 8–33 ms as appends (bench/atomic-batch.bench.ts). One aggregate's
+        // events need no batch: each is conditional, so none lands after another writer's event.
         const ref = runtimeRef(this.runtimeInstanceId);
-        const done =
-          pending.length > 1
-            ? await this.store.appendAtomic([{ ref, expectedSeq: this.seq, events: pending }])
-            : await this.store.appendAll(ref, pending, { expectedSeq: this.seq });
-        for (const [i, a] of done.entries()) this.apply(a.seq, pending[i] as RuntimeEvent);
+        while (pending.length > 0) {
+          const a = await this.store.append(ref, pending[0]!, { expectedSeq: this.seq });
+          this.apply(a.seq, pending.shift() as RuntimeEvent);
+        }
         return;
       } catch (e) {
         if (!isDroverError(e, "version-conflict") || conflicts >= MAX_CONFLICTS) throw e;

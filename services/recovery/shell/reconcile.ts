@@ -23,14 +23,15 @@ import type { RecoveryDeps } from "./deps.ts";
 import { mapAtMost } from "../../../platform/map-at-most.ts";
 
 const ATTEMPTS = 5;
-/** Items of one class moved at once (each a few reads and one atomic batch). */
+/** Items of one class moved at once (each a few reads; together one atomic batch of at most 16 × 5 messages). */
 const ITEMS_AT_ONCE = 16;
 
 /**
  * Recovery of a fenced runtime (recovery.md): inventory from the run aggregates, in-flight first;
- * each item moves in one atomic batch (exec paused-for-recovery + run requeue + forensics record),
- * built from a fresh read of its aggregates. The forensics record's deterministic id and "must not
- * exist" expectation make a re-run a no-op, so the reconciler is idempotent. Finally the plan is
+ * each item moves atomically (exec paused-for-recovery + run requeue + forensics record), built from
+ * a fresh read of its aggregates, the items of one class together in one atomic batch. The forensics
+ * record's deterministic id and "must not exist" expectation make a re-run a no-op, so the reconciler
+ * is idempotent. Finally the plan is
  * appended to the runtime aggregate. Nothing moves unless the runtime is fenced, or retired by a
  * planned stop whose event carries the proof that the exact host incarnation is gone.
  */
@@ -43,19 +44,16 @@ export async function reconcile(deps: RecoveryDeps, rt: RuntimeRecord): Promise<
     rt.runtimeInstanceId,
     [...deps.state.runs.values()].map((r) => ({ ...r })),
   );
-  // In-flight executions first, then the runs that never started. Within a class the items move
-  // side by side: each batch touches only its own run, execution and forensics record, so one item
-  // never waits for another's reads and append (one at a time, 20 in-flight executions took 1.7 s
-  // to requeue at load ~13 — most of W3's kill → resumed).
+  // In-flight executions first, then the runs that never started. Within a class the items are read
+  // side by side and move together in one atomic batch (recoverGroup): one at a time, 20 in-flight
+  // executions took 1.7 s to requeue at load ~13 (most of W3's kill → resumed), and one batch each
+  // queued at nats-server, which syncs every batch to disk at its commit, one commit at a time.
   const planned: RecoveryItem[] = [];
   for (const group of [
     candidates.filter((c) => c.class === "in-flight-execution"),
     candidates.filter((c) => c.class !== "in-flight-execution"),
   ])
-    for (const item of await mapAtMost(group, ITEMS_AT_ONCE, (c) =>
-      recoverItem(deps, rt.runtimeInstanceId, incidentId, c),
-    ))
-      if (item) planned.push(item);
+    for (const item of await recoverGroup(deps, rt.runtimeInstanceId, incidentId, group)) if (item) planned.push(item);
   // The plan lists every item of the incident: those moved now, and those an earlier (interrupted or
   // conflicting) pass moved — their runs no longer point at the runtime, but their records remain.
   const items = new Map(
@@ -108,6 +106,43 @@ export async function reconcile(deps: RecoveryDeps, rt: RuntimeRecord): Promise<
   }
 }
 
+/** An item as its fresh reads decide it: recovered already or moved on (`settled`), or the batch that moves it. */
+type Prepared =
+  | { readonly kind: "settled"; readonly item: RecoveryItem | undefined }
+  | { readonly kind: "move"; readonly item: RecoveryItem; readonly entries: readonly BatchEntry[] };
+
+/**
+ * Moves a class's items, up to ITEMS_AT_ONCE at a time: each read side by side, then every item that
+ * moves in one atomic batch (each item's facts are in it, with each aggregate's expectation, so all
+ * land or none). A conflict (one run moved meanwhile) stores nothing: each item of the chunk is
+ * then moved on its own from fresh reads, as before. Returns each candidate's outcome (recoverItem).
+ */
+async function recoverGroup(
+  deps: RecoveryDeps,
+  failed: RuntimeInstanceId,
+  incidentId: RuntimeFailureIncidentId,
+  group: readonly RecoveryItem[],
+): Promise<(RecoveryItem | undefined)[]> {
+  const out: (RecoveryItem | undefined)[] = [];
+  for (let at = 0; at < group.length; at += ITEMS_AT_ONCE) {
+    const chunk = group.slice(at, at + ITEMS_AT_ONCE);
+    const prepared = await Promise.all(chunk.map((c) => prepareItem(deps, failed, incidentId, c)));
+    const moving = prepared.flatMap((p) => (p.kind === "move" ? p.entries : []));
+    if (moving.length > 0) {
+      try {
+        await deps.store.appendAtomic(moving);
+      } catch (e) {
+        if (!isDroverError(e, "version-conflict")) throw e;
+        deps.log.info({ runtime: failed, items: chunk.length }, "recovery batch raced; moving its items one by one");
+        out.push(...(await mapAtMost(chunk, ITEMS_AT_ONCE, (c) => recoverItem(deps, failed, incidentId, c))));
+        continue;
+      }
+    }
+    out.push(...prepared.map((p) => p.item));
+  }
+  return out;
+}
+
 /** Moves one item; returns it when it is recovered (now or by an earlier run), undefined when the run moved on. */
 async function recoverItem(
   deps: RecoveryDeps,
@@ -116,57 +151,68 @@ async function recoverItem(
   candidate: RecoveryItem,
 ): Promise<RecoveryItem | undefined> {
   for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
-    // Fresh reads: the follower may lag, and the batch must expect the aggregates' true last sequences.
-    const { history, recorded, execHistory } = await readItem(deps, candidate);
-    const run = foldRun(history);
-    const [item] = classifyInventory(failed, [
-      { tenantId: candidate.tenantId, sharedRunId: candidate.sharedRunId, state: run },
-    ]);
-    const forensicsId = forensicsIdOf(item ?? candidate);
-    const exists =
-      forensicsId === forensicsIdOf(candidate)
-        ? recorded
-        : (await deps.store.lastSeq(forensicsRef(candidate.tenantId, forensicsId))) > 0;
-    if (exists) return item ?? candidate;
-    if (!item) return undefined;
-    // The candidate's execution was read beside the run; a run that started since the fold is read now.
-    const exec = item.executionId
-      ? summarizeExecution(
-          item.executionId === candidate.executionId && execHistory
-            ? execHistory
-            : (await deps.store.read(execRef(item.tenantId, item.executionId))).events,
-        )
-      : undefined;
-    const limit = tenantSettingsOf(deps.config, item.tenantId).maxCrashRecoveries;
-    const crashLoop = item.executionId ? crashLoopOf(history, incidentId, limit) : undefined;
-    if (crashLoop)
-      deps.log.warn({ run: item.sharedRunId, ...crashLoop }, "crash loop: the run fails instead of resuming");
-    const aggs = recoveryTransition(item, {
-      incidentId,
-      failedRuntimeInstanceId: failed,
-      ...(exec ? { exec } : {}),
-      ...(crashLoop ? { crashLoop } : {}),
-    });
-    const entries: BatchEntry[] = aggs.map((a) => ({
-      ref: refOf(a),
-      expectedSeq: a.expectedSeq,
-      events: a.events.map((e) =>
-        envelope(deps.env, e.type, e.data, {
-          tenantId: a.tenantId,
-          correlationId: item.sharedRunId,
-          causationId: `recovery:${incidentId}`,
-        }),
-      ),
-    }));
+    const p = await prepareItem(deps, failed, incidentId, candidate);
+    if (p.kind === "settled") return p.item;
     try {
-      await deps.store.appendAtomic(entries);
-      return item;
+      await deps.store.appendAtomic(p.entries);
+      return p.item;
     } catch (e) {
       if (!isDroverError(e, "version-conflict")) throw e;
-      deps.log.info({ run: item.sharedRunId, attempt }, "recovery transition raced; re-reading");
+      deps.log.info({ run: p.item.sharedRunId, attempt }, "recovery transition raced; re-reading");
     }
   }
   throw new Error(`recovery of ${candidate.sharedRunId} kept conflicting after ${ATTEMPTS} attempts`);
+}
+
+/** One item decided from fresh reads (the follower may lag: a batch expects the aggregates' true last sequences). */
+async function prepareItem(
+  deps: RecoveryDeps,
+  failed: RuntimeInstanceId,
+  incidentId: RuntimeFailureIncidentId,
+  candidate: RecoveryItem,
+): Promise<Prepared> {
+  const { history, recorded, execHistory } = await readItem(deps, candidate);
+  const run = foldRun(history);
+  const [item] = classifyInventory(failed, [
+    { tenantId: candidate.tenantId, sharedRunId: candidate.sharedRunId, state: run },
+  ]);
+  const forensicsId = forensicsIdOf(item ?? candidate);
+  const exists =
+    forensicsId === forensicsIdOf(candidate)
+      ? recorded
+      : (await deps.store.lastSeq(forensicsRef(candidate.tenantId, forensicsId))) > 0;
+  if (exists) return { kind: "settled", item: item ?? candidate };
+  if (!item) return { kind: "settled", item: undefined };
+  // The candidate's execution was read beside the run; a run that started since the fold is read now.
+  const exec = item.executionId
+    ? summarizeExecution(
+        item.executionId === candidate.executionId && execHistory
+          ? execHistory
+          : (await deps.store.read(execRef(item.tenantId, item.executionId))).events,
+      )
+    : undefined;
+  const limit = tenantSettingsOf(deps.config, item.tenantId).maxCrashRecoveries;
+  const crashLoop = item.executionId ? crashLoopOf(history, incidentId, limit) : undefined;
+  if (crashLoop)
+    deps.log.warn({ run: item.sharedRunId, ...crashLoop }, "crash loop: the run fails instead of resuming");
+  const aggs = recoveryTransition(item, {
+    incidentId,
+    failedRuntimeInstanceId: failed,
+    ...(exec ? { exec } : {}),
+    ...(crashLoop ? { crashLoop } : {}),
+  });
+  const entries: BatchEntry[] = aggs.map((a) => ({
+    ref: refOf(a),
+    expectedSeq: a.expectedSeq,
+    events: a.events.map((e) =>
+      envelope(deps.env, e.type, e.data, {
+        tenantId: a.tenantId,
+        correlationId: item.sharedRunId,
+        causationId: `recovery:${incidentId}`,
+      }),
+    ),
+  }));
+  return { kind: "move", item, entries };
 }
 
 /**
