@@ -117,6 +117,24 @@ export const RUN_REQUESTS: ReadonlySet<string> = new Set([
 export const isTerminal = (s: RunStatus): boolean =>
   s === "completed" || s === "failed" || s === "cancelled" || s === "rejected";
 
+/**
+ * The run events (names after `run.`) that decide when a run first ends: the terminal ones, and
+ * those that set or clear the placement a runtime's terminal event must match. A fold of these
+ * alone first becomes terminal at the same event as the fold of every event (run.unit.test.ts), so
+ * a follower that needs only a run's end, and forgets the run then, may be sent these alone. (After
+ * an end a late `started` or `dispatched` of the placed runtime moves the full fold's status again.)
+ */
+export const RUN_END_EVENTS: readonly string[] = [
+  "admitted",
+  "dispatch-failed",
+  "requeued-for-resume",
+  "requeued-for-local-queued-recovery",
+  "completed",
+  "failed",
+  "cancelled",
+  "rejected",
+];
+
 /** Folds one run event at its stream sequence. */
 export function evolveRun(s: RunState, e: RunEvent, seq: number): RunState {
   // Idempotent by stream sequence: a redelivered or already-applied event changes nothing.

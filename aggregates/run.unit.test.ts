@@ -1,7 +1,8 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { RuntimeInstanceId, type DroverEvent, type EventType } from "../contracts/index.ts";
+import { EVENT_TYPES, RuntimeInstanceId, type DroverEvent, type EventType } from "../contracts/index.ts";
 import { EXAMPLE_BUILDERS, ids } from "../test/support/example-events.ts";
-import { foldRun } from "./run.ts";
+import { foldRun, isTerminal, RUN_END_EVENTS } from "./run.ts";
 
 const ev = (t: EventType, patch: Record<string, unknown> = {}) =>
   ({ ...EXAMPLE_BUILDERS[t](), ...patch }) as DroverEvent;
@@ -93,5 +94,54 @@ describe("run fold: the worker version a run is pinned to (pure: proves no trans
     expect([resumed.workerVersion, resumed.status]).toEqual([V2, "started"]);
     expect(fold([ev("run.submitted"), admitted(V1), upgraded(V2)]).workerVersion).toBeUndefined();
     expect(fold([...pinned, byRuntime("run.completed", ids.runtime), upgraded(V2)]).workerVersion).toBe(V1);
+  });
+});
+
+describe("run fold: RUN_END_EVENTS alone decide whether a run ended (pure, bounded property)", () => {
+  const runTypes = EVENT_TYPES.filter((t) => t.startsWith("run."));
+  const runtimes = [ids.runtime, other];
+  const lifecycle = [
+    "run.admitted",
+    "run.dispatched",
+    "run.dispatch-failed",
+    "run.started",
+    "run.requeued-for-resume",
+    "run.requeued-for-local-queued-recovery",
+    "run.completed",
+    "run.failed",
+    "run.cancelled",
+    "run.rejected",
+  ] as const;
+  // Any run event, written by a service or by one of two runtimes; an admission places the run on either.
+  const anyEvent = fc
+    .record({
+      // Every run type, lifecycle moves more often: a placement cleared, then a runtime's end, is found.
+      t: fc.oneof(
+        { arbitrary: fc.constantFrom(...runTypes), weight: 1 },
+        { arbitrary: fc.constantFrom(...lifecycle), weight: 3 },
+      ),
+      writer: fc.nat(runtimes.length),
+      on: fc.nat(runtimes.length - 1),
+    })
+    .map(({ t, writer, on }) => {
+      const e = writer === runtimes.length ? ev(t) : byRuntime(t, runtimes[writer]!);
+      return t === "run.admitted"
+        ? ({ ...e, data: { ...(e.data as object), runtimeInstanceId: runtimes[on] } } as DroverEvent)
+        : e;
+    });
+
+  it("a fold of only those events first becomes terminal at the same event as the fold of every event", () => {
+    const ends = new Set(RUN_END_EVENTS.map((n) => `run.${n}`));
+    // The index of the first event after which the fold is terminal (-1: never).
+    const firstEnd = (stored: readonly { seq: number; event: DroverEvent }[]) =>
+      stored.findIndex((_, i) => isTerminal(foldRun(stored.slice(0, i + 1)).status));
+    fc.assert(
+      fc.property(fc.array(anyEvent, { maxLength: 12 }), (events) => {
+        const stored = events.map((event, i) => ({ seq: i + 1, event }));
+        const some = stored.map((m) => (ends.has(m.event.type) ? m : { ...m, event: ev("run.replacement-selected") }));
+        expect(firstEnd(some)).toBe(firstEnd(stored));
+      }),
+      { numRuns: 3000 },
+    );
   });
 });

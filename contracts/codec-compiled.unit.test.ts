@@ -66,28 +66,29 @@ describe("the compiled event schemas answer as zod's runtime parser (bounded pro
   });
 });
 
-describe("exec.step-completed: its output checked without zod's recursive JSON parser (codec.ts withPlainOutput)", () => {
-  const example = allExampleEvents().find((e) => e.type === "exec.step-completed" && "output" in e.data)!;
-  const withOutput = (output: unknown) => ({ ...example, data: { ...example.data, output } });
+for (const type of ["exec.step-completed", "run.completed"] as const)
+  describe(`${type}: its output checked without zod's recursive JSON parser (codec.ts withPlainOutput)`, () => {
+    const example = allExampleEvents().find((e) => e.type === type)!;
+    const withOutput = (output: unknown) => ({ ...example, data: { ...example.data, output } });
 
-  it("takes a plain JSON output as it is, not as the recursive parser's copy", () => {
-    const output = { digest: "a".repeat(64), nested: [1, "two", { three: null }] };
-    const r = compiledEventSchema("exec.step-completed")!.safeParse(withOutput(output));
-    expect(r.success && (r.data as { data: { output?: unknown } }).data.output).toBe(output);
-  });
+    it("takes a plain JSON output as it is, not as the recursive parser's copy", () => {
+      const output = { digest: "a".repeat(64), nested: [1, "two", { three: null }] };
+      const r = compiledEventSchema(type)!.safeParse(withOutput(output));
+      expect(r.success && (r.data as { data: { output?: unknown } }).data.output).toBe(output);
+    });
 
-  it("answers as the runtime parser for any output, JSON or not, with or without an outputRef", () => {
-    const ref = { bucket: "outputs", name: "o", size: 1, digest: "a".repeat(64) };
-    const output = fc.oneof(
-      fc.jsonValue(),
-      fc.anything({ withNullPrototype: true, withSparseArray: true, withDate: true }),
-    );
-    fc.assert(
-      fc.property(output, fc.boolean(), (o, both) => {
-        const event = withOutput(o);
-        agree("exec.step-completed", both ? { ...event, data: { ...event.data, outputRef: ref } } : event);
-      }),
-      { numRuns: 2000 },
-    );
+    it("answers as the runtime parser for any output, JSON or not, with or without an outputRef", () => {
+      const ref = { bucket: "outputs", name: "o", size: 1, digest: "a".repeat(64) };
+      const output = fc.oneof(
+        fc.jsonValue(),
+        fc.anything({ withNullPrototype: true, withSparseArray: true, withDate: true }),
+      );
+      fc.assert(
+        fc.property(output, fc.boolean(), (o, both) => {
+          const event = withOutput(o);
+          agree(type, both ? { ...event, data: { ...event.data, outputRef: ref } } : event);
+        }),
+        { numRuns: 2000 },
+      );
+    });
   });
-});

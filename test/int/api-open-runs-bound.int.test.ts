@@ -5,7 +5,7 @@ import { randomIds, systemClock, type EnvelopeContext } from "../../platform/env
 import { startOpenRunsProjection } from "../../services/api/index.ts";
 import { createEventStore, runRef, type EventStore } from "../../streams/index.ts";
 import { encodeFor } from "../../streams/store-context.ts";
-import { exampleDag } from "../support/example-events.ts";
+import { exampleDag, exampleEvent } from "../support/example-events.ts";
 import { looseEvent } from "../support/loose-event.ts";
 import { freshStreams, type StreamsFixture } from "../support/streams.ts";
 
@@ -90,6 +90,24 @@ describe("the api's open-runs view with bounded closed runs (real NATS)", () => 
       expect(e.openRuns).toBe(1);
       await store.append(runRef(T, "run-y"), submitted("run-y"), { expectedSeq: 0 });
       expect(await count(p)).toBe(1); // run-y open, the claim folded: counted once
+    } finally {
+      await p.stop();
+    }
+  });
+
+  it("near a limit, counts answer when the tenant's last run event is one the view is not sent (admitted, dispatched): it waits for the last event that moves a count, not for any run event", async () => {
+    const admitted = (id: string) => ev("run.admitted", id, exampleEvent("run.admitted").data);
+    const dispatched = (id: string) => ev("run.dispatched", id, exampleEvent("run.dispatched").data);
+    await store.appendAll(runRef(T, "run-a"), [submitted("run-a"), admitted("run-a"), dispatched("run-a")], {
+      expectedSeq: 0,
+    });
+    const p = await startOpenRunsProjection(jetstream(fx.nc), fx.jsm, fx.layout, { catchUpTimeoutMs: 2_000 });
+    try {
+      // Within 16 of the cap: the claim reads the log's last events first, then waits for the view.
+      const c = await p.claim(T, "run-b", { maxQueuedRuns: 2 });
+      c.release();
+      expect({ open: c.openRuns, queued: c.queuedRuns }).toEqual({ open: 1, queued: 1 });
+      expect(await p.queueDepths()).toEqual({ [T]: 1 });
     } finally {
       await p.stop();
     }

@@ -30,6 +30,13 @@ export interface OpenRuns {
 /** Run events after which a run no longer counts against the quota (aggregates/run.ts `isTerminal`). */
 const TERMINAL = new Set(["completed", "failed", "cancelled", "rejected"]);
 
+/**
+ * The run events (names after `run.`) that move the counts: every other run event only advances
+ * the sequence, so a projection may have the server send it these alone (3 of a run's 5 events on
+ * its happy path: not `admitted`, `dispatched`).
+ */
+export const OPEN_RUN_EVENTS: readonly string[] = ["submitted", "started", ...TERMINAL];
+
 /** The state before any event: no tenant has an open run. */
 export const emptyOpenRuns = (): OpenRuns => ({
   lastSeq: 0,

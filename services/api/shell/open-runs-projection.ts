@@ -12,6 +12,7 @@ import {
   emptyOpenRuns,
   foldOpenRunEvent,
   isKnownRun,
+  OPEN_RUN_EVENTS,
   openRunCount,
   queueDepths,
   waitingRunCount,
@@ -83,12 +84,13 @@ export function nearLimit(
 }
 
 /**
- * A live in-memory projection of every run event's subject (`<prefix>.run.>`), through an ordered
- * consumer: from its snapshot `api-open-runs/1` when one is trusted and then the tail, else from
+ * A live in-memory projection of the subjects of the run events that move the counts
+ * (`<prefix>.run.*.*.<event>` for each of {@link OPEN_RUN_EVENTS}: the server sends no other run
+ * event, which would only advance the sequence), through an ordered consumer: from its snapshot `api-open-runs/1` when one is trusted and then the tail, else from
  * sequence 1 (nothing to lose either way; docs/snapshots.md). Closed runs beyond `maxClosed` leave
  * memory (docs/snapshots.md "Bounded memory (api)"). Before answering it waits until it
- * has folded the tenant's last stored run event, found with a leader read, so a count never misses
- * a run this process just appended.
+ * has folded the tenant's last stored run event of those kinds, found with leader reads, so a count
+ * never misses a run this process just appended.
  */
 export async function startOpenRunsProjection(
   js: JetStreamClient,
@@ -120,7 +122,7 @@ export async function startOpenRunsProjection(
   const skip = layout.eventPrefix.length + 1;
   const consumer = await js.consumers.get(layout.eventStream, {
     // An array: the client creates it by the unnamed request, the only form services may use (docs/nats-identities.md).
-    filter_subjects: [`${layout.eventPrefix}.run.>`],
+    filter_subjects: OPEN_RUN_EVENTS.map((name) => `${layout.eventPrefix}.run.*.*.${name}`),
     ...(fromSeq > 1
       ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: fromSeq }
       : { deliver_policy: DeliverPolicy.All }),
@@ -186,11 +188,22 @@ export async function startOpenRunsProjection(
       waiters.add(check);
     });
 
+  // The last of the run events the projection is sent (one leader read per kind, side by side): an
+  // `admitted` or `dispatched` stored later is never delivered, and waiting for it would time out.
   const caughtUpFor = async (tenantId: string | undefined): Promise<void> => {
-    const filter = `${layout.eventPrefix}.run.${tenantId ?? "*"}.>`;
     let last = 0;
     try {
-      last = (await jsm.streams.getMessage(layout.eventStream, { last_by_subj: filter }))?.seq ?? 0;
+      const lasts = await Promise.all(
+        OPEN_RUN_EVENTS.map(
+          async (name) =>
+            (
+              await jsm.streams.getMessage(layout.eventStream, {
+                last_by_subj: `${layout.eventPrefix}.run.${tenantId ?? "*"}.*.${name}`,
+              })
+            )?.seq ?? 0,
+        ),
+      );
+      last = Math.max(0, ...lasts);
     } catch (e) {
       throw new DroverError(
         "event-store-unavailable",

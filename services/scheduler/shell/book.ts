@@ -20,7 +20,8 @@ const isRunEvent = (e: DroverEvent): e is RunEvent => e.type.startsWith("run.");
  * log at every start; undecodable messages are reported and stepped over (never fatal). A run
  * event of a run no fire started (every run of the API, most of the log) is stepped over by its
  * subject's id token before it is decoded: the scheduler folds only its own runs, and decoding
- * every `run.submitted` DAG to drop it was most of its CPU under load.
+ * every `run.submitted` DAG to drop it was most of its CPU under load. Folding only the run events
+ * of `RUN_END_EVENTS` (all the service is sent) ends a run at the same event as folding them all.
  */
 export class ScheduleBook {
   readonly entries = new Map<string, Entry>();

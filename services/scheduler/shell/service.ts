@@ -1,5 +1,6 @@
 import type { JetStreamClient } from "@nats-io/jetstream";
 import type { Logger } from "pino";
+import { RUN_END_EVENTS } from "../../../aggregates/run.ts";
 import { planSchedule } from "../../../aggregates/schedule-plan.ts";
 import type { Clock } from "../../../platform/clock.ts";
 import { follow, type Follower } from "../../../platform/follow.ts";
@@ -21,7 +22,8 @@ export interface SchedulerService {
 }
 
 /**
- * The scheduler: folds every schedule and the end of every run its fires started, and on each
+ * The scheduler: folds every schedule and the end of every run its fires started (sent only the run
+ * events that decide an end, aggregates/run.ts RUN_END_EVENTS), and on each
  * tick carries out each schedule's next step (docs/schedules.md). Any number of replicas may run:
  * every step is a conditional append on the schedule, so of two replicas deciding the same fire
  * one appends and the other conflicts and waits for its fold to show what happened.
@@ -29,9 +31,15 @@ export interface SchedulerService {
 export async function startScheduler(deps: SchedulerDeps): Promise<SchedulerService> {
   const p = deps.layout.eventPrefix;
   const book = new ScheduleBook((subject, seq, error) => deps.log.warn({ subject, seq, error }, "invalid event"));
+  // Of a run, only the events that decide when it ends (RUN_END_EVENTS): the book forgets a fired run
+  // at its end, and every other run event (most of the log: every step of every API run's life) would
+  // be delivered here only to be dropped by its subject.
   const follower: Follower = await follow(
     deps.js,
-    { stream: deps.layout.eventStream, filters: [`${p}.schedule.>`, `${p}.run.>`] },
+    {
+      stream: deps.layout.eventStream,
+      filters: [`${p}.schedule.>`, ...RUN_END_EVENTS.map((name) => `${p}.run.*.*.${name}`)],
+    },
     (m) => book.apply(m),
   );
   follower.done.catch((e) => deps.log.fatal({ err: String(e) }, "scheduler follower stopped"));
