@@ -25,7 +25,14 @@ export interface KnownRequest {
   readonly runtimeGone?: boolean;
   /** The request's own expiry (`expiresAt`): past it, an open request no longer holds the key. */
   readonly expiresMs?: number;
+  /** When it was requested (its `requested` event's time). */
+  readonly requestedMs?: number;
+  /** The reason code of its rejection, when rejected. */
+  readonly rejectedCode?: string;
 }
+
+/** The provisioner's rejection of a request that would pass the tenant's `maxRuntimeInstances`. */
+export const LIMIT_REACHED = "scale-out-limit-reached";
 
 export type ScaleOutPlan =
   | { readonly kind: "wait-for"; readonly requestId: string }
@@ -98,26 +105,35 @@ export function scaleOutRequestData(
  * provisioner expires such a request only while a delivery of it is handled, and one whose
  * deliveries ran out (its handlers killed one after another, `maxDeliver`) stays open in the log
  * for ever; waiting for it held a tenant's queue until the end of a chaos proof.
+ * `lostMs`: when a runtime counted toward the tenant's limit was lost (recovery, replacing it). A
+ * `scale-out-limit-reached` rejection of a request made before then counted that runtime: it says
+ * nothing of the limit now and holds nothing (a rejection just before a kill held the replacement
+ * for the whole back-off). A request made after the loss and rejected at the limit backs off as before.
  */
 export function planScaleOut(
   known: readonly KnownRequest[],
   now: number,
   heartbeatIntervalMs: number,
   maxRuntimeInstances: number,
+  lostMs?: number,
 ): ScaleOutPlan {
   if (maxRuntimeInstances <= 0) return { kind: "hold" };
   const isOpen = (s: KnownRequest) => s.status === "requested" || s.status === "observed";
   const lapsed = (s: KnownRequest) => s.expiresMs !== undefined && now > s.expiresMs;
   const open = known.find((s) => isOpen(s) && !lapsed(s));
   if (open) return { kind: "wait-for", requestId: open.requestId };
+  const countedTheLoss = (s: KnownRequest) =>
+    s.rejectedCode === LIMIT_REACHED && lostMs !== undefined && s.requestedMs !== undefined && s.requestedMs < lostMs;
   const holdsUntil = (s: KnownRequest) =>
-    isOpen(s)
-      ? s.expiresMs! + SCALE_OUT_RETRY_MS
-      : s.status !== "fulfilled"
-        ? (s.endedMs ?? 0) + SCALE_OUT_RETRY_MS
-        : s.runtimeGone
-          ? 0
-          : (s.endedMs ?? 0) + fulfilledGraceMs(heartbeatIntervalMs);
+    countedTheLoss(s)
+      ? 0
+      : isOpen(s)
+        ? s.expiresMs! + SCALE_OUT_RETRY_MS
+        : s.status !== "fulfilled"
+          ? (s.endedMs ?? 0) + SCALE_OUT_RETRY_MS
+          : s.runtimeGone
+            ? 0
+            : (s.endedMs ?? 0) + fulfilledGraceMs(heartbeatIntervalMs);
   const waitUntil = Math.max(0, ...known.map(holdsUntil));
   return now < waitUntil ? { kind: "hold" } : { kind: "request", generation: known.length };
 }

@@ -3,11 +3,17 @@ import type { ChildProcess } from "node:child_process";
 import { jetstream } from "@nats-io/jetstream";
 import { pino } from "pino";
 import { afterEach, describe, expect, inject, it } from "vitest";
-import type { DroverEvent } from "../../contracts/index.ts";
+import { tenantSettingsOf, type DroverEvent } from "../../contracts/index.ts";
+import {
+  LIMIT_REACHED,
+  scaleOutDedupeKey,
+  scaleOutRequestData,
+  scaleOutRequestIdOf,
+} from "../../aggregates/scale-out-plan.ts";
 import { connectHarness } from "../../platform/nats-auth/server-keys.ts";
 import { createProcessStrategy } from "../../platform/hosts/process-strategy.ts";
 import { RecoveryState, startRecovery, type RecoveryService } from "../../services/recovery/index.ts";
-import { createEventStore, execRef, runRef, runtimeRef, type StoredEvent } from "../../streams/index.ts";
+import { createEventStore, execRef, runRef, runtimeRef, scaleOutRef, type StoredEvent } from "../../streams/index.ts";
 import { exampleDag } from "../support/example-events.ts";
 import { mkEvent, readyProcessRuntime, startSleepHost, writer } from "../support/recovery-fixture.ts";
 import { eventually } from "../support/streams.ts";
@@ -149,5 +155,85 @@ describe("recovery asks for a failed runtime's replacement before its runs are r
     }
     // The safe tenant's runtime is alive: nothing is asked for it, and its run did not move.
     expect(await h.types("run-r1")).not.toContain("run.requeued-for-resume");
+  });
+  const sha256 = (x: string) => createHash("sha256").update(x).digest("hex");
+  const KEY = () => scaleOutDedupeKey(CP, tenantSettingsOf(h.config, "t-blue"), "no-visible-capacity");
+
+  /** Admission's request of `generation` for t-blue's key, made now (before the loss). */
+  async function admissionRequest(generation: number): Promise<string> {
+    const requestId = scaleOutRequestIdOf(sha256, KEY(), generation);
+    const data = scaleOutRequestData(
+      h.config,
+      tenantSettingsOf(h.config, "t-blue"),
+      requestId,
+      KEY(),
+      { code: "no-visible-capacity", detail: "" },
+      Date.now(),
+    );
+    const e = mkEvent(writer("admission"), "scaleout.requested", data, "t-blue");
+    await h.store.append(scaleOutRef("t-blue", requestId), e, { expectedSeq: 0 });
+    return requestId;
+  }
+  /** The provisioner's answer to it: the tenant is at its limit (counting the runtime about to be lost). */
+  const rejectAtLimit = async (requestId: string) =>
+    h.store.append(
+      scaleOutRef("t-blue", requestId),
+      mkEvent(
+        writer("test"),
+        "scaleout.rejected",
+        { reason: { code: LIMIT_REACHED, detail: "2 live runtimes with prefix rt-t-blue, limit 2" } },
+        "t-blue",
+      ),
+      { expectedSeq: await h.store.lastSeq(scaleOutRef("t-blue", requestId)) },
+    );
+
+  /** t-blue's runtime `rt` (its own prefix) with one run in flight, its host killed and its exit recorded. */
+  async function lostRuntime(rt: string, run: string): Promise<void> {
+    const dead = await startSleepHost(hosts);
+    const inc = await readyProcessRuntime(h.store, { controlPlaneId: CP, rt, pid: dead.pid!, tenantId: "t-blue" });
+    await startedRun("t-blue", run, rt, inc);
+    dead.kill("SIGKILL");
+    await new Promise((r) => dead.once("exit", r));
+    await h.store.append(
+      runtimeRef(rt),
+      mkEvent(writer("test"), "runtime.host-exited", {
+        hostIncarnation: inc,
+        kind: "exited",
+        exitCode: 0,
+        signal: null,
+        detail: "",
+      }),
+      { expectedSeq: await h.store.lastSeq(runtimeRef(rt)) },
+    );
+  }
+
+  const replacementRequests = async () =>
+    (await log()).filter((e) => e.event.type === "scaleout.requested" && e.event.causationId?.startsWith("replace:"));
+
+  // Within 5 s: the back-off of a rejection (SCALE_OUT_RETRY_MS, 10 s) would hold it for longer.
+  it("a limit-reached rejection of a request made just before the loss does not hold the replacement back", async () => {
+    await rejectAtLimit(await admissionRequest(0));
+    await lostRuntime("rt-t-blue-lost1", "run-l1");
+    await h.admission();
+    await recovery();
+    const req = await eventually("the replacement request", async () => (await replacementRequests())[0], 5_000);
+    expect(req.event.data).toMatchObject({ requestId: scaleOutRequestIdOf(sha256, KEY(), 1), dedupeKey: KEY() });
+    expect((await log()).filter((e) => e.event.type === "scaleout.requested")).toHaveLength(2);
+  });
+
+  it("an open request made before the loss is waited for, and its limit-reached rejection does not hold the replacement back", async () => {
+    const before = await admissionRequest(0);
+    await lostRuntime("rt-t-blue-lost2", "run-l2");
+    await h.admission();
+    await recovery();
+    await eventually("the run requeued", async () =>
+      (await h.types("run-l2")).includes("run.requeued-for-resume") ? true : undefined,
+    );
+    // While the request is open, nothing else is asked: one open request per key.
+    expect(await replacementRequests()).toHaveLength(0);
+    await rejectAtLimit(before);
+    const req = await eventually("the replacement request", async () => (await replacementRequests())[0], 5_000);
+    expect(req.event.data).toMatchObject({ requestId: scaleOutRequestIdOf(sha256, KEY(), 1) });
+    expect((await log()).filter((e) => e.event.type === "scaleout.requested")).toHaveLength(2);
   });
 });

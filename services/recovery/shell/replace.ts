@@ -1,5 +1,6 @@
 import {
   isDroverError,
+  runtimePrefixOf,
   tenantSettingsOf,
   type RuntimeFailureIncidentId,
   type TenantSettings,
@@ -23,6 +24,9 @@ const REASON_CODE = "no-visible-capacity";
 /** The newest generations of a key read to plan (older ones ended or lapsed before these were made). */
 const WINDOW = 8;
 const ATTEMPTS = 4;
+/** An open request made before the loss is looked at this often until it ends, at most SETTLE_BOUND_MS. */
+const SETTLE_POLL_MS = 200;
+const SETTLE_BOUND_MS = 15_000;
 
 const range = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => from + i);
 
@@ -38,12 +42,17 @@ const range = (from: number, to: number) => Array.from({ length: to - from }, (_
  * runtime without work, a tenant that may not grow, or a key whose open request (or fresh runtime)
  * already covers it; a request whose causation is this incident makes a re-run a no-op. A failure
  * here is logged only: admission's own scale-out stays the fallback.
+ * The loss frees the runtime's place under the tenant's limit: a request made before it and rejected
+ * at the limit counted the lost runtime and does not hold the replacement back (planScaleOut's
+ * `lostMs`); one still open is looked at until it ends (the provisioner may reject it on a roster
+ * that still counts the lost runtime), then the plan is made again.
  */
 export async function requestReplacements(
   deps: RecoveryDeps,
   rt: RuntimeRecord,
   incidentId: RuntimeFailureIncidentId,
 ): Promise<void> {
+  const lostMs = deps.env.clock.now().getTime();
   const keys = new Map<string, { tenant: TenantSettings; workerVersion?: WorkerVersion; runs: number }>();
   for (const item of classifyInventory(rt.runtimeInstanceId, [...deps.state.runs.values()])) {
     const tenant = tenantSettingsOf(deps.config, item.tenantId);
@@ -55,7 +64,7 @@ export async function requestReplacements(
   }
   await Promise.all(
     [...keys].map(([key, k]) =>
-      requestOne(deps, rt, incidentId, key, k.tenant, k.runs, k.workerVersion).catch((e: unknown) =>
+      requestOne(deps, rt, incidentId, key, k.tenant, k.runs, k.workerVersion, lostMs).catch((e: unknown) =>
         deps.log.warn(
           { runtime: rt.runtimeInstanceId, dedupeKey: key, err: String(e) },
           "early replacement request failed; admission scales out for the requeued runs",
@@ -73,14 +82,31 @@ async function requestOne(
   tenant: TenantSettings,
   runs: number,
   workerVersion: WorkerVersion | undefined,
+  lostMs: number,
 ): Promise<void> {
   const causationId = `replace:${incidentId}`;
-  for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
+  // The lost runtime counted toward the limit only if it has the key's prefix (a dedicated tenant's own).
+  const counted = rt.runtimeInstanceId.startsWith(`${runtimePrefixOf(tenant)}-`);
+  for (let attempt = 1; attempt <= ATTEMPTS;) {
     const now = deps.env.clock.now().getTime();
     const { known, next, ours } = await history(deps, tenant.tenantId, dedupeKey, causationId);
     if (ours) return;
-    const plan = planScaleOut(known, now, deps.config.heartbeatIntervalMs, tenant.maxRuntimeInstances);
+    const plan = planScaleOut(
+      known,
+      now,
+      deps.config.heartbeatIntervalMs,
+      tenant.maxRuntimeInstances,
+      counted ? lostMs : undefined,
+    );
+    if (plan.kind === "wait-for") {
+      const open = known.find((k) => k.requestId === plan.requestId);
+      if (!counted || open?.requestedMs === undefined || open.requestedMs >= lostMs) return;
+      if (now - lostMs > SETTLE_BOUND_MS) return;
+      await new Promise((r) => setTimeout(r, SETTLE_POLL_MS));
+      continue;
+    }
     if (plan.kind !== "request") return;
+    attempt++;
     const requestId = scaleOutRequestIdOf(deps.sha256, dedupeKey, next);
     const detail = `replacement for suspected runtime ${rt.runtimeInstanceId} (incident ${incidentId}): ${runs} run(s) of it move`;
     const event = envelope(
@@ -150,7 +176,9 @@ async function history(deps: RecoveryDeps, tenantId: string, dedupeKey: string, 
       requestId: scaleOutRequestIdOf(deps.sha256, dedupeKey, gens[i]!),
       status,
       expiresMs: Date.parse(requested.event.data.expiresAt),
+      requestedMs: requested.time.getTime(),
       ...(end ? { endedMs: end.time.getTime() } : {}),
+      ...(end?.event.type === "scaleout.rejected" ? { rejectedCode: end.event.data.reason.code } : {}),
       ...(runtimeId ? { runtimeGone: !r || !!r.suspected || !!r.fenced || r.retired } : {}),
     });
   });
