@@ -3,6 +3,7 @@ import type {
   DagDefinition,
   DataOf,
   DroverEvent,
+  EventType,
   WorkerVersion,
   ExecutionId,
   ForensicsId,
@@ -118,21 +119,21 @@ export const isTerminal = (s: RunStatus): boolean =>
   s === "completed" || s === "failed" || s === "cancelled" || s === "rejected";
 
 /**
- * The run events (names after `run.`) that decide when a run first ends: the terminal ones, and
+ * The run events that decide when a run first ends: the terminal ones, and
  * those that set or clear the placement a runtime's terminal event must match. A fold of these
  * alone first becomes terminal at the same event as the fold of every event (run.unit.test.ts), so
  * a follower that needs only a run's end, and forgets the run then, may be sent these alone. (After
  * an end a late `started` or `dispatched` of the placed runtime moves the full fold's status again.)
  */
-export const RUN_END_EVENTS: readonly string[] = [
-  "admitted",
-  "dispatch-failed",
-  "requeued-for-resume",
-  "requeued-for-local-queued-recovery",
-  "completed",
-  "failed",
-  "cancelled",
-  "rejected",
+export const RUN_END_EVENTS: readonly EventType[] = [
+  "run.admitted",
+  "run.dispatch-failed",
+  "run.requeued-for-resume",
+  "run.requeued-for-local-queued-recovery",
+  "run.completed",
+  "run.failed",
+  "run.cancelled",
+  "run.rejected",
 ];
 
 /** Folds one run event at its stream sequence. */

@@ -131,7 +131,7 @@ describe("run fold: RUN_END_EVENTS alone decide whether a run ended (pure, bound
     });
 
   it("a fold of only those events first becomes terminal at the same event as the fold of every event", () => {
-    const ends = new Set(RUN_END_EVENTS.map((n) => `run.${n}`));
+    const ends = new Set<string>(RUN_END_EVENTS);
     // The index of the first event after which the fold is terminal (-1: never).
     const firstEnd = (stored: readonly { seq: number; event: DroverEvent }[]) =>
       stored.findIndex((_, i) => isTerminal(foldRun(stored.slice(0, i + 1)).status));

@@ -4,6 +4,7 @@ import { RUN_END_EVENTS } from "../../../aggregates/run.ts";
 import { planSchedule } from "../../../aggregates/schedule-plan.ts";
 import type { Clock } from "../../../platform/clock.ts";
 import { follow, type Follower } from "../../../platform/follow.ts";
+import { eventTypeFilter } from "../../../streams/index.ts";
 import { act, type ActDeps } from "./act.ts";
 import { ScheduleBook } from "./book.ts";
 
@@ -38,7 +39,7 @@ export async function startScheduler(deps: SchedulerDeps): Promise<SchedulerServ
     deps.js,
     {
       stream: deps.layout.eventStream,
-      filters: [`${p}.schedule.>`, ...RUN_END_EVENTS.map((name) => `${p}.run.*.*.${name}`)],
+      filters: [`${p}.schedule.>`, ...RUN_END_EVENTS.map((t) => eventTypeFilter(deps.layout, t))],
     },
     (m) => book.apply(m),
   );
