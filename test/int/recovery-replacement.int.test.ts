@@ -116,19 +116,7 @@ describe("recovery asks for a failed runtime's replacement before its runs are r
     await startedRun("t-blue", "run-b1", "rt-blue-1", inc);
     await startedRun("t-blue", "run-b2", "rt-blue-1", inc);
     await startedRun("t-red", "run-r1", "rt-red-1", incRed);
-    dead.kill("SIGKILL");
-    await new Promise((r) => dead.once("exit", r));
-    await h.store.append(
-      runtimeRef("rt-blue-1"),
-      mkEvent(writer("test"), "runtime.host-exited", {
-        hostIncarnation: inc,
-        kind: "exited",
-        exitCode: 0,
-        signal: null,
-        detail: "",
-      }),
-      { expectedSeq: await h.store.lastSeq(runtimeRef("rt-blue-1")) },
-    );
+    await killAndRecordExit(dead, "rt-blue-1", inc);
     await h.admission();
     // Two recovery replicas race on the same incident: still one request.
     await Promise.all([recovery(), recovery()]);
@@ -192,6 +180,11 @@ describe("recovery asks for a failed runtime's replacement before its runs are r
     const dead = await startSleepHost(hosts);
     const inc = await readyProcessRuntime(h.store, { controlPlaneId: CP, rt, pid: dead.pid!, tenantId: "t-blue" });
     await startedRun("t-blue", run, rt, inc);
+    await killAndRecordExit(dead, rt, inc);
+  }
+
+  /** SIGKILLs `dead` (runtime `rt`'s host), waits for its exit and records it as the provisioner would. */
+  async function killAndRecordExit(dead: ChildProcess, rt: string, inc: string): Promise<void> {
     dead.kill("SIGKILL");
     await new Promise((r) => dead.once("exit", r));
     await h.store.append(
