@@ -36,3 +36,45 @@ function deepFreeze(v: unknown): void {
   if (Array.isArray(v)) for (let i = 0; i < v.length; i++) deepFreeze(v[i]);
   else for (const k in v) deepFreeze((v as Record<string, unknown>)[k]);
 }
+
+/**
+ * The DAGs of recent submissions by their JSON text, each checked once (`parseDag`: valid, frozen,
+ * marked checked): a follower that decodes every `run.submitted` (admission) validates a DAG it has
+ * seen before by one `JSON.stringify` and a lookup instead of the full DAG check (issue 15: most runs
+ * carry a DAG an earlier run carried). The check is a function of the JSON value only, and equal
+ * texts are equal values, so a remembered verdict is the verdict. Only valid DAGs are kept (a refused
+ * one is parsed again by the caller, for its issues); at most `maxEntries`, least recently used out,
+ * and none longer than `maxChars` (checked each time, never kept).
+ */
+export class DagMemo {
+  private readonly byText = new Map<string, DagDefinition>();
+
+  constructor(
+    private readonly maxEntries = 256,
+    private readonly maxChars = 16 * 1024,
+  ) {}
+
+  /** The checked DAG equal to `dag` (a value from `JSON.parse`), or undefined when `DagDefinition` refuses it. */
+  check(dag: unknown): DagDefinition | undefined {
+    const text = JSON.stringify(dag) as string | undefined;
+    if (text === undefined || text.length > this.maxChars) {
+      const r = parseDag(dag);
+      return r.success ? r.data : undefined;
+    }
+    const seen = this.byText.get(text);
+    if (seen) {
+      this.byText.delete(text);
+      this.byText.set(text, seen);
+      return seen;
+    }
+    const r = parseDag(dag);
+    if (!r.success) return undefined;
+    this.byText.set(text, r.data);
+    if (this.byText.size > this.maxEntries) this.byText.delete(this.byText.keys().next().value!);
+    return r.data;
+  }
+
+  get size(): number {
+    return this.byText.size;
+  }
+}

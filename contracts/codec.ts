@@ -3,7 +3,7 @@ import { DroverError } from "./errors.ts";
 import { EVENT_DEFINITIONS, type DroverEvent } from "./events.ts";
 import type { ExecStepCompleted } from "./events-exec.ts";
 import { RunSubmitted, type RunCompleted } from "./events-run.ts";
-import { isCheckedDag } from "./checked-dag.ts";
+import { isCheckedDag, type DagMemo } from "./checked-dag.ts";
 import { isPlainJson } from "./plain-json.ts";
 
 /**
@@ -139,19 +139,44 @@ let checkedDagSubmitted: typeof RunSubmittedWithCheckedDag | undefined;
  * (`…<aggregate>.<tenant>.<id>.<event>`, `…runtime.<id>.<event>`): every fold dispatches on the
  * subject's aggregate and then on the type, so a valid event of another aggregate on a run subject
  * (a buggy producer) must be refused here, not reach a fold that cannot handle it.
+ * With `dags`, a `run.submitted`'s DAG is checked through that memo (checked-dag.ts `DagMemo`): the
+ * same verdict and value, a DAG seen before not parsed again; a refusal is the full parse's own.
  */
-export function decodeEvent(bytes: Uint8Array, at?: { seq?: number; subject?: string }): DroverEvent {
+export function decodeEvent(bytes: Uint8Array, at?: { seq?: number; subject?: string }, dags?: DagMemo): DroverEvent {
   let raw: unknown;
   try {
     raw = JSON.parse(decoder.decode(bytes));
   } catch (e) {
     throw contractViolation("event", `not JSON (${(e as Error).message})`, at);
   }
-  const event = parseEvent(raw, at);
+  const event = (dags && submittedThroughMemo(raw, dags)) ?? parseEvent(raw, at);
   if (at?.subject !== undefined && !subjectNames(at.subject, event.type))
     throw contractViolation(`event ${event.type}`, `its subject ${at.subject} names another aggregate or event`, at);
   return event;
 }
+
+/**
+ * A `run.submitted` whose DAG `dags` finds valid, with that checked (frozen) DAG in place of the
+ * decoded one and every other field checked as `RunSubmitted` checks it; undefined when it is not a
+ * submission, its DAG is refused or another field is (the caller then parses it in full, for the issues).
+ */
+function submittedThroughMemo(raw: unknown, dags: DagMemo): DroverEvent | undefined {
+  const r = raw as { type?: unknown; data?: unknown } | null;
+  if (r?.type !== "run.submitted" || typeof r.data !== "object" || r.data === null || Array.isArray(r.data))
+    return undefined;
+  const dag = dags.check((r.data as { dag?: unknown }).dag);
+  if (!dag) return undefined;
+  // Every field but the DAG checked as `RunSubmitted` checks it (the DAG, valid, is passed through), then the checked DAG put in.
+  anyDagSubmittedCompiled ??= z.compile(RunSubmittedAnyDag);
+  const p = anyDagSubmittedCompiled.safeParse(raw);
+  if (!p.success) return undefined;
+  p.data.data.dag = dag;
+  return p.data as DroverEvent;
+}
+const RunSubmittedAnyDag = RunSubmitted.schema.extend({
+  data: RunSubmitted.schema.shape.data.extend({ dag: z.unknown() }),
+});
+let anyDagSubmittedCompiled: typeof RunSubmittedAnyDag | undefined;
 
 /** Whether `subject` is a subject of an event of `type` (`<aggregate>.<name>`), whatever the layout's prefix. */
 export function subjectNames(subject: string, type: string): boolean {

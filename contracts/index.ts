@@ -184,7 +184,7 @@ export {
   decodeEventWithoutPayload,
   contractViolation,
 } from "./codec.ts";
-export { parseDag, isCheckedDag } from "./checked-dag.ts";
+export { parseDag, isCheckedDag, DagMemo } from "./checked-dag.ts";
 export { DroverConfig, Credential, KubernetesHostConfig, tenantSettingsOf, staleHeartbeatMsOf } from "./config.ts";
 export type { Decider } from "./decider.ts";
 export { assertNever } from "./assert-never.ts";

@@ -1,6 +1,6 @@
 import type { Clock } from "../../../platform/clock.ts";
 import type { JsMsg } from "@nats-io/jetstream";
-import { decodeEvent, isDroverError, type DroverEvent } from "../../../contracts/index.ts";
+import { DagMemo, decodeEvent, isDroverError, type DroverEvent } from "../../../contracts/index.ts";
 import {
   evolveRun,
   initialRunState,
@@ -54,6 +54,8 @@ export class RunIndex implements Snapshottable {
   private readonly held = new Map<string, Map<string, number>>();
   readonly scaleOuts = new Map<string, ScaleOutEntry>();
   private readonly listeners = new Set<() => void>();
+  /** Submissions' DAGs are checked in full, once per distinct DAG (checked-dag.ts `DagMemo`; docs/decisions.md). */
+  private readonly dags = new DagMemo();
   /** Called when a run becomes `dispatched`, with the time since its submission (metrics; unset during replay). */
   onDispatched?: (run: IndexedRun, sinceSubmissionMs: number) => void;
 
@@ -80,7 +82,7 @@ export class RunIndex implements Snapshottable {
     const ms = m.info?.timestampNanos ? Math.floor(Number(m.info.timestampNanos) / 1e6) : this.clock.now().getTime();
     let event: DroverEvent;
     try {
-      event = decodeEvent(m.data, { seq: m.seq, subject: m.subject });
+      event = decodeEvent(m.data, { seq: m.seq, subject: m.subject }, this.dags);
     } catch (e) {
       this.invalid(m, agg, tenantId, id, name, ms, isDroverError(e) ? e.message : String(e));
       return;
