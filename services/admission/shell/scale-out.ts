@@ -2,6 +2,7 @@ import {
   DroverError,
   isDroverError,
   ScaleOutRequestId,
+  runtimePrefixOf,
   type Reason,
   type TenantSettings,
   type WorkerVersion,
@@ -9,7 +10,7 @@ import {
 import { scaleOutDedupeKey, scaleOutRequestData, scaleOutRequestIdOf } from "../../../aggregates/scale-out-plan.ts";
 import { envelope } from "../../../platform/envelope.ts";
 import { scaleOutRef } from "../../../streams/index.ts";
-import { isQueueStalled, planScaleOut } from "../domain/single-flight.ts";
+import { atRuntimeLimit, isQueueStalled, planScaleOut } from "../domain/single-flight.ts";
 import type { Placeable } from "./candidates.ts";
 import type { AdmissionDeps } from "./deps.ts";
 
@@ -92,6 +93,8 @@ async function nextRequest(
     // The index keys requests by their subject token; the id crosses into decisions parsed.
     if (plan.kind === "wait-for") return ScaleOutRequestId.parse(plan.requestId);
     if (plan.kind === "hold") return undefined;
+    // At the limit in admission's own view: the provisioner would only reject the request (see atRuntimeLimit).
+    if (atRuntimeLimit(candidates, runtimePrefixOf(tenant), tenant.maxRuntimeInstances)) return undefined;
     // An id the index already holds is history (ended, or the plan would wait for it): never reused.
     let generation = Math.max(plan.generation, floor);
     while (deps.index.scaleOuts.has(idOf(generation))) generation++;
