@@ -183,6 +183,7 @@ export {
   decodeEvent,
   decodeEventWithoutPayload,
   contractViolation,
+  precompileEventSchemas,
 } from "./codec.ts";
 export { parseDag, isCheckedDag, DagMemo } from "./checked-dag.ts";
 export { DroverConfig, Credential, KubernetesHostConfig, tenantSettingsOf, staleHeartbeatMsOf } from "./config.ts";

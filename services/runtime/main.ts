@@ -1,12 +1,16 @@
 /**
  * Runtime instance process: wiring only. A cold start reads its identity and sizing from the
  * environment and starts at once; a pooled start (DROVER_POOL_BIND_PORT set, hosts.md "Warm pool")
- * first waits, tenant-neutral, for one binding that supplies them (shell/pool-bind.ts).
+ * first compiles its parsers (shell/warm-up.ts) and waits, tenant-neutral, for one binding that
+ * supplies them (shell/pool-bind.ts).
  */
 import { awaitBinding } from "./shell/pool-bind.ts";
 import { startRuntime } from "./shell/start.ts";
+import { warmUpParsers } from "./shell/warm-up.ts";
 
 if (process.env.DROVER_POOL_BIND_PORT) {
+  // While still tenant-neutral and before it announces itself: the parsers its first resume would compile.
+  warmUpParsers();
   const binding = await awaitBinding(process.env);
   try {
     const started = await startRuntime(process.env);

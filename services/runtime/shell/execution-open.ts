@@ -286,17 +286,17 @@ export async function checkResume(env: JournalEnv, p: ResumePayload): Promise<Ex
 }
 
 /**
- * The journal as `checked` when it is still the journal (its last sequence, one Direct Get, is the
- * one checked: nothing was appended since); else read and checked again. The reuse skips a second
- * history read through the provisioner's history responder, which every replacement runtime's
- * resumes queue on at once after an incident.
- * A replica lagging behind could hide a newer event: the conditional appends that follow (run
- * `started` on `dispatchedSeq`, exec `resumed` on this sequence) then fail, as they would have
- * after a read.
+ * The journal as `checked` by the command, without reading it again: no last-sequence get before the
+ * appends. Nothing needs it: exec `resumed` is conditional on the checked sequence, so an event
+ * appended since (or one a lagging replica hid from the check) makes that append fail with
+ * `execution-ownership-lost` and no `resumed` of this runtime is stored; and recovery pauses a
+ * journal again only together with a run event (one atomic batch), so run `started`, conditional on
+ * `dispatchedSeq`, fails first and nothing at all is written. The get was one more round trip on every
+ * resume after an incident. Without a check (none was made for this command), the journal is read
+ * and checked here.
  */
 async function resumableNow(env: JournalEnv, p: ResumePayload, checked?: ExecutionState): Promise<ExecutionState> {
-  if (checked && (await env.store.lastSeq(execRef(p.tenantId, p.executionId))) === checked.lastSeq) return checked;
-  return checkResumable(env, p);
+  return checked ?? checkResumable(env, p);
 }
 
 const TERMINAL = new Set<string>(["exec.completed", "exec.failed", "exec.cancelled"]);

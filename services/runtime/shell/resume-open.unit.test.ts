@@ -63,8 +63,13 @@ async function pausedAndDispatched(store: MemoryEventStore) {
 }
 
 /** `store` with every call of `name` counted (and, with `slow`, answered on a later macrotask). */
-function counting(store: MemoryEventStore, order: string[] = [], slow = false): EventStore & { reads: () => number } {
+function counting(
+  store: MemoryEventStore,
+  order: string[] = [],
+  slow = false,
+): EventStore & { reads: () => number; lastSeqs: () => number } {
   let reads = 0;
+  let lastSeqs = 0;
   const wrap =
     <A extends unknown[], R>(name: string, f: (...a: A) => Promise<R>) =>
     async (...a: A): Promise<R> => {
@@ -77,7 +82,9 @@ function counting(store: MemoryEventStore, order: string[] = [], slow = false): 
   return Object.assign(Object.create(store) as MemoryEventStore, {
     read: wrap("read", (...a: Parameters<MemoryEventStore["read"]>) => (reads++, store.read(...a))),
     lastOfType: wrap("lastOfType", (...a: Parameters<MemoryEventStore["lastOfType"]>) => store.lastOfType(...a)),
+    lastSeq: wrap("lastSeq", (...a: Parameters<MemoryEventStore["lastSeq"]>) => (lastSeqs++, store.lastSeq(...a))),
     reads: () => reads,
+    lastSeqs: () => lastSeqs,
   });
 }
 
@@ -104,41 +111,49 @@ describe("ResumeExecution's checks side by side, the checked journal reused by t
     expect(store.events).toHaveLength(5);
   });
 
-  it("given the journal checked by the command and nothing appended since, when opened, then it is not read again and exec resumed follows the checked sequence", async () => {
+  it("given the journal checked by the command, when opened, then neither its history nor its last sequence is read again and exec resumed follows the checked sequence", async () => {
     const store = new MemoryEventStore();
     const p = await pausedAndDispatched(store);
     const checked = await checkResume(journalEnv(store, "rt-b"), p);
     const reads = counting(store);
     const opened = await openResume(journalEnv(reads, "rt-b"), p, checked);
-    expect(reads.reads()).toBe(0);
+    expect([reads.reads(), reads.lastSeqs()]).toEqual([0, 0]);
     expect(opened.exec.lastSeq).toBeGreaterThan(checked.lastSeq);
     expect((await types(store, opened.exec.ref)).at(-1)).toBe("exec.resumed");
   });
 
-  it("given recovery paused the journal again (epoch 2) after the command's check, when opened with that check, then the journal is read again and the resume is refused resume-epoch-mismatch before anything is written", async () => {
+  it("given recovery paused the journal again (epoch 2, with the run's requeue in one atomic batch) after the command's check, when opened with that check, then run started's dispatchedSeq condition refuses it: execution-ownership-lost and nothing is written", async () => {
     const store = new MemoryEventStore();
     const p = await pausedAndDispatched(store);
     const checked = await checkResume(journalEnv(store, "rt-b"), p);
     const ref = execRef(T, p.executionId);
-    await store.append(ref, pause(2), { expectedSeq: await store.lastSeq(ref) });
+    const run = runRef(T, "r1");
+    const requeued = byRecovery("run.requeued-for-resume", {
+      forensicsId: "runtime-recovery:x:r1:l2",
+      incidentId: "i2",
+      executionId: p.executionId,
+      failedRuntimeInstanceId: "rt-b",
+      failedLocalRunId: "l2",
+      newEpoch: 2,
+    });
+    await store.appendAtomic([
+      { ref, events: [pause(2)], expectedSeq: await store.lastSeq(ref) },
+      { ref: run, events: [requeued], expectedSeq: await store.lastSeq(run) },
+    ]);
     const before = store.events.length;
     await expect(openResume(journalEnv(store, "rt-b"), p, checked)).rejects.toMatchObject({
-      code: "resume-epoch-mismatch",
-      message: expect.stringContaining("pending recovery epoch is 2, command says 1"),
+      code: "execution-ownership-lost",
     });
     expect(store.events).toHaveLength(before);
   });
 
-  it("given a last-sequence get that hides a newer journal event (a lagging replica), when opened with the stale check, then exec resumed conflicts: execution-ownership-lost and no resumed of this runtime is stored", async () => {
+  it("given an event in the journal after the command's check that the run does not show (a writer the check did not see, or a lagging replica's read), when opened with that check, then exec resumed's condition refuses it: execution-ownership-lost and no resumed of this runtime is stored", async () => {
     const store = new MemoryEventStore();
     const p = await pausedAndDispatched(store);
     const checked = await checkResume(journalEnv(store, "rt-b"), p);
     const ref = execRef(T, p.executionId);
     await store.append(ref, pause(2), { expectedSeq: await store.lastSeq(ref) });
-    const lagging = Object.assign(Object.create(store) as MemoryEventStore, {
-      lastSeq: async () => checked.lastSeq,
-    });
-    await expect(openResume(journalEnv(lagging, "rt-b"), p, checked)).rejects.toMatchObject({
+    await expect(openResume(journalEnv(store, "rt-b"), p, checked)).rejects.toMatchObject({
       code: "execution-ownership-lost",
     });
     expect(await types(store, ref)).not.toContain("exec.resumed");

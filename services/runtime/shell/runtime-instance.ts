@@ -34,7 +34,7 @@ interface LocalRun {
     | { readonly mode: "start"; readonly payload: DispatchPayload }
     | { readonly mode: "resume"; readonly payload: ResumePayload };
   readonly acceptedAt: number;
-  /** A resume's journal as its command checked it, until its open reuses (or re-reads) it. */
+  /** A resume's journal as its command checked it, until its open appends on it (never read again: execution-open.ts). */
   checked?: ExecutionState;
   state: RunState;
   execution?: Execution;

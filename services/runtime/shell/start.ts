@@ -54,6 +54,31 @@ export async function startRuntime(
   }
   const config = parsed.config;
   const hostIncarnation = selfIncarnation(config.podUid);
+  // NATS_CREDS leaves the environment like the secrets: only the connection holds it. The connection is
+  // opened first: its handshake waits on the server and the auth callout (another process), and the
+  // logger, egress policies, secrets and worker below are set up meanwhile instead of before it.
+  delete env.NATS_CREDS;
+  const connecting = patientlyConnected(() =>
+    connectNats({
+      servers: config.natsUrl,
+      creds: config.natsCreds ?? "",
+      name: `drover-runtime-${config.runtimeInstanceId}`,
+      maxReconnectAttempts: -1,
+      // After a nats-server restart the auth callout (the provisioner) may not answer yet: never stop
+      // reconnecting because the same auth error came twice (nats.js's default).
+      ignoreAuthErrorAbort: true,
+      // A reconnect whose handshake hangs is abandoned after this and tried again, instead of after
+      // nats.js's 20 s: after a restart a runtime's reconnect hung with no status event for 7 s and
+      // more, the runtime alive but silent, and it was fenced (nats-outage.e2e: 3 of 3 on main, 0 of 4
+      // with this). The first connection gets the same timeout, tried again for a minute.
+      timeout: 4_000,
+      // No stack captured per request: two Error objects per journaled step were ~6% of the runtime's
+      // CPU (bench/runtime-steps profile); a failed request still names its subject and cause.
+      noAsyncTraces: true,
+    }),
+  );
+  // Awaited below; a failure meanwhile is not unhandled (it fails the start there).
+  connecting.catch(() => undefined);
   // pino with the control plane's field names (service, instanceId), one JSON line per entry on stdout:
   // the provisioner reads the `listening` line from it (platform/hosts/startup-announcement.ts).
   const logger = pino({
@@ -80,35 +105,17 @@ export async function startRuntime(
   }
 
   mark("code");
-  // NATS_CREDS leaves the environment like the secrets: only the connection holds it.
-  delete env.NATS_CREDS;
-  const nc = await patientlyConnected(() =>
-    connectNats({
-      servers: config.natsUrl,
-      creds: config.natsCreds ?? "",
-      name: `drover-runtime-${config.runtimeInstanceId}`,
-      maxReconnectAttempts: -1,
-      // After a nats-server restart the auth callout (the provisioner) may not answer yet: never stop
-      // reconnecting because the same auth error came twice (nats.js's default).
-      ignoreAuthErrorAbort: true,
-      // A reconnect whose handshake hangs is abandoned after this and tried again, instead of after
-      // nats.js's 20 s: after a restart a runtime's reconnect hung with no status event for 7 s and
-      // more, the runtime alive but silent, and it was fenced (nats-outage.e2e: 3 of 3 on main, 0 of 4
-      // with this). The first connection gets the same timeout, tried again for a minute.
-      timeout: 4_000,
-      // No stack captured per request: two Error objects per journaled step were ~6% of the runtime's
-      // CPU (bench/runtime-steps profile); a failed request still names its subject and cause.
-      noAsyncTraces: true,
-    }),
-  );
+  const nc = await connecting;
   mark("connected");
   const layout = config.streamTag ? taggedLayout(config.streamTag) : DEFAULT_LAYOUT;
   // No API round trip of its own (checkAPI): the stream checks are the first requests, and an
   // unavailable JetStream there is waited out, as a first request during an election should be.
   const jsm = await jetstreamManager(nc, { checkAPI: false });
   // Whether the log is compactable is the deployment's choice, checked by the services (docs/retention.md).
-  await ensureStreamsPatiently(jsm, layout, { anyPurgePolicy: true });
-  mark("streams");
+  // The check (one round trip) runs while the ops listener and the runtime's parts are set up; the
+  // command listener is bound only after it passed, so no command is served before the streams are proven.
+  const streamsChecked = ensureStreamsPatiently(jsm, layout, { anyPurgePolicy: true }).then(() => mark("streams"));
+  streamsChecked.catch(() => undefined);
   const ops = await startOpsServer({
     service: "runtime",
     instanceId: config.runtimeInstanceId,
@@ -186,6 +193,7 @@ export async function startRuntime(
   );
   instance.onPlaceFreed = () => heartbeats.soon();
 
+  await streamsChecked;
   const listening =
     config.transport === "http"
       ? await startHttpServer(handler, config.bindHost, config.port).then((s) => ({
