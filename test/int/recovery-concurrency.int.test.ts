@@ -157,54 +157,6 @@ describe("recovery concurrency: reconciles and reads that do not wait on one ano
     );
   });
 
-  it("a runtime that fails while a forensics timeline append of another incident waits on the store is suspected and fenced meanwhile", async () => {
-    const incF = await deadRuntime("rt-f", "t-f");
-    const incG = await deadRuntime("rt-g", "t-g");
-    let release!: () => void;
-    const released = new Promise<void>((ok) => (release = ok));
-    let timelineWaiting = false,
-      timelineStored = false;
-    await recovery({
-      ...store,
-      appendAll: async (ref, events, o) => {
-        if (ref.aggregate !== "forensics" || !events.some((e) => e.type === "forensics.replacement-runtime-selected"))
-          return store.appendAll(ref, events, o);
-        timelineWaiting = true;
-        await released;
-        const stored = await store.appendAll(ref, events, o);
-        timelineStored = true;
-        return stored;
-      },
-    });
-    try {
-      await exited("rt-f", incF);
-      await eventually("rt-f planned", async () =>
-        (await typesOf("rt-f")).includes("runtime.recovery-planned") ? true : undefined,
-      );
-      // Its run admitted elsewhere: the timeline's next fact (replacement selected) is appended, and held.
-      const ref = runRef("t-f", "run-rt-f");
-      const admitted = {
-        runtimeInstanceId: "rt-f2",
-        localRunId: "lr-f2",
-        reservationId: "r2",
-        candidates: [],
-        recovery: true,
-      };
-      await store.append(ref, mkEvent(writer("admission"), "run.admitted", admitted, "t-f"), {
-        expectedSeq: await store.lastSeq(ref),
-      });
-      await eventually("the timeline append waiting", async () => (timelineWaiting ? true : undefined));
-      await exited("rt-g", incG);
-      await eventually("rt-g fenced while the timeline append waits", async () =>
-        (await typesOf("rt-g")).includes("runtime.fenced") ? true : undefined,
-      );
-      expect(timelineStored).toBe(false);
-    } finally {
-      release();
-    }
-    await eventually("the timeline append stored once answered", async () => (timelineStored ? true : undefined));
-  });
-
   it("reads an in-flight item's run and execution journal side by side, not one after the other", async () => {
     const inc = await deadRuntime("rt-c", "t-c");
     let execAsked!: () => void;

@@ -11,9 +11,10 @@ import type { Held } from "../domain/suspicion-budget.ts";
 import { detect } from "./health.ts";
 import { controlPlaneOf } from "../domain/runtime-health.ts";
 import { reconcile } from "./reconcile.ts";
-import { appendTimeline, timelineFacts } from "./timeline.ts";
+import { advanceTimeline } from "./timeline.ts";
 import { restoreFromSnapshot, snapshotWriter } from "../../../platform/snapshots/snapshotted.ts";
 import type { SnapshotOptions } from "../../../platform/snapshots/options.ts";
+import { mapAtMost } from "../../../platform/map-at-most.ts";
 
 /** nats.js's default reconnectTimeWait (2 s) plus its jitter: how late a runtime may reconnect after us. */
 const RECONNECT_ALLOWANCE_MS = 2_500;
@@ -24,7 +25,7 @@ const RECONNECT_ALLOWANCE_MS = 2_500;
  * beats not yet flowing). The first beat that arrives starts the allowance instead.
  */
 const FRESH_BEATS_WAIT_MS = 15_000;
-/** Forensics timeline appends in flight at once (each one conditional append, one per record at a time). */
+/** Forensics timelines advanced at once in a pass (each at most one conditional append). */
 const TIMELINES_AT_ONCE = 16;
 
 export interface RecoveryService {
@@ -38,8 +39,7 @@ export interface RecoveryService {
  * Runs recovery: follows runs, runtimes, forensics, execution resume/completion facts and
  * heartbeats; on every change and tick: detect → fence (one kill at a time per runtime, not awaited by
  * the pass) → reconcile fenced runtimes and runtimes retired by a planned stop (host-stopped, with its
- * proof; one reconcile at a time per runtime, not awaited either) → advance forensics timelines (one
- * append at a time per record, not awaited either). Three
+ * proof; one reconcile at a time per runtime, not awaited either) → advance forensics timelines. Three
  * owners, never merged: health decides, the host strategy proves the boundary, the reconciler moves work.
  */
 export async function startRecovery(
@@ -206,40 +206,12 @@ export async function startRecovery(
               },
             );
           }
-        advanceTimelines();
+        await mapAtMost([...deps.state.forensics.values()], TIMELINES_AT_ONCE, (f) => advanceTimeline(deps, f));
       } while (again && !stopped);
     } catch (e) {
       deps.log.error({ err: String(e) }, "recovery pass failed; retried next tick");
     } finally {
       running = false;
-    }
-  };
-
-  // Forensics timelines advance outside the pass, like fences and reconciles: awaited in it, a host
-  // exit folded during a pass of timeline appends was suspected only once they had all returned
-  // (host-exited → suspected 300–500 ms for a fifth of a P=20 proof's kills, load ~10).
-  const advancing = new Set<string>();
-  let timelinesLeft = false;
-  const advanceTimelines = (): void => {
-    timelinesLeft = false;
-    for (const f of deps.state.forensics.values()) {
-      if (advancing.has(f.forensicsId)) continue;
-      const next = timelineFacts(deps, f);
-      if (next.length === 0) continue;
-      if (advancing.size >= TIMELINES_AT_ONCE) {
-        timelinesLeft = true;
-        return;
-      }
-      advancing.add(f.forensicsId);
-      void appendTimeline(deps, f, next)
-        .catch((e) =>
-          deps.log.error({ forensicsId: f.forensicsId, err: String(e) }, "timeline append failed; retried next pass"),
-        )
-        .finally(() => {
-          advancing.delete(f.forensicsId);
-          // The records the bound left out go on now rather than at the next change or tick.
-          if (timelinesLeft) void pass();
-        });
     }
   };
 

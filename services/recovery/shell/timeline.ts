@@ -10,14 +10,13 @@ import type { ForensicsRecord } from "./state.ts";
  * replacement selected (admitted elsewhere) → local run registered (dispatched) → resume context
  * seeded + DAG resume started (exec resumed on the replacement) → DAG resume completed → recovery
  * completed (run finished). Each fact is appended once, in order, conditional on the record's
- * sequence; a tenant without recovered work never gets a record. These are the facts `f`'s timeline
- * is missing, in order, from the folded state (none: nothing to append); no IO (appendTimeline writes them).
+ * sequence; a tenant without recovered work never gets a record.
  */
-export function timelineFacts(deps: RecoveryDeps, f: ForensicsRecord): EventDraft[] {
+export async function advanceTimeline(deps: RecoveryDeps, f: ForensicsRecord): Promise<void> {
   const item = f.item;
-  if (!item || f.types.has("forensics.execution-recovery-completed")) return [];
+  if (!item || f.types.has("forensics.execution-recovery-completed")) return;
   const run = deps.state.runs.get(`${f.tenantId}/${item.sharedRunId}`)?.state;
-  if (!run) return [];
+  if (!run) return;
   const facts: EventDraft[] = [];
   const common = {
     forensicsId: item.forensicsId,
@@ -53,17 +52,8 @@ export function timelineFacts(deps: RecoveryDeps, f: ForensicsRecord): EventDraf
     facts.push({ type: "forensics.execution-recovery-completed", data: { ...common, outcome: run.status } });
   }
   // Each fact is appended once: those already in the record are dropped, the rest keep their order.
-  return facts.filter((n) => !f.types.has(n.type));
-}
-
-/** Appends `next` (timelineFacts) to `f`, conditional on its sequence (a conflict: a replica was first). */
-export async function appendTimeline(
-  deps: RecoveryDeps,
-  f: ForensicsRecord,
-  next: readonly EventDraft[],
-): Promise<void> {
-  const item = f.item;
-  if (!item || next.length === 0) return;
+  const next = facts.filter((n) => !f.types.has(n.type));
+  if (next.length === 0) return;
   const events = next.map((n) =>
     envelope(deps.env, n.type, n.data, {
       tenantId: f.tenantId,
