@@ -8,20 +8,22 @@ import type { ReplayFrom, StoredEvent, Undecodable } from "./types.ts";
 
 // Client-side buffer of the ordered consumer: big enough to stream, small enough for a slow fold.
 const REPLAY_BUFFER = 256;
-// A range of at most this many sequences on one filter is read with one batched Direct Get: a
-// roster catch-up of a few new events took five round trips (info, first, consumer create, fetch,
-// delete) and a consumer the server builds and tears down; this takes two.
-const DIRECT_RANGE = REPLAY_BUFFER;
+// The first this many matching events on one filter are read with batched Direct Gets: a roster
+// catch-up of a few new runtime events took five round trips (info, first, consumer create, fetch,
+// delete) and a consumer the server builds and tears down; this takes two, however many other
+// events (a busy proof's step journals) the range holds. Only a longer replay goes on through a consumer.
+const DIRECT_HEAD = REPLAY_BUFFER;
 
 /**
  * Ordered replay of the event stream from a sequence (inclusive) or a time, optionally filtered,
  * up to the stream's last sequence as of the call; events appended meanwhile are not delivered.
  * Returns the sequence of the last event delivered (0 when none matched).
  *
- * The end is fixed from stream info before reading. A short range on one filter (at most
- * `DIRECT_RANGE` sequences: a catch-up) is read with one batched Direct Get; otherwise an empty range
- * is detected with one Direct Get per filter, so a replay never waits on an idle consumer, and events
- * come from an ordered consumer (flow-controlled, recreated by the client on gaps), in stream order.
+ * The end is fixed from stream info before reading. On one filter, the first `DIRECT_HEAD` matching
+ * events are read with batched Direct Gets (a catch-up: one round trip, whatever the range's length);
+ * only when there are more does the rest come from an ordered consumer (flow-controlled, recreated by
+ * the client on gaps), in stream order; an empty range is detected with one Direct Get per filter,
+ * so a replay never waits on an idle consumer.
  *
  * Failure modes: an event that does not decode stops the replay with `contract-violation` naming
  * its stream sequence (unless `onUndecodable` takes it); a handler error stops it and propagates; no answer → `event-store-unavailable`.
@@ -57,19 +59,35 @@ export async function replay(
   // Only on one replica: a Direct Get on R>1 may be answered by a lagging follower, and a replay must
   // not pass a shorter range off as the whole one (the consumer reads from the leader).
   const range = ctx.reader.range;
-  if (range && replicas === 1 && filters.length === 1 && endSeq - start < DIRECT_RANGE) {
+  let headLast = 0;
+  if (range && replicas === 1 && filters.length === 1) {
     let msgs: Msg[];
     try {
-      msgs = await range(filters[0]!, start, endSeq);
+      msgs = await range(filters[0]!, start, endSeq, DIRECT_HEAD);
     } catch (e) {
       throw toStoreError(e, `replaying ${stream} from sequence ${start}`, { filters });
     }
-    return deliver(msgs, endSeq, onEvent, opts.onUndecodable);
+    headLast = await deliver(msgs, endSeq, onEvent, opts.onUndecodable);
+    // Fewer than asked for: every matching event up to the end is delivered.
+    if (msgs.length < DIRECT_HEAD) return headLast;
+    start = msgs.at(-1)!.seq + 1;
+    if (start > endSeq) return headLast;
   }
 
   let first = Number.POSITIVE_INFINITY;
-  for (const f of filters) first = Math.min(first, (await ctx.reader.first(f, start))?.seq ?? Number.POSITIVE_INFINITY);
-  if (first > endSeq) return 0;
+  try {
+    for (const f of filters)
+      first = Math.min(first, (await ctx.reader.first(f, start))?.seq ?? Number.POSITIVE_INFINITY);
+  } catch (e) {
+    // Past a direct head, where the replay stopped (its handler has seen part of the range).
+    if (headLast === 0) throw e;
+    throw new DroverError(
+      "event-store-unavailable",
+      `replaying ${stream} (at sequence ${headLast} of ${endSeq}): ${(e as Error)?.message ?? String(e)}`,
+      { cause: e, details: { filters, last: headLast, endSeq } },
+    );
+  }
+  if (first > endSeq) return headLast;
 
   const oc = await ctx.js.consumers.get(stream, {
     filter_subjects: filters,
@@ -77,7 +95,7 @@ export async function replay(
     opt_start_seq: first,
   });
   const messages = await oc.consume({ max_messages: REPLAY_BUFFER });
-  let last = 0;
+  let last = headLast;
   let reachedEnd = false;
   let callerFailed = false; // a handler's own error propagates as it is
   const call = async (f: () => void | Promise<void>) => {

@@ -29,11 +29,11 @@ export interface Reader {
   /** The last message on `filter` (null when none). */
   last(filter: string): Promise<Msg | null>;
   /**
-   * Every message on `filter` from `fromSeq` through `toSeq`, undecoded, in stream order, by batched
-   * Direct Gets (one round trip unless the server caps a batch's bytes). Only where a body-form
-   * Direct Get is allowed: the direct reader.
+   * Every message on `filter` from `fromSeq` through `toSeq` (at most `max` of them: the first), undecoded,
+   * in stream order, by batched Direct Gets (one round trip unless the server caps a batch's bytes).
+   * Only where a body-form Direct Get is allowed: the direct reader.
    */
-  range?(filter: string, fromSeq: number, toSeq: number): Promise<Msg[]>;
+  range?(filter: string, fromSeq: number, toSeq: number, max?: number): Promise<Msg[]>;
 }
 
 /** A stored message, undecoded. */
@@ -47,7 +47,7 @@ export const directReader = (jsm: Promise<JetStreamManager>, stream: string): Re
     first: async (filter, seq) => firstAtOrAfter(await jsm, stream, filter, seq),
     lastSeq: async (filter) => (await last(filter))?.seq ?? 0,
     last,
-    range: async (filter, fromSeq, toSeq) => readRaw(await jsm, stream, filter, fromSeq, toSeq),
+    range: async (filter, fromSeq, toSeq, max) => readRaw(await jsm, stream, filter, fromSeq, toSeq, max),
   };
 };
 

@@ -51,7 +51,8 @@ export async function readFiltered(
 /**
  * The messages on `filter` from `fromSeq` through `toSeq` (default: the end), undecoded, in stream
  * order, by batched Direct Gets: one request per BATCH messages, the next from where one stopped
- * while `pending` says more match (a batch may also end early on the server's byte cap).
+ * while `pending` says more match (a batch may also end early on the server's byte cap). With
+ * `max`, at most that many: the first `max` of them.
  */
 export async function readRaw(
   jsm: JetStreamManager,
@@ -59,13 +60,14 @@ export async function readRaw(
   filter: string,
   fromSeq = 1,
   toSeq = Number.POSITIVE_INFINITY,
+  max = Number.POSITIVE_INFINITY,
 ): Promise<StoredMsg[]> {
   const out: StoredMsg[] = [];
   let more = true;
-  for (let seq = Math.max(1, fromSeq); more && seq <= toSeq;) {
+  for (let seq = Math.max(1, fromSeq); more && seq <= toSeq && out.length < max;) {
     more = false;
     try {
-      const batch = Math.min(BATCH, toSeq - seq + 1);
+      const batch = Math.min(BATCH, toSeq - seq + 1, max - out.length);
       for await (const m of await jsm.direct.getBatch(stream, { seq, next_by_subj: filter, batch })) {
         if (m.seq > toSeq) {
           more = false;

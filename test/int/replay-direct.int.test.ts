@@ -44,13 +44,34 @@ describe("replay of a short range by batched Direct Get (real nats-server)", () 
     expect(await store.replay({ seq: 5 }, (e) => void short.push(e.seq), { filter })).toBe(29);
     expect(short).toEqual(Array.from({ length: 9 }, (_, i) => 5 + 3 * i));
 
-    await seed(100, 10); // 300 more sequences: past the short range
+    await seed(100, 10); // 300 more sequences: 110 runs, 220 run events
+    await seed(30, 110); // 90 more: 140 runs, 280 run events, more than a direct head holds
+    const runs = `${fx.layout.eventPrefix}.run.>`;
     const long: number[] = [];
-    expect(await store.replay({ seq: 1 }, (e) => void long.push(e.seq), { filter })).toBe(329);
-    expect(long).toEqual(Array.from({ length: 110 }, (_, i) => 2 + 3 * i));
+    expect(await store.replay({ seq: 1 }, (e) => void long.push(e.seq), { filter: runs })).toBe(419);
+    expect(long).toEqual(Array.from({ length: 140 }, (_, i) => [1 + 3 * i, 2 + 3 * i]).flat());
     await eventually("the long replay's consumer advisory", async () => (created.length > 0 ? true : undefined));
     await fx.nc.flush();
     expect(created).toHaveLength(1); // the long replay's only: the short one made none
+    sub.unsubscribe();
+  });
+
+  it("a catch-up of a few events among more than 256 other sequences (a busy stream's step journals) creates no consumer", async () => {
+    const created: string[] = [];
+    const sub = fx.nc.subscribe(`$JS.EVENT.ADVISORY.CONSUMER.CREATED.${fx.layout.eventStream}.>`, {
+      callback: (_e, m) => void created.push(m.subject),
+    });
+    await seed(100); // sequences 1..300: 100 admitted events, one every third sequence
+    const seen: number[] = [];
+    // From sequence 2 to 300: 299 sequences, 100 of them on the filter.
+    const filter = eventTypeFilter(fx.layout, "run.admitted");
+    expect(await store.replay({ seq: 2 }, (e) => void seen.push(e.seq), { filter })).toBe(299);
+    expect(seen).toEqual(Array.from({ length: 100 }, (_, i) => 2 + 3 * i));
+    // A probe replay long enough to need one: its advisory arriving shows the server's advisories flow.
+    await store.replay({ seq: 1 }, () => undefined);
+    await eventually("the probe's consumer advisory", async () => (created.length > 0 ? true : undefined));
+    await fx.nc.flush();
+    expect(created).toHaveLength(1); // the probe's only: the catch-up made none
     sub.unsubscribe();
   });
 
