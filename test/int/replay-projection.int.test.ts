@@ -334,7 +334,7 @@ describe("replay, fold and projections against a real nats-server", () => {
   });
 
   /** A live runner with `lingerMs` whose projection records the sequences of each batch it is handed. */
-  async function lingering(name: string, lingerMs: number) {
+  async function lingering(name: string, lingerMs: number, maxLingerMs?: number) {
     const batches: number[][] = [];
     const projection: Projection = {
       name,
@@ -346,7 +346,10 @@ describe("replay, fold and projections against a real nats-server", () => {
       },
     };
     const cps = memoryCheckpointStore();
-    const runner = createProjectionRunner(fx.nc, fx.layout, projection, cps, { lingerMs });
+    const runner = createProjectionRunner(fx.nc, fx.layout, projection, cps, {
+      lingerMs,
+      ...(maxLingerMs === undefined ? {} : { maxLingerMs }),
+    });
     void runner.start();
     await runner.waitFor(await seed(1));
     batches.length = 0;
@@ -378,6 +381,34 @@ describe("replay, fold and projections against a real nats-server", () => {
     await runner.waitFor(seqs.at(-1)!, 10_000);
     expect(batches.flat()).toEqual(seqs);
     expect(batches.length).toBeGreaterThanOrEqual(4);
+    await runner.stop();
+  });
+
+  it("with maxLingerMs, a busy trickle is held past lingerMs, up to maxLingerMs from its first event, never until it stops", async () => {
+    const { runner, batches } = await lingering("linger-busy", 200, 800);
+    const seqs: number[] = [];
+    const t0 = performance.now();
+    // 40 events 50 ms apart: every window of 200 ms brings more, so each is held on up to 800 ms.
+    for (let i = 0; i < 40; i++) {
+      seqs.push(await runEvent(i));
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const elapsed = performance.now() - t0;
+    await runner.waitFor(seqs.at(-1)!, 10_000);
+    expect(batches.flat()).toEqual(seqs);
+    // Windows of 200 ms alone would hand over one batch per ~250 ms (at least 8 in 2 s).
+    expect(batches.length).toBeLessThanOrEqual(Math.ceil(elapsed / 800) + 1);
+    expect(batches.length).toBeGreaterThanOrEqual(2);
+    await runner.stop();
+  });
+
+  it("with maxLingerMs, a quiet stream's lone event is still handed over after lingerMs, not maxLingerMs", async () => {
+    const { runner, batches } = await lingering("linger-quiet", 200, 5_000);
+    const t0 = performance.now();
+    const seq = await runEvent(0);
+    await runner.waitFor(seq, 10_000);
+    expect(performance.now() - t0).toBeLessThan(2_500);
+    expect(batches).toEqual([[seq]]);
     await runner.stop();
   });
 

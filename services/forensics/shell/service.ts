@@ -21,6 +21,15 @@ import { forensicsProjection, PROJECTION_NAME } from "./projection.ts";
 export const FORENSICS_LINGER_MS = 200;
 
 /**
+ * How long a busy stream's events may be held at most (streams/projection-runner.ts `maxLingerMs`):
+ * while events keep coming (W1's steps, W2's 50 runs), a window is held on past `FORENSICS_LINGER_MS`
+ * up to this long, so a run's events reach FerretDB in fewer windows and its documents are rewritten
+ * less often; a quiet stream's event still waits 200 ms only. The read models trail a busy stream by up
+ * to this long (plus the write).
+ */
+export const FORENSICS_MAX_LINGER_MS = 600;
+
+/**
  * Live, most events applied in one batch (streams/projection-runner.ts `liveBatchSize`; catch-up and
  * rebuild keep the default 256). Under load (W2: 50 concurrent runs) a linger window holds more than
  * 256 events, and a cap of 256 split it into several flushes, each rewriting the same run documents
@@ -94,6 +103,7 @@ export async function startForensics(o: ForensicsOptions): Promise<ForensicsServ
       // a millisecond apart, and each write (one commit per collection, plus the checkpoint) cost
       // FerretDB more CPU than the runtime spent executing the step (bench/workloads W1).
       lingerMs: FORENSICS_LINGER_MS,
+      maxLingerMs: FORENSICS_MAX_LINGER_MS,
       ...(o.onSkip ? { onSkip: o.onSkip } : {}),
     }));
 
