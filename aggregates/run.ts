@@ -1,4 +1,5 @@
 import { assertNever } from "../contracts/assert-never.ts";
+import { EVENT_TYPES } from "../contracts/events.ts";
 import type {
   DagDefinition,
   DataOf,
@@ -135,6 +136,27 @@ export const RUN_END_EVENTS: readonly EventType[] = [
   "run.cancelled",
   "run.rejected",
 ];
+
+/**
+ * The run events that move what recovery reads of a run (its status past `submitted`, placement,
+ * execution, recovery flag and pinned worker version): every run event but the submission (its DAG
+ * and input, the largest event of a run) and the requests and links that change none of those. A
+ * fold of these alone equals the fold of every event on those fields after every event
+ * (run.unit.test.ts), so recovery is sent these alone. Listed by exclusion: a new run event type is
+ * followed until shown not to matter.
+ */
+export const RUN_PLACEMENT_EVENTS: readonly EventType[] = EVENT_TYPES.filter(
+  (t) =>
+    t.startsWith("run.") &&
+    ![
+      "run.submitted",
+      "run.scale-out-requested",
+      "run.replacement-selected",
+      "run.cancel-requested",
+      "run.forked",
+      "run.signal-received",
+    ].includes(t),
+);
 
 /** Folds one run event at its stream sequence. */
 export function evolveRun(s: RunState, e: RunEvent, seq: number): RunState {

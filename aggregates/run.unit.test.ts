@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { EVENT_TYPES, RuntimeInstanceId, type DroverEvent, type EventType } from "../contracts/index.ts";
 import { EXAMPLE_BUILDERS, ids } from "../test/support/example-events.ts";
-import { foldRun, isTerminal, RUN_END_EVENTS } from "./run.ts";
+import { foldRun, isTerminal, RUN_END_EVENTS, RUN_PLACEMENT_EVENTS, type RunState } from "./run.ts";
 
 const ev = (t: EventType, patch: Record<string, unknown> = {}) =>
   ({ ...EXAMPLE_BUILDERS[t](), ...patch }) as DroverEvent;
@@ -113,22 +113,27 @@ describe("run fold: RUN_END_EVENTS alone decide whether a run ended (pure, bound
     "run.rejected",
   ] as const;
   // Any run event, written by a service or by one of two runtimes; an admission places the run on either.
-  const anyEvent = fc
-    .record({
-      // Every run type, lifecycle moves more often: a placement cleared, then a runtime's end, is found.
-      t: fc.oneof(
-        { arbitrary: fc.constantFrom(...runTypes), weight: 1 },
-        { arbitrary: fc.constantFrom(...lifecycle), weight: 3 },
-      ),
-      writer: fc.nat(runtimes.length),
-      on: fc.nat(runtimes.length - 1),
-    })
-    .map(({ t, writer, on }) => {
-      const e = writer === runtimes.length ? ev(t) : byRuntime(t, runtimes[writer]!);
-      return t === "run.admitted"
-        ? ({ ...e, data: { ...(e.data as object), runtimeInstanceId: runtimes[on] } } as DroverEvent)
-        : e;
-    });
+  const anyEventOf = (often: readonly EventType[]) =>
+    fc
+      .record({
+        // Every run type, `often` more often: a placement cleared, then a runtime's end, is found.
+        t: fc.oneof(
+          { arbitrary: fc.constantFrom(...runTypes), weight: 1 },
+          { arbitrary: fc.constantFrom(...often), weight: 3 },
+        ),
+        writer: fc.nat(runtimes.length),
+        on: fc.nat(runtimes.length - 1),
+        // An admission that pins a worker version: `started` pins the run, and `upgraded` then moves it.
+        pinned: fc.boolean(),
+      })
+      .map(({ t, writer, on, pinned }) => {
+        const e = writer === runtimes.length ? ev(t) : byRuntime(t, runtimes[writer]!);
+        const version = pinned ? { workerVersion: "a".repeat(64) } : {};
+        return t === "run.admitted"
+          ? ({ ...e, data: { ...(e.data as object), runtimeInstanceId: runtimes[on], ...version } } as DroverEvent)
+          : e;
+      });
+  const anyEvent = anyEventOf(lifecycle);
 
   it("a fold of only those events first becomes terminal at the same event as the fold of every event", () => {
     const ends = new Set<string>(RUN_END_EVENTS);
@@ -140,6 +145,31 @@ describe("run fold: RUN_END_EVENTS alone decide whether a run ended (pure, bound
         const stored = events.map((event, i) => ({ seq: i + 1, event }));
         const some = stored.map((m) => (ends.has(m.event.type) ? m : { ...m, event: ev("run.replacement-selected") }));
         expect(firstEnd(some)).toBe(firstEnd(stored));
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  it("a fold of only RUN_PLACEMENT_EVENTS equals the full fold on what recovery reads, after every event", () => {
+    const placing = new Set<string>(RUN_PLACEMENT_EVENTS);
+    // What recovery reads of a run (classify, timeline, replace, its bound); `submitted` is `none` to it.
+    const view = (s: RunState) => ({
+      status: s.status === "submitted" ? "none" : s.status,
+      placement: s.placement,
+      executionId: s.executionId,
+      recoveryPending: s.recoveryPending,
+      workerVersion: s.workerVersion,
+    });
+    // A pinned run's upgrade, and the submission, as often as the lifecycle's moves.
+    const runAnyEvents = fc.array(anyEventOf([...lifecycle, "run.upgraded", "run.submitted"]), { maxLength: 12 });
+    fc.assert(
+      fc.property(runAnyEvents, (events) => {
+        const stored = events.map((event, i) => ({ seq: i + 1, event }));
+        stored.forEach((_, i) => {
+          const upTo = stored.slice(0, i + 1);
+          const some = upTo.filter((m) => placing.has(m.event.type));
+          expect(view(foldRun(some))).toEqual(view(foldRun(upTo)));
+        });
       }),
       { numRuns: 3000 },
     );

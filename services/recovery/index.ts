@@ -1,5 +1,5 @@
 /** recovery service: health, fencing, recovery of a failed runtime's work, forensics timelines. */
-export { startRecovery, type RecoveryService } from "./shell/service.ts";
+export { recoveryEventFilters, startRecovery, type RecoveryService } from "./shell/service.ts";
 export { RecoveryState } from "./shell/state.ts";
 export type { RecoveryDeps } from "./shell/deps.ts";
 export { registerRecoveryMetrics } from "./shell/metrics.ts";

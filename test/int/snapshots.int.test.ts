@@ -18,7 +18,7 @@ import {
   type SnapshotStore,
 } from "../../platform/snapshots/store.ts";
 import { RunIndex, startAdmission, verifyRuns } from "../../services/admission/index.ts";
-import { RecoveryState, startRecovery } from "../../services/recovery/index.ts";
+import { RecoveryState, recoveryEventFilters, startRecovery } from "../../services/recovery/index.ts";
 import { createEventStore, runRef, runtimeRef, type EventStore } from "../../streams/index.ts";
 import { exampleDag, exampleEvent } from "../support/example-events.ts";
 import { uniqueName } from "../support/isolation.ts";
@@ -230,9 +230,10 @@ describe("snapshots (real NATS: the snapshot stream, the event stream, ordered c
     await runs(0, 24);
     await runtimes(0, 4);
     const mk = () => new RecoveryState(p(), () => undefined);
-    const snaps = await snapshotThenTail(mk(), recoveryFilters(), "recovery");
+    // The service folds what it follows (recoveryEventFilters): the snapshot and the reference fold do too.
+    const snaps = await snapshotThenTail(mk(), recoveryEventFilters(fx.layout), "recovery");
     const full = mk();
-    await fold(full, recoveryFilters());
+    await fold(full, recoveryEventFilters(fx.layout));
     const state = mk();
     const rejected: string[] = [];
     const s = await startRecovery({

@@ -4,8 +4,10 @@ import type { RuntimeInstanceId } from "../../../contracts/index.ts";
 import { staleHeartbeatMsOf } from "../../../contracts/index.ts";
 import { follow, type Follower } from "../../../platform/follow.ts";
 import { foldedUpToRuntime } from "../domain/plan-gate.ts";
-import { heartbeatSubject, runtimeRef } from "../../../streams/index.ts";
+import { eventTypeFilter, heartbeatSubject, runtimeRef } from "../../../streams/index.ts";
+import { RUN_PLACEMENT_EVENTS } from "../../../aggregates/run.ts";
 import type { RecoveryDeps } from "./deps.ts";
+import type { StreamLayout } from "../../../streams/layout.ts";
 import { fence } from "./fence.ts";
 import type { Held } from "../domain/suspicion-budget.ts";
 import { detect } from "./health.ts";
@@ -28,6 +30,18 @@ const FRESH_BEATS_WAIT_MS = 15_000;
 /** Forensics timelines advanced at once in a pass (each at most one conditional append). */
 const TIMELINES_AT_ONCE = 16;
 
+/**
+ * The event subjects recovery folds. Of a run, only the events that move what recovery reads
+ * (RUN_PLACEMENT_EVENTS): not its submission, the largest event of every run, nor requests that change none of it.
+ */
+export const recoveryEventFilters = (layout: StreamLayout): string[] => [
+  ...RUN_PLACEMENT_EVENTS.map((t) => eventTypeFilter(layout, t)),
+  `${layout.eventPrefix}.runtime.>`,
+  `${layout.eventPrefix}.forensics.>`,
+  `${layout.eventPrefix}.exec.*.*.resumed`,
+  `${layout.eventPrefix}.exec.*.*.completed`,
+];
+
 export interface RecoveryService {
   readonly ready: Promise<void>;
   /** Writes a snapshot of the folded state now, if it moved past the last one (tests, benches). */
@@ -36,11 +50,12 @@ export interface RecoveryService {
 }
 
 /**
- * Runs recovery: follows runs, runtimes, forensics, execution resume/completion facts and
- * heartbeats; on every change and tick: detect → fence (one kill at a time per runtime, not awaited by
- * the pass) → reconcile fenced runtimes and runtimes retired by a planned stop (host-stopped, with its
- * proof; one reconcile at a time per runtime, not awaited either) → advance forensics timelines. Three
- * owners, never merged: health decides, the host strategy proves the boundary, the reconciler moves work.
+ * Runs recovery: follows runs (the events that place, move and end them), runtimes, forensics, execution
+ * resume/completion facts and heartbeats; on every change and tick: detect → fence (one kill at a time per
+ * runtime, not awaited by the pass) → reconcile fenced runtimes and runtimes retired by a planned stop
+ * (host-stopped, with its proof; one reconcile at a time per runtime, not awaited either) → advance forensics
+ * timelines. Three owners, never merged: health decides, the host strategy proves the boundary, the
+ * reconciler moves work.
  */
 export async function startRecovery(
   deps: RecoveryDeps & {
@@ -53,7 +68,6 @@ export async function startRecovery(
     snapshots?: SnapshotOptions;
   },
 ): Promise<RecoveryService> {
-  const p = deps.layout.eventPrefix;
   deps.log.info("recovery starting");
   // From the snapshot when there is a trusted one (only the tail is folded), else from sequence 1.
   const snap = deps.snapshots;
@@ -73,7 +87,7 @@ export async function startRecovery(
     deps.js,
     {
       stream: deps.layout.eventStream,
-      filters: [`${p}.run.>`, `${p}.runtime.>`, `${p}.forensics.>`, `${p}.exec.*.*.resumed`, `${p}.exec.*.*.completed`],
+      filters: recoveryEventFilters(deps.layout),
       fromSeq,
     },
     (m) => {
@@ -224,7 +238,16 @@ export async function startRecovery(
     if (stopped) return;
     caughtUp = true;
     viewLiveSince = deps.env.clock.now().getTime();
-    deps.state.onChange(() => void pass());
+    // One pass for the events folded in one turn of the event loop (a consumer's batch), not one each.
+    let soon = false;
+    deps.state.onChange(() => {
+      if (soon) return;
+      soon = true;
+      setImmediate(() => {
+        soon = false;
+        void pass();
+      });
+    });
     timer = setInterval(() => void pass(), deps.tickMs ?? 200);
     void pass();
   });

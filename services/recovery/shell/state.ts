@@ -139,7 +139,8 @@ export class RecoveryState implements Snapshottable {
     const atMs = m.info?.timestampNanos ? Math.floor(Number(m.info.timestampNanos) / 1e6) : Date.now();
     let e: DroverEvent;
     try {
-      // No DAG or input is kept here (`lean`): a submission's are not validated either (admission does).
+      // No DAG or input is kept here (`lean`), and submissions are not followed (RUN_PLACEMENT_EVENTS): one
+      // that is applied all the same (a test, a snapshot's tail) is not validated for them (admission does).
       e = decodeEventWithoutPayload(m.data, { seq: m.seq, subject: m.subject });
     } catch (err) {
       this.onInvalid(m.subject, m.seq, String(err));
