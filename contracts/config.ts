@@ -159,12 +159,12 @@ export const DroverConfig = z
     maxConcurrentHostStartups: z.number().int().min(1).max(64).default(4),
     warmPool: z
       .object({
-        process: z.number().int().min(0).max(64).default(0),
+        process: z.number().int().min(0).max(256).default(0),
         kubernetes: z
           .number()
           .int()
           .min(0)
-          .max(64)
+          .max(256)
           .default(0)
           .describe("runtime Pods kept warm (pod-ip exposure only; docs/kubernetes.md Warm pools)"),
       })
