@@ -65,21 +65,37 @@ if ARGV[5] == '1' then redis.call('SREM', KEYS[3], ARGV[4]) else redis.call('SAD
 if ARGV[7] ~= '' then redis.call('PUBLISH', ARGV[7], ARGV[4]) end
 return 1`;
 /**
- * KEYS: live set, index set; ARGV: the descriptor hashes' key prefix. Every live descriptor, by id.
- * With no live set (empty, or a view written before it existed) the index is read and retired
- * descriptors are left out here: the same answer, only slower.
+ * `live_descriptors(live set, index set, descriptor hashes' key prefix)` → ids, descriptors: every
+ * live descriptor, by id. With no live set (empty, or a view written before it existed) the index is
+ * read and retired descriptors are left out here: the same answer, only slower. Also in
+ * platform/reservations.ts' read of the live view with its reservation counts.
  */
-const LIVE = `
-local ids = redis.call('SMEMBERS', KEYS[1])
-local filter = #ids == 0
-if filter then ids = redis.call('SMEMBERS', KEYS[2]) end
-table.sort(ids)
-local out = {}
-for _, id in ipairs(ids) do
-  local d = redis.call('HGET', ARGV[1] .. id, 'd')
-  if d and not (filter and cjson.decode(d).status == 'retired') then out[#out + 1] = d end
-end
-return out`;
+export const LIVE_FN = `
+local function live_descriptors(liveKey, indexKey, prefix)
+  local ids = redis.call('SMEMBERS', liveKey)
+  local filter = #ids == 0
+  if filter then ids = redis.call('SMEMBERS', indexKey) end
+  table.sort(ids)
+  local outIds, outDs = {}, {}
+  for _, id in ipairs(ids) do
+    local d = redis.call('HGET', prefix .. id, 'd')
+    if d and not (filter and cjson.decode(d).status == 'retired') then
+      outIds[#outIds + 1] = id
+      outDs[#outDs + 1] = d
+    end
+  end
+  return outIds, outDs
+end`;
+/** KEYS: live set, index set; ARGV: the descriptor hashes' key prefix. */
+const LIVE = `${LIVE_FN}
+local _, ds = live_descriptors(KEYS[1], KEYS[2], ARGV[1])
+return ds`;
+
+/** The view's keys for a control plane: the live set, the index set and the descriptor hashes' prefix. */
+export const capacityViewKeys = (controlPlaneId: string) => {
+  const base = `drover:${controlPlaneId}:cap`;
+  return { live: `${base}:live`, index: `${base}:index`, descriptorPrefix: `${base}:rt:` } as const;
+};
 
 declare module "ioredis" {
   interface RedisCommander<Context> {
@@ -97,9 +113,8 @@ const isRetired = (d: unknown): boolean => (d as { status?: unknown } | null)?.s
 
 export function redisCapacityView<D>(redis: Redis, controlPlaneId: string): CapacityViewStore<D> {
   const base = `drover:${controlPlaneId}:cap`;
-  const rtKey = (id: string) => `${base}:rt:${id}`;
-  const index = `${base}:index`;
-  const live = `${base}:live`;
+  const { live, index, descriptorPrefix } = capacityViewKeys(controlPlaneId);
+  const rtKey = (id: string) => `${descriptorPrefix}${id}`;
   if (!scripted.has(redis)) {
     scripted.add(redis);
     redis.defineCommand("drCapLive", { numberOfKeys: 2, lua: LIVE });
@@ -152,7 +167,7 @@ export function redisCapacityView<D>(redis: Redis, controlPlaneId: string): Capa
       return rows.flatMap(([err, raw]) => (err || typeof raw !== "string" ? [] : [JSON.parse(raw) as D]));
     },
     async live() {
-      const rows = await redis.drCapLive(live, index, `${base}:rt:`);
+      const rows = await redis.drCapLive(live, index, descriptorPrefix);
       return rows.map((raw) => JSON.parse(raw) as D);
     },
     async clear() {

@@ -1,4 +1,5 @@
 import type { Redis, Result } from "ioredis";
+import { capacityViewKeys, LIVE_FN } from "./capacity-view.ts";
 
 /**
  * Atomic slot reservations in Redis (admission-and-capacity.md "Admission" step 3). Two sorted sets
@@ -46,7 +47,38 @@ export const reserveOutcome = (n: number): ReserveOutcome =>
 
 /** A runtime's reservation keys: every reservation, and the ones it accepted. */
 export const reservationKeys = (controlPlaneId: string, rt: string) =>
-  [`drover:${controlPlaneId}:resv:${rt}:e`, `drover:${controlPlaneId}:resv:${rt}:a`] as const;
+  [`${keyPrefix(controlPlaneId)}${rt}:e`, `${keyPrefix(controlPlaneId)}${rt}:a`] as const;
+const keyPrefix = (controlPlaneId: string) => `drover:${controlPlaneId}:resv:`;
+
+/**
+ * KEYS: the capacity view's live and index sets; ARGV: its descriptor key prefix, the reservation
+ * key prefix (`keyPrefix`), now, then pairs runtime id, beat time. Every live descriptor
+ * (capacity-view.ts `live_descriptors`), each followed by the beat time its count was taken for (the
+ * one given for its id, else -1: every reservation counted) and the count, as COUNT makes it.
+ */
+const LIVE_COUNTED = `${LIVE_FN}
+${EXPIRE}
+local beatAt = {}
+for i = 4, #ARGV, 2 do beatAt[ARGV[i]] = ARGV[i + 1] end
+local ids, ds = live_descriptors(KEYS[1], KEYS[2], ARGV[1])
+local now = tonumber(ARGV[3])
+local out = {}
+for i, id in ipairs(ids) do
+  local e, a = ARGV[2] .. id .. ':e', ARGV[2] .. id .. ':a'
+  expire(e, a, now)
+  local b = beatAt[id] or '-1'
+  out[#out + 1] = ds[i]
+  out[#out + 1] = b
+  out[#out + 1] = redis.call('ZCARD', e) - redis.call('ZCOUNT', a, '-inf', b)
+end
+return out`;
+
+/** A live descriptor of the capacity view (its JSON) and its reservations counted for the beat time `countedFor`. */
+export interface CountedDescriptor {
+  readonly json: string;
+  readonly countedFor: number;
+  readonly reserved: number;
+}
 
 const COUNT = `${EXPIRE}
 expire(KEYS[1], KEYS[2], tonumber(ARGV[1]))
@@ -103,6 +135,14 @@ export interface Reservations {
   count(runtimeInstanceId: string, now: number, beatAt?: number): Promise<number>;
   /** `count` for many runtimes (`beatAts[i]` for the i-th), in one round trip (an admission pass reads them all). */
   countMany(runtimeInstanceIds: readonly string[], now: number, beatAts?: readonly number[]): Promise<number[]>;
+  /**
+   * The capacity view's live descriptors (what CapacityViewStore.live reads, as JSON) with each
+   * one's `count`, for the beat time `beatAts` gives for its id (-1, every reservation, when none),
+   * in one round trip: an admission pass's capacity read. The count is the descriptor's own only
+   * where that beat time is its current beat's; `countedFor` says which one was used, so the caller
+   * counts the others again (`countMany`). Absent where the view is not in the same Redis.
+   */
+  liveWithCounts?(now: number, beatAts: ReadonlyMap<string, number>): Promise<CountedDescriptor[]>;
 }
 
 // The scripts as commands of every client and pipeline (ioredis' documented declaration merging).
@@ -120,6 +160,7 @@ declare module "ioredis" {
     drCount(held: string, accepted: string, now: number, beatAt: number): Result<number, Context>;
     drExtend(held: string, accepted: string, run: string, until: number, acceptedAt: string): Result<number, Context>;
     drRelease(held: string, accepted: string, run: string): Result<number, Context>;
+    drLiveCounted(live: string, index: string, ...args: (string | number)[]): Result<string[], Context>;
   }
 }
 
@@ -134,7 +175,9 @@ export function redisReservations(redis: Redis, controlPlaneId: string): Reserva
     redis.defineCommand("drCount", { numberOfKeys: 2, lua: COUNT });
     redis.defineCommand("drExtend", { numberOfKeys: 2, lua: EXTEND });
     redis.defineCommand("drRelease", { numberOfKeys: 2, lua: RELEASE });
+    redis.defineCommand("drLiveCounted", { numberOfKeys: 2, lua: LIVE_COUNTED });
   }
+  const view = capacityViewKeys(controlPlaneId);
   return {
     async reserve(rt, run, slots, ttlMs, now, beatAt = -1) {
       return reserveOutcome(Number(await redis.drReserve(...keys(rt), run, slots, now, ttlMs, beatAt)));
@@ -157,6 +200,21 @@ export function redisReservations(redis: Redis, controlPlaneId: string): Reserva
         if (err) throw err;
         return Number(n);
       });
+    },
+    async liveWithCounts(now, beatAts) {
+      const pairs = [...beatAts].flatMap(([id, at]) => [id, at]);
+      const rows = await redis.drLiveCounted(
+        view.live,
+        view.index,
+        view.descriptorPrefix,
+        keyPrefix(controlPlaneId),
+        now,
+        ...pairs,
+      );
+      const out: CountedDescriptor[] = [];
+      for (let i = 0; i + 2 < rows.length; i += 3)
+        out.push({ json: rows[i]!, countedFor: Number(rows[i + 1]), reserved: Number(rows[i + 2]) });
+      return out;
     },
   };
 }

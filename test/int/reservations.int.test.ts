@@ -1,6 +1,7 @@
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { redisReservations } from "../../platform/reservations.ts";
+import { redisCapacityView } from "../../platform/capacity-view.ts";
 import { uniqueName } from "../support/isolation.ts";
 
 describe("slot reservations (Lua script against a real Redis)", () => {
@@ -81,5 +82,42 @@ describe("slot reservations (Lua script against a real Redis)", () => {
     expect(await r.reserve("rt-1", "run-c", 2, 10_000, 1_400, 1_200)).toBe("reserved");
     expect(await r.reserve("rt-1", "run-d", 2, 10_000, 1_400, 1_200)).toBe("full");
     expect(await r.count("rt-1", 2_000, 1_200)).toBe(1); // a and b expired at 2 000; c is still held
+  });
+
+  it("reads the live capacity view with each runtime's count in one script, for the beat time given per runtime (else every reservation)", async () => {
+    const cp = uniqueName("cp");
+    const r = redisReservations(redis, cp);
+    const view = redisCapacityView<{ runtimeInstanceId: string; status: string }>(redis, cp);
+    await view.put("rt-1", { runtimeInstanceId: "rt-1", status: "ready" });
+    await view.put("rt-2", { runtimeInstanceId: "rt-2", status: "ready" });
+    await view.put("rt-3", { runtimeInstanceId: "rt-3", status: "retired" });
+    await r.reserve("rt-1", "run-a", 5, 10_000, 1_000);
+    await r.reserve("rt-1", "run-b", 5, 10_000, 1_000);
+    await r.reserve("rt-1", "run-c", 5, 100, 1_000); // expired at 1 100
+    await r.extend("rt-1", "run-a", 2_000, 1_100); // accepted at 1 100
+    await r.reserve("rt-3", "run-d", 5, 10_000, 1_000);
+    const rows = async (beatAts: Map<string, number>) =>
+      (await r.liveWithCounts!(1_400, beatAts)).map((x) => [
+        JSON.parse(x.json).runtimeInstanceId,
+        x.countedFor,
+        x.reserved,
+      ]);
+    expect(await rows(new Map())).toEqual([
+      ["rt-1", -1, 2],
+      ["rt-2", -1, 0],
+    ]);
+    // The beat at 1 200 shows run-a: as count() answers for it.
+    expect(
+      await rows(
+        new Map([
+          ["rt-1", 1_200],
+          ["rt-9", 5],
+        ]),
+      ),
+    ).toEqual([
+      ["rt-1", 1_200, 1],
+      ["rt-2", -1, 0],
+    ]);
+    expect(await r.count("rt-1", 1_400, 1_200)).toBe(1);
   });
 });

@@ -32,28 +32,22 @@ const takenAtOf = (hb: { readonly takenAt?: string } | undefined): number => {
 /**
  * The capacity view as admission sees it right now: every runtime of the control plane that is not
  * retired, with its routability derived at `now` (reservations subtracted; a fenced runtime's are not read).
- * Nothing here is stored.
+ * Nothing here is stored. With `beatAts` (the beat time of each runtime at the last read, kept by the
+ * caller and updated here), the view and the reservation counts are one Redis round trip
+ * (`Reservations.liveWithCounts`); only runtimes that beat since then are counted again, in a second.
  */
 export async function readCandidates(
   view: CapacityViewStore<CapacityDescriptor>,
   reservations: Reservations,
   now: number,
   staleMs: number,
+  beatAts?: Map<string, number>,
 ): Promise<Placeable[]> {
   const out: Placeable[] = [];
-  // Retired runtimes are not read at all: they never take work again (platform/capacity-view.ts `live`).
-  const registered = (await view.live()).filter((d) => d.registration !== undefined);
-  // Reservations matter only on a runtime that may still take work: one pipelined read for those.
-  const liveDescriptors = registered.filter((d) => rankOf(d.status) < rankOf("fenced"));
-  const live = liveDescriptors.map((d) => d.runtimeInstanceId);
-  const at = new Map(live.map((id, i) => [id, i]));
-  // A reservation whose run the latest heartbeat already shows is not subtracted twice.
-  const beatAts = liveDescriptors.map((d) => takenAtOf(currentBeat(d)));
-  const reserved = await reservations.countMany(live, now, beatAts);
+  const { registered, reservedOf } = await readCounted(view, reservations, now, beatAts);
   for (const d of registered) {
     const reg = d.registration!;
-    const i = at.get(d.runtimeInstanceId);
-    const reservedSlots = i === undefined ? 0 : reserved[i]!;
+    const reservedSlots = reservedOf.get(d.runtimeInstanceId) ?? 0;
     const r = routability(d, { now, staleMs, reservedSlots });
     const hb = currentBeat(d);
     const endpoint = visibleEndpoint(d)?.endpoint;
@@ -80,4 +74,53 @@ export async function readCandidates(
     });
   }
   return out;
+}
+
+/** Reservations matter only on a runtime that may still take work. */
+const mayTakeWork = (d: CapacityDescriptor) => rankOf(d.status) < rankOf("fenced");
+
+/**
+ * The registered live descriptors and the reservations held on each that may still take work (not
+ * counting those its current beat shows). Retired runtimes are not read at all: they never take work
+ * again (platform/capacity-view.ts `live`).
+ */
+async function readCounted(
+  view: CapacityViewStore<CapacityDescriptor>,
+  reservations: Reservations,
+  now: number,
+  beatAts: Map<string, number> | undefined,
+): Promise<{ registered: CapacityDescriptor[]; reservedOf: Map<string, number> }> {
+  const reservedOf = new Map<string, number>();
+  if (!beatAts || !reservations.liveWithCounts) {
+    const registered = (await view.live()).filter((d) => d.registration !== undefined);
+    const live = registered.filter(mayTakeWork);
+    // A reservation whose run the latest heartbeat already shows is not subtracted twice.
+    const counts = await reservations.countMany(
+      live.map((d) => d.runtimeInstanceId),
+      now,
+      live.map((d) => takenAtOf(currentBeat(d))),
+    );
+    live.forEach((d, i) => reservedOf.set(d.runtimeInstanceId, counts[i]!));
+    return { registered, reservedOf };
+  }
+  const rows = (await reservations.liveWithCounts(now, beatAts)).map((r) => ({
+    ...r,
+    d: JSON.parse(r.json) as CapacityDescriptor,
+  }));
+  const counted = rows.filter((r) => r.d.registration !== undefined && mayTakeWork(r.d));
+  // Counted for another beat than the descriptor's current one (it beat since the last read, or it is
+  // new): counted again for its own, so the count is always the one its current beat leaves.
+  const recount = counted.filter((r) => r.countedFor !== takenAtOf(currentBeat(r.d)));
+  const again = await (recount.length === 0
+    ? []
+    : reservations.countMany(
+        recount.map((r) => r.d.runtimeInstanceId),
+        now,
+        recount.map((r) => takenAtOf(currentBeat(r.d))),
+      ));
+  for (const r of counted) reservedOf.set(r.d.runtimeInstanceId, r.reserved);
+  recount.forEach((r, i) => reservedOf.set(r.d.runtimeInstanceId, again[i]!));
+  beatAts.clear();
+  for (const r of counted) beatAts.set(r.d.runtimeInstanceId, takenAtOf(currentBeat(r.d)));
+  return { registered: rows.map((r) => r.d).filter((d) => d.registration !== undefined), reservedOf };
 }

@@ -80,7 +80,8 @@ export async function admissionPass(deps: AdmissionDeps, state: AdmissionState):
   // each read was two Redis round trips (issue 15). The blocks found so far are kept as they are:
   // the next pass with work adopts them against the view it reads, as it would have.
   if (side.length === 0 && work.queues.size === 0) return;
-  const candidates = await readCandidates(deps.view, deps.reservations, now, staleHeartbeatMsOf(deps.config));
+  const staleMs = staleHeartbeatMsOf(deps.config);
+  const candidates = await readCandidates(deps.view, deps.reservations, now, staleMs, state.beatAts);
   const budget = new PassBudget(
     candidates,
     deps.index,

@@ -21,6 +21,8 @@ export interface AdmissionState {
   readonly sends: Set<Promise<unknown>>;
   /** Called when a command was answered (or failed), so runs waiting on it are looked at at once. */
   readonly onSendDone: () => void;
+  /** Each runtime's beat time at the last capacity read (candidates.ts: one Redis round trip while it holds). */
+  readonly beatAts: Map<string, number>;
   /** Tenants the last pass found blocked, carried into the next (PassBudget.adopt). */
   blocks?: CarriedBlocks;
   /** The pass's per-tenant read of the last `worker.deployed` (deployed-version.ts); set by each pass. */

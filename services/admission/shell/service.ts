@@ -69,6 +69,7 @@ export async function startAdmission(
     fair: new FairShare(),
     flow: new FlowKeys(),
     sends: new Set(),
+    beatAts: new Map(),
     onSendDone: () => pass(),
   };
   let running: Promise<void> | undefined;
