@@ -1,8 +1,7 @@
 import { LifecycleGate } from "../../../platform/hosts/lifecycle-gate.ts";
-import { isDroverError, type HostProvider, type Reason, type RuntimeWorker } from "../../../contracts/index.ts";
-import { sourceWorker } from "../../../platform/hosts/worker-builds.ts";
+import { isDroverError, type HostProvider } from "../../../contracts/index.ts";
 import type { StoredEvent } from "../../../streams/index.ts";
-import { kubernetesWorker } from "../domain/kubernetes-worker.ts";
+import { workerKindsOf, workerOf } from "./worker-of.ts";
 import { recordDeploy } from "./deploys.ts";
 import { planRequest } from "../domain/plan.ts";
 import type { Roster } from "../domain/runtime-roster.ts";
@@ -16,7 +15,7 @@ import { driveHostStart, warmMemberServes, type PlannedStart } from "./host-star
 import { observe, originOf, outcome, settle } from "./request-writer.ts";
 import { RosterView } from "./roster-view.ts";
 import { RuntimeWriter } from "./runtime-writer.ts";
-import { lookAtConflict, PlanAgain, readSlot, slotEntry } from "./runtime-slot.ts";
+import { lookAtConflict, PlanAgain, readSlot, slotEntry, type SlotClaim } from "./runtime-slot.ts";
 import { runtimeRef } from "../../../streams/index.ts";
 import { StartGate, type Ticket } from "./start-gate.ts";
 import { BusyStarts } from "./busy-starts.ts";
@@ -69,6 +68,8 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
   const prefixGate = new LifecycleGate();
   const gate = new StartGate(d.maxConcurrentHostStartups);
   const inFlight = new Map<string, Promise<void>>();
+  /** Requests being driven here, by their runtime prefix. */
+  const driving = new Map<string, number>();
   const providers = [...d.strategies.keys()] as HostProvider[];
   const busy = new BusyStarts();
   // The refill starts a member only once the binds and host starts in flight are done (or after a
@@ -90,8 +91,15 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
     }),
   );
 
-  async function drive(tenantId: string, requestId: string): Promise<void> {
+  async function drive(tenantId: string, requestId: string, prefixAsked: string | undefined): Promise<void> {
     const t0 = performance.now();
+    // The plan's reads (the prefix's slot, then the roster after it) go side by side with `observe`
+    // instead of after it: a recovery claim waited for four round trips one after another.
+    // `prefixAsked` is the request's prefix as delivered, undefined while another request of the
+    // prefix is driven here: a plan under the gate after that one's start would count a roster
+    // without it (its batch would conflict on the slot and plan again).
+    const reads = prefixAsked === undefined ? undefined : planReads(tenantId, prefixAsked);
+    reads?.catch(() => undefined); // awaited by the first plan, which reads again after a failure
     let s = await observe(d, tenantId, requestId);
     const observedMs = Math.round(performance.now() - t0);
     if (!s) return;
@@ -101,7 +109,9 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
     let ticket: Ticket | undefined;
     try {
       const first = s;
-      let planned = await prefixGate.run(prefix, () => decide(first, {}));
+      let planned = await prefixGate.run(prefix, () =>
+        decide(first, prefix === prefixAsked && reads ? { reads } : {}),
+      );
       if (planned === WAIT) {
         ticket = await gate.acquire(pool.enabled);
         // Planned again on the roster as it is now (a runtime of the tenant may have come meanwhile).
@@ -161,18 +171,26 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
     }
   }
 
+  /** The prefix's slot, then the roster (read after the slot: runtime-slot.ts), with their times. */
+  async function planReads(tenantId: string, prefix: string): Promise<PlanReads> {
+    const t0 = performance.now();
+    const slot = await readSlot(d, tenantId, prefix);
+    const slotMs = Math.round(performance.now() - t0);
+    const current = await roster.current();
+    return { slot, current, slotMs, rosterMs: Math.round(performance.now() - t0) - slotMs };
+  }
+
   /**
    * Plans under the prefix gate; settles everything but a start, and registers a start before the
    * gate opens: a claimed warm member, or — `mayStartCold`, i.e. holding a start slot or a member
    * ticket — a cold start; without it, {@link WAIT} (nothing written).
    */
-  async function decide(
-    s: RequestState,
-    opts: { readonly cold?: boolean; readonly mayStartCold?: boolean },
-  ): Promise<PlannedStart | typeof WAIT | undefined> {
+  async function decide(s: RequestState, opts: PlanOptions): Promise<PlannedStart | typeof WAIT | undefined> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await decideOnce(s, opts);
+        // Reads made before the gate serve the first plan only (a second one needs a fresh roster).
+        const { reads, ...rest } = opts;
+        return await decideOnce(s, attempt === 1 && reads ? { ...rest, reads } : rest);
       } catch (e) {
         if (!(e instanceof PlanAgain) || attempt >= MAX_PLANS) throw e;
         d.log("runtime start lost its slot: planning again", { requestId: s.request?.requestId, why: e.why, attempt });
@@ -181,18 +199,14 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
   }
 
   /** One plan; throws `PlanAgain` when its start lost the prefix's runtime slot (runtime-slot.ts). */
-  async function decideOnce(
-    s: RequestState,
-    opts: { readonly cold?: boolean; readonly mayStartCold?: boolean },
-  ): Promise<PlannedStart | typeof WAIT | undefined> {
+  async function decideOnce(s: RequestState, opts: PlanOptions): Promise<PlannedStart | typeof WAIT | undefined> {
     const req = s.request!;
-    // Read before the roster: a start the roster misses moved this sequence, so ours then conflicts.
+    // The slot is read before the roster: a start the roster misses moved it, so ours then conflicts.
     // A scale-out request is tenant-scoped: its `requested` always names the tenant (its subject's).
     const t0 = performance.now();
-    const slot = await readSlot(d, s.tenantId as string, req.policy.runtimeInstanceIdPrefix);
-    const slotMs = Math.round(performance.now() - t0);
-    const current = await roster.current();
-    const rosterMs = Math.round(performance.now() - t0) - slotMs;
+    const early = await opts.reads?.catch(() => undefined);
+    const { slot, current, slotMs, rosterMs } =
+      early ?? (await planReads(s.tenantId as string, req.policy.runtimeInstanceIdPrefix));
     const plan = planRequest({
       request: s,
       roster: current,
@@ -267,7 +281,8 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
             requestId: req.requestId,
             slotMs,
             rosterMs,
-            claimMs: Math.round(performance.now() - t0) - slotMs - rosterMs,
+            claimMs: Math.round(performance.now() - t0) - (early ? 0 : slotMs + rosterMs),
+            readsEarly: !!early,
           });
           return warm;
         }
@@ -305,7 +320,19 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
       const requestId = requested.event.data.requestId;
       const key = `${tenantId}/${requestId}`;
       const running = inFlight.get(key);
-      const p = running ?? drive(tenantId, requestId).finally(() => inFlight.delete(key));
+      const prefix = requested.event.data.policy.runtimeInstanceIdPrefix;
+      const p =
+        running ??
+        (() => {
+          const alone = !driving.has(prefix);
+          driving.set(prefix, (driving.get(prefix) ?? 0) + 1);
+          return drive(tenantId, requestId, alone ? prefix : undefined).finally(() => {
+            inFlight.delete(key);
+            const n = (driving.get(prefix) ?? 1) - 1;
+            if (n > 0) driving.set(prefix, n);
+            else driving.delete(prefix);
+          });
+        })();
       if (!running) inFlight.set(key, p);
       // No redelivery follows a failure of the last delivery, nor one the consumer terminates (an
       // error a redelivery cannot change: consumer-outcome.ts), so neither may leave the request open.
@@ -333,34 +360,17 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
   };
 }
 
-/**
- * The worker a runtime of the tenant registers (docs/worker-versions.md): the version the request
- * pins, or the tenant's current one. Process hosts: the module built now (or a pinned version's
- * bundle). Kubernetes hosts: the digest of the image the Pod runs (domain/kubernetes-worker.ts).
- */
-async function workerOf(
-  d: ProvisionerDeps,
-  tenantId: string | undefined,
-  provider: HostProvider,
-  version: string | undefined,
-  roster: Roster,
-): Promise<{ readonly worker: RuntimeWorker } | { readonly reason: Reason } | undefined> {
-  const worker = tenantId && d.tenantSettings ? d.tenantSettings(tenantId).worker : undefined;
-  if (!worker || !tenantId) return undefined;
-  if (provider === "kubernetes") {
-    const image = worker.image ?? d.kubernetesImage;
-    if (image === undefined) return undefined;
-    return kubernetesWorker({ image, tenantId, roster, now: d.clock.now(), ...(version ? { version } : {}) });
-  }
-  try {
-    return { worker: (await (d.buildWorker ?? sourceWorker)(worker.module, version)).worker };
-  } catch (e) {
-    return { reason: { code: "worker-invalid", detail: String((e as Error).message ?? e).slice(0, 2000) } };
-  }
+/** What a plan reads: the prefix's runtime slot, then the roster. */
+interface PlanReads {
+  readonly slot: SlotClaim;
+  readonly current: Roster;
+  readonly slotMs: number;
+  readonly rosterMs: number;
 }
 
-/** The handlers of the tenant's worker, from this provisioner's own configuration. */
-function workerKindsOf(d: ProvisionerDeps, tenantId: string | undefined): { workerKinds?: readonly string[] } {
-  const worker = tenantId && d.tenantSettings ? d.tenantSettings(tenantId).worker : undefined;
-  return worker ? { workerKinds: worker.kinds } : {};
+interface PlanOptions {
+  readonly cold?: boolean;
+  readonly mayStartCold?: boolean;
+  /** The reads made side by side with `observe` (first plan only). */
+  readonly reads?: Promise<PlanReads>;
 }
