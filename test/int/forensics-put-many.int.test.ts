@@ -123,6 +123,10 @@ describe("versioned document writes of one batch (putManyIfNewer) against real F
     expect((await ledger.listIndexes().toArray()).map((i) => i.name).sort()).toEqual(["_id_", "page_1", "runKey_1"]);
     // Runs are read by their versions' key only.
     expect((await runs.listIndexes().toArray()).map((i) => i.name).sort()).toEqual(["_id_", "key_1"]);
+    // A document's versions are found through that index, never by a scan of the collection.
+    const plan = JSON.stringify(await db.command({ explain: { find: "runs", filter: { key: "t:r1" } } }));
+    expect(plan).toMatch(/SEARCH \S+ USING INDEX \S+_key_1 \(<expr>=\?\)/);
+    expect(plan).not.toMatch(/SCAN runs/);
     await db.dropDatabase();
   });
 
