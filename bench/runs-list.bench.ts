@@ -53,6 +53,7 @@ try {
   }
   for (let i = 0; i < runs.length; i += 1000)
     await db.collection<StoredDoc>("runs").insertMany(runs.slice(i, i + 1000).map(storedDoc));
+  await db.collection("runs").createIndex({ key: 1 }); // what the API reads a run by (ensureIndexes)
   await db.collection<RunPageDoc>("run_pages").insertMany([...pages.values()]);
   await db.collection<RunCountDoc>("run_counts").insertOne(count!);
   await db.collection<{ _id: string; seq: number }>(CHECKPOINT_COLLECTION).insertOne({ _id: "forensics", seq: RUNS });

@@ -67,9 +67,10 @@ export interface Refs {
  * (2: ledger rows are placed in lanes and pages, `ledger_counts`, `ledger_pages`, `runKey`;
  * 3: a ledger row is stored as one document, its unqueried fields in one JSON string, its unqueried fields in one JSON string;
  * 4: run and execution documents are stored as {@link StoredDoc};
- * 5: ledger rows are stored in chunks, {@link StoredLedgerChunk}).
+ * 5: ledger rows are stored in chunks, {@link StoredLedgerChunk};
+ * 6: a run or execution document is stored as versions, each inserted once, {@link StoredDoc}).
  */
-export const READ_MODEL_SHAPE = 5;
+export const READ_MODEL_SHAPE = 6;
 
 export * from "./read-model-storage.ts";
 

@@ -1,15 +1,18 @@
 import type { JetStreamManager, StoredMsg } from "@nats-io/jetstream";
-import { decodeEvent } from "../contracts/index.ts";
+import { decodeEvent, type DagMemo } from "../contracts/index.ts";
 import { isNotFound, toStoreError } from "./nats-errors.ts";
 import type { StoredEvent, Undecodable } from "./types.ts";
 
-/** Decodes a stored message; an invalid one raises `contract-violation` naming its stream sequence (never skipped). */
-export function toStoredEvent(m: Pick<StoredMsg, "seq" | "subject" | "time" | "data">): StoredEvent {
+/**
+ * Decodes a stored message; an invalid one raises `contract-violation` naming its stream sequence (never skipped).
+ * With `dags`, a submission's DAG is checked through that memo (contracts `DagMemo`: the same verdict, a DAG seen before not parsed again).
+ */
+export function toStoredEvent(m: Pick<StoredMsg, "seq" | "subject" | "time" | "data">, dags?: DagMemo): StoredEvent {
   return {
     seq: m.seq,
     subject: m.subject,
     time: m.time,
-    event: decodeEvent(m.data, { seq: m.seq, subject: m.subject }),
+    event: decodeEvent(m.data, { seq: m.seq, subject: m.subject }, dags),
   };
 }
 

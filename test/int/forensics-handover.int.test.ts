@@ -14,12 +14,13 @@ import { createEventStore } from "../../streams/event-store.ts";
 import type { EventStore } from "../../streams/types.ts";
 import { appendExamples, appendScenario } from "../support/forensics-scenario.ts";
 import { uniqueName } from "../support/isolation.ts";
+import { asRead } from "../support/read-model-dump.ts";
 import { eventually, freshStreams, type StreamsFixture } from "../support/streams.ts";
 
-/** Every read-model collection, sorted by `_id`. */
+/** Every read-model collection, sorted by `_id` (run and execution documents as read: `asRead`). */
 async function dump(db: Db): Promise<Record<string, unknown[]>> {
   const out: Record<string, unknown[]> = {};
-  for (const c of READ_MODEL_COLLECTIONS) out[c] = await db.collection(c).find().sort({ _id: 1 }).toArray();
+  for (const c of READ_MODEL_COLLECTIONS) out[c] = asRead(c, await db.collection(c).find().sort({ _id: 1 }).toArray());
   return out;
 }
 

@@ -21,15 +21,16 @@ import { execRef } from "../../streams/subjects.ts";
 import type { EventStore, StoredEvent } from "../../streams/types.ts";
 import { acmeForensicsId, appendExamples, appendScenario, scenario as s } from "../support/forensics-scenario.ts";
 import { uniqueName } from "../support/isolation.ts";
+import { asRead } from "../support/read-model-dump.ts";
 import { event, eventually, freshStreams, type StreamsFixture } from "../support/streams.ts";
 
 /**
- * Every read-model collection, sorted by `_id`, ledger rows as read (`ledgerRowsOf`, each row once,
+ * Every read-model collection, sorted by `_id`, run and execution documents as read (`asRead`), ledger rows as read (`ledgerRowsOf`, each row once,
  * whatever chunks a batch cut them in): what "the same read models" means.
  */
 async function dump(db: Db): Promise<Record<string, unknown[]>> {
   const out: Record<string, unknown[]> = {};
-  for (const c of READ_MODEL_COLLECTIONS) out[c] = await db.collection(c).find().sort({ _id: 1 }).toArray();
+  for (const c of READ_MODEL_COLLECTIONS) out[c] = asRead(c, await db.collection(c).find().sort({ _id: 1 }).toArray());
   const rows = new Map((out.ledger as StoredLedgerChunk[]).flatMap(ledgerRowsOf).map((r) => [r._id, r]));
   out.ledger = [...rows.values()].sort((a, b) => (a._id < b._id ? -1 : 1));
   return out;

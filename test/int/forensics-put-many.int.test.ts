@@ -121,12 +121,16 @@ describe("versioned document writes of one batch (putManyIfNewer) against real F
     await ensureIndexes(readModelDb(db));
     await ensureIndexes(readModelDb(db)); // idempotent
     expect((await ledger.listIndexes().toArray()).map((i) => i.name).sort()).toEqual(["_id_", "page_1", "runKey_1"]);
-    // Runs are read by _id only.
-    expect((await runs.listIndexes().toArray()).map((i) => i.name)).toEqual(["_id_"]);
+    // Runs are read by their versions' key only.
+    expect((await runs.listIndexes().toArray()).map((i) => i.name).sort()).toEqual(["_id_", "key_1"]);
+    // A document's versions are found through that index, never by a scan of the collection.
+    const plan = JSON.stringify(await db.command({ explain: { find: "runs", filter: { key: "t:r1" } } }));
+    expect(plan).toMatch(/SEARCH \S+ USING INDEX \S+_key_1 \(<expr>=\?\)/);
+    expect(plan).not.toMatch(/SCAN runs/);
     await db.dropDatabase();
   });
 
-  it("run and execution documents are stored as StoredDoc (NUL replaced before encoding) and read back as written", async () => {
+  it("run and execution documents are stored as versions (StoredDoc, NUL replaced before encoding), inserted once, and read back as the newest", async () => {
     const db = mongo.db(uniqueName("putmany"));
     const runs = db.collection<{ _id: string; tenantId: string; lastSeq: number; reason: string; n: number[] }>("runs");
     await insertNewOrPut(runs, [{ _id: "t:r1", tenantId: "t", lastSeq: 2, reason: "bad\u0000byte", n: [1] }]);
@@ -134,11 +138,13 @@ describe("versioned document writes of one batch (putManyIfNewer) against real F
       { _id: "t:r1", tenantId: "t", lastSeq: 1, reason: "older", n: [] },
       { _id: "t:r2", tenantId: "t", lastSeq: 4, reason: "ok", n: [2, 3] },
     ]);
+    // A version written again (a retried batch) is a duplicate key: skipped, not an error.
+    await putManyIfNewer(runs, [{ _id: "t:r2", tenantId: "t", lastSeq: 4, reason: "ok", n: [2, 3] }]);
     const raw = await runs.find({}).sort({ _id: 1 }).toArray();
-    expect(raw.map((d) => Object.keys(d).sort())).toEqual([
-      ["_id", "d", "lastSeq", "tenantId"],
-      ["_id", "d", "lastSeq", "tenantId"],
-    ]);
+    expect(raw.map((d) => d._id)).toEqual(["t:r1@1", "t:r1@2", "t:r2@4"]);
+    expect(raw.map((d) => Object.keys(d).sort())).toEqual(
+      raw.map(() => ["_id", "d", "key", "lastSeq", "tenantId"]),
+    );
     expect(await byId(runs, "t:r1")).toEqual({
       _id: "t:r1",
       tenantId: "t",

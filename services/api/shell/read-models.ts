@@ -5,6 +5,8 @@ import {
   CHECKPOINT_COLLECTION,
   docOf,
   executionDocId,
+  newestDoc,
+  refuseOlderDoc,
   runDocId,
   type ExecutionDoc,
   type ForensicsRow,
@@ -90,9 +92,16 @@ function mine<T extends { readonly tenantId?: string }>(tenantId: string, doc: T
 
 /** {@link ReadModels} over the projector's database (the same name the `forensics` service writes). */
 export function mongoReadModels(db: Db): ReadModels {
-  // Stored encoded (StoredDoc): the tenant checked on the stored fields, then decoded.
+  // Stored encoded as versions (StoredDoc): the newest version of the key, its tenant checked on the
+  // stored fields, then decoded. One `{key}` query (its index) per document: O(its versions).
   const runs = db.collection<StoredDoc>("runs");
   const executions = db.collection<StoredDoc>("executions");
+  const newest = async (c: typeof runs, key: string): Promise<StoredDoc | null> => {
+    const found = newestDoc(await c.find({ key }).toArray());
+    // No version: a document stored by an older shape (by `_id`, no `key`) is 503, not "not found".
+    if (!found) refuseOlderDoc(await c.findOne({ _id: key }));
+    return found ?? null;
+  };
   const decoded = <T extends RunDoc | ExecutionDoc>(tenantId: string, s: StoredDoc | null): T | undefined => {
     const doc = mine(tenantId, s);
     return doc && docOf<T>(doc);
@@ -109,12 +118,12 @@ export function mongoReadModels(db: Db): ReadModels {
   return {
     // By `_id` (which starts with the tenant): FerretDB finds those through its `_id` index.
     run: (tenantId, sharedRunId) =>
-      guarded(async () => decoded<RunDoc>(tenantId, await runs.findOne({ _id: runDocId(tenantId, sharedRunId) }))),
+      guarded(async () => decoded<RunDoc>(tenantId, await newest(runs, runDocId(tenantId, sharedRunId)))),
     executions: (tenantId, ids) =>
       guarded(async () => {
         const docs = await Promise.all(
           ids.map(async (id) =>
-            decoded<ExecutionDoc>(tenantId, await executions.findOne({ _id: executionDocId(tenantId, id) })),
+            decoded<ExecutionDoc>(tenantId, await newest(executions, executionDocId(tenantId, id))),
           ),
         );
         return docs.filter((d) => d !== undefined).sort((a, b) => a.firstSeq - b.firstSeq);
@@ -153,7 +162,7 @@ export function mongoReadModels(db: Db): ReadModels {
     runsById: (tenantId, ids) =>
       guarded(async () => {
         const docs = await Promise.all(
-          ids.map(async (id) => decoded<RunDoc>(tenantId, await runs.findOne({ _id: runDocId(tenantId, id) }))),
+          ids.map(async (id) => decoded<RunDoc>(tenantId, await newest(runs, runDocId(tenantId, id)))),
         );
         return docs.filter((d) => d !== undefined);
       }),

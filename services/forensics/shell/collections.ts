@@ -3,6 +3,7 @@ import { mayHoldNul, storable } from "../domain/fact.ts";
 import {
   CHECKPOINT_COLLECTION,
   docOf,
+  newestDoc,
   storedDoc,
   READ_MODEL_COLLECTIONS,
   RETIRED_READ_MODEL_COLLECTIONS,
@@ -29,11 +30,13 @@ export interface CheckpointDoc {
 }
 
 /**
- * The collections whose documents are stored encoded ({@link StoredDoc}: contracts/read-models.ts):
- * typed here as the documents they hold, written by {@link putManyIfNewer} / {@link insertNewOrPut}
- * and read by {@link byId}, which encode and decode them.
+ * The collections whose documents are stored encoded as versions ({@link StoredDoc}:
+ * contracts/read-models.ts): typed here as the documents they hold, written by {@link insertVersions}
+ * (which {@link putManyIfNewer} / {@link insertNewOrPut} turn to for them) and read by {@link byId},
+ * which encode them and decode the newest version.
  */
 const ENCODED: ReadonlySet<string> = new Set(["runs", "executions"]);
+const isVersioned = (c: { readonly collectionName: string }): boolean => ENCODED.has(c.collectionName);
 
 /**
  * `doc` as written to `c`: sanitised (`storable`), encoded where `c` is. An encoded document is made
@@ -87,11 +90,10 @@ export function readModelDb(db: Db): ReadModelDb {
 // `{tenantId, sharedRunId}` is a search on tenantId alone, whatever index it picks), so an index per
 // leading field: a second compound index with the same first column is never searched on more and
 // only costs its upkeep on every insert (W2: ledger rows are most of what FerretDB writes).
-// `runs` and `executions` are read by `_id` only (services/api/shell/read-models.ts): no index but
-// `_id`, which their versioned upserts (most of FerretDB's work in W2) would otherwise each keep up.
+// `runs` and `executions` are read by their versions' `key` only (services/api/shell/read-models.ts).
 const INDEXES: Readonly<Partial<Record<(typeof READ_MODEL_COLLECTIONS)[number], readonly IndexSpecification[]>>> = {
-  runs: [],
-  executions: [],
+  runs: [{ key: 1 }],
+  executions: [{ key: 1 }],
   incidents: [{ tenantIds: 1 }, { runtimeInstanceId: 1 }],
   incident_items: [{ incidentId: 1, tenantId: 1 }],
   forensics: [
@@ -144,6 +146,7 @@ export async function putIfNewer<T extends { readonly _id: string; readonly last
   c: Collection<T>,
   doc: T,
 ): Promise<void> {
+  if (isVersioned(c)) return insertVersions(c, [doc]);
   try {
     await c.replaceOne({ _id: doc._id, lastSeq: { $lt: doc.lastSeq } } as Filter<T>, toStored(c, doc), {
       upsert: true,
@@ -166,6 +169,7 @@ export async function putManyIfNewer<T extends { readonly _id: string; readonly 
   c: Collection<T>,
   docs: readonly T[],
 ): Promise<void> {
+  if (isVersioned(c)) return insertVersions(c, docs);
   for (let at = 0; at < docs.length; at += UPDATES_PER_CALL)
     await putChunkIfNewer(c, docs.slice(at, at + UPDATES_PER_CALL));
 }
@@ -217,6 +221,7 @@ export async function insertNewOrPut<T extends { readonly _id: string; readonly 
   docs: readonly T[],
 ): Promise<void> {
   if (docs.length === 0) return;
+  if (isVersioned(c)) return insertVersions(c, docs);
   try {
     await c.insertMany(
       docs.map((d) => toStored(c, d) as OptionalUnlessRequiredId<T>),
@@ -274,9 +279,31 @@ export async function insertRows<T extends { readonly _id: string }>(
   }
 }
 
-/** Reads one document by `_id` (decoded where its collection is encoded) without Mongo's own `_id` typing getting in the way. */
+/**
+ * Writes each document of a versioned collection (`runs`, `executions`) as a new version, in one
+ * unordered insert: a version is keyed by its document and `lastSeq` and is a pure function of the
+ * events up to there, so a taken `_id` is the same version written before (a retried batch, a replay
+ * after a crash) and is skipped; readers take the newest version. No update at all: FerretDB ran
+ * each versioned upsert as a transaction of its own (contracts/read-models.ts `StoredDoc`).
+ */
+export async function insertVersions<T extends { readonly _id: string; readonly lastSeq: number }>(
+  c: Collection<T>,
+  docs: readonly T[],
+): Promise<void> {
+  await insertRows(
+    c,
+    docs.map((d) => toStored(c, d)),
+  );
+}
+
+/**
+ * Reads one document by `_id` (of a versioned collection: the newest version of that key, decoded)
+ * without Mongo's own `_id` typing getting in the way.
+ */
 export async function byId<T extends { readonly _id: string }>(c: Collection<T>, id: string): Promise<T | undefined> {
-  const found = (await c.findOne({ _id: id } as Filter<T>)) as T | null;
-  if (!found) return undefined;
-  return ENCODED.has(c.collectionName) ? (docOf(found as unknown as StoredDoc) as unknown as T) : found;
+  if (isVersioned(c)) {
+    const newest = newestDoc((await c.find({ key: id } as unknown as Filter<T>).toArray()) as unknown as StoredDoc[]);
+    return newest ? (docOf(newest) as unknown as T) : undefined;
+  }
+  return ((await c.findOne({ _id: id } as Filter<T>)) as T | null) ?? undefined;
 }
