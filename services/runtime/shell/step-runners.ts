@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 import { setTimeout as delay } from "node:timers/promises";
 import { z } from "zod";
 import { DroverError, EgressSettings, resolveRefs, type Step } from "../../../contracts/index.ts";
@@ -10,7 +10,11 @@ import { callChatCompletion } from "./llm-client.ts";
 import type { SecretResolver } from "./secrets.ts";
 import type { LoadedWorker } from "./worker-module.ts";
 
-export const sha256Hex = (s: string): string => createHash("sha256").update(s).digest("hex");
+/**
+ * One-shot (`crypto.hash`): two digests a step (its inputs, its output), and a `Hash` object made per
+ * digest cost ~5 µs against ~2 µs at the sizes of a step's inputs.
+ */
+export const sha256Hex = (s: string): string => hash("sha256", s, "hex");
 
 /** What one attempt of a step sees: its recorded inputs and the means to stop early. */
 export interface StepContext {
