@@ -15,8 +15,8 @@ const sparse = [1, , 3]; // eslint-disable-line no-sparse-arrays
 
 describe("canonicalJson", () => {
   it.each([
-    ["scalars", [null, true, 0, -1.5, "x", "é\u2028\"q\""]],
-    ["keys in code-unit order, undefined values dropped", { b: 1, a: undefined, B: [2], "é": 3, "": 4, "10": 5, "9": 6 }],
+    ["scalars", [null, true, 0, -1.5, "x", 'é\u2028"q"']],
+    ["keys in code-unit order, undefined values dropped", { b: 1, a: undefined, B: [2], é: 3, "": 4, "10": 5, "9": 6 }],
     ["nested arrays and objects", { z: [{ y: 1, x: [null, { w: undefined }] }], a: {} }],
     ["undefined and functions in arrays become null", [undefined, () => 1, Symbol("s")]],
     ["a hole stays empty", sparse],
@@ -31,8 +31,16 @@ describe("canonicalJson", () => {
   });
 
   it("records a step's inputs with its dependencies' digests in dependency-id order", () => {
-    const step = { id: "s3", kind: "compute", params: { durationMs: 0, busy: false }, dependsOn: ["s2", "s1"] } as const;
-    const deps = new Map([["s1", "d1"], ["s2", "d2"]]);
+    const step = {
+      id: "s3",
+      kind: "compute",
+      params: { durationMs: 0, busy: false },
+      dependsOn: ["s2", "s1"],
+    } as const;
+    const deps = new Map([
+      ["s1", "d1"],
+      ["s2", "d2"],
+    ]);
     expect(stepInputs(step as never, deps)).toBe(
       '{"deps":[["s1","d1"],["s2","d2"]],"kind":"compute","params":{"busy":false,"durationMs":0},"step":"s3"}',
     );

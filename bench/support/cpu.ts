@@ -58,7 +58,11 @@ export async function stopRuntimesForProfiles(): Promise<void> {
   if (!process.env.DROVER_CPU_PROF_DIR) return;
   const pids = [...(await cpuSnapshot())].filter(([, p]) => p.name === "runtime").map(([pid]) => pid);
   for (const pid of pids) process.kill(pid, "SIGTERM");
-  const alive = (pid: number) => readFile(`/proc/${pid}/stat`, "utf8").then((s) => !/\) Z /.test(s), () => false);
+  const alive = (pid: number) =>
+    readFile(`/proc/${pid}/stat`, "utf8").then(
+      (s) => !/\) Z /.test(s),
+      () => false,
+    );
   for (const deadline = Date.now() + 10_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 100)))
     if (!(await Promise.all(pids.map(alive))).some(Boolean)) return;
 }

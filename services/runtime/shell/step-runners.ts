@@ -54,16 +54,16 @@ export const runStep: StepRunner = async (step, ctx) => {
   const inputDigest = sha256Hex(stepInputs(step, ctx.depDigests));
   switch (step.kind) {
     case "compute":
-      await work(step.params.durationMs, step.params.busy, ctx.signal);
+      await work(step.params.durationMs, step.params.busy, ctx);
       return { digest: inputDigest };
     case "flaky":
-      await work(step.params.durationMs, false, ctx.signal);
+      await work(step.params.durationMs, false, ctx);
       if (flakyFails(step.params.failAttempts, ctx.attempt))
         throw new Error(`flaky step fails attempt ${ctx.attempt} of the first ${step.params.failAttempts}`);
       return { digest: inputDigest, attempt: ctx.attempt };
     case "sleep":
       // The output names the step's duration, not the time left: it is the same whoever finished the timer.
-      await sleepAtLeast(ctx.sleepMs ?? step.params.durationMs, ctx.signal);
+      await sleepAtLeast(ctx.sleepMs ?? step.params.durationMs, ctx);
       return { sleptMs: step.params.durationMs };
     case "http":
       return callHttp(resolvedAs(ResolvedHttp, step, ctx), ctx.signal, ctx.egress ?? DEFAULT_EGRESS);
@@ -212,17 +212,19 @@ async function runCustom(step: Extract<Step, { kind: "custom" }>, ctx: StepConte
  * measures the step (libuv's cached loop time lags it): a 20 ms sleep step was journaled with
  * durationMs 19 (runs-api e2e in CI). The rest is slept out, so a step takes at least its duration.
  */
-async function sleepAtLeast(ms: number, signal: AbortSignal): Promise<void> {
+async function sleepAtLeast(ms: number, ctx: Pick<StepContext, "signal">): Promise<void> {
   const until = performance.now() + ms;
-  for (let left = ms; left > 0; left = until - performance.now()) await delay(Math.ceil(left), undefined, { signal });
+  // The signal is read only when there is something to wait for (a 0 ms step makes none: AttemptSignal).
+  for (let left = ms; left > 0; left = until - performance.now())
+    await delay(Math.ceil(left), undefined, { signal: ctx.signal });
 }
 
-async function work(durationMs: number, busy: boolean, signal: AbortSignal): Promise<void> {
-  if (!busy) return sleepAtLeast(durationMs, signal);
+async function work(durationMs: number, busy: boolean, ctx: Pick<StepContext, "signal">): Promise<void> {
+  if (!busy) return sleepAtLeast(durationMs, ctx);
   // Spin in short slices so an abort (ownership lost, cancel) is seen within a few milliseconds.
   const end = performance.now() + durationMs;
   while (performance.now() < end) {
-    signal.throwIfAborted();
+    ctx.signal.throwIfAborted();
     const slice = Math.min(end, performance.now() + 5);
     while (performance.now() < slice) {
       /* busy */
