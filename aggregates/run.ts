@@ -163,11 +163,13 @@ export function evolveRun(s: RunState, e: RunEvent, seq: number): RunState {
   // Idempotent by stream sequence: a redelivered or already-applied event changes nothing.
   if (seq <= s.lastSeq) return s;
   if (fromUnplacedRuntime(s, e)) return { ...s, lastSeq: seq };
-  const next = apply(s, e, seq);
+  const applied = apply(s, e, seq);
+  // One copy per event: `apply` returns `s` itself or a state it just made, which no one else holds yet.
+  const next: { -readonly [K in keyof RunState]: RunState[K] } = applied === s ? { ...s } : applied;
+  next.lastSeq = seq;
   // Why a run waits is true only while it is queued.
-  if (next.status !== "queued" && next.waitingFor !== undefined)
-    return { ...next, waitingFor: undefined, lastSeq: seq };
-  return { ...next, lastSeq: seq };
+  if (next.status !== "queued" && next.waitingFor !== undefined) next.waitingFor = undefined;
+  return next;
 }
 
 /**

@@ -15,9 +15,11 @@ const ROOT = resolve(import.meta.dirname, "../..");
 export function runtimeCommand(onFallback?: (why: string) => void): readonly string[] {
   // DROVER_CPU_PROF_DIR (with "runtime" in DROVER_CPU_PROF_SERVICES, or that unset): each runtime
   // writes a V8 CPU profile there when it exits, as the services do (platform/control-plane-processes.ts).
-  const { DROVER_CPU_PROF_DIR: profDir, DROVER_CPU_PROF_SERVICES: only } = process.env;
+  const { DROVER_CPU_PROF_DIR: profDir, DROVER_CPU_PROF_SERVICES: only, DROVER_CPU_PROF_INTERVAL_US: us } = process.env;
   const prof =
-    profDir && (!only || only.split(",").includes("runtime")) ? ["--cpu-prof", `--cpu-prof-dir=${profDir}`] : [];
+    profDir && (!only || only.split(",").includes("runtime"))
+      ? ["--cpu-prof", `--cpu-prof-dir=${profDir}`, ...(us ? [`--cpu-prof-interval=${us}`] : [])]
+      : [];
   const fromSource = [process.execPath, ...prof, "--import", "tsx", resolve(ROOT, "services/runtime/main.ts")];
   if (process.env.DROVER_RUNTIME_FROM_SOURCE === "1") return fromSource;
   try {

@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 import type { CapacityDescriptor } from "../../aggregates/capacity/descriptor.ts";
 import { bootstrap } from "../../platform/bootstrap.ts";
 import { redisCapacityView } from "../../platform/capacity-view.ts";
@@ -43,7 +43,7 @@ const service = await startAdmission({
   env: { writer: { service: "admission", instanceId: ctx.instanceId }, clock: systemClock, ids: randomIds },
   send: sendCommand,
   commandTokenFor: ctx.commandTokenFor,
-  sha256: (s) => createHash("sha256").update(s).digest("hex"),
+  sha256: (s) => hash("sha256", s, "hex"),
   log: ctx.log,
   onQueueStalled: (tenant) => stalls.inc({ tenant }),
   snapshots: snapshotsFromEnv(ctx.nc, ctx.layout, "admission", ctx.ops.registry, process.env),

@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 import { Counter, Gauge } from "prom-client";
 import { bootstrap } from "../../platform/bootstrap.ts";
 import { randomIds, systemClock } from "../../platform/envelope.ts";
@@ -60,7 +60,7 @@ const service = await startRecovery({
   env: { writer: { service: "recovery", instanceId: ctx.instanceId }, clock: systemClock, ids: randomIds },
   hosts: (provider) =>
     provider === "process" ? (fencesProcesses ? processes : undefined) : provider === "kubernetes" ? pods : undefined,
-  sha256: (s) => createHash("sha256").update(s).digest("hex"),
+  sha256: (s) => hash("sha256", s, "hex"),
   ...(kicker ? { kick: kicker.kick } : {}),
   log: ctx.log,
   snapshots: snapshotsFromEnv(ctx.nc, ctx.layout, "recovery", ctx.ops.registry, process.env),

@@ -12,8 +12,8 @@ describe("step attempts: timeoutMs, error classification, retry jitter and cap (
     const out = await attemptOutcome(
       { id: StepId.parse("s"), timeoutMs: 30 },
       new AbortController().signal,
-      async (signal) => {
-        seen = signal;
+      async (own) => {
+        seen = own.signal;
         await delay(500); // ignores the signal
         return 1;
       },
@@ -44,7 +44,7 @@ describe("step attempts: timeoutMs, error classification, retry jitter and cap (
     let first: AbortSignal | undefined;
     const attempts = async (n: number) => {
       for (let i = 0; i < n; i++)
-        await attemptOutcome({ id: StepId.parse("s") }, execution.signal, async (signal) => {
+        await attemptOutcome({ id: StepId.parse("s") }, execution.signal, async ({ signal }) => {
           first ??= signal;
           signal.addEventListener("abort", () => undefined);
           return i;
@@ -57,7 +57,7 @@ describe("step attempts: timeoutMs, error classification, retry jitter and cap (
     expect(first).not.toBe(execution.signal);
     // A running attempt sees the execution's abort (ownership lost, cancel) with its reason.
     let seen: AbortSignal | undefined;
-    const running = attemptOutcome({ id: StepId.parse("s") }, execution.signal, async (signal) => {
+    const running = attemptOutcome({ id: StepId.parse("s") }, execution.signal, async ({ signal }) => {
       seen = signal;
       await delay(10_000, undefined, { signal });
     });
@@ -67,6 +67,33 @@ describe("step attempts: timeoutMs, error classification, retry jitter and cap (
     expect(await running).toMatchObject({ ok: false, retryable: true });
     expect(seen?.aborted).toBe(true);
     expect(seen?.reason).toEqual(new Error("ownership lost"));
+  });
+
+  it("an attempt's signal is made when first read: an attempt that never reads it links nothing to its execution, and one read after the timeout or the execution's abort is already aborted with that reason", async () => {
+    const execution = new AbortController();
+    const before = EventEmitter.getEventListeners(execution.signal, "abort").length;
+    await attemptOutcome({ id: StepId.parse("s") }, execution.signal, async () => 1);
+    expect(EventEmitter.getEventListeners(execution.signal, "abort")).toHaveLength(before);
+    let late: AbortSignal | undefined;
+    let readLate = () => {};
+    const lateRead = new Promise<void>((ok) => (readLate = ok));
+    const timedOut = await attemptOutcome({ id: StepId.parse("s"), timeoutMs: 20 }, execution.signal, async (own) => {
+      await delay(60);
+      late = own.signal;
+      readLate();
+      return 1;
+    });
+    expect(timedOut).toMatchObject({ ok: false, code: "step-timeout" });
+    await lateRead;
+    expect(late?.aborted).toBe(true);
+    expect((late?.reason as DroverError).code).toBe("step-timeout");
+    const running = attemptOutcome({ id: StepId.parse("s") }, execution.signal, async (own) => {
+      await delay(30);
+      own.signal.throwIfAborted();
+      return 1;
+    });
+    execution.abort(new Error("cancelled"));
+    expect(await running).toMatchObject({ ok: false, message: "cancelled", retryable: true });
   });
 
   it("retry delay is exponential, capped by maxDelayMs, shortened by at most jitter of itself, and the same for the same attempt", () => {

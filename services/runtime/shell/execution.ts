@@ -269,15 +269,17 @@ export class Execution {
       const own = step.kind === "wait" ? new AbortController() : undefined;
       if (own) this.waitAborts.set(s.stepId, own);
       const parent = own ? AbortSignal.any([this.abort.signal, own.signal]) : this.abort.signal;
-      const outcome = await attemptOutcome(step, parent, async (signal) => {
+      const outcome = await attemptOutcome(step, parent, async (own) => {
         const prefix = `${this.opened.tenantId}/${this.executionId}/${step.id}`;
         if (step.kind === "wait")
-          return recordableOutput(await runWait(this.waitHost, step, signal), prefix, this.env.outputs, undefined);
+          return recordableOutput(await runWait(this.waitHost, step, own.signal), prefix, this.env.outputs, undefined);
         const raw = await withChildRuns(this.child, this.env.runStep)(step, {
           executionId: this.executionId,
           attempt: s.attempt,
           depDigests: this.p.completed,
-          signal,
+          get signal() {
+            return own.signal;
+          },
           llmBaseUrl: this.env.llmBaseUrl,
           ...(this.env.egressFor ? { egress: this.env.egressFor(this.opened.tenantId) } : {}),
           ...(wakeAt === undefined ? {} : { sleepMs: Math.max(0, wakeAt - this.env.clock.now().getTime()) }),

@@ -43,18 +43,16 @@ export async function recordableOutput(
   // What JSON.parse returns is JSON by construction.
   const value: z.infer<typeof StepOutput> = JSON.parse(text);
   const canonical = canonicalJson(value);
-  const bytes = encoder.encode(canonical);
-  if (bytes.length > OUTPUT_MAX_BYTES)
-    throw new DroverError(
-      "step-output-too-large",
-      `the output is ${bytes.length} bytes, more than ${OUTPUT_MAX_BYTES}`,
-    );
+  // Its size without encoding it: only an output for the object store needs its bytes.
+  const size = Buffer.byteLength(canonical, "utf8");
+  if (size > OUTPUT_MAX_BYTES)
+    throw new DroverError("step-output-too-large", `the output is ${size} bytes, more than ${OUTPUT_MAX_BYTES}`);
   if (secrets?.leaks(canonical))
     throw new DroverError("secret-in-output", "the output contains the value of a secret; it is not recorded");
   const outputDigest = sha256Hex(canonical);
-  if (bytes.length <= INLINE_OUTPUT_MAX_BYTES) return { value, outputDigest, output: value };
-  if (!store) throw new DroverError("output-store-unavailable", `a ${bytes.length}-byte output needs the object store`);
-  return { value, outputDigest, outputRef: await store.put(prefix, bytes) };
+  if (size <= INLINE_OUTPUT_MAX_BYTES) return { value, outputDigest, output: value };
+  if (!store) throw new DroverError("output-store-unavailable", `a ${size}-byte output needs the object store`);
+  return { value, outputDigest, outputRef: await store.put(prefix, encoder.encode(canonical)) };
 }
 
 /** The output a journal recorded: inline, or read back from the object store (digest-checked). */
