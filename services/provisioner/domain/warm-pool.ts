@@ -58,13 +58,13 @@ export interface RefillPace {
  * The refill's pace (pure). Urgent — the pool holds (ready or starting) under a quarter of its size,
  * or a scale-out waits for a member or a start slot — : up to twice the start slots at once, without
  * waiting for the binds in flight (the members are for the scale-outs that come next, and a P=20
- * proof's fleet drains a pool of 64 to ~4 before its kills). Otherwise one member at a time, after the
- * binds and host starts in flight: a pool that still holds most of its members gains nothing from
- * boots competing with the binds for the CPU.
+ * proof's fleet drains a pool of 64 to ~4 before its kills). Otherwise as many as the start slots,
+ * each after the binds and host starts in flight: booting beside a burst of binds, members took the
+ * CPU the binds needed (busy-starts.ts).
  */
 export function refillPace(held: number, size: number, startSlots: number, waiting: number): RefillPace {
   const urgent = held < Math.ceil(size / 4) || waiting > 0;
-  return urgent ? { starts: 2 * startSlots, yields: false } : { starts: 1, yields: true };
+  return urgent ? { starts: 2 * startSlots, yields: false } : { starts: startSlots, yields: true };
 }
 
 /**

@@ -89,12 +89,12 @@ describe("warm pool fold (pure, proves no transport)", () => {
 });
 
 describe("warm pool refill pace and replacements' reserve (pure, proves no transport)", () => {
-  it("refills a pool under a quarter full twice the start slots at once without yielding, a fuller one a member at a time after the binds", () => {
+  it("refills a pool under a quarter full twice the start slots at once without yielding, a fuller one the start slots at once after the binds", () => {
     // P=20 proof, pool 64: the fleet's 60 first placements leave 4.
     expect(refillPace(4, 64, 4, 0)).toEqual({ starts: 8, yields: false });
     expect(refillPace(0, 110, 4, 0)).toEqual({ starts: 8, yields: false });
-    expect(refillPace(50, 110, 4, 0)).toEqual({ starts: 1, yields: true });
-    expect(refillPace(16, 64, 4, 0)).toEqual({ starts: 1, yields: true });
+    expect(refillPace(50, 110, 4, 0)).toEqual({ starts: 4, yields: true });
+    expect(refillPace(16, 64, 4, 0)).toEqual({ starts: 4, yields: true });
   });
 
   it("refills urgently while a scale-out waits for a member or a start slot, however full the pool", () => {

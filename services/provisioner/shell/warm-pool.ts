@@ -107,8 +107,8 @@ export function createWarmPool(
         return;
       }
       // Rounds, each on the roster as it is now: a pool drained below a quarter (or a scale-out
-      // waiting) starts up to twice the start slots at once without waiting; a pool still mostly
-      // full starts one member after the binds in flight (refillPace). At session 23's fixed pace
+      // waiting) starts up to twice the start slots at once without waiting; a fuller one as many as
+      // the start slots, after the binds in flight (refillPace). At session 23's fixed pace
       // (four at once, each after the binds, ≤ 3 s) the pool refilled at ~1–1.6 members/s and half
       // the fences of a P=20 proof with pool 64 found no member.
       const pace = refillPace(size - n, size, d.maxConcurrentHostStartups, waiting());
