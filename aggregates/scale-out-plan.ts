@@ -5,6 +5,7 @@ import {
   type DataOf,
   type DroverConfig,
   type Reason,
+  type RuntimeInstanceId,
   type TenantSettings,
   type WorkerVersion,
 } from "../contracts/index.ts";
@@ -71,6 +72,7 @@ export function scaleOutRequestData(
   reason: Reason,
   now: number,
   workerVersion?: WorkerVersion,
+  replaces?: RuntimeInstanceId,
 ): DataOf<"scaleout.requested"> {
   return {
     requestId,
@@ -89,6 +91,7 @@ export function scaleOutRequestData(
     transport: tenant.transport,
     expiresAt: new Date(now + config.scaleOutExpiryMs).toISOString(),
     ...(workerVersion ? { workerVersion } : {}),
+    ...(replaces ? { replaces } : {}),
   };
 }
 

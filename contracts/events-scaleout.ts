@@ -30,6 +30,9 @@ export const ScaleOutRequested = defineEvent(
       workerVersion: WorkerVersion.optional().describe(
         "start a runtime of this worker version (for runs pinned to it); absent: the tenant's current worker",
       ),
+      replaces: RuntimeInstanceId.optional().describe(
+        "the lost runtime this request replaces (recovery's replacement): it may take the warm pool members a first placement leaves",
+      ),
     })
     .strict(),
 );

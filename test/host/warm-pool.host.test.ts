@@ -269,4 +269,38 @@ describe("warm pool with process hosts (real NATS, real runtime processes)", () 
     const coldRt = await f.runtimeEvents(fulfilled(await f.settled("tenant-wait-cold", cold.event.correlationId))!);
     expect(started(coldRt)?.convergence).toBe("created");
   }, 240_000);
+  it("a first placement leaves the pool's last quarter to replacements: it gets no member there, a replacement does", async () => {
+    const cp = uniqueName("cp");
+    const { provisioner, strategy } = f.provisioner({ poolSizes: { process: 4 }, controlPlaneId: cp });
+    provisioner.pool.refill();
+    await ready(4, strategy);
+    const start = (tenantId: string) => ({
+      runtimeInstanceId: `rt-${tenantId}-${uniqueName("x").replace(/[^a-z0-9]/g, "").slice(-12).padStart(12, "0")}`,
+      registration: {
+        controlPlaneId: cp,
+        tenantId,
+        isolationMode: "dedicated",
+        allowSharedFallback: false,
+        pool: "default",
+        hostProvider: "process",
+        transport: "http",
+        sizing: { workers: 1, maxConcurrentRuns: 1, localQueueCapacity: 2, maxWorkersPerRun: 1 },
+        requiredLayers: ["resource", "host", "endpoint", "command"],
+        scaleOutRequestId: uniqueName("so"),
+      },
+      origin: { instanceId: "test", correlationId: "c", causationId: "c", tenantId },
+    });
+    // One roster for every claim: each reserves its member before its batch is sent, so the order is
+    // the call order, and members the refill readies meanwhile are not counted.
+    const current = await new RosterView(f.store, f.streams.layout).current();
+    const claim = (tenantId: string, replacement: boolean) =>
+      provisioner.pool.claim(start(tenantId) as never, firstSlotOf(tenantId), current, replacement);
+    const first = await Promise.all(["res-a", "res-b", "res-c", "res-d"].map((t) => claim(uniqueName(t), false)));
+    // Pool 4: one member is kept for replacements, so the fourth first placement gets none (cold start).
+    expect(first.map((c) => c !== undefined)).toEqual([true, true, true, false]);
+    const replacement = await claim(uniqueName("res-e"), true);
+    expect(replacement?.warm?.memberId).toMatch(/^pool-[a-z0-9]{12}$/);
+    const claimed = [...first, replacement].flatMap((c) => (c?.warm ? [c.warm.memberId] : []));
+    expect(new Set(claimed).size).toBe(4);
+  }, 240_000);
 });

@@ -134,6 +134,8 @@ describe("recovery asks for a failed runtime's replacement before its runs are r
     // The replacement is the failed runtime's tenant's: dedicated to t-blue, under its prefix.
     expect(req.event.tenantId).toBe("t-blue");
     expect(req.event.data.policy.isolationMode).toBe("dedicated");
+    // It names the runtime it replaces: the provisioner lets it take the warm pool's reserve.
+    expect(req.event.data.replaces).toBe("rt-blue-1");
     const firstRequeue = all.find((e) => e.event.type === "run.requeued-for-resume")!;
     expect(req.seq).toBeLessThan(firstRequeue.seq);
     // Admission's scale-out for each requeued run found the open request: it waits on that one.

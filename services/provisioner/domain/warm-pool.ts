@@ -47,3 +47,30 @@ export const refillCount = (
     size -
       [...r.runtimes.values()].filter((s) => inPool(s, provider, controlPlaneId) && owns(s.runtimeInstanceId)).length,
   );
+
+/** How a refill round starts pool members: how many at once, and whether it first waits for the starts in flight. */
+export interface RefillPace {
+  readonly starts: number;
+  readonly yields: boolean;
+}
+
+/**
+ * The refill's pace (pure). Urgent — the pool holds (ready or starting) under a quarter of its size,
+ * or a scale-out waits for a member or a start slot — : up to twice the start slots at once, without
+ * waiting for the binds in flight (the members are for the scale-outs that come next, and a P=20
+ * proof's fleet drains a pool of 64 to ~4 before its kills). Otherwise as many as the start slots,
+ * each after the binds and host starts in flight: booting beside a burst of binds, members took the
+ * CPU the binds needed (busy-starts.ts).
+ */
+export function refillPace(held: number, size: number, startSlots: number, waiting: number): RefillPace {
+  const urgent = held < Math.ceil(size / 4) || waiting > 0;
+  return urgent ? { starts: 2 * startSlots, yields: false } : { starts: startSlots, yields: true };
+}
+
+/**
+ * Members a first-placement scale-out leaves to replacements (pure): a quarter of the pool. A
+ * replacement (a recovery scale-out, `scaleout.requested` `replaces`) may claim every member; a
+ * first placement claims only while more than this many are claimable, else it cold-starts: the
+ * runs of a lost runtime are already late, a first placement's are not yet.
+ */
+export const reservedForReplacements = (size: number): number => Math.floor(size / 4);

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { exampleEvent } from "../../../test/support/example-events.ts";
 import type { DroverEvent } from "../../../contracts/index.ts";
 import { emptyRoster, evolveRoster, liveByPrefix, type Roster, type RuntimeEvent } from "./runtime-roster.ts";
-import { claimableMembers, refillCount } from "./warm-pool.ts";
+import { claimableMembers, refillCount, refillPace, reservedForReplacements } from "./warm-pool.ts";
 
 const INC = "pid:4242:987654";
 let seq = 0;
@@ -85,5 +85,25 @@ describe("warm pool fold (pure, proves no transport)", () => {
   it("never counts pool members against a tenant's prefix limit", () => {
     const r = ready(emptyRoster(), "pool-eeeeeeeeeeee");
     expect(liveByPrefix(r, "pool")).toEqual([]);
+  });
+});
+
+describe("warm pool refill pace and replacements' reserve (pure, proves no transport)", () => {
+  it("refills a pool under a quarter full twice the start slots at once without yielding, a fuller one the start slots at once after the binds", () => {
+    // P=20 proof, pool 64: the fleet's 60 first placements leave 4.
+    expect(refillPace(4, 64, 4, 0)).toEqual({ starts: 8, yields: false });
+    expect(refillPace(0, 110, 4, 0)).toEqual({ starts: 8, yields: false });
+    expect(refillPace(50, 110, 4, 0)).toEqual({ starts: 4, yields: true });
+    expect(refillPace(16, 64, 4, 0)).toEqual({ starts: 4, yields: true });
+  });
+
+  it("refills urgently while a scale-out waits for a member or a start slot, however full the pool", () => {
+    expect(refillPace(60, 64, 4, 1)).toEqual({ starts: 8, yields: false });
+  });
+
+  it("leaves a quarter of the pool to replacements", () => {
+    expect(reservedForReplacements(64)).toBe(16);
+    expect(reservedForReplacements(110)).toBe(27);
+    expect(reservedForReplacements(3)).toBe(0);
   });
 });

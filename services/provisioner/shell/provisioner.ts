@@ -72,14 +72,16 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
   const driving = new Map<string, number>();
   const providers = [...d.strategies.keys()] as HostProvider[];
   const busy = new BusyStarts();
-  // The refill starts a member only once the binds and host starts in flight are done (or after a
-  // bound): a member booting beside the binds of a burst of recovery claims took the CPU they needed
-  // (busy-starts.ts). A request waiting for a member or a slot does not hold it back: the member is for it.
+  // A refill that is not urgent starts a member only once the binds and host starts in flight are
+  // done (or after a bound): a member booting beside the binds of a burst of recovery claims took
+  // the CPU they needed (busy-starts.ts). A request waiting for a member or a slot makes it urgent
+  // (domain/warm-pool.ts refillPace): the member is for it.
   const pool = createWarmPool(
     d,
     roster,
     () => gate.memberReady(),
-    () => (gate.waiters > 0 ? Promise.resolve() : busy.quiet(REFILL_YIELD_MAX_MS)),
+    () => busy.quiet(REFILL_YIELD_MAX_MS),
+    () => gate.waiters,
   );
   const retiring = new Set<string>();
   const stopObserving = [...d.strategies.values()].map((s) =>
@@ -104,6 +106,11 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
     const observedMs = Math.round(performance.now() - t0);
     if (!s) return;
     const prefix = s.request?.policy.runtimeInstanceIdPrefix ?? "";
+    // A replacement of a lost runtime may take the pool's last members; a first placement that
+    // finds only those waits for a start slot (a member becoming ready goes to a replacement), unless
+    // the pool is too small to keep any for replacements.
+    const replacement = s.request?.replaces !== undefined;
+    const mayTakeMember = replacement || (s.request ? pool.reserved(s.request.providerHint) === 0 : true);
     // A start first tries the warm pool; a cold start waits for a host start slot (or, while it
     // waits, for a member to become ready: then it is claimed instead), and plans again once it may start.
     let ticket: Ticket | undefined;
@@ -113,7 +120,7 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
         decide(first, prefix === prefixAsked && reads ? { reads } : {}),
       );
       if (planned === WAIT) {
-        ticket = await gate.acquire(pool.enabled);
+        ticket = await gate.acquire(pool.enabled && mayTakeMember);
         // Planned again on the roster as it is now (a runtime of the tenant may have come meanwhile).
         planned = await prefixGate.run(prefix, () => decide(first, { mayStartCold: true }));
       }
@@ -265,8 +272,9 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
           live: next.live,
           maxRuntimeInstances: req.policy.maxRuntimeInstances,
         };
-        // Recovery scale-outs and first scale-outs alike claim from the warm pool first; a Pod whose
-        // worker is another image than the pool's runs cold (a bound member keeps its image).
+        // Recovery scale-outs and first scale-outs alike claim from the warm pool first (a first one
+        // only while more than the replacements' reserve is left); a Pod whose worker is another
+        // image than the pool's runs cold (a bound member keeps its image).
         const warm =
           opts.cold || !warmMemberServes(d, next.registration)
             ? undefined
@@ -275,6 +283,7 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
                 { slot, taken: (member) => slotEntry(d, slot, { ...taken, warmPoolMember: member }, origin) },
                 // The roster just planned on: a second catch-up per claim queued behind the others' at a burst.
                 current,
+                req.replaces !== undefined,
               );
         if (warm) {
           d.log("warm pool member claimed: timings", {

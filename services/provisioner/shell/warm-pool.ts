@@ -2,7 +2,14 @@ import type { HostIncarnation, HostProvider } from "../../../contracts/index.ts"
 import type { HostSpec, HostStartResult, HostStrategy, WarmPoolHost } from "../../../platform/hosts/types.ts";
 import { runtimeRef, type BatchEntry } from "../../../streams/index.ts";
 import { runtimeInstanceIdOf } from "../domain/runtime-id.ts";
-import { claimableMembers, POOL_LAYERS, POOL_MEMBER_PREFIX, refillCount } from "../domain/warm-pool.ts";
+import {
+  claimableMembers,
+  POOL_LAYERS,
+  POOL_MEMBER_PREFIX,
+  refillCount,
+  refillPace,
+  reservedForReplacements,
+} from "../domain/warm-pool.ts";
 import { stamp, type Origin, type ProvisionerDeps } from "./context.ts";
 import type { PlannedStart } from "./host-start.ts";
 import type { RosterView } from "./roster-view.ts";
@@ -38,27 +45,38 @@ export interface WarmPool {
    * member's incarnation). Undefined when no member could be claimed: the caller cold-starts.
    * `current`: the roster the caller planned on (read after the slot), instead of reading it again:
    * a member it shows ready but claimed meanwhile is a conflict of the batch, as from any stale read.
+   * `replacement`: the start replaces a lost runtime and may take every member; a first placement
+   * leaves the last quarter of the pool to replacements (domain/warm-pool.ts `reservedForReplacements`).
    */
-  claim(start: Omit<PlannedStart, "writer">, slot: WarmSlot, current?: Roster): Promise<PlannedStart | undefined>;
+  claim(
+    start: Omit<PlannedStart, "writer">,
+    slot: WarmSlot,
+    current?: Roster,
+    replacement?: boolean,
+  ): Promise<PlannedStart | undefined>;
   /** Starts members in the background until every provider's pool holds its size again. */
   refill(): void;
   /** Resolves once no refill is running (tests, shutdown). */
   idle(): Promise<void>;
   /** Some provider keeps a pool (a size above 0). */
   readonly enabled: boolean;
+  /** Members of `provider`'s pool a first placement leaves to replacements (0 without a pool). */
+  reserved(provider: HostProvider): number;
 }
 
 /**
  * The provisioner's warm pools (hosts.md "Warm pool"), one per provider with a size above 0.
  * `onReady` is told of each member this provisioner recorded `pool-member-ready` for; `yieldTo` is
- * awaited before each member start: the refill runs in the background, after the binds and host
- * starts in flight (busy-starts.ts), not beside them.
+ * awaited before a refill round that is not urgent (domain/warm-pool.ts `refillPace`): such a refill
+ * runs after the binds and host starts in flight (busy-starts.ts), not beside them; `waiting` counts
+ * the scale-outs waiting for a member or a start slot (they make the refill urgent).
  */
 export function createWarmPool(
   d: ProvisionerDeps,
   roster: RosterView,
   onReady: () => void = () => undefined,
   yieldTo: () => Promise<void> = () => Promise.resolve(),
+  waiting: () => number = () => 0,
 ): WarmPool {
   const sizes = Object.entries(d.poolSizes ?? {}).filter(([, n]) => (n ?? 0) > 0) as [HostProvider, number][];
   const filling = new Map<HostProvider, Promise<void>>();
@@ -70,7 +88,7 @@ export function createWarmPool(
   let orphansChecked = false;
 
   async function fill(provider: HostProvider, size: number, strategy: PoolableStrategy): Promise<void> {
-    do {
+    for (;;) {
       again.delete(provider);
       let current = await roster.current();
       // Once per process: the members a SIGKILLed predecessor left running are stopped and retired.
@@ -83,30 +101,42 @@ export function createWarmPool(
       // gone). Kubernetes members count for the whole control plane: any provisioner of it binds any of
       // them (a member started elsewhere is adopted at its claim: WarmPoolHost.adopt).
       const owns = provider === "process" ? (id: string) => mine.has(id) : undefined;
-      let n = refillCount(current, provider, size, d.controlPlaneId, owns);
-      // At most `maxConcurrentHostStartups` members start at once: the first of them are ready (and
-      // claimable) in one start's time, where nine started together on two cores were all ready
-      // only after ~5 s, competing with the recovery they were started for.
-      await Promise.all(
-        Array.from({ length: Math.min(n, d.maxConcurrentHostStartups) }, async () => {
-          while (n-- > 0) {
-            await yieldTo();
-            await startMember(d, provider, strategy, onReady, mine);
-          }
-        }),
+      const n = refillCount(current, provider, size, d.controlPlaneId, owns);
+      if (n === 0) {
+        if (again.has(provider)) continue;
+        return;
+      }
+      // Rounds, each on the roster as it is now: a pool drained below a quarter (or a scale-out
+      // waiting) starts up to twice the start slots at once without waiting; a fuller one as many as
+      // the start slots, after the binds in flight (refillPace). At session 23's fixed pace
+      // (four at once, each after the binds, ≤ 3 s) the pool refilled at ~1–1.6 members/s and half
+      // the fences of a P=20 proof with pool 64 found no member.
+      const pace = refillPace(size - n, size, d.maxConcurrentHostStartups, waiting());
+      if (pace.yields) await yieldTo();
+      const started = await Promise.all(
+        Array.from({ length: Math.min(n, pace.starts) }, () => startMember(d, provider, strategy, onReady, mine)),
       );
-    } while (again.has(provider));
+      // A round whose every start failed ends the refill (the next claim or host exit starts another):
+      // a runtime that cannot start is not started again and again in a loop.
+      if (!started.some(Boolean)) return;
+    }
   }
 
   return {
     enabled: sizes.length > 0,
-    async claim(start, slot, planned) {
+    async claim(start, slot, planned, replacement = false) {
       const provider = start.registration.hostProvider;
       const strategy = d.strategies.get(provider);
       if (!isPoolable(strategy) || !sizes.some(([p]) => p === provider)) return undefined;
       const current = planned ?? (await roster.current());
       forgetSettled(claiming, current);
-      for (const m of claimableMembers(current, provider, d.controlPlaneId)) {
+      const members = claimableMembers(current, provider, d.controlPlaneId).filter(
+        (m) => !claiming.has(m.runtimeInstanceId),
+      );
+      // A first placement leaves the pool's last members to replacements: it cold-starts instead.
+      const spare = replacement ? members.length : members.length - this.reserved(provider);
+      for (const [i, m] of members.entries()) {
+        if (i >= spare) break;
         if (claiming.has(m.runtimeInstanceId)) continue;
         // Another provisioner's member (a restarted one's predecessor, or a replica's): bound here if
         // its host is proven live and unbound, else the pool would count it for ever and never serve it.
@@ -182,6 +212,10 @@ export function createWarmPool(
       this.refill();
       return undefined;
     },
+    reserved(provider) {
+      const size = sizes.find(([p]) => p === provider)?.[1];
+      return size === undefined ? 0 : reservedForReplacements(size);
+    },
     refill() {
       for (const [provider, size] of sizes) {
         const strategy = d.strategies.get(provider);
@@ -219,7 +253,7 @@ function forgetSettled(members: Set<string>, current: Roster): void {
 /**
  * Starts one pool member: `pool-member-registered` (sequence 0), `host-started` at spawn, the pool
  * layers, then `pool-member-ready`. A failure kills what it started and records
- * `host-start-failed` + `retired`; the next refill starts another.
+ * `host-start-failed` + `retired`; the next refill starts another. Resolves whether the member became ready.
  */
 async function startMember(
   d: ProvisionerDeps,
@@ -227,7 +261,7 @@ async function startMember(
   strategy: PoolableStrategy,
   onReady: () => void,
   mine: Set<string>,
-): Promise<void> {
+): Promise<boolean> {
   const id = runtimeInstanceIdOf(POOL_MEMBER_PREFIX, d.newSuffix());
   mine.add(id);
   const o: Origin = { instanceId: d.instanceId, correlationId: id, causationId: id };
@@ -245,7 +279,7 @@ async function startMember(
       o,
     ),
   ]);
-  const fail = async (detail: string, kill?: HostStartResult): Promise<void> => {
+  const fail = async (detail: string, kill?: HostStartResult): Promise<false> => {
     if (kill && kill.outcome !== "rejected") await strategy.kill(id, kill.host, d.killBudgetMs).catch(() => undefined);
     await w.append(
       [
@@ -255,6 +289,7 @@ async function startMember(
       { evenIfEnded: true },
     );
     d.log("warm pool member failed", { memberId: id, detail });
+    return false;
   };
   const r = await strategy.startPooled(id, d.commandTokenFor(id), async (h) => {
     await w.append([
@@ -289,6 +324,7 @@ async function startMember(
       stamp(d, "runtime.pool-member-ready", { hostIncarnation, bindEndpoint: r.endpoint.endpoint }, o),
     ]);
     onReady();
+    return true;
   } catch (e) {
     return fail(`recording the pool member failed: ${String((e as Error).message ?? e)}`.slice(0, 2000), r);
   }

@@ -1,5 +1,6 @@
 import {
   isDroverError,
+  RuntimeInstanceId,
   runtimePrefixOf,
   tenantSettingsOf,
   type RuntimeFailureIncidentId,
@@ -112,7 +113,16 @@ async function requestOne(
     const event = envelope(
       deps.env,
       "scaleout.requested",
-      scaleOutRequestData(deps.config, tenant, requestId, dedupeKey, { code: REASON_CODE, detail }, now, workerVersion),
+      scaleOutRequestData(
+        deps.config,
+        tenant,
+        requestId,
+        dedupeKey,
+        { code: REASON_CODE, detail },
+        now,
+        workerVersion,
+        RuntimeInstanceId.parse(rt.runtimeInstanceId),
+      ),
       { tenantId: tenant.tenantId, correlationId: requestId, causationId },
     );
     try {
