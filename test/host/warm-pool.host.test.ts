@@ -275,7 +275,10 @@ describe("warm pool with process hosts (real NATS, real runtime processes)", () 
     provisioner.pool.refill();
     await ready(4, strategy);
     const start = (tenantId: string) => ({
-      runtimeInstanceId: `rt-${tenantId}-${uniqueName("x").replace(/[^a-z0-9]/g, "").slice(-12).padStart(12, "0")}`,
+      runtimeInstanceId: `rt-${tenantId}-${uniqueName("x")
+        .replace(/[^a-z0-9]/g, "")
+        .slice(-12)
+        .padStart(12, "0")}`,
       registration: {
         controlPlaneId: cp,
         tenantId,

@@ -142,9 +142,7 @@ describe("versioned document writes of one batch (putManyIfNewer) against real F
     await putManyIfNewer(runs, [{ _id: "t:r2", tenantId: "t", lastSeq: 4, reason: "ok", n: [2, 3] }]);
     const raw = await runs.find({}).sort({ _id: 1 }).toArray();
     expect(raw.map((d) => d._id)).toEqual(["t:r1@1", "t:r1@2", "t:r2@4"]);
-    expect(raw.map((d) => Object.keys(d).sort())).toEqual(
-      raw.map(() => ["_id", "d", "key", "lastSeq", "tenantId"]),
-    );
+    expect(raw.map((d) => Object.keys(d).sort())).toEqual(raw.map(() => ["_id", "d", "key", "lastSeq", "tenantId"]));
     expect(await byId(runs, "t:r1")).toEqual({
       _id: "t:r1",
       tenantId: "t",

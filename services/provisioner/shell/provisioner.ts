@@ -116,9 +116,7 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
     let ticket: Ticket | undefined;
     try {
       const first = s;
-      let planned = await prefixGate.run(prefix, () =>
-        decide(first, prefix === prefixAsked && reads ? { reads } : {}),
-      );
+      let planned = await prefixGate.run(prefix, () => decide(first, prefix === prefixAsked && reads ? { reads } : {}));
       if (planned === WAIT) {
         ticket = await gate.acquire(pool.enabled && mayTakeMember);
         // Planned again on the roster as it is now (a runtime of the tenant may have come meanwhile).
