@@ -37,6 +37,24 @@ const ready = async (n: number, strategy: { canBind(id: string): boolean }) =>
     90_000,
   );
 
+/** What a test hands the pool's claim: a dedicated process runtime's registration for `tenantId`. */
+const claimStart = (controlPlaneId: string, tenantId: string, runtimeInstanceId: string) => ({
+  runtimeInstanceId,
+  registration: {
+    controlPlaneId,
+    tenantId,
+    isolationMode: "dedicated",
+    allowSharedFallback: false,
+    pool: "default",
+    hostProvider: "process",
+    transport: "http",
+    sizing: { workers: 1, maxConcurrentRuns: 1, localQueueCapacity: 2, maxWorkersPerRun: 1 },
+    requiredLayers: ["resource", "host", "endpoint", "command"],
+    scaleOutRequestId: uniqueName("so"),
+  },
+  origin: { instanceId: "test", correlationId: "c", causationId: "c", tenantId },
+});
+
 describe("warm pool with process hosts (real NATS, real runtime processes)", () => {
   it("serves a scale-out from the pool (claim, bind, command proven again, capacity) and refills it; pool size 0 cold-starts", async () => {
     const cp = uniqueName("cp");
@@ -79,22 +97,7 @@ describe("warm pool with process hosts (real NATS, real runtime processes)", () 
     const { provisioner, strategy } = f.provisioner({ poolSizes: { process: 1 }, controlPlaneId: cp });
     provisioner.pool.refill();
     await ready(1, strategy);
-    const reg = (tenantId: string, suffix: string) => ({
-      runtimeInstanceId: `rt-${tenantId}-${suffix}`,
-      registration: {
-        controlPlaneId: cp,
-        tenantId,
-        isolationMode: "dedicated",
-        allowSharedFallback: false,
-        pool: "default",
-        hostProvider: "process",
-        transport: "http",
-        sizing: { workers: 1, maxConcurrentRuns: 1, localQueueCapacity: 2, maxWorkersPerRun: 1 },
-        requiredLayers: ["resource", "host", "endpoint", "command"],
-        scaleOutRequestId: uniqueName("so"),
-      },
-      origin: { instanceId: "test", correlationId: "c", causationId: "c", tenantId },
-    });
+    const reg = (tenantId: string, suffix: string) => claimStart(cp, tenantId, `rt-${tenantId}-${suffix}`);
     const claims = await Promise.all([
       provisioner.pool.claim(reg("race-a", "aaaaaaaaaaaa") as never, firstSlotOf("race-a")),
       provisioner.pool.claim(reg("race-b", "bbbbbbbbbbbb") as never, firstSlotOf("race-b")),
@@ -274,25 +277,15 @@ describe("warm pool with process hosts (real NATS, real runtime processes)", () 
     const { provisioner, strategy } = f.provisioner({ poolSizes: { process: 4 }, controlPlaneId: cp });
     provisioner.pool.refill();
     await ready(4, strategy);
-    const start = (tenantId: string) => ({
-      runtimeInstanceId: `rt-${tenantId}-${uniqueName("x")
-        .replace(/[^a-z0-9]/g, "")
-        .slice(-12)
-        .padStart(12, "0")}`,
-      registration: {
-        controlPlaneId: cp,
+    const start = (tenantId: string) =>
+      claimStart(
+        cp,
         tenantId,
-        isolationMode: "dedicated",
-        allowSharedFallback: false,
-        pool: "default",
-        hostProvider: "process",
-        transport: "http",
-        sizing: { workers: 1, maxConcurrentRuns: 1, localQueueCapacity: 2, maxWorkersPerRun: 1 },
-        requiredLayers: ["resource", "host", "endpoint", "command"],
-        scaleOutRequestId: uniqueName("so"),
-      },
-      origin: { instanceId: "test", correlationId: "c", causationId: "c", tenantId },
-    });
+        `rt-${tenantId}-${uniqueName("x")
+          .replace(/[^a-z0-9]/g, "")
+          .slice(-12)
+          .padStart(12, "0")}`,
+      );
     // One roster for every claim: each reserves its member before its batch is sent, so the order is
     // the call order, and members the refill readies meanwhile are not counted.
     const current = await new RosterView(f.store, f.streams.layout).current();
