@@ -44,6 +44,8 @@ export interface CapacityProjection {
 }
 
 const CHECKPOINT = "runtime-events";
+/** Heartbeats folded in one batch at most before the heartbeat follower waits for the queue. */
+const MAX_BATCH = 1024;
 
 /**
  * Whether the put of `next` (folded from `before` and `input`) is announced: the runtime became ready
@@ -147,6 +149,28 @@ export async function startCapacityProjection(deps: CapacityProjectionDeps): Pro
     folded = { ...folded, eventsFolded: folded.eventsFolded + 1, lastSeq: m.seq };
     return apply(runtimeInstanceId, { kind: "event", seq: m.seq, runtimeInstanceId, event }, m.seq);
   };
+  // Heartbeats are folded in batches: those that arrived while the queue was busy are folded one by
+  // one in memory, then each runtime's descriptor is written once, all writes sent together. One
+  // round trip per beat fell behind in a P=20 recovery (folded beats 3-5 s old: live runtimes looked
+  // stale to admission). Events stay one at a time (each moves the checkpoint).
+  let beats: Heartbeat[] = [];
+  const flushBeats = async () => {
+    const batch = beats;
+    beats = [];
+    const writes = new Map<string, { d: CapacityDescriptor; announce: boolean }>();
+    for (const b of batch) {
+      const id = b.runtimeInstanceId;
+      const input: CapacityInput = { kind: "heartbeat", beat: b };
+      const before = cache.get(id) ?? (dropped > 0 && !shadow ? await deps.view.get(id) : undefined);
+      const next = evolveCapacity(before, input);
+      cache.set(id, next);
+      if (shadow) continue;
+      noteEnded(id, next);
+      if (next.registration?.controlPlaneId === deps.controlPlaneId)
+        writes.set(id, { d: next, announce: (writes.get(id)?.announce ?? false) || announces(before, next, input) });
+    }
+    await Promise.all([...writes].map(([id, w]) => deps.view.put(id, w.d, versionOf(w.d), w.announce)));
+  };
   const onBeat = (m: JsMsg) => {
     let beat: Heartbeat;
     try {
@@ -156,7 +180,13 @@ export async function startCapacityProjection(deps: CapacityProjectionDeps): Pro
       return skip(m, e, deps.layout.heartbeatStream);
     }
     folded = { ...folded, heartbeatsFolded: folded.heartbeatsFolded + 1 };
-    return apply(beat.runtimeInstanceId, { kind: "heartbeat", beat });
+    beats.push(beat);
+    if (beats.length === 1) {
+      queue = queue.then(flushBeats);
+      queue.catch((e) => deps.onError?.(e));
+    }
+    // Not awaited, so the next beats join the batch; a batch this large waits (bounded memory).
+    return beats.length >= MAX_BATCH ? queue : undefined;
   };
 
   const start = async (fromSeq: number) => {

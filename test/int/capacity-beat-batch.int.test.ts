@@ -1,0 +1,94 @@
+import { jetstream, jetstreamManager, type JetStreamClient } from "@nats-io/jetstream";
+import { type NatsConnection } from "@nats-io/transport-node";
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import type { DroverEvent, EventType } from "../../contracts/index.ts";
+import type { CapacityDescriptor } from "../../aggregates/capacity/descriptor.ts";
+import { redisCapacityView, type CapacityViewStore } from "../../platform/capacity-view.ts";
+import { connectHarness } from "../../platform/nats-auth/server-keys.ts";
+import { startCapacityProjection } from "../../services/capacity/index.ts";
+import {
+  createEventStore,
+  ensureStreams,
+  heartbeatSubject,
+  runtimeRef,
+  taggedLayout,
+  type EventStore,
+  type StreamLayout,
+} from "../../streams/index.ts";
+import { EXAMPLE_BUILDERS, ids } from "../support/example-events.ts";
+import { idleBeat } from "../support/idle-beat.ts";
+import { uniqueName } from "../support/isolation.ts";
+import { eventually } from "../support/streams.ts";
+
+const READY: EventType[] = [
+  "runtime.registered",
+  "runtime.host-started",
+  "runtime.readiness-layer-passed",
+  "runtime.endpoint-published",
+  "runtime.capacity-published",
+];
+
+async function publishReady(store: EventStore, rt: string) {
+  let seq = await store.lastSeq(runtimeRef(rt));
+  for (const t of READY) {
+    const e = EXAMPLE_BUILDERS[t]() as DroverEvent;
+    const event = { ...e, eventId: `${e.eventId}-${rt}`.slice(0, 63) } as DroverEvent;
+    seq = (await store.append(runtimeRef(rt), event, { expectedSeq: seq })).seq;
+  }
+}
+
+describe("capacity projection folds heartbeats in batches (real nats-server and Redis)", () => {
+  let nc: NatsConnection, js: JetStreamClient, redis: Redis, layout: StreamLayout, store: EventStore;
+  beforeAll(async () => {
+    nc = await connectHarness({ servers: inject("natsUrl") });
+    js = jetstream(nc);
+    redis = new Redis(inject("redisUrl"), { maxRetriesPerRequest: 1, db: 2 });
+    layout = taggedLayout(uniqueName("capbatch"));
+    await ensureStreams(await jetstreamManager(nc), layout);
+    store = createEventStore(nc, layout);
+  });
+  afterAll(async () => {
+    redis.disconnect();
+    await nc.close();
+  });
+
+  it("beats that arrive while a write is in flight are written once per runtime, not once per beat; the newest beat lands and a rebuild equals the view", async () => {
+    const RTS = Array.from({ length: 20 }, (_, i) => `rt-batch-${i}`);
+    const BEATS = 20;
+    for (const rt of RTS) await publishReady(store, rt);
+    const real = redisCapacityView<CapacityDescriptor>(redis, ids.controlPlane);
+    await real.clear();
+    // The real view, with its writes counted and, while `gate` is shut, held (a slow Redis round trip).
+    let puts = 0;
+    let open!: () => void;
+    let gate: Promise<void> = Promise.resolve();
+    const view: CapacityViewStore<CapacityDescriptor> = {
+      ...real,
+      put: async (...args) => {
+        await gate;
+        puts++;
+        return real.put(...args);
+      },
+    };
+    const projection = await startCapacityProjection({ js, layout, view, controlPlaneId: ids.controlPlane });
+    await projection.ready;
+    gate = new Promise((r) => (open = r));
+    puts = 0;
+    for (let n = 1; n <= BEATS; n++)
+      await Promise.all(RTS.map((rt) => js.publish(heartbeatSubject(layout, rt), idleBeat(rt, n, new Date()))));
+    // Every beat is in the stream; give the follower time to take them while the first write is held.
+    await new Promise((r) => setTimeout(r, 500));
+    open();
+    await eventually("every runtime's newest beat in the view", async () => {
+      for (const rt of RTS) if ((await real.get(rt))?.beats[ids.host]?.beat !== BEATS) return undefined;
+      return true;
+    });
+    // One write per beat would be RTS × BEATS = 400; batched, about one per runtime after the held one.
+    expect(puts).toBeLessThanOrEqual(3 * RTS.length);
+    const before = await real.all();
+    await projection.rebuild();
+    expect(await real.all()).toEqual(before);
+    await projection.stop();
+  });
+});
