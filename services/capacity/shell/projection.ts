@@ -107,20 +107,31 @@ export async function startCapacityProjection(deps: CapacityProjectionDeps): Pro
     for (const [id, d] of cache) noteEnded(id, d);
   };
 
+  /**
+   * Folds one input into a runtime's descriptor in memory; returns the put it calls for (undefined
+   * in shadow mode, or for a runtime of another control plane: only runtimes registered by this one
+   * enter its view; others stay in memory). A runtime that became placeable is announced, so
+   * admission looks at once rather than at its next tick (a replacement's capacity waited about half
+   * a tick for its recovered run).
+   */
+  const fold = async (runtimeInstanceId: string, input: CapacityInput) => {
+    // A descriptor that left memory is read back from the view (which kept it) before it is folded.
+    const before =
+      cache.get(runtimeInstanceId) ?? (dropped > 0 && !shadow ? await deps.view.get(runtimeInstanceId) : undefined);
+    const next = evolveCapacity(before, input);
+    cache.set(runtimeInstanceId, next);
+    if (shadow) return undefined;
+    noteEnded(runtimeInstanceId, next);
+    return next.registration?.controlPlaneId === deps.controlPlaneId
+      ? { d: next, announce: announces(before, next, input) }
+      : undefined;
+  };
+
   const apply = (runtimeInstanceId: string, input: CapacityInput, seq?: number) => {
     queue = queue.then(async () => {
-      // A descriptor that left memory is read back from the view (which kept it) before it is folded.
-      const before =
-        cache.get(runtimeInstanceId) ?? (dropped > 0 && !shadow ? await deps.view.get(runtimeInstanceId) : undefined);
-      const next = evolveCapacity(before, input);
-      cache.set(runtimeInstanceId, next);
+      const put = await fold(runtimeInstanceId, input);
       if (shadow) return;
-      noteEnded(runtimeInstanceId, next);
-      // Only runtimes registered by this control plane enter its view; others stay in memory. A
-      // runtime that became placeable is announced, so admission looks at once rather than at its
-      // next tick (a replacement's capacity waited about half a tick for its recovered run).
-      if (next.registration?.controlPlaneId === deps.controlPlaneId)
-        await deps.view.put(runtimeInstanceId, next, versionOf(next), announces(before, next, input));
+      if (put) await deps.view.put(runtimeInstanceId, put.d, versionOf(put.d), put.announce);
       if (seq !== undefined) await deps.view.setCheckpoint(CHECKPOINT, seq);
     });
     return queue;
@@ -159,15 +170,11 @@ export async function startCapacityProjection(deps: CapacityProjectionDeps): Pro
     beats = [];
     const writes = new Map<string, { d: CapacityDescriptor; announce: boolean }>();
     for (const b of batch) {
-      const id = b.runtimeInstanceId;
-      const input: CapacityInput = { kind: "heartbeat", beat: b };
-      const before = cache.get(id) ?? (dropped > 0 && !shadow ? await deps.view.get(id) : undefined);
-      const next = evolveCapacity(before, input);
-      cache.set(id, next);
-      if (shadow) continue;
-      noteEnded(id, next);
-      if (next.registration?.controlPlaneId === deps.controlPlaneId)
-        writes.set(id, { d: next, announce: (writes.get(id)?.announce ?? false) || announces(before, next, input) });
+      const put = await fold(b.runtimeInstanceId, { kind: "heartbeat", beat: b });
+      if (put) {
+        const announce = (writes.get(b.runtimeInstanceId)?.announce ?? false) || put.announce;
+        writes.set(b.runtimeInstanceId, { d: put.d, announce });
+      }
     }
     await Promise.all([...writes].map(([id, w]) => deps.view.put(id, w.d, versionOf(w.d), w.announce)));
   };
