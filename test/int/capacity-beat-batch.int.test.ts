@@ -2,7 +2,6 @@ import { jetstream, jetstreamManager, type JetStreamClient } from "@nats-io/jets
 import { type NatsConnection } from "@nats-io/transport-node";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import type { DroverEvent, EventType } from "../../contracts/index.ts";
 import type { CapacityDescriptor } from "../../aggregates/capacity/descriptor.ts";
 import { redisCapacityView, type CapacityViewStore } from "../../platform/capacity-view.ts";
 import { connectHarness } from "../../platform/nats-auth/server-keys.ts";
@@ -11,32 +10,15 @@ import {
   createEventStore,
   ensureStreams,
   heartbeatSubject,
-  runtimeRef,
   taggedLayout,
   type EventStore,
   type StreamLayout,
 } from "../../streams/index.ts";
-import { EXAMPLE_BUILDERS, ids } from "../support/example-events.ts";
+import { ids } from "../support/example-events.ts";
 import { idleBeat } from "../support/idle-beat.ts";
 import { uniqueName } from "../support/isolation.ts";
+import { publishReadyRuntime } from "../support/ready-runtime.ts";
 import { eventually } from "../support/streams.ts";
-
-const READY: EventType[] = [
-  "runtime.registered",
-  "runtime.host-started",
-  "runtime.readiness-layer-passed",
-  "runtime.endpoint-published",
-  "runtime.capacity-published",
-];
-
-async function publishReady(store: EventStore, rt: string) {
-  let seq = await store.lastSeq(runtimeRef(rt));
-  for (const t of READY) {
-    const e = EXAMPLE_BUILDERS[t]() as DroverEvent;
-    const event = { ...e, eventId: `${e.eventId}-${rt}`.slice(0, 63) } as DroverEvent;
-    seq = (await store.append(runtimeRef(rt), event, { expectedSeq: seq })).seq;
-  }
-}
 
 describe("capacity projection folds heartbeats in batches (real nats-server and Redis)", () => {
   let nc: NatsConnection, js: JetStreamClient, redis: Redis, layout: StreamLayout, store: EventStore;
@@ -56,7 +38,7 @@ describe("capacity projection folds heartbeats in batches (real nats-server and 
   it("beats that arrive while a write is in flight are written once per runtime, not once per beat; the newest beat lands and a rebuild equals the view", async () => {
     const RTS = Array.from({ length: 20 }, (_, i) => `rt-batch-${i}`);
     const BEATS = 20;
-    for (const rt of RTS) await publishReady(store, rt);
+    for (const rt of RTS) await publishReadyRuntime(store, rt);
     const real = redisCapacityView<CapacityDescriptor>(redis, ids.controlPlane);
     await real.clear();
     // The real view, with its writes counted and, while `gate` is shut, held (a slow Redis round trip).

@@ -2,7 +2,6 @@ import { jetstream, jetstreamManager, type JetStreamClient } from "@nats-io/jets
 import { type NatsConnection } from "@nats-io/transport-node";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import type { DroverEvent, EventType } from "../../contracts/index.ts";
 import type { CapacityDescriptor } from "../../aggregates/capacity/descriptor.ts";
 import { redisCapacityView } from "../../platform/capacity-view.ts";
 import { connectHarness } from "../../platform/nats-auth/server-keys.ts";
@@ -11,24 +10,17 @@ import {
   createEventStore,
   ensureStreams,
   heartbeatSubject,
-  runtimeRef,
   taggedLayout,
   type EventStore,
   type StreamLayout,
 } from "../../streams/index.ts";
-import { EXAMPLE_BUILDERS, ids } from "../support/example-events.ts";
+import { ids } from "../support/example-events.ts";
 import { idleBeat } from "../support/idle-beat.ts";
 import { uniqueName } from "../support/isolation.ts";
+import { publishReadyRuntime } from "../support/ready-runtime.ts";
 import { eventually } from "../support/streams.ts";
 
 const CP = ids.controlPlane;
-const READY: EventType[] = [
-  "runtime.registered",
-  "runtime.host-started",
-  "runtime.readiness-layer-passed",
-  "runtime.endpoint-published",
-  "runtime.capacity-published",
-];
 const beat = idleBeat;
 
 describe("capacity replicas share one Redis view (real nats-server and Redis)", () => {
@@ -66,12 +58,7 @@ describe("capacity replicas share one Redis view (real nats-server and Redis)", 
 
   it("two projections write the same view at once, the second started while the first is live: a reader never sees a beat go back, and the view ends equal to a single projection's fold", async () => {
     const rt = uniqueName("rt-rep");
-    let seq = 0;
-    for (const t of READY) {
-      const e = EXAMPLE_BUILDERS[t]() as DroverEvent;
-      const event = { ...e, eventId: `${e.eventId}-${rt}`.slice(0, 63) } as DroverEvent;
-      seq = (await store.append(runtimeRef(rt), event, { expectedSeq: seq })).seq;
-    }
+    await publishReadyRuntime(store, rt);
     for (let n = 1; n <= 20; n++) await js.publish(heartbeatSubject(layout, rt), beat(rt, n));
     const view = redisCapacityView<CapacityDescriptor>(redis, CP);
     const one = await startCapacityProjection({ js, layout, view, controlPlaneId: CP });
