@@ -6,11 +6,12 @@ import { connectHarness, serverKeysOf } from "../../platform/nats-auth/server-ke
 import { credentialOf } from "../../platform/nats-auth/credentials.ts";
 import type { Db, MongoClient } from "mongodb";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { CHECKPOINT_COLLECTION, READ_MODEL_COLLECTIONS } from "../../contracts/read-models.ts";
+import { CHECKPOINT_COLLECTION, runDocId, storedDoc, type StoredDoc } from "../../contracts/read-models.ts";
 import { startControlPlane, type ControlPlane } from "../../platform/control-plane-processes.ts";
 import { readModelClient, readModelDbName } from "../../platform/read-model-db.ts";
 import { createEventStore } from "../../streams/index.ts";
 import { acmeForensicsId, appendScenario, scenario as s } from "../support/forensics-scenario.ts";
+import { dumpReadModels } from "../support/read-model-dump.ts";
 import { eventually } from "../support/streams.ts";
 
 /**
@@ -22,13 +23,6 @@ import { eventually } from "../support/streams.ts";
  */
 const ROOT = resolve(import.meta.dirname, "../..");
 const CP = "cp-fx-rebuild";
-
-/** Every read-model collection, sorted by `_id`. */
-async function dump(db: Db): Promise<Record<string, unknown[]>> {
-  const out: Record<string, unknown[]> = {};
-  for (const c of READ_MODEL_COLLECTIONS) out[c] = await db.collection(c).find().sort({ _id: 1 }).toArray();
-  return out;
-}
 
 describe("drover admin forensics-rebuild → forensics service over NATS (real processes, real nats-server and FerretDB)", () => {
   let cp: ControlPlane, nc: NatsConnection, mongo: MongoClient, db: Db;
@@ -92,7 +86,7 @@ describe("drover admin forensics-rebuild → forensics service over NATS (real p
       },
       30_000,
     );
-    const before = await dump(db);
+    const before = await dumpReadModels(db);
     expect(before.forensics!.length).toBeGreaterThan(0);
     expect(before.incidents!.map((d) => (d as { _id: string })._id)).toEqual([s.incident]);
 
@@ -101,11 +95,13 @@ describe("drover admin forensics-rebuild → forensics service over NATS (real p
       .collection<{ _id: string }>("incidents")
       .updateOne({ _id: s.incident }, { $set: { status: "suspected", tenantIds: [] } });
     await db
-      .collection<{ _id: string; tenantId: string }>("runs")
-      .insertOne({ _id: "acme:run-phantom", tenantId: "acme" });
-    await db.collection<{ _id: string }>("runs").deleteOne({ _id: `acme:${s.acmeRun}` });
+      .collection<StoredDoc>("runs")
+      .insertOne(storedDoc({ _id: "acme:run-phantom", tenantId: "acme", lastSeq: 1 }));
+    expect(
+      (await db.collection<StoredDoc>("runs").deleteMany({ key: runDocId("acme", s.acmeRun) })).deletedCount,
+    ).toBeGreaterThan(0);
     await db.collection("forensics").drop();
-    const corrupted = await dump(db);
+    const corrupted = await dumpReadModels(db);
     expect(corrupted).not.toEqual(before);
     expect(corrupted.forensics).toEqual([]);
 
@@ -116,7 +112,7 @@ describe("drover admin forensics-rebuild → forensics service over NATS (real p
     expect(r.stdout).toMatch(
       new RegExp(`^read models of ${CP} rebuilt from stream sequence 1 up to ${last} in \\d+ ms\n$`),
     );
-    const after = await dump(db);
+    const after = await dumpReadModels(db);
     expect(after).toEqual(before);
     expect(after.forensics!.some((d) => (d as { forensicsId?: string }).forensicsId === acmeForensicsId)).toBe(true);
 
@@ -131,7 +127,7 @@ describe("drover admin forensics-rebuild → forensics service over NATS (real p
     ]);
     expect(json.code).toBe(0);
     expect(JSON.parse(json.stdout)).toMatchObject({ controlPlaneId: CP, position: last });
-    expect(await dump(db)).toEqual(before);
+    expect(await dumpReadModels(db)).toEqual(before);
   });
 
   it("exits 3 with a clear error when no forensics service answers for that control plane", async () => {

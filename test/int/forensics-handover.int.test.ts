@@ -1,6 +1,5 @@
 import type { Db, MongoClient } from "mongodb";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
-import { READ_MODEL_COLLECTIONS } from "../../contracts/read-models.ts";
 import { readModelClient } from "../../platform/read-model-db.ts";
 import {
   isBuilt,
@@ -14,15 +13,8 @@ import { createEventStore } from "../../streams/event-store.ts";
 import type { EventStore } from "../../streams/types.ts";
 import { appendExamples, appendScenario } from "../support/forensics-scenario.ts";
 import { uniqueName } from "../support/isolation.ts";
-import { asRead } from "../support/read-model-dump.ts";
+import { dumpReadModels } from "../support/read-model-dump.ts";
 import { eventually, freshStreams, type StreamsFixture } from "../support/streams.ts";
-
-/** Every read-model collection, sorted by `_id` (run and execution documents as read: `asRead`). */
-async function dump(db: Db): Promise<Record<string, unknown[]>> {
-  const out: Record<string, unknown[]> = {};
-  for (const c of READ_MODEL_COLLECTIONS) out[c] = asRead(c, await db.collection(c).find().sort({ _id: 1 }).toArray());
-  return out;
-}
 
 const bound = <T extends object>(t: T, k: string | symbol): unknown => {
   const v = Reflect.get(t, k) as unknown;
@@ -126,7 +118,7 @@ describe("forensics writer handover against real FerretDB and a real nats-server
     expect(await isBuilt(readModelDb(db), PROJECTION_NAME)).toBe(true);
     const fresh = freshDb();
     await (await start(fresh)).waitFor(last, 60_000);
-    expect(await dump(db)).toEqual(await dump(fresh));
+    expect(await dumpReadModels(db)).toEqual(await dumpReadModels(fresh));
   }, 120_000);
 
   it("a writer whose lease is lost half-way through a rebuild writes nothing more (rows, checkpoint, marker) and stops at once", async () => {
@@ -152,7 +144,7 @@ describe("forensics writer handover against real FerretDB and a real nats-server
     // A batch already past the guard may still land; nothing after it.
     await new Promise((r) => setTimeout(r, 500));
     const state = async () => ({
-      rows: await dump(db),
+      rows: await dumpReadModels(db),
       checkpoints: await m.checkpoints.find().sort({ _id: 1 }).toArray(),
     });
     const after = await state();

@@ -154,7 +154,11 @@ async function foldAggregate(m: ReadModelDb, cache: DocCache, f: Fact): Promise<
     const next = evolveRunDoc(doc, fact);
     cache.put(m.runs, doc, next);
     // A run's first submission puts it in its tenant's list, and links a rerun to the run it reruns.
-    if (next.submitted && !doc?.submitted) await listRun(m, cache, fact, next);
+    // Decided by the fact, not by the stored document: a flush that failed after writing the run's
+    // version but before the list left a document that already says "submitted", and the retried
+    // batch then never listed the run (test/int/forensics-flush-fault.int.test.ts). The list's count
+    // makes a second append of the same fact a no-op.
+    if (next.submitted?.seq === f.seq) await listRun(m, cache, fact, next);
   } else if (type.startsWith("exec.")) {
     const fact = f as Of<"exec">;
     const doc = await cache.get(m.executions, executionDocId(fact.event.tenantId, f.aggregateId));
