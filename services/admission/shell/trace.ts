@@ -38,7 +38,7 @@ if (tracing) {
   new PerformanceObserver((l) => {
     for (const e of l.getEntries())
       if (e.duration > 5)
-        trace({ ev: "gc", ms: Math.round(e.duration), kind: (e.detail as { kind?: number } | undefined)?.kind });
+        trace({ ev: "gc", ms: Math.round(e.duration), kind: (e as { detail?: { kind?: number } }).detail?.kind });
   }).observe({ entryTypes: ["gc"] });
 }
 
