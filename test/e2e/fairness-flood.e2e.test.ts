@@ -111,12 +111,16 @@ describe("one tenant floods submissions (up to thousands, up to its limits); ano
         );
       await done(flood, (await flood.submit(dag)).body.sharedRunId); // the shared runtime is up
       // One steady run every 250 ms, at least `min` of them and for as long as `more()` holds.
+      // When each POST left the client and its answer came back (the dump's HTTP stage).
+      const posted: Record<string, [number, number]> = {};
       const steadyRuns = async (min: number, more: () => boolean): Promise<string[]> => {
         const ids: string[] = [];
         while (ids.length < min || more()) {
+          const sentAt = Date.now();
           const r = await steady.submit(dag);
           expect(r.status, JSON.stringify(r.body)).toBe(201);
           ids.push(r.body.sharedRunId);
+          posted[r.body.sharedRunId] = [sentAt, Date.now()];
           await new Promise((res) => setTimeout(res, 250));
         }
         return ids;
@@ -193,8 +197,14 @@ describe("one tenant floods submissions (up to thousands, up to its limits); ano
           completions.set(e.event.correlationId, (completions.get(e.event.correlationId) ?? 0) + 1);
       });
       await nc.close();
-      if (process.env.DROVER_FLOOD_DUMP)
-        (await import("node:fs")).writeFileSync(process.env.DROVER_FLOOD_DUMP, dump.join("\n"));
+      if (process.env.DROVER_FLOOD_DUMP) {
+        const fs = await import("node:fs");
+        fs.writeFileSync(process.env.DROVER_FLOOD_DUMP, dump.join("\n"));
+        fs.writeFileSync(
+          `${process.env.DROVER_FLOOD_DUMP}.posted.json`,
+          JSON.stringify({ posted, baseline, underFlood }),
+        );
+      }
       const at = (type: string, id: string) => times.get(`${type}/${id}`)!;
       const latency = (ids: string[], to: string) => ids.map((id) => at(to, id) - at("run.submitted", id));
       const figures = (ids: string[]) => {

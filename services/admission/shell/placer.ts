@@ -1,5 +1,4 @@
 import {
-  isSubjectSafeId,
   LocalRunId,
   RuntimeInstanceId,
   tenantSettingsOf,
@@ -18,6 +17,7 @@ import { PassBudget } from "./pass-budget.ts";
 import type { AdmissionDeps } from "./deps.ts";
 import { claimQuota, settleQuota } from "./tenant-quota.ts";
 import { cancelRun } from "./cancel.ts";
+import { rejectInvalid } from "./reject-invalid.ts";
 import { recordDispatch, resendIfUnknown } from "./dispatch.ts";
 import { requestScaleOut } from "./scale-out.ts";
 import type { IndexedRun } from "./run-index.ts";
@@ -26,6 +26,7 @@ import { deployedVersions } from "../../../platform/worker-deploys.ts";
 import { startSend, type AdmissionState, type Send } from "./sender.ts";
 import { placeAll } from "./place-all.ts";
 import type { ReserveOutcome } from "../../../platform/reservations.ts";
+import { trace, traced, tracing } from "./trace.ts";
 
 export type { AdmissionState } from "./sender.ts";
 
@@ -82,6 +83,7 @@ export async function admissionPass(deps: AdmissionDeps, state: AdmissionState):
   if (side.length === 0 && work.queues.size === 0) return;
   const staleMs = staleHeartbeatMsOf(deps.config);
   const candidates = await readCandidates(deps.view, deps.reservations, now, staleMs, state.beatAts);
+  if (tracing) trace({ ev: "read", start: now });
   const budget = new PassBudget(
     candidates,
     deps.index,
@@ -116,6 +118,7 @@ export async function admissionPass(deps: AdmissionDeps, state: AdmissionState):
     const k = key(r);
     if (busy.has(k)) return;
     busy.add(k);
+    if (traced(r.tenantId)) trace({ ev: "taken", run: r.sharedRunId, pass: now });
     inFlight.set(r.tenantId, (inFlight.get(r.tenantId) ?? 0) + 1);
     let send: Send | undefined;
     try {
@@ -147,7 +150,10 @@ export async function admissionPass(deps: AdmissionDeps, state: AdmissionState):
   // the pass's view has a place it may take: else the next pass, on a fresh view, decides it
   // (taken now, it would be queued for a place freed since the pass began).
   work.onSubmitted = (tenantId) => {
-    if (budget.viewFor(tenantId).some((c) => c.canAcceptRun) && fair.join(tenantId)) queueMicrotask(pool.express);
+    if (budget.viewFor(tenantId).some((c) => c.canAcceptRun) && fair.join(tenantId)) {
+      if (traced(tenantId)) trace({ ev: "express", pass: now });
+      queueMicrotask(pool.express);
+    }
   };
   try {
     await pool.done;
@@ -224,6 +230,7 @@ async function handle(
         if (early && !claimed?.reserved) budget.settle(early, r.tenantId, false);
       }
       const { over: overQuota, reserved } = claimed;
+      if (traced(r.tenantId)) trace({ ev: "claimed", run: r.sharedRunId });
       const order = reserved && early ? p.tryInOrder.slice(p.tryInOrder.indexOf(early)) : p.tryInOrder;
       if (overQuota) {
         budget.block(r, overQuota.reason.code);
@@ -332,6 +339,7 @@ async function placeOn(
   // a slot the winner holds under the same key (same run) and let a third placement over-commit.
   if (admittedSeq === undefined) return undefined;
   admitted(admittedSeq);
+  if (traced(r.tenantId)) trace({ ev: "admitted", run: r.sharedRunId });
   return recordDispatch(deps, r, c, claimedAt === undefined ? undefined : { seq: admittedSeq, now: claimedAt });
 }
 
@@ -377,24 +385,4 @@ async function queueWithScaleOut(
     `queue:${r.sharedRunId}`,
   );
   return requestId ? [reason.code, requestId] : [reason.code];
-}
-
-async function rejectInvalid(deps: AdmissionDeps, r: IndexedRun): Promise<void> {
-  if (!isSubjectSafeId(r.tenantId) || !isSubjectSafeId(r.sharedRunId)) {
-    // No valid `rejected` can name this run: report it once and stop trying (the raw message stays in the log).
-    deps.log.error(
-      { subject: `${r.tenantId}/${r.sharedRunId}`, seq: r.invalid!.seq, err: r.invalid!.error },
-      "invalid submission with an unusable subject; cannot be rejected",
-    );
-    deps.index.abandon(r);
-    return;
-  }
-  // The invalid submission is the aggregate's last event; `rejected` must follow exactly it.
-  const state = { ...r.state, status: "submitted" as const, lastSeq: r.invalid!.seq };
-  await appendRunDecision(
-    deps,
-    { ...r, state },
-    { kind: "Reject", reason: { code: "contract-violation", detail: r.invalid!.error.slice(0, 2000) } },
-    `validation:${r.invalid!.seq}`,
-  );
 }

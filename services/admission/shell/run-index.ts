@@ -10,6 +10,7 @@ import {
   type RunState,
 } from "../../../aggregates/run.ts";
 import { isPlaceable } from "../domain/run-decider.ts";
+import { movedAlongPlacement } from "../domain/placement-path.ts";
 import { PendingWork } from "./pending-work.ts";
 import { submissionSubjectMismatch } from "../domain/submission-check.ts";
 import {
@@ -199,7 +200,7 @@ export class RunIndex implements Snapshottable {
         this.terminal.set(`${tenantId}/${id}`, r);
         this.evict();
       }
-      this.changed();
+      if (!movedAlongPlacement(before, r.state)) this.changed();
     }
   }
 

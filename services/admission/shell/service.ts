@@ -8,6 +8,7 @@ import { admissionPass, type AdmissionState } from "./placer.ts";
 import { restoreFromSnapshot, snapshotWriter } from "../../../platform/snapshots/snapshotted.ts";
 import type { SnapshotOptions } from "../../../platform/snapshots/options.ts";
 import { verifyRuns } from "./verify-runs.ts";
+import { trace, traceDelivery, tracing } from "./trace.ts";
 
 /** How long a pass runs before it yields to a newer index (see `yieldWanted`). */
 const PASS_SLICE_MS = 50;
@@ -49,6 +50,7 @@ export async function startAdmission(
     deps.js,
     { stream: deps.layout.eventStream, filters: [`${prefix}.run.>`, `${prefix}.scaleout.>`], fromSeq },
     (m) => {
+      if (tracing) traceDelivery(m, prefix);
       deps.index.apply(m);
       writer?.applied(m.seq);
     },
@@ -96,6 +98,7 @@ export async function startAdmission(
         await verifyRuns(deps.index, deps.store)
           .then(() => admissionPass(deps, state))
           .catch((e) => deps.log.error({ err: String(e) }, "admission pass failed"));
+        if (tracing) trace({ ev: "pass", start: passStartMs, ms: clockMs() - passStartMs });
         for (const w of done) w();
       } while (again && !stopped);
     })().finally(() => {

@@ -1,0 +1,80 @@
+import { readFileSync } from "node:fs";
+
+/**
+ * Where the quiet tenant's runs waited in a flood e2e (docs/security.md "Floods"), stage by stage, p50 / p99:
+ *   DROVER_FLOOD_DUMP=/tmp/f.jsonl DROVER_ADMISSION_TRACE=/tmp/f.trace DROVER_ADMISSION_TRACE_TENANT=t-steady \
+ *     npx vitest run --project e2e test/e2e/fairness-flood.e2e.test.ts
+ *   node --import tsx bench/flood-stages.ts /tmp/f.jsonl /tmp/f.trace
+ * Stages: http (the POST leaving the client → `submitted` stored; outside the measured latency),
+ * deliver (stored → admission's follower has it), wait (→ a pass takes it), claim (→ quota claim and
+ * slot reservation answered), admit (→ `admitted` appended), dispatch (→ `dispatched` stored), and
+ * admission's event-loop stalls (a 5 ms timer late by over 15 ms) with how many were its own work
+ * (its CPU over the stall ≥ 70 % of it) rather than waiting for a core.
+ */
+const [dumpFile, traceFile] = process.argv.slice(2);
+if (!dumpFile || !traceFile) throw new Error("usage: flood-stages.ts <dump.jsonl> <admission.trace>");
+const lines = (f: string) =>
+  readFileSync(f, "utf8")
+    .split("\n")
+    .filter((l) => l.trim() !== "")
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+const { posted, baseline, underFlood } = JSON.parse(readFileSync(`${dumpFile}.posted.json`, "utf8")) as {
+  posted: Record<string, [number, number]>;
+  baseline: string[];
+  underFlood: string[];
+};
+const at = new Map<string, number>();
+let drained = 0;
+for (const e of lines(dumpFile)) {
+  const k = `${String(e.ty)}/${String(e.id)}`;
+  if (!at.has(k)) at.set(k, e.t as number);
+  if (e.te === "t-flood" && e.ty === "run.dispatched") drained = Math.max(drained, e.t as number);
+}
+const stage = new Map<string, Map<string, number>>();
+const stalls: { ms: number; cpuMs: number }[] = [];
+for (const o of lines(traceFile)) {
+  if (o.ev === "late") stalls.push({ ms: o.ms as number, cpuMs: o.cpuMs as number });
+  else if (typeof o.run === "string") {
+    const m = stage.get(o.run) ?? new Map<string, number>();
+    if (!m.has(o.ev as string)) m.set(o.ev as string, o.t as number);
+    stage.set(o.run, m);
+  }
+}
+const pct = (xs: number[], p: number) =>
+  xs.length === 0 ? "-" : [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil(p * xs.length) - 1)];
+const table = (name: string, ids: string[]) => {
+  const spans: Record<string, number[]> = {
+    total: [],
+    http: [],
+    deliver: [],
+    wait: [],
+    claim: [],
+    admit: [],
+    dispatch: [],
+  };
+  const add = (k: string, a?: number, b?: number) => a !== undefined && b !== undefined && spans[k]!.push(b - a);
+  for (const id of ids) {
+    const s = at.get(`run.submitted/${id}`);
+    const d = at.get(`run.dispatched/${id}`);
+    const t = stage.get(id);
+    add("total", s, d);
+    add("http", posted[id]?.[0], s);
+    add("deliver", s, t?.get("seen"));
+    add("wait", t?.get("seen"), t?.get("taken"));
+    add("claim", t?.get("taken"), t?.get("claimed"));
+    add("admit", t?.get("claimed"), t?.get("admitted"));
+    add("dispatch", t?.get("admitted"), d);
+  }
+  const queued = ids.filter((id) => at.has(`run.queued-globally/${id}`)).length;
+  console.log(`${name} (${ids.length} runs, ${queued} queued first), ms p50 / p99:`);
+  for (const [k, xs] of Object.entries(spans)) console.log(`  ${k.padEnd(9)} ${pct(xs, 0.5)} / ${pct(xs, 0.99)}`);
+};
+table("alone", baseline);
+table(
+  "under the flood",
+  underFlood.filter((id) => (at.get(`run.submitted/${id}`) ?? Infinity) < drained),
+);
+const own = stalls.filter((s) => s.cpuMs >= 0.7 * s.ms);
+console.log(
+  `admission's loop stalled ${stalls.length}× (${stalls.reduce((a, s) => a + s.ms, 0)} ms), ${own.length} of them its own work`,
+);
