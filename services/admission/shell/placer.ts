@@ -205,7 +205,7 @@ async function handle(
     case "check-dispatched":
       // Dispatched long ago and never started: the sender may have died before the command left.
       r.checkedMs = now;
-      return timed(probe, "resend-check", resendIfUnknown(deps, r, p.target));
+      return resendIfUnknown(deps, r, p.target);
     case "reject":
     case "queue":
       if (p.kind === "queue") budget.block(r, p.reason.code);
