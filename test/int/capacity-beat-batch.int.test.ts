@@ -20,7 +20,7 @@ import { uniqueName } from "../support/isolation.ts";
 import { publishReadyRuntime } from "../support/ready-runtime.ts";
 import { eventually } from "../support/streams.ts";
 
-describe("capacity projection folds heartbeats in batches (real nats-server and Redis)", () => {
+describe("capacity projection folds heartbeats and runtime events in batches (real nats-server and Redis)", () => {
   let nc: NatsConnection, js: JetStreamClient, redis: Redis, layout: StreamLayout, store: EventStore;
   beforeAll(async () => {
     nc = await connectHarness({ servers: inject("natsUrl") });
@@ -68,6 +68,48 @@ describe("capacity projection folds heartbeats in batches (real nats-server and 
     });
     // One write per beat would be RTS × BEATS = 400; batched, about one per runtime after the held one.
     expect(puts).toBeLessThanOrEqual(3 * RTS.length);
+    const before = await real.all();
+    await projection.rebuild();
+    expect(await real.all()).toEqual(before);
+    await projection.stop();
+  });
+
+  it("runtime events that arrive while a write is in flight are written once per runtime and one checkpoint, not two writes per event; a rebuild equals the view", async () => {
+    const RTS = Array.from({ length: 20 }, (_, i) => `rt-evbatch-${i}`);
+    const real = redisCapacityView<CapacityDescriptor>(redis, `${ids.controlPlane}-ev`);
+    await real.clear();
+    let writes = 0;
+    let open!: () => void;
+    let gate: Promise<void> = Promise.resolve();
+    // The real view, its descriptor and checkpoint writes counted and, while `gate` is shut, held.
+    const view: CapacityViewStore<CapacityDescriptor> = {
+      ...real,
+      put: async (...args) => {
+        await gate;
+        writes++;
+        return real.put(...args);
+      },
+      setCheckpoint: async (...args) => {
+        await gate;
+        writes++;
+        return real.setCheckpoint(...args);
+      },
+    };
+    const projection = await startCapacityProjection({ js, layout, view, controlPlaneId: ids.controlPlane });
+    await projection.ready;
+    // The first runtime's first event takes the queue and is held there; the rest arrive meanwhile.
+    gate = new Promise((r) => (open = r));
+    writes = 0;
+    await Promise.all(RTS.map((rt) => publishReadyRuntime(store, rt)));
+    const last = (await (await jetstreamManager(nc)).streams.info(layout.eventStream)).state.last_seq;
+    await new Promise((r) => setTimeout(r, 500));
+    open();
+    await eventually("every runtime ready in the view and the checkpoint at the last event", async () => {
+      for (const rt of RTS) if ((await real.get(rt))?.status !== "ready") return undefined;
+      return (await real.getCheckpoint("runtime-events")) === last || undefined;
+    });
+    // Two writes per event would be 2 × 20 runtimes × 5 events = 200; batched, about one per runtime.
+    expect(writes).toBeLessThanOrEqual(3 * RTS.length);
     const before = await real.all();
     await projection.rebuild();
     expect(await real.all()).toEqual(before);

@@ -4,8 +4,6 @@ import {
   tenantSettingsOf,
   staleHeartbeatMsOf,
   type DataOf,
-  type Reason,
-  type TenantSettings,
 } from "../../../contracts/index.ts";
 import { assertNever } from "../../../contracts/assert-never.ts";
 import { FairPull } from "../domain/fair-pull.ts";
@@ -19,12 +17,13 @@ import { claimQuota, settleQuota } from "./tenant-quota.ts";
 import { cancelRun } from "./cancel.ts";
 import { rejectInvalid } from "./reject-invalid.ts";
 import { recordDispatch, resendIfUnknown } from "./dispatch.ts";
-import { requestScaleOut } from "./scale-out.ts";
+import { queueWithScaleOut } from "./scale-out.ts";
 import type { IndexedRun } from "./run-index.ts";
 import { deployedVersionFor } from "./deployed-version.ts";
 import { deployedVersions } from "../../../platform/worker-deploys.ts";
 import { startSend, type AdmissionState, type Send } from "./sender.ts";
 import { placeAll } from "./place-all.ts";
+import { timed, type PassProbe } from "./pass-probe.ts";
 import type { ReserveOutcome } from "../../../platform/reservations.ts";
 import { trace, traced, tracing } from "./trace.ts";
 
@@ -82,7 +81,11 @@ export async function admissionPass(deps: AdmissionDeps, state: AdmissionState):
   // the next pass with work adopts them against the view it reads, as it would have.
   if (side.length === 0 && work.queues.size === 0) return;
   const staleMs = staleHeartbeatMsOf(deps.config);
-  const candidates = await readCandidates(deps.view, deps.reservations, now, staleMs, state.beatAts);
+  const candidates = await timed(
+    state.probe,
+    "candidates",
+    readCandidates(deps.view, deps.reservations, now, staleMs, state.beatAts),
+  );
   if (tracing) trace({ ev: "read", start: now });
   const budget = new PassBudget(
     candidates,
@@ -113,8 +116,8 @@ export async function admissionPass(deps: AdmissionDeps, state: AdmissionState):
   // instead of racing them for its first free worker (a P=1 proof saw a resume wait 700 ms behind a
   // run dispatched in the same ms). Per tenant, so one tenant's slow resume never holds another's runs.
   const placeOne = async (r: IndexedRun) => {
-    if (!isResume(r) && (state.resuming.get(r.tenantId) ?? 0) > 0) return; // next pass, after the answer
-    if (budget.skips(r)) return; // its tenant is blocked: it would only be queued again as it is
+    if (!isResume(r) && (state.resuming.get(r.tenantId) ?? 0) > 0) return state.probe?.count("after-resume"); // next pass, after the answer
+    if (budget.skips(r)) return state.probe?.count("blocked"); // its tenant is blocked: it would only be queued again as it is
     const k = key(r);
     if (busy.has(k)) return;
     busy.add(k);
@@ -137,7 +140,7 @@ export async function admissionPass(deps: AdmissionDeps, state: AdmissionState):
   const stop = () => sideAt >= side.length && (state.yieldWanted?.() ?? false);
   const pool = placeAll(take, stop, async (r) => {
     if (!isResume(r)) {
-      await Promise.all(resumes.get(r.tenantId) ?? []);
+      await timed(state.probe, "resumes-first", Promise.all(resumes.get(r.tenantId) ?? []));
       return placeOne(r);
     }
     const placed = placeOne(r);
@@ -163,6 +166,7 @@ export async function admissionPass(deps: AdmissionDeps, state: AdmissionState):
   state.blocks = budget.carried(now);
 }
 
+const GONE = new Set(["suspected", "fenced", "retired"]);
 const key = (r: IndexedRun) => `${r.tenantId}/${r.sharedRunId}`;
 
 /** Executes the placement decision for one run; returns the runtime command to send, if any. */
@@ -173,18 +177,22 @@ async function handle(
   budget: PassBudget,
   now: number,
   othersInFlight: number,
-  { fair, flow, deployed }: AdmissionState,
+  { fair, flow, deployed, probe }: AdmissionState,
 ): Promise<Send | undefined> {
-  if (r.state.cancelRequested) return cancelRun(deps, r, all, now);
+  if (r.state.cancelRequested) return timed(probe, "cancel", cancelRun(deps, r, all, now));
   const tenant = tenantSettingsOf(deps.config, r.tenantId);
   const candidates = budget.viewFor(r.tenantId);
-  const deployedVersion = await deployedVersionFor(deployed, r, candidates);
+  const deployedVersion = await timed(probe, "deployed", deployedVersionFor(deployed, r, candidates));
   const p = decidePlacement(r, candidates, now, {
     tenant,
     dispatchTimeoutMs: deps.config.dispatchTimeoutMs,
     activeRuns: deps.index.activeCount(r.tenantId) + othersInFlight,
     ...(deployedVersion ? { deployedVersion } : {}),
   });
+  probe?.count(p.kind);
+  // Why a run that waits for capacity sees none: the reasons of the tenant's runtimes still coming up or live.
+  if (probe && p.kind === "queue-with-scale-out")
+    for (const c of candidates) if (!GONE.has(c.status)) for (const why of c.reasons) probe.count(`why:${why}`);
   switch (p.kind) {
     case "wait":
       return undefined;
@@ -194,7 +202,11 @@ async function handle(
     case "finish-dispatch": {
       // Admitted but never dispatched: the replica that admitted it died (or this is its own earlier attempt).
       const placed = r.state.placement!.runtimeInstanceId;
-      return recordDispatch(deps, r, p.target ?? { runtimeInstanceId: placed, transport: "http" });
+      return timed(
+        probe,
+        "dispatched",
+        recordDispatch(deps, r, p.target ?? { runtimeInstanceId: placed, transport: "http" }),
+      );
     }
     case "check-dispatched":
       // Dispatched long ago and never started: the sender may have died before the command left.
@@ -203,11 +215,15 @@ async function handle(
     case "reject":
     case "queue":
       if (p.kind === "queue") budget.block(r, p.reason.code);
-      await appendRunDecision(
-        deps,
-        r,
-        p.kind === "reject" ? { kind: "Reject", reason: p.reason } : { kind: "QueueGlobally", reason: p.reason },
-        "quota",
+      await timed(
+        probe,
+        "append-queued",
+        appendRunDecision(
+          deps,
+          r,
+          p.kind === "reject" ? { kind: "Reject", reason: p.reason } : { kind: "QueueGlobally", reason: p.reason },
+          "quota",
+        ),
       );
       return undefined;
     case "place": {
@@ -225,7 +241,7 @@ async function handle(
           : undefined;
       let claimed;
       try {
-        claimed = await claimQuota(deps, r, tenant, now, early && slotOf(deps, early));
+        claimed = await timed(probe, "quota-claim", claimQuota(deps, r, tenant, now, early && slotOf(deps, early)));
       } finally {
         if (early && !claimed?.reserved) budget.settle(early, r.tenantId, false);
       }
@@ -249,7 +265,7 @@ async function handle(
       const defer = deps.claims !== undefined && !recovery ? now : undefined;
       let handedOff = false;
       try {
-        const keys = await takeFlowKeys(deps, flow, r, tenant, now);
+        const keys = await timed(probe, "flow-keys", takeFlowKeys(deps, flow, r, tenant, now));
         if (!keys.ok) {
           await appendRunDecision(deps, r, { kind: "QueueGlobally", reason: keys.reason }, `flow:${r.sharedRunId}`);
           return undefined;
@@ -259,7 +275,7 @@ async function handle(
           if (!pre && !budget.claim(c, r.tenantId)) continue; // taken by a parallel placement of this pass
           let full = false;
           try {
-            const send = await placeOn(deps, r, c, p.snapshot, now, (seq) => (admittedSeq = seq), pre, defer);
+            const send = await placeOn(deps, r, c, p.snapshot, now, (seq) => (admittedSeq = seq), pre, defer, probe);
             handedOff = defer !== undefined && typeof send === "function";
             // New work placed on a shared runtime counts against its tenant's fair share.
             if (send && send !== "full" && c.isolationMode === "shared" && !recovery)
@@ -273,16 +289,16 @@ async function handle(
           }
         }
       } finally {
-        if (!handedOff) await settleQuota(deps, r, placed, now, recovery, admittedSeq);
+        if (!handedOff) await timed(probe, "quota-settle", settleQuota(deps, r, placed, now, recovery, admittedSeq));
       }
       budget.block(
         r,
-        ...(await queueWithScaleOut(deps, r, tenant, candidates, now, noCapacityReason(candidates, tenant))),
+        ...(await queueWithScaleOut(deps, r, tenant, candidates, now, noCapacityReason(candidates, tenant), probe)),
       );
       return undefined;
     }
     case "queue-with-scale-out":
-      budget.block(r, ...(await queueWithScaleOut(deps, r, tenant, candidates, now, p.reason)));
+      budget.block(r, ...(await queueWithScaleOut(deps, r, tenant, candidates, now, p.reason, probe)));
       return undefined;
     default:
       return assertNever(p);
@@ -311,11 +327,16 @@ async function placeOn(
   admitted: (seq: number) => void,
   reserved?: ReserveOutcome,
   claimedAt?: number,
+  probe?: PassProbe,
 ): Promise<Send | "full" | undefined> {
   const slot = slotOf(deps, c);
   const outcome =
     reserved ??
-    (await deps.reservations.reserve(c.runtimeInstanceId, r.sharedRunId, slot.slots, slot.ttlMs, now, slot.beatAt));
+    (await timed(
+      probe,
+      "reserve",
+      deps.reservations.reserve(c.runtimeInstanceId, r.sharedRunId, slot.slots, slot.ttlMs, now, slot.beatAt),
+    ));
   if (outcome === "full") return "full";
   // Parsed, not cast: the ids come from the capacity view and the id source, outside the type system.
   const data: DataOf<"run.admitted"> = {
@@ -329,60 +350,16 @@ async function placeOn(
     recovery: r.state.recoveryPending,
     ...(c.worker ? { workerVersion: c.worker.version } : {}),
   };
-  const admittedSeq = await appendRunDecision(
-    deps,
-    r,
-    { kind: "Admit", data },
-    `admission:${r.sharedRunId}:${r.state.lastSeq}`,
+  const admittedSeq = await timed(
+    probe,
+    "append-admitted",
+    appendRunDecision(deps, r, { kind: "Admit", data }, `admission:${r.sharedRunId}:${r.state.lastSeq}`),
   );
   // Lost the run to another decider: keep the reservation until it expires. Releasing it could free
   // a slot the winner holds under the same key (same run) and let a third placement over-commit.
   if (admittedSeq === undefined) return undefined;
   admitted(admittedSeq);
   if (traced(r.tenantId)) trace({ ev: "admitted", run: r.sharedRunId });
-  return recordDispatch(deps, r, c, claimedAt === undefined ? undefined : { seq: admittedSeq, now: claimedAt });
-}
-
-async function queueWithScaleOut(
-  deps: AdmissionDeps,
-  r: IndexedRun,
-  tenant: TenantSettings,
-  candidates: Placeable[],
-  now: number,
-  noCapacity: Reason,
-): Promise<[code: string, requestId?: string]> {
-  const { requestId, stalled } = await requestScaleOut(
-    deps,
-    tenant,
-    { code: "no-visible-capacity", detail: "" },
-    r.sharedRunId,
-    candidates,
-    r.queuedSinceMs,
-    r.state.workerVersion,
-  );
-  if (stalled) {
-    // Said once per run and request (what the log records too): a run already queue-stalled on the
-    // same request is re-planned quietly (the metric still counts each re-plan).
-    const again =
-      r.state.lastReason === "queue-stalled" &&
-      (requestId === undefined || r.state.scaleOutRequestIds.includes(requestId));
-    if (!again) deps.log.warn({ tenant: r.tenantId, run: r.sharedRunId, requestId }, "queue stalled; re-planned");
-    deps.onQueueStalled?.(r.tenantId);
-  }
-  const reason = stalled
-    ? {
-        code: "queue-stalled" as const,
-        detail:
-          `queued ${now - r.queuedSinceMs!} ms with no visible capacity and no scale-out in progress; re-planned from the log: ${
-            requestId ? `waiting on ${requestId}` : "no scale-out request can be made now"
-          }. ${noCapacity.detail}`.slice(0, 2000),
-      }
-    : noCapacity;
-  await appendRunDecision(
-    deps,
-    r,
-    { kind: "QueueGlobally", reason, ...(requestId ? { scaleOutRequestId: requestId } : {}) },
-    `queue:${r.sharedRunId}`,
-  );
-  return requestId ? [reason.code, requestId] : [reason.code];
+  const claim = claimedAt === undefined ? undefined : { seq: admittedSeq, now: claimedAt };
+  return timed(probe, "dispatched", recordDispatch(deps, r, c, claim));
 }

@@ -13,6 +13,9 @@ import { scaleOutRef } from "../../../streams/index.ts";
 import { atRuntimeLimit, isQueueStalled, planScaleOut } from "../domain/single-flight.ts";
 import type { Placeable } from "./candidates.ts";
 import type { AdmissionDeps } from "./deps.ts";
+import { appendRunDecision } from "./append-run.ts";
+import { timed, type PassProbe } from "./pass-probe.ts";
+import type { IndexedRun } from "./run-index.ts";
 
 const GONE = new Set(["suspected", "fenced", "retired"]);
 
@@ -127,4 +130,54 @@ async function nextRequest(
   }
   deps.log.warn({ tenant: tenant.tenantId, dedupeKey }, "scale-out generations kept colliding; retried next pass");
   return undefined;
+}
+
+/**
+ * Queues a run that found no place (`no-visible-capacity`, or queue-stalled when its queue waited
+ * too long with no request in progress) waiting on the tenant's single-flight scale-out request
+ * (`requestScaleOut`); answers the reason code and the request waited on, for the pass budget.
+ */
+export async function queueWithScaleOut(
+  deps: AdmissionDeps,
+  r: IndexedRun,
+  tenant: TenantSettings,
+  candidates: Placeable[],
+  now: number,
+  noCapacity: Reason,
+  probe?: PassProbe,
+): Promise<[code: string, requestId?: string]> {
+  const { requestId, stalled } = await timed(
+    probe,
+    "scale-out",
+    requestScaleOut(
+      deps,
+      tenant,
+      { code: "no-visible-capacity", detail: "" },
+      r.sharedRunId,
+      candidates,
+      r.queuedSinceMs,
+      r.state.workerVersion,
+    ),
+  );
+  if (stalled) {
+    // Said once per run and request (what the log records too): a run already queue-stalled on the
+    // same request is re-planned quietly (the metric still counts each re-plan).
+    const again =
+      r.state.lastReason === "queue-stalled" &&
+      (requestId === undefined || r.state.scaleOutRequestIds.includes(requestId));
+    if (!again) deps.log.warn({ tenant: r.tenantId, run: r.sharedRunId, requestId }, "queue stalled; re-planned");
+    deps.onQueueStalled?.(r.tenantId);
+  }
+  const reason = stalled
+    ? {
+        code: "queue-stalled" as const,
+        detail:
+          `queued ${now - r.queuedSinceMs!} ms with no visible capacity and no scale-out in progress; re-planned from the log: ${
+            requestId ? `waiting on ${requestId}` : "no scale-out request can be made now"
+          }. ${noCapacity.detail}`.slice(0, 2000),
+      }
+    : noCapacity;
+  const queued = { kind: "QueueGlobally", reason, ...(requestId ? { scaleOutRequestId: requestId } : {}) } as const;
+  await timed(probe, "append-queued", appendRunDecision(deps, r, queued, `queue:${r.sharedRunId}`));
+  return requestId ? [reason.code, requestId] : [reason.code];
 }

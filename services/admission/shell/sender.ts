@@ -3,6 +3,7 @@ import type { IndexedRun } from "./run-index.ts";
 import type { FairShare } from "../domain/fair-queue.ts";
 import type { FlowKeys } from "./flow-gate.ts";
 import type { CarriedBlocks } from "./pass-budget.ts";
+import type { PassProbe } from "./pass-probe.ts";
 
 /** A runtime command admission decided to send (DispatchRun, ResumeExecution, or a check then re-send). */
 export type Send = () => Promise<unknown>;
@@ -27,6 +28,8 @@ export interface AdmissionState {
   blocks?: CarriedBlocks;
   /** The pass's per-tenant read of the last `worker.deployed` (deployed-version.ts); set by each pass. */
   deployed?: (tenantId: string) => Promise<string | undefined>;
+  /** The pass in flight's (or the last one's) timings (pass-probe.ts). */
+  probe?: PassProbe;
   /** When a pass last looked at the placements awaiting confirmation (placer.ts, PLACED_SCAN_MS). */
   placedScannedMs?: number;
   /**

@@ -9,6 +9,7 @@ import { restoreFromSnapshot, snapshotWriter } from "../../../platform/snapshots
 import type { SnapshotOptions } from "../../../platform/snapshots/options.ts";
 import { verifyRuns } from "./verify-runs.ts";
 import { trace, traceDelivery, tracing } from "./trace.ts";
+import { PassProbe, SLOW_PASS_MS } from "./pass-probe.ts";
 
 /** How long a pass runs before it yields to a newer index (see `yieldWanted`). */
 const PASS_SLICE_MS = 50;
@@ -76,6 +77,8 @@ export async function startAdmission(
   };
   let running: Promise<void> | undefined;
   let again = false;
+  // When the pass to run next was first asked for (performance.now()): how long it queued behind the one in flight.
+  let askedAt: number | undefined;
   let stopped = false;
   // No decision before the index has caught up with the log: a pass on a half-folded index would
   // count fewer scale-out generations than the log holds and collide with ended requests (issue 23).
@@ -84,6 +87,7 @@ export async function startAdmission(
 
   const pass = (): void => {
     if (stopped || !caughtUp) return;
+    askedAt ??= performance.now();
     if (running) {
       again = true;
       return;
@@ -95,10 +99,16 @@ export async function startAdmission(
         waiters = [];
         // Runs first seen after terminal runs were dropped are read from the log before any decision.
         passStartMs = clockMs();
-        await verifyRuns(deps.index, deps.store)
+        const probe = (state.probe = new PassProbe(askedAt));
+        askedAt = undefined;
+        await probe
+          .time("verify", verifyRuns(deps.index, deps.store))
           .then(() => admissionPass(deps, state))
           .catch((e) => deps.log.error({ err: String(e) }, "admission pass failed"));
         if (tracing) trace({ ev: "pass", start: passStartMs, ms: clockMs() - passStartMs });
+        // Where a slow pass's time went (pass-probe.ts): what it awaited, how long, and what it decided.
+        if (probe.passMs >= SLOW_PASS_MS || probe.queuedMs >= SLOW_PASS_MS)
+          deps.log.info(probe.report(), "admission pass slow");
         for (const w of done) w();
       } while (again && !stopped);
     })().finally(() => {

@@ -44,7 +44,7 @@ export interface CapacityProjection {
 }
 
 const CHECKPOINT = "runtime-events";
-/** Heartbeats folded in one batch at most before the heartbeat follower waits for the queue. */
+/** Inputs (runtime events, heartbeats) folded in one batch at most before their follower waits for the queue. */
 const MAX_BATCH = 1024;
 
 /**
@@ -127,14 +127,38 @@ export async function startCapacityProjection(deps: CapacityProjectionDeps): Pro
       : undefined;
   };
 
-  const apply = (runtimeInstanceId: string, input: CapacityInput, seq?: number) => {
-    queue = queue.then(async () => {
-      const put = await fold(runtimeInstanceId, input);
-      if (shadow) return;
-      if (put) await deps.view.put(runtimeInstanceId, put.d, versionOf(put.d), put.announce);
-      if (seq !== undefined) await deps.view.setCheckpoint(CHECKPOINT, seq);
-    });
-    return queue;
+  // Runtime events and heartbeats are folded in batches: what arrived while the queue was busy is
+  // folded one by one in memory, in arrival order, then each runtime's descriptor is written once
+  // (all writes sent together) and the checkpoint once, after them, at the batch's last event. One
+  // round trip per beat fell behind in a P=20 recovery (folded beats 3-5 s old: live runtimes looked
+  // stale to admission); two per event (descriptor, checkpoint) put a replacement's
+  // `capacity-published` behind the refill's pool-member events, seconds under load.
+  let pending: { readonly id?: string; readonly input?: CapacityInput; readonly seq?: number }[] = [];
+  const flush = async () => {
+    const batch = pending;
+    pending = [];
+    const writes = new Map<string, { d: CapacityDescriptor; announce: boolean }>();
+    let seq: number | undefined;
+    for (const b of batch) {
+      if (b.seq !== undefined) seq = b.seq;
+      const put = b.id !== undefined && b.input ? await fold(b.id, b.input) : undefined;
+      if (put) {
+        const announce = (writes.get(b.id!)?.announce ?? false) || put.announce;
+        writes.set(b.id!, { d: put.d, announce });
+      }
+    }
+    if (shadow) return;
+    await Promise.all([...writes].map(([id, w]) => deps.view.put(id, w.d, versionOf(w.d), w.announce)));
+    if (seq !== undefined) await deps.view.setCheckpoint(CHECKPOINT, seq);
+  };
+  /** Queues one input for the next batch; a batch this large is waited for (bounded memory), else not awaited. */
+  const enqueue = (item: (typeof pending)[number]) => {
+    pending.push(item);
+    if (pending.length === 1) {
+      queue = queue.then(flush);
+      queue.catch((e) => deps.onError?.(e));
+    }
+    return pending.length >= MAX_BATCH ? queue : undefined;
   };
 
   // A message that does not decode (garbage, an unknown type, a newer schema) is recorded and
@@ -152,31 +176,14 @@ export async function startCapacityProjection(deps: CapacityProjectionDeps): Pro
     } catch (e) {
       skip(m, e, deps.layout.eventStream);
       // Past it, through the serial queue: the checkpoint never overtakes a write still queued.
-      queue = queue.then(async () => {
-        if (!shadow) await deps.view.setCheckpoint(CHECKPOINT, m.seq);
-      });
-      return queue;
+      return enqueue({ seq: m.seq });
     }
     folded = { ...folded, eventsFolded: folded.eventsFolded + 1, lastSeq: m.seq };
-    return apply(runtimeInstanceId, { kind: "event", seq: m.seq, runtimeInstanceId, event }, m.seq);
-  };
-  // Heartbeats are folded in batches: those that arrived while the queue was busy are folded one by
-  // one in memory, then each runtime's descriptor is written once, all writes sent together. One
-  // round trip per beat fell behind in a P=20 recovery (folded beats 3-5 s old: live runtimes looked
-  // stale to admission). Events stay one at a time (each moves the checkpoint).
-  let beats: Heartbeat[] = [];
-  const flushBeats = async () => {
-    const batch = beats;
-    beats = [];
-    const writes = new Map<string, { d: CapacityDescriptor; announce: boolean }>();
-    for (const b of batch) {
-      const put = await fold(b.runtimeInstanceId, { kind: "heartbeat", beat: b });
-      if (put) {
-        const announce = (writes.get(b.runtimeInstanceId)?.announce ?? false) || put.announce;
-        writes.set(b.runtimeInstanceId, { d: put.d, announce });
-      }
-    }
-    await Promise.all([...writes].map(([id, w]) => deps.view.put(id, w.d, versionOf(w.d), w.announce)));
+    return enqueue({
+      id: runtimeInstanceId,
+      input: { kind: "event", seq: m.seq, runtimeInstanceId, event },
+      seq: m.seq,
+    });
   };
   const onBeat = (m: JsMsg) => {
     let beat: Heartbeat;
@@ -187,13 +194,7 @@ export async function startCapacityProjection(deps: CapacityProjectionDeps): Pro
       return skip(m, e, deps.layout.heartbeatStream);
     }
     folded = { ...folded, heartbeatsFolded: folded.heartbeatsFolded + 1 };
-    beats.push(beat);
-    if (beats.length === 1) {
-      queue = queue.then(flushBeats);
-      queue.catch((e) => deps.onError?.(e));
-    }
-    // Not awaited, so the next beats join the batch; a batch this large waits (bounded memory).
-    return beats.length >= MAX_BATCH ? queue : undefined;
+    return enqueue({ id: beat.runtimeInstanceId, input: { kind: "heartbeat", beat } });
   };
 
   const start = async (fromSeq: number) => {
