@@ -52,6 +52,10 @@ const threadCpuMs = async (): Promise<number> => {
   return (Number(f[11]) + Number(f[12])) * 10; // USER_HZ is 100 on Linux
 };
 
+/** Commands redis-server has run so far (INFO commandstats, every connection): its own count, not the client's. */
+const redisCalls = async (r: Redis): Promise<number> =>
+  [...(await r.info("commandstats")).matchAll(/:calls=(\d+)/g)].reduce((n, m) => n + Number(m[1]), 0);
+
 const BURST = Number(process.env.BENCH_ADMIT_RUNS ?? 3000);
 const WARM = Number(process.env.BENCH_WARM_RUNS ?? BURST);
 const RATE_SECONDS = Number(process.env.BENCH_RATE_SECONDS ?? 5);
@@ -159,9 +163,11 @@ try {
   const cpu0 = await cpuSnapshot();
   const self0 = process.cpuUsage();
   const main0 = await threadCpuMs();
+  const calls0 = await redisCalls(r);
   await ask({ kind: "burst", ids: burst, publishers: 32 });
   const loadMs = (await ask({ kind: "drain" })) - load0Ms;
   const mainMs = (await threadCpuMs()) - main0;
+  const calls = (await redisCalls(r)) - calls0 - 1; // not this INFO
   const self = process.cpuUsage(self0);
   const children = cpuSpent(cpu0, await cpuSnapshot());
   const selfMs = (self.user + self.system) / 1000;
@@ -205,7 +211,7 @@ try {
         children,
       )
         .map(([k, v]) => `${k} ${perRun(v)}`)
-        .join(", ")}`,
+        .join(", ")}; Redis commands per run ${round(calls / burst.length)} (INFO commandstats)`,
     },
     dispatch_latency_ms_at_200: latencyMetric(
       latencies(at200),
