@@ -42,7 +42,7 @@ import { publishBeat, publishReadyRuntime } from "../test/support/fake-runtime-c
 import { freshStreams, eventually } from "../test/support/streams.ts";
 import { connectHarness } from "../platform/nats-auth/server-keys.ts";
 import { cpuSnapshot, cpuSpent } from "./support/cpu.ts";
-import { latencyMetric, recordMetrics, round } from "./support/results.ts";
+import { latencyMetric, quantile, recordMetrics, round } from "./support/results.ts";
 import { loadavg } from "node:os";
 
 /** CPU ms (user + system) of this process's main thread: admission's, without the load thread. */
@@ -51,6 +51,17 @@ const threadCpuMs = async (): Promise<number> => {
   const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   return (Number(f[11]) + Number(f[12])) * 10; // USER_HZ is 100 on Linux
 };
+
+/**
+ * Scripts redis-server has run so far (EVALSHA and EVAL, INFO commandstats, every connection): its
+ * own count. Every per-run Redis call of admission is a script; commandstats counts the commands a
+ * script calls as well, so those of other kinds are no count of the client's calls.
+ */
+const redisScripts = async (r: Redis): Promise<number> =>
+  [...(await r.info("commandstats")).matchAll(/cmdstat_eval(?:sha)?:calls=(\d+)/g)].reduce(
+    (n, m) => n + Number(m[1]),
+    0,
+  );
 
 const BURST = Number(process.env.BENCH_ADMIT_RUNS ?? 3000);
 const WARM = Number(process.env.BENCH_WARM_RUNS ?? BURST);
@@ -159,9 +170,11 @@ try {
   const cpu0 = await cpuSnapshot();
   const self0 = process.cpuUsage();
   const main0 = await threadCpuMs();
+  const scripts0 = await redisScripts(r);
   await ask({ kind: "burst", ids: burst, publishers: 32 });
   const loadMs = (await ask({ kind: "drain" })) - load0Ms;
   const mainMs = (await threadCpuMs()) - main0;
+  const scripts = (await redisScripts(r)) - scripts0;
   const self = process.cpuUsage(self0);
   const children = cpuSpent(cpu0, await cpuSnapshot());
   const selfMs = (self.user + self.system) / 1000;
@@ -182,12 +195,23 @@ try {
   });
   const submittedAt = new Map<string, number>();
   const dispatchedAt = new Map<string, number>();
+  const admittedAt = new Map<string, number>();
   for (const e of log) {
     if (e.event.type === "run.submitted") submittedAt.set(e.event.correlationId, e.time.getTime());
+    if (e.event.type === "run.admitted" && !admittedAt.has(e.event.correlationId))
+      admittedAt.set(e.event.correlationId, e.time.getTime());
     if (e.event.type === "run.dispatched" && !dispatchedAt.has(e.event.correlationId))
       dispatchedAt.set(e.event.correlationId, e.time.getTime());
   }
   const latencies = (ids: readonly string[]) => ids.map((id) => dispatchedAt.get(id)! - submittedAt.get(id)!);
+  // Where the time goes: submitted → admitted (delivery, the pass, the capacity read, the quota claim
+  // and slot reservation, the `admitted` append) and admitted → dispatched (the `dispatched` append).
+  const stages = (ids: readonly string[]) => {
+    const q = (xs: number[]) => `${quantile(xs, 0.5)} / ${quantile(xs, 0.99)}`;
+    const toAdmitted = ids.map((id) => admittedAt.get(id)! - submittedAt.get(id)!);
+    const toDispatched = ids.map((id) => dispatchedAt.get(id)! - admittedAt.get(id)!);
+    return `stages p50 / p99: submitted → admitted ${q(toAdmitted)} ms, admitted → dispatched ${q(toDispatched)} ms`;
+  };
   const first = Math.min(...burst.map((id) => submittedAt.get(id)!));
   const last = Math.max(...burst.map((id) => dispatchedAt.get(id)!));
   const where = `2 cores, load average ${round(load0, 1)} → ${round(load1, 1)}`;
@@ -205,15 +229,15 @@ try {
         children,
       )
         .map(([k, v]) => `${k} ${perRun(v)}`)
-        .join(", ")}`,
+        .join(", ")}; Redis script runs per run ${round(scripts / burst.length)} (EVALSHA/EVAL, INFO commandstats)`,
     },
     dispatch_latency_ms_at_200: latencyMetric(
       latencies(at200),
-      `run.submitted → run.dispatched, ${at200.length} runs offered at 200 runs/s, admission alone (in-memory runtime responder); ${where}`,
+      `run.submitted → run.dispatched, ${at200.length} runs offered at 200 runs/s, admission alone (in-memory runtime responder); ${stages(at200)}; ${where}`,
     ),
     dispatch_latency_ms_at_1000: latencyMetric(
       latencies(at1000),
-      `run.submitted → run.dispatched, ${at1000.length} runs offered at 1 000 runs/s, admission alone (in-memory runtime responder); ${where}`,
+      `run.submitted → run.dispatched, ${at1000.length} runs offered at 1 000 runs/s, admission alone (in-memory runtime responder); ${stages(at1000)}; ${where}`,
     ),
   };
   await recordMetrics(metrics, { nats: "2.15.3" });

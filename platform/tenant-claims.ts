@@ -1,4 +1,5 @@
 import type { Redis, Result } from "ioredis";
+import { scriptBatcher } from "./script-batch.ts";
 import { EXTEND_FN, RESERVE_FN, reservationKeys, reserveOutcome, type ReserveOutcome } from "./reservations.ts";
 
 /**
@@ -37,21 +38,34 @@ local function claim(p, d, x, run, limit, folded, position, now, ttl, keyTtl)
   for _, k in ipairs({p, d, x}) do redis.call('PEXPIRE', k, keyTtl) end
   return {1, folded + extra}
 end`;
+/** The claim's arguments: keys from KEYS[k + 1], arguments from ARGV[a + 1] (k, a: Lua locals). */
 const CLAIM_ARGS =
-  "KEYS[1], KEYS[2], KEYS[3], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7]";
+  "KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], ARGV[a + 1], tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), ARGV[a + 4], tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6]), ARGV[a + 7]";
 const CLAIM = `${CLAIM_FN}
+local k, a = 0, 0
 return claim(${CLAIM_ARGS})`;
 /**
- * The claim and, only if it is granted, a slot reservation (platform/reservations.ts) in one call:
- * the reservation is what the placement does next when no flow key sits between them, and this
- * saves its round trip. Keys 4–5 are the runtime's reservation keys; ARGV 8–10 slots, ttl, beatAt.
- * Answers {ok, count, reserve outcome (−1: not tried)}.
+ * Claims and, each only if it is granted, a slot reservation (platform/reservations.ts), for any
+ * number of runs in one call (5 keys and 10 arguments each, one after another), run in the order
+ * given, as that many calls one after the other would: the reservation is what a placement does
+ * next when no flow key sits between them, and this saves its round trip; the placements of one
+ * turn of admission's event loop share the call (script-batch.ts). Per run: keys 4–5 are the
+ * runtime's reservation keys; arguments 8–10 slots, ttl, beatAt. Answers {ok, count, reserve
+ * outcome (−1: not tried)} per run.
  */
-const CLAIM_RESERVE = `${CLAIM_FN}
+const CLAIM_RESERVE_MANY = `${CLAIM_FN}
 ${RESERVE_FN}
-local c = claim(${CLAIM_ARGS})
-if c[1] == 0 then return {0, c[2], -1} end
-return {1, c[2], reserve(KEYS[4], KEYS[5], ARGV[1], tonumber(ARGV[8]), tonumber(ARGV[5]), tonumber(ARGV[9]), ARGV[10])}`;
+local out = {}
+for i = 0, #KEYS / 5 - 1 do
+  local k, a = i * 5, i * 10
+  local c = claim(${CLAIM_ARGS})
+  if c[1] == 0 then
+    out[i + 1] = {0, c[2], -1}
+  else
+    out[i + 1] = {1, c[2], reserve(KEYS[k + 4], KEYS[k + 5], ARGV[a + 1], tonumber(ARGV[a + 8]), tonumber(ARGV[a + 5]), tonumber(ARGV[a + 9]), ARGV[a + 10])}
+  end
+end
+return out`;
 const CONFIRM_FN = `
 local function confirm(p, d, x, run, seq, expiry, keyTtl)
   redis.call('ZREM', p, run)
@@ -63,14 +77,20 @@ end`;
 const CONFIRM = `${CONFIRM_FN}
 return confirm(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], ARGV[4])`;
 /**
- * The confirm and a slot reservation's extend (platform/reservations.ts) in one call: what a
- * placement does once the runtime accepted its run (keys 4–5 the runtime's reservation keys, ARGV
- * 5–6 until and acceptedAt), one Redis round trip per placement less (issue 15).
+ * Confirms and slot reservations' extends (platform/reservations.ts) for any number of runs in one
+ * call (5 keys and 6 arguments each, run in the order given): what a placement does once the
+ * runtime accepted its run (keys 4–5 the runtime's reservation keys, arguments 5–6 until and
+ * acceptedAt), one Redis round trip per placement less (issue 15); the answers of one turn of the
+ * event loop share the call (script-batch.ts).
  */
-const CONFIRM_EXTEND = `${CONFIRM_FN}
+const CONFIRM_EXTEND_MANY = `${CONFIRM_FN}
 ${EXTEND_FN}
-confirm(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], ARGV[4])
-return extend(KEYS[4], KEYS[5], ARGV[1], ARGV[5], ARGV[6])`;
+for i = 0, #KEYS / 5 - 1 do
+  local k, a = i * 5, i * 6
+  confirm(KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4])
+  extend(KEYS[k + 4], KEYS[k + 5], ARGV[a + 1], ARGV[a + 5], ARGV[a + 6])
+end
+return 1`;
 const RELEASE = `
 for _, k in ipairs(KEYS) do redis.call('ZREM', k, ARGV[1]) end
 return 1`;
@@ -99,36 +119,13 @@ declare module "ioredis" {
       keyTtl: number,
     ): Result<number, Context>;
     drClaimRelease(pending: string, decided: string, expiries: string, run: string): Result<number, Context>;
-    drClaimConfirmExtend(
-      pending: string,
-      decided: string,
-      expiries: string,
-      held: string,
-      accepted: string,
-      run: string,
-      seq: number,
-      expiry: number,
-      keyTtl: number,
-      until: number,
-      acceptedAt: string,
-    ): Result<number, Context>;
-    drClaimReserve(
-      pending: string,
-      decided: string,
-      expiries: string,
-      held: string,
-      accepted: string,
-      run: string,
-      limit: number,
-      folded: number,
-      position: number,
-      now: number,
-      ttl: number,
-      keyTtl: number,
-      slots: number,
-      reserveTtl: number,
-      beatAt: number,
-    ): Result<[number, number, number], Context>;
+    /** `numberOfKeys` (5 per run), then every run's 5 keys, then every run's 6 arguments. */
+    drClaimConfirmExtendMany(numberOfKeys: number, ...keysThenArgs: (string | number)[]): Result<number, Context>;
+    /** `numberOfKeys` (5 per run), then every run's 5 keys, then every run's 10 arguments. */
+    drClaimReserveMany(
+      numberOfKeys: number,
+      ...keysThenArgs: (string | number)[]
+    ): Result<[number, number, number][], Context>;
   }
 }
 
@@ -200,29 +197,30 @@ export function redisTenantClaims(
     redis.defineCommand("drClaim", { numberOfKeys: 3, lua: CLAIM });
     redis.defineCommand("drClaimConfirm", { numberOfKeys: 3, lua: CONFIRM });
     redis.defineCommand("drClaimRelease", { numberOfKeys: 3, lua: RELEASE });
-    redis.defineCommand("drClaimReserve", { numberOfKeys: 5, lua: CLAIM_RESERVE });
-    redis.defineCommand("drClaimConfirmExtend", { numberOfKeys: 5, lua: CONFIRM_EXTEND });
+    // The number of keys is the call's first argument (5 per run).
+    redis.defineCommand("drClaimReserveMany", { lua: CLAIM_RESERVE_MANY });
+    redis.defineCommand("drClaimConfirmExtendMany", { lua: CONFIRM_EXTEND_MANY });
   }
+  type Item = { readonly keys: readonly string[]; readonly args: readonly (string | number)[] };
+  const many = (items: readonly Item[]) => [...items.flatMap((i) => i.keys), ...items.flatMap((i) => i.args)];
+  // Calls made while one awaits its answer leave as one script run (script-batch.ts).
+  const claimReserve = scriptBatcher((items: readonly Item[]) =>
+    redis.drClaimReserveMany(items.length * 5, ...many(items)),
+  );
+  const confirmExtend = scriptBatcher(async (items: readonly Item[]) => {
+    await redis.drClaimConfirmExtendMany(items.length * 5, ...many(items));
+    return items.map(() => undefined);
+  });
   return {
     async claim(tenantId, run, limit, folded, position, now) {
       const [ok, count] = await redis.drClaim(...keys(tenantId), run, limit, folded, position, now, pendingTtl, keyTtl);
       return { ok: Number(ok) === 1, count: Number(count) };
     },
     async claimAndReserve(tenantId, run, limit, folded, position, now, slot) {
-      const [ok, count, reserved] = await redis.drClaimReserve(
-        ...keys(tenantId),
-        ...reservationKeys(controlPlaneId, slot.runtimeInstanceId),
-        run,
-        limit,
-        folded,
-        position,
-        now,
-        pendingTtl,
-        keyTtl,
-        slot.slots,
-        slot.ttlMs,
-        slot.beatAt ?? -1,
-      );
+      const [ok, count, reserved] = await claimReserve({
+        keys: [...keys(tenantId), ...reservationKeys(controlPlaneId, slot.runtimeInstanceId)],
+        args: [run, limit, folded, position, now, pendingTtl, keyTtl, slot.slots, slot.ttlMs, slot.beatAt ?? -1],
+      });
       return Number(ok) === 1
         ? { ok: true, count: Number(count), reserved: reserveOutcome(Number(reserved)) }
         : { ok: false, count: Number(count) };
@@ -231,16 +229,17 @@ export function redisTenantClaims(
       await redis.drClaimConfirm(...keys(tenantId), run, seq, now + decidedTtl, keyTtl);
     },
     async confirmAndExtend(tenantId, run, seq, now, slot) {
-      await redis.drClaimConfirmExtend(
-        ...keys(tenantId),
-        ...reservationKeys(controlPlaneId, slot.runtimeInstanceId),
-        run,
-        seq,
-        now + decidedTtl,
-        keyTtl,
-        slot.untilMs,
-        slot.acceptedAt === undefined ? "" : String(slot.acceptedAt),
-      );
+      await confirmExtend({
+        keys: [...keys(tenantId), ...reservationKeys(controlPlaneId, slot.runtimeInstanceId)],
+        args: [
+          run,
+          seq,
+          now + decidedTtl,
+          keyTtl,
+          slot.untilMs,
+          slot.acceptedAt === undefined ? "" : String(slot.acceptedAt),
+        ],
+      });
     },
     async release(tenantId, run) {
       await redis.drClaimRelease(...keys(tenantId), run);

@@ -136,4 +136,42 @@ describe("tenant quota claims (boundary: real Redis, its Lua script)", () => {
     expect(await resv.count("rt-1", now + 300)).toBe(1);
     expect(await resv.count("rt-1", now + 300, now + 2)).toBe(0);
   });
+  it("claim-and-reserve and confirm-and-extend calls made together share one script run, each answered as if alone and in order", async () => {
+    const cpx = `${cp}-batch`;
+    const c = redisTenantClaims(redis, cpx);
+    const resv = redisReservations(redis, cpx);
+    const now = Date.now();
+    const slot = { runtimeInstanceId: "rt-1", slots: 2, ttlMs: 60_000 };
+    const evalshas = async () => Number(/cmdstat_evalsha:calls=(\d+)/.exec(await redis.info("commandstats"))?.[1] ?? 0);
+    const before = await evalshas();
+    // Six at once, tenant limit 4 and 2 slots: the first alone (none in flight), the other five in one run.
+    const results = await Promise.all(
+      [...Array(6).keys()].map((i) => c.claimAndReserve("acme", `r-${i}`, 4, 0, 0, now, slot)),
+    );
+    expect(results).toEqual([
+      { ok: true, count: 0, reserved: "reserved" },
+      { ok: true, count: 1, reserved: "reserved" },
+      { ok: true, count: 2, reserved: "full" },
+      { ok: true, count: 3, reserved: "full" },
+      { ok: false, count: 4 },
+      { ok: false, count: 4 },
+    ]);
+    expect((await evalshas()) - before).toBe(2);
+    // Confirmed and extended together: each run's claim decided at its sequence, each slot accepted.
+    const beforeConfirm = await evalshas();
+    await Promise.all(
+      [0, 1].map((i) =>
+        c.confirmAndExtend("acme", `r-${i}`, 20 + i, now, {
+          runtimeInstanceId: "rt-1",
+          untilMs: now + 5_000,
+          acceptedAt: now + 1,
+        }),
+      ),
+    );
+    expect((await evalshas()) - beforeConfirm).toBe(2);
+    expect(await resv.count("rt-1", now)).toBe(2);
+    expect(await resv.count("rt-1", now, now + 2)).toBe(0);
+    // A fold at 20 has seen r-0's decision but not r-1's: 1 folded + r-1 + the two pending claims.
+    expect(await c.claim("acme", "r-9", 5, 1, 20, now)).toEqual({ ok: true, count: 4 });
+  });
 });
