@@ -5,7 +5,6 @@ import type { ExecStepCompleted } from "./events-exec.ts";
 import { RunSubmitted, type RunCompleted } from "./events-run.ts";
 import { isCheckedDag, type DagMemo } from "./checked-dag.ts";
 import { isPlainJson } from "./plain-json.ts";
-import { fastStepCompleted } from "./codec-step-fast.ts";
 
 /**
  * The only place bytes become objects and back. Every decode validates with zod; a value that does
@@ -167,8 +166,7 @@ export function decodeEvent(bytes: Uint8Array, at?: { seq?: number; subject?: st
   } catch (e) {
     throw contractViolation("event", `not JSON (${(e as Error).message})`, at);
   }
-  // A step's completion, most of the stream, is checked by hand when it is plainly valid (codec-step-fast.ts).
-  const event = fastStepCompleted(raw) ?? (dags && submittedThroughMemo(raw, dags)) ?? parseEvent(raw, at);
+  const event = (dags && submittedThroughMemo(raw, dags)) ?? parseEvent(raw, at);
   if (at?.subject !== undefined && !subjectNames(at.subject, event.type))
     throw contractViolation(`event ${event.type}`, `its subject ${at.subject} names another aggregate or event`, at);
   return event;
