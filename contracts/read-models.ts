@@ -111,8 +111,7 @@ export interface LedgerEntry extends Refs, Position {
  * A ledger entry as stored, with where it sits: `before` counts the tenant's rows of each lane
  * before it (so its ordinal is `before[its lane]`, and a page after it starts there), `page` is its
  * lane's page, and `runKey` finds a run's rows (`<tenant>:r:<sharedRunId>` when the row names a
- * run or its execution's run is known, else `<tenant>:e:<executionId>` when it names an
- * execution; readers query both). None of these is answered.
+ * run, else `<tenant>:e:<executionId>` when it names an execution). None of these is answered.
  */
 export interface LedgerRow extends LedgerEntry {
   readonly before: LaneCounts;

@@ -25,33 +25,28 @@ export function tenantsConcerned(f: Fact, ownerTenantId: string | undefined): st
 export type UnplacedLedgerRow = LedgerEntry & { readonly runKey?: string };
 
 /**
- * The key a run's timeline finds the row by: the run it names, else the run of the execution it
- * names (`runOfExecution`, when known), else that execution. A row naming both names the
- * execution's own run (run events name their run; `exec.started` the run it started for; forensics
- * rows their run), so the run's rows are those of its key and of its executions' keys. A step's
- * row names only its execution: keyed by the execution's run, a run's rows of one projector flush
- * are one ledger chunk, not two (W2: chunks averaged 1.7 rows; each chunk is a document FerretDB
- * stores and the projector encodes). Pure.
+ * The key a run's timeline finds the row by: the run it names, else the execution it names. A row
+ * naming both names the execution's own run (run events name their run; `exec.started` the run it
+ * started for; forensics rows their run), so the run's rows are those of its key and of its
+ * executions' keys. Pure.
  */
-export function runKeyOf(tenantId: string, refs: Refs, runOfExecution?: string): string | undefined {
-  const run = refs.sharedRunId ?? (refs.executionId ? runOfExecution : undefined);
-  if (run) return `${tenantId}:r:${run}`;
+export function runKeyOf(tenantId: string, refs: Refs): string | undefined {
+  if (refs.sharedRunId) return `${tenantId}:r:${refs.sharedRunId}`;
   return refs.executionId ? `${tenantId}:e:${refs.executionId}` : undefined;
 }
 
 /**
  * The ledger rows of one fact: one per tenant concerned, keyed `<stream>:<seq>:<tenant>` so
- * re-applying the fact rewrites the same rows. `runOfExecution`: the run of the execution an exec
- * fact belongs to, as folded (its run key, `runKeyOf`). Pure.
+ * re-applying the fact rewrites the same rows. Pure.
  */
-export function ledgerRows(f: Fact, ownerTenantId: string | undefined, runOfExecution?: string): UnplacedLedgerRow[] {
+export function ledgerRows(f: Fact, ownerTenantId: string | undefined): UnplacedLedgerRow[] {
   const tenants = tenantsConcerned(f, ownerTenantId);
   if (tenants.length === 0) return [];
   const { summary, detail, refs } = describe(f.event, f.aggregateId);
   const recovery = isRecoveryEvent(f.event);
   return tenants.map((tenantId) => {
     const scoped = f.event.type === "runtime.recovery-planned" ? plannedFor(f, tenantId) : { summary, detail };
-    const runKey = runKeyOf(tenantId, refs, runOfExecution);
+    const runKey = runKeyOf(tenantId, refs);
     return {
       _id: `${f.stream}:${f.seq}:${tenantId}`,
       tenantId,

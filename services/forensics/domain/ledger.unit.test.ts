@@ -55,15 +55,6 @@ describe("which tenants an event concerns (safe tenants never get recovery entri
     }
   });
 
-  it("finds a step's row by its execution's run when the run is known, else by the execution", () => {
-    const step = fact(exampleEvent("exec.step-completed"), 9, ids.execution);
-    expect(ledgerRows(step, undefined, "run-1")[0]!.runKey).toBe(`${ids.tenant}:r:run-1`);
-    expect(ledgerRows(step, undefined)[0]!.runKey).toBe(`${ids.tenant}:e:${ids.execution}`);
-    // A row naming its run keeps that run's key whatever the execution's run is said to be.
-    const started = fact(exampleEvent("run.started"), 10);
-    expect(ledgerRows(started, undefined, "run-other")[0]!.runKey).toBe(ledgerRows(started, undefined)[0]!.runKey);
-  });
-
   it("keys ledger and forensics rows by stream sequence and never copies step outputs", () => {
     const [row] = ledgerRows(fact(exampleEvent("exec.step-completed"), 9, ids.execution), undefined);
     expect(row).toMatchObject({ _id: `DROVER:9:${ids.tenant}`, seq: 9, executionId: ids.execution, recovery: false });

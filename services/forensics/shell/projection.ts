@@ -88,7 +88,7 @@ export function forensicsProjection(
 
 /** Applies one fact to every read model it touches, each write idempotent on its own. */
 async function applyFact(m: ReadModelDb, cache: DocCache, f: Fact): Promise<void> {
-  const { owner, runOfExecution } = await foldAggregate(m, cache, f);
+  const owner = await foldAggregate(m, cache, f);
   if (isIncidentEvent(f.event)) {
     const fact = f as Fact<typeof f.event>;
     const doc = await cache.get(m.incidents, f.event.data.incidentId);
@@ -100,7 +100,7 @@ async function applyFact(m: ReadModelDb, cache: DocCache, f: Fact): Promise<void
   }
   const row = forensicsRow(f);
   if (row) cache.insert(m.forensics, row);
-  for (const r of ledgerRows(f, owner, runOfExecution)) {
+  for (const r of ledgerRows(f, owner)) {
     const count = await cache.get(m.ledgerCounts, r.tenantId);
     const placed = placeLedgerRow(count, r);
     if (!placed) continue;
@@ -145,15 +145,8 @@ async function listRun(m: ReadModelDb, cache: DocCache, f: Of<"run">, run: RunDo
     });
 }
 
-/**
- * Folds the fact into its aggregate's documents; returns the runtime's owner tenant for runtime
- * facts, and the execution's run (as folded: set from its `exec.started`) for exec facts.
- */
-async function foldAggregate(
-  m: ReadModelDb,
-  cache: DocCache,
-  f: Fact,
-): Promise<{ owner?: string | undefined; runOfExecution?: string | undefined }> {
+/** Folds the fact into its aggregate's documents; returns the runtime's owner tenant for runtime facts. */
+async function foldAggregate(m: ReadModelDb, cache: DocCache, f: Fact): Promise<string | undefined> {
   const type = f.event.type;
   if (type.startsWith("run.")) {
     const fact = f as Of<"run">;
@@ -165,14 +158,12 @@ async function foldAggregate(
   } else if (type.startsWith("exec.")) {
     const fact = f as Of<"exec">;
     const doc = await cache.get(m.executions, executionDocId(fact.event.tenantId, f.aggregateId));
-    const next = evolveExecutionDoc(doc, fact);
-    cache.put(m.executions, doc, next);
-    return { runOfExecution: next.sharedRunId };
+    cache.put(m.executions, doc, evolveExecutionDoc(doc, fact));
   } else if (type.startsWith("runtime.")) {
     const doc = await cache.get(m.runtimes, f.aggregateId);
     const next = evolveRuntimeDoc(doc, f as Of<"runtime">);
     cache.put(m.runtimes, doc, next);
-    return { owner: next.ownerTenantId };
+    return next.ownerTenantId;
   }
-  return {};
+  return undefined;
 }
