@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
 import { connectHarness } from "../../platform/nats-auth/server-keys.ts";
 import { ackedPublisher } from "../../streams/acked-publish.ts";
 import { isTransportFailure, jsCode, JS } from "../../streams/nats-errors.ts";
+import { TimeoutError } from "@nats-io/transport-node";
 import { freshStreams, type StreamsFixture } from "../support/streams.ts";
 
 // The event store's own publish-and-ack path (streams/acked-publish.ts) against a real nats-server:
@@ -68,5 +69,30 @@ describe("acked publish: JetStream acks and refusals without the client's reques
       (e: unknown) => e,
     );
     expect(isTransportFailure(closed)).toBe(true);
+  });
+
+  it("a publish nobody answers fails with TimeoutError at its own deadline, a shorter one sent later first, and the publisher goes on acking", async () => {
+    const publish = ackedPublisher(fx.nc);
+    // A listener that never replies: the publish has a responder (no 503) and never gets an ack.
+    const silent = `ack-silent.${Date.now()}`;
+    const sub = fx.nc.subscribe(`${silent}.>`);
+    const t0 = performance.now();
+    const when = (p: Promise<unknown>) =>
+      p.then(
+        () => ({ error: undefined, ms: performance.now() - t0 }),
+        (error: unknown) => ({ error, ms: performance.now() - t0 }),
+      );
+    const long = when(publish(`${silent}.a`, data, { msgID: "s1", timeout: 400, expect: expect_(0, silent) }));
+    const short = when(publish(`${silent}.b`, data, { msgID: "s2", timeout: 100, expect: expect_(0, silent) }));
+    const [l, s] = await Promise.all([long, short]);
+    expect(s.error).toBeInstanceOf(TimeoutError);
+    expect(l.error).toBeInstanceOf(TimeoutError);
+    expect(s.ms).toBeGreaterThanOrEqual(99);
+    expect(s.ms).toBeLessThan(350); // not held until the earlier, longer deadline
+    expect(l.ms).toBeGreaterThanOrEqual(399);
+    sub.unsubscribe();
+    const agg = `${fx.layout.eventPrefix}.exec.t1.ex-after`;
+    const a = await publish(`${agg}.started`, data, { msgID: "after", timeout: 5000, expect: expect_(0, agg) });
+    expect(a.seq).toBeGreaterThan(0);
   });
 });
