@@ -20,6 +20,32 @@ import { uniqueName } from "../support/isolation.ts";
 import { publishReadyRuntime } from "../support/ready-runtime.ts";
 import { eventually } from "../support/streams.ts";
 
+/**
+ * The real view with the writes of `methods` counted since the last `shut`, and held while shut
+ * (a slow Redis round trip) until `open`.
+ */
+function heldView(real: CapacityViewStore<CapacityDescriptor>, methods: readonly ("put" | "setCheckpoint")[]) {
+  let writes = 0;
+  let open = () => {};
+  let gate: Promise<void> = Promise.resolve();
+  const view: CapacityViewStore<CapacityDescriptor> = { ...real };
+  for (const m of methods)
+    (view as unknown as Record<string, unknown>)[m] = async (...args: unknown[]) => {
+      await gate;
+      writes++;
+      return (real[m] as (...a: unknown[]) => Promise<unknown>).apply(real, args);
+    };
+  return {
+    view,
+    shut: () => {
+      writes = 0;
+      gate = new Promise((r) => (open = r));
+    },
+    open: () => open(),
+    writes: () => writes,
+  };
+}
+
 describe("capacity projection folds heartbeats and runtime events in batches (real nats-server and Redis)", () => {
   let nc: NatsConnection, js: JetStreamClient, redis: Redis, layout: StreamLayout, store: EventStore;
   beforeAll(async () => {
@@ -41,33 +67,21 @@ describe("capacity projection folds heartbeats and runtime events in batches (re
     for (const rt of RTS) await publishReadyRuntime(store, rt);
     const real = redisCapacityView<CapacityDescriptor>(redis, ids.controlPlane);
     await real.clear();
-    // The real view, with its writes counted and, while `gate` is shut, held (a slow Redis round trip).
-    let puts = 0;
-    let open!: () => void;
-    let gate: Promise<void> = Promise.resolve();
-    const view: CapacityViewStore<CapacityDescriptor> = {
-      ...real,
-      put: async (...args) => {
-        await gate;
-        puts++;
-        return real.put(...args);
-      },
-    };
-    const projection = await startCapacityProjection({ js, layout, view, controlPlaneId: ids.controlPlane });
+    const held = heldView(real, ["put"]);
+    const projection = await startCapacityProjection({ js, layout, view: held.view, controlPlaneId: ids.controlPlane });
     await projection.ready;
-    gate = new Promise((r) => (open = r));
-    puts = 0;
+    held.shut();
     for (let n = 1; n <= BEATS; n++)
       await Promise.all(RTS.map((rt) => js.publish(heartbeatSubject(layout, rt), idleBeat(rt, n, new Date()))));
     // Every beat is in the stream; give the follower time to take them while the first write is held.
     await new Promise((r) => setTimeout(r, 500));
-    open();
+    held.open();
     await eventually("every runtime's newest beat in the view", async () => {
       for (const rt of RTS) if ((await real.get(rt))?.beats[ids.host]?.beat !== BEATS) return undefined;
       return true;
     });
     // One write per beat would be RTS × BEATS = 400; batched, about one per runtime after the held one.
-    expect(puts).toBeLessThanOrEqual(3 * RTS.length);
+    expect(held.writes()).toBeLessThanOrEqual(3 * RTS.length);
     const before = await real.all();
     await projection.rebuild();
     expect(await real.all()).toEqual(before);
@@ -78,38 +92,21 @@ describe("capacity projection folds heartbeats and runtime events in batches (re
     const RTS = Array.from({ length: 20 }, (_, i) => `rt-evbatch-${i}`);
     const real = redisCapacityView<CapacityDescriptor>(redis, `${ids.controlPlane}-ev`);
     await real.clear();
-    let writes = 0;
-    let open!: () => void;
-    let gate: Promise<void> = Promise.resolve();
-    // The real view, its descriptor and checkpoint writes counted and, while `gate` is shut, held.
-    const view: CapacityViewStore<CapacityDescriptor> = {
-      ...real,
-      put: async (...args) => {
-        await gate;
-        writes++;
-        return real.put(...args);
-      },
-      setCheckpoint: async (...args) => {
-        await gate;
-        writes++;
-        return real.setCheckpoint(...args);
-      },
-    };
-    const projection = await startCapacityProjection({ js, layout, view, controlPlaneId: ids.controlPlane });
+    const held = heldView(real, ["put", "setCheckpoint"]);
+    const projection = await startCapacityProjection({ js, layout, view: held.view, controlPlaneId: ids.controlPlane });
     await projection.ready;
     // The first runtime's first event takes the queue and is held there; the rest arrive meanwhile.
-    gate = new Promise((r) => (open = r));
-    writes = 0;
+    held.shut();
     await Promise.all(RTS.map((rt) => publishReadyRuntime(store, rt)));
     const last = (await (await jetstreamManager(nc)).streams.info(layout.eventStream)).state.last_seq;
     await new Promise((r) => setTimeout(r, 500));
-    open();
+    held.open();
     await eventually("every runtime ready in the view and the checkpoint at the last event", async () => {
       for (const rt of RTS) if ((await real.get(rt))?.status !== "ready") return undefined;
       return (await real.getCheckpoint("runtime-events")) === last || undefined;
     });
     // Two writes per event would be 2 × 20 runtimes × 5 events = 200; batched, about one per runtime.
-    expect(writes).toBeLessThanOrEqual(3 * RTS.length);
+    expect(held.writes()).toBeLessThanOrEqual(3 * RTS.length);
     const before = await real.all();
     await projection.rebuild();
     expect(await real.all()).toEqual(before);
