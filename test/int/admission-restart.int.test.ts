@@ -200,18 +200,24 @@ describe("admission restarted on a long log (real NATS + Redis; no runtime: runs
     await submit("t-blue", "run-early"); // pending from the first sequence on: a pass mid-replay would act on it
     await filler(10_000); // 20 000 events to replay
     for (let g = 0; g < 3; g++) await endedRequest(g);
-    const restarts: number[] = [];
+    const lastSeq = (await store.read(scaleOutRef("t-blue", idOf(2)))).lastSeq; // the log's last event
+    // Each restart is stopped once its index folded a given share of the log (1/8 … 5/8): inside the
+    // replay whatever the machine's speed (fixed delays were not, on a faster or busier machine; the
+    // follower folds in batches of up to ~2 500 events here, so the last share leaves ~7 500 spare).
+    const shareOf = (i: number) => Math.floor((lastSeq * (i + 1)) / 8);
+    const stoppedAt: { folded: number; ready: boolean }[] = [];
     for (let i = 0; i < 5; i++) {
-      const { service } = await start();
-      const t0 = Date.now();
-      await new Promise((ok) => setTimeout(ok, 40 + 60 * i)); // stop somewhere inside the replay
+      const { service, index } = await start();
+      let ready = false;
+      void service.ready.then(() => (ready = true));
+      const deadline = Date.now() + 20_000;
+      while (index.foldedSeq < shareOf(i) && !ready && Date.now() < deadline)
+        await new Promise((ok) => setImmediate(ok));
+      stoppedAt.push({ folded: index.foldedSeq, ready });
       await service.stop();
-      restarts.push(Date.now() - t0);
     }
     const { service } = await start();
-    const t0 = Date.now();
     await service.ready;
-    const replayMs = Date.now() - t0;
     const requestId = await eventually("run-early waits on a request", () => waitsOn("t-blue", "run-early"), 20_000);
     expect(appends.length).toBeGreaterThan(0);
     expect(appends.filter((a) => !a.caughtUp)).toEqual([]);
@@ -229,8 +235,12 @@ describe("admission restarted on a long log (real NATS + Redis; no runtime: runs
       { filter: `${fx.layout.eventPrefix}.scaleout.>` },
     );
     expect(requested).toEqual([idOf(0), idOf(1), idOf(2), idOf(3)]);
-    // Every restart was stopped before its replay ended (else the check above proves less than it says).
-    expect(replayMs).toBeGreaterThan(Math.max(...restarts));
+    // Every restart was stopped inside its replay, after folding its share (else the checks above prove less than they say).
+    for (const [i, at] of stoppedAt.entries()) {
+      expect(at.ready, `restart ${i} was ready when stopped`).toBe(false);
+      expect(at.folded, `restart ${i} folded`).toBeGreaterThanOrEqual(shareOf(i));
+      expect(at.folded, `restart ${i} folded`).toBeLessThan(lastSeq);
+    }
   }, 90_000);
 
   it("re-plans a queue stalled on a request the index wrongly holds open past its expiry, and says so on the run (queue-stalled)", async () => {
