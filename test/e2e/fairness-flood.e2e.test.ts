@@ -45,7 +45,8 @@ const BOUND_DISPATCH_P99_MS = 8_000;
 const P99_RATIO = process.env.DROVER_FLOOD_P99_RATIO ? Number(process.env.DROVER_FLOOD_P99_RATIO) : undefined;
 /**
  * DROVER_FLOOD_READ_MODELS=1: the read models on as `make run` has them (forensics projecting every event
- * into the global setup's FerretDB), so their CPU competes with the control path's (platform/priority.ts).
+ * into the global setup's FerretDB), so their CPU competes with the control path's (CPU priority
+ * classes for them were tried and reverted in session 22: docs/security.md "Floods").
  */
 const READ_MODELS = process.env.DROVER_FLOOD_READ_MODELS === "1";
 /** Run events after which a run no longer counts as queued. */
