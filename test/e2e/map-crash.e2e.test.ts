@@ -38,7 +38,7 @@ const maxInFlight = (lines: readonly Line[], pid: number): number => {
   for (const l of lines.filter((x) => x.pid === pid)) max = Math.max(max, (now += l.what === "start" ? 1 : -1));
   return max;
 };
-const mapDag = (file: string, over: string, mapCaps: Record<string, unknown>) => ({
+const mapDag = (file: string, over: string, mapCaps: Record<string, unknown>, ms = 40) => ({
   name: "map-e2e",
   steps: [
     { id: "prepare", kind: "compute", params: { durationMs: 10 } },
@@ -48,7 +48,7 @@ const mapDag = (file: string, over: string, mapCaps: Record<string, unknown>) =>
       handler: "tally",
       dependsOn: ["prepare"],
       map: { over, ...mapCaps },
-      params: { file, n: { $ref: "item.n" }, fail: { $ref: "item.fail" } },
+      params: { file, ms, n: { $ref: "item.n" }, fail: { $ref: "item.fail" } },
     },
   ],
 });
@@ -124,7 +124,9 @@ describe("map: 500 items, a SIGKILL mid-map, tolerated failures (all services re
       );
       const items = Array.from({ length: ITEMS }, (_, n) => ({ n, fail: false }));
       const sub = await api().post("/v1/runs", {
-        dag: mapDag(file, "input.items", { maxConcurrency: CONCURRENCY }),
+        // 150 ms items: the second half takes >= 1.9 s, time for the test's follower to see the
+        // 250th completion and kill (at 40 ms, 0.5 s, which a loaded test process may lag past).
+        dag: mapDag(file, "input.items", { maxConcurrency: CONCURRENCY }, 150),
         input: { items },
       });
       expect(sub.status, JSON.stringify(sub.body)).toBe(201);

@@ -221,12 +221,14 @@ describe("step cache across runs through the API, real runtimes and the JetStrea
   });
 
   it("after its TTL a cached output is not used; a step without cache never hits; a failed step is never cached", async () => {
-    const short = { steps: [priceStep({ cache: { ttlMs: 1500 } })] };
+    // A TTL the second run falls within on a loaded machine too (a whole run may take over 1.5 s there).
+    const TTL_MS = 6_000;
+    const short = { steps: [priceStep({ cache: { ttlMs: TTL_MS } })] };
     await run("acme", "acme-v1", short, { sku: "c-3" });
     const within = await run("acme", "acme-v1", short, { sku: "c-3" });
     expect(ofType(within.journal, "exec.step-reused")).toHaveLength(1);
     expect(executions("acme-v1", "price:c-3")).toBe(1);
-    await new Promise((ok) => setTimeout(ok, 1700));
+    await new Promise((ok) => setTimeout(ok, TTL_MS + 200));
     const after = await run("acme", "acme-v1", short, { sku: "c-3" });
     expect(ofType(after.journal, "exec.step-reused")).toEqual([]);
     expect(executions("acme-v1", "price:c-3")).toBe(2);

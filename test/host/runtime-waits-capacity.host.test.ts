@@ -106,9 +106,9 @@ describe("200 open waits on one runtime with 4 workers", () => {
       Date.parse(es.find((e) => e.event.type === "exec.step-completed")!.event.occurredAt),
     );
     const starts = journals.map((es) => Date.parse(es.find((e) => e.event.type === "exec.started")!.event.occurredAt));
-    // All four ran side by side: each started before any of them completed.
+    // All four ran side by side: each started before any of them completed. (That alone proves it;
+    // a bound on first start → last completion only measured how fast a loaded machine dispatches.)
     expect(Math.max(...starts)).toBeLessThan(Math.min(...done));
-    expect(Math.max(...done) - Math.min(...starts)).toBeLessThan(2000);
     for (const x of executions)
       expect(has((await cp.store.read(execRef(TENANT, x))).events, "exec.wait-resolved")).toBe(false);
     // Signal → resume: 20 of the waits signalled one after another (long after each opened), each

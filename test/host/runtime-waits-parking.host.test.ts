@@ -35,14 +35,17 @@ afterAll(async () => {
   await cp?.close();
 });
 
-const AFTER_MS = 400;
+// Long enough for what must happen while they run on a loaded machine: the two work runs' starts
+// before either ends, and the late dispatch while resumed executions still hold both slots (three
+// rounds of AFTER_MS); 400 and 500 ms left a slow round trip outside those windows.
+const AFTER_MS = 1_500;
 const waitDag = DagDefinition.parse({
   steps: [
     { id: "review", kind: "wait", params: { name: "approval", timeoutMs: 600_000 } },
     { id: "after", kind: "compute", dependsOn: ["review"], params: { durationMs: AFTER_MS } },
   ],
 });
-const workDag = DagDefinition.parse({ steps: [{ id: "work", kind: "compute", params: { durationMs: 500 } }] });
+const workDag = DagDefinition.parse({ steps: [{ id: "work", kind: "compute", params: { durationMs: 1_500 } }] });
 
 interface Dispatched {
   readonly sharedRunId: string;

@@ -82,14 +82,16 @@ describe("acked publish: JetStream acks and refusals without the client's reques
         () => ({ error: undefined, ms: performance.now() - t0 }),
         (error: unknown) => ({ error, ms: performance.now() - t0 }),
       );
-    const long = when(publish(`${silent}.a`, data, { msgID: "s1", timeout: 400, expect: expect_(0, silent) }));
+    // The long deadline far from the short one: a sweep held until the long deadline fails the short
+    // publish at >= 1.5 s, a right one at 100 ms plus whatever the loop lags on a loaded machine.
+    const long = when(publish(`${silent}.a`, data, { msgID: "s1", timeout: 1_500, expect: expect_(0, silent) }));
     const short = when(publish(`${silent}.b`, data, { msgID: "s2", timeout: 100, expect: expect_(0, silent) }));
     const [l, s] = await Promise.all([long, short]);
     expect(s.error).toBeInstanceOf(TimeoutError);
     expect(l.error).toBeInstanceOf(TimeoutError);
     expect(s.ms).toBeGreaterThanOrEqual(99);
-    expect(s.ms).toBeLessThan(350); // not held until the earlier, longer deadline
-    expect(l.ms).toBeGreaterThanOrEqual(399);
+    expect(s.ms).toBeLessThan(1_400); // not held until the earlier, longer deadline
+    expect(l.ms).toBeGreaterThanOrEqual(1_499);
     sub.unsubscribe();
     const agg = `${fx.layout.eventPrefix}.exec.t1.ex-after`;
     const a = await publish(`${agg}.started`, data, { msgID: "after", timeout: 5000, expect: expect_(0, agg) });

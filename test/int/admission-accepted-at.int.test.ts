@@ -2,12 +2,18 @@ import { jetstream } from "@nats-io/jetstream";
 import { describe, expect, it } from "vitest";
 import type { CapacityDescriptor } from "../../aggregates/capacity/descriptor.ts";
 import { redisCapacityView } from "../../platform/capacity-view.ts";
+import { reservationKeys } from "../../platform/reservations.ts";
 import { publishBeat } from "../support/fake-runtime-capacity.ts";
 import { eventually } from "../support/streams.ts";
 import { admissionHarness } from "./admission-harness.ts";
 
 describe("a dispatched run's slot is counted once (real NATS + Redis + capacity projection; runtime transport replaced by an in-memory responder)", () => {
   const adm = admissionHarness("cp-adm-accepted");
+  /** Waits for the answer's slot extend: only it puts the run in the runtime's accepted set. */
+  const acceptedInRedis = (rt: string, run: string) =>
+    eventually("the answer's slot extend in Redis", async () =>
+      (await adm.redis.zscore(reservationKeys(adm.cp, rt)[1], run)) === null ? undefined : true,
+    );
 
   it("a heartbeat the runtime took while its answer to the dispatch was on the way back already counts the run: the next run takes the place that beat left free", async () => {
     await adm.readyRuntime("rt-blue-acc", "t-blue", 2);
@@ -31,7 +37,7 @@ describe("a dispatched run's slot is counted once (real NATS + Redis + capacity 
       (await adm.types("run-a1")).includes("run.dispatched") && adm.sent.length === 1 ? true : undefined,
     );
     adm.answerInTransit = undefined;
-    await new Promise((ok) => setTimeout(ok, 200)); // the answer's slot extend is in Redis
+    await acceptedInRedis("rt-blue-acc", "run-a1");
     await adm.submit("t-blue", "run-a2");
     const decided = await eventually("run-a2 decided", async () => {
       const types = await adm.types("run-a2");
@@ -65,7 +71,7 @@ describe("a dispatched run's slot is counted once (real NATS + Redis + capacity 
       (await adm.types("run-b1")).includes("run.dispatched") && adm.sent.length === 1 ? true : undefined,
     );
     adm.answerInTransit = undefined;
-    await new Promise((ok) => setTimeout(ok, 200)); // the answer's slot extend is in Redis
+    await acceptedInRedis("rt-blue-late", "run-b1");
     await adm.submit("t-blue", "run-b2");
     await adm.submit("t-blue", "run-b3");
     const decided = await eventually("run-b2 and run-b3 decided", async () => {

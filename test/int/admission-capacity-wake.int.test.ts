@@ -21,9 +21,12 @@ describe("admission wakes on the capacity view's announcements (real NATS + Redi
     const before = adm.sent.length;
     const publishedAt = Date.now();
     await adm.readyRuntime("rt-blue-w1", "t-blue", 5);
+    // run.dispatched is the intent, appended before the send: wait for the send too, or a slow
+    // send (a loaded machine) is still on its way when the command list is read.
     await eventually(
-      "dispatched",
-      async () => ((await adm.types("run-w1")).includes("run.dispatched") ? true : undefined),
+      "dispatched and sent",
+      async () =>
+        (await adm.types("run-w1")).includes("run.dispatched") && adm.sent.length > before ? true : undefined,
       3_000,
     );
     expect(Date.now() - publishedAt).toBeLessThan(3_000);

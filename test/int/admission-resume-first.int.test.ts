@@ -44,6 +44,27 @@ const config = DroverConfig.parse({
     { tenantId: "t-red", isolationMode: "dedicated", maxConcurrentRuns: 50 },
   ],
 });
+/**
+ * How long a slow answer is held at most when what it waits for never comes (a product holding the
+ * other tenant's run behind it): the order check then fails, not the test's deadline.
+ */
+const HELD_AT_MOST_MS = 8_000;
+
+/** Fired once by one party, awaited by another: `within` resolves when fired or after `ms`. */
+function signal() {
+  let fire!: () => void;
+  const fired = new Promise<void>((r) => (fire = r));
+  return {
+    fire: () => fire(),
+    within: (ms: number) => {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      return Promise.race([fired, new Promise<void>((r) => (timer = setTimeout(r, ms)))]).finally(() =>
+        clearTimeout(timer),
+      );
+    },
+  };
+}
+
 const ctx = (service: "api" | "recovery") => ({
   writer: { service, instanceId: `${service}-1` },
   clock: systemClock,
@@ -178,32 +199,40 @@ describe("admission's runtime commands: a tenant's resume first, a slow runtime 
     const slowStarted = new Promise<void>((r) => {
       slowSent = r;
     });
+    const redAnswered = signal();
     await startWith(async (_e, _t, c) => {
       const tenant = c.runtimeInstanceId.includes("blue") ? "blue" : "red";
       log.push(`${tenant}:sent`);
       if (tenant === "blue") {
         slowSent();
-        await new Promise((r) => setTimeout(r, 2_000));
+        // Slow until red's run was answered, not for a fixed time a loaded machine may outlast.
+        await redAnswered.within(HELD_AT_MOST_MS);
       }
       log.push(`${tenant}:answered`);
+      if (tenant === "red") redAnswered.fire();
       return ok(c);
     });
     await submit("t-blue", "run-slow-1");
     await slowStarted;
     await submit("t-red", "run-red-2");
-    await eventually("both answered", async () =>
-      log.filter((l) => l.endsWith(":answered")).length === 2 ? true : undefined,
+    await eventually(
+      "both answered",
+      async () => (log.filter((l) => l.endsWith(":answered")).length === 2 ? true : undefined),
+      2 * HELD_AT_MOST_MS,
     );
     expect(log).toEqual(["blue:sent", "red:sent", "red:answered", "blue:answered"]);
   });
 
   it("answers a tenant's ResumeExecution before sending that tenant's other runs, and never holds another tenant's runs behind it", async () => {
     const log: string[] = [];
+    const redSent = signal();
     const send = async (_e: string, _t: unknown, c: RuntimeCommand): Promise<RuntimeCommandResult> => {
       const tenant = c.runtimeInstanceId.includes("blue") ? "blue" : "red";
       log.push(`${tenant}:${c.operation}:sent`);
+      if (tenant === "red") redSent.fire();
       // The blue resume is slow to answer (a journal to fold); the red run must not wait for it.
-      if (c.operation === "ResumeExecution") await new Promise((r) => setTimeout(r, 1_500));
+      // Slow until red's run went out, not for a fixed time a loaded machine may outlast.
+      if (c.operation === "ResumeExecution") await redSent.within(HELD_AT_MOST_MS);
       log.push(`${tenant}:${c.operation}:answered`);
       return ok(c);
     };
@@ -213,8 +242,10 @@ describe("admission's runtime commands: a tenant's resume first, a slow runtime 
     await interrupted("t-blue", "run-resume");
     await readyRuntimes(["rt-blue-new", "t-blue"], ["rt-red-1", "t-red"]);
     await startWith(send);
-    await eventually("all sent", async () =>
-      log.filter((l) => l.endsWith(":answered")).length === 4 ? true : undefined,
+    await eventually(
+      "all sent",
+      async () => (log.filter((l) => l.endsWith(":answered")).length === 4 ? true : undefined),
+      2 * HELD_AT_MOST_MS,
     );
     const at = (entry: string) => log.indexOf(entry);
     const blue = log.filter((l) => l.startsWith("blue:"));

@@ -4,6 +4,7 @@ import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { CapacityDescriptor } from "../../aggregates/capacity/descriptor.ts";
 import { redisCapacityView, type CapacityViewStore } from "../../platform/capacity-view.ts";
+import { activeFollowers } from "../../platform/follow.ts";
 import { connectHarness } from "../../platform/nats-auth/server-keys.ts";
 import { startCapacityProjection } from "../../services/capacity/index.ts";
 import {
@@ -61,6 +62,17 @@ describe("capacity projection folds heartbeats and runtime events in batches (re
     await nc.close();
   });
 
+  /**
+   * Waits until this process's follower of `stream` has handled every message stored there (taken
+   * into the projection's pending batch): a state, where a fixed sleep was outlasted on a loaded machine.
+   */
+  async function handledAll(stream: string) {
+    const last = (await (await jetstreamManager(nc)).streams.info(stream)).state.last_seq;
+    await eventually(`the projection's follower past ${stream} ${last}`, async () =>
+      activeFollowers().some((f) => f.stream === stream && f.handledSeq >= last) ? true : undefined,
+    );
+  }
+
   it("beats that arrive while a write is in flight are written once per runtime, not once per beat; the newest beat lands and a rebuild equals the view", async () => {
     const RTS = Array.from({ length: 20 }, (_, i) => `rt-batch-${i}`);
     const BEATS = 20;
@@ -73,8 +85,8 @@ describe("capacity projection folds heartbeats and runtime events in batches (re
     held.shut();
     for (let n = 1; n <= BEATS; n++)
       await Promise.all(RTS.map((rt) => js.publish(heartbeatSubject(layout, rt), idleBeat(rt, n, new Date()))));
-    // Every beat is in the stream; give the follower time to take them while the first write is held.
-    await new Promise((r) => setTimeout(r, 500));
+    // Every beat is in the stream; the follower takes them all while the first write is held.
+    await handledAll(layout.heartbeatStream);
     held.open();
     await eventually("every runtime's newest beat in the view", async () => {
       for (const rt of RTS) if ((await real.get(rt))?.beats[ids.host]?.beat !== BEATS) return undefined;
@@ -99,7 +111,7 @@ describe("capacity projection folds heartbeats and runtime events in batches (re
     held.shut();
     await Promise.all(RTS.map((rt) => publishReadyRuntime(store, rt)));
     const last = (await (await jetstreamManager(nc)).streams.info(layout.eventStream)).state.last_seq;
-    await new Promise((r) => setTimeout(r, 500));
+    await handledAll(layout.eventStream);
     held.open();
     await eventually("every runtime ready in the view and the checkpoint at the last event", async () => {
       for (const rt of RTS) if ((await real.get(rt))?.status !== "ready") return undefined;

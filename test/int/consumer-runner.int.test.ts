@@ -161,9 +161,11 @@ describe("durable consumer runner against a real nats-server", () => {
     let calls = 0;
     const slow = async () => {
       calls += 1;
-      await new Promise((r) => setTimeout(r, 2_500)); // the slow work itself (e.g. a Kubernetes call), not synchronisation
+      await new Promise((r) => setTimeout(r, 7_000)); // the slow work itself (e.g. a Kubernetes call), not synchronisation
     };
-    const s = spec({ ackWaitMs: 1_000 });
+    // ack_wait 3 s (heartbeats every 1 s): a loop held up 700 ms on a loaded machine no longer lets
+    // ack_wait lapse, as it could at 1 s; the work still outlasts two of them.
+    const s = spec({ ackWaitMs: 3_000 });
     const settled = await start(s, slow);
     // A second instance sharing the durable is idle and would take any redelivery after ack_wait.
     const twin = await runConsumer(
@@ -177,7 +179,7 @@ describe("durable consumer runner against a real nats-server", () => {
     );
     try {
       await append("ex-1");
-      await eventually("the slow handler to finish", async () => (settled.length >= 1 ? true : undefined), 15_000);
+      await eventually("the slow handler to finish", async () => (settled.length >= 1 ? true : undefined), 20_000);
       expect(calls).toBe(1);
       expect(settled).toHaveLength(1);
       expect(settled[0]).toMatchObject({ deliveryCount: 1, outcome: { kind: "ack" } });

@@ -56,14 +56,29 @@ describe("a projection runner's live batches and linger windows against a real n
     return r;
   }
 
-  /** `n` events `gapMs` apart; returns their sequences. */
-  async function trickle(n: number, gapMs: number): Promise<number[]> {
+  /**
+   * `n` events appended at once (one round trip, not n in a row that a loaded machine may stretch
+   * past a linger window); returns their sequences in stream order.
+   */
+  const burst = async (n: number) =>
+    (await Promise.all(Array.from({ length: n }, () => runEvent()))).sort((a, b) => a - b);
+
+  /**
+   * `n` events `gapMs` apart; returns their sequences and how many gaps between two appends came out
+   * at least `longGapMs` (a loaded machine's stall, which may close a linger window early).
+   */
+  async function trickle(n: number, gapMs: number, longGapMs = Infinity) {
     const seqs: number[] = [];
+    let longGaps = 0;
+    let last: number | undefined;
     for (let i = 0; i < n; i++) {
       seqs.push(await runEvent());
+      const now = performance.now();
+      if (last !== undefined && now - last >= longGapMs) longGaps++;
+      last = now;
       await new Promise((r) => setTimeout(r, gapMs));
     }
-    return seqs;
+    return { seqs, longGaps };
   }
 
   it("live, batches are capped by liveBatchSize while catch-up keeps batchSize", async () => {
@@ -75,8 +90,7 @@ describe("a projection runner's live batches and linger windows against a real n
     expect(Math.max(...batches.map((b) => b.length))).toBe(3);
     batches.length = 0;
     void runner.start();
-    const seqs: number[] = [];
-    for (let i = 0; i < 12; i++) seqs.push(await runEvent());
+    const seqs = await burst(12);
     await runner.waitFor(seqs.at(-1)!, 10_000);
     // Twelve events within one linger window: full batches of 5 written at once, the rest when the window ends.
     expect(batches).toEqual([seqs.slice(0, 5), seqs.slice(5, 10), seqs.slice(10)]);
@@ -85,8 +99,7 @@ describe("a projection runner's live batches and linger windows against a real n
 
   it("live and caught up with lingerMs, holds events for more and hands them over in one batch, then saves the checkpoint", async () => {
     const { runner, batches, cps } = await lingering("linger-hold", 2_000);
-    const seqs: number[] = [];
-    for (let i = 0; i < 5; i++) seqs.push(await runEvent());
+    const seqs = await burst(5);
     await runner.waitFor(seqs.at(-1)!, 10_000);
     // Each append was caught up on its own (nothing pending): without the window, five batches.
     expect(batches).toEqual([seqs]);
@@ -98,7 +111,7 @@ describe("a projection runner's live batches and linger windows against a real n
     const { runner, batches } = await lingering("linger-trickle", 200);
     // 40 events 50 ms apart: every gap is shorter than the window, so a window restarted by each
     // event would hold all 40 until the trickle stops.
-    const seqs = await trickle(40, 50);
+    const { seqs } = await trickle(40, 50);
     await runner.waitFor(seqs.at(-1)!, 10_000);
     expect(batches.flat()).toEqual(seqs);
     expect(batches.length).toBeGreaterThanOrEqual(4);
@@ -109,12 +122,14 @@ describe("a projection runner's live batches and linger windows against a real n
     const { runner, batches } = await lingering("linger-busy", 200, 800);
     const t0 = performance.now();
     // 40 events 50 ms apart: every window of 200 ms brings more, so each is held on up to 800 ms.
-    const seqs = await trickle(40, 50);
+    // A gap of 100 ms or more between two appends (none on a quiet machine) may have been 200 ms at
+    // the runner and ended a window early, one batch more each: the bound counts them.
+    const { seqs, longGaps } = await trickle(40, 50, 100);
     const elapsed = performance.now() - t0;
     await runner.waitFor(seqs.at(-1)!, 10_000);
     expect(batches.flat()).toEqual(seqs);
     // Windows of 200 ms alone would hand over one batch per ~250 ms (at least 8 in 2 s).
-    expect(batches.length).toBeLessThanOrEqual(Math.ceil(elapsed / 800) + 1);
+    expect(batches.length).toBeLessThanOrEqual(Math.ceil(elapsed / 800) + 1 + longGaps);
     expect(batches.length).toBeGreaterThanOrEqual(2);
     await runner.stop();
   });
@@ -124,7 +139,8 @@ describe("a projection runner's live batches and linger windows against a real n
     const t0 = performance.now();
     const seq = await runEvent();
     await runner.waitFor(seq, 10_000);
-    expect(performance.now() - t0).toBeLessThan(2_500);
+    // Held until maxLingerMs it could not be written before 5 s; the margin is the loaded machine's.
+    expect(performance.now() - t0).toBeLessThan(5_000);
     expect(batches).toEqual([[seq]]);
     await runner.stop();
   });

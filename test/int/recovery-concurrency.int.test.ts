@@ -171,9 +171,10 @@ describe("recovery concurrency: reconciles and reads that do not wait on one ano
           return;
         }
         if (!w.includes(".run.t-c.")) return;
-        // The run's read is answered once the journal's was asked for, or after a second without it.
+        // The run's read is answered once the journal's was asked for, or after 5 s without it (a
+        // loaded machine may take more than a second to issue the journal's read alongside).
         runPending = true;
-        await Promise.race([execRead, new Promise<void>((ok) => setTimeout(ok, 1000))]);
+        await Promise.race([execRead, new Promise<void>((ok) => setTimeout(ok, 5_000))]);
         runPending = false;
       }),
     );

@@ -51,8 +51,9 @@ describe("a runtime's signal feed (boundary: real nats-server authorization, a r
   it("after a reconnect reads every listening run once: a signal stored while the runtime was disconnected (its hint lost) still resolves the wait", async () => {
     const rt = uniqueName("rt");
     await fx.register(rt, "acme");
-    // Its own connection, slow to come back (1.5 s), so the signal is stored while it is away.
-    const nc = await connectNats({ servers: inject("natsUrl"), creds: fx.runtimeCreds(rt), reconnectTimeWait: 1500 });
+    // Its own connection, slow to come back (4 s), so the signal is stored while it is away: one
+    // append, but on a loaded machine it has taken more than the 1.5 s this waited before.
+    const nc = await connectNats({ servers: inject("natsUrl"), creds: fx.runtimeCreds(rt), reconnectTimeWait: 4_000 });
     try {
       const store = createEventStore(nc, fx.f.layout, { subjectScopedReads: true });
       const feeds = natsSignalFeeds(nc, fx.f.layout, store, () => undefined);

@@ -4,7 +4,7 @@ import { acquireLease, LEASE_TTL_MS, leasePrefixOf, leaseStreamConfig, leaseStre
 import { runAsSingleWriter } from "../../services/forensics/index.ts";
 import { uniqueName } from "../support/isolation.ts";
 import { attempt, authFixture, type AuthFixture } from "../support/nats-auth-fixture.ts";
-import { freshStreams, type StreamsFixture } from "../support/streams.ts";
+import { eventually, freshStreams, type StreamsFixture } from "../support/streams.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -59,12 +59,14 @@ describe("single-writer leases (boundary: real nats-server JetStream, conditiona
     const name = uniqueName("db");
     const running = new Set<string>();
     const overlaps: string[] = [];
+    const standingBy = new Set<string>();
     const replica = (id: string) =>
       runAsSingleWriter({
         js,
         layout: f.layout,
         name,
         holder: id,
+        log: { info: (_, msg) => void (msg.startsWith("standing by") && standingBy.add(id)) },
         start: async () => {
           if (running.size > 0) overlaps.push(`${id} started while ${[...running].join()} ran`);
           running.add(id);
@@ -72,15 +74,15 @@ describe("single-writer leases (boundary: real nats-server JetStream, conditiona
         },
       });
     const one = replica("one");
-    await sleep(300);
+    // Waits on states, not on fixed sleeps a loaded machine may outlast: one writes, then two found the lease held.
+    await eventually("one writing", async () => (one.current ? true : undefined));
     const two = replica("two");
-    await sleep(1_000);
+    await eventually("two standing by", async () => (standingBy.has("two") ? true : undefined));
     expect([...running]).toEqual(["one"]);
     expect(one.current).toBeDefined();
     expect(two.current).toBeUndefined();
     await one.stop();
-    const t = Date.now();
-    while (two.current === undefined && Date.now() - t < LEASE_TTL_MS + 3_000) await sleep(100);
+    await eventually("two writing", async () => (two.current ? true : undefined), LEASE_TTL_MS + 10_000);
     expect([...running]).toEqual(["two"]);
     expect(overlaps).toEqual([]);
     await two.stop();
