@@ -12,7 +12,7 @@ import { selfIncarnation } from "../../platform/process-incarnation.ts";
 if (process.env.DROVER_POOL_BIND_PORT) {
   // While still tenant-neutral and before it announces itself: the parsers its first resume would compile.
   warmUpParsers();
-  // Its HTTP command server too, built and warmed in-process: the binding only sets its handler and listens.
+  // Its HTTP command server too, built and readied, not listening: the binding only sets its handler and listens.
   const commandServer = await prepareCommandServer(selfIncarnation(process.env.DROVER_POD_UID));
   const binding = await awaitBinding(process.env);
   try {

@@ -2,12 +2,10 @@ import {
   ERROR_CATALOGUE,
   EVENT_TYPES,
   precompileEventSchemas,
-  ROUTING_HEADER,
   RuntimeCommand,
   type HostIncarnation,
   type RuntimeInstanceId,
 } from "../../../contracts/index.ts";
-import { HTTP_COMMAND_PATH } from "../../../platform/runtime-grpc-service.ts";
 import { prepareHttpServer, type PreparedHttpServer } from "../http/server.ts";
 import type { CommandHandler } from "./command-handler.ts";
 
@@ -54,12 +52,12 @@ export const WARM_UP_COMMANDS = SAMPLE_COMMANDS.length;
 export const WARM_UP_EVENTS = RUNTIME_EVENTS.length;
 
 /**
- * Builds a pooled runtime's HTTP command server before its binding (main.ts) and sends it a few
- * in-process requests (Fastify's `inject`: no socket, nothing listens), so the bound runtime's
- * first commands (the provisioner's command probe, a recovery's resumes) do not pay for Fastify's
- * boot, its route and the result serializer's first compile, measured at 9–15 ms of CPU for the
- * build and 5–8 ms for the first request in a fresh process. Until it is served (`serve` in
- * startRuntime) every command is refused as misdirected: the member holds no identity yet.
+ * Builds a pooled runtime's HTTP command server before its binding (main.ts) and readies it
+ * (Fastify's boot: its route and hooks compiled; nothing listens), so the binding only sets the
+ * handler and listens: ~11 ms of CPU per fresh process (build 6–7, ready 4) leave the bind's
+ * critical path. Not warmed by requests: `inject`'s first use loads light-my-request (~14 ms more),
+ * spent by every member while it saves a bound runtime's first command ~4 ms. Until it is served
+ * (`serve` in startRuntime) every command is refused as misdirected: the member holds no identity yet.
  */
 export async function prepareCommandServer(hostIncarnation: string): Promise<PreparedHttpServer> {
   const unbound: CommandHandler = async (cmd) => ({
@@ -76,13 +74,7 @@ export async function prepareCommandServer(hostIncarnation: string): Promise<Pre
     },
   });
   const prepared = prepareHttpServer(unbound);
-  for (const c of SAMPLE_COMMANDS)
-    await prepared.server.inject({
-      method: "POST",
-      url: HTTP_COMMAND_PATH,
-      headers: { "content-type": "application/json", [ROUTING_HEADER]: c.runtimeInstanceId },
-      payload: JSON.stringify(c),
-    });
+  await prepared.server.ready();
   return prepared;
 }
 
