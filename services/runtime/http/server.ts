@@ -13,6 +13,12 @@ const zodCompilers = {
 
 const header = (v: string | string[] | undefined): string | undefined => (Array.isArray(v) ? v[0] : v);
 
+/** A command server built and not yet listening: `serve` sets its handler and binds it. */
+export interface PreparedHttpServer {
+  readonly server: FastifyInstance;
+  serve(handler: CommandHandler, host: string, port: number): Promise<{ server: FastifyInstance; port: number }>;
+}
+
 /**
  * HTTP transport: `POST /runtime-instance/commands`. Thin on purpose: the body is passed as is to the
  * one command handler (so a malformed command is refused with the same structured result as over
@@ -24,6 +30,17 @@ export async function startHttpServer(
   host: string,
   port: number,
 ): Promise<{ server: FastifyInstance; port: number }> {
+  return prepareHttpServer(handler).serve(handler, host, port);
+}
+
+/**
+ * Builds the command server (Fastify, its route and compilers) without listening: a pooled runtime
+ * does this before its binding (main.ts), off the bind's critical path. Until `serve`, commands reach
+ * `unbound` (only in-process requests can: nothing listens); `serve` swaps in the real handler and
+ * listens. Build once, serve once.
+ */
+export function prepareHttpServer(unbound: CommandHandler): PreparedHttpServer {
+  let handler = unbound;
   const server = Fastify({
     logger: false,
     bodyLimit: 1024 * 1024,
@@ -56,7 +73,13 @@ export async function startHttpServer(
       return reply.code(answer.httpStatus).send(answer.result);
     },
   );
-  await server.listen({ host, port });
-  const addr = server.server.address();
-  return { server, port: typeof addr === "object" && addr ? addr.port : port };
+  return {
+    server,
+    async serve(h, host, port) {
+      handler = h;
+      await server.listen({ host, port });
+      const addr = server.server.address();
+      return { server, port: typeof addr === "object" && addr ? addr.port : port };
+    },
+  };
 }
