@@ -168,6 +168,7 @@ export {
   TOKEN_HEADER,
   RuntimeCommand,
   RuntimeCommandResult,
+  parseRuntimeCommand,
   DispatchRunPayload,
   ResumeExecutionPayload,
   QueueStatus,

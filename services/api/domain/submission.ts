@@ -11,6 +11,7 @@ import {
   RunPriority,
   EventId,
   SharedRunId,
+  type DagMemo,
   type EventOf,
   type ForkOrigin,
   type TenantId,
@@ -58,14 +59,27 @@ export interface SubmitRun {
   readonly rerunOf?: string;
   /** Set by `POST /v1/runs/:id/fork`: the run this one forks and what it reuses (never taken from a body). */
   readonly forkedFrom?: ForkOrigin;
+  /**
+   * The submitter's DAGs checked so far (contracts `DagMemo`): a DAG submitted before is checked by
+   * its text, not parsed again (~55 µs for a 10-step chain, ~130 for 50 steps). Same verdicts.
+   */
+  readonly dags?: Pick<DagMemo, "check">;
 }
 
 /**
  * The DAG a tenant submits (a run's, or a schedule's for its runs), validated: `dag-invalid`
  * (details.issues lists every broken rule) or `step-kind-not-offered`.
  */
-export function checkDag(dag: unknown, settings: TenantSettings, tenantId: TenantId): DagDefinition {
-  const parsed = parseDag(dag);
+export function checkDag(
+  dag: unknown,
+  settings: TenantSettings,
+  tenantId: TenantId,
+  dags?: Pick<DagMemo, "check">,
+): DagDefinition {
+  // A DAG the memo knows is one `parseDag` accepted (its verdict is a function of the JSON value);
+  // anything else, a refusal included, is parsed here, for its issues.
+  const known = dags?.check(dag);
+  const parsed = known ? { success: true as const, data: known } : parseDag(dag);
   if (!parsed.success) {
     const issues = parsed.error.issues.map((i) => `${["dag", ...i.path].join(".")}: ${i.message}`);
     throw new DroverError("dag-invalid", `the DAG is invalid: ${issues.slice(0, 3).join("; ")}`, {
@@ -100,7 +114,7 @@ const kindsWithChildren = (dag: DagDefinition): string[] => [
  * openRuns, maxConcurrentRuns), `tenant-queue-full` (details: queuedRuns, maxQueuedRuns), and a ZodError when the shell minted ids that are not ids (a bug, answered as 500 `internal`).
  */
 export function decideSubmission(cmd: SubmitRun, state: RunState): [] | [EventOf<"run.submitted">] {
-  const dag = checkDag(cmd.body.dag, cmd.settings, cmd.tenantId);
+  const dag = checkDag(cmd.body.dag, cmd.settings, cmd.tenantId, cmd.dags);
   if (cmd.body.input !== undefined && canonicalSize(cmd.body.input) > RUN_INPUT_MAX_BYTES)
     throw new DroverError("contract-violation", `the run input is more than ${RUN_INPUT_MAX_BYTES} bytes of JSON`);
   if (state.status !== "none") return [];

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { TenantId, TenantSettings, type DagInput, type EventOf } from "../../../contracts/index.ts";
+import { DagMemo, TenantId, TenantSettings, type DagInput, type EventOf } from "../../../contracts/index.ts";
 import { deciderSpec, thenThrows } from "../../../test/support/decider-spec.ts";
 import { exampleDagInput } from "../../../test/support/example-events.ts";
 import { decideSubmission, submissionDecider, SubmitRunBody, type SubmitRun } from "./submission.ts";
@@ -125,5 +125,20 @@ describe("run submission decider", () => {
       .given([])
       .when(command({ openRuns: undefined }))
       .then([submitted()]);
+  });
+
+  it("decides with a memo of checked DAGs as without it: the same event, one checked DAG for equal DAGs, the same refusals", () => {
+    const dags = new DagMemo();
+    const copy = () => JSON.parse(JSON.stringify(exampleDagInput)) as unknown;
+    const [first] = decideSubmission(command({ dags }, copy()), submissionDecider.initialState());
+    const [again] = decideSubmission(command({ dags }, copy()), submissionDecider.initialState());
+    expect(first).toEqual(submitted());
+    expect(again?.data.dag).toBe(first?.data.dag);
+    const dag: DagInput = { steps: [{ id: "a", kind: "compute", dependsOn: ["a"] }] };
+    for (let k = 0; k < 2; k++)
+      spec
+        .given([])
+        .when(command({ dags }, dag))
+        .then(thenThrows("dag-invalid", /step "a" depends on itself/));
   });
 });

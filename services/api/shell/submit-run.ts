@@ -1,5 +1,6 @@
 import { foldRun, type RunState } from "../../../aggregates/run.ts";
 import {
+  DagMemo,
   isDroverError,
   tenantSettingsOf,
   type ForkOrigin,
@@ -40,8 +41,10 @@ export function createSubmitter(
   rerunOf?: string,
   forkedFrom?: ForkOrigin,
 ) => Promise<Submitted> {
+  // Most runs carry a DAG an earlier submission carried: each distinct DAG is checked once.
+  const dags = new DagMemo();
   return (tenantId, body, requestId, rerunOf, forkedFrom) =>
-    submitOnce(deps, tenantId, tenantSettingsOf(deps.config, tenantId), body, requestId, rerunOf, forkedFrom);
+    submitOnce(deps, tenantId, tenantSettingsOf(deps.config, tenantId), body, requestId, rerunOf, forkedFrom, dags);
 }
 
 async function submitOnce(
@@ -51,7 +54,8 @@ async function submitOnce(
   body: SubmitRunBody,
   requestId: string,
   rerunOf: string | undefined,
-  forkedFrom?: ForkOrigin,
+  forkedFrom: ForkOrigin | undefined,
+  dags: DagMemo,
 ): Promise<Submitted> {
   const ids = submissionIds(tenantId, body.idempotencyKey, deps.newId);
   const ref = runRef(tenantId, ids.sharedRunId);
@@ -78,6 +82,7 @@ async function submitOnce(
         queuedRuns: claim?.queuedRuns,
         ...ids,
         metadata: { now: deps.clock.now(), requestId, instanceId: deps.instanceId },
+        dags,
         ...(rerunOf === undefined ? {} : { rerunOf }),
         ...(forkedFrom === undefined ? {} : { forkedFrom }),
       },

@@ -1,9 +1,11 @@
 import type { Clock } from "../../../platform/clock.ts";
 import { timingSafeEqual } from "node:crypto";
 import {
+  DagMemo,
   ERROR_CATALOGUE,
   isDroverError,
-  RuntimeCommand,
+  parseRuntimeCommand,
+  type RuntimeCommand,
   type ErrorCode,
   type HostIncarnation,
   type RuntimeInstanceId,
@@ -53,6 +55,8 @@ const sameSecret = (given: string | undefined, expected: string): boolean => {
  * writes nothing. Every answer names this runtime and its host incarnation; it never throws.
  */
 export function createCommandHandler(deps: CommandHandlerDeps): CommandHandler {
+  // The DAGs this runtime was dispatched, each checked once (contracts `parseRuntimeCommand`).
+  const dags = new DagMemo();
   return async (cmd) => {
     const received = deps.clock.now();
     const operation =
@@ -92,7 +96,7 @@ export function createCommandHandler(deps: CommandHandlerDeps): CommandHandler {
     // turned once so the request leaves before the synchronous schema check below, which overlaps it.
     const early = deps.instance.readAhead(cmd.body);
     if (early) await new Promise<void>((ok) => setImmediate(ok));
-    const parsed = RuntimeCommand.safeParse(cmd.body);
+    const parsed = parseRuntimeCommand(cmd.body, dags);
     if (!parsed.success) {
       const issues = parsed.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`);
       const dagOnly = parsed.error.issues.every((i) => i.path[0] === "payload" && i.path[1] === "dag");
