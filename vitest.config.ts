@@ -2,6 +2,13 @@ import { defineConfig } from "vitest/config";
 
 // One vitest project per test tier; each tier names the boundary it crosses
 // (../shared/design/conventions.md "Tests"). `make test` runs them all.
+// `isolate: false` (unit, host): a worker runs its files one after another in one module graph
+// instead of a fresh worker and a fresh import of the graph per file; per-file start-up was most of
+// the unit tier's time (the tests themselves ~9 s of its ~65 s). These tiers' files keep no state
+// across files (vi.spyOn / fake timers are restored in the file; servers and processes they start
+// are stopped in it). int keeps a fresh worker per file: its in-process services' followers are
+// process-wide (platform/follow.ts, read by /readyz), so one file's leftover would fail another's
+// readiness test; e2e, k8s and proof too (not measured enough to change).
 export default defineConfig({
   test: {
     projects: [
@@ -13,6 +20,7 @@ export default defineConfig({
             "test/unit/**/*.test.ts",
           ],
           testTimeout: 20_000,
+          isolate: false,
         },
       },
       {
@@ -34,6 +42,7 @@ export default defineConfig({
           testTimeout: 180_000,
           hookTimeout: 120_000,
           maxWorkers: 1,
+          isolate: false,
         },
       },
       {

@@ -40,13 +40,26 @@ export function event<T extends EventType>(type: T, patch: Partial<EventOf<T>> =
   return { ...exampleEvent(type), eventId: EventId.parse(`ev-${process.pid}-${counter}`), ...patch };
 }
 
-/** Resolves when `check` returns a value other than undefined, polling until `timeoutMs` (then rejects naming `what`). */
-export async function eventually<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
+/**
+ * Resolves when `check` returns a value other than undefined, polling until `timeoutMs` (then rejects
+ * naming `what`). Between checks it waits `everyMs` (default 25 ms), or twice what the last check
+ * took when that is longer (at most 500 ms): a costly check (a whole event log read, a CLI run) then
+ * takes at most a third of a core instead of spinning, which on 2 cores starved the services under
+ * test; it is seen at most two check-durations late.
+ */
+export async function eventually<T>(
+  what: string,
+  check: () => Promise<T | undefined>,
+  timeoutMs = 10_000,
+  everyMs = 25,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
+    const started = Date.now();
     const v = await check();
     if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs}ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
+    const now = Date.now();
+    if (now > deadline) throw new Error(`timed out after ${timeoutMs}ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, Math.max(everyMs, Math.min(2 * (now - started), 500))));
   }
 }
