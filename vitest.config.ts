@@ -2,13 +2,13 @@ import { defineConfig } from "vitest/config";
 
 // One vitest project per test tier; each tier names the boundary it crosses
 // (../shared/design/conventions.md "Tests"). `make test` runs them all.
-// `isolate: false` (unit, host): a worker runs its files one after another in one module graph
-// instead of a fresh worker and a fresh import of the graph per file; per-file start-up was most of
-// the unit tier's time (the tests themselves ~9 s of its ~65 s). These tiers' files keep no state
-// across files (vi.spyOn / fake timers are restored in the file; servers and processes they start
-// are stopped in it). int keeps a fresh worker per file: its in-process services' followers are
-// process-wide (platform/follow.ts, read by /readyz), so one file's leftover would fail another's
-// readiness test; e2e, k8s and proof too (not measured enough to change).
+// `isolate: false` (unit): a worker runs its files one after another in one module graph instead
+// of a fresh worker and a fresh import of the graph per file; per-file start-up was most of the unit
+// tier's time (the tests themselves ~9 s of its ~65 s). Unit files keep no state across files
+// (vi.spyOn / fake timers are restored in the file; no vi.mock). Every other tier keeps a fresh worker
+// per file: int's in-process followers are process-wide (platform/follow.ts, read by /readyz), and
+// host (tried: 15-25 s less) was left isolated until it has more clean runs than three (one failed a
+// load bound beside other work); e2e, k8s and proof were not measured enough to change.
 export default defineConfig({
   test: {
     projects: [
@@ -42,7 +42,6 @@ export default defineConfig({
           testTimeout: 180_000,
           hookTimeout: 120_000,
           maxWorkers: 1,
-          isolate: false,
         },
       },
       {
