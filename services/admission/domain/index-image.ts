@@ -32,6 +32,7 @@ export interface ScaleOutImage {
   readonly recheckedMs?: number;
   readonly expiresMs?: number;
   readonly runtimeInstanceId?: string;
+  readonly replaces?: string;
   readonly lastSeq: number;
 }
 export interface RunIndexImage {

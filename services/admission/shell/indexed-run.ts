@@ -45,6 +45,8 @@ export interface ScaleOutEntry {
   /** The request's own expiry (its `expiresAt`): an open request past it is not progress. */
   expiresMs?: number;
   runtimeInstanceId?: string;
+  /** The lost runtime a recovery replacement request replaces (`scaleout.requested` `replaces`). */
+  replaces?: string;
   /** Stream sequence of the last event folded (a redelivery or an event read back twice is a no-op). */
   lastSeq: number;
 }

@@ -48,20 +48,27 @@ export class PassBudget {
     private readonly waitingOf: (tenantId: string) => number = () => Infinity,
     /** The fair share: a kept place goes to a tenant only in its turn (FairShare.dueAgainst); absent, always. */
     private readonly fair?: Pick<FairShare, "dueAgainst">,
+    /** Places of replacement runtimes kept from new work for the runs of what they replace (replacement-hold.ts). */
+    private readonly kept: ReadonlyMap<string, number> = new Map(),
   ) {
     for (const c of candidates) this.free.set(c.runtimeInstanceId, c.effectiveAvailableSlots);
   }
 
-  /** The candidates as this tenant may use them now: free places left in this pass, the headroom applied. */
-  viewFor(tenantId: string): Placeable[] {
+  /**
+   * The candidates as this tenant may use them now: free places left in this pass, the headroom
+   * applied, and (unless `recovery`: a recovery item) a replacement's places kept for what it replaces.
+   */
+  viewFor(tenantId: string, recovery = false): Placeable[] {
     return this.candidates.map((c) => {
       if (!c.canAcceptRun) return c;
-      const free = Math.max(0, this.free.get(c.runtimeInstanceId) ?? 0);
-      if (this.allowed(c, tenantId))
+      const free = Math.max(0, this.freeFor(c, recovery));
+      if (this.allowed(c, tenantId, recovery))
         return free === c.effectiveAvailableSlots ? c : { ...c, effectiveAvailableSlots: free };
       const why =
         free === 0
-          ? "no-free-slots"
+          ? this.freeFor(c, true) > 0
+            ? "kept-for-replaced"
+            : "no-free-slots"
           : headroomReason(this.heldOn(c, tenantId), free, this.headroom, this.waitingOf(tenantId), this.due(tenantId));
       return { ...c, effectiveAvailableSlots: free, canAcceptRun: false, reasons: [...c.reasons, why] };
     });
@@ -97,8 +104,8 @@ export class PassBudget {
   }
 
   /** Takes one place of `c` for the tenant if it may still have one (synchronous: parallel placements see it). */
-  claim(c: Placeable, tenantId: string): boolean {
-    if (!c.canAcceptRun || !this.allowed(c, tenantId)) return false;
+  claim(c: Placeable, tenantId: string, recovery = false): boolean {
+    if (!c.canAcceptRun || !this.allowed(c, tenantId, recovery)) return false;
     this.free.set(c.runtimeInstanceId, (this.free.get(c.runtimeInstanceId) ?? 0) - 1);
     this.bump(c.runtimeInstanceId, tenantId, 1);
     return true;
@@ -147,8 +154,14 @@ export class PassBudget {
     return requestId === undefined || waitsOn(requestId);
   }
 
-  private allowed(c: Placeable, tenantId: string): boolean {
+  /** Places of `c` left in this pass; new work (not `recovery`) does not count those kept for a replaced runtime's runs. */
+  private freeFor(c: Placeable, recovery: boolean): number {
     const free = this.free.get(c.runtimeInstanceId) ?? 0;
+    return recovery ? free : free - (this.kept.get(c.runtimeInstanceId) ?? 0);
+  }
+
+  private allowed(c: Placeable, tenantId: string, recovery = false): boolean {
+    const free = this.freeFor(c, recovery);
     if (c.isolationMode !== "shared") return free > 0;
     const ok = mayTakeSharedPlace(
       this.heldOn(c, tenantId),

@@ -93,6 +93,7 @@ export async function admissionPass(deps: AdmissionDeps, state: AdmissionState):
     deps.config.sharedRuntimeHeadroom,
     (t) => deps.index.work.queues.waitingOf(t),
     state.fair, // a kept place only in the tenant's turn (headroom.ts)
+    deps.index.keptForReplaced(now), // a replacement's places for what it replaces (replacement-hold.ts)
   );
   state.deployed = deployedVersions(deps.store); // each tenant's deploys read at most once per pass
   // A tenant found blocked by the last passes, with still no runtime that may take its runs, is not
@@ -181,7 +182,10 @@ async function handle(
 ): Promise<Send | undefined> {
   if (r.state.cancelRequested) return timed(probe, "cancel", cancelRun(deps, r, all, now));
   const tenant = tenantSettingsOf(deps.config, r.tenantId);
-  const candidates = budget.viewFor(r.tenantId);
+  // Whether this is a recovery item is decided now: the fold may reach the run's `started` (which
+  // clears it) before the attempt settles, and a recovery item never claimed.
+  const recovery = r.state.recoveryPending;
+  const candidates = budget.viewFor(r.tenantId, recovery);
   const deployedVersion = await timed(probe, "deployed", deployedVersionFor(deployed, r, candidates));
   const p = decidePlacement(r, candidates, now, {
     tenant,
@@ -232,9 +236,6 @@ async function handle(
       // Without a flow key to take between them, the claim and the first candidate's slot
       // reservation are one Redis call (tenant-claims.ts claimAndReserve); `early` is that candidate,
       // held in the pass budget from here.
-      // Whether this is a recovery item is decided now: the fold may reach the run's `started`
-      // (which clears it) before the attempt settles, and a recovery item never claimed.
-      const recovery = r.state.recoveryPending;
       const early =
         deps.claims && !recovery && tenant.flowKeys.length === 0
           ? p.tryInOrder.find((c) => budget.claim(c, r.tenantId))
@@ -272,7 +273,7 @@ async function handle(
         }
         for (const c of order) {
           const pre = reserved && c === early ? reserved : undefined; // reserved with the claim, held in the budget
-          if (!pre && !budget.claim(c, r.tenantId)) continue; // taken by a parallel placement of this pass
+          if (!pre && !budget.claim(c, r.tenantId, recovery)) continue; // taken by a parallel placement of this pass
           let full = false;
           try {
             const send = await placeOn(deps, r, c, p.snapshot, now, (seq) => (admittedSeq = seq), pre, defer, probe);

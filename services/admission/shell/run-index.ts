@@ -12,6 +12,7 @@ import {
 import { isPlaceable } from "../domain/run-decider.ts";
 import { movedAlongPlacement } from "../domain/placement-path.ts";
 import { PendingWork } from "./pending-work.ts";
+import { ReplacementHolds } from "../domain/replacement-hold.ts";
 import { submissionSubjectMismatch } from "../domain/submission-check.ts";
 import {
   decodeRunIndex,
@@ -54,6 +55,8 @@ export class RunIndex implements Snapshottable {
   // Runtime → tenant → runs it holds there (admitted, dispatched, started): the shared-runtime headroom.
   private readonly held = new Map<string, Map<string, number>>();
   readonly scaleOuts = new Map<string, ScaleOutEntry>();
+  /** Fulfilled recovery replacements still young enough to hold places (replacement-hold.ts), by request. */
+  private readonly replacing = new ReplacementHolds();
   private readonly listeners = new Set<() => void>();
   /** Submissions' DAGs are checked in full, once per distinct DAG (checked-dag.ts `DagMemo`; docs/decisions.md). */
   private readonly dags = new DagMemo();
@@ -146,6 +149,11 @@ export class RunIndex implements Snapshottable {
     return this.active.get(tenantId) ?? 0;
   }
 
+  /** Places of each replacement runtime kept from new work at `now` (replacement-hold.ts). */
+  keptForReplaced(now: number): Map<string, number> {
+    return this.replacing.kept(now, (rt, t) => this.heldOn(rt, t));
+  }
+
   /** Runs of the tenant holding a placement on the runtime (admitted, dispatched, started). */
   heldOn(runtimeInstanceId: string, tenantId: string): number {
     return this.held.get(runtimeInstanceId)?.get(tenantId) ?? 0;
@@ -212,8 +220,10 @@ export class RunIndex implements Snapshottable {
     if (event.type === "scaleout.requested") {
       s.dedupeKey = event.data.dedupeKey;
       s.expiresMs = Date.parse(event.data.expiresAt);
+      if (event.data.replaces) s.replaces = event.data.replaces;
     }
     if (event.type === "scaleout.fulfilled") s.runtimeInstanceId = event.data.runtimeInstanceId;
+    if (event.type === "scaleout.fulfilled") this.replacing.note({ ...s, endedMs: ms });
     // observed may arrive after a terminal event only through redelivery; status never moves back.
     if (s.endedMs !== undefined) return;
     s.status = name;
@@ -357,6 +367,7 @@ export class RunIndex implements Snapshottable {
   restore(body: Uint8Array): void {
     const img: RunIndexImage = decodeRunIndex(body);
     for (const m of [this.runs, this.active, this.held, this.scaleOuts, this.terminal]) m.clear();
+    this.replacing.clear();
     this.work.clear();
     this.unverifiedRuns.clear();
     this.evicted = { count: img.evicted.count, byStatus: new Map(img.evicted.byStatus) };
@@ -370,6 +381,7 @@ export class RunIndex implements Snapshottable {
       this.track(r, initialRunState());
     }
     for (const so of img.scaleOuts) this.scaleOuts.set(so.requestId, { ...so });
+    for (const so of img.scaleOuts) if (so.status === "fulfilled") this.replacing.note({ ...so });
     this.evict();
     this.changed();
   }

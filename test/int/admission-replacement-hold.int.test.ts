@@ -1,0 +1,199 @@
+import { createHash } from "node:crypto";
+import { jetstream } from "@nats-io/jetstream";
+import { Redis } from "ioredis";
+import { pino } from "pino";
+import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
+import {
+  DroverConfig,
+  RuntimeInstanceId,
+  ScaleOutRequestId,
+  tenantSettingsOf,
+  type DroverEvent,
+  type RuntimeCommand,
+  type RuntimeCommandResult,
+} from "../../contracts/index.ts";
+import type { CapacityDescriptor } from "../../aggregates/capacity/descriptor.ts";
+import { scaleOutRequestData } from "../../aggregates/scale-out-plan.ts";
+import { RunIndex, startAdmission, type AdmissionService } from "../../services/admission/index.ts";
+import { startCapacityProjection, type CapacityProjection } from "../../services/capacity/index.ts";
+import { redisCapacityView } from "../../platform/capacity-view.ts";
+import { randomIds, systemClock } from "../../platform/envelope.ts";
+import { redisReservations } from "../../platform/reservations.ts";
+import { createEventStore, runRef, scaleOutRef, type EventStore } from "../../streams/index.ts";
+import { exampleDag, forensicsIds, ids } from "../support/example-events.ts";
+import { FAKE_INCARNATION, publishBeat, publishReadyRuntime } from "../support/fake-runtime-capacity.ts";
+import { looseEvent } from "../support/loose-event.ts";
+import { uniqueName } from "../support/isolation.ts";
+import { eventually, freshStreams, type StreamsFixture } from "../support/streams.ts";
+
+/**
+ * The race of issue 15's P=5 proof, built in order rather than by timing (real nats-server, Redis and
+ * capacity projection; the runtime transport is an in-memory responder): a tenant's runtime died with
+ * an execution in flight; recovery's replacement (a scale-out request that `replaces` it) is
+ * fulfilled and its one slot published; a new run of the tenant waits in the queue; recovery has not
+ * yet paused the execution (no `requeued-for-resume`). The replacement's slot is for what it
+ * replaces: the new run must not take it, and once the execution is requeued its resume goes first.
+ */
+const CP = "cp-replacement-hold";
+const config = DroverConfig.parse({
+  controlPlaneId: CP,
+  heartbeatIntervalMs: 1000,
+  staleHeartbeatMs: 120_000, // the fake runtime beats once: placement order is tested here, not health
+  dispatchTimeoutMs: 2000,
+  tenants: [{ tenantId: "t-blue", isolationMode: "dedicated", maxConcurrentRuns: 50 }],
+});
+const ctx = (service: "api" | "recovery" | "provisioner") => ({
+  writer: { service, instanceId: `${service}-1` },
+  clock: systemClock,
+  ids: randomIds,
+});
+
+describe("a replacement runtime's slots are held for the executions of the runtime it replaces (real NATS + Redis)", () => {
+  let fx: StreamsFixture,
+    store: EventStore,
+    redis: Redis,
+    capacity: CapacityProjection,
+    admission: AdmissionService | undefined;
+  beforeEach(async () => {
+    fx = await freshStreams(inject("natsUrl"), "admhold");
+    store = createEventStore(fx.nc, fx.layout);
+    redis = new Redis(inject("redisUrl"), { maxRetriesPerRequest: 1, db: 9 });
+    await redis.flushdb();
+    capacity = await startCapacityProjection({
+      js: jetstream(fx.nc),
+      layout: fx.layout,
+      view: redisCapacityView<CapacityDescriptor>(redis, CP),
+      controlPlaneId: CP,
+    });
+  });
+  afterEach(async () => {
+    await admission?.stop();
+    await capacity.stop();
+    redis.disconnect();
+    await fx.close();
+  });
+
+  const append = async (id: string, type: DroverEvent["type"], data: unknown, service: "api" | "recovery") => {
+    const ref = runRef("t-blue", id);
+    await store.append(
+      ref,
+      looseEvent(ctx(service), type, data, { tenantId: "t-blue", correlationId: id, causationId: "test" }),
+      { expectedSeq: await store.lastSeq(ref) },
+    );
+  };
+  const submit = (id: string) =>
+    append(id, "run.submitted", { sharedRunId: id, dag: exampleDag, source: "api", labels: {} }, "api");
+
+  it("keeps a new run of the tenant off the replacement until the interrupted execution is requeued, then resumes it there first", async () => {
+    // The interrupted run: started on rt-dead, which then died (recovery has not paused it yet).
+    const lr = "lr-old";
+    await submit("run-old");
+    const placed = { runtimeInstanceId: "rt-dead", localRunId: lr };
+    await append(
+      "run-old",
+      "run.admitted",
+      { ...placed, reservationId: "rt-dead/run-old", candidates: [], recovery: false },
+      "api",
+    );
+    await append("run-old", "run.dispatched", { ...placed, transport: "http", hostIncarnation: ids.host }, "api");
+    await append("run-old", "run.started", { executionId: "exec-old", ...placed }, "api");
+    // Recovery's replacement for rt-dead, fulfilled by the provisioner.
+    const requestId = ScaleOutRequestId.parse("so-replacement-of-rt-dead");
+    const data = scaleOutRequestData(
+      config,
+      tenantSettingsOf(config, "t-blue"),
+      requestId,
+      `${CP}|t-blue|no-visible-capacity`,
+      { code: "no-visible-capacity", detail: "replacement for suspected runtime rt-dead" },
+      Date.now(),
+      undefined,
+      RuntimeInstanceId.parse("rt-dead"),
+    );
+    const so = (type: DroverEvent["type"], d: unknown, service: "recovery" | "provisioner") =>
+      looseEvent(ctx(service), type, d, { tenantId: "t-blue", correlationId: requestId, causationId: "replace:test" });
+    await store.appendAll(
+      scaleOutRef("t-blue", requestId),
+      [
+        so("scaleout.requested", data, "recovery"),
+        so("scaleout.observed", { provisionerInstanceId: "prov-1" }, "provisioner"),
+        so("scaleout.fulfilled", { runtimeInstanceId: "rt-blue-new" }, "provisioner"),
+      ],
+      { expectedSeq: 0 },
+    );
+    // A new run of the tenant waits; the replacement publishes its one slot.
+    await submit("run-fresh");
+    await publishReadyRuntime(store, {
+      runtimeInstanceId: "rt-blue-new",
+      controlPlaneId: CP,
+      isolationMode: "dedicated",
+      tenantId: "t-blue",
+      slots: 1,
+    });
+    await publishBeat(jetstream(fx.nc), fx.layout, "rt-blue-new", 1, 1);
+    await eventually("capacity", async () =>
+      (await redisCapacityView<CapacityDescriptor>(redis, CP).all()).some(
+        (d) => d.status === "ready" && d.beats[FAKE_INCARNATION],
+      )
+        ? true
+        : undefined,
+    );
+
+    const sent: string[] = [];
+    const send = (_e: string, _t: unknown, c: RuntimeCommand): Promise<RuntimeCommandResult> => {
+      sent.push(c.operation);
+      return Promise.resolve({
+        success: true,
+        operation: c.operation,
+        runtimeInstanceId: c.runtimeInstanceId,
+        hostIncarnation: FAKE_INCARNATION as never,
+        payload: {},
+        timings: { receivedAt: new Date().toISOString(), handledMs: 1 },
+      });
+    };
+    admission = await startAdmission({
+      js: jetstream(fx.nc),
+      config,
+      layout: fx.layout,
+      store,
+      index: new RunIndex(fx.layout.eventPrefix, () => undefined, systemClock),
+      view: redisCapacityView<CapacityDescriptor>(redis, CP),
+      reservations: redisReservations(redis, CP),
+      env: { writer: { service: "admission", instanceId: uniqueName("adm") }, clock: systemClock, ids: randomIds },
+      send: send as never,
+      commandTokenFor: () => "token",
+      sha256: (x) => createHash("sha256").update(x).digest("hex"),
+      log: pino({ level: "silent" }),
+      tickMs: 100,
+    });
+    await admission.ready;
+
+    // Admission decides the new run: queued (the replacement's slot is held), not sent there.
+    const types = async (id: string) => (await store.read(runRef("t-blue", id))).events.map((s) => s.event.type);
+    const decided = await eventually("the new run decided", async () => {
+      const t = await types("run-fresh");
+      return t.includes("run.queued-globally") || t.includes("run.admitted") ? t : undefined;
+    });
+    expect(decided).not.toContain("run.admitted");
+    expect(sent).toEqual([]);
+
+    // Recovery pauses the execution and requeues the run for resume: the resume takes the slot.
+    await append(
+      "run-old",
+      "run.requeued-for-resume",
+      {
+        forensicsId: forensicsIds.inFlight,
+        incidentId: ids.incident,
+        executionId: "exec-old",
+        failedRuntimeInstanceId: "rt-dead",
+        failedLocalRunId: lr,
+        newEpoch: 1,
+      },
+      "recovery",
+    );
+    await eventually("the resume sent", async () => (sent.length > 0 ? true : undefined));
+    expect(sent[0]).toBe("ResumeExecution");
+    const placedOld = (await store.read(runRef("t-blue", "run-old"))).events.at(-1)?.event;
+    expect(placedOld?.type).toBe("run.dispatched");
+    expect((await types("run-fresh")).filter((t) => t === "run.admitted")).toEqual([]);
+  });
+});
