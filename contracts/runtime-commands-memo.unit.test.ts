@@ -1,17 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { exampleDagInput, ids } from "../test/support/example-events.ts";
+import { exampleCommandTarget, exampleDispatchPayload, ids } from "../test/support/example-events.ts";
 import { DagMemo, isCheckedDag } from "./checked-dag.ts";
 import { parseRuntimeCommand, RuntimeCommand } from "./runtime-commands.ts";
 
-const target = { runtimeInstanceId: ids.runtime, correlationId: "corr-1" };
-const dispatch = {
-  sharedRunId: ids.sharedRun,
-  localRunId: ids.localRun,
-  tenantId: ids.tenant,
-  dag: exampleDagInput,
-  dispatchedSeq: 17,
-  correlationId: "corr-1",
-};
+const target = exampleCommandTarget;
+const dispatch = exampleDispatchPayload;
 const resume = { ...dispatch, executionId: ids.execution, epoch: 1 };
 const json = (v: unknown): unknown => JSON.parse(JSON.stringify(v));
 

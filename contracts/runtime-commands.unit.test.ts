@@ -1,16 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { exampleDagInput, ids } from "../test/support/example-events.ts";
+import { exampleCommandTarget, exampleDispatchPayload, ids } from "../test/support/example-events.ts";
 import { ROUTING_HEADER, RuntimeCommand, RuntimeCommandResult } from "./runtime-commands.ts";
 
-const target = { runtimeInstanceId: ids.runtime, correlationId: "corr-1" };
-const dispatch = {
-  sharedRunId: ids.sharedRun,
-  localRunId: ids.localRun,
-  tenantId: ids.tenant,
-  dag: exampleDagInput,
-  dispatchedSeq: 17,
-  correlationId: "corr-1",
-};
+const target = exampleCommandTarget;
+const dispatch = exampleDispatchPayload;
 
 /** One valid command per operation of runtime.md "Command API". */
 const VALID: Record<string, unknown> = {

@@ -71,6 +71,17 @@ export const exampleDagInput: DagInput = {
 };
 export const exampleDag = DagDefinition.parse(exampleDagInput);
 
+/** A runtime command's target and a DispatchRun's payload over the example ids and DAG (contracts tests). */
+export const exampleCommandTarget = { runtimeInstanceId: ids.runtime, correlationId: "corr-1" };
+export const exampleDispatchPayload = {
+  sharedRunId: ids.sharedRun,
+  localRunId: ids.localRun,
+  tenantId: ids.tenant,
+  dag: exampleDagInput,
+  dispatchedSeq: 17,
+  correlationId: "corr-1",
+};
+
 export const reason = (code: ErrorCode, detail = ""): Reason => ({ code, detail });
 
 /** The envelope fields of an example; `tenantId` only for tenant-scoped aggregates (not `runtime.*`). */
