@@ -1,7 +1,7 @@
 import type { JetStreamClient, JsMsg } from "@nats-io/jetstream";
 import { decodeEvent } from "../contracts/index.ts";
 import { follow, type Follower } from "../platform/follow.ts";
-import { runtimeRef, type EventStore, type StreamLayout } from "../streams/index.ts";
+import { execRef, runtimeRef, type EventStore, type StreamLayout } from "../streams/index.ts";
 import type { KillRecord } from "./assertions.ts";
 import { isPodRuntime, podRuntimePid } from "./pod-process.ts";
 
@@ -54,6 +54,17 @@ export async function startKillGate(
     if (x.steps < afterSteps) return;
     killed.add(tenantId);
     const seenAtMs = Date.now();
+    // The gate may lag the journal (a NATS leader election holds its follower for seconds; seen in CI:
+    // an execution killed 146 ms after it completed, so no resume was due and the proof failed as a
+    // harness fault). Read the execution as it is now: one that ended is not in flight, and the
+    // tenant's next execution to reach `afterSteps` is killed instead.
+    // (A read that fails, the election again, leaves the kill as it was decided.)
+    const now = await store.read(execRef(tenantId, executionId)).catch(() => undefined);
+    if (now?.events.some((s) => s.event.type === "exec.completed" || s.event.type === "exec.failed")) {
+      execs.delete(executionId);
+      killed.delete(tenantId);
+      return;
+    }
     const target = await x.target;
     const pid = target.pid();
     if (!pid) throw new Error(`runtime ${x.runtime} (${target.hostIncarnation}) has no process to kill`);
