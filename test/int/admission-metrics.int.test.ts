@@ -40,7 +40,7 @@ describe("admission's runs gauge on /metrics (real NATS + Redis, scraped over HT
   beforeEach(async () => {
     fx = await freshStreams(inject("natsUrl"), "admm");
     store = createEventStore(fx.nc, fx.layout);
-    redis = new Redis(inject("redisUrl"), { maxRetriesPerRequest: 1, db: 6 });
+    redis = new Redis(inject("redisUrl"), { maxRetriesPerRequest: 1, db: 1 });
     await redis.flushdb();
     ops = await startOpsServer({
       service: "admission",

@@ -1,8 +1,8 @@
 import { createHash } from "node:crypto";
 import { jetstream } from "@nats-io/jetstream";
-import { Redis } from "ioredis";
+import type { Redis } from "ioredis";
 import { pino } from "pino";
-import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
   DroverConfig,
   RuntimeInstanceId,
@@ -15,16 +15,16 @@ import {
 import type { CapacityDescriptor } from "../../aggregates/capacity/descriptor.ts";
 import { scaleOutRequestData } from "../../aggregates/scale-out-plan.ts";
 import { RunIndex, startAdmission, type AdmissionService } from "../../services/admission/index.ts";
-import { startCapacityProjection, type CapacityProjection } from "../../services/capacity/index.ts";
 import { redisCapacityView } from "../../platform/capacity-view.ts";
 import { randomIds, systemClock } from "../../platform/envelope.ts";
 import { redisReservations } from "../../platform/reservations.ts";
-import { createEventStore, runRef, scaleOutRef, type EventStore } from "../../streams/index.ts";
+import { runRef, scaleOutRef, type EventStore } from "../../streams/index.ts";
 import { exampleDag, forensicsIds, ids } from "../support/example-events.ts";
 import { FAKE_INCARNATION, publishBeat, publishReadyRuntime } from "../support/fake-runtime-capacity.ts";
 import { looseEvent } from "../support/loose-event.ts";
 import { uniqueName } from "../support/isolation.ts";
-import { eventually, freshStreams, type StreamsFixture } from "../support/streams.ts";
+import { eventually, type StreamsFixture } from "../support/streams.ts";
+import { actingAs, appendRunEvent, capacityGround, type CapacityGround } from "../support/admission-capacity.ts";
 
 /**
  * The race of issue 15's P=5 proof, built in order rather than by timing (real nats-server, Redis and
@@ -42,45 +42,20 @@ const config = DroverConfig.parse({
   dispatchTimeoutMs: 2000,
   tenants: [{ tenantId: "t-blue", isolationMode: "dedicated", maxConcurrentRuns: 50 }],
 });
-const ctx = (service: "api" | "recovery" | "provisioner") => ({
-  writer: { service, instanceId: `${service}-1` },
-  clock: systemClock,
-  ids: randomIds,
-});
-
 describe("a replacement runtime's slots are held for the executions of the runtime it replaces (real NATS + Redis)", () => {
-  let fx: StreamsFixture,
-    store: EventStore,
-    redis: Redis,
-    capacity: CapacityProjection,
-    admission: AdmissionService | undefined;
+  let fx: StreamsFixture, store: EventStore, redis: Redis, admission: AdmissionService | undefined;
+  let ground: CapacityGround;
   beforeEach(async () => {
-    fx = await freshStreams(inject("natsUrl"), "admhold");
-    store = createEventStore(fx.nc, fx.layout);
-    redis = new Redis(inject("redisUrl"), { maxRetriesPerRequest: 1, db: 9 });
-    await redis.flushdb();
-    capacity = await startCapacityProjection({
-      js: jetstream(fx.nc),
-      layout: fx.layout,
-      view: redisCapacityView<CapacityDescriptor>(redis, CP),
-      controlPlaneId: CP,
-    });
+    ground = await capacityGround("admhold", CP, 15);
+    ({ fx, store, redis } = ground);
   });
   afterEach(async () => {
     await admission?.stop();
-    await capacity.stop();
-    redis.disconnect();
-    await fx.close();
+    await ground.close();
   });
 
-  const append = async (id: string, type: DroverEvent["type"], data: unknown, service: "api" | "recovery") => {
-    const ref = runRef("t-blue", id);
-    await store.append(
-      ref,
-      looseEvent(ctx(service), type, data, { tenantId: "t-blue", correlationId: id, causationId: "test" }),
-      { expectedSeq: await store.lastSeq(ref) },
-    );
-  };
+  const append = (id: string, type: DroverEvent["type"], data: unknown, service: "api" | "recovery") =>
+    appendRunEvent(store, service, "t-blue", id, type, data);
   const submit = (id: string) =>
     append(id, "run.submitted", { sharedRunId: id, dag: exampleDag, source: "api", labels: {} }, "api");
 
@@ -110,7 +85,11 @@ describe("a replacement runtime's slots are held for the executions of the runti
       RuntimeInstanceId.parse("rt-dead"),
     );
     const so = (type: DroverEvent["type"], d: unknown, service: "recovery" | "provisioner") =>
-      looseEvent(ctx(service), type, d, { tenantId: "t-blue", correlationId: requestId, causationId: "replace:test" });
+      looseEvent(actingAs(service), type, d, {
+        tenantId: "t-blue",
+        correlationId: requestId,
+        causationId: "replace:test",
+      });
     await store.appendAll(
       scaleOutRef("t-blue", requestId),
       [

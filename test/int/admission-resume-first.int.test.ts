@@ -1,8 +1,8 @@
 import { createHash } from "node:crypto";
 import { jetstream } from "@nats-io/jetstream";
-import { Redis } from "ioredis";
+import type { Redis } from "ioredis";
 import { pino } from "pino";
-import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
   DroverConfig,
   type DroverEvent,
@@ -11,17 +11,15 @@ import {
 } from "../../contracts/index.ts";
 import type { CapacityDescriptor } from "../../aggregates/capacity/descriptor.ts";
 import { RunIndex, startAdmission, type AdmissionService } from "../../services/admission/index.ts";
-import { startCapacityProjection, type CapacityProjection } from "../../services/capacity/index.ts";
 import { redisCapacityView } from "../../platform/capacity-view.ts";
 import { randomIds, systemClock } from "../../platform/envelope.ts";
-import { looseEvent } from "../support/loose-event.ts";
-
 import { redisReservations } from "../../platform/reservations.ts";
-import { createEventStore, runRef, type EventStore } from "../../streams/index.ts";
+import type { EventStore } from "../../streams/index.ts";
 import { exampleDag, forensicsIds, ids } from "../support/example-events.ts";
 import { FAKE_INCARNATION, publishBeat, publishReadyRuntime } from "../support/fake-runtime-capacity.ts";
 import { uniqueName } from "../support/isolation.ts";
-import { eventually, freshStreams, type StreamsFixture } from "../support/streams.ts";
+import { eventually, type StreamsFixture } from "../support/streams.ts";
+import { appendRunEvent, capacityGround, type CapacityGround } from "../support/admission-capacity.ts";
 
 /**
  * Admission's runtime commands, against a real nats-server and Redis with the real capacity
@@ -65,53 +63,25 @@ function signal() {
   };
 }
 
-const ctx = (service: "api" | "recovery") => ({
-  writer: { service, instanceId: `${service}-1` },
-  clock: systemClock,
-  ids: randomIds,
-});
-
 describe("admission's runtime commands: a tenant's resume first, a slow runtime never holds another tenant (real NATS + Redis; runtime transport replaced by an in-memory responder)", () => {
-  let fx: StreamsFixture,
-    store: EventStore,
-    redis: Redis,
-    capacity: CapacityProjection,
-    admission: AdmissionService | undefined;
+  let fx: StreamsFixture, store: EventStore, redis: Redis, admission: AdmissionService | undefined;
+  let ground: CapacityGround;
   beforeEach(async () => {
-    fx = await freshStreams(inject("natsUrl"), "admres");
-    store = createEventStore(fx.nc, fx.layout);
-    redis = new Redis(inject("redisUrl"), { maxRetriesPerRequest: 1, db: 9 });
-    await redis.flushdb();
-    capacity = await startCapacityProjection({
-      js: jetstream(fx.nc),
-      layout: fx.layout,
-      view: redisCapacityView<CapacityDescriptor>(redis, CP),
-      controlPlaneId: CP,
-    });
+    ground = await capacityGround("admres", CP, 9);
+    ({ fx, store, redis } = ground);
   });
   afterEach(async () => {
     await admission?.stop();
-    await capacity.stop();
-    redis.disconnect();
-    await fx.close();
+    await ground.close();
   });
 
-  const append = async (
+  const append = (
     tenantId: string,
     id: string,
     type: DroverEvent["type"],
     data: unknown,
     service: "api" | "recovery" = "recovery",
-  ) => {
-    const ref = runRef(tenantId, id);
-    await store.append(
-      ref,
-      looseEvent(ctx(service), type, data, { tenantId, correlationId: id, causationId: "test" }),
-      {
-        expectedSeq: await store.lastSeq(ref),
-      },
-    );
-  };
+  ) => appendRunEvent(store, service, tenantId, id, type, data);
   const submit = (tenantId: string, id: string) =>
     append(tenantId, id, "run.submitted", { sharedRunId: id, dag: exampleDag, source: "api", labels: {} }, "api");
   /** A run that started on a runtime that then died: recovery requeued it for resume (as recovery's batch does). */
