@@ -27,7 +27,14 @@ const LIGHT = "token-tenant-light-00001";
 const BURST = 160;
 /** Runs waiting per tenant for a dispatch to count as contended (more than one pass's worth: 8 in flight). */
 const BACKLOG = 10;
-const dag = { steps: [{ id: "only", kind: "compute" as const, params: { durationMs: 20 } }] };
+/**
+ * Each run holds its place for 200 ms (a timer: no CPU), so the runtime's 20 places turn over at most
+ * ~20 runs/s and the bursts pile up behind them however slowly a loaded API takes them in. With 20 ms
+ * runs the contended sample depended on the API's pace: 121 of 320 dispatches at load ~30
+ * (2026-12-06), where one dispatch moved the ratio by ~0.15 (95/26 = 3.65 failed the bound; 94/27 =
+ * 3.48). With 200 ms runs, same load: 184 and 183 contended, ratios 3.09 and 2.98.
+ */
+const dag = { steps: [{ id: "only", kind: "compute" as const, params: { durationMs: 200 } }] };
 
 describe("two tenants flooding one shared runtime get dispatches in proportion to their configured weights (all services real)", () => {
   let cp: ControlPlane;

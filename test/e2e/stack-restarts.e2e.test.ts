@@ -70,7 +70,13 @@ const config: ControlPlaneOptions["config"] = {
   tokens: Object.fromEntries(TENANTS.map((t) => [t.token, { role: "tenant", tenantId: t.tenantId }])),
 };
 
-/** Completed runs of another tenant, published pipelined (not one OCC append at a time), so replay takes a while. */
+/**
+ * Completed runs of another tenant, published pipelined (not one OCC append at a time), so replay takes a while.
+ * A chunk's 1 000 publishes wait for their acks together: the slowest ack of a chunk was 0.1-2.9 s at load 30
+ * (2026-12-06), against the client's default deadline of 5 s per publish; this is the test's setup, so its
+ * acks may take what they take (the deadline only guards a server that never answers).
+ */
+const PREFILL_ACK_MS = 120_000;
 async function prefillHistory(nc: NatsConnection, layout: StreamLayout): Promise<number> {
   const js = jetstream(nc);
   const types: EventType[] = ["run.submitted", "run.admitted", "run.dispatched", "run.started", "run.completed"];
@@ -88,7 +94,8 @@ async function prefillHistory(nc: NatsConnection, layout: StreamLayout): Promise
           correlationId: id,
           ...(type === "run.submitted" ? { data: { ...(base.data as object), sharedRunId: id } } : {}),
         } as DroverEvent;
-        acks.push(js.publish(eventSubject(layout, runRef(HISTORY_TENANT, id), type), encodeEvent(e)));
+        const subject = eventSubject(layout, runRef(HISTORY_TENANT, id), type);
+        acks.push(js.publish(subject, encodeEvent(e), { timeout: PREFILL_ACK_MS }));
         published++;
       }
     }
