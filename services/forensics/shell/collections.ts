@@ -237,6 +237,22 @@ export async function insertNewOrPut<T extends { readonly _id: string; readonly 
   }
 }
 
+/**
+ * Writes one flush's documents of `c`: `fresh` ones (the projector found none stored) by
+ * {@link insertNewOrPut}, the others by {@link putManyIfNewer}. A versioned collection's documents
+ * are all new versions whichever they are, so they go in one insert: two calls per flush for `runs`
+ * and two for `executions` were four FerretDB commands (each its own commit) where two do.
+ */
+export async function putDocs<T extends { readonly _id: string; readonly lastSeq: number }>(
+  c: Collection<T>,
+  fresh: readonly T[],
+  others: readonly T[],
+): Promise<void> {
+  if (isVersioned(c)) return insertVersions(c, [...fresh, ...others]);
+  await insertNewOrPut(c, fresh);
+  await putManyIfNewer(c, others);
+}
+
 /** The indexes of an unordered insert's failed documents when every failure is a duplicate key; else undefined. */
 function duplicateKeyIndexes(e: unknown): number[] | undefined {
   const w = (e as { writeErrors?: unknown }).writeErrors;

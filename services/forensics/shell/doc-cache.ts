@@ -1,5 +1,5 @@
 import type { Collection } from "mongodb";
-import { byId, insertNewOrPut, insertRows, putManyIfNewer } from "./collections.ts";
+import { byId, insertRows, putDocs } from "./collections.ts";
 
 type Doc = { readonly _id: string; readonly lastSeq: number };
 type Row = { readonly _id: string };
@@ -54,12 +54,9 @@ export function docCache(max = 20_000) {
         const fresh = new Set<string>();
         const write = async () => {
           const all = [...held.values()];
-          await insertNewOrPut(
+          await putDocs(
             c,
             all.filter((d) => fresh.has(d._id)),
-          );
-          await putManyIfNewer(
-            c,
             all.filter((d) => !fresh.has(d._id)),
           );
         };
