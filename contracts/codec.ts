@@ -4,6 +4,8 @@ import { EVENT_DEFINITIONS, type DroverEvent } from "./events.ts";
 import type { ExecStepCompleted } from "./events-exec.ts";
 import { RunSubmitted, type RunCompleted } from "./events-run.ts";
 import { isCheckedDag, type DagMemo } from "./checked-dag.ts";
+import { submittedFast } from "./codec-submitted.ts";
+import type { DagDefinition } from "./dag.ts";
 import { isPlainJson } from "./plain-json.ts";
 
 /**
@@ -134,7 +136,10 @@ export function parseEvent(raw: unknown, at?: { seq?: number; subject?: string }
 
 export function encodeEvent(event: DroverEvent): Uint8Array {
   if (event.type === "run.submitted" && isCheckedDag(event.data.dag)) {
-    // Its DAG was parsed by `DagDefinition` and frozen in this process (checked-dag.ts): the rest is checked here.
+    // Its DAG was parsed by `DagDefinition` and frozen in this process (checked-dag.ts): the rest is
+    // checked here, on the compiled path when it takes the event, else by the full schema (for its issues).
+    const fast = submittedFast(event, (dag) => (isCheckedDag(dag) ? (dag as DagDefinition) : undefined));
+    if (fast) return encoder.encode(JSON.stringify(fast));
     checkedDagSubmitted ??= z.compile(RunSubmittedWithCheckedDag);
     const r = checkedDagSubmitted.safeParse(event);
     if (!r.success) throw contractViolation("event run.submitted", r.error.issues);
@@ -183,6 +188,9 @@ function submittedThroughMemo(raw: unknown, dags: DagMemo): DroverEvent | undefi
     return undefined;
   const dag = dags.check((r.data as { dag?: unknown }).dag);
   if (!dag) return undefined;
+  // The compiled path first: what it does not take, the runtime parser below decides.
+  const fast = submittedFast(raw, () => dag);
+  if (fast) return fast;
   // Every field but the DAG checked as `RunSubmitted` checks it (the DAG, valid, is passed through), then the checked DAG put in.
   anyDagSubmittedCompiled ??= z.compile(RunSubmittedAnyDag);
   const p = anyDagSubmittedCompiled.safeParse(raw);
