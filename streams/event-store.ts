@@ -9,7 +9,7 @@ import { assertServerVersion } from "./server-version.ts";
 import { encodeFor, storeContext, type Encoded, type EventStoreOptions, type StoreContext } from "./store-context.ts";
 import { landedEarlier, versionConflict } from "./occ.ts";
 import { readFloor } from "./read-floor.ts";
-import { toStoredEvent } from "./stored.ts";
+import { toStoredEvent, toStoredEventWithoutPayload } from "./stored.ts";
 import { aggregateWildcard, eventSubject, type AggregateRef } from "./subjects.ts";
 import type { Appended, AppendOptions, EventStore, Undecodable } from "./types.ts";
 
@@ -52,9 +52,10 @@ export function createEventStore(handle: NatsHandle, layout: StreamLayout, opts:
       const undecodable: Undecodable[] = [];
       const wildcard = aggregateWildcard(layout, ref);
       const onBad = o?.skipUndecodable ? (u: Undecodable) => undecodable.push(u) : undefined;
-      const read = await ctx.reader.filtered(wildcard, 1, onBad);
+      const decode = o?.withoutPayload ? toStoredEventWithoutPayload : toStoredEvent;
+      const read = await ctx.reader.filtered(wildcard, 1, onBad, decode);
       const seen = Math.max(read.at(-1)?.seq ?? 0, undecodable.at(-1)?.seq ?? 0);
-      const events = await floor.complete(wildcard, read, seen, onBad);
+      const events = await floor.complete(wildcard, read, seen, onBad, decode);
       const lastSeq = Math.max(events.at(-1)?.seq ?? 0, undecodable.at(-1)?.seq ?? 0);
       return o?.skipUndecodable ? { events, lastSeq, undecodable } : { events, lastSeq };
     },

@@ -1,7 +1,7 @@
 import type { JetStreamManager } from "@nats-io/jetstream";
 import { isNotFound, toStoreError } from "./nats-errors.ts";
 import type { Reader } from "./scoped-read.ts";
-import { toStoredEvent } from "./stored.ts";
+import { toStoredEvent, type Decode } from "./stored.ts";
 import type { StoredEvent, Undecodable } from "./types.ts";
 
 /**
@@ -25,6 +25,7 @@ export interface ReadFloor {
     events: StoredEvent[],
     lastSeen: number,
     onUndecodable?: (u: Undecodable) => void,
+    decode?: Decode,
   ): Promise<StoredEvent[]>;
 }
 
@@ -34,16 +35,27 @@ const DIRECT_RETRIES = 4;
 /** `jsm` undefined: no leader reads (an identity limited to subject-scoped reads may not send them). */
 export function readFloor(reader: Reader, jsm: Promise<JetStreamManager> | undefined, stream: string): ReadFloor {
   const floors = new Map<string, number>();
-  const push = (out: StoredEvent[], m: Parameters<typeof toStoredEvent>[0], onBad?: (u: Undecodable) => void) => {
+  const push = (
+    out: StoredEvent[],
+    m: Parameters<typeof toStoredEvent>[0],
+    onBad: ((u: Undecodable) => void) | undefined,
+    decode: Decode,
+  ) => {
     try {
-      out.push(toStoredEvent(m));
+      out.push(decode(m));
     } catch (e) {
       if (!onBad) throw e;
       onBad({ seq: m.seq, subject: m.subject, error: e instanceof Error ? e.message : String(e) });
     }
   };
   /** The tail from the stream leader, one message per request (rare: only after a lagging replica answered). */
-  const fromLeader = async (filter: string, fromSeq: number, floor: number, onBad?: (u: Undecodable) => void) => {
+  const fromLeader = async (
+    filter: string,
+    fromSeq: number,
+    floor: number,
+    onBad: ((u: Undecodable) => void) | undefined,
+    decode: Decode,
+  ) => {
     const out: StoredEvent[] = [];
     for (let seq = fromSeq; seq <= floor;) {
       let m;
@@ -56,7 +68,7 @@ export function readFloor(reader: Reader, jsm: Promise<JetStreamManager> | undef
         throw toStoreError(e, `reading ${filter} from the leader of ${stream}`, { filter, seq });
       }
       if (!m) break;
-      push(out, m, onBad);
+      push(out, m, onBad, decode);
       seq = m.seq + 1;
     }
     return out;
@@ -68,18 +80,18 @@ export function readFloor(reader: Reader, jsm: Promise<JetStreamManager> | undef
       floors.set(filter, Math.max(had ?? 0, seq));
       if (floors.size > MAX_AGGREGATES) floors.delete(floors.keys().next().value!);
     },
-    async complete(filter, events, lastSeen, onBad) {
+    async complete(filter, events, lastSeen, onBad, decode = toStoredEvent) {
       const floor = floors.get(filter) ?? 0;
       let last = lastSeen;
       for (let attempt = 0; last < floor && attempt < DIRECT_RETRIES; attempt++) {
         if (attempt > 0) await new Promise((r) => setTimeout(r, 10 * attempt));
         const bad: Undecodable[] = [];
-        const more = await reader.filtered(filter, last + 1, onBad ? (u) => bad.push(u) : undefined);
+        const more = await reader.filtered(filter, last + 1, onBad ? (u) => bad.push(u) : undefined, decode);
         for (const u of bad) onBad!(u);
         events.push(...more);
         last = Math.max(last, more.at(-1)?.seq ?? 0, bad.at(-1)?.seq ?? 0);
       }
-      if (last < floor && jsm) events.push(...(await fromLeader(filter, last + 1, floor, onBad)));
+      if (last < floor && jsm) events.push(...(await fromLeader(filter, last + 1, floor, onBad, decode)));
       return events;
     },
   };

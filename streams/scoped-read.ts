@@ -4,7 +4,7 @@ import { contractViolation, DroverError } from "../contracts/index.ts";
 import { decodePage, historySubjectOf, type HistoryPage, type PagedMsg } from "./history-page.ts";
 import type { StreamLayout } from "./layout.ts";
 import { isNotFound, isTransportFailure, toStoreError } from "./nats-errors.ts";
-import { firstAtOrAfter, readFiltered, readRaw, toStoredEvent } from "./stored.ts";
+import { firstAtOrAfter, readFiltered, readRaw, toStoredEvent, type Decode } from "./stored.ts";
 import type { StoredEvent, Undecodable } from "./types.ts";
 
 /**
@@ -22,7 +22,13 @@ import type { StoredEvent, Undecodable } from "./types.ts";
  *   runtime uses, whose rights hold no `$JS.API` consumer subject (docs/nats-identities.md).
  */
 export interface Reader {
-  filtered(filter: string, fromSeq: number, onUndecodable?: (u: Undecodable) => void): Promise<StoredEvent[]>;
+  /** `decode`: how each message becomes an event (default `toStoredEvent`). */
+  filtered(
+    filter: string,
+    fromSeq: number,
+    onUndecodable?: (u: Undecodable) => void,
+    decode?: Decode,
+  ): Promise<StoredEvent[]>;
   first(filter: string, seq: number): Promise<Msg | null>;
   /** Sequence of the last message on `filter` (0 when none). */
   lastSeq(filter: string): Promise<number>;
@@ -43,7 +49,8 @@ export const directReader = (jsm: Promise<JetStreamManager>, stream: string): Re
   // From the stream leader (read-after-write, unlike Direct Get on R>1); the filter is in the body.
   const last = async (filter: string) => (await jsm).streams.getMessage(stream, { last_by_subj: filter });
   return {
-    filtered: async (filter, fromSeq, onUndecodable) => readFiltered(await jsm, stream, filter, fromSeq, onUndecodable),
+    filtered: async (filter, fromSeq, onUndecodable, decode) =>
+      readFiltered(await jsm, stream, filter, fromSeq, onUndecodable, decode),
     first: async (filter, seq) => firstAtOrAfter(await jsm, stream, filter, seq),
     lastSeq: async (filter) => (await last(filter))?.seq ?? 0,
     last,
@@ -116,14 +123,14 @@ export function scopedReader(
     // fail with a version conflict, never lose an update.
     lastSeq: async (filter) => (await last(filter))?.seq ?? 0,
     last,
-    filtered: async (filter, fromSeq, onUndecodable) => {
+    filtered: async (filter, fromSeq, onUndecodable, decode = toStoredEvent) => {
       const subject = subjectOf(filter);
       const out: StoredEvent[] = [];
       for (let from = Math.max(1, fromSeq); ;) {
         const p = await page(subject, from);
         for (const m of p.msgs) {
           try {
-            out.push(toStoredEvent(toMsg(m)));
+            out.push(decode(toMsg(m)));
           } catch (e) {
             if (!onUndecodable) throw e;
             onUndecodable({ seq: m.seq, subject: m.subject, error: e instanceof Error ? e.message : String(e) });

@@ -1,5 +1,5 @@
 import type { JetStreamManager, StoredMsg } from "@nats-io/jetstream";
-import { decodeEvent, type DagMemo } from "../contracts/index.ts";
+import { decodeEvent, decodeEventWithoutPayload, type DagMemo } from "../contracts/index.ts";
 import { isNotFound, toStoreError } from "./nats-errors.ts";
 import type { StoredEvent, Undecodable } from "./types.ts";
 
@@ -37,6 +37,20 @@ export function toStoredEvent(m: StoredMsgLike, dags?: DagMemo): StoredEvent {
   };
 }
 
+/** How a read turns a stored message into an event (default `toStoredEvent`). */
+export type Decode = (m: Pick<StoredMsg, "seq" | "subject" | "time" | "data">) => StoredEvent;
+
+/**
+ * `toStoredEvent`, except that a `run.submitted`'s DAG and input are not validated
+ * (contracts `decodeEventWithoutPayload`): for a reader that keeps neither (recovery's reconcile).
+ */
+export const toStoredEventWithoutPayload: Decode = (m) => ({
+  seq: m.seq,
+  subject: m.subject,
+  time: m.time,
+  event: decodeEventWithoutPayload(m.data, { seq: m.seq, subject: m.subject }),
+});
+
 // One direct-get batch: large enough that most aggregates are one round trip, small enough to stay
 // far under the server's per-request byte cap.
 const BATCH = 1024;
@@ -48,7 +62,7 @@ const BATCH = 1024;
  * may be answered by a lagging replica on R>1 streams, which can only make it shorter, never
  * reorder it, so an append that relies on it fails with a version conflict rather than losing an update.
  * An undecodable message raises `contract-violation`, unless `onUndecodable` is given: then it is
- * reported there and left out.
+ * reported there and left out. `decode`: how each message becomes an event.
  */
 export async function readFiltered(
   jsm: JetStreamManager,
@@ -56,15 +70,16 @@ export async function readFiltered(
   filter: string,
   fromSeq = 1,
   onUndecodable?: (u: Undecodable) => void,
+  decode: Decode = toStoredEvent,
 ): Promise<StoredEvent[]> {
   const out: StoredEvent[] = [];
   for (const m of await readRaw(jsm, stream, filter, fromSeq)) {
     if (!onUndecodable) {
-      out.push(toStoredEvent(m));
+      out.push(decode(m));
       continue;
     }
     try {
-      out.push(toStoredEvent(m));
+      out.push(decode(m));
     } catch (e) {
       onUndecodable({ seq: m.seq, subject: m.subject, error: e instanceof Error ? e.message : String(e) });
     }

@@ -67,8 +67,13 @@ export interface EventStore {
   /**
    * The aggregate's full history in stream order. An undecodable message fails the read with
    * `contract-violation`, or with `skipUndecodable` is left out and listed in `undecodable`.
+   * `withoutPayload`: a `run.submitted`'s DAG and input are not validated (contracts
+   * `decodeEventWithoutPayload`), for a reader that uses neither; every other field and event is.
    */
-  read(ref: AggregateRef, opts?: { readonly skipUndecodable?: boolean }): Promise<AggregateHistory>;
+  read(
+    ref: AggregateRef,
+    opts?: { readonly skipUndecodable?: boolean; readonly withoutPayload?: boolean },
+  ): Promise<AggregateHistory>;
   /** Sequence of the aggregate's last event (0 when none) without reading its history. */
   lastSeq(ref: AggregateRef): Promise<number>;
   /**

@@ -14,6 +14,7 @@ import {
 } from "../../platform/snapshots/from-env.ts";
 import { registerRecoveryMetrics } from "./shell/metrics.ts";
 import { startRecovery } from "./shell/service.ts";
+import { warmUpIncidentParsers } from "./shell/warm-up.ts";
 
 /** recovery: health → fence → classify and recover → forensics timelines. */
 const ctx = await bootstrap("recovery");
@@ -67,8 +68,15 @@ const service = await startRecovery({
 });
 await service.ready;
 ctx.log.info({ runtimes: state.runtimes.size, runs: state.runs.size }, "recovery caught up");
+// The parsers an incident needs, compiled now rather than between its fence and its pause (warm-up.ts).
+let stopping = false;
+void warmUpIncidentParsers(() => stopping).then(
+  (schemas) => ctx.log.info({ schemas }, "incident parsers compiled"),
+  (e: unknown) => ctx.log.warn({ err: String(e) }, "incident parsers not compiled ahead"),
+);
 registerRecoveryMetrics(ctx.ops.registry, state, ctx.config.controlPlaneId);
 ctx.onShutdown(async () => {
+  stopping = true;
   await service.stop();
   await processes.close();
   await pods?.close();

@@ -159,6 +159,21 @@ describe.each([
     expect((err as Error).message).toContain("at stream sequence 2");
   });
 
+  it("reads a submission without checking its DAG only when asked withoutPayload; every other event is still checked", async () => {
+    const run = runRef(ids.tenant, ids.sharedRun);
+    const subject = (name: string) => `${fx.layout.eventPrefix}.run.${ids.tenant}.${ids.sharedRun}.${name}`;
+    const bad = { ...event("run.submitted"), data: { ...event("run.submitted").data, dag: { steps: "not a list" } } };
+    // Written past the store (which checks every event it appends), as a buggy producer would.
+    await fx.jsm.jetstream().publish(subject("submitted"), JSON.stringify(bad));
+    expect(isDroverError(await store.read(run).catch((x: unknown) => x), "contract-violation")).toBe(true);
+    const h = await store.read(run, { withoutPayload: true });
+    expect(h.events.map((e) => [e.seq, e.event.type])).toEqual([[1, "run.submitted"]]);
+    await fx.jsm.jetstream().publish(subject("admitted"), '{"type":"run.admitted"}');
+    const err = await store.read(run, { withoutPayload: true }).catch((x: unknown) => x);
+    expect(isDroverError(err, "contract-violation")).toBe(true);
+    expect((err as { details: { seq: number } }).details.seq).toBe(2);
+  });
+
   it("reports a closed connection as retryable event-store-unavailable", async () => {
     const nc = await connectHarness({ servers: inject("natsUrl") });
     const s = createEventStore(nc, fx.layout, opts);
