@@ -38,7 +38,7 @@ export function toStoredEvent(m: StoredMsgLike, dags?: DagMemo): StoredEvent {
 }
 
 /** How a read turns a stored message into an event (default `toStoredEvent`). */
-export type Decode = (m: Pick<StoredMsg, "seq" | "subject" | "time" | "data">) => StoredEvent;
+export type Decode = (m: StoredMsgLike) => StoredEvent;
 
 /**
  * `toStoredEvent`, except that a `run.submitted`'s DAG and input are not validated
@@ -47,7 +47,7 @@ export type Decode = (m: Pick<StoredMsg, "seq" | "subject" | "time" | "data">) =
 export const toStoredEventWithoutPayload: Decode = (m) => ({
   seq: m.seq,
   subject: m.subject,
-  time: m.time,
+  time: storedTime(m),
   event: decodeEventWithoutPayload(m.data, { seq: m.seq, subject: m.subject }),
 });
 
