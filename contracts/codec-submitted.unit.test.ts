@@ -24,7 +24,8 @@ const variant = fc.record({
     nil: undefined,
   }),
 });
-const build = ({ inData, key, remove, value, input }: fc.RecordValue<typeof variant>) => {
+type Variant = typeof variant extends fc.Arbitrary<infer T> ? T : never;
+const build = ({ inData, key, remove, value, input }: Variant) => {
   const event = structuredClone(example) as unknown as Record<string, unknown>;
   const data = event.data as Record<string, unknown>;
   if (input !== undefined) data.input = input;
