@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { recordedLog } from "../test/support/recorded-logs.ts";
-import { EXIT, type CommandIo } from "./commands/command.ts";
+import { EXIT, type Command, type CommandIo } from "./commands/command.ts";
 import { COMMANDS } from "./commands/index.ts";
 import { parseProofArgs } from "./commands/proof.ts";
 import { whyFacts } from "./commands/why.ts";
@@ -76,6 +76,20 @@ describe("drover argument handling", () => {
       expect(await main(argv, o.x), argv.join(" ")).toBe(EXIT.usage);
       expect(o.err()).toMatch(/usage|unknown command/);
     }
+  });
+
+  it("each lazily loaded command's name, summary and usage in the help are its module's own", async () => {
+    const modules = {
+      replay: (await import("./commands/replay.ts")).replayCommand,
+      why: (await import("./commands/why.ts")).whyCommand,
+      "capacity-rebuild": (await import("./commands/capacity-rebuild.ts")).capacityRebuildCommand,
+      "forensics-rebuild": (await import("./commands/forensics-rebuild.ts")).forensicsRebuildCommand,
+      "step-cache-rebuild": (await import("./commands/step-cache-rebuild.ts")).stepCacheRebuildCommand,
+      setup: (await import("./commands/setup.ts")).setupCommand,
+      compact: (await import("./commands/compact.ts")).compactCommand,
+    };
+    const meta = ({ name, summary, usage }: Command) => ({ name, summary, usage });
+    expect(COMMANDS.filter((c) => c.name !== "proof").map(meta)).toEqual(Object.values(modules).map(meta));
   });
 
   it("help lists every command with the exit codes and exits 0; no command at all is a usage error", async () => {
