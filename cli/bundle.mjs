@@ -9,10 +9,12 @@
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { basename, dirname, extname, join } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { fileURLToPath } from "node:url";
+import { sourceLocation } from "../platform/bundle-plugins.mjs";
 
 const sha256 = (data) => createHash("sha256").update(data).digest("hex");
-const LOADERS = { ".ts": "ts", ".mts": "ts", ".js": "js", ".mjs": "js", ".json": "json" };
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
+const PLUGINS = new URL("../platform/bundle-plugins.mjs", import.meta.url);
 
 /**
  * The path of an up-to-date bundle of `entry` in `dir`, building it when there is none (or it is out
@@ -20,8 +22,9 @@ const LOADERS = { ".ts": "ts", ".mts": "ts", ".js": "js", ".mjs": "js", ".json":
  */
 export async function cliBundle(entry, dir, debug = () => {}) {
   try {
-    // The manifest is named by the entry and by this file's own text: changed build options rebuild.
-    const key = sha256(`${entry}\n${readFileSync(fileURLToPath(import.meta.url), "utf8")}`).slice(0, 16);
+    // The manifest is named by the entry and by the build's own code: changed build options rebuild.
+    const code = [import.meta.url, PLUGINS].map((u) => readFileSync(fileURLToPath(u), "utf8"));
+    const key = sha256([entry, ...code].join("\n")).slice(0, 16);
     const manifest = join(dir, `cli-${key}.json`);
     const cached = readManifest(manifest);
     if (cached && upToDate(cached.inputs) && existsSync(join(dir, cached.bundle))) {
@@ -70,7 +73,9 @@ async function build(entry, dir) {
     format: "esm",
     target: "node20",
     packages: "external",
-    plugins: [selfReference(inputs), sourceLocation(inputs)],
+    // `drover/sdk` (the package importing itself) is bundled from source like the rest, not left external.
+    alias: { "drover/sdk": join(ROOT, "sdk/index.ts") },
+    plugins: [sourceLocation(inputs)],
     logLevel: "silent",
     metafile: true,
     write: false,
@@ -88,52 +93,6 @@ async function build(entry, dir) {
   const files = result.outputFiles.map((f) => ({ name: basename(f.path), contents: f.contents }));
   const digest = sha256(files.map((f) => `${f.name}\n${sha256(f.contents)}`).join("\n")).slice(0, 16);
   return { bundle: join(`cli-${digest}`, `${basename(entry, extname(entry))}.mjs`), files, inputs };
-}
-
-/**
- * `drover/sdk` (the package importing itself, package.json "exports") is bundled from source like the
- * rest, not left external: Node would then load a .ts file. The package.json read is an input too.
- */
-function selfReference(inputs) {
-  return {
-    name: "self-reference",
-    setup(b) {
-      b.onResolve({ filter: /^drover\// }, (args) => {
-        for (let dir = args.resolveDir; dir !== dirname(dir); dir = dirname(dir)) {
-          const file = join(dir, "package.json");
-          if (!existsSync(file)) continue;
-          const bytes = readFileSync(file);
-          inputs[file] = sha256(bytes);
-          const target = JSON.parse(bytes.toString("utf8")).exports?.[`.${args.path.slice("drover".length)}`];
-          return target ? { path: join(dir, target) } : undefined;
-        }
-        return undefined;
-      });
-    },
-  };
-}
-
-/** service-bundle.ts's plugin: import.meta.* of each source file becomes that file's literal location. */
-function sourceLocation(inputs) {
-  return {
-    name: "source-location",
-    setup(b) {
-      b.onLoad({ filter: /\.(m?ts|m?js|json)$/ }, (args) => {
-        if (args.path.includes("/node_modules/")) return undefined;
-        const bytes = readFileSync(args.path);
-        inputs[args.path] = sha256(bytes);
-        // Not inside quotes: a file that itself rewrites import.meta (service-bundle.ts) keeps its strings.
-        const text = bytes
-          .toString("utf8")
-          .replace(/(?<!["'`])\bimport\.meta\.(dirname|filename|url)\b(?!["'`])/g, (_, what) =>
-            JSON.stringify(
-              what === "dirname" ? dirname(args.path) : what === "filename" ? args.path : pathToFileURL(args.path).href,
-            ),
-          );
-        return { contents: text, loader: LOADERS[extname(args.path)] };
-      });
-    },
-  };
 }
 
 /**

@@ -1,30 +1,11 @@
 import { createHash } from "node:crypto";
-import { mkdirSync, readFileSync } from "node:fs";
-import { dirname, resolve } from "node:path";
-import { pathToFileURL } from "node:url";
-import { build, type Plugin } from "esbuild";
+import { mkdirSync } from "node:fs";
+import { resolve } from "node:path";
+import { build } from "esbuild";
+import { sourceLocation } from "./bundle-plugins.mjs";
 import { writeOnce } from "./hosts/runtime-bundle.ts";
 
 const ROOT = resolve(import.meta.dirname, "..");
-
-/**
- * The repository's own files keep their `import.meta.dirname`/`url`/`filename` once bundled: each
- * is replaced by the literal of the source file it is written in (a bundle lives in .run/build, so
- * `resolve(import.meta.dirname, "../..")` would otherwise point somewhere else).
- */
-const sourceLocation: Plugin = {
-  name: "source-location",
-  setup(build) {
-    build.onLoad({ filter: /\.ts$/ }, (args) => {
-      if (args.path.includes("/node_modules/")) return undefined;
-      const text = readFileSync(args.path, "utf8")
-        .replaceAll("import.meta.dirname", JSON.stringify(dirname(args.path)))
-        .replaceAll("import.meta.filename", JSON.stringify(args.path))
-        .replaceAll("import.meta.url", JSON.stringify(pathToFileURL(args.path).href));
-      return { contents: text, loader: "ts" };
-    });
-  },
-};
 
 /**
  * The argv that starts a control-plane service process (`services/<name>/main.ts`). Like the
@@ -59,7 +40,7 @@ async function bundle(name: string, onFallback?: (why: string) => void): Promise
       format: "esm",
       target: "node20",
       packages: "external",
-      plugins: [sourceLocation],
+      plugins: [sourceLocation()],
       logLevel: "silent",
       write: false,
       outfile: resolve(dir, `${name}.mjs`),
