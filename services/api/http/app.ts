@@ -1,4 +1,4 @@
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import swagger from "@fastify/swagger";
 import {
   jsonSchemaTransform,
@@ -37,7 +37,8 @@ export async function buildApp(
     ...(opts.loggerInstance ? { loggerInstance: opts.loggerInstance } : { logger: false }),
     // One log line per request (the onResponse hook below), not Fastify's two with serialized
     // request and response objects: they were ~9% of the api's CPU in W2 (bench/workloads, profiled).
-    disableRequestLogging: true,
+    // (Through a LogController: the top-level option is deprecated in Fastify 5.12, FSTDEP023.)
+    logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: BODY_LIMIT_BYTES,
     genReqId: () => deps.newId(),
     // Live SSE feeds are ended by the events plugin's preClose hook; anything else idle is closed at once.

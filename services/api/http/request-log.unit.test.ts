@@ -23,6 +23,9 @@ const store: EventStore = {
 describe("api request log (Fastify inject, pure: proves no transport)", () => {
   it("writes one line per request, with method, url, status and duration", async () => {
     const lines: Record<string, unknown>[] = [];
+    const warnings: string[] = [];
+    const onWarning = (w: Error & { code?: string }): void => void warnings.push(`${w.code ?? w.name}: ${w.message}`);
+    process.on("warning", onWarning);
     const log = pino({ level: "info" }, { write: (s: string) => void lines.push(JSON.parse(s)) });
     const app = await buildApp(
       {
@@ -44,5 +47,8 @@ describe("api request log (Fastify inject, pure: proves no transport)", () => {
       { msg: "request", method: "GET", url: "/nowhere?x=1", statusCode: 404, reqId: "id1" },
     ]);
     expect(typeof lines[0]!.ms).toBe("number");
+    await new Promise((r) => setImmediate(r)); // process warnings are emitted on the next tick
+    process.off("warning", onWarning);
+    expect(warnings).toEqual([]); // no deprecated option (FSTDEP023: top-level disableRequestLogging)
   });
 });
