@@ -101,7 +101,11 @@ export async function runW3(
     const at = (type: string, id: string) =>
       all.find((e) => e.event.type === type && e.event.correlationId === id)?.time.getTime();
     const steps = all.filter((e) => e.event.type === "exec.step-completed" && w3.includes(e.event.correlationId));
-    const firstAfter = Math.min(...steps.map((e) => e.time.getTime()).filter((t) => t > killedAt));
+    // A step of the victim's still in flight at the kill can be stored just after it (it was published
+    // before): the first step after the kill is the first one stored after the victim was fenced.
+    const fencedSeq = all.find((e) => e.time.getTime() >= killedAt && e.event.type === "runtime.fenced")?.seq;
+    if (fencedSeq === undefined) throw new Error("W3: the killed runtime was never fenced");
+    const firstAfter = Math.min(...steps.filter((e) => e.seq > fencedSeq).map((e) => e.time.getTime()));
     const lastDone = Math.max(...w3.map((id) => at("run.completed", id)!));
     const key = (e: StoredEvent) =>
       e.event.type === "exec.step-completed" ? `${e.event.correlationId}/${e.event.data.stepId}` : "";
