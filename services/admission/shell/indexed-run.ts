@@ -1,4 +1,6 @@
+import type { JsMsg } from "@nats-io/jetstream";
 import type { RunState } from "../../../aggregates/run.ts";
+import type { HeaderReader } from "../../../streams/first-by-expectation.ts";
 
 /*
  * What admission's index holds (run-index.ts folds the log into these): one entry per run and per
@@ -50,3 +52,9 @@ export interface ScaleOutEntry {
   /** Stream sequence of the last event folded (a redelivery or an event read back twice is a no-op). */
   lastSeq: number;
 }
+
+/** A message as the index's follower delivers it (its headers: what the server checked before storing it). */
+export type Delivered = Pick<JsMsg, "subject" | "seq" | "data"> & {
+  readonly info?: Pick<JsMsg["info"], "timestampNanos">;
+  readonly headers?: HeaderReader;
+};

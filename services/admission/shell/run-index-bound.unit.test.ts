@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { TenantId, type DroverEvent } from "../../../contracts/index.ts";
+import { encodeEvent, SharedRunId, TenantId, type DroverEvent } from "../../../contracts/index.ts";
 import { event } from "../../../test/support/streams.ts";
 import { RunIndex } from "./run-index.ts";
 
@@ -8,6 +8,11 @@ import { RunIndex } from "./run-index.ts";
 const clock = { now: () => new Date(1_000) };
 const acme = TenantId.parse("acme");
 const LIFE = ["run.submitted", "run.admitted", "run.dispatched", "run.started", "run.completed"] as const;
+
+const withRun = (e: DroverEvent & { type: "run.submitted" }, id: string): DroverEvent => ({
+  ...e,
+  data: { ...e.data, sharedRunId: SharedRunId.parse(id) },
+});
 
 function finished(idx: RunIndex, id: string, firstSeq: number): { seq: number; time: Date; event: DroverEvent }[] {
   return LIFE.map((type, i) => {
@@ -59,6 +64,31 @@ describe("RunIndex bound on terminal runs (in memory, no transport): dropping th
     r!.unverified = undefined;
     idx.markVerified(r!);
     expect(idx.pending().map((x) => x.sharedRunId)).toEqual(["r-9"]);
+  });
+
+  it("a run whose `submitted` the server stored only as the run's first (expected last subject sequence 0) is pending at once after drops: no log read", () => {
+    const idx = new RunIndex("drover.events", () => undefined, clock);
+    idx.maxTerminalRuns = 0;
+    finished(idx, "r-1", 1);
+    // As the follower delivers it: the stored headers of the API's (and scheduler's, admission's) append.
+    const delivered = (id: string, seq: number, headers: Record<string, string>) => ({
+      subject: `drover.events.run.acme.${id}.submitted`,
+      seq,
+      data: encodeEvent(withRun(event("run.submitted", { tenantId: acme }), id)),
+      headers: { get: (n: string) => headers[n] ?? "" },
+    });
+    idx.apply(
+      delivered("r-7", 50, {
+        "Nats-Expected-Last-Subject-Sequence": "0",
+        "Nats-Expected-Last-Subject-Sequence-Subject": "drover.events.run.acme.r-7.>",
+      }),
+    );
+    expect(idx.unverified()).toEqual([]);
+    expect(idx.pending().map((x) => x.sharedRunId)).toEqual(["r-7"]);
+    // Without that proof (a producer appending without the expectation) it may be a dropped run coming back: read first.
+    idx.apply(delivered("r-8", 51, {}));
+    expect(idx.unverified().map((r) => r.sharedRunId)).toEqual(["r-8"]);
+    expect(idx.pending().map((x) => x.sharedRunId)).toEqual(["r-7"]);
   });
 
   it("encode and restore round-trip the index, drop counts included; a bad body throws and changes nothing", () => {

@@ -1,5 +1,4 @@
 import type { Clock } from "../../../platform/clock.ts";
-import type { JsMsg } from "@nats-io/jetstream";
 import { DagMemo, decodeEvent, isDroverError, type DroverEvent } from "../../../contracts/index.ts";
 import {
   evolveRun,
@@ -14,6 +13,7 @@ import { movedAlongPlacement } from "../domain/placement-path.ts";
 import { PendingWork } from "./pending-work.ts";
 import { ReplacementHolds } from "../domain/replacement-hold.ts";
 import { submissionSubjectMismatch } from "../domain/submission-check.ts";
+import { firstByExpectation } from "../../../streams/first-by-expectation.ts";
 import {
   decodeRunIndex,
   encodeRunIndex,
@@ -22,7 +22,7 @@ import {
   type RunIndexImage,
 } from "../domain/index-image.ts";
 import type { Snapshottable } from "../../../platform/snapshots/snapshotted.ts";
-import type { IndexedRun, ScaleOutEntry } from "./indexed-run.ts";
+import type { Delivered, IndexedRun, ScaleOutEntry } from "./indexed-run.ts";
 
 export type { IndexedRun, ScaleOutEntry } from "./indexed-run.ts";
 
@@ -76,7 +76,7 @@ export class RunIndex implements Snapshottable {
   }
 
   /** Applies a message from the follower; an invalid `submitted` is recorded (to be rejected), any other invalid event reported. */
-  apply(m: Pick<JsMsg, "subject" | "seq" | "data"> & { readonly info?: Pick<JsMsg["info"], "timestampNanos"> }): void {
+  apply(m: Delivered): void {
     if (m.seq > this.folded) this.folded = m.seq;
     const [agg, tenantId, id, name] = m.subject.slice(this.eventPrefix.length + 1).split(".");
     // Already folded (admission's own appends, applied at once by `applyOwn`, come back here): the
@@ -96,8 +96,12 @@ export class RunIndex implements Snapshottable {
         ? submissionSubjectMismatch({ tenantId, sharedRunId: id }, event)
         : undefined;
     if (mismatch) this.invalid(m, agg, tenantId, id, name, ms, `${mismatch} (stream sequence ${m.seq})`);
-    else if (agg === "run" && tenantId && id) this.applyRun(tenantId, id, event as RunEvent, m.seq, ms);
-    else if (agg === "scaleout" && tenantId && id) this.applyScaleOut(tenantId, id, event, m.seq, ms);
+    // A `submitted` the server stored only as the run's first is new even after drops: no log read
+    // (verify-runs.ts) before a pass may place it (a flood's runs were read one by one, session 28).
+    else if (agg === "run" && tenantId && id) {
+      const first = name === "submitted" && firstByExpectation(m.headers, m.subject);
+      this.applyRun(tenantId, id, event as RunEvent, m.seq, ms, first);
+    } else if (agg === "scaleout" && tenantId && id) this.applyScaleOut(tenantId, id, event, m.seq, ms);
   }
 
   /**
@@ -188,8 +192,8 @@ export class RunIndex implements Snapshottable {
     this.onInvalid(m.subject, m.seq, error);
   }
 
-  private applyRun(tenantId: string, id: string, event: RunEvent, seq: number, ms: number): void {
-    const r = this.entry(tenantId, id, seq);
+  private applyRun(tenantId: string, id: string, event: RunEvent, seq: number, ms: number, first = false): void {
+    const r = this.entry(tenantId, id, seq, first);
     const before = r.state;
     r.state = withoutPayload(evolveRun(r.state, event, seq));
     if (r.state !== before) {
@@ -258,12 +262,13 @@ export class RunIndex implements Snapshottable {
     else this.held.delete(runtimeInstanceId);
   }
 
-  private entry(tenantId: string, sharedRunId: string, seq: number): IndexedRun {
+  /** `first`: the event is known to be the run's first in the log (no read needed after drops). */
+  private entry(tenantId: string, sharedRunId: string, seq: number, first = false): IndexedRun {
     const key = `${tenantId}/${sharedRunId}`;
     let r = this.runs.get(key);
     if (!r) {
       r = { tenantId, sharedRunId, state: initialRunState(), sinceSeq: 0, sinceMs: 0 };
-      if (this.evicted.count > 0) {
+      if (this.evicted.count > 0 && !first) {
         r.unverified = true;
         r.firstSeq = seq;
         this.unverifiedRuns.add(r);

@@ -17,7 +17,7 @@ import {
   queueDepths,
   waitingRunCount,
 } from "../domain/open-runs.ts";
-import { firstByExpectation } from "../domain/first-submission.ts";
+import { firstByExpectation } from "../../../streams/first-by-expectation.ts";
 import { LIVE_CONSUME } from "../../../streams/index.ts";
 import type { Logger } from "pino";
 import type { Clock } from "../../../platform/clock.ts";

@@ -8,7 +8,9 @@ export interface HeaderReader {
  * only after checking it was the run's first: it carries `Nats-Expected-Last-Subject-Sequence: 0`
  * over a subject filter that covers its own subject (none: the subject itself; or the run's `.*`
  * or `.>`, docs/producers.md). The API, the scheduler and admission always append so; a producer
- * should. Anything else may be a late duplicate of an earlier submission (pure).
+ * should. Anything else may be a late duplicate of an earlier submission (pure). The API's queue
+ * count and admission's run index both trust it, so a run first seen after they dropped closed runs
+ * needs no log read to be known as new.
  */
 export function firstByExpectation(headers: HeaderReader | undefined, subject: string): boolean {
   if (!headers || headers.get("Nats-Expected-Last-Subject-Sequence") !== "0") return false;
