@@ -7,7 +7,7 @@
 import { awaitBinding } from "./shell/pool-bind.ts";
 import { startRuntime } from "./shell/start.ts";
 import { prepareCommandServer, warmUpParsers } from "./shell/warm-up.ts";
-import { POOL_WARM_UP_AFTER_MS, POOL_WARM_UP_STEPS, warmUpSteps } from "./shell/warm-up-steps.ts";
+import { POOL_WARM_UP_AFTER_MS, warmUpWhileUnbound } from "./shell/warm-up-steps.ts";
 import { selfIncarnation } from "../../platform/process-incarnation.ts";
 
 if (process.env.DROVER_POOL_BIND_PORT) {
@@ -18,7 +18,7 @@ if (process.env.DROVER_POOL_BIND_PORT) {
   // Then its step path, on a journal of its own, while it waits unbound: stopped when the binding comes.
   // Not at once: a refill starts as the binds before it finish, while their runtimes resume their runs.
   let bound = false;
-  const warming = setTimeout(() => void warmUpSteps(POOL_WARM_UP_STEPS, () => bound), POOL_WARM_UP_AFTER_MS);
+  const warming = setTimeout(() => void warmUpWhileUnbound(() => bound), POOL_WARM_UP_AFTER_MS);
   const binding = await awaitBinding(process.env);
   bound = true;
   clearTimeout(warming);

@@ -128,3 +128,16 @@ export async function warmUpSteps(steps: number, stop: () => boolean = () => fal
   }
   return ran;
 }
+
+/**
+ * A pooled runtime's warm-up (main.ts): `warmUpSteps` until `bound()`, then one JSON line on stdout,
+ * `{"event":"pool-warmed-up","steps":…,"cpuMs":…,"bound":…}` (the provisioner ignores it; it tells what
+ * the member spent). Unbound, the process does nothing else, so its CPU over the span is the warm-up's.
+ */
+export async function warmUpWhileUnbound(bound: () => boolean): Promise<void> {
+  const cpu0 = process.cpuUsage();
+  const steps = await warmUpSteps(POOL_WARM_UP_STEPS, bound);
+  const cpu = process.cpuUsage(cpu0);
+  const cpuMs = Math.round((cpu.user + cpu.system) / 1000);
+  process.stdout.write(`${JSON.stringify({ event: "pool-warmed-up", steps, cpuMs, bound: bound() })}\n`);
+}
