@@ -27,8 +27,9 @@ export interface OpsServerOptions {
   readonly service: string;
   readonly instanceId: string;
   readonly log: Logger;
-  readonly nc: NatsConnection;
-  readonly jsm: JetStreamManager;
+  /** A connection still being opened may be given: until it is, the `nats` and `streams` checks fail ("connecting"). */
+  readonly nc: NatsConnection | Promise<NatsConnection>;
+  readonly jsm: JetStreamManager | Promise<JetStreamManager>;
   readonly layout: StreamLayout;
   /** DROVER_OPS_HOST / DROVER_OPS_PORT by default: 127.0.0.1 and a free port. */
   readonly host?: string;
@@ -59,6 +60,19 @@ async function lastMatching(jsm: JetStreamManager, stream: string, filters: read
   return last;
 }
 
+/** A value, or what a promise of it resolved to once it has (undefined before, and if it failed). */
+function whenSettled<T extends object>(v: T | Promise<T>): () => T | undefined {
+  if (!(v instanceof Promise)) return () => v;
+  let got: T | undefined;
+  v.then(
+    (x) => void (got = x),
+    () => undefined,
+  );
+  return () => got;
+}
+
+const connecting: CheckResult = { status: "failing", detail: "NATS connection not open yet" };
+
 /**
  * Starts the ops listener. Readiness = NATS answers a round trip, the layout's streams exist, and
  * every follower of the process (platform/follow.ts) has replayed what was stored at its start and
@@ -72,15 +86,21 @@ export async function startOpsServer(o: OpsServerOptions): Promise<OpsServer> {
   collectDefaultMetrics({ register: registry });
   const maxLag = o.maxLag ?? Number(process.env.DROVER_READY_MAX_LAG ?? 1000);
   const checks = new Map<string, ReadinessCheck>();
+  const ncNow = whenSettled(o.nc);
+  const jsmNow = whenSettled(o.jsm);
 
   checks.set("nats", async () => {
-    if (o.nc.isClosed()) return { status: "failing", detail: "connection closed" };
-    await within(CHECK_TIMEOUT_MS, o.nc.flush());
-    return { status: "ok", detail: `connected to ${o.nc.getServer()}` };
+    const nc = ncNow();
+    if (!nc) return connecting;
+    if (nc.isClosed()) return { status: "failing", detail: "connection closed" };
+    await within(CHECK_TIMEOUT_MS, nc.flush());
+    return { status: "ok", detail: `connected to ${nc.getServer()}` };
   });
   checks.set("streams", async () => {
+    const jsm = jsmNow();
+    if (!jsm) return connecting;
     const names = [o.layout.eventStream, o.layout.heartbeatStream];
-    const infos = await within(CHECK_TIMEOUT_MS, Promise.all(names.map((n) => o.jsm.streams.info(n))));
+    const infos = await within(CHECK_TIMEOUT_MS, Promise.all(names.map((n) => jsm.streams.info(n))));
     return { status: "ok", detail: infos.map((i) => `${i.config.name} last ${i.state.last_seq}`).join(", ") };
   });
   checks.set("followers", async () => {
@@ -98,10 +118,9 @@ export async function startOpsServer(o: OpsServerOptions): Promise<OpsServer> {
         out.push(`${name}: replaying (at ${f.handledSeq})`);
         continue;
       }
-      const lag = Math.max(
-        0,
-        (await within(CHECK_TIMEOUT_MS, lastMatching(o.jsm, f.stream, f.filters))) - f.handledSeq,
-      );
+      const jsm = jsmNow();
+      if (!jsm) return connecting;
+      const lag = Math.max(0, (await within(CHECK_TIMEOUT_MS, lastMatching(jsm, f.stream, f.filters))) - f.handledSeq);
       if (lag > maxLag) status = "failing";
       out.push(`${name}: ${lag} behind`);
     }
@@ -113,7 +132,7 @@ export async function startOpsServer(o: OpsServerOptions): Promise<OpsServer> {
     help: "1 while the NATS connection is open",
     registers: [registry],
     collect() {
-      this.set(o.nc.isClosed() ? 0 : 1);
+      this.set(ncNow()?.isClosed() === false ? 1 : 0);
     },
   });
   new Gauge({
@@ -123,8 +142,9 @@ export async function startOpsServer(o: OpsServerOptions): Promise<OpsServer> {
     registers: [registry],
     async collect() {
       this.reset();
+      const jsm = jsmNow();
       for (const f of activeFollowers()) {
-        const last = await lastMatching(o.jsm, f.stream, f.filters).catch(() => f.handledSeq);
+        const last = jsm ? await lastMatching(jsm, f.stream, f.filters).catch(() => f.handledSeq) : f.handledSeq;
         this.set({ stream: f.stream, filter: f.filters.join(",") }, Math.max(0, last - f.handledSeq));
       }
     },

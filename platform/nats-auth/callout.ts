@@ -1,6 +1,6 @@
 import { timingSafeEqual } from "node:crypto";
 import type { JetStreamManager } from "@nats-io/jetstream";
-import { encodeAuthorizationResponse, encodeUser, type AuthorizationRequest } from "@nats-io/jwt";
+import type { AuthorizationRequest } from "@nats-io/jwt";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import { isSubjectSafeId } from "../../contracts/index.ts";
 import type { StreamLayout } from "../../streams/index.ts";
@@ -8,6 +8,7 @@ import { runtimePasswordFor, runtimeRights, type RuntimeTenants } from "./runtim
 import { scopeOf } from "./rights.ts";
 import { DROVER_ACCOUNT } from "./server-config.ts";
 import { decodeVerified, nativeKeyPair } from "./native-keys.ts";
+import { encodeAuthorizationResponseNow, encodeUserNow } from "./native-jwt.ts";
 
 /** The runtime facts the callout decides on, from the runtime aggregate in the log. */
 export interface RuntimeStanding {
@@ -65,21 +66,25 @@ export function startRuntimeCallout(o: CalloutOptions): Subscription {
     const pass = req.connect_opts.pass ?? "";
     if (!isSubjectSafeId(user) || !sameSecret(pass, runtimePasswordFor(o.secret, o.layout.eventPrefix, user)))
       return undefined; // not one of ours
+    const t0 = performance.now();
     const st = await o.standing(user);
+    const read = performance.now();
     const refuse = !st.tenants ? "runtime not registered" : st.ended ? "runtime fenced or retired" : undefined;
-    o.log?.({ runtimeInstanceId: user, refused: refuse ?? null }, "runtime nats credentials");
+    // Minted synchronously from the standing on: no await (thread-pool hop) between the read and the answer.
     const data = refuse
       ? { error: refuse }
       : {
-          jwt: await encodeUser(
-            user,
-            req.user_nkey,
-            issuer,
-            toJwtPermissions(runtimeRights(scope, user, st.tenants!)),
-            { aud: DROVER_ACCOUNT, exp: Math.floor((o.now() + o.ttlMs) / 1000) },
-          ),
+          jwt: encodeUserNow(user, req.user_nkey, issuer, toJwtPermissions(runtimeRights(scope, user, st.tenants!)), {
+            aud: DROVER_ACCOUNT,
+            exp: Math.floor((o.now() + o.ttlMs) / 1000),
+          }),
         };
-    return encodeAuthorizationResponse(req.user_nkey, req.server_id.id, issuer, data, {});
+    const response = encodeAuthorizationResponseNow(req.user_nkey, req.server_id.id, issuer, data);
+    // Where a runtime connect's wait goes: the standing's reads, then minting the answer.
+    const readMs = Math.round(read - t0);
+    const mintMs = Math.round(performance.now() - read);
+    o.log?.({ runtimeInstanceId: user, refused: refuse ?? null, readMs, mintMs }, "runtime nats credentials");
+    return response;
   };
   return o.nc.subscribe("$SYS.REQ.USER.AUTH", {
     callback: (err, m) => {

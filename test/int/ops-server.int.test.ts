@@ -119,4 +119,35 @@ describe("ops listener (/healthz, /readyz, /metrics) against a real nats-server"
       await own.close();
     }
   });
+
+  it("listens before its NATS connection is open: /healthz answers, /readyz is not ready until the connection is", async () => {
+    let open: (v: { nc: Awaited<ReturnType<typeof connectHarness>> }) => void = () => undefined;
+    const opened = new Promise<{ nc: Awaited<ReturnType<typeof connectHarness>> }>((ok) => (open = ok));
+    const nc = opened.then((o) => o.nc);
+    const own = await startOpsServer({
+      service: "early",
+      instanceId: "i-3",
+      log,
+      nc,
+      jsm: nc.then(() => fx.jsm),
+      layout: fx.layout,
+    });
+    try {
+      expect((await fetch(`http://127.0.0.1:${own.port}/healthz`)).status).toBe(200);
+      const before = await fetch(`http://127.0.0.1:${own.port}/readyz`);
+      expect(before.status).toBe(503);
+      const body = (await before.json()) as Json;
+      expect(body.checks.nats).toEqual({ status: "failing", detail: "NATS connection not open yet" });
+      expect(body.checks.streams).toEqual({ status: "failing", detail: "NATS connection not open yet" });
+      open({ nc: await connectHarness({ servers: inject("natsUrl") }) });
+      const ready = await eventually("ready", async () => {
+        const r = await fetch(`http://127.0.0.1:${own.port}/readyz`);
+        return r.status === 200 ? ((await r.json()) as Json) : undefined;
+      });
+      expect(ready.checks.nats.status).toBe("ok");
+      await (await nc).close();
+    } finally {
+      await own.close();
+    }
+  });
 });

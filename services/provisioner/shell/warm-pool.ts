@@ -47,6 +47,8 @@ export interface WarmPool {
    * a member it shows ready but claimed meanwhile is a conflict of the batch, as from any stale read.
    * `replacement`: the start replaces a lost runtime and may take every member; a first placement
    * leaves the last quarter of the pool to replacements (domain/warm-pool.ts `reservedForReplacements`).
+   * A claim that found no member starts a refill; a claimed member's caller calls `refill()` once
+   * its bind counts as a start in flight, which a refill that is not urgent waits for.
    */
   claim(
     start: Omit<PlannedStart, "writer">,
@@ -206,7 +208,8 @@ export function createWarmPool(
         const token = d.commandTokenFor(m.runtimeInstanceId);
         const memberId = m.runtimeInstanceId;
         d.log("warm pool member claimed", { memberId, runtimeInstanceId: start.runtimeInstanceId });
-        this.refill();
+        // No refill from here: the caller starts it once it counts this bind as a start in flight
+        // (provisioner.ts), else the refill's yield found none in flight and members booted beside it.
         return { ...start, writer, warm: { memberId, bind: (spec) => strategy.bind(memberId, token, spec) } };
       }
       this.refill();

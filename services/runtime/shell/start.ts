@@ -111,26 +111,35 @@ export async function startRuntime(
     }
   }
 
-  mark("code");
-  const nc = await connecting;
-  mark("connected");
   const layout = config.streamTag ? taggedLayout(config.streamTag) : DEFAULT_LAYOUT;
   // No API round trip of its own (checkAPI): the stream checks are the first requests, and an
   // unavailable JetStream there is waited out, as a first request during an election should be.
-  const jsm = await jetstreamManager(nc, { checkAPI: false });
-  // Whether the log is compactable is the deployment's choice, checked by the services (docs/retention.md).
-  // The check (one round trip) runs while the ops listener and the runtime's parts are set up; the
-  // command listener is bound only after it passed, so no command is served before the streams are proven.
-  const streamsChecked = ensureStreamsPatiently(jsm, layout, { anyPurgePolicy: true }).then(() => mark("streams"));
-  streamsChecked.catch(() => undefined);
-  const ops = await startOpsServer({
+  const jsmOpened = connecting.then((c) => jetstreamManager(c, { checkAPI: false }));
+  jsmOpened.catch(() => undefined);
+  // The ops listener (its registry, default metrics and socket) is set up while the handshake waits
+  // on the server and the auth callout, not after it: a warm bind waited ~35-45 ms for it at load
+  // ~10 after `connected`. Its `nats` and `streams` checks fail until the connection is open, and
+  // `commands` (below) until the command listener is bound: /readyz says ready no sooner than before.
+  const opsStarted = startOpsServer({
     service: "runtime",
     instanceId: config.runtimeInstanceId,
     log: logger,
-    nc,
-    jsm,
+    nc: connecting,
+    jsm: jsmOpened,
     layout,
   });
+  opsStarted.catch(() => undefined);
+
+  mark("code");
+  const nc = await connecting;
+  mark("connected");
+  const jsm = await jsmOpened;
+  // Whether the log is compactable is the deployment's choice, checked by the services (docs/retention.md).
+  // The check (one round trip) runs while the runtime's parts are set up; the command listener is
+  // bound only after it passed, so no command is served before the streams are proven.
+  const streamsChecked = ensureStreamsPatiently(jsm, layout, { anyPurgePolicy: true }).then(() => mark("streams"));
+  streamsChecked.catch(() => undefined);
+  const ops = await opsStarted;
   mark("ops");
   // Ready (the Pod's readiness probe on Kubernetes) only once the command listener below is bound.
   let commandsBound = false;
