@@ -89,7 +89,13 @@ export function createWarmPool(
   const mine = new Set<string>();
   let orphansChecked = false;
 
+  /** Resolves when refill() is called for `provider` (a claim made room, or a scale-out found no member). */
+  const wakers = new Map<HostProvider, () => void>();
+  const wake = (provider: HostProvider): Promise<void> =>
+    again.has(provider) ? Promise.resolve() : new Promise((done) => wakers.set(provider, done));
+
   async function fill(provider: HostProvider, size: number, strategy: PoolableStrategy): Promise<void> {
+    const starting = new Set<Promise<boolean>>();
     for (;;) {
       again.delete(provider);
       let current = await roster.current();
@@ -106,21 +112,42 @@ export function createWarmPool(
       const n = refillCount(current, provider, size, d.controlPlaneId, owns);
       if (n === 0) {
         if (again.has(provider)) continue;
-        return;
+        if (starting.size === 0) return;
+        await Promise.race([Promise.all(starting), wake(provider)]);
+        continue;
       }
       // Rounds, each on the roster as it is now: a pool drained below a quarter (or a scale-out
       // waiting) starts up to twice the start slots at once without waiting; a fuller one as many as
       // the start slots, after the binds in flight (refillPace). At session 23's fixed pace
       // (four at once, each after the binds, ≤ 3 s) the pool refilled at ~1–1.6 members/s and half
       // the fences of a P=20 proof with pool 64 found no member.
+      // Boots still running count against the round's size: at most `pace.starts` at once, as before.
       const pace = refillPace(size - n, size, d.maxConcurrentHostStartups, waiting());
+      const room = Math.min(n, pace.starts - starting.size);
+      if (room <= 0) {
+        await Promise.race([...starting, wake(provider)]);
+        continue;
+      }
       if (pace.yields) await yieldTo();
-      const started = await Promise.all(
-        Array.from({ length: Math.min(n, pace.starts) }, () => startMember(d, provider, strategy, onReady, mine)),
+      const round = await Promise.all(
+        Array.from({ length: room }, () => startMember(d, provider, strategy, onReady, mine)),
       );
+      const ready = round.map((r) => r.ready);
+      for (const r of ready) {
+        starting.add(r);
+        void r.then(() => starting.delete(r));
+      }
+      // A claim while this round's members boot starts the next round at once (they are registered,
+      // so the roster counts them as held: refillCount). Before, the loop waited for the round's
+      // readiness first: on Kubernetes a member Pod's boot (~2 s quiet, 24 s at load 43) held back a
+      // burst of claims' refill, and a P=5 proof's replacements found the pool empty and cold-started.
+      const settled = await Promise.race([Promise.all(ready), wake(provider).then(() => undefined)]);
       // A round whose every start failed ends the refill (the next claim or host exit starts another):
       // a runtime that cannot start is not started again and again in a loop.
-      if (!started.some(Boolean)) return;
+      if (settled && !settled.some(Boolean)) {
+        await Promise.all(starting);
+        return;
+      }
     }
   }
 
@@ -225,6 +252,8 @@ export function createWarmPool(
         if (!isPoolable(strategy)) continue;
         if (filling.has(provider)) {
           again.add(provider);
+          wakers.get(provider)?.();
+          wakers.delete(provider);
           continue;
         }
         const p = fill(provider, size, strategy)
@@ -264,7 +293,7 @@ async function startMember(
   strategy: PoolableStrategy,
   onReady: () => void,
   mine: Set<string>,
-): Promise<boolean> {
+): Promise<{ readonly ready: Promise<boolean> }> {
   const id = runtimeInstanceIdOf(POOL_MEMBER_PREFIX, d.newSuffix());
   mine.add(id);
   const o: Origin = { instanceId: d.instanceId, correlationId: id, causationId: id };
@@ -294,41 +323,49 @@ async function startMember(
     d.log("warm pool member failed", { memberId: id, detail });
     return false;
   };
-  const r = await strategy.startPooled(id, d.commandTokenFor(id), async (h) => {
-    await w.append([
-      stamp(
-        d,
-        "runtime.host-started",
-        {
-          hostIncarnation: h.hostIncarnation as HostIncarnation,
-          ...(h.pid !== undefined ? { pid: h.pid } : {}),
-          ...(h.podUid !== undefined ? { podUid: h.podUid } : {}),
-          ...(h.podName !== undefined ? { podName: h.podName } : {}),
-          ...(h.namespace !== undefined ? { namespace: h.namespace } : {}),
-          ...(h.node !== undefined ? { node: h.node } : {}),
-          convergence: "created",
-        },
-        o,
-      ),
-    ]);
-  });
-  if (r.outcome === "rejected") return fail(r.reason.detail.slice(0, 2000));
-  const hostIncarnation = r.host.hostIncarnation as HostIncarnation;
-  try {
-    await w.append([
-      ...POOL_LAYERS.map((layer) =>
+  const boot = async (): Promise<boolean> => {
+    const r = await strategy.startPooled(id, d.commandTokenFor(id), async (h) => {
+      await w.append([
         stamp(
           d,
-          "runtime.readiness-layer-passed",
-          { layer, hostIncarnation, detail: `warm pool member: ${layer} proven by the ${provider} strategy` },
+          "runtime.host-started",
+          {
+            hostIncarnation: h.hostIncarnation as HostIncarnation,
+            ...(h.pid !== undefined ? { pid: h.pid } : {}),
+            ...(h.podUid !== undefined ? { podUid: h.podUid } : {}),
+            ...(h.podName !== undefined ? { podName: h.podName } : {}),
+            ...(h.namespace !== undefined ? { namespace: h.namespace } : {}),
+            ...(h.node !== undefined ? { node: h.node } : {}),
+            convergence: "created",
+          },
           o,
         ),
-      ),
-      stamp(d, "runtime.pool-member-ready", { hostIncarnation, bindEndpoint: r.endpoint.endpoint }, o),
-    ]);
-    onReady();
-    return true;
-  } catch (e) {
-    return fail(`recording the pool member failed: ${String((e as Error).message ?? e)}`.slice(0, 2000), r);
-  }
+      ]);
+    });
+    if (r.outcome === "rejected") return fail(r.reason.detail.slice(0, 2000));
+    const hostIncarnation = r.host.hostIncarnation as HostIncarnation;
+    try {
+      await w.append([
+        ...POOL_LAYERS.map((layer) =>
+          stamp(
+            d,
+            "runtime.readiness-layer-passed",
+            { layer, hostIncarnation, detail: `warm pool member: ${layer} proven by the ${provider} strategy` },
+            o,
+          ),
+        ),
+        stamp(d, "runtime.pool-member-ready", { hostIncarnation, bindEndpoint: r.endpoint.endpoint }, o),
+      ]);
+      onReady();
+      return true;
+    } catch (e) {
+      return fail(`recording the pool member failed: ${String((e as Error).message ?? e)}`.slice(0, 2000), r);
+    }
+  };
+  // Never rejects: the refill loop goes on without it (a start that throws was logged as failed).
+  const ready = boot().catch((e: unknown) => {
+    d.log("warm pool member failed", { memberId: id, detail: String(e) });
+    return false;
+  });
+  return { ready };
 }

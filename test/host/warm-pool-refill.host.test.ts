@@ -1,0 +1,98 @@
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import type { HostStrategy } from "../../platform/hosts/types.ts";
+import { claimableMembers, RosterView } from "../../services/provisioner/index.ts";
+import { uniqueName } from "../support/isolation.ts";
+import { firstSlotOf, provisionerFixture, type ProvisionerFixture } from "../support/provisioner-fixture.ts";
+import { eventually } from "../support/streams.ts";
+
+// Real nats-server, real runtime processes (pooled), the real process strategy behind a gate on its
+// pooled starts only.
+let f: ProvisionerFixture;
+beforeAll(async () => {
+  f = await provisionerFixture(inject("natsUrl"));
+});
+afterAll(async () => {
+  await f?.close();
+});
+
+/** Ready members that `strategy` started. */
+const ready = async (n: number, strategy: { canBind(id: string): boolean }) =>
+  eventually(
+    `${n} ready pool members`,
+    async () => {
+      const all = claimableMembers(await new RosterView(f.store, f.streams.layout).current(), "process");
+      const m = all.filter((x) => strategy.canBind(x.runtimeInstanceId));
+      return m.length >= n ? m : undefined;
+    },
+    90_000,
+  );
+
+/** A replacement's start for `tenantId` (a dedicated process runtime), as a recovery scale-out hands it to the claim. */
+const replacementStart = (controlPlaneId: string, tenantId: string) => ({
+  runtimeInstanceId: `rt-${tenantId}-${uniqueName("x")
+    .replace(/[^a-z0-9]/g, "")
+    .slice(-12)
+    .padStart(12, "0")}`,
+  registration: {
+    controlPlaneId,
+    tenantId,
+    isolationMode: "dedicated",
+    allowSharedFallback: false,
+    pool: "default",
+    hostProvider: "process",
+    transport: "http",
+    sizing: { workers: 1, maxConcurrentRuns: 1, localQueueCapacity: 2, maxWorkersPerRun: 1 },
+    requiredLayers: ["resource", "host", "endpoint", "command"],
+    scaleOutRequestId: uniqueName("so"),
+  },
+  origin: { instanceId: "test", correlationId: "c", causationId: "c", tenantId },
+});
+
+describe("warm pool refill (real NATS, real runtime processes)", () => {
+  it("a claim while a refill round's member still boots starts the next member at once, not after that boot", async () => {
+    const cp = uniqueName("cp");
+    let holding = false;
+    let release = () => undefined as void;
+    const held = new Promise<void>((r) => (release = r));
+    let heldStarts = 0;
+    // The real strategy; once `holding`, each pooled start waits for the release (a slow Pod boot).
+    const gated = (s: HostStrategy): HostStrategy =>
+      new Proxy(s, {
+        get(t, k) {
+          const v = Reflect.get(t, k, t) as unknown;
+          if (k === "startPooled" && typeof v === "function")
+            return async (...a: unknown[]) => {
+              if (holding) {
+                heldStarts++;
+                await held;
+              }
+              return (v as (...x: unknown[]) => unknown).apply(t, a);
+            };
+          return typeof v === "function" ? (v as (...x: unknown[]) => unknown).bind(t) : v;
+        },
+      });
+    const { provisioner, strategy } = f.provisioner({ poolSizes: { process: 2 }, controlPlaneId: cp }, {}, gated);
+    provisioner.pool.refill();
+    await ready(2, strategy);
+    holding = true;
+    const claim = (tenantId: string) =>
+      provisioner.pool.claim(replacementStart(cp, tenantId) as never, firstSlotOf(tenantId), undefined, true);
+    expect((await claim("refill-a"))?.warm).toBeDefined();
+    await eventually(
+      "the refill's first member boots (held)",
+      async () => (heldStarts === 1 ? true : undefined),
+      60_000,
+    );
+    expect((await claim("refill-b"))?.warm).toBeDefined();
+    // Before, the refill waited for its round's members to be ready before it looked at the pool
+    // again: the second member started only after the first one's boot.
+    await eventually(
+      "a second member starts while the first still boots",
+      async () => (heldStarts === 2 ? true : undefined),
+      60_000,
+    );
+    release();
+    await ready(2, strategy);
+    await provisioner.pool.idle();
+  }, 240_000);
+});
