@@ -84,8 +84,15 @@ export type EventHandler = (e: StoredEvent, ctx: DeliveryContext) => Promise<voi
 
 export interface ConsumerRunnerOptions extends EventStoreOptions {
   readonly backoffMs?: readonly number[];
-  /** Messages buffered client-side (default 1: buffered messages age against ack_wait too). */
+  /** Messages buffered client-side (default `concurrency`: buffered messages age against ack_wait too). */
   readonly prefetch?: number;
+  /**
+   * Handlers run at once over the one pull subscription (default 1: one message at a time). One
+   * runner of N, not N runners of 1: with 132 runners of one durable (the provisioner), some events
+   * reached a handler only seconds after they were stored while most runners sat idle (an event
+   * given to the pull of a busy runner waits for its handler to end; test/int/consumer-runner.int.test.ts).
+   */
+  readonly concurrency?: number;
   /** Interval of automatic `working()` while a handler runs (default ack_wait / 3). */
   readonly workingEveryMs?: number;
   /** Observes each settled delivery (metrics, logs, tests). */
@@ -106,7 +113,7 @@ export interface ConsumerRunner {
 
 /**
  * Runs `handler` over the durable consumer `spec.name` (which must exist: see ensureConsumer),
- * one message at a time, mapping each outcome to ack / nak(backoff) / term via `outcomeOf`.
+ * up to `concurrency` messages at a time (default one), mapping each outcome to ack / nak(backoff) / term via `outcomeOf`.
  * An event that does not decode is termed as a contract violation (recorded in the dead-letter
  * stream with its sequence), never skipped silently. Handlers must be idempotent: redelivery after
  * a crash or an expired ack wait is normal.
@@ -122,7 +129,11 @@ export async function runConsumer(
   const consumer = await ctx.js.consumers.get(layout.eventStream, spec.name);
   const policy = { maxDeliver: spec.maxDeliver ?? 5, backoffMs: opts.backoffMs ?? DEFAULT_BACKOFF_MS };
   const workingEvery = opts.workingEveryMs ?? Math.max(100, Math.floor((spec.ackWaitMs ?? 30_000) / 3));
-  const messages: ConsumerMessages = await consumer.consume({ max_messages: opts.prefetch ?? 1, ...LIVE_CONSUME });
+  const concurrency = Math.max(1, opts.concurrency ?? 1);
+  const messages: ConsumerMessages = await consumer.consume({
+    max_messages: opts.prefetch ?? concurrency,
+    ...LIVE_CONSUME,
+  });
 
   async function handle1(m: JsMsg): Promise<void> {
     const deliveryCount = m.info.deliveryCount;
@@ -153,8 +164,20 @@ export async function runConsumer(
     opts.onOutcome?.({ seq: m.seq, deliveryCount, outcome, ...(failure ? { error: failure.error } : {}) });
   }
 
+  // A message is handed to a handler as soon as one is free; the next is taken only then.
+  const running = new Set<Promise<void>>();
   const done = (async () => {
-    for await (const m of messages) await handle1(m);
+    try {
+      for await (const m of messages) {
+        const p: Promise<void> = handle1(m)
+          .catch(() => undefined) // each delivery is settled inside (ack, nak or term); nothing to add here
+          .finally(() => running.delete(p));
+        running.add(p);
+        while (running.size >= concurrency) await Promise.race(running);
+      }
+    } finally {
+      await Promise.all(running);
+    }
   })();
   done.catch(() => undefined);
   return {

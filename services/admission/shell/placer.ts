@@ -135,14 +135,21 @@ export async function admissionPass(deps: AdmissionDeps, state: AdmissionState):
       else busy.delete(k);
     }
   };
-  const resumes = new Map<string, Promise<void>[]>();
   // A pass yields (state.yieldWanted) only once every run that is not new work was taken: those are
   // looked at by every pass, and a pass cut short among them would never reach new work.
   const stop = () => sideAt >= side.length && (state.yieldWanted?.() ?? false);
+  // A tenant's other runs wait for the placements of its resumes in this pass, but not in one of
+  // the PARALLEL slots (at P=20 such waits held slots up to 1.9 s, and other tenants' runs behind
+  // them): each is placed once they end (placeOne finds its tenant resuming, nearly always, and
+  // leaves it to the pass the resume's answer starts), and the pass waits for it before it ends.
+  const resumes = new Map<string, Promise<void>[]>();
+  const afterResumes: Promise<void>[] = [];
   const pool = placeAll(take, stop, async (r) => {
     if (!isResume(r)) {
-      await timed(state.probe, "resumes-first", Promise.all(resumes.get(r.tenantId) ?? []));
-      return placeOne(r);
+      const placing = resumes.get(r.tenantId);
+      if (placing) afterResumes.push(Promise.all(placing).then(() => placeOne(r)));
+      else await placeOne(r);
+      return;
     }
     const placed = placeOne(r);
     resumes.set(r.tenantId, [...(resumes.get(r.tenantId) ?? []), placed]);
@@ -161,6 +168,7 @@ export async function admissionPass(deps: AdmissionDeps, state: AdmissionState):
   };
   try {
     await pool.done;
+    await timed(state.probe, "resumes-first", Promise.all(afterResumes));
   } finally {
     work.onSubmitted = undefined;
   }
@@ -362,5 +370,19 @@ async function placeOn(
   admitted(admittedSeq);
   if (traced(r.tenantId)) trace({ ev: "admitted", run: r.sharedRunId });
   const claim = claimedAt === undefined ? undefined : { seq: admittedSeq, now: claimedAt };
-  return timed(probe, "dispatched", recordDispatch(deps, r, c, claim));
+  // `dispatched` (the intent, before the command) is appended by the send, outside the pass: the
+  // pass ends at its placements' `admitted`, and the next one (a replacement's capacity published
+  // meanwhile, say) waits for no placement's second append (at P=20 up to 1.8 s each; issue 15).
+  // The run stays busy until the send ends, so no other pass of this replica decides it meanwhile.
+  return async () => {
+    let send: Send | undefined;
+    try {
+      send = await recordDispatch(deps, r, c, claim);
+    } finally {
+      // Nothing sent (the run moved on, no endpoint, a store error): the claim is confirmed here, as
+      // the pass did before; the run's `admitted` is in the log and counts against its tenant.
+      if (!send && claim) await deps.claims?.confirm(r.tenantId, r.sharedRunId, claim.seq, claim.now);
+    }
+    if (send) await send();
+  };
 }

@@ -21,7 +21,7 @@ export { scaleOutConsumer };
 export const WAITING_REQUESTS = 64;
 
 /**
- * The pull loops a provisioner runs: one per cold host start it may drive at once
+ * The requests a provisioner drives at once (its runner's concurrency): one per cold host start it may drive at once
  * (`maxConcurrentHostStartups`), one per warm pool member it keeps, so that a request a warm
  * member can serve (a recovery scale-out) is pulled while cold starts hold every start slot, and
  * {@link WAITING_REQUESTS} for requests waiting in the start gate.
@@ -34,8 +34,8 @@ export function scaleOutPullLoops(
 }
 
 /**
- * Checks the durable consumer exists (platform/nats-setup.ts creates it) and runs `parallel` pull loops on it, one delivery each
- * at a time (`backoffMs`: the redelivery delays, tests only): `parallel` ({@link scaleOutPullLoops}) bounds how many requests this replica drives
+ * Checks the durable consumer exists (platform/nats-setup.ts creates it) and runs one runner on it that drives up to
+ * `parallel` deliveries at once (`backoffMs`: the redelivery delays, tests only): `parallel` ({@link scaleOutPullLoops}) bounds how many requests this replica drives
  * at once (cold host starts among them are bounded by the provisioner's start slots). Returns the runners; stop them to let in-flight handlers settle their deliveries.
  */
 export async function consumeScaleOutRequests(
@@ -54,8 +54,11 @@ export async function consumeScaleOutRequests(
     if (!isNotFound(e)) throw e;
     await ensureConsumer(nats.jsm, layout, spec);
   });
+  // One runner handling up to `parallel` requests at once, not `parallel` runners of one: with 132 of
+  // them, a request sometimes waited seconds though most runners were idle (P=20 proof: some recovery
+  // scale-outs reached their handler 3–15 s after the request; streams/consumer-runner.ts `concurrency`).
   return Promise.all(
-    Array.from({ length: parallel }, () =>
+    [parallel].map((concurrency) =>
       runConsumer(
         handle,
         layout,
@@ -63,6 +66,7 @@ export async function consumeScaleOutRequests(
         // The last delivery closes a request it cannot drive (exhausted.ts) instead of leaving it open.
         (e, delivery) => provisioner.handle(e, { last: delivery.deliveryCount >= (spec.maxDeliver ?? 1) }),
         {
+          concurrency,
           ...(backoffMs ? { backoffMs } : {}),
           // A failed delivery is said (nak: redelivered later; term: never again), with its error.
           ...(log
