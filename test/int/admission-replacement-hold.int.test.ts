@@ -134,7 +134,9 @@ describe("a replacement runtime's slots are held for the executions of the runti
       config,
       layout: fx.layout,
       store,
-      index: new RunIndex(fx.layout.eventPrefix, () => undefined, systemClock),
+      // The hold's bound (10 s after the fulfilment, replacement-hold.unit.test.ts) is not under test:
+      // at load 50+ this test's set-up alone took longer, and the new run was placed on the replacement.
+      index: new RunIndex(fx.layout.eventPrefix, () => undefined, systemClock, 600_000),
       view: redisCapacityView<CapacityDescriptor>(redis, CP),
       reservations: redisReservations(redis, CP),
       env: { writer: { service: "admission", instanceId: uniqueName("adm") }, clock: systemClock, ids: randomIds },

@@ -51,6 +51,9 @@ export function keptForReplaced(
 export class ReplacementHolds {
   private readonly byRequest = new Map<string, Replacement>();
 
+  /** `holdMs`: the bound after a fulfilment (a test of placement order sets one no machine can reach). */
+  constructor(private readonly holdMs = REPLACEMENT_HOLD_MS) {}
+
   /** Notes a scale-out request once fulfilled; only a recovery replacement (`replaces`) is kept. */
   note(s: {
     readonly tenantId: string;
@@ -66,8 +69,9 @@ export class ReplacementHolds {
 
   /** `keptForReplaced` over the replacements noted; those past the bound are dropped. */
   kept(now: number, heldOn: (runtimeInstanceId: string, tenantId: string) => number): Map<string, number> {
-    for (const [k, r] of this.byRequest) if (now >= r.fulfilledMs && !holdsAt(r, now)) this.byRequest.delete(k);
-    return this.byRequest.size === 0 ? new Map() : keptForReplaced(this.byRequest.values(), heldOn, now);
+    for (const [k, r] of this.byRequest)
+      if (now >= r.fulfilledMs && !holdsAt(r, now, this.holdMs)) this.byRequest.delete(k);
+    return this.byRequest.size === 0 ? new Map() : keptForReplaced(this.byRequest.values(), heldOn, now, this.holdMs);
   }
 
   clear(): void {

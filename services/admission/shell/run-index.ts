@@ -56,7 +56,7 @@ export class RunIndex implements Snapshottable {
   private readonly held = new Map<string, Map<string, number>>();
   readonly scaleOuts = new Map<string, ScaleOutEntry>();
   /** Fulfilled recovery replacements still young enough to hold places (replacement-hold.ts), by request. */
-  private readonly replacing = new ReplacementHolds();
+  private readonly replacing: ReplacementHolds;
   private readonly listeners = new Set<() => void>();
   /** Submissions' DAGs are checked in full, once per distinct DAG (checked-dag.ts `DagMemo`; docs/decisions.md). */
   private readonly dags = new DagMemo();
@@ -68,7 +68,11 @@ export class RunIndex implements Snapshottable {
     private readonly onInvalid: (subject: string, seq: number, error: string) => void,
     /** Stands in for the server's timestamp when a message has none, and times admission's own appends. */
     private readonly clock: Clock,
-  ) {}
+    /** How long a fulfilled replacement holds places (replacement-hold.ts; the default unless a test sets it). */
+    replacementHoldMs?: number,
+  ) {
+    this.replacing = new ReplacementHolds(replacementHoldMs);
+  }
 
   onChange(fn: () => void): () => void {
     this.listeners.add(fn);
