@@ -68,8 +68,7 @@ export class RunIndex implements Snapshottable {
     private readonly onInvalid: (subject: string, seq: number, error: string) => void,
     /** Stands in for the server's timestamp when a message has none, and times admission's own appends. */
     private readonly clock: Clock,
-    /** How long a fulfilled replacement holds places (replacement-hold.ts; the default unless a test sets it). */
-    replacementHoldMs?: number,
+    replacementHoldMs?: number, // how long a fulfilled replacement holds places (replacement-hold.ts)
   ) {
     this.replacing = new ReplacementHolds(replacementHoldMs);
   }
