@@ -75,8 +75,17 @@ describe("warm pool refill (real NATS, real runtime processes)", () => {
     provisioner.pool.refill();
     await ready(2, strategy);
     holding = true;
-    const claim = (tenantId: string) =>
-      provisioner.pool.claim(replacementStart(cp, tenantId) as never, firstSlotOf(tenantId), undefined, true);
+    // As the provisioner does (provisioner.ts): once a claimed member's bind counts as in flight, refill.
+    const claim = async (tenantId: string) => {
+      const planned = await provisioner.pool.claim(
+        replacementStart(cp, tenantId) as never,
+        firstSlotOf(tenantId),
+        undefined,
+        true,
+      );
+      if (planned?.warm) provisioner.pool.refill();
+      return planned;
+    };
     expect((await claim("refill-a"))?.warm).toBeDefined();
     await eventually(
       "the refill's first member boots (held)",
