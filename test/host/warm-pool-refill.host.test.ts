@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { HostStrategy } from "../../platform/hosts/types.ts";
-import { claimableMembers, RosterView } from "../../services/provisioner/index.ts";
 import { uniqueName } from "../support/isolation.ts";
 import { firstSlotOf, provisionerFixture, type ProvisionerFixture } from "../support/provisioner-fixture.ts";
 import { eventually } from "../support/streams.ts";
+import { claimStart, readyMembers, replacementId } from "../support/warm-pool-members.ts";
 
 // Real nats-server, real runtime processes (pooled), the real process strategy behind a gate on its
 // pooled starts only.
@@ -13,39 +13,6 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await f?.close();
-});
-
-/** Ready members that `strategy` started. */
-const ready = async (n: number, strategy: { canBind(id: string): boolean }) =>
-  eventually(
-    `${n} ready pool members`,
-    async () => {
-      const all = claimableMembers(await new RosterView(f.store, f.streams.layout).current(), "process");
-      const m = all.filter((x) => strategy.canBind(x.runtimeInstanceId));
-      return m.length >= n ? m : undefined;
-    },
-    90_000,
-  );
-
-/** A replacement's start for `tenantId` (a dedicated process runtime), as a recovery scale-out hands it to the claim. */
-const replacementStart = (controlPlaneId: string, tenantId: string) => ({
-  runtimeInstanceId: `rt-${tenantId}-${uniqueName("x")
-    .replace(/[^a-z0-9]/g, "")
-    .slice(-12)
-    .padStart(12, "0")}`,
-  registration: {
-    controlPlaneId,
-    tenantId,
-    isolationMode: "dedicated",
-    allowSharedFallback: false,
-    pool: "default",
-    hostProvider: "process",
-    transport: "http",
-    sizing: { workers: 1, maxConcurrentRuns: 1, localQueueCapacity: 2, maxWorkersPerRun: 1 },
-    requiredLayers: ["resource", "host", "endpoint", "command"],
-    scaleOutRequestId: uniqueName("so"),
-  },
-  origin: { instanceId: "test", correlationId: "c", causationId: "c", tenantId },
 });
 
 describe("warm pool refill (real NATS, real runtime processes)", () => {
@@ -73,12 +40,12 @@ describe("warm pool refill (real NATS, real runtime processes)", () => {
       });
     const { provisioner, strategy } = f.provisioner({ poolSizes: { process: 2 }, controlPlaneId: cp }, {}, gated);
     provisioner.pool.refill();
-    await ready(2, strategy);
+    await readyMembers(f, 2, strategy);
     holding = true;
     // As the provisioner does (provisioner.ts): once a claimed member's bind counts as in flight, refill.
     const claim = async (tenantId: string) => {
       const planned = await provisioner.pool.claim(
-        replacementStart(cp, tenantId) as never,
+        claimStart(cp, tenantId, replacementId(tenantId)) as never,
         firstSlotOf(tenantId),
         undefined,
         true,
@@ -101,7 +68,7 @@ describe("warm pool refill (real NATS, real runtime processes)", () => {
       60_000,
     );
     release();
-    await ready(2, strategy);
+    await readyMembers(f, 2, strategy);
     await provisioner.pool.idle();
   }, 240_000);
 });

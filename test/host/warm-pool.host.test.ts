@@ -6,6 +6,7 @@ import { claimableMembers, RosterView } from "../../services/provisioner/index.t
 import { uniqueName } from "../support/isolation.ts";
 import { firstSlotOf, provisionerFixture, type ProvisionerFixture } from "../support/provisioner-fixture.ts";
 import { eventually } from "../support/streams.ts";
+import { claimStart, readyMembers, replacementId } from "../support/warm-pool-members.ts";
 
 // Real nats-server, real runtime processes (pooled, then bound), the real process strategy.
 let f: ProvisionerFixture;
@@ -25,36 +26,6 @@ const started = (events: readonly { event: DroverEvent }[]) => {
   const e = events.find((s) => s.event.type === "runtime.host-started")?.event;
   return e?.type === "runtime.host-started" ? e.data : undefined;
 };
-/** Ready members that `strategy` started (earlier tests' pools share the stream layout). */
-const ready = async (n: number, strategy: { canBind(id: string): boolean }) =>
-  eventually(
-    `${n} ready pool members`,
-    async () => {
-      const all = claimableMembers(await new RosterView(f.store, f.streams.layout).current(), "process");
-      const m = all.filter((x) => strategy.canBind(x.runtimeInstanceId));
-      return m.length >= n ? m : undefined;
-    },
-    90_000,
-  );
-
-/** What a test hands the pool's claim: a dedicated process runtime's registration for `tenantId`. */
-const claimStart = (controlPlaneId: string, tenantId: string, runtimeInstanceId: string) => ({
-  runtimeInstanceId,
-  registration: {
-    controlPlaneId,
-    tenantId,
-    isolationMode: "dedicated",
-    allowSharedFallback: false,
-    pool: "default",
-    hostProvider: "process",
-    transport: "http",
-    sizing: { workers: 1, maxConcurrentRuns: 1, localQueueCapacity: 2, maxWorkersPerRun: 1 },
-    requiredLayers: ["resource", "host", "endpoint", "command"],
-    scaleOutRequestId: uniqueName("so"),
-  },
-  origin: { instanceId: "test", correlationId: "c", causationId: "c", tenantId },
-});
-
 describe("warm pool with process hosts (real NATS, real runtime processes)", () => {
   it("serves a scale-out from the pool (claim, bind, command proven again, capacity) and refills it; pool size 0 cold-starts", async () => {
     const cp = uniqueName("cp");
@@ -66,7 +37,7 @@ describe("warm pool with process hosts (real NATS, real runtime processes)", () 
 
     const { provisioner, strategy } = f.provisioner({ poolSizes: { process: 2 }, controlPlaneId: cp });
     provisioner.pool.refill();
-    const members = await ready(2, strategy);
+    const members = await readyMembers(f, 2, strategy);
     const requested = await f.request("tenant-warm", cp);
     await provisioner.handle(requested);
     const id = fulfilled(await f.settled("tenant-warm", requested.event.correlationId))!;
@@ -88,7 +59,7 @@ describe("warm pool with process hosts (real NATS, real runtime processes)", () 
     expect(types(await f.runtimeEvents(memberId))).toContain("runtime.pool-member-claimed");
     const warmMs = rt.at(-1)!.time.getTime() - requested.time.getTime();
     console.log(`[warm-pool] scale-out request→capacity-published: cold ${coldMs} ms, warm ${warmMs} ms`);
-    const refilled = await ready(2, strategy);
+    const refilled = await readyMembers(f, 2, strategy);
     expect(refilled.map((m) => m.runtimeInstanceId)).not.toContain(memberId);
   }, 240_000);
 
@@ -96,7 +67,7 @@ describe("warm pool with process hosts (real NATS, real runtime processes)", () 
     const cp = uniqueName("cp");
     const { provisioner, strategy } = f.provisioner({ poolSizes: { process: 1 }, controlPlaneId: cp });
     provisioner.pool.refill();
-    await ready(1, strategy);
+    await readyMembers(f, 1, strategy);
     const reg = (tenantId: string, suffix: string) => claimStart(cp, tenantId, `rt-${tenantId}-${suffix}`);
     const claims = await Promise.all([
       provisioner.pool.claim(reg("race-a", "aaaaaaaaaaaa") as never, firstSlotOf("race-a")),
@@ -114,7 +85,7 @@ describe("warm pool with process hosts (real NATS, real runtime processes)", () 
     const cp = uniqueName("cp");
     const { provisioner, strategy } = f.provisioner({ poolSizes: { process: 1 }, controlPlaneId: cp });
     provisioner.pool.refill();
-    await ready(1, strategy);
+    await readyMembers(f, 1, strategy);
     const a = await f.request("tenant-a", cp);
     await provisioner.handle(a);
     const aId = fulfilled(await f.settled("tenant-a", a.event.correlationId))!;
@@ -122,7 +93,7 @@ describe("warm pool with process hosts (real NATS, real runtime processes)", () 
     const aMember = aHost.convergenceSource!.slice("warm-pool:".length);
     await provisioner.pool.idle();
     const b = await f.request("tenant-b", cp);
-    await ready(1, strategy);
+    await readyMembers(f, 1, strategy);
     await provisioner.handle(b);
     const bHost = started(await f.runtimeEvents(fulfilled(await f.settled("tenant-b", b.event.correlationId))!))!;
     expect(bHost.convergenceSource).toMatch(/^warm-pool:/);
@@ -150,7 +121,7 @@ describe("warm pool with process hosts (real NATS, real runtime processes)", () 
       refusingBind,
     );
     provisioner.pool.refill();
-    await ready(1, strategy);
+    await readyMembers(f, 1, strategy);
     const requested = await f.request("tenant-bindfail", cp);
     await provisioner.handle(requested);
     // Before the fix the handler's second `observed` made settle() read its own takeover as another
@@ -170,12 +141,12 @@ describe("warm pool with process hosts (real NATS, real runtime processes)", () 
     const cp = uniqueName("cp");
     const { provisioner, strategy } = f.provisioner({ poolSizes: { process: 1 }, controlPlaneId: cp });
     provisioner.pool.refill();
-    const [victim] = await ready(1, strategy);
+    const [victim] = await readyMembers(f, 1, strategy);
     process.kill(victim!.pid!, "SIGKILL");
     await eventually("host-exited recorded", async () =>
       types(await f.runtimeEvents(victim!.runtimeInstanceId)).includes("runtime.host-exited") ? true : undefined,
     );
-    const replacement = await ready(1, strategy);
+    const replacement = await readyMembers(f, 1, strategy);
     expect(replacement.map((m) => m.runtimeInstanceId)).not.toContain(victim!.runtimeInstanceId);
     expect(types(await f.runtimeEvents(victim!.runtimeInstanceId))).not.toContain("runtime.capacity-published");
   }, 240_000);
@@ -209,7 +180,7 @@ describe("warm pool with process hosts (real NATS, real runtime processes)", () 
     const coldDone = provisioner.handle(cold);
     await eventually("the cold start holds the slot", async () => (coldStarts === 1 ? true : undefined));
     provisioner.pool.refill();
-    await ready(1, strategy);
+    await readyMembers(f, 1, strategy);
     const warm = await f.request("tenant-slot-warm", cp);
     await provisioner.handle(warm);
     const warmRt = await f.runtimeEvents(fulfilled(await f.settled("tenant-slot-warm", warm.event.correlationId))!);
@@ -276,7 +247,7 @@ describe("warm pool with process hosts (real NATS, real runtime processes)", () 
     const cp = uniqueName("cp");
     const { provisioner, strategy } = f.provisioner({ poolSizes: { process: 4 }, controlPlaneId: cp });
     provisioner.pool.refill();
-    await ready(4, strategy);
+    await readyMembers(f, 4, strategy);
     const start = (tenantId: string) =>
       claimStart(
         cp,

@@ -1,18 +1,25 @@
 import type { DataOf, HostIncarnation, ReadinessLayer } from "../../../contracts/index.ts";
-import type { HostStartResult } from "../../../platform/hosts/types.ts";
+import type { HostFacts, HostStartResult } from "../../../platform/hosts/types.ts";
 
 type Started = Extract<HostStartResult, { outcome: "created" | "converged" }>;
 
-/** `host-started` from a strategy's successful start: the incarnation and whatever host facts it has. */
-export function hostStartedData(r: Started): DataOf<"runtime.host-started"> {
-  const h = r.host;
+/** A host's facts as `host-started` records them: the incarnation and whatever the host knows (pid, Pod, node). */
+export function hostFactsData(h: HostFacts) {
   return {
     hostIncarnation: h.hostIncarnation as HostIncarnation,
     ...(h.pid !== undefined ? { pid: h.pid } : {}),
+    // A Pod's exact name and namespace: a drained Pod is retired from these (retire-drained.ts).
     ...(h.podUid !== undefined ? { podUid: h.podUid } : {}),
     ...(h.podName !== undefined ? { podName: h.podName } : {}),
     ...(h.namespace !== undefined ? { namespace: h.namespace } : {}),
     ...(h.node !== undefined ? { node: h.node } : {}),
+  };
+}
+
+/** `host-started` from a strategy's successful start: the host's facts and how the start converged. */
+export function hostStartedData(r: Started): DataOf<"runtime.host-started"> {
+  return {
+    ...hostFactsData(r.host),
     convergence: r.outcome,
     ...(r.convergenceSource !== undefined ? { convergenceSource: r.convergenceSource } : {}),
   };

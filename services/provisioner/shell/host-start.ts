@@ -2,7 +2,7 @@ import { sourceWorker } from "../../../platform/hosts/worker-builds.ts";
 import type { DataOf, HostIncarnation, ReadinessLayer, Reason } from "../../../contracts/index.ts";
 import type { HostFacts, HostSpec, HostStartResult, HostStrategy } from "../../../platform/hosts/types.ts";
 import type { Origin } from "./context.ts";
-import { hostStartedData, strategyLayers } from "../domain/start-record.ts";
+import { hostFactsData, hostStartedData, strategyLayers } from "../domain/start-record.ts";
 import { probeCommandReadiness } from "./command-probe.ts";
 import { stamp, type ProvisionerDeps } from "./context.ts";
 import type { RuntimeWriter } from "./runtime-writer.ts";
@@ -75,21 +75,7 @@ export async function driveHostStart(d: ProvisionerDeps, p: PlannedStart): Promi
   // provisioner that dies while the runtime boots leaves an incarnation its successor can kill.
   const onHostCreated = async (h: HostFacts): Promise<void> => {
     await p.writer.append([
-      stamp(
-        d,
-        "runtime.host-started",
-        {
-          hostIncarnation: h.hostIncarnation as HostIncarnation,
-          ...(h.pid !== undefined ? { pid: h.pid } : {}),
-          // A Pod's exact name and namespace: a drained Pod is retired from these (retire-drained.ts).
-          ...(h.podUid !== undefined ? { podUid: h.podUid } : {}),
-          ...(h.podName !== undefined ? { podName: h.podName } : {}),
-          ...(h.namespace !== undefined ? { namespace: h.namespace } : {}),
-          ...(h.node !== undefined ? { node: h.node } : {}),
-          convergence: "created",
-        },
-        p.origin,
-      ),
+      stamp(d, "runtime.host-started", { ...hostFactsData(h), convergence: "created" }, p.origin),
     ]);
     recorded = true;
   };

@@ -2,6 +2,7 @@ import type { HostIncarnation, HostProvider } from "../../../contracts/index.ts"
 import type { HostSpec, HostStartResult, HostStrategy, WarmPoolHost } from "../../../platform/hosts/types.ts";
 import { runtimeRef, type BatchEntry } from "../../../streams/index.ts";
 import { runtimeInstanceIdOf } from "../domain/runtime-id.ts";
+import { hostFactsData } from "../domain/start-record.ts";
 import {
   claimableMembers,
   POOL_LAYERS,
@@ -325,22 +326,7 @@ async function startMember(
   };
   const boot = async (): Promise<boolean> => {
     const r = await strategy.startPooled(id, d.commandTokenFor(id), async (h) => {
-      await w.append([
-        stamp(
-          d,
-          "runtime.host-started",
-          {
-            hostIncarnation: h.hostIncarnation as HostIncarnation,
-            ...(h.pid !== undefined ? { pid: h.pid } : {}),
-            ...(h.podUid !== undefined ? { podUid: h.podUid } : {}),
-            ...(h.podName !== undefined ? { podName: h.podName } : {}),
-            ...(h.namespace !== undefined ? { namespace: h.namespace } : {}),
-            ...(h.node !== undefined ? { node: h.node } : {}),
-            convergence: "created",
-          },
-          o,
-        ),
-      ]);
+      await w.append([stamp(d, "runtime.host-started", { ...hostFactsData(h), convergence: "created" }, o)]);
     });
     if (r.outcome === "rejected") return fail(r.reason.detail.slice(0, 2000));
     const hostIncarnation = r.host.hostIncarnation as HostIncarnation;
