@@ -6,7 +6,7 @@ import { claimableMembers, RosterView } from "../../services/provisioner/index.t
 import { uniqueName } from "../support/isolation.ts";
 import { firstSlotOf, provisionerFixture, type ProvisionerFixture } from "../support/provisioner-fixture.ts";
 import { eventually } from "../support/streams.ts";
-import { claimStart, readyMembers, replacementId } from "../support/warm-pool-members.ts";
+import { claimStart, readyMembers } from "../support/warm-pool-members.ts";
 
 // Real nats-server, real runtime processes (pooled, then bound), the real process strategy.
 let f: ProvisionerFixture;
