@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { setImmediate as yieldToIo } from "node:timers/promises";
+import { setImmediate as yieldToIo, setTimeout as sleep } from "node:timers/promises";
 import {
   DagDefinition,
   HostIncarnation,
@@ -33,6 +33,30 @@ export const POOL_WARM_UP_STEPS = 3_000;
  * same cores; ~0.3–0.4 s of CPU then would compete with them. A member claimed sooner is bound cold.
  */
 export const POOL_WARM_UP_AFTER_MS = 2_000;
+
+/**
+ * A warm-up run's share of a core (its CPU over its wall time) under which the member pauses: its
+ * host's cores are wanted by other work. At P=20 (2 cores) the members' warm-ups took ~33 s of CPU
+ * in a 74 s proof, most of it while replacements bound and resumed (docs/decisions.md).
+ */
+export const POOL_WARM_UP_MIN_SHARE = 0.75;
+/** A contended warm-up's first pause and its longest (each pause in a row twice the one before). */
+export const POOL_WARM_UP_PAUSE_MS = { first: 1_000, max: 16_000 } as const;
+
+/**
+ * The pause after one warm-up run (pure): none if the run got at least `POOL_WARM_UP_MIN_SHARE` of
+ * a core, else twice the last pause (the first after a run that was not paused), at most the max.
+ */
+export function warmUpPause(cpuMs: number, wallMs: number, lastPauseMs: number): number {
+  if (wallMs <= 0 || cpuMs >= POOL_WARM_UP_MIN_SHARE * wallMs) return 0;
+  return Math.min(POOL_WARM_UP_PAUSE_MS.max, lastPauseMs > 0 ? 2 * lastPauseMs : POOL_WARM_UP_PAUSE_MS.first);
+}
+
+/** One warm-up run's cost: process CPU and wall time, ms. */
+export interface WarmUpRun {
+  readonly cpuMs: number;
+  readonly wallMs: number;
+}
 
 /** Steps per warm-up run: as long as the runs it prepares for (W1's 50), so the run start and end stay a small share. */
 const CHAIN = 50;
@@ -77,11 +101,16 @@ function sinkStore(): EventStore {
  * digest, each event built, validated, encoded and conditionally journaled, the run's end — over a
  * journal of its own that keeps nothing, until `steps` steps ran or `stop()` says so (checked
  * before each run and between steps; it starts, and runs each step, only after yielding to I/O).
+ * `between` is awaited after each whole run with that run's cost: the next run starts once it settles.
  * V8 optimises that code only after a few thousand steps (a serial step's CPU fell ~4× over its
  * first ~3 000 in a fresh process): a tenant's first runs otherwise pay for it. Touches no tenant, stream, connection or
  * store: its own ids, its own worker, nothing kept. Returns how many steps it ran.
  */
-export async function warmUpSteps(steps: number, stop: () => boolean = () => false): Promise<number> {
+export async function warmUpSteps(
+  steps: number,
+  stop: () => boolean = () => false,
+  between: (run: WarmUpRun) => Promise<void> = () => Promise.resolve(),
+): Promise<number> {
   // Nothing before I/O already due: a pooled runtime's announcement (its listen's callback) goes first.
   await yieldToIo();
   const store = sinkStore();
@@ -121,23 +150,42 @@ export async function warmUpSteps(steps: number, stop: () => boolean = () => fal
       dispatchedSeq: 0,
       correlationId: "warm-up",
     };
+    const cpu0 = process.cpuUsage();
+    const wall0 = performance.now();
     current = new Execution(executor, await openFresh(env, payload), definition, systemClock.now().getTime());
     const outcome = await current.run();
     ran += current.completedSteps;
     if (outcome.state !== "completed") break;
+    const cpu = process.cpuUsage(cpu0);
+    await between({ cpuMs: (cpu.user + cpu.system) / 1000, wallMs: performance.now() - wall0 });
   }
   return ran;
 }
 
 /**
- * A pooled runtime's warm-up (main.ts): `warmUpSteps` until `bound()`, then one JSON line on stdout,
- * `{"event":"pool-warmed-up","steps":…,"cpuMs":…,"bound":…}` (the provisioner ignores it; it tells what
- * the member spent). Unbound, the process does nothing else, so its CPU over the span is the warm-up's.
+ * A pooled runtime's warm-up (main.ts): `warmUpSteps` until `bound()`, pausing after each run that got
+ * less than `POOL_WARM_UP_MIN_SHARE` of a core (`warmUpPause`): a member is background work, and the
+ * cores it would take are the ones a recovery's replacements need while the pool refills. Then one
+ * JSON line on stdout, `{"event":"pool-warmed-up","steps":…,"cpuMs":…,"bound":…,"pauses":…,"pausedMs":…}`
+ * (the provisioner ignores it; it tells what the member spent). Unbound, the process does nothing
+ * else, so its CPU over the span is the warm-up's.
  */
 export async function warmUpWhileUnbound(bound: () => boolean): Promise<void> {
   const cpu0 = process.cpuUsage();
-  const steps = await warmUpSteps(POOL_WARM_UP_STEPS, bound);
+  let pause = 0;
+  let pauses = 0;
+  let pausedMs = 0;
+  const between = async (run: WarmUpRun): Promise<void> => {
+    pause = warmUpPause(run.cpuMs, run.wallMs, pause);
+    if (pause === 0 || bound()) return;
+    pauses++;
+    pausedMs += pause;
+    // Not holding the process up: a bound runtime's own handles keep it alive, not this timer.
+    await sleep(pause, undefined, { ref: false });
+  };
+  const steps = await warmUpSteps(POOL_WARM_UP_STEPS, bound, between);
   const cpu = process.cpuUsage(cpu0);
   const cpuMs = Math.round((cpu.user + cpu.system) / 1000);
-  process.stdout.write(`${JSON.stringify({ event: "pool-warmed-up", steps, cpuMs, bound: bound() })}\n`);
+  const line = { event: "pool-warmed-up", steps, cpuMs, bound: bound(), pauses, pausedMs };
+  process.stdout.write(`${JSON.stringify(line)}\n`);
 }
