@@ -32,11 +32,14 @@ for (const e of lines(dumpFile)) {
 }
 const stage = new Map<string, Map<string, number>>();
 const stalls: { ms: number; cpuMs: number }[] = [];
+const passes: { start: number; end: number }[] = [];
 for (const o of lines(traceFile)) {
   if (o.ev === "late") stalls.push({ ms: o.ms as number, cpuMs: o.cpuMs as number });
+  else if (o.ev === "pass") passes.push({ start: o.start as number, end: (o.start as number) + (o.ms as number) });
   else if (typeof o.run === "string") {
     const m = stage.get(o.run) ?? new Map<string, number>();
     if (!m.has(o.ev as string)) m.set(o.ev as string, o.t as number);
+    if (o.ev === "taken") m.set("pass", o.pass as number);
     stage.set(o.run, m);
   }
 }
@@ -68,6 +71,28 @@ const table = (name: string, ids: string[]) => {
   const queued = ids.filter((id) => at.has(`run.queued-globally/${id}`)).length;
   console.log(`${name} (${ids.length} runs, ${queued} queued first), ms p50 / p99:`);
   for (const [k, xs] of Object.entries(spans)) console.log(`  ${k.padEnd(9)} ${pct(xs, 0.5)} / ${pct(xs, 0.99)}`);
+  // The slowest runs stage by stage, and how the pass met each: `joined` (taken by a pass that began
+  // before admission had the run), `in-pass` (seen while a pass ran, taken by a later one), `next`.
+  const total = (id: string) => (at.get(`run.dispatched/${id}`) ?? 0) - (at.get(`run.submitted/${id}`) ?? 0);
+  console.log("  slowest: total = deliver + wait + claim + admit + dispatch (ms); how the pass met it");
+  for (const id of [...ids].sort((a, b) => total(b) - total(a)).slice(0, 8)) {
+    const t = stage.get(id);
+    const seen = t?.get("seen");
+    const pass = t?.get("pass");
+    const d = (a?: number, b?: number) => (a !== undefined && b !== undefined ? String(b - a) : "?");
+    const met =
+      seen === undefined || pass === undefined
+        ? "?"
+        : pass < seen
+          ? "joined"
+          : passes.some((p) => p.start <= seen && p.end >= seen)
+            ? "in-pass"
+            : "next";
+    const q = at.has(`run.queued-globally/${id}`) ? " queued first" : "";
+    console.log(
+      `    ${total(id)} = ${d(at.get(`run.submitted/${id}`), seen)} + ${d(seen, t?.get("taken"))} + ${d(t?.get("taken"), t?.get("claimed"))} + ${d(t?.get("claimed"), t?.get("admitted"))} + ${d(t?.get("admitted"), at.get(`run.dispatched/${id}`))}; ${met}${q}`,
+    );
+  }
 };
 table("alone", baseline);
 table(
