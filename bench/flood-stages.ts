@@ -32,11 +32,18 @@ for (const e of lines(dumpFile)) {
 }
 const stage = new Map<string, Map<string, number>>();
 const stalls: { ms: number; cpuMs: number }[] = [];
+const passes: { start: number; end: number }[] = [];
+let expresses = 0;
+const noJoin = { place: 0, none: 0 };
 for (const o of lines(traceFile)) {
   if (o.ev === "late") stalls.push({ ms: o.ms as number, cpuMs: o.cpuMs as number });
+  else if (o.ev === "express") expresses++;
+  else if (o.ev === "no-join") noJoin[o.place ? "place" : "none"]++;
+  else if (o.ev === "pass") passes.push({ start: o.start as number, end: (o.start as number) + (o.ms as number) });
   else if (typeof o.run === "string") {
     const m = stage.get(o.run) ?? new Map<string, number>();
     if (!m.has(o.ev as string)) m.set(o.ev as string, o.t as number);
+    if (o.ev === "taken") m.set("pass", o.pass as number);
     stage.set(o.run, m);
   }
 }
@@ -68,11 +75,52 @@ const table = (name: string, ids: string[]) => {
   const queued = ids.filter((id) => at.has(`run.queued-globally/${id}`)).length;
   console.log(`${name} (${ids.length} runs, ${queued} queued first), ms p50 / p99:`);
   for (const [k, xs] of Object.entries(spans)) console.log(`  ${k.padEnd(9)} ${pct(xs, 0.5)} / ${pct(xs, 0.99)}`);
+  // How passes met the runs: seen while a pass ran that did not take it (`in-pass`: it waited for
+  // that pass to end), taken by a pass begun before admission had it (`this pass`: joined it or came
+  // during its capacity read), or by a pass begun after (`next`); the wait stage's p50 / p99 of each.
+  const metOf = (id: string) => {
+    const t = stage.get(id);
+    const seen = t?.get("seen");
+    const pass = t?.get("pass");
+    if (seen === undefined || pass === undefined) return "?";
+    if (pass < seen) return "this pass";
+    return passes.some((p) => p.start <= seen && p.end >= seen && p.start !== pass) ? "in-pass" : "next";
+  };
+  const byMet = new Map<string, number[]>();
+  for (const id of ids) {
+    const t = stage.get(id);
+    const w = (t?.get("taken") ?? NaN) - (t?.get("seen") ?? NaN);
+    if (!Number.isNaN(w)) byMet.set(metOf(id), [...(byMet.get(metOf(id)) ?? []), w]);
+  }
+  console.log(
+    `  met: ${[...byMet].map(([k, ws]) => `${k} ${ws.length} (wait ${pct(ws, 0.5)} / ${pct(ws, 0.99)})`).join(", ")}`,
+  );
+  // The slowest runs stage by stage, and how the pass met each (as above).
+  const total = (id: string) => (at.get(`run.dispatched/${id}`) ?? 0) - (at.get(`run.submitted/${id}`) ?? 0);
+  console.log("  slowest: total = deliver + wait + claim + admit + dispatch (ms); how the pass met it");
+  for (const id of [...ids].sort((a, b) => total(b) - total(a)).slice(0, 8)) {
+    const t = stage.get(id);
+    const seen = t?.get("seen");
+    const d = (a?: number, b?: number) => (a !== undefined && b !== undefined ? String(b - a) : "?");
+    const during = seen === undefined ? undefined : passes.find((p) => p.start <= seen && p.end >= seen);
+    const m = metOf(id);
+    const met =
+      m === "in-pass" && during && seen !== undefined
+        ? `in-pass (seen ${seen - during.start} ms into a ${during.end - during.start} ms pass)`
+        : m;
+    const q = at.has(`run.queued-globally/${id}`) ? " queued first" : "";
+    console.log(
+      `    ${total(id)} = ${d(at.get(`run.submitted/${id}`), seen)} + ${d(seen, t?.get("taken"))} + ${d(t?.get("taken"), t?.get("claimed"))} + ${d(t?.get("claimed"), t?.get("admitted"))} + ${d(t?.get("admitted"), at.get(`run.dispatched/${id}`))}; ${met}${q}`,
+    );
+  }
 };
 table("alone", baseline);
 table(
   "under the flood",
   underFlood.filter((id) => (at.get(`run.submitted/${id}`) ?? Infinity) < drained),
+);
+console.log(
+  `passes ${passes.length}; quiet-tenant arrivals during a pass's pull: joined (express) ${expresses}, not joined ${noJoin.place} (a place in the pass's view) + ${noJoin.none} (none)`,
 );
 const own = stalls.filter((s) => s.cpuMs >= 0.7 * s.ms);
 console.log(

@@ -56,6 +56,12 @@ export interface ControlPlaneOptions {
    * `stop(true)`): the same stream layout, config and runtime log directory, as a whole-stack restart.
    */
   readonly resume?: { readonly streamTag: string; readonly logDir: string };
+  /**
+   * CPU priority (nice, 0–19; every thread of the process) per service, e.g. the API, which serves
+   * a flood's submissions, below the control path that places runs (docs/security.md "Floods").
+   * DROVER_API_NICE sets the API's when this does not (measurements).
+   */
+  readonly nice?: Partial<Record<ServiceName, number>>;
 }
 
 const live = new Set<ChildProcess>();
@@ -140,8 +146,12 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
       profDir && (!only || only.split(",").includes(name))
         ? ["--cpu-prof", `--cpu-prof-dir=${profDir}`, ...(us ? [`--cpu-prof-interval=${us}`] : [])]
         : [];
-    const command = await serviceCommand(name, warn(name));
-    const child = spawn(process.execPath, [...prof, ...command], {
+    const command = [...prof, ...(await serviceCommand(name, warn(name)))];
+    const nice = o.nice?.[name] ?? (name === "api" ? Number(process.env.DROVER_API_NICE ?? 0) : 0);
+    // `nice` execs node: the same pid, and every thread node starts inherits the priority.
+    const [file, args]: [string, string[]] =
+      nice > 0 ? ["nice", ["-n", String(nice), process.execPath, ...command]] : [process.execPath, command];
+    const child = spawn(file, args, {
       cwd: ROOT,
       env: { ...env, ...credsOf(name) },
       stdio: ["ignore", "pipe", "pipe"],

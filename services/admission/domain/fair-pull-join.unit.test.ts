@@ -42,7 +42,29 @@ describe("a tenant under its fair share joins a running pass when its run arrive
     add(q, "flood", 100, 10);
     expect(pull.join("flood")).toBe(false); // in the heap
     expect(ids(pull, 2)).toEqual(["flood-2", "-"]);
-    expect(pull.join("flood")).toBe(false); // the heap is empty: the pass has nothing left, the next one orders it
+    expect(pull.join("flood")).toBe(false); // the pull is empty and it took part: the next pass orders it
+  });
+
+  it("a quiet tenant joins a pass with nothing left to pull (its placements still in flight), ahead of the tenants that left it", () => {
+    const q: Q = new TenantQueues();
+    add(q, "flood", 2, 1);
+    const pull = new FairPull(q, policy({ flood: 5, quiet: 4 }));
+    expect(ids(pull, 3)).toEqual(["flood-1", "flood-2", "-"]);
+    add(q, "flood", 50, 10);
+    add(q, "quiet", 1, 100);
+    expect(pull.join("quiet")).toBe(true);
+    expect(ids(pull, 2)).toEqual(["quiet-100", "-"]); // the flood's arrivals wait for the next pass
+    add(q, "quiet", 1, 200);
+    expect(pull.join("quiet")).toBe(false); // once per pass once the pull ran dry: arrivals cannot feed it
+  });
+
+  it("a tenant not ahead of every tenant that left the pass does not join it once it ran dry", () => {
+    const q: Q = new TenantQueues();
+    add(q, "a", 1, 1);
+    const pull = new FairPull(q, policy({ a: 2, b: 3 }));
+    expect(ids(pull, 2)).toEqual(["a-1", "-"]); // a left at tag 3: b's 3 is not ahead (ties: by id)
+    add(q, "b", 1, 100);
+    expect(pull.join("b")).toBe(false);
   });
 
   it("a tenant whose tag is not ahead of every tenant in the pass does not join (it is over its share)", () => {

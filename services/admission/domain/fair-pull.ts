@@ -31,7 +31,8 @@ const ahead = (a: Turn, b: Turn): boolean => a.tag < b.tag || (a.tag === b.tag &
  * with everyone (a pass fed by a flood's arrivals would otherwise never end). A tenant absent from
  * the heap whose tag is ahead of every tenant's in it may `join` the pass when a run of its arrives:
  * it is pulled next, up to what it holds then, instead of waiting for the flood batch the pass is
- * working through. A run is never pulled twice in one pass.
+ * working through — or, once the pull ran dry, for the pass's last placements. A run is never
+ * pulled twice in one pass.
  */
 export class FairPull<T, B> {
   private readonly heap: Turn[] = [];
@@ -57,17 +58,31 @@ export class FairPull<T, B> {
    * A run of `tenantId` arrived while the pass runs: the tenant joins it when it is not in the heap
    * and its tag (its start tag now, or where it left this pass) is ahead of every tenant's there —
    * a tenant under its fair share, the flood's tenant never (it is in the heap, or its tag is not
-   * ahead; nor any tenant once the heap is empty). It may then be pulled up to the queues' last
+   * ahead; once the heap is empty, see `joinsDry`). It may then be pulled up to the queues' last
    * sequence now: one more arrival of a flood tenant cannot feed a pass forever, and a quiet
    * tenant's new run is pulled next rather than after the pass. True when it joined.
    */
   join(tenantId: string): boolean {
     if (this.inHeap.has(tenantId)) return false;
     const tag = Math.max(this.policy.startOf(tenantId), this.leftAt.get(tenantId) ?? -Infinity);
-    const top = this.heap[0]; // none: the pass has nothing left to pull, the next one orders the arrival
-    if (!top || !ahead({ tenantId, tag, step: 0 }, top)) return false;
+    const turn = { tenantId, tag, step: 0 };
+    const top = this.heap[0];
+    if (top ? !ahead(turn, top) : !this.joinsDry(turn)) return false;
     this.joinedUpTo.set(tenantId, this.queues.lastSeq);
     this.push({ tenantId, tag, step: 1 / Math.max(1, this.policy.weightOf(tenantId)) });
+    return true;
+  }
+
+  /**
+   * The pull ran dry (its last placements may still be in flight): a tenant that took no part in
+   * the pass joins if its tag is ahead of where every tenant that did left it — the next pass would
+   * order it first too, so its run need not wait for this one's placements. Once per pass: a
+   * tenant that took part (a flood's, or one that joined) waits for the next pass, so arrivals
+   * cannot keep a dry pass going.
+   */
+  private joinsDry(turn: Turn): boolean {
+    if (this.leftAt.has(turn.tenantId)) return false;
+    for (const [tenantId, tag] of this.leftAt) if (!ahead(turn, { tenantId, tag, step: 0 })) return false;
     return true;
   }
 

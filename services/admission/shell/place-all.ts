@@ -9,7 +9,8 @@ export const PARALLEL = 16;
  * Runs `f` over the runs `take` gives, in order, at most PARALLEL at once (a run is taken only after
  * every earlier one was); stops taking once `stop()` says so, after at least PARALLEL (progress).
  * `express()` takes one more run at once, beside those in flight and whether or not `stop()` says
- * so, unless `take` ran dry or `done` resolved; `done` waits for those too.
+ * so (also after `take` ran dry, while placements are still in flight: a run that joined since),
+ * unless `take` has none or `done` resolved; `done` waits for those too.
  */
 export function placeAll<T>(
   take: () => T | undefined,
@@ -31,9 +32,11 @@ export function placeAll<T>(
     for (let r = next(); r; r = next()) await f(r);
   };
   let closed = false;
+  // Not `pull`: after `take` ran dry (the workers stopped), a run may have joined since.
   const express = () => {
-    const r = closed ? undefined : pull();
+    const r = closed ? undefined : take();
     if (!r) return;
+    taken++;
     const p = f(r).finally(() => extra.delete(p));
     extra.add(p);
   };

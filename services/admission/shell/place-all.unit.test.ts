@@ -2,7 +2,8 @@ import { describe, expect, it } from "vitest";
 import { PARALLEL, placeAll } from "./place-all.ts";
 
 /** Items 1..n; f waits until released, so the test sees what is in flight. */
-const harness = (n: number, stopAfter = Infinity) => {
+const harness = (total: number, stopAfter = Infinity) => {
+  let n = total;
   let nextItem = 1;
   const inFlight = new Set<number>();
   const started: number[] = [];
@@ -20,7 +21,13 @@ const harness = (n: number, stopAfter = Infinity) => {
         });
       }),
   );
-  return { pool, inFlight, started, release: (rs: number[]) => rs.forEach((r) => release.get(r)?.()) };
+  return {
+    pool,
+    inFlight,
+    started,
+    release: (rs: number[]) => rs.forEach((r) => release.get(r)?.()),
+    more: (k: number) => (n += k),
+  };
 };
 
 const tick = () => new Promise((ok) => setTimeout(ok, 0));
@@ -50,6 +57,23 @@ describe("a pass's placements: at most PARALLEL at once, plus one at once per ex
     expect(h.started.length).toBe(PARALLEL + 1);
     expect(done).toBe(false); // the express run is still in flight
     h.release([PARALLEL + 1]);
+    await h.pool.done;
+  });
+
+  it("express takes a run that arrived after take ran dry while placements are still in flight", async () => {
+    const h = harness(3);
+    await tick();
+    expect(h.started).toEqual([1, 2, 3]);
+    let done = false;
+    void h.pool.done.then(() => (done = true));
+    h.more(1); // a run that joined the pull (fair-pull.ts join) once it had nothing left
+    h.pool.express();
+    await tick();
+    expect(h.started).toEqual([1, 2, 3, 4]);
+    h.release([1, 2, 3]);
+    await tick();
+    expect(done).toBe(false);
+    h.release([4]);
     await h.pool.done;
   });
 

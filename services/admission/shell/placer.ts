@@ -161,10 +161,10 @@ export async function admissionPass(deps: AdmissionDeps, state: AdmissionState):
   // the pass's view has a place it may take: else the next pass, on a fresh view, decides it
   // (taken now, it would be queued for a place freed since the pass began).
   work.onSubmitted = (tenantId) => {
-    if (budget.viewFor(tenantId).some((c) => c.canAcceptRun) && fair.join(tenantId)) {
-      if (traced(tenantId)) trace({ ev: "express", pass: now });
-      queueMicrotask(pool.express);
-    }
+    const place = budget.viewFor(tenantId).some((c) => c.canAcceptRun);
+    const joined = place && fair.join(tenantId);
+    if (traced(tenantId)) trace({ ev: joined ? "express" : "no-join", pass: now, place });
+    if (joined) queueMicrotask(pool.express);
   };
   try {
     await pool.done;
