@@ -352,24 +352,26 @@ export function createKubernetesStrategy(opts: KubernetesStrategyOptions): HostS
         // The Service, route and Secret carry no execution: best effort, they go side by side with the
         // Pod's termination (one path fewer to a runtime that never serves again), not after its UID is
         // gone — in turn, their reads and deletes added 0.6–2.7 s to every fence of a P=5 proof at load ~20.
+        const podName = host.podName ?? member?.host.podName ?? names.pod;
+        // A bound pool member's Pod (its name is the member's) never had objects named for this
+        // runtime: a binding creates none (pool-members.ts), and the member's token Secret is owned
+        // by its Pod. Their five reads, side by side with the Pod's read, only delayed it.
+        const bound = podName !== names.pod;
         const podAt = Date.now() - t0;
         const [result, objectsMs] = await Promise.all([
-          killPodExact(
-            kc,
-            core,
-            namespace,
-            host.podName ?? member?.host.podName ?? names.pod,
-            uid,
-            opts.killGraceSeconds ?? 1,
-            budgetMs,
-          ),
-          removeRuntimeObjects(core, custom, namespace, runtimeInstanceId, names)
-            .catch(() => undefined)
-            .then(() => Date.now() - t0),
+          killPodExact(kc, core, namespace, podName, uid, opts.killGraceSeconds ?? 1, budgetMs),
+          bound
+            ? undefined
+            : removeRuntimeObjects(core, custom, namespace, runtimeInstanceId, names)
+                .catch(() => undefined)
+                .then(() => Date.now() - t0),
         ]);
         // ms from the call: the per-runtime gate, then the Pod's steps, the other objects' removal.
         const pod = Object.entries(result.timingsMs ?? {}).map(([k, v]) => [k, v + podAt] as const);
-        return { ...result, timingsMs: { gate: gateMs, ...Object.fromEntries(pod), objects: objectsMs } };
+        return {
+          ...result,
+          timingsMs: { gate: gateMs, ...Object.fromEntries(pod), ...(objectsMs ? { objects: objectsMs } : {}) },
+        };
       });
     },
     observe(onFact: (fact: HostObservation) => void) {
