@@ -86,7 +86,7 @@ export type HostStartResult =
       readonly owned: readonly string[];
     };
 
-export type KillResult =
+export type KillResult = (
   | {
       readonly outcome: "killed";
       readonly proof:
@@ -99,7 +99,14 @@ export type KillResult =
    * unknown one): nothing was signalled and nothing is proven. Retrying here does not help; the
    * party that can see the host has to kill it.
    */
-  | { readonly outcome: "out-of-reach"; readonly detail: string };
+  | { readonly outcome: "out-of-reach"; readonly detail: string }
+) & {
+  /**
+   * Where the kill's time went, ms from the call to the end of each of its steps (e.g. the Pod read,
+   * its delete, the UID seen gone): for the fencer's log line, never part of the proof.
+   */
+  readonly timingsMs?: Readonly<Record<string, number>>;
+};
 
 /** A host fact observed by the strategy: the fastest failure signal drover has. */
 export type HostObservation =

@@ -1,16 +1,17 @@
-import { KubeConfig } from "@kubernetes/client-node";
 import type { KubernetesHostConfig } from "../../../contracts/index.ts";
 import type { HostStrategy } from "../types.ts";
+import { PooledKubeConfig } from "./kube-config.ts";
 import { createKubernetesStrategy } from "./strategy.ts";
 
 /**
  * The Kubernetes host strategy as configured in DROVER_CONFIG's `kubernetes` section: the
  * kubeconfig file when given, else the in-cluster service account (the control plane running in the
- * cluster). Throws when the kubeconfig cannot be loaded (the service must not start half-configured);
+ * cluster), its API calls and watches reusing their TLS connections. Throws when the kubeconfig cannot be loaded (the service must not start half-configured);
  * the API server is first contacted on the first start or kill.
  */
 export function kubernetesStrategyFromConfig(cfg: KubernetesHostConfig): HostStrategy {
-  const kc = new KubeConfig();
+  // One keep-alive connection pool to the API server for every call and watch (kube-config.ts).
+  const kc = new PooledKubeConfig();
   if (cfg.kubeconfig) kc.loadFromFile(cfg.kubeconfig);
   else kc.loadFromCluster();
   return createKubernetesStrategy({

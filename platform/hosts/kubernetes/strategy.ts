@@ -339,7 +339,9 @@ export function createKubernetesStrategy(opts: KubernetesStrategyOptions): HostS
       const uid = parsePodIncarnation(host.hostIncarnation);
       if (!uid)
         return Promise.reject(new DroverError("host-spec-invalid", `${host.hostIncarnation} is not a pod incarnation`));
+      const t0 = Date.now();
       return gate.run(runtimeInstanceId, async () => {
+        const gateMs = Date.now() - t0;
         // The forward goes first: from the fence on, nothing reaches this runtime through us.
         await running.get(runtimeInstanceId)?.forward?.close();
         running.delete(runtimeInstanceId);
@@ -350,19 +352,26 @@ export function createKubernetesStrategy(opts: KubernetesStrategyOptions): HostS
         // The Service, route and Secret carry no execution: best effort, they go side by side with the
         // Pod's termination (one path fewer to a runtime that never serves again), not after its UID is
         // gone — in turn, their reads and deletes added 0.6–2.7 s to every fence of a P=5 proof at load ~20.
-        const [result] = await Promise.all([
-          killPodExact(
-            kc,
-            core,
-            namespace,
-            host.podName ?? member?.host.podName ?? names.pod,
-            uid,
-            opts.killGraceSeconds ?? 1,
-            budgetMs,
-          ),
-          removeRuntimeObjects(core, custom, namespace, runtimeInstanceId, names).catch(() => undefined),
+        const podName = host.podName ?? member?.host.podName ?? names.pod;
+        // A bound pool member's Pod (its name is the member's) never had objects named for this
+        // runtime: a binding creates none (pool-members.ts), and the member's token Secret is owned
+        // by its Pod. Their five reads, side by side with the Pod's read, only delayed it.
+        const bound = podName !== names.pod;
+        const podAt = Date.now() - t0;
+        const [result, objectsMs] = await Promise.all([
+          killPodExact(kc, core, namespace, podName, uid, opts.killGraceSeconds ?? 1, budgetMs),
+          bound
+            ? undefined
+            : removeRuntimeObjects(core, custom, namespace, runtimeInstanceId, names)
+                .catch(() => undefined)
+                .then(() => Date.now() - t0),
         ]);
-        return result;
+        // ms from the call: the per-runtime gate, then the Pod's steps, the other objects' removal.
+        const pod = Object.entries(result.timingsMs ?? {}).map(([k, v]) => [k, v + podAt] as const);
+        return {
+          ...result,
+          timingsMs: { gate: gateMs, ...Object.fromEntries(pod), ...(objectsMs ? { objects: objectsMs } : {}) },
+        };
       });
     },
     observe(onFact: (fact: HostObservation) => void) {

@@ -13,12 +13,15 @@ export interface WatchTarget<T> {
   readonly list: (fieldSelector: string) => Promise<{ items: T[]; metadata?: { resourceVersion?: string } }>;
 }
 
+type Listed<T> = Awaited<ReturnType<WatchTarget<T>["list"]>>;
+
 /**
  * Follows one named object until `decide` returns a value, and resolves with it; resolves
  * `{ timeout: true }` when `deadline` (epoch ms) passes or `signal` aborts first. Starts from a list
- * (so the current state counts), then watches from the list's resourceVersion; when the watch ends
- * or reports an error (410 Gone included) it lists again. Event-driven: no polling. List errors
- * reject (the caller maps them to its reason).
+ * (so the current state counts) — `listed`, when the caller has just made that list itself — then
+ * watches from the list's resourceVersion; when the watch ends or reports an error (410 Gone
+ * included) it lists again. Event-driven: no polling. List errors reject (the caller maps them to
+ * its reason).
  */
 export async function followObject<T, R>(
   kc: KubeConfig,
@@ -26,11 +29,14 @@ export async function followObject<T, R>(
   decide: (e: ObjectEvent<T>) => R | undefined,
   deadline: number,
   signal?: AbortSignal,
+  listed?: Listed<T>,
 ): Promise<R | { timeout: true }> {
   const fieldSelector = `metadata.name=${target.name}`;
   let quickEnds = 0;
+  let first = listed;
   while (Date.now() < deadline && !signal?.aborted) {
-    const list = await target.list(fieldSelector);
+    const list = first ?? (await target.list(fieldSelector));
+    first = undefined;
     const now = decide({ type: "LISTED", obj: list.items[0] });
     if (now !== undefined) return now;
     const began = Date.now();

@@ -31,7 +31,10 @@ export async function fence(deps: RecoveryDeps, rt: RuntimeRecord): Promise<void
   void requestReplacements(deps, rt, incidentId).catch((e: unknown) =>
     deps.log.warn({ runtime: rt.runtimeInstanceId, err: String(e) }, "early replacement request failed"),
   );
+  // Where the fence's time goes (in its log line): the kill's own steps, then the append.
+  const t0 = performance.now();
   const result = await strategy.kill(rt.runtimeInstanceId, host, deps.config.fenceDeadlineMs);
+  const killMs = Math.round(performance.now() - t0);
   const event =
     result.outcome === "killed"
       ? envelope(
@@ -71,7 +74,15 @@ export async function fence(deps: RecoveryDeps, rt: RuntimeRecord): Promise<void
         a.seq,
       );
       deps.log.warn(
-        { runtime: rt.runtimeInstanceId, incidentId, outcome: result.outcome, conflicts },
+        {
+          runtime: rt.runtimeInstanceId,
+          incidentId,
+          outcome: result.outcome,
+          conflicts,
+          killMs,
+          ...(result.timingsMs ? { kill: result.timingsMs } : {}),
+          appendedMs: Math.round(performance.now() - t0),
+        },
         result.outcome === "killed"
           ? "runtime fenced"
           : result.outcome === "out-of-reach"
@@ -84,10 +95,24 @@ export async function fence(deps: RecoveryDeps, rt: RuntimeRecord): Promise<void
       return;
     } catch (e) {
       if (!isDroverError(e, "version-conflict")) throw e;
-      if (result.outcome !== "killed" || conflicts >= MAX_OBSERVATION_CONFLICTS) return;
+      // Not recorded: the next pass decides again from the runtime's new history (and kills again).
+      const dropped = (why: string): void =>
+        deps.log.warn(
+          {
+            runtime: rt.runtimeInstanceId,
+            incidentId,
+            outcome: result.outcome,
+            conflicts,
+            killMs,
+            kill: result.timingsMs,
+          },
+          `fence outcome not recorded: ${why}`,
+        );
+      if (result.outcome !== "killed" || conflicts >= MAX_OBSERVATION_CONFLICTS)
+        return dropped("the runtime's log moved since the decision");
       const h = await deps.store.read(ref);
       const since = h.events.filter((s) => s.seq > expectedSeq).map((s) => s.event);
-      if (!fenceStillDecided(since, rt.host.hostIncarnation)) return;
+      if (!fenceStillDecided(since, rt.host.hostIncarnation)) return dropped("another decision was appended meanwhile");
       expectedSeq = h.lastSeq;
     }
   }
