@@ -64,6 +64,15 @@ export async function fence(deps: RecoveryDeps, rt: RuntimeRecord): Promise<void
   // proven kill is recorded on top of them rather than killed again on the next pass (which cost a
   // whole pass and a second kill on a real node: seconds).
   const ref = runtimeRef(rt.runtimeInstanceId);
+  // What each of the fence's log lines says: where its time went, and how many conflicts it met.
+  const facts = (conflicts: number) => ({
+    runtime: rt.runtimeInstanceId,
+    incidentId,
+    outcome: result.outcome,
+    conflicts,
+    killMs,
+    ...(result.timingsMs ? { kill: result.timingsMs } : {}),
+  });
   let expectedSeq = rt.lastSeq;
   for (let conflicts = 0; ; conflicts++) {
     try {
@@ -74,15 +83,7 @@ export async function fence(deps: RecoveryDeps, rt: RuntimeRecord): Promise<void
         a.seq,
       );
       deps.log.warn(
-        {
-          runtime: rt.runtimeInstanceId,
-          incidentId,
-          outcome: result.outcome,
-          conflicts,
-          killMs,
-          ...(result.timingsMs ? { kill: result.timingsMs } : {}),
-          appendedMs: Math.round(performance.now() - t0),
-        },
+        { ...facts(conflicts), appendedMs: Math.round(performance.now() - t0) },
         result.outcome === "killed"
           ? "runtime fenced"
           : result.outcome === "out-of-reach"
@@ -96,18 +97,7 @@ export async function fence(deps: RecoveryDeps, rt: RuntimeRecord): Promise<void
     } catch (e) {
       if (!isDroverError(e, "version-conflict")) throw e;
       // Not recorded: the next pass decides again from the runtime's new history (and kills again).
-      const dropped = (why: string): void =>
-        deps.log.warn(
-          {
-            runtime: rt.runtimeInstanceId,
-            incidentId,
-            outcome: result.outcome,
-            conflicts,
-            killMs,
-            kill: result.timingsMs,
-          },
-          `fence outcome not recorded: ${why}`,
-        );
+      const dropped = (why: string): void => deps.log.warn(facts(conflicts), `fence outcome not recorded: ${why}`);
       if (result.outcome !== "killed" || conflicts >= MAX_OBSERVATION_CONFLICTS)
         return dropped("the runtime's log moved since the decision");
       const h = await deps.store.read(ref);
