@@ -56,12 +56,6 @@ export interface ControlPlaneOptions {
    * `stop(true)`): the same stream layout, config and runtime log directory, as a whole-stack restart.
    */
   readonly resume?: { readonly streamTag: string; readonly logDir: string };
-  /**
-   * CPU priority (nice, 0–19; every thread of the process) per service, e.g. the API, which serves
-   * a flood's submissions, below the control path that places runs (docs/security.md "Floods").
-   * DROVER_API_NICE sets the API's when this does not (measurements).
-   */
-  readonly nice?: Partial<Record<ServiceName, number>>;
 }
 
 const live = new Set<ChildProcess>();
@@ -147,7 +141,9 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
         ? ["--cpu-prof", `--cpu-prof-dir=${profDir}`, ...(us ? [`--cpu-prof-interval=${us}`] : [])]
         : [];
     const command = [...prof, ...(await serviceCommand(name, warn(name)))];
-    const nice = o.nice?.[name] ?? (name === "api" ? Number(process.env.DROVER_API_NICE ?? 0) : 0);
+    // DROVER_API_NICE (0–19, measurements only: docs/security.md "Floods"): the API, which serves a
+    // flood's submissions, at a lower CPU priority than the control path. Off by default (not adopted).
+    const nice = name === "api" ? Number(process.env.DROVER_API_NICE ?? 0) : 0;
     // `nice` execs node: the same pid, and every thread node starts inherits the priority.
     const [file, args]: [string, string[]] =
       nice > 0 ? ["nice", ["-n", String(nice), process.execPath, ...command]] : [process.execPath, command];
