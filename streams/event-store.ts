@@ -55,7 +55,7 @@ export function createEventStore(handle: NatsHandle, layout: StreamLayout, opts:
       const decode = o?.withoutPayload ? toStoredEventWithoutPayload : toStoredEvent;
       const read = await ctx.reader.filtered(wildcard, 1, onBad, decode);
       const seen = Math.max(read.at(-1)?.seq ?? 0, undecodable.at(-1)?.seq ?? 0);
-      const events = await floor.complete(wildcard, read, seen, onBad, decode);
+      const events = await floor.complete(wildcard, read, seen, onBad, decode, o?.atLeastSeq);
       const lastSeq = Math.max(events.at(-1)?.seq ?? 0, undecodable.at(-1)?.seq ?? 0);
       return o?.skipUndecodable ? { events, lastSeq, undecodable } : { events, lastSeq };
     },

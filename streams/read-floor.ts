@@ -13,19 +13,21 @@ import type { StoredEvent, Undecodable } from "./types.ts";
  * tail again: a few more Direct Gets (any replica, usually caught up by then), then from the
  * stream leader one message at a time (`$JS.API.STREAM.MSG.GET`, leader only; not for
  * subject-scoped readers, whose identity may not send it). Another client's
- * writes are not covered: readers elsewhere rely on conditional appends (a stale read can only end
+ * writes are covered only where the reader names a sequence it knows is there (`atLeast`: a
+ * delivered event's); readers elsewhere rely on conditional appends (a stale read can only end
  * in a version conflict, never lose an update; docs/decisions.md "Clustered JetStream").
  */
 export interface ReadFloor {
   /** Records that this store wrote `seq` on `filter`. */
   wrote(filter: string, seq: number): void;
-  /** `events` read on `filter`, completed up to what this store wrote there. */
+  /** `events` read on `filter`, completed up to what this store wrote there (and `atLeast`: a sequence the caller knows is there). */
   complete(
     filter: string,
     events: StoredEvent[],
     lastSeen: number,
     onUndecodable?: (u: Undecodable) => void,
     decode?: Decode,
+    atLeast?: number,
   ): Promise<StoredEvent[]>;
 }
 
@@ -80,8 +82,8 @@ export function readFloor(reader: Reader, jsm: Promise<JetStreamManager> | undef
       floors.set(filter, Math.max(had ?? 0, seq));
       if (floors.size > MAX_AGGREGATES) floors.delete(floors.keys().next().value!);
     },
-    async complete(filter, events, lastSeen, onBad, decode = toStoredEvent) {
-      const floor = floors.get(filter) ?? 0;
+    async complete(filter, events, lastSeen, onBad, decode = toStoredEvent, atLeast = 0) {
+      const floor = Math.max(floors.get(filter) ?? 0, atLeast);
       let last = lastSeen;
       for (let attempt = 0; last < floor && attempt < DIRECT_RETRIES; attempt++) {
         if (attempt > 0) await new Promise((r) => setTimeout(r, 10 * attempt));

@@ -79,6 +79,16 @@ describe("readFloor: read-your-writes over lagging Direct Get replicas (fakes, n
     expect((await floor.complete(filter, [stored(1)], 1)).map((e) => e.seq)).toEqual([1]);
   });
 
+  it("a sequence the caller knows is there (another writer's, delivered to it) is completed as this store's own write", async () => {
+    const state = { applied: 0, reads: 0 };
+    const reader = laggingReader(state);
+    const floor = readFloor(reader, undefined, "S");
+    const first = await reader.filtered(filter, 1); // nothing written by this store: no floor of its own
+    state.applied = 2;
+    expect((await floor.complete(filter, first, 0, undefined, undefined, 2)).map((e) => e.seq)).toEqual([1, 2]);
+    expect((await floor.complete(filter, [], 0)).length).toBe(0); // without it, the read is taken as it came
+  });
+
   it("remembers at most 4096 aggregates, forgetting the least recently written", async () => {
     const state = { applied: 0, reads: 0 };
     const floor = readFloor(laggingReader(state), undefined, "S");

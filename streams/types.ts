@@ -69,10 +69,14 @@ export interface EventStore {
    * `contract-violation`, or with `skipUndecodable` is left out and listed in `undecodable`.
    * `withoutPayload`: a `run.submitted`'s DAG and input are not validated (contracts
    * `decodeEventWithoutPayload`), for a reader that uses neither; every other field and event is.
+   * `atLeastSeq`: the caller knows the aggregate holds a message at that sequence (one it was
+   * delivered): a replica that has not applied it yet is not the answer; the read goes on as after
+   * this store's own append (read-floor.ts). The history may still end before it (no leader to
+   * ask): the caller checks `lastSeq`.
    */
   read(
     ref: AggregateRef,
-    opts?: { readonly skipUndecodable?: boolean; readonly withoutPayload?: boolean },
+    opts?: { readonly skipUndecodable?: boolean; readonly withoutPayload?: boolean; readonly atLeastSeq?: number },
   ): Promise<AggregateHistory>;
   /** Sequence of the aggregate's last event (0 when none) without reading its history. */
   lastSeq(ref: AggregateRef): Promise<number>;

@@ -19,6 +19,8 @@ const MAX_CONFLICTS = 8;
  * the request as read; a conflict re-reads, and a request that ended meanwhile is left as it is.
  * Returns what it did. Failure modes: store errors reject (the delivery is then given up as before:
  * the dead-letter stream records it, and admission treats the request as ended past `expiresAt`).
+ * `deliveredSeq`: the delivered `requested` event's sequence; a read that ends before it (a replica
+ * behind) rejects rather than finding nothing to close (request-writer.ts `readRequest`).
  */
 export async function closeExhausted(
   d: ProvisionerDeps,
@@ -27,9 +29,10 @@ export async function closeExhausted(
   requestId: string,
   lastError: unknown,
   why: "exhausted" | "refused" = "exhausted",
+  deliveredSeq?: number,
 ): Promise<"closed" | "fulfilled" | "ended-already"> {
   const ref = scaleOutRef(tenantId, requestId);
-  let s = await readRequest(d.store, ref);
+  let s = await readRequest(d.store, ref, deliveredSeq);
   if (s.status === "none" || isTerminal(s) || !s.request) return "ended-already";
   const origin = originOf(d, s);
   const attempts = [...(await roster.current()).runtimes.values()].filter(
@@ -46,7 +49,7 @@ export async function closeExhausted(
       ? "every delivery of the request failed"
       : "a delivery of the request failed with an error no redelivery can change (the consumer gives it up)";
   const detail = `${failed}; last error: ${String((lastError as Error)?.message ?? lastError)}`;
-  s = await readRequest(d.store, ref);
+  s = await readRequest(d.store, ref, deliveredSeq);
   if (isTerminal(s)) return "ended-already";
   const e = outcome.rejected(d, s, { code: "scale-out-deliveries-exhausted", detail: detail.slice(0, 2000) });
   return (await appendEnd(d, ref, s.lastSeq, e)) ? "closed" : "ended-already";

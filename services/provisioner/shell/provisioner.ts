@@ -93,7 +93,12 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
     }),
   );
 
-  async function drive(tenantId: string, requestId: string, prefixAsked: string | undefined): Promise<void> {
+  async function drive(
+    tenantId: string,
+    requestId: string,
+    prefixAsked: string | undefined,
+    deliveredSeq: number,
+  ): Promise<void> {
     const t0 = performance.now();
     // The plan's reads (the prefix's slot, then the roster after it) go side by side with `observe`
     // instead of after it: a recovery claim waited for four round trips one after another.
@@ -102,7 +107,7 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
     // without it (its batch would conflict on the slot and plan again).
     const reads = prefixAsked === undefined ? undefined : planReads(tenantId, prefixAsked);
     reads?.catch(() => undefined); // awaited by the first plan, which reads again after a failure
-    let s = await observe(d, tenantId, requestId);
+    let s = await observe(d, tenantId, requestId, deliveredSeq);
     const observedMs = Math.round(performance.now() - t0);
     if (!s) return;
     const prefix = s.request?.policy.runtimeInstanceIdPrefix ?? "";
@@ -157,7 +162,7 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
           reason: r.reason,
         });
         ticket = await gate.acquire(false);
-        const again = await observe(d, tenantId, requestId);
+        const again = await observe(d, tenantId, requestId, deliveredSeq);
         if (!again) return;
         // Settled as this second observation sees the request: with the first one, settle() read our own
         // newer `observed` as another handler's takeover and wrote nothing (the request hung, unsettled).
@@ -340,7 +345,7 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
         (() => {
           const alone = !driving.has(prefix);
           driving.set(prefix, (driving.get(prefix) ?? 0) + 1);
-          return drive(tenantId, requestId, alone ? prefix : undefined).finally(() => {
+          return drive(tenantId, requestId, alone ? prefix : undefined, requested.seq).finally(() => {
             inFlight.delete(key);
             const n = (driving.get(prefix) ?? 1) - 1;
             if (n > 0) driving.set(prefix, n);
@@ -354,10 +359,12 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
         const refused = isDroverError(e) && !e.retryable;
         if (!delivery?.last && !refused) throw e;
         const why = refused ? "refused" : "exhausted";
-        const done = await closeExhausted(d, roster, tenantId, requestId, e, why).catch((closeErr: unknown) => {
-          d.log("scale-out left open: closing it failed", { requestId, err: String(closeErr) });
-          throw e;
-        });
+        const done = await closeExhausted(d, roster, tenantId, requestId, e, why, requested.seq).catch(
+          (closeErr: unknown) => {
+            d.log("scale-out left open: closing it failed", { requestId, err: String(closeErr) });
+            throw e;
+          },
+        );
         d.log(`scale-out closed: ${refused ? "delivery refused" : "deliveries exhausted"}`, {
           requestId,
           done,

@@ -1,4 +1,10 @@
-import { isDroverError, RuntimeInstanceId, type DataOf, type DroverEvent } from "../../../contracts/index.ts";
+import {
+  DroverError,
+  isDroverError,
+  RuntimeInstanceId,
+  type DataOf,
+  type DroverEvent,
+} from "../../../contracts/index.ts";
 import { scaleOutRef, type AggregateRef, type EventStore } from "../../../streams/index.ts";
 import type { Origin } from "./context.ts";
 import {
@@ -12,9 +18,22 @@ import { stamp, type ProvisionerDeps } from "./context.ts";
 
 const MAX_CONFLICTS = 8;
 
-/** The request aggregate folded from the store. */
-export async function readRequest(store: EventStore, ref: AggregateRef): Promise<RequestState> {
-  const h = await store.read(ref);
+/**
+ * The request aggregate folded from the store. `deliveredSeq`: the sequence of the `requested` event
+ * this handler was delivered. A replica of an R3 stream that has not applied it yet (a leader
+ * election: the message was acked and delivered by the leader that died) answers with a history
+ * ending before it; folded, the request read as "none" and the delivery was acked unhandled, so the
+ * request stayed open with no one driving it (`nats-leader-kill` proof). Such a read fails
+ * retryably instead: the consumer redelivers once the replicas have it.
+ */
+export async function readRequest(store: EventStore, ref: AggregateRef, deliveredSeq = 0): Promise<RequestState> {
+  const h = await store.read(ref, deliveredSeq > 0 ? { atLeastSeq: deliveredSeq } : undefined);
+  if (h.lastSeq < deliveredSeq)
+    throw new DroverError(
+      "event-store-unavailable",
+      `read of scale-out request ${ref.id} ended at sequence ${h.lastSeq}, before its delivered sequence ${deliveredSeq} (a replica behind)`,
+      { retryable: true, details: { deliveredSeq, lastSeq: h.lastSeq } },
+    );
   return h.events.reduce((s, e) => evolveRequest(s, e.seq, e.event as ScaleOutEvent), initialRequestState());
 }
 
@@ -36,11 +55,12 @@ export async function observe(
   d: ProvisionerDeps,
   tenantId: string,
   requestId: string,
+  deliveredSeq?: number,
 ): Promise<RequestState | undefined> {
   const ref = scaleOutRef(tenantId, requestId);
   let seen: number | undefined;
   for (let conflicts = 0; ; conflicts++) {
-    const s = await readRequest(d.store, ref);
+    const s = await readRequest(d.store, ref, deliveredSeq);
     if (s.status === "none" || isTerminal(s)) return undefined;
     if (seen !== undefined && s.observations.length > seen) return undefined;
     const e = stamp(d, "scaleout.observed", { provisionerInstanceId: d.instanceId }, originOf(d, s));
