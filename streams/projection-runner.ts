@@ -1,4 +1,4 @@
-import { DeliverPolicy } from "@nats-io/jetstream";
+import { DeliverPolicy, type JsMsg } from "@nats-io/jetstream";
 import { DagMemo, isDroverError } from "../contracts/index.ts";
 import type { CheckpointStore } from "./checkpoints.ts";
 import { connectionOf, type NatsHandle } from "./connection.ts";
@@ -234,7 +234,7 @@ export function createProjectionRunner(
     let pending = 0; // matching messages behind the last one delivered, as it said
     try {
       while (!stopping) {
-        let msgs: Parameters<typeof applyMsg>[0][];
+        let msgs: JsMsg[];
         let closing = false;
         if (pending > 0) msgs = await reader.take(Math.min(pending, liveBatchSize));
         else if (window === undefined) msgs = await reader.wait();
