@@ -1,19 +1,14 @@
-import {
-  JetStreamApiCodes,
-  JetStreamError,
-  type Consumer,
-  type ConsumerMessages,
-  type JsMsg,
-} from "@nats-io/jetstream";
+import type { Consumer, ConsumerMessages, JsMsg } from "@nats-io/jetstream";
 import { LIVE_CONSUME } from "./consumer-outcome.ts";
-import { jsCode } from "./nats-errors.ts";
 
 /** A pull for messages known to be pending: they come at once; the expiry only bounds a purge under it. */
 const TAKE_EXPIRES_MS = 1_000;
 
 /**
- * The live consumer went away under a read (deleted, lost with a restarted server, its heartbeats
- * missed): the live loop starts again from the checkpoint, as when JetStream does not answer.
+ * A live read failed: the consumer went away (deleted, lost with a restarted server, its heartbeats
+ * missed), or JetStream did not answer a pull or a consumer info (a request timeout, no responders,
+ * a stream leader being elected). A read has no side effect, so every failure is the same: the live
+ * loop starts again from its position, as when JetStream does not answer its consumer's creation.
  */
 export class LiveReadLost extends Error {
   constructor(cause: unknown) {
@@ -44,10 +39,9 @@ export interface BurstReader {
 export function burstReader(oc: Consumer): BurstReader {
   let inFlight: ConsumerMessages | undefined;
   let closed = false;
-  const lost = (e: unknown): unknown =>
-    jsCode(e) === JetStreamApiCodes.ConsumerNotFound || (e instanceof JetStreamError && !closed)
-      ? new LiveReadLost(e)
-      : e;
+  // Every failure of a read, not only the ones known to happen: a consumer info's `TimeoutError`
+  // used to pass through as it was (the proof `nats-leader-kill`, and projection-live-faults.int.test.ts).
+  const lost = (e: unknown): LiveReadLost => (e instanceof LiveReadLost ? e : new LiveReadLost(e));
   const pull = async (max: number, expires: number): Promise<JsMsg[]> => {
     const out: JsMsg[] = [];
     if (closed) return out;

@@ -11,8 +11,9 @@ import type { StoredEvent } from "./types.ts";
 import { burstReader, LiveReadLost, type BurstReader } from "./live-bursts.ts";
 import { isJetStreamUnavailable } from "./nats-errors.ts";
 
-/** Pause before the live loop restarts after JetStream stopped answering. */
-const LIVE_RESTART_MS = 1_000;
+/** Pause before the live loop restarts after a failed read (doubling per failure in a row, up to the max). */
+const LIVE_RESTART_MS = 250;
+const LIVE_RESTART_MAX_MS = 5_000;
 
 /** A read model fed from the event stream. Projections only fold: no appends, no side effects. */
 export interface Projection {
@@ -84,6 +85,8 @@ export interface ProjectionRunnerOptions extends EventStoreOptions {
    * the projection refuses with a non-retryable error, is recorded before the runner steps over it.
    */
   readonly onSkip?: (s: Skip) => void;
+  /** Told each time the live loop starts again after a failed read, and how long it waits first. */
+  readonly onRestart?: (e: unknown, delayMs: number) => void;
 }
 
 /**
@@ -108,6 +111,7 @@ export function createProjectionRunner(
   let unsaved = 0;
   let reader$: BurstReader | undefined;
   let wake: (() => void) | undefined;
+  let restartDelay = LIVE_RESTART_MS;
   let stopping = false;
   let started = false;
   const waiters = new Set<{ seq: number; resolve: () => void }>();
@@ -219,11 +223,13 @@ export function createProjectionRunner(
     const from = (await load()) + 1;
     const filters =
       projection.filter === undefined ? [`${layout.eventPrefix}.>`] : ([] as string[]).concat(projection.filter);
-    const oc = await ctx.js.consumers.get(layout.eventStream, {
-      filter_subjects: filters,
-      deliver_policy: DeliverPolicy.StartSequence,
-      opt_start_seq: from,
-    });
+    const oc = await ctx.js.consumers
+      .get(layout.eventStream, {
+        filter_subjects: filters,
+        deliver_policy: DeliverPolicy.StartSequence,
+        opt_start_seq: from,
+      })
+      .catch((e: unknown) => Promise.reject(new LiveReadLost(e)));
     const reader = burstReader(oc);
     reader$ = reader;
     if (stopping) reader.close();
@@ -251,6 +257,7 @@ export function createProjectionRunner(
         // A read ends empty at once when the connection closed (a stop): the loop ends, as the
         // consumer's messages did.
         if (msgs.length === 0 && nc.isClosed()) break;
+        if (msgs.length > 0) restartDelay = LIVE_RESTART_MS; // reading again: the next failure waits the least
         for (const m of msgs) await applyMsg(m);
         pending = msgs.at(-1)?.info.pending ?? 0;
         if (closing) window = undefined;
@@ -297,11 +304,14 @@ export function createProjectionRunner(
     async start() {
       if (started) return;
       started = true;
-      // JetStream not answering, or answering "temporarily unavailable" (a cluster electing a new
-      // leader after a node died), restarts the live loop from the checkpoint instead of stopping
-      // the projection: seen in `drover proof --kill-nats-leader`, where the forensics projector's
-      // consumer creation timed out (P=3), or was refused with 10008 (P=10, over gRPC), during the
-      // election and the process exited. Re-applied events are idempotent.
+      // A failed read (JetStream not answering, "temporarily unavailable" while a cluster elects a
+      // new leader, the consumer lost) restarts the live loop from the position, after a pause
+      // that doubles while reads keep failing, instead of stopping the projection: seen in `drover
+      // proof --kill-nats-leader`, where the forensics projector's consumer creation timed out (P=3),
+      // or was refused with 10008 (P=10, over gRPC), during the election and the process exited.
+      // A read that fails because the runner is being stopped is the stop, not a failure: the
+      // forensics projector is stopped for each rebuild, and a consumer info timing out under that
+      // stop ended the projection for good (`nats-leader-kill`, session 28). Re-applied events are idempotent.
       const runLive = (): void => {
         live().then(
           async () => {
@@ -310,8 +320,13 @@ export function createProjectionRunner(
           },
           async (e: unknown) => {
             await save().catch(() => undefined);
-            if (stopping || !(isJetStreamUnavailable(e) || e instanceof LiveReadLost)) return settle.reject(e);
-            await new Promise((r) => setTimeout(r, LIVE_RESTART_MS));
+            const transient = isJetStreamUnavailable(e) || e instanceof LiveReadLost;
+            if (!transient) return settle.reject(e);
+            if (stopping) return settle.resolve();
+            const delay = restartDelay;
+            restartDelay = Math.min(restartDelay * 2, LIVE_RESTART_MAX_MS);
+            opts.onRestart?.(e, delay);
+            await until(performance.now() + delay);
             if (stopping) settle.resolve();
             else runLive();
           },
