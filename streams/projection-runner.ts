@@ -1,62 +1,19 @@
-import { DeliverPolicy, type ConsumerMessages } from "@nats-io/jetstream";
+import { DeliverPolicy, type JsMsg } from "@nats-io/jetstream";
 import { DagMemo, isDroverError } from "../contracts/index.ts";
 import type { CheckpointStore } from "./checkpoints.ts";
-import type { NatsHandle } from "./connection.ts";
+import { connectionOf, type NatsHandle } from "./connection.ts";
 import type { StreamLayout } from "./layout.ts";
 import { replay } from "./replay.ts";
 import { storeContext, type EventStoreOptions, type StoreContext } from "./store-context.ts";
 import { toStoredEvent } from "./stored.ts";
 import type { Skip } from "./skip.ts";
 import type { StoredEvent } from "./types.ts";
-import { LIVE_CONSUME } from "./consumer-outcome.ts";
+import { burstReader, LiveReadLost, type BurstReader } from "./live-bursts.ts";
 import { isJetStreamUnavailable } from "./nats-errors.ts";
 
-/**
- * A linger window: `due` resolves to "due" `ms` after the window opened, and `over` is true from
- * then on; `held()` says another event joined it. A window whose last `ms` brought an event is held
- * on (the stream is busy), until `maxMs` after it opened at most: so a quiet stream's event waits
- * `ms`, and a busy one's batch is written every `maxMs`. One timer per window, re-armed only when
- * it fires, raced against each message awaited in it: a timer per message was ~4% of the forensics
- * projector's CPU under W2 (`--cpu-prof`: setTimeout, clearTimeout and their list upkeep for every
- * event of a window). `over` keeps the window's end a deadline: raced against a message already
- * buffered, `due` would lose every time, and a busy stream would hold its batch unwritten.
- */
-function lingerWindow(
-  ms: number,
-  maxMs = ms,
-): { readonly due: Promise<"due">; readonly over: boolean; held(): void; close(): void } {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  let over = false;
-  const opened = performance.now();
-  let last = opened;
-  const due = new Promise<"due">((ok) => {
-    const arm = (wait: number) =>
-      (timer = setTimeout(
-        () => {
-          const now = performance.now();
-          const until = Math.min(last + ms, opened + maxMs);
-          if (until - now >= 1) return arm(until - now);
-          over = true;
-          ok("due");
-        },
-        Math.max(0, wait),
-      ));
-    arm(ms);
-  });
-  return {
-    due,
-    get over() {
-      return over;
-    },
-    held: () => {
-      if (maxMs > ms) last = performance.now();
-    },
-    close: () => clearTimeout(timer),
-  };
-}
-
-/** Pause before the live loop restarts after JetStream stopped answering. */
-const LIVE_RESTART_MS = 1_000;
+/** Pause before the live loop restarts after a failed read (doubling per failure in a row, up to the max). */
+const LIVE_RESTART_MS = 250;
+const LIVE_RESTART_MAX_MS = 5_000;
 
 /** A read model fed from the event stream. Projections only fold: no appends, no side effects. */
 export interface Projection {
@@ -128,6 +85,8 @@ export interface ProjectionRunnerOptions extends EventStoreOptions {
    * the projection refuses with a non-retryable error, is recorded before the runner steps over it.
    */
   readonly onSkip?: (s: Skip) => void;
+  /** Told each time the live loop starts again after a failed read, and how long it waits first. */
+  readonly onRestart?: (e: unknown, delayMs: number) => void;
 }
 
 /**
@@ -146,10 +105,13 @@ export function createProjectionRunner(
   opts: ProjectionRunnerOptions = {},
 ): ProjectionRunner {
   const ctx: StoreContext = storeContext(handle, layout, opts);
+  const nc = connectionOf(handle);
   const every = Math.max(1, opts.checkpointEvery ?? 1);
   let position = -1; // unknown until loaded
   let unsaved = 0;
-  let messages: ConsumerMessages | undefined;
+  let reader$: BurstReader | undefined;
+  let wake: (() => void) | undefined;
+  let restartDelay = LIVE_RESTART_MS;
   let stopping = false;
   let started = false;
   const waiters = new Set<{ seq: number; resolve: () => void }>();
@@ -247,54 +209,74 @@ export function createProjectionRunner(
     await applyOne(e, liveBatchSize);
   }
 
+  /** Sleeps until `at` (performance.now() time) or until stopped. */
+  const until = (at: number) =>
+    new Promise<void>((ok) => {
+      const t = setTimeout(ok, Math.max(0, at - performance.now()));
+      wake = () => {
+        clearTimeout(t);
+        ok();
+      };
+    }).finally(() => (wake = undefined));
+
   async function live(): Promise<void> {
     const from = (await load()) + 1;
     const filters =
       projection.filter === undefined ? [`${layout.eventPrefix}.>`] : ([] as string[]).concat(projection.filter);
-    const oc = await ctx.js.consumers.get(layout.eventStream, {
-      filter_subjects: filters,
-      deliver_policy: DeliverPolicy.StartSequence,
-      opt_start_seq: from,
-    });
-    messages = await oc.consume({ max_messages: 256, ...LIVE_CONSUME });
-    // Stopped while the consumer was being created: close without waiting, or the close (which
-    // settles when the iteration ends) and this function would wait for each other for ever.
-    if (stopping) void messages.close().catch(() => undefined);
-    const it = messages[Symbol.asyncIterator]();
+    const oc = await ctx.js.consumers
+      .get(layout.eventStream, {
+        filter_subjects: filters,
+        deliver_policy: DeliverPolicy.StartSequence,
+        opt_start_seq: from,
+      })
+      .catch((e: unknown) => Promise.reject(new LiveReadLost(e)));
+    const reader = burstReader(oc);
+    reader$ = reader;
+    if (stopping) reader.close();
     const lingerMs = opts.lingerMs ?? 0;
-    // Caught up with applied events held (lingerMs > 0): the window by whose end they must be written.
-    let window: ReturnType<typeof lingerWindow> | undefined;
-    // The message asked for and not yet taken: kept across a window's end, so none is lost or reordered.
-    let next: ReturnType<typeof it.next> | undefined;
+    const maxLingerMs = Math.max(lingerMs, opts.maxLingerMs ?? lingerMs);
+    // Caught up with applied events held (lingerMs > 0): when the window opened and by when it is read again.
+    let window: { opened: number; due: number } | undefined;
+    let pending = 0; // matching messages behind the last one delivered, as it said
     try {
-      for (;;) {
-        next ??= it.next();
-        const r = window === undefined ? await next : window.over ? "due" : await Promise.race([next, window.due]);
-        if (r === "due") {
-          // Nothing more came within the window: apply the batch and save now (one loop, so never concurrently).
-          window = undefined;
-          await flush();
-          await save();
-          continue;
-        }
-        next = undefined;
-        if (r.done) break;
-        const m = r.value;
-        await applyMsg(m);
-        // Caught up (nothing pending): apply the batch and save now (or by the end of the window),
-        // or both would lag until the next event.
-        window?.held();
-        if (m.info.pending !== 0) continue;
-        if (lingerMs > 0) window ??= lingerWindow(lingerMs, opts.maxLingerMs);
+      while (!stopping) {
+        let msgs: JsMsg[];
+        let closing = false;
+        if (pending > 0) msgs = await reader.take(Math.min(pending, liveBatchSize));
+        else if (window === undefined) msgs = await reader.wait();
         else {
+          await until(window.due);
+          if (stopping) break;
+          // What came within the window, in one burst. Something came: a busy stream, so the window
+          // is held on, read again `lingerMs` later, up to `maxLingerMs` after it opened.
+          msgs = await reader.drain(liveBatchSize);
+          const now = performance.now();
+          window.due = Math.min(now + lingerMs, window.opened + maxLingerMs);
+          closing = msgs.length === 0 || window.due - now < 1;
+        }
+        // A read ends empty at once when the connection closed (a stop): the loop ends, as the
+        // consumer's messages did.
+        if (msgs.length === 0 && nc.isClosed()) break;
+        if (msgs.length > 0) restartDelay = LIVE_RESTART_MS; // reading again: the next failure waits the least
+        for (const m of msgs) await applyMsg(m);
+        pending = msgs.at(-1)?.info.pending ?? 0;
+        if (closing) window = undefined;
+        // Caught up (nothing pending): apply the batch and save now, or by the end of a window
+        // (closing: now, even if more is pending), or both would lag until the next event.
+        if (closing || (pending === 0 && msgs.length > 0 && window === undefined)) {
+          if (lingerMs > 0 && !closing) {
+            const now = performance.now();
+            window = { opened: now, due: now + lingerMs };
+            continue;
+          }
           await flush();
           await save();
         }
       }
       await flush();
     } finally {
-      window?.close();
-      await messages.close();
+      reader.close();
+      reader$ = undefined;
       await oc.delete().catch(() => undefined); // not left for the client's 5-minute inactive threshold
     }
   }
@@ -322,11 +304,14 @@ export function createProjectionRunner(
     async start() {
       if (started) return;
       started = true;
-      // JetStream not answering, or answering "temporarily unavailable" (a cluster electing a new
-      // leader after a node died), restarts the live loop from the checkpoint instead of stopping
-      // the projection: seen in `drover proof --kill-nats-leader`, where the forensics projector's
-      // consumer creation timed out (P=3), or was refused with 10008 (P=10, over gRPC), during the
-      // election and the process exited. Re-applied events are idempotent.
+      // A failed read (JetStream not answering, "temporarily unavailable" while a cluster elects a
+      // new leader, the consumer lost) restarts the live loop from the position, after a pause
+      // that doubles while reads keep failing, instead of stopping the projection: seen in `drover
+      // proof --kill-nats-leader`, where the forensics projector's consumer creation timed out (P=3),
+      // or was refused with 10008 (P=10, over gRPC), during the election and the process exited.
+      // A read that fails because the runner is being stopped is the stop, not a failure: the
+      // forensics projector is stopped for each rebuild, and a consumer info timing out under that
+      // stop ended the projection for good (`nats-leader-kill`, session 28). Re-applied events are idempotent.
       const runLive = (): void => {
         live().then(
           async () => {
@@ -335,8 +320,13 @@ export function createProjectionRunner(
           },
           async (e: unknown) => {
             await save().catch(() => undefined);
-            if (stopping || !isJetStreamUnavailable(e)) return settle.reject(e);
-            await new Promise((r) => setTimeout(r, LIVE_RESTART_MS));
+            const transient = isJetStreamUnavailable(e) || e instanceof LiveReadLost;
+            if (!transient) return settle.reject(e);
+            if (stopping) return settle.resolve();
+            const delay = restartDelay;
+            restartDelay = Math.min(restartDelay * 2, LIVE_RESTART_MAX_MS);
+            opts.onRestart?.(e, delay);
+            await until(performance.now() + delay);
             if (stopping) settle.resolve();
             else runLive();
           },
@@ -369,7 +359,8 @@ export function createProjectionRunner(
         started = true;
         settle.resolve();
       }
-      await messages?.close();
+      reader$?.close();
+      wake?.();
       await done.catch(() => undefined);
     },
     done,

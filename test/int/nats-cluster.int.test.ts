@@ -8,8 +8,10 @@ import { credentialOf } from "../../platform/nats-auth/credentials.ts";
 import { connectNats } from "../../platform/nats-connect.ts";
 import { ensureStreams } from "../../streams/ensure-streams.ts";
 import { createEventStore } from "../../streams/event-store.ts";
+import { memoryCheckpointStore } from "../../streams/checkpoints.ts";
+import { createProjectionRunner } from "../../streams/projection-runner.ts";
 import { taggedLayout, type StreamLayout } from "../../streams/layout.ts";
-import { execRef, runRef } from "../../streams/subjects.ts";
+import { aggregateWildcard, execRef, runRef } from "../../streams/subjects.ts";
 import type { EventStore } from "../../streams/types.ts";
 import type { AggregateRef } from "../../streams/subjects.ts";
 import { ids } from "../support/example-events.ts";
@@ -225,4 +227,73 @@ describe("clustered JetStream (3 nodes, R3) across a leader change of the event 
     const after = await jsm.streams.info(layout.eventStream);
     expect(after.cluster?.replicas?.map((r) => r.name).concat(after.cluster.leader ?? "")).toContain(old);
   }, 90_000);
+
+  it("a live projection runner (reads in bursts) follows the event stream through a SIGKILL of the leader's node and its restart: every event applied once, in stream order", async () => {
+    const old = (await leader())!;
+    const killed = cluster.nodes.find((n) => n.name === old)!;
+    // The runner's connection is on the node that dies, as the forensics projector's may be.
+    const rc = await connectNats({
+      servers: [
+        `nats://127.0.0.1:${killed.port}`,
+        ...cluster.url.split(",").filter((u) => !u.endsWith(`:${killed.port}`)),
+      ].join(","),
+      creds: credentialOf(cluster.keys, "harness"),
+      noRandomize: true,
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 250,
+    });
+    const agg: AggregateRef = runRef(ids.tenant, "run-projected-through-kill");
+    const applied: number[] = [];
+    const restarts: string[] = [];
+    // The forensics projector's linger windows (200 ms, held on up to 600 ms): a consumer info per window read.
+    const runner = createProjectionRunner(
+      rc,
+      layout,
+      { name: "through-kill", filter: aggregateWildcard(layout, agg), apply: (e) => void applied.push(e.seq) },
+      memoryCheckpointStore(),
+      { lingerMs: 200, maxLingerMs: 600, onRestart: (e) => restarts.push(String(e)) },
+    );
+    void runner.start();
+    const appended: number[] = [];
+    let stop = false;
+    const appender = (async () => {
+      for (let n = 0, seq = 0; !stop || n < 20; n++) {
+        const ev = event(n === 0 ? "run.submitted" : "run.queued-globally");
+        for (;;) {
+          try {
+            seq = (await store.append(agg, ev, { expectedSeq: seq })).seq;
+            break;
+          } catch (e) {
+            if (!isDroverError(e, "event-store-unavailable")) throw e;
+            await new Promise((r) => setTimeout(r, 100));
+          }
+        }
+        appended.push(seq);
+      }
+    })();
+    await eventually("the runner applying events before the kill", async () =>
+      applied.length >= 3 ? true : undefined,
+    );
+    await cluster.kill(old);
+    await newLeader(old);
+    await cluster.restart(old);
+    await eventually(
+      "the restarted node current again",
+      async () => {
+        const info = await jsm.streams.info(layout.eventStream);
+        return info.cluster?.replicas?.find((r) => r.name === old)?.current ? true : undefined;
+      },
+      30_000,
+    );
+    stop = true;
+    await appender;
+    await runner.waitFor(appended.at(-1)!, 60_000);
+    expect(applied).toEqual(appended);
+    await runner.stop();
+    await expect(runner.done).resolves.toBeUndefined();
+    console.info(
+      `nats-cluster: ${appended.length} events projected through the kill, ${restarts.length} live restarts`,
+    );
+    await rc.close();
+  }, 120_000);
 });

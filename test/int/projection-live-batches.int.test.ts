@@ -144,4 +144,16 @@ describe("a projection runner's live batches and linger windows against a real n
     expect(batches).toEqual([[seq]]);
     await runner.stop();
   });
+  it("live, a consumer deleted under the runner is recreated from its position: every event after it is applied once, in order", async () => {
+    const { runner, batches } = await lingering("consumer-lost", 50);
+    const before = await burst(3);
+    await runner.waitFor(before.at(-1)!, 10_000);
+    // The live reads are pulls: a waiting one is told "consumer deleted", and the runner starts again.
+    for await (const c of await fx.jsm.consumers.list(fx.layout.eventStream))
+      await fx.jsm.consumers.delete(fx.layout.eventStream, c.name);
+    const after = await burst(4);
+    await runner.waitFor(after.at(-1)!, 20_000);
+    expect(batches.flat()).toEqual([...before, ...after]);
+    await runner.stop();
+  });
 });

@@ -105,6 +105,8 @@ export async function startForensics(o: ForensicsOptions): Promise<ForensicsServ
       lingerMs: FORENSICS_LINGER_MS,
       maxLingerMs: FORENSICS_MAX_LINGER_MS,
       ...(o.onSkip ? { onSkip: o.onSkip } : {}),
+      onRestart: (e, delayMs) =>
+        o.log?.info({ err: String(e), delayMs }, "forensics live read failed: following again from the position"),
     }));
 
   /** `rebuild`: from sequence 1; `resume`: an interrupted build, on from its checkpoint; `follow`: a complete build. */
