@@ -54,7 +54,7 @@ export interface RecoveryService {
  * resume/completion facts and heartbeats; on every change and tick: detect → fence (one kill at a time per
  * runtime, not awaited by the pass) → reconcile fenced runtimes and runtimes retired by a planned stop
  * (host-stopped, with its proof; one reconcile at a time per runtime, not awaited either) → advance forensics
- * timelines (one round at a time, not awaited either). Three owners, never merged: health decides, the host strategy proves the boundary, the
+ * timelines. Three owners, never merged: health decides, the host strategy proves the boundary, the
  * reconciler moves work.
  */
 export async function startRecovery(
@@ -159,29 +159,6 @@ export async function startRecovery(
     deps.onHeld?.(held, entered);
   };
 
-  // Forensics timelines advance in a loop of their own, one round at a time, started by each pass
-  // and not awaited there: awaited, a host exit folded while a pass appended timeline facts was not
-  // suspected before those appends returned (exited → suspected 0.2–2.5 s in k8s P=5 proofs at load 9–24).
-  let advancing = false,
-    advanceAgain = false;
-  const advanceTimelines = async (): Promise<void> => {
-    if (advancing) {
-      advanceAgain = true;
-      return;
-    }
-    advancing = true;
-    try {
-      do {
-        advanceAgain = false;
-        await mapAtMost([...deps.state.forensics.values()], TIMELINES_AT_ONCE, (f) => advanceTimeline(deps, f));
-      } while (advanceAgain && !stopped);
-    } catch (e) {
-      deps.log.error({ err: String(e) }, "forensics timelines failed; retried next pass");
-    } finally {
-      advancing = false;
-    }
-  };
-
   const pass = async (): Promise<void> => {
     if (stopped || !caughtUp) return;
     if (running) {
@@ -243,7 +220,7 @@ export async function startRecovery(
               },
             );
           }
-        void advanceTimelines();
+        await mapAtMost([...deps.state.forensics.values()], TIMELINES_AT_ONCE, (f) => advanceTimeline(deps, f));
       } while (again && !stopped);
     } catch (e) {
       deps.log.error({ err: String(e) }, "recovery pass failed; retried next tick");
