@@ -78,6 +78,8 @@ export type HostStartResult =
       readonly layersPassed: readonly ReadinessLayer[];
       /** Resources this attempt created (failure cleanup deletes only these). */
       readonly owned: readonly string[];
+      /** Where the start's time went, ms from the call to the end of each step: for the log, never part of the proof. */
+      readonly timingsMs?: Readonly<Record<string, number>>;
     }
   | {
       readonly outcome: "rejected";

@@ -90,6 +90,7 @@ export async function driveHostStart(d: ProvisionerDeps, p: PlannedStart): Promi
         memberId: p.warm.memberId,
         outcome: r.outcome,
         bindMs: Math.round(performance.now() - t0),
+        ...(r.outcome !== "rejected" && r.timingsMs ? { bind: r.timingsMs } : {}),
       });
     if (r.outcome === "rejected") throw new StartFailed(r.reason, r.layer);
     host = r.host;

@@ -22,6 +22,12 @@ export interface RuntimeRecord {
   readonly stopped?: PlannedStop;
   readonly exited?: DataOf<"runtime.host-exited">;
   readonly lastSeq: number;
+  /**
+   * The last sequence folded that was not a host observation of its own host (`host-exited` of that
+   * incarnation): what a fence decided at `lastSeq` L is still decided on while this is at most L
+   * (domain/fence-append.ts). Absent in a record restored from an older snapshot.
+   */
+  readonly decidedSeq?: number;
   /** Server time (ms) the runtime became publishable: the staleness clock starts there. */
   readonly publishedAtMs?: number;
   /** Server time (ms) its host's exit was recorded (`host-exited`). */
@@ -39,11 +45,13 @@ export const emptyRuntime = (id: RuntimeInstanceId): RuntimeRecord => ({
   planned: false,
   retired: false,
   lastSeq: 0,
+  decidedSeq: 0,
 });
 
 export function evolveRuntime(r: RuntimeRecord, e: RuntimeEvent, seq: number, atMs: number): RuntimeRecord {
   if (seq <= r.lastSeq) return r;
-  const next = { ...r, lastSeq: seq };
+  const observation = e.type === "runtime.host-exited" && e.data.hostIncarnation === r.host?.hostIncarnation;
+  const next = { ...r, lastSeq: seq, ...(observation ? {} : { decidedSeq: seq }) };
   switch (e.type) {
     case "runtime.registered":
       return next.registration ? next : { ...next, registration: e.data };

@@ -80,4 +80,26 @@ describe("heartbeat silence counts only while the reader's view is live (pure; p
   it("given a disconnected reader (view live since never), when any time passes, then nothing is stale", () => {
     expect(suspicion(live, 0, 10_000_000, 750, Number.POSITIVE_INFINITY)).toBeUndefined();
   });
+
+  it("decidedSeq moves with every event but its own host's exit observations (a fence decided before those is still decided)", () => {
+    const started = exampleEvent("runtime.host-started");
+    const live = [exampleEvent("runtime.registered"), started, exampleEvent("runtime.capacity-published")];
+    const host = started.data.hostIncarnation;
+    const exitOf = (hostIncarnation: string) =>
+      ({
+        ...exampleEvent("runtime.host-exited"),
+        data: { ...exampleEvent("runtime.host-exited").data, hostIncarnation },
+      }) as DroverEvent;
+    const suspected = fold([...live, exampleEvent("runtime.suspected")]);
+    expect(suspected).toMatchObject({ lastSeq: 4, decidedSeq: 4 });
+    const observed = fold([...live, exampleEvent("runtime.suspected"), exitOf(host), exitOf(host)]);
+    expect(observed).toMatchObject({ lastSeq: 6, decidedSeq: 4 });
+    expect(fold([...live, exampleEvent("runtime.suspected"), exitOf(host), exitOf("pod:another")])).toMatchObject({
+      lastSeq: 6,
+      decidedSeq: 6,
+    });
+    expect(
+      fold([...live, exampleEvent("runtime.suspected"), exitOf(host), exampleEvent("runtime.fenced")]),
+    ).toMatchObject({ lastSeq: 6, decidedSeq: 6 });
+  });
 });

@@ -73,7 +73,14 @@ export async function fence(deps: RecoveryDeps, rt: RuntimeRecord): Promise<void
     killMs,
     ...(result.timingsMs ? { kill: result.timingsMs } : {}),
   });
-  let expectedSeq = rt.lastSeq;
+  // When this replica has already folded those observations (and nothing else) since the decision,
+  // the append expects the sequence after them rather than conflicting first and reading the history
+  // (a NATS round trip or two each, 0.1-2.4 s at load ~20 on a real node, where nine fences in ten met one).
+  const now = deps.state.runtimes.get(rt.runtimeInstanceId);
+  let expectedSeq =
+    result.outcome === "killed" && now?.decidedSeq !== undefined && now.decidedSeq <= rt.lastSeq
+      ? Math.max(now.lastSeq, rt.lastSeq)
+      : rt.lastSeq;
   for (let conflicts = 0; ; conflicts++) {
     try {
       const a = await deps.store.append(ref, event, { expectedSeq });
