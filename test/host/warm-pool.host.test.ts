@@ -55,6 +55,15 @@ describe("warm pool with process hosts (real NATS, real runtime processes)", () 
     ]);
     expect(started(rt)?.convergenceSource).toMatch(/^warm-pool:pool-[a-z0-9]{12}$/);
     const memberId = started(rt)!.convergenceSource!.slice("warm-pool:".length);
+    // The member's resource and host layers come with its claim (one batch with host-started, the
+    // same incarnation); the bind proves endpoint, the probe command, then capacity.
+    const layers = rt.flatMap((s) => (s.event.type === "runtime.readiness-layer-passed" ? [s.event.data] : []));
+    expect(layers.map((l) => l.layer)).toEqual(["resource", "host", "endpoint", "command"]);
+    for (const l of layers) expect(l.hostIncarnation).toBe(started(rt)!.hostIncarnation);
+    expect(layers.slice(0, 2).map((l) => l.detail)).toEqual([
+      expect.stringContaining(`warm pool member ${memberId}: resource proven at its readiness`),
+      expect.stringContaining(`warm pool member ${memberId}: host proven at its readiness`),
+    ]);
     expect(members.map((m) => m.runtimeInstanceId)).toContain(memberId);
     expect(types(await f.runtimeEvents(memberId))).toContain("runtime.pool-member-claimed");
     const warmMs = rt.at(-1)!.time.getTime() - requested.time.getTime();
