@@ -121,12 +121,17 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
     try {
       const first = s;
       let planned = await prefixGate.run(prefix, () => decide(first, prefix === prefixAsked && reads ? { reads } : {}));
-      if (planned === WAIT) {
+      for (let waits = 1; planned === WAIT; waits++) {
+        d.log("scale-out waiting for a start slot or a member", { requestId, waits });
         ticket = await gate.acquire(pool.enabled && mayTakeMember);
         // Planned again on the roster as it is now (a runtime of the tenant may have come meanwhile).
-        planned = await prefixGate.run(prefix, () => decide(first, { mayStartCold: true }));
+        // Only a slot lets it register a cold start: a member ticket whose claim finds no member (the
+        // count is a hint) waits again, unregistered. Registered first, it waited for a slot after its
+        // registration (P=20: one replacement ~30 s between `registered` and its host start).
+        const mayStartCold = ticket === "slot";
+        planned = await prefixGate.run(prefix, () => decide(first, { mayStartCold }));
       }
-      if (!planned || planned === WAIT) return;
+      if (!planned) return;
       // Where a start's time goes before its host: the request observed, then planned and registered.
       d.log("scale-out planned", {
         requestId,
@@ -141,8 +146,6 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
         gate.releaseSlot();
         ticket = undefined;
       }
-      // A member ticket whose claim found nothing was registered cold: it needs a slot too.
-      if (!planned.warm && ticket !== "slot") ticket = await gate.acquire(false);
       const driving = busy.track(driveHostStart(d, planned));
       // The claim's refill starts only now that its bind counts as in flight: a refill round that
       // yields (not urgent) waits for it. Started from the claim itself, the round found no start in
@@ -200,8 +203,8 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
 
   /**
    * Plans under the prefix gate; settles everything but a start, and registers a start before the
-   * gate opens: a claimed warm member, or — `mayStartCold`, i.e. holding a start slot or a member
-   * ticket — a cold start; without it, {@link WAIT} (nothing written).
+   * gate opens: a claimed warm member, or — `mayStartCold`, i.e. holding a start slot — a cold
+   * start; without it, {@link WAIT} (nothing written).
    */
   async function decide(s: RequestState, opts: PlanOptions): Promise<PlannedStart | typeof WAIT | undefined> {
     for (let attempt = 1; ; attempt++) {
