@@ -216,6 +216,40 @@ describe("provisioner with process hosts (real NATS, real runtime processes)", (
     expect(exited.event).toMatchObject({
       data: { hostIncarnation: started.data.hostIncarnation, kind: "exited", signal: "SIGKILL" },
     });
+    // Recorded from what the provisioner knew of it (no read): the registration's correlation and tenant.
+    const registered = (await f.runtimeEvents(id))[0]!.event;
+    expect(exited.event).toMatchObject({ correlationId: registered.correlationId, tenantId: "tenant-exit" });
+  });
+
+  it("records host-exited once after another writer appended to a published runtime (its known sequence is stale)", async () => {
+    const { provisioner } = f.provisioner();
+    const requested = await f.request("tenant-exit-late", uniqueName("cp"));
+    await provisioner.handle(requested);
+    const id = fulfilledId(await f.settled("tenant-exit-late", requested.event.correlationId)) as string;
+    const before = await f.runtimeEvents(id);
+    const started = before.find((s) => s.event.type === "runtime.host-started")?.event;
+    if (started?.type !== "runtime.host-started") throw new Error("no host-started");
+    // Another writer (recovery's suspicion) after the provisioner's last append.
+    const suspected = exampleEvent("runtime.suspected");
+    await f.store.append(
+      runtimeRef(id),
+      {
+        ...suspected,
+        eventId: EventId.parse(uniqueName("ev")),
+        tenantId: "tenant-exit-late",
+        data: { ...suspected.data, hostIncarnation: started.data.hostIncarnation },
+      } as DroverEvent,
+      { expectedSeq: before.at(-1)!.seq },
+    );
+    process.kill(started.data.pid as number, "SIGKILL");
+    await eventually(
+      "host-exited recorded",
+      async () => (await f.runtimeEvents(id)).find((s) => s.event.type === "runtime.host-exited"),
+      30_000,
+    );
+    const after = types(await f.runtimeEvents(id));
+    expect(after.slice(-2)).toEqual(["runtime.suspected", "runtime.host-exited"]);
+    expect(after.filter((t) => t === "runtime.host-exited")).toHaveLength(1);
   });
 
   it("fulfils a request delivered concurrently to two provisioner replicas once, with one runtime process", async () => {

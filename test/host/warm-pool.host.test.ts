@@ -55,6 +55,15 @@ describe("warm pool with process hosts (real NATS, real runtime processes)", () 
     ]);
     expect(started(rt)?.convergenceSource).toMatch(/^warm-pool:pool-[a-z0-9]{12}$/);
     const memberId = started(rt)!.convergenceSource!.slice("warm-pool:".length);
+    // The member's resource and host layers come with its claim (one batch with host-started, the
+    // same incarnation); the bind proves endpoint, the probe command, then capacity.
+    const layers = rt.flatMap((s) => (s.event.type === "runtime.readiness-layer-passed" ? [s.event.data] : []));
+    expect(layers.map((l) => l.layer)).toEqual(["resource", "host", "endpoint", "command"]);
+    for (const l of layers) expect(l.hostIncarnation).toBe(started(rt)!.hostIncarnation);
+    expect(layers.slice(0, 2).map((l) => l.detail)).toEqual([
+      expect.stringContaining(`warm pool member ${memberId}: resource proven at its readiness`),
+      expect.stringContaining(`warm pool member ${memberId}: host proven at its readiness`),
+    ]);
     expect(members.map((m) => m.runtimeInstanceId)).toContain(memberId);
     expect(types(await f.runtimeEvents(memberId))).toContain("runtime.pool-member-claimed");
     const warmMs = rt.at(-1)!.time.getTime() - requested.time.getTime();
@@ -242,6 +251,64 @@ describe("warm pool with process hosts (real NATS, real runtime processes)", () 
     await coldDone;
     const coldRt = await f.runtimeEvents(fulfilled(await f.settled("tenant-wait-cold", cold.event.correlationId))!);
     expect(started(coldRt)?.convergence).toBe("created");
+  }, 240_000);
+  it("a waiter whose member ticket finds no claimable member waits again unregistered: it registers a cold start only once it holds a slot", async () => {
+    const cp = uniqueName("cp");
+    let release = () => undefined as void;
+    const held = new Promise<void>((r) => (release = r));
+    let coldStarts = 0;
+    // Cold starts gated as above; no member can be bound here (canBind false), so a member ticket's claim finds nothing.
+    const gated = (s: HostStrategy): HostStrategy =>
+      new Proxy(s, {
+        get(t, k) {
+          if (k === "canBind") return () => false;
+          if (k === "start")
+            return async (...a: Parameters<HostStrategy["start"]>) => {
+              coldStarts++;
+              await held;
+              return t.start(...a);
+            };
+          const v = Reflect.get(t, k, t) as unknown;
+          return typeof v === "function" ? (v as (...x: unknown[]) => unknown).bind(t) : v;
+        },
+      });
+    const waited: { requestId: unknown; waits: unknown }[] = [];
+    const waitsOf = (requestId: string) => waited.filter((w) => w.requestId === requestId).length;
+    const { provisioner, strategy } = f.provisioner(
+      {
+        poolSizes: { process: 1 },
+        controlPlaneId: cp,
+        maxConcurrentHostStartups: 1,
+        log: (msg, fields) => {
+          if (msg === "scale-out waiting for a start slot or a member")
+            waited.push({ requestId: fields?.requestId, waits: fields?.waits });
+        },
+      },
+      {},
+      gated,
+    );
+    const cold = await f.request("tenant-ticket-cold", cp);
+    const coldDone = provisioner.handle(cold);
+    await eventually("the cold start holds the slot", async () => (coldStarts === 1 ? true : undefined));
+    const waiting = await f.request("tenant-ticket-wait", cp);
+    const waitDone = provisioner.handle(waiting);
+    const id = waiting.event.correlationId as string;
+    await eventually("the request waits", async () => (waitsOf(id) === 1 ? true : undefined));
+    // A member becomes ready: the waiter gets its ticket, its claim finds nothing, and it waits again.
+    provisioner.pool.refill();
+    await readyMembers(f, 1, strategy);
+    await eventually("the request waits again", async () => (waitsOf(id) === 2 ? true : undefined), 60_000);
+    const roster = await new RosterView(f.store, f.streams.layout).current();
+    expect([...roster.runtimes.keys()].filter((id) => id.startsWith("rt-tenant-ticket-wait-"))).toEqual([]);
+    // The slot freed: now it registers and starts cold, after the first start's request was settled.
+    release();
+    await coldDone;
+    await waitDone;
+    const rt = await f.runtimeEvents(fulfilled(await f.settled("tenant-ticket-wait", waiting.event.correlationId))!);
+    expect(started(rt)?.convergence).toBe("created");
+    const coldSettled = await f.settled("tenant-ticket-cold", cold.event.correlationId);
+    expect(rt[0]!.seq).toBeGreaterThan(coldSettled.at(-1)!.seq);
+    expect(coldStarts).toBe(2);
   }, 240_000);
   it("a first placement leaves the pool's last quarter to replacements: it gets no member there, a replacement does", async () => {
     const cp = uniqueName("cp");

@@ -1,7 +1,8 @@
-import { isDroverError, type HostIncarnation } from "../../../contracts/index.ts";
+import { isDroverError, type DroverEvent, type HostIncarnation, type TenantId } from "../../../contracts/index.ts";
 import type { HostObservation } from "../../../platform/hosts/types.ts";
 import { runtimeRef } from "../../../streams/index.ts";
 import { stamp, type ProvisionerDeps } from "./context.ts";
+import type { PlannedStart } from "./host-start.ts";
 
 const MAX_CONFLICTS = 8;
 
@@ -13,8 +14,19 @@ const MAX_CONFLICTS = 8;
  * Failure modes: store errors propagate to the caller (recordHostExitPatiently retries the
  * transient ones).
  */
-export async function recordHostExit(d: ProvisionerDeps, fact: HostObservation): Promise<void> {
+export async function recordHostExit(d: ProvisionerDeps, fact: HostObservation, known?: KnownRuntime): Promise<void> {
   const ref = runtimeRef(fact.runtimeInstanceId);
+  // The runtime this provisioner published, its last sequence known: appended without reading it
+  // first (a kill's first record, everything in its recovery waits for it). Any other writer since
+  // (recovery's suspicion, an exit already recorded) is a conflict: the read below decides then.
+  if (known && known.hostIncarnation === fact.hostIncarnation) {
+    try {
+      await d.store.append(ref, hostExited(d, fact, known), { expectedSeq: known.lastSeq });
+      return;
+    } catch (err) {
+      if (!isDroverError(err, "version-conflict")) throw err;
+    }
+  }
   for (let conflicts = 0; ; conflicts++) {
     const h = await d.store.read(ref);
     // A warm pool member is registered by `pool-member-registered`: its exit is evidence like a runtime's.
@@ -30,24 +42,10 @@ export async function recordHostExit(d: ProvisionerDeps, fact: HostObservation):
     );
     if (already) return;
     const reg = registered.event.type === "runtime.registered" ? registered.event : undefined;
-    const tenantId = reg?.data.tenantId;
-    const e = stamp(
-      d,
-      "runtime.host-exited",
-      {
-        hostIncarnation: fact.hostIncarnation as HostIncarnation,
-        kind: fact.kind,
-        exitCode: fact.kind === "exited" ? fact.exitCode : null,
-        signal: fact.kind === "exited" ? fact.signal : null,
-        detail: fact.kind === "exited" ? `exit observed by ${d.instanceId}` : fact.detail.slice(0, 500),
-      },
-      {
-        instanceId: d.instanceId,
-        correlationId: registered.event.correlationId ?? fact.runtimeInstanceId,
-        causationId: `host-observation:${fact.hostIncarnation}`,
-        ...(tenantId ? { tenantId } : {}),
-      },
-    );
+    const e = hostExited(d, fact, {
+      correlationId: registered.event.correlationId ?? fact.runtimeInstanceId,
+      tenantId: reg?.data.tenantId,
+    });
     try {
       await d.store.append(ref, e, { expectedSeq: h.lastSeq });
       return;
@@ -55,6 +53,48 @@ export async function recordHostExit(d: ProvisionerDeps, fact: HostObservation):
       if (!isDroverError(err, "version-conflict") || conflicts >= MAX_CONFLICTS) throw err;
     }
   }
+}
+
+/** What this provisioner knows of a runtime it published (provisioner.ts): enough to record its exit unread. */
+export interface KnownRuntime {
+  readonly hostIncarnation: string;
+  /** The runtime aggregate's last sequence as this provisioner's writer left it. */
+  readonly lastSeq: number;
+  /** Its `registered` event's correlation id, and its tenant (none for a shared runtime). */
+  readonly correlationId: string;
+  readonly tenantId: TenantId | undefined;
+}
+
+/** What `p`'s writer knows of the runtime it published (undefined before its host is recorded). */
+export function knownRuntime(p: PlannedStart): KnownRuntime | undefined {
+  const hostIncarnation = p.writer.state?.hostIncarnation;
+  if (!hostIncarnation) return undefined;
+  const { correlationId } = p.origin;
+  return { hostIncarnation, lastSeq: p.writer.lastSeq, correlationId, tenantId: p.registration.tenantId };
+}
+
+function hostExited(
+  d: ProvisionerDeps,
+  fact: HostObservation,
+  of: Pick<KnownRuntime, "correlationId" | "tenantId">,
+): DroverEvent {
+  return stamp(
+    d,
+    "runtime.host-exited",
+    {
+      hostIncarnation: fact.hostIncarnation as HostIncarnation,
+      kind: fact.kind,
+      exitCode: fact.kind === "exited" ? fact.exitCode : null,
+      signal: fact.kind === "exited" ? fact.signal : null,
+      detail: fact.kind === "exited" ? `exit observed by ${d.instanceId}` : fact.detail.slice(0, 500),
+    },
+    {
+      instanceId: d.instanceId,
+      correlationId: of.correlationId,
+      causationId: `host-observation:${fact.hostIncarnation}`,
+      ...(of.tenantId ? { tenantId: of.tenantId } : {}),
+    },
+  );
 }
 
 /** Attempts, 1 s apart, to record one observation while JetStream does not answer (a leader election takes ~10 s). */
@@ -66,10 +106,15 @@ const UNAVAILABLE_ATTEMPTS = 60;
  * for ever, and its tenant's scale-outs refused at the runtime limit (seen in `drover proof
  * --kill-nats-leader`). Each attempt re-reads, so a retry never records an exit twice.
  */
-export async function recordHostExitPatiently(d: ProvisionerDeps, fact: HostObservation): Promise<void> {
+export async function recordHostExitPatiently(
+  d: ProvisionerDeps,
+  fact: HostObservation,
+  known?: KnownRuntime,
+): Promise<void> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await recordHostExit(d, fact);
+      // Unread only on the first attempt: after a failure the log may hold what the attempt did.
+      return await recordHostExit(d, fact, attempt === 1 ? known : undefined);
     } catch (e) {
       const transient = isDroverError(e, "event-store-unavailable") && e.retryable !== false;
       if (!transient || attempt >= UNAVAILABLE_ATTEMPTS) throw e;

@@ -186,6 +186,7 @@ async function proveAndPublish(
   hostRecorded: boolean,
 ): Promise<void> {
   const o = p.origin;
+  const t0 = performance.now();
   const hostIncarnation = r.host.hostIncarnation as HostIncarnation;
   if (!hostRecorded) await p.writer.append([stamp(d, "runtime.host-started", hostStartedData(r), o)]);
   const layers = strategyLayers(r, p.registration.requiredLayers);
@@ -196,16 +197,20 @@ async function proveAndPublish(
     );
   // The strategy's layers are recorded in one append while the command layer is probed (its answer
   // is recorded after them): a warm bind's three appends and the probe had run one after another.
+  // A claimed member's claim recorded some layers already (warm-pool.ts): not recorded twice.
+  const toRecord = layers.passed.filter((l) => !p.warm?.layersRecorded.includes(l));
   const recordLayers =
-    layers.passed.length === 0
+    toRecord.length === 0
       ? Promise.resolve()
       : p.writer.append(
-          layers.passed.map((layer) =>
+          toRecord.map((layer) =>
             stamp(d, "runtime.readiness-layer-passed", { layer, hostIncarnation, detail: layerDetail(layer, r) }, o),
           ),
         );
+  let layersMs = -1;
+  let probeMs = -1;
   const [, probe] = await Promise.all([
-    recordLayers,
+    recordLayers.then(() => void (layersMs = Math.round(performance.now() - t0))),
     (d.probe ?? probeCommandReadiness)(
       {
         runtimeInstanceId: p.runtimeInstanceId,
@@ -215,7 +220,7 @@ async function proveAndPublish(
         token: spec.commandToken,
       },
       d.probeBudgetMs,
-    ),
+    ).then((x) => ((probeMs = Math.round(performance.now() - t0)), x)),
   ]);
   if (!probe.ok) throw new StartFailed(probe.reason, "command");
   // The command layer, then the endpoint and capacity, in one conditional append: capacity is in the
@@ -241,6 +246,12 @@ async function proveAndPublish(
     ),
     stamp(d, "runtime.capacity-published", { hostIncarnation }, o),
   ]);
+  d.log("start published", {
+    runtimeInstanceId: p.runtimeInstanceId,
+    layersMs,
+    probeMs,
+    publishedMs: Math.round(performance.now() - t0),
+  });
 }
 
 function layerDetail(layer: ReadinessLayer, r: Extract<HostStartResult, { outcome: "created" | "converged" }>): string {

@@ -10,7 +10,7 @@ import { assertNever } from "../../../contracts/assert-never.ts";
 import { abandonAttempt } from "./abandon.ts";
 import { closeExhausted } from "./exhausted.ts";
 import { stamp, type ProvisionerDeps } from "./context.ts";
-import { recordHostExitPatiently } from "./host-exits.ts";
+import { knownRuntime, recordHostExitPatiently, type KnownRuntime } from "./host-exits.ts";
 import { driveHostStart, warmMemberServes, type PlannedStart } from "./host-start.ts";
 import { observe, originOf, outcome, settle } from "./request-writer.ts";
 import { RosterView } from "./roster-view.ts";
@@ -84,10 +84,14 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
     () => gate.waiters,
   );
   const retiring = new Set<string>();
+  /** Runtimes this provisioner published, as its writer left them: an exit is recorded without a read. */
+  const published = new Map<string, KnownRuntime>();
   const stopObserving = [...d.strategies.values()].map((s) =>
     s.observe((fact) => {
+      const known = published.get(fact.runtimeInstanceId);
+      published.delete(fact.runtimeInstanceId);
       if (retiring.has(fact.runtimeInstanceId)) return;
-      recordHostExitPatiently(d, fact)
+      recordHostExitPatiently(d, fact, known)
         .catch((e) => d.log("could not record a host observation", { fact, err: String(e) }))
         .finally(() => pool.refill());
     }),
@@ -122,12 +126,17 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
     try {
       const first = s;
       let planned = await prefixGate.run(prefix, () => decide(first, prefix === prefixAsked && reads ? { reads } : {}));
-      if (planned === WAIT) {
+      for (let waits = 1; planned === WAIT; waits++) {
+        d.log("scale-out waiting for a start slot or a member", { requestId, waits });
         ticket = await gate.acquire(pool.enabled && mayTakeMember);
         // Planned again on the roster as it is now (a runtime of the tenant may have come meanwhile).
-        planned = await prefixGate.run(prefix, () => decide(first, { mayStartCold: true }));
+        // Only a slot lets it register a cold start: a member ticket whose claim finds no member (the
+        // count is a hint) waits again, unregistered. Registered first, it waited for a slot after its
+        // registration (P=20: one replacement ~30 s between `registered` and its host start).
+        const mayStartCold = ticket === "slot";
+        planned = await prefixGate.run(prefix, () => decide(first, { mayStartCold }));
       }
-      if (!planned || planned === WAIT) return;
+      if (!planned) return;
       // Where a start's time goes before its host: the request observed, then planned and registered.
       d.log("scale-out planned", {
         requestId,
@@ -142,8 +151,6 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
         gate.releaseSlot();
         ticket = undefined;
       }
-      // A member ticket whose claim found nothing was registered cold: it needs a slot too.
-      if (!planned.warm && ticket !== "slot") ticket = await gate.acquire(false);
       const driving = busy.track(driveHostStart(d, planned));
       // The claim's refill starts only now that its bind counts as in flight: a refill round that
       // yields (not urgent) waits for it. Started from the claim itself, the round found no start in
@@ -173,6 +180,8 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
         r = await busy.track(driveHostStart(d, cold));
       }
       const p = planned;
+      const known = r.ok ? knownRuntime(p) : undefined;
+      if (known) published.set(p.runtimeInstanceId, known);
       const settled = r.ok
         ? outcome.fulfilled(d, s, p.runtimeInstanceId)
         : outcome.rejected(d, s, r.reason, p.runtimeInstanceId);
@@ -199,8 +208,8 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
 
   /**
    * Plans under the prefix gate; settles everything but a start, and registers a start before the
-   * gate opens: a claimed warm member, or — `mayStartCold`, i.e. holding a start slot or a member
-   * ticket — a cold start; without it, {@link WAIT} (nothing written).
+   * gate opens: a claimed warm member, or — `mayStartCold`, i.e. holding a start slot — a cold
+   * start; without it, {@link WAIT} (nothing written).
    */
   async function decide(s: RequestState, opts: PlanOptions): Promise<PlannedStart | typeof WAIT | undefined> {
     for (let attempt = 1; ; attempt++) {

@@ -64,6 +64,11 @@ export class RuntimeWriter {
     return this.summary;
   }
 
+  /** The aggregate's last sequence as this writer knows it. */
+  get lastSeq(): number {
+    return this.seq;
+  }
+
   /**
    * Appends `events` in order after the last seen sequence. Throws `RuntimeEnded` if the runtime
    * has ended (checked first and after every conflict), unless `evenIfEnded` (clean-up records:

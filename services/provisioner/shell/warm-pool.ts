@@ -1,9 +1,10 @@
-import type { HostIncarnation, HostProvider } from "../../../contracts/index.ts";
+import type { HostIncarnation, HostProvider, ReadinessLayer } from "../../../contracts/index.ts";
 import type { HostSpec, HostStartResult, HostStrategy, WarmPoolHost } from "../../../platform/hosts/types.ts";
 import { runtimeRef, type BatchEntry } from "../../../streams/index.ts";
 import { runtimeInstanceIdOf } from "../domain/runtime-id.ts";
 import { hostFactsData } from "../domain/start-record.ts";
 import {
+  claimCarriedLayers,
   claimableMembers,
   POOL_LAYERS,
   POOL_MEMBER_PREFIX,
@@ -27,6 +28,8 @@ export const isPoolable = (s: HostStrategy | undefined): s is PoolableStrategy =
 /** How a claimed member is bound: PlannedStart.warm. */
 export interface WarmBinding {
   readonly memberId: string;
+  /** Layers the claim recorded for the runtime already (domain/warm-pool.ts `claimCarriedLayers`). */
+  readonly layersRecorded: readonly ReadinessLayer[];
   bind(spec: HostSpec): Promise<HostStartResult>;
 }
 
@@ -178,6 +181,7 @@ export function createWarmPool(
         claiming.add(m.runtimeInstanceId);
         const incarnation = m.hostIncarnation as HostIncarnation;
         const o = start.origin;
+        const carried = claimCarriedLayers(provider);
         const registered = [
           stamp(d, "runtime.registered", start.registration, o),
           stamp(d, "runtime.host-start-requested", { attempt: 1 }, o),
@@ -193,6 +197,18 @@ export function createWarmPool(
               convergenceSource: `warm-pool:${m.runtimeInstanceId}`,
             },
             o,
+          ),
+          ...carried.map((layer) =>
+            stamp(
+              d,
+              "runtime.readiness-layer-passed",
+              {
+                layer,
+                hostIncarnation: incarnation,
+                detail: `warm pool member ${m.runtimeInstanceId}: ${layer} proven at its readiness, unchanged at the claim`,
+              },
+              o,
+            ),
           ),
         ];
         let stored: readonly { readonly seq: number }[];
@@ -238,7 +254,11 @@ export function createWarmPool(
         d.log("warm pool member claimed", { memberId, runtimeInstanceId: start.runtimeInstanceId });
         // No refill from here: the caller starts it once it counts this bind as a start in flight
         // (provisioner.ts), else the refill's yield found none in flight and members booted beside it.
-        return { ...start, writer, warm: { memberId, bind: (spec) => strategy.bind(memberId, token, spec) } };
+        return {
+          ...start,
+          writer,
+          warm: { memberId, layersRecorded: carried, bind: (spec) => strategy.bind(memberId, token, spec) },
+        };
       }
       this.refill();
       return undefined;

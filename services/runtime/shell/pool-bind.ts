@@ -46,6 +46,7 @@ export async function awaitBinding(env: NodeJS.ProcessEnv): Promise<Binding> {
     void take(req, res).catch((e: unknown) => reply(res, 400, { error: String((e as Error).message ?? e) }));
   });
   async function take(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const arrived = Date.now();
     // A Kubernetes member's readiness probe (its bind listener is on the ops port): alive, unbound.
     if (req.method === "GET" && (req.url === "/readyz" || req.url === "/healthz") && !bound)
       return reply(res, 200, { status: "ok", detail: "pooled: awaiting one binding" });
@@ -63,6 +64,7 @@ export async function awaitBinding(env: NodeJS.ProcessEnv): Promise<Binding> {
       return reply(res, 400, { error: "DROVER_RUNTIME_INSTANCE_ID missing" });
     bound = res;
     for (const [k, v] of entries) env[k] = v as string;
+    process.stdout.write(`${JSON.stringify({ event: "pool-bind-taken", arrived, takenMs: Date.now() - arrived })}\n`);
     // Stop listening at once (the answer goes over this request's connection): the bound runtime
     // may take the same port for its own listener (a Kubernetes member binds on the ops port).
     const closed = new Promise<void>((ok) => server.close(() => ok()));
