@@ -9,6 +9,9 @@
  *  - W2 `w2_steps_per_s`: 200 runs of 10 sequential trivial steps, 50 clients each submitting and
  *    awaiting one run at a time; steps / (first submitted → last completed);
  *  - W3 (recovery after a SIGKILL, with and without a warm pool) is bench/w3-recovery.bench.ts.
+ * Measurement knobs, off by default (the figures above are taken without them): BENCH_W1_WARMUP
+ * (W1's warm-up runs, 5), BENCH_W2_WARMUP (W2-shaped runs before W2's window, 0), BENCH_W2_RUNS (200):
+ * the services' cost per step once their hot paths are compiled, against a fresh process's.
  */
 import { jetstreamManager } from "@nats-io/jetstream";
 import { chainDag, apiClient } from "../platform/api-client.ts";
@@ -75,7 +78,9 @@ try {
 
   // W1
   const chain50 = chainDag(50, 0);
-  for (let k = 0; k < 5; k++) await runOne(chain50);
+  // Opt-in, measurement only: BENCH_W1_WARMUP warm-up runs instead of 5 (see BENCH_W2_WARMUP below).
+  const w1Warmup = Number(process.env.BENCH_W1_WARMUP ?? 5);
+  for (let k = 0; k < w1Warmup; k++) await runOne(chain50);
   const w1: string[] = [];
   await readModelsCaughtUp();
   const w1Cpu = await cpuSnapshot();
@@ -139,7 +144,7 @@ try {
   const metrics = {
     w1_step_overhead_ms: latencyMetric(
       perStep,
-      `one run of 50 trivial sequential steps, (submitted → completed)/50, 30 runs after 5 warm-ups, read models on; CPU ms per 1,000 steps ${JSON.stringify(w1CpuPerK)}`,
+      `one run of 50 trivial sequential steps, (submitted → completed)/50, 30 runs after ${w1Warmup} warm-ups, read models on; CPU ms per 1,000 steps ${JSON.stringify(w1CpuPerK)}`,
     ),
     w1_head_ms: latencyMetric(
       head,
