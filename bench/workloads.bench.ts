@@ -9,6 +9,9 @@
  *  - W2 `w2_steps_per_s`: 200 runs of 10 sequential trivial steps, 50 clients each submitting and
  *    awaiting one run at a time; steps / (first submitted → last completed);
  *  - W3 (recovery after a SIGKILL, with and without a warm pool) is bench/w3-recovery.bench.ts.
+ * Measurement knobs, off by default (the figures above are taken without them): BENCH_W1_WARMUP
+ * (W1's warm-up runs, 5), BENCH_W2_WARMUP (W2-shaped runs before W2's window, 0), BENCH_W2_RUNS (200):
+ * the services' cost per step once their hot paths are compiled, against a fresh process's.
  */
 import { jetstreamManager } from "@nats-io/jetstream";
 import { chainDag, apiClient } from "../platform/api-client.ts";
@@ -75,7 +78,9 @@ try {
 
   // W1
   const chain50 = chainDag(50, 0);
-  for (let k = 0; k < 5; k++) await runOne(chain50);
+  // Opt-in, measurement only: BENCH_W1_WARMUP warm-up runs instead of 5 (see BENCH_W2_WARMUP below).
+  const w1Warmup = Number(process.env.BENCH_W1_WARMUP ?? 5);
+  for (let k = 0; k < w1Warmup; k++) await runOne(chain50);
   const w1: string[] = [];
   await readModelsCaughtUp();
   const w1Cpu = await cpuSnapshot();
@@ -106,23 +111,32 @@ try {
 
   // W2
   const chain10 = chainDag(10, 0);
+  // Opt-in (measurement only; the reported W2 is 200 runs after W1 unless these are set): W2-shaped runs
+  // before the measured window (BENCH_W2_WARMUP) and the measured window's runs (BENCH_W2_RUNS), to tell
+  // the services' per-run cost once their hot paths are compiled from the cost in a fresh process.
+  const w2Runs = Number(process.env.BENCH_W2_RUNS ?? 200);
+  const w2Clients = async (runs: number, out: string[]) => {
+    let left = runs;
+    await Promise.all(
+      Array.from({ length: 50 }, async () => {
+        while (left-- > 0) out.push(await runOne(chain10));
+      }),
+    );
+  };
+  const w2Warmup = Number(process.env.BENCH_W2_WARMUP ?? 0);
+  await w2Clients(w2Warmup, []);
   const w2: string[] = [];
-  let left = 200;
   await readModelsCaughtUp();
   const w2Cpu = await cpuSnapshot();
   const w2MonoUs = [process.hrtime.bigint() / 1000n];
-  await Promise.all(
-    Array.from({ length: 50 }, async () => {
-      while (left-- > 0) w2.push(await runOne(chain10));
-    }),
-  );
+  await w2Clients(w2Runs, w2);
   await readModelsCaughtUp();
-  const w2CpuPerK = perKSteps(cpuSpent(w2Cpu, await cpuSnapshot()), 200 * 10);
+  const w2CpuPerK = perKSteps(cpuSpent(w2Cpu, await cpuSnapshot()), w2Runs * 10);
   w2MonoUs.push(process.hrtime.bigint() / 1000n);
   all = await log();
   const w2Start = Math.min(...w2.map((id) => at(all, "run.submitted", id)!));
   const w2End = Math.max(...w2.map((id) => at(all, "run.completed", id)!));
-  const stepsPerS = (200 * 10) / ((w2End - w2Start) / 1000);
+  const stepsPerS = (w2Runs * 10) / ((w2End - w2Start) / 1000);
   console.log(JSON.stringify({ w1PerStepMs: perStep, w1HeadMs: head, w2StepsPerS: stepsPerS, w1CpuPerK, w2CpuPerK }));
   console.log(`w1 monotonic window (µs, for CPU profiles): ${w1MonoUs.join(" ")}`);
   console.log(`w2 monotonic window (µs, for CPU profiles): ${w2MonoUs.join(" ")}`);
@@ -130,7 +144,7 @@ try {
   const metrics = {
     w1_step_overhead_ms: latencyMetric(
       perStep,
-      `one run of 50 trivial sequential steps, (submitted → completed)/50, 30 runs after 5 warm-ups, read models on; CPU ms per 1,000 steps ${JSON.stringify(w1CpuPerK)}`,
+      `one run of 50 trivial sequential steps, (submitted → completed)/50, 30 runs after ${w1Warmup} warm-ups, read models on; CPU ms per 1,000 steps ${JSON.stringify(w1CpuPerK)}`,
     ),
     w1_head_ms: latencyMetric(
       head,
@@ -139,7 +153,7 @@ try {
     w2_steps_per_s: {
       unit: "steps/s",
       value: round(stepsPerS, 0),
-      note: `200 runs × 10 trivial steps, 50 clients each awaiting its run; CPU ms per 1,000 steps ${JSON.stringify(w2CpuPerK)}`,
+      note: `${w2Runs} runs × 10 trivial steps${w2Warmup ? ` after ${w2Warmup} W2-shaped warm-up runs` : ""}, 50 clients each awaiting its run; CPU ms per 1,000 steps ${JSON.stringify(w2CpuPerK)}`,
     },
     w1_cpu_per_1000_steps: {
       unit: "ms",

@@ -2,10 +2,10 @@ import { JetStreamApiError, type PubAck } from "@nats-io/jetstream";
 import {
   ClosedConnectionError,
   createInbox,
-  headers,
   NoRespondersError,
   TimeoutError,
   type Msg,
+  type MsgHdrs,
   type NatsConnection,
 } from "@nats-io/transport-node";
 
@@ -91,21 +91,48 @@ function newPublisher(nc: NatsConnection): AckedPublish {
     new Promise<PubAck>((ok, fail) => {
       if (!subscribed) subscribe();
       const token = String(++next);
-      const h = headers();
-      h.set("Nats-Msg-Id", o.msgID);
-      h.set("Nats-Expected-Stream", o.expect.streamName);
-      h.set("Nats-Expected-Last-Subject-Sequence", String(o.expect.lastSubjectSequence));
-      h.set("Nats-Expected-Last-Subject-Sequence-Subject", o.expect.lastSubjectSequenceSubject);
+      let h: HeaderBlock;
+      try {
+        h = conditionalHeaders(o.msgID, o.expect);
+      } catch (e) {
+        return fail(e);
+      }
       const deadline = Date.now() + o.timeout;
       waiting.set(token, { subject, ok, fail, deadline });
       deadlines.armFor(deadline);
       try {
-        nc.publish(subject, data, { reply: `${prefix}.${token}`, headers: h });
+        nc.publish(subject, data, { reply: `${prefix}.${token}`, headers: h as unknown as MsgHdrs });
       } catch (e) {
         settle(token);
         fail(e);
       }
     });
+}
+
+const encoder = new TextEncoder();
+const LINE_BREAK = /[\r\n]/;
+
+/**
+ * The header block of a conditional publish, byte for byte what nats.js's `headers()` with these four
+ * `set`s encodes (`NATS/1.0`, then `Key: value` lines in this order, values trimmed, a blank line),
+ * built as one string: the client's `MsgHdrs` (a Map of arrays, a key and a value check per `set`)
+ * was ~6 µs of every append, one append per journaled step. The client reads nothing of a
+ * publish's headers but `encode()`. A value with a line break is refused as the client refuses it.
+ */
+export function conditionalHeaders(msgID: string, expect: PublishExpect): HeaderBlock {
+  const { streamName, lastSubjectSequenceSubject: subject } = expect;
+  if (LINE_BREAK.test(msgID) || LINE_BREAK.test(streamName) || LINE_BREAK.test(subject))
+    throw new TypeError("header values cannot contain \\r or \\n");
+  const text =
+    `NATS/1.0\r\nNats-Msg-Id: ${msgID.trim()}\r\nNats-Expected-Stream: ${streamName.trim()}\r\n` +
+    `Nats-Expected-Last-Subject-Sequence: ${expect.lastSubjectSequence}\r\n` +
+    `Nats-Expected-Last-Subject-Sequence-Subject: ${subject.trim()}\r\n\r\n`;
+  return { encode: () => encoder.encode(text) };
+}
+
+/** What the client's publish reads of `MsgHdrs` (nats-core protocol.js `publish`: `headers.encode()`). */
+export interface HeaderBlock {
+  encode(): Uint8Array;
 }
 
 /**
