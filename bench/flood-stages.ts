@@ -8,7 +8,8 @@ import { readFileSync } from "node:fs";
  * Stages: http (the POST leaving the client → `submitted` stored; outside the measured latency),
  * deliver (stored → admission's follower has it), wait (→ a pass takes it), claim (→ quota claim and
  * slot reservation answered), admit (→ `admitted` appended), dispatch (→ `dispatched` stored), and
- * admission's event-loop stalls (a 5 ms timer late by over 15 ms) with how many were its own work
+ * the claim's parts (pre: deciding before the call; held: until its batch left; redis: the batch's round
+ * trip; back: its answer reaching the placement), admission's event-loop stalls (a 5 ms timer late by over 15 ms) with how many were its own work
  * (its CPU over the stall ≥ 70 % of it) rather than waiting for a core.
  */
 const [dumpFile, traceFile] = process.argv.slice(2);
@@ -44,6 +45,12 @@ for (const o of lines(traceFile)) {
     const m = stage.get(o.run) ?? new Map<string, number>();
     if (!m.has(o.ev as string)) m.set(o.ev as string, o.t as number);
     if (o.ev === "taken") m.set("pass", o.pass as number);
+    if (o.ev === "batch") {
+      m.set("sent", o.sent as number);
+      m.set("answered", o.answered as number);
+      m.set("size", o.size as number);
+      m.set("pos", o.pos as number);
+    }
     stage.set(o.run, m);
   }
 }
@@ -56,6 +63,10 @@ const table = (name: string, ids: string[]) => {
     deliver: [],
     wait: [],
     claim: [],
+    " pre": [],
+    " held": [],
+    " redis": [],
+    " back": [],
     admit: [],
     dispatch: [],
   };
@@ -69,6 +80,12 @@ const table = (name: string, ids: string[]) => {
     add("deliver", s, t?.get("seen"));
     add("wait", t?.get("seen"), t?.get("taken"));
     add("claim", t?.get("taken"), t?.get("claimed"));
+    // The claim's parts: the decision before the call, held for the batch's flush, the batch's Redis
+    // round trip, and its answer reaching the placement (admission's event loop).
+    add(" pre", t?.get("taken"), t?.get("claim-call"));
+    add(" held", t?.get("claim-call"), t?.get("sent"));
+    add(" redis", t?.get("sent"), t?.get("answered"));
+    add(" back", t?.get("answered"), t?.get("claimed"));
     add("admit", t?.get("claimed"), t?.get("admitted"));
     add("dispatch", t?.get("admitted"), d);
   }
@@ -109,8 +126,12 @@ const table = (name: string, ids: string[]) => {
         ? `in-pass (seen ${seen - during.start} ms into a ${during.end - during.start} ms pass)`
         : m;
     const q = at.has(`run.queued-globally/${id}`) ? " queued first" : "";
+    const b =
+      t?.get("sent") === undefined
+        ? ""
+        : `; claim ${d(t.get("taken"), t.get("claim-call"))}+${d(t.get("claim-call"), t.get("sent"))}+${d(t.get("sent"), t.get("answered"))}+${d(t.get("answered"), t.get("claimed"))} (batch ${t.get("pos")! + 1}/${t.get("size")})`;
     console.log(
-      `    ${total(id)} = ${d(at.get(`run.submitted/${id}`), seen)} + ${d(seen, t?.get("taken"))} + ${d(t?.get("taken"), t?.get("claimed"))} + ${d(t?.get("claimed"), t?.get("admitted"))} + ${d(t?.get("admitted"), at.get(`run.dispatched/${id}`))}; ${met}${q}`,
+      `    ${total(id)} = ${d(at.get(`run.submitted/${id}`), seen)} + ${d(seen, t?.get("taken"))} + ${d(t?.get("taken"), t?.get("claimed"))} + ${d(t?.get("claimed"), t?.get("admitted"))} + ${d(t?.get("admitted"), at.get(`run.dispatched/${id}`))}; ${met}${q}${b}`,
     );
   }
 };

@@ -183,7 +183,12 @@ const scripted = new WeakSet<Redis>();
 export function redisTenantClaims(
   redis: Redis,
   controlPlaneId: string,
-  o: { readonly pendingTtlMs?: number; readonly decidedTtlMs?: number } = {},
+  o: {
+    readonly pendingTtlMs?: number;
+    readonly decidedTtlMs?: number;
+    /** Tracing only: each claim batch's runs (tenant, run), when it was sent and answered (Date.now()). */
+    readonly onClaimBatch?: (runs: readonly (readonly [string, string])[], sentAt: number, answeredAt: number) => void;
+  } = {},
 ): TenantClaims {
   const pendingTtl = o.pendingTtlMs ?? 15_000;
   const decidedTtl = o.decidedTtlMs ?? 60_000;
@@ -201,12 +206,25 @@ export function redisTenantClaims(
     redis.defineCommand("drClaimReserveMany", { lua: CLAIM_RESERVE_MANY });
     redis.defineCommand("drClaimConfirmExtendMany", { lua: CONFIRM_EXTEND_MANY });
   }
-  type Item = { readonly keys: readonly string[]; readonly args: readonly (string | number)[] };
+  type Item = {
+    readonly keys: readonly string[];
+    readonly args: readonly (string | number)[];
+    readonly tenantId?: string;
+  };
   const many = (items: readonly Item[]) => [...items.flatMap((i) => i.keys), ...items.flatMap((i) => i.args)];
   // Calls made while one awaits its answer leave as one script run (script-batch.ts).
-  const claimReserve = scriptBatcher((items: readonly Item[]) =>
-    redis.drClaimReserveMany(items.length * 5, ...many(items)),
-  );
+  const onBatch = o.onClaimBatch;
+  const claimReserve = scriptBatcher(async (items: readonly Item[]) => {
+    if (!onBatch) return redis.drClaimReserveMany(items.length * 5, ...many(items));
+    const sentAt = Date.now();
+    const out = await redis.drClaimReserveMany(items.length * 5, ...many(items));
+    onBatch(
+      items.map((i) => [i.tenantId ?? "", String(i.args[0])] as const),
+      sentAt,
+      Date.now(),
+    );
+    return out;
+  });
   const confirmExtend = scriptBatcher(async (items: readonly Item[]) => {
     await redis.drClaimConfirmExtendMany(items.length * 5, ...many(items));
     return items.map(() => undefined);
@@ -218,6 +236,7 @@ export function redisTenantClaims(
     },
     async claimAndReserve(tenantId, run, limit, folded, position, now, slot) {
       const [ok, count, reserved] = await claimReserve({
+        tenantId,
         keys: [...keys(tenantId), ...reservationKeys(controlPlaneId, slot.runtimeInstanceId)],
         args: [run, limit, folded, position, now, pendingTtl, keyTtl, slot.slots, slot.ttlMs, slot.beatAt ?? -1],
       });

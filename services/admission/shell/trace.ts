@@ -52,3 +52,14 @@ export function traceDelivery(
   const stream = m.info?.timestampNanos ? Math.floor(Number(m.info.timestampNanos) / 1e6) : undefined;
   trace({ ev: "seen", run: id, seq: m.seq, stream, pending: m.info?.pending });
 }
+
+/** A quota-claim batch (platform/tenant-claims.ts) holding a traced tenant's run: its place and size, sent and answered. */
+export function traceClaimBatch(
+  runs: readonly (readonly [string, string])[],
+  sentAt: number,
+  answeredAt: number,
+): void {
+  runs.forEach(([tenantId, run], i) => {
+    if (traced(tenantId)) trace({ ev: "batch", run, pos: i, size: runs.length, sent: sentAt, answered: answeredAt });
+  });
+}
