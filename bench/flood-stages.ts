@@ -48,6 +48,7 @@ for (const o of lines(traceFile)) {
     if (o.ev === "batch") {
       m.set("sent", o.sent as number);
       m.set("answered", o.answered as number);
+      if (typeof o.ran === "number") m.set("ran", o.ran);
       m.set("size", o.size as number);
       m.set("pos", o.pos as number);
     }
@@ -66,11 +67,14 @@ const table = (name: string, ids: string[]) => {
     " pre": [],
     " held": [],
     " redis": [],
+    "  to run": [],
+    "  reply": [],
     " back": [],
     admit: [],
     dispatch: [],
   };
-  const add = (k: string, a?: number, b?: number) => a !== undefined && b !== undefined && spans[k]!.push(b - a);
+  const add = (k: string, a?: number, b?: number) =>
+    a !== undefined && b !== undefined && spans[k]!.push(Math.round(b - a));
   for (const id of ids) {
     const s = at.get(`run.submitted/${id}`);
     const d = at.get(`run.dispatched/${id}`);
@@ -86,6 +90,10 @@ const table = (name: string, ids: string[]) => {
     add(" held", t?.get("claim-call"), t?.get("sent"));
     add(" redis", t?.get("sent"), t?.get("answered"));
     add(" back", t?.get("answered"), t?.get("claimed"));
+    // Redis's round trip split at Redis's clock: admission's write and redis-server waking (to run),
+    // the reply and admission waking to read it (reply).
+    add("  to run", t?.get("sent"), t?.get("ran"));
+    add("  reply", t?.get("ran"), t?.get("answered"));
     add("admit", t?.get("claimed"), t?.get("admitted"));
     add("dispatch", t?.get("admitted"), d);
   }

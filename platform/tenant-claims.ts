@@ -66,6 +66,11 @@ for i = 0, #KEYS / 5 - 1 do
   end
 end
 return out`;
+/** Tracing only (`onClaimBatch`): the same, with Redis's clock (TIME: seconds, microseconds) when it ran, last. */
+const CLAIM_RESERVE_MANY_TIMED = CLAIM_RESERVE_MANY.replace(
+  /return out$/,
+  "out[#out + 1] = redis.call('TIME')\nreturn out",
+);
 const CONFIRM_FN = `
 local function confirm(p, d, x, run, seq, expiry, keyTtl)
   redis.call('ZREM', p, run)
@@ -123,6 +128,11 @@ declare module "ioredis" {
     drClaimConfirmExtendMany(numberOfKeys: number, ...keysThenArgs: (string | number)[]): Result<number, Context>;
     /** `numberOfKeys` (5 per run), then every run's 5 keys, then every run's 10 arguments. */
     drClaimReserveMany(
+      numberOfKeys: number,
+      ...keysThenArgs: (string | number)[]
+    ): Result<[number, number, number][], Context>;
+    /** drClaimReserveMany, and Redis's TIME when it ran as a last element (tracing). */
+    drClaimReserveManyTimed(
       numberOfKeys: number,
       ...keysThenArgs: (string | number)[]
     ): Result<[number, number, number][], Context>;
@@ -186,8 +196,14 @@ export function redisTenantClaims(
   o: {
     readonly pendingTtlMs?: number;
     readonly decidedTtlMs?: number;
-    /** Tracing only: each claim batch's runs (tenant, run), when it was sent and answered (Date.now()). */
-    readonly onClaimBatch?: (runs: readonly (readonly [string, string])[], sentAt: number, answeredAt: number) => void;
+    /**
+     * Tracing only: each claim batch's runs (tenant, run), when it was sent and answered (Date.now())
+     * and when Redis ran it (its TIME, ms with a fraction).
+     */
+    readonly onClaimBatch?: (
+      runs: readonly (readonly [string, string])[],
+      at: { readonly sentAt: number; readonly ranAt: number; readonly answeredAt: number },
+    ) => void;
   } = {},
 ): TenantClaims {
   const pendingTtl = o.pendingTtlMs ?? 15_000;
@@ -204,6 +220,7 @@ export function redisTenantClaims(
     redis.defineCommand("drClaimRelease", { numberOfKeys: 3, lua: RELEASE });
     // The number of keys is the call's first argument (5 per run).
     redis.defineCommand("drClaimReserveMany", { lua: CLAIM_RESERVE_MANY });
+    redis.defineCommand("drClaimReserveManyTimed", { lua: CLAIM_RESERVE_MANY_TIMED });
     redis.defineCommand("drClaimConfirmExtendMany", { lua: CONFIRM_EXTEND_MANY });
   }
   type Item = {
@@ -217,11 +234,11 @@ export function redisTenantClaims(
   const claimReserve = scriptBatcher(async (items: readonly Item[]) => {
     if (!onBatch) return redis.drClaimReserveMany(items.length * 5, ...many(items));
     const sentAt = Date.now();
-    const out = await redis.drClaimReserveMany(items.length * 5, ...many(items));
+    const out = await redis.drClaimReserveManyTimed(items.length * 5, ...many(items));
+    const [sec, usec] = (out.pop() ?? [0, 0]).map(Number) as [number, number];
     onBatch(
       items.map((i) => [i.tenantId ?? "", String(i.args[0])] as const),
-      sentAt,
-      Date.now(),
+      { sentAt, ranAt: sec * 1000 + usec / 1000, answeredAt: Date.now() },
     );
     return out;
   });
