@@ -8,7 +8,8 @@ import { readFileSync } from "node:fs";
  * Stages: http (the POST leaving the client → `submitted` stored; outside the measured latency),
  * deliver (stored → admission's follower has it), wait (→ a pass takes it), claim (→ quota claim and
  * slot reservation answered), admit (→ `admitted` appended), dispatch (→ `dispatched` stored), and
- * admission's event-loop stalls (a 5 ms timer late by over 15 ms) with how many were its own work
+ * the claim's parts (pre: deciding before the call; held: until its batch left; redis: the batch's round
+ * trip; back: its answer reaching the placement), admission's event-loop stalls (a 5 ms timer late by over 15 ms) with how many were its own work
  * (its CPU over the stall ≥ 70 % of it) rather than waiting for a core.
  */
 const [dumpFile, traceFile] = process.argv.slice(2);
@@ -44,6 +45,13 @@ for (const o of lines(traceFile)) {
     const m = stage.get(o.run) ?? new Map<string, number>();
     if (!m.has(o.ev as string)) m.set(o.ev as string, o.t as number);
     if (o.ev === "taken") m.set("pass", o.pass as number);
+    if (o.ev === "batch") {
+      m.set("sent", o.sent as number);
+      m.set("answered", o.answered as number);
+      if (typeof o.ran === "number") m.set("ran", o.ran);
+      m.set("size", o.size as number);
+      m.set("pos", o.pos as number);
+    }
     stage.set(o.run, m);
   }
 }
@@ -56,10 +64,17 @@ const table = (name: string, ids: string[]) => {
     deliver: [],
     wait: [],
     claim: [],
+    " pre": [],
+    " held": [],
+    " redis": [],
+    "  to run": [],
+    "  reply": [],
+    " back": [],
     admit: [],
     dispatch: [],
   };
-  const add = (k: string, a?: number, b?: number) => a !== undefined && b !== undefined && spans[k]!.push(b - a);
+  const add = (k: string, a?: number, b?: number) =>
+    a !== undefined && b !== undefined && spans[k]!.push(Math.round(b - a));
   for (const id of ids) {
     const s = at.get(`run.submitted/${id}`);
     const d = at.get(`run.dispatched/${id}`);
@@ -69,6 +84,16 @@ const table = (name: string, ids: string[]) => {
     add("deliver", s, t?.get("seen"));
     add("wait", t?.get("seen"), t?.get("taken"));
     add("claim", t?.get("taken"), t?.get("claimed"));
+    // The claim's parts: the decision before the call, held for the batch's flush, the batch's Redis
+    // round trip, and its answer reaching the placement (admission's event loop).
+    add(" pre", t?.get("taken"), t?.get("claim-call"));
+    add(" held", t?.get("claim-call"), t?.get("sent"));
+    add(" redis", t?.get("sent"), t?.get("answered"));
+    add(" back", t?.get("answered"), t?.get("claimed"));
+    // Redis's round trip split at Redis's clock: admission's write and redis-server waking (to run),
+    // the reply and admission waking to read it (reply).
+    add("  to run", t?.get("sent"), t?.get("ran"));
+    add("  reply", t?.get("ran"), t?.get("answered"));
     add("admit", t?.get("claimed"), t?.get("admitted"));
     add("dispatch", t?.get("admitted"), d);
   }
@@ -109,8 +134,12 @@ const table = (name: string, ids: string[]) => {
         ? `in-pass (seen ${seen - during.start} ms into a ${during.end - during.start} ms pass)`
         : m;
     const q = at.has(`run.queued-globally/${id}`) ? " queued first" : "";
+    const b =
+      t?.get("sent") === undefined
+        ? ""
+        : `; claim ${d(t.get("taken"), t.get("claim-call"))}+${d(t.get("claim-call"), t.get("sent"))}+${d(t.get("sent"), t.get("answered"))}+${d(t.get("answered"), t.get("claimed"))} (batch ${t.get("pos")! + 1}/${t.get("size")})`;
     console.log(
-      `    ${total(id)} = ${d(at.get(`run.submitted/${id}`), seen)} + ${d(seen, t?.get("taken"))} + ${d(t?.get("taken"), t?.get("claimed"))} + ${d(t?.get("claimed"), t?.get("admitted"))} + ${d(t?.get("admitted"), at.get(`run.dispatched/${id}`))}; ${met}${q}`,
+      `    ${total(id)} = ${d(at.get(`run.submitted/${id}`), seen)} + ${d(seen, t?.get("taken"))} + ${d(t?.get("taken"), t?.get("claimed"))} + ${d(t?.get("claimed"), t?.get("admitted"))} + ${d(t?.get("admitted"), at.get(`run.dispatched/${id}`))}; ${met}${q}${b}`,
     );
   }
 };

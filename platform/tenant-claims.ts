@@ -66,6 +66,11 @@ for i = 0, #KEYS / 5 - 1 do
   end
 end
 return out`;
+/** Tracing only (`onClaimBatch`): the same, with Redis's clock (TIME: seconds, microseconds) when it ran, last. */
+const CLAIM_RESERVE_MANY_TIMED = CLAIM_RESERVE_MANY.replace(
+  /return out$/,
+  "out[#out + 1] = redis.call('TIME')\nreturn out",
+);
 const CONFIRM_FN = `
 local function confirm(p, d, x, run, seq, expiry, keyTtl)
   redis.call('ZREM', p, run)
@@ -126,6 +131,11 @@ declare module "ioredis" {
       numberOfKeys: number,
       ...keysThenArgs: (string | number)[]
     ): Result<[number, number, number][], Context>;
+    /** drClaimReserveMany, and Redis's TIME when it ran as a last element (tracing). */
+    drClaimReserveManyTimed(
+      numberOfKeys: number,
+      ...keysThenArgs: (string | number)[]
+    ): Result<[number, number, number][], Context>;
   }
 }
 
@@ -183,7 +193,18 @@ const scripted = new WeakSet<Redis>();
 export function redisTenantClaims(
   redis: Redis,
   controlPlaneId: string,
-  o: { readonly pendingTtlMs?: number; readonly decidedTtlMs?: number } = {},
+  o: {
+    readonly pendingTtlMs?: number;
+    readonly decidedTtlMs?: number;
+    /**
+     * Tracing only: each claim batch's runs (tenant, run), when it was sent and answered (Date.now())
+     * and when Redis ran it (its TIME, ms with a fraction).
+     */
+    readonly onClaimBatch?: (
+      runs: readonly (readonly [string, string])[],
+      at: { readonly sentAt: number; readonly ranAt: number; readonly answeredAt: number },
+    ) => void;
+  } = {},
 ): TenantClaims {
   const pendingTtl = o.pendingTtlMs ?? 15_000;
   const decidedTtl = o.decidedTtlMs ?? 60_000;
@@ -199,14 +220,28 @@ export function redisTenantClaims(
     redis.defineCommand("drClaimRelease", { numberOfKeys: 3, lua: RELEASE });
     // The number of keys is the call's first argument (5 per run).
     redis.defineCommand("drClaimReserveMany", { lua: CLAIM_RESERVE_MANY });
+    redis.defineCommand("drClaimReserveManyTimed", { lua: CLAIM_RESERVE_MANY_TIMED });
     redis.defineCommand("drClaimConfirmExtendMany", { lua: CONFIRM_EXTEND_MANY });
   }
-  type Item = { readonly keys: readonly string[]; readonly args: readonly (string | number)[] };
+  type Item = {
+    readonly keys: readonly string[];
+    readonly args: readonly (string | number)[];
+    readonly tenantId?: string;
+  };
   const many = (items: readonly Item[]) => [...items.flatMap((i) => i.keys), ...items.flatMap((i) => i.args)];
   // Calls made while one awaits its answer leave as one script run (script-batch.ts).
-  const claimReserve = scriptBatcher((items: readonly Item[]) =>
-    redis.drClaimReserveMany(items.length * 5, ...many(items)),
-  );
+  const onBatch = o.onClaimBatch;
+  const claimReserve = scriptBatcher(async (items: readonly Item[]) => {
+    if (!onBatch) return redis.drClaimReserveMany(items.length * 5, ...many(items));
+    const sentAt = Date.now();
+    const out = await redis.drClaimReserveManyTimed(items.length * 5, ...many(items));
+    const [sec, usec] = (out.pop() ?? [0, 0]).map(Number) as [number, number];
+    onBatch(
+      items.map((i) => [i.tenantId ?? "", String(i.args[0])] as const),
+      { sentAt, ranAt: sec * 1000 + usec / 1000, answeredAt: Date.now() },
+    );
+    return out;
+  });
   const confirmExtend = scriptBatcher(async (items: readonly Item[]) => {
     await redis.drClaimConfirmExtendMany(items.length * 5, ...many(items));
     return items.map(() => undefined);
@@ -218,6 +253,7 @@ export function redisTenantClaims(
     },
     async claimAndReserve(tenantId, run, limit, folded, position, now, slot) {
       const [ok, count, reserved] = await claimReserve({
+        tenantId,
         keys: [...keys(tenantId), ...reservationKeys(controlPlaneId, slot.runtimeInstanceId)],
         args: [run, limit, folded, position, now, pendingTtl, keyTtl, slot.slots, slot.ttlMs, slot.beatAt ?? -1],
       });

@@ -11,6 +11,7 @@ import { isPlaceable } from "./domain/run-decider.ts";
 import { registerRunsGauge } from "./shell/metrics.ts";
 import { RunIndex } from "./shell/run-index.ts";
 import { startAdmission } from "./shell/service.ts";
+import { traceClaimBatch, tracing } from "./shell/trace.ts";
 import { maxTerminalRunsOf, snapshotsFromEnv } from "../../platform/snapshots/from-env.ts";
 
 /** admission: places runs on tenant-visible capacity, queues them, asks for scale-out, dispatches. */
@@ -39,7 +40,10 @@ const service = await startAdmission({
   view: redisCapacityView<CapacityDescriptor>(ctx.redis!, cp),
   reservations: redisReservations(ctx.redis!, cp),
   // A claim stays pending until its run's runtime answered (dispatch.ts): longer than a dispatch may take.
-  claims: redisTenantClaims(ctx.redis!, cp, { pendingTtlMs: Math.max(15_000, 3 * ctx.config.dispatchTimeoutMs) }),
+  claims: redisTenantClaims(ctx.redis!, cp, {
+    pendingTtlMs: Math.max(15_000, 3 * ctx.config.dispatchTimeoutMs),
+    ...(tracing ? { onClaimBatch: traceClaimBatch } : {}),
+  }),
   env: { writer: { service: "admission", instanceId: ctx.instanceId }, clock: systemClock, ids: randomIds },
   send: sendCommand,
   commandTokenFor: ctx.commandTokenFor,

@@ -174,4 +174,29 @@ describe("tenant quota claims (boundary: real Redis, its Lua script)", () => {
     // A fold at 20 has seen r-0's decision but not r-1's: 1 folded + r-1 + the two pending claims.
     expect(await c.claim("acme", "r-9", 5, 1, 20, now)).toEqual({ ok: true, count: 4 });
   });
+  it("traced (onClaimBatch), a claim batch answers as untraced and reports its runs and when Redis ran it", async () => {
+    const cpx = `${cp}-traced`;
+    const seen: { runs: readonly (readonly [string, string])[]; sentAt: number; ranAt: number; answeredAt: number }[] =
+      [];
+    const c = redisTenantClaims(redis, cpx, { onClaimBatch: (runs, at) => seen.push({ runs, ...at }) });
+    const now = Date.now();
+    const slot = { runtimeInstanceId: "rt-1", slots: 1, ttlMs: 60_000 };
+    const results = await Promise.all(
+      [...Array(3).keys()].map((i) => c.claimAndReserve("acme", `r-${i}`, 2, 0, 0, now, slot)),
+    );
+    expect(results).toEqual([
+      { ok: true, count: 0, reserved: "reserved" },
+      { ok: true, count: 1, reserved: "full" },
+      { ok: false, count: 2 },
+    ]);
+    // The first alone, the other two in one run, each with Redis's clock (TIME, in ms) when it ran.
+    expect(seen.map((b) => b.runs)).toEqual([
+      [["acme", "r-0"]],
+      [
+        ["acme", "r-1"],
+        ["acme", "r-2"],
+      ],
+    ]);
+    for (const b of seen) expect(Math.abs(b.ranAt - b.sentAt)).toBeLessThan(60_000);
+  });
 });

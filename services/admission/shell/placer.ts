@@ -249,6 +249,7 @@ async function handle(
           ? p.tryInOrder.find((c) => budget.claim(c, r.tenantId))
           : undefined;
       let claimed;
+      if (traced(r.tenantId)) trace({ ev: "claim-call", run: r.sharedRunId });
       try {
         claimed = await timed(probe, "quota-claim", claimQuota(deps, r, tenant, now, early && slotOf(deps, early)));
       } finally {

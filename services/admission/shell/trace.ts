@@ -52,3 +52,19 @@ export function traceDelivery(
   const stream = m.info?.timestampNanos ? Math.floor(Number(m.info.timestampNanos) / 1e6) : undefined;
   trace({ ev: "seen", run: id, seq: m.seq, stream, pending: m.info?.pending });
 }
+
+/**
+ * A quota-claim batch (platform/tenant-claims.ts) holding a traced tenant's run: its place and size,
+ * when admission sent it, when Redis ran it (Redis's clock, the same host's) and when admission had
+ * the answer: sent → ran is admission's write and redis-server waking; ran → answered its reply and
+ * admission waking to read it.
+ */
+export function traceClaimBatch(
+  runs: readonly (readonly [string, string])[],
+  at: { readonly sentAt: number; readonly ranAt: number; readonly answeredAt: number },
+): void {
+  runs.forEach(([tenantId, run], i) => {
+    if (traced(tenantId))
+      trace({ ev: "batch", run, pos: i, size: runs.length, sent: at.sentAt, ran: at.ranAt, answered: at.answeredAt });
+  });
+}
