@@ -13,6 +13,7 @@ import { leaseStreamConfig } from "./lease.ts";
 import { snapshotStreamConfig } from "./snapshots/store.ts";
 import { SCALE_OUT_DURABLE } from "./nats-auth/rights.ts";
 import type { StreamLimits } from "../streams/limits.ts";
+import { isJetStreamUnavailable } from "../streams/nats-errors.ts";
 
 /**
  * The one shared durable consumer of `scaleout requested` (admission-and-capacity.md "Scale-out"):
@@ -37,7 +38,10 @@ export const isNotFound = (e: unknown): boolean => e instanceof JetStreamApiErro
  * setup` runs it before the services start (`make run`, the manifests' setup Job, the test harness);
  * services only check that what they use exists. It alone brings the heartbeat and dead-letter
  * streams' limits to `limits` (streams/limits.ts; the defaults when absent), on an existing
- * deployment too (docs/retention.md).
+ * deployment too (docs/retention.md). Every step is idempotent, and a step JetStream does not answer
+ * (a request timing out, no responders, a cluster with no leader yet: a freshly started or electing
+ * cluster, a busy machine) is retried, the whole setup again, for `patience.withinMs` (60 s): the
+ * nats-leader-kill proof once failed in its setup on a timed-out R3 stream add.
  */
 export async function setupNats(
   jsm: JetStreamManager,
@@ -45,6 +49,32 @@ export async function setupNats(
   ackWaitMs?: number,
   limits?: StreamLimits,
   compactable = false,
+  patience: SetupPatience = {},
+): Promise<void> {
+  const deadline = Date.now() + (patience.withinMs ?? 60_000);
+  for (;;) {
+    try {
+      return await setupOnce(jsm, layout, ackWaitMs, limits, compactable);
+    } catch (e) {
+      if (!isJetStreamUnavailable(e) || Date.now() >= deadline) throw e;
+      patience.onRetry?.(e);
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+}
+
+/** How long setupNats retries what JetStream did not answer, and who hears of each retry. */
+export interface SetupPatience {
+  readonly withinMs?: number;
+  readonly onRetry?: (e: unknown) => void;
+}
+
+async function setupOnce(
+  jsm: JetStreamManager,
+  layout: StreamLayout,
+  ackWaitMs: number | undefined,
+  limits: StreamLimits | undefined,
+  compactable: boolean,
 ): Promise<void> {
   await ensureStreams(jsm, layout, { adjustLimits: true, compactable, ...(limits ? { limits } : {}) });
   await ensureConsumer(jsm, layout, scaleOutConsumer(layout, ackWaitMs));
