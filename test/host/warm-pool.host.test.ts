@@ -26,6 +26,26 @@ const started = (events: readonly { event: DroverEvent }[]) => {
   const e = events.find((s) => s.event.type === "runtime.host-started")?.event;
   return e?.type === "runtime.host-started" ? e.data : undefined;
 };
+/**
+ * The real strategy behind a gate on its cold start only (`start` waits for `held`, counted by
+ * `onStart`); pooled starts and binds pass through, and `canBind` is false when `noBind`.
+ */
+const gateColdStarts =
+  (held: Promise<void>, onStart: () => void, noBind = false) =>
+  (s: HostStrategy): HostStrategy =>
+    new Proxy(s, {
+      get(t, k) {
+        if (noBind && k === "canBind") return () => false;
+        if (k === "start")
+          return async (...a: Parameters<HostStrategy["start"]>) => {
+            onStart();
+            await held;
+            return t.start(...a);
+          };
+        const v = Reflect.get(t, k, t) as unknown;
+        return typeof v === "function" ? (v as (...x: unknown[]) => unknown).bind(t) : v;
+      },
+    });
 describe("warm pool with process hosts (real NATS, real runtime processes)", () => {
   it("serves a scale-out from the pool (claim, bind, command proven again, capacity) and refills it; pool size 0 cold-starts", async () => {
     const cp = uniqueName("cp");
@@ -165,20 +185,7 @@ describe("warm pool with process hosts (real NATS, real runtime processes)", () 
     let release = () => undefined as void;
     const held = new Promise<void>((r) => (release = r));
     let coldStarts = 0;
-    // The real strategy behind a gate on its cold start only (start); pooled starts and binds pass through.
-    const gated = (s: HostStrategy): HostStrategy =>
-      new Proxy(s, {
-        get(t, k) {
-          if (k === "start")
-            return async (...a: Parameters<HostStrategy["start"]>) => {
-              coldStarts++;
-              await held;
-              return t.start(...a);
-            };
-          const v = Reflect.get(t, k, t) as unknown;
-          return typeof v === "function" ? (v as (...x: unknown[]) => unknown).bind(t) : v;
-        },
-      });
+    const gated = gateColdStarts(held, () => void coldStarts++);
     const { provisioner, strategy } = f.provisioner(
       { poolSizes: { process: 1 }, controlPlaneId: cp, maxConcurrentHostStartups: 1 },
       {},
@@ -210,19 +217,7 @@ describe("warm pool with process hosts (real NATS, real runtime processes)", () 
     let release = () => undefined as void;
     const held = new Promise<void>((r) => (release = r));
     let coldStarts = 0;
-    const gated = (s: HostStrategy): HostStrategy =>
-      new Proxy(s, {
-        get(t, k) {
-          if (k === "start")
-            return async (...a: Parameters<HostStrategy["start"]>) => {
-              coldStarts++;
-              await held;
-              return t.start(...a);
-            };
-          const v = Reflect.get(t, k, t) as unknown;
-          return typeof v === "function" ? (v as (...x: unknown[]) => unknown).bind(t) : v;
-        },
-      });
+    const gated = gateColdStarts(held, () => void coldStarts++);
     const { provisioner } = f.provisioner(
       { poolSizes: { process: 1 }, controlPlaneId: cp, maxConcurrentHostStartups: 1 },
       {},
@@ -257,21 +252,8 @@ describe("warm pool with process hosts (real NATS, real runtime processes)", () 
     let release = () => undefined as void;
     const held = new Promise<void>((r) => (release = r));
     let coldStarts = 0;
-    // Cold starts gated as above; no member can be bound here (canBind false), so a member ticket's claim finds nothing.
-    const gated = (s: HostStrategy): HostStrategy =>
-      new Proxy(s, {
-        get(t, k) {
-          if (k === "canBind") return () => false;
-          if (k === "start")
-            return async (...a: Parameters<HostStrategy["start"]>) => {
-              coldStarts++;
-              await held;
-              return t.start(...a);
-            };
-          const v = Reflect.get(t, k, t) as unknown;
-          return typeof v === "function" ? (v as (...x: unknown[]) => unknown).bind(t) : v;
-        },
-      });
+    // Cold starts gated; no member can be bound here (canBind false), so a member ticket's claim finds nothing.
+    const gated = gateColdStarts(held, () => void coldStarts++, true);
     const waited: { requestId: unknown; waits: unknown }[] = [];
     const waitsOf = (requestId: string) => waited.filter((w) => w.requestId === requestId).length;
     const { provisioner, strategy } = f.provisioner(

@@ -8,6 +8,7 @@ import { createProjectionRunner, type Projection } from "../../streams/projectio
 import { runRef } from "../../streams/subjects.ts";
 import { ids } from "../support/example-events.ts";
 import { event, eventually, freshStreams, type StreamsFixture } from "../support/streams.ts";
+import { freezer } from "../support/freeze.ts";
 
 /**
  * A projection runner's live reads when JetStream does not answer: a private nats-server frozen with
@@ -19,16 +20,8 @@ describe("a projection runner's live reads against a nats-server that stops answ
   let server: RunningServer;
   let fx: StreamsFixture;
   let rc: NatsConnection;
-  let frozen = false;
   let next = 0;
-  const freeze = () => {
-    process.kill(server.pid, "SIGSTOP");
-    frozen = true;
-  };
-  const thaw = () => {
-    if (frozen) process.kill(server.pid, "SIGCONT");
-    frozen = false;
-  };
+  const { freeze, thaw } = freezer(() => server.pid);
   beforeEach(async () => {
     server = await startNats();
     fx = await freshStreams(server.url);

@@ -7,6 +7,7 @@ import { setupNats } from "../../platform/nats-setup.ts";
 import { isJetStreamUnavailable } from "../../streams/nats-errors.ts";
 import { taggedLayout } from "../../streams/index.ts";
 import { uniqueName } from "../support/isolation.ts";
+import { freezer } from "../support/freeze.ts";
 
 /**
  * `setupNats` (what `drover admin setup` and every harness run first) against a private nats-server
@@ -18,15 +19,7 @@ describe("setupNats against a nats-server that does not answer for a while", () 
   let server: RunningServer;
   let nc: NatsConnection;
   let jsm: JetStreamManager;
-  let frozen = false;
-  const freeze = () => {
-    process.kill(server.pid, "SIGSTOP");
-    frozen = true;
-  };
-  const thaw = () => {
-    if (frozen) process.kill(server.pid, "SIGCONT");
-    frozen = false;
-  };
+  const { freeze, thaw } = freezer(() => server.pid);
   beforeEach(async () => {
     server = await startNats();
     nc = await connectHarness({ servers: server.url });
