@@ -66,7 +66,7 @@ export interface KnownRuntime {
 }
 
 /** What `p`'s writer knows of the runtime it published (undefined before its host is recorded). */
-export function knownRuntime(p: PlannedStart): KnownRuntime | undefined {
+function knownRuntime(p: PlannedStart): KnownRuntime | undefined {
   const hostIncarnation = p.writer.state?.hostIncarnation;
   if (!hostIncarnation) return undefined;
   const { correlationId } = p.origin;
@@ -121,4 +121,33 @@ export async function recordHostExitPatiently(
       await new Promise((r) => setTimeout(r, 1_000));
     }
   }
+}
+
+/**
+ * Records every host exit the strategies observe (but of runtimes being retired), then `after()`;
+ * the runtimes this provisioner published, as their writers left them, get their exit appended unread.
+ */
+export function observeHostExits(
+  d: ProvisionerDeps,
+  retiring: ReadonlySet<string>,
+  after: () => void,
+): { published(p: PlannedStart): void; stop(): void } {
+  const published = new Map<string, KnownRuntime>();
+  const stops = [...d.strategies.values()].map((s) =>
+    s.observe((fact) => {
+      const known = published.get(fact.runtimeInstanceId);
+      published.delete(fact.runtimeInstanceId);
+      if (retiring.has(fact.runtimeInstanceId)) return;
+      recordHostExitPatiently(d, fact, known)
+        .catch((e) => d.log("could not record a host observation", { fact, err: String(e) }))
+        .finally(after);
+    }),
+  );
+  return {
+    published(p) {
+      const known = knownRuntime(p);
+      if (known) published.set(p.runtimeInstanceId, known);
+    },
+    stop: () => stops.forEach((stop) => stop()),
+  };
 }

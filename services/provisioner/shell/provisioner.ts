@@ -10,7 +10,7 @@ import { assertNever } from "../../../contracts/assert-never.ts";
 import { abandonAttempt } from "./abandon.ts";
 import { closeExhausted } from "./exhausted.ts";
 import { stamp, type ProvisionerDeps } from "./context.ts";
-import { knownRuntime, recordHostExitPatiently, type KnownRuntime } from "./host-exits.ts";
+import { observeHostExits } from "./host-exits.ts";
 import { driveHostStart, warmMemberServes, type PlannedStart } from "./host-start.ts";
 import { observe, originOf, outcome, settle } from "./request-writer.ts";
 import { RosterView } from "./roster-view.ts";
@@ -84,18 +84,7 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
     () => gate.waiters,
   );
   const retiring = new Set<string>();
-  /** Runtimes this provisioner published, as its writer left them: an exit is recorded without a read. */
-  const published = new Map<string, KnownRuntime>();
-  const stopObserving = [...d.strategies.values()].map((s) =>
-    s.observe((fact) => {
-      const known = published.get(fact.runtimeInstanceId);
-      published.delete(fact.runtimeInstanceId);
-      if (retiring.has(fact.runtimeInstanceId)) return;
-      recordHostExitPatiently(d, fact, known)
-        .catch((e) => d.log("could not record a host observation", { fact, err: String(e) }))
-        .finally(() => pool.refill());
-    }),
-  );
+  const exits = observeHostExits(d, retiring, () => pool.refill());
 
   async function drive(
     tenantId: string,
@@ -180,8 +169,7 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
         r = await busy.track(driveHostStart(d, cold));
       }
       const p = planned;
-      const known = r.ok ? knownRuntime(p) : undefined;
-      if (known) published.set(p.runtimeInstanceId, known);
+      if (r.ok) exits.published(p);
       const settled = r.ok
         ? outcome.fulfilled(d, s, p.runtimeInstanceId)
         : outcome.rejected(d, s, r.reason, p.runtimeInstanceId);
@@ -382,7 +370,7 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
       });
     },
     close() {
-      for (const stop of stopObserving) stop();
+      exits.stop();
     },
     pool,
     roster,
