@@ -121,6 +121,9 @@ export async function startOpenRunsProjection(
   const waiters = new Set<() => void>();
   const skip = layout.eventPrefix.length + 1;
   const consumer = await js.consumers.get(layout.eventStream, {
+    // The fold reads subjects and headers only (firstByExpectation): the server sends no payload,
+    // which a `submitted` carries its whole DAG and input in (three deliveries per run).
+    headers_only: true,
     // An array: the client creates it by the unnamed request, the only form services may use (docs/nats-identities.md).
     filter_subjects: OPEN_RUN_EVENTS.map((name) => `${layout.eventPrefix}.run.*.*.${name}`),
     ...(fromSeq > 1
