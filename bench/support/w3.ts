@@ -16,6 +16,11 @@ export interface W3Result {
   readonly allDoneMs: number;
   /** step-completed events beyond one per (run, step). */
   readonly duplicates: number;
+  /**
+   * The 20 executions' resumption, ms from the kill: the first and last `resumed`, and the first and
+   * last run's first step after the fence (how together the 20 came back).
+   */
+  readonly spread: Readonly<Record<string, number>>;
   /** Where the time went, ms from the kill: the killed runtime's suspected/fenced, its replacement's claim/publish, the first resumed execution. */
   readonly trace: Readonly<Record<string, number>>;
 }
@@ -113,6 +118,22 @@ export async function runW3(
       const e = all.find((x) => x.time.getTime() >= killedAt && pred(x));
       return e ? e.time.getTime() - killedAt : -1;
     };
+    const resumedAt = all
+      .filter((e) => e.event.type === "exec.resumed" && e.time.getTime() >= killedAt)
+      .map((e) => e.time.getTime() - killedAt);
+    const firstStepOf = w3.map(
+      (id) =>
+        Math.min(
+          ...steps.filter((e) => e.seq > fencedSeq && e.event.correlationId === id).map((e) => e.time.getTime()),
+        ) - killedAt,
+    );
+    const spread = {
+      resumedFirst: Math.min(...resumedAt),
+      resumedLast: Math.max(...resumedAt),
+      resumedCount: resumedAt.length,
+      firstStepFirst: Math.min(...firstStepOf),
+      firstStepLast: Math.max(...firstStepOf),
+    };
     const trace = {
       hostExited: first((e) => e.event.type === "runtime.host-exited"),
       suspected: first((e) => e.event.type === "runtime.suspected"),
@@ -136,6 +157,7 @@ export async function runW3(
       firstStepMs: firstAfter - killedAt,
       allDoneMs: lastDone - killedAt,
       duplicates: steps.length - new Set(steps.map(key)).size,
+      spread,
       trace,
     };
   } finally {

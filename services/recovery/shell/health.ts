@@ -20,40 +20,55 @@ export async function detect(
   viewLiveSinceMs = 0,
   /** Folds the stream's own last beat of a runtime into the state (a direct read, not the follower). */
   latestBeat?: (runtimeInstanceId: string) => Promise<void>,
+  /** Called once the deaths a host proved are suspected (before the heartbeat checks end): their fences may start. */
+  onProven?: () => void,
 ): Promise<readonly Held[]> {
   // A runtime seen again after a drop and not read back yet is no one's to judge (shell/retired-bound.ts).
   const ours = [...deps.state.runtimes.values()].filter(
     (rt) =>
       controlPlaneOf(rt) === deps.config.controlPlaneId && !deps.state.retired.unverified.has(rt.runtimeInstanceId),
   );
-  // Each runtime is judged on its own: the stale ones' stream reads, then the suspicions' appends (each
-  // conditional on its own runtime), go side by side. One after another, the last of a burst of
-  // exits waited for every earlier one's round trip before it was even suspected.
+  const check = (rt: RuntimeRecord) =>
+    suspicion(
+      rt,
+      deps.state.lastBeatMs.get(rt.runtimeInstanceId),
+      now,
+      staleMs,
+      viewLiveSinceMs,
+      deps.config.fenceDeadlineMs,
+    );
+  const first = ours.map((rt) => ({ rt, why: check(rt) }));
+  // A death the host proved (process exited, Pod deleted) is never held by the budget and needs no
+  // read: its suspicion is appended at once, not after the other runtimes' heartbeat reads and their
+  // budget (under load those reads held a SIGKILLed runtime's suspicion, and so its fence, back).
+  const proven = first.flatMap(({ rt, why }) =>
+    why && why.code !== "heartbeat-stale"
+      ? [suspect1(deps, rt, { runtimeInstanceId: rt.runtimeInstanceId, ...why })]
+      : [],
+  );
+  const provenDone = Promise.all(proven).then(() => void (proven.length > 0 && onProven?.()));
+  provenDone.catch(() => undefined); // surfaced by the await below, not as an unhandled rejection meanwhile
+  // Each silent runtime is judged on its own: the stale ones' stream reads, then the suspicions'
+  // appends (each conditional on its own runtime), go side by side. One after another, the last of a
+  // burst waited for every earlier one's round trip before it was even suspected.
   const judged = await Promise.all(
-    ours.map(async (rt): Promise<Candidate | undefined> => {
-      const check = () =>
-        suspicion(
-          rt,
-          deps.state.lastBeatMs.get(rt.runtimeInstanceId),
-          now,
-          staleMs,
-          viewLiveSinceMs,
-          deps.config.fenceDeadlineMs,
-        );
-      let why = check();
-      // Silence as this replica's follower sees it: the stream itself has the last word.
-      if (why?.code === "heartbeat-stale" && latestBeat) {
-        await latestBeat(rt.runtimeInstanceId);
-        why = check();
-      }
-      return why && { runtimeInstanceId: rt.runtimeInstanceId, ...why };
-    }),
+    first
+      .filter(({ why }) => why?.code === "heartbeat-stale")
+      .map(async ({ rt }): Promise<Candidate | undefined> => {
+        let why = check(rt);
+        // Silence as this replica's follower sees it: the stream itself has the last word.
+        if (why?.code === "heartbeat-stale" && latestBeat) {
+          await latestBeat(rt.runtimeInstanceId);
+          why = check(rt);
+        }
+        return why && { runtimeInstanceId: rt.runtimeInstanceId, ...why };
+      }),
   );
   const candidates = judged.filter((c): c is Candidate => c !== undefined);
   const { suspect, held } = budgetSuspicions(ours, candidates, deps.config.maxStaleSuspicionShare);
   // Each append expects the sequence its runtime was judged at: anything folded since conflicts it.
   const judgedAt = new Map<string, RuntimeRecord>(ours.map((rt) => [rt.runtimeInstanceId, rt]));
-  await Promise.all(suspect.map((c) => suspect1(deps, judgedAt.get(c.runtimeInstanceId)!, c)));
+  await Promise.all([provenDone, ...suspect.map((c) => suspect1(deps, judgedAt.get(c.runtimeInstanceId)!, c))]);
   return held;
 }
 
