@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { exampleEvent } from "../../../test/support/example-events.ts";
 import type { DroverEvent } from "../../../contracts/index.ts";
 import { emptyRoster, evolveRoster, liveByPrefix, type Roster, type RuntimeEvent } from "./runtime-roster.ts";
-import { claimableMembers, refillCount, refillPace, reservedForReplacements } from "./warm-pool.ts";
+import { claimableMembers, refillCount, refillPace, replacesLost, reservedForReplacements } from "./warm-pool.ts";
 
 const INC = "pid:4242:987654";
 let seq = 0;
@@ -105,5 +105,24 @@ describe("warm pool refill pace and replacements' reserve (pure, proves no trans
     expect(reservedForReplacements(64)).toBe(16);
     expect(reservedForReplacements(110)).toBe(27);
     expect(reservedForReplacements(3)).toBe(0);
+  });
+
+  it("takes a request as a replacement when it names a lost runtime, or when its prefix's runtime that ended last was lost (not retired)", () => {
+    const prefix = "rt-tenant-a";
+    let r = fold(emptyRoster(), `${prefix}-aaaaaaaaaaaa`, ev("runtime.registered"));
+    expect(replacesLost(r, prefix)).toBe(false);
+    expect(replacesLost(r, prefix, `${prefix}-aaaaaaaaaaaa`)).toBe(true);
+    r = fold(r, `${prefix}-aaaaaaaaaaaa`, ev("runtime.host-exited"));
+    expect(replacesLost(r, prefix)).toBe(true);
+    // Not another tenant's (prefixes are exact), nor a pool member's.
+    expect(replacesLost(r, "rt-tenant")).toBe(false);
+    // Its replacement runs, and later retires (a drain): the prefix's next request is a first placement.
+    r = fold(r, `${prefix}-bbbbbbbbbbbb`, ev("runtime.registered"));
+    expect(replacesLost(r, prefix)).toBe(true);
+    r = fold(r, `${prefix}-bbbbbbbbbbbb`, ev("runtime.retired"));
+    expect(replacesLost(r, prefix)).toBe(false);
+    // A runtime fenced after that is lost again.
+    r = fold(r, `${prefix}-cccccccccccc`, ev("runtime.registered"), ev("runtime.fenced"));
+    expect(replacesLost(r, prefix)).toBe(true);
   });
 });
