@@ -107,22 +107,24 @@ describe("warm pool refill pace and replacements' reserve (pure, proves no trans
     expect(reservedForReplacements(3)).toBe(0);
   });
 
-  it("takes a request as a replacement when it names a lost runtime, or when its prefix's runtime that ended last was lost (not retired)", () => {
+  it("takes a request as a replacement when it names a lost runtime, or when its prefix's runtime registered last was lost", () => {
     const prefix = "rt-tenant-a";
     let r = fold(emptyRoster(), `${prefix}-aaaaaaaaaaaa`, ev("runtime.registered"));
     expect(replacesLost(r, prefix)).toBe(false);
     expect(replacesLost(r, prefix, `${prefix}-aaaaaaaaaaaa`)).toBe(true);
     r = fold(r, `${prefix}-aaaaaaaaaaaa`, ev("runtime.host-exited"));
     expect(replacesLost(r, prefix)).toBe(true);
-    // Not another tenant's (prefixes are exact), nor a pool member's.
+    // Not another tenant's (prefixes are exact).
     expect(replacesLost(r, "rt-tenant")).toBe(false);
-    // Its replacement runs, and later retires (a drain): the prefix's next request is a first placement.
-    r = fold(r, `${prefix}-bbbbbbbbbbbb`, ev("runtime.registered"));
+    // A start that failed replaced nothing; a runtime registered after the loss did.
+    r = fold(r, `${prefix}-bbbbbbbbbbbb`, ev("runtime.registered"), ev("runtime.host-start-failed"));
     expect(replacesLost(r, prefix)).toBe(true);
-    r = fold(r, `${prefix}-bbbbbbbbbbbb`, ev("runtime.retired"));
+    r = fold(r, `${prefix}-cccccccccccc`, ev("runtime.registered"));
     expect(replacesLost(r, prefix)).toBe(false);
-    // A runtime fenced after that is lost again.
-    r = fold(r, `${prefix}-cccccccccccc`, ev("runtime.registered"), ev("runtime.fenced"));
+    // It retires (a drain): still a first placement. A later one fenced is lost again.
+    r = fold(r, `${prefix}-cccccccccccc`, ev("runtime.retired"));
+    expect(replacesLost(r, prefix)).toBe(false);
+    r = fold(r, `${prefix}-dddddddddddd`, ev("runtime.registered"), ev("runtime.fenced"));
     expect(replacesLost(r, prefix)).toBe(true);
   });
 });
