@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import type { HostStrategy } from "../../platform/hosts/types.ts";
+import { gateStarts } from "../support/gate-starts.ts";
 import { uniqueName } from "../support/isolation.ts";
 import { firstSlotOf, provisionerFixture, type ProvisionerFixture } from "../support/provisioner-fixture.ts";
 import { eventually } from "../support/streams.ts";
@@ -23,21 +23,7 @@ describe("warm pool refill (real NATS, real runtime processes)", () => {
     const held = new Promise<void>((r) => (release = r));
     let heldStarts = 0;
     // The real strategy; once `holding`, each pooled start waits for the release (a slow Pod boot).
-    const gated = (s: HostStrategy): HostStrategy =>
-      new Proxy(s, {
-        get(t, k) {
-          const v = Reflect.get(t, k, t) as unknown;
-          if (k === "startPooled" && typeof v === "function")
-            return async (...a: unknown[]) => {
-              if (holding) {
-                heldStarts++;
-                await held;
-              }
-              return (v as (...x: unknown[]) => unknown).apply(t, a);
-            };
-          return typeof v === "function" ? (v as (...x: unknown[]) => unknown).bind(t) : v;
-        },
-      });
+    const gated = gateStarts({ pooled: { held, holds: () => holding, onStart: () => void heldStarts++ } });
     const { provisioner, strategy } = f.provisioner({ poolSizes: { process: 2 }, controlPlaneId: cp }, {}, gated);
     provisioner.pool.refill();
     await readyMembers(f, 2, strategy);

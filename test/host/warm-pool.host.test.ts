@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { DroverEvent } from "../../contracts/index.ts";
 import type { HostStrategy, WarmPoolHost } from "../../platform/hosts/types.ts";
+import { gateStarts } from "../support/gate-starts.ts";
 import { scaleOutRef } from "../../streams/index.ts";
 import { claimableMembers, RosterView } from "../../services/provisioner/index.ts";
 import { uniqueName } from "../support/isolation.ts";
@@ -26,26 +27,9 @@ const started = (events: readonly { event: DroverEvent }[]) => {
   const e = events.find((s) => s.event.type === "runtime.host-started")?.event;
   return e?.type === "runtime.host-started" ? e.data : undefined;
 };
-/**
- * The real strategy behind a gate on its cold start only (`start` waits for `held`, counted by
- * `onStart`); pooled starts and binds pass through, and `canBind` is false when `noBind`.
- */
-const gateColdStarts =
-  (held: Promise<void>, onStart: () => void, noBind = false) =>
-  (s: HostStrategy): HostStrategy =>
-    new Proxy(s, {
-      get(t, k) {
-        if (noBind && k === "canBind") return () => false;
-        if (k === "start")
-          return async (...a: Parameters<HostStrategy["start"]>) => {
-            onStart();
-            await held;
-            return t.start(...a);
-          };
-        const v = Reflect.get(t, k, t) as unknown;
-        return typeof v === "function" ? (v as (...x: unknown[]) => unknown).bind(t) : v;
-      },
-    });
+/** The real strategy behind a gate on its cold start only (support/gate-starts.ts); `canBind` false when `noBind`. */
+const gateColdStarts = (held: Promise<void>, onStart: () => void, noBind = false) =>
+  gateStarts({ cold: { held, onStart }, noBind });
 describe("warm pool with process hosts (real NATS, real runtime processes)", () => {
   it("serves a scale-out from the pool (claim, bind, command proven again, capacity) and refills it; pool size 0 cold-starts", async () => {
     const cp = uniqueName("cp");

@@ -1,5 +1,5 @@
 import type { HostProvider, ReadinessLayer } from "../../../contracts/index.ts";
-import type { Roster, RuntimeSummary } from "./runtime-roster.ts";
+import { hasPrefix, type Roster, type RuntimeSummary } from "./runtime-roster.ts";
 
 /** Layers a pool member proves before it is claimable: every layer but the tenant binding's `command`. */
 export const POOL_LAYERS: readonly ReadinessLayer[] = ["resource", "host", "endpoint"];
@@ -86,3 +86,23 @@ export function refillPace(held: number, size: number, startSlots: number, waiti
  * runs of a lost runtime are already late, a first placement's are not yet.
  */
 export const reservedForReplacements = (size: number): number => Math.floor(size / 4);
+
+/**
+ * Whether a scale-out of `prefix` replaces a lost runtime (pure): its request names one (`replaces`,
+ * recovery's early request), or the prefix's runtime registered last was lost (its host exited, or it
+ * was fenced). Admission's request for the runs a lost runtime held names none: when it is appended
+ * before recovery's (the same dedupe key, one request), recovery's is never made; planned as a first
+ * placement, it got no member from the replacements' reserve and waited for a start slot behind the
+ * first placements' cold starts (P=20 proof, session 31: 44 s before its registration; session 30's
+ * 22 s tail looks the same). Once a runtime of the prefix registers after the loss (the replacement),
+ * or the last one retired (a drain), the prefix's next request is a first placement again; a start that
+ * failed replaced nothing. Registration order is the roster's map order (first event seen; a snapshot
+ * keeps it); a dropped ended runtime read back comes last (roster-view.ts), rare and only ever ended.
+ */
+export function replacesLost(r: Roster, prefix: string, replaces?: string): boolean {
+  if (replaces !== undefined) return true;
+  let last: RuntimeSummary | undefined;
+  for (const s of r.runtimes.values())
+    if (!s.pool && s.endedBy !== "host-start-failed" && hasPrefix(s.runtimeInstanceId, prefix)) last = s;
+  return last?.endedBy === "host-exited" || last?.endedBy === "fenced";
+}

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { exampleEvent } from "../../../test/support/example-events.ts";
 import type { DroverEvent } from "../../../contracts/index.ts";
 import { emptyRoster, evolveRoster, liveByPrefix, type Roster, type RuntimeEvent } from "./runtime-roster.ts";
-import { claimableMembers, refillCount, refillPace, reservedForReplacements } from "./warm-pool.ts";
+import { claimableMembers, refillCount, refillPace, replacesLost, reservedForReplacements } from "./warm-pool.ts";
 
 const INC = "pid:4242:987654";
 let seq = 0;
@@ -105,5 +105,26 @@ describe("warm pool refill pace and replacements' reserve (pure, proves no trans
     expect(reservedForReplacements(64)).toBe(16);
     expect(reservedForReplacements(110)).toBe(27);
     expect(reservedForReplacements(3)).toBe(0);
+  });
+
+  it("takes a request as a replacement when it names a lost runtime, or when its prefix's runtime registered last was lost", () => {
+    const prefix = "rt-tenant-a";
+    let r = fold(emptyRoster(), `${prefix}-aaaaaaaaaaaa`, ev("runtime.registered"));
+    expect(replacesLost(r, prefix)).toBe(false);
+    expect(replacesLost(r, prefix, `${prefix}-aaaaaaaaaaaa`)).toBe(true);
+    r = fold(r, `${prefix}-aaaaaaaaaaaa`, ev("runtime.host-exited"));
+    expect(replacesLost(r, prefix)).toBe(true);
+    // Not another tenant's (prefixes are exact).
+    expect(replacesLost(r, "rt-tenant")).toBe(false);
+    // A start that failed replaced nothing; a runtime registered after the loss did.
+    r = fold(r, `${prefix}-bbbbbbbbbbbb`, ev("runtime.registered"), ev("runtime.host-start-failed"));
+    expect(replacesLost(r, prefix)).toBe(true);
+    r = fold(r, `${prefix}-cccccccccccc`, ev("runtime.registered"));
+    expect(replacesLost(r, prefix)).toBe(false);
+    // It retires (a drain): still a first placement. A later one fenced is lost again.
+    r = fold(r, `${prefix}-cccccccccccc`, ev("runtime.retired"));
+    expect(replacesLost(r, prefix)).toBe(false);
+    r = fold(r, `${prefix}-dddddddddddd`, ev("runtime.registered"), ev("runtime.fenced"));
+    expect(replacesLost(r, prefix)).toBe(true);
   });
 });

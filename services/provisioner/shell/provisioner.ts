@@ -20,6 +20,7 @@ import { runtimeRef } from "../../../streams/index.ts";
 import { StartGate, type Ticket } from "./start-gate.ts";
 import { BusyStarts } from "./busy-starts.ts";
 import { createWarmPool, type WarmPool } from "./warm-pool.ts";
+import { replacesLost } from "../domain/warm-pool.ts";
 
 /**
  * How long a warm pool refill waits for the scale-outs in flight to settle before it starts a member
@@ -104,11 +105,6 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
     const observedMs = Math.round(performance.now() - t0);
     if (!s) return;
     const prefix = s.request?.policy.runtimeInstanceIdPrefix ?? "";
-    // A replacement of a lost runtime may take the pool's last members; a first placement that
-    // finds only those waits for a start slot (a member becoming ready goes to a replacement), unless
-    // the pool is too small to keep any for replacements.
-    const replacement = s.request?.replaces !== undefined;
-    const mayTakeMember = replacement || (s.request ? pool.reserved(s.request.providerHint) === 0 : true);
     // A start first tries the warm pool; a cold start waits for a host start slot (or, while it
     // waits, for a member to become ready: then it is claimed instead), and plans again once it may start.
     let ticket: Ticket | undefined;
@@ -116,8 +112,13 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
       const first = s;
       let planned = await prefixGate.run(prefix, () => decide(first, prefix === prefixAsked && reads ? { reads } : {}));
       for (let waits = 1; planned === WAIT; waits++) {
-        d.log("scale-out waiting for a start slot or a member", { requestId, waits });
-        ticket = await gate.acquire(pool.enabled && mayTakeMember);
+        // A replacement of a lost runtime (domain/warm-pool.ts `replacesLost`) may take the pool's last
+        // members and is served first; a first placement that finds only those waits for a start slot
+        // (a member becoming ready goes to a replacement), unless the pool is too small to keep any.
+        const replacement = replacesLost(await roster.current(), prefix, s.request?.replaces);
+        const mayTakeMember = replacement || (s.request ? pool.reserved(s.request.providerHint) === 0 : true);
+        d.log("scale-out waiting for a start slot or a member", { requestId, waits, replacement });
+        ticket = await gate.acquire(pool.enabled && mayTakeMember, replacement);
         // Planned again on the roster as it is now (a runtime of the tenant may have come meanwhile).
         // Only a slot lets it register a cold start: a member ticket whose claim finds no member (the
         // count is a hint) waits again, unregistered. Registered first, it waited for a slot after its
@@ -290,7 +291,7 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
                 { slot, taken: (member) => slotEntry(d, slot, { ...taken, warmPoolMember: member }, origin) },
                 // The roster just planned on: a second catch-up per claim queued behind the others' at a burst.
                 current,
-                req.replaces !== undefined,
+                replacesLost(current, req.policy.runtimeInstanceIdPrefix, req.replaces),
               );
         if (warm) {
           d.log("warm pool member claimed: timings", {

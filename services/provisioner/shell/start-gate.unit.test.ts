@@ -32,6 +32,27 @@ describe("StartGate: cold starts bounded by slots, warm claims by ready members 
     expect(got).toEqual(["warm:member", "cold:slot"]);
   });
 
+  it("serves replacements of lost runtimes before the first placements that came earlier, a freed slot and a ready member alike", async () => {
+    const g = new StartGate(1);
+    await g.acquire(false);
+    const got: string[] = [];
+    const firstCold = g.acquire(false).then((t) => got.push(`first-cold:${t}`));
+    const firstWarm = g.acquire(true).then((t) => got.push(`first-warm:${t}`));
+    const replacementA = g.acquire(true, true).then((t) => got.push(`replacement-a:${t}`));
+    const replacementB = g.acquire(true, true).then((t) => got.push(`replacement-b:${t}`));
+    expect(g.waiters).toBe(4);
+    g.releaseSlot();
+    await replacementA;
+    g.memberReady();
+    await replacementB;
+    expect(got).toEqual(["replacement-a:slot", "replacement-b:member"]);
+    g.memberReady();
+    await firstWarm;
+    g.releaseSlot();
+    await firstCold;
+    expect(got).toEqual(["replacement-a:slot", "replacement-b:member", "first-warm:member", "first-cold:slot"]);
+  });
+
   it("prefers a known ready member over a free slot; memberTaken forgets one claimed by a slot holder", async () => {
     const g = new StartGate(1);
     g.memberReady();
