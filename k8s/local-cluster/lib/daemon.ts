@@ -12,9 +12,24 @@ export interface DaemonRecord {
 }
 
 /**
+ * The nice value of the cluster's own components (etcd, kube-apiserver, kube-scheduler,
+ * kube-controller-manager, kubelet): −10, or DROVER_K8S_NICE (0: the machine's default). A real
+ * cluster reserves CPU for them (control plane nodes, the kubelet's kube-reserved): on drover's one
+ * shared 2-core node they otherwise queue behind every runtime Pod and test process, and a runtime's
+ * exit reached the Pod status 0.3–9.9 s after its SIGKILL (docs/kubernetes.md §6). containerd keeps
+ * the default: its shims and the containers they start inherit its priority, and the workload must not.
+ */
+export function componentNice(): number {
+  const v = Number(process.env.DROVER_K8S_NICE ?? -10);
+  return Number.isInteger(v) && v >= -20 && v <= 19 ? v : -10;
+}
+
+/**
  * Starts `cmd args` as a detached daemon (its own session and process group, so it outlives the
  * caller — `make k8s-up` — and can be stopped as a group), with stdout and stderr appended to
- * `logFile`, and writes its {@link DaemonRecord} to `recordFile`. Throws when spawning fails.
+ * `logFile`, and writes its {@link DaemonRecord} to `recordFile`. `nice`: started through
+ * `nice -n <nice>` (which execs `cmd`: same pid), so every thread it ever creates inherits the
+ * priority. Throws when spawning fails.
  */
 export async function startDaemon(
   name: string,
@@ -25,11 +40,13 @@ export async function startDaemon(
     recordFile: string;
     env?: NodeJS.ProcessEnv;
     cwd?: string;
+    nice?: number;
   },
 ): Promise<DaemonRecord> {
   const fd = openSync(opts.logFile, "a");
+  const [file, argv] = opts.nice ? ["nice", ["-n", String(opts.nice), cmd, ...args]] : [cmd, args];
   try {
-    const child = spawn(cmd, args, {
+    const child = spawn(file, argv, {
       detached: true,
       stdio: ["ignore", fd, fd],
       env: opts.env ?? process.env,
