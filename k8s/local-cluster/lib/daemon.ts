@@ -13,15 +13,16 @@ export interface DaemonRecord {
 
 /**
  * The nice value of the cluster's own components (etcd, kube-apiserver, kube-scheduler,
- * kube-controller-manager, kubelet): −10, or DROVER_K8S_NICE (0: the machine's default). A real
- * cluster reserves CPU for them (control plane nodes, the kubelet's kube-reserved): on drover's one
- * shared 2-core node they otherwise queue behind every runtime Pod and test process, and a runtime's
- * exit reached the Pod status 0.3–9.9 s after its SIGKILL (docs/kubernetes.md §6). containerd keeps
- * the default: its shims and the containers they start inherit its priority, and the workload must not.
+ * kube-controller-manager, kubelet): DROVER_K8S_NICE (−20–19), else 0, the machine's default. A
+ * measurement setting, off by default: a real cluster reserves CPU for them (control plane nodes,
+ * the kubelet's kube-reserved), and on drover's one shared 2-core node at −10 a SIGKILLed runtime's
+ * exit reached its Pod status sooner, but the fence and the bind, in drover's services at the
+ * default priority, did not get faster with it (docs/decisions.md). containerd is never reniced: its
+ * shims and the containers they start inherit its priority, and the workload must not.
  */
 export function componentNice(): number {
-  const v = Number(process.env.DROVER_K8S_NICE ?? -10);
-  return Number.isInteger(v) && v >= -20 && v <= 19 ? v : -10;
+  const v = Number(process.env.DROVER_K8S_NICE ?? 0);
+  return Number.isInteger(v) && v >= -20 && v <= 19 ? v : 0;
 }
 
 /**

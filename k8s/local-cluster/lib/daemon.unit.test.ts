@@ -52,16 +52,16 @@ describe("componentNice", () => {
     else process.env.DROVER_K8S_NICE = saved;
   });
 
-  it("is −10 by default, DROVER_K8S_NICE when it is a nice value, −10 when it is not", () => {
+  it("is 0 (the default priority) unless DROVER_K8S_NICE names a nice value", () => {
     delete process.env.DROVER_K8S_NICE;
-    expect(componentNice()).toBe(-10);
-    process.env.DROVER_K8S_NICE = "0";
     expect(componentNice()).toBe(0);
-    process.env.DROVER_K8S_NICE = "-5";
-    expect(componentNice()).toBe(-5);
+    process.env.DROVER_K8S_NICE = "-10";
+    expect(componentNice()).toBe(-10);
+    process.env.DROVER_K8S_NICE = "5";
+    expect(componentNice()).toBe(5);
     for (const bad of ["x", "-21", "20", "1.5"]) {
       process.env.DROVER_K8S_NICE = bad;
-      expect(componentNice()).toBe(-10);
+      expect(componentNice()).toBe(0);
     }
   });
 });
