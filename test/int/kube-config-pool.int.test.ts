@@ -3,9 +3,11 @@ import { createServer, type Server } from "node:https";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { CoreV1Api, KubeConfig, Watch } from "@kubernetes/client-node";
+import { CoreV1Api, KubeConfig, PatchStrategy, setHeaderOptions, Watch } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { apiFailure } from "../../platform/hosts/kubernetes/api-errors.ts";
 import { PooledKubeConfig } from "../../platform/hosts/kubernetes/kube-config.ts";
+import { unreadAnswer } from "../../platform/hosts/kubernetes/unread-answer.ts";
 import { generateTls } from "../../platform/nats-auth/tls.ts";
 
 /**
@@ -22,6 +24,7 @@ let url = "";
 let caData = "";
 let handshakes = 0;
 const requests: string[] = [];
+const bodies: string[] = [];
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), "drover-kc-pool-"));
@@ -30,6 +33,28 @@ beforeAll(async () => {
   server = createServer({ cert: await readFile(tls.certFile), key: await readFile(tls.keyFile) }, (req, res) => {
     requests.push(`${req.method} ${req.url} ${req.headers.authorization ?? ""}`);
     res.setHeader("content-type", "application/json");
+    if (req.method === "PATCH" || req.method === "DELETE") {
+      // The whole request is read before answering (a kept-alive connection must be left clean).
+      const parts: Buffer[] = [];
+      req.on("data", (c: Buffer) => parts.push(c));
+      req.on("end", () => {
+        bodies.push(`${req.headers["content-type"]} ${Buffer.concat(parts).toString()}`);
+        if (req.url?.endsWith("/gone")) {
+          res.statusCode = 404;
+          res.end(
+            JSON.stringify({ kind: "Status", apiVersion: "v1", status: "Failure", reason: "NotFound", code: 404 }),
+          );
+          return;
+        }
+        const pod = {
+          apiVersion: "v1",
+          kind: "Pod",
+          metadata: { name: "p", uid: "u1", creationTimestamp: "2026-12-06T20:00:00Z" },
+        };
+        res.end(JSON.stringify({ ...pod, status: { phase: "Running", startTime: "2026-12-06T20:00:01Z" } }));
+      });
+      return;
+    }
     if (req.url?.includes("watch=true")) {
       const pod = { apiVersion: "v1", kind: "Pod", metadata: { name: "p", uid: "u1", resourceVersion: "2" } };
       res.end(`${JSON.stringify({ type: "DELETED", object: pod })}\n`);
@@ -92,5 +117,44 @@ describe("PooledKubeConfig", () => {
     expect(events).toEqual(["DELETED u1"]);
     await kc.makeApiClient(CoreV1Api).listNamespacedPod({ namespace: "ns" });
     expect(handshakes - before).toBe(1);
+  });
+});
+
+/**
+ * unread-answer.ts: a call whose answer its caller never reads (the bind's annotation patch, the
+ * kill's deletes) is not turned into a typed Pod; its connection still goes back to the pool, and an
+ * error answer still reaches the caller whole.
+ */
+describe("unreadAnswer", () => {
+  const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
+  const patch = (core: CoreV1Api, options: typeof mergePatch) =>
+    core.patchNamespacedPod({ namespace: "ns", name: "p", body: { metadata: { uid: "u1" } } }, options);
+
+  it("resolves a successful call without deserializing the answer, sends the request unchanged, and reuses the connection", async () => {
+    const core = configure(new PooledKubeConfig()).makeApiClient(CoreV1Api);
+    // Without it, the library builds the typed Pod (dates included) from the answer.
+    const typed = await patch(core, mergePatch);
+    expect(typed.metadata?.creationTimestamp).toBeInstanceOf(Date);
+    bodies.length = 0;
+    const before = handshakes;
+    for (let i = 0; i < 3; i++) expect(await patch(core, unreadAnswer(mergePatch))).toEqual({});
+    expect(handshakes - before).toBe(0);
+    expect(bodies).toEqual(Array(3).fill('application/merge-patch+json {"metadata":{"uid":"u1"}}'));
+    await core.deleteNamespacedPod(
+      { namespace: "ns", name: "p", body: { preconditions: { uid: "u1" } } },
+      unreadAnswer(),
+    );
+    expect(handshakes - before).toBe(0);
+  });
+
+  it("leaves an error answer whole: the caller still reads its code and reason", async () => {
+    const core = configure(new PooledKubeConfig()).makeApiClient(CoreV1Api);
+    const failed = await core
+      .deleteNamespacedPod({ namespace: "ns", name: "gone", body: { preconditions: { uid: "u1" } } }, unreadAnswer())
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+    expect(apiFailure(failed)).toMatchObject({ code: 404, reason: "NotFound" });
   });
 });

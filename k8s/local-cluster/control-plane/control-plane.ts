@@ -1,6 +1,6 @@
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { startDaemon, stopDaemon, waitUntilReady } from "../lib/daemon.ts";
+import { componentNice, startDaemon, stopDaemon, waitUntilReady } from "../lib/daemon.ts";
 import { issueCert } from "../node/certs.ts";
 import { generatePki, type Pki } from "./pki.ts";
 import { getOk } from "./probes.ts";
@@ -57,7 +57,7 @@ export async function startControlPlane(opts: {
       `--listen-client-url=${etcdUrl}`,
       `--listen-peer-url=http://127.0.0.1:${ports.etcdPeer}`,
     ],
-    { logFile: join(dir, "etcd.log"), recordFile: join(dir, "etcd.json") },
+    { logFile: join(dir, "etcd.log"), recordFile: join(dir, "etcd.json"), nice: componentNice() },
   );
   await waitUntilReady(etcd, () => getOk(`${etcdUrl}/health`), 60_000);
 
@@ -99,7 +99,7 @@ export async function startControlPlane(opts: {
       "--audit-log-mode=blocking", // written synchronously as the handler returns (a client or watcher can see the result a moment before)
       "--v=1",
     ],
-    { logFile: join(dir, "kube-apiserver.log"), recordFile: join(dir, "kube-apiserver.json") },
+    { logFile: join(dir, "kube-apiserver.log"), recordFile: join(dir, "kube-apiserver.json"), nice: componentNice() },
   );
   const ca = await readFile(pki.caCert);
   await waitUntilReady(apiserver, () => getOk(`${server}/readyz`, { ca, token: pki.adminToken }), 120_000);

@@ -12,9 +12,25 @@ export interface DaemonRecord {
 }
 
 /**
+ * The nice value of the cluster's own components (etcd, kube-apiserver, kube-scheduler,
+ * kube-controller-manager, kubelet): DROVER_K8S_NICE (−20–19), else 0, the machine's default. A
+ * measurement setting, off by default: a real cluster reserves CPU for them (control plane nodes,
+ * the kubelet's kube-reserved), and on drover's one shared 2-core node at −10 a SIGKILLed runtime's
+ * exit reached its Pod status sooner, but the fence and the bind, in drover's services at the
+ * default priority, did not get faster with it (docs/decisions.md). containerd is never reniced: its
+ * shims and the containers they start inherit its priority, and the workload must not.
+ */
+export function componentNice(): number {
+  const v = Number(process.env.DROVER_K8S_NICE ?? 0);
+  return Number.isInteger(v) && v >= -20 && v <= 19 ? v : 0;
+}
+
+/**
  * Starts `cmd args` as a detached daemon (its own session and process group, so it outlives the
  * caller — `make k8s-up` — and can be stopped as a group), with stdout and stderr appended to
- * `logFile`, and writes its {@link DaemonRecord} to `recordFile`. Throws when spawning fails.
+ * `logFile`, and writes its {@link DaemonRecord} to `recordFile`. `nice`: started through
+ * `nice -n <nice>` (which execs `cmd`: same pid), so every thread it ever creates inherits the
+ * priority. Throws when spawning fails.
  */
 export async function startDaemon(
   name: string,
@@ -25,11 +41,13 @@ export async function startDaemon(
     recordFile: string;
     env?: NodeJS.ProcessEnv;
     cwd?: string;
+    nice?: number;
   },
 ): Promise<DaemonRecord> {
   const fd = openSync(opts.logFile, "a");
+  const [file, argv] = opts.nice ? ["nice", ["-n", String(opts.nice), cmd, ...args]] : [cmd, args];
   try {
-    const child = spawn(cmd, args, {
+    const child = spawn(file, argv, {
       detached: true,
       stdio: ["ignore", fd, fd],
       env: opts.env ?? process.env,

@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { startDaemon, stopDaemon, waitUntilReady, type DaemonRecord } from "../lib/daemon.ts";
+import { componentNice, startDaemon, stopDaemon, waitUntilReady, type DaemonRecord } from "../lib/daemon.ts";
 import { getOk } from "../control-plane/probes.ts";
 import { freePortOnLoopback } from "../lib/free-port.ts";
 import { writeTokenKubeconfig } from "./certs.ts";
@@ -42,6 +42,7 @@ export async function startComponents(c: ComponentInputs): Promise<void> {
   const sched = await startDaemon("kube-scheduler", join(c.binDir, "kube-scheduler"), common(schedKc, schedPort), {
     logFile: join(c.runDir, "kube-scheduler.log"),
     recordFile: join(c.runDir, "kube-scheduler.json"),
+    nice: componentNice(),
   });
   const cm = await startDaemon(
     "kube-controller-manager",
@@ -59,6 +60,7 @@ export async function startComponents(c: ComponentInputs): Promise<void> {
     {
       logFile: join(c.runDir, "kube-controller-manager.log"),
       recordFile: join(c.runDir, "kube-controller-manager.json"),
+      nice: componentNice(),
     },
   );
   const healthy = (rec: DaemonRecord, port: number) =>

@@ -1,6 +1,6 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { startDaemon, waitUntilReady, type DaemonRecord } from "../lib/daemon.ts";
+import { componentNice, startDaemon, waitUntilReady, type DaemonRecord } from "../lib/daemon.ts";
 import { getOk } from "../control-plane/probes.ts";
 import type { IssuedCert } from "./certs.ts";
 
@@ -73,7 +73,7 @@ export async function startRealKubelet(o: KubeletOptions): Promise<DaemonRecord>
       // DROVER_KUBELET_V=4 logs the pod workers' and status manager's decisions (diagnosis only: ~10× the log).
       `--v=${process.env.DROVER_KUBELET_V ?? "1"}`,
     ],
-    { logFile: join(o.nodeDir, "kubelet.log"), recordFile: join(o.nodeDir, "kubelet.json") },
+    { logFile: join(o.nodeDir, "kubelet.log"), recordFile: join(o.nodeDir, "kubelet.json"), nice: componentNice() },
   );
   await waitUntilReady(rec, () => getOk(`http://${o.nodeIp}:10248/healthz`), 90_000);
   return rec;

@@ -2,6 +2,7 @@ import type { CoreV1Api, KubeConfig, V1Pod } from "@kubernetes/client-node";
 import type { KillResult } from "../types.ts";
 import { goneDecision, stoppedForGood } from "./pod-decisions.ts";
 import { deleteExact } from "./resources.ts";
+import { unreadAnswer } from "./unread-answer.ts";
 import { followObject, type ObjectEvent, type WatchTarget } from "./watch-object.ts";
 
 /** The watch target of one Pod by name. */
@@ -60,7 +61,11 @@ export async function killPodExact(
     timingsMs[step] = Date.now() - t0;
   };
   const del = async (grace: number) => {
-    const r = await deleteExact((body) => core.deleteNamespacedPod({ name, namespace, body }), uid, grace);
+    const r = await deleteExact(
+      (body) => core.deleteNamespacedPod({ name, namespace, body }, unreadAnswer()),
+      uid,
+      grace,
+    );
     mark(`delete${grace}`);
     return r;
   };

@@ -17,11 +17,13 @@ import { killPodExact, podTarget } from "./pod-kill.ts";
 import { BOUND_TO, buildPoolMemberPod, buildPoolTokenSecret, DEFAULT_POOL_CPU_LIMIT } from "./pool-spec.ts";
 import { labelValue } from "./names.ts";
 import { L, RUNTIME_OPS_PORT, RUNTIME_PORT, runtimeNames, type RuntimePodOptions } from "./spec.ts";
+import { unreadAnswer } from "./unread-answer.ts";
 import { followObject } from "./watch-object.ts";
 
 const CLEANUP_BUDGET_MS = 15_000;
 const why = (e: unknown): string => apiFailure(e)?.message ?? String(e);
-const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
+// The patched Pod the API server answers with is not read (unread-answer.ts).
+const mergePatch = unreadAnswer(setHeaderOptions("Content-Type", PatchStrategy.MergePatch));
 /** The control plane label of every member: members are tenant- and control-plane-neutral until bound. */
 const POOL_CONTROL_PLANE = "warm-pool";
 
