@@ -12,6 +12,8 @@ SVC_DIR=$DROVER_SERVICES_DIR
 ORDER=(capacity forensics provisioner recovery admission scheduler api)
 
 if [[ ${1:-} == --stop ]]; then
+  # A step that fails ends the stop (set -e) and so Ctrl-C's exit status: say which (CI saw status 2 once).
+  trap 'log "stop: \"$BASH_COMMAND\" (run.sh line $LINENO) exited $?"' ERR
   # Tells a foreground `make run` that the services are going on purpose (see the end of this file).
   [[ -d $SVC_DIR ]] && touch "$SVC_DIR/stopping"
   for pidfile in "$SVC_DIR"/*.pid; do
@@ -20,7 +22,8 @@ if [[ ${1:-} == --stop ]]; then
     # Only a process that is still the one make run started (pid and start time): a stale pid file's
     # pid may belong to anybody by now.
     if owned "$pidfile"; then
-      kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid"
+      # It may have exited by itself since (Ctrl-C reaches the whole group): gone is what we want.
+      kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
       # Wait for a clean exit (the provisioner takes its runtimes down) before the servers go.
       for _ in $(seq 1 150); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
       kill -0 "$pid" 2>/dev/null && kill -KILL -- "-$pid" 2>/dev/null
