@@ -54,7 +54,7 @@ export interface RecoveryService {
  * resume/completion facts and heartbeats; on every change and tick: detect → fence (one kill at a time per
  * runtime, not awaited by the pass) → reconcile fenced runtimes and runtimes retired by a planned stop
  * (host-stopped, with its proof; one reconcile at a time per runtime, not awaited either) → advance forensics
- * timelines (outside the pass too). Three owners, never merged: health decides, the host strategy proves the boundary, the
+ * timelines. Three owners, never merged: health decides, the host strategy proves the boundary, the
  * reconciler moves work.
  */
 export async function startRecovery(
@@ -159,52 +159,6 @@ export async function startRecovery(
     deps.onHeld?.(held, entered);
   };
 
-  // Suspected runtimes of this control plane not yet fenced: each fence runs outside the pass, one at a time per runtime.
-  const startFences = (): void => {
-    if (stopped) return;
-    const unverified = deps.state.retired.unverified;
-    for (const rt of deps.state.runtimes.values()) {
-      if (
-        !unverified.has(rt.runtimeInstanceId) &&
-        rt.suspected &&
-        !rt.fenced &&
-        !fencing.has(rt.runtimeInstanceId) &&
-        controlPlaneOf(rt) === deps.config.controlPlaneId
-      ) {
-        fencing.add(rt.runtimeInstanceId);
-        void fence(deps, rt)
-          .catch((e) => deps.log.error({ runtime: rt.runtimeInstanceId, err: String(e) }, "fence failed"))
-          .finally(() => {
-            fencing.delete(rt.runtimeInstanceId);
-            void pass();
-          });
-      }
-    }
-  };
-
-  // Forensics timelines advance outside the pass (one round at a time, again while passes asked for
-  // one): awaited in it, their appends (~100–250 ms at P=5 under load) held the next pass, and so a
-  // new exit's suspicion, back. They record what happened; nothing in a recovery waits for them.
-  let timelining = false,
-    timelinesAgain = false;
-  const advanceTimelines = (): void => {
-    if (timelining) {
-      timelinesAgain = true;
-      return;
-    }
-    timelining = true;
-    void (async () => {
-      do {
-        timelinesAgain = false;
-        await mapAtMost([...deps.state.forensics.values()], TIMELINES_AT_ONCE, (f) => advanceTimeline(deps, f));
-      } while (timelinesAgain && !stopped);
-    })()
-      .catch((e) => deps.log.error({ err: String(e) }, "forensics timelines failed; retried next pass"))
-      .finally(() => {
-        timelining = false;
-      });
-  };
-
   const pass = async (): Promise<void> => {
     if (stopped || !caughtUp) return;
     if (running) {
@@ -220,18 +174,26 @@ export async function startRecovery(
           const h = await deps.store.read(runtimeRef(id), { skipUndecodable: true });
           deps.state.replaceRuntime(id as RuntimeInstanceId, h.events);
         }
-        // A death the host proved is fenced as soon as its suspicion is stored, not after the rest of detect.
-        const held = await detect(
-          deps,
-          deps.env.clock.now().getTime(),
-          staleMs,
-          viewLiveSince,
-          latestBeat,
-          startFences,
-        );
+        const held = await detect(deps, deps.env.clock.now().getTime(), staleMs, viewLiveSince, latestBeat);
         noteHeld(held);
-        startFences();
         const unverified = deps.state.retired.unverified;
+        for (const rt of deps.state.runtimes.values()) {
+          if (
+            !unverified.has(rt.runtimeInstanceId) &&
+            rt.suspected &&
+            !rt.fenced &&
+            !fencing.has(rt.runtimeInstanceId) &&
+            controlPlaneOf(rt) === deps.config.controlPlaneId
+          ) {
+            fencing.add(rt.runtimeInstanceId);
+            void fence(deps, rt)
+              .catch((e) => deps.log.error({ runtime: rt.runtimeInstanceId, err: String(e) }, "fence failed"))
+              .finally(() => {
+                fencing.delete(rt.runtimeInstanceId);
+                void pass();
+              });
+          }
+        }
         // Fenced runtimes are reconciled side by side (their items are disjoint) and outside the pass,
         // one reconcile at a time per runtime: awaited here, a runtime fenced during another's
         // reconcile waited for it to end before its own began (1.1–1.6 s at load ~20), and so did the
@@ -258,7 +220,7 @@ export async function startRecovery(
               },
             );
           }
-        advanceTimelines();
+        await mapAtMost([...deps.state.forensics.values()], TIMELINES_AT_ONCE, (f) => advanceTimeline(deps, f));
       } while (again && !stopped);
     } catch (e) {
       deps.log.error({ err: String(e) }, "recovery pass failed; retried next tick");
