@@ -8,7 +8,7 @@ import { runtimeRef, scaleOutRef } from "../../streams/index.ts";
 import { exampleEvent } from "../support/example-events.ts";
 import { hostSpec, processGroupsWithEnv, RUNTIME_LOGS } from "../support/host-processes.ts";
 import { uniqueName } from "../support/isolation.ts";
-import { provisionerFixture, type ProvisionerFixture } from "../support/provisioner-fixture.ts";
+import { fulfilledRuntime, provisionerFixture, type ProvisionerFixture } from "../support/provisioner-fixture.ts";
 import { eventually } from "../support/streams.ts";
 
 // Real nats-server, real runtime processes (services/runtime/main.ts), the real process strategy.
@@ -22,11 +22,6 @@ afterAll(async () => {
 
 const CP = "DROVER_CONTROL_PLANE_ID";
 const types = (events: readonly { event: DroverEvent }[]) => events.map((s) => s.event.type);
-const fulfilledId = (events: readonly { event: DroverEvent }[]) => {
-  const e = events.find((s) => s.event.type === "scaleout.fulfilled")?.event;
-  return e?.type === "scaleout.fulfilled" ? (e.data.runtimeInstanceId as string) : undefined;
-};
-
 const fulfilledOrRejectedRuntime = (events: readonly { event: DroverEvent }[]) => {
   const e = events.at(-1)?.event;
   return e?.type === "scaleout.rejected" || e?.type === "scaleout.fulfilled"
@@ -49,7 +44,7 @@ describe("provisioner with process hosts (real NATS, real runtime processes)", (
       const requested = await f.request("tenant-fast", cp);
       const events = await f.settled("tenant-fast", requested.event.correlationId);
       expect(types(events)).toEqual(["scaleout.requested", "scaleout.observed", "scaleout.fulfilled"]);
-      const id = fulfilledId(events) as string;
+      const id = fulfilledRuntime(events) as string;
       expect(id).toMatch(/^rt-tenant-fast-[a-z0-9]{12}$/);
       const rt = await f.runtimeEvents(id);
       expect(types(rt)).toEqual([
@@ -87,7 +82,7 @@ describe("provisioner with process hosts (real NATS, real runtime processes)", (
     const cp = uniqueName("cp");
     const requested = await f.request("tenant-grpc", cp, {}, { transport: "grpc" });
     await provisioner.handle(requested);
-    const id = fulfilledId(await f.settled("tenant-grpc", requested.event.correlationId)) as string;
+    const id = fulfilledRuntime(await f.settled("tenant-grpc", requested.event.correlationId)) as string;
     const rt = await f.runtimeEvents(id);
     const command = rt.find(
       (s) => s.event.type === "runtime.readiness-layer-passed" && s.event.data.layer === "command",
@@ -204,7 +199,7 @@ describe("provisioner with process hosts (real NATS, real runtime processes)", (
     const cp = uniqueName("cp");
     const requested = await f.request("tenant-exit", cp);
     await provisioner.handle(requested);
-    const id = fulfilledId(await f.settled("tenant-exit", requested.event.correlationId)) as string;
+    const id = fulfilledRuntime(await f.settled("tenant-exit", requested.event.correlationId)) as string;
     const started = (await f.runtimeEvents(id)).find((s) => s.event.type === "runtime.host-started")?.event;
     if (started?.type !== "runtime.host-started") throw new Error("no host-started");
     process.kill(started.data.pid as number, "SIGKILL");
@@ -225,7 +220,7 @@ describe("provisioner with process hosts (real NATS, real runtime processes)", (
     const { provisioner } = f.provisioner();
     const requested = await f.request("tenant-exit-late", uniqueName("cp"));
     await provisioner.handle(requested);
-    const id = fulfilledId(await f.settled("tenant-exit-late", requested.event.correlationId)) as string;
+    const id = fulfilledRuntime(await f.settled("tenant-exit-late", requested.event.correlationId)) as string;
     const before = await f.runtimeEvents(id);
     const started = before.find((s) => s.event.type === "runtime.host-started")?.event;
     if (started?.type !== "runtime.host-started") throw new Error("no host-started");
@@ -332,7 +327,7 @@ describe("provisioner with process hosts (real NATS, real runtime processes)", (
     const old = await f.runtimeEvents(orphanId);
     expect(old.map((s) => s.event.type).slice(3, 5)).toEqual(["runtime.host-start-failed", "runtime.retired"]);
     expect(old[3]?.event).toMatchObject({ data: { reason: { code: "host-start-abandoned" } } });
-    const fresh = fulfilledId(events) as string;
+    const fresh = fulfilledRuntime(events) as string;
     expect(fresh).not.toBe(orphanId);
     expect(types(await f.runtimeEvents(fresh))).toContain("runtime.capacity-published");
     await eventually(

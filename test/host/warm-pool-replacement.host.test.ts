@@ -1,8 +1,13 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import type { DroverEvent } from "../../contracts/index.ts";
 import { uniqueName } from "../support/isolation.ts";
 import { gateStarts } from "../support/gate-starts.ts";
-import { firstSlotOf, provisionerFixture, type ProvisionerFixture } from "../support/provisioner-fixture.ts";
+import {
+  firstSlotOf,
+  provisionerFixture,
+  type ProvisionerFixture,
+  fulfilledRuntime,
+  hostStartedData,
+} from "../support/provisioner-fixture.ts";
 import { eventually } from "../support/streams.ts";
 import { claimStart, readyMembers, replacementId } from "../support/warm-pool-members.ts";
 
@@ -15,15 +20,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await f?.close();
 });
-
-const fulfilled = (events: readonly { event: DroverEvent }[]) => {
-  const e = events.find((s) => s.event.type === "scaleout.fulfilled")?.event;
-  return e?.type === "scaleout.fulfilled" ? (e.data.runtimeInstanceId as string) : undefined;
-};
-const started = (events: readonly { event: DroverEvent }[]) => {
-  const e = events.find((s) => s.event.type === "runtime.host-started")?.event;
-  return e?.type === "runtime.host-started" ? e.data : undefined;
-};
 
 describe("a lost runtime's replacement asked for by admission (real NATS, real runtime processes)", () => {
   it("a request of a prefix whose last runtime was lost is a replacement though it names none: it takes the reserved member at once instead of waiting behind a first placement's start slot", async () => {
@@ -59,8 +55,8 @@ describe("a lost runtime's replacement asked for by admission (real NATS, real r
     const tenant = uniqueName("lost");
     const first = await f.request(tenant, cp);
     await provisioner.handle(first);
-    const lost = fulfilled(await f.settled(tenant, first.event.correlationId))!;
-    process.kill(started(await f.runtimeEvents(lost))!.pid!, "SIGKILL");
+    const lost = fulfilledRuntime(await f.settled(tenant, first.event.correlationId))!;
+    process.kill(hostStartedData(await f.runtimeEvents(lost))!.pid!, "SIGKILL");
     await eventually(
       "the lost runtime's exit recorded",
       async () =>
@@ -87,8 +83,8 @@ describe("a lost runtime's replacement asked for by admission (real NATS, real r
     try {
       // Before, it planned as a first placement: no member past the reserve, so it waited for the slot.
       expect(await Promise.race([handled.then(() => "handled"), waitOf(id)])).toBe("handled");
-      const rt = await f.runtimeEvents(fulfilled(await f.settled(tenant, id))!);
-      expect(started(rt)?.convergenceSource).toMatch(/^warm-pool:pool-[a-z0-9]{12}$/);
+      const rt = await f.runtimeEvents(fulfilledRuntime(await f.settled(tenant, id))!);
+      expect(hostStartedData(rt)?.convergenceSource).toMatch(/^warm-pool:pool-[a-z0-9]{12}$/);
       expect(coldStarts).toBe(1);
     } finally {
       release();

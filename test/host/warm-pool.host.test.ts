@@ -5,7 +5,13 @@ import { gateStarts } from "../support/gate-starts.ts";
 import { scaleOutRef } from "../../streams/index.ts";
 import { claimableMembers, RosterView } from "../../services/provisioner/index.ts";
 import { uniqueName } from "../support/isolation.ts";
-import { firstSlotOf, provisionerFixture, type ProvisionerFixture } from "../support/provisioner-fixture.ts";
+import {
+  firstSlotOf,
+  provisionerFixture,
+  type ProvisionerFixture,
+  fulfilledRuntime,
+  hostStartedData,
+} from "../support/provisioner-fixture.ts";
 import { eventually } from "../support/streams.ts";
 import { claimStart, readyMembers } from "../support/warm-pool-members.ts";
 
@@ -19,14 +25,6 @@ afterAll(async () => {
 });
 
 const types = (events: readonly { event: DroverEvent }[]) => events.map((s) => s.event.type);
-const fulfilled = (events: readonly { event: DroverEvent }[]) => {
-  const e = events.find((s) => s.event.type === "scaleout.fulfilled")?.event;
-  return e?.type === "scaleout.fulfilled" ? (e.data.runtimeInstanceId as string) : undefined;
-};
-const started = (events: readonly { event: DroverEvent }[]) => {
-  const e = events.find((s) => s.event.type === "runtime.host-started")?.event;
-  return e?.type === "runtime.host-started" ? e.data : undefined;
-};
 /** The real strategy behind a gate on its cold start only (support/gate-starts.ts); `canBind` false when `noBind`. */
 const gateColdStarts = (held: Promise<void>, onStart: () => void, noBind = false) =>
   gateStarts({ cold: { held, onStart }, noBind });
@@ -36,7 +34,9 @@ describe("warm pool with process hosts (real NATS, real runtime processes)", () 
     const cold = f.provisioner();
     const coldReq = await f.request("tenant-cold", cp);
     await cold.provisioner.handle(coldReq);
-    const coldRt = await f.runtimeEvents(fulfilled(await f.settled("tenant-cold", coldReq.event.correlationId))!);
+    const coldRt = await f.runtimeEvents(
+      fulfilledRuntime(await f.settled("tenant-cold", coldReq.event.correlationId))!,
+    );
     const coldMs = coldRt.at(-1)!.time.getTime() - coldReq.time.getTime();
 
     const { provisioner, strategy } = f.provisioner({ poolSizes: { process: 2 }, controlPlaneId: cp });
@@ -44,7 +44,7 @@ describe("warm pool with process hosts (real NATS, real runtime processes)", () 
     const members = await readyMembers(f, 2, strategy);
     const requested = await f.request("tenant-warm", cp);
     await provisioner.handle(requested);
-    const id = fulfilled(await f.settled("tenant-warm", requested.event.correlationId))!;
+    const id = fulfilledRuntime(await f.settled("tenant-warm", requested.event.correlationId))!;
     const rt = await f.runtimeEvents(id);
     expect(types(rt)).toEqual([
       "runtime.registered",
@@ -57,13 +57,13 @@ describe("warm pool with process hosts (real NATS, real runtime processes)", () 
       "runtime.endpoint-published",
       "runtime.capacity-published",
     ]);
-    expect(started(rt)?.convergenceSource).toMatch(/^warm-pool:pool-[a-z0-9]{12}$/);
-    const memberId = started(rt)!.convergenceSource!.slice("warm-pool:".length);
+    expect(hostStartedData(rt)?.convergenceSource).toMatch(/^warm-pool:pool-[a-z0-9]{12}$/);
+    const memberId = hostStartedData(rt)!.convergenceSource!.slice("warm-pool:".length);
     // The member's resource and host layers come with its claim (one batch with host-started, the
     // same incarnation); the bind proves endpoint, the probe command, then capacity.
     const layers = rt.flatMap((s) => (s.event.type === "runtime.readiness-layer-passed" ? [s.event.data] : []));
     expect(layers.map((l) => l.layer)).toEqual(["resource", "host", "endpoint", "command"]);
-    for (const l of layers) expect(l.hostIncarnation).toBe(started(rt)!.hostIncarnation);
+    for (const l of layers) expect(l.hostIncarnation).toBe(hostStartedData(rt)!.hostIncarnation);
     expect(layers.slice(0, 2).map((l) => l.detail)).toEqual([
       expect.stringContaining(`warm pool member ${memberId}: resource proven at its readiness`),
       expect.stringContaining(`warm pool member ${memberId}: host proven at its readiness`),
@@ -101,14 +101,16 @@ describe("warm pool with process hosts (real NATS, real runtime processes)", () 
     await readyMembers(f, 1, strategy);
     const a = await f.request("tenant-a", cp);
     await provisioner.handle(a);
-    const aId = fulfilled(await f.settled("tenant-a", a.event.correlationId))!;
-    const aHost = started(await f.runtimeEvents(aId))!;
+    const aId = fulfilledRuntime(await f.settled("tenant-a", a.event.correlationId))!;
+    const aHost = hostStartedData(await f.runtimeEvents(aId))!;
     const aMember = aHost.convergenceSource!.slice("warm-pool:".length);
     await provisioner.pool.idle();
     const b = await f.request("tenant-b", cp);
     await readyMembers(f, 1, strategy);
     await provisioner.handle(b);
-    const bHost = started(await f.runtimeEvents(fulfilled(await f.settled("tenant-b", b.event.correlationId))!))!;
+    const bHost = hostStartedData(
+      await f.runtimeEvents(fulfilledRuntime(await f.settled("tenant-b", b.event.correlationId))!),
+    )!;
     expect(bHost.convergenceSource).toMatch(/^warm-pool:/);
     expect(bHost.convergenceSource).not.toBe(aHost.convergenceSource);
     expect(bHost.hostIncarnation).not.toBe(aHost.hostIncarnation);
@@ -145,8 +147,8 @@ describe("warm pool with process hosts (real NATS, real runtime processes)", () 
     );
     expect(outcomes).toEqual(["scaleout.fulfilled"]);
     expect(types(events).filter((t) => t === "scaleout.observed")).toHaveLength(2);
-    const rt = await f.runtimeEvents(fulfilled(events)!);
-    expect(started(rt)?.convergenceSource ?? "cold").not.toMatch(/^warm-pool:/);
+    const rt = await f.runtimeEvents(fulfilledRuntime(events)!);
+    expect(hostStartedData(rt)?.convergenceSource ?? "cold").not.toMatch(/^warm-pool:/);
     expect(types(rt)).toContain("runtime.capacity-published");
   }, 240_000);
 
@@ -183,8 +185,10 @@ describe("warm pool with process hosts (real NATS, real runtime processes)", () 
     await readyMembers(f, 1, strategy);
     const warm = await f.request("tenant-slot-warm", cp);
     await provisioner.handle(warm);
-    const warmRt = await f.runtimeEvents(fulfilled(await f.settled("tenant-slot-warm", warm.event.correlationId))!);
-    expect(started(warmRt)?.convergenceSource).toMatch(/^warm-pool:pool-[a-z0-9]{12}$/);
+    const warmRt = await f.runtimeEvents(
+      fulfilledRuntime(await f.settled("tenant-slot-warm", warm.event.correlationId))!,
+    );
+    expect(hostStartedData(warmRt)?.convergenceSource).toMatch(/^warm-pool:pool-[a-z0-9]{12}$/);
     expect(types(warmRt).at(-1)).toBe("runtime.capacity-published");
     // The cold start was still held all along: nothing of it is published yet.
     expect(
@@ -192,8 +196,10 @@ describe("warm pool with process hosts (real NATS, real runtime processes)", () 
     ).not.toContain("scaleout.fulfilled");
     release();
     await coldDone;
-    const coldRt = await f.runtimeEvents(fulfilled(await f.settled("tenant-slot-cold", cold.event.correlationId))!);
-    expect(started(coldRt)?.convergence).toBe("created");
+    const coldRt = await f.runtimeEvents(
+      fulfilledRuntime(await f.settled("tenant-slot-cold", cold.event.correlationId))!,
+    );
+    expect(hostStartedData(coldRt)?.convergence).toBe("created");
   }, 240_000);
 
   it("a request waiting for the only start slot takes a member that becomes ready meanwhile, never registering a cold runtime", async () => {
@@ -218,8 +224,10 @@ describe("warm pool with process hosts (real NATS, real runtime processes)", () 
     expect([...roster.runtimes.keys()].filter((id) => id.startsWith("rt-tenant-wait-warm-"))).toEqual([]);
     provisioner.pool.refill();
     await warmDone;
-    const rt = await f.runtimeEvents(fulfilled(await f.settled("tenant-wait-warm", waiting.event.correlationId))!);
-    expect(started(rt)?.convergenceSource).toMatch(/^warm-pool:pool-[a-z0-9]{12}$/);
+    const rt = await f.runtimeEvents(
+      fulfilledRuntime(await f.settled("tenant-wait-warm", waiting.event.correlationId))!,
+    );
+    expect(hostStartedData(rt)?.convergenceSource).toMatch(/^warm-pool:pool-[a-z0-9]{12}$/);
     expect(types(rt).at(-1)).toBe("runtime.capacity-published");
     expect(coldStarts).toBe(1);
     const after = await new RosterView(f.store, f.streams.layout).current();
@@ -228,8 +236,10 @@ describe("warm pool with process hosts (real NATS, real runtime processes)", () 
     ]);
     release();
     await coldDone;
-    const coldRt = await f.runtimeEvents(fulfilled(await f.settled("tenant-wait-cold", cold.event.correlationId))!);
-    expect(started(coldRt)?.convergence).toBe("created");
+    const coldRt = await f.runtimeEvents(
+      fulfilledRuntime(await f.settled("tenant-wait-cold", cold.event.correlationId))!,
+    );
+    expect(hostStartedData(coldRt)?.convergence).toBe("created");
   }, 240_000);
   it("a waiter whose member ticket finds no claimable member waits again unregistered: it registers a cold start only once it holds a slot", async () => {
     const cp = uniqueName("cp");
@@ -270,8 +280,10 @@ describe("warm pool with process hosts (real NATS, real runtime processes)", () 
     release();
     await coldDone;
     await waitDone;
-    const rt = await f.runtimeEvents(fulfilled(await f.settled("tenant-ticket-wait", waiting.event.correlationId))!);
-    expect(started(rt)?.convergence).toBe("created");
+    const rt = await f.runtimeEvents(
+      fulfilledRuntime(await f.settled("tenant-ticket-wait", waiting.event.correlationId))!,
+    );
+    expect(hostStartedData(rt)?.convergence).toBe("created");
     const coldSettled = await f.settled("tenant-ticket-cold", cold.event.correlationId);
     expect(rt[0]!.seq).toBeGreaterThan(coldSettled.at(-1)!.seq);
     expect(coldStarts).toBe(2);

@@ -28,6 +28,20 @@ import { RUNTIME_LOGS } from "./host-processes.ts";
 import { uniqueName } from "./isolation.ts";
 import { eventually, freshStreams, type StreamsFixture } from "./streams.ts";
 
+type Events = readonly { readonly event: DroverEvent }[];
+
+/** The runtime a settled scale-out request's `scaleout.fulfilled` names; undefined when it was not fulfilled. */
+export function fulfilledRuntime(events: Events): string | undefined {
+  const e = events.find((s) => s.event.type === "scaleout.fulfilled")?.event;
+  return e?.type === "scaleout.fulfilled" ? (e.data.runtimeInstanceId as string) : undefined;
+}
+
+/** The data of a runtime's `runtime.host-started`, if its events hold one. */
+export function hostStartedData(events: Events): EventOf<"runtime.host-started">["data"] | undefined {
+  const e = events.find((s) => s.event.type === "runtime.host-started")?.event;
+  return e?.type === "runtime.host-started" ? e.data : undefined;
+}
+
 /**
  * The runtime slot a direct `pool.claim` takes (runtime-slot.ts): the prefix `rt-<tenant>`'s quota
  * aggregate, expected empty, so a test claim for a tenant that started nothing yet commits.

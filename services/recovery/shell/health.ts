@@ -20,8 +20,6 @@ export async function detect(
   viewLiveSinceMs = 0,
   /** Folds the stream's own last beat of a runtime into the state (a direct read, not the follower). */
   latestBeat?: (runtimeInstanceId: string) => Promise<void>,
-  /** Called once the deaths a host proved are suspected (before the heartbeat checks end): their fences may start. */
-  onProven?: () => void,
 ): Promise<readonly Held[]> {
   // A runtime seen again after a drop and not read back yet is no one's to judge (shell/retired-bound.ts).
   const ours = [...deps.state.runtimes.values()].filter(
@@ -46,7 +44,7 @@ export async function detect(
       ? [suspect1(deps, rt, { runtimeInstanceId: rt.runtimeInstanceId, ...why })]
       : [],
   );
-  const provenDone = Promise.all(proven).then(() => void (proven.length > 0 && onProven?.()));
+  const provenDone = Promise.all(proven);
   provenDone.catch(() => undefined); // surfaced by the await below, not as an unhandled rejection meanwhile
   // Each silent runtime is judged on its own: the stale ones' stream reads, then the suspicions'
   // appends (each conditional on its own runtime), go side by side. One after another, the last of a
