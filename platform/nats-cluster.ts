@@ -68,7 +68,9 @@ interface MetaCluster {
 /**
  * Waits until the meta leader reports every other node as a current, online peer: healthz alone
  * passes while a peer still counts as offline, and an R3 stream created then is refused ("no
- * suitable peers for placement, peer offline": seen in the proof tier right after start-up).
+ * suitable peers for placement, peer offline": seen in the proof tier right after start-up). Not
+ * enough on its own: placement also needs the peer's first statsz at the leader, which monitoring
+ * does not show (CI saw the refusal once more after this wait), so `setupNats` retries that refusal.
  */
 async function waitAllCurrent(nodes: readonly ClusterNode[], timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

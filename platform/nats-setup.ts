@@ -40,8 +40,9 @@ export const isNotFound = (e: unknown): boolean => e instanceof JetStreamApiErro
  * streams' limits to `limits` (streams/limits.ts; the defaults when absent), on an existing
  * deployment too (docs/retention.md). Every step is idempotent, and a step JetStream does not answer
  * (a request timing out, no responders, a cluster with no leader yet: a freshly started or electing
- * cluster, a busy machine) is retried, the whole setup again, for `patience.withinMs` (60 s): the
- * nats-leader-kill proof once failed in its setup on a timed-out R3 stream add.
+ * cluster, a busy machine; a replicated stream refused with "peer offline" because the meta leader has
+ * not had a fresh node's first statsz) is retried, the whole setup again, for `patience.withinMs` (60 s):
+ * the nats-leader-kill proof failed in its setup once on a timed-out R3 stream add, once on "peer offline".
  */
 export async function setupNats(
   jsm: JetStreamManager,

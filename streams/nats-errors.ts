@@ -23,6 +23,8 @@ export const JS = {
   atomicDisabled: 10174,
   batchTooManyInflight: 10210,
   streamNotFound: 10059,
+  /** `no suitable peers for placement` (with the reasons, e.g. `peer offline`): a replicated stream or consumer cannot be placed. */
+  clusterNoPeers: 10005,
 } as const;
 
 export function jsCode(e: unknown): number | undefined {
@@ -43,10 +45,17 @@ export function isTransportFailure(e: unknown): boolean {
 
 /**
  * True when JetStream did not answer, or answered "temporarily unavailable" (10008: a cluster with no
- * meta or stream leader yet, e.g. electing one after a node died): worth trying again later.
+ * meta or stream leader yet, e.g. electing one after a node died), or could not place a replicated
+ * asset because a peer is `offline` to the meta leader (10005): a freshly started node counts as
+ * offline for placement until the leader has its first statsz (config and stats), even while the
+ * meta group already reports it current (nats-server `nodeInfo.selectable`). Worth trying again later.
  */
 export function isJetStreamUnavailable(e: unknown): boolean {
-  return isTransportFailure(e) || jsCode(e) === 10008;
+  return isTransportFailure(e) || jsCode(e) === 10008 || isPeerOffline(e);
+}
+
+function isPeerOffline(e: unknown): boolean {
+  return jsCode(e) === JS.clusterNoPeers && /peer offline/.test((e as Error).message);
 }
 
 /**

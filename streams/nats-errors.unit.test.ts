@@ -49,4 +49,20 @@ describe("JetStream failures → drover's error catalogue", () => {
     ).toBe(false);
     expect(isJetStreamUnavailable(new Error("boom"))).toBe(false);
   });
+
+  it("counts a peer the meta leader has not heard from yet (10005 'peer offline': a fresh cluster node) as worth retrying, a placement refused for other reasons not (pure: proves no transport)", () => {
+    // The description as the proof tier saw it on a 3-node cluster right after start-up (CI, session 31).
+    const offline = new JetStreamApiError({
+      code: 400,
+      err_code: 10005,
+      description: "no suitable peers for placement, peer offline",
+    });
+    expect(isJetStreamUnavailable(offline)).toBe(true);
+    const noRoom = new JetStreamApiError({
+      code: 400,
+      err_code: 10005,
+      description: "no suitable peers for placement, insufficient resources",
+    });
+    expect(isJetStreamUnavailable(noRoom)).toBe(false);
+  });
 });
