@@ -13,6 +13,7 @@ import { serverKeysOf } from "./nats-auth/server-keys.ts";
 import { connectNats } from "./nats-connect.ts";
 import { setupNats } from "./nats-setup.ts";
 import { killProcessesLoggingUnder } from "./hosts/orphan-runtimes.ts";
+import { nodeFlags } from "./node-flags.mjs";
 import { serviceCommand } from "./service-bundle.ts";
 
 const ROOT = resolve(import.meta.dirname, "..");
@@ -140,7 +141,7 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
       profDir && (!only || only.split(",").includes(name))
         ? ["--cpu-prof", `--cpu-prof-dir=${profDir}`, ...(us ? [`--cpu-prof-interval=${us}`] : [])]
         : [];
-    const command = [...prof, ...(await serviceCommand(name, warn(name)))];
+    const command = [...nodeFlags(name), ...prof, ...(await serviceCommand(name, warn(name)))];
     // DROVER_API_NICE (0–19, measurements only: docs/security.md "Floods"): the API, which serves a
     // flood's submissions, at a lower CPU priority than the control path. Off by default (not adopted).
     const nice = name === "api" ? Number(process.env.DROVER_API_NICE ?? 0) : 0;

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, renameSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { build, buildSync } from "esbuild";
+import { nodeFlags } from "../node-flags.mjs";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 
@@ -20,7 +21,9 @@ export function runtimeCommand(onFallback?: (why: string) => void): readonly str
     profDir && (!only || only.split(",").includes("runtime"))
       ? ["--cpu-prof", `--cpu-prof-dir=${profDir}`, ...(us ? [`--cpu-prof-interval=${us}`] : [])]
       : [];
-  const fromSource = [process.execPath, ...prof, "--import", "tsx", resolve(ROOT, "services/runtime/main.ts")];
+  // The same node/V8 flags wherever a runtime starts (platform/node-flags.mjs).
+  const node = [process.execPath, ...nodeFlags("runtime"), ...prof];
+  const fromSource = [...node, "--import", "tsx", resolve(ROOT, "services/runtime/main.ts")];
   if (process.env.DROVER_RUNTIME_FROM_SOURCE === "1") return fromSource;
   try {
     const dir = resolve(ROOT, ".run/build");
@@ -39,7 +42,7 @@ export function runtimeCommand(onFallback?: (why: string) => void): readonly str
     // Named by content: provisioners running side by side share one file, and a changed source gets a new one.
     const outfile = resolve(dir, `runtime-${createHash("sha256").update(out.contents).digest("hex").slice(0, 16)}.mjs`);
     writeOnce(outfile, out.contents);
-    return [process.execPath, ...prof, outfile];
+    return [...node, outfile];
   } catch (e) {
     onFallback?.(String((e as Error).message ?? e).slice(0, 300));
     return fromSource;
