@@ -116,12 +116,15 @@ describe("admission's runtime commands: a tenant's resume first, a slow runtime 
     });
   };
 
-  const startWith = async (send: (e: string, t: unknown, c: RuntimeCommand) => Promise<RuntimeCommandResult>) => {
+  const startWith = async (
+    send: (e: string, t: unknown, c: RuntimeCommand) => Promise<RuntimeCommandResult>,
+    through: EventStore = store,
+  ) => {
     admission = await startAdmission({
       js: jetstream(fx.nc),
       config,
       layout: fx.layout,
-      store,
+      store: through,
       index: new RunIndex(fx.layout.eventPrefix, () => undefined, systemClock),
       view: redisCapacityView<CapacityDescriptor>(redis, CP),
       reservations: redisReservations(redis, CP),
@@ -134,16 +137,16 @@ describe("admission's runtime commands: a tenant's resume first, a slow runtime 
     });
     await admission.ready;
   };
-  const readyRuntimes = async (...rts: (readonly [string, string])[]) => {
-    for (const [rt, tenantId] of rts) {
+  const readyRuntimes = async (...rts: (readonly [string, string, number?])[]) => {
+    for (const [rt, tenantId, slots = 5] of rts) {
       await publishReadyRuntime(store, {
         runtimeInstanceId: rt,
         controlPlaneId: CP,
         isolationMode: "dedicated",
         tenantId,
-        slots: 5,
+        slots,
       });
-      await publishBeat(jetstream(fx.nc), fx.layout, rt, 1, 5);
+      await publishBeat(jetstream(fx.nc), fx.layout, rt, 1, slots);
     }
     await eventually("capacity", async () =>
       (await redisCapacityView<CapacityDescriptor>(redis, CP).all()).filter(
@@ -229,5 +232,35 @@ describe("admission's runtime commands: a tenant's resume first, a slow runtime 
     // The red tenant's run went out while the blue resume was still unanswered.
     expect(at("red:DispatchRun:sent")).toBeGreaterThan(-1);
     expect(at("red:DispatchRun:sent")).toBeLessThan(at("blue:ResumeExecution:answered"));
+  });
+
+  it("places a dead runtime's 20 interrupted executions at once, not 16 (PARALLEL) at a time: their 20 `admitted` appends are in flight together", async () => {
+    const RESUMES = 20;
+    // Each `run.admitted` append (to the real store) is held until all 20 are in flight, or 3 s:
+    // placements 16 at a time never have more than 16 in flight, and the count says so.
+    let inFlight = 0;
+    let most = 0;
+    const all = signal();
+    const gated: EventStore = {
+      ...store,
+      appendAll: async (ref, events, o) => {
+        if (!events.some((e) => e.type === "run.admitted")) return store.appendAll(ref, events, o);
+        most = Math.max(most, ++inFlight);
+        if (inFlight === RESUMES) all.fire();
+        await all.within(3_000);
+        inFlight--;
+        return store.appendAll(ref, events, o);
+      },
+    };
+    const resumed: string[] = [];
+    for (let i = 0; i < RESUMES; i++) await interrupted("t-blue", `run-burst-${String(i).padStart(2, "0")}`);
+    await readyRuntimes(["rt-blue-new", "t-blue", 30]);
+    await startWith(async (_e, _t, c) => {
+      if (c.operation === "ResumeExecution") resumed.push(c.payload.sharedRunId);
+      return ok(c);
+    }, gated);
+    await eventually("20 resumes sent", async () => (resumed.length === RESUMES ? true : undefined), 20_000);
+    expect(most).toBe(RESUMES);
+    expect(new Set(resumed).size).toBe(RESUMES);
   });
 });

@@ -29,6 +29,9 @@ import { trace, traced, tracing } from "./trace.ts";
 
 export type { AdmissionState } from "./sender.ts";
 
+/** Resume placements a pass runs beside its PARALLEL slots: a dead runtime's in-flight executions at once. */
+export const RESUMES_BESIDE = 64;
+
 /** How often a pass looks at placements awaiting confirmation (they go stale after 2 × dispatchTimeoutMs). */
 const PLACED_SCAN_MS = 100;
 
@@ -36,10 +39,10 @@ const PLACED_SCAN_MS = 100;
  * One admission pass (docs/security.md "Floods"): first the runs that are not new work (recovery
  * items, oldest first, a tenant's resumes ahead of the rest; cancels, invalid submissions and stale
  * placements), then new work pulled lazily from the per-tenant queues in weighted fair order
- * (virtual time kept across passes, fair-pull.ts), at most PARALLEL runs at once, until no tenant has
- * a run left that could change: a blocked tenant's runs that would only be queued again as they are
- * are skipped a bucket at a time, so a pass costs its placements and a look at each tenant, not
- * one per queued run. A tenant's quota counts its placements in flight, so it holds within a
+ * (virtual time kept across passes, fair-pull.ts), at most PARALLEL runs at once (resumes beside
+ * them), until no tenant has a run left that could change: a blocked tenant's runs that would only be
+ * queued again as they are are skipped a bucket at a time, so a pass costs its placements and a look
+ * at each tenant, not one per queued run. A tenant's quota counts its placements in flight, so it holds within a
  * replica. Slot reservations in Redis keep concurrent placements (and replicas) from over-committing
  * a runtime; conditional appends keep two deciders from moving one run. Safe to run again at any
  * time: every step is idempotent.
@@ -144,6 +147,9 @@ export async function admissionPass(deps: AdmissionDeps, state: AdmissionState):
   // leaves it to the pass the resume's answer starts), and the pass waits for it before it ends.
   const resumes = new Map<string, Promise<void>[]>();
   const afterResumes: Promise<void>[] = [];
+  // Resumes are placed beside the PARALLEL slots (up to RESUMES_BESIDE at once): with 16 slots, W3's
+  // last 4 of 20 resumes were admitted a placement round later (median 166 ms; issue 15).
+  let resumesBeside = 0;
   const pool = placeAll(take, stop, async (r) => {
     if (!isResume(r)) {
       const placing = resumes.get(r.tenantId);
@@ -153,7 +159,9 @@ export async function admissionPass(deps: AdmissionDeps, state: AdmissionState):
     }
     const placed = placeOne(r);
     resumes.set(r.tenantId, [...(resumes.get(r.tenantId) ?? []), placed]);
-    return placed;
+    if (resumesBeside >= RESUMES_BESIDE) return placed;
+    resumesBeside++;
+    afterResumes.push(placed.finally(() => resumesBeside--));
   });
   // A submission of a tenant under its fair share while the pass works through a flood's batch:
   // the tenant joins the pull (fair-pull.ts `join`) and one more placement starts for it at once,
