@@ -9,6 +9,7 @@ import { LifecycleGate } from "./lifecycle-gate.ts";
 import { listensOn } from "./listening-socket.ts";
 import { incarnationState, parseProcessIncarnation } from "./proc-table.ts";
 import { killGroup, trackGroup, untrackGroup } from "./process-groups.ts";
+import { BootingGroups } from "./booting-groups.ts";
 import { identityKey, runtimeEnv } from "./runtime-env.ts";
 import { bindingEnv, postBinding } from "./pool-binding.ts";
 import { followLog, openRuntimeLog } from "./runtime-log.ts";
@@ -55,6 +56,7 @@ export function createProcessStrategy(opts: ProcessStrategyOptions = {}): Proces
   const baseEnv = opts.baseEnv ?? { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/tmp" };
   const startupTimeoutMs = opts.startupTimeoutMs ?? 30_000;
   const spawner = spawnerOfSelf();
+  const booting = new BootingGroups();
 
   const rejected = (
     code: ErrorCode,
@@ -153,6 +155,7 @@ export function createProcessStrategy(opts: ProcessStrategyOptions = {}): Proces
     }
     const pid = child.pid;
     trackGroup(pid);
+    if (pooled) booting.add(pid);
     let incarnationOf: string | undefined;
     rec.child = child;
     rec.exited = new Promise((r) =>
@@ -195,12 +198,14 @@ export function createProcessStrategy(opts: ProcessStrategyOptions = {}): Proces
       try {
         await onHostCreated({ hostIncarnation: incarnationOf, pid, node: processSpace() });
       } catch (e) {
+        booting.remove(pid);
         await stopChild(rec, CLEANUP_BUDGET_MS);
         await output.stop();
         throw e;
       }
     }
     const outcome = await listening;
+    booting.remove(pid);
     switch (outcome.kind) {
       case "exited":
         return fail(
@@ -308,6 +313,7 @@ export function createProcessStrategy(opts: ProcessStrategyOptions = {}): Proces
         return spawnAndProve(spec, rec, undefined, onHostCreated, { poolToken });
       });
     },
+    holdBoots: (hold) => booting.hold(hold),
     canBind(memberId) {
       const rec = records.get(memberId);
       return !!rec?.running && !rec.exit && !rec.boundTo;
