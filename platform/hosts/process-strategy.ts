@@ -155,7 +155,6 @@ export function createProcessStrategy(opts: ProcessStrategyOptions = {}): Proces
     }
     const pid = child.pid;
     trackGroup(pid);
-    if (pooled) booting.add(pid);
     let incarnationOf: string | undefined;
     rec.child = child;
     rec.exited = new Promise((r) =>
@@ -198,12 +197,14 @@ export function createProcessStrategy(opts: ProcessStrategyOptions = {}): Proces
       try {
         await onHostCreated({ hostIncarnation: incarnationOf, pid, node: processSpace() });
       } catch (e) {
-        booting.remove(pid);
         await stopChild(rec, CLEANUP_BUDGET_MS);
         await output.stop();
         throw e;
       }
     }
+    // Holdable only once its host is recorded: a successor of a provisioner that dies mid-hold can
+    // then find the stopped member and stop it for good (orphan-members.ts); unrecorded, it would stay stopped.
+    if (pooled && rec.exit === undefined) booting.add(pid);
     const outcome = await listening;
     booting.remove(pid);
     switch (outcome.kind) {

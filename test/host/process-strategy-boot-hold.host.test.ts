@@ -35,15 +35,19 @@ describe("process strategy: booting pool members held and continued (real proces
     const s = strategy(200);
     let pid = 0;
     let held = -1;
+    let heldBeforeRecord = -1;
     const t0 = Date.now();
     const start = s.startPooled("pool-hold-a", "pool-token-0123456789", async (h) => {
       pid = h.pid as number;
-      held = s.holdBoots(true);
+      // Not holdable while its host is being recorded (a successor could not find it stopped).
+      heldBeforeRecord = s.holdBoots(true);
+      // Holdable once the hook has returned (the host recorded).
+      setTimeout(() => (held = s.holdBoots(true)), 0);
     });
     let settled = false;
     void start.finally(() => (settled = true));
     await new Promise((r) => setTimeout(r, 1_500));
-    expect([held, stateOf(pid), settled]).toEqual([1, "T", false]);
+    expect([heldBeforeRecord, held, stateOf(pid), settled]).toEqual([0, 1, "T", false]);
     expect(s.holdBoots(true)).toBe(0); // already held: not signalled twice
     expect(s.holdBoots(false)).toBe(1);
     const r = await start;
@@ -61,7 +65,7 @@ describe("process strategy: booting pool members held and continued (real proces
     let pid = 0;
     const start = s.startPooled("pool-hold-b", "pool-token-0123456789", async (h) => {
       pid = h.pid as number;
-      s.holdBoots(true);
+      setTimeout(() => s.holdBoots(true), 0);
     });
     await new Promise((r) => setTimeout(r, 500));
     expect(stateOf(pid)).toBe("T");
