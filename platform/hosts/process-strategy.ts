@@ -9,6 +9,7 @@ import { LifecycleGate } from "./lifecycle-gate.ts";
 import { listensOn } from "./listening-socket.ts";
 import { incarnationState, parseProcessIncarnation } from "./proc-table.ts";
 import { killGroup, trackGroup, untrackGroup } from "./process-groups.ts";
+import { BootingGroups } from "./booting-groups.ts";
 import { identityKey, runtimeEnv } from "./runtime-env.ts";
 import { bindingEnv, postBinding } from "./pool-binding.ts";
 import { followLog, openRuntimeLog } from "./runtime-log.ts";
@@ -55,6 +56,7 @@ export function createProcessStrategy(opts: ProcessStrategyOptions = {}): Proces
   const baseEnv = opts.baseEnv ?? { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/tmp" };
   const startupTimeoutMs = opts.startupTimeoutMs ?? 30_000;
   const spawner = spawnerOfSelf();
+  const booting = new BootingGroups();
 
   const rejected = (
     code: ErrorCode,
@@ -200,7 +202,11 @@ export function createProcessStrategy(opts: ProcessStrategyOptions = {}): Proces
         throw e;
       }
     }
+    // Holdable only once its host is recorded: a successor of a provisioner that dies mid-hold can
+    // then find the stopped member and stop it for good (orphan-members.ts); unrecorded, it would stay stopped.
+    if (pooled && rec.exit === undefined) booting.add(pid);
     const outcome = await listening;
+    booting.remove(pid);
     switch (outcome.kind) {
       case "exited":
         return fail(
@@ -308,6 +314,7 @@ export function createProcessStrategy(opts: ProcessStrategyOptions = {}): Proces
         return spawnAndProve(spec, rec, undefined, onHostCreated, { poolToken });
       });
     },
+    holdBoots: (hold) => booting.hold(hold),
     canBind(memberId) {
       const rec = records.get(memberId);
       return !!rec?.running && !rec.exit && !rec.boundTo;

@@ -184,4 +184,10 @@ export interface WarmPoolHost {
    * use that id); a member is bound at most once, whatever the outcome.
    */
   bind(memberId: string, poolToken: string, spec: HostSpec): Promise<HostStartResult>;
+  /**
+   * Pauses (true) or continues (false) the members still booting, so the runtime starts in flight get
+   * the CPU (process hosts: SIGSTOP / SIGCONT of their groups); returns how many were signalled.
+   * Optional: a strategy without it boots its members regardless.
+   */
+  holdBoots?(hold: boolean): number;
 }

@@ -5,6 +5,8 @@
 //   ignore-term   like listen, but SIGTERM is ignored (only SIGKILL stops it)
 //   wrong-port    announce a port other than the one it bound
 //   silent        never announce
+//   pool          a warm pool member: bind DROVER_POOL_BIND_PORT and announce `pool-listening` once
+//                 FAKE_BOOT_MS of its own timers passed (a boot that a SIGSTOP holds)
 import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
 
@@ -18,7 +20,15 @@ if (mode === "exit") {
   process.exit(3);
 }
 if (mode === "ignore-term") process.on("SIGTERM", () => console.log(JSON.stringify({ event: "sigterm-ignored" })));
-if (mode !== "silent") {
+if (mode === "pool") {
+  const server = createServer((_req, res) => res.end("fake member"));
+  server.listen(Number(process.env.DROVER_POOL_BIND_PORT), process.env.DROVER_BIND_HOST ?? "127.0.0.1", () => {
+    setTimeout(
+      () => console.log(JSON.stringify({ event: "pool-listening", port: server.address().port, hostIncarnation })),
+      Number(process.env.FAKE_BOOT_MS ?? 0),
+    );
+  });
+} else if (mode !== "silent") {
   const server = createServer((_req, res) => res.end("fake"));
   server.listen(Number(process.env.DROVER_PORT), process.env.DROVER_BIND_HOST ?? "127.0.0.1", () => {
     const port = mode === "wrong-port" ? server.address().port + 1 : server.address().port;

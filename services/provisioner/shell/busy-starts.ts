@@ -9,9 +9,13 @@ export class BusyStarts {
   private count = 0;
   private waiters: (() => void)[] = [];
 
+  /** `onTrack`: told of each start as it goes in flight (boot-hold.ts). */
+  constructor(private readonly onTrack: () => void = () => undefined) {}
+
   /** Counts `work` as a start in flight until it settles. */
   track<T>(work: Promise<T>): Promise<T> {
     this.count++;
+    this.onTrack();
     return work.finally(() => {
       if (--this.count > 0) return;
       const ws = this.waiters;

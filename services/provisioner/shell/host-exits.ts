@@ -125,12 +125,14 @@ export async function recordHostExitPatiently(
 
 /**
  * Records every host exit the strategies observe (but of runtimes being retired), then `after()`;
- * the runtimes this provisioner published, as their writers left them, get their exit appended unread.
+ * the runtimes this provisioner published, as their writers left them, get their exit appended unread
+ * (and `lost()` is told first: a replacement will follow).
  */
 export function observeHostExits(
   d: ProvisionerDeps,
   retiring: ReadonlySet<string>,
   after: () => void,
+  lost: () => void = () => undefined,
 ): { published(p: PlannedStart): void; stop(): void } {
   const published = new Map<string, KnownRuntime>();
   const stops = [...d.strategies.values()].map((s) =>
@@ -138,6 +140,7 @@ export function observeHostExits(
       const known = published.get(fact.runtimeInstanceId);
       published.delete(fact.runtimeInstanceId);
       if (retiring.has(fact.runtimeInstanceId)) return;
+      if (known) lost();
       recordHostExitPatiently(d, fact, known)
         .catch((e) => d.log("could not record a host observation", { fact, err: String(e) }))
         .finally(after);

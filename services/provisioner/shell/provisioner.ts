@@ -19,6 +19,7 @@ import { lookAtConflict, PlanAgain, readSlot, slotEntry, type SlotClaim } from "
 import { runtimeRef } from "../../../streams/index.ts";
 import { StartGate, type Ticket } from "./start-gate.ts";
 import { BusyStarts } from "./busy-starts.ts";
+import { bootHoldOf } from "./boot-hold.ts";
 import { createWarmPool, type WarmPool } from "./warm-pool.ts";
 import { replacesLost } from "../domain/warm-pool.ts";
 
@@ -72,7 +73,9 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
   /** Requests being driven here, by their runtime prefix. */
   const driving = new Map<string, number>();
   const providers = [...d.strategies.keys()] as HostProvider[];
-  const busy = new BusyStarts();
+  // Members still booting are held while starts are in flight or a published runtime was just lost (boot-hold.ts).
+  const busy = new BusyStarts(() => boots.started());
+  const boots = bootHoldOf(d, busy, gate);
   // A refill that is not urgent starts a member only once the binds and host starts in flight are
   // done (or after a bound): a member booting beside the binds of a burst of recovery claims took
   // the CPU they needed (busy-starts.ts). A request waiting for a member or a slot makes it urgent
@@ -85,7 +88,7 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
     () => gate.waiters,
   );
   const retiring = new Set<string>();
-  const exits = observeHostExits(d, retiring, () => pool.refill());
+  const exits = observeHostExits(d, retiring, () => pool.refill(), boots.lost);
 
   async function drive(
     tenantId: string,
@@ -372,6 +375,7 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
     },
     close() {
       exits.stop();
+      boots.stop();
     },
     pool,
     roster,
