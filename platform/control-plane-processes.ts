@@ -13,7 +13,7 @@ import { serverKeysOf } from "./nats-auth/server-keys.ts";
 import { connectNats } from "./nats-connect.ts";
 import { setupNats } from "./nats-setup.ts";
 import { killProcessesLoggingUnder } from "./hosts/orphan-runtimes.ts";
-import { nodeFlags } from "./node-flags.mjs";
+import { nodeFlags } from "./node-flags.ts";
 import { serviceCommand } from "./service-bundle.ts";
 
 const ROOT = resolve(import.meta.dirname, "..");

@@ -64,8 +64,10 @@ for svc in "${ORDER[@]}"; do
   # Recovery also holds the kicker (system account: disconnects a fenced runtime at once); keys made
   # before the kicker existed have none, and then a fenced runtime's connection ends at its expiry.
   kick=""; [[ $svc == recovery && -f $CREDS_DIR/kicker.creds ]] && kick=$(<"$CREDS_DIR/kicker.creds")
-  # The node/V8 flags every start of a service uses (platform/node-flags.mjs, DROVER_NODE_FLAGS to override).
-  read -ra flags <<<"$(node "$ROOT/platform/node-flags.mjs" "$svc")"
+  # Node/V8 flags for measurements, read as platform/node-flags.ts reads them (default none):
+  # DROVER_NODE_FLAGS_<SERVICE> if set (even empty), else DROVER_NODE_FLAGS. In bash, not a node per service.
+  kind_flags=DROVER_NODE_FLAGS_${svc^^}
+  read -ra flags <<<"${!kind_flags-${DROVER_NODE_FLAGS-}}"
   (cd "$ROOT" && NATS_CREDS=$creds DROVER_NATS_CALLOUT_SEED=$seed DROVER_NATS_KICK_CREDS=$kick exec setsid node "${flags[@]}" --import tsx "$main" >"$SVC_DIR/$svc.log" 2>&1 </dev/null) &
   echo $! >"$pidfile"
   record_start "$pidfile"

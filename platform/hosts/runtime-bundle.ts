@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, renameSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { build, buildSync } from "esbuild";
-import { nodeFlags } from "../node-flags.mjs";
+import { nodeFlags } from "../node-flags.ts";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 
@@ -21,7 +21,7 @@ export function runtimeCommand(onFallback?: (why: string) => void): readonly str
     profDir && (!only || only.split(",").includes("runtime"))
       ? ["--cpu-prof", `--cpu-prof-dir=${profDir}`, ...(us ? [`--cpu-prof-interval=${us}`] : [])]
       : [];
-  // The same node/V8 flags wherever a runtime starts (platform/node-flags.mjs).
+  // The same node/V8 flags wherever a runtime starts (platform/node-flags.ts).
   const node = [process.execPath, ...nodeFlags("runtime"), ...prof];
   const fromSource = [...node, "--import", "tsx", resolve(ROOT, "services/runtime/main.ts")];
   if (process.env.DROVER_RUNTIME_FROM_SOURCE === "1") return fromSource;
