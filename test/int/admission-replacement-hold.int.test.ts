@@ -59,8 +59,27 @@ describe("a replacement runtime's slots are held for the executions of the runti
   const submit = (id: string) =>
     append(id, "run.submitted", { sharedRunId: id, dag: exampleDag, source: "api", labels: {} }, "api");
 
-  it("keeps a new run of the tenant off the replacement until the interrupted execution is requeued, then resumes it there first", async () => {
-    // The interrupted run: started on rt-dead, which then died (recovery has not paused it yet).
+  const requeue = () =>
+    append(
+      "run-old",
+      "run.requeued-for-resume",
+      {
+        forensicsId: forensicsIds.inFlight,
+        incidentId: ids.incident,
+        executionId: "exec-old",
+        failedRuntimeInstanceId: "rt-dead",
+        failedLocalRunId: "lr-old",
+        newEpoch: 1,
+      },
+      "recovery",
+    );
+  const types = async (id: string) => (await store.read(runRef("t-blue", id))).events.map((s) => s.event.type);
+
+  /**
+   * The interrupted run started on rt-dead, which then died (recovery has not paused it yet);
+   * recovery's replacement for rt-dead is fulfilled and publishes its one slot; a new run waits.
+   */
+  async function interruptedWithReplacement(): Promise<void> {
     const lr = "lr-old";
     await submit("run-old");
     const placed = { runtimeInstanceId: "rt-dead", localRunId: lr };
@@ -72,7 +91,6 @@ describe("a replacement runtime's slots are held for the executions of the runti
     );
     await append("run-old", "run.dispatched", { ...placed, transport: "http", hostIncarnation: ids.host }, "api");
     await append("run-old", "run.started", { executionId: "exec-old", ...placed }, "api");
-    // Recovery's replacement for rt-dead, fulfilled by the provisioner.
     const requestId = ScaleOutRequestId.parse("so-replacement-of-rt-dead");
     const data = scaleOutRequestData(
       config,
@@ -99,7 +117,6 @@ describe("a replacement runtime's slots are held for the executions of the runti
       ],
       { expectedSeq: 0 },
     );
-    // A new run of the tenant waits; the replacement publishes its one slot.
     await submit("run-fresh");
     await publishReadyRuntime(store, {
       runtimeInstanceId: "rt-blue-new",
@@ -116,7 +133,14 @@ describe("a replacement runtime's slots are held for the executions of the runti
         ? true
         : undefined,
     );
+  }
 
+  /**
+   * Admission over the real stores, with an in-memory runtime transport that records the commands
+   * sent; `duringCapacityRead`, when set, runs once inside a pass's capacity read (its one await
+   * between reading the recovery items and the replacement's kept places).
+   */
+  async function startAdmissionRecording(hooks: { duringCapacityRead?: () => Promise<void> } = {}) {
     const sent: string[] = [];
     const send = (_e: string, _t: unknown, c: RuntimeCommand): Promise<RuntimeCommandResult> => {
       sent.push(c.operation);
@@ -129,16 +153,25 @@ describe("a replacement runtime's slots are held for the executions of the runti
         timings: { receivedAt: new Date().toISOString(), handledMs: 1 },
       });
     };
+    const reservations = redisReservations(redis, CP);
+    const liveWithCounts = reservations.liveWithCounts!.bind(reservations);
+    reservations.liveWithCounts = async (now, beatAts) => {
+      const hook = hooks.duringCapacityRead;
+      hooks.duringCapacityRead = undefined;
+      await hook?.();
+      return liveWithCounts(now, beatAts);
+    };
+    // The hold's bound (10 s after the fulfilment, replacement-hold.unit.test.ts) is not under test:
+    // at load 50+ this test's set-up alone took longer, and the new run was placed on the replacement.
+    const index = new RunIndex(fx.layout.eventPrefix, () => undefined, systemClock, 600_000);
     admission = await startAdmission({
       js: jetstream(fx.nc),
       config,
       layout: fx.layout,
       store,
-      // The hold's bound (10 s after the fulfilment, replacement-hold.unit.test.ts) is not under test:
-      // at load 50+ this test's set-up alone took longer, and the new run was placed on the replacement.
-      index: new RunIndex(fx.layout.eventPrefix, () => undefined, systemClock, 600_000),
+      index,
       view: redisCapacityView<CapacityDescriptor>(redis, CP),
-      reservations: redisReservations(redis, CP),
+      reservations,
       env: { writer: { service: "admission", instanceId: uniqueName("adm") }, clock: systemClock, ids: randomIds },
       send: send as never,
       commandTokenFor: () => "token",
@@ -147,34 +180,54 @@ describe("a replacement runtime's slots are held for the executions of the runti
       tickMs: 100,
     });
     await admission.ready;
+    return { sent, index };
+  }
 
-    // Admission decides the new run: queued (the replacement's slot is held), not sent there.
-    const types = async (id: string) => (await store.read(runRef("t-blue", id))).events.map((s) => s.event.type);
+  /** Admission decided the new run: queued (the replacement's slot is held), not sent there. */
+  async function freshRunQueued(sent: string[]): Promise<void> {
     const decided = await eventually("the new run decided", async () => {
       const t = await types("run-fresh");
       return t.includes("run.queued-globally") || t.includes("run.admitted") ? t : undefined;
     });
     expect(decided).not.toContain("run.admitted");
     expect(sent).toEqual([]);
+  }
 
-    // Recovery pauses the execution and requeues the run for resume: the resume takes the slot.
-    await append(
-      "run-old",
-      "run.requeued-for-resume",
-      {
-        forensicsId: forensicsIds.inFlight,
-        incidentId: ids.incident,
-        executionId: "exec-old",
-        failedRuntimeInstanceId: "rt-dead",
-        failedLocalRunId: lr,
-        newEpoch: 1,
-      },
-      "recovery",
-    );
+  /** The resume took the slot: ResumeExecution sent first, the new run not admitted. */
+  async function resumedFirst(sent: string[]): Promise<void> {
     await eventually("the resume sent", async () => (sent.length > 0 ? true : undefined));
     expect(sent[0]).toBe("ResumeExecution");
     const placedOld = (await store.read(runRef("t-blue", "run-old"))).events.at(-1)?.event;
     expect(placedOld?.type).toBe("run.dispatched");
     expect((await types("run-fresh")).filter((t) => t === "run.admitted")).toEqual([]);
+  }
+
+  it("keeps a new run of the tenant off the replacement until the interrupted execution is requeued, then resumes it there first", async () => {
+    await interruptedWithReplacement();
+    const { sent } = await startAdmissionRecording();
+    await freshRunQueued(sent);
+    // Recovery pauses the execution and requeues the run for resume: the resume takes the slot.
+    await requeue();
+    await resumedFirst(sent);
+  });
+
+  // Session 32 saw the new run's DispatchRun sent before the ResumeExecution once (load ~20): a pass
+  // read its recovery items (no resume yet), then, after its capacity read, the kept places (none:
+  // the run had left rt-dead at its requeue). Here the requeue is folded inside that read, every time.
+  it("resumes the interrupted execution first when its requeue is folded between a pass's two reads of the index", async () => {
+    await interruptedWithReplacement();
+    const hooks: { duringCapacityRead?: () => Promise<void> } = {};
+    const { sent, index } = await startAdmissionRecording(hooks);
+    await freshRunQueued(sent);
+    let folded = false;
+    hooks.duringCapacityRead = async () => {
+      await requeue();
+      await eventually("the requeue folded", async () =>
+        index.get("t-blue", "run-old")?.state.status === "requeued-for-resume" ? true : undefined,
+      );
+      folded = true;
+    };
+    await eventually("a pass read capacity with the requeue folded", async () => (folded ? true : undefined));
+    await resumedFirst(sent);
   });
 });

@@ -22,6 +22,8 @@ export interface IndexedRunImage {
   /** First seen after terminal runs were dropped: not acted on until the log says it is new (index-bound). */
   readonly unverified?: boolean;
   readonly firstSeq?: number;
+  /** The runtime recovery requeued the run from (replacement-hold.ts). */
+  readonly lostOn?: string;
 }
 export interface ScaleOutImage {
   readonly tenantId: string;

@@ -4,11 +4,15 @@
  * `replaces`), side by side with the kill; it pauses the runtime's executions and requeues their runs
  * only after the fence, up to seconds later. Until then admission knows no resume, and a new run of
  * the tenant took the replacement's one slot first: the resume then waited behind it (1.5–4 s in 7
- * of 10 kills). Decided from the log, not from timing: while the replaced runtime still holds runs
- * of the request's tenant (admitted, dispatched or started there: not yet requeued), that many of
- * the replacement's places are kept from new work, for at most `REPLACEMENT_HOLD_MS` after the
+ * of 10 kills). Decided from the log, not from timing: while the replaced runtime still owes runs
+ * of the request's tenant — holds them (admitted, dispatched or started there: not yet requeued) or
+ * lost them (requeued by recovery from it and not yet admitted anywhere) — that many of the
+ * replacement's places are kept from new work, for at most `REPLACEMENT_HOLD_MS` after the
  * fulfilment (a fence that never succeeds must not keep them for ever). Recovery items (resumes and
- * requeued local runs) are never held back: they are what the places are kept for.
+ * requeued local runs) are never held back: they are what the places are kept for. A run counts from
+ * its placement on the replaced runtime until its `admitted` elsewhere, with no gap at its requeue:
+ * counting only the runs held there let a pass that read its recovery items before the requeue was
+ * folded and the kept places after it see neither, and place a new run first (session 32).
  */
 export const REPLACEMENT_HOLD_MS = 10_000;
 
@@ -26,7 +30,8 @@ export const holdsAt = (r: Replacement, now: number, holdMs = REPLACEMENT_HOLD_M
 
 /**
  * Places of each replacement runtime kept from new work at `now`: per replacement, the runs of its
- * request's tenant the replaced runtime still holds (`heldOn`), counted once per tenant and replaced runtime.
+ * request's tenant the replaced runtime still owes (`heldOn`: held there, or lost there and not placed
+ * again), counted once per tenant and replaced runtime.
  */
 export function keptForReplaced(
   replacements: Iterable<Replacement>,

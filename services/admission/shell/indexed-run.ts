@@ -34,6 +34,8 @@ export interface IndexedRun {
    */
   unverified?: boolean;
   firstSeq?: number;
+  /** The runtime recovery requeued the run from (its last `requeued-for-*`): owed a place until placed again. */
+  lostOn?: string;
 }
 
 export interface ScaleOutEntry {

@@ -12,6 +12,7 @@ import { isPlaceable } from "../domain/run-decider.ts";
 import { movedAlongPlacement } from "../domain/placement-path.ts";
 import { PendingWork } from "./pending-work.ts";
 import { ReplacementHolds } from "../domain/replacement-hold.ts";
+import { holdingOf, isActive, RunHoldings } from "./run-holdings.ts";
 import { submissionSubjectMismatch } from "../domain/submission-check.ts";
 import { firstByExpectation } from "../../../streams/first-by-expectation.ts";
 import {
@@ -25,8 +26,6 @@ import type { Snapshottable } from "../../../platform/snapshots/snapshotted.ts";
 import type { Delivered, IndexedRun, ScaleOutEntry } from "./indexed-run.ts";
 
 export type { IndexedRun, ScaleOutEntry } from "./indexed-run.ts";
-
-const ACTIVE = new Set(["admitted", "dispatched", "started"]);
 
 /**
  * Admission's in-memory index of every run and scale-out request, folded live from
@@ -52,8 +51,8 @@ export class RunIndex implements Snapshottable {
   /** Pending runs: new work in per-tenant fair queues (pulled lazily by a pass), the rest aside. */
   readonly work = new PendingWork();
   private readonly active = new Map<string, number>();
-  // Runtime → tenant → runs it holds there (admitted, dispatched, started): the shared-runtime headroom.
-  private readonly held = new Map<string, Map<string, number>>();
+  // Runtime → tenant → runs it holds there (the shared-runtime headroom) or lost and not placed again.
+  private readonly holdings = new RunHoldings();
   readonly scaleOuts = new Map<string, ScaleOutEntry>();
   /** Fulfilled recovery replacements still young enough to hold places (replacement-hold.ts), by request. */
   private readonly replacing: ReplacementHolds;
@@ -158,12 +157,12 @@ export class RunIndex implements Snapshottable {
 
   /** Places of each replacement runtime kept from new work at `now` (replacement-hold.ts). */
   keptForReplaced(now: number): Map<string, number> {
-    return this.replacing.kept(now, (rt, t) => this.heldOn(rt, t));
+    return this.replacing.kept(now, (rt, t) => this.holdings.owedBy(rt, t));
   }
 
   /** Runs of the tenant holding a placement on the runtime (admitted, dispatched, started). */
   heldOn(runtimeInstanceId: string, tenantId: string): number {
-    return this.held.get(runtimeInstanceId)?.get(tenantId) ?? 0;
+    return this.holdings.heldOn(runtimeInstanceId, tenantId);
   }
 
   /** Admission gave up on an invalid submission it cannot reject: it is no longer pending. */
@@ -198,8 +197,12 @@ export class RunIndex implements Snapshottable {
   private applyRun(tenantId: string, id: string, event: RunEvent, seq: number, ms: number, first = false): void {
     const r = this.entry(tenantId, id, seq, first);
     const before = r.state;
+    const lostBefore = r.lostOn;
     r.state = withoutPayload(evolveRun(r.state, event, seq));
     if (r.state !== before) {
+      // The runtime a recovery item was lost with: its replacement's places stay kept until it is placed again.
+      if (event.type === "run.requeued-for-resume" || event.type === "run.requeued-for-local-queued-recovery")
+        r.lostOn = event.data.failedRuntimeInstanceId;
       r.sinceSeq = seq;
       r.sinceMs = ms;
       if (before.status === "none") r.submittedMs = ms;
@@ -208,7 +211,7 @@ export class RunIndex implements Snapshottable {
       if (r.state.status !== "queued") r.queuedSinceMs = undefined;
       else if (before.status !== "queued") r.queuedSinceMs = ms;
       if (isTerminal(r.state.status)) r.invalid = undefined;
-      this.track(r, before);
+      this.track(r, before, lostBefore);
       if (isTerminal(r.state.status) && !isTerminal(before.status)) {
         // A terminal run decides nothing whatever its history (a terminal status is final): no log read needed.
         if (r.unverified) this.settle(r);
@@ -239,12 +242,11 @@ export class RunIndex implements Snapshottable {
     this.changed();
   }
 
-  /** Keeps the pending set and the active counts true for `r`, whose state was `before`. */
-  private track(r: IndexedRun, before: RunState): void {
-    const delta = Number(ACTIVE.has(r.state.status)) - Number(ACTIVE.has(before.status));
+  /** Keeps the pending set, the active counts and the holdings true for `r`, whose state was `before` (lost with `lostBefore`). */
+  private track(r: IndexedRun, before: RunState, lostBefore = r.lostOn): void {
+    const delta = Number(isActive(r.state)) - Number(isActive(before));
     if (delta !== 0) this.active.set(r.tenantId, (this.active.get(r.tenantId) ?? 0) + delta);
-    if (ACTIVE.has(before.status) && before.placement) this.hold(before.placement.runtimeInstanceId, r.tenantId, -1);
-    if (ACTIVE.has(r.state.status) && r.state.placement) this.hold(r.state.placement.runtimeInstanceId, r.tenantId, 1);
+    this.holdings.move(r.tenantId, holdingOf(before, lostBefore), holdingOf(r.state, r.lostOn));
     const pending =
       !r.abandoned &&
       !r.unverified &&
@@ -254,15 +256,6 @@ export class RunIndex implements Snapshottable {
         r.state.status === "admitted" ||
         r.state.status === "dispatched");
     this.work.update(r, pending);
-  }
-
-  private hold(runtimeInstanceId: string, tenantId: string, delta: number): void {
-    const m = this.held.get(runtimeInstanceId) ?? new Map<string, number>();
-    const n = (m.get(tenantId) ?? 0) + delta;
-    if (n > 0) m.set(tenantId, n);
-    else m.delete(tenantId);
-    if (m.size > 0) this.held.set(runtimeInstanceId, m);
-    else this.held.delete(runtimeInstanceId);
   }
 
   /** `first`: the event is known to be the run's first in the log (no read needed after drops). */
@@ -374,7 +367,8 @@ export class RunIndex implements Snapshottable {
   /** Replaces the whole index with a snapshot's (derived sets recomputed from the runs); throws, changing nothing, on a bad body. */
   restore(body: Uint8Array): void {
     const img: RunIndexImage = decodeRunIndex(body);
-    for (const m of [this.runs, this.active, this.held, this.scaleOuts, this.terminal]) m.clear();
+    for (const m of [this.runs, this.active, this.scaleOuts, this.terminal]) m.clear();
+    this.holdings.clear();
     this.replacing.clear();
     this.work.clear();
     this.unverifiedRuns.clear();
