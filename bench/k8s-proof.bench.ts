@@ -17,7 +17,7 @@ import { execFile } from "node:child_process";
 import { loadavg } from "node:os";
 import { resolve } from "node:path";
 import { performance } from "node:perf_hooks";
-import { stageTable } from "../proof/recovery-stages.ts";
+import { stageSection } from "../proof/recovery-stages.ts";
 import type { ProofReport } from "../proof/run-proof.ts";
 import { recordMetrics, round, type Metric } from "./support/results.ts";
 
@@ -44,9 +44,7 @@ const stdout = await new Promise<string>((done, fail) => {
 const wallMs = performance.now() - t0;
 const report = JSON.parse(stdout.trim().split("\n").pop() ?? "{}") as ProofReport & { line: string };
 console.log(report.line);
-console.log(
-  `stages at P=${P}, warm pool ${WARM} (ms after each kill; w: warm pool member, c: cold start):\n${stageTable(report.stages)}`,
-);
+console.log(stageSection(report.stages, ` at P=${P}, warm pool ${WARM}`).join("\n"));
 if (!report.pass) throw new Error("the proof failed: no Kubernetes proof figures recorded");
 
 const load = `load ${loadBefore.toFixed(1)} before, ${loadavg()[0]!.toFixed(1)} after`;

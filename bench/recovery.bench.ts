@@ -12,7 +12,7 @@
  */
 import { loadavg } from "node:os";
 import { proofLine, runProof } from "../proof/run-proof.ts";
-import { stageTable } from "../proof/recovery-stages.ts";
+import { stageSection } from "../proof/recovery-stages.ts";
 import { DEFAULT_PROOF } from "../proof/scenario-config.ts";
 import { startNats, startRedis } from "../platform/local-servers.ts";
 import { recordMetrics, round, type Metric } from "./support/results.ts";
@@ -30,9 +30,7 @@ try {
         () => undefined,
       );
       console.log(proofLine(report));
-      console.log(
-        `stages at P=${P}, warm pool ${pool} (ms after each kill; w: warm pool member, c: cold start):\n${stageTable(report.stages)}`,
-      );
+      console.log(stageSection(report.stages, ` at P=${P}, warm pool ${pool}`).join("\n"));
       if (!report.pass) {
         console.error(`the proof at P=${P}, warm pool ${pool} failed: no figure recorded`);
         continue;

@@ -132,3 +132,14 @@ export function stageTable(traces: readonly StageTrace[]): string {
   );
   return [head, ...rows, ...summary].join("\n");
 }
+
+/**
+ * The stage table under its title, as `drover proof` (indented, among its summary lines) and the
+ * recovery benches print it: "stages<where> (ms after each kill; …):" then `stageTable`. Nothing
+ * when there was no kill.
+ */
+export function stageSection(traces: readonly StageTrace[], where = "", indent = ""): string[] {
+  if (traces.length === 0) return [];
+  const title = `stages${where} (ms after each kill; w: warm pool member, c: cold start):`;
+  return [title, ...stageTable(traces).split("\n")].map((line) => indent + line);
+}

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { StoredEvent } from "../streams/index.ts";
 import type { KillRecord } from "./assertions.ts";
-import { recoveryStageTraces, stageQuantiles, stageTable } from "./recovery-stages.ts";
+import { recoveryStageTraces, stageQuantiles, stageSection, stageTable } from "./recovery-stages.ts";
 
 // Hand-built log entries: proves the arithmetic over a log only, no transport.
 let seq = 0;
@@ -64,5 +64,11 @@ describe("proof recovery stage trace from the log (pure: proves no transport)", 
     expect(Number.isNaN(t!.at.localRunRegistered)).toBe(true);
     expect(stageQuantiles([t!]).resumed).toEqual({ p50: 700, p99: 700 });
     expect(stageTable([t!]).split("\n")).toHaveLength(4);
+    // The bench's print (bench/recovery.bench.ts) and `drover proof`'s (indented) share it.
+    expect(stageSection([t!], " at P=5, warm pool 25").join("\n")).toBe(
+      `stages at P=5, warm pool 25 (ms after each kill; w: warm pool member, c: cold start):\n${stageTable([t!])}`,
+    );
+    expect(stageSection([t!], "", "  ").every((l) => l.startsWith("  "))).toBe(true);
+    expect(stageSection([])).toEqual([]);
   });
 });

@@ -5,6 +5,7 @@ import { parseArgs } from "node:util";
 import { proofLine, runProof, type ProofProgress, type ProofReport } from "../../proof/run-proof.ts";
 import { CONTROL_FLOW_PROOF, DEFAULT_PROOF, type ProofOptions } from "../../proof/scenario-config.ts";
 import { startProofCluster } from "../../proof/kubernetes-hosts.ts";
+import { stageSection } from "../../proof/recovery-stages.ts";
 import { startFerret, startNats, startRedis, type RunningServer } from "../../platform/local-servers.ts";
 import { stopAllControlPlanes } from "../../platform/control-plane-processes.ts";
 import { startNatsCluster } from "../../platform/nats-cluster.ts";
@@ -29,6 +30,7 @@ export const PROOF_USAGE = `drover proof [--parallel P] [--transport http|grpc] 
   replica of the next service in turn every M ms once every run is submitted, and restarts it 0.5 s later.
   --nats-cluster 3 starts a private 3-node JetStream cluster (every stream R3; not with NATS_URL); --kill-nats-leader SIGKILLs
   the node leading the event stream at the last runtime kill and restarts it on its own store once a new leader is elected (+5 s).
+  Prints one line per assertion, the latencies, each kill's recovery stages (ms after the kill) and the proof line last.
   Exit 0 on PASS, 1 on FAIL, 2 on bad usage.`;
 
 /** Parses the flags; throws a usage error message on anything it does not understand. */
@@ -147,6 +149,8 @@ export function summary(r: ProofReport): string {
         ]
       : []),
     `  duration ${(r.durationMs / 1000).toFixed(1)} s (runs ${(r.phasesMs.runs / 1000).toFixed(1)} s${r.warmPoolReadyMs ? ` incl. ${(r.warmPoolReadyMs / 1000).toFixed(1)} s until ${r.options.warmPool} warm pool members were ready` : ""}, log assertions ${(r.phasesMs.log / 1000).toFixed(1)} s, read models ${(r.phasesMs.readModels / 1000).toFixed(1)} s)${r.logDir ? `; service logs kept in ${r.logDir}` : ""}`,
+    // Where each kill's recovery time went (the table bench/recovery.bench.ts prints); the proof line stays last.
+    ...stageSection(r.stages, " of each kill's recovery", "  "),
     proofLine(r),
   ].join("\n");
 }
