@@ -1,14 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RuntimeCommandResult } from "../../contracts/index.ts";
 import { closeRuntimeClients, connectAhead, freeConnections, sendRawCommand } from "../../platform/runtime-client.ts";
-import { prepareHttpServer, type PreparedHttpServer } from "../../services/runtime/http/server.ts";
-import type { CommandHandler } from "../../services/runtime/shell/command-handler.ts";
+import { startHttpServer, type CommandHandler } from "../../services/runtime/index.ts";
 import { eventually } from "../support/streams.ts";
 
 const BURST = 12;
 
 describe("a burst of runtime commands over HTTP (boundary: real loopback sockets, the runtime's own Fastify command server)", () => {
-  let prepared: PreparedHttpServer;
+  let server: Awaited<ReturnType<typeof startHttpServer>>["server"];
   let endpoint: string;
   /** Turns of this process's event loop while it is kept busy (each a timer callback of 10 ms of work). */
   let turn = 0;
@@ -27,13 +26,14 @@ describe("a burst of runtime commands over HTTP (boundary: real loopback sockets
       } as RuntimeCommandResult;
       return { httpStatus: 200, result };
     };
-    prepared = prepareHttpServer(handler);
-    const { port } = await prepared.serve(handler, "127.0.0.1", 0);
+    const started = await startHttpServer(handler, "127.0.0.1", 0);
+    server = started.server;
+    const port = started.port;
     endpoint = `127.0.0.1:${port}`;
   });
   afterAll(async () => {
     closeRuntimeClients();
-    await prepared.server.close();
+    await server.close();
   });
 
   it("reaches a busy server in one or two event-loop turns when its connections were opened ahead (a Node server accepts one new connection per turn)", async () => {
