@@ -110,7 +110,6 @@ export async function sendCommand(
 export function closeRuntimeClients(): void {
   for (const c of grpcClients.values()) c.close();
   grpcClients.clear();
-  ahead.clear();
   httpAgent.destroy();
 }
 
@@ -123,115 +122,7 @@ export function closeRuntimeClients(): void {
  */
 const httpAgent = new Agent({ keepAlive: true, timeout: 4_000 });
 
-/** Per origin (the agent's name for it): commands announced by `connectAhead` and not sent yet, and connections it is opening. */
-const ahead = new Map<string, Ahead>();
-interface Ahead {
-  announced: number;
-  opening: number;
-  at: number;
-  /** Commands waiting for a connection being opened ahead (one is let go as each is opened, or fails). */
-  readonly waiters: (() => void)[];
-}
-/** An announcement older than this is forgotten (its command was never sent: the placement lost its run). */
-const AHEAD_FORGET_MS = 5_000;
-
-const originOf = (base: string): string => {
-  const u = new URL(base);
-  return httpAgent.getName({ host: u.hostname, port: Number(u.port) || 80 });
-};
-
-/**
- * Announces a command about to be sent to `endpoint` (admission calls it when it reserves a slot
- * there, before its `admitted` and `dispatched` appends) and, over HTTP, opens a keep-alive
- * connection to it ahead of the command unless the pool already holds a free one for it: one small
- * `HEAD /` whose 404 leaves the socket free in the pool, where the command then finds it.
- *
- * Why: a Node server accepts one new connection per turn of its event loop (libuv since 1.45,
- * libuv/libuv#3696), so 20 commands sent at once on 20 new connections reached a replacement runtime
- * one turn apart while its earlier resumes and their steps ran (W3: received 780–1 281 ms after the
- * kill at load 8, each after an earlier answer); opened while the runtime is idle, the connections
- * are accepted in quick turns and the commands then arrive on them together. Best effort: any failure
- * is ignored (the command opens its own connection, as before). gRPC needs none: one channel carries
- * every call.
- */
-export function connectAhead(endpoint: string, transport: Transport): void {
-  if (transport !== "http") return;
-  const base = address(endpoint, transport);
-  let name: string;
-  try {
-    name = originOf(base);
-  } catch {
-    return; // not a URL: the send reports it
-  }
-  const now = Date.now();
-  const a = ahead.get(name);
-  const entry: Ahead =
-    a && now - a.at < AHEAD_FORGET_MS
-      ? a
-      : { announced: 0, opening: a?.opening ?? 0, at: now, waiters: a?.waiters ?? [] };
-  entry.announced++;
-  entry.at = now;
-  ahead.set(name, entry);
-  const free = httpAgent.freeSockets[name]?.length ?? 0;
-  if (free + entry.opening >= entry.announced) return;
-  entry.opening++;
-  const done = () => {
-    entry.opening--;
-    // After the response's own ticks, where the agent puts the socket in its free pool.
-    const go = entry.opening === 0 ? entry.waiters.splice(0) : entry.waiters.splice(0, 1);
-    setImmediate(() => go.forEach((w) => w()));
-    if (entry.opening === 0 && entry.announced === 0 && ahead.get(name) === entry) ahead.delete(name);
-  };
-  let answered = false;
-  try {
-    const req = httpRequest(`${base}/`, { method: "HEAD", agent: httpAgent, timeout: 2_000 }, (res) => {
-      answered = true;
-      res.resume();
-      res.on("close", done);
-    });
-    req.on("timeout", () => req.destroy());
-    req.on("error", () => {
-      if (!answered) done();
-    });
-    req.end();
-  } catch {
-    done();
-  }
-}
-
-/** Keep-alive connections to an HTTP `endpoint` free in the pool now (what `connectAhead` leaves for the commands). */
-export function freeConnections(endpoint: string): number {
-  return httpAgent.freeSockets[originOf(address(endpoint, "http"))]?.length ?? 0;
-}
-
-/**
- * A command leaves for `base`: one announcement (if any) is used up, and while a connection opened
- * ahead is on its way and none is free the command waits for it (bounded by that connection's own
- * 2 s timeout) rather than opening one more, which the runtime would accept behind them.
- */
-function connectionFor(base: string): Promise<void> | undefined {
-  let name: string;
-  try {
-    name = originOf(base);
-  } catch {
-    return undefined; // not a URL: the request reports it
-  }
-  const a = ahead.get(name);
-  if (!a) return undefined;
-  a.announced = Math.max(0, a.announced - 1);
-  if (a.announced === 0 && a.opening === 0) ahead.delete(name);
-  if (a.opening === 0 || (httpAgent.freeSockets[name]?.length ?? 0) > 0) return undefined;
-  return new Promise((ok) => a.waiters.push(ok));
-}
-
-async function sendHttp(base: string, bytes: Buffer, h: RawCommandHeaders, timeoutMs: number): Promise<Buffer> {
-  const started = Date.now();
-  const waiting = connectionFor(base);
-  if (waiting) await waiting;
-  return exchangeHttp(base, bytes, h, Math.max(1, timeoutMs - (Date.now() - started)));
-}
-
-function exchangeHttp(base: string, bytes: Buffer, h: RawCommandHeaders, timeoutMs: number): Promise<Buffer> {
+function sendHttp(base: string, bytes: Buffer, h: RawCommandHeaders, timeoutMs: number): Promise<Buffer> {
   const headers: Record<string, string | number> = {
     "content-type": "application/json",
     "content-length": bytes.length,

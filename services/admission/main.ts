@@ -5,7 +5,7 @@ import { redisCapacityView } from "../../platform/capacity-view.ts";
 import { randomIds, systemClock } from "../../platform/envelope.ts";
 import { redisReservations } from "../../platform/reservations.ts";
 import { redisTenantClaims } from "../../platform/tenant-claims.ts";
-import { closeRuntimeClients, connectAhead, sendCommand } from "../../platform/runtime-client.ts";
+import { closeRuntimeClients, sendCommand } from "../../platform/runtime-client.ts";
 import { Counter, Gauge, Histogram } from "prom-client";
 import { isPlaceable } from "./domain/run-decider.ts";
 import { registerRunsGauge } from "./shell/metrics.ts";
@@ -46,7 +46,6 @@ const service = await startAdmission({
   }),
   env: { writer: { service: "admission", instanceId: ctx.instanceId }, clock: systemClock, ids: randomIds },
   send: sendCommand,
-  connectAhead,
   commandTokenFor: ctx.commandTokenFor,
   sha256: (s) => hash("sha256", s, "hex"),
   log: ctx.log,

@@ -28,12 +28,6 @@ export interface AdmissionDeps {
     token: string,
     timeoutMs: number,
   ) => Promise<RuntimeCommandResult>;
-  /**
-   * Told when a slot of a runtime is reserved for a command about to be sent there (the placement's
-   * appends come first): the sender may open its connection meanwhile (platform/runtime-client.ts
-   * `connectAhead`). Optional: tests with an in-memory sender leave it out.
-   */
-  readonly connectAhead?: (endpoint: string, transport: Transport) => void;
   readonly commandTokenFor: (runtimeInstanceId: string) => string;
   readonly sha256: (s: string) => string;
   readonly log: Logger;

@@ -356,9 +356,6 @@ async function placeOn(
       deps.reservations.reserve(c.runtimeInstanceId, r.sharedRunId, slot.slots, slot.ttlMs, now, slot.beatAt),
     ));
   if (outcome === "full") return "full";
-  // The command follows two appends from now: its connection can be opened meanwhile, while the
-  // runtime is idle (a burst of resumes on new connections reached it one event-loop turn apart).
-  if (c.endpoint) deps.connectAhead?.(c.endpoint, c.transport);
   // Parsed, not cast: the ids come from the capacity view and the id source, outside the type system.
   const data: DataOf<"run.admitted"> = {
     runtimeInstanceId: RuntimeInstanceId.parse(c.runtimeInstanceId),
