@@ -13,7 +13,6 @@ import { RunIndex } from "./shell/run-index.ts";
 import { startAdmission } from "./shell/service.ts";
 import { traceClaimBatch, tracing } from "./shell/trace.ts";
 import { maxTerminalRunsOf, snapshotsFromEnv } from "../../platform/snapshots/from-env.ts";
-import { warmUpServiceParsers } from "../../platform/parser-warm-up.ts";
 
 /** admission: places runs on tenant-visible capacity, queues them, asks for scale-out, dispatches. */
 const ctx = await bootstrap("admission", { redis: true });
@@ -55,9 +54,6 @@ const service = await startAdmission({
 });
 await service.ready;
 ctx.log.info({ runs: index.runs.size }, "admission caught up and placing");
-// The run and scale-out parsers compiled now, not at their first use: most are first met in a
-// recovery (requeued for resume, resumed runs' starts and ends), on the path its resumes wait for.
-const stopWarmUp = warmUpServiceParsers(["run", "scaleout"], ctx.log);
 
 new Gauge({
   name: "drover_queue_depth",
@@ -83,7 +79,6 @@ const toDispatch = new Histogram({
 });
 index.onDispatched = (run, ms) => toDispatch.observe({ tenant: run.tenantId }, ms / 1000);
 ctx.onShutdown(async () => {
-  stopWarmUp();
   await service.stop();
   closeRuntimeClients();
 });

@@ -9,7 +9,6 @@ import { skipRecorder } from "../../streams/index.ts";
 import { maxEndedRuntimesOf } from "../../platform/snapshots/from-env.ts";
 import { serveCapacityRebuild } from "./shell/control.ts";
 import { startCapacityProjection } from "./shell/projection.ts";
-import { warmUpServiceParsers } from "../../platform/parser-warm-up.ts";
 
 /**
  * capacity: folds runtime events and heartbeats into the Redis capacity view. A request on
@@ -33,9 +32,6 @@ const projection = await startCapacityProjection({
 });
 await projection.ready;
 ctx.log.info({ runtimes: (await view.all()).length }, "capacity view caught up");
-// The runtime event parsers compiled now: a loss's events (exited, suspected, fenced) are otherwise
-// first decoded in the fold a replacement's capacity waits behind.
-const stopWarmUp = warmUpServiceParsers(["runtime"], ctx.log);
 // Read from the Redis view on each scrape (reservations left out: admission's numbers can only be lower).
 const scrape = async () => {
   const now = Date.now();
@@ -76,7 +72,6 @@ const sub = serveCapacityRebuild(ctx.nc, subject, projection, view, ctx.log);
 await ctx.nc.flush(); // the server has the subscription before anyone is told it is there
 ctx.log.info({ subject }, "answering capacity rebuild requests");
 ctx.onShutdown(async () => {
-  stopWarmUp();
   sub.unsubscribe();
   await projection.stop();
 });

@@ -31,7 +31,6 @@ import { randomSuffix } from "./shell/suffix.ts";
 import { runtimeCalloutFromEnv } from "../../platform/nats-auth/callout-from-env.ts";
 import { maxEndedRuntimesOf, snapshotsFromEnv } from "../../platform/snapshots/from-env.ts";
 import { startResponders } from "./shell/responders.ts";
-import { warmUpServiceParsers } from "../../platform/parser-warm-up.ts";
 
 const ctx = await bootstrap("provisioner");
 // bootstrap already refused a missing or placeholder secret outside DROVER_DEV=1 (and warned inside it).
@@ -105,9 +104,6 @@ const deps: ProvisionerDeps = {
 };
 const provisioner = createProvisioner(deps);
 provisioner.pool.refill();
-// The parsers of what it folds and appends compiled now: a loss's runtime events (exited, suspected,
-// fenced) are otherwise first decoded by its roster while the replacement's claim waits behind it.
-const stopWarmUp = warmUpServiceParsers(["runtime", "scaleout", "quota", "worker"], ctx.log);
 // Runtimes of a superseded worker version retire once their last pinned run ended (docs/worker-versions.md).
 const k8s = strategies.get("kubernetes");
 const drained = watchDrainedRuntimes(
@@ -149,7 +145,6 @@ const runners = await consumeScaleOutRequests(
   (msg, fields) => ctx.log.warn(fields, msg),
 );
 ctx.onShutdown(async () => {
-  stopWarmUp();
   clearInterval(deployChecks);
   await deployCheck;
   await Promise.all(runners.map((r) => r.stop()));

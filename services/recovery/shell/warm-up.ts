@@ -1,11 +1,12 @@
-import { eventTypesOf, warmUpEventParsers } from "../../../platform/parser-warm-up.ts";
+import { setImmediate as nextTurn } from "node:timers/promises";
+import { EVENT_TYPES, precompileEventSchemas } from "../../../contracts/index.ts";
 
 /**
  * The events recovery decodes or encodes in full on an incident's critical path: a fenced runtime's
  * runs and execution journals read fresh by the reconcile, its forensics records and pause batches
  * appended, scale-out histories read for its replacement, runtime events folded.
  */
-const INCIDENT_EVENTS = eventTypesOf(["exec", "run", "forensics", "scaleout", "runtime"]);
+const INCIDENT_EVENTS = EVENT_TYPES.filter((t) => /^(?:exec|run|forensics|scaleout|runtime)\./.test(t));
 
 /**
  * Compiles the parsers of INCIDENT_EVENTS once recovery is caught up, one schema per event-loop turn
@@ -15,6 +16,12 @@ const INCIDENT_EVENTS = eventTypesOf(["exec", "run", "forensics", "scaleout", "r
  * resume waits for (the `exec.step-completed` journals its reconcile reads are never folded before).
  * Stops early once `stopped()` answers true. Returns how many schemas it compiled.
  */
-export function warmUpIncidentParsers(stopped: () => boolean = () => false): Promise<number> {
-  return warmUpEventParsers(INCIDENT_EVENTS, stopped);
+export async function warmUpIncidentParsers(stopped: () => boolean = () => false): Promise<number> {
+  let n = 0;
+  for (const type of INCIDENT_EVENTS) {
+    if (stopped()) break;
+    n += precompileEventSchemas([type]);
+    await nextTurn();
+  }
+  return n;
 }
