@@ -84,7 +84,7 @@ try {
     },
   };
   console.log(JSON.stringify({ ...metrics, wallMs: Math.round(wallMs), cpu }, null, 2));
-  if (process.env.BENCH_RECORD !== "0") await recordMetrics(metrics, { nats: "2.15.3" });
+  await recordMetrics(metrics, { nats: "2.15.3" });
   await cp.stop();
 } finally {
   await nats.stop();

@@ -18,6 +18,8 @@ export const RESULTS = resolve(import.meta.dirname, "../results/latest.json");
  * file is replaced atomically so a crashed run never leaves half a file.
  */
 export async function recordMetrics(metrics: Record<string, Metric>, machine: { nats?: string } = {}): Promise<void> {
+  // BENCH_RECORD=0: a measuring run (A/B pairs, traces) prints its figures and leaves the results file alone.
+  if (process.env.BENCH_RECORD === "0") return;
   let prev: { metrics?: Record<string, Metric>; machine?: Record<string, unknown> } = {};
   try {
     prev = JSON.parse(await readFile(RESULTS, "utf8")) as typeof prev;
