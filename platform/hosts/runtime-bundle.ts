@@ -5,12 +5,15 @@ import { build, buildSync } from "esbuild";
 import { nodeFlags } from "../node-flags.ts";
 
 const ROOT = resolve(import.meta.dirname, "../..");
+/** An ESM bundle's CommonJS parts call `require` for node's builtins: give them node's own. */
+const REQUIRE_SHIM = `import { createRequire as __droverCreateRequire } from "node:module"; const require = __droverCreateRequire(import.meta.url);`;
 
 /**
  * The argv that starts a runtime process. The provisioner bundles services/runtime/main.ts into one
- * ESM file at start-up (esbuild, ~30 ms; packages stay external and resolve from node_modules), which
- * halves a runtime's cold start (measured ≈730 → ≈365 ms to the listening line) and avoids a tsx
- * compiler process per runtime. The bundle is a cache, never required: if it cannot be built, runtimes
+ * ESM file at start-up, which halves a runtime's cold start (measured ≈730 → ≈365 ms to the listening
+ * line) and avoids a tsx compiler process per runtime. npm packages are bundled in as well (one 4 MB
+ * file, nothing resolved across node_modules when a runtime starts): a runtime's CPU up to its
+ * configuration check fell from 0.39–0.43 s to 0.23–0.26 s (session 33; docs/decisions.md). The bundle is a cache, never required: if it cannot be built, runtimes
  * start from source through tsx, exactly as before.
  */
 export function runtimeCommand(onFallback?: (why: string) => void): readonly string[] {
@@ -34,7 +37,8 @@ export function runtimeCommand(onFallback?: (why: string) => void): readonly str
       platform: "node",
       format: "esm",
       target: "node20",
-      packages: "external",
+      // npm packages bundled in too (no `packages: "external"`); their CommonJS parts get a real `require`.
+      banner: { js: REQUIRE_SHIM },
       logLevel: "silent",
       write: false,
       outfile: resolve(dir, "runtime.mjs"),
