@@ -13,8 +13,9 @@ const REQUIRE_SHIM = `import { createRequire as __droverCreateRequire } from "no
  * ESM file at start-up, which halves a runtime's cold start (measured ≈730 → ≈365 ms to the listening
  * line) and avoids a tsx compiler process per runtime. npm packages are bundled in as well (one 4 MB
  * file, nothing resolved across node_modules when a runtime starts): a runtime's CPU up to its
- * configuration check fell from 0.39–0.43 s to 0.23–0.26 s (session 33; docs/decisions.md). The bundle is a cache, never required: if it cannot be built, runtimes
- * start from source through tsx, exactly as before.
+ * configuration check fell from 0.39–0.43 s to 0.23–0.26 s (session 33; docs/decisions.md). The
+ * bundle is a cache, never required: if it cannot be built, runtimes start from source through tsx,
+ * exactly as before.
  */
 export function runtimeCommand(onFallback?: (why: string) => void): readonly string[] {
   // DROVER_CPU_PROF_DIR (with "runtime" in DROVER_CPU_PROF_SERVICES, or that unset): each runtime
