@@ -133,4 +133,13 @@ export default tseslint.config(
       },
     },
   },
+  {
+    // Node's CommonJS (platform/hosts/runtime-loader.cjs: node runs it as it is, before any TypeScript).
+    files: ["**/*.cjs"],
+    languageOptions: {
+      sourceType: "commonjs",
+      globals: { require: "readonly", module: "writable", __dirname: "readonly", __filename: "readonly" },
+    },
+    rules: { "@typescript-eslint/no-require-imports": "off" },
+  },
 );

@@ -5,17 +5,19 @@ import { build, buildSync } from "esbuild";
 import { nodeFlags } from "../node-flags.ts";
 
 const ROOT = resolve(import.meta.dirname, "../..");
-/** An ESM bundle's CommonJS parts call `require` for node's builtins: give them node's own. */
-const REQUIRE_SHIM = `import { createRequire as __droverCreateRequire } from "node:module"; const require = __droverCreateRequire(import.meta.url);`;
+/** Starts a runtime from its CommonJS bundle through a V8 code cache beside it (runtime-loader.cjs). */
+export const RUNTIME_LOADER = resolve(import.meta.dirname, "runtime-loader.cjs");
 
 /**
  * The argv that starts a runtime process. The provisioner bundles services/runtime/main.ts into one
- * ESM file at start-up, which halves a runtime's cold start (measured ≈730 → ≈365 ms to the listening
+ * file at start-up, which halves a runtime's cold start (measured ≈730 → ≈365 ms to the listening
  * line) and avoids a tsx compiler process per runtime. npm packages are bundled in as well (one 4 MB
  * file, nothing resolved across node_modules when a runtime starts): a runtime's CPU up to its
  * configuration check fell from 0.39–0.43 s to 0.23–0.26 s (session 33; docs/decisions.md). The
- * bundle is a cache, never required: if it cannot be built, runtimes start from source through tsx,
- * exactly as before.
+ * bundle is CommonJS, started by runtime-loader.cjs through a V8 code cache that the first runtime of
+ * a bundle writes beside it (session 34: CPU to the configuration check 0.28 → 0.20 s at load ~30).
+ * The bundle and its code cache are caches, never required: if the bundle cannot be built, runtimes
+ * start from source through tsx, exactly as before.
  */
 export function runtimeCommand(onFallback?: (why: string) => void): readonly string[] {
   // DROVER_CPU_PROF_DIR (with "runtime" in DROVER_CPU_PROF_SERVICES, or that unset): each runtime
@@ -36,18 +38,19 @@ export function runtimeCommand(onFallback?: (why: string) => void): readonly str
       entryPoints: [resolve(ROOT, "services/runtime/main.ts")],
       bundle: true,
       platform: "node",
-      format: "esm",
+      // CommonJS, so that it compiles through vm.Script and its code cache (ES modules cannot in Node 20);
+      // strict throughout, as the ES module bundle was. npm packages bundled in too (no `packages: "external"`).
+      format: "cjs",
+      banner: { js: '"use strict";' },
       target: "node20",
-      // npm packages bundled in too (no `packages: "external"`); their CommonJS parts get a real `require`.
-      banner: { js: REQUIRE_SHIM },
       logLevel: "silent",
       write: false,
-      outfile: resolve(dir, "runtime.mjs"),
+      outfile: resolve(dir, "runtime.cjs"),
     }).outputFiles[0]!;
     // Named by content: provisioners running side by side share one file, and a changed source gets a new one.
-    const outfile = resolve(dir, `runtime-${createHash("sha256").update(out.contents).digest("hex").slice(0, 16)}.mjs`);
+    const outfile = resolve(dir, `runtime-${createHash("sha256").update(out.contents).digest("hex").slice(0, 16)}.cjs`);
     writeOnce(outfile, out.contents);
-    return [...node, outfile];
+    return [...node, RUNTIME_LOADER, outfile];
   } catch (e) {
     onFallback?.(String((e as Error).message ?? e).slice(0, 300));
     return fromSource;

@@ -22,6 +22,17 @@ export const offeredKinds = (worker: LoadedWorker | undefined): string[] =>
   [...BUILTIN_STEP_KINDS, ...[...(worker?.handlers.keys() ?? [])].map((n) => `custom:${n}`)].sort();
 
 /**
+ * import() of a module's URL. A runtime's bundle compiled from its V8 code cache (platform/hosts/
+ * runtime-loader.cjs) cannot import(): Node 20 loses a cached script's import callback
+ * (ERR_VM_DYNAMIC_IMPORT_CALLBACK_MISSING), so the loader supplies node's own import(), compiled outside
+ * the cache. Started any other way (tsx, the Kubernetes image's ES module bundle), import() itself.
+ */
+function importUrl(url: string): Promise<unknown> {
+  const viaLoader = (globalThis as Record<symbol, unknown>)[Symbol.for("drover.runtime.import")];
+  return typeof viaLoader === "function" ? (viaLoader as (u: string) => Promise<unknown>)(url) : import(url);
+}
+
+/**
  * Imports the tenant's worker module (a bundle the provisioner built, or a source file when the
  * runtime runs under tsx) and checks it: its default export is `defineWorker(...)` and it has every
  * handler the tenant's settings declare (`declared`). Throws `worker-invalid` naming what is wrong;
@@ -30,7 +41,7 @@ export const offeredKinds = (worker: LoadedWorker | undefined): string[] =>
 export async function loadWorker(path: string, declared: readonly string[]): Promise<LoadedWorker> {
   let mod: { default?: unknown };
   try {
-    mod = (await import(pathToFileURL(isAbsolute(path) ? path : resolve(path)).href)) as { default?: unknown };
+    mod = (await importUrl(pathToFileURL(isAbsolute(path) ? path : resolve(path)).href)) as { default?: unknown };
   } catch (e) {
     throw new DroverError("worker-invalid", `worker module ${path} does not load: ${(e as Error).message}`, {
       cause: e,
