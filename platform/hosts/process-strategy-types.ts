@@ -54,6 +54,6 @@ export interface ProcessHostStrategy extends HostStrategy, WarmPoolHost {
   livePids(): number[];
   /** Runtimes this strategy started (every readiness layer it owns passed) whose process has not exited. */
   liveHosts(): { readonly runtimeInstanceId: string; readonly host: HostFacts }[];
-  /** Members still booting are stopped (SIGSTOP of their groups) or continued (SIGCONT); a member spawn during a hold waits for its end: booting-groups.ts. */
+  /** Members still booting are stopped (SIGSTOP of their groups) or continued (SIGCONT): booting-groups.ts. */
   holdBoots(hold: boolean): number;
 }

@@ -120,14 +120,6 @@ export function createProcessStrategy(opts: ProcessStrategyOptions = {}): Proces
     onHostCreated?: (host: HostFacts) => Promise<void>,
     pooled?: { readonly poolToken: string },
   ): Promise<HostStartResult> {
-    // A pool member's spawn waits while booting members are held (booting-groups.ts `admit`).
-    if (pooled && !(await booting.admit()))
-      return rejected(
-        "host-creation-failed",
-        `start of ${spec.runtimeInstanceId} cancelled: hosts stopped`,
-        "resource",
-        [],
-      );
     const [file, ...args] = command as [string, ...string[]];
     const log = openRuntimeLog(opts.logDir ?? join(ROOT, ".run/runtimes"), spec.runtimeInstanceId);
     // Followed from before the spawn, so no line is missed.
@@ -375,7 +367,6 @@ export function createProcessStrategy(opts: ProcessStrategyOptions = {}): Proces
       );
     },
     async killAll(budgetMs = CLEANUP_BUDGET_MS) {
-      booting.cancel(); // a member whose spawn waits for the hold is never spawned
       await Promise.all([...new Set(records.values())].map((rec) => stopChild(rec, budgetMs)));
     },
     liveHosts() {

@@ -186,8 +186,7 @@ export interface WarmPoolHost {
   bind(memberId: string, poolToken: string, spec: HostSpec): Promise<HostStartResult>;
   /**
    * Pauses (true) or continues (false) the members still booting, so the runtime starts in flight get
-   * the CPU (process hosts: SIGSTOP / SIGCONT of their groups, and a member's spawn that comes
-   * during a hold waits for its end); returns how many were signalled (and spawns let go).
+   * the CPU (process hosts: SIGSTOP / SIGCONT of their groups); returns how many were signalled.
    * Optional: a strategy without it boots its members regardless.
    */
   holdBoots?(hold: boolean): number;

@@ -75,45 +75,4 @@ describe("process strategy: booting pool members held and continued (real proces
     expect(stateOf(pid)).toBeUndefined();
     expect(s.holdBoots(false)).toBe(0);
   });
-
-  it("a member whose spawn comes during a hold is spawned only once the hold ends, and never if the hosts are stopped first", async () => {
-    const s = strategy(1_000);
-    let first = 0;
-    const a = s.startPooled("pool-hold-c", "pool-token-0123456789", async (h) => {
-      first = h.pid as number;
-    });
-    while (first === 0) await new Promise((r) => setTimeout(r, 10));
-    await new Promise((r) => setTimeout(r, 0)); // its hook returned: holdable
-    expect(s.holdBoots(true)).toBe(1);
-    let spawnedAt = 0;
-    const b = s.startPooled("pool-hold-d", "pool-token-0123456789", async () => {
-      spawnedAt = Date.now();
-    });
-    await new Promise((r) => setTimeout(r, 500));
-    expect([spawnedAt, stateOf(first)]).toEqual([0, "T"]); // not spawned while held
-    const released = Date.now();
-    expect(s.holdBoots(false)).toBe(2); // one continued, one spawn let go
-    expect((await b).outcome).toBe("created");
-    expect(spawnedAt).toBeGreaterThanOrEqual(released);
-    expect((await a).outcome).toBe("created");
-
-    // Held again (a third member booting), a deferred spawn is cancelled by killAll: nothing spawned.
-    let third = 0;
-    const c = s.startPooled("pool-hold-e", "pool-token-0123456789", async (h) => {
-      third = h.pid as number;
-    });
-    while (third === 0) await new Promise((r) => setTimeout(r, 10));
-    await new Promise((r) => setTimeout(r, 0));
-    expect(s.holdBoots(true)).toBe(1);
-    let fourthSpawned = false;
-    const d = s.startPooled("pool-hold-f", "pool-token-0123456789", async () => {
-      fourthSpawned = true;
-    });
-    await new Promise((r) => setTimeout(r, 100));
-    await s.killAll(5_000);
-    expect((await d).outcome).toBe("rejected");
-    expect((await c).outcome).toBe("rejected");
-    expect(fourthSpawned).toBe(false);
-    expect(s.holdBoots(false)).toBe(0);
-  });
 });
