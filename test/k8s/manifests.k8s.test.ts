@@ -1,10 +1,10 @@
 import { execFile } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { loadAllYaml, type V1Job, type V1PodSpec } from "@kubernetes/client-node";
-import { beforeAll, describe, expect, inject, it } from "vitest";
+import { beforeAll, describe, expect, inject, it, onTestFinished } from "vitest";
 import { DroverConfig } from "../../contracts/index.ts";
 
 // k8s/drover/ (drover deployed to a cluster) against the local cluster's real API server: the
@@ -95,6 +95,8 @@ describe("drover's k8s/ manifests, against the local cluster's real API server",
 
   it("scripts/nats-auth.ts k8s-secret prints the services' Secret without the setup identity and the setup Job's Secret with it alone; the API server accepts both", async () => {
     const dir = mkdtempSync(join(tmpdir(), "drover-k8s-secret-"));
+    // Keys and seeds: removed once the test ends, whatever its outcome.
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
     const script = resolve(import.meta.dirname, "../../scripts/nats-auth.ts");
     await run(process.execPath, ["--import", "tsx", script, "config", dir, "127.0.0.1", "4222", join(dir, "js")]);
     const printed = (await run(process.execPath, ["--import", "tsx", script, "k8s-secret", dir])).stdout;
