@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { Script } from "node:vm";
 import { buildSync } from "esbuild";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, onTestFinished } from "vitest";
 import { RUNTIME_LOADER, runtimeCommand } from "./runtime-bundle.ts";
 
 const loader = createRequire(import.meta.url)("./runtime-loader.cjs") as {
@@ -20,6 +20,13 @@ function load(bundle: string, args: readonly string[] = [], env: NodeJS.ProcessE
   return spawnSync(process.execPath, [RUNTIME_LOADER, bundle, ...args], { env, encoding: "utf8", timeout: 30_000 });
 }
 const cacheOf = (bundle: string) => loader.codeCacheFile(bundle, process.version, []);
+
+/** A fresh directory under the system's tmp, removed when the test ends (whatever its outcome). */
+function tempDir(prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
 
 // Pure bundling (esbuild on the repository's files) and node starts of the bundle, or of small stand-in
 // bundles, through the loader: proves no transport; every host, e2e and proof test starts runtimes this way.
@@ -38,112 +45,96 @@ describe("runtime bundle and its code cache (esbuild, vm.Script, no transport)",
     expect(required.filter((s) => !s.startsWith("node:") && !builtins.has(s))).toEqual([]);
     // Copied away from the repository (no node_modules above it), it still loads every module,
     // first without a code cache, then with one made from it, and gets as far as its own configuration check.
-    const dir = mkdtempSync(join(tmpdir(), "drover-runtime-bundle-"));
-    try {
-      const copy = join(dir, "runtime.cjs");
-      copyFileSync(file, copy);
-      for (const cached of [false, true]) {
-        if (cached) writeFileSync(cacheOf(copy), new Script(loader.wrap(text), { filename: copy }).createCachedData());
-        const run = load(copy);
-        expect(run.stderr).not.toMatch(/Cannot find (package|module)|Dynamic require|code cache/);
-        expect(run.stderr).toContain("drover runtime: invalid configuration");
-        expect(run.status).not.toBe(0);
-      }
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
+    const dir = tempDir("drover-runtime-bundle-");
+    const copy = join(dir, "runtime.cjs");
+    copyFileSync(file, copy);
+    for (const cached of [false, true]) {
+      if (cached) writeFileSync(cacheOf(copy), new Script(loader.wrap(text), { filename: copy }).createCachedData());
+      const run = load(copy);
+      expect(run.stderr).not.toMatch(/Cannot find (package|module)|Dynamic require|code cache/);
+      expect(run.stderr).toContain("drover runtime: invalid configuration");
+      expect(run.status).not.toBe(0);
     }
   });
 
   it("writes a code cache once, after a start without one, and later starts use it; a rejected one is replaced", () => {
-    const dir = mkdtempSync(join(tmpdir(), "drover-runtime-loader-"));
-    try {
-      const bundle = join(dir, "runtime-0123456789abcdef.cjs");
-      // A stand-in bundle: reports its argv, strictness and __filename, and lives long enough for a cache written at once.
-      writeFileSync(
-        bundle,
-        `"use strict";
+    const dir = tempDir("drover-runtime-loader-");
+    const bundle = join(dir, "runtime-0123456789abcdef.cjs");
+    // A stand-in bundle: reports its argv, strictness and __filename, and lives long enough for a cache written at once.
+    writeFileSync(
+      bundle,
+      `"use strict";
 const strict = (function () { return this === undefined; })();
 console.log(JSON.stringify({ argv: process.argv.slice(1), strict, filename: __filename }));
 setTimeout(() => {}, 300);
 `,
-      );
-      const now = { DROVER_RUNTIME_CODE_CACHE_AFTER_MS: "0" };
-      const expected = JSON.stringify({ argv: [bundle, "--an-argument"], strict: true, filename: bundle });
-      const first = load(bundle, ["--an-argument"], now);
-      expect(first.stderr).toBe("");
-      expect(first.stdout.trim()).toBe(expected);
-      const written = statSync(cacheOf(bundle));
-      expect(written.size).toBeGreaterThan(0);
+    );
+    const now = { DROVER_RUNTIME_CODE_CACHE_AFTER_MS: "0" };
+    const expected = JSON.stringify({ argv: [bundle, "--an-argument"], strict: true, filename: bundle });
+    const first = load(bundle, ["--an-argument"], now);
+    expect(first.stderr).toBe("");
+    expect(first.stdout.trim()).toBe(expected);
+    const written = statSync(cacheOf(bundle));
+    expect(written.size).toBeGreaterThan(0);
 
-      // Used, not rewritten: no rejection, the same file.
-      const second = load(bundle, ["--an-argument"], now);
-      expect(second.stderr).toBe("");
-      expect(second.stdout.trim()).toBe(expected);
-      expect(statSync(cacheOf(bundle)).ino).toBe(written.ino);
-      expect(statSync(cacheOf(bundle)).mtimeMs).toBe(written.mtimeMs);
+    // Used, not rewritten: no rejection, the same file.
+    const second = load(bundle, ["--an-argument"], now);
+    expect(second.stderr).toBe("");
+    expect(second.stdout.trim()).toBe(expected);
+    expect(statSync(cacheOf(bundle)).ino).toBe(written.ino);
+    expect(statSync(cacheOf(bundle)).mtimeMs).toBe(written.mtimeMs);
 
-      // Garbage (or a cache from another node): rejected, the bundle compiles from source, and it is replaced.
-      writeFileSync(cacheOf(bundle), "not a V8 code cache");
-      const third = load(bundle, ["--an-argument"], now);
-      expect(third.stderr).toContain("rejected; compiled from source");
-      expect(third.stdout.trim()).toBe(expected);
-      const fourth = load(bundle, ["--an-argument"], now);
-      expect(fourth.stderr).toBe("");
-      expect(fourth.stdout.trim()).toBe(expected);
+    // Garbage (or a cache from another node): rejected, the bundle compiles from source, and it is replaced.
+    writeFileSync(cacheOf(bundle), "not a V8 code cache");
+    const third = load(bundle, ["--an-argument"], now);
+    expect(third.stderr).toContain("rejected; compiled from source");
+    expect(third.stdout.trim()).toBe(expected);
+    const fourth = load(bundle, ["--an-argument"], now);
+    expect(fourth.stderr).toBe("");
+    expect(fourth.stdout.trim()).toBe(expected);
 
-      // Other node flags or another node, another cache (V8 rejects a cache made under other flags).
-      expect(loader.codeCacheFile(bundle, process.version, ["--max-semi-space-size=16"])).not.toBe(cacheOf(bundle));
-      expect(loader.codeCacheFile(bundle, "v0.0.0", [])).not.toBe(cacheOf(bundle));
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    // Other node flags or another node, another cache (V8 rejects a cache made under other flags).
+    expect(loader.codeCacheFile(bundle, process.version, ["--max-semi-space-size=16"])).not.toBe(cacheOf(bundle));
+    expect(loader.codeCacheFile(bundle, "v0.0.0", [])).not.toBe(cacheOf(bundle));
   });
 
   it("imports a tenant's worker module (worker-module.ts) from a bundle compiled from its code cache, too", () => {
-    const dir = mkdtempSync(join(tmpdir(), "drover-runtime-loader-"));
-    try {
-      // loadWorker bundled as the runtime is, run through the loader without, then with, a code cache; the
-      // module imported has no defineWorker(...) export, so loadWorker's answer tells whether import() worked.
-      const entry = join(dir, "entry.ts");
-      const worker = join(dir, "not-a-worker.mjs");
-      writeFileSync(worker, "export const answer = 42;\n");
-      writeFileSync(
-        entry,
-        `import { loadWorker } from ${JSON.stringify(join(ROOT, "services/runtime/shell/worker-module.ts"))};
+    const dir = tempDir("drover-runtime-loader-");
+    // loadWorker bundled as the runtime is, run through the loader without, then with, a code cache; the
+    // module imported has no defineWorker(...) export, so loadWorker's answer tells whether import() worked.
+    const entry = join(dir, "entry.ts");
+    const worker = join(dir, "not-a-worker.mjs");
+    writeFileSync(worker, "export const answer = 42;\n");
+    writeFileSync(
+      entry,
+      `import { loadWorker } from ${JSON.stringify(join(ROOT, "services/runtime/shell/worker-module.ts"))};
 loadWorker(${JSON.stringify(worker)}, []).catch((e) => console.log(e.message)).then(() => setTimeout(() => {}, 300));
 `,
-      );
-      const bundle = join(dir, "runtime-0123456789abcdef.cjs");
-      buildSync({
-        entryPoints: [entry],
-        bundle: true,
-        platform: "node",
-        format: "cjs",
-        target: "node20",
-        outfile: bundle,
-      });
-      const now = { DROVER_RUNTIME_CODE_CACHE_AFTER_MS: "0" };
-      for (const cached of [false, true]) {
-        expect(existsSync(cacheOf(bundle))).toBe(cached);
-        const run = load(bundle, [], now);
-        expect(run.stderr).toBe("");
-        expect(run.stdout.trim()).toBe(`worker module ${worker} has no defineWorker(...) default export`);
-      }
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
+    );
+    const bundle = join(dir, "runtime-0123456789abcdef.cjs");
+    buildSync({
+      entryPoints: [entry],
+      bundle: true,
+      platform: "node",
+      format: "cjs",
+      target: "node20",
+      outfile: bundle,
+    });
+    const now = { DROVER_RUNTIME_CODE_CACHE_AFTER_MS: "0" };
+    for (const cached of [false, true]) {
+      expect(existsSync(cacheOf(bundle))).toBe(cached);
+      const run = load(bundle, [], now);
+      expect(run.stderr).toBe("");
+      expect(run.stdout.trim()).toBe(`worker module ${worker} has no defineWorker(...) default export`);
     }
   });
 
   it("writes no cache from a process that ends before CODE_CACHE_AFTER_MS (a crash loop costs nothing more)", () => {
-    const dir = mkdtempSync(join(tmpdir(), "drover-runtime-loader-"));
-    try {
-      const bundle = join(dir, "runtime-0123456789abcdef.cjs");
-      writeFileSync(bundle, '"use strict";\nsetTimeout(() => {}, 50);\n');
-      const run = load(bundle, [], { DROVER_RUNTIME_CODE_CACHE_AFTER_MS: "5000" });
-      expect(run.status).toBe(0);
-      expect(() => statSync(cacheOf(bundle))).toThrow(/ENOENT/);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    const dir = tempDir("drover-runtime-loader-");
+    const bundle = join(dir, "runtime-0123456789abcdef.cjs");
+    writeFileSync(bundle, '"use strict";\nsetTimeout(() => {}, 50);\n');
+    const run = load(bundle, [], { DROVER_RUNTIME_CODE_CACHE_AFTER_MS: "5000" });
+    expect(run.status).toBe(0);
+    expect(() => statSync(cacheOf(bundle))).toThrow(/ENOENT/);
   });
 });
