@@ -183,6 +183,11 @@ export const ERROR_CATALOGUE = {
   // --- health, fencing, recovery ---
   "heartbeat-stale": { retryable: false, httpStatus: 503, summary: "no fresh heartbeat within the staleness bound" },
   "host-exited": { retryable: false, httpStatus: 503, summary: "the runtime process exited" },
+  "connection-lost": {
+    retryable: false,
+    httpStatus: 503,
+    summary: "the runtime's NATS connection closed and its command endpoint refused a connection",
+  },
   "host-stopped": {
     retryable: false,
     httpStatus: 503,

@@ -1,6 +1,7 @@
 import { setTimeout as delay } from "node:timers/promises";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { connectNats } from "../nats-connect.ts";
+import { watchDisconnects, type Disconnect } from "./disconnects.ts";
 import { DROVER_ACCOUNT } from "./server-config.ts";
 
 /** How long to wait for more servers' CONNZ answers after the last one (a cluster answers once per server). */
@@ -84,13 +85,25 @@ export async function kickUntilGone(
   return { kicked, rounds: maxRounds, remaining: last };
 }
 
-/** A kicker connection from DROVER_NATS_KICK_CREDS (recovery's), or undefined when unset (an open server). */
+/**
+ * A kicker connection from DROVER_NATS_KICK_CREDS (recovery's), or undefined when unset (an open
+ * server): it kicks fenced runtimes and hears the DROVER account's closed connections (disconnects.ts).
+ */
 export async function kickerFromEnv(): Promise<
-  { kick(runtimeInstanceId: string): Promise<KickResult>; close(): Promise<void> } | undefined
+  | {
+      kick(runtimeInstanceId: string): Promise<KickResult>;
+      disconnects(onDisconnect: (d: Disconnect) => void): () => void;
+      close(): Promise<void>;
+    }
+  | undefined
 > {
   const creds = process.env.DROVER_NATS_KICK_CREDS;
   delete process.env.DROVER_NATS_KICK_CREDS;
   if (!creds) return undefined;
   const nc = await connectNats({ creds, name: "recovery-kicker" });
-  return { kick: (id) => kickUntilGone(nc, id), close: () => nc.drain() };
+  return {
+    kick: (id) => kickUntilGone(nc, id),
+    disconnects: (onDisconnect) => watchDisconnects(nc, onDisconnect),
+    close: () => nc.drain(),
+  };
 }

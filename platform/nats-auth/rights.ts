@@ -34,12 +34,15 @@ export const producerIdentity = (tenantId: string): Identity => `producer-${tena
  * The one identity of the system account: recovery holds it (DROVER_NATS_KICK_CREDS) to disconnect a
  * fenced runtime's live connections at once (kick.ts). It may only list connections
  * (`$SYS.REQ.SERVER.PING.CONNZ`, every server answers) and kick one by client id
- * (`$SYS.REQ.SERVER.<server id>.KICK`); nothing of the DROVER account, no JetStream.
+ * (`$SYS.REQ.SERVER.<server id>.KICK`), and hear the server's advisory of each closed connection of
+ * the DROVER account (`$SYS.ACCOUNT.DROVER.DISCONNECT`, disconnects.ts: a health signal); nothing of
+ * the DROVER account, no JetStream.
  */
 export const KICKER = "kicker";
 export const KICK_RIGHTS: Rights = {
   publish: { allow: ["$SYS.REQ.SERVER.PING.CONNZ", "$SYS.REQ.SERVER.*.KICK"], deny: [] },
-  subscribe: { allow: [`_INBOX_${KICKER}.>`], deny: [] },
+  // The account name is server-config.ts DROVER_ACCOUNT (not imported: that module imports this one).
+  subscribe: { allow: [`_INBOX_${KICKER}.>`, "$SYS.ACCOUNT.DROVER.DISCONNECT"], deny: [] },
   allowResponses: false,
 };
 

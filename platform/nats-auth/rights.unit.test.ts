@@ -131,7 +131,7 @@ describe("the generated nats-server configuration matches docs/nats-identities.m
       ).toEqual([]);
   });
 
-  it("the kicker is the system account's only user and may only list connections and kick one", () => {
+  it("the kicker is the system account's only user and may only list connections, kick one and hear the DROVER account's disconnects", () => {
     expect(conf.system_account).toBe("SYS");
     expect(conf.accounts.SYS.users.map((u) => u.nkey)).toEqual([keys.publicKeys[KICKER]]);
     expect(conf.accounts.DROVER.users.some((u) => u.nkey === keys.publicKeys[KICKER])).toBe(false);
@@ -139,10 +139,11 @@ describe("the generated nats-server configuration matches docs/nats-identities.m
     expect(conf.authorization.auth_callout.auth_users).toContain(keys.publicKeys[KICKER]);
     const [u] = conf.accounts.SYS.users;
     expect(u!.permissions.publish.allow.sort()).toEqual(["$SYS.REQ.SERVER.*.KICK", "$SYS.REQ.SERVER.PING.CONNZ"]);
-    expect(u!.permissions.subscribe.allow).toEqual(["_INBOX_kicker.>"]);
+    expect(u!.permissions.subscribe.allow).toEqual(["_INBOX_kicker.>", "$SYS.ACCOUNT.DROVER.DISCONNECT"]);
     const row = rows.get(KICKER)!;
     expect([row.appends, row.reads]).toEqual(["—", "—"]);
-    for (const s of u!.permissions.publish.allow) expect(row.other).toContain(`\`${s}\``);
+    for (const s of [...u!.permissions.publish.allow, "$SYS.ACCOUNT.DROVER.DISCONNECT"])
+      expect(row.other).toContain(`\`${s}\``);
   });
 
   it("only the api may append run.upgraded (a run's move to a newer worker version): no other service, producer or runtime", () => {

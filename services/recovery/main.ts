@@ -62,7 +62,7 @@ const service = await startRecovery({
   hosts: (provider) =>
     provider === "process" ? (fencesProcesses ? processes : undefined) : provider === "kubernetes" ? pods : undefined,
   sha256: (s) => hash("sha256", s, "hex"),
-  ...(kicker ? { kick: kicker.kick } : {}),
+  ...(kicker ? { kick: kicker.kick, disconnects: kicker.disconnects } : {}),
   log: ctx.log,
   snapshots: snapshotsFromEnv(ctx.nc, ctx.layout, "recovery", ctx.ops.registry, process.env),
 });

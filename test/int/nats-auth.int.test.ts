@@ -224,7 +224,7 @@ describe("NATS identities against a real nats-server with authentication on (bou
     const api = await as("api");
     const capacity = await as("capacity");
     for (const [nc, owner, kind] of [
-      [fx.provisioner, "provisioner", "provisioner-roster/1"],
+      [fx.provisioner, "provisioner", "provisioner-roster/2"],
       [api, "api", "api-open-runs/1"],
     ] as const) {
       const own = createSnapshotStore(nc, f.layout, owner);

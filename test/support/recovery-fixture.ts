@@ -51,7 +51,8 @@ export async function readyProcessRuntime(
     rt: string;
     pid: number;
     tenantId: string;
-    endpoint?: boolean;
+    /** false: no endpoint published; a string: that endpoint (default http://127.0.0.1:1). */
+    endpoint?: boolean | string;
     node?: string;
     incarnation?: string;
   },
@@ -82,7 +83,7 @@ export async function readyProcessRuntime(
         ? []
         : [
             mkEvent(c, "runtime.endpoint-published", {
-              endpoint: "http://127.0.0.1:1",
+              endpoint: typeof o.endpoint === "string" ? o.endpoint : "http://127.0.0.1:1",
               aliases: [],
               routingHeader: "x-drover-runtime-instance-id",
               hostIncarnation: inc,

@@ -90,6 +90,20 @@ describe("scale-out plan (given/when/then; pure)", () => {
     expect(plan.next.kind).toBe("start");
   });
 
+  it("does not count a runtime recovery suspected: it never serves again, and its replacement must not wait for the host's exit", () => {
+    const limited = [requested({ maxRuntimeInstances: 1 }), observed];
+    const id = "rt-tenant-a-aaaaaaaaaaaa";
+    expect(when(given(limited, [[id, registered()]])).next.kind).toBe("reject");
+    expect(
+      when(
+        given(limited, [
+          [id, registered()],
+          [id, rt("runtime.suspected")],
+        ]),
+      ).next.kind,
+    ).toBe("start");
+  });
+
   it("expires a request at or after expiresAt instead of starting anything", () => {
     expect(when(given([requested(), observed]), new Date("2026-01-02T03:05:00.000Z")).next).toEqual({ kind: "expire" });
   });

@@ -5,7 +5,8 @@ import type { RuntimeSummary } from "./runtime-roster.ts";
  * the stream sequence folded, the order in which the ended ones ended (the bound drops the first)
  * and how many were dropped so far. A snapshot body (platform/snapshots).
  */
-export const ROSTER_KIND = "provisioner-roster/1";
+/** /2: a runtime summary says whether recovery suspected it (a /1 snapshot is ignored and the stream refolded). */
+export const ROSTER_KIND = "provisioner-roster/2";
 
 export interface RosterImage {
   readonly kind: typeof ROSTER_KIND;

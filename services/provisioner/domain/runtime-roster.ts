@@ -32,6 +32,8 @@ export interface RuntimeSummary {
   readonly capacityPublished: boolean;
   /** The first reason it ended; later endings are evidence only. */
   readonly endedBy?: EndedBy;
+  /** Recovery suspected it (`suspected`): it never serves again, fenced or not, so it frees its tenant's place. */
+  readonly suspected?: boolean;
   readonly retired: boolean;
   /** Set for a warm pool member (domain/warm-pool.ts): never a tenant's runtime, never counted by prefix. */
   readonly pool?: PoolMemberFacts;
@@ -123,9 +125,10 @@ export function evolveRuntime(s: RuntimeSummary | undefined, id: string, seq: nu
         : at;
     case "runtime.endpoint-published":
       return base.hostIncarnation === e.data.hostIncarnation ? { ...at, endpoint: e.data.endpoint } : at;
+    case "runtime.suspected":
+      return { ...at, suspected: true };
     case "runtime.host-start-requested":
     case "runtime.draining":
-    case "runtime.suspected":
     case "runtime.recovery-planned":
     case "runtime.fence-failed":
       return at;
@@ -153,10 +156,15 @@ export const hasPrefix = (id: string, prefix: string): boolean =>
 /**
  * A tenant's live runtimes, counted by its prefix (never the global count): registered and not
  * ended. A runtime whose host exited no longer counts: nothing runs there, and its tenant needs a
- * replacement while recovery fences it.
+ * replacement while recovery fences it. Nor does one recovery suspected: it never serves again, and
+ * recovery asks for its replacement as the fence begins (a lost connection can be suspected before
+ * the Pod watch records the exit; counted, the replacement was rejected at the limit and waited
+ * for its back-off, ~10 s).
  */
 export const liveByPrefix = (r: Roster, prefix: string): RuntimeSummary[] =>
-  [...r.runtimes.values()].filter((s) => !s.pool && hasPrefix(s.runtimeInstanceId, prefix) && s.endedBy === undefined);
+  [...r.runtimes.values()].filter(
+    (s) => !s.pool && hasPrefix(s.runtimeInstanceId, prefix) && s.endedBy === undefined && !s.suspected,
+  );
 
 /** Runtimes registered for one scale-out request: the attempts of earlier deliveries. */
 export const runtimesOfRequest = (r: Roster, requestId: string): RuntimeSummary[] =>

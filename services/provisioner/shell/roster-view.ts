@@ -21,7 +21,7 @@ import {
 export interface RosterOptions {
   /** Ended runtimes kept in memory at most (`DROVER_MAX_ENDED_RUNTIMES`), the first to end leave first; undefined: all. */
   readonly maxEnded?: number;
-  /** Start from the snapshot `provisioner-roster/1` and write it periodically (docs/snapshots.md). */
+  /** Start from the snapshot `provisioner-roster/2` and write it periodically (docs/snapshots.md). */
   readonly snapshots?: SnapshotOptions & { readonly log: Logger; readonly clock: Clock };
 }
 

@@ -34,6 +34,8 @@ export interface RuntimeRecord {
   readonly exitedAtMs?: number;
   /** Server time (ms) its provisioner said it is stopping it (`draining`, before the kill of a planned stop). */
   readonly drainingAtMs?: number;
+  /** Its command endpoint (`endpoint-published`) and the host incarnation that serves it. */
+  readonly endpoint?: { readonly url: string; readonly hostIncarnation: string };
   /** The forensics ids of the recovery plan's items (`recovery-planned`). */
   readonly plannedItemIds?: readonly string[];
 }
@@ -75,13 +77,14 @@ export function evolveRuntime(r: RuntimeRecord, e: RuntimeEvent, seq: number, at
       return next.pooled ? next : { ...next, pooled: e.data };
     case "runtime.pool-member-claimed":
       return { ...next, claimed: true };
-    case "runtime.pool-member-ready":
-    case "runtime.host-start-requested":
     case "runtime.draining":
       return next.drainingAtMs !== undefined ? next : { ...next, drainingAtMs: atMs };
+    case "runtime.endpoint-published":
+      return { ...next, endpoint: { url: e.data.endpoint, hostIncarnation: e.data.hostIncarnation } };
+    case "runtime.pool-member-ready":
+    case "runtime.host-start-requested":
     case "runtime.host-start-failed":
     case "runtime.readiness-layer-passed":
-    case "runtime.endpoint-published":
       return next;
     default:
       return assertNever(e, "runtime event");
@@ -95,6 +98,9 @@ export const controlPlaneOf = (r: RuntimeRecord): string | undefined =>
 export const hostProviderOf = (r: RuntimeRecord): DataOf<"runtime.registered">["hostProvider"] | undefined =>
   r.registration?.hostProvider ?? r.pooled?.hostProvider;
 
+/** The signals that suspect a runtime: a host-proven death, or a health signal (`connection-lost`, `heartbeat-stale`). */
+export type SuspicionCode = "host-exited" | "pod-deleted" | "connection-lost" | "heartbeat-stale";
+
 /** Why a live runtime is unsafe now, if it is: the first signal wins, fastest first (recovery.md "Detect"). */
 export function suspicion(
   r: RuntimeRecord,
@@ -104,7 +110,9 @@ export function suspicion(
   viewLiveSinceMs = 0,
   /** How long a runtime its provisioner is stopping (`draining`) may be silent before silence counts (the kill budget). */
   drainGraceMs = 0,
-): { code: "host-exited" | "pod-deleted" | "heartbeat-stale"; detail: string } | undefined {
+  /** What shows its NATS connection closed and its command endpoint refusing connections (connection-lost.ts), if anything. */
+  connectionLost?: string,
+): { code: SuspicionCode; detail: string } | undefined {
   if (r.suspected || r.fenced || r.retired || r.claimed || !r.host) return undefined;
   if (r.exited && r.exited.hostIncarnation === r.host.hostIncarnation) {
     const code = r.exited.kind === "exited" ? "host-exited" : "pod-deleted";
@@ -115,6 +123,8 @@ export function suspicion(
     };
   }
   if (!r.published) return undefined;
+  if (connectionLost !== undefined && r.drainingAtMs === undefined)
+    return { code: "connection-lost", detail: connectionLost };
   // Silence counts only while this reader's view of heartbeats is live: after a start or a NATS
   // reconnect, every runtime gets a whole bound to be heard from again (no fencing storm).
   // A planned stop silences the runtime before its boundary is proven and `retired` appended: a Pod's

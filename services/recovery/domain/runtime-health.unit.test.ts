@@ -57,6 +57,13 @@ describe("runtime health after a planned stop (pure fold; proves no transport)",
     ).toMatch(/host-exited|pod-deleted/);
   });
 
+  it("a runtime whose start was requested (or a pool member that became ready) is not draining: its silence counts after one bound", () => {
+    // Before, those two events fell through to `draining` and gave every such runtime the kill budget.
+    const started = fold([exampleEvent("runtime.host-start-requested"), ...live]);
+    expect(started.drainingAtMs).toBeUndefined();
+    expect(suspicion(started, undefined, 1_751, 750, 0, 15_000)).toMatchObject({ code: "heartbeat-stale" });
+  });
+
   it("a plain retirement carries no planned stop: nothing moves for it", () => {
     expect(fold([...live, retired]).stopped).toBeUndefined();
   });
@@ -101,5 +108,26 @@ describe("heartbeat silence counts only while the reader's view is live (pure; p
     expect(
       fold([...live, exampleEvent("runtime.suspected"), exitOf(host), exampleEvent("runtime.fenced")]),
     ).toMatchObject({ lastSeq: 6, decidedSeq: 6 });
+  });
+});
+
+describe("a lost connection: the NATS connection closed and the command endpoint refused (pure; proves no transport)", () => {
+  const live = [
+    exampleEvent("runtime.registered"),
+    exampleEvent("runtime.host-started"),
+    exampleEvent("runtime.endpoint-published"),
+    exampleEvent("runtime.capacity-published"),
+  ];
+  it("suspects a published runtime with its evidence as the detail; not one that is draining, unpublished or already suspected", () => {
+    const r = fold(live);
+    expect(r.endpoint?.url).toBe(exampleEvent("runtime.endpoint-published").data.endpoint);
+    expect(suspicion(r, 1_000, 1_100, 750, 0, 0, "closed; refused")).toEqual({
+      code: "connection-lost",
+      detail: "closed; refused",
+    });
+    expect(suspicion(r, 1_000, 1_100, 750)).toBeUndefined();
+    expect(suspicion(fold(live.slice(0, 3)), 1_000, 1_100, 750, 0, 0, "x")).toBeUndefined();
+    expect(suspicion(fold([...live, exampleEvent("runtime.draining")]), 1_000, 1_100, 750, 0, 0, "x")).toBeUndefined();
+    expect(suspicion(fold([...live, exampleEvent("runtime.suspected")]), 1_000, 1_100, 750, 0, 0, "x")).toBeUndefined();
   });
 });

@@ -7,7 +7,11 @@ import type { RuntimeRecord } from "./runtime-health.ts";
  * and execution facts. Heartbeat times are not in it: they are refolded from the heartbeat stream's
  * last message per runtime at every start, as before.
  */
-export const RECOVERY_STATE_KIND = "recovery-state/1";
+/**
+ * /2: runtime records carry their command endpoint, and a start request (or a pool member's ready)
+ * no longer marks a runtime draining; a /1 snapshot is ignored and the stream refolded.
+ */
+export const RECOVERY_STATE_KIND = "recovery-state/2";
 
 export interface RecoveryImage {
   readonly kind: typeof RECOVERY_STATE_KIND;

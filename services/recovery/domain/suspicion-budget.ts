@@ -1,9 +1,9 @@
-import type { RuntimeRecord } from "./runtime-health.ts";
+import type { RuntimeRecord, SuspicionCode } from "./runtime-health.ts";
 
 /** A runtime health would suspect now, and why (see `suspicion`). */
 export interface Candidate {
   readonly runtimeInstanceId: string;
-  readonly code: "host-exited" | "pod-deleted" | "heartbeat-stale";
+  readonly code: SuspicionCode;
   readonly detail: string;
 }
 
@@ -13,9 +13,12 @@ export interface Held extends Candidate {
   readonly holdDetail: string;
 }
 
+/** A signal that does not prove a death by itself (the host did not see one): budgeted by the fence-storm cap. */
+const unproven = (code: SuspicionCode | undefined): boolean => code === "heartbeat-stale" || code === "connection-lost";
+
 /**
- * No fencing storms (issue 14): heartbeat silence alone may put at most `max(1, floor(share × live))`
- * runtimes under suspicion at once — suspected, not yet recovered. When a NATS outage, a clock jump
+ * No fencing storms (issue 14): heartbeat silence or a lost connection (signals, not a host's proof)
+ * may put at most `max(1, floor(share × live))` runtimes under suspicion at once — suspected, not yet recovered. When a NATS outage, a clock jump
  * or a stalled follower makes the whole fleet look silent, that many are suspected (and fenced) and
  * the rest wait, each pass re-checking its heartbeats; if they beat again, nothing happens to them.
  * A death the host proves (process exited, Pod deleted) is never held: it costs no healthy runtime.
@@ -27,13 +30,13 @@ export function budgetSuspicions(
   share: number,
 ): { readonly suspect: readonly Candidate[]; readonly held: readonly Held[] } {
   const live = runtimes.filter((r) => r.published && r.host && !r.retired && !r.planned);
-  const openStale = live.filter((r) => r.suspected?.reason.code === "heartbeat-stale").length;
+  const openStale = live.filter((r) => unproven(r.suspected?.reason.code as SuspicionCode | undefined)).length;
   const cap = Math.max(1, Math.floor(share * live.length));
   let budget = cap - openStale;
   const suspect: Candidate[] = [];
   const held: Held[] = [];
   for (const c of candidates) {
-    if (c.code !== "heartbeat-stale") suspect.push(c);
+    if (!unproven(c.code)) suspect.push(c);
     else if (budget > 0) {
       budget -= 1;
       suspect.push(c);
@@ -41,7 +44,7 @@ export function budgetSuspicions(
       held.push({
         ...c,
         reason: "fence-storm-cap",
-        holdDetail: `${openStale + suspect.filter((s) => s.code === "heartbeat-stale").length} of ${live.length} live runtimes already suspected on heartbeat silence (cap ${cap}, share ${share})`,
+        holdDetail: `${openStale + suspect.filter((s) => unproven(s.code)).length} of ${live.length} live runtimes already suspected on heartbeat silence or lost connections (cap ${cap}, share ${share})`,
       });
   }
   return { suspect, held };

@@ -33,7 +33,9 @@ describe("fence-storm cap: heartbeat silence alone suspects a bounded share of t
     expect(suspect.map((c) => c.runtimeInstanceId)).toEqual(["rt-0", "rt-1", "rt-2"]);
     expect(held).toHaveLength(7);
     expect(held.every((h) => h.reason === "fence-storm-cap")).toBe(true);
-    expect(held[0]!.holdDetail).toBe("3 of 10 live runtimes already suspected on heartbeat silence (cap 3, share 0.3)");
+    expect(held[0]!.holdDetail).toBe(
+      "3 of 10 live runtimes already suspected on heartbeat silence or lost connections (cap 3, share 0.3)",
+    );
   });
 
   it("given silent runtimes already under suspicion, when more go silent, then only the remaining budget is suspected", () => {
@@ -49,6 +51,22 @@ describe("fence-storm cap: heartbeat silence alone suspects a bounded share of t
     const { suspect, held } = budgetSuspicions(runtimes, [stale("rt-0"), exited("rt-1"), pod], 0.25);
     expect(suspect.map((c) => c.code)).toEqual(["host-exited", "pod-deleted"]);
     expect(held.map((h) => h.runtimeInstanceId)).toEqual(["rt-0"]);
+  });
+
+  it("given lost connections (a NATS connection closed and a refused command endpoint), then they share heartbeat silence's budget: a host-proven death does not", () => {
+    const runtimes = [staleSuspected("rt-a"), ...fleet(5)];
+    const lost = (id: string): Candidate => ({ runtimeInstanceId: id, code: "connection-lost", detail: "refused" });
+    const { suspect, held } = budgetSuspicions(
+      runtimes,
+      [lost("rt-0"), lost("rt-1"), stale("rt-2"), exited("rt-3")],
+      0.5,
+    );
+    expect(suspect.map((c) => [c.runtimeInstanceId, c.code])).toEqual([
+      ["rt-0", "connection-lost"],
+      ["rt-1", "connection-lost"],
+      ["rt-3", "host-exited"],
+    ]);
+    expect(held.map((h) => h.runtimeInstanceId)).toEqual(["rt-2"]);
   });
 
   it("given a fleet of one or two, when one goes silent, then it is suspected (the cap is at least one)", () => {

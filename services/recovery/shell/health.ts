@@ -20,6 +20,8 @@ export async function detect(
   viewLiveSinceMs = 0,
   /** Folds the stream's own last beat of a runtime into the state (a direct read, not the follower). */
   latestBeat?: (runtimeInstanceId: string) => Promise<void>,
+  /** Runtimes whose connection is lost, with the evidence (connection-lost.ts). */
+  lost: ReadonlyMap<string, string> = new Map(),
 ): Promise<readonly Held[]> {
   // A runtime seen again after a drop and not read back yet is no one's to judge (shell/retired-bound.ts).
   const ours = [...deps.state.runtimes.values()].filter(
@@ -34,13 +36,14 @@ export async function detect(
       staleMs,
       viewLiveSinceMs,
       deps.config.fenceDeadlineMs,
+      lost.get(rt.runtimeInstanceId),
     );
   const first = ours.map((rt) => ({ rt, why: check(rt) }));
   // A death the host proved (process exited, Pod deleted) is never held by the budget and needs no
   // read: its suspicion is appended at once, not after the other runtimes' heartbeat reads and their
   // budget (under load those reads held a SIGKILLed runtime's suspicion, and so its fence, back).
   const proven = first.flatMap(({ rt, why }) =>
-    why && why.code !== "heartbeat-stale"
+    why && (why.code === "host-exited" || why.code === "pod-deleted")
       ? [suspect1(deps, rt, { runtimeInstanceId: rt.runtimeInstanceId, ...why })]
       : [],
   );
@@ -62,7 +65,11 @@ export async function detect(
         return why && { runtimeInstanceId: rt.runtimeInstanceId, ...why };
       }),
   );
-  const candidates = judged.filter((c): c is Candidate => c !== undefined);
+  // A lost connection needs no read (its evidence is a refused connect) but is budgeted like silence.
+  const lostNow = first.flatMap(({ rt, why }): Candidate[] =>
+    why?.code === "connection-lost" ? [{ runtimeInstanceId: rt.runtimeInstanceId, ...why }] : [],
+  );
+  const candidates = [...lostNow, ...judged.filter((c): c is Candidate => c !== undefined)];
   const { suspect, held } = budgetSuspicions(ours, candidates, deps.config.maxStaleSuspicionShare);
   // Each append expects the sequence its runtime was judged at: anything folded since conflicts it.
   const judgedAt = new Map<string, RuntimeRecord>(ours.map((rt) => [rt.runtimeInstanceId, rt]));

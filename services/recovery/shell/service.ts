@@ -11,12 +11,14 @@ import type { StreamLayout } from "../../../streams/layout.ts";
 import { fence } from "./fence.ts";
 import type { Held } from "../domain/suspicion-budget.ts";
 import { detect } from "./health.ts";
-import { controlPlaneOf } from "../domain/runtime-health.ts";
+import { controlPlaneOf, hostProviderOf, type RuntimeRecord } from "../domain/runtime-health.ts";
 import { reconcile } from "./reconcile.ts";
 import { advanceTimeline } from "./timeline.ts";
 import { restoreFromSnapshot, snapshotWriter } from "../../../platform/snapshots/snapshotted.ts";
 import type { SnapshotOptions } from "../../../platform/snapshots/options.ts";
 import { mapAtMost } from "../../../platform/map-at-most.ts";
+import type { Disconnect } from "../../../platform/nats-auth/disconnects.ts";
+import { watchConnectionLoss } from "./connection-lost.ts";
 
 /** nats.js's default reconnectTimeWait (2 s) plus its jitter: how late a runtime may reconnect after us. */
 const RECONNECT_ALLOWANCE_MS = 2_500;
@@ -63,6 +65,12 @@ export async function startRecovery(
     tickMs?: number;
     /** The NATS connection's status events: while disconnected, and for one bound after, no runtime is stale. */
     status?: AsyncIterable<Status>;
+    /**
+     * Subscribes to the server's advisories of closed DROVER connections (the kicker's connection:
+     * platform/nats-auth/disconnects.ts); returns a stop function. Absent on an open server: no
+     * lost-connection signal, the host's and the heartbeats' remain.
+     */
+    disconnects?: (onDisconnect: (d: Disconnect) => void) => () => void;
     /** Every pass: the runtimes the fence-storm cap kept from being suspected (empty when none), and those newly held; for metrics. */
     onHeld?: (held: readonly Held[], newlyHeld: readonly Held[]) => void;
     snapshots?: SnapshotOptions;
@@ -159,6 +167,26 @@ export async function startRecovery(
     deps.onHeld?.(held, entered);
   };
 
+  // A live runtime's NATS connection closed and its command endpoint refuses: a health signal (connection-lost.ts).
+  const loss = watchConnectionLoss(deps, () => void pass());
+  let stopDisconnects: (() => void) | undefined;
+
+  // A runtime no host strategy of this replica can kill is left suspected (said once): a fence that
+  // returned at once and asked for another pass spun the pass in microtasks and starved the event loop.
+  const unfenceable = new Set<string>();
+  const canFence = (rt: RuntimeRecord): boolean => {
+    const provider = hostProviderOf(rt);
+    if (provider && deps.hosts(provider) && rt.host) return true;
+    if (!unfenceable.has(rt.runtimeInstanceId)) {
+      unfenceable.add(rt.runtimeInstanceId);
+      deps.log.error(
+        { runtime: rt.runtimeInstanceId, provider },
+        "suspected runtime: no host strategy here can fence it",
+      );
+    }
+    return false;
+  };
+
   const pass = async (): Promise<void> => {
     if (stopped || !caughtUp) return;
     if (running) {
@@ -174,7 +202,8 @@ export async function startRecovery(
           const h = await deps.store.read(runtimeRef(id), { skipUndecodable: true });
           deps.state.replaceRuntime(id as RuntimeInstanceId, h.events);
         }
-        const held = await detect(deps, deps.env.clock.now().getTime(), staleMs, viewLiveSince, latestBeat);
+        loss.prune();
+        const held = await detect(deps, deps.env.clock.now().getTime(), staleMs, viewLiveSince, latestBeat, loss.lost);
         noteHeld(held);
         const unverified = deps.state.retired.unverified;
         for (const rt of deps.state.runtimes.values()) {
@@ -183,7 +212,8 @@ export async function startRecovery(
             rt.suspected &&
             !rt.fenced &&
             !fencing.has(rt.runtimeInstanceId) &&
-            controlPlaneOf(rt) === deps.config.controlPlaneId
+            controlPlaneOf(rt) === deps.config.controlPlaneId &&
+            canFence(rt)
           ) {
             fencing.add(rt.runtimeInstanceId);
             void fence(deps, rt)
@@ -238,6 +268,7 @@ export async function startRecovery(
     if (stopped) return;
     caughtUp = true;
     viewLiveSince = deps.env.clock.now().getTime();
+    stopDisconnects = deps.disconnects?.((d) => loss.onDisconnect(d));
     // One pass for the events folded in one turn of the event loop (a consumer's batch), not one each.
     let soon = false;
     deps.state.onChange(() => {
@@ -257,6 +288,7 @@ export async function startRecovery(
     async stop() {
       stopped = true;
       clearInterval(timer);
+      stopDisconnects?.();
       await Promise.all([events.stop(), beats.stop()]);
       await writer?.stop();
     },
