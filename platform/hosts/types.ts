@@ -144,9 +144,16 @@ export interface HostStrategy {
    * Kills the exact incarnation and returns only when it can no longer run (or the deadline passed).
    * `deadlineMs` is a budget in milliseconds from the call (like DroverConfig.fenceDeadlineMs), not
    * an epoch time. A host that is not this strategy's kind (e.g. `pod:` for the process strategy)
-   * is refused with `host-spec-invalid`.
+   * is refused with `host-spec-invalid`. `hints.exitEvidence`: health's evidence that the runtime
+   * is dead already (a lost connection); the Kubernetes strategy then ends the Pod with its grace-0
+   * delete at once instead of waiting for the kubelet's report (pod-kill.ts).
    */
-  kill(runtimeInstanceId: string, host: HostFacts, deadlineMs: number): Promise<KillResult>;
+  kill(
+    runtimeInstanceId: string,
+    host: HostFacts,
+    deadlineMs: number,
+    hints?: { readonly exitEvidence?: string },
+  ): Promise<KillResult>;
   /** Host facts as they happen; the returned function stops observing. */
   observe(onFact: (fact: HostObservation) => void): () => void;
   /** Releases strategy resources (watches, child handles) without killing hosts. */

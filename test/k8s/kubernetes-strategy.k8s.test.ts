@@ -221,6 +221,52 @@ describe("KubernetesHostStrategy against the local cluster's real API server", (
     expect(deletes).toEqual([{ code: 200, gracePeriodSeconds: 0, preconditionUid: uid }]);
   });
 
+  it("kill with health's exit evidence (a lost connection) is one grace-0 delete at once, before the kubelet reports the exit; even where the evidence were wrong, the node then stops the container of the removed Pod", async () => {
+    const strat = appStrategy();
+    const victims = [uniqueName("rt-lost"), uniqueName("rt-wrong")];
+    const runs = await Promise.all(victims.map((id) => strat.start(spec({ runtimeInstanceId: id }))));
+    const pods = await Promise.all(
+      victims.map((id) => core.readNamespacedPod({ namespace: ns, name: runtimeNames("drover-rt", id).pod })),
+    );
+    const pids = pods.map(appHostPid);
+    expect(pids.every((p) => p > 0)).toBe(true);
+    // The first really died a moment ago (the kubelet's next relist has not reported it yet); the
+    // second is alive: evidence that is wrong, which the fence must still end at the host.
+    process.kill(pids[0]!, "SIGKILL");
+    for (const [i, r] of runs.entries()) {
+      if (r.outcome === "rejected") throw new Error(`start rejected: ${JSON.stringify(r.reason)}`);
+      const uid = r.host.podUid ?? "";
+      const killed = await strat.kill(victims[i]!, r.host, 20_000, { exitEvidence: "its connection was lost" });
+      expect(killed).toMatchObject({ outcome: "killed", proof: { kind: "pod-uid-gone", podUid: uid } });
+      expect(killed.outcome === "killed" && killed.proof.kind === "pod-uid-gone" && killed.proof.observedBy).toMatch(
+        /grace 0 at once: its connection was lost/,
+      );
+      const name = runtimeNames("drover-rt", victims[i]!).pod;
+      const deletes = await eventually(
+        async () => {
+          const d = await auditedPodDeletes(inject("k8sRunDir"), ns, name);
+          return d.length > 0 ? d : undefined;
+        },
+        5_000,
+        "the grace-0 delete audited",
+      );
+      expect(deletes).toEqual([{ code: 200, gracePeriodSeconds: 0, preconditionUid: uid }]);
+    }
+    // The live one's process is ended by its kubelet once the Pod is gone from the API.
+    await eventually(
+      async () => {
+        try {
+          process.kill(pids[1]!, 0);
+          return undefined;
+        } catch {
+          return true;
+        }
+      },
+      30_000,
+      "the removed Pod's live container stopped by the node",
+    );
+  });
+
   it("kill returns only once the exact Pod UID is gone, reports pod-deleted, and never deletes a replacement with the same name", async () => {
     const s = spec({ runtimeInstanceId: uniqueName("rt-kill") });
     const names = runtimeNames("drover-rt", s.runtimeInstanceId);

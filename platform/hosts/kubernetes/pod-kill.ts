@@ -43,6 +43,15 @@ export async function waitPodUidGone(
  * acting on the deletion). A Pod that now has another UID under the same name is never touched: its
  * existence proves ours is gone. Returns `timeout` when the UID outlives the budget or the API
  * server does not answer.
+ * `exitEvidence`: health's evidence that the runtime is dead already (its connection was lost: the
+ * server saw its NATS connection close and its command port refused a connection). The kill then
+ * goes to the grace-0 delete at once, as it does on its kubelet's report: that report comes at the
+ * kubelet's next PLEG relist, 1–5 s after the kill on this 2-core node, and a graceful delete only
+ * slows it (the pod worker steps through termination one relist at a time, 2.5–3.5 s measured).
+ * What the kubelet's report would have added — that no container of the UID runs — rests here on
+ * that evidence, on the kubelet killing what is left of a Pod removed from the API, and on the
+ * fence's other mechanisms: the revoked NATS identity (kicked at `fenced`) and the conditional
+ * appends that refuse a zombie (docs/kubernetes.md, docs/decisions.md).
  */
 export async function killPodExact(
   kc: KubeConfig,
@@ -52,6 +61,7 @@ export async function killPodExact(
   uid: string,
   graceSeconds: number,
   budgetMs: number,
+  exitEvidence?: string,
 ): Promise<KillResult> {
   const t0 = Date.now();
   const deadline = t0 + budgetMs;
@@ -89,26 +99,31 @@ export async function killPodExact(
     mark("gone");
     return typeof r === "string" ? `${r} (${how})` : undefined;
   };
+  /** Gone or reported stopped for good, whichever its watch sees first, until `until`. */
+  const goneOrStopped = (until: number) =>
+    followObject(
+      kc,
+      target,
+      (e) => {
+        const g = goneDecision(uid, e);
+        if (g) return { gone: g };
+        const s = stopped(e);
+        return s ? { stopped: s } : undefined;
+      },
+      until,
+    );
   try {
     read = await target.list(`metadata.name=${name}`);
     const listed = { type: "LISTED", obj: read.items[0] } as const;
     mark("read");
     const exited = stopped(listed);
     let observedBy = goneDecision(uid, listed);
+    if (!observedBy && !exited && exitEvidence && graceSeconds > 0)
+      observedBy = await gone(`grace 0 at once: ${exitEvidence}`);
     if (!observedBy && exited) observedBy = await gone(`grace 0 at once: its kubelet reported ${exited}`);
     else if (!observedBy) {
       await del(graceSeconds);
-      const first = await followObject(
-        kc,
-        target,
-        (e) => {
-          const g = goneDecision(uid, e);
-          if (g) return { gone: g };
-          const s = stopped(e);
-          return s ? { stopped: s } : undefined;
-        },
-        deadline - budgetMs * 0.3,
-      );
+      const first = await goneOrStopped(deadline - budgetMs * 0.3);
       if ("gone" in first) observedBy = first.gone;
       else if ("stopped" in first) observedBy = await gone(`grace 0 once its kubelet reported ${first.stopped}`);
       else observedBy = await gone("after escalating to grace 0");

@@ -335,7 +335,7 @@ export function createKubernetesStrategy(opts: KubernetesStrategyOptions): HostS
         return rec ? revalidate(rec, spec) : startFresh(spec, signal, onHostCreated);
       });
     },
-    kill(runtimeInstanceId, host, budgetMs): Promise<KillResult> {
+    kill(runtimeInstanceId, host, budgetMs, hints): Promise<KillResult> {
       const uid = parsePodIncarnation(host.hostIncarnation);
       if (!uid)
         return Promise.reject(new DroverError("host-spec-invalid", `${host.hostIncarnation} is not a pod incarnation`));
@@ -359,7 +359,7 @@ export function createKubernetesStrategy(opts: KubernetesStrategyOptions): HostS
         const bound = podName !== names.pod;
         const podAt = Date.now() - t0;
         const [result, objectsMs] = await Promise.all([
-          killPodExact(kc, core, namespace, podName, uid, opts.killGraceSeconds ?? 1, budgetMs),
+          killPodExact(kc, core, namespace, podName, uid, opts.killGraceSeconds ?? 1, budgetMs, hints?.exitEvidence),
           bound
             ? undefined
             : removeRuntimeObjects(core, custom, namespace, runtimeInstanceId, names)

@@ -33,7 +33,16 @@ export async function fence(deps: RecoveryDeps, rt: RuntimeRecord): Promise<void
   );
   // Where the fence's time goes (in its log line): the kill's own steps, then the append.
   const t0 = performance.now();
-  const result = await strategy.kill(rt.runtimeInstanceId, host, deps.config.fenceDeadlineMs);
+  // A lost connection is evidence the runtime is dead already (connection-lost.ts): a Pod is then
+  // ended by its grace-0 delete at once, not after its kubelet's report of the exit (pod-kill.ts).
+  const lost = rt.suspected.reason.code === "connection-lost";
+  const result = await strategy.kill(
+    rt.runtimeInstanceId,
+    host,
+    deps.config.fenceDeadlineMs,
+    // The proof's observedBy (≤ 100 characters) names it; the evidence itself is in the suspicion.
+    lost ? { exitEvidence: "its connection was lost" } : {},
+  );
   const killMs = Math.round(performance.now() - t0);
   const event =
     result.outcome === "killed"
