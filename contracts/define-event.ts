@@ -38,14 +38,14 @@ type TenantIdField<A extends Aggregate> = A extends "runtime" ? z.ZodOptional<ty
 
 /**
  * Defines one event: its literal `type` (`<aggregate>.<name>`), schema version and data schema,
- * giving the full envelope schema. The name is the last subject token. The envelope schema is built
- * when `schema` is first read (memo.ts): a process builds only the envelopes of the events it
- * appends or decodes, not all of the catalogue's at import.
+ * giving the full envelope schema. The name is the last subject token. The data schema (`data`
+ * builds it) and the envelope are built when `schema` is first read (memo.ts): a process builds
+ * only the schemas of the events it appends or decodes, not all of the catalogue's at import.
  */
 export function defineEvent<A extends Aggregate, N extends string, D extends z.ZodType>(
   aggregate: A,
   name: N,
-  data: D,
+  data: () => D,
   schemaVersion = 1,
 ) {
   const type = `${aggregate}.${name}` as `${A}.${N}`;
@@ -55,7 +55,7 @@ export function defineEvent<A extends Aggregate, N extends string, D extends z.Z
       type: z.literal(type),
       schemaVersion: z.literal(schemaVersion),
       tenantId,
-      data,
+      data: data(),
     }).strict(),
   );
   return {

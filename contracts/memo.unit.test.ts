@@ -26,14 +26,17 @@ describe("memo and event schemas built on first use (pure, no transport)", () =>
     expect(flaky()).toBe(2);
   });
 
-  it("builds an event's envelope when its schema is first read, once, and it validates as before", () => {
+  it("builds an event's data schema and envelope when its schema is first read, once, and it validates as before", () => {
     const extend = vi.spyOn(EnvelopeBase, "extend");
-    const def = defineEvent("runtime", "memo-test", z.object({ n: z.number().int() }).strict());
+    const data = vi.fn(() => z.object({ n: z.number().int() }).strict());
+    const def = defineEvent("runtime", "memo-test", data);
     expect(extend).not.toHaveBeenCalled();
+    expect(data).not.toHaveBeenCalled();
     expect(def.type).toBe("runtime.memo-test");
     const schema = def.schema;
     expect(def.schema).toBe(schema);
     expect(extend).toHaveBeenCalledTimes(1);
+    expect(data).toHaveBeenCalledTimes(1);
     const event = {
       eventId: "ev-memo-1",
       type: "runtime.memo-test",
