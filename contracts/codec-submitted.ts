@@ -4,6 +4,7 @@ import type { EventOf } from "./events.ts";
 import { RunSubmitted } from "./events-run.ts";
 import { canonicalSize, RUN_INPUT_MAX_BYTES } from "./json-size.ts";
 import { isPlainJson } from "./plain-json.ts";
+import { memo } from "./memo.ts";
 
 /**
  * `run.submitted` with its two recursive fields, the DAG and the input, as `z.unknown()`. zod's
@@ -11,11 +12,15 @@ import { isPlainJson } from "./plain-json.ts";
  * so `RunSubmitted` and its variants ran on the runtime parser: the API's append of every submission
  * and admission's decode of it spent ~4 % and ~3 % of their CPU there in W2 (issue 15). Shaped as
  * `RunSubmitted` key for key (`extend` keeps a key's place), so the parsed value encodes the same.
+ * Built and compiled on first use (memo.ts).
  */
-const Shell = RunSubmitted.schema.extend({
-  data: RunSubmitted.schema.shape.data.extend({ dag: z.unknown(), input: z.unknown().optional() }),
-});
-let compiled: typeof Shell | undefined;
+const shell = memo(() =>
+  z.compile(
+    RunSubmitted.schema.extend({
+      data: RunSubmitted.schema.shape.data.extend({ dag: z.unknown(), input: z.unknown().optional() }),
+    }),
+  ),
+);
 
 /**
  * `raw` as `RunSubmitted` parses it, with `dagOf`'s DAG in place of its own, when the compiled shell
@@ -28,8 +33,7 @@ export function submittedFast(
   raw: unknown,
   dagOf: (dag: unknown) => DagDefinition | undefined,
 ): EventOf<"run.submitted"> | undefined {
-  compiled ??= z.compile(Shell);
-  const p = compiled.safeParse(raw);
+  const p = shell().safeParse(raw);
   if (!p.success) return undefined;
   const data = p.data.data;
   if (data.input !== undefined && !(isPlainJson(data.input) && canonicalSize(data.input) <= RUN_INPUT_MAX_BYTES))

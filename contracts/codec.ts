@@ -7,6 +7,7 @@ import { isCheckedDag, type DagMemo } from "./checked-dag.ts";
 import { submittedFast } from "./codec-submitted.ts";
 import type { DagDefinition } from "./dag.ts";
 import { isPlainJson } from "./plain-json.ts";
+import { memo } from "./memo.ts";
 
 /**
  * The only place bytes become objects and back. Every decode validates with zod; a value that does
@@ -140,21 +141,26 @@ export function encodeEvent(event: DroverEvent): Uint8Array {
     // checked here, on the compiled path when it takes the event, else by the full schema (for its issues).
     const fast = submittedFast(event, (dag) => (isCheckedDag(dag) ? (dag as DagDefinition) : undefined));
     if (fast) return encoder.encode(JSON.stringify(fast));
-    checkedDagSubmitted ??= z.compile(RunSubmittedWithCheckedDag);
-    const r = checkedDagSubmitted.safeParse(event);
+    const r = checkedDagSubmitted().safeParse(event);
     if (!r.success) throw contractViolation("event run.submitted", r.error.issues);
     return encoder.encode(JSON.stringify(r.data));
   }
   return encoder.encode(JSON.stringify(parseEvent(event)));
 }
 
-/** `run.submitted` whose DAG must be one `parseDag` checked (the same object), everything else as `RunSubmitted`. */
-const RunSubmittedWithCheckedDag = RunSubmitted.schema.extend({
-  data: RunSubmitted.schema.shape.data.extend({
-    dag: z.custom<unknown>(isCheckedDag, "not a DAG checked by DagDefinition in this process"),
-  }),
-});
-let checkedDagSubmitted: typeof RunSubmittedWithCheckedDag | undefined;
+/**
+ * `run.submitted` whose DAG must be one `parseDag` checked (the same object), everything else as `RunSubmitted`;
+ * built and compiled on first use (memo.ts), as the event schemas are (see `compiledEventSchema`).
+ */
+const checkedDagSubmitted = memo(() =>
+  z.compile(
+    RunSubmitted.schema.extend({
+      data: RunSubmitted.schema.shape.data.extend({
+        dag: z.custom<unknown>(isCheckedDag, "not a DAG checked by DagDefinition in this process"),
+      }),
+    }),
+  ),
+);
 
 /**
  * Decodes a stored event. With `at.subject`, the subject must name the event's aggregate and event
@@ -192,16 +198,19 @@ function submittedThroughMemo(raw: unknown, dags: DagMemo): DroverEvent | undefi
   const fast = submittedFast(raw, () => dag);
   if (fast) return fast;
   // Every field but the DAG checked as `RunSubmitted` checks it (the DAG, valid, is passed through), then the checked DAG put in.
-  anyDagSubmittedCompiled ??= z.compile(RunSubmittedAnyDag);
-  const p = anyDagSubmittedCompiled.safeParse(raw);
+  const p = anyDagSubmitted().safeParse(raw);
   if (!p.success) return undefined;
   p.data.data.dag = dag;
   return p.data as DroverEvent;
 }
-const RunSubmittedAnyDag = RunSubmitted.schema.extend({
-  data: RunSubmitted.schema.shape.data.extend({ dag: z.unknown() }),
-});
-let anyDagSubmittedCompiled: typeof RunSubmittedAnyDag | undefined;
+/** `run.submitted` with any DAG, everything else as `RunSubmitted`; built and compiled on first use. */
+const anyDagSubmitted = memo(() =>
+  z.compile(
+    RunSubmitted.schema.extend({
+      data: RunSubmitted.schema.shape.data.extend({ dag: z.unknown() }),
+    }),
+  ),
+);
 
 /** Whether `subject` is a subject of an event of `type` (`<aggregate>.<name>`), whatever the layout's prefix. */
 export function subjectNames(subject: string, type: string): boolean {
@@ -214,20 +223,22 @@ export function subjectNames(subject: string, type: string): boolean {
  * `run.submitted` with its DAG and input checked only for being there as JSON (every other field,
  * and the envelope, as `RunSubmitted` checks them): for a fold that drops both (recovery). A DAG is
  * ~10× the schema work of any other event (zod plus `dagIssues`), and admission, which places the
- * run, checks it in full and rejects the run when it is invalid.
+ * run, checks it in full and rejects the run when it is invalid. Built and compiled on first use.
  */
-const RunSubmittedWithoutPayload = RunSubmitted.schema.extend({
-  data: RunSubmitted.schema.shape.data.extend({
-    dag: z.record(z.string(), z.unknown()),
-    input: z.unknown().optional(),
-  }),
-});
-/** Compiled on first use, as the event schemas are (see `compiledEventSchema`). */
-let withoutPayloadCompiled: typeof RunSubmittedWithoutPayload | undefined;
+const withoutPayload = memo(() =>
+  z.compile(
+    RunSubmitted.schema.extend({
+      data: RunSubmitted.schema.shape.data.extend({
+        dag: z.record(z.string(), z.unknown()),
+        input: z.unknown().optional(),
+      }),
+    }),
+  ),
+);
 
 /**
  * `decodeEvent`, except that a `run.submitted`'s DAG and input are not validated (see
- * `RunSubmittedWithoutPayload`): for folds that keep neither. Any other event is decoded in full.
+ * `withoutPayload`): for folds that keep neither. Any other event is decoded in full.
  */
 export function decodeEventWithoutPayload(bytes: Uint8Array, at: { seq?: number; subject: string }): DroverEvent {
   if (!at.subject.endsWith(".submitted") || !subjectNames(at.subject, "run.submitted")) return decodeEvent(bytes, at);
@@ -237,8 +248,7 @@ export function decodeEventWithoutPayload(bytes: Uint8Array, at: { seq?: number;
   } catch (e) {
     throw contractViolation("event", `not JSON (${(e as Error).message})`, at);
   }
-  withoutPayloadCompiled ??= z.compile(RunSubmittedWithoutPayload);
-  const r = withoutPayloadCompiled.safeParse(raw);
+  const r = withoutPayload().safeParse(raw);
   if (!r.success) throw contractViolation("event run.submitted", r.error.issues, at);
   return r.data as DroverEvent;
 }

@@ -40,9 +40,7 @@ export const StoredOutputRef = z
 export type StoredOutputRef = z.infer<typeof StoredOutputRef>;
 
 /** Execution journal events on `drover.exec.<tenant>.<executionId>.<event>`; every append is conditional (fencing). */
-export const ExecStarted = defineEvent(
-  "exec",
-  "started",
+export const ExecStarted = defineEvent("exec", "started", () =>
   z
     .object({
       sharedRunId: SharedRunId,
@@ -54,9 +52,7 @@ export const ExecStarted = defineEvent(
     })
     .strict(),
 );
-export const ExecStepCompleted = defineEvent(
-  "exec",
-  "step-completed",
+export const ExecStepCompleted = defineEvent("exec", "step-completed", () =>
   z
     .object({
       stepId: StepId,
@@ -72,9 +68,7 @@ export const ExecStepCompleted = defineEvent(
       message: "exactly one of output and outputRef",
     }),
 );
-export const ExecStepFailed = defineEvent(
-  "exec",
-  "step-failed",
+export const ExecStepFailed = defineEvent("exec", "step-failed", () =>
   z
     .object({
       stepId: StepId,
@@ -89,9 +83,7 @@ export const ExecStepFailed = defineEvent(
  * A `sleep` step's durable timer: appended (conditionally, like every exec append) before the step
  * waits, so a resumed execution waits only until `wakeAt`, not the whole duration again.
  */
-export const ExecTimerStarted = defineEvent(
-  "exec",
-  "timer-started",
+export const ExecTimerStarted = defineEvent("exec", "timer-started", () =>
   z
     .object({
       stepId: StepId,
@@ -106,9 +98,7 @@ export const ExecTimerStarted = defineEvent(
  * step ran or was skipped: `result` is what the runtime decided on (a resumed execution never
  * re-evaluates it; replay validation re-derives it from the run input and the recorded outputs).
  */
-export const ExecConditionEvaluated = defineEvent(
-  "exec",
-  "condition-evaluated",
+export const ExecConditionEvaluated = defineEvent("exec", "condition-evaluated", () =>
   z.object({ stepId: StepId, result: z.boolean() }).strict(),
 );
 /**
@@ -117,9 +107,7 @@ export const ExecConditionEvaluated = defineEvent(
  * step depending on it went on another dependency (`superseded`: trigger `any`, the first resolved
  * wait wins). Its output is `null` for dependents.
  */
-export const ExecStepSkipped = defineEvent(
-  "exec",
-  "step-skipped",
+export const ExecStepSkipped = defineEvent("exec", "step-skipped", () =>
   z
     .object({
       stepId: StepId,
@@ -134,9 +122,7 @@ export const ExecStepSkipped = defineEvent(
  * `<stepId>--<index>`; a resumed execution runs only the items without a step-completed (or spent
  * failure), and replay validation re-derives count and digest from the input and recorded outputs.
  */
-export const ExecMapExpanded = defineEvent(
-  "exec",
-  "map-expanded",
+export const ExecMapExpanded = defineEvent("exec", "map-expanded", () =>
   z
     .object({
       stepId: StepId,
@@ -154,9 +140,7 @@ export const ExecMapExpanded = defineEvent(
  * the step's completion for the scheduler, the run's output and replay. A step cache hit
  * (docs/step-cache.md) is the same event with `cache` set, written when the step would start.
  */
-export const ExecStepReused = defineEvent(
-  "exec",
-  "step-reused",
+export const ExecStepReused = defineEvent("exec", "step-reused", () =>
   z
     .object({
       stepId: StepId,
@@ -179,9 +163,7 @@ export const ExecStepReused = defineEvent(
  * `childRunId` is derived from (tenant, execution, step, attempt), so a resumed execution finds the
  * same child instead of asking for another one.
  */
-export const ExecChildRunSubmitted = defineEvent(
-  "exec",
-  "child-run-submitted",
+export const ExecChildRunSubmitted = defineEvent("exec", "child-run-submitted", () =>
   z
     .object({
       stepId: StepId,
@@ -195,9 +177,7 @@ export const ExecChildRunSubmitted = defineEvent(
     })
     .strict(),
 );
-export const ExecPausedForRecovery = defineEvent(
-  "exec",
-  "paused-for-recovery",
+export const ExecPausedForRecovery = defineEvent("exec", "paused-for-recovery", () =>
   z
     .object({
       forensicsId: ForensicsId,
@@ -207,9 +187,7 @@ export const ExecPausedForRecovery = defineEvent(
     })
     .strict(),
 );
-export const ExecResumed = defineEvent(
-  "exec",
-  "resumed",
+export const ExecResumed = defineEvent("exec", "resumed", () =>
   z
     .object({
       runtimeInstanceId: RuntimeInstanceId,
@@ -219,19 +197,13 @@ export const ExecResumed = defineEvent(
     })
     .strict(),
 );
-export const ExecCompleted = defineEvent(
-  "exec",
-  "completed",
+export const ExecCompleted = defineEvent("exec", "completed", () =>
   z.object({ outputDigest: z.string().regex(/^[a-f0-9]{64}$/) }).strict(),
 );
-export const ExecFailed = defineEvent(
-  "exec",
-  "failed",
+export const ExecFailed = defineEvent("exec", "failed", () =>
   z.object({ reason: Reason, stepId: StepId.optional() }).strict(),
 );
-export const ExecCancelled = defineEvent(
-  "exec",
-  "cancelled",
+export const ExecCancelled = defineEvent("exec", "cancelled", () =>
   z.object({ reason: z.string().max(500).default("") }).strict(),
 );
 

@@ -8,9 +8,7 @@ import { SharedRunId } from "./ids.ts";
  * the key's last sequence, so two replicas deciding on the same count or the same theoretical
  * arrival time cannot both win; a holder releases the key by ending (its run's terminal event).
  */
-export const FlowKeyAcquired = defineEvent(
-  "flowkey",
-  "acquired",
+export const FlowKeyAcquired = defineEvent("flowkey", "acquired", () =>
   z
     .object({
       name: z.string().min(1).max(63).describe("the tenant's flow key setting"),

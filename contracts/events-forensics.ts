@@ -22,7 +22,7 @@ const item = {
   executionId: ExecutionId.optional(),
 };
 const forensic = <N extends string, E extends z.ZodRawShape>(name: N, extra: E) =>
-  defineEvent("forensics", name, z.object({ ...item, ...extra }).strict());
+  defineEvent("forensics", name, () => z.object({ ...item, ...extra }).strict());
 
 /** The timeline of one recovered work item on `drover.forensics.<tenant>.<forensicsId>.<event>` (names as in the reference). */
 export const FxCandidateDetected = forensic("execution-recovery-candidate-detected", {

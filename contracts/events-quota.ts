@@ -11,9 +11,7 @@ import { RuntimeInstanceId, ScaleOutRequestId } from "./ids.ts";
  * so two replicas that counted the same roster cannot both start one. A slot is given back by the
  * runtime ending (its own events): there is no release event, nothing to lose.
  */
-export const QuotaRuntimeSlotTaken = defineEvent(
-  "quota",
-  "runtime-slot-taken",
+export const QuotaRuntimeSlotTaken = defineEvent("quota", "runtime-slot-taken", () =>
   z
     .object({
       runtimeInstanceId: RuntimeInstanceId,

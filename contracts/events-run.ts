@@ -40,9 +40,7 @@ export const ForkOrigin = z
 export type ForkOrigin = z.infer<typeof ForkOrigin>;
 
 /** Run lifecycle events on `drover.run.<tenant>.<sharedRunId>.<event>`. */
-export const RunSubmitted = defineEvent(
-  "run",
-  "submitted",
+export const RunSubmitted = defineEvent("run", "submitted", () =>
   z
     .object({
       sharedRunId: SharedRunId,
@@ -80,9 +78,7 @@ export const RunSubmitted = defineEvent(
     .strict(),
 );
 
-export const RunAdmitted = defineEvent(
-  "run",
-  "admitted",
+export const RunAdmitted = defineEvent("run", "admitted", () =>
   z
     .object({
       runtimeInstanceId: RuntimeInstanceId,
@@ -100,15 +96,11 @@ export const RunAdmitted = defineEvent(
     .strict(),
 );
 
-export const RunQueuedGlobally = defineEvent("run", "queued-globally", z.object({ reason: Reason }).strict());
-export const RunScaleOutRequested = defineEvent(
-  "run",
-  "scale-out-requested",
+export const RunQueuedGlobally = defineEvent("run", "queued-globally", () => z.object({ reason: Reason }).strict());
+export const RunScaleOutRequested = defineEvent("run", "scale-out-requested", () =>
   z.object({ requestId: ScaleOutRequestId }).strict(),
 );
-export const RunDispatchFailed = defineEvent(
-  "run",
-  "dispatch-failed",
+export const RunDispatchFailed = defineEvent("run", "dispatch-failed", () =>
   z
     .object({
       runtimeInstanceId: RuntimeInstanceId,
@@ -117,9 +109,7 @@ export const RunDispatchFailed = defineEvent(
     })
     .strict(),
 );
-export const RunDispatched = defineEvent(
-  "run",
-  "dispatched",
+export const RunDispatched = defineEvent("run", "dispatched", () =>
   z
     .object({
       runtimeInstanceId: RuntimeInstanceId,
@@ -132,9 +122,7 @@ export const RunDispatched = defineEvent(
     })
     .strict(),
 );
-export const RunStarted = defineEvent(
-  "run",
-  "started",
+export const RunStarted = defineEvent("run", "started", () =>
   z
     .object({
       executionId: ExecutionId,
@@ -143,9 +131,7 @@ export const RunStarted = defineEvent(
     })
     .strict(),
 );
-export const RunRequeuedForResume = defineEvent(
-  "run",
-  "requeued-for-resume",
+export const RunRequeuedForResume = defineEvent("run", "requeued-for-resume", () =>
   z
     .object({
       forensicsId: ForensicsId,
@@ -157,9 +143,7 @@ export const RunRequeuedForResume = defineEvent(
     })
     .strict(),
 );
-export const RunRequeuedForLocalQueuedRecovery = defineEvent(
-  "run",
-  "requeued-for-local-queued-recovery",
+export const RunRequeuedForLocalQueuedRecovery = defineEvent("run", "requeued-for-local-queued-recovery", () =>
   z
     .object({
       forensicsId: ForensicsId,
@@ -169,9 +153,7 @@ export const RunRequeuedForLocalQueuedRecovery = defineEvent(
     })
     .strict(),
 );
-export const RunReplacementSelected = defineEvent(
-  "run",
-  "replacement-selected",
+export const RunReplacementSelected = defineEvent("run", "replacement-selected", () =>
   z
     .object({
       forensicsId: ForensicsId,
@@ -179,9 +161,7 @@ export const RunReplacementSelected = defineEvent(
     })
     .strict(),
 );
-export const RunCompleted = defineEvent(
-  "run",
-  "completed",
+export const RunCompleted = defineEvent("run", "completed", () =>
   z
     .object({
       executionId: ExecutionId,
@@ -192,9 +172,7 @@ export const RunCompleted = defineEvent(
     })
     .strict(),
 );
-export const RunFailed = defineEvent(
-  "run",
-  "failed",
+export const RunFailed = defineEvent("run", "failed", () =>
   z
     .object({
       executionId: ExecutionId.optional(),
@@ -208,9 +186,7 @@ export const RunFailed = defineEvent(
  * itself: admission cancels a run that holds no runtime, and sends CancelRun to the runtime of a
  * started one, whose `cancelled` follows (runtime.md). `by` is the credential, never a body field.
  */
-export const RunCancelRequested = defineEvent(
-  "run",
-  "cancel-requested",
+export const RunCancelRequested = defineEvent("run", "cancel-requested", () =>
   z
     .object({
       by: z.string().min(1).max(200).describe("tenant:<tenantId> or operator:<name>, from the bearer token"),
@@ -218,9 +194,7 @@ export const RunCancelRequested = defineEvent(
     })
     .strict(),
 );
-export const RunCancelled = defineEvent(
-  "run",
-  "cancelled",
+export const RunCancelled = defineEvent("run", "cancelled", () =>
   z
     .object({
       reason: z.string().max(500).default(""),
@@ -232,9 +206,7 @@ export const RunCancelled = defineEvent(
  * A fork of this run was submitted (API `POST /v1/runs/:id/fork`): the original's side of the link.
  * It moves no lifecycle state; the runtime steps over it like a cancel request. `by` is the credential.
  */
-export const RunForked = defineEvent(
-  "run",
-  "forked",
+export const RunForked = defineEvent("run", "forked", () =>
   z
     .object({
       forkRunId: SharedRunId,
@@ -249,9 +221,7 @@ export const RunForked = defineEvent(
  * had not completed. Placement, resumes and recovery place it on `toVersion` from then on; the
  * runtime running it keeps it until its next placement. `by` is the credential, never a body field.
  */
-export const RunUpgraded = defineEvent(
-  "run",
-  "upgraded",
+export const RunUpgraded = defineEvent("run", "upgraded", () =>
   z
     .object({
       fromVersion: WorkerVersion,
@@ -261,7 +231,7 @@ export const RunUpgraded = defineEvent(
     })
     .strict(),
 );
-export const RunRejected = defineEvent("run", "rejected", z.object({ reason: Reason }).strict());
+export const RunRejected = defineEvent("run", "rejected", () => z.object({ reason: Reason }).strict());
 
 export const RUN_EVENTS = [
   RunSubmitted,

@@ -21,9 +21,7 @@ export const ReadinessLayer = z.enum(READINESS_LAYERS);
 export type ReadinessLayer = z.infer<typeof ReadinessLayer>;
 
 /** Runtime (host lifecycle) events on `drover.runtime.<runtimeInstanceId>.<event>`. */
-export const RuntimeRegistered = defineEvent(
-  "runtime",
-  "registered",
+export const RuntimeRegistered = defineEvent("runtime", "registered", () =>
   z
     .object({
       controlPlaneId: ControlPlaneId,
@@ -46,14 +44,10 @@ export const RuntimeRegistered = defineEvent(
     })
     .strict(),
 );
-export const RuntimeHostStartRequested = defineEvent(
-  "runtime",
-  "host-start-requested",
+export const RuntimeHostStartRequested = defineEvent("runtime", "host-start-requested", () =>
   z.object({ attempt: z.number().int().positive() }).strict(),
 );
-export const RuntimeHostStarted = defineEvent(
-  "runtime",
-  "host-started",
+export const RuntimeHostStarted = defineEvent("runtime", "host-started", () =>
   z
     .object({
       hostIncarnation: HostIncarnation,
@@ -67,14 +61,10 @@ export const RuntimeHostStarted = defineEvent(
     })
     .strict(),
 );
-export const RuntimeHostStartFailed = defineEvent(
-  "runtime",
-  "host-start-failed",
+export const RuntimeHostStartFailed = defineEvent("runtime", "host-start-failed", () =>
   z.object({ reason: Reason, layer: ReadinessLayer.optional() }).strict(),
 );
-export const RuntimeReadinessLayerPassed = defineEvent(
-  "runtime",
-  "readiness-layer-passed",
+export const RuntimeReadinessLayerPassed = defineEvent("runtime", "readiness-layer-passed", () =>
   z
     .object({
       layer: ReadinessLayer,
@@ -83,9 +73,7 @@ export const RuntimeReadinessLayerPassed = defineEvent(
     })
     .strict(),
 );
-export const RuntimeEndpointPublished = defineEvent(
-  "runtime",
-  "endpoint-published",
+export const RuntimeEndpointPublished = defineEvent("runtime", "endpoint-published", () =>
   z
     .object({
       endpoint: z.string().min(1).max(500).describe("base URL (http://host:port) or host:port for gRPC"),
@@ -99,19 +87,13 @@ export const RuntimeEndpointPublished = defineEvent(
     })
     .strict(),
 );
-export const RuntimeCapacityPublished = defineEvent(
-  "runtime",
-  "capacity-published",
+export const RuntimeCapacityPublished = defineEvent("runtime", "capacity-published", () =>
   z.object({ hostIncarnation: HostIncarnation }).strict(),
 );
-export const RuntimeDraining = defineEvent(
-  "runtime",
-  "draining",
+export const RuntimeDraining = defineEvent("runtime", "draining", () =>
   z.object({ reason: z.string().max(500).default("") }).strict(),
 );
-export const RuntimeSuspected = defineEvent(
-  "runtime",
-  "suspected",
+export const RuntimeSuspected = defineEvent("runtime", "suspected", () =>
   z
     .object({
       incidentId: RuntimeFailureIncidentId,
@@ -141,9 +123,7 @@ export const FenceProof = z.discriminatedUnion("kind", [
     .strict(),
 ]);
 export type FenceProof = z.infer<typeof FenceProof>;
-export const RuntimeFenced = defineEvent(
-  "runtime",
-  "fenced",
+export const RuntimeFenced = defineEvent("runtime", "fenced", () =>
   z
     .object({
       incidentId: RuntimeFailureIncidentId,
@@ -154,9 +134,7 @@ export const RuntimeFenced = defineEvent(
 );
 export const RecoveryClass = z.enum(["in-flight-execution", "local-queued"]);
 export type RecoveryClass = z.infer<typeof RecoveryClass>;
-export const RuntimeRecoveryPlanned = defineEvent(
-  "runtime",
-  "recovery-planned",
+export const RuntimeRecoveryPlanned = defineEvent("runtime", "recovery-planned", () =>
   z
     .object({
       incidentId: RuntimeFailureIncidentId,
@@ -178,9 +156,7 @@ export const RuntimeRecoveryPlanned = defineEvent(
     .strict(),
 );
 /** A host fact observed by the host strategy (e.g. the provisioner saw its child exit): evidence for health, not a decision. */
-export const RuntimeHostExited = defineEvent(
-  "runtime",
-  "host-exited",
+export const RuntimeHostExited = defineEvent("runtime", "host-exited", () =>
   z
     .object({
       hostIncarnation: HostIncarnation,
@@ -192,9 +168,7 @@ export const RuntimeHostExited = defineEvent(
     .strict(),
 );
 /** The host boundary could not be proven before the deadline: the incident stays open, no work moves, an operator is told why. */
-export const RuntimeFenceFailed = defineEvent(
-  "runtime",
-  "fence-failed",
+export const RuntimeFenceFailed = defineEvent("runtime", "fence-failed", () =>
   z
     .object({
       incidentId: RuntimeFailureIncidentId,
@@ -215,9 +189,7 @@ export const PlannedStop = z
   })
   .strict();
 export type PlannedStop = z.infer<typeof PlannedStop>;
-export const RuntimeRetired = defineEvent(
-  "runtime",
-  "retired",
+export const RuntimeRetired = defineEvent("runtime", "retired", () =>
   z
     .object({
       reason: z.string().max(500).default(""),
@@ -232,9 +204,7 @@ export const RuntimeRetired = defineEvent(
  * tenant, sizing, transport, command token or NATS credential bound). Its readiness layers are
  * recorded on it like a runtime's; it never gets capacity. Sequence 0 of its aggregate.
  */
-export const RuntimePoolMemberRegistered = defineEvent(
-  "runtime",
-  "pool-member-registered",
+export const RuntimePoolMemberRegistered = defineEvent("runtime", "pool-member-registered", () =>
   z
     .object({
       controlPlaneId: ControlPlaneId,
@@ -245,9 +215,7 @@ export const RuntimePoolMemberRegistered = defineEvent(
     .strict(),
 );
 /** The pool member proved every layer it owns and is claimable; `bindEndpoint` takes its one binding. */
-export const RuntimePoolMemberReady = defineEvent(
-  "runtime",
-  "pool-member-ready",
+export const RuntimePoolMemberReady = defineEvent("runtime", "pool-member-ready", () =>
   z
     .object({
       hostIncarnation: HostIncarnation,
@@ -260,9 +228,7 @@ export const RuntimePoolMemberReady = defineEvent(
  * registration, conditional on the member's last sequence, so of two claimers exactly one wins.
  * A claimed member never returns to the pool: its host now belongs to `runtimeInstanceId`.
  */
-export const RuntimePoolMemberClaimed = defineEvent(
-  "runtime",
-  "pool-member-claimed",
+export const RuntimePoolMemberClaimed = defineEvent("runtime", "pool-member-claimed", () =>
   z
     .object({
       runtimeInstanceId: RuntimeInstanceId,

@@ -5,9 +5,7 @@ import { Reason } from "./reason.ts";
 import { HostProvider, IsolationMode, RuntimeSizing, Transport, WorkerVersion } from "./tenant-settings.ts";
 
 /** Scale-out request events on `drover.scaleout.<tenant>.<requestId>.<event>`. */
-export const ScaleOutRequested = defineEvent(
-  "scaleout",
-  "requested",
+export const ScaleOutRequested = defineEvent("scaleout", "requested", () =>
   z
     .object({
       requestId: ScaleOutRequestId,
@@ -36,25 +34,17 @@ export const ScaleOutRequested = defineEvent(
     })
     .strict(),
 );
-export const ScaleOutObserved = defineEvent(
-  "scaleout",
-  "observed",
+export const ScaleOutObserved = defineEvent("scaleout", "observed", () =>
   z.object({ provisionerInstanceId: z.string().min(1).max(128) }).strict(),
 );
-export const ScaleOutFulfilled = defineEvent(
-  "scaleout",
-  "fulfilled",
+export const ScaleOutFulfilled = defineEvent("scaleout", "fulfilled", () =>
   z.object({ runtimeInstanceId: RuntimeInstanceId }).strict(),
 );
-export const ScaleOutRejected = defineEvent(
-  "scaleout",
-  "rejected",
+export const ScaleOutRejected = defineEvent("scaleout", "rejected", () =>
   z.object({ reason: Reason, runtimeInstanceId: RuntimeInstanceId.optional() }).strict(),
 );
-export const ScaleOutExpired = defineEvent("scaleout", "expired", z.object({}).strict());
-export const ScaleOutCancelled = defineEvent(
-  "scaleout",
-  "cancelled",
+export const ScaleOutExpired = defineEvent("scaleout", "expired", () => z.object({}).strict());
+export const ScaleOutCancelled = defineEvent("scaleout", "cancelled", () =>
   z.object({ reason: z.string().max(500).default("") }).strict(),
 );
 

@@ -37,9 +37,7 @@ export type OverlapPolicy = z.infer<typeof OverlapPolicy>;
 const Principal = z.string().min(1).max(128);
 
 /** Schedule events on `drover.schedule.<tenant>.<scheduleId>.<event>` (docs/schedules.md). */
-export const ScheduleCreated = defineEvent(
-  "schedule",
-  "created",
+export const ScheduleCreated = defineEvent("schedule", "created", () =>
   z
     .object({
       scheduleId: ScheduleId,
@@ -64,12 +62,10 @@ export const ScheduleCreated = defineEvent(
     })
     .strict(),
 );
-export const SchedulePaused = defineEvent("schedule", "paused", z.object({ by: Principal }).strict());
-export const ScheduleResumed = defineEvent("schedule", "resumed", z.object({ by: Principal }).strict());
-export const ScheduleDeleted = defineEvent("schedule", "deleted", z.object({ by: Principal }).strict());
-export const ScheduleBackfillRequested = defineEvent(
-  "schedule",
-  "backfill-requested",
+export const SchedulePaused = defineEvent("schedule", "paused", () => z.object({ by: Principal }).strict());
+export const ScheduleResumed = defineEvent("schedule", "resumed", () => z.object({ by: Principal }).strict());
+export const ScheduleDeleted = defineEvent("schedule", "deleted", () => z.object({ by: Principal }).strict());
+export const ScheduleBackfillRequested = defineEvent("schedule", "backfill-requested", () =>
   z
     .object({
       backfillId: ScheduleId.describe("names this backfill; its runs' idempotency keys carry it"),
@@ -80,9 +76,7 @@ export const ScheduleBackfillRequested = defineEvent(
     .strict(),
 );
 /** A fire that started a run; appended atomically with that run's `run.submitted`. */
-export const ScheduleFired = defineEvent(
-  "schedule",
-  "fired",
+export const ScheduleFired = defineEvent("schedule", "fired", () =>
   z
     .object({
       nominalAt: z.iso.datetime().describe("the time the schedule named"),
@@ -92,9 +86,7 @@ export const ScheduleFired = defineEvent(
     })
     .strict(),
 );
-export const ScheduleSkipped = defineEvent(
-  "schedule",
-  "skipped",
+export const ScheduleSkipped = defineEvent("schedule", "skipped", () =>
   z
     .object({
       nominalAt: z.iso.datetime().describe("the (first) fire skipped"),

@@ -11,9 +11,7 @@ const sha256 = z.string().regex(/^[a-f0-9]{64}$/);
  * principal of the verified bearer token, never the body: only the API may write this subject. It is
  * kept until the wait opens; the runtime steps over it like a cancel request.
  */
-export const RunSignalReceived = defineEvent(
-  "run",
-  "signal-received",
+export const RunSignalReceived = defineEvent("run", "signal-received", () =>
   z
     .object({
       name: WaitName,
@@ -26,9 +24,7 @@ export const RunSignalReceived = defineEvent(
 );
 
 /** A wait step opened: the durable deadline a resumed execution keeps (journaled before the step waits). */
-export const ExecWaitOpened = defineEvent(
-  "exec",
-  "wait-opened",
+export const ExecWaitOpened = defineEvent("exec", "wait-opened", () =>
   z.object({ stepId: StepId, name: WaitName, timeoutAt: z.iso.datetime() }).strict(),
 );
 
@@ -36,9 +32,7 @@ export const ExecWaitOpened = defineEvent(
  * How a wait ended, journaled before its step settles: by a signal (the run's `signal-received` at
  * `signalSeq`, its verified principal and payload digest), or by its timeout.
  */
-export const ExecWaitResolved = defineEvent(
-  "exec",
-  "wait-resolved",
+export const ExecWaitResolved = defineEvent("exec", "wait-resolved", () =>
   z
     .object({
       stepId: StepId,

@@ -9,18 +9,14 @@ import { WorkerVersion } from "./tenant-settings.ts";
  * appended conditionally on the aggregate's last sequence: two racing deploys conflict, and the
  * loser reads what landed before it decides again.
  */
-export const WorkerDeployRequested = defineEvent(
-  "worker",
-  "deploy-requested",
+export const WorkerDeployRequested = defineEvent("worker", "deploy-requested", () =>
   z
     .object({
       requestedBy: z.string().min(1).max(200).describe("the verified credential that asked (POST /v1/workers/deploy)"),
     })
     .strict(),
 );
-export const WorkerDeployed = defineEvent(
-  "worker",
-  "deployed",
+export const WorkerDeployed = defineEvent("worker", "deployed", () =>
   z
     .object({
       version: WorkerVersion,

@@ -1,4 +1,5 @@
 import { spawnSync } from "node:child_process";
+import { isAscii } from "node:buffer";
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { builtinModules, createRequire } from "node:module";
 import { tmpdir } from "node:os";
@@ -6,10 +7,11 @@ import { join, resolve } from "node:path";
 import { Script } from "node:vm";
 import { buildSync } from "esbuild";
 import { describe, expect, it, onTestFinished } from "vitest";
-import { RUNTIME_LOADER, runtimeCommand } from "./runtime-bundle.ts";
+import { asciiSource, RUNTIME_LOADER, runtimeCommand } from "./runtime-bundle.ts";
 
 const loader = createRequire(import.meta.url)("./runtime-loader.cjs") as {
   codeCacheFile(bundle: string, version?: string, execArgv?: readonly string[]): string;
+  readSource(bundle: string): string;
   wrap(source: string): string;
 };
 const builtins = new Set(builtinModules);
@@ -37,6 +39,9 @@ describe("runtime bundle and its code cache (esbuild, vm.Script, no transport)",
     const file = argv.at(-1)!;
     expect(file).toMatch(/\/\.run\/build\/runtime-[0-9a-f]{16}\.cjs$/);
     const text = readFileSync(file, "utf8");
+    // All ASCII, so that the loader reads it as a one-byte string (its comments and regular expressions
+    // held `µs`, `—`, `Wärting`: the whole source was a two-byte string).
+    expect(isAscii(readFileSync(file))).toBe(true);
     // Strict throughout, as the ES module bundle it replaces was.
     expect(text.startsWith('"use strict";')).toBe(true);
     // Calls, not code that ajv writes into strings (`'require("ajv/dist/runtime/equal")'`).
@@ -126,6 +131,41 @@ loadWorker(${JSON.stringify(worker)}, []).catch((e) => console.log(e.message)).t
       const run = load(bundle, [], now);
       expect(run.stderr).toBe("");
       expect(run.stdout.trim()).toBe(`worker module ${worker} has no defineWorker(...) default export`);
+    }
+  });
+
+  it("writes comments and regular expressions in ASCII with the same meaning, or leaves a source it cannot", () => {
+    const source = [
+      "// Wärting — µs",
+      "/** ü */ const re = /(\\d+)(µs|ms)/g, cls = /^[à-ÿ]+$/, pair = /😀/u, loose = /😀/;",
+      'module.exports = ["1µs 2ms".match(re), cls.test("àéÿ"), cls.test("a"), pair.test("😀"), loose.test("x😀")];',
+    ].join("\n");
+    const escaped = asciiSource(source);
+    expect(isAscii(Buffer.from(escaped))).toBe(true);
+    expect(escaped.split("\n").length).toBe(3);
+    const run = (text: string) => {
+      const module = { exports: undefined as unknown };
+      new Function("module", text)(module);
+      return module.exports;
+    };
+    expect(run(escaped)).toEqual(run(source));
+    expect(run(source)).toEqual([["1µs", "2ms"], true, false, true, true]);
+    // A line separator (a line end in a comment) or a character after a backslash: kept as it is (read as UTF-8).
+    for (const kept of ["// a\u2028b", "const re = /\\µ/;"]) expect(asciiSource(kept)).toBe(kept);
+  });
+
+  it("reads an ASCII bundle as one-byte text and any other as UTF-8: the same text either way", () => {
+    const dir = tempDir("drover-runtime-loader-");
+    for (const [name, text] of [
+      ["ascii.cjs", 'console.log("\\u00b5s");\n'],
+      ["utf8.cjs", 'console.log("µs — Wärting 😀");\n'],
+    ] as const) {
+      const bundle = join(dir, name);
+      writeFileSync(bundle, text);
+      expect(loader.readSource(bundle)).toBe(text);
+      const run = load(bundle);
+      expect(run.stderr).toBe("");
+      expect(run.stdout).toBe(name === "ascii.cjs" ? "µs\n" : "µs — Wärting 😀\n");
     }
   });
 

@@ -10,7 +10,13 @@
 // functions its start compiled are in it too. Named by the bundle (itself named by its content) and by
 // node's version and flags; written through a temporary file and a rename, so processes side by side
 // never read half a file.
+//
+// The bundle is read as a one-byte (Latin-1) string when it is all ASCII, as runtime-bundle.ts writes
+// it: no UTF-8 decoding, and not the two-byte string of the whole 4 MB source that one non-ASCII
+// character made of it (twice the memory, longer to read, copy and check against the cache: a start's
+// CPU to its configuration check ~12 ms less, session 35). Any other bundle is read as UTF-8, as before.
 "use strict";
+const { isAscii } = require("node:buffer");
 const { createHash } = require("node:crypto");
 const { existsSync, readFileSync, renameSync, writeFileSync } = require("node:fs");
 const { createRequire } = require("node:module");
@@ -33,6 +39,12 @@ function wrap(source) {
   return `(function (exports, require, module, __filename, __dirname) {${source}\n})`;
 }
 
+/** The bundle's source: Latin-1 (one byte a character) when it is ASCII, where that is the same text as UTF-8. */
+function readSource(bundle) {
+  const bytes = readFileSync(bundle);
+  return isAscii(bytes) ? bytes.latin1Slice(0, bytes.length) : bytes.toString("utf8");
+}
+
 /** Compiles `bundle` (through its code cache when there is a usable one) and runs it as the main module. */
 function start(bundle, env = process.env) {
   const cacheFile = codeCacheFile(bundle);
@@ -42,7 +54,7 @@ function start(bundle, env = process.env) {
   } catch {
     cachedData = undefined;
   }
-  const script = new Script(wrap(readFileSync(bundle, "utf8")), {
+  const script = new Script(wrap(readSource(bundle)), {
     filename: bundle,
     cachedData,
   });
@@ -87,5 +99,5 @@ if (require.main === module) {
   supplyImport();
   start(bundle);
 } else {
-  module.exports = { CODE_CACHE_AFTER_MS, codeCacheFile, wrap };
+  module.exports = { CODE_CACHE_AFTER_MS, codeCacheFile, readSource, wrap };
 }
