@@ -12,8 +12,7 @@ export const DISCONNECT_ADVISORY = `$SYS.ACCOUNT.${DROVER_ACCOUNT}.DISCONNECT`;
  */
 const Advisory = z.object({
   type: z.literal("io.nats.server.advisory.v1.client_disconnect"),
-  timestamp: z.string().optional(),
-  client: z.object({ user: z.string().max(200).optional(), acc: z.string().max(200).optional() }),
+  client: z.object({ user: z.string().max(200).optional() }),
   reason: z.string().max(500).optional(),
 });
 
@@ -40,7 +39,8 @@ export function watchDisconnects(nc: NatsConnection, onDisconnect: (d: Disconnec
         return;
       }
       const a = Advisory.safeParse(body);
-      if (!a.success || !a.data.client.user || (a.data.client.acc && a.data.client.acc !== DROVER_ACCOUNT)) return;
+      // The subject names the account: every advisory on it is of a DROVER connection.
+      if (!a.success || !a.data.client.user) return;
       onDisconnect({ user: a.data.client.user, reason: a.data.reason ?? "" });
     },
   });

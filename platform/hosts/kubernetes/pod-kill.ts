@@ -99,31 +99,28 @@ export async function killPodExact(
     mark("gone");
     return typeof r === "string" ? `${r} (${how})` : undefined;
   };
-  /** Gone or reported stopped for good, whichever its watch sees first, until `until`. */
-  const goneOrStopped = (until: number) =>
-    followObject(
-      kc,
-      target,
-      (e) => {
-        const g = goneDecision(uid, e);
-        if (g) return { gone: g };
-        const s = stopped(e);
-        return s ? { stopped: s } : undefined;
-      },
-      until,
-    );
   try {
     read = await target.list(`metadata.name=${name}`);
     const listed = { type: "LISTED", obj: read.items[0] } as const;
     mark("read");
     const exited = stopped(listed);
+    // Why no container of the UID can run again already: its kubelet's report, else health's evidence.
+    const atOnce = exited ? `its kubelet reported ${exited}` : exitEvidence;
     let observedBy = goneDecision(uid, listed);
-    if (!observedBy && !exited && exitEvidence && graceSeconds > 0)
-      observedBy = await gone(`grace 0 at once: ${exitEvidence}`);
-    if (!observedBy && exited) observedBy = await gone(`grace 0 at once: its kubelet reported ${exited}`);
+    if (!observedBy && atOnce) observedBy = await gone(`grace 0 at once: ${atOnce}`);
     else if (!observedBy) {
       await del(graceSeconds);
-      const first = await goneOrStopped(deadline - budgetMs * 0.3);
+      const first = await followObject(
+        kc,
+        target,
+        (e) => {
+          const g = goneDecision(uid, e);
+          if (g) return { gone: g };
+          const s = stopped(e);
+          return s ? { stopped: s } : undefined;
+        },
+        deadline - budgetMs * 0.3,
+      );
       if ("gone" in first) observedBy = first.gone;
       else if ("stopped" in first) observedBy = await gone(`grace 0 once its kubelet reported ${first.stopped}`);
       else observedBy = await gone("after escalating to grace 0");

@@ -4,7 +4,7 @@ import { controlPlaneOf } from "../domain/runtime-health.ts";
 import type { RecoveryDeps } from "./deps.ts";
 
 /** How long one TCP connect to a runtime's command endpoint may take: a dead host's port is refused at once. */
-export const PROBE_TIMEOUT_MS = 1_000;
+const PROBE_TIMEOUT_MS = 1_000;
 
 /** The runtimes whose connection is lost, with the evidence health writes into their suspicion. */
 export interface ConnectionLoss {

@@ -1,8 +1,7 @@
-import { isDroverError } from "../../../contracts/index.ts";
 import { envelope } from "../../../platform/envelope.ts";
-import { runtimeRef } from "../../../streams/index.ts";
-import { fenceStillDecided } from "../domain/fence-append.ts";
+import type { HostStrategy } from "../../../platform/hosts/types.ts";
 import { hostProviderOf, type RuntimeRecord } from "../domain/runtime-health.ts";
+import { appendDecided } from "./decided-append.ts";
 import type { RecoveryDeps } from "./deps.ts";
 import { requestReplacements } from "./replace.ts";
 
@@ -14,8 +13,7 @@ import { requestReplacements } from "./replace.ts";
  * machine or PID namespace) is never concluded gone: `fence-failed` (host-out-of-reach), no work moves.
  */
 export async function fence(deps: RecoveryDeps, rt: RuntimeRecord): Promise<void> {
-  const provider = hostProviderOf(rt);
-  const strategy = provider ? deps.hosts(provider) : undefined;
+  const strategy = fencerOf(deps, rt);
   if (!strategy || !rt.host || !rt.suspected) return;
   const incidentId = rt.suspected.incidentId;
   const host = {
@@ -66,13 +64,6 @@ export async function fence(deps: RecoveryDeps, rt: RuntimeRecord): Promise<void
           },
           { correlationId: incidentId, causationId: `fence:${incidentId}` },
         );
-  // Expect the sequence the decision was based on: if anything was appended since (another
-  // replica's plan or fence), this append must conflict rather than repeat it. One exception: the
-  // provisioner records what its Pod watch saw of the kill itself (`host-exited`: container
-  // terminated, Pod failed, Pod deleted) while the kill runs; those cannot change the decision, so a
-  // proven kill is recorded on top of them rather than killed again on the next pass (which cost a
-  // whole pass and a second kill on a real node: seconds).
-  const ref = runtimeRef(rt.runtimeInstanceId);
   // What each of the fence's log lines says: where its time went, and how many conflicts it met.
   const facts = (conflicts: number) => ({
     runtime: rt.runtimeInstanceId,
@@ -82,46 +73,31 @@ export async function fence(deps: RecoveryDeps, rt: RuntimeRecord): Promise<void
     killMs,
     ...(result.timingsMs ? { kill: result.timingsMs } : {}),
   });
-  // When this replica has already folded those observations (and nothing else) since the decision,
-  // the append expects the sequence after them rather than conflicting first and reading the history
-  // (a NATS round trip or two each, 0.1-2.4 s at load ~20 on a real node, where nine fences in ten met one).
-  const now = deps.state.runtimes.get(rt.runtimeInstanceId);
-  let expectedSeq =
-    result.outcome === "killed" && now?.decidedSeq !== undefined && now.decidedSeq <= rt.lastSeq
-      ? Math.max(now.lastSeq, rt.lastSeq)
-      : rt.lastSeq;
-  for (let conflicts = 0; ; conflicts++) {
-    try {
-      const a = await deps.store.append(ref, event, { expectedSeq });
-      deps.state.applyOwn(
-        `${deps.layout.eventPrefix}.runtime.${rt.runtimeInstanceId}.${event.type.split(".")[1]}`,
-        event,
-        a.seq,
-      );
-      deps.log.warn(
-        { ...facts(conflicts), appendedMs: Math.round(performance.now() - t0) },
-        result.outcome === "killed"
-          ? "runtime fenced"
-          : result.outcome === "out-of-reach"
-            ? "host out of this fencer's reach: not fenced"
-            : "fence timed out",
-      );
-      // Not awaited: the rounds take a second or so, and the work can move meanwhile (the fence is in
-      // the log, so the callout refuses the runtime and the conditional appends refuse a zombie).
-      if (result.outcome === "killed") void kickFenced(deps, rt.runtimeInstanceId);
-      return;
-    } catch (e) {
-      if (!isDroverError(e, "version-conflict")) throw e;
-      // Not recorded: the next pass decides again from the runtime's new history (and kills again).
-      const dropped = (why: string): void => deps.log.warn(facts(conflicts), `fence outcome not recorded: ${why}`);
-      if (result.outcome !== "killed" || conflicts >= MAX_OBSERVATION_CONFLICTS)
-        return dropped("the runtime's log moved since the decision");
-      const h = await deps.store.read(ref);
-      const since = h.events.filter((s) => s.seq > expectedSeq).map((s) => s.event);
-      if (!fenceStillDecided(since, rt.host.hostIncarnation)) return dropped("another decision was appended meanwhile");
-      expectedSeq = h.lastSeq;
-    }
+  // A proven kill goes on top of the host's observations of it (decided-append.ts) rather than being
+  // killed again on the next pass; a fence-failed does not.
+  const a = await appendDecided(deps, rt, event, result.outcome === "killed");
+  if ("dropped" in a) {
+    // Not recorded: the next pass decides again from the runtime's new history (and kills again).
+    deps.log.warn(facts(a.conflicts), `fence outcome not recorded: ${a.dropped}`);
+    return;
   }
+  deps.log.warn(
+    { ...facts(a.conflicts), appendedMs: Math.round(performance.now() - t0) },
+    result.outcome === "killed"
+      ? "runtime fenced"
+      : result.outcome === "out-of-reach"
+        ? "host out of this fencer's reach: not fenced"
+        : "fence timed out",
+  );
+  // Not awaited: the rounds take a second or so, and the work can move meanwhile (the fence is in
+  // the log, so the callout refuses the runtime and the conditional appends refuse a zombie).
+  if (result.outcome === "killed") void kickFenced(deps, rt.runtimeInstanceId);
+}
+
+/** The host strategy of this replica that can kill `rt`'s host, if there is one and `rt` has a host. */
+export function fencerOf(deps: RecoveryDeps, rt: RuntimeRecord): HostStrategy | undefined {
+  const provider = hostProviderOf(rt);
+  return provider && rt.host ? deps.hosts(provider) : undefined;
 }
 
 /**
@@ -145,6 +121,3 @@ async function kickFenced(deps: RecoveryDeps, runtimeInstanceId: string): Promis
     deps.log.warn({ runtime: runtimeInstanceId, err: String(e) }, "kick of a fenced runtime's NATS connections failed");
   }
 }
-
-/** Host observations of one kill: container terminated, Pod failed, Pod deleted (each at most once). */
-const MAX_OBSERVATION_CONFLICTS = 4;

@@ -6,17 +6,10 @@ import {
 } from "../../../contracts/index.ts";
 import { foldRun } from "../../../aggregates/run.ts";
 import { envelope } from "../../../platform/envelope.ts";
-import {
-  execRef,
-  forensicsRef,
-  runRef,
-  runtimeRef,
-  type AggregateRef,
-  type BatchEntry,
-} from "../../../streams/index.ts";
+import { execRef, forensicsRef, runRef, type AggregateRef, type BatchEntry } from "../../../streams/index.ts";
 import { classifyInventory, forensicsIdOf, type RecoveryItem } from "../domain/classify.ts";
 import { crashLoopOf } from "../domain/crash-loop.ts";
-import { fenceStillDecided } from "../domain/fence-append.ts";
+import { appendDecided } from "./decided-append.ts";
 import { summarizeExecution } from "../domain/exec-summary.ts";
 import { recoveryTransition, type AggregateEvents } from "../domain/transitions.ts";
 import type { RuntimeRecord } from "../domain/runtime-health.ts";
@@ -103,37 +96,16 @@ export async function reconcile(deps: RecoveryDeps, rt: RuntimeRecord): Promise<
     correlationId: incidentId,
     causationId: `recovery:${incidentId}`,
   });
-  // Expect the sequence the decision was based on: if anything was appended since (another
-  // replica's plan or fence), this append must conflict rather than repeat it. One exception, as in
-  // fence.ts: the provisioner's host watch records what it saw of the fence's kill (`host-exited` of
-  // the fenced incarnation), which changes nothing the plan decided. A grace-0 delete at the fence's
-  // start (a lost connection) puts that record after `fenced`, and every such plan conflicted and was
-  // made again by a later pass, 0.7–1.3 s later (k8s P=5 trace).
-  const ref = runtimeRef(rt.runtimeInstanceId);
-  let expectedSeq = rt.lastSeq;
-  for (let conflicts = 0; ; conflicts++) {
-    try {
-      const a = await deps.store.append(ref, event, { expectedSeq });
-      deps.state.applyOwn(`${deps.layout.eventPrefix}.runtime.${rt.runtimeInstanceId}.recovery-planned`, event, a.seq);
-      deps.log.warn(
-        { runtime: rt.runtimeInstanceId, incidentId, items: data.items.length, conflicts, ...timings },
-        rt.fenced ? "recovery planned" : "planned stop: runs moved",
-      );
-      return;
-    } catch (e) {
-      if (!isDroverError(e, "version-conflict")) throw e;
-      const incarnation = rt.fenced?.hostIncarnation ?? rt.host?.hostIncarnation;
-      if (!incarnation || conflicts >= MAX_OBSERVATION_CONFLICTS) return;
-      const h = await deps.store.read(ref, { skipUndecodable: true });
-      const since = h.events.filter((x) => x.seq > expectedSeq).map((x) => x.event);
-      if (!fenceStillDecided(since, incarnation)) return;
-      expectedSeq = h.lastSeq;
-    }
-  }
+  // On top of the host's observations of the fence's kill (decided-append.ts): a grace-0 delete at
+  // the fence's start (a lost connection) puts the provisioner's `host-exited` after `fenced`, and
+  // every such plan conflicted and was made again by a later pass, 0.7–1.3 s later (k8s P=5 trace).
+  const a = await appendDecided(deps, rt, event, true);
+  if ("dropped" in a) return;
+  deps.log.warn(
+    { runtime: rt.runtimeInstanceId, incidentId, items: data.items.length, conflicts: a.conflicts, ...timings },
+    rt.fenced ? "recovery planned" : "planned stop: runs moved",
+  );
 }
-
-/** Host observations a plan is appended on top of, at most (each costs a read). */
-const MAX_OBSERVATION_CONFLICTS = 3;
 
 /** An item as its fresh reads decide it: recovered already or moved on (`settled`), or the batch that moves it. */
 type Prepared =

@@ -8,7 +8,7 @@ import { eventTypeFilter, heartbeatSubject, runtimeRef } from "../../../streams/
 import { RUN_PLACEMENT_EVENTS } from "../../../aggregates/run.ts";
 import type { RecoveryDeps } from "./deps.ts";
 import type { StreamLayout } from "../../../streams/layout.ts";
-import { fence } from "./fence.ts";
+import { fence, fencerOf } from "./fence.ts";
 import type { Held } from "../domain/suspicion-budget.ts";
 import { detect } from "./health.ts";
 import { controlPlaneOf, hostProviderOf, type RuntimeRecord } from "../domain/runtime-health.ts";
@@ -175,12 +175,11 @@ export async function startRecovery(
   // returned at once and asked for another pass spun the pass in microtasks and starved the event loop.
   const unfenceable = new Set<string>();
   const canFence = (rt: RuntimeRecord): boolean => {
-    const provider = hostProviderOf(rt);
-    if (provider && deps.hosts(provider) && rt.host) return true;
+    if (fencerOf(deps, rt)) return true;
     if (!unfenceable.has(rt.runtimeInstanceId)) {
       unfenceable.add(rt.runtimeInstanceId);
       deps.log.error(
-        { runtime: rt.runtimeInstanceId, provider },
+        { runtime: rt.runtimeInstanceId, provider: hostProviderOf(rt) },
         "suspected runtime: no host strategy here can fence it",
       );
     }
