@@ -78,7 +78,7 @@ export const KubernetesHostConfig = z
     runtimeCommand: z
       .array(z.string().min(1))
       .min(1)
-      .default(["/usr/local/bin/node", "/app/runtime.mjs"])
+      .default(["/usr/local/bin/node", "/app/runtime-loader.cjs", "/app/runtime.cjs"])
       .describe("the runtime's argv in its container: the entrypoint of the image `make image` builds"),
     workingDir: z
       .string()

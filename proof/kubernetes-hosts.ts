@@ -15,7 +15,7 @@ const ROOT = resolve(import.meta.dirname, "..");
 const run = promisify(execFile);
 
 /** The runtime image's argv (k8s/image/build.sh): node and the bundled runtime, no node_modules. */
-export const IMAGE_RUNTIME_COMMAND = ["/usr/local/bin/node", "/app/runtime.mjs"];
+export const IMAGE_RUNTIME_COMMAND = ["/usr/local/bin/node", "/app/runtime-loader.cjs", "/app/runtime.cjs"];
 
 /** Each runtime Pod's CPU request on the local real node (2 CPUs fit 200 of them). */
 export const LOCAL_NODE_CPU_REQUEST = "10m";

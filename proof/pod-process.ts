@@ -3,7 +3,7 @@ import { readdirSync, readFileSync } from "node:fs";
 /**
  * The host pid of the runtime process running in Pod `pod:<uid>` of the local cluster (the real
  * node's container main process, visible in the host's /proc): the process whose environment has
- * DROVER_POD_UID=<uid> and whose command line runs the image's bundled runtime.mjs (or
+ * DROVER_POD_UID=<uid> and whose command line runs the image's bundled runtime.cjs (or
  * services/runtime/main.ts; not a shell, not tsx's esbuild helper). Undefined when the incarnation
  * is not a Pod's or no such process is alive.
  */
@@ -17,7 +17,7 @@ export function podRuntimePid(hostIncarnation: string): number | undefined {
       const argv = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0");
       if (
         argv[0]?.endsWith("sh") ||
-        !argv.some((a) => a.endsWith("services/runtime/main.ts") || a === "/app/runtime.mjs")
+        !argv.some((a) => a.endsWith("services/runtime/main.ts") || a === "/app/runtime.cjs")
       )
         continue;
       if (readFileSync(`/proc/${entry}/environ`, "utf8").split("\0").includes(needle)) return Number(entry);

@@ -36,20 +36,7 @@ export function runtimeCommand(onFallback?: (why: string) => void): readonly str
   try {
     const dir = resolve(ROOT, ".run/build");
     mkdirSync(dir, { recursive: true });
-    const out = buildSync({
-      entryPoints: [resolve(ROOT, "services/runtime/main.ts")],
-      bundle: true,
-      platform: "node",
-      // CommonJS, so that it compiles through vm.Script and its code cache (ES modules cannot in Node 20);
-      // strict throughout, as the ES module bundle was. npm packages bundled in too (no `packages: "external"`).
-      format: "cjs",
-      banner: { js: '"use strict";' },
-      target: "node20",
-      logLevel: "silent",
-      write: false,
-      outfile: resolve(dir, "runtime.cjs"),
-    }).outputFiles[0]!;
-    const contents = Buffer.from(asciiSource(out.text));
+    const contents = runtimeBundle();
     // Named by content: provisioners running side by side share one file, and a changed source gets a new one.
     const outfile = resolve(dir, `runtime-${createHash("sha256").update(contents).digest("hex").slice(0, 16)}.cjs`);
     writeOnce(outfile, contents);
@@ -58,6 +45,27 @@ export function runtimeCommand(onFallback?: (why: string) => void): readonly str
     onFallback?.(String((e as Error).message ?? e).slice(0, 300));
     return fromSource;
   }
+}
+
+/**
+ * services/runtime/main.ts as one self-contained CommonJS file in ASCII, the file runtime-loader.cjs
+ * starts: for process hosts (runtimeCommand) and in the Kubernetes runtime image (k8s/image/build.sh).
+ */
+export function runtimeBundle(): Buffer {
+  const out = buildSync({
+    entryPoints: [resolve(ROOT, "services/runtime/main.ts")],
+    bundle: true,
+    platform: "node",
+    // CommonJS, so that it compiles through vm.Script and its code cache (ES modules cannot in Node 20);
+    // strict throughout, as the ES module bundle was. npm packages bundled in too (no `packages: "external"`).
+    format: "cjs",
+    banner: { js: '"use strict";' },
+    target: "node20",
+    logLevel: "silent",
+    write: false,
+    outfile: resolve(ROOT, ".run/build/runtime.cjs"),
+  }).outputFiles[0]!;
+  return Buffer.from(asciiSource(out.text));
 }
 
 /**

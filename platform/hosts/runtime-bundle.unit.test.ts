@@ -103,6 +103,21 @@ setTimeout(() => {}, 300);
     expect(loader.codeCacheFile(bundle, "v0.0.0", [])).not.toBe(cacheOf(bundle));
   });
 
+  it("with DROVER_RUNTIME_CODE_CACHE_AT_EXIT=1 (an image build) writes the cache as a start ends, however soon; without it such a start writes none", () => {
+    const dir = tempDir("drover-runtime-loader-");
+    const bundle = join(dir, "runtime-0123456789abcdef.cjs");
+    // Ends at once with a failure, as a runtime without a configuration does at its check.
+    writeFileSync(bundle, `"use strict";\nconsole.log("checked");\nprocess.exit(3);\n`);
+    const plain = load(bundle);
+    expect([plain.status, plain.stdout.trim(), existsSync(cacheOf(bundle))]).toEqual([3, "checked", false]);
+    const build = load(bundle, [], { DROVER_RUNTIME_CODE_CACHE_AT_EXIT: "1" });
+    expect([build.status, build.stdout.trim(), build.stderr]).toEqual([3, "checked", ""]);
+    expect(statSync(cacheOf(bundle)).size).toBeGreaterThan(0);
+    // The next start compiles through it: accepted (no rejection), and it writes nothing more.
+    const next = load(bundle);
+    expect([next.status, next.stdout.trim(), next.stderr]).toEqual([3, "checked", ""]);
+  });
+
   it("imports a tenant's worker module (worker-module.ts) from a bundle compiled from its code cache, too", () => {
     const dir = tempDir("drover-runtime-loader-");
     // loadWorker bundled as the runtime is, run through the loader without, then with, a code cache; the

@@ -60,7 +60,12 @@ function start(bundle, env = process.env) {
   });
   const rejected = cachedData !== undefined && script.cachedDataRejected === true;
   if (rejected) process.stderr.write(`drover runtime: code cache ${cacheFile} rejected; compiled from source\n`);
-  if (cachedData === undefined || rejected) {
+  if (env.DROVER_RUNTIME_CODE_CACHE_AT_EXIT === "1") {
+    // An image build (k8s/image/build.sh): the cache is written when this start ends, however soon (a runtime
+    // without a configuration ends at its check), with every function compiled up to then; a read-only image
+    // cannot be written later.
+    process.once("exit", () => writeCodeCache(script, cacheFile, true));
+  } else if (cachedData === undefined || rejected) {
     const after = Number(env.DROVER_RUNTIME_CODE_CACHE_AFTER_MS ?? CODE_CACHE_AFTER_MS);
     setTimeout(() => writeCodeCache(script, cacheFile, rejected), after).unref();
   }

@@ -101,6 +101,21 @@ describe("a real node: upstream kubelet, containerd and runc, Pods from drover's
     expect(typeof logs).toBe("string"); // served by the kubelet's API (would be an error without one)
   });
 
+  it("the runtime image starts its bundle through the loader and the V8 code cache made at build: as user 10001 on the node, the image's node accepts that cache", async () => {
+    await createReady(containerAppPod("cache", image, join(runDir, "fixture")));
+    // What runtime-loader.cjs does at a start, for the file the image's entrypoint names, without starting it.
+    const check = `const l = require("/app/runtime-loader.cjs"); const { Script } = require("node:vm");
+const file = l.codeCacheFile("/app/runtime.cjs", process.version, []);
+const s = new Script(l.wrap(l.readSource("/app/runtime.cjs")), { filename: "/app/runtime.cjs", cachedData: require("node:fs").readFileSync(file) });
+console.log(JSON.stringify({ uid: process.getuid(), file, rejected: s.cachedDataRejected }));`;
+    const out = JSON.parse(await kubectl("exec", "cache", "--", "/usr/local/bin/node", "-e", check)) as unknown;
+    expect(out).toEqual({
+      uid: 10001,
+      file: expect.stringMatching(/^\/app\/runtime\.cjs\.[0-9a-f]{16}\.v8cache$/),
+      rejected: false,
+    });
+  });
+
   it("a container SIGKILLed from the host reports exit 137 for the exact UID; a namesake gets a new UID and is never mistaken for the old one; a delete preconditioned on the old UID is 409", async () => {
     const old = await createReady(containerAppPod("victim", image, join(runDir, "fixture")));
     const oldUid = old.metadata?.uid ?? "";

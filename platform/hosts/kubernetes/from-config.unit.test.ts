@@ -30,7 +30,7 @@ describe("kubernetes host configuration (pure, proves no transport)", () => {
   it("defaults the runtime's image and argv to what `make image` builds (no source checkout in the Pod)", () => {
     expect(KubernetesHostConfig.parse({})).toMatchObject({
       runtimeImage: "drover/runtime:dev",
-      runtimeCommand: ["/usr/local/bin/node", "/app/runtime.mjs"],
+      runtimeCommand: ["/usr/local/bin/node", "/app/runtime-loader.cjs", "/app/runtime.cjs"],
     });
     expect(KubernetesHostConfig.parse({}).workingDir).toBeUndefined();
   });

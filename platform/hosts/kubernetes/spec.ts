@@ -10,7 +10,7 @@ export interface RuntimePodOptions {
   readonly namespace: string;
   /** Readable start of every object name (default `drover-rt`). */
   readonly namePrefix?: string;
-  /** The runtime's argv: the runtime image's entrypoint (`/usr/local/bin/node /app/runtime.mjs` for the image `make image` builds). */
+  /** The runtime's argv: the runtime image's entrypoint (`/usr/local/bin/node /app/runtime-loader.cjs /app/runtime.cjs` for the image `make image` builds). */
   readonly command: readonly string[];
   /** The runtime image (`make image` builds it; the local cluster's node has it imported, a real cluster pulls or loads it). */
   readonly image: string;
