@@ -20,5 +20,5 @@ export { RosterView, type RosterOptions } from "./shell/roster-view.ts";
 export { RuntimeEnded, RuntimeWriter } from "./shell/runtime-writer.ts";
 export { watchDrainedRuntimes, drainStopMessage, type DrainSource } from "./shell/retire-drained.ts";
 export { adoptedHosts } from "./shell/adopted-hosts.ts";
-export type { WarmPool, WarmSlot } from "./shell/warm-pool.ts";
+export { createWarmPool, type WarmPool, type WarmSlot } from "./shell/warm-pool.ts";
 export { startResponders, type Responders, type RespondersConfig } from "./shell/responders.ts";

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { createWarmPool, RosterView } from "../../services/provisioner/index.ts";
 import { gateStarts } from "../support/gate-starts.ts";
 import { uniqueName } from "../support/isolation.ts";
 import { firstSlotOf, provisionerFixture, type ProvisionerFixture } from "../support/provisioner-fixture.ts";
@@ -56,5 +57,52 @@ describe("warm pool refill (real NATS, real runtime processes)", () => {
     release();
     await readyMembers(f, 2, strategy);
     await provisioner.pool.idle();
+  }, 240_000);
+
+  it("a round that waited for the starts in flight is sized on the roster after the wait: claims made meanwhile start their members at once, with no second wait", async () => {
+    const cp = uniqueName("cp");
+    let holding = false;
+    let release = () => undefined as void;
+    const held = new Promise<void>((r) => (release = r));
+    /** How many waits for the starts in flight the refill had made when each held member start came. */
+    const startsAfterWaits: number[] = [];
+    let waits = 0;
+    const gated = gateStarts({
+      pooled: { held, holds: () => holding, onStart: () => void startsAfterWaits.push(waits) },
+    });
+    const { strategy, deps } = f.provisioner(
+      { poolSizes: { process: 4 }, controlPlaneId: cp, maxConcurrentHostStartups: 3 },
+      {},
+      gated,
+    );
+    // The provisioner's pool, with the wait for the starts in flight (busy-starts.ts) in the test's hands:
+    // the first wait lasts until the test ends it, later ones end at once.
+    let endFirstWait = () => undefined as void;
+    const firstWait = new Promise<void>((r) => (endFirstWait = r));
+    const pool = createWarmPool(deps, new RosterView(f.store, f.streams.layout), undefined, () =>
+      ++waits === 1 ? firstWait : Promise.resolve(),
+    );
+    pool.refill();
+    await readyMembers(f, 4, strategy);
+    holding = true;
+    const claim = async (tenantId: string) =>
+      pool.claim(claimStart(cp, tenantId, replacementId(tenantId)) as never, firstSlotOf(tenantId), undefined, true);
+    // One claim: the pool still holds 3 of 4 (not urgent), so its refill waits for the starts in flight.
+    expect((await claim("sized-a"))?.warm).toBeDefined();
+    pool.refill();
+    await eventually("the refill waits for the starts in flight", async () => (waits === 1 ? true : undefined), 30_000);
+    // Two more claims while it waits.
+    expect((await claim("sized-b"))?.warm).toBeDefined();
+    pool.refill();
+    expect((await claim("sized-c"))?.warm).toBeDefined();
+    pool.refill();
+    endFirstWait();
+    await eventually("three members start", async () => (startsAfterWaits.length >= 3 ? true : undefined), 60_000);
+    // Before, the round was sized on the roster read before the wait (one claim): one member, then a
+    // second wait before the other two.
+    expect(startsAfterWaits).toEqual([1, 1, 1]);
+    release();
+    await readyMembers(f, 4, strategy);
+    await pool.idle();
   }, 240_000);
 });

@@ -100,7 +100,11 @@ export function createWarmPool(
 
   async function fill(provider: HostProvider, size: number, strategy: PoolableStrategy): Promise<void> {
     const starting = new Set<Promise<boolean>>();
+    /** The last pass waited for the starts in flight: this one reads the roster again and does not wait twice. */
+    let yielded = false;
     for (;;) {
+      const waited = yielded;
+      yielded = false;
       again.delete(provider);
       let current = await roster.current();
       // Once per process: the members a SIGKILLed predecessor left running are stopped and retired.
@@ -132,7 +136,14 @@ export function createWarmPool(
         await Promise.race([...starting, wake(provider)]);
         continue;
       }
-      if (pace.yields) await yieldTo();
+      // The round is sized on the roster as it is after the wait, not before it: a burst of claims
+      // during the wait (12 first placements of a k8s P=5 proof) had a round of one member, then a
+      // second wait of up to 3 s, and the pool held 3 of 15 members for ~6 s before the proof's kills.
+      if (pace.yields && !waited) {
+        await yieldTo();
+        yielded = true;
+        continue;
+      }
       const round = await Promise.all(
         Array.from({ length: room }, () => startMember(d, provider, strategy, onReady, mine)),
       );
