@@ -9,16 +9,7 @@ import {
   type RuntimeCommand,
   type Transport,
 } from "../contracts/index.ts";
-import { memo } from "../contracts/memo.ts";
-import { z } from "zod";
 import { EXECUTE_COMMAND_PATH, HTTP_COMMAND_PATH } from "./runtime-grpc-service.ts";
-
-/**
- * `RuntimeCommandResult` as zod compiles it, made on first use: admission checks every dispatch's
- * answer, and zod's runtime parser was ~2.5 % of admission's CPU in W2 (session 36 profile). A value
- * the compiled parser does not accept goes to the runtime parser, so a refusal has the same issues.
- */
-export const compiledCommandResult = memo(() => z.compile(RuntimeCommandResult));
 
 /** Headers of one raw command send; tests override them to prove refusals. */
 export interface RawCommandHeaders {
@@ -62,7 +53,7 @@ export async function sendRawCommand(
       `runtime at ${endpoint} answered non-JSON: ${raw.toString("utf8").slice(0, 200)}`,
     );
   }
-  return validate(compiledCommandResult(), parsed, "runtime command result");
+  return validate(RuntimeCommandResult, parsed, "runtime command result");
 }
 
 /**

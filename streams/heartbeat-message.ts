@@ -1,14 +1,11 @@
-import { contractViolation, decodeJson, Heartbeat, isSubjectSafeId, type StoredHeartbeat } from "../contracts/index.ts";
-import { memo } from "../contracts/memo.ts";
-import { z } from "zod";
-
-/**
- * `Heartbeat` as zod compiles it, made on first use: recovery and capacity decode every stored beat
- * (a runtime beats on every change of its counts, about twice a run), and the runtime parser's
- * check of one was ~15 % of recovery's event fold in W2 (session 36). A value it does not accept
- * goes to the runtime parser, so a refusal has the same issues (contracts/codec.ts `compiledEventSchema`).
- */
-const compiledHeartbeat = memo(() => z.compile(Heartbeat));
+import {
+  contractViolation,
+  decodeJson,
+  Heartbeat,
+  isSubjectSafeId,
+  RuntimeInstanceId,
+  type StoredHeartbeat,
+} from "../contracts/index.ts";
 
 /**
  * A stored heartbeat as the control plane may believe it. The runtime is the one its subject names
@@ -28,7 +25,7 @@ export function storedHeartbeat(
   const id = m.subject.slice(heartbeatPrefix.length + 1);
   if (!m.subject.startsWith(`${heartbeatPrefix}.`) || !isSubjectSafeId(id))
     throw contractViolation("heartbeat", `subject ${m.subject} names no runtime`, { subject: m.subject });
-  const hb = decodeJson(compiledHeartbeat(), m.data, "heartbeat", { seq: m.seq, subject: m.subject });
+  const hb = decodeJson(Heartbeat, m.data, "heartbeat", { seq: m.seq, subject: m.subject });
   if (hb.runtimeInstanceId !== id)
     throw contractViolation("heartbeat", `payload names runtime ${hb.runtimeInstanceId}, its subject ${id}`, {
       subject: m.subject,
@@ -36,6 +33,7 @@ export function storedHeartbeat(
   const takenAtMs = Math.min(Date.parse(hb.at), storedAtMs);
   return {
     ...hb,
+    runtimeInstanceId: RuntimeInstanceId.parse(id),
     at: new Date(storedAtMs).toISOString(),
     takenAt: new Date(takenAtMs).toISOString(),
   };

@@ -6,7 +6,6 @@ import {
   validatorCompiler,
   type ZodTypeProvider,
 } from "fastify-type-provider-zod";
-import { z } from "zod";
 import type { ApiDeps } from "../shell/deps.ts";
 import { feedSlots, rateLimitByCredential } from "./abuse-limits.ts";
 import { requireCredentials } from "./auth.ts";
@@ -22,17 +21,6 @@ import { bulkRoutes } from "./bulk-routes.ts";
 import { schedulesRoutes } from "./schedules-routes.ts";
 import { stepCacheRoutes } from "./step-cache-routes.ts";
 import { workersRoutes } from "./workers-routes.ts";
-
-/**
- * fastify-type-provider-zod's validator over the route's schema as zod compiles it (`z.compile`,
- * on the route's first request: most routes of a process are never called). A value the compiled
- * parser does not accept goes to zod's runtime parser, so a refusal has the same issues. The runtime
- * parser's check of a submission's body and headers was ~3 % of the api's CPU in W2 (session 36 profile).
- */
-export const compiledValidator: typeof validatorCompiler = ({ schema, ...route }) => {
-  let validate: ReturnType<typeof validatorCompiler> | undefined;
-  return (data) => (validate ??= validatorCompiler({ ...route, schema: z.compile(schema) }))(data);
-};
 
 /** Bodies above this are refused with 413 before parsing: a DAG fits well below, and an event must stay under NATS' max payload. */
 export const BODY_LIMIT_BYTES = 256 * 1024;
@@ -56,7 +44,7 @@ export async function buildApp(
     // Live SSE feeds are ended by the events plugin's preClose hook; anything else idle is closed at once.
     forceCloseConnections: "idle",
   }).withTypeProvider<ZodTypeProvider>();
-  app.setValidatorCompiler(compiledValidator);
+  app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   app.setErrorHandler(errorHandler);
   // Every answer names its request (SSE answers set it themselves when they take the response over).

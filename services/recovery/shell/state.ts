@@ -196,30 +196,24 @@ export class RecoveryState implements Snapshottable {
   private applyEvent(tokens: string[], e: DroverEvent, seq: number, atMs: number): boolean {
     const [agg, a, b] = tokens;
     if (agg === "run" && a && b) {
-      // The ids are parsed when the run is first seen: a held key was made of ids parsed then (ids hold
-      // no "/", so no other pair of tokens makes it), and a parse per event was half of this fold's CPU.
+      const tenantId = TenantId.safeParse(a);
+      const sharedRunId = SharedRunId.safeParse(b);
+      if (!tenantId.success || !sharedRunId.success) return false;
       const key = `${a}/${b}`;
-      let r = this.runs.get(key);
-      if (!r) {
-        const tenantId = TenantId.safeParse(a);
-        const sharedRunId = SharedRunId.safeParse(b);
-        if (!tenantId.success || !sharedRunId.success) return false;
-        r = { tenantId: tenantId.data, sharedRunId: sharedRunId.data, state: initialRunState() };
-      }
+      const r = this.runs.get(key) ?? {
+        tenantId: tenantId.data,
+        sharedRunId: sharedRunId.data,
+        state: initialRunState(),
+      };
       const wasTerminal = isTerminal(r.state.status);
       r.state = lean(evolveRun(r.state, e as RunEvent, seq));
       this.runs.set(key, r);
       this.bound.runChanged(key, r, wasTerminal);
     } else if (agg === "runtime" && a) {
-      // As for runs: the id is parsed when the runtime is first seen.
+      const id = RuntimeInstanceId.safeParse(a);
+      if (!id.success) return false;
       const before = this.runtimes.get(a);
-      let empty: RuntimeRecord | undefined;
-      if (!before) {
-        const id = RuntimeInstanceId.safeParse(a);
-        if (!id.success) return false;
-        empty = emptyRuntime(id.data);
-      }
-      const after = evolveRuntime(before ?? empty!, e as RuntimeEvent, seq, atMs);
+      const after = evolveRuntime(before ?? emptyRuntime(id.data), e as RuntimeEvent, seq, atMs);
       this.runtimes.set(a, after);
       this.retired.runtimeChanged(
         a,
