@@ -32,12 +32,15 @@ export async function cpuSnapshot(root = process.pid): Promise<CpuSnapshot> {
   return out;
 }
 
-function nameOf(cmd: string): string {
+/** What a process is, from its command line (`/proc/<pid>/cmdline`, arguments joined by spaces). */
+export function nameOf(cmd: string): string {
   // A service runs from its bundle (platform/service-bundle.ts: service-<name>-<digest>.mjs) or from source.
   const service =
     /\/service-([\w-]+)-[0-9a-f]{16}\.mjs/.exec(cmd)?.[1] ?? /services\/([\w-]+)\/main\.ts/.exec(cmd)?.[1];
   if (service) return service;
-  if (/runtime[^ ]*\.mjs/.test(cmd)) return "runtime";
+  // A process host's runtime starts from its CommonJS bundle through runtime-loader.cjs
+  // (platform/hosts/runtime-bundle.ts: `node runtime-loader.cjs .run/build/runtime-<digest>.cjs`).
+  if (/\/runtime-loader\.cjs |\/runtime[^ ]*\.[cm]js(?: |$)/.test(cmd)) return "runtime";
   const exe = cmd.split(" ")[0]!.split("/").pop()!;
   return exe === "node" ? "node-other" : exe;
 }
