@@ -19,7 +19,7 @@ import { SERVICES, startControlPlane } from "../platform/control-plane-processes
 import { startFerret, startNats, startRedis } from "../platform/local-servers.ts";
 import { connectHarness } from "../platform/nats-auth/server-keys.ts";
 import { createEventStore, type StoredEvent } from "../streams/index.ts";
-import { cpuSnapshot, cpuSpent, stopRuntimesForProfiles } from "./support/cpu.ts";
+import { cpuSnapshot, cpuSpent } from "./support/cpu.ts";
 import { latencyMetric, recordMetrics, round } from "./support/results.ts";
 import { runEnds } from "./support/run-ends.ts";
 import { WORKLOAD_TENANT } from "./support/workload-tenant.ts";
@@ -190,7 +190,7 @@ try {
   await recordMetrics(metrics);
   ends.close();
   await nc.close();
-  await stopRuntimesForProfiles();
+  // With DROVER_CPU_PROF_DIR, the stop drains the runtimes too, so that each writes its profile.
   await cp.stop();
 } finally {
   for (const s of servers) await s.stop();

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { createWriteStream } from "node:fs";
+import { createWriteStream, readFileSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -57,6 +57,32 @@ export interface ControlPlaneOptions {
    * `stop(true)`): the same stream layout, config and runtime log directory, as a whole-stack restart.
    */
   readonly resume?: { readonly streamTag: string; readonly logDir: string };
+}
+
+/** Whether DROVER_CPU_PROF_DIR profiles processes of kind `name` (all, unless DROVER_CPU_PROF_SERVICES names some). */
+const profiled = (name: string): boolean => {
+  const { DROVER_CPU_PROF_DIR: dir, DROVER_CPU_PROF_SERVICES: only } = process.env;
+  return !!dir && (!only || only.split(",").includes(name));
+};
+
+/**
+ * A profiled stop's runtimes (DROVER_CPU_PROF_DIR): SIGTERMed once every service but the provisioner has
+ * stopped, and awaited (≤ 10 s). A runtime writes its profile as it exits after its drain; the provisioner's
+ * stop SIGKILLs it (no profile), and so did recovery, while it ran: the drain closes the runtime's NATS
+ * connection and its command endpoint, which recovery takes for a lost connection and fences (a SIGKILL
+ * ~20 ms after `drained`, while the exiting process still serialised its profile).
+ */
+async function drainRuntimes(logDir: string): Promise<void> {
+  const pids = killProcessesLoggingUnder(logDir, "SIGTERM");
+  const exited = (pid: number) => {
+    try {
+      return /\) Z /.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+    } catch {
+      return true;
+    }
+  };
+  for (const until = Date.now() + 10_000; Date.now() < until && !pids.every(exited);)
+    await new Promise((r) => setTimeout(r, 50));
 }
 
 const live = new Set<ChildProcess>();
@@ -132,15 +158,10 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
     // DROVER_CPU_PROF_DIR: each service (or those in DROVER_CPU_PROF_SERVICES, comma-separated)
     // writes a V8 CPU profile there when it exits: where a benchmark's CPU goes. DROVER_CPU_PROF_INTERVAL_US
     // samples more often than V8's 1 ms (NODE_OPTIONS does not take --cpu-prof-interval).
-    const {
-      DROVER_CPU_PROF_DIR: profDir,
-      DROVER_CPU_PROF_SERVICES: only,
-      DROVER_CPU_PROF_INTERVAL_US: us,
-    } = process.env;
-    const prof =
-      profDir && (!only || only.split(",").includes(name))
-        ? ["--cpu-prof", `--cpu-prof-dir=${profDir}`, ...(us ? [`--cpu-prof-interval=${us}`] : [])]
-        : [];
+    const { DROVER_CPU_PROF_DIR: profDir, DROVER_CPU_PROF_INTERVAL_US: us } = process.env;
+    const prof = profiled(name)
+      ? ["--cpu-prof", `--cpu-prof-dir=${profDir}`, ...(us ? [`--cpu-prof-interval=${us}`] : [])]
+      : [];
     const command = [...nodeFlags(name), ...prof, ...(await serviceCommand(name, warn(name)))];
     // DROVER_API_NICE (0–19, measurements only: docs/security.md "Floods"): the API, which serves a
     // flood's submissions, at a lower CPU priority than the control path. Off by default (not adopted).
@@ -217,8 +238,10 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
         "capacity",
         "forensics",
         "provisioner",
-      ] as ServiceName[])
+      ] as ServiceName[]) {
+        if (s === "provisioner" && profiled("runtime")) await drainRuntimes(join(dir, "runtimes"));
         await Promise.all(Array.from({ length: replicasOf(s) }, (_, r) => stopOne(keyOf(s, r), "SIGTERM")));
+      }
       // Runtimes whose provisioner replica was SIGKILLed (chaos) have nobody left to stop them.
       const orphans = killProcessesLoggingUnder(join(dir, "runtimes"));
       if (orphans.length > 0) console.warn(`control plane ${streamTag}: killed ${orphans.length} orphaned runtime(s)`);

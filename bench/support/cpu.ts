@@ -51,21 +51,3 @@ export function cpuSpent(before: CpuSnapshot, after: CpuSnapshot): Record<string
   for (const [pid, a] of after) out[a.name] = (out[a.name] ?? 0) + a.ms - (before.get(pid)?.ms ?? 0);
   return Object.fromEntries(Object.entries(out).sort((x, y) => y[1] - x[1]));
 }
-
-/**
- * With DROVER_CPU_PROF_DIR set, SIGTERMs this process's runtimes and waits (≤ 10 s) for them to
- * exit: a runtime drains and exits on SIGTERM, writing its CPU profile, where the control plane's
- * stop SIGKILLs it (no profile). Nothing without the variable.
- */
-export async function stopRuntimesForProfiles(): Promise<void> {
-  if (!process.env.DROVER_CPU_PROF_DIR) return;
-  const pids = [...(await cpuSnapshot())].filter(([, p]) => p.name === "runtime").map(([pid]) => pid);
-  for (const pid of pids) process.kill(pid, "SIGTERM");
-  const alive = (pid: number) =>
-    readFile(`/proc/${pid}/stat`, "utf8").then(
-      (s) => !/\) Z /.test(s),
-      () => false,
-    );
-  for (const deadline = Date.now() + 10_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 100)))
-    if (!(await Promise.all(pids.map(alive))).some(Boolean)) return;
-}

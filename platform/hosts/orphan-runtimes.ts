@@ -1,14 +1,14 @@
 import { readdirSync, readlinkSync } from "node:fs";
 
 /**
- * Kills (SIGKILL) every process whose standard output is a file under `logDir`: the runtimes a test
- * control plane's provisioners started (their stdout is their log in `<dir>/runtimes`, process-strategy.ts).
- * A provisioner stops its own runtimes when it stops; the runtimes of a replica SIGKILLed during a
- * chaos test have no provisioner left to stop them, and outlived the test (14 after one CI run).
- * Only the processes writing into this control plane's own directory are touched. Linux (`/proc`);
- * returns the pids killed.
+ * Signals (SIGKILL unless told) every process whose standard output is a file under `logDir`: the
+ * runtimes a test control plane's provisioners started (their stdout is their log in `<dir>/runtimes`,
+ * process-strategy.ts). A provisioner stops its own runtimes when it stops; the runtimes of a replica
+ * SIGKILLed during a chaos test have no provisioner left to stop them, and outlived the test (14 after
+ * one CI run). SIGTERM: a profiled stop's drain (control-plane-processes.ts). Only the processes writing
+ * into this control plane's own directory are touched. Linux (`/proc`); returns the pids signalled.
  */
-export function killProcessesLoggingUnder(logDir: string): number[] {
+export function killProcessesLoggingUnder(logDir: string, signal: NodeJS.Signals = "SIGKILL"): number[] {
   const killed: number[] = [];
   const prefix = logDir.endsWith("/") ? logDir : `${logDir}/`;
   for (const name of readdirSync("/proc")) {
@@ -22,7 +22,7 @@ export function killProcessesLoggingUnder(logDir: string): number[] {
     }
     if (!out.startsWith(prefix)) continue;
     try {
-      process.kill(pid, "SIGKILL");
+      process.kill(pid, signal);
       killed.push(pid);
     } catch {
       // exited meanwhile
