@@ -12,7 +12,8 @@ import { executionIdFor } from "../services/runtime/index.ts";
  *    that depends far less on the machine's load than a rate does;
  *  - resume_to_first_step: ResumeExecution sent → the replacement's first step started (p50/p99
  *    over ROUNDS recoveries of a 50-step chain killed after 25 durable steps).
- * Medians of ROUNDS rounds.
+ * Medians of ROUNDS rounds (BENCH_ROUNDS, 3). With DROVER_CPU_PROF_DIR, the measured runtime writes a V8
+ * CPU profile there (drained at each round's end, not killed), and each parallel shape's window is printed.
  */
 import type { DagDefinition } from "../contracts/index.ts";
 import {
@@ -109,6 +110,7 @@ async function main(): Promise<void> {
         ] as const) {
           c0 = cpuMs(rt.pid);
           n0 = cpuMs(nats.pid);
+          const fromUs = process.hrtime.bigint() / 1000n;
           const execs = await Promise.all(
             Array.from({ length: n }, (_, i) => dispatch(cp, rt, chainDag(100, 0), `par${n}-${r}-${i}`)),
           );
@@ -116,6 +118,9 @@ async function main(): Promise<void> {
           out.push((all.length - 1) / ((Math.max(...all) - Math.min(...all)) / 1000));
           cpuOut.push(((cpuMs(rt.pid) - c0) * 1000) / all.length);
           natsOut.push(((cpuMs(nats.pid) - n0) * 1000) / all.length);
+          // The monotonic clock V8's CPU profiles use (µs): cut the runtime's profile (DROVER_CPU_PROF_DIR) to a shape.
+          if (process.env.DROVER_CPU_PROF_DIR)
+            console.log(`${n} chains, round ${r}: monotonic window (µs) ${fromUs} ${process.hrtime.bigint() / 1000n}`);
         }
 
         const dag = chainDag(50, 20);
@@ -168,7 +173,8 @@ async function main(): Promise<void> {
         resume.push(performance.now() - sent);
         await ended(cp, executionId);
       } finally {
-        await rt.kill();
+        // With DROVER_CPU_PROF_DIR, a drain (SIGTERM) instead of a SIGKILL: the runtime writes its profile as it exits.
+        await (process.env.DROVER_CPU_PROF_DIR ? rt.stop() : rt.kill());
         await cp.close();
       }
     }
