@@ -1,6 +1,6 @@
 import { Redis } from "ioredis";
 import { chromium, type Browser, type Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, it, onTestFailed } from "vitest";
 import { apiClient } from "../../platform/api-client.ts";
 import { startControlPlane, type ControlPlane, type ServiceName } from "../../platform/control-plane-processes.ts";
 import { connectHarness } from "../../platform/nats-auth/server-keys.ts";
@@ -79,9 +79,13 @@ describe("a wait survives control-plane restarts and a runtime SIGKILL, and the 
     });
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--disable-dev-shm-usage"] });
   }, 120_000);
+  // A failure keeps the control plane's service and runtime logs (CI, 2026-12-07: the resume did not come within
+  // 120 s at load ~25, and nothing was left to say why).
+  let failed = false;
   afterAll(async () => {
     await browser?.close();
-    await cp?.stop();
+    if (failed) console.error(`[waits] failed: the control plane's logs are kept in ${cp?.logDir}`);
+    await cp?.stop(failed);
   });
 
   async function runPage(token: string, id: string): Promise<Page> {
@@ -99,6 +103,9 @@ describe("a wait survives control-plane restarts and a runtime SIGKILL, and the 
   }
 
   it("the wait is open across every service's restart and the runtime's SIGKILL; a non-resolver gets no buttons and a 403 with no event, the approver's Approve completes the run", async () => {
+    onTestFailed(() => {
+      failed = true;
+    });
     const sub = await apiClient(cp.apiUrl, ALICE).submit(dag as never);
     expect(sub.status, JSON.stringify(sub.body)).toBe(201);
     const id = sub.body.sharedRunId as string;
