@@ -13,7 +13,7 @@ import { serverKeysOf } from "./nats-auth/server-keys.ts";
 import { connectNats } from "./nats-connect.ts";
 import { setupNats } from "./nats-setup.ts";
 import { killProcessesLoggingUnder } from "./hosts/orphan-runtimes.ts";
-import { nodeFlags } from "./node-flags.ts";
+import { cpuProfFlags, nodeFlags } from "./node-flags.ts";
 import { serviceCommand } from "./service-bundle.ts";
 
 const ROOT = resolve(import.meta.dirname, "..");
@@ -58,12 +58,6 @@ export interface ControlPlaneOptions {
    */
   readonly resume?: { readonly streamTag: string; readonly logDir: string };
 }
-
-/** Whether DROVER_CPU_PROF_DIR profiles processes of kind `name` (all, unless DROVER_CPU_PROF_SERVICES names some). */
-const profiled = (name: string): boolean => {
-  const { DROVER_CPU_PROF_DIR: dir, DROVER_CPU_PROF_SERVICES: only } = process.env;
-  return !!dir && (!only || only.split(",").includes(name));
-};
 
 /**
  * A profiled stop's runtimes (DROVER_CPU_PROF_DIR): SIGTERMed once every service but the provisioner has
@@ -155,14 +149,8 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
 
   const warn = (name: string) => (why: string) => console.warn(`[drover] ${name} starts from source: ${why}`);
   const start = async (name: ServiceName, replica = 0): Promise<void> => {
-    // DROVER_CPU_PROF_DIR: each service (or those in DROVER_CPU_PROF_SERVICES, comma-separated)
-    // writes a V8 CPU profile there when it exits: where a benchmark's CPU goes. DROVER_CPU_PROF_INTERVAL_US
-    // samples more often than V8's 1 ms (NODE_OPTIONS does not take --cpu-prof-interval).
-    const { DROVER_CPU_PROF_DIR: profDir, DROVER_CPU_PROF_INTERVAL_US: us } = process.env;
-    const prof = profiled(name)
-      ? ["--cpu-prof", `--cpu-prof-dir=${profDir}`, ...(us ? [`--cpu-prof-interval=${us}`] : [])]
-      : [];
-    const command = [...nodeFlags(name), ...prof, ...(await serviceCommand(name, warn(name)))];
+    // DROVER_CPU_PROF_DIR: where a benchmark's CPU goes (platform/node-flags.ts cpuProfFlags).
+    const command = [...nodeFlags(name), ...cpuProfFlags(name), ...(await serviceCommand(name, warn(name)))];
     // DROVER_API_NICE (0–19, measurements only: docs/security.md "Floods"): the API, which serves a
     // flood's submissions, at a lower CPU priority than the control path. Off by default (not adopted).
     const nice = name === "api" ? Number(process.env.DROVER_API_NICE ?? 0) : 0;
@@ -239,7 +227,7 @@ export async function startControlPlane(o: ControlPlaneOptions): Promise<Control
         "forensics",
         "provisioner",
       ] as ServiceName[]) {
-        if (s === "provisioner" && profiled("runtime")) await drainRuntimes(join(dir, "runtimes"));
+        if (s === "provisioner" && cpuProfFlags("runtime").length > 0) await drainRuntimes(join(dir, "runtimes"));
         await Promise.all(Array.from({ length: replicasOf(s) }, (_, r) => stopOne(keyOf(s, r), "SIGTERM")));
       }
       // Runtimes whose provisioner replica was SIGKILLed (chaos) have nobody left to stop them.

@@ -15,3 +15,15 @@ export function nodeFlags(name: string, env: NodeJS.ProcessEnv = process.env): r
   const set = env[`DROVER_NODE_FLAGS_${name.toUpperCase().replace(/-/g, "_")}`] ?? env.DROVER_NODE_FLAGS;
   return set === undefined ? DEFAULT_NODE_FLAGS : set.split(/\s+/).filter(Boolean);
 }
+
+/**
+ * DROVER_CPU_PROF_DIR: processes of kind `name` (all, unless DROVER_CPU_PROF_SERVICES names some,
+ * comma-separated) write a V8 CPU profile there when they exit; DROVER_CPU_PROF_INTERVAL_US samples
+ * more often than V8's 1 ms (NODE_OPTIONS does not take --cpu-prof-interval). Empty when not profiled.
+ * For the services (platform/control-plane-processes.ts) and process hosts' runtimes (runtime-bundle.ts).
+ */
+export function cpuProfFlags(name: string, env: NodeJS.ProcessEnv = process.env): readonly string[] {
+  const { DROVER_CPU_PROF_DIR: dir, DROVER_CPU_PROF_SERVICES: only, DROVER_CPU_PROF_INTERVAL_US: us } = env;
+  if (!dir || (only && !only.split(",").includes(name))) return [];
+  return ["--cpu-prof", `--cpu-prof-dir=${dir}`, ...(us ? [`--cpu-prof-interval=${us}`] : [])];
+}

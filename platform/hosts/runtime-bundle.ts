@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, renameSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { build, buildSync } from "esbuild";
-import { nodeFlags } from "../node-flags.ts";
+import { cpuProfFlags, nodeFlags } from "../node-flags.ts";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 /** Starts a runtime from its CommonJS bundle through a V8 code cache beside it (runtime-loader.cjs). */
@@ -22,15 +22,8 @@ export const RUNTIME_LOADER = resolve(import.meta.dirname, "runtime-loader.cjs")
  * start from source through tsx, exactly as before.
  */
 export function runtimeCommand(onFallback?: (why: string) => void): readonly string[] {
-  // DROVER_CPU_PROF_DIR (with "runtime" in DROVER_CPU_PROF_SERVICES, or that unset): each runtime
-  // writes a V8 CPU profile there when it exits, as the services do (platform/control-plane-processes.ts).
-  const { DROVER_CPU_PROF_DIR: profDir, DROVER_CPU_PROF_SERVICES: only, DROVER_CPU_PROF_INTERVAL_US: us } = process.env;
-  const prof =
-    profDir && (!only || only.split(",").includes("runtime"))
-      ? ["--cpu-prof", `--cpu-prof-dir=${profDir}`, ...(us ? [`--cpu-prof-interval=${us}`] : [])]
-      : [];
-  // The same node/V8 flags wherever a runtime starts (platform/node-flags.ts).
-  const node = [process.execPath, ...nodeFlags("runtime"), ...prof];
+  // The same node/V8 flags wherever a runtime starts, and its CPU profile as the services' (platform/node-flags.ts).
+  const node = [process.execPath, ...nodeFlags("runtime"), ...cpuProfFlags("runtime")];
   const fromSource = [...node, "--import", "tsx", resolve(ROOT, "services/runtime/main.ts")];
   if (process.env.DROVER_RUNTIME_FROM_SOURCE === "1") return fromSource;
   try {
