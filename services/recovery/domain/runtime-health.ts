@@ -98,6 +98,20 @@ export const controlPlaneOf = (r: RuntimeRecord): string | undefined =>
 export const hostProviderOf = (r: RuntimeRecord): DataOf<"runtime.registered">["hostProvider"] | undefined =>
   r.registration?.hostProvider ?? r.pooled?.hostProvider;
 
+/**
+ * Since when health treats a runtime as stopping: its provisioner's `draining` (a planned stop), or its
+ * own latest heartbeat saying `draining` (`drainingBeatAtMs`, the server's time it was stored: a SIGTERM
+ * from outside drover, docs/control-flow.md "Stopping a runtime"), whichever is later. Its heartbeat
+ * subject is its own (streams/heartbeat-message.ts), so a runtime can say this of itself only; and it
+ * only buys the drain grace after its last word, never an exemption from a host's proof.
+ */
+export const stoppingSince = (r: RuntimeRecord, drainingBeatAtMs?: number): number | undefined =>
+  r.drainingAtMs === undefined
+    ? drainingBeatAtMs
+    : drainingBeatAtMs === undefined
+      ? r.drainingAtMs
+      : Math.max(r.drainingAtMs, drainingBeatAtMs);
+
 /** The signals that suspect a runtime: a host-proven death, or a health signal (`connection-lost`, `heartbeat-stale`). */
 export type SuspicionCode = "host-exited" | "pod-deleted" | "connection-lost" | "heartbeat-stale";
 
@@ -112,6 +126,8 @@ export function suspicion(
   drainGraceMs = 0,
   /** What shows its NATS connection closed and its command endpoint refusing connections (connection-lost.ts), if anything. */
   connectionLost?: string,
+  /** When its latest heartbeat saying `draining` was stored, if one did (a stop from outside drover). */
+  drainingBeatAtMs?: number,
 ): { code: SuspicionCode; detail: string } | undefined {
   if (r.suspected || r.fenced || r.retired || r.claimed || !r.host) return undefined;
   if (r.exited && r.exited.hostIncarnation === r.host.hostIncarnation) {
@@ -123,14 +139,18 @@ export function suspicion(
     };
   }
   if (!r.published) return undefined;
-  if (connectionLost !== undefined && r.drainingAtMs === undefined)
+  const stopping = stoppingSince(r, drainingBeatAtMs);
+  // A stopping runtime closes its connection and its listeners as the last steps of its drain.
+  if (connectionLost !== undefined && stopping === undefined)
     return { code: "connection-lost", detail: connectionLost };
   // Silence counts only while this reader's view of heartbeats is live: after a start or a NATS
   // reconnect, every runtime gets a whole bound to be heard from again (no fencing storm).
   // A planned stop silences the runtime before its boundary is proven and `retired` appended: a Pod's
   // delete outlasted a 750 ms bound under load, and recovery fenced a retiring runtime (a false
   // incident; the k8s worker-versions test saw no `retired`). Its silence counts once the kill budget is spent.
-  const draining = r.drainingAtMs === undefined ? 0 : r.drainingAtMs + drainGraceMs;
+  // So does a runtime's own drain's (SIGTERM from outside drover): its exit is proven and recorded
+  // after its last beat, and until the kill budget after that beat, silence is not a failure.
+  const draining = stopping === undefined ? 0 : stopping + drainGraceMs;
   const since = Math.max(lastBeatAtMs ?? 0, r.publishedAtMs ?? 0, viewLiveSinceMs, draining);
   if (now - since > staleMs)
     return { code: "heartbeat-stale", detail: `no heartbeat for ${now - since} ms (bound ${staleMs} ms)` };

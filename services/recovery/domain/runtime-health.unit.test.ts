@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { RuntimeInstanceId, type DroverEvent } from "../../../contracts/index.ts";
 import { exampleEvent } from "../../../test/support/example-events.ts";
-import { emptyRuntime, evolveRuntime, suspicion } from "./runtime-health.ts";
+import { emptyRuntime, evolveRuntime, stoppingSince, suspicion } from "./runtime-health.ts";
 
 type RuntimeEvent = Parameters<typeof evolveRuntime>[1];
 const fold = (events: DroverEvent[]) =>
@@ -129,5 +129,41 @@ describe("a lost connection: the NATS connection closed and the command endpoint
     expect(suspicion(fold(live.slice(0, 3)), 1_000, 1_100, 750, 0, 0, "x")).toBeUndefined();
     expect(suspicion(fold([...live, exampleEvent("runtime.draining")]), 1_000, 1_100, 750, 0, 0, "x")).toBeUndefined();
     expect(suspicion(fold([...live, exampleEvent("runtime.suspected")]), 1_000, 1_100, 750, 0, 0, "x")).toBeUndefined();
+  });
+});
+
+describe("a runtime stopped from outside drover: its own heartbeat says draining (pure; proves no transport)", () => {
+  const live = fold([
+    exampleEvent("runtime.registered"),
+    exampleEvent("runtime.host-started"),
+    exampleEvent("runtime.endpoint-published"),
+    exampleEvent("runtime.capacity-published"),
+  ]);
+  it("its closed connection and refused port are no lost connection while its last beat said draining", () => {
+    // Before: the end of its drain (connection drained, listeners closed) was suspected at once.
+    expect(suspicion(live, 1_000, 1_100, 750, 0, 15_000, "closed; refused")?.code).toBe("connection-lost");
+    expect(suspicion(live, 1_000, 1_100, 750, 0, 15_000, "closed; refused", 1_000)).toBeUndefined();
+  });
+  it("its silence counts once the kill budget after its last draining beat is spent; a host exit still counts at once", () => {
+    expect(suspicion(live, 1_000, 16_000, 750, 0, 15_000, undefined, 1_000)).toBeUndefined();
+    expect(suspicion(live, 1_000, 16_751, 750, 0, 15_000, undefined, 1_000)).toMatchObject({ code: "heartbeat-stale" });
+    // A draining runtime that keeps beating is live: the budget runs from its latest draining beat.
+    expect(suspicion(live, 40_000, 50_000, 750, 0, 15_000, undefined, 40_000)).toBeUndefined();
+    expect(suspicion(live, 1_000, 1_751, 750, 0, 15_000)).toMatchObject({ code: "heartbeat-stale" });
+    const host = exampleEvent("runtime.host-started").data.hostIncarnation;
+    const exited = {
+      ...exampleEvent("runtime.host-exited"),
+      data: { ...exampleEvent("runtime.host-exited").data, hostIncarnation: host },
+    };
+    const gone = evolveRuntime(live, exited as RuntimeEvent, 99, 1_500);
+    expect(suspicion(gone, 1_000, 1_600, 750, 0, 15_000, undefined, 1_000)?.code).toMatch(/host-exited|pod-deleted/);
+  });
+  it("stopping since: the provisioner's mark or the runtime's beat, whichever is later", () => {
+    expect(stoppingSince(live)).toBeUndefined();
+    expect(stoppingSince(live, 5)).toBe(5);
+    const marked = evolveRuntime(live, exampleEvent("runtime.draining") as RuntimeEvent, 99, 7);
+    expect(stoppingSince(marked)).toBe(7);
+    expect(stoppingSince(marked, 5)).toBe(7);
+    expect(stoppingSince(marked, 9)).toBe(9);
   });
 });

@@ -25,11 +25,18 @@ export interface ConnectionLoss {
  * silence: neither is a host's proof). Accepted or no answer proves nothing (a NATS restart, a
  * reconnect, a partition): nothing happens, and the other signals stand. Transports without an
  * endpoint (nats) are never probed. The fence still proves the boundary before any work moves.
+ *
+ * A stopping runtime is not probed: its provisioner's `draining`, or its own heartbeat saying
+ * `draining` (a SIGTERM from outside drover: closing its connection and its listeners are the last
+ * steps of its drain). Its last beat may reach this replica's heartbeat follower after the server's
+ * advisory, so a refused probe reads the stream's last beat (`latestBeat`) before it counts.
  */
 export function watchConnectionLoss(
   deps: RecoveryDeps,
   changed: () => void,
   probe: (endpoint: string, timeoutMs: number) => Promise<ProbeResult> = probeEndpoint,
+  /** Folds the stream's own last beat of a runtime into the state (service.ts). */
+  latestBeat: (runtimeInstanceId: string) => Promise<void> = () => Promise.resolve(),
 ): ConnectionLoss {
   const lost = new Map<string, string>();
   const probing = new Set<string>();
@@ -42,7 +49,8 @@ export function watchConnectionLoss(
       !rt.fenced &&
       !rt.retired &&
       !rt.claimed &&
-      rt.drainingAtMs === undefined
+      rt.drainingAtMs === undefined &&
+      !deps.state.drainingBeatMs.has(id)
       ? rt
       : undefined;
   };
@@ -56,7 +64,8 @@ export function watchConnectionLoss(
       probing.add(rt.runtimeInstanceId);
       const t0 = performance.now();
       void probe(endpoint.url, PROBE_TIMEOUT_MS)
-        .then((result) => {
+        .then(async (result) => {
+          if (result === "refused") await latestBeat(rt.runtimeInstanceId);
           const facts = { runtime: rt.runtimeInstanceId, endpoint: endpoint.url, reason: d.reason, result };
           const ms = Math.round(performance.now() - t0);
           if (result !== "refused" || !live(rt.runtimeInstanceId))

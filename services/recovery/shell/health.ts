@@ -37,6 +37,7 @@ export async function detect(
       viewLiveSinceMs,
       deps.config.fenceDeadlineMs,
       lost.get(rt.runtimeInstanceId),
+      deps.state.drainingBeatMs.get(rt.runtimeInstanceId),
     );
   const first = ours.map((rt) => ({ rt, why: check(rt) }));
   // A death the host proved (process exited, Pod deleted) is never held by the budget and needs no

@@ -41,6 +41,7 @@ export class RetiredBound {
     private readonly runtimes: Map<string, RuntimeRecord>,
     private readonly forensics: Map<string, ForensicsRecord>,
     private readonly lastBeatMs: Map<string, number>,
+    private readonly drainingBeatMs: Map<string, number> = new Map(),
   ) {}
 
   /** Done runtimes and completed records in memory, in the order they finished (snapshots keep it). */
@@ -100,6 +101,7 @@ export class RetiredBound {
         if (!rt || !runtimeDone(rt, this.forensics)) continue;
         this.runtimes.delete(id);
         this.lastBeatMs.delete(id);
+        this.drainingBeatMs.delete(id);
         this.droppedRuntimes++;
       }
     if (this.maxForensics !== undefined)

@@ -168,7 +168,7 @@ export async function startRecovery(
   };
 
   // A live runtime's NATS connection closed and its command endpoint refuses: a health signal (connection-lost.ts).
-  const loss = watchConnectionLoss(deps, () => void pass());
+  const loss = watchConnectionLoss(deps, () => void pass(), undefined, latestBeat);
   let stopDisconnects: (() => void) | undefined;
 
   // A runtime no host strategy of this replica can kill is left suspected (said once): a fence that

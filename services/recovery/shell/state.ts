@@ -61,12 +61,18 @@ export class RecoveryState implements Snapshottable {
   readonly runs = new Map<string, TrackedRun>();
   readonly runtimes = new Map<string, RuntimeRecord>();
   readonly lastBeatMs = new Map<string, number>();
+  /**
+   * Stored time of each runtime's latest heartbeat that said `draining` (its own drain: a SIGTERM from
+   * outside drover). Like `lastBeatMs`, heartbeat-derived and not in snapshots: the heartbeat
+   * follower delivers each runtime's last beat again after a restart.
+   */
+  readonly drainingBeatMs = new Map<string, number>();
   readonly forensics = new Map<string, ForensicsRecord>();
   readonly execs = new Map<string, ExecProgress>();
   /** Terminal runs kept in memory at most (RunBound; undefined: all). */
   readonly bound = new RunBound(this.runs);
   /** Retired runtimes and completed forensics records kept in memory at most (RetiredBound; undefined: all). */
-  readonly retired = new RetiredBound(this.runtimes, this.forensics, this.lastBeatMs);
+  readonly retired = new RetiredBound(this.runtimes, this.forensics, this.lastBeatMs, this.drainingBeatMs);
   private readonly listeners = new Set<() => void>();
   /** Forensics ids whose resume was timed (each is timed once). */
   private readonly timedResumes = new Set<string>();
@@ -169,6 +175,12 @@ export class RecoveryState implements Snapshottable {
       // Only beats of the current incarnation count as proof of life.
       if (rt?.host && rt.host.hostIncarnation !== hb.hostIncarnation) return;
       this.lastBeatMs.set(hb.runtimeInstanceId, Math.max(this.lastBeatMs.get(hb.runtimeInstanceId) ?? 0, storedAtMs));
+      // A drain is one-way (a runtime never takes new runs again): its latest draining beat is kept.
+      if (hb.draining)
+        this.drainingBeatMs.set(
+          hb.runtimeInstanceId,
+          Math.max(this.drainingBeatMs.get(hb.runtimeInstanceId) ?? 0, storedAtMs),
+        );
     } catch (err) {
       this.onInvalid(m.subject, m.seq, String(err));
     }
