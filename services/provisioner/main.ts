@@ -26,6 +26,7 @@ import { consumeScaleOutRequests, scaleOutPullLoops } from "./shell/consumer.ts"
 import type { ProvisionerDeps } from "./shell/context.ts";
 import { createProvisioner } from "./shell/provisioner.ts";
 import { stopHosts } from "./shell/stop-hosts.ts";
+import { lastBeatReader } from "./shell/drained-exit.ts";
 import { adoptedHosts } from "./shell/adopted-hosts.ts";
 import { randomSuffix } from "./shell/suffix.ts";
 import { runtimeCalloutFromEnv } from "../../platform/nats-auth/callout-from-env.ts";
@@ -68,6 +69,8 @@ const responders = await startResponders(
 );
 const deps: ProvisionerDeps = {
   store: ctx.store,
+  // A drained runtime's exit (a stop from outside drover) is a planned stop (shell/drained-exit.ts).
+  latestBeat: lastBeatReader(ctx.jsm, ctx.layout),
   layout: ctx.layout,
   strategies,
   instanceId: ctx.instanceId,

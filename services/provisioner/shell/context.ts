@@ -7,6 +7,7 @@ import {
   type EventOf,
   type EventType,
   type HostProvider,
+  type StoredHeartbeat,
   type TenantSettings,
   type TenantId,
 } from "../../../contracts/index.ts";
@@ -72,6 +73,11 @@ export interface ProvisionerDeps {
   readonly probe?: (target: ProbeTarget, budgetMs: number) => Promise<ProbeResult>;
   /** The roster's snapshot and memory bound (roster-view.ts); absent: folded from sequence 1, unbounded. */
   readonly roster?: RosterOptions;
+  /**
+   * A runtime's last heartbeat as stored (drained-exit.ts `lastBeatReader`): whether an exit it
+   * observes ends a drain (a stop from outside drover). Absent: every exit is recorded as `host-exited`.
+   */
+  readonly latestBeat?: (runtimeInstanceId: string) => Promise<StoredHeartbeat | undefined>;
 }
 
 /** Who writes and why: every event the provisioner appends for one request shares its correlation. */

@@ -2,6 +2,7 @@ import { isDroverError, type DroverEvent, type HostIncarnation, type TenantId } 
 import type { HostObservation } from "../../../platform/hosts/types.ts";
 import { runtimeRef } from "../../../streams/index.ts";
 import { stamp, type ProvisionerDeps } from "./context.ts";
+import { recordDrainedExit } from "./drained-exit.ts";
 import type { PlannedStart } from "./host-start.ts";
 
 const MAX_CONFLICTS = 8;
@@ -126,7 +127,9 @@ export async function recordHostExitPatiently(
 /**
  * Records every host exit the strategies observe (but of runtimes being retired), then `after()`;
  * the runtimes this provisioner published, as their writers left them, get their exit appended unread
- * (and `lost()` is told first: a replacement will follow).
+ * (and `lost()` is told first: a replacement will follow). An exit that ends a runtime's own drain (a
+ * stop from outside drover, drained-exit.ts) is recorded as a planned stop instead: no `host-exited`,
+ * no `lost()` (nothing was lost, and nothing needs replacing but what admission asks for).
  */
 export function observeHostExits(
   d: ProvisionerDeps,
@@ -140,8 +143,19 @@ export function observeHostExits(
       const known = published.get(fact.runtimeInstanceId);
       published.delete(fact.runtimeInstanceId);
       if (retiring.has(fact.runtimeInstanceId)) return;
-      if (known) lost();
-      recordHostExitPatiently(d, fact, known)
+      void (async () => {
+        const drained = await recordDrainedExit(d, fact).catch((e: unknown) => {
+          d.log("could not record a drained runtime's exit as a planned stop", { fact, err: String(e) });
+          return "not-drained" as const;
+        });
+        if (drained === "retired") {
+          d.log("runtime stopped from outside drover: planned stop recorded", { fact });
+          return;
+        }
+        if (known) lost();
+        // Another writer since the drain's check: the log decides (recordHostExit reads it).
+        await recordHostExitPatiently(d, fact, drained === "claimed" ? undefined : known);
+      })()
         .catch((e) => d.log("could not record a host observation", { fact, err: String(e) }))
         .finally(after);
     }),

@@ -64,20 +64,20 @@ async function markDraining(d: ProvisionerDeps, h: LiveHost, cause: string): Pro
 }
 
 /** The origin of a stop's events: the runtime's own correlation and tenant (a pool member has none). */
-const stopOrigin = (d: ProvisionerDeps, reg: Registration, causationId: string) => ({
+export const stopOrigin = (d: ProvisionerDeps, reg: Registration, causationId: string) => ({
   instanceId: d.instanceId,
   correlationId: reg.correlationId,
   causationId,
   ...(reg.type === "runtime.registered" && reg.data.tenantId ? { tenantId: reg.data.tenantId } : {}),
 });
 
-type Registration = Extract<DroverEvent, { type: "runtime.registered" | "runtime.pool-member-registered" }>;
+export type Registration = Extract<DroverEvent, { type: "runtime.registered" | "runtime.pool-member-registered" }>;
 
 /**
  * A runtime's registration, or an unbound warm pool member's: a planned stop retires a member it
  * kills as it retires a runtime, so the next provisioner's pool does not count it as held for ever.
  */
-function registrationOf(h: readonly StoredEvent[]): Registration | undefined {
+export function registrationOf(h: readonly StoredEvent[]): Registration | undefined {
   const e = h.find(
     (s) => s.event.type === "runtime.registered" || s.event.type === "runtime.pool-member-registered",
   )?.event;
@@ -85,7 +85,7 @@ function registrationOf(h: readonly StoredEvent[]): Registration | undefined {
 }
 
 /** Ended already, or recovery's failure path owns it: a stop must not claim it. */
-function claimedElsewhere(h: readonly StoredEvent[]): boolean {
+export function claimedElsewhere(h: readonly StoredEvent[]): boolean {
   return h.some((s) =>
     [
       "runtime.suspected",
