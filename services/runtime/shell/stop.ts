@@ -40,7 +40,7 @@ export function watchConnection(nc: NatsConnection, now: () => number = Date.now
 }
 
 /**
- * The SIGTERM stop (docs/hosts.md "Stopping a runtime"): no new runs, a draining heartbeat, then
+ * The SIGTERM stop (docs/control-flow.md "Stopping a runtime"): no new runs, a draining heartbeat, then
  * wait for the accepted runs to end, as long as they can make progress. Every run writes to the
  * event stream, so once NATS has been unreachable for `budgetMs` (at the signal or during the
  * wait) none of them can finish: the drain is cut short (`drain-cut-short` names the runs left:
