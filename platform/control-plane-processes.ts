@@ -62,8 +62,9 @@ export interface ControlPlaneOptions {
 /**
  * A profiled stop's runtimes (DROVER_CPU_PROF_DIR): SIGTERMed once every service but the provisioner has
  * stopped, and awaited (≤ 10 s). A runtime writes its profile as it exits after its drain; the provisioner's
- * stop SIGKILLs it (no profile), and so did recovery, while it ran: the drain closes the runtime's NATS
- * connection and its command endpoint, which recovery takes for a lost connection and fences (a SIGKILL
+ * stop SIGKILLs it (no profile), and so did recovery, while it ran, until it took a runtime's own idle
+ * draining beat for a stop (docs/control-flow.md "Stopping a runtime"): the drain closes the runtime's NATS
+ * connection and its command endpoint, which recovery took for a lost connection and fenced (a SIGKILL
  * ~20 ms after `drained`, while the exiting process still serialised its profile).
  */
 async function drainRuntimes(logDir: string): Promise<void> {

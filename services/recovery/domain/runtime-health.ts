@@ -100,7 +100,7 @@ export const hostProviderOf = (r: RuntimeRecord): DataOf<"runtime.registered">["
 
 /**
  * Since when health treats a runtime as stopping: its provisioner's `draining` (a planned stop), or its
- * own latest heartbeat saying `draining` (`drainingBeatAtMs`, the server's time it was stored: a SIGTERM
+ * own latest heartbeat saying `draining` with nothing running or queued (`drainingBeatAtMs`, the server's time it was stored: a SIGTERM
  * from outside drover, docs/control-flow.md "Stopping a runtime"), whichever is later. Its heartbeat
  * subject is its own (streams/heartbeat-message.ts), so a runtime can say this of itself only; and it
  * only buys the drain grace after its last word, never an exemption from a host's proof.

@@ -27,9 +27,10 @@ export interface ConnectionLoss {
  * endpoint (nats) are never probed. The fence still proves the boundary before any work moves.
  *
  * A stopping runtime is not probed: its provisioner's `draining`, or its own heartbeat saying
- * `draining` (a SIGTERM from outside drover: closing its connection and its listeners are the last
- * steps of its drain). Its last beat may reach this replica's heartbeat follower after the server's
- * advisory, so a refused probe reads the stream's last beat (`latestBeat`) before it counts.
+ * `draining` with nothing left in it (a SIGTERM from outside drover: closing its connection and its
+ * listeners are the last steps of its drain). Its last beat may reach this replica's heartbeat
+ * follower after the server's advisory, so a refused probe reads the stream's last beat
+ * (`latestBeat`) before it counts.
  */
 export function watchConnectionLoss(
   deps: RecoveryDeps,

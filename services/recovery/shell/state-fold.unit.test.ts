@@ -78,3 +78,43 @@ describe("recovery's fold of runs keeps no DAG, input or output (in memory, no t
     expect(invalid).toEqual([5]);
   });
 });
+
+describe("recovery's fold of a runtime's own drain from its heartbeats (in memory, no transport)", () => {
+  const beat = (beatNo: number, draining: boolean, runningRuns: number) => ({
+    subject: "drover-hb.rt-a",
+    seq: beatNo,
+    data: new TextEncoder().encode(
+      JSON.stringify({
+        type: "heartbeat",
+        runtimeInstanceId: "rt-a",
+        hostIncarnation: "pid:42:1",
+        beat: beatNo,
+        at: new Date(beatNo * 1_000).toISOString(),
+        workers: 1,
+        activeWorkers: runningRuns,
+        availableWorkers: 1 - runningRuns,
+        queuedRuns: 0,
+        runningRuns,
+        availableSlots: 0,
+        paused: false,
+        draining,
+      }),
+    ),
+  });
+  it("the end of a drain (draining, nothing running or queued) makes it stopping; a drain with runs in it does not", () => {
+    const invalid: string[] = [];
+    const s = new RecoveryState("drover", (_subject, _seq, error) => invalid.push(error));
+    s.applyBeat(beat(1, false, 0), 1_000);
+    s.applyBeat(beat(2, true, 1), 2_000);
+    expect(s.drainingBeatMs.has("rt-a")).toBe(false);
+    s.applyBeat(beat(3, true, 0), 3_000);
+    expect(s.drainingBeatMs.get("rt-a")).toBe(3_000);
+    expect(s.lastBeatMs.get("rt-a")).toBe(3_000);
+    // Another runtime's draining claim on this runtime's subject is refused as forged (streams/heartbeat-message.ts).
+    const forged = { ...beat(4, true, 0), subject: "drover-hb.rt-b" };
+    s.applyBeat(forged, 4_000);
+    expect(s.drainingBeatMs.has("rt-b")).toBe(false);
+    expect(invalid).toHaveLength(1);
+    expect(invalid[0]).toMatch(/payload names runtime rt-a/);
+  });
+});

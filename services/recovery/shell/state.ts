@@ -62,9 +62,11 @@ export class RecoveryState implements Snapshottable {
   readonly runtimes = new Map<string, RuntimeRecord>();
   readonly lastBeatMs = new Map<string, number>();
   /**
-   * Stored time of each runtime's latest heartbeat that said `draining` (its own drain: a SIGTERM from
-   * outside drover). Like `lastBeatMs`, heartbeat-derived and not in snapshots: the heartbeat
-   * follower delivers each runtime's last beat again after a restart.
+   * Stored time of each runtime's latest heartbeat that said `draining` with nothing running or queued
+   * (the end of its own drain: a SIGTERM from outside drover, docs/control-flow.md "Stopping a
+   * runtime"). A drain with runs still in it is a live runtime whose silence counts at once: its runs
+   * would move late otherwise. Like `lastBeatMs`, heartbeat-derived and not in snapshots: the
+   * heartbeat follower delivers each runtime's last beat again after a restart.
    */
   readonly drainingBeatMs = new Map<string, number>();
   readonly forensics = new Map<string, ForensicsRecord>();
@@ -175,8 +177,8 @@ export class RecoveryState implements Snapshottable {
       // Only beats of the current incarnation count as proof of life.
       if (rt?.host && rt.host.hostIncarnation !== hb.hostIncarnation) return;
       this.lastBeatMs.set(hb.runtimeInstanceId, Math.max(this.lastBeatMs.get(hb.runtimeInstanceId) ?? 0, storedAtMs));
-      // A drain is one-way (a runtime never takes new runs again): its latest draining beat is kept.
-      if (hb.draining)
+      // A drain is one-way (a runtime never takes new runs again): its latest idle draining beat is kept.
+      if (hb.draining && hb.runningRuns === 0 && hb.queuedRuns === 0)
         this.drainingBeatMs.set(
           hb.runtimeInstanceId,
           Math.max(this.drainingBeatMs.get(hb.runtimeInstanceId) ?? 0, storedAtMs),
