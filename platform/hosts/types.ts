@@ -80,12 +80,6 @@ export type HostStartResult =
       readonly owned: readonly string[];
       /** Where the start's time went, ms from the call to the end of each step: for the log, never part of the proof. */
       readonly timingsMs?: Readonly<Record<string, number>>;
-      /**
-       * A step the strategy still has in flight that must succeed before the host gets capacity (a bound
-       * Kubernetes pool member's bound-to annotation, pool-members.ts): resolves undefined once it has,
-       * or with the failure the start then fails with (the strategy has killed the host). Never rejects.
-       */
-      readonly beforeCapacity?: Promise<{ readonly reason: Reason; readonly layer: ReadinessLayer } | undefined>;
     }
   | {
       readonly outcome: "rejected";

@@ -47,8 +47,8 @@ const started = (events: Events) => {
   return e?.type === "runtime.host-started" ? e.data : undefined;
 };
 
-function k8sProvisioner(poolSize: number, controlPlaneId: string, kubeconfig: KubeConfig = kc) {
-  const strategy = createKubernetesStrategy({ kubeconfig, namespace: ns, ...runtimePodOptions() });
+function k8sProvisioner(poolSize: number, controlPlaneId: string) {
+  const strategy = createKubernetesStrategy({ kubeconfig: kc, namespace: ns, ...runtimePodOptions() });
   strategies.push(strategy);
   const { provisioner } = f.provisioner({
     strategies: new Map<HostProvider, HostStrategy>([["kubernetes", strategy]]),
@@ -76,48 +76,6 @@ async function scaleOut(provisioner: { handle(e: never): Promise<void> }, tenant
   if (!id) throw new Error(`scale-out of ${tenantId} was not fulfilled`);
   const rt = await f.runtimeEvents(id);
   return { id, rt, ms: rt.at(-1)!.time.getTime() - requested.time.getTime() };
-}
-/**
- * The run's kubeconfig, but every PATCH of a Pod (a bind's bound-to annotation) waits for `release()`
- * before it is sent to the real API server; `held`: the runtime ids those patches annotate.
- */
-function holdingPodPatches() {
-  let release!: () => void;
-  const gate = new Promise<void>((r) => (release = r));
-  const held: string[] = [];
-  const holding = Object.create(kc) as KubeConfig;
-  holding.applySecurityAuthentication = async (ctx) => {
-    if (String(ctx.getHttpMethod()) === "PATCH" && ctx.getUrl().includes("/pods/")) {
-      held.push(JSON.parse(String(ctx.getBody())).metadata.annotations[BOUND_TO]);
-      await gate;
-    }
-    return kc.applySecurityAuthentication.call(holding, ctx);
-  };
-  return { kubeconfig: holding, held, release };
-}
-/**
- * A warm scale-out whose bound-to patch is held: resolves with its runtime id once the bind has
- * answered and its strategy layers are recorded (the `endpoint` layer, the last of them). The
- * `command` layer is recorded with the capacity (host-start.ts), so it is not looked for here.
- */
-async function layersProvenWhilePatchHeld(tenantId: string) {
-  const cp = uniqueName("cp");
-  const patches = holdingPodPatches();
-  const { provisioner, strategy } = k8sProvisioner(1, cp, patches.kubeconfig);
-  provisioner.pool.refill();
-  const [member] = await ready(1, strategy);
-  const requested = await f.request(tenantId, cp, {}, { providerHint: "kubernetes" });
-  const handled = provisioner.handle(requested as never);
-  const id = await eventually("the bind's held patch", async () => patches.held[0], 60_000);
-  const endpoint = (events: Events) =>
-    events.some((s) => s.event.type === "runtime.readiness-layer-passed" && s.event.data.layer === "endpoint");
-  await eventually(
-    "the endpoint layer, the patch held",
-    async () => endpoint(await f.runtimeEvents(id)) || undefined,
-    30_000,
-  );
-  expect(types(await f.runtimeEvents(id))).not.toContain("runtime.capacity-published");
-  return { id, member: member!.pod!, handled, release: patches.release, requested };
 }
 const pct = (xs: number[], q: number) =>
   [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))];
@@ -238,40 +196,6 @@ describe("warm pool with Kubernetes hosts (real node, real runtime Pods)", () =>
     const w = await scaleOut(provisioner, "tenant-after-kill", cp);
     expect(started(w.rt)?.convergenceSource).not.toBe(`warm-pool:${victim!.runtimeInstanceId}`);
     expect(types(await f.runtimeEvents(victim!.runtimeInstanceId))).not.toContain("runtime.capacity-published");
-  }, 300_000);
-
-  it("a bind's bound-to annotation patch held: its bind answers and its layers are recorded meanwhile, capacity only after the annotation is on its Pod", async () => {
-    const w = await layersProvenWhilePatchHeld("tenant-held-patch");
-    w.release();
-    await w.handled;
-    await eventually(
-      "capacity",
-      async () => types(await f.runtimeEvents(w.id)).at(-1) === "runtime.capacity-published" || undefined,
-      60_000,
-    );
-    const pod = await core.readNamespacedPod({ namespace: ns, name: w.member.podName });
-    expect(pod.metadata?.annotations?.[BOUND_TO]).toBe(w.id);
-  }, 300_000);
-
-  it("a held bound-to patch that then fails (its Pod deleted meanwhile): no capacity, the start fails and its runtime is retired", async () => {
-    const w = await layersProvenWhilePatchHeld("tenant-failed-patch");
-    await core.deleteNamespacedPod({
-      namespace: ns,
-      name: w.member.podName,
-      body: { gracePeriodSeconds: 0, preconditions: { uid: w.member.podUid } },
-    });
-    w.release();
-    await w.handled;
-    const rt = await eventually(
-      "retired",
-      async () => {
-        const events = await f.runtimeEvents(w.id);
-        return types(events).includes("runtime.retired") ? events : undefined;
-      },
-      60_000,
-    );
-    expect(types(rt)).toContain("runtime.host-start-failed");
-    expect(types(rt)).not.toContain("runtime.capacity-published");
   }, 300_000);
 
   it("a restarted provisioner binds the member Pods its predecessor left: its pool counts them, starts none, and serves a scale-out from one", async () => {

@@ -47,9 +47,7 @@ export interface PoolContext {
   readonly clock: Clock;
 }
 
-type Rejected = Extract<HostStartResult, { outcome: "rejected" }>;
-
-const rejected = (code: ErrorCode, detail: string, layer: ReadinessLayer, owned: string[] = []): Rejected => ({
+const rejected = (code: ErrorCode, detail: string, layer: ReadinessLayer, owned: string[] = []): HostStartResult => ({
   outcome: "rejected",
   reason: { code, detail: detail.slice(0, 2000) },
   layer,
@@ -139,9 +137,8 @@ export async function startPoolMember(
  * environment a cold start gets (identity, sizing, command token, NATS credential minted for the
  * new id, tenant worker) to the member's bind endpoint with its token, and accepts only an answer
  * from that Pod UID (`pod:<uid>` is the incarnation the runtime derives from its own downward-API
- * UID) serving on its transport's port. Resolves at that answer; the patch may still be in flight:
- * the result's `beforeCapacity` ends with it (the caller awaits it before capacity). A failure of
- * either kills the member's Pod (exact UID): a member is bound at most once.
+ * UID) serving on its transport's port. A failure kills the member's Pod (exact UID): a member is
+ * bound at most once.
  */
 export async function bindPoolMember(
   c: PoolContext,
@@ -179,11 +176,8 @@ export async function bindPoolMember(
   // The annotation and the binding go out side by side: the patch was a whole API round trip before
   // the member's runtime even began its start (0.2-1.0 s, median per k8s P=5 proof at load 9-30).
   // Where the binding goes is not the patch's to guard: only an answer from this exact Pod UID is
-  // accepted (below). The bind does not wait for the patch either: at load ~29 it held up half the
-  // binds 0.6-4.1 s after their answer; it ends beside the caller's layer append and command probe,
-  // before capacity (`beforeCapacity`): the Pod observer reports this Pod's exits under the bound id
-  // only once the annotation is on it. A failed patch (another UID under the name, or the API server
-  // refusing) still kills the exact UID, and the start fails with it.
+  // accepted (below), and a failed patch (another UID under the name, or the API server refusing)
+  // still kills the exact UID, whose bind then fails with it (the post's answer is not awaited).
   const t0 = Date.now();
   const timingsMs: Record<string, number> = {};
   const patched = c.core
@@ -200,22 +194,21 @@ export async function bindPoolMember(
       (e: unknown) => why(e),
     );
   const port = RUNTIME_PORT[spec.transport];
-  const r = await postBinding(
+  const answered = postBinding(
     m.bindEndpoint,
     poolToken,
     bindingEnv(spec, m.podIP, port),
     c.opts.readinessTimeoutMs ?? 60_000,
   );
+  const patchFailure = await patched;
+  if (patchFailure !== undefined)
+    return refuse("host-exited", `recording the binding on pod ${uid}: ${patchFailure}`, "host");
+  const r = await answered;
   timingsMs.answered = Date.now() - t0;
   if (!r.ok || r.hostIncarnation !== m.host.hostIncarnation || r.port !== port) {
     const why = r.ok ? `answered by ${r.hostIncarnation} on port ${r.port}` : r.detail;
     return refuse("endpoint-resolution-failed", why, "endpoint");
   }
-  const beforeCapacity = patched.then(async (failure) => {
-    if (failure === undefined) return undefined;
-    const refused = await refuse("host-exited", `recording the binding on pod ${uid}: ${failure}`, "host");
-    return { reason: refused.result.reason, layer: "host" as const };
-  });
   const direct = `${m.podIP}:${port}`;
   const endpoint = { endpoint: spec.transport === "http" ? `http://${direct}` : direct, aliases: [] };
   return {
@@ -227,7 +220,6 @@ export async function bindPoolMember(
       layersPassed: ["resource", "host", "endpoint"],
       owned: [],
       timingsMs,
-      beforeCapacity,
     },
     endpoint,
   };

@@ -209,10 +209,7 @@ async function proveAndPublish(
         );
   let layersMs = -1;
   let probeMs = -1;
-  let strategyMs = -1;
-  // What the strategy still has in flight before capacity (a warm Kubernetes bind's annotation)
-  // ends beside the append and the probe, not before them (HostStartResult.beforeCapacity).
-  const [, probe, unfinished] = await Promise.all([
+  const [, probe] = await Promise.all([
     recordLayers.then(() => void (layersMs = Math.round(performance.now() - t0))),
     (d.probe ?? probeCommandReadiness)(
       {
@@ -224,10 +221,8 @@ async function proveAndPublish(
       },
       d.probeBudgetMs,
     ).then((x) => ((probeMs = Math.round(performance.now() - t0)), x)),
-    r.beforeCapacity?.then((x) => ((strategyMs = Math.round(performance.now() - t0)), x)),
   ]);
   if (!probe.ok) throw new StartFailed(probe.reason, "command");
-  if (unfinished) throw new StartFailed(unfinished.reason, unfinished.layer);
   // The command layer, then the endpoint and capacity, in one conditional append: capacity is in the
   // log only after every layer, and not at all if the runtime ended meanwhile (RuntimeWriter).
   await p.writer.append([
@@ -255,7 +250,6 @@ async function proveAndPublish(
     runtimeInstanceId: p.runtimeInstanceId,
     layersMs,
     probeMs,
-    ...(r.beforeCapacity ? { strategyMs } : {}),
     publishedMs: Math.round(performance.now() - t0),
   });
 }
