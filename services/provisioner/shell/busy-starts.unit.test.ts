@@ -45,4 +45,62 @@ describe("BusyStarts: the refill's wait for the starts in flight (in-process, pr
       vi.useRealTimers();
     }
   });
+
+  it("after a loss, waits until the loss is lossSettleMs old even with no start in flight, within the bound", async () => {
+    vi.useFakeTimers();
+    try {
+      const b = new BusyStarts(() => undefined, 1_500);
+      b.lost();
+      await vi.advanceTimersByTimeAsync(300);
+      let quiet = false;
+      const q = b.quiet(3_000).then(() => (quiet = true));
+      await vi.advanceTimersByTimeAsync(1_199);
+      expect(quiet).toBe(false);
+      await vi.advanceTimersByTimeAsync(1);
+      await q;
+      expect(quiet).toBe(true);
+      // An old loss is not waited for; nor is one beyond the bound.
+      await b.quiet(3_000);
+      b.lost();
+      let bounded = false;
+      const q2 = b.quiet(500).then(() => (bounded = true));
+      await vi.advanceTimersByTimeAsync(500);
+      await q2;
+      expect(bounded).toBe(true);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it("after a loss and a start in flight, waits for both: the start's end and the loss's settle", async () => {
+    vi.useFakeTimers();
+    try {
+      const b = new BusyStarts(() => undefined, 1_500);
+      b.lost();
+      let end!: () => void;
+      void b.track(new Promise<void>((ok) => (end = ok)));
+      let quiet = false;
+      const q = b.quiet(3_000).then(() => (quiet = true));
+      await vi.advanceTimersByTimeAsync(200);
+      end();
+      await vi.advanceTimersByTimeAsync(1_000);
+      expect(quiet).toBe(false);
+      await vi.advanceTimersByTimeAsync(300);
+      await q;
+      expect(quiet).toBe(true);
+      // A start in flight past the loss's settle is still waited for.
+      b.lost();
+      let end2!: () => void;
+      void b.track(new Promise<void>((ok) => (end2 = ok)));
+      let quiet2 = false;
+      const q2 = b.quiet(3_000).then(() => (quiet2 = true));
+      await vi.advanceTimersByTimeAsync(2_000);
+      expect(quiet2).toBe(false);
+      end2();
+      await q2;
+      expect(quiet2).toBe(true);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
 });
