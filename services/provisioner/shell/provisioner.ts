@@ -19,7 +19,7 @@ import { lookAtConflict, PlanAgain, readSlot, slotEntry, type SlotClaim } from "
 import { runtimeRef } from "../../../streams/index.ts";
 import { StartGate, type Ticket } from "./start-gate.ts";
 import { BusyStarts } from "./busy-starts.ts";
-import { BOOT_HOLD_LOSS_MS, bootHoldOf } from "./boot-hold.ts";
+import { bootHoldOf } from "./boot-hold.ts";
 import { createWarmPool, type WarmPool } from "./warm-pool.ts";
 import { replacesLost } from "../domain/warm-pool.ts";
 
@@ -74,16 +74,11 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
   const driving = new Map<string, number>();
   const providers = [...d.strategies.keys()] as HostProvider[];
   // Members still booting are held while starts are in flight or a published runtime was just lost (boot-hold.ts).
-  const busy = new BusyStarts(
-    () => boots.started(),
-    BOOT_HOLD_LOSS_MS,
-    () => d.clock.now().getTime(),
-  );
+  const busy = new BusyStarts(() => boots.started());
   const boots = bootHoldOf(d, busy, gate);
   // A refill that is not urgent starts a member only once the binds and host starts in flight are
-  // done and the last loss is BOOT_HOLD_LOSS_MS old (or after a bound): a member booting beside the
-  // binds of a burst of recovery claims, or beside a replacement's resumes, took the CPU they needed
-  // (busy-starts.ts). A request waiting for a member or a slot makes it urgent
+  // done (or after a bound): a member booting beside the binds of a burst of recovery claims took
+  // the CPU they needed (busy-starts.ts). A request waiting for a member or a slot makes it urgent
   // (domain/warm-pool.ts refillPace): the member is for it.
   const pool = createWarmPool(
     d,
@@ -93,15 +88,7 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
     () => gate.waiters,
   );
   const retiring = new Set<string>();
-  const exits = observeHostExits(
-    d,
-    retiring,
-    () => pool.refill(),
-    () => {
-      busy.lost();
-      boots.lost();
-    },
-  );
+  const exits = observeHostExits(d, retiring, () => pool.refill(), boots.lost);
 
   async function drive(
     tenantId: string,
