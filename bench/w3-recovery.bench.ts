@@ -8,6 +8,11 @@
  * default 1) so both see the same minutes of a shared machine; each figure is the median of its rounds.
  * Heartbeats as a deployment has them (`heartbeatIntervalMs` 1000, stale bound 3 s): a SIGKILL is
  * detected by the observed process exit, not by heartbeat silence.
+ * BENCH_W3_SETTLE_MS (default 0): the W3 runs start only once the pool's last member has been ready
+ * that long (with 0 the kill comes ~1–2 s after the members' readiness, before their step-path
+ * warm-up: the claimed member is bound cold and the spare warms up during the recovery).
+ * DROVER_KEEP_LOGS=1 keeps the services' logs and writes the stream as `events.jsonl` there (first
+ * line `{"killedAt": ms}`, then each event with `t` in ms from the kill).
  */
 import { loadavg } from "node:os";
 import { chainDag } from "../platform/api-client.ts";

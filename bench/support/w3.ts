@@ -80,6 +80,18 @@ export async function runW3(
         },
         120_000,
       );
+    // BENCH_W3_SETTLE_MS: the kill's workload starts only once the pool's last member has been ready
+    // that long, as a running control plane's members are (a member warms its step path 2 s after it
+    // is announced: runtime warm-up-steps.ts). Without it, the members became ready ~1–2 s before the
+    // kill, so the claimed one was bound cold and the spare warmed up inside the recovery's window.
+    const settleMs = Number(process.env.BENCH_W3_SETTLE_MS ?? 0);
+    if (pool > 0 && settleMs > 0) {
+      const readyAt = Math.max(
+        ...(await log()).filter((e) => e.event.type === "runtime.pool-member-ready").map((e) => e.time.getTime()),
+      );
+      const left = readyAt + settleMs - Date.now();
+      if (left > 0) await new Promise((ok) => setTimeout(ok, left));
+    }
     // The tenant's runtimes (never a pool member: its pid is a warm spare, not the victim).
     const victims: number[] = [];
     for (const e of await log())
@@ -149,8 +161,12 @@ export async function runW3(
     if (process.env.DROVER_KEEP_LOGS === "1")
       await writeFile(
         join(cp.logDir, "events.jsonl"),
-        all
-          .map((e) => JSON.stringify({ seq: e.seq, t: e.time.getTime() - killedAt, s: e.subject, d: e.event.data }))
+        [JSON.stringify({ killedAt })]
+          .concat(
+            all.map((e) =>
+              JSON.stringify({ seq: e.seq, t: e.time.getTime() - killedAt, s: e.subject, d: e.event.data }),
+            ),
+          )
           .join("\n"),
       );
     return {
