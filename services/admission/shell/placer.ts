@@ -187,7 +187,7 @@ const GONE = new Set(["suspected", "fenced", "retired"]);
 const key = (r: IndexedRun) => `${r.tenantId}/${r.sharedRunId}`;
 
 /** Executes the placement decision for one run; returns the runtime command to send, if any. */
-export async function handle(
+async function handle(
   deps: AdmissionDeps,
   r: IndexedRun,
   all: Placeable[],

@@ -10,7 +10,6 @@ import type { SnapshotOptions } from "../../../platform/snapshots/options.ts";
 import { verifyRuns } from "./verify-runs.ts";
 import { trace, traceDelivery, tracing } from "./trace.ts";
 import { PassProbe, SLOW_PASS_MS } from "./pass-probe.ts";
-import { resumePass, resumesWaiting } from "./resume-pass.ts";
 
 /** How long a pass runs before it yields to a newer index (see `yieldWanted`). */
 const PASS_SLICE_MS = 50;
@@ -29,8 +28,7 @@ export interface AdmissionService {
  * Runs admission: follows run and scale-out events into the index, and runs an admission pass
  * whenever the index changes, whenever the capacity view announces a runtime that may have become
  * placeable, and on every tick (capacity changes arrive through the Redis view).
- * Full passes never overlap within a replica (a resume pass may run beside one: resume-pass.ts);
- * other replicas are kept honest by conditional appends.
+ * Passes never overlap within a replica; other replicas are kept honest by conditional appends.
  */
 export async function startAdmission(
   deps: AdmissionDeps & { js: JetStreamClient; tickMs?: number; snapshots?: SnapshotOptions },
@@ -120,38 +118,10 @@ export async function startAdmission(
     });
   };
 
-  // A resume pass (resume-pass.ts) beside the full pass in flight, one at a time: run again at its
-  // end when asked for meanwhile (another runtime announced).
-  let resuming: Promise<void> | undefined;
-  let resumeAgain = false;
-  const resumeNow = (): void => {
-    if (stopped || !caughtUp) return;
-    resumeAgain = true;
-    if (resuming) return;
-    // Started after the current task: the view announces runtimes in batches (one message each, all
-    // delivered in one socket read), and one pass reads the view for all of them.
-    resuming = new Promise<void>((ok) => queueMicrotask(ok))
-      .then(async () => {
-        while (resumeAgain && !stopped) {
-          resumeAgain = false;
-          await resumePass(deps, state).catch((e) => deps.log.error({ err: String(e) }, "resume pass failed"));
-        }
-      })
-      .finally(() => (resuming = undefined));
-  };
-
   // A runtime that may have become placeable (the capacity projection announces its put) starts a
   // pass at once: with ticks only, a replacement runtime's capacity waited about half a tick for its
   // recovery item, when the scale-out's `fulfilled` had started the pass before the view showed it.
-  // With a pass in flight, the resumes waiting are placed at once by a resume pass beside it: they
-  // waited for that pass to end and the next to start (~0.9 s at P=20; issue 15). Without one, the
-  // pass started here places them first.
-  const watch = await deps.view.watch?.((rt) => {
-    const waiting = running ? resumesWaiting(deps, state).length : 0;
-    if (tracing) trace({ ev: "announced", rt, passing: running !== undefined, waiting });
-    if (waiting > 0) resumeNow();
-    pass();
-  });
+  const watch = await deps.view.watch?.(() => pass());
   let timer: ReturnType<typeof setInterval> | undefined;
   const ready = follower.caughtUp.then(() => {
     deps.log.info({ fromSeq, runs: deps.index.runs.size }, "run index caught up");
@@ -177,7 +147,6 @@ export async function startAdmission(
       await writer?.stop();
       await children.stop();
       await running;
-      await resuming;
       await Promise.allSettled([...state.sends]);
       for (const w of waiters) w();
     },
