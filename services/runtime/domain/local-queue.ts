@@ -49,6 +49,17 @@ export function runsToStart(f: QueueFacts, sizing: RuntimeSizing): number {
   return Math.min(f.queued, slots);
 }
 
+/**
+ * Whether new runs must leave the free run slots to the resumes still being checked (ResumeExecution
+ * accepted for its check, its journal still being read): each such resume holds one free slot, so a
+ * new run starts only in a slot beyond them. A DispatchRun's check is one read and a resume's is the
+ * journal's, so a new run placed beside a resume on a fresh replacement used to be accepted first and
+ * take its only slot: the resume then waited for that whole run (issue 15: 8-10 s after `admitted`).
+ */
+export function newRunsHeld(f: QueueFacts, sizing: RuntimeSizing, resumesChecking: number): boolean {
+  return resumesChecking > 0 && Math.max(0, sizing.maxConcurrentRuns - f.running) <= resumesChecking;
+}
+
 /** What the runtime knows of a queued run when it picks the next one to start. */
 export interface QueuedRun {
   readonly resume: boolean;
@@ -61,13 +72,19 @@ export interface QueuedRun {
  * going here (`going`: started and not ended): on a shared runtime a flood's runs fill the local
  * queue, and first-in first-out made a quiet tenant's run wait behind all of them although admission
  * had placed it at once (docs/security.md "Floods"). With one tenant this is first-in first-out.
+ * With `resumesOnly` (`newRunsHeld`), only a resume may start.
  */
-export function nextToStart(queue: readonly QueuedRun[], going: (tenantId: string) => number): number {
+export function nextToStart(
+  queue: readonly QueuedRun[],
+  going: (tenantId: string) => number,
+  resumesOnly = false,
+): number {
   let best = -1;
   let fewest = Infinity;
   for (let i = 0; i < queue.length; i++) {
     const r = queue[i]!;
     if (r.resume) return i;
+    if (resumesOnly) continue;
     const n = going(r.tenantId);
     if (n < fewest) {
       best = i;

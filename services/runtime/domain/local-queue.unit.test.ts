@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { admitRun, availableSlots, nextToStart, runsToStart, type QueueFacts } from "./local-queue.ts";
+import { admitRun, availableSlots, newRunsHeld, nextToStart, runsToStart, type QueueFacts } from "./local-queue.ts";
 
 const sizing = { workers: 2, maxConcurrentRuns: 1, localQueueCapacity: 2, maxWorkersPerRun: 1 };
 const facts = (f: Partial<QueueFacts>): QueueFacts => ({ queued: 0, running: 0, paused: false, draining: false, ...f });
@@ -47,5 +47,15 @@ describe("which queued run starts next (pure: no transport)", () => {
     expect(nextToStart([run("a"), run("a")], going({ a: 3 }))).toBe(0);
     expect(nextToStart([run("b"), run("a", true)], going({ a: 9 }))).toBe(1);
     expect(nextToStart([], going({}))).toBe(-1);
+  });
+
+  it("while resumes are being checked, each holds a free run slot: new runs start only beyond them, a queued resume still starts", () => {
+    const two = { ...sizing, maxConcurrentRuns: 2 };
+    expect(newRunsHeld(facts({}), sizing, 0)).toBe(false);
+    expect(newRunsHeld(facts({}), sizing, 1)).toBe(true);
+    expect(newRunsHeld(facts({}), two, 1)).toBe(false);
+    expect(newRunsHeld(facts({ running: 1 }), two, 1)).toBe(true);
+    expect(nextToStart([run("a"), run("b")], going({}), true)).toBe(-1);
+    expect(nextToStart([run("a"), run("b", true)], going({}), true)).toBe(1);
   });
 });

@@ -178,3 +178,65 @@ describe("ResumeExecution's checks side by side, the checked journal reused by t
     expect(reads.reads()).toBe(1);
   });
 });
+
+/**
+ * rt-b (one run slot, two queue places) got a resume (l2, the pausedAndDispatched journal) and a new
+ * run r2 (l3) placed beside it; the resume's journal read is held open until `release`, while the new
+ * run's one dispatch get answers at once (as on a fresh replacement, where the resume's check is the slower).
+ */
+async function resumeBesideNewRun() {
+  const store = new MemoryEventStore();
+  const p = await pausedAndDispatched(store);
+  const run2 = runRef(T, "r2");
+  const d2 = byRecovery("run.dispatched", {
+    runtimeInstanceId: "rt-b",
+    localRunId: "l3",
+    transport: "http",
+    hostIncarnation: "pid:2:2",
+  });
+  const fresh = {
+    ...payload(dag, "l3"),
+    sharedRunId: "r2",
+    dispatchedSeq: (await store.append(run2, d2, { expectedSeq: 0 })).seq,
+  } as typeof p;
+  let release = () => {};
+  const gate = new Promise<void>((ok) => (release = ok));
+  const slowRead = Object.assign(Object.create(store) as MemoryEventStore, {
+    read: async (...a: Parameters<MemoryEventStore["read"]>) => (await gate, store.read(...a)),
+  });
+  const { runner, calls } = recordingRunner(() => new Promise<void>(() => undefined)); // steps never end: who started first stays visible
+  const sizing = { workers: 2, maxConcurrentRuns: 1, localQueueCapacity: 2, maxWorkersPerRun: 1 };
+  const instance = new RuntimeInstance(
+    sizing,
+    journalEnv(slowRead, "rt-b"),
+    executor(runner),
+    HostIncarnation.parse("pid:2:2"),
+  );
+  return { p, fresh, release, calls, instance };
+}
+
+describe("a resume being checked holds its slot from a new run accepted meanwhile (in-memory store; proves no transport)", () => {
+  it("given a resume whose journal is still being read and a new run accepted meanwhile on the only slot, when the check ends, then the resume starts first and the new run waits in the queue", async () => {
+    const { p, fresh, release, calls, instance } = await resumeBesideNewRun();
+    const resumed = instance.resume(p);
+    await instance.dispatch(fresh);
+    expect(instance.status(fresh.localRunId).state).toBe("queued");
+    release();
+    await resumed;
+    await new Promise((r) => setTimeout(r, 20));
+    expect(instance.status(p.localRunId).state).toBe("running");
+    expect(instance.status(fresh.localRunId).state).toBe("queued");
+    expect(calls).toEqual(["s2#1"]);
+  });
+
+  it("given a resume refused by its check (another epoch) while a new run waited for its slot, when refused, then the new run starts at once", async () => {
+    const { p, fresh, release, calls, instance } = await resumeBesideNewRun();
+    const refused = instance.resume({ ...p, epoch: 2 });
+    await instance.dispatch(fresh);
+    release();
+    await expect(refused).rejects.toMatchObject({ code: "resume-epoch-mismatch" });
+    await new Promise((r) => setTimeout(r, 20));
+    expect(instance.status(fresh.localRunId).state).toBe("running");
+    expect(calls).toEqual(["s1#1"]);
+  });
+});

@@ -8,7 +8,14 @@ import {
   type RuntimeSizing,
 } from "../../../contracts/index.ts";
 import type { z } from "zod";
-import { admitRun, availableSlots, nextToStart, runsToStart, type QueueFacts } from "../domain/local-queue.ts";
+import {
+  admitRun,
+  availableSlots,
+  newRunsHeld,
+  nextToStart,
+  runsToStart,
+  type QueueFacts,
+} from "../domain/local-queue.ts";
 import type { ExecutionState } from "../../../aggregates/execution.ts";
 import {
   checkDispatched,
@@ -65,6 +72,8 @@ export class RuntimeInstance {
   private parkedCount = 0;
   /** Parked executions whose wait resolved, waiting for a slot: served before the queue's new runs. */
   private unparking: (() => void)[] = [];
+  /** ResumeExecution commands whose checks are still reading: each holds a free run slot from new runs (`newRunsHeld`). */
+  private resumesChecking = 0;
   private paused = false;
   private draining = false;
   private idleWaiters: (() => void)[] = [];
@@ -101,12 +110,23 @@ export class RuntimeInstance {
    * ResumeExecution: checks the journal (the pending recovery epoch must equal `epoch`) and that
    * `dispatchedSeq` is this resume's dispatch to this runtime, side by side, then queues the resume
    * ahead of new work (recovery items go first), with the journal as checked for its open to reuse.
+   * While it is checked it holds a free run slot: a DispatchRun that arrives meanwhile (its check is
+   * quicker) queues instead of taking the slot the resume was placed for (`newRunsHeld`).
    * Idempotent per LocalRunId.
    */
   async resume(payload: ResumePayload): Promise<Record<string, unknown>> {
     if (this.runs.has(payload.localRunId)) return this.accept({ mode: "resume", payload });
-    const checked = await checkResume(this.journal, payload);
-    return this.accept({ mode: "resume", payload }, checked);
+    this.resumesChecking++;
+    let holding = true;
+    try {
+      const checked = await checkResume(this.journal, payload);
+      this.resumesChecking--;
+      holding = false;
+      return this.accept({ mode: "resume", payload }, checked); // queued ahead of new runs, then started
+    } finally {
+      if (holding) this.resumesChecking--;
+      this.pump(); // a refused resume gives its held slot back to the new runs
+    }
   }
 
   private accept(request: LocalRun["request"], checked?: ExecutionState): Record<string, unknown> {
@@ -258,6 +278,7 @@ export class RuntimeInstance {
       const at = nextToStart(
         this.queue.map((r) => ({ resume: r.request.mode === "resume", tenantId: r.request.payload.tenantId })),
         (t) => this.going.get(t) ?? 0,
+        newRunsHeld(this.facts(), this.sizing, this.resumesChecking),
       );
       if (at < 0) return;
       const [run] = this.queue.splice(at, 1);
