@@ -154,7 +154,7 @@ async function signalOf(h: WaitHost, name: string): Promise<FoundSignal | undefi
  * `signalOf`, read again until it is answered: a read nobody answered (`event-store-unavailable`,
  * retryable: no history responder while the provisioner restarts, NATS down) is an outage the wait
  * outlasts, not a failure of its step. Failed, it cost the run its step's attempt (one by default):
- * at load ~25 the read 2 s after the wait began listening met the e2e's provisioner restarting, and
+ * at load 15–25 the read 2 s after the wait began listening met the e2e's provisioner restarting, and
  * the run failed (test/host/runtime-waits-history-outage.host.test.ts). A refused read (its rights, a
  * malformed request) still fails the step. Rejects when `signal` aborts.
  */
