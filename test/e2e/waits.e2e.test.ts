@@ -136,6 +136,10 @@ describe("a wait survives control-plane restarts and a runtime SIGKILL, and the 
         "the execution resumed on a replacement",
         async () => {
           const es = (await store.read(execRef(TENANT, executionId))).events;
+          // An execution that ended never resumes: say why now rather than after the deadline (CI at
+          // load ~25: its wait's read met the provisioner restarting and failed the run).
+          const end = es.find((e) => e.event.type === "exec.failed" || e.event.type === "exec.completed");
+          if (end) throw new Error(`the execution ended instead of waiting: ${JSON.stringify(end.event)}`);
           return es.some((e) => e.event.type === "exec.resumed") ? true : undefined;
         },
         120_000,

@@ -5,7 +5,7 @@ import { createEventStore, runRef } from "../../streams/index.ts";
 import { connectNats } from "../../platform/nats-connect.ts";
 import { uniqueName } from "../support/isolation.ts";
 import { authFixture, type AuthFixture } from "../support/nats-auth-fixture.ts";
-import { event } from "../support/streams.ts";
+import { event, eventually } from "../support/streams.ts";
 
 const acme = TenantId.parse("acme");
 const api = { service: "api", instanceId: "api-1" } as const;
@@ -82,4 +82,38 @@ describe("a runtime's signal feed (boundary: real nats-server authorization, a r
       await nc.close();
     }
   });
+
+  it("a hint whose reads nobody answers (the history responder gone: a provisioner restart) is read again until one is answered: the signal stored meanwhile still resolves the wait", async () => {
+    const rt = uniqueName("rt");
+    await fx.register(rt, "acme");
+    const nc = await fx.asRuntime(rt);
+    const store = createEventStore(nc, fx.f.layout, { subjectScopedReads: true });
+    const failures: string[] = [];
+    const log = (l: Record<string, unknown>) =>
+      void (l.event === "signal-read-failed" && failures.push(String(l.detail)));
+    const feeds = natsSignalFeeds(nc, fx.f.layout, store, log, [200]);
+    const run = runRef(acme, uniqueName("run"));
+    const w = await feeds.watch("acme", run.id, "approval");
+    try {
+      await fx.history.stop();
+      const real = event("run.signal-received", { tenantId: acme, writer: api });
+      const seq = (await fx.store.append(run, real, { expectedSeq: 0 })).seq;
+      // Every read the hint once made went unanswered (before: four, ~17 s, and the signal was lost).
+      await eventually(
+        "five unanswered reads of the hinted run",
+        async () => (failures.length >= 5 ? true : undefined),
+        45_000,
+      );
+      expect(failures.every((f) => /no history responder answered/.test(f))).toBe(true);
+      fx.history.start();
+      const found = await Promise.race([
+        w.found,
+        new Promise<never>((_, fail) => setTimeout(() => fail(new Error("the wait never got its signal")), 15_000)),
+      ]);
+      expect([found.seq, found.event.eventId]).toEqual([seq, real.eventId]);
+    } finally {
+      fx.history.start();
+      w.close();
+    }
+  }, 120_000);
 });

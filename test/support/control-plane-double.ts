@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { type NatsConnection } from "@nats-io/transport-node";
+import { type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import { connectHarness } from "../../platform/nats-auth/server-keys.ts";
 import { setupNats } from "../../platform/nats-setup.ts";
 import {
@@ -35,6 +35,8 @@ export interface ControlPlaneDouble {
   readonly nc: NatsConnection;
   readonly layout: StreamLayout;
   readonly store: EventStore;
+  /** The provisioner's history responder: stopped and started again as a provisioner's SIGKILL and restart do. */
+  readonly history: { stop(): Promise<void>; start(): void };
   close(): Promise<void>;
 }
 
@@ -45,8 +47,18 @@ export async function openControlPlaneDouble(natsUrl: string, tag: string): Prom
   const jsm = await jetstreamManager(nc);
   await setupNats(jsm, layout);
   // The provisioner's part a runtime needs to read its histories (streams/history-responder.ts).
-  startHistoryResponder(nc, jsm, layout);
-  return { nc, layout, store: createEventStore(nc, layout), close: () => nc.drain() };
+  let responder: Subscription | undefined = startHistoryResponder(nc, jsm, layout);
+  const history = {
+    async stop() {
+      responder?.unsubscribe();
+      responder = undefined;
+      await nc.flush();
+    },
+    start() {
+      responder ??= startHistoryResponder(nc, jsm, layout);
+    },
+  };
+  return { nc, layout, store: createEventStore(nc, layout), history, close: () => nc.drain() };
 }
 
 /** An event as a test writer (service "test") appends it; `data` is validated by the store before anything is sent. */

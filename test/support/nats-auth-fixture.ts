@@ -1,5 +1,5 @@
 import { jetstreamManager } from "@nats-io/jetstream";
-import type { NatsConnection } from "@nats-io/transport-node";
+import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import { TenantId } from "../../contracts/index.ts";
 import { standingFromLog, startRuntimeCallout } from "../../platform/nats-auth/callout.ts";
 import { credentialOf, type NatsKeys } from "../../platform/nats-auth/credentials.ts";
@@ -41,6 +41,8 @@ export interface AuthFixture {
   /** A harness (every right) event store. */
   readonly store: EventStore;
   readonly provisioner: NatsConnection;
+  /** The provisioner's history responder: stopped and started again as a provisioner's SIGKILL and restart do. */
+  readonly history: { stop(): Promise<void>; start(): void };
   as(id: Identity): Promise<NatsConnection>;
   runtimeCreds(id: string): string;
   asRuntime(id: string): Promise<NatsConnection>;
@@ -66,7 +68,8 @@ export async function authFixture(
   const runtimeCreds = (id: string) => `${id}:${runtimePasswordFor(AUTH_TEST_SECRET, f.layout.eventPrefix, id)}`;
   const provisioner = await as("provisioner");
   // As the provisioner does: runtimes read their histories from it (streams/history-responder.ts).
-  startHistoryResponder(provisioner, await jetstreamManager(provisioner), f.layout, history);
+  const provisionerJsm = await jetstreamManager(provisioner);
+  let responder: Subscription | undefined = startHistoryResponder(provisioner, provisionerJsm, f.layout, history);
   startRuntimeCallout({
     nc: provisioner,
     layout: f.layout,
@@ -81,6 +84,16 @@ export async function authFixture(
     f,
     store,
     provisioner,
+    history: {
+      async stop() {
+        responder?.unsubscribe();
+        responder = undefined;
+        await provisioner.flush();
+      },
+      start() {
+        responder ??= startHistoryResponder(provisioner, provisionerJsm, f.layout, history);
+      },
+    },
     as,
     runtimeCreds,
     async asRuntime(id) {

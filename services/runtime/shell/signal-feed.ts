@@ -1,5 +1,5 @@
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
-import type { DroverEvent } from "../../../contracts/index.ts";
+import { isDroverError, type DroverEvent } from "../../../contracts/index.ts";
 import { runRef, type EventStore, type StreamLayout } from "../../../streams/index.ts";
 
 export type Signal = Extract<DroverEvent, { type: "run.signal-received" }>;
@@ -46,6 +46,18 @@ interface TenantFeed {
 const HINT_READS_MS = [0, 100, 400, 1500];
 
 /**
+ * Delays before a run is read again after a read nobody answered (each read is itself ~3.7 s of the
+ * reader's own retries: streams/scoped-read.ts); the last repeats until one is answered.
+ */
+export const UNANSWERED_READ_DELAYS_MS: readonly number[] = [1000, 2000, 5000, 10_000];
+
+/**
+ * A read nobody answered (`event-store-unavailable`, retryable): no history responder while the
+ * provisioner restarts, NATS down. An outage a wait outlasts, unlike a read the server refuses.
+ */
+export const unanswered = (e: unknown): e is Error => isDroverError(e, "event-store-unavailable") && e.retryable;
+
+/**
  * One core NATS subscription per tenant with open waits on this runtime, on
  * `<events>.run.<tenant>.*.signal-received` (a subject its rights let it subscribe to, for its
  * tenants only: docs/nats-identities.md): the API's publish of a signal reaches it as the stream
@@ -61,6 +73,8 @@ export function natsSignalFeeds(
   layout: StreamLayout,
   store: EventStore,
   log: (fields: Record<string, unknown>) => void,
+  /** Delays after a read nobody answered (default UNANSWERED_READ_DELAYS_MS; tests shorten them). */
+  unansweredDelaysMs: readonly number[] = UNANSWERED_READ_DELAYS_MS,
 ): SignalFeeds {
   const feeds = new Map<string, TenantFeed>();
 
@@ -75,14 +89,21 @@ export function natsSignalFeeds(
     return [...(names ?? [])].every((n) => stored.some((x) => x.event.data.name === n));
   };
 
+  // Reads answered without the signal are HINT_READS_MS apart and end with them; reads nobody
+  // answered go on (unansweredDelaysMs apart) until one is answered or the run's waits end: the four
+  // reads all unanswered (~17 s of a provisioner restart) lost the signal until the wait's deadline.
   const onHint = async (tenantId: string, feed: TenantFeed, runId: string, name: string | undefined) => {
-    for (const wait of HINT_READS_MS) {
+    for (let i = 0, failed = 0; i < HINT_READS_MS.length;) {
+      const wait = failed > 0 ? unansweredDelaysMs[Math.min(failed, unansweredDelaysMs.length) - 1] : HINT_READS_MS[i];
       if (wait) await new Promise((r) => setTimeout(r, wait));
       if (feeds.get(tenantId) !== feed) return;
       try {
         if (await check(tenantId, feed, runId, name === undefined ? undefined : new Set([name]))) return;
+        [i, failed] = [i + 1, 0];
       } catch (e) {
         log({ event: "signal-read-failed", tenantId, sharedRunId: runId, detail: String((e as Error)?.message ?? e) });
+        if (unanswered(e)) failed++;
+        else [i, failed] = [i + 1, 0];
       }
     }
   };

@@ -178,7 +178,7 @@ export async function startRuntime(
       childRuns: { store, outputs },
       secrets,
       // Waits learn of their signals from one subscription per tenant with open waits (signal-feed.ts).
-      signals: { store, feeds: natsSignalFeeds(nc, layout, store, log) },
+      signals: { store, feeds: natsSignalFeeds(nc, layout, store, log), log },
       ...(worker ? { worker } : {}),
       // The step cache's index, and the journals its entries point at, on the tenant's own subjects.
       stepCache: {

@@ -4,7 +4,13 @@ import type { Clock } from "../../../platform/clock.ts";
 import type { EventStore } from "../../../streams/types.ts";
 import type { OpenedExecution } from "./execution-open.ts";
 import type { ExecutionState } from "../../../aggregates/execution.ts";
-import { apiSignals, type FoundSignal, type SignalFeeds } from "./signal-feed.ts";
+import {
+  apiSignals,
+  unanswered,
+  UNANSWERED_READ_DELAYS_MS,
+  type FoundSignal,
+  type SignalFeeds,
+} from "./signal-feed.ts";
 
 export type WaitState = ExecutionState["waits"] extends ReadonlyMap<string, infer W> ? W : never;
 
@@ -14,6 +20,10 @@ export interface WaitSignals {
   readonly feeds: SignalFeeds;
   /** One more read of the run this long after the wait started listening (a lagging replica's answer); default 2 s. */
   readonly recheckMs?: number;
+  /** Delays before reading the run again after a read nobody answered; the last repeats (default UNANSWERED_READ_DELAYS_MS). */
+  readonly unansweredReadDelaysMs?: readonly number[];
+  /** The runtime's log: a read nobody answered is said there (`wait-read-unanswered`). */
+  readonly log?: (fields: Record<string, unknown>) => void;
 }
 
 /** What the execution is told of its waits: a wait listening (nothing to do until it resolves), and done listening. */
@@ -63,12 +73,12 @@ export async function runWait(h: WaitHost, step: Extract<Step, { kind: "wait" }>
   const s = signalsOf(h);
   const watch = await s.feeds.watch(h.opened.tenantId, h.opened.run.ref.id, p.name);
   try {
-    let found = await signalOf(h, p.name);
+    let found = await signalUntilAnswered(h, step.id, p.name, "first", signal);
     if (!found && w.resolved) throw new Error(`wait ${step.id} was resolved by a signal the run no longer holds`);
     if (!found) {
       h.listener?.listening(step.id);
       try {
-        found = await untilSignal(h, w.timeoutAt, watch.found, s.recheckMs ?? 2000, p.name, signal);
+        found = await untilSignal(h, w.timeoutAt, watch.found, s.recheckMs ?? 2000, step.id, p.name, signal);
       } finally {
         h.listener?.resolving(step.id);
       }
@@ -90,6 +100,7 @@ async function untilSignal(
   timeoutAt: number,
   fromFeed: Promise<FoundSignal>,
   recheckMs: number,
+  stepId: StepId,
   name: string,
   signal: AbortSignal,
 ): Promise<FoundSignal | undefined> {
@@ -102,7 +113,7 @@ async function untilSignal(
   })();
   const recheck = (async () => {
     await delay(recheckMs, undefined, { signal: both });
-    const again = await signalOf(h, name);
+    const again = await signalUntilAnswered(h, stepId, name, "recheck", both);
     return again ?? new Promise<never>(() => undefined);
   })();
   const aborted = new Promise<never>((_, fail) => {
@@ -137,6 +148,43 @@ async function openWait(h: WaitHost, stepId: StepId, name: string, timeoutMs: nu
 async function signalOf(h: WaitHost, name: string): Promise<FoundSignal | undefined> {
   const stored = await apiSignals(signalsOf(h).store, h.opened.tenantId, h.opened.run.ref.id);
   return stored.find((s) => s.event.data.name === name);
+}
+
+/**
+ * `signalOf`, read again until it is answered: a read nobody answered (`event-store-unavailable`,
+ * retryable: no history responder while the provisioner restarts, NATS down) is an outage the wait
+ * outlasts, not a failure of its step. Failed, it cost the run its step's attempt (one by default):
+ * at load 15–25 the read 2 s after the wait began listening met the e2e's provisioner restarting, and
+ * the run failed (test/host/runtime-waits-history-outage.host.test.ts). A refused read (its rights, a
+ * malformed request) still fails the step. Rejects when `signal` aborts.
+ */
+async function signalUntilAnswered(
+  h: WaitHost,
+  stepId: StepId,
+  name: string,
+  read: "first" | "recheck",
+  signal: AbortSignal,
+): Promise<FoundSignal | undefined> {
+  const s = signalsOf(h);
+  const delays = s.unansweredReadDelaysMs ?? UNANSWERED_READ_DELAYS_MS;
+  for (let failed = 0; ; failed++) {
+    try {
+      return await signalOf(h, name);
+    } catch (e) {
+      if (!unanswered(e)) throw e;
+      const waitMs = delays[Math.min(failed, delays.length - 1)] ?? 1000;
+      s.log?.({
+        event: "wait-read-unanswered",
+        executionId: h.opened.executionId,
+        stepId,
+        read,
+        unanswered: failed + 1,
+        nextReadInMs: waitMs,
+        detail: e.message.slice(0, 300),
+      });
+      await delay(waitMs, undefined, { signal });
+    }
+  }
 }
 
 async function resolve(h: WaitHost, stepId: StepId, name: string, s: FoundSignal | undefined): Promise<void> {
