@@ -14,6 +14,7 @@ import type { OutputStore } from "../../../platform/output-store.ts";
 import { runRef } from "../../../streams/subjects.ts";
 import type { EventStore } from "../../../streams/types.ts";
 import type { OpenedExecution } from "./execution-open.ts";
+import { unanswered, UNANSWERED_READ_DELAYS_MS } from "./signal-feed.ts";
 import { recordedOutput } from "./step-output.ts";
 import type { StepRunner } from "./step-runners.ts";
 
@@ -25,6 +26,10 @@ export interface ChildRunPort {
   readonly outputs?: OutputStore;
   /** How often a waiting run step looks at its child run (default 250 ms). */
   readonly pollMs?: number;
+  /** Delays before a child run is read again after a read nobody answered; the last repeats (default UNANSWERED_READ_DELAYS_MS). */
+  readonly unansweredReadDelaysMs?: readonly number[];
+  /** The runtime's log: a read nobody answered is said there (`child-read-unanswered`). */
+  readonly log?: (fields: Record<string, unknown>) => void;
 }
 
 /** What the execution lends: its journal and the child runs its journal names (mutable). */
@@ -90,9 +95,9 @@ export async function runChild(
 ): Promise<unknown> {
   const childRunId = await childRunDecision(host, step, attempt, data);
   const ref = runRef(host.opened.tenantId, childRunId);
-  let state = foldRun((await host.port.store.read(ref)).events);
+  let state = foldRun((await readAnswered(host, step.id, childRunId, signal)).events);
   for (;;) {
-    if (isTerminal(state.status)) return ended(host, state, childRunId);
+    if (isTerminal(state.status)) return ended(host, state, step.id, childRunId, signal);
     const seq = state.lastSeq;
     // A read that fails (NATS briefly away) counts as "not moved": the step keeps waiting, it does not fail.
     const moved = () =>
@@ -101,16 +106,50 @@ export async function runChild(
         () => false,
       );
     while (!(await moved())) await delay(host.port.pollMs ?? 250, undefined, { signal });
-    state = foldRun((await host.port.store.read(ref)).events);
+    state = foldRun((await readAnswered(host, step.id, childRunId, signal)).events);
   }
 }
 
-async function ended(host: ChildRunHost, s: RunState, childRunId: string): Promise<unknown> {
+/**
+ * The child run's history, read again until it is answered: a read nobody answered
+ * (`event-store-unavailable`, retryable: no history responder while the provisioner restarts, NATS
+ * down) is an outage the step outlasts, as a wait does (wait-steps.ts), not a failure of its
+ * attempt. A refused read still fails it. Rejects when `signal` aborts.
+ */
+async function readAnswered(host: ChildRunHost, stepId: string, childRunId: string, signal: AbortSignal) {
+  const delays = host.port.unansweredReadDelaysMs ?? UNANSWERED_READ_DELAYS_MS;
+  for (let failed = 0; ; failed++) {
+    try {
+      return await host.port.store.read(runRef(host.opened.tenantId, childRunId));
+    } catch (e) {
+      if (!unanswered(e)) throw e;
+      const waitMs = delays[Math.min(failed, delays.length - 1)] ?? 10_000;
+      host.port.log?.({
+        event: "child-read-unanswered",
+        executionId: host.opened.executionId,
+        stepId,
+        childRunId,
+        unanswered: failed + 1,
+        nextReadInMs: waitMs,
+        detail: e.message,
+      });
+      await delay(waitMs, undefined, { signal });
+    }
+  }
+}
+
+async function ended(
+  host: ChildRunHost,
+  s: RunState,
+  stepId: string,
+  childRunId: string,
+  signal: AbortSignal,
+): Promise<unknown> {
   if (s.status === "completed") {
     const ref = s.output?.ref;
     return recordedOutput({ output: s.output?.inline ?? null, ...(ref ? { outputRef: ref } : {}) }, host.port.outputs);
   }
-  const why = (await host.port.store.read(runRef(host.opened.tenantId, childRunId))).events.findLast(
+  const why = (await readAnswered(host, stepId, childRunId, signal)).events.findLast(
     (e) => e.event.type === "run.failed" || e.event.type === "run.cancelled" || e.event.type === "run.rejected",
   )?.event;
   const detail =

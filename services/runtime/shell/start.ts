@@ -175,7 +175,7 @@ export async function startRuntime(
       log,
       outputs,
       // Run steps journal their child runs and follow them; admission submits them (docs/control-flow.md "Child runs").
-      childRuns: { store, outputs },
+      childRuns: { store, outputs, log },
       secrets,
       // Waits learn of their signals from one subscription per tenant with open waits (signal-feed.ts).
       signals: { store, feeds: natsSignalFeeds(nc, layout, store, log), log },
