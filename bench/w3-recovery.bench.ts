@@ -8,9 +8,8 @@
  * default 1) so both see the same minutes of a shared machine; each figure is the median of its rounds.
  * Heartbeats as a deployment has them (`heartbeatIntervalMs` 1000, stale bound 3 s): a SIGKILL is
  * detected by the observed process exit, not by heartbeat silence.
- * BENCH_W3_SETTLE_MS (default 0): the W3 runs start only once the pool's last member has been ready
- * that long (with 0 the kill comes ~1–2 s after the members' readiness, before their step-path
- * warm-up: the claimed member is bound cold and the spare warms up during the recovery).
+ * With a pool, the kill's workload starts once every unclaimed member has warmed its step path
+ * (`pool-warmed-up` in its log), as a running control plane's members have before an incident.
  * DROVER_KEEP_LOGS=1 keeps the services' logs and writes the stream as `events.jsonl` there (first
  * line `{"killedAt": ms}`, then each event with `t` in ms from the kill).
  */

@@ -1,4 +1,4 @@
-import { writeFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { Redis } from "ioredis";
 import { apiClient, type chainDag } from "../../platform/api-client.ts";
@@ -80,18 +80,33 @@ export async function runW3(
         },
         120_000,
       );
-    // BENCH_W3_SETTLE_MS: the kill's workload starts only once the pool's last member has been ready
-    // that long, as a running control plane's members are (a member warms its step path 2 s after it
-    // is announced: runtime warm-up-steps.ts). Without it, the members became ready ~1–2 s before the
-    // kill, so the claimed one was bound cold and the spare warmed up inside the recovery's window.
-    const settleMs = Number(process.env.BENCH_W3_SETTLE_MS ?? 0);
-    if (pool > 0 && settleMs > 0) {
-      const readyAt = Math.max(
-        ...(await log()).filter((e) => e.event.type === "runtime.pool-member-ready").map((e) => e.time.getTime()),
+    // The kill's workload starts only once every unclaimed member has warmed its step path (its
+    // `pool-warmed-up` line: runtime warm-up-steps.ts, 2 s after it is announced), as a running
+    // control plane's members have long before an incident. Before (session 37), the kill came ~1–2 s
+    // after the members' readiness: the claimed one was bound cold (~0.24 against ~0.05 ms of CPU
+    // per step) and the spare warmed up inside the recovery's window.
+    if (pool > 0)
+      await eventually(
+        `${pool} warm pool members warmed up`,
+        async () => {
+          const all = await log();
+          const claimed = new Set(all.filter((e) => e.event.type === "runtime.pool-member-claimed").map(runtimeOf));
+          const members = all
+            .filter((e) => e.event.type === "runtime.pool-member-ready")
+            .map(runtimeOf)
+            .filter((id) => !claimed.has(id));
+          const warmed = await Promise.all(
+            members.map((id) =>
+              readFile(join(cp.logDir, "runtimes", `${id}.log`), "utf8").then(
+                (text) => text.includes('"event":"pool-warmed-up"'),
+                () => false,
+              ),
+            ),
+          );
+          return warmed.filter(Boolean).length >= pool ? true : undefined;
+        },
+        120_000,
       );
-      const left = readyAt + settleMs - Date.now();
-      if (left > 0) await new Promise((ok) => setTimeout(ok, left));
-    }
     // The tenant's runtimes (never a pool member: its pid is a warm spare, not the victim).
     const victims: number[] = [];
     for (const e of await log())
