@@ -171,7 +171,7 @@ export const DroverConfig = z
       .strict()
       .prefault({})
       .describe(
-        "runtimes each provisioner keeps started ahead of need per host provider, tenant-neutral, bound on a scale-out (hosts.md Warm pool, docs/hosts.md); 0: every runtime cold-starts",
+        "runtimes each provisioner keeps started ahead of need per host provider, tenant-neutral, bound on a scale-out (services/provisioner/README.md, Warm pool); 0: every runtime cold-starts",
       ),
     scaleOutExpiryMs: z.number().int().min(1000).default(120_000),
     queueStallMs: z

@@ -15,7 +15,7 @@ export const spawnerOfSelf = (): string => processIncarnation(process.pid);
 /**
  * Whether the process host `pid:<pid>:<starttime>` (this process space's) runs and the
  * provisioner that spawned it is gone: an orphan the next provisioner of its control plane adopts
- * (docs/hosts.md "Adopted runtimes"). `false` when the host is gone, its spawner still runs, or its
+ * (services/provisioner/README.md "Adopted runtimes"). `false` when the host is gone, its spawner still runs, or its
  * environment does not name one (a host started before spawners were recorded, or by someone
  * else): such a host is never adopted. Reads `/proc/<pid>/environ` (same user) only for the one
  * variable, and checks the host's own incarnation after the read, so a reused pid is never taken

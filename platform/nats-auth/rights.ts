@@ -262,7 +262,7 @@ export const WRITES: Readonly<Record<ServiceIdentity, Readonly<Record<string, re
     run: ["requeued-for-resume", "requeued-for-local-queued-recovery", "replacement-selected", "failed"],
     exec: ["paused-for-recovery"],
     forensics: ["*"],
-    // A fenced runtime's replacement, asked for at the fence under admission's key (docs/recovery.md).
+    // A fenced runtime's replacement, asked for at the fence under admission's key (the design's recovery.md).
     scaleout: ["requested"],
   },
 };

@@ -6,7 +6,7 @@ import type { ProvisionerDeps } from "./context.ts";
 import type { LiveHost } from "./stop-hosts.ts";
 
 /**
- * The process hosts this provisioner adopts (docs/hosts.md "Adopted runtimes"): runtimes of its
+ * The process hosts this provisioner adopts (services/provisioner/README.md "Adopted runtimes"): runtimes of its
  * control plane, in its process space, that have not ended and whose spawning provisioner is gone
  * (a SIGKILL left them running: platform/hosts/spawner.ts). A planned stop and the drained-runtime
  * retirement treat them as the runtimes it started: marked draining, killed at their exact

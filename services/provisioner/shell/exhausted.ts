@@ -10,8 +10,8 @@ const MAX_CONFLICTS = 8;
 
 /**
  * Closes a scale-out request whose last JetStream delivery failed, or whose delivery failed with
- * an error the consumer terminates (`why` "refused": no redelivery follows either; docs/hosts.md
- * "Scale-out requests end"): without this the request stayed `requested` forever once the
+ * an error the consumer terminates (`why` "refused": no redelivery follows either; services/provisioner/
+ * README.md "Deliveries exhausted"): without this the request stayed `requested` forever once the
  * consumer's `maxDeliver` ran out, admission and forensics disagreeing on it. Cleans up first, as a takeover
  * does: a start registered for the request that published capacity fulfils it; one that did not
  * is abandoned (`host-start-failed`, its exact incarnation killed, `retired`). Then appends
