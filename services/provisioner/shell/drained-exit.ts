@@ -1,9 +1,9 @@
 import type { JetStreamManager } from "@nats-io/jetstream";
-import { isDroverError, type HostIncarnation, type StoredHeartbeat } from "../../../contracts/index.ts";
+import { isDroverError, type StoredHeartbeat } from "../../../contracts/index.ts";
 import type { HostObservation } from "../../../platform/hosts/types.ts";
 import { heartbeatSubject, runtimeRef, storedHeartbeat, type StreamLayout } from "../../../streams/index.ts";
-import { stamp, type ProvisionerDeps } from "./context.ts";
-import { claimedElsewhere, plannedStopIdOf, registrationOf, stopOrigin } from "./stop-hosts.ts";
+import type { ProvisionerDeps } from "./context.ts";
+import { claimedElsewhere, hostStoppedRetired, registrationOf } from "./stop-hosts.ts";
 
 const MAX_CONFLICTS = 8;
 
@@ -60,20 +60,8 @@ export async function recordDrainedExit(d: ProvisionerDeps, fact: HostObservatio
     if (claimedElsewhere(hist.events)) return "claimed";
     const pid = host.data.pid;
     const detail = `stopped from outside drover: the runtime drained (its heartbeat ${beat.beat} said draining) and host pid ${pid} exited 0`;
-    const e = stamp(
-      d,
-      "runtime.retired",
-      {
-        reason: `host-stopped: ${detail}`.slice(0, 500),
-        stopped: {
-          stopId: plannedStopIdOf(fact.runtimeInstanceId),
-          reason: { code: "host-stopped", detail },
-          hostIncarnation: fact.hostIncarnation as HostIncarnation,
-          proof: { kind: "process-exit", pid, exitCode: 0, signal: null },
-        },
-      },
-      stopOrigin(d, reg, `host-stopped:${fact.hostIncarnation}`),
-    );
+    const proof = { kind: "process-exit", pid, exitCode: 0, signal: null } as const;
+    const e = hostStoppedRetired(d, reg, fact.runtimeInstanceId, fact.hostIncarnation, detail, proof);
     try {
       await d.store.append(ref, e, { expectedSeq: hist.lastSeq });
       return "retired";

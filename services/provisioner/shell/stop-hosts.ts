@@ -71,6 +71,33 @@ export const stopOrigin = (d: ProvisionerDeps, reg: Registration, causationId: s
   ...(reg.type === "runtime.registered" && reg.data.tenantId ? { tenantId: reg.data.tenantId } : {}),
 });
 
+/**
+ * The `runtime retired` of a planned stop (reason `host-stopped`), its host's end proven by `proof`:
+ * the provisioner's own stop (below) and a drain from outside drover (drained-exit.ts) record the same.
+ */
+export const hostStoppedRetired = (
+  d: ProvisionerDeps,
+  reg: Registration,
+  runtimeInstanceId: string,
+  hostIncarnation: string,
+  detail: string,
+  proof: FenceProof,
+): DroverEvent =>
+  stamp(
+    d,
+    "runtime.retired",
+    {
+      reason: `host-stopped: ${detail}`.slice(0, 500),
+      stopped: {
+        stopId: plannedStopIdOf(runtimeInstanceId),
+        reason: { code: "host-stopped", detail },
+        hostIncarnation: hostIncarnation as HostIncarnation,
+        proof,
+      },
+    },
+    stopOrigin(d, reg, `host-stopped:${hostIncarnation}`),
+  );
+
 export type Registration = Extract<DroverEvent, { type: "runtime.registered" | "runtime.pool-member-registered" }>;
 
 /**
@@ -149,20 +176,7 @@ async function stopOne(d: ProvisionerDeps, strategy: HostStrategy, h: LiveHost, 
     const reg = registrationOf(hist.events);
     if (!reg) return "unknown-runtime";
     if (claimedElsewhere(hist.events)) return "left-to-recovery";
-    const e = stamp(
-      d,
-      "runtime.retired",
-      {
-        reason: `host-stopped: ${detail}`.slice(0, 500),
-        stopped: {
-          stopId: plannedStopIdOf(h.runtimeInstanceId),
-          reason: { code: "host-stopped", detail },
-          hostIncarnation: h.host.hostIncarnation as HostIncarnation,
-          proof,
-        },
-      },
-      stopOrigin(d, reg, `host-stopped:${h.host.hostIncarnation}`),
-    );
+    const e = hostStoppedRetired(d, reg, h.runtimeInstanceId, h.host.hostIncarnation, detail, proof);
     try {
       await d.store.append(ref, e, { expectedSeq: hist.lastSeq });
       return "retired";
