@@ -14,7 +14,7 @@ import type { OutputStore } from "../../../platform/output-store.ts";
 import { runRef } from "../../../streams/subjects.ts";
 import type { EventStore } from "../../../streams/types.ts";
 import type { OpenedExecution } from "./execution-open.ts";
-import { unanswered, UNANSWERED_READ_DELAYS_MS } from "./signal-feed.ts";
+import { UNANSWERED_READ_DELAYS_MS, untilAnswered } from "./unanswered-read.ts";
 import { recordedOutput } from "./step-output.ts";
 import type { StepRunner } from "./step-runners.ts";
 
@@ -116,26 +116,20 @@ export async function runChild(
  * down) is an outage the step outlasts, as a wait does (wait-steps.ts), not a failure of its
  * attempt. A refused read still fails it. Rejects when `signal` aborts.
  */
-async function readAnswered(host: ChildRunHost, stepId: string, childRunId: string, signal: AbortSignal) {
-  const delays = host.port.unansweredReadDelaysMs ?? UNANSWERED_READ_DELAYS_MS;
-  for (let failed = 0; ; failed++) {
-    try {
-      return await host.port.store.read(runRef(host.opened.tenantId, childRunId));
-    } catch (e) {
-      if (!unanswered(e)) throw e;
-      const waitMs = delays[Math.min(failed, delays.length - 1)] ?? 10_000;
+function readAnswered(host: ChildRunHost, stepId: string, childRunId: string, signal: AbortSignal) {
+  return untilAnswered(
+    () => host.port.store.read(runRef(host.opened.tenantId, childRunId)),
+    host.port.unansweredReadDelaysMs ?? UNANSWERED_READ_DELAYS_MS,
+    signal,
+    (u) =>
       host.port.log?.({
         event: "child-read-unanswered",
         executionId: host.opened.executionId,
         stepId,
         childRunId,
-        unanswered: failed + 1,
-        nextReadInMs: waitMs,
-        detail: e.message,
-      });
-      await delay(waitMs, undefined, { signal });
-    }
-  }
+        ...u,
+      }),
+  );
 }
 
 async function ended(

@@ -1,6 +1,7 @@
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
-import { isDroverError, type DroverEvent } from "../../../contracts/index.ts";
+import type { DroverEvent } from "../../../contracts/index.ts";
 import { runRef, type EventStore, type StreamLayout } from "../../../streams/index.ts";
+import { unanswered, UNANSWERED_READ_DELAYS_MS, unansweredDelayMs } from "./unanswered-read.ts";
 
 export type Signal = Extract<DroverEvent, { type: "run.signal-received" }>;
 export type FoundSignal = { readonly seq: number; readonly event: Signal };
@@ -46,18 +47,6 @@ interface TenantFeed {
 const HINT_READS_MS = [0, 100, 400, 1500];
 
 /**
- * Delays before a run is read again after a read nobody answered (each read is itself ~3.7 s of the
- * reader's own retries: streams/scoped-read.ts); the last repeats until one is answered.
- */
-export const UNANSWERED_READ_DELAYS_MS: readonly number[] = [1000, 2000, 5000, 10_000];
-
-/**
- * A read nobody answered (`event-store-unavailable`, retryable): no history responder while the
- * provisioner restarts, NATS down. An outage a wait outlasts, unlike a read the server refuses.
- */
-export const unanswered = (e: unknown): e is Error => isDroverError(e, "event-store-unavailable") && e.retryable;
-
-/**
  * One core NATS subscription per tenant with open waits on this runtime, on
  * `<events>.run.<tenant>.*.signal-received` (a subject its rights let it subscribe to, for its
  * tenants only: docs/nats-identities.md): the API's publish of a signal reaches it as the stream
@@ -94,7 +83,7 @@ export function natsSignalFeeds(
   // reads all unanswered (~17 s of a provisioner restart) lost the signal until the wait's deadline.
   const onHint = async (tenantId: string, feed: TenantFeed, runId: string, name: string | undefined) => {
     for (let i = 0, failed = 0; i < HINT_READS_MS.length;) {
-      const wait = failed > 0 ? unansweredDelaysMs[Math.min(failed, unansweredDelaysMs.length) - 1] : HINT_READS_MS[i];
+      const wait = failed > 0 ? unansweredDelayMs(unansweredDelaysMs, failed) : HINT_READS_MS[i];
       if (wait) await new Promise((r) => setTimeout(r, wait));
       if (feeds.get(tenantId) !== feed) return;
       try {

@@ -4,13 +4,8 @@ import type { Clock } from "../../../platform/clock.ts";
 import type { EventStore } from "../../../streams/types.ts";
 import type { OpenedExecution } from "./execution-open.ts";
 import type { ExecutionState } from "../../../aggregates/execution.ts";
-import {
-  apiSignals,
-  unanswered,
-  UNANSWERED_READ_DELAYS_MS,
-  type FoundSignal,
-  type SignalFeeds,
-} from "./signal-feed.ts";
+import { apiSignals, type FoundSignal, type SignalFeeds } from "./signal-feed.ts";
+import { UNANSWERED_READ_DELAYS_MS, untilAnswered } from "./unanswered-read.ts";
 
 export type WaitState = ExecutionState["waits"] extends ReadonlyMap<string, infer W> ? W : never;
 
@@ -166,25 +161,12 @@ async function signalUntilAnswered(
   signal: AbortSignal,
 ): Promise<FoundSignal | undefined> {
   const s = signalsOf(h);
-  const delays = s.unansweredReadDelaysMs ?? UNANSWERED_READ_DELAYS_MS;
-  for (let failed = 0; ; failed++) {
-    try {
-      return await signalOf(h, name);
-    } catch (e) {
-      if (!unanswered(e)) throw e;
-      const waitMs = delays[Math.min(failed, delays.length - 1)] ?? 1000;
-      s.log?.({
-        event: "wait-read-unanswered",
-        executionId: h.opened.executionId,
-        stepId,
-        read,
-        unanswered: failed + 1,
-        nextReadInMs: waitMs,
-        detail: e.message.slice(0, 300),
-      });
-      await delay(waitMs, undefined, { signal });
-    }
-  }
+  return untilAnswered(
+    () => signalOf(h, name),
+    s.unansweredReadDelaysMs ?? UNANSWERED_READ_DELAYS_MS,
+    signal,
+    (u) => s.log?.({ event: "wait-read-unanswered", executionId: h.opened.executionId, stepId, read, ...u }),
+  );
 }
 
 async function resolve(h: WaitHost, stepId: StepId, name: string, s: FoundSignal | undefined): Promise<void> {
