@@ -6,6 +6,9 @@ import {
   RuntimeInstanceId,
   type StoredHeartbeat,
 } from "../contracts/index.ts";
+import type { JetStreamManager, StoredMsg } from "@nats-io/jetstream";
+import type { StreamLayout } from "./layout.ts";
+import { heartbeatSubject } from "./subjects.ts";
 
 /**
  * A stored heartbeat as the control plane may believe it. The runtime is the one its subject names
@@ -38,3 +41,17 @@ export function storedHeartbeat(
     takenAt: new Date(takenAtMs).toISOString(),
   };
 }
+
+/**
+ * The stream's last message on a runtime's heartbeat subject (a Direct Get), or null when there is
+ * none or the stream does not answer: the latest word of a runtime, whatever a follower has seen yet.
+ * Recovery folds it before calling a runtime silent; the provisioner reads whether an exit ended a drain.
+ */
+export const lastHeartbeatMessage = (
+  jsm: JetStreamManager,
+  layout: StreamLayout,
+  runtimeInstanceId: string,
+): Promise<StoredMsg | null> =>
+  jsm.direct
+    .getMessage(layout.heartbeatStream, { last_by_subj: heartbeatSubject(layout, runtimeInstanceId) })
+    .catch(() => null);

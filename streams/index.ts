@@ -74,6 +74,6 @@ export {
 } from "./consumer-runner.ts";
 export { readDeadLetters, parseDeadLetter, type DeadLetter } from "./dead-letters.ts";
 export { skipRecorder, type Skip, type SkipRecorder } from "./skip.ts";
-export { storedHeartbeat } from "./heartbeat-message.ts";
+export { lastHeartbeatMessage, storedHeartbeat } from "./heartbeat-message.ts";
 export { startHistoryResponder, HISTORY_QUEUE, type HistoryResponderOptions } from "./history-responder.ts";
 export { historyPrefixOf } from "./history-page.ts";

@@ -1,7 +1,7 @@
 import type { JetStreamManager } from "@nats-io/jetstream";
 import { isDroverError, type StoredHeartbeat } from "../../../contracts/index.ts";
 import type { HostObservation } from "../../../platform/hosts/types.ts";
-import { heartbeatSubject, runtimeRef, storedHeartbeat, type StreamLayout } from "../../../streams/index.ts";
+import { lastHeartbeatMessage, runtimeRef, storedHeartbeat, type StreamLayout } from "../../../streams/index.ts";
 import type { ProvisionerDeps } from "./context.ts";
 import { claimedElsewhere, hostStoppedRetired, registrationOf } from "./stop-hosts.ts";
 
@@ -14,9 +14,7 @@ const MAX_CONFLICTS = 8;
 export const lastBeatReader =
   (jsm: JetStreamManager, layout: StreamLayout) =>
   async (runtimeInstanceId: string): Promise<StoredHeartbeat | undefined> => {
-    const m = await jsm.direct
-      .getMessage(layout.heartbeatStream, { last_by_subj: heartbeatSubject(layout, runtimeInstanceId) })
-      .catch(() => null);
+    const m = await lastHeartbeatMessage(jsm, layout, runtimeInstanceId);
     if (!m) return undefined;
     try {
       return storedHeartbeat(layout.heartbeatPrefix, m, m.time.getTime());

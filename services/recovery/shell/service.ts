@@ -4,7 +4,7 @@ import type { RuntimeInstanceId } from "../../../contracts/index.ts";
 import { staleHeartbeatMsOf } from "../../../contracts/index.ts";
 import { follow, type Follower } from "../../../platform/follow.ts";
 import { foldedUpToRuntime } from "../domain/plan-gate.ts";
-import { eventTypeFilter, heartbeatSubject, runtimeRef } from "../../../streams/index.ts";
+import { eventTypeFilter, lastHeartbeatMessage, runtimeRef } from "../../../streams/index.ts";
 import { RUN_PLACEMENT_EVENTS } from "../../../aggregates/run.ts";
 import type { RecoveryDeps } from "./deps.ts";
 import type { StreamLayout } from "../../../streams/layout.ts";
@@ -134,9 +134,7 @@ export async function startRecovery(
   // The stream's own last beat of a runtime: what health checks before calling it stale, so a
   // follower that lags (its consumer being recreated after a NATS restart) never fences anyone.
   const latestBeat = async (runtimeInstanceId: string): Promise<void> => {
-    const m = await jsm.direct
-      .getMessage(deps.layout.heartbeatStream, { last_by_subj: heartbeatSubject(deps.layout, runtimeInstanceId) })
-      .catch(() => null);
+    const m = await lastHeartbeatMessage(jsm, deps.layout, runtimeInstanceId);
     if (m) deps.state.applyBeat(m, m.time.getTime());
   };
   void (async () => {
