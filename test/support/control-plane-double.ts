@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { type NatsConnection, type Subscription } from "@nats-io/transport-node";
+import { type NatsConnection } from "@nats-io/transport-node";
+import { historyResponderSwitch, type HistorySwitch } from "./history-responder-switch.ts";
 import { connectHarness } from "../../platform/nats-auth/server-keys.ts";
 import { setupNats } from "../../platform/nats-setup.ts";
 import {
@@ -17,7 +18,6 @@ import {
   createEventStore,
   execRef,
   runRef,
-  startHistoryResponder,
   taggedLayout,
   type AggregateRef,
   type EventStore,
@@ -36,7 +36,7 @@ export interface ControlPlaneDouble {
   readonly layout: StreamLayout;
   readonly store: EventStore;
   /** The provisioner's history responder: stopped and started again as a provisioner's SIGKILL and restart do. */
-  readonly history: { stop(): Promise<void>; start(): void };
+  readonly history: HistorySwitch;
   close(): Promise<void>;
 }
 
@@ -47,17 +47,7 @@ export async function openControlPlaneDouble(natsUrl: string, tag: string): Prom
   const jsm = await jetstreamManager(nc);
   await setupNats(jsm, layout);
   // The provisioner's part a runtime needs to read its histories (streams/history-responder.ts).
-  let responder: Subscription | undefined = startHistoryResponder(nc, jsm, layout);
-  const history = {
-    async stop() {
-      responder?.unsubscribe();
-      responder = undefined;
-      await nc.flush();
-    },
-    start() {
-      responder ??= startHistoryResponder(nc, jsm, layout);
-    },
-  };
+  const history = historyResponderSwitch(nc, jsm, layout);
   return { nc, layout, store: createEventStore(nc, layout), history, close: () => nc.drain() };
 }
 

@@ -1,5 +1,5 @@
 import { jetstreamManager } from "@nats-io/jetstream";
-import type { NatsConnection, Subscription } from "@nats-io/transport-node";
+import type { NatsConnection } from "@nats-io/transport-node";
 import { TenantId } from "../../contracts/index.ts";
 import { standingFromLog, startRuntimeCallout } from "../../platform/nats-auth/callout.ts";
 import { credentialOf, type NatsKeys } from "../../platform/nats-auth/credentials.ts";
@@ -9,13 +9,8 @@ import { serverKeysOf } from "../../platform/nats-auth/server-keys.ts";
 import { connectNats } from "../../platform/nats-connect.ts";
 import { setupNats } from "../../platform/nats-setup.ts";
 import { snapshotStreamOf } from "../../platform/snapshots/store.ts";
-import {
-  createEventStore,
-  runtimeRef,
-  startHistoryResponder,
-  type EventStore,
-  type HistoryResponderOptions,
-} from "../../streams/index.ts";
+import { createEventStore, runtimeRef, type EventStore, type HistoryResponderOptions } from "../../streams/index.ts";
+import { historyResponderSwitch, type HistorySwitch } from "./history-responder-switch.ts";
 import { event, freshStreams, type StreamsFixture } from "./streams.ts";
 
 export const AUTH_TEST_SECRET = "nats-auth-test-secret-0123456789abcdef";
@@ -42,7 +37,7 @@ export interface AuthFixture {
   readonly store: EventStore;
   readonly provisioner: NatsConnection;
   /** The provisioner's history responder: stopped and started again as a provisioner's SIGKILL and restart do. */
-  readonly history: { stop(): Promise<void>; start(): void };
+  readonly history: HistorySwitch;
   as(id: Identity): Promise<NatsConnection>;
   runtimeCreds(id: string): string;
   asRuntime(id: string): Promise<NatsConnection>;
@@ -69,7 +64,7 @@ export async function authFixture(
   const provisioner = await as("provisioner");
   // As the provisioner does: runtimes read their histories from it (streams/history-responder.ts).
   const provisionerJsm = await jetstreamManager(provisioner);
-  let responder: Subscription | undefined = startHistoryResponder(provisioner, provisionerJsm, f.layout, history);
+  const responder = historyResponderSwitch(provisioner, provisionerJsm, f.layout, history);
   startRuntimeCallout({
     nc: provisioner,
     layout: f.layout,
@@ -84,16 +79,7 @@ export async function authFixture(
     f,
     store,
     provisioner,
-    history: {
-      async stop() {
-        responder?.unsubscribe();
-        responder = undefined;
-        await provisioner.flush();
-      },
-      start() {
-        responder ??= startHistoryResponder(provisioner, provisionerJsm, f.layout, history);
-      },
-    },
+    history: responder,
     as,
     runtimeCreds,
     async asRuntime(id) {
