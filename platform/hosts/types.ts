@@ -124,6 +124,11 @@ export type HostObservation =
       readonly runtimeInstanceId: string;
       readonly hostIncarnation: string;
       readonly detail: string;
+      /**
+       * The Pod's exit code once every container of it terminated, as its kubelet last reported
+       * (pod-decisions.ts `podExitCode`); absent when it did not (still running, or gone unreported).
+       */
+      readonly exitCode?: number;
     };
 
 export interface HostStrategy {

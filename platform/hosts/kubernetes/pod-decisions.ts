@@ -27,6 +27,23 @@ export function containerStopped(pod: V1Pod): string | undefined {
 }
 
 /**
+ * The exit code of a Pod whose containers ended, as its kubelet reports them: the first non-zero
+ * `terminated.exitCode`, else 0 once every container status is terminated. Undefined while any
+ * container has no terminated state (still running, or the Pod gone before its kubelet said).
+ */
+export function podExitCode(pod: V1Pod | undefined): number | undefined {
+  const statuses = pod?.status?.containerStatuses ?? [];
+  if (statuses.length === 0) return undefined;
+  let code = 0;
+  for (const s of statuses) {
+    const t = s.state?.terminated;
+    if (!t) return undefined;
+    if (code === 0) code = t.exitCode;
+  }
+  return code;
+}
+
+/**
  * Readiness of the exact Pod `uid`: Ready=True on that UID is ready; the UID gone (deleted, or the
  * name now holding another Pod), Terminating, phase Failed/Succeeded or a stopped container is a failure (no
  * waiting for a timeout: a runtime Pod never restarts). Anything else: keep watching.

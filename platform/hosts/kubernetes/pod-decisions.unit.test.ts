@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { V1Pod } from "@kubernetes/client-node";
-import { goneDecision, readyDecision, stoppedForGood } from "./pod-decisions.ts";
+import { goneDecision, podExitCode, readyDecision, stoppedForGood } from "./pod-decisions.ts";
 
 const pod = (
   uid: string,
@@ -109,5 +109,23 @@ describe("Pod readiness and UID-gone decisions (pure, prove no transport)", () =
     expect(
       stoppedForGood("u1", ev({ ...init, spec: { ...init.spec!, initContainers: [{ name: "setup" }] } })),
     ).toBeUndefined();
+  });
+
+  it("gives a Pod's exit code only once every container terminated: the first non-zero, else 0", () => {
+    const status = (name: string, terminated?: number) => ({
+      name,
+      image: "x",
+      imageID: "",
+      ready: false,
+      restartCount: 0,
+      state: terminated === undefined ? { running: {} } : { terminated: { exitCode: terminated } },
+    });
+    const of = (...containerStatuses: ReturnType<typeof status>[]): V1Pod => ({ status: { containerStatuses } });
+    expect(podExitCode(of(status("runtime", 0)))).toBe(0);
+    expect(podExitCode(of(status("runtime", 143)))).toBe(143);
+    expect(podExitCode(of(status("a", 0), status("b", 1)))).toBe(1);
+    expect(podExitCode(of(status("a", 0), status("b")))).toBeUndefined();
+    expect(podExitCode(of())).toBeUndefined();
+    expect(podExitCode(undefined)).toBeUndefined();
   });
 });
