@@ -21,11 +21,17 @@ const INC = "pid:4242:77";
 let n = 0;
 const ev = (e: DroverEvent): DroverEvent => ({ ...e, eventId: EventId.parse(`ev-xstop-${++n}`) }) as DroverEvent;
 
-async function registered(store: MemoryEventStore): Promise<void> {
+const POD_INC = "pod:0b7c2c1e-0000-4000-8000-000000000001";
+const POD = { podUid: POD_INC.slice(4), podName: "drover-rt-xstop", namespace: "ns-xstop" };
+
+async function registered(store: MemoryEventStore, pod = false): Promise<void> {
   const host = exampleEvent("runtime.host-started");
+  const data = pod
+    ? { hostIncarnation: HostIncarnation.parse(POD_INC), ...POD, convergence: "created" as const }
+    : { hostIncarnation: HostIncarnation.parse(INC), pid: 4242, convergence: "created" as const };
   const events = [
     ev(exampleEvent("runtime.registered")),
-    ev({ ...host, data: { hostIncarnation: HostIncarnation.parse(INC), pid: 4242, convergence: "created" } }),
+    ev({ ...host, data }),
     ev(exampleEvent("runtime.capacity-published")),
   ];
   for (const e of events)
@@ -122,6 +128,74 @@ describe("a drained runtime's exit is a planned stop (in-memory store, scripted 
       expectedSeq: (await store.read(runtimeRef(RT))).lastSeq,
     });
     expect(await recordDrainedExit(deps(store, beat()), exited())).toBe("claimed");
+    expect(await types(store)).not.toContain("runtime.retired");
+  });
+});
+
+const podFact = (
+  kind: "pod-deleted" | "container-terminated" | "pod-failed",
+  exitCode: number | undefined = 0,
+): HostObservation => ({
+  kind,
+  runtimeInstanceId: RT,
+  hostIncarnation: POD_INC,
+  detail: kind,
+  ...(exitCode === undefined ? {} : { exitCode }),
+});
+const podBeat = (over: Partial<StoredHeartbeat> = {}) =>
+  beat({ hostIncarnation: HostIncarnation.parse(POD_INC), ...over });
+
+describe("a drained runtime Pod's deletion is a planned stop (in-memory store, scripted heartbeat and Pod facts; proves no transport)", () => {
+  it("after an idle draining beat: container-terminated is deferred (nothing appended), pod-deleted retires it with the Pod UID gone as proof", async () => {
+    const store = new MemoryEventStore();
+    await registered(store, true);
+    expect(await recordDrainedExit(deps(store, podBeat()), podFact("container-terminated"))).toBe("deferred");
+    expect(await types(store)).not.toContain("runtime.retired");
+    expect(await recordDrainedExit(deps(store, podBeat()), podFact("pod-deleted"))).toBe("retired");
+    const last = (await store.read(runtimeRef(RT))).events.at(-1)?.event;
+    const stopped = last?.type === "runtime.retired" ? last.data.stopped : undefined;
+    expect(stopped?.stopId).toBe(plannedStopIdOf(RT));
+    expect(stopped?.reason.code).toBe("host-stopped");
+    expect(stopped?.hostIncarnation).toBe(POD_INC);
+    expect(stopped?.proof).toEqual({ kind: "pod-uid-gone", ...POD, observedBy: "pod-watch" });
+  });
+
+  it("a Pod gone before its kubelet reported an exit code (a forced delete) is retired on the UID gone after an idle drain", async () => {
+    const store = new MemoryEventStore();
+    await registered(store, true);
+    expect(await recordDrainedExit(deps(store, podBeat()), podFact("pod-deleted", undefined))).toBe("retired");
+  });
+
+  it("anything else is left to host-exited: a non-zero exit, pod-failed, a drain with runs left (mid-drain), no draining beat, another Pod's beat", async () => {
+    const cases: [StoredHeartbeat | undefined, HostObservation][] = [
+      [podBeat(), podFact("container-terminated", 137)],
+      [podBeat(), podFact("pod-deleted", 1)],
+      [podBeat(), podFact("pod-failed")],
+      [podBeat({ runningRuns: 1 }), podFact("container-terminated")],
+      [podBeat({ queuedRuns: 1 }), podFact("pod-deleted")],
+      [podBeat({ draining: false }), podFact("pod-deleted")],
+      [undefined, podFact("container-terminated")],
+      [beat(), podFact("pod-deleted")],
+    ];
+    for (const [last, fact] of cases) {
+      const store = new MemoryEventStore();
+      await registered(store, true);
+      expect(await recordDrainedExit(deps(store, last), fact)).toBe("not-drained");
+      expect(await types(store)).not.toContain("runtime.retired");
+    }
+  });
+
+  it("recovery's failure path first (suspected): container-terminated is not deferred and pod-deleted appends nothing", async () => {
+    const store = new MemoryEventStore();
+    await registered(store, true);
+    const s = exampleEvent("runtime.suspected");
+    await store.append(
+      runtimeRef(RT),
+      ev({ ...s, data: { ...s.data, hostIncarnation: HostIncarnation.parse(POD_INC) } }),
+      { expectedSeq: (await store.read(runtimeRef(RT))).lastSeq },
+    );
+    expect(await recordDrainedExit(deps(store, podBeat()), podFact("container-terminated"))).toBe("claimed");
+    expect(await recordDrainedExit(deps(store, podBeat()), podFact("pod-deleted"))).toBe("claimed");
     expect(await types(store)).not.toContain("runtime.retired");
   });
 });

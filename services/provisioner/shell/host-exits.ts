@@ -129,7 +129,8 @@ export async function recordHostExitPatiently(
  * the runtimes this provisioner published, as their writers left them, get their exit appended unread
  * (and `lost()` is told first: a replacement will follow). An exit that ends a runtime's own drain (a
  * stop from outside drover, drained-exit.ts) is recorded as a planned stop instead: no `host-exited`,
- * no `lost()` (nothing was lost, and nothing needs replacing but what admission asks for).
+ * no `lost()` (nothing was lost, and nothing needs replacing but what admission asks for); a drained
+ * Pod's `container-terminated` records nothing, its `pod-deleted` decides.
  */
 export function observeHostExits(
   d: ProvisionerDeps,
@@ -150,6 +151,12 @@ export function observeHostExits(
         });
         if (drained === "retired") {
           d.log("runtime stopped from outside drover: planned stop recorded", { fact });
+          return;
+        }
+        if (drained === "deferred") {
+          // A drained Pod's container ended: its UID gone (pod-deleted) decides, with what is known of it.
+          if (known && !published.has(fact.runtimeInstanceId)) published.set(fact.runtimeInstanceId, known);
+          d.log("runtime Pod drained and its container ended: planned stop awaits the Pod's deletion", { fact });
           return;
         }
         if (known) lost();
