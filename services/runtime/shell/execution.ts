@@ -45,7 +45,8 @@ export type ExecutionOutcome =
 /**
  * Drives one opened execution to its end: asks the pure scheduler which steps to start, runs them on
  * the shared workers (at most maxWorkersPerRun at a time), and makes each outcome durable before a
- * dependent may start. Completed steps from the journal are never re-run; their recorded outputs feed
+ * dependent may start, except a pure dependent (pipelined-starts.ts), whose own outcome is journaled
+ * after it or not at all. Completed steps from the journal are never re-run; their recorded outputs feed
  * their dependents. Stops at once, writing nothing more, when an append is rejected
  * (`execution-ownership-lost`): the in-flight steps are aborted and their results dropped. `cancel()`
  * aborts the steps and ends the execution `cancelled` (admission then cancels its child runs).
