@@ -1,4 +1,8 @@
-import type { ErrorCode, StepId } from "../../../contracts/index.ts";
+import type { ErrorCode, Step, StepId } from "../../../contracts/index.ts";
+import { retryAtAfterFailure } from "../../../aggregates/scheduler.ts";
+import { jitterUnit } from "./attempt.ts";
+import type { SecretResolver } from "./secrets.ts";
+import type { ExecutorEnv } from "./executor-env.ts";
 import type { Clock } from "../../../platform/clock.ts";
 import type { OpenedExecution } from "./execution-open.ts";
 import type { ExecutionState } from "../../../aggregates/execution.ts";
@@ -61,4 +65,48 @@ export async function durableTimer(
   );
   timers.set(stepId, { attempt, wakeAt });
   return wakeAt;
+}
+
+/** Journals a failed attempt (`exec.step-failed`, with its retry time when one is left) and folds it into `p`. */
+export async function stepFailed(
+  opened: OpenedExecution,
+  p: LocalProgress,
+  step: Step,
+  attempt: number,
+  outcome: { readonly message: string; readonly code?: ErrorCode; readonly retryable: boolean },
+  nowMs: number,
+  secrets: SecretResolver | undefined,
+): Promise<void> {
+  const unit = jitterUnit(opened.executionId, step.id, attempt);
+  const retryAt = outcome.retryable ? retryAtAfterFailure(step, attempt, nowMs, unit) : undefined;
+  const message = (secrets?.redact(outcome.message) ?? outcome.message).slice(0, 2000);
+  await opened.exec.append(
+    opened.emit("exec.step-failed", {
+      stepId: step.id,
+      attempt,
+      error: message,
+      ...(outcome.code ? { code: outcome.code } : {}),
+      ...(retryAt === undefined ? {} : { retryAt: new Date(retryAt).toISOString() }),
+    }),
+  );
+  p.failures.set(step.id, retryAt === undefined ? { attempt } : { attempt, retryAt });
+  p.lastErrors.set(step.id, { ...(outcome.code ? { code: outcome.code } : {}), message });
+}
+
+/** Logs an execution's first step started here (how long after its open, after how many journaled steps); true. */
+export function firstStepStarted(
+  env: Pick<ExecutorEnv, "log" | "clock">,
+  opened: OpenedExecution,
+  s: { readonly stepId: string; readonly attempt: number },
+  startedAt: number,
+): true {
+  env.log({
+    event: "first-step-started",
+    executionId: opened.executionId,
+    stepId: s.stepId,
+    attempt: s.attempt,
+    sinceOpenMs: env.clock.now().getTime() - startedAt,
+    resumedAfter: opened.prior.completed.size,
+  });
+  return true;
 }

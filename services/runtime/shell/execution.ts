@@ -6,9 +6,10 @@ import {
   type StepId,
 } from "../../../contracts/index.ts";
 import { assertNever } from "../../../contracts/assert-never.ts";
-import { retryAtAfterFailure, scheduleSteps, takesWorker, type StepStart } from "../../../aggregates/scheduler.ts";
+import { scheduleSteps, takesWorker, type StepStart } from "../../../aggregates/scheduler.ts";
+import { pipelinedStarts } from "../../../aggregates/pipelined-starts.ts";
 import { canonicalJson } from "../../../aggregates/step-inputs.ts";
-import { attemptOutcome, jitterUnit } from "./attempt.ts";
+import { attemptOutcome } from "./attempt.ts";
 import type { OpenedExecution } from "./execution-open.ts";
 import { recordableOutput, recordedOutput } from "./step-output.ts";
 import { needsOutputs, sha256Hex } from "./step-runners.ts";
@@ -25,7 +26,7 @@ import {
   type EndCtx,
 } from "./execution-end.ts";
 import { settleControlFlow, type ControlFlowHost } from "./control-flow.ts";
-import { durableTimer, progressFrom, type LocalProgress } from "./execution-progress.ts";
+import { durableTimer, firstStepStarted, progressFrom, stepFailed, type LocalProgress } from "./execution-progress.ts";
 import { itemValue, settleMaps, type MapHost } from "./map-steps.ts";
 import { itemStep } from "../../../aggregates/map.ts";
 import { MAP_LIMITS, parseMapItemId } from "../../../contracts/index.ts";
@@ -44,7 +45,8 @@ export type ExecutionOutcome =
 /**
  * Drives one opened execution to its end: asks the pure scheduler which steps to start, runs them on
  * the shared workers (at most maxWorkersPerRun at a time), and makes each outcome durable before a
- * dependent may start. Completed steps from the journal are never re-run; their recorded outputs feed
+ * dependent may start, except a pure dependent (pipelined-starts.ts), whose own outcome is journaled
+ * after it or not at all. Completed steps from the journal are never re-run; their recorded outputs feed
  * their dependents. Stops at once, writing nothing more, when an append is rejected
  * (`execution-ownership-lost`): the in-flight steps are aborted and their results dropped. `cancel()`
  * aborts the steps and ends the execution `cancelled` (admission then cancels its child runs).
@@ -55,6 +57,8 @@ export class Execution {
   private readonly deadlineAt: number | undefined;
   private deadlineTimer: ReturnType<typeof setTimeout> | undefined;
   private readonly running = new Set<string>();
+  /** Running steps whose attempt succeeded and whose `step-completed` append is in flight. */
+  private readonly appending = new Set<string>();
   /** Running wait steps that only listen for their signal (nothing to do until it comes). */
   private readonly listening = new Set<string>();
   /** Each running wait's own abort: a superseded wait is stopped alone (docs/control-flow.md "Waits"). */
@@ -135,7 +139,7 @@ export class Execution {
     return this.opened.executionId;
   }
   get completedSteps(): number {
-    return this.p.completed.size;
+    return this.p.completedIds.size;
   }
 
   /** Requests cancellation; the execution ends `cancelled` once its in-flight steps have stopped. */
@@ -163,7 +167,7 @@ export class Execution {
           event: "execution-ownership-lost",
           executionId: this.executionId,
           detail: err.message,
-          completedSteps: this.p.completed.size,
+          completedSteps: this.p.completedIds.size,
         });
         return { state: "failed", reason: err.code, detail: err.message };
       }
@@ -179,28 +183,32 @@ export class Execution {
       if (this.cancelRequested) return this.finishCancelled();
       if (this.deadlineAt !== undefined && this.env.clock.now().getTime() >= this.deadlineAt)
         return this.finishDeadline();
-      const d = scheduleSteps(
-        this.dag,
-        {
-          completed: this.p.completedIds,
-          failures: this.p.failures,
-          running: this.running,
-          skipped: this.p.skippedIds,
-          conditions: this.p.conditions,
-          maps: this.p.maps,
-        },
-        this.env.clock.now().getTime(),
-        this.env.maxWorkersPerRun,
-      );
+      const progress = {
+        completed: this.p.completedIds,
+        failures: this.p.failures,
+        running: this.running,
+        skipped: this.p.skippedIds,
+        conditions: this.p.conditions,
+        maps: this.p.maps,
+      };
+      const now = this.env.clock.now().getTime();
+      const d = scheduleSteps(this.dag, progress, now, this.env.maxWorkersPerRun);
       switch (d.kind) {
         case "completed":
           return this.finishCompleted();
         case "failed":
           return this.finishFailed(d.stepId, d.attempt);
-        case "continue":
+        case "continue": {
           // Skips and conditions are journaled first; the scheduler then decides again over them.
           if ((await settleControlFlow(d, this.control)) || (await settleMaps(d, this.mapHost))) break;
-          for (const s of d.start) {
+          // Nothing to start on durable progress: pure steps may go while completions are appended.
+          const start =
+            d.start.length > 0
+              ? d.start
+              : pipelinedStarts(this.dag, progress, this.appending, now, this.env.maxWorkersPerRun, (id) =>
+                  this.stepOf(id),
+                );
+          for (const s of start) {
             // A sleep, wait or run step only waits (timer, signal, child run): it takes no worker meanwhile.
             const needsWorker = takesWorker(this.stepOf(s.stepId));
             const acquired =
@@ -215,8 +223,9 @@ export class Execution {
             }
             void this.execute(s, acquired);
           }
-          if (d.start.length === 0) await this.idle(d.wakeAt);
+          if (start.length === 0) await this.idle(d.wakeAt);
           break;
+        }
         default:
           assertNever(d);
       }
@@ -238,21 +247,16 @@ export class Execution {
     this.p.completedIds.add(stepId);
   }
 
-  /** One attempt of one step, on a worker the loop acquired (`holdsWorker`) or, for a sleep, none; records its outcome durably. */
+  /**
+   * One attempt of one step, on a worker the loop acquired (`holdsWorker`) or, for a sleep, none,
+   * given back when the attempt ends; records its outcome durably. While its `step-completed` is
+   * appended its output is known (`appending`): pure dependents may start (pipelined-starts.ts).
+   */
   private async execute(s: StepStart, holdsWorker: boolean): Promise<void> {
+    let holding = holdsWorker;
     const step = this.stepOf(s.stepId);
     this.running.add(s.stepId);
-    if (!this.firstStepLogged) {
-      this.firstStepLogged = true;
-      this.env.log({
-        event: "first-step-started",
-        executionId: this.executionId,
-        stepId: s.stepId,
-        attempt: s.attempt,
-        sinceOpenMs: this.env.clock.now().getTime() - this.startedAt,
-        resumedAfter: this.opened.prior.completed.size,
-      });
-    }
+    if (!this.firstStepLogged) this.firstStepLogged = firstStepStarted(this.env, this.opened, s, this.startedAt);
     const t0 = this.env.clock.now().getTime();
     try {
       const data = async () => ({
@@ -293,6 +297,8 @@ export class Execution {
       // After cancel or lost ownership nothing more is written: the step's result is dropped. A
       // superseded wait writes nothing either, unless it resolved first (then it completes).
       if (this.abort.signal.aborted || (own?.signal.aborted && !outcome.ok)) return;
+      if (holding) this.env.workers.release();
+      holding = false;
       const now = this.env.clock.now();
       if (outcome.ok) {
         const { value, outputDigest, output, outputRef } = outcome.output;
@@ -304,32 +310,24 @@ export class Execution {
           durationMs: Math.max(0, now.getTime() - t0),
           ...(cacheKey ? { cacheKey } : {}),
         });
-        await this.opened.exec.append(completed);
+        const durable = this.opened.exec.append(completed);
+        // Known, not yet durable: only what depends on the journal's order may read it (dependents' inputs).
+        this.p.completed.set(s.stepId, outputDigest);
+        this.values.set(s.stepId, value);
+        this.appending.add(s.stepId);
+        this.wake.poke();
+        await durable;
         this.completedNow(s.stepId, value, outputDigest);
         if (cacheKey) await indexCompletion(cacheKey, completed, this.cacheHost);
-      } else {
-        const unit = jitterUnit(this.executionId, s.stepId, s.attempt);
-        const retryAt = outcome.retryable ? retryAtAfterFailure(step, s.attempt, now.getTime(), unit) : undefined;
-        const message = (this.env.secrets?.redact(outcome.message) ?? outcome.message).slice(0, 2000);
-        await this.opened.exec.append(
-          this.opened.emit("exec.step-failed", {
-            stepId: s.stepId,
-            attempt: s.attempt,
-            error: message,
-            ...(outcome.code ? { code: outcome.code } : {}),
-            ...(retryAt === undefined ? {} : { retryAt: new Date(retryAt).toISOString() }),
-          }),
-        );
-        this.p.failures.set(s.stepId, retryAt === undefined ? { attempt: s.attempt } : { attempt: s.attempt, retryAt });
-        this.p.lastErrors.set(s.stepId, { ...(outcome.code ? { code: outcome.code } : {}), message });
-      }
+      } else await stepFailed(this.opened, this.p, step, s.attempt, outcome, now.getTime(), this.env.secrets);
     } catch (e) {
       this.fatal ??= e;
       this.abort.abort(e);
     } finally {
       this.waitAborts.delete(s.stepId);
+      this.appending.delete(s.stepId);
       this.running.delete(s.stepId);
-      if (holdsWorker) this.env.workers.release();
+      if (holding) this.env.workers.release();
       this.wake.poke();
     }
   }
