@@ -195,60 +195,60 @@ async function proveAndPublish(
       { code: "host-creation-failed", detail: `the ${r.outcome} host did not prove ${layers.missing.join(", ")}` },
       layers.missing[0],
     );
-  // The strategy's layers passed with its answer; a claimed member's claim recorded some of them
-  // already (warm-pool.ts): not recorded twice. They are recorded with the command layer, the endpoint
-  // and capacity, in one conditional atomic batch once the probe answered: capacity is in the log only
-  // after every layer, all of them or none, and not at all if the runtime ended meanwhile
-  // (RuntimeWriter). Before, the layers went beside the probe as one append each, then command,
-  // endpoint and capacity one after another: a warm k8s bind's five or six round trips in series took
-  // 0.1-2.9 s under load (P=5 proof), the probe 7-600 ms.
+  // The strategy's layers are recorded in one append while the command layer is probed (its answer
+  // is recorded after them): a warm bind's three appends and the probe had run one after another.
+  // A claimed member's claim recorded some layers already (warm-pool.ts): not recorded twice.
   const toRecord = layers.passed.filter((l) => !p.warm?.layersRecorded.includes(l));
-  const layerEvents = toRecord.map((layer) =>
-    stamp(d, "runtime.readiness-layer-passed", { layer, hostIncarnation, detail: layerDetail(layer, r) }, o),
-  );
-  const probe = await (d.probe ?? probeCommandReadiness)(
-    {
-      runtimeInstanceId: p.runtimeInstanceId,
-      hostIncarnation,
-      endpoint: r.endpoint.endpoint,
-      transport: spec.transport,
-      token: spec.commandToken,
-    },
-    d.probeBudgetMs,
-  );
-  const probeMs = Math.round(performance.now() - t0);
-  if (!probe.ok) {
-    // The layers the strategy proved stay on record before the failure (the command layer failed).
-    if (layerEvents.length > 0) await p.writer.append(layerEvents, { oneBatch: true });
-    throw new StartFailed(probe.reason, "command");
-  }
-  await p.writer.append(
-    [
-      ...layerEvents,
-      stamp(
-        d,
-        "runtime.readiness-layer-passed",
-        { layer: "command", hostIncarnation, detail: probe.detail.slice(0, 500) },
-        o,
-      ),
-      stamp(
-        d,
-        "runtime.endpoint-published",
-        {
-          endpoint: r.endpoint.endpoint,
-          aliases: [...r.endpoint.aliases],
-          ...(r.endpoint.route ? { route: r.endpoint.route } : {}),
-          routingHeader: "x-drover-runtime-instance-id",
-          hostIncarnation,
-        },
-        o,
-      ),
-      stamp(d, "runtime.capacity-published", { hostIncarnation }, o),
-    ],
-    { oneBatch: true },
-  );
+  const recordLayers =
+    toRecord.length === 0
+      ? Promise.resolve()
+      : p.writer.append(
+          toRecord.map((layer) =>
+            stamp(d, "runtime.readiness-layer-passed", { layer, hostIncarnation, detail: layerDetail(layer, r) }, o),
+          ),
+        );
+  let layersMs = -1;
+  let probeMs = -1;
+  const [, probe] = await Promise.all([
+    recordLayers.then(() => void (layersMs = Math.round(performance.now() - t0))),
+    (d.probe ?? probeCommandReadiness)(
+      {
+        runtimeInstanceId: p.runtimeInstanceId,
+        hostIncarnation,
+        endpoint: r.endpoint.endpoint,
+        transport: spec.transport,
+        token: spec.commandToken,
+      },
+      d.probeBudgetMs,
+    ).then((x) => ((probeMs = Math.round(performance.now() - t0)), x)),
+  ]);
+  if (!probe.ok) throw new StartFailed(probe.reason, "command");
+  // The command layer, then the endpoint and capacity, in one conditional append: capacity is in the
+  // log only after every layer, and not at all if the runtime ended meanwhile (RuntimeWriter).
+  await p.writer.append([
+    stamp(
+      d,
+      "runtime.readiness-layer-passed",
+      { layer: "command", hostIncarnation, detail: probe.detail.slice(0, 500) },
+      o,
+    ),
+    stamp(
+      d,
+      "runtime.endpoint-published",
+      {
+        endpoint: r.endpoint.endpoint,
+        aliases: [...r.endpoint.aliases],
+        ...(r.endpoint.route ? { route: r.endpoint.route } : {}),
+        routingHeader: "x-drover-runtime-instance-id",
+        hostIncarnation,
+      },
+      o,
+    ),
+    stamp(d, "runtime.capacity-published", { hostIncarnation }, o),
+  ]);
   d.log("start published", {
     runtimeInstanceId: p.runtimeInstanceId,
+    layersMs,
     probeMs,
     publishedMs: Math.round(performance.now() - t0),
   });

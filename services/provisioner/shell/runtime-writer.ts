@@ -17,7 +17,7 @@ export class RuntimeEnded extends Error {
 
 /**
  * Appends a start's events to one runtime aggregate, each conditional on the sequence this writer
- * last saw (several: one after another; one atomic batch only when asked, `oneBatch`). Another writer in between (our own
+ * last saw (several: one after another, never an atomic batch). Another writer in between (our own
  * host-exit recorder, a provisioner that took the request over, recovery) is a version conflict: the
  * writer re-reads and continues only if the runtime has not ended, so a retired or exited runtime can
  * never be published afterwards.
@@ -72,14 +72,9 @@ export class RuntimeWriter {
   /**
    * Appends `events` in order after the last seen sequence. Throws `RuntimeEnded` if the runtime
    * has ended (checked first and after every conflict), unless `evenIfEnded` (clean-up records:
-   * the failure reason and the retirement are written whatever happened meanwhile). `oneBatch`: the
-   * events go as one atomic batch (conditional on the same sequence: all stored or none, two round
-   * trips whatever their number); a start's last append, whose events are all proven at once.
+   * the failure reason and the retirement are written whatever happened meanwhile).
    */
-  async append(
-    events: readonly DroverEvent[],
-    opts: { readonly evenIfEnded?: boolean; readonly oneBatch?: boolean } = {},
-  ): Promise<void> {
+  async append(events: readonly DroverEvent[], opts: { readonly evenIfEnded?: boolean } = {}): Promise<void> {
     let pending = [...events];
     for (let conflicts = 0; ; conflicts++) {
       if (!opts.evenIfEnded && this.summary?.endedBy)
@@ -92,22 +87,13 @@ export class RuntimeWriter {
         // took 240–290 ms against 8–33 ms as appends (bench/atomic-batch.bench.ts). One aggregate's
         // events need no batch: each is conditional, so none lands after another writer's event.
         const ref = runtimeRef(this.runtimeInstanceId);
-        if (opts.oneBatch && pending.length > 1) {
-          // A start's publication (host-start.ts): 3-5 appends one after another had cost a round trip
-          // each under load (0.1-2.9 s together in the k8s P=5 proof), where the batch's sync is ~2.5 ms.
-          const stored = await this.store.appendAtomic([{ ref, expectedSeq: this.seq, events: pending }]);
-          for (const [i, a] of stored.entries()) this.apply(a.seq, pending[i] as RuntimeEvent);
-          return;
-        }
         while (pending.length > 0) {
           const a = await this.store.append(ref, pending[0]!, { expectedSeq: this.seq });
           this.apply(a.seq, pending.shift() as RuntimeEvent);
         }
         return;
       } catch (e) {
-        // A batch the server refused as a whole for now (nothing stored: ADR-50's transient refusals) is retried as a conflict.
-        const again = isDroverError(e, "version-conflict") || (isDroverError(e, "batch-rejected") && e.retryable);
-        if (!again || conflicts >= MAX_CONFLICTS) throw e;
+        if (!isDroverError(e, "version-conflict") || conflicts >= MAX_CONFLICTS) throw e;
         // Re-read to learn what the other writer did; events of ours stored before the conflict are in it.
         const stored = await this.refresh();
         pending = pending.filter((p) => !stored.has(p.eventId));
