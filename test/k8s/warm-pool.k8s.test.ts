@@ -128,6 +128,13 @@ describe("warm pool with Kubernetes hosts (real node, real runtime Pods)", () =>
       expect(host.convergenceSource).toMatch(/^warm-pool:pool-[a-z0-9]{12}$/);
       const memberId = host.convergenceSource!.slice("warm-pool:".length);
       expect(types(await f.runtimeEvents(memberId))).toContain("runtime.pool-member-claimed");
+      // The member's resource layer (its Pod, the UID host-started names) comes with its claim; the
+      // bind proves host and endpoint, the probe command, each of that incarnation.
+      const layers = w.rt.flatMap((s) => (s.event.type === "runtime.readiness-layer-passed" ? [s.event.data] : []));
+      expect(layers.map((l) => l.layer)).toEqual(["resource", "host", "endpoint", "command"]);
+      for (const l of layers) expect(l.hostIncarnation).toBe(host.hostIncarnation);
+      expect(layers[0]!.detail).toContain(`warm pool member ${memberId}: resource proven at its readiness`);
+      expect(layers[1]!.detail).not.toContain("proven at its readiness");
       // The host is the member's exact Pod, now annotated with the runtime it serves.
       const pod = await core.readNamespacedPod({ namespace: ns, name: host.podName! });
       expect(`pod:${pod.metadata?.uid}`).toBe(host.hostIncarnation);

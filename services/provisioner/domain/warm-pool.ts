@@ -4,16 +4,17 @@ import { hasPrefix, type Roster, type RuntimeSummary } from "./runtime-roster.ts
 /** Layers a pool member proves before it is claimable: every layer but the tenant binding's `command`. */
 export const POOL_LAYERS: readonly ReadinessLayer[] = ["resource", "host", "endpoint"];
 /**
- * Layers a claim of a process member records for the runtime it registers, in the claim's own batch
- * (pure): the member's `resource` (its child spawned) and `host` (that exact incarnation alive) were
- * proven when it became ready, and the claim is conditional on the member's last sequence, so no exit
- * of that incarnation is in the log since; the bind then proves `endpoint` (the same incarnation
- * answers and listens on the bound port) and the provisioner `command`, before capacity. A Kubernetes
- * member's `host` is its Pod's readiness, which after a binding is the bound runtime's: proven by the
- * bind, not carried (docs/decisions.md).
+ * Layers a claim records for the runtime it registers, in the claim's own batch (pure). They were
+ * proven when the member became ready, and the claim is conditional on the member's last sequence,
+ * so no exit of that incarnation is in the log since. A process member's `resource` (its child
+ * spawned) and `host` (that exact incarnation alive); the bind then proves `endpoint` (the same
+ * incarnation answers and listens on the bound port) and the provisioner `command`, before capacity.
+ * A Kubernetes member's `resource` (its Pod created, the exact UID the claim's `host-started` names;
+ * a warm member has no Service or route of its own); its `host` is its Pod's readiness, which after a
+ * binding is the bound runtime's: proven by the bind, not carried (docs/decisions.md).
  */
 export const claimCarriedLayers = (provider: HostProvider): readonly ReadinessLayer[] =>
-  provider === "process" ? ["resource", "host"] : [];
+  provider === "process" ? ["resource", "host"] : ["resource"];
 
 /** Prefix of a pool member's id (`pool-<12 [a-z0-9]>`); members never count against a tenant's prefix. */
 export const POOL_MEMBER_PREFIX = "pool";

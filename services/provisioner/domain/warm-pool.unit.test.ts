@@ -2,7 +2,14 @@ import { describe, expect, it } from "vitest";
 import { exampleEvent } from "../../../test/support/example-events.ts";
 import type { DroverEvent } from "../../../contracts/index.ts";
 import { emptyRoster, evolveRoster, liveByPrefix, type Roster, type RuntimeEvent } from "./runtime-roster.ts";
-import { claimableMembers, refillCount, refillPace, replacesLost, reservedForReplacements } from "./warm-pool.ts";
+import {
+  claimCarriedLayers,
+  claimableMembers,
+  refillCount,
+  refillPace,
+  replacesLost,
+  reservedForReplacements,
+} from "./warm-pool.ts";
 
 const INC = "pid:4242:987654";
 let seq = 0;
@@ -126,5 +133,13 @@ describe("warm pool refill pace and replacements' reserve (pure, proves no trans
     expect(replacesLost(r, prefix)).toBe(false);
     r = fold(r, `${prefix}-dddddddddddd`, ev("runtime.registered"), ev("runtime.fenced"));
     expect(replacesLost(r, prefix)).toBe(true);
+  });
+});
+
+describe("claimCarriedLayers (pure, no transport)", () => {
+  it("a claim carries the layers a binding leaves as proven: a process member's resource and host, a Kubernetes member's resource (its Pod), never endpoint or command", () => {
+    expect(claimCarriedLayers("process")).toEqual(["resource", "host"]);
+    // A Kubernetes member's host is its Pod's readiness, which after a binding is the bound runtime's: the bind proves it.
+    expect(claimCarriedLayers("kubernetes")).toEqual(["resource"]);
   });
 });
