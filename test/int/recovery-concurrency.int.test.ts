@@ -157,45 +157,6 @@ describe("recovery concurrency: reconciles and reads that do not wait on one ano
     );
   });
 
-  it("a runtime that fails while a forensics timeline's append waits on the store is suspected and fenced meanwhile", async () => {
-    const incF = await deadRuntime("rt-f", "t-f");
-    const incG = await deadRuntime("rt-g", "t-g");
-    let release!: () => void;
-    const released = new Promise<void>((ok) => (release = ok));
-    let timelineWaiting = false;
-    // The store, but an append to t-f's forensics record (its timeline's next fact) waits for `released`.
-    await recovery({
-      ...store,
-      appendAll: async (ref, events, o) => {
-        if (ref.aggregate === "forensics" && ref.tenantId === "t-f") {
-          timelineWaiting = true;
-          await released;
-        }
-        return store.appendAll(ref, events, o);
-      },
-    });
-    try {
-      await exited("rt-f", incF);
-      await eventually("rt-f planned", async () =>
-        (await typesOf("rt-f")).includes("runtime.recovery-planned") ? true : undefined,
-      );
-      // rt-f's run is admitted elsewhere: its timeline's next fact (replacement selected) is appended, and held.
-      const ref = runRef("t-f", "run-rt-f");
-      const admitted = { runtimeInstanceId: "rt-f2", localRunId: "lr-f2", reservationId: "r2", candidates: [] };
-      await store.append(ref, mkEvent(writer("admission"), "run.admitted", { ...admitted, recovery: true }, "t-f"), {
-        expectedSeq: await store.lastSeq(ref),
-      });
-      await eventually("rt-f's timeline append waiting", async () => (timelineWaiting ? true : undefined));
-      await exited("rt-g", incG);
-      // The held timeline append holds no pass: rt-g is suspected and fenced while it still waits.
-      await eventually("rt-g fenced", async () =>
-        (await typesOf("rt-g")).includes("runtime.fenced") ? true : undefined,
-      );
-    } finally {
-      release();
-    }
-  });
-
   it("reads an in-flight item's run and execution journal side by side, not one after the other", async () => {
     const inc = await deadRuntime("rt-c", "t-c");
     let execAsked!: () => void;

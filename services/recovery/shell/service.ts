@@ -29,7 +29,7 @@ const RECONNECT_ALLOWANCE_MS = 2_500;
  * beats not yet flowing). The first beat that arrives starts the allowance instead.
  */
 const FRESH_BEATS_WAIT_MS = 15_000;
-/** Forensics timelines advanced at once in a round (each at most one conditional append). */
+/** Forensics timelines advanced at once in a pass (each at most one conditional append). */
 const TIMELINES_AT_ONCE = 16;
 
 /**
@@ -56,7 +56,7 @@ export interface RecoveryService {
  * resume/completion facts and heartbeats; on every change and tick: detect → fence (one kill at a time per
  * runtime, not awaited by the pass) → reconcile fenced runtimes and runtimes retired by a planned stop
  * (host-stopped, with its proof; one reconcile at a time per runtime, not awaited either) → advance forensics
- * timelines (one round at a time, not awaited either). Three owners, never merged: health decides, the host strategy proves the boundary, the
+ * timelines. Three owners, never merged: health decides, the host strategy proves the boundary, the
  * reconciler moves work.
  */
 export async function startRecovery(
@@ -184,29 +184,6 @@ export async function startRecovery(
     return false;
   };
 
-  // Forensics timelines are advanced beside the passes, one round at a time (each record at most one
-  // append in flight), never awaited by a pass: awaited there, a runtime's host exit folded during a
-  // round waited for its appends before the next pass could suspect it (P=20 proof at load ~27: host
-  // exit stored → suspected p50 670 ms, p90 1.5 s, a suspicion's own append ~115 ms). They move no work.
-  let timelines: Promise<void> | undefined;
-  let timelinesAgain = false;
-  const advanceTimelines = (): void => {
-    if (timelines) {
-      timelinesAgain = true;
-      return;
-    }
-    timelinesAgain = false;
-    timelines = mapAtMost([...deps.state.forensics.values()], TIMELINES_AT_ONCE, (f) => advanceTimeline(deps, f))
-      .then(
-        () => undefined,
-        (e: unknown) => deps.log.error({ err: String(e) }, "forensics timelines not advanced; retried next pass"),
-      )
-      .finally(() => {
-        timelines = undefined;
-        if (timelinesAgain && !stopped) advanceTimelines();
-      });
-  };
-
   const pass = async (): Promise<void> => {
     if (stopped || !caughtUp) return;
     if (running) {
@@ -270,7 +247,7 @@ export async function startRecovery(
               },
             );
           }
-        advanceTimelines();
+        await mapAtMost([...deps.state.forensics.values()], TIMELINES_AT_ONCE, (f) => advanceTimeline(deps, f));
       } while (again && !stopped);
     } catch (e) {
       deps.log.error({ err: String(e) }, "recovery pass failed; retried next tick");
@@ -309,7 +286,7 @@ export async function startRecovery(
       stopped = true;
       clearInterval(timer);
       stopDisconnects?.();
-      await Promise.all([events.stop(), beats.stop(), timelines]);
+      await Promise.all([events.stop(), beats.stop()]);
       await writer?.stop();
     },
   };
