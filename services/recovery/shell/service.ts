@@ -31,8 +31,6 @@ const RECONNECT_ALLOWANCE_MS = 2_500;
 const FRESH_BEATS_WAIT_MS = 15_000;
 /** Forensics timelines advanced at once in a pass (each at most one conditional append). */
 const TIMELINES_AT_ONCE = 16;
-/** How long a pass's timelines may be put off while new changes keep arriving (see `pass`). */
-const TIMELINES_DEFERRED_MS = 1_000;
 
 /**
  * The event subjects recovery folds. Of a run, only the events that move what recovery reads
@@ -125,8 +123,6 @@ export async function startRecovery(
   for (const f of [events, beats]) f.done.catch((e) => deps.log.fatal({ err: String(e) }, "recovery follower stopped"));
   const fencing = new Set<string>();
   const reconciling = new Set<string>();
-  // When a pass last advanced the forensics timelines (clock ms).
-  let timelinesAt = Number.NEGATIVE_INFINITY;
   let running = false,
     again = false,
     stopped = false,
@@ -251,14 +247,7 @@ export async function startRecovery(
               },
             );
           }
-        // Timelines only record what happened: when something changed during this pass (a host exit,
-        // a lost connection), the next round's detection and fences go first, and the timelines wait
-        // for a round with nothing new, at most TIMELINES_DEFERRED_MS (they never starve in a burst).
-        const now = deps.env.clock.now().getTime();
-        if (!again || now - timelinesAt >= TIMELINES_DEFERRED_MS) {
-          timelinesAt = now;
-          await mapAtMost([...deps.state.forensics.values()], TIMELINES_AT_ONCE, (f) => advanceTimeline(deps, f));
-        }
+        await mapAtMost([...deps.state.forensics.values()], TIMELINES_AT_ONCE, (f) => advanceTimeline(deps, f));
       } while (again && !stopped);
     } catch (e) {
       deps.log.error({ err: String(e) }, "recovery pass failed; retried next tick");
