@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { credentialOf } from "../../platform/nats-auth/credentials.ts";
 import { serverKeysOf } from "../../platform/nats-auth/server-keys.ts";
@@ -13,7 +13,8 @@ import { TEST_COMMAND_SECRET, type ProvisionerFixture } from "./provisioner-fixt
 /**
  * Real provisioner processes (services/provisioner/main.ts) on `f`'s streams, with `config` as their
  * DROVER_CONFIG. The durable consumer is created by the setup identity first, as in make run (the
- * provisioner may not create it). `start()` spawns one; `killAll()` SIGKILLs the ones still running.
+ * provisioner may not create it). `start()` spawns one; `killAll()` (the teardown) SIGKILLs the ones still
+ * running and removes the config's temporary directory (left in /tmp by every run before).
  */
 export async function provisionerProcesses(natsUrl: string, f: ProvisionerFixture, config: Record<string, unknown>) {
   const setup = await connectNats({ servers: natsUrl, creds: credentialOf(serverKeysOf(natsUrl)!, "setup") });
@@ -47,6 +48,7 @@ export async function provisionerProcesses(natsUrl: string, f: ProvisionerFixtur
     },
     killAll(): void {
       for (const p of started) if (p.exitCode === null && p.signalCode === null) p.kill("SIGKILL");
+      rmSync(dirname(configPath), { recursive: true, force: true });
     },
   };
 }
