@@ -74,16 +74,23 @@ export async function launch(
       ok();
     }),
   );
+  // A start that fails leaves nothing behind: its directory goes as a stopped server's does (each
+  // failed start used to leave a /tmp/drover-nats-* store behind).
+  const failed = async (message: string): Promise<never> => {
+    if (removeDir) await rm(dir, { recursive: true, force: true });
+    throw new Error(message);
+  };
   const deadline = Date.now() + 30_000;
   for (;;) {
     if (child.exitCode !== null || child.signalCode !== null)
-      throw new Error(`${name} exited during start-up: ${stderr}`);
+      return failed(`${name} exited during start-up: ${stderr}`);
     // Connectable is not enough: another process (a server started at the same time on the same
     // "free" port) may be the one listening. Only this child's own listening socket counts.
     if ((await canConnect(port, host)) && listensOn(child.pid ?? -1, port)) break;
     if (Date.now() > deadline) {
       child.kill("SIGKILL");
-      throw new Error(`${name} did not listen on ${port} within 30s: ${stderr}`);
+      await exited;
+      return failed(`${name} did not listen on ${port} within 30s: ${stderr}`);
     }
     await new Promise((r) => setTimeout(r, 50));
   }

@@ -1,7 +1,11 @@
+import { existsSync } from "node:fs";
+import { mkdtemp } from "node:fs/promises";
 import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { freePortOnLoopback } from "../../k8s/local-cluster/lib/free-port.ts";
-import { startNats, startRedis } from "../../platform/local-servers.ts";
+import { launch, startNats, startRedis } from "../../platform/local-servers.ts";
 
 // Boundary: the kernel's loopback port allocation and real nats-server / redis-server processes.
 describe("free ports for private servers (real kernel sockets and servers)", () => {
@@ -28,5 +32,14 @@ describe("free ports for private servers (real kernel sockets and servers)", () 
     } finally {
       await Promise.all([nats.stop(), redis.stop()]);
     }
+  });
+
+  it("a server whose start fails leaves no directory behind (a real process that exits at once)", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "drover-launch-test-"));
+    const port = await freePortOnLoopback();
+    await expect(launch("false", "false", [], port, `x://127.0.0.1:${port}`, dir)).rejects.toThrow(
+      /false exited during start-up/,
+    );
+    expect(existsSync(dir)).toBe(false);
   });
 });
