@@ -2,11 +2,11 @@ import { describe, expect, it } from "vitest";
 import { DagDefinition, type DagInput, type DroverEvent } from "../../../contracts/index.ts";
 import type { AggregateRef } from "../../../streams/subjects.ts";
 import type { AppendOptions, Appended } from "../../../streams/types.ts";
-import { eventData } from "../../../test/support/event-data.ts";
 import { MemoryEventStore } from "../../../test/support/memory-event-store.ts";
+import { appendRecoveryPause } from "../../../test/support/recovery-pause.ts";
 import { Execution } from "./execution.ts";
 import { openFresh } from "./execution-open.ts";
-import { eid, executor, journalEnv, payload, recordingRunner, types } from "./execution-fixtures.ts";
+import { executor, journalEnv, payload, recordingRunner, types } from "./execution-fixtures.ts";
 import { WorkerPool } from "./worker-pool.ts";
 
 /** A memory store that holds the `step-completed` append of `stepId` until `release()` (proves no transport). */
@@ -81,19 +81,7 @@ describe("Execution: pure steps pipelined with their dependencies' appends (in-m
     const opened = await openFresh(journalEnv(store), payload(dag));
     const outcome = new Execution(executor(runner, workers), opened, dag, 0).run();
     await until(() => calls.length === 2);
-    await store.append(
-      opened.exec.ref,
-      opened.emit(
-        "exec.paused-for-recovery",
-        eventData("exec.paused-for-recovery", {
-          forensicsId: `runtime-recovery:${eid("r1", "l1")}:r1:l1`,
-          incidentId: "i1",
-          failedRuntimeInstanceId: "rt-a",
-          newEpoch: 1,
-        }),
-      ),
-      { expectedSeq: opened.exec.lastSeq, msgId: "recovery" },
-    );
+    await appendRecoveryPause(store, opened, opened.exec.lastSeq);
     store.release();
     expect(await outcome).toMatchObject({ state: "failed", reason: "execution-ownership-lost" });
     expect(await types(store)).toEqual(["exec.started", "exec.paused-for-recovery"]);

@@ -3,6 +3,7 @@ import { DagDefinition, type DagInput, type DroverEvent } from "../../../contrac
 import { execRef, runRef } from "../../../streams/subjects.ts";
 import { eventData } from "../../../test/support/event-data.ts";
 import { MemoryEventStore } from "../../../test/support/memory-event-store.ts";
+import { appendRecoveryPause } from "../../../test/support/recovery-pause.ts";
 import { Execution } from "./execution.ts";
 import { openFresh, openResume } from "./execution-open.ts";
 import type { StepRunner } from "./step-runners.ts";
@@ -67,19 +68,7 @@ describe("Execution: deterministic, durable, fenced (in-memory store; proves no 
       ),
     );
     const executionId = first.executionId;
-    await store.append(
-      first.exec.ref,
-      first.emit(
-        "exec.paused-for-recovery",
-        eventData("exec.paused-for-recovery", {
-          forensicsId: `runtime-recovery:${eid("r1", "l1")}:r1:l1`,
-          incidentId: "i1",
-          failedRuntimeInstanceId: "rt-a",
-          newEpoch: 1,
-        }),
-      ),
-      { expectedSeq: first.exec.lastSeq, msgId: "recovery" },
-    );
+    await appendRecoveryPause(store, first, first.exec.lastSeq);
     const { runner, calls } = recordingRunner();
     const resumed = await openResume(journalEnv(store, "rt-b"), {
       ...payload(dag, "l2"),
@@ -195,19 +184,7 @@ describe("Execution: deterministic, durable, fenced (in-memory store; proves no 
     const outcome = firstRun.run();
     await sleeping;
     // Recovery fences it mid-sleep; when its timer fires, its step-completed is refused.
-    await store.append(
-      first.exec.ref,
-      first.emit(
-        "exec.paused-for-recovery",
-        eventData("exec.paused-for-recovery", {
-          forensicsId: `runtime-recovery:${first.executionId}:r1:l1`,
-          incidentId: "i1",
-          failedRuntimeInstanceId: "rt-a",
-          newEpoch: 1,
-        }),
-      ),
-      { expectedSeq: await store.lastSeq(first.exec.ref), msgId: "recovery" },
-    );
+    await appendRecoveryPause(store, first, await store.lastSeq(first.exec.ref));
     wakeUp();
     expect(await outcome).toMatchObject({ state: "failed", reason: "execution-ownership-lost" });
     const timers = (await store.read(first.exec.ref)).events
@@ -311,19 +288,7 @@ describe("Execution: deterministic, durable, fenced (in-memory store; proves no 
     const { runner } = recordingRunner(async (step) => {
       const opened = holder.opened;
       if (step.id === "s2" && opened) {
-        await store.append(
-          opened.exec.ref,
-          opened.emit(
-            "exec.paused-for-recovery",
-            eventData("exec.paused-for-recovery", {
-              forensicsId: `runtime-recovery:${eid("r1", "l1")}:r1:l1`,
-              incidentId: "i1",
-              failedRuntimeInstanceId: "rt-a",
-              newEpoch: 1,
-            }),
-          ),
-          { expectedSeq: await store.lastSeq(opened.exec.ref), msgId: "recovery" },
-        );
+        await appendRecoveryPause(store, opened, await store.lastSeq(opened.exec.ref));
       }
     });
     const opened = await openFresh(journalEnv(store), payload(chain(4)));

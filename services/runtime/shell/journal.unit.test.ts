@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { execRef } from "../../../streams/subjects.ts";
-import { eventData } from "../../../test/support/event-data.ts";
 import { MemoryEventStore } from "../../../test/support/memory-event-store.ts";
+import { appendRecoveryPause } from "../../../test/support/recovery-pause.ts";
 import { openFresh } from "./execution-open.ts";
 import { AggregateJournal } from "./journal.ts";
-import { chain, eid, journalEnv, payload, T } from "./execution-fixtures.ts";
+import { chain, journalEnv, payload, T } from "./execution-fixtures.ts";
 
 // Unit tier with an in-memory event store: proves the executor's decisions and fencing reactions,
 // NOT any transport or JetStream behaviour (the host tier proves those against real processes).
@@ -13,19 +13,7 @@ describe("AggregateJournal: the runtime is the single writer of its execution (i
     const store = new MemoryEventStore();
     const opened = await openFresh(journalEnv(store), payload(chain(2)));
     // A foreign writer (recovery) appends after the runtime's last sequence.
-    await store.append(
-      opened.exec.ref,
-      opened.emit(
-        "exec.paused-for-recovery",
-        eventData("exec.paused-for-recovery", {
-          forensicsId: `runtime-recovery:${eid("r1", "l1")}:r1:l1`,
-          incidentId: "i1",
-          failedRuntimeInstanceId: "rt-a",
-          newEpoch: 1,
-        }),
-      ),
-      { expectedSeq: opened.exec.lastSeq, msgId: "recovery" },
-    );
+    await appendRecoveryPause(store, opened, opened.exec.lastSeq);
     const attemptsBefore = store.appendLog.length;
     const a = opened.exec.append(opened.emit("exec.completed", { outputDigest: "a".repeat(64) }));
     const b = opened.exec.append(opened.emit("exec.completed", { outputDigest: "b".repeat(64) }));
