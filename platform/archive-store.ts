@@ -9,8 +9,8 @@ import {
 } from "@nats-io/jetstream";
 import { headers as natsHeaders, NoRespondersError, RequestError } from "@nats-io/transport-node";
 import type { StreamLayout } from "../streams/index.ts";
-import { isNotFound } from "../streams/nats-errors.ts";
 import { streamReplicas } from "../streams/replicas.ts";
+import { directBatches } from "../streams/stored.ts";
 
 /**
  * The archive of compacted aggregates (docs/retention.md): an immutable stream (deny_delete,
@@ -84,19 +84,12 @@ export async function readRaw(
   absentIsEmpty = false,
 ): Promise<StoredMsg[]> {
   const out: StoredMsg[] = [];
-  for (let seq = 1; ;) {
-    let last: StoredMsg | undefined;
-    try {
-      for await (const m of await jsm.direct.getBatch(stream, { seq, next_by_subj: filter, batch: 1024 })) {
-        out.push(m);
-        last = m;
-      }
-    } catch (e) {
-      if (!isNotFound(e) && !(absentIsEmpty && noStream(e))) throw e;
-    }
-    if (!last || last.pending === 0) return out;
-    seq = last.seq + 1;
+  try {
+    for await (const m of directBatches(jsm, stream, filter)) out.push(m);
+  } catch (e) {
+    if (!(absentIsEmpty && noStream(e))) throw e;
   }
+  return out;
 }
 
 /** The archived copies of the live `filter`'s events, in archive order (one per original sequence). */

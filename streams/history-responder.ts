@@ -1,7 +1,7 @@
 import type { JetStreamManager, StoredMsg } from "@nats-io/jetstream";
 import type { Msg, NatsConnection, Subscription } from "@nats-io/transport-node";
 import type { StreamLayout } from "./layout.ts";
-import { isNotFound } from "./nats-errors.ts";
+import { directBatches } from "./stored.ts";
 import {
   encodePage,
   historyFilterOf,
@@ -82,28 +82,17 @@ async function readPage(
 ): Promise<Uint8Array> {
   const msgs: PagedMsg[] = [];
   let bytes = 0;
-  let seq = from;
-  for (;;) {
-    let last: StoredMsg | undefined;
-    try {
-      const iter = await jsm.direct.getBatch(stream, { seq, next_by_subj: filter, batch: Math.min(BATCH, max) });
-      for await (const s of iter) {
-        last = s;
-        const m: PagedMsg = { seq: s.seq, subject: s.subject, time: s.time.toISOString(), data: s.data };
-        if (bytes + entryBytes(m) > budget) {
-          if (msgs.length === 0)
-            return failed({ code: "too-large", message: `message ${s.seq} on ${filter} does not fit one page` });
-          return encodePage({ msgs, more: true });
-        }
-        msgs.push(m);
-        bytes += entryBytes(m);
-        if (msgs.length >= max) return encodePage({ msgs, more: s.pending > 0 });
-      }
-    } catch (e) {
-      if (isNotFound(e)) return encodePage({ msgs, more: false });
-      throw e;
+  let last: StoredMsg | undefined;
+  for await (const s of directBatches(jsm, stream, filter, { fromSeq: from, max, batch: BATCH })) {
+    const m: PagedMsg = { seq: s.seq, subject: s.subject, time: s.time.toISOString(), data: s.data };
+    if (bytes + entryBytes(m) > budget) {
+      if (msgs.length === 0)
+        return failed({ code: "too-large", message: `message ${s.seq} on ${filter} does not fit one page` });
+      return encodePage({ msgs, more: true });
     }
-    if (!last || last.pending === 0) return encodePage({ msgs, more: false });
-    seq = last.seq + 1;
+    msgs.push(m);
+    bytes += entryBytes(m);
+    last = s;
   }
+  return encodePage({ msgs, more: (last?.pending ?? 0) > 0 });
 }
