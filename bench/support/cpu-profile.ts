@@ -8,6 +8,9 @@
  * Caveat (docs/decisions.md, session 30): a sample is charged to whatever was on the stack when V8
  * took it, so on a loaded machine a preempted process shows "busy" time it did not spend on a core;
  * compare shares within one profile, and take CPU time itself from /proc (bench/support/cpu.ts).
+ * The runtime's CommonJS bundle inlines its packages (platform/hosts/runtime-bundle.ts), so in a
+ * runtime's profile nats.js or Fastify frames are owned by `ours:<their function>`; the services'
+ * bundles keep packages external, and there the owner is the package.
  */
 export interface CpuProfileNode {
   readonly id: number;
