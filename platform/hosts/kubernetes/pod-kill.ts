@@ -32,9 +32,9 @@ export async function waitPodUidGone(
 
 /**
  * Deletes exactly Pod `uid` (UID precondition, `graceSeconds` in the body) and returns only once
- * that UID is gone. It reads the Pod first (with `exitEvidence`, beside the delete): a UID already
- * gone (or a name now holding another UID) needs no delete. Two ways to a grace-0 delete (still
- * UID-preconditioned) without waiting for the kubelet's own final one: the kubelet reports that no container of the Pod can run again
+ * that UID is gone. It reads the Pod first: a UID already gone (or a name now holding another UID)
+ * needs no delete. Two ways to a grace-0 delete (still UID-preconditioned) without waiting for the
+ * kubelet's own final one: the kubelet reports that no container of the Pod can run again
  * ({@link stoppedForGood}: the runtime already exited, `restartPolicy: Never`) — in the read (the
  * usual fence, which begins once the kubelet reported the exit: one delete, no graceful step) or
  * while the graceful delete runs — and the API server then removes the UID at once, where the
@@ -45,9 +45,9 @@ export async function waitPodUidGone(
  * server does not answer.
  * `exitEvidence`: health's evidence that the runtime is dead already (its connection was lost: the
  * server saw its NATS connection close and its command port refused a connection). The kill then
- * sends the grace-0 delete at once, beside the read, as on its kubelet's report: that report comes
- * at the kubelet's next PLEG relist, 1–5 s after the kill on this 2-core node, and a graceful
- * delete only slows it (the pod worker steps through termination one relist at a time, 2.5–3.5 s measured).
+ * goes to the grace-0 delete at once, as it does on its kubelet's report: that report comes at the
+ * kubelet's next PLEG relist, 1–5 s after the kill on this 2-core node, and a graceful delete only
+ * slows it (the pod worker steps through termination one relist at a time, 2.5–3.5 s measured).
  * What the kubelet's report would have added — that no container of the UID runs — rests here on
  * that evidence, on the kubelet killing what is left of a Pod removed from the API, and on the
  * fence's other mechanisms: the revoked NATS identity (kicked at `fenced`) and the conditional
@@ -82,14 +82,14 @@ export async function killPodExact(
   const target = podTarget(core, namespace, name);
   const stopped = (e: ObjectEvent<V1Pod>) => (graceSeconds > 0 ? stoppedForGood(uid, e) : undefined);
   let read: Awaited<ReturnType<typeof target.list>> | undefined;
-  const gone = async (how: string, sent?: Promise<unknown>): Promise<string | undefined> => {
+  const gone = async (how: string): Promise<string | undefined> => {
     // The watch for the UID's end (from the read's resourceVersion) goes out beside the grace-0
     // delete rather than after its answer: the DELETED event then comes on a request already made,
     // where a list after the delete cost one more round trip (0.2–0.8 s each at load ~20).
     const abort = new AbortController();
     const watching = followObject(kc, target, (e) => goneDecision(uid, e), deadline, abort.signal, read);
     try {
-      await (sent ?? del(0));
+      await del(0);
     } catch (e) {
       abort.abort();
       await watching.catch(() => undefined);
@@ -99,12 +99,6 @@ export async function killPodExact(
     mark("gone");
     return typeof r === "string" ? `${r} (${how})` : undefined;
   };
-  // With health's evidence of the death the grace-0 delete goes out beside the read, not after its
-  // answer (one API round trip fewer before the UID is gone: the read took 0.6–1.5 s of a 1.3–3 s
-  // fence at load ~18, k8s P=5). Its UID precondition never touches another Pod under the name; an
-  // absent UID answers 404/409 (`absent`). The fence still rests on the UID seen gone (list or watch).
-  const early = exitEvidence !== undefined ? del(0) : undefined;
-  early?.catch(() => undefined); // surfaced where it is awaited (gone) or moot (the read saw the UID gone)
   try {
     read = await target.list(`metadata.name=${name}`);
     const listed = { type: "LISTED", obj: read.items[0] } as const;
@@ -113,8 +107,7 @@ export async function killPodExact(
     // Why no container of the UID can run again already: its kubelet's report, else health's evidence.
     const atOnce = exited ? `its kubelet reported ${exited}` : exitEvidence;
     let observedBy = goneDecision(uid, listed);
-    if (!observedBy && atOnce) observedBy = await gone(`grace 0 at once: ${atOnce}`, early);
-    else if (early) await early.catch(() => undefined);
+    if (!observedBy && atOnce) observedBy = await gone(`grace 0 at once: ${atOnce}`);
     else if (!observedBy) {
       await del(graceSeconds);
       const first = await followObject(
