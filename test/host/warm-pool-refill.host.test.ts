@@ -105,4 +105,60 @@ describe("warm pool refill (real NATS, real runtime processes)", () => {
     await readyMembers(f, 4, strategy);
     await pool.idle();
   }, 240_000);
+  it("claims that drain the pool below a quarter while a refill waits for the starts in flight start their members at once, not at the wait's end", async () => {
+    const cp = uniqueName("cp");
+    let holding = false;
+    let release = () => undefined as void;
+    const held = new Promise<void>((r) => (release = r));
+    /** How many waits for the starts in flight the refill had begun when each held member start came. */
+    const startsAfterWaits: number[] = [];
+    let waits = 0;
+    const gated = gateStarts({
+      pooled: { held, holds: () => holding, onStart: () => void startsAfterWaits.push(waits) },
+    });
+    const { strategy, deps } = f.provisioner(
+      { poolSizes: { process: 4 }, controlPlaneId: cp, maxConcurrentHostStartups: 3 },
+      {},
+      gated,
+    );
+    // The first wait for the starts in flight lasts until the test ends it (a bind or a Pod start
+    // that takes long: busy-starts.ts bounds it at 3 s), later ones end at once.
+    let endFirstWait = () => undefined as void;
+    const firstWait = new Promise<void>((r) => (endFirstWait = r));
+    const pool = createWarmPool(deps, new RosterView(f.store, f.streams.layout), undefined, () =>
+      ++waits === 1 ? firstWait : Promise.resolve(),
+    );
+    pool.refill();
+    await readyMembers(f, 4, strategy);
+    holding = true;
+    const claim = async (tenantId: string) =>
+      pool.claim(claimStart(cp, tenantId, replacementId(tenantId)) as never, firstSlotOf(tenantId), undefined, true);
+    try {
+      // One claim: the pool still holds 3 of 4 (not urgent), so its refill waits for the starts in flight.
+      expect((await claim("burst-a"))?.warm).toBeDefined();
+      pool.refill();
+      await eventually(
+        "the refill waits for the starts in flight",
+        async () => (waits === 1 ? true : undefined),
+        30_000,
+      );
+      // Three more while it waits: the pool is empty, under a quarter of its size (urgent).
+      for (const t of ["burst-b", "burst-c", "burst-d"]) {
+        expect((await claim(t))?.warm).toBeDefined();
+        pool.refill();
+      }
+      // Before, the refill started nothing until its wait ended, judged on the roster of one claim.
+      await eventually(
+        "four members start while the first wait still holds",
+        async () => (startsAfterWaits.length >= 4 ? true : undefined),
+        20_000,
+      );
+      expect(startsAfterWaits).toEqual([1, 1, 1, 1]);
+    } finally {
+      endFirstWait();
+      release();
+    }
+    await readyMembers(f, 4, strategy);
+    await pool.idle();
+  }, 240_000);
 });
