@@ -36,8 +36,6 @@ export async function replay(
     filter?: string | string[];
     /** Called instead of failing for a message that does not decode (the replay goes on past it). */
     onUndecodable?: (u: Undecodable) => void | Promise<void>;
-    /** Told the end sequence once it is fixed, before any event (types.ts EventStore.replay). */
-    onEnd?: (endSeq: number) => void;
   } = {},
 ): Promise<number> {
   const jsm = await ctx.jsm;
@@ -57,7 +55,6 @@ export async function replay(
   } catch (e) {
     throw toStoreError(e, `starting a replay of ${stream}`, { filters });
   }
-  opts.onEnd?.(endSeq);
   if (start === 0 || start > endSeq) return 0;
   // Only on one replica: a Direct Get on R>1 may be answered by a lagging follower, and a replay must
   // not pass a shorter range off as the whole one (the consumer reads from the leader).

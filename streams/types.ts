@@ -93,11 +93,6 @@ export interface EventStore {
       filter?: string | string[];
       /** Takes a message that does not decode instead of failing the replay (which then goes on past it). */
       onUndecodable?: (u: Undecodable) => void | Promise<void>;
-      /**
-       * Told the stream's last sequence the replay runs up to, once it is fixed and before any event
-       * is delivered: a replay that completes has delivered every matching event up to it.
-       */
-      onEnd?: (endSeq: number) => void;
     },
   ): Promise<number>;
 }

@@ -110,13 +110,8 @@ export class MemoryEventStore implements EventStore {
     return this.events.findLast((e) => e.subject === subject);
   }
 
-  async replay(
-    from: ReplayFrom,
-    onEvent: (e: StoredEvent) => void | Promise<void>,
-    opts?: { onEnd?: (endSeq: number) => void },
-  ): Promise<number> {
+  async replay(from: ReplayFrom, onEvent: (e: StoredEvent) => void | Promise<void>): Promise<number> {
     const start = "seq" in from ? from.seq : 1;
-    opts?.onEnd?.(this.events.at(-1)?.seq ?? 0);
     for (const e of this.events.filter((x) => x.seq >= start)) await onEvent(e);
     return this.events.at(-1)?.seq ?? 0;
   }

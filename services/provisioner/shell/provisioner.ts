@@ -15,7 +15,7 @@ import { driveHostStart, warmMemberServes, type PlannedStart } from "./host-star
 import { observe, originOf, outcome, settle } from "./request-writer.ts";
 import { RosterView } from "./roster-view.ts";
 import { RuntimeWriter } from "./runtime-writer.ts";
-import { lookAtConflict, neededSeq, PlanAgain, readSlot, slotEntry, type SlotClaim } from "./runtime-slot.ts";
+import { lookAtConflict, PlanAgain, readSlot, slotEntry, type SlotClaim } from "./runtime-slot.ts";
 import { runtimeRef } from "../../../streams/index.ts";
 import { StartGate, type Ticket } from "./start-gate.ts";
 import { BusyStarts } from "./busy-starts.ts";
@@ -102,7 +102,7 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
     // `prefixAsked` is the request's prefix as delivered, undefined while another request of the
     // prefix is driven here: a plan under the gate after that one's start would count a roster
     // without it (its batch would conflict on the slot and plan again).
-    const reads = prefixAsked === undefined ? undefined : planReads(tenantId, prefixAsked, deliveredSeq);
+    const reads = prefixAsked === undefined ? undefined : planReads(tenantId, prefixAsked);
     reads?.catch(() => undefined); // awaited by the first plan, which reads again after a failure
     let s = await observe(d, tenantId, requestId, deliveredSeq);
     const observedMs = Math.round(performance.now() - t0);
@@ -189,12 +189,12 @@ export function createProvisioner(d: ProvisionerDeps): Provisioner {
     }
   }
 
-  /** The prefix's slot, then the roster (read after the slot: runtime-slot.ts), with their times; `requestedSeq`: see `neededSeq`. */
-  async function planReads(tenantId: string, prefix: string, requestedSeq?: number): Promise<PlanReads> {
+  /** The prefix's slot, then the roster (read after the slot: runtime-slot.ts), with their times. */
+  async function planReads(tenantId: string, prefix: string): Promise<PlanReads> {
     const t0 = performance.now();
     const slot = await readSlot(d, tenantId, prefix);
     const slotMs = Math.round(performance.now() - t0);
-    const current = await roster.current(neededSeq(requestedSeq, slot));
+    const current = await roster.current();
     return { slot, current, slotMs, rosterMs: Math.round(performance.now() - t0) - slotMs };
   }
 

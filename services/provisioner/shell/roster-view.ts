@@ -53,9 +53,7 @@ export class RosterView implements Snapshottable {
   readBack = 0;
   private view: Roster = emptyRoster();
   private dirty = false;
-  /** The stream sequence up to which every runtime event is folded into `view` (a completed replay's end). */
-  private covered = 0;
-  private catching: CatchUp | undefined;
+  private catching: Promise<Roster> | undefined;
   /** The replay that starts once `catching` ends, shared by every caller that arrived during it. */
   private next: Promise<Roster> | undefined;
   private readonly restoring: Promise<void>;
@@ -83,26 +81,16 @@ export class RosterView implements Snapshottable {
   /**
    * The roster including every runtime event stored before the call. A caller arriving during a
    * replay waits for a fresh one (it may need later events), shared with every other such caller.
-   * `upTo`: the caller needs only the events up to that stream sequence (e.g. the slot it read and
-   * the request it handles: provisioner.ts): a roster folded that far is returned at once, and a
-   * replay in flight that runs that far serves it (no second catch-up queued behind it).
    * Each caller gets a roster that later folds do not change.
    * Failure modes: store errors propagate; the roster keeps what it had folded.
    */
-  async current(upTo?: number): Promise<Roster> {
+  async current(): Promise<Roster> {
     await this.restoring;
-    if (upTo !== undefined) {
-      if (upTo <= this.covered) return this.view;
-      const c = this.catching;
-      // Its end is fixed by its first read: one that reaches `upTo` is enough (if it fails: a fresh one).
-      if (c && ((await c.end) ?? 0) >= upTo) return c.done.catch(() => this.current());
-      if (upTo <= this.covered) return this.view;
-    }
     if (!this.catching) return this.replay();
     // Every caller arriving during a replay shares the one that starts after it: one at a time, 20
     // scale-outs deciding at once queued 60 replays end to end (seconds at load ~20, claims waiting
     // with warm members ready).
-    this.next ??= this.catching.done
+    this.next ??= this.catching
       .catch(() => undefined)
       .then(() => {
         this.next = undefined;
@@ -112,14 +100,11 @@ export class RosterView implements Snapshottable {
   }
 
   private replay(): Promise<Roster> {
-    let fixed: (endSeq: number | undefined) => void = () => undefined;
-    const end = new Promise<number | undefined>((r) => (fixed = r));
-    const done = this.catchUp(fixed).finally(() => {
-      fixed(undefined);
-      if (this.catching?.done === done) this.catching = undefined;
+    const p = this.catchUp().finally(() => {
+      if (this.catching === p) this.catching = undefined;
     });
-    this.catching = { done, end };
-    return done;
+    this.catching = p;
+    return p;
   }
 
   /** Writes a snapshot now if the roster moved past the last one (tests, shutdown). */
@@ -149,16 +134,13 @@ export class RosterView implements Snapshottable {
     for (const r of img.runtimes) this.runtimes.set(r.runtimeInstanceId, r);
     for (const id of img.ended) this.ended.add(id);
     this.lastSeq = img.lastSeq;
-    // Every runtime event up to the image's last one is in it (a later one is read by the next replay).
-    this.covered = img.lastSeq;
     this.dropped = img.dropped;
     this.dirty = true;
     this.evict();
   }
 
-  private async catchUp(fixed: (endSeq: number) => void): Promise<Roster> {
+  private async catchUp(): Promise<Roster> {
     const prefix = `${this.layout.eventPrefix}.runtime.`;
-    let endSeq: number | undefined;
     await this.store.replay(
       { seq: this.lastSeq + 1 },
       async (s) => {
@@ -171,19 +153,10 @@ export class RosterView implements Snapshottable {
       },
       // A message that does not decode is no runtime fact: stepped over (capacity and forensics record
       // it as a dead letter), so one bad message can never stop every scale-out.
-      {
-        filter: `${prefix}>`,
-        onUndecodable: () => undefined,
-        onEnd: (e) => {
-          endSeq = e;
-          fixed(e);
-        },
-      },
+      { filter: `${prefix}>`, onUndecodable: () => undefined },
     );
     if (this.dirty) this.view = { runtimes: new Map(this.runtimes), lastSeq: this.lastSeq };
     this.dirty = false;
-    // A store that does not tell its end (a test double) covers only what it delivered.
-    this.covered = Math.max(this.covered, endSeq ?? this.lastSeq);
     return this.view;
   }
 
@@ -220,10 +193,4 @@ export class RosterView implements Snapshottable {
       this.dropped++;
     }
   }
-}
-
-/** A replay in flight: `end` is the stream sequence it runs up to once fixed (undefined: it failed first). */
-interface CatchUp {
-  readonly done: Promise<Roster>;
-  readonly end: Promise<number | undefined>;
 }

@@ -32,15 +32,6 @@ export async function readSlot(d: ProvisionerDeps, tenantId: string, prefix: str
   return { ref, expectedSeq: await d.store.lastSeq(ref) };
 }
 
-/**
- * The stream sequence a first plan's roster must hold: the request's (it comes after the fence of the
- * runtime it replaces) and the slot's (every start of the prefix, this request's earlier attempts
- * included, moved it in the batch that registered it), not a fresh catch-up (roster-view.ts); a
- * member that became ready later is not seen, one claimed meanwhile conflicts. Undefined: fresh.
- */
-export const neededSeq = (requestedSeq: number | undefined, slot: SlotClaim): number | undefined =>
-  requestedSeq === undefined ? undefined : Math.max(requestedSeq, slot.expectedSeq);
-
 /** The batch entry that takes the slot for `runtimeInstanceId`. */
 export function slotEntry(
   d: ProvisionerDeps,
