@@ -16,6 +16,51 @@ afterAll(async () => {
   await f?.close();
 });
 
+/**
+ * A pool of 4 ready members whose next pooled starts are held (a slow boot) and whose first wait
+ * for the starts in flight (busy-starts.ts, bounded at 3 s in the product) lasts until the test
+ * ends it; later waits end at once. `startsAfterWaits`: how many waits the refill had begun when
+ * each held member start came.
+ */
+async function heldRefill() {
+  const cp = uniqueName("cp");
+  let holding = false;
+  let release = () => undefined as void;
+  const held = new Promise<void>((r) => (release = r));
+  const startsAfterWaits: number[] = [];
+  let waits = 0;
+  const gated = gateStarts({
+    pooled: { held, holds: () => holding, onStart: () => void startsAfterWaits.push(waits) },
+  });
+  const { strategy, deps } = f.provisioner(
+    { poolSizes: { process: 4 }, controlPlaneId: cp, maxConcurrentHostStartups: 3 },
+    {},
+    gated,
+  );
+  let endFirstWait = () => undefined as void;
+  const firstWait = new Promise<void>((r) => (endFirstWait = r));
+  const pool = createWarmPool(deps, new RosterView(f.store, f.streams.layout), undefined, () =>
+    ++waits === 1 ? firstWait : Promise.resolve(),
+  );
+  pool.refill();
+  await readyMembers(f, 4, strategy);
+  holding = true;
+  const claim = async (tenantId: string) =>
+    pool.claim(claimStart(cp, tenantId, replacementId(tenantId)) as never, firstSlotOf(tenantId), undefined, true);
+  return {
+    pool,
+    claim,
+    startsAfterWaits,
+    waits: () => waits,
+    endFirstWait: () => endFirstWait(),
+    release: () => release(),
+    settle: async () => {
+      await readyMembers(f, 4, strategy);
+      await pool.idle();
+    },
+  };
+}
+
 describe("warm pool refill (real NATS, real runtime processes)", () => {
   it("a claim while a refill round's member still boots starts the next member at once, not after that boot", async () => {
     const cp = uniqueName("cp");
@@ -60,37 +105,15 @@ describe("warm pool refill (real NATS, real runtime processes)", () => {
   }, 240_000);
 
   it("a round that waited for the starts in flight is sized on the roster after the wait: claims made meanwhile start their members at once, with no second wait", async () => {
-    const cp = uniqueName("cp");
-    let holding = false;
-    let release = () => undefined as void;
-    const held = new Promise<void>((r) => (release = r));
-    /** How many waits for the starts in flight the refill had made when each held member start came. */
-    const startsAfterWaits: number[] = [];
-    let waits = 0;
-    const gated = gateStarts({
-      pooled: { held, holds: () => holding, onStart: () => void startsAfterWaits.push(waits) },
-    });
-    const { strategy, deps } = f.provisioner(
-      { poolSizes: { process: 4 }, controlPlaneId: cp, maxConcurrentHostStartups: 3 },
-      {},
-      gated,
-    );
-    // The provisioner's pool, with the wait for the starts in flight (busy-starts.ts) in the test's hands:
-    // the first wait lasts until the test ends it, later ones end at once.
-    let endFirstWait = () => undefined as void;
-    const firstWait = new Promise<void>((r) => (endFirstWait = r));
-    const pool = createWarmPool(deps, new RosterView(f.store, f.streams.layout), undefined, () =>
-      ++waits === 1 ? firstWait : Promise.resolve(),
-    );
-    pool.refill();
-    await readyMembers(f, 4, strategy);
-    holding = true;
-    const claim = async (tenantId: string) =>
-      pool.claim(claimStart(cp, tenantId, replacementId(tenantId)) as never, firstSlotOf(tenantId), undefined, true);
+    const { pool, claim, startsAfterWaits, waits, endFirstWait, release, settle } = await heldRefill();
     // One claim: the pool still holds 3 of 4 (not urgent), so its refill waits for the starts in flight.
     expect((await claim("sized-a"))?.warm).toBeDefined();
     pool.refill();
-    await eventually("the refill waits for the starts in flight", async () => (waits === 1 ? true : undefined), 30_000);
+    await eventually(
+      "the refill waits for the starts in flight",
+      async () => (waits() === 1 ? true : undefined),
+      30_000,
+    );
     // Two more claims while it waits.
     expect((await claim("sized-b"))?.warm).toBeDefined();
     pool.refill();
@@ -102,44 +125,18 @@ describe("warm pool refill (real NATS, real runtime processes)", () => {
     // second wait before the other two.
     expect(startsAfterWaits).toEqual([1, 1, 1]);
     release();
-    await readyMembers(f, 4, strategy);
-    await pool.idle();
+    await settle();
   }, 240_000);
+
   it("claims that drain the pool below a quarter while a refill waits for the starts in flight start their members at once, not at the wait's end", async () => {
-    const cp = uniqueName("cp");
-    let holding = false;
-    let release = () => undefined as void;
-    const held = new Promise<void>((r) => (release = r));
-    /** How many waits for the starts in flight the refill had begun when each held member start came. */
-    const startsAfterWaits: number[] = [];
-    let waits = 0;
-    const gated = gateStarts({
-      pooled: { held, holds: () => holding, onStart: () => void startsAfterWaits.push(waits) },
-    });
-    const { strategy, deps } = f.provisioner(
-      { poolSizes: { process: 4 }, controlPlaneId: cp, maxConcurrentHostStartups: 3 },
-      {},
-      gated,
-    );
-    // The first wait for the starts in flight lasts until the test ends it (a bind or a Pod start
-    // that takes long: busy-starts.ts bounds it at 3 s), later ones end at once.
-    let endFirstWait = () => undefined as void;
-    const firstWait = new Promise<void>((r) => (endFirstWait = r));
-    const pool = createWarmPool(deps, new RosterView(f.store, f.streams.layout), undefined, () =>
-      ++waits === 1 ? firstWait : Promise.resolve(),
-    );
-    pool.refill();
-    await readyMembers(f, 4, strategy);
-    holding = true;
-    const claim = async (tenantId: string) =>
-      pool.claim(claimStart(cp, tenantId, replacementId(tenantId)) as never, firstSlotOf(tenantId), undefined, true);
+    const { pool, claim, startsAfterWaits, waits, endFirstWait, release, settle } = await heldRefill();
     try {
       // One claim: the pool still holds 3 of 4 (not urgent), so its refill waits for the starts in flight.
       expect((await claim("burst-a"))?.warm).toBeDefined();
       pool.refill();
       await eventually(
         "the refill waits for the starts in flight",
-        async () => (waits === 1 ? true : undefined),
+        async () => (waits() === 1 ? true : undefined),
         30_000,
       );
       // Three more while it waits: the pool is empty, under a quarter of its size (urgent).
@@ -158,7 +155,6 @@ describe("warm pool refill (real NATS, real runtime processes)", () => {
       endFirstWait();
       release();
     }
-    await readyMembers(f, 4, strategy);
-    await pool.idle();
+    await settle();
   }, 240_000);
 });
