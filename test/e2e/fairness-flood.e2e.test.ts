@@ -182,8 +182,7 @@ describe("one tenant floods submissions (up to thousands, up to its limits); ano
           }
         }),
       ).finally(() => (flooding = false));
-      // The CPU while the flood's clients submitted, apart: the figure below runs on to the drain and
-      // through this test's polling of every flood run's end (10 000 GETs), which no steady run waits for.
+      // The CPU while the flood's clients submitted, apart: the figure below runs on to the drain.
       const submitting = floodDone.then(async () => ({
         services: cpuSpent(cpuBefore, await cpuSnapshot()),
         client: process.cpuUsage(clientBefore),
@@ -196,8 +195,8 @@ describe("one tenant floods submissions (up to thousands, up to its limits); ano
       ]);
       for (const id of underFlood) await done(steady, id);
       const nc = await connectHarness({ servers: inject("natsUrl") });
-      // The flood's runs' ends from the stream, not one GET /v1/runs/:id each: on a stream of a 10 000-run
-      // flood each such read cost nats-server ~10-20 ms of CPU, and polling them all took longer than the flood.
+      // The flood's runs' ends from one consumer on the stream, not 10 000 GET /v1/runs/:id one at a time
+      // (before reads asked for exact batches, streams/stored.ts, polling them took longer than the flood).
       await allCompleted(nc, cp.layout, "t-flood", floodIds, Math.max(240_000, FLOOD_RUNS * 200));
       const cpu = cpuSpent(cpuBefore, await cpuSnapshot());
 

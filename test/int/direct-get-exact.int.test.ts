@@ -8,7 +8,7 @@ import { event, freshStreams, type StreamsFixture } from "../support/streams.ts"
 
 /**
  * An aggregate read's batched Direct Gets never ask for more messages than match: nats-server
- * looks for the rest of a batch through every later message block (13–15 ms of its CPU per read
+ * looks for the rest of a batch through every later message block (10.8 ms of its CPU per read
  * of a run in a stream of 12 000 runs; bench/direct-get-tail.bench.ts). Real nats-server; the
  * requests are seen on their own subject, as the server gets them.
  */
